@@ -1,0 +1,4 @@
+"""gpuperf: GPU performance instruments (roofline, MFU, trace diagnosis, benchmarks)."""
+from __future__ import annotations
+
+__version__ = "0.1.0"

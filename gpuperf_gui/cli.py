@@ -1,0 +1,50 @@
+"""The `gpuperf` command: every number the GUI shows, without a window (text or --json)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+from gpuperf_gui import __version__
+
+# One module per subcommand under gpuperf_gui/commands/, each with register(subparsers) and run(args).
+COMMANDS = ("gpus", "roofline", "mfu", "diagnose", "synth", "bench")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpuperf",
+        description="Why is my GPU workload slow, and how far is it from what the hardware can do?",
+    )
+    parser.add_argument("--version", action="version", version=f"gpuperf {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"gpuperf_gui.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"gpuperf_gui.commands.{name}":
+                raise
+            continue  # a command still being built is simply not offered
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `gpuperf ... | head`
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

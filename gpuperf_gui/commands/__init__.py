@@ -1,0 +1,1 @@
+"""Subcommands of the `gpuperf` CLI, one module each."""

@@ -1,0 +1,1 @@
+"""Benchmark runner: plans and the measuring loop (torch imported lazily; no Qt)."""

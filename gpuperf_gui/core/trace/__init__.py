@@ -1,0 +1,1 @@
+"""Trace engine: load Kineto/Chrome traces into columns, analyse, diagnose (no Qt)."""

@@ -1,0 +1,23 @@
+"""Formatting SI quantities for people (JSON keeps raw SI numbers)."""
+
+from __future__ import annotations
+
+import math
+
+_PREFIXES = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+_SMALL = ((1e-3, "m"), (1e-6, "µ"), (1e-9, "n"))
+
+
+def format_si(value: float | None, unit: str, digits: int = 3) -> str:
+    """1.234e15, "FLOP/s" -> "1.23 PFLOP/s"; 2.5e-5, "s" -> "25 µs"."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    magnitude = abs(value)
+    for factor, prefix in _PREFIXES:
+        if magnitude >= factor:
+            return f"{value / factor:.{digits}g} {prefix}{unit}"
+    if unit == "s" and 0 < magnitude < 1:
+        for factor, prefix in _SMALL:
+            if magnitude >= factor:
+                return f"{value / factor:.{digits}g} {prefix}{unit}"
+    return f"{value:.{digits}g} {unit}"

@@ -1,0 +1,1 @@
+"""Qt views: thin widgets over core objects."""

@@ -1,0 +1,277 @@
+"""The main window: the shared device picker, the four instruments as tabs, menus, settings."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+from typing import Callable
+
+from PySide6 import __version__ as pyside_version
+from PySide6.QtCore import QSize, qVersion
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QTabWidget,
+    QToolBar,
+    QWidget,
+)
+
+from gpuperf_gui import __version__
+from gpuperf_gui.core.hardware import PRECISIONS
+from gpuperf_gui.core.units import format_si
+from gpuperf_gui.views import settings_store
+from gpuperf_gui.views.context import AppContext
+from gpuperf_gui.views.roofline_tab import RooflineTab
+
+WINDOW_SIZE = QSize(1600, 1000)
+# tab key -> (module, class, title). A tab appears only when its module is there (no placeholders).
+TABS = (
+    ("roofline", "gpuperf_gui.views.roofline_tab", "RooflineTab", "Roofline"),
+    ("mfu", "gpuperf_gui.views.mfu_tab", "MfuTab", "MFU"),
+    ("trace", "gpuperf_gui.views.trace_tab", "TraceTab", "Trace"),
+    ("bench", "gpuperf_gui.views.benchmark_tab", "BenchmarkTab", "Benchmarks"),
+)
+
+
+def _tab_class(module_name: str, class_name: str) -> type | None:
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name != module_name:
+            raise
+        return None
+    return getattr(module, class_name)
+
+
+class MainWindow(QMainWindow):
+    """Four instruments over one shared device and precision."""
+
+    def __init__(self, context: AppContext | None = None) -> None:
+        super().__init__()
+        self.setWindowTitle("gpuperf — why is my GPU workload slow?")
+        self.context = context or AppContext()
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.setCentralWidget(self.tabs)
+        self.tab_by_key: dict[str, QWidget] = {}
+        for key, module_name, class_name, title in TABS:
+            cls = RooflineTab if key == "roofline" else _tab_class(module_name, class_name)
+            if cls is not None:
+                tab = cls(self.context, self)
+                self.tab_by_key[key] = tab
+                self.tabs.addTab(tab, title)
+        self._build_toolbar()
+        self._build_menus()
+        self._wire_tabs()
+        self.setAcceptDrops(True)
+        self._restore_settings()
+        self.statusBar().showMessage(self._database_status())
+
+    # tabs -------------------------------------------------------------------------------
+    @property
+    def roofline_tab(self) -> RooflineTab:
+        return self.tab_by_key["roofline"]  # type: ignore[return-value]
+
+    def _wire_tabs(self) -> None:
+        roofline, mfu = self.tab_by_key["roofline"], self.tab_by_key.get("mfu")
+        trace, bench = self.tab_by_key.get("trace"), self.tab_by_key.get("bench")
+        if trace is not None:
+            if mfu is not None:
+                trace.mfu_figures_ready.connect(self._on_mfu_figures_ready)
+            trace.roofline_points_ready.connect(self._on_roofline_points_ready)
+        if bench is not None:
+            bench.point_measured.connect(roofline.append_measured_point)
+            bench.ceilings_measured.connect(roofline.set_measured_ceilings)
+
+    def _on_mfu_figures_ready(self, figures: object) -> None:
+        self.tab_by_key["mfu"].apply_trace_figures(figures)
+        self.show_tab("mfu")
+
+    def _on_roofline_points_ready(self, name: str, points: object) -> None:
+        self.roofline_tab.set_point_series(name, list(points))
+        self.show_tab("roofline")
+
+    def show_tab(self, key: str) -> None:
+        if key in self.tab_by_key:
+            self.tabs.setCurrentWidget(self.tab_by_key[key])
+
+    def current_tab_key(self) -> str:
+        current = self.tabs.currentWidget()
+        return next((k for k, w in self.tab_by_key.items() if w is current), "roofline")
+
+    def is_busy(self) -> bool:
+        """True while any tab still loads or measures (``--screenshot`` waits for False)."""
+        return any(getattr(tab, "is_busy", lambda: False)() for tab in self.tab_by_key.values())
+
+    def open_traces(self, paths: list[Path]) -> None:
+        trace = self.tab_by_key.get("trace")
+        if trace is None:
+            self.statusBar().showMessage("the Trace instrument is not available in this build")
+            return
+        for path in paths:
+            settings_store.add_recent_file(str(path))
+        self._fill_recent_menu()
+        self.show_tab("trace")
+        trace.open_paths(paths)
+
+    # toolbar ----------------------------------------------------------------------------
+    def _build_toolbar(self) -> None:
+        bar = QToolBar("Device")
+        bar.setObjectName("device_toolbar")
+        bar.setMovable(False)
+        bar.addWidget(QLabel(" Device: "))
+        self.device_combo = QComboBox()
+        for device in self.context.database.devices():
+            self.device_combo.addItem(f"{device.name}  [{device.id}]", device.id)
+        self.device_combo.setCurrentIndex(self.device_combo.findData(self.context.device_id))
+        self.device_combo.currentIndexChanged.connect(
+            lambda _i: self.context.set_device(self.device_combo.currentData()))
+        bar.addWidget(self.device_combo)
+        bar.addWidget(QLabel("  Precision: "))
+        self.precision_combo = QComboBox()
+        self.precision_combo.addItems(list(PRECISIONS))
+        self.precision_combo.setCurrentText(self.context.precision)
+        self.precision_combo.currentTextChanged.connect(self.context.set_precision)
+        bar.addWidget(self.precision_combo)
+        self.peak_label = QLabel()
+        bar.addWidget(self.peak_label)
+        self.context.device_changed.connect(lambda _d: self._update_peak_label())
+        self.context.precision_changed.connect(lambda _p: self._update_peak_label())
+        self._update_peak_label()
+        self.addToolBar(bar)
+
+    def _update_peak_label(self) -> None:
+        device = self.context.device
+        peak = device.dense_flops_per_s.get(self.context.precision)
+        bw = device.memory_bandwidth_bytes_per_s
+        text = (f"   dense {self.context.precision} peak {format_si(peak, 'FLOP/s')}"
+                if peak else f"   no datasheet {self.context.precision} peak")
+        text += f" · memory {format_si(bw, 'B/s')}" if bw else " · bandwidth: measure it"
+        self.peak_label.setText(text)
+
+    # menus ------------------------------------------------------------------------------
+    def _action(self, text: str, slot: Callable, shortcut: QKeySequence | str | None = None) -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(shortcut)
+        action.triggered.connect(slot)
+        return action
+
+    def _build_menus(self) -> None:
+        file_menu = self.menuBar().addMenu("&File")
+        file_menu.addAction(self._action("&Open trace…", self._on_open_file, QKeySequence.StandardKey.Open))
+        file_menu.addAction(self._action("Open trace &folder (one file per rank)…", self._on_open_folder))
+        self.recent_menu = file_menu.addMenu("Open &recent")
+        self._fill_recent_menu()
+        file_menu.addSeparator()
+        file_menu.addAction(self._action("Export roofline as &PNG…", self.roofline_tab._on_export_png))
+        file_menu.addAction(self._action("Export roofline as &SVG…", self.roofline_tab._on_export_svg))
+        file_menu.addSeparator()
+        file_menu.addAction(self._action("&Quit", self.close, QKeySequence.StandardKey.Quit))
+
+        view_menu = self.menuBar().addMenu("&View")
+        for index, (key, _m, _c, title) in enumerate(TABS):
+            if key in self.tab_by_key:
+                view_menu.addAction(self._action(title, lambda _=False, k=key: self.show_tab(k),
+                                                 f"Ctrl+{index + 1}"))
+
+        help_menu = self.menuBar().addMenu("&Help")
+        demo_entries = self._demo_entries()
+        if demo_entries:
+            demos = help_menu.addMenu("&Demo traces")
+            for name, materialise in demo_entries:
+                demos.addAction(self._action(name, lambda _=False, m=materialise: self.open_traces(m())))
+        help_menu.addAction(self._action("&About gpuperf", self._on_about))
+
+    def _demo_entries(self) -> list:
+        if "trace" not in self.tab_by_key:
+            return []
+        module = importlib.import_module("gpuperf_gui.views.trace_tab")
+        return list(getattr(module, "demo_entries", lambda: [])())
+
+    def _fill_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        files = settings_store.recent_files()
+        for path in files:
+            self.recent_menu.addAction(self._action(path, lambda _=False, p=path: self.open_traces([Path(p)])))
+        self.recent_menu.setEnabled(bool(files))
+
+    def _on_open_file(self) -> None:
+        paths, _ = QFileDialog.getOpenFileNames(
+            self, "Open torch.profiler trace", "", "Chrome traces (*.json *.json.gz *.gz);;All files (*)")
+        if paths:
+            self.open_traces([Path(p) for p in paths])
+
+    def _on_open_folder(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Open a folder of per-rank traces")
+        if path:
+            self.open_traces([Path(path)])
+
+    def about_text(self) -> str:
+        torch_version = "not imported yet (loaded only for benchmarks)"
+        if "torch" in sys.modules:
+            torch_version = sys.modules["torch"].__version__
+        else:
+            try:
+                from importlib.metadata import version
+
+                torch_version = f"{version('torch')} (installed; imported only for benchmarks)"
+            except Exception:  # noqa: BLE001 - metadata lookups fail in odd installs
+                torch_version = "not installed"
+        import pyqtgraph
+
+        return (f"<b>gpuperf {__version__}</b><br>Roofline, MFU, trace diagnosis and measured "
+                f"ceilings.<br><br>Qt {qVersion()}<br>PySide6 {pyside_version}<br>"
+                f"pyqtgraph {pyqtgraph.__version__}<br>torch {torch_version}<br>"
+                f"Python {sys.version.split()[0]}")
+
+    def _on_about(self) -> None:
+        QMessageBox.about(self, "About gpuperf", self.about_text())
+
+    def _database_status(self) -> str:
+        errors = self.context.database.errors
+        if errors:
+            return "devices.toml: " + "; ".join(errors) + " — the shipped devices are loaded"
+        return f"{len(self.context.database.ids())} devices in the database · peaks are dense"
+
+    # drag and drop ----------------------------------------------------------------------
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        paths = [Path(url.toLocalFile()) for url in event.mimeData().urls() if url.isLocalFile()]
+        if paths:
+            self.open_traces(paths)
+            event.acceptProposedAction()
+
+    # settings ---------------------------------------------------------------------------
+    def _restore_settings(self) -> None:
+        geometry, state = settings_store.load_window()
+        if geometry is None or not self.restoreGeometry(geometry):
+            self.resize(WINDOW_SIZE)
+        if state is not None:
+            self.restoreState(state)
+        device_id, precision, tab = settings_store.load_selection()
+        if device_id and device_id in self.context.database:
+            self.device_combo.setCurrentIndex(self.device_combo.findData(device_id))
+        if precision in PRECISIONS:
+            self.precision_combo.setCurrentText(precision)
+        if tab:
+            self.show_tab(tab)
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        for tab in self.tab_by_key.values():
+            shutdown = getattr(tab, "shutdown", None)
+            if shutdown is not None:
+                shutdown()
+        settings_store.save_window(self.saveGeometry(), self.saveState())
+        settings_store.save_selection(self.context.device_id, self.context.precision,
+                                      self.current_tab_key())
+        super().closeEvent(event)
+

@@ -1,0 +1,733 @@
+"""The Roofline tab: datasheet and measured roofs of several devices/precisions, points placed on them.
+
+Thin view (STYLE.md R2): every number comes from ``gpuperf_gui.core.roofline``. The plot is log-log;
+pyqtgraph's log mode means non-curve items (labels, regions, arrows) live in log10 view coordinates.
+Streamed points (benchmarks) go into a preallocated buffer redrawn by a ~30 Hz timer (R7, R8).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+import pyqtgraph as pg
+import pyqtgraph.exporters
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QFont, QPainter
+from PySide6.QtSvg import QSvgGenerator
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QSplitter,
+    QStackedWidget,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gpuperf_gui.core import roofline
+from gpuperf_gui.core.hardware import PRECISIONS, Device, PrecisionUnavailableError
+from gpuperf_gui.core.roofline import PointAnalysis, RooflinePoint
+from gpuperf_gui.views.context import AppContext
+from gpuperf_gui.core.units import format_si
+
+AI_RANGE = (1e-2, 1e4)  # FLOP/byte shown on the x axis
+REDRAW_INTERVAL_MS = 33  # ~30 Hz for streamed points
+BAND_COLOURS = {  # lower edge of the efficiency band -> colour
+    0.9: "#1a9850", 0.7: "#66bd63", 0.5: "#a6d96a", 0.3: "#fdae61", 0.1: "#f46d43", 0.0: "#d73027",
+}
+INVALID_STYLE = "QLineEdit { border: 2px solid #d73027; background: #fdecea; }"
+
+
+@dataclass(frozen=True)
+class Roof:
+    """One drawn ceiling: a device at a precision, from the datasheet or measured."""
+
+    label: str
+    peak_flops_per_s: float
+    bandwidth_bytes_per_s: float
+    measured: bool = False
+
+    @property
+    def ridge(self) -> float:
+        return roofline.ridge_flops_per_byte(self.peak_flops_per_s, self.bandwidth_bytes_per_s)
+
+
+def roof_for(device: Device, precision: str, measured: bool = False) -> Roof:
+    suffix = " measured" if measured else ""
+    return Roof(f"{device.id} {precision}{suffix}", device.peak_flops_per_s(precision),
+                device.bandwidth_bytes_per_s(), measured)
+
+
+class PointBuffer:
+    """A growing (x, y) numpy buffer that doubles when full (STYLE.md R7)."""
+
+    def __init__(self, capacity: int = 64) -> None:
+        self.x = np.empty(capacity)
+        self.y = np.empty(capacity)
+        self.count = 0
+
+    def append(self, x: float, y: float) -> None:
+        if self.count == len(self.x):
+            self.x = np.concatenate([self.x, np.empty(len(self.x))])
+            self.y = np.concatenate([self.y, np.empty(len(self.y))])
+        self.x[self.count] = x
+        self.y[self.count] = y
+        self.count += 1
+
+    def clear(self) -> None:
+        self.count = 0
+
+
+def _parse_positive(edit: QLineEdit, optional: bool = False) -> float | None:
+    """The field's positive number; marks the field red (and returns None) when it is not."""
+    text = edit.text().strip().replace("_", "").replace(",", "")
+    if optional and not text:
+        edit.setStyleSheet("")
+        return None
+    try:
+        value = float(text)
+        ok = math.isfinite(value) and value > 0
+    except ValueError:
+        ok = False
+    edit.setStyleSheet("" if ok else INVALID_STYLE)
+    edit.setToolTip("" if ok else "must be a positive number")
+    return value if ok else None
+
+
+class LogSIAxis(pg.AxisItem):
+    """A log10 axis whose tick labels read as SI quantities ("100 TFLOP/s", "0.1")."""
+
+    def __init__(self, orientation: str, unit: str) -> None:
+        super().__init__(orientation)
+        self._unit = unit
+        self.enableAutoSIPrefix(False)
+
+    def tickStrings(self, values, scale, spacing):  # noqa: N802 - pyqtgraph override
+        if not self.logMode:
+            return super().tickStrings(values, scale, spacing)
+        labels = []
+        for value in values:
+            number = 10 ** value
+            labels.append(format_si(number, self._unit, 3) if self._unit else f"{number:g}")
+        return labels
+
+
+class RooflineCanvas(pg.PlotWidget):
+    """The log-log plot: roofs, ridge labels, shaded regions, point series, hover read-out."""
+
+    hovered = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent, background="w", axisItems={
+            "left": LogSIAxis("left", "FLOP/s"), "bottom": LogSIAxis("bottom", "")})
+        self.plot_item = self.getPlotItem()
+        self.plot_item.setLogMode(x=True, y=True)
+        self.plot_item.showGrid(x=True, y=True, alpha=0.25)
+        self.plot_item.setLabel("bottom", "Arithmetic intensity (FLOP/byte)")
+        self.plot_item.setLabel("left", "Attainable rate")
+        self.plot_item.setTitle("Roofline (dense peaks)")
+        self.legend = self.plot_item.addLegend(offset=(-10, -10), labelTextSize="9pt")
+        self._roof_items: list[pg.GraphicsObject] = []
+        self._roofs: list[Roof] = []
+        self._series: dict[str, pg.ScatterPlotItem] = {}
+        self._pair_items: list[pg.GraphicsObject] = []
+        self.measured_buffer = PointBuffer()
+        self._measured_curve = pg.ScatterPlotItem(
+            symbol="d", size=9, pen=pg.mkPen("#333"), brush=pg.mkBrush("#7b3294"))
+        self.plot_item.addItem(self._measured_curve)
+        self._dirty = False
+        self._redraw_timer = QTimer(self)
+        self._redraw_timer.setInterval(REDRAW_INTERVAL_MS)
+        self._redraw_timer.timeout.connect(self._on_redraw_timer)
+        self._redraw_timer.start()
+        self.scene().sigMouseMoved.connect(self._on_mouse_moved)
+
+    # roofs ------------------------------------------------------------------------------
+    def set_roofs(self, roofs: list[Roof]) -> None:
+        for item in self._roof_items:
+            self.plot_item.removeItem(item)
+        self._roof_items = []
+        self._roofs = roofs
+        lo, hi = AI_RANGE
+        for index, roof in enumerate(roofs):
+            colour = pg.intColor(index, hues=max(len(roofs), 6), values=1, maxValue=200)
+            style = Qt.PenStyle.DashLine if roof.measured else Qt.PenStyle.SolidLine
+            pen = pg.mkPen(colour, width=2.5, style=style)
+            x = np.array([lo, roof.ridge, hi])
+            y = np.minimum(roof.peak_flops_per_s, roof.bandwidth_bytes_per_s * x)
+            curve = pg.PlotDataItem(x, y, pen=pen, name=roof.label)
+            self.plot_item.addItem(curve)
+            ridge = pg.ScatterPlotItem([roof.ridge], [roof.peak_flops_per_s], symbol="o", size=9,
+                                       pen=pg.mkPen(colour), brush=pg.mkBrush(colour))
+            self.plot_item.addItem(ridge)
+            text = pg.TextItem(f"ridge {roof.ridge:.0f}", color=colour, anchor=(0.5, 1.3))
+            text.setPos(math.log10(roof.ridge), math.log10(roof.peak_flops_per_s))
+            self.plot_item.addItem(text)
+            self._roof_items += [curve, ridge, text]
+        if roofs:
+            self._shade_regions(roofs[0])
+        self.plot_item.setXRange(math.log10(lo), math.log10(hi), padding=0)
+        self._fit_y()
+
+    def _shade_regions(self, primary: Roof) -> None:
+        lo, hi = AI_RANGE
+        ridge = math.log10(primary.ridge)
+        for (start, end), colour, label in (
+            ((math.log10(lo), ridge), (66, 133, 244, 28), "memory-bound"),
+            ((ridge, math.log10(hi)), (234, 67, 53, 22), "compute-bound"),
+        ):
+            region = pg.LinearRegionItem((start, end), movable=False, brush=pg.mkBrush(*colour),
+                                         pen=pg.mkPen(None))
+            region.setZValue(-10)
+            self.plot_item.addItem(region)
+            text = pg.TextItem(label, color=(90, 90, 90), anchor=(0.5, 0))
+            font = QFont()
+            font.setItalic(True)
+            text.setFont(font)
+            text.setPos((start + end) / 2, self._y_top_log())
+            self.plot_item.addItem(text)
+            self._roof_items += [region, text]
+
+    def _y_top_log(self) -> float:
+        peaks = [r.peak_flops_per_s for r in self._roofs] or [1e15]
+        return math.log10(max(peaks) * 3)
+
+    def _fit_y(self) -> None:
+        if not self._roofs:
+            return
+        lo = min(r.bandwidth_bytes_per_s * AI_RANGE[0] for r in self._roofs)
+        self.plot_item.setYRange(math.log10(lo) - 0.3, self._y_top_log() + 0.1, padding=0)
+
+    # points -----------------------------------------------------------------------------
+    def set_series(self, name: str, x: Iterable[float], y: Iterable[float], brushes: list | None = None,
+                   symbol: str = "o", tips: list[str] | None = None) -> None:
+        item = self._series.get(name)
+        if item is None:
+            item = pg.ScatterPlotItem(symbol=symbol, size=11, pen=pg.mkPen("#222"),
+                                      hoverable=True, tip=lambda x, y, data: str(data))
+            self.plot_item.addItem(item)
+            self._series[name] = item
+        xs, ys = np.asarray(list(x), float), np.asarray(list(y), float)
+        spots = [{"pos": (math.log10(a), math.log10(b)), "data": tip}
+                 for a, b, tip in zip(xs, ys, tips or [""] * len(xs))]
+        item.setData(spots)
+        in_legend = self.legend.getLabel(item) is not None
+        if spots and not in_legend:
+            self.legend.addItem(item, name)
+        elif not spots and in_legend:
+            self.legend.removeItem(item)
+        if brushes:
+            item.setBrush(brushes)
+        else:
+            item.setBrush(pg.mkBrush("#2166ac"))
+
+    def remove_series(self, name: str) -> None:
+        item = self._series.pop(name, None)
+        if item is not None:
+            self.legend.removeItem(item)
+            self.plot_item.removeItem(item)
+
+    def append_measured(self, ai: float, flops_per_s: float) -> None:
+        """Only appends and marks dirty: the timer redraws (R8)."""
+        self.measured_buffer.append(ai, flops_per_s)
+        self._dirty = True
+
+    def _on_redraw_timer(self) -> None:
+        if not self._dirty:
+            return
+        n = self.measured_buffer.count
+        if n and self.legend.getLabel(self._measured_curve) is None:
+            self.legend.addItem(self._measured_curve, "benchmark points")
+        self._measured_curve.setData(np.log10(self.measured_buffer.x[:n]),
+                                     np.log10(self.measured_buffer.y[:n]))
+        self._dirty = False
+
+    def draw_pair(self, before: tuple[float, float], after: tuple[float, float], text: str) -> None:
+        for item in self._pair_items:
+            self.plot_item.removeItem(item)
+        (x0, y0), (x1, y1) = [(math.log10(a), math.log10(b)) for a, b in (before, after)]
+        line = pg.PlotCurveItem([x0, x1], [y0, y1], pen=pg.mkPen("#444", width=2,
+                                                                style=Qt.PenStyle.DashLine))
+        angle = math.degrees(math.atan2(-(y1 - y0), x1 - x0)) + 180
+        arrow = pg.ArrowItem(pos=(x1, y1), angle=angle, headLen=16, brush="#444", pen=None)
+        label = pg.TextItem(text, color="#222", anchor=(0, 1))
+        label.setPos(x1, y1)
+        self._pair_items = [line, arrow, label]
+        for item in self._pair_items:
+            self.plot_item.addItem(item)
+
+    def clear_pair(self) -> None:
+        for item in self._pair_items:
+            self.plot_item.removeItem(item)
+        self._pair_items = []
+
+    # hover ------------------------------------------------------------------------------
+    def _on_mouse_moved(self, scene_pos) -> None:
+        if not self._roofs or not self.plot_item.sceneBoundingRect().contains(scene_pos):
+            return
+        view = self.plot_item.vb.mapSceneToView(scene_pos)
+        ai = 10 ** view.x()
+        primary = self._roofs[0]
+        attainable = roofline.attainable_flops_per_s(primary.peak_flops_per_s,
+                                                     primary.bandwidth_bytes_per_s, ai)
+        which = roofline.bound(primary.peak_flops_per_s, primary.bandwidth_bytes_per_s, ai)
+        self.hovered.emit(f"AI {ai:.3g} FLOP/byte → attainable {format_si(attainable, 'FLOP/s')} "
+                          f"on {primary.label} ({which}-bound)")
+
+
+class RooflineTab(QWidget):
+    """Roofs for the picked devices and precisions, a point calculator, balance sizes, export."""
+
+    def __init__(self, context: AppContext, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.context = context
+        self.placed: list[RooflinePoint] = []
+        self._external: dict[str, list[RooflinePoint]] = {}
+        self._measured_ceilings: dict[str, Device] = {}
+        self.canvas = RooflineCanvas(self)
+        self.hover_label = QLabel("Move the mouse over the plot to read the roof.")
+        self.hover_label.setObjectName("hover_readout")
+        self.status_label = QLabel("")
+        self.status_label.setWordWrap(True)
+        self._build()
+        self.canvas.hovered.connect(self.hover_label.setText)
+        context.device_changed.connect(self._on_device_changed)
+        context.precision_changed.connect(self._on_precision_changed)
+        self.refresh()
+
+    # layout -----------------------------------------------------------------------------
+    def _build(self) -> None:
+        controls = QWidget()
+        column = QVBoxLayout(controls)
+        column.addWidget(self._build_roof_picker())
+        column.addWidget(self._build_calculator())
+        column.addWidget(self._build_points_panel(), stretch=1)
+        controls.setMinimumWidth(360)
+        controls.setMaximumWidth(460)
+
+        plot_column = QWidget()
+        plot_layout = QVBoxLayout(plot_column)
+        plot_layout.setContentsMargins(0, 0, 0, 0)
+        plot_layout.addWidget(self.canvas, stretch=4)
+        plot_layout.addWidget(self.hover_label)
+        self.balance_table = QTableWidget(0, 6)
+        self.balance_table.setHorizontalHeaderLabels(
+            ["roof", "peak (dense)", "memory BW", "ridge (FLOP/B)", "square GEMM balance n",
+             "source"])
+        self.balance_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.balance_table.horizontalHeader().setStretchLastSection(True)
+        self.balance_table.verticalHeader().setVisible(False)
+        self.balance_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.balance_table.setMaximumHeight(170)
+        plot_layout.addWidget(self.balance_table, stretch=1)
+
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(controls)
+        splitter.addWidget(plot_column)
+        splitter.setStretchFactor(1, 1)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(splitter)
+
+    def _build_roof_picker(self) -> QGroupBox:
+        box = QGroupBox("Roofs to draw")
+        layout = QVBoxLayout(box)
+        layout.addWidget(QLabel("Compare devices (the toolbar's device is always drawn first):"))
+        self.device_list = QListWidget()
+        for device in self.context.database.devices():
+            if device.memory_bandwidth_bytes_per_s and device.dense_flops_per_s:
+                item = QListWidgetItem(f"{device.id} — {device.name}")
+                item.setData(Qt.ItemDataRole.UserRole, device.id)
+                item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+                item.setCheckState(Qt.CheckState.Unchecked)
+                self.device_list.addItem(item)
+        self.device_list.setMaximumHeight(120)
+        self.device_list.itemChanged.connect(lambda _item: self.refresh())
+        layout.addWidget(self.device_list)
+        row = QHBoxLayout()
+        self.precision_boxes: dict[str, QCheckBox] = {}
+        for precision in ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp64"):
+            box_ = QCheckBox(precision)
+            box_.setChecked(precision == self.context.precision)
+            box_.toggled.connect(lambda _checked: self.refresh())
+            self.precision_boxes[precision] = box_
+            row.addWidget(box_)
+        layout.addLayout(row)
+        self.measured_box = QCheckBox("Draw measured ceilings (from Benchmarks) beside the datasheet")
+        self.measured_box.setChecked(True)
+        self.measured_box.toggled.connect(lambda _checked: self.refresh())
+        layout.addWidget(self.measured_box)
+        return box
+
+    def _build_calculator(self) -> QGroupBox:
+        box = QGroupBox("Place a point")
+        layout = QVBoxLayout(box)
+        self.op_combo = QComboBox()
+        self.op_combo.addItems(["GEMM (M×K×N)", "Elementwise", "Custom FLOPs / bytes"])
+        layout.addWidget(self.op_combo)
+        self.op_pages = QStackedWidget()
+        self.gemm_m, self.gemm_k, self.gemm_n = QLineEdit("4096"), QLineEdit("4096"), QLineEdit("4096")
+        self.gemm_dtype = QComboBox()
+        self.gemm_dtype.addItems(["bf16", "fp16", "fp32", "tf32", "fp8", "int8", "fp64"])
+        gemm = QWidget()
+        form = QFormLayout(gemm)
+        form.addRow("M", self.gemm_m)
+        form.addRow("K", self.gemm_k)
+        form.addRow("N", self.gemm_n)
+        form.addRow("dtype", self.gemm_dtype)
+        self.elem_op = QComboBox()
+        self.elem_op.addItems(list(roofline.ELEMENTWISE_OPS))
+        self.elem_n = QLineEdit("268435456")
+        self.elem_dtype = QComboBox()
+        self.elem_dtype.addItems(["fp16", "bf16", "fp32", "fp64", "fp8"])
+        elem = QWidget()
+        form = QFormLayout(elem)
+        form.addRow("operation", self.elem_op)
+        form.addRow("elements N", self.elem_n)
+        form.addRow("dtype", self.elem_dtype)
+        self.custom_flops, self.custom_bytes = QLineEdit("1e12"), QLineEdit("1e10")
+        custom = QWidget()
+        form = QFormLayout(custom)
+        form.addRow("FLOPs", self.custom_flops)
+        form.addRow("bytes moved", self.custom_bytes)
+        for page in (gemm, elem, custom):
+            self.op_pages.addWidget(page)
+        self.op_combo.currentIndexChanged.connect(self.op_pages.setCurrentIndex)
+        layout.addWidget(self.op_pages)
+        form = QFormLayout()
+        self.time_us = QLineEdit("")
+        self.time_us.setPlaceholderText("optional, e.g. 180")
+        self.point_label = QLineEdit("")
+        self.point_label.setPlaceholderText("optional name")
+        form.addRow("measured time (µs)", self.time_us)
+        form.addRow("label", self.point_label)
+        layout.addLayout(form)
+        self.add_button = QPushButton("Add point")
+        self.add_button.clicked.connect(self._on_add_clicked)
+        layout.addWidget(self.add_button)
+        self.result_label = QLabel("")
+        self.result_label.setObjectName("point_result")
+        self.result_label.setWordWrap(True)
+        self.result_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.result_label)
+        return box
+
+    def _build_points_panel(self) -> QGroupBox:
+        box = QGroupBox("Points")
+        layout = QVBoxLayout(box)
+        self.points_table = QTableWidget(0, 5)
+        self.points_table.setHorizontalHeaderLabels(["label", "AI", "achieved", "% of roof", "band"])
+        self.points_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.points_table.horizontalHeader().setStretchLastSection(True)
+        self.points_table.verticalHeader().setVisible(False)
+        self.points_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.points_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        layout.addWidget(self.points_table)
+        row = QHBoxLayout()
+        self.pair_button = QPushButton("Pair before → after")
+        self.pair_button.setToolTip("Select two points (before, then after) to see how the point moved")
+        self.pair_button.clicked.connect(self._on_pair_clicked)
+        remove = QPushButton("Remove")
+        remove.clicked.connect(self._on_remove_clicked)
+        row.addWidget(self.pair_button)
+        row.addWidget(remove)
+        layout.addLayout(row)
+        row = QHBoxLayout()
+        for text, slot in (("Export PNG…", self._on_export_png), ("SVG…", self._on_export_svg),
+                           ("Points CSV…", self._on_export_csv)):
+            button = QPushButton(text)
+            button.clicked.connect(slot)
+            row.addWidget(button)
+        layout.addLayout(row)
+        layout.addWidget(self.status_label)
+        return box
+
+    # roofs ------------------------------------------------------------------------------
+    def selected_device_ids(self) -> list[str]:
+        ids = [self.context.device_id]
+        for i in range(self.device_list.count()):
+            item = self.device_list.item(i)
+            device_id = item.data(Qt.ItemDataRole.UserRole)
+            if item.checkState() == Qt.CheckState.Checked and device_id not in ids:
+                ids.append(device_id)
+        return ids
+
+    def selected_precisions(self) -> list[str]:
+        chosen = [p for p, box in self.precision_boxes.items() if box.isChecked()]
+        if self.context.precision in chosen:  # the toolbar's precision is the primary roof
+            chosen.remove(self.context.precision)
+            chosen.insert(0, self.context.precision)
+        return chosen or [self.context.precision]
+
+    def set_devices(self, device_ids: list[str]) -> None:
+        """Check exactly these devices in the comparison list (the toolbar device stays first)."""
+        for i in range(self.device_list.count()):
+            item = self.device_list.item(i)
+            wanted = item.data(Qt.ItemDataRole.UserRole) in device_ids
+            item.setCheckState(Qt.CheckState.Checked if wanted else Qt.CheckState.Unchecked)
+
+    def set_precisions(self, precisions: list[str]) -> None:
+        for precision, box in self.precision_boxes.items():
+            box.blockSignals(True)
+            box.setChecked(precision in precisions)
+            box.blockSignals(False)
+        self.refresh()
+
+    def roofs(self) -> list[Roof]:
+        roofs: list[Roof] = []
+        skipped: list[str] = []
+        for device_id in self.selected_device_ids():
+            device = self.context.database.get(device_id)
+            measured = self._measured_ceilings.get(device_id) if self.measured_box.isChecked() else None
+            for precision in self.selected_precisions():
+                for source, is_measured in ((device, False), (measured, True)):
+                    if source is None:
+                        continue
+                    try:
+                        roofs.append(roof_for(source, precision, is_measured))
+                    except PrecisionUnavailableError:
+                        if not is_measured:
+                            skipped.append(f"{device_id} {precision}")
+        self._skipped = skipped
+        return roofs
+
+    def refresh(self) -> None:
+        roofs = self.roofs()
+        self.canvas.set_roofs(roofs)
+        self._fill_balance_table(roofs)
+        self._redraw_points()
+        notes = []
+        if self._skipped:
+            notes.append("no datasheet peak: " + ", ".join(self._skipped))
+        if not roofs:
+            notes.append("nothing to draw: pick a device and precision with known ceilings "
+                         "(the cpu is known only after a benchmark run)")
+        self.status_label.setText("; ".join(notes))
+
+    def _fill_balance_table(self, roofs: list[Roof]) -> None:
+        self.balance_table.setRowCount(len(roofs))
+        for row, roof in enumerate(roofs):
+            precision = roof.label.split()[1]
+            n = roofline.square_matmul_balance_dimension(roof.ridge, precision)
+            values = [roof.label, format_si(roof.peak_flops_per_s, "FLOP/s"),
+                      format_si(roof.bandwidth_bytes_per_s, "B/s"), f"{roof.ridge:.1f}",
+                      f"{n:,.0f}", "measured" if roof.measured else "datasheet"]
+            for col, value in enumerate(values):
+                self.balance_table.setItem(row, col, QTableWidgetItem(value))
+
+    # points -----------------------------------------------------------------------------
+    def _primary_roof(self) -> Roof | None:
+        roofs = self.canvas._roofs
+        return roofs[0] if roofs else None
+
+    def analyse(self, point: RooflinePoint) -> PointAnalysis | None:
+        roof = self._primary_roof()
+        if roof is None:
+            return None
+        return roofline.analyse_point(point, roof.peak_flops_per_s, roof.bandwidth_bytes_per_s)
+
+    def point_from_inputs(self) -> RooflinePoint | None:
+        """The calculator's point, or None with the offending fields marked red."""
+        seconds_us = _parse_positive(self.time_us, optional=True)
+        if self.time_us.text().strip() and seconds_us is None:
+            return None
+        seconds = None if seconds_us is None else seconds_us * 1e-6
+        page = self.op_combo.currentIndex()
+        if page == 0:
+            values = [_parse_positive(e) for e in (self.gemm_m, self.gemm_k, self.gemm_n)]
+            if None in values:
+                return None
+            m, k, n = (int(v) for v in values)
+            point = roofline.gemm_point(m, k, n, self.gemm_dtype.currentText(), seconds)
+        elif page == 1:
+            n = _parse_positive(self.elem_n)
+            if n is None:
+                return None
+            point = roofline.elementwise_point(self.elem_op.currentText(), int(n),
+                                               self.elem_dtype.currentText(), seconds)
+            if point.flops == 0:
+                self.result_label.setText("a copy does no FLOPs: it has no place on a FLOP/s roofline")
+                return None
+        else:
+            flops, nbytes = _parse_positive(self.custom_flops), _parse_positive(self.custom_bytes)
+            if flops is None or nbytes is None:
+                return None
+            point = roofline.custom_point("custom", flops, nbytes, seconds)
+        label = self.point_label.text().strip()
+        if label:
+            point = RooflinePoint(label, point.flops, point.bytes, point.seconds, point.kind)
+        return point
+
+    def _on_add_clicked(self) -> None:
+        point = self.point_from_inputs()
+        if point is None:
+            if not self.result_label.text().startswith("a copy"):
+                self.result_label.setText("Fix the fields marked in red: each must be a positive number.")
+            return
+        self.add_point(point)
+
+    def add_point(self, point: RooflinePoint) -> PointAnalysis | None:
+        self.placed.append(point)
+        self._redraw_points()
+        analysis = self.analyse(point)
+        self.result_label.setText(self._describe(analysis) if analysis else "no roof to place it under")
+        return analysis
+
+    def _describe(self, a: PointAnalysis) -> str:
+        roof = self._primary_roof()
+        lines = [f"<b>{a.point.label}</b> under {roof.label}:",
+                 f"AI {a.ai_flops_per_byte:.3g} FLOP/byte ({a.bound}-bound; ridge {roof.ridge:.0f})",
+                 f"attainable {format_si(a.attainable_flops_per_s, 'FLOP/s')}; "
+                 f"time floor {format_si(a.time_floor_s, 's')}"]
+        if a.fraction_of_roof is not None:
+            lines.append(f"achieved {format_si(a.achieved_flops_per_s, 'FLOP/s')} = "
+                         f"<b>{100 * a.fraction_of_roof:.1f} % of the roof</b> — {a.band}")
+            move = ("raise arithmetic intensity (fuse, reuse, smaller dtype) to move right"
+                    if a.bound == "memory" else "cut overhead / improve the kernel to move up")
+            lines.append(f"to improve: {move}")
+        return "<br>".join(lines)
+
+    def _redraw_points(self) -> None:
+        roof = self._primary_roof()
+        analyses = [self.analyse(p) for p in self.placed] if roof else []
+        self.points_table.setRowCount(len(self.placed))
+        xs, ys, brushes, tips = [], [], [], []
+        for row, (point, a) in enumerate(zip(self.placed, analyses)):
+            y = a.achieved_flops_per_s or a.attainable_flops_per_s
+            xs.append(a.ai_flops_per_byte)
+            ys.append(y)
+            colour = (BAND_COLOURS[roofline.band_threshold(a.fraction_of_roof)]
+                      if a.fraction_of_roof is not None else "#ffffff")
+            brushes.append(pg.mkBrush(colour))
+            tips.append(point.label)
+            cells = [point.label, f"{a.ai_flops_per_byte:.3g}",
+                     format_si(a.achieved_flops_per_s, "FLOP/s") if a.achieved_flops_per_s else "—",
+                     f"{100 * a.fraction_of_roof:.1f} %" if a.fraction_of_roof is not None else "—",
+                     a.band or "(no time: drawn on the roof)"]
+            for col, value in enumerate(cells):
+                item = QTableWidgetItem(value)
+                if col == 4 and a.fraction_of_roof is not None:
+                    item.setBackground(QColor(colour))
+                self.points_table.setItem(row, col, item)
+        self.canvas.set_series("your points", xs, ys, brushes, tips=tips)
+        for name, points in self._external.items():
+            self._draw_external(name, points)
+
+    def _draw_external(self, name: str, points: list[RooflinePoint]) -> None:
+        drawable = [p for p in points if p.bytes > 0 and p.flops > 0]
+        xs = [p.ai_flops_per_byte for p in drawable]
+        ys = [p.achieved_flops_per_s or p.flops for p in drawable]
+        self.canvas.set_series(name, xs, ys, [pg.mkBrush("#f1a340")] * len(xs), symbol="s",
+                               tips=[p.label for p in drawable])
+
+    def set_point_series(self, name: str, points: list[RooflinePoint]) -> None:
+        """Points from another instrument (a trace's kernels): one scatter series per name."""
+        self._external[name] = [p for p in points if p.seconds]
+        self._draw_external(name, self._external[name])
+        self.status_label.setText(f"{len(self._external[name])} points from {name}")
+
+    def append_measured_point(self, point: RooflinePoint) -> None:
+        """A benchmark point as it is measured: appended, drawn by the redraw timer."""
+        if point.flops > 0 and point.bytes > 0 and point.achieved_flops_per_s:
+            self.canvas.append_measured(point.ai_flops_per_byte, point.achieved_flops_per_s)
+
+    def set_measured_ceilings(self, ceilings: object) -> None:
+        """Measured ceilings of a device (from the benchmark runner), drawn dashed beside the
+        datasheet roofs. Accepts an object with ``device_id``, ``matmul_flops_per_s`` (per dtype)
+        and ``bandwidth_bytes_per_s``."""
+        device_id = str(getattr(ceilings, "device_id"))
+        peaks = dict(getattr(ceilings, "matmul_flops_per_s", {}) or {})
+        bandwidth = getattr(ceilings, "bandwidth_bytes_per_s", None)
+        base_id = device_id if device_id in self.context.database else "cpu"
+        self._measured_ceilings[base_id] = self.context.database.with_measured(base_id, peaks, bandwidth)
+        self.refresh()
+
+    def _on_pair_clicked(self) -> None:
+        rows = sorted({index.row() for index in self.points_table.selectedIndexes()})
+        if len(rows) != 2:
+            self.status_label.setText("select exactly two points: the before and the after")
+            return
+        before, after = self.placed[rows[0]], self.placed[rows[1]]
+        self.show_pair(before, after)
+
+    def show_pair(self, before: RooflinePoint, after: RooflinePoint) -> roofline.Movement:
+        movement = roofline.classify_movement(before, after)
+        a0, a1 = self.analyse(before), self.analyse(after)
+        y0 = a0.achieved_flops_per_s or a0.attainable_flops_per_s
+        y1 = a1.achieved_flops_per_s or a1.attainable_flops_per_s
+        rate = f", rate ×{movement.rate_ratio:.2f}" if movement.rate_ratio else ""
+        text = f"{movement.direction}: AI ×{movement.ai_ratio:.2f}{rate}"
+        self.canvas.draw_pair((a0.ai_flops_per_byte, y0), (a1.ai_flops_per_byte, y1), text)
+        self.status_label.setText(f"{before.label} → {after.label}: {movement.explanation}")
+        return movement
+
+    def _on_remove_clicked(self) -> None:
+        rows = sorted({index.row() for index in self.points_table.selectedIndexes()}, reverse=True)
+        for row in rows:
+            del self.placed[row]
+        self.canvas.clear_pair()
+        self._redraw_points()
+
+    # export -----------------------------------------------------------------------------
+    def export_png(self, path: Path) -> None:
+        exporter = pyqtgraph.exporters.ImageExporter(self.canvas.plot_item)
+        exporter.parameters()["width"] = 1600
+        exporter.export(str(path))
+
+    def export_svg(self, path: Path) -> None:
+        # QSvgGenerator renders the widget as vectors; pyqtgraph's SVGExporter trips on some
+        # polylines (ValueError in its coordinate rewriting, pyqtgraph 0.14).
+        generator = QSvgGenerator()
+        generator.setFileName(str(path))
+        generator.setSize(self.canvas.size())
+        generator.setViewBox(self.canvas.rect())
+        generator.setTitle("gpuperf roofline")
+        painter = QPainter(generator)
+        try:
+            self.canvas.render(painter)
+        finally:
+            painter.end()
+
+    def export_csv(self, path: Path) -> None:
+        roof = self._primary_roof()
+        rows = [(roof.label, self.analyse(p)) for p in self.placed] if roof else []
+        Path(path).write_text(roofline.points_to_csv(rows), encoding="utf-8")
+
+    def _ask_path(self, title: str, pattern: str) -> Path | None:
+        path, _ = QFileDialog.getSaveFileName(self, title, "", pattern)
+        return Path(path) if path else None
+
+    def _on_export_png(self) -> None:
+        if path := self._ask_path("Export plot as PNG", "PNG image (*.png)"):
+            self.export_png(path)
+
+    def _on_export_svg(self) -> None:
+        if path := self._ask_path("Export plot as SVG", "SVG image (*.svg)"):
+            self.export_svg(path)
+
+    def _on_export_csv(self) -> None:
+        if path := self._ask_path("Export points as CSV", "CSV (*.csv)"):
+            self.export_csv(path)
+
+    # context ----------------------------------------------------------------------------
+    def _on_device_changed(self, _device_id: str) -> None:
+        self.refresh()
+
+    def _on_precision_changed(self, precision: str) -> None:
+        self.set_precisions([precision])

@@ -1,0 +1,1 @@
+"""Runtime data shipped inside the wheel (device database, icons, demo traces)."""

@@ -1,0 +1,122 @@
+"""The device database against shared/reference/hardware.md."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuperf_gui.core.hardware import (
+    PrecisionUnavailableError,
+    UnknownDeviceError,
+    estimate_cpu_peak,
+    load_database,
+    match_device_name,
+)
+
+CONTRACT_IDS = ["t4", "v100-sxm2", "a10", "a100-sxm-40gb", "a100-sxm-80gb", "a100-pcie-80gb", "l4",
+                "l40s", "rtx-3090", "rtx-4090", "h100-sxm", "h100-pcie", "h200", "b200", "gb200",
+                "mi250x", "mi300x", "mi325x", "cpu"]
+
+
+@pytest.fixture(scope="module")
+def db():
+    return load_database()
+
+
+def test_every_contract_id_present_with_sources(db):
+    assert set(CONTRACT_IDS) <= set(db.ids())
+    for device_id in CONTRACT_IDS:
+        assert db.get(device_id).sources, device_id
+
+
+@pytest.mark.parametrize("device_id,precision,ridge", [
+    ("h100-sxm", "bf16", 295.3),  # 989.4 / 3.35 (hardware.md sanity check)
+    ("h200", "bf16", 206.1),      # 989.4 / 4.8
+    ("t4", "fp16", 203.1),        # 65 / 0.320
+    ("a100-sxm-80gb", "bf16", 153.0),
+])
+def test_ridge_points(db, device_id, precision, ridge):
+    assert db.get(device_id).ridge_flops_per_byte(precision) == pytest.approx(ridge, abs=0.1)
+
+
+def test_dense_peaks_never_sparse(db):
+    h100 = db.get("h100-sxm")
+    assert h100.peak_flops_per_s("bf16") == pytest.approx(989.4e12)
+    assert h100.sparse_flops_per_s["bf16"] == pytest.approx(1979e12)
+    for device in db.devices():
+        for precision, sparse in device.sparse_flops_per_s.items():
+            assert device.dense_flops_per_s[precision] < sparse, (device.id, precision)
+
+
+def test_geforce_uses_fp32_accumulate_rate(db):
+    assert db.get("rtx-3090").peak_flops_per_s("bf16") == pytest.approx(71e12)
+    assert db.get("rtx-4090").peak_flops_per_s("fp16") == pytest.approx(165.2e12)
+
+
+def test_missing_precision_is_a_clear_error(db):
+    with pytest.raises(PrecisionUnavailableError, match="no dense bf16"):
+        db.get("t4").peak_flops_per_s("bf16")  # Turing has no bf16
+    with pytest.raises(PrecisionUnavailableError, match="not known until measured"):
+        db.get("cpu").peak_flops_per_s("fp32")
+
+
+def test_unknown_device_lists_close_matches(db):
+    with pytest.raises(UnknownDeviceError, match="did you mean h200"):
+        db.get("h20")
+
+
+@pytest.mark.parametrize("name,device_id", [
+    ("NVIDIA H200", "h200"),
+    ("NVIDIA H100 80GB HBM3", "h100-sxm"),
+    ("Tesla V100-SXM2-32GB", "v100-sxm2"),
+    ("Tesla V100-DGXS-32GB", "v100-sxm2"),
+    ("NVIDIA A100-SXM4-80GB", "a100-sxm-80gb"),
+    ("NVIDIA A100 80GB PCIe", "a100-pcie-80gb"),
+    ("NVIDIA A10", "a10"),
+    ("NVIDIA L40S", "l40s"),
+    ("NVIDIA L4", "l4"),
+    ("Tesla T4", "t4"),
+    ("NVIDIA GeForce RTX 4090", "rtx-4090"),
+    ("AMD Instinct MI300X", "mi300x"),
+    ("NVIDIA B200", "b200"),
+    ("NVIDIA GeForce RTX 2080 Ti", None),
+])
+def test_name_matching(db, name, device_id):
+    assert match_device_name(name, db) == device_id
+
+
+def test_user_file_adds_and_overrides(tmp_path):
+    user = tmp_path / "devices.toml"
+    user.write_text('[h200]\nname = "My H200 at 600 W"\nmemory_bandwidth_tbs = 4.0\n'
+                    'tflops = { bf16 = 900 }\n\n[my-gpu]\nname = "Lab card"\n'
+                    'memory_bandwidth_tbs = 1.0\ntflops = { fp32 = 10 }\n')
+    db = load_database(user)
+    assert db.errors == []
+    assert db.get("h200").ridge_flops_per_byte("bf16") == pytest.approx(225.0)
+    assert db.get("h200").origin == "user file"
+    assert db.get("my-gpu").peak_flops_per_s("fp32") == pytest.approx(10e12)
+    assert db.get("h100-sxm").origin == "datasheet"  # the rest still shipped
+
+
+def test_bad_user_file_names_file_and_line_and_shipped_still_loads(tmp_path):
+    user = tmp_path / "devices.toml"
+    user.write_text('[ok-gpu]\nname = "fine"\n\n[broken]\nname = "x"\ntflops = { bf16 = "fast" }\n')
+    db = load_database(user)
+    assert len(db.errors) == 1
+    assert str(user) in db.errors[0] and "line 4" in db.errors[0] and "bf16" in db.errors[0]
+    assert "h200" in db.ids() and "broken" not in db.ids()
+
+
+def test_toml_syntax_error_names_line(tmp_path):
+    user = tmp_path / "devices.toml"
+    user.write_text('[a]\nname = "x"\nmemory_bandwidth_tbs = = 3\n')
+    db = load_database(user)
+    assert str(user) in db.errors[0] and "line 3" in db.errors[0]
+    assert "h100-sxm" in db.ids()
+
+
+def test_cpu_estimate_from_cpuinfo():
+    text = "processor : 0\ncpu MHz : 3000.000\nflags : fpu sse avx2 fma\n"
+    estimate = estimate_cpu_peak(text)
+    assert estimate.vector_isa == "AVX2+FMA"
+    assert estimate.fp32_flops_per_cycle == 32  # 2 FMA units x 8 lanes x 2 FLOPs
+    assert estimate.clock_hz == 3e9

@@ -1,0 +1,140 @@
+"""The Roofline tab: devices, precisions, calculator, bands, pairs, export, main window."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtGui import QImage
+
+from gpuperf_gui.core.roofline import RooflinePoint, gemm_point
+from gpuperf_gui.views.context import AppContext
+from gpuperf_gui.views.roofline_tab import INVALID_STYLE, RooflineTab
+
+
+@pytest.fixture
+def tab(qtbot):
+    widget = RooflineTab(AppContext(device_id="h100-sxm", precision="bf16"))
+    qtbot.addWidget(widget)
+    return widget
+
+
+def test_several_devices_and_precisions(tab):
+    tab.set_devices(["h200", "a100-sxm-80gb"])
+    tab.set_precisions(["bf16", "fp32"])
+    labels = [r.label for r in tab.roofs()]
+    assert labels[:2] == ["h100-sxm bf16", "h100-sxm fp32"]
+    assert "h200 bf16" in labels and "a100-sxm-80gb fp32" in labels
+    assert tab.balance_table.rowCount() == 6
+    ridges = {tab.balance_table.item(r, 0).text(): tab.balance_table.item(r, 3).text()
+              for r in range(6)}
+    assert ridges["h200 bf16"] == "206.1"
+
+
+def test_add_gemm_point_shows_band(tab):
+    tab.gemm_m.setText("8192")
+    tab.gemm_k.setText("8192")
+    tab.gemm_n.setText("8192")
+    tab.time_us.setText(f"{2 * 8192**3 / 700e12 * 1e6:.3f}")  # 700 TFLOP/s on a 989.4 roof
+    tab.add_button.click()
+    assert len(tab.placed) == 1
+    assert tab.points_table.item(0, 4).text() == "very strong"
+    assert tab.points_table.item(0, 3).text() == "70.7 %"
+    assert "compute-bound" in tab.result_label.text()
+
+
+@pytest.mark.parametrize("value", ["0", "-4096", "abc", ""])
+def test_invalid_inputs_marked_not_raised(tab, value):
+    tab.gemm_k.setText(value)
+    tab.add_button.click()
+    assert tab.placed == []
+    assert tab.gemm_k.styleSheet() == INVALID_STYLE
+    assert "red" in tab.result_label.text()
+
+
+def test_negative_time_marked_invalid(tab):
+    tab.time_us.setText("-5")
+    tab.add_button.click()
+    assert tab.placed == [] and tab.time_us.styleSheet() == INVALID_STYLE
+
+
+def test_pair_before_after_vertical(tab):
+    before = gemm_point(4096, 4096, 4096, "bf16", seconds=2 * 4096**3 / 300e12)
+    after = gemm_point(4096, 4096, 4096, "bf16", seconds=2 * 4096**3 / 600e12)
+    tab.add_point(before)
+    tab.add_point(after)
+    movement = tab.show_pair(before, after)
+    assert movement.direction == "vertical"
+    assert movement.rate_ratio == pytest.approx(2.0)
+
+
+def test_export_writes_png_svg_csv(tab, tmp_path):
+    tab.add_point(gemm_point(1024, 1024, 1024, "bf16", seconds=1e-5))
+    tab.export_png(tmp_path / "roof.png")
+    tab.export_svg(tmp_path / "roof.svg")
+    tab.export_csv(tmp_path / "points.csv")
+    image = QImage(str(tmp_path / "roof.png"))
+    assert image.width() == 1600
+    assert "<svg" in (tmp_path / "roof.svg").read_text()
+    assert "GEMM 1024x1024x1024 bf16" in (tmp_path / "points.csv").read_text()
+
+
+def test_measured_ceilings_drawn_beside_datasheet(tab):
+    class Ceilings:
+        device_id = "h100-sxm"
+        matmul_flops_per_s = {"bf16": 700e12}
+        bandwidth_bytes_per_s = 3.0e12
+
+    tab.set_measured_ceilings(Ceilings())
+    roofs = {r.label: r for r in tab.roofs()}
+    assert roofs["h100-sxm bf16 measured"].ridge == pytest.approx(700 / 3.0)
+    assert roofs["h100-sxm bf16"].ridge == pytest.approx(295.3, abs=0.1)
+
+
+def test_streamed_points_use_one_item_and_timer(tab, qtbot):
+    items_before = len(tab.canvas.plot_item.items)
+    for i in range(200):
+        tab.append_measured_point(RooflinePoint(f"p{i}", 1e9 * (i + 1), 1e8, 1e-3, "measured"))
+    assert len(tab.canvas.plot_item.items) == items_before
+    qtbot.waitUntil(lambda: len(tab.canvas._measured_curve.data) == 200, timeout=2000)
+
+
+def test_pyside_signal_refcount_canary(qtbot):
+    """PySide6 6.12.0 leaks a reference to True per emit and aborts CPython 3.11 (environment.md)."""
+
+    class Emitter(QObject):
+        fired = Signal(bool)
+
+    emitter = Emitter()
+    received = []
+    emitter.fired.connect(received.append)
+    before = sys.getrefcount(True)
+    for _ in range(200):
+        emitter.fired.emit(True)
+    assert len(received) == 200
+    assert sys.getrefcount(True) >= before
+
+
+def test_main_window_screenshot_not_blank(make_main_window, qtbot):
+    window = make_main_window(device_id="h200")
+    window.resize(1600, 1000)
+    window.show()
+    qtbot.waitExposed(window)
+    image = window.grab().toImage().convertToFormat(QImage.Format.Format_RGBA8888)
+    pixels = np.frombuffer(image.constBits(), np.uint8).reshape(image.height(), image.bytesPerLine())
+    assert image.width() == 1600 and image.height() == 1000
+    assert pixels.std() > 20  # a drawn window, not one flat colour
+
+
+def test_about_names_versions(make_main_window):
+    text = make_main_window().about_text()
+    assert "Qt " in text and "PySide6" in text and "pyqtgraph" in text and "torch" in text
+
+
+def test_device_picker_shared(make_main_window):
+    window = make_main_window(device_id="h100-sxm")
+    window.device_combo.setCurrentIndex(window.device_combo.findData("h200"))
+    assert window.context.device_id == "h200"
+    assert window.roofline_tab.roofs()[0].label == "h200 bf16"
