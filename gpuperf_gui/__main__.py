@@ -20,7 +20,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--tab", choices=("roofline", "mfu", "trace", "bench"), help="tab to show")
     parser.add_argument("--screenshot", type=Path, metavar="PNG",
                         help="wait until loading is done, save the window (1600x1000) as PNG, exit")
-    parser.add_argument("--device", help="device id for the shared picker (default: detected/last)")
+    parser.add_argument("--device", help="device id for the shared picker (default: the last used)")
+    parser.add_argument("--compare", default="", metavar="IDS",
+                        help="comma-separated device ids to draw beside it on the Roofline tab")
+    parser.add_argument("--precisions", default="", metavar="LIST",
+                        help="comma-separated precisions to draw on the Roofline tab, e.g. bf16,fp32")
     return parser.parse_args(argv)
 
 
@@ -58,6 +62,16 @@ def _report_startup_and_quit(app, window) -> None:
     QTimer.singleShot(0, report)
 
 
+def _set_icon(app) -> None:
+    from importlib import resources
+
+    from PySide6.QtGui import QIcon
+
+    icon = resources.files("gpuperf_gui.resources") / "icons" / "gpuperf.svg"
+    with resources.as_file(icon) as path:
+        app.setWindowIcon(QIcon(str(path)))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     from PySide6.QtWidgets import QApplication
@@ -69,6 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     QApplication.setApplicationVersion(__version__)
     QApplication.setDesktopFileName(APP_ID)
     app = QApplication.instance() or QApplication(sys.argv[:1])
+    _set_icon(app)
 
     from gpuperf_gui.views.context import AppContext
     from gpuperf_gui.views.main_window import WINDOW_SIZE, MainWindow
@@ -81,6 +96,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"gpuperf-gui: {exc}", file=sys.stderr)
             return 2
     window = MainWindow(context)
+    if args.device:
+        window.device_combo.setCurrentIndex(window.device_combo.findData(args.device))
+    if args.compare:
+        window.roofline_tab.set_devices([d for d in args.compare.split(",") if d])
+    if args.precisions:
+        window.roofline_tab.set_precisions([p for p in args.precisions.split(",") if p])
     if args.tab:
         window.show_tab(args.tab)
     if args.screenshot:

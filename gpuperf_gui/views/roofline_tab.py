@@ -51,6 +51,11 @@ REDRAW_INTERVAL_MS = 33  # ~30 Hz for streamed points
 BAND_COLOURS = {  # lower edge of the efficiency band -> colour
     0.9: "#1a9850", 0.7: "#66bd63", 0.5: "#a6d96a", 0.3: "#fdae61", 0.1: "#f46d43", 0.0: "#d73027",
 }
+# Tableau 10: one colour per device; the precision picks the line style.
+DEVICE_COLOURS = ("#4e79a7", "#e15759", "#59a14f", "#f28e2b", "#76b7b2", "#b07aa1", "#edc948",
+                  "#ff9da7", "#9c755f", "#bab0ac")
+PRECISION_STYLES = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashDotLine, Qt.PenStyle.DotLine,
+                    Qt.PenStyle.DashDotDotLine)
 INVALID_STYLE = "QLineEdit { border: 2px solid #d73027; background: #fdecea; }"
 
 
@@ -62,6 +67,8 @@ class Roof:
     peak_flops_per_s: float
     bandwidth_bytes_per_s: float
     measured: bool = False
+    device_id: str = ""
+    precision: str = ""
 
     @property
     def ridge(self) -> float:
@@ -71,7 +78,7 @@ class Roof:
 def roof_for(device: Device, precision: str, measured: bool = False) -> Roof:
     suffix = " measured" if measured else ""
     return Roof(f"{device.id} {precision}{suffix}", device.peak_flops_per_s(precision),
-                device.bandwidth_bytes_per_s(), measured)
+                device.bandwidth_bytes_per_s(), measured, device.id, precision)
 
 
 class PointBuffer:
@@ -141,7 +148,7 @@ class RooflineCanvas(pg.PlotWidget):
         self.plot_item.showGrid(x=True, y=True, alpha=0.25)
         self.plot_item.setLabel("bottom", "Arithmetic intensity (FLOP/byte)")
         self.plot_item.setLabel("left", "Attainable rate")
-        self.plot_item.setTitle("Roofline (dense peaks)")
+        self.plot_item.setTitle("Roofline — dense datasheet peaks; dots mark ridge points (FLOP/byte)")
         self.legend = self.plot_item.addLegend(offset=(-10, -10), labelTextSize="9pt")
         self._roof_items: list[pg.GraphicsObject] = []
         self._roofs: list[Roof] = []
@@ -165,9 +172,12 @@ class RooflineCanvas(pg.PlotWidget):
         self._roof_items = []
         self._roofs = roofs
         lo, hi = AI_RANGE
+        devices = list(dict.fromkeys(r.device_id for r in roofs))
+        precisions = list(dict.fromkeys(r.precision for r in roofs))
         for index, roof in enumerate(roofs):
-            colour = pg.intColor(index, hues=max(len(roofs), 6), values=1, maxValue=200)
-            style = Qt.PenStyle.DashLine if roof.measured else Qt.PenStyle.SolidLine
+            colour = DEVICE_COLOURS[devices.index(roof.device_id) % len(DEVICE_COLOURS)]
+            style = (Qt.PenStyle.DashLine if roof.measured else
+                     PRECISION_STYLES[precisions.index(roof.precision) % len(PRECISION_STYLES)])
             pen = pg.mkPen(colour, width=2.5, style=style)
             x = np.array([lo, roof.ridge, hi])
             y = np.minimum(roof.peak_flops_per_s, roof.bandwidth_bytes_per_s * x)
@@ -176,7 +186,8 @@ class RooflineCanvas(pg.PlotWidget):
             ridge = pg.ScatterPlotItem([roof.ridge], [roof.peak_flops_per_s], symbol="o", size=9,
                                        pen=pg.mkPen(colour), brush=pg.mkBrush(colour))
             self.plot_item.addItem(ridge)
-            text = pg.TextItem(f"ridge {roof.ridge:.0f}", color=colour, anchor=(0.5, 1.3))
+            # staggered upwards so the labels of neighbouring ridges do not overprint
+            text = pg.TextItem(f"{roof.ridge:.0f}", color=colour, anchor=(0.5, 1.2 + 1.1 * (index % 4)))
             text.setPos(math.log10(roof.ridge), math.log10(roof.peak_flops_per_s))
             self.plot_item.addItem(text)
             self._roof_items += [curve, ridge, text]
@@ -206,7 +217,7 @@ class RooflineCanvas(pg.PlotWidget):
 
     def _y_top_log(self) -> float:
         peaks = [r.peak_flops_per_s for r in self._roofs] or [1e15]
-        return math.log10(max(peaks) * 3)
+        return math.log10(max(peaks) * 8)
 
     def _fit_y(self) -> None:
         if not self._roofs:
