@@ -1,0 +1,959 @@
+"""Model FLOPs utilization (MFU), hardware FLOPs utilization (HFU), and where the rest went.
+
+MFU (PaLM §4.1) = useful model FLOPs per second ÷ the peak the GPUs could deliver. The useful FLOPs
+per token follow PaLM Appendix B / nanoGPT / torchtitan by default:
+
+    6·N  +  12·L·H·Q·T        (N parameters; L layers, H heads, Q head dim, T sequence length)
+
+with the attention term optional and, optionally, halved for the causal mask (Megatron-LM since
+2025-03). Recomputed activations are hardware FLOPs, not model FLOPs: they count in HFU only.
+A forward pass is 2·N + 4·L·H·Q·T per token, so recomputing a fraction ``r`` of it costs
+``2·r·N + 4·r·L·H·Q·T`` more (full recompute: 8·N + 16·L·H·Q·T = 4/3 of the model FLOPs).
+
+Every result carries a sentence naming its convention and its denominator. Units are SI: seconds,
+FLOPs, FLOP/s. Fractions are 0..1, never percent. No Qt here (R1).
+
+References: ../shared/reference/metrics.md §2 (nanoGPT, Megatron-LM, PaLM, Chinchilla, torchtitan)
+and §2.8 (gap-breakdown anchors).
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from gpuperf_gui.core.model_presets import ModelConfig, count_params
+
+if TYPE_CHECKING:
+    from gpuperf_gui.core.hardware import Device
+
+__all__ = [
+    "CAUSES",
+    "RECOMPUTE_KINDS",
+    "AmdahlResult",
+    "AttentionShape",
+    "CeilingModel",
+    "GapBreakdown",
+    "GapCauses",
+    "GapSlice",
+    "MfuInputError",
+    "MfuInputs",
+    "MfuResult",
+    "MfuWarning",
+    "Peak",
+    "Recompute",
+    "StepTimeStats",
+    "amdahl",
+    "breakdown_json",
+    "report",
+    "attention_flops_per_token",
+    "compute_mfu",
+    "explicit_peak",
+    "flop_counter_flops_per_step",
+    "format_count",
+    "format_duration",
+    "format_quantity",
+    "gap_breakdown",
+    "hardware_flops_per_token",
+    "n_params_from_config",
+    "resolve_peak",
+    "training_precision_peak",
+    "model_flops_per_token",
+    "parse_float_list",
+    "parse_quantity",
+    "peak_from_device",
+    "pipeline_bubble_fraction",
+    "summarize_step_times",
+    "tokens_per_step",
+]
+
+TARGET_MFU = 0.5  # "headroom to 50 %": a well-tuned large dense run reaches 40–60 % MFU
+
+
+class MfuInputError(ValueError):
+    """An input that makes the calculation meaningless; ``field`` names it (for marking it in place)."""
+
+    def __init__(self, field_name: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field_name
+
+
+# --------------------------------------------------------------------------------------------------
+# Parsing user text (shared by the CLI and the tab, so both accept "124M", "6.3e9", "1,024")
+
+_SUFFIXES = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "b": 1e9, "t": 1e12, "p": 1e15}
+_QUANTITY = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)\s*([kmgbtp]?)\s*$", re.I)
+
+
+def parse_quantity(text: str) -> float:
+    """Parse ``"124M"``, ``"1.5B"``, ``"6e9"``, ``"16_384"``, ``"1,024"`` into a float.
+
+    Suffixes k, M, G or B (billion), T, P are decimal. Raises ``ValueError`` on anything else.
+    """
+    cleaned = text.replace("_", "").replace(",", "").replace(" ", "")
+    match = _QUANTITY.match(cleaned)
+    if not match:
+        raise ValueError(f"not a number: {text!r}")
+    value = float(match.group(1)) * _SUFFIXES[match.group(2).lower()]
+    if not math.isfinite(value):
+        raise ValueError(f"not a finite number: {text!r}")
+    return value
+
+
+def parse_float_list(text: str) -> list[float]:
+    """Parse numbers separated by commas, semicolons, spaces or newlines (``"0.21, 0.2 0.2"``)."""
+    parts = [p for p in re.split(r"[,;\s]+", text.strip()) if p]
+    if not parts:
+        raise ValueError("no numbers given")
+    return [parse_quantity(p) for p in parts]
+
+
+def format_quantity(value: float, unit: str = "", digits: int = 3) -> str:
+    """``format_quantity(1.234e15, "FLOP/s")`` → ``"1.23 PFLOP/s"`` (decimal prefixes)."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g} {unit}".strip()
+    prefixes = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+    for scale, prefix in prefixes:
+        if abs(value) >= scale:
+            return f"{value / scale:.{digits}g} {prefix}{unit}".rstrip()
+    return f"{value:.{digits}g} {unit}".rstrip()
+
+
+def format_count(value: float) -> str:
+    """A count of parameters or tokens: ``124.4M``, ``8.03B``, ``1.2T``."""
+    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.4g}{suffix}"
+    return f"{value:.4g}"
+
+
+def format_duration(seconds: float) -> str:
+    """A duration a person reads at a glance: ``"52.3 ms"``, ``"4.1 h"``, ``"12.5 days"``."""
+    if seconds < 1:
+        return f"{seconds * 1e3:.3g} ms"
+    if seconds < 120:
+        return f"{seconds:.3g} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.3g} min"
+    if seconds < 3 * 86400:
+        return f"{seconds / 3600:.3g} h"
+    if seconds < 365 * 86400:
+        return f"{seconds / 86400:.3g} days"
+    return f"{seconds / (365.25 * 86400):.3g} years"
+
+
+# --------------------------------------------------------------------------------------------------
+# FLOPs per token
+
+
+@dataclass(frozen=True)
+class AttentionShape:
+    """What the attention term 12·L·H·Q·T needs: layers, (query) heads, head dim, sequence length."""
+
+    layers: int
+    heads: int
+    head_dim: int
+    seq_len: int
+
+    @classmethod
+    def from_config(cls, config: ModelConfig, seq_len: int | None = None) -> AttentionShape:
+        """The shape of ``config``'s attention, at ``seq_len`` (default: the config's context)."""
+        return cls(config.layers, config.heads, config.head_dim_eff, seq_len or config.seq_len)
+
+    @property
+    def lhqt(self) -> float:
+        return float(self.layers) * self.heads * self.head_dim * self.seq_len
+
+
+def attention_flops_per_token(attention: AttentionShape | None, *, causal: bool = False) -> float:
+    """12·L·H·Q·T (QKᵀ and A·V, ×2 FLOP per multiply-add, ×3 forward+backward); halved if causal."""
+    if attention is None:
+        return 0.0
+    return 12.0 * attention.lhqt * (0.5 if causal else 1.0)
+
+
+def model_flops_per_token(
+    n_params: float, attention: AttentionShape | None = None, *, causal: bool = False
+) -> float:
+    """Useful (model) training FLOPs per token: 6·N (+ the attention term if a shape is given)."""
+    return 6.0 * n_params + attention_flops_per_token(attention, causal=causal)
+
+
+RECOMPUTE_KINDS = ("none", "selective", "full", "custom")
+
+
+@dataclass(frozen=True)
+class Recompute:
+    """Activation recomputation: which fraction of the forward pass runs a second time.
+
+    ``dense_fraction`` of the parameter (GEMM) forward and ``attention_fraction`` of the attention
+    forward. none = (0, 0); selective = (0, 1): the attention core (Korthikanti et al. 2022);
+    full = (1, 1): one extra forward, 8·N instead of 6·N; custom = any pair (PaLM 540B: 0.75, 1).
+    """
+
+    kind: str = "none"
+    dense_fraction: float = 0.0
+    attention_fraction: float = 0.0
+
+    @classmethod
+    def of(cls, kind: str, dense_fraction: float = 0.0, attention_fraction: float = 0.0) -> Recompute:
+        """The recompute policy called ``kind``; the fractions are used only for ``"custom"``."""
+        presets = {"none": (0.0, 0.0), "selective": (0.0, 1.0), "full": (1.0, 1.0)}
+        if kind in presets:
+            return cls(kind, *presets[kind])
+        if kind != "custom":
+            raise MfuInputError("recompute", f"recompute must be one of {', '.join(RECOMPUTE_KINDS)}")
+        for name, value in (("dense", dense_fraction), ("attention", attention_fraction)):
+            if not 0.0 <= value <= 1.0:
+                raise MfuInputError("recompute", f"recomputed {name} fraction must be within 0..1")
+        return cls("custom", dense_fraction, attention_fraction)
+
+    def describe(self) -> str:
+        if self.kind == "none":
+            return "no recompute (HFU = MFU)"
+        if self.kind == "selective":
+            return "selective recompute: attention core recomputed"
+        if self.kind == "full":
+            return "full recompute: one extra forward (8·N instead of 6·N)"
+        return (
+            f"custom recompute: {self.dense_fraction:.0%} of the GEMM forward and "
+            f"{self.attention_fraction:.0%} of the attention forward recomputed"
+        )
+
+
+def hardware_flops_per_token(
+    n_params: float,
+    attention: AttentionShape | None = None,
+    *,
+    causal: bool = False,
+    recompute: Recompute = Recompute(),
+) -> float:
+    """Model FLOPs plus the recomputed forward: + 2·r_d·N + 4·r_a·L·H·Q·T (halved if causal)."""
+    extra = 2.0 * recompute.dense_fraction * n_params
+    extra += recompute.attention_fraction * attention_flops_per_token(attention, causal=causal) / 3.0
+    return model_flops_per_token(n_params, attention, causal=causal) + extra
+
+
+def flop_counter_flops_per_step(config: ModelConfig, tokens: float, seq_len: int | None = None) -> float:
+    """What ``torch.utils.flop_counter.FlopCounterMode`` counts for one training step of ``config``.
+
+    The counter sees only matrix multiplies: 6 × the GEMM weights (no biases, norms or lookup
+    tables; the LM head in) per token, and for ``scaled_dot_product_attention`` 2 matmuls forward
+    and 5 backward (the flash/efficient backward recomputes QKᵀ), i.e. 14·L·H·Q·T per token over
+    the full T×T matrix — 2·L·H·Q·T more than the 12·L·H·Q·T model-FLOPs convention. Dense models.
+    """
+    counts = count_params(config)
+    d, ffn = config.d_model, config.ffn_size_eff
+    q_width = config.heads * config.head_dim_eff
+    kv_width = config.kv_heads_eff * config.head_dim_eff
+    gemm_per_layer = 2 * d * q_width + 2 * d * kv_width
+    gemm_per_layer += config.top_k * (3 if config.gated_mlp else 2) * d * ffn
+    gemm = config.layers * gemm_per_layer + (counts.lm_head or counts.token_embedding)
+    attention = AttentionShape.from_config(config, seq_len)
+    return (6.0 * gemm + 14.0 * attention.lhqt) * tokens
+
+
+def n_params_from_config(config: ModelConfig, *, exclude_embeddings: bool = True) -> tuple[float, str]:
+    """N for the FLOP count of ``config`` and a note saying what it contains.
+
+    Active parameters (MoE: router + top-k experts); with ``exclude_embeddings`` the lookup-only
+    tables are left out (position table; token table if untied) — torchtitan/nanoGPT/Megatron; the
+    LM head stays in. Without it N is every active parameter (PaLM and Kaplan count all).
+    """
+    counts = count_params(config)
+    n = counts.flops_params(exclude_embeddings=exclude_embeddings)
+    name = config.name or "custom model"
+    parts = [f"{name} from its configuration"]
+    if counts.active != counts.total:
+        parts.append(f"active (top-{config.top_k} of {config.experts} experts), "
+                     f"{format_count(counts.total)} in total")
+    else:
+        parts.append(f"{format_count(counts.total)} in total")
+    if exclude_embeddings and counts.lookup_only:
+        parts.append("embedding lookups excluded, LM head kept")
+    elif exclude_embeddings:
+        parts.append("no lookup-only tables")
+    else:
+        parts.append("embeddings included")
+    return float(n), "; ".join(parts)
+
+
+# --------------------------------------------------------------------------------------------------
+# Tokens and step times
+
+
+def tokens_per_step(
+    micro_batch: int, seq_len: int, grad_accum_steps: int = 1, data_parallel: int = 1
+) -> int:
+    """Tokens per optimizer step = micro-batch × sequence × gradient-accumulation steps × DP replicas."""
+    for name, value in (
+        ("micro_batch", micro_batch), ("seq_len", seq_len),
+        ("grad_accum_steps", grad_accum_steps), ("data_parallel", data_parallel),
+    ):
+        if value < 1:
+            raise MfuInputError(name, f"{name.replace('_', ' ')} must be at least 1")
+    return micro_batch * seq_len * grad_accum_steps * data_parallel
+
+
+@dataclass(frozen=True)
+class StepTimeStats:
+    """Steady-state step times: warm-up dropped, median taken, spread reported."""
+
+    median_s: float
+    mean_s: float
+    min_s: float
+    max_s: float
+    stdev_s: float
+    n_used: int
+    n_dropped: int
+    first_step_s: float  # the first step given (dropped or not)
+
+    @property
+    def relative_spread(self) -> float:
+        """(max − min) / median of the steps used."""
+        return (self.max_s - self.min_s) / self.median_s
+
+    def describe(self) -> str:
+        return (
+            f"median of {self.n_used} steps ({self.n_dropped} warm-up dropped): "
+            f"{format_duration(self.median_s)}, range {format_duration(self.min_s)}–"
+            f"{format_duration(self.max_s)} (±{self.relative_spread / 2:.1%})"
+        )
+
+
+def summarize_step_times(times_s: Sequence[float], warmup_steps: int | None = None) -> StepTimeStats:
+    """Drop ``warmup_steps`` leading steps (None: 1 when at least 3 are given), take the median.
+
+    The first steps of a run pay for compilation, autotuning, allocator growth and data-loader
+    start-up; the median of the rest is robust to the odd slow step (checkpoint, eval).
+    """
+    times = [float(t) for t in times_s]
+    if not times:
+        raise MfuInputError("step_times", "no step times given")
+    if any(not math.isfinite(t) or t <= 0 for t in times):
+        raise MfuInputError("step_times", "step times must be positive seconds")
+    if warmup_steps is None:
+        warmup_steps = 1 if len(times) >= 3 else 0
+    if warmup_steps < 0 or warmup_steps >= len(times):
+        raise MfuInputError("warmup_steps", f"cannot drop {warmup_steps} of {len(times)} steps")
+    used = times[warmup_steps:]
+    return StepTimeStats(
+        median_s=statistics.median(used),
+        mean_s=statistics.fmean(used),
+        min_s=min(used),
+        max_s=max(used),
+        stdev_s=statistics.stdev(used) if len(used) > 1 else 0.0,
+        n_used=len(used),
+        n_dropped=warmup_steps,
+        first_step_s=times[0],
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# The denominator
+
+
+@dataclass(frozen=True)
+class Peak:
+    """Peak FLOP/s of one GPU and where it came from."""
+
+    flops_per_s_per_gpu: float
+    source: str  # "h200 bf16 dense, database" or "explicit"
+    precision: str | None = None
+    device_id: str | None = None
+    sparse: bool = False  # a 2:4-sparse datasheet figure: never a valid MFU denominator
+
+
+def peak_from_device(device: Device, precision: str) -> Peak:
+    """The dense peak of ``device`` at ``precision`` (``PrecisionUnavailableError`` if it has none)."""
+    flops = device.peak_flops_per_s(precision)
+    return Peak(flops, f"{device.id} {precision} dense, database", precision, device.id)
+
+
+def explicit_peak(
+    flops_per_s_per_gpu: float, device: Device | None = None, precision: str | None = None
+) -> Peak:
+    """A peak typed by the user; checked against ``device``'s sparse figures when one is known."""
+    if not math.isfinite(flops_per_s_per_gpu) or flops_per_s_per_gpu <= 0:
+        raise MfuInputError("peak", "peak FLOP/s must be positive")
+    sparse = False
+    if device is not None:
+        dense = dict(getattr(device, "dense_flops_per_s", {}) or {})
+        sparse_figures = dict(getattr(device, "sparse_flops_per_s", {}) or {})
+        if precision and precision in dense:
+            sparse_figures.setdefault(precision, 2.0 * dense[precision])
+        matches_dense = any(math.isclose(flops_per_s_per_gpu, v, rel_tol=0.02) for v in dense.values())
+        matches_sparse = any(
+            math.isclose(flops_per_s_per_gpu, v, rel_tol=0.02) for v in sparse_figures.values()
+        )
+        sparse = matches_sparse and not matches_dense
+        if precision and precision in dense and math.isclose(
+            flops_per_s_per_gpu, 2.0 * dense[precision], rel_tol=0.02
+        ):
+            sparse = True
+    return Peak(flops_per_s_per_gpu, "explicit", precision, getattr(device, "id", None), sparse)
+
+
+def resolve_peak(
+    device: Device | None, precision: str | None, explicit_flops_per_s: float | None = None
+) -> Peak:
+    """The denominator: an explicit per-GPU peak (checked against ``device``), else the device's dense peak."""
+    if explicit_flops_per_s is not None:
+        return explicit_peak(explicit_flops_per_s, device, precision)
+    if device is None or precision is None:
+        raise MfuInputError("peak", "give a device and a precision, or an explicit peak")
+    try:
+        return peak_from_device(device, precision)
+    except ValueError as exc:  # PrecisionUnavailableError
+        raise MfuInputError("peak", str(exc)) from exc
+
+
+def training_precision_peak(device: Device | None, precision: str | None) -> float | None:
+    """The device's dense peak at the training precision, if both are known (for the mismatch check)."""
+    if device is None or not precision:
+        return None
+    return (getattr(device, "dense_flops_per_s", {}) or {}).get(precision)
+
+
+# --------------------------------------------------------------------------------------------------
+# Ceiling model
+
+
+@dataclass(frozen=True)
+class CeilingModel:
+    """A step's wall clock split into parts, each running at a fraction of peak.
+
+    Defaults: big GEMMs 75 % of the time at 0.92 of peak, memory-bound ops 15 % at 0.10, exposed
+    communication / launch gaps 10 % at 0 → a practical ceiling of 0.705 of peak (hardware FLOPs).
+    """
+
+    gemm_time_fraction: float = 0.75
+    gemm_efficiency: float = 0.92
+    memory_time_fraction: float = 0.15
+    memory_efficiency: float = 0.10
+    idle_time_fraction: float = 0.10
+    idle_efficiency: float = 0.0
+
+    def validate(self) -> None:
+        for name, value in asdict(self).items():
+            if not 0.0 <= value <= 1.0:
+                raise MfuInputError(f"ceiling.{name}", f"{name.replace('_', ' ')} must be within 0..1")
+        total = self.gemm_time_fraction + self.memory_time_fraction + self.idle_time_fraction
+        if not math.isclose(total, 1.0, abs_tol=0.005):
+            raise MfuInputError(
+                "ceiling.idle_time_fraction", f"time fractions add up to {total:.1%}, not 100 %"
+            )
+
+    @property
+    def ceiling(self) -> float:
+        """Practical ceiling of HFU: Σ time fraction × efficiency."""
+        return (
+            self.gemm_time_fraction * self.gemm_efficiency
+            + self.memory_time_fraction * self.memory_efficiency
+            + self.idle_time_fraction * self.idle_efficiency
+        )
+
+
+# --------------------------------------------------------------------------------------------------
+# The calculation
+
+
+@dataclass(frozen=True)
+class MfuWarning:
+    code: str
+    message: str
+    severity: str = "warning"  # "warning" | "error" (the number is impossible)
+
+
+@dataclass(frozen=True)
+class MfuInputs:
+    """Everything the calculation needs. ``n_params`` is N as used for FLOPs (active, see convention)."""
+
+    n_params: float
+    tokens_per_step: float
+    step_time_s: float
+    peak: Peak
+    gpus: int = 1
+    attention: AttentionShape | None = None
+    causal: bool = False
+    recompute: Recompute = Recompute()
+    n_params_note: str = "N given"
+    training_precision: str | None = None
+    training_precision_peak_flops_per_s: float | None = None  # the device's peak at that precision
+    step_stats: StepTimeStats | None = None
+    counted_flops_per_step: float | None = None  # e.g. from FlopCounterMode or a framework log
+    train_tokens: float | None = None
+    price_per_gpu_hour: float | None = None
+    ceiling: CeilingModel = CeilingModel()
+
+    def validate(self) -> None:
+        checks = (
+            ("n_params", self.n_params), ("tokens_per_step", self.tokens_per_step),
+            ("step_time_s", self.step_time_s), ("peak", self.peak.flops_per_s_per_gpu),
+            ("gpus", self.gpus),
+        )
+        for name, value in checks:
+            if not math.isfinite(value) or value <= 0:
+                raise MfuInputError(name, f"{name.replace('_', ' ')} must be positive")
+        if self.gpus != int(self.gpus):
+            raise MfuInputError("gpus", "gpus must be a whole number")
+        if self.attention is not None:
+            for name, value in asdict(self.attention).items():
+                if value < 1:
+                    raise MfuInputError(name, f"{name.replace('_', ' ')} must be at least 1")
+        for name, value in (("train_tokens", self.train_tokens), ("price", self.price_per_gpu_hour)):
+            if value is not None and (not math.isfinite(value) or value < 0):
+                raise MfuInputError(name, f"{name.replace('_', ' ')} cannot be negative")
+        self.ceiling.validate()
+
+
+@dataclass(frozen=True)
+class MfuResult:
+    inputs: MfuInputs
+    convention: str
+    model_flops_per_token: float
+    hardware_flops_per_token: float
+    model_flops_per_step: float
+    hardware_flops_per_step: float
+    achieved_flops_per_s_per_gpu: float
+    hardware_flops_per_s_per_gpu: float
+    peak_flops_per_s_per_gpu: float
+    peak_flops_per_s_total: float
+    mfu: float
+    hfu: float
+    headroom_to_target: float  # MFU points to 50 % (0 when above)
+    speedup_to_target: float  # step-time speedup needed to reach 50 % MFU
+    tokens_per_s: float
+    tokens_per_s_per_gpu: float
+    time_to_train_s: float | None
+    cost_per_million_tokens: float | None
+    practical_ceiling: float  # of HFU (ceiling model)
+    mfu_ceiling: float  # the ceiling in MFU terms with this recompute (× MFU/HFU)
+    counted_flops_ratio: float | None
+    warnings: tuple[MfuWarning, ...] = field(default_factory=tuple)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """DESIGN.md's ``gpuperf mfu --json`` keys (fractions, SI units) plus the convention and extras."""
+        i = self.inputs
+        return {
+            "mfu": self.mfu,
+            "hfu": self.hfu,
+            "model_flops_per_step": self.model_flops_per_step,
+            "achieved_flops_per_s_per_gpu": self.achieved_flops_per_s_per_gpu,
+            "peak_flops_per_s_per_gpu": self.peak_flops_per_s_per_gpu,
+            "tokens_per_s": self.tokens_per_s,
+            "warnings": [w.message for w in self.warnings],
+            "warning_codes": [w.code for w in self.warnings],
+            "convention": self.convention,
+            "model_flops_per_token": self.model_flops_per_token,
+            "hardware_flops_per_token": self.hardware_flops_per_token,
+            "hardware_flops_per_step": self.hardware_flops_per_step,
+            "peak_source": i.peak.source,
+            "peak_precision": i.peak.precision,
+            "gpus": i.gpus,
+            "n_params": i.n_params,
+            "tokens_per_step": i.tokens_per_step,
+            "step_time_s": i.step_time_s,
+            "recompute": i.recompute.kind,
+            "attention_term": i.attention is not None,
+            "causal_halving": i.causal and i.attention is not None,
+            "headroom_to_50pct": self.headroom_to_target,
+            "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu,
+            "time_to_train_s": self.time_to_train_s,
+            "cost_per_million_tokens": self.cost_per_million_tokens,
+            "practical_ceiling": self.practical_ceiling,
+            "mfu_ceiling": self.mfu_ceiling,
+            "step_time_stats": asdict(i.step_stats) if i.step_stats else None,
+        }
+
+    def _rows(self) -> list[tuple[str, str]]:
+        rows = [
+            ("MFU", f"{self.mfu:.1%}"),
+            ("HFU", f"{self.hfu:.1%}"),
+            ("Achieved per GPU", format_quantity(self.achieved_flops_per_s_per_gpu, "FLOP/s")),
+            ("Peak per GPU", f"{format_quantity(self.peak_flops_per_s_per_gpu, 'FLOP/s', 4)} "
+             f"({self.inputs.peak.source}) × {self.inputs.gpus} GPU(s)"),
+            ("Headroom to 50 % MFU", f"{self.headroom_to_target:.1%} "
+             f"(step {self.speedup_to_target:.2f}× faster)" if self.headroom_to_target > 0 else "none"),
+            ("Model FLOPs per step", format_quantity(self.model_flops_per_step, "FLOP")),
+            ("Tokens/s", f"{format_count(self.tokens_per_s)} ({format_count(self.tokens_per_s_per_gpu)} per GPU)"),
+            ("Step time", format_duration(self.inputs.step_time_s)),
+            ("Practical ceiling", f"{self.practical_ceiling:.1%} HFU = {self.mfu_ceiling:.1%} MFU"),
+        ]
+        if self.time_to_train_s is not None:
+            rows.append(("Time to train", format_duration(self.time_to_train_s)))
+        if self.cost_per_million_tokens is not None:
+            rows.append(("Cost per M tokens", f"{self.cost_per_million_tokens:.4g}"))
+        return rows
+
+    def to_text(self) -> str:
+        """Plain text for a terminal or a chat message."""
+        width = max(len(k) for k, _ in self._rows())
+        lines = [f"{k:<{width}}  {v}" for k, v in self._rows()]
+        lines.append(f"Convention: {self.convention}")
+        lines += [f"WARNING: {w.message}" for w in self.warnings]
+        return "\n".join(lines)
+
+    def to_markdown(self) -> str:
+        """A Markdown table for a report."""
+        lines = ["| Metric | Value |", "|---|---|"]
+        lines += [f"| {k} | {v} |" for k, v in self._rows()]
+        lines += ["", f"*Convention:* {self.convention}"]
+        lines += [f"- **Warning:** {w.message}" for w in self.warnings]
+        return "\n".join(lines)
+
+
+def describe_convention(inputs: MfuInputs) -> str:
+    """One sentence naming the FLOP convention, N, the recompute policy and the denominator."""
+    if inputs.attention is None:
+        flops = "model FLOPs = 6·N per token (Kaplan/PaLM, no attention term)"
+    elif inputs.causal:
+        flops = ("model FLOPs = 6·N + 6·L·H·Q·T per token (attention halved for the causal mask, "
+                 "Megatron-LM ≥ 2025-03)")
+    else:
+        flops = ("model FLOPs = 6·N + 12·L·H·Q·T per token (PaLM App. B / nanoGPT / torchtitan; "
+                 "full T×T attention)")
+    peak = inputs.peak
+    return (
+        f"{flops}; N = {format_count(inputs.n_params)} ({inputs.n_params_note}); "
+        f"{inputs.recompute.describe()}; peak = {format_quantity(peak.flops_per_s_per_gpu, 'FLOP/s', 4)}"
+        f" per GPU ({peak.source}) × {inputs.gpus} GPU(s)"
+    )
+
+
+def compute_mfu(inputs: MfuInputs) -> MfuResult:
+    """MFU, HFU and the figures around them for one training configuration.
+
+    Raises :class:`MfuInputError` (a ``ValueError`` naming the field) for inputs that make the
+    result meaningless; returns warnings for inputs that make it probably wrong.
+    """
+    inputs.validate()
+    model_per_token = model_flops_per_token(inputs.n_params, inputs.attention, causal=inputs.causal)
+    hw_per_token = hardware_flops_per_token(
+        inputs.n_params, inputs.attention, causal=inputs.causal, recompute=inputs.recompute
+    )
+    model_per_step = model_per_token * inputs.tokens_per_step
+    hw_per_step = hw_per_token * inputs.tokens_per_step
+    gpus = int(inputs.gpus)
+    achieved = model_per_step / inputs.step_time_s / gpus
+    achieved_hw = hw_per_step / inputs.step_time_s / gpus
+    peak = inputs.peak.flops_per_s_per_gpu
+    mfu, hfu = achieved / peak, achieved_hw / peak
+    tokens_per_s = inputs.tokens_per_step / inputs.step_time_s
+    ceiling = inputs.ceiling.ceiling
+    result = MfuResult(
+        inputs=inputs,
+        convention=describe_convention(inputs),
+        model_flops_per_token=model_per_token,
+        hardware_flops_per_token=hw_per_token,
+        model_flops_per_step=model_per_step,
+        hardware_flops_per_step=hw_per_step,
+        achieved_flops_per_s_per_gpu=achieved,
+        hardware_flops_per_s_per_gpu=achieved_hw,
+        peak_flops_per_s_per_gpu=peak,
+        peak_flops_per_s_total=peak * gpus,
+        mfu=mfu,
+        hfu=hfu,
+        headroom_to_target=max(0.0, TARGET_MFU - mfu),
+        speedup_to_target=TARGET_MFU / mfu,
+        tokens_per_s=tokens_per_s,
+        tokens_per_s_per_gpu=tokens_per_s / gpus,
+        time_to_train_s=inputs.train_tokens / tokens_per_s if inputs.train_tokens else None,
+        cost_per_million_tokens=(
+            inputs.price_per_gpu_hour * gpus / 3600.0 / tokens_per_s * 1e6
+            if inputs.price_per_gpu_hour is not None else None
+        ),
+        practical_ceiling=ceiling,
+        mfu_ceiling=ceiling * model_per_token / hw_per_token,
+        counted_flops_ratio=(
+            inputs.counted_flops_per_step / model_per_step if inputs.counted_flops_per_step else None
+        ),
+    )
+    return _with_warnings(result)
+
+
+def _with_warnings(result: MfuResult) -> MfuResult:
+    return replace(result, warnings=tuple(check_result(result)))
+
+
+def check_result(result: MfuResult) -> list[MfuWarning]:
+    """The checks that catch a wrong MFU; each returns a plain-language warning, silent when sound."""
+    i, warnings = result.inputs, []
+    if i.peak.sparse:
+        warnings.append(MfuWarning(
+            "sparse_peak",
+            f"The peak {format_quantity(i.peak.flops_per_s_per_gpu, 'FLOP/s')} is a 2:4-sparse "
+            "datasheet figure (twice the dense one). Dense training cannot use sparsity: MFU against "
+            "it is halved. Use the dense peak.", "error"))
+    if (i.training_precision and i.peak.precision
+            and i.training_precision != i.peak.precision):
+        direction = ""
+        if i.training_precision_peak_flops_per_s:
+            ratio = i.training_precision_peak_flops_per_s / i.peak.flops_per_s_per_gpu
+            if ratio > 1.01:
+                direction = f" The {i.training_precision} peak is {ratio:.2g}× higher: this MFU is overstated."
+            elif ratio < 0.99:
+                direction = f" The {i.training_precision} peak is {ratio:.2g}× lower: this MFU is understated."
+        warnings.append(MfuWarning(
+            "precision_mismatch",
+            f"Training runs in {i.training_precision} but the peak is the {i.peak.precision} one."
+            f"{direction} Use the peak of the precision the GEMMs run in.",
+        ))
+    if i.recompute.kind == "selective" and i.attention is None:
+        warnings.append(MfuWarning(
+            "recompute_needs_attention",
+            "Selective recompute repeats the attention core, which is only counted with the "
+            "attention shape (layers, heads, head dim, sequence): HFU = MFU here."))
+    warnings += _plausibility_warnings(result)
+    warnings += _step_time_warnings(i.step_stats)
+    return warnings
+
+
+def _plausibility_warnings(result: MfuResult) -> list[MfuWarning]:
+    i, ceiling = result.inputs, result.practical_ceiling
+    if result.mfu > 1.0:
+        return [MfuWarning(
+            "mfu_above_100",
+            f"MFU {result.mfu:.0%} is impossible. Tokens per step and step time describe different "
+            "steps (e.g. tokens of the accumulated step over the time of one micro-batch, or tokens "
+            "of all replicas over one replica's GPUs), or the peak is too low.", "error")]
+    warnings = []
+    if result.mfu > 1.15 * ceiling:
+        warnings.append(MfuWarning(
+            "mfu_above_ceiling",
+            f"MFU {result.mfu:.0%} is far above the practical ceiling ({ceiling:.0%}). Check that the "
+            "tokens per step and the step time are for the same step (micro-batch vs accumulated "
+            "step, per-GPU vs global batch)."))
+    elif i.recompute.kind != "none" and result.hfu > 1.05 * ceiling:
+        warnings.append(MfuWarning(
+            "recompute_counted_as_useful",
+            f"With {i.recompute.kind} recompute the hardware does {result.hfu / result.mfu:.2f}× the "
+            f"model FLOPs, so HFU would be {result.hfu:.0%}, above the practical ceiling "
+            f"({ceiling:.0%}): MFU this high is implausible. Recompute FLOPs may have been counted as "
+            "useful (e.g. N or FLOPs per token taken from a counter or a 4×/8·N formula)."))
+    if result.counted_flops_ratio is not None and result.counted_flops_ratio > 1.2:
+        warnings.append(MfuWarning(
+            "recompute_counted_as_useful",
+            f"The counted FLOPs per step are {result.counted_flops_ratio:.2f}× the model FLOPs. A "
+            "counter running during training also sees recomputed forwards (and FlashAttention's "
+            "backward recompute): those are hardware FLOPs (HFU), not model FLOPs (MFU)."))
+    return warnings
+
+
+def _step_time_warnings(stats: StepTimeStats | None) -> list[MfuWarning]:
+    if stats is None:
+        return []
+    if stats.n_used == 1:
+        return [MfuWarning(
+            "single_step",
+            "Only one step is timed. A single step includes noise and, if it is the first, "
+            "compilation and warm-up. Time 10 or more steps and take the median.")]
+    if stats.n_dropped == 0 and stats.first_step_s > 1.3 * stats.median_s:
+        return [MfuWarning(
+            "warmup_included",
+            f"The first step ({format_duration(stats.first_step_s)}) is "
+            f"{stats.first_step_s / stats.median_s:.1f}× the median: a warm-up step is included. "
+            "Drop it (warm-up steps ≥ 1).")]
+    return []
+
+
+# --------------------------------------------------------------------------------------------------
+# Gap breakdown: 100 % = MFU + named causes + unexplained
+
+CAUSES: tuple[tuple[str, str], ...] = (
+    ("pipeline_bubble", "Pipeline bubble"),
+    ("exposed_comm", "Exposed communication"),
+    ("data_stall", "Data stall"),
+    ("memory_bound", "Memory-bound kernels"),
+    ("launch_gaps", "Launch gaps"),
+    ("recompute", "Recompute (HFU − MFU)"),
+    ("gemm_inefficiency", "GEMM inefficiency"),
+)
+CAUSE_LABELS = dict(CAUSES)
+
+
+def pipeline_bubble_fraction(stages: int, microbatches: int, virtual_stages: int = 1) -> float:
+    """Bubble share of a pipeline-parallel step: (p−1)/(v·m + p − 1) (GPipe/1F1B: v = 1).
+
+    Narayanan et al. 2021 §2.2: bubble time / ideal time = (p−1)/(v·m); as a fraction of the step
+    it is (p−1)/(m+p−1) for v = 1.
+    """
+    if stages < 1 or microbatches < 1 or virtual_stages < 1:
+        raise MfuInputError("pipeline", "stages, micro-batches and virtual stages must be at least 1")
+    return (stages - 1) / (virtual_stages * microbatches + stages - 1)
+
+
+@dataclass(frozen=True)
+class GapCauses:
+    """Named causes of lost time, each a fraction (0..1) of the step's wall clock.
+
+    ``memory_bound`` is the time in memory-bound kernels; those still run at a small fraction of
+    peak (the ceiling model's ``memory_efficiency``), so they lose time × (1 − that efficiency).
+    ``gemm_inefficiency`` is a share of peak directly (GEMMs below peak). Recompute is not entered:
+    it is HFU − MFU.
+    """
+
+    pipeline_bubble: float = 0.0
+    exposed_comm: float = 0.0
+    data_stall: float = 0.0
+    memory_bound: float = 0.0
+    launch_gaps: float = 0.0
+    gemm_inefficiency: float = 0.0
+
+    def validate(self) -> None:
+        for name, value in asdict(self).items():
+            if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+                raise MfuInputError(name, f"{CAUSE_LABELS[name]} must be within 0..100 %")
+
+
+@dataclass(frozen=True)
+class GapSlice:
+    key: str
+    label: str
+    fraction: float  # share of 100 % of peak
+
+
+@dataclass(frozen=True)
+class GapBreakdown:
+    mfu: float
+    causes: tuple[GapSlice, ...]  # named causes, zero ones included, in CAUSES order
+    unexplained: float  # ≥ 0
+    over_attributed: float  # ≥ 0: how much the causes exceed the gap
+    message: str | None  # said instead of drawing a negative slice
+
+    @property
+    def gap(self) -> float:
+        return max(0.0, 1.0 - self.mfu)
+
+    def display_slices(self) -> list[GapSlice]:
+        """MFU, the non-zero causes and unexplained, scaled to add up to exactly 100 %.
+
+        When the causes add up to more than the gap they are scaled down to fit it (never a
+        negative slice); :attr:`message` says so.
+        """
+        mfu = min(max(self.mfu, 0.0), 1.0)
+        named = sum(s.fraction for s in self.causes)
+        scale = self.gap / named if named > self.gap and named > 0 else 1.0
+        slices = [GapSlice("mfu", "MFU (useful work)", mfu)]
+        slices += [GapSlice(s.key, s.label, s.fraction * scale) for s in self.causes if s.fraction > 0]
+        slices.append(GapSlice("unexplained", "Unexplained", self.unexplained))
+        return slices
+
+
+def gap_breakdown(
+    mfu: float, hfu: float, causes: GapCauses, *, memory_efficiency: float = 0.10
+) -> GapBreakdown:
+    """Attribute the gap 1 − MFU to named causes; the rest is unexplained.
+
+    Idle causes (bubble, exposed comm, data stall, launch gaps) lose their whole time share;
+    memory-bound time loses ``time × (1 − memory_efficiency)``; recompute loses HFU − MFU.
+    """
+    causes.validate()
+    shares = {
+        "pipeline_bubble": causes.pipeline_bubble,
+        "exposed_comm": causes.exposed_comm,
+        "data_stall": causes.data_stall,
+        "memory_bound": causes.memory_bound * (1.0 - memory_efficiency),
+        "launch_gaps": causes.launch_gaps,
+        "recompute": max(0.0, hfu - mfu),
+        "gemm_inefficiency": causes.gemm_inefficiency,
+    }
+    slices = tuple(GapSlice(key, label, shares[key]) for key, label in CAUSES)
+    named, gap = sum(shares.values()), max(0.0, 1.0 - mfu)
+    if mfu > 1.0:
+        return GapBreakdown(mfu, slices, 0.0, named, "MFU is above 100 %: there is no gap to attribute.")
+    if named > gap + 1e-9:
+        over = named - gap
+        message = (
+            f"Over-attributed: the named causes add up to {named:.1%} but the gap is {gap:.1%} "
+            f"({over:.1%} too much). Causes overlap (e.g. comm during a data stall) or one is "
+            "overestimated; the bar scales them to fit."
+        )
+        return GapBreakdown(mfu, slices, 0.0, over, message)
+    return GapBreakdown(mfu, slices, gap - named, 0.0, None)
+
+
+# --------------------------------------------------------------------------------------------------
+# Amdahl's law
+
+
+@dataclass(frozen=True)
+class AmdahlResult:
+    part_fraction: float  # p: share of the time the part takes
+    part_speedup: float  # s: how much faster the part gets
+    overall_speedup: float  # 1 / ((1 − p) + p / s)
+    bound_speedup: float  # s → ∞: 1 / (1 − p)
+    new_time_s: float | None
+
+    @property
+    def time_saved_fraction(self) -> float:
+        return 1.0 - 1.0 / self.overall_speedup
+
+    def describe(self) -> str:
+        bound = "∞" if math.isinf(self.bound_speedup) else f"{self.bound_speedup:.3g}×"
+        return (
+            f"A part taking {self.part_fraction:.1%} of the time made {self.part_speedup:g}× faster: "
+            f"{self.overall_speedup:.4g}× overall ({self.overall_speedup - 1:.1%} faster, "
+            f"{self.time_saved_fraction:.1%} less time); at best {bound} if it took no time."
+        )
+
+
+def amdahl(part_fraction: float, part_speedup: float, total_time_s: float | None = None) -> AmdahlResult:
+    """Amdahl's law: speeding a fraction ``p`` of the time up ``s`` times."""
+    if not 0.0 <= part_fraction <= 1.0:
+        raise MfuInputError("amdahl_part", "the part's share must be within 0..100 %")
+    if not part_speedup > 0:
+        raise MfuInputError("amdahl_speedup", "the speed-up must be positive")
+    new_relative = (1.0 - part_fraction) + part_fraction / part_speedup
+    bound = math.inf if part_fraction >= 1.0 else 1.0 / (1.0 - part_fraction)
+    return AmdahlResult(
+        part_fraction,
+        part_speedup,
+        1.0 / new_relative,
+        bound,
+        total_time_s * new_relative if total_time_s is not None else None,
+    )
+
+
+
+# --------------------------------------------------------------------------------------------------
+# A report to copy: the result plus its gap breakdown
+
+
+def breakdown_json(breakdown: GapBreakdown) -> dict[str, Any]:
+    """The gap breakdown as fractions of peak (keys of :data:`CAUSES` + mfu, unexplained)."""
+    payload: dict[str, Any] = {"mfu": breakdown.mfu}
+    payload.update({s.key: s.fraction for s in breakdown.causes})
+    payload.update(unexplained=breakdown.unexplained, over_attributed=breakdown.over_attributed,
+                   message=breakdown.message)
+    return payload
+
+
+def report(result: MfuResult, breakdown: GapBreakdown | None, fmt: str = "text") -> str:
+    """The result (and breakdown) as ``"text"``, ``"markdown"`` or ``"json"`` for a report."""
+    if fmt == "json":
+        payload = result.to_json_dict()
+        if breakdown is not None:
+            payload["gap_breakdown"] = breakdown_json(breakdown)
+        return json.dumps(payload, indent=2, allow_nan=False)
+    if fmt not in ("text", "markdown"):
+        raise ValueError(f"unknown format {fmt!r}")
+    markdown = fmt == "markdown"
+    parts = [result.to_markdown() if markdown else result.to_text()]
+    if breakdown is not None:
+        rows = [(s.label, s.fraction) for s in breakdown.causes if s.fraction > 0]
+        rows.append(("Unexplained", breakdown.unexplained))
+        if markdown:
+            lines = ["", "| Where the rest of 100 % went | Share of peak |", "|---|---|"]
+            lines += [f"| {label} | {value:.1%} |" for label, value in rows]
+        else:
+            lines = ["", "Where the rest of 100 % went:"]
+            lines += [f"  {label:<24} {value:6.1%}" for label, value in rows]
+        if breakdown.message:
+            lines += ["", breakdown.message] if markdown else [breakdown.message]
+        parts.append("\n".join(lines))
+    return "\n".join(parts)

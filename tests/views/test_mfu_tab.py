@@ -1,0 +1,171 @@
+"""MfuTab: live recomputation, invalid inputs marked in place, trace figures, copy formats."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QPushButton
+
+from gpuperf_gui.core import mfu
+from gpuperf_gui.views.context import AppContext
+from gpuperf_gui.views.mfu_tab import N_GIVEN, MfuTab
+
+
+@pytest.fixture
+def tab(qtbot) -> MfuTab:
+    widget = MfuTab(AppContext(device_id="h100-sxm", precision="bf16"))
+    qtbot.addWidget(widget)
+    widget.resize(1600, 1000)
+    return widget
+
+
+def _type(qtbot, field, text: str) -> None:
+    field.selectAll()
+    qtbot.keyClicks(field, text) if text else field.clear()
+
+
+def test_opens_with_a_sound_result(tab: MfuTab) -> None:
+    assert tab.result is not None
+    assert 0.0 < tab.result.mfu < 1.0
+    assert tab.result.hfu >= tab.result.mfu
+    assert tab.result.warnings == ()
+    assert "Convention" in tab.convention_label.text()
+    assert tab.kpi_values["mfu"].text() == f"{tab.result.mfu:.1%}"
+
+
+def test_typing_a_step_time_updates_the_result(qtbot, tab: MfuTab) -> None:
+    before, before_step_s = tab.result.mfu, tab.result.inputs.step_time_s
+    _type(qtbot, tab.fields["step_times"], "2.4")  # twice as fast as the default ~4.8 s
+    assert tab.result.inputs.step_time_s == 2.4
+    assert tab.result.mfu == pytest.approx(before * before_step_s / 2.4, rel=1e-12)
+    assert tab.kpi_values["mfu"].text() == f"{tab.result.mfu:.1%}"
+
+
+def test_n_given_directly(qtbot, tab: MfuTab) -> None:
+    tab.preset_combo.setCurrentText(N_GIVEN)
+    _type(qtbot, tab.fields["n_params"], "8B")
+    assert tab.result.inputs.n_params == 8e9
+    assert tab.result.inputs.n_params_note == "N given"
+
+
+def test_invalid_input_is_marked_not_raised(qtbot, tab: MfuTab) -> None:
+    field = tab.fields["step_times"]
+    _type(qtbot, field, "fast")
+    assert field.property("invalid") is True
+    assert field.error and "not a number" in field.error
+    assert tab.result is None
+    assert tab.kpi_values["mfu"].text() == "—"
+    _type(qtbot, field, "4.8")
+    assert field.property("invalid") is False
+    assert tab.result is not None
+
+
+def test_inconsistent_config_marks_the_field(qtbot, tab: MfuTab) -> None:
+    _type(qtbot, tab.fields["kv_heads"], "5")  # 32 heads are not a multiple of 5
+    assert tab.fields["kv_heads"].property("invalid") is True
+    assert tab.preset_combo.currentText() == "Custom configuration"
+    assert tab.result is None
+
+
+def test_preset_fills_the_configuration(tab: MfuTab) -> None:
+    tab.preset_combo.setCurrentText("Mixtral 8x7B")
+    assert tab.fields["experts"].text() == "8"
+    assert tab.result.inputs.n_params == pytest.approx(12.75e9, rel=1e-3)  # active, lookups excluded
+    assert "top-2 of 8 experts" in tab.result.inputs.n_params_note
+
+
+def test_apply_trace_figures_shrinks_unexplained(tab: MfuTab) -> None:
+    before = tab.breakdown.unexplained
+
+    @dataclass
+    class Figures:  # what core/trace's TraceMfuFigures carries
+        step_time_s: float | None = 4.8
+        exposed_comm: float = 0.10
+        data_stall: float = 0.05
+        launch_gaps: float = 0.02
+        pipeline_bubble: float = 0.0
+        memory_bound: float = 0.10
+
+    tab.apply_trace_figures(Figures())
+    assert tab.result.inputs.step_time_s == 4.8
+    assert tab.breakdown.unexplained < before
+    shares = {s.key: s.fraction for s in tab.breakdown.causes}
+    assert shares["exposed_comm"] == pytest.approx(0.10)
+    assert shares["memory_bound"] == pytest.approx(0.10 * 0.9)
+    tab.apply_trace_figures(object())  # missing attributes are ignored, never an exception
+    assert tab.result is not None
+
+
+def test_over_attribution_is_said_not_drawn_negative(tab: MfuTab) -> None:
+    tab.cause_spins["exposed_comm"].setValue(70.0)
+    assert tab.breakdown.unexplained == 0.0
+    assert "Over-attributed" in tab.breakdown_message.text()
+    assert all(s.fraction >= 0 for s in tab.gap_bar.slices)
+
+
+def test_full_recompute_and_sparse_peak_warning(qtbot, tab: MfuTab) -> None:
+    tab.recompute_combo.setCurrentText("full")
+    assert tab.result.hfu == pytest.approx(8 / 6 * tab.result.mfu)
+    tab.explicit_peak_check.setChecked(True)
+    _type(qtbot, tab.fields["peak_tflops"], "1979")  # the H100 SXM "with sparsity" bf16 figure
+    assert "sparse_peak" in {w.code for w in tab.result.warnings}
+    assert "sparse" in tab.warnings_label.text()
+
+
+def test_device_change_recomputes(tab: MfuTab) -> None:
+    mfu_h100 = tab.result.mfu
+    tab.context.set_device("a100-sxm-80gb")
+    assert tab.result.peak_flops_per_s_per_gpu == pytest.approx(312e12)
+    assert tab.result.mfu == pytest.approx(mfu_h100 * 989.4 / 312, rel=1e-3)
+
+
+def test_amdahl_what_if(tab: MfuTab) -> None:
+    tab.amdahl_share_spin.setValue(10.0)
+    tab.amdahl_speedup_spin.setValue(2.0)
+    assert tab.amdahl_result.overall_speedup == pytest.approx(1 / 0.95)
+    assert "5.3% faster" in tab.amdahl_readout.text()
+
+
+def test_copy_formats(qtbot, tab: MfuTab) -> None:
+    payload = json.loads(tab.result_text("json"))
+    assert payload["mfu"] == pytest.approx(tab.result.mfu)
+    assert "gap_breakdown" in payload
+    assert tab.result_text("markdown").startswith("| Metric | Value |")
+    button = next(b for b in tab.findChildren(QPushButton) if b.text() == "Text")
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+    assert QGuiApplication.clipboard().text().startswith("MFU")
+    assert "Copied" in tab.status_label.text()
+
+
+def test_screenshot_is_not_blank(qtbot, tab: MfuTab) -> None:
+    tab.show()
+    qtbot.waitExposed(tab)
+    image = tab.grab().toImage()
+    assert (image.width(), image.height()) == (1600, 1000)
+    assert mfu.TARGET_MFU == 0.5
+
+
+def test_n_given_ignores_unneeded_config_fields(qtbot, tab: MfuTab) -> None:
+    tab.preset_combo.setCurrentText(N_GIVEN)
+    _type(qtbot, tab.fields["vocab_size"], "")
+    assert tab.fields["vocab_size"].property("invalid") is False
+    assert tab.result is not None
+    tab.attention_check.setChecked(False)
+    _type(qtbot, tab.fields["layers"], "")
+    assert tab.result is not None and tab.result.inputs.attention is None
+    tab.attention_check.setChecked(True)
+    assert tab.fields["layers"].property("invalid") is True
+    assert tab.result is None
+
+
+def test_device_without_that_precision_is_marked(tab: MfuTab) -> None:
+    tab.context.set_device("t4")  # Turing has no bf16
+    assert tab.result is None
+    assert "bf16" in tab.peak_readout.text()
+    assert "No result" in tab.warnings_label.text()
+    tab.explicit_peak_check.setChecked(True)
+    tab.fields["peak_tflops"].setText("65")
+    assert tab.result is not None and tab.result.peak_flops_per_s_per_gpu == 65e12
