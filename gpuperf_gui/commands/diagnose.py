@@ -1,0 +1,81 @@
+"""`gpuperf diagnose PATH [PATH...] [--json] [--top N]`: load traces, analyse, name the bottleneck."""
+
+from __future__ import annotations
+
+import argparse
+
+from gpuperf_gui.commands._output import fail, print_json
+from gpuperf_gui.core.trace.api import TraceResult, analyse_paths
+from gpuperf_gui.core.trace.decode import DEFAULT_MAX_BYTES
+from gpuperf_gui.core.trace.model import TraceFormatError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("diagnose", help="diagnose torch.profiler traces (files or folders of ranks)")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="trace file (.json / .json.gz) or folder of rank files")
+    p.add_argument("--json", action="store_true", help="print the JSON contract instead of a report")
+    p.add_argument("--top", type=int, default=10, metavar="N", help="op-table rows per rank (default 10)")
+    p.add_argument("--max-bytes", type=int, default=DEFAULT_MAX_BYTES, metavar="B",
+                   help=f"refuse traces larger than this, decompressed (default {DEFAULT_MAX_BYTES})")
+    p.add_argument("--workers", type=int, default=None, help="processes for multi-rank folders")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.top < 0:
+        return fail("--top must be >= 0")
+    try:
+        result = analyse_paths(args.paths, max_bytes=args.max_bytes, workers=args.workers)
+    except TraceFormatError as exc:
+        return fail(str(exc))
+    if args.json:
+        print_json(result.to_json(top=args.top))
+    else:
+        print(format_report(result, args.top))
+    return 0
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:5.1f}%"
+
+
+def _ms(x: float | None) -> str:
+    return "-" if x is None else f"{1e3 * x:8.2f}"
+
+
+def format_report(result: TraceResult, top: int) -> str:
+    """A readable report: per-rank table, op tables, diagnosis."""
+    lines = []
+    header = f"{'rank':>4}  {'device':<24} {'step ms':>8} {'busy':>6} {'compute':>7} {'comm exp':>8} " \
+             f"{'host w':>6} {'kern w':>6} {'other':>6}  signature"
+    lines += ["Ranks", header, "-" * len(header)]
+    for r in result.ranks:
+        a = r.analysis
+        ib = a.idle_breakdown
+        lines.append(f"{a.rank:>4}  {a.device[:24]:<24} {_ms(a.step_time_median_s):>8} {_pct(a.gpu_busy_fraction):>6} "
+                     f"{_pct(a.compute_busy_fraction):>7} {_pct(a.comm_exposed_fraction):>8} "
+                     f"{_pct(ib['host_wait']):>6} {_pct(ib['kernel_wait']):>6} {_pct(ib['other']):>6}  "
+                     f"{r.diagnosis.signature}")
+        if a.truncation:
+            lines.append(f"      {a.truncation}")
+    mr = result.multi_rank
+    if len(result.ranks) > 1:
+        skew = "-" if mr.step_time_skew_s is None else f"{1e3 * mr.step_time_skew_s:.2f} ms"
+        lines.append(f"step-time skew {skew}; stragglers: {', '.join(map(str, mr.stragglers)) or 'none'}")
+    for r in result.ranks[:1] if len(result.ranks) > 1 else result.ranks:
+        if top == 0:
+            break
+        lines += ["", f"Op table (rank {r.analysis.rank}, top {top} by device time)"]
+        h = f"{'name':<60} {'calls':>7} {'self CPU ms':>11} {'CPU total ms':>12} {'self dev ms':>11} {'dev total ms':>12}"
+        lines += [h, "-" * len(h)]
+        for row in r.ops[:top]:
+            name = row.name if len(row.name) <= 60 else row.name[:57] + "..."
+            lines.append(f"{name:<60} {row.calls:>7} {_ms(row.self_cpu_s):>11} {_ms(row.cpu_total_s):>12} "
+                         f"{_ms(row.self_device_s):>11} {_ms(row.device_total_s):>12}")
+    d = result.diagnosis
+    lines += ["", f"Diagnosis: {d.signature} (confidence {d.confidence:.2f})"]
+    lines += [f"  - {e}" for e in d.evidence]
+    lines.append(f"Fix to try first: {d.fix}")
+    if d.secondary:
+        lines.append(f"Also seen: {', '.join(d.secondary)}")
+    return "\n".join(lines)

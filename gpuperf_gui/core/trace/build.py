@@ -1,0 +1,507 @@
+"""Typed events -> :class:`.model.RankTrace` (lanes of numpy columns, steps, flows).
+
+Every per-event step is a list comprehension over one field or a numpy operation; the decoded event
+structs are dropped when this returns.
+"""
+from __future__ import annotations
+
+import re
+from operator import attrgetter
+from pathlib import Path
+
+import msgspec
+import numpy as np
+
+from .decode import BEvent, Decoded, EEvent, Event, MEvent, XEvent
+from .kernel_classes import COPY_CATEGORIES, class_code, classify_kernel
+from .model import Flows, Lane, RankTrace, StepWindow, StringTable
+
+GPU_ACTIVITY_CATEGORIES = frozenset({"kernel", "Kernel", "gpu_memcpy", "gpu_memset", "Memcpy", "Memset"})
+LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "Runtime"})
+CPU_OP_CATEGORIES = frozenset({"cpu_op", "Operator"})
+SKIPPED_CATEGORIES = frozenset({"Trace"})
+MAX_EVENT_DURATION_US = 7 * 24 * 3600 * 1e6
+"""Durations beyond 7 days are CUPTI overflow (HTA's MAX_EVENT_DURATION_US): set to 0."""
+
+_ROLE_CPU, _ROLE_GPU, _ROLE_ANNOTATION, _ROLE_SYNC, _ROLE_SKIP = 0, 1, 2, 3, 4
+_ROLE_KIND = {_ROLE_CPU: "cpu", _ROLE_GPU: "gpu_compute", _ROLE_ANNOTATION: "gpu_annotation",
+              _ROLE_SYNC: "gpu_sync"}
+_STEP_RE = re.compile(r"ProfilerStep\s*#\s*(\d+)")
+_RANK_FILE_RE = re.compile(r"(?:rank[-_]?|worker)(\d+)", re.IGNORECASE)
+_STREAM_RE = re.compile(r"(\d+)")
+_SHAPED_OP_RE = re.compile(
+    r"^aten::(mm|addmm|bmm|baddbmm|linear|matmul|_scaled_mm|"
+    r"_scaled_dot_product_\w*attention\w*|_flash_attention_forward|_efficient_attention_forward)$")
+_DTYPE_BYTES = {"float": 4, "c10::Half": 2, "c10::BFloat16": 2, "double": 8, "c10::Float8_e4m3fn": 1,
+                "c10::Float8_e5m2": 1, "int": 4, "long int": 8, "signed char": 1,
+                "unsigned char": 1}
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def role_of_category(category: str) -> int:
+    if category in GPU_ACTIVITY_CATEGORIES:
+        return _ROLE_GPU
+    if category == "gpu_user_annotation":
+        return _ROLE_ANNOTATION
+    if category == "cuda_sync":
+        return _ROLE_SYNC
+    if category in SKIPPED_CATEGORIES:
+        return _ROLE_SKIP
+    return _ROLE_CPU
+
+
+def build_rank(decoded: Decoded, path: Path, order_index: int = 0) -> RankTrace:
+    """Turn decoded events into a :class:`RankTrace`."""
+    events = decoded.events
+    meta = decoded.meta
+    warnings = list(decoded.warnings)
+    xs = [e for e in events if type(e) is XEvent]
+    rest = [e for e in events if type(e) in (BEvent, EEvent, MEvent)]
+    names_meta: dict[tuple, str] = {}
+    if rest:
+        xs.extend(_pair_begin_end(rest, warnings))
+        names_meta = _metadata_names(rest)
+    strings = StringTable()
+    base_ns = meta.baseTimeNanoseconds if isinstance(meta.baseTimeNanoseconds, (int, float)) else 0
+    distributed = meta.distributedInfo if isinstance(meta.distributedInfo, dict) else None
+    rank, rank_source = _rank_of(distributed, path, order_index)
+    device_props = _device_properties(meta)
+    rank_trace = RankTrace(
+        rank=rank, file=str(path), origin_us=float(base_ns) / 1e3, span_us=(0.0, 0.0),
+        strings=strings, lanes=[], rank_source=rank_source,
+        device_name=str(device_props[0].get("name", "")) if device_props else "",
+        device_properties=device_props, distributed_info=distributed,
+        metadata=_small_metadata(meta), n_events=len(events), truncation=decoded.truncation,
+        warnings=warnings)
+    if not xs:
+        rank_trace.dialect = "kineto"
+        return rank_trace
+    _fill_lanes(rank_trace, xs, names_meta)
+    return rank_trace
+
+
+def _fill_lanes(rt: RankTrace, xs: list[Event], names_meta: dict[tuple, str]) -> None:
+    strings = rt.strings
+    n_x = len(xs)
+    cats = list(map(_get_cat, xs))
+    names = list(map(_get_name, xs))
+    table = {s: i for i, s in enumerate(dict.fromkeys(cats + names))}
+    lookup = table.__getitem__
+    cat_ids = np.fromiter(map(lookup, cats), dtype=np.int32, count=n_x)
+    name_ids = np.fromiter(map(lookup, names), dtype=np.int32, count=n_x)
+    del cats, names
+    for s in table:
+        strings.intern(s)
+    role_lut = np.array([role_of_category(s) for s in strings], dtype=np.int8)
+    roles = role_lut[cat_ids]
+    ts = np.fromiter(map(_get_ts, xs), dtype=np.float64, count=n_x)
+    dur = np.fromiter(map(_get_dur, xs), dtype=np.float64, count=n_x)
+    keep = (roles != _ROLE_SKIP) & np.isfinite(ts) & np.isfinite(dur)
+    bad_dur = (dur < 0) | (dur > MAX_EVENT_DURATION_US)
+    if bad_dur.any():
+        rt.warnings.append(f"{int(bad_dur.sum())} events with negative or > 7-day durations set to 0")
+        dur[bad_dur] = 0.0
+    args = list(map(_get_args, xs))
+    correlation = _int_array(list(map(_get_corr, args)))
+    external = _int_array(list(map(_get_ext, args)))
+    if strings.find("external id") >= 0 or any(strings.find(c) >= 0 for c in ("Kernel", "Operator", "Runtime")):
+        external = np.maximum(external, _int_array(list(map(_get_ext_2021, args))))  # 2021: "external id"
+    lane_map, lane_raw = _lane_ids(xs, roles)
+
+    keep_idx = np.flatnonzero(keep)
+    if keep_idx.size == 0:
+        return
+    kept_lanes = set(np.unique(lane_raw[keep_idx]).tolist())
+    ordered = sorted((k for k, v in lane_map.items() if v in kept_lanes), key=_lane_sort_key)
+    lut = np.full(len(lane_map), -1, dtype=np.int32)
+    for new, key in enumerate(ordered):
+        lut[lane_map[key]] = new
+    lane_idx = lut[lane_raw]
+    keep &= lane_idx >= 0
+    keep_idx = np.flatnonzero(keep)
+
+    t0 = float(ts[keep_idx].min())
+    order = keep_idx[np.lexsort((-dur[keep_idx], ts[keep_idx], lane_idx[keep_idx]))]
+    start = ts[order] - t0
+    duration = dur[order]
+    lane_sorted = lane_idx[order]
+    names_sorted = name_ids[order]
+    cats_sorted = cat_ids[order]
+    corr_sorted = correlation[order]
+    ext_sorted = external[order]
+    n = order.size
+
+    kernel_class = np.full(n, -1, dtype=np.int8)
+    gpu_rows = np.flatnonzero(roles[order] == _ROLE_GPU)
+    if gpu_rows.size:
+        pairs = np.unique(np.stack([names_sorted[gpu_rows], cats_sorted[gpu_rows]]), axis=1)
+        code_of = {(int(a), int(b)): class_code(classify_kernel(strings[a], strings[b]))
+                   for a, b in pairs.T}
+        kernel_class[gpu_rows] = [code_of[(a, b)] for a, b in
+                                  zip(names_sorted[gpu_rows].tolist(), cats_sorted[gpu_rows].tolist())]
+    nbytes = np.full(n, np.nan)
+    flops = np.full(n, np.nan)
+    shapes = np.full(n, -1, dtype=np.int32)
+    copy_code = class_code("copy")
+    copy_rows = gpu_rows[kernel_class[gpu_rows] == copy_code]
+    for row in copy_rows.tolist():
+        a = args[order[row]]
+        if a is not None:
+            nbytes[row] = _as_number(a.bytes)
+    _fill_recorded_flops(args, order, flops)
+    _fill_shaped_ops(rt, args, order, names_sorted, roles[order], flops, nbytes, shapes)
+
+    bounds = np.searchsorted(lane_sorted, np.arange(len(ordered) + 1))
+    for lane_id, key in enumerate(ordered):
+        sl = slice(int(bounds[lane_id]), int(bounds[lane_id + 1]))
+        lane = Lane(lane_id=lane_id, kind=_ROLE_KIND[key[0]], label="", pid=key[1], tid=key[2],
+                    start_us=start[sl], duration_us=duration[sl], name_id=names_sorted[sl],
+                    category_id=cats_sorted[sl], depth=_depths(start[sl], duration[sl]),
+                    correlation=corr_sorted[sl], external_id=ext_sorted[sl],
+                    kernel_class=kernel_class[sl], bytes=nbytes[sl], flops=flops[sl],
+                    shapes_id=shapes[sl])
+        _describe_lane(lane, key, args, order[sl], names_meta)
+        rt.lanes.append(lane)
+    end = start + duration
+    rt.span_us = (0.0, float(end.max()))
+    rt.origin_us += t0
+    rt.file_ts_offset_us = t0
+    rt.flows = _launch_flows(rt, lane_sorted, bounds, corr_sorted, cats_sorted)
+    rt.steps = _steps(rt)
+    rt.dialect = _dialect(strings, ts[keep_idx], rt.metadata)
+
+
+_get_cat, _get_name, _get_ts, _get_dur = (attrgetter(f) for f in ("cat", "name", "ts", "dur"))
+_get_pid, _get_tid, _get_args = (attrgetter(f) for f in ("pid", "tid", "args"))
+_get_flops = attrgetter("flops")
+_get_corr, _get_ext, _get_ext_2021 = (attrgetter(f) for f in ("correlation", "external_id", "external_id_2021"))
+
+
+def _as_number(value: float | int | str) -> float:
+    """A numeric arg that may be written as a string ("128", "0x0"); NaN if unusable or negative."""
+    if isinstance(value, str):
+        try:
+            value = float(int(value, 0)) if value.lower().startswith("0x") else float(value)
+        except ValueError:
+            return float("nan")
+    return float(value) if value >= 0 else float("nan")
+
+
+def _lane_ids(xs: list, roles: np.ndarray) -> tuple[dict[tuple, int], np.ndarray]:
+    """Map each event to a lane key (role, pid, tid); vectorised when every pid/tid is an int."""
+    n = len(xs)
+    try:
+        pid = np.fromiter(map(_get_pid, xs), dtype=np.int64, count=n)
+        tid = np.fromiter(map(_get_tid, xs), dtype=np.int64, count=n)
+    except (TypeError, ValueError, OverflowError):
+        keys = list(zip(roles.tolist(), map(_get_pid, xs), map(_get_tid, xs)))
+        lane_map = {k: i for i, k in enumerate(dict.fromkeys(keys))}
+        return lane_map, np.fromiter(map(lane_map.__getitem__, keys), dtype=np.int32, count=n)
+    table = np.stack([roles.astype(np.int64), pid, tid], axis=1)
+    uniq, inverse = np.unique(table, axis=0, return_inverse=True)
+    lane_map = {(int(r), int(p), int(t)): i for i, (r, p, t) in enumerate(uniq.tolist())}
+    return lane_map, inverse.reshape(-1).astype(np.int32)
+
+
+def _int_array(values: list[int]) -> np.ndarray:
+    try:
+        return np.array(values, dtype=np.int64)
+    except OverflowError:
+        return np.array([v if _INT64_MIN <= v <= _INT64_MAX else -1 for v in values], dtype=np.int64)
+
+
+def _lane_sort_key(key: tuple) -> tuple:
+    role, pid, tid = key
+
+    def part(v: int | str) -> tuple:
+        if isinstance(v, int):
+            return (0, v, "")
+        m = _STREAM_RE.search(v)
+        return (1, int(m.group(1)) if m else 0, v)
+
+    return (role != _ROLE_CPU, part(pid), part(tid), role)
+
+
+def _depths(start: np.ndarray, duration: np.ndarray) -> np.ndarray:
+    """Nesting depth of events sorted by (start, -duration): the number of open events at each start.
+
+    For properly nested events this is the tree depth; for overlapping ones it stacks them.
+    """
+    n = start.size
+    if n == 0:
+        return np.zeros(0, dtype=np.int16)
+    ends = np.sort(start + duration)
+    closed = np.searchsorted(ends, start, side="right")
+    depth = np.arange(n) - closed
+    np.clip(depth, 0, 32767, out=depth)
+    return depth.astype(np.int16)
+
+
+def _describe_lane(lane: Lane, key: tuple, args: list, rows: np.ndarray, names: dict[tuple, str]) -> None:
+    role, pid, tid = key
+    if role == _ROLE_CPU:
+        thread = names.get(("thread", pid, tid))
+        process = names.get(("process", pid))
+        base = thread.strip() if thread else f"thread {tid}"
+        lane.label = f"{base} [{process}]" if process and process not in base else base
+        if pid == -1:
+            lane.label = "profiler overhead"
+        return
+    device = pid if isinstance(pid, int) else None
+    stream = tid if isinstance(tid, int) else None
+    if len(rows):
+        a = args[int(rows[0])]
+        if a is not None:
+            dev, st = _as_number(a.device), _as_number(a.stream)
+            device = int(dev) if dev >= 0 else device
+            stream = int(st) if st >= 0 else stream
+    if stream is None and isinstance(tid, str):
+        m = _STREAM_RE.search(tid)
+        stream = int(m.group(1)) if m else None
+    lane.device, lane.stream = device, stream
+    suffix = {_ROLE_ANNOTATION: " annotations", _ROLE_SYNC: " sync"}.get(role, "")
+    lane.label = f"GPU {device if device is not None else pid} stream {stream if stream is not None else tid}{suffix}"
+    if role == _ROLE_GPU:
+        lane.kind = _gpu_lane_kind(lane)
+
+
+def _gpu_lane_kind(lane: Lane) -> str:
+    from .model import KERNEL_CLASSES
+
+    comm = KERNEL_CLASSES.index("communication")
+    copy = KERNEL_CLASSES.index("copy")
+    if len(lane) and np.all(lane.kernel_class == copy):
+        return "gpu_copy"
+    comm_us = float(lane.duration_us[lane.kernel_class == comm].sum())
+    if comm_us > 0.5 * float(lane.duration_us.sum()):
+        return "gpu_comm"
+    return "gpu_compute"
+
+
+def _pair_begin_end(rest: list[Event], warnings: list[str]) -> list[Event]:
+    """Turn ``B``/``E`` pairs (nested per thread) into ``X`` events."""
+    stacks: dict[tuple, list[Event]] = {}
+    out: list[Event] = []
+    unmatched = 0
+    for e in rest:
+        if type(e) is BEvent:
+            stacks.setdefault((e.pid, e.tid), []).append(e)
+        elif type(e) is EEvent:
+            stack = stacks.get((e.pid, e.tid))
+            if not stack:
+                unmatched += 1
+                continue
+            b = stack.pop()
+            out.append(XEvent(cat=b.cat or e.cat, name=b.name or e.name, pid=b.pid, tid=b.tid,
+                             ts=b.ts, dur=max(0.0, e.ts - b.ts), args=b.args))
+    unmatched += sum(len(s) for s in stacks.values())
+    if unmatched:
+        warnings.append(f"{unmatched} unmatched B/E events skipped")
+    return out
+
+
+def _metadata_names(rest: list[Event]) -> dict[tuple, str]:
+    names: dict[tuple, str] = {}
+    for e in rest:
+        if type(e) is not MEvent or not e.args.name:
+            continue
+        if e.name == "process_name":
+            names[("process", e.pid)] = e.args.name
+        elif e.name == "thread_name":
+            names[("thread", e.pid, e.tid)] = e.args.name
+    return names
+
+
+def _rank_of(distributed: dict | None, path: Path, order_index: int) -> tuple[int, str]:
+    if distributed is not None:
+        rank = distributed.get("rank")
+        if isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0:
+            return rank, "distributedInfo"
+    m = _RANK_FILE_RE.search(path.name)
+    if m:
+        return int(m.group(1)), "filename"
+    return order_index, "order"
+
+
+def _device_properties(meta) -> list[dict]:  # noqa: ANN001
+    props = meta.deviceProperties
+    if isinstance(props, list):
+        return [p for p in props if isinstance(p, dict)]
+    old = meta.computeProperties
+    if isinstance(old, dict):
+        return [old]
+    if isinstance(old, list):
+        return [p for p in old if isinstance(p, dict)]
+    return []
+
+
+def _small_metadata(meta) -> dict:  # noqa: ANN001
+    out = {}
+    for key in ("schemaVersion", "displayTimeUnit", "baseTimeNanoseconds", "cuda_runtime_version",
+                "hip_runtime_version", "roctracer_version", "trace_id"):
+        value = getattr(meta, key)
+        if isinstance(value, (int, float, str)):
+            out[key] = value
+    return out
+
+
+def _dialect(strings: StringTable, ts: np.ndarray, metadata: dict) -> str:
+    if strings.find("Kernel") >= 0 or strings.find("Operator") >= 0 or strings.find("Runtime") >= 0:
+        return "kineto-2021"
+    sample = ts[: 4096]
+    if "baseTimeNanoseconds" in metadata or bool(np.any(sample != np.floor(sample))):
+        return "kineto-ns"
+    return "kineto"
+
+
+def _fill_recorded_flops(args: list, order: np.ndarray, flops: np.ndarray) -> None:
+    """Copy FLOPs the profiler recorded (``with_flops=True`` writes a ``flops`` arg on ops)."""
+    recorded = np.fromiter(map(_get_flops, args), dtype=np.float64, count=len(args))[order]
+    has = recorded >= 0
+    flops[has] = recorded[has]
+
+
+def _fill_shaped_ops(rt: RankTrace, args: list, order: np.ndarray, names_sorted: np.ndarray,
+                     roles_sorted: np.ndarray, flops: np.ndarray, nbytes: np.ndarray,
+                     shapes: np.ndarray) -> None:
+    """Estimate FLOPs and minimal bytes of GEMM/attention ops from their recorded input dims."""
+    shaped_names = rt.strings.ids_matching(lambda s: bool(_SHAPED_OP_RE.match(s)))
+    if not shaped_names.any():
+        return
+    rows = np.flatnonzero(shaped_names[names_sorted] & (roles_sorted == _ROLE_CPU))
+    cache: dict[tuple[bytes, bytes, int], tuple[float, float]] = {}
+    for row in rows.tolist():
+        a = args[int(order[row])]
+        if a is None or not a.input_dims:
+            continue
+        dims_raw, types_raw = bytes(a.input_dims), bytes(a.input_type)
+        name = rt.strings[names_sorted[row]]
+        key = (dims_raw, types_raw, int(names_sorted[row]))
+        if key not in cache:
+            cache[key] = _estimate_op(name, dims_raw, types_raw)
+        f, b = cache[key]
+        shapes[row] = rt.strings.intern(dims_raw.decode("utf-8", "replace"))
+        if f > 0 and np.isnan(flops[row]):
+            flops[row] = f
+        if b > 0:
+            nbytes[row] = b
+
+
+def _estimate_op(name: str, dims_raw: bytes, types_raw: bytes) -> tuple[float, float]:
+    """(FLOPs, minimal bytes) of one GEMM/attention op call from its input dims; (0, 0) if unknown."""
+    try:
+        dims = msgspec.json.decode(dims_raw)
+        types = msgspec.json.decode(types_raw) if types_raw else []
+    except (msgspec.DecodeError, RecursionError):
+        return 0.0, 0.0
+    try:
+        shapes = [tuple(int(x) for x in d) if isinstance(d, list) else () for d in dims]
+    except (TypeError, ValueError):
+        return 0.0, 0.0
+    elem = _DTYPE_BYTES.get(types[0], 2) if types and isinstance(types[0], str) else 2
+    op = name.removeprefix("aten::")
+    m = k = n = 0
+    batch = 1
+    if op == "mm" and len(shapes) >= 2 and len(shapes[0]) == 2 and len(shapes[1]) == 2:
+        (m, k), (_, n) = shapes[0], shapes[1]
+    elif op == "addmm" and len(shapes) >= 3 and len(shapes[1]) == 2 and len(shapes[2]) == 2:
+        (m, k), (_, n) = shapes[1], shapes[2]
+        elem = _DTYPE_BYTES.get(types[1], elem) if len(types) > 1 and isinstance(types[1], str) else elem
+    elif op in ("bmm", "baddbmm"):
+        a, b = (shapes[0], shapes[1]) if op == "bmm" else (shapes[1], shapes[2]) if len(shapes) > 2 else ((), ())
+        if len(a) == 3 and len(b) == 3:
+            batch, m, k = a
+            n = b[2]
+    elif op == "linear" and len(shapes) >= 2 and len(shapes[0]) >= 1 and len(shapes[1]) == 2:
+        k = shapes[0][-1]
+        m = int(np.prod(shapes[0][:-1])) if len(shapes[0]) > 1 else 1
+        n = shapes[1][0]
+    elif op == "_scaled_mm" and len(shapes) >= 2 and len(shapes[0]) == 2 and len(shapes[1]) == 2:
+        (m, k), (_, n) = shapes[0], shapes[1]
+        elem = 1
+    elif "attention" in op and len(shapes) >= 3 and all(len(s) == 4 for s in shapes[:3]):
+        b_, h, lq, e = shapes[0]
+        s_len, ev = shapes[1][2], shapes[2][3]
+        f = 2.0 * b_ * h * lq * s_len * (e + ev)
+        byts = elem * (b_ * h * (lq * e + s_len * e + s_len * ev + lq * ev))
+        return f, float(byts)
+    if m <= 0 or k <= 0 or n <= 0:
+        return 0.0, 0.0
+    f = 2.0 * batch * m * k * n
+    byts = float(elem * batch * (m * k + k * n + m * n))
+    return f, byts
+
+
+def _launch_flows(rt: RankTrace, lane_sorted: np.ndarray, bounds: np.ndarray,
+                  corr_sorted: np.ndarray, cats_sorted: np.ndarray) -> Flows:
+    launch_cat = rt.strings.ids_matching(lambda s: s in LAUNCH_CATEGORIES)
+    gpu_cat = rt.strings.ids_matching(lambda s: s in GPU_ACTIVITY_CATEGORIES)
+    src = np.flatnonzero(launch_cat[cats_sorted] & (corr_sorted >= 0))
+    dst = np.flatnonzero(gpu_cat[cats_sorted] & (corr_sorted >= 0))
+    if src.size == 0 or dst.size == 0:
+        return Flows()
+    src_sorted = src[np.argsort(corr_sorted[src], kind="stable")]
+    src_corr = corr_sorted[src_sorted]
+    pos = np.searchsorted(src_corr, corr_sorted[dst])
+    pos_clipped = np.minimum(pos, src_corr.size - 1)
+    hit = src_corr[pos_clipped] == corr_sorted[dst]
+    dst = dst[hit]
+    src_rows = src_sorted[pos_clipped[hit]]
+    src_lane = lane_sorted[src_rows]
+    dst_lane = lane_sorted[dst]
+    return Flows(src_lane=src_lane.astype(np.int32), src_index=(src_rows - bounds[src_lane]).astype(np.int64),
+                 dst_lane=dst_lane.astype(np.int32), dst_index=(dst - bounds[dst_lane]).astype(np.int64),
+                 correlation=corr_sorted[dst])
+
+
+def _steps(rt: RankTrace) -> list[StepWindow]:
+    step_ids = rt.strings.ids_matching(lambda s: bool(_STEP_RE.fullmatch(s.strip())))
+    if not step_ids.any():
+        return []
+    cpu: dict[int, tuple[float, float]] = {}
+    gpu: dict[int, tuple[float, float]] = {}
+    for lane in rt.lanes:
+        if lane.kind not in ("cpu", "gpu_annotation"):
+            continue
+        rows = np.flatnonzero(step_ids[lane.name_id])
+        target = cpu if lane.kind == "cpu" else gpu
+        for row in rows.tolist():
+            number = int(_STEP_RE.search(rt.strings[lane.name_id[row]]).group(1))
+            s, e = float(lane.start_us[row]), float(lane.start_us[row] + lane.duration_us[row])
+            old = target.get(number)
+            target[number] = (min(s, old[0]), max(e, old[1])) if old else (s, e)
+    if not cpu:
+        return []
+    numbers = sorted(cpu)
+    launched = _launched_kernel_spans(rt, numbers, cpu)
+    steps = []
+    for number in numbers:
+        g = launched.get(number) or gpu.get(number) or (float("nan"), float("nan"))
+        steps.append(StepWindow(number, cpu[number][0], cpu[number][1], g[0], g[1]))
+    return steps
+
+
+def _launched_kernel_spans(rt: RankTrace, numbers: list[int], cpu: dict[int, tuple[float, float]]
+                           ) -> dict[int, tuple[float, float]]:
+    """GPU span of each step: first start / last end of device work launched inside its CPU span."""
+    flows = rt.flows
+    if len(flows) == 0:
+        return {}
+    launch_t = np.empty(len(flows))
+    k_start = np.empty(len(flows))
+    k_end = np.empty(len(flows))
+    for lane_id in np.unique(flows.src_lane).tolist():
+        m = flows.src_lane == lane_id
+        launch_t[m] = rt.lanes[lane_id].start_us[flows.src_index[m]]
+    for lane_id in np.unique(flows.dst_lane).tolist():
+        m = flows.dst_lane == lane_id
+        lane = rt.lanes[lane_id]
+        k_start[m] = lane.start_us[flows.dst_index[m]]
+        k_end[m] = k_start[m] + lane.duration_us[flows.dst_index[m]]
+    out = {}
+    for number in numbers:
+        s, e = cpu[number]
+        m = (launch_t >= s) & (launch_t < e)
+        if m.any():
+            out[number] = (float(k_start[m].min()), float(k_end[m].max()))
+    return out

@@ -1,0 +1,90 @@
+"""Figures the other tabs take from a trace: MFU gap attribution and roofline points."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..roofline import RooflinePoint
+from .analysis import RankAnalysis
+from .build import LAUNCH_CATEGORIES
+from .diagnose import THRESHOLDS
+from .model import RankTrace
+from .optable import HOST_ROW_CATEGORIES, _ids, _kernel_time_by_launch, host_rows_with_device_time
+
+
+@dataclass(frozen=True)
+class TraceMfuFigures:
+    """Step time and named losses, as fractions of the step time (for the MFU tab's stacked bar).
+
+    ``step_time_s`` is the median steady-state step (None without ``ProfilerStep`` annotations). The
+    fractions never sum above 1; what they leave is "unexplained" or useful time.
+    """
+
+    step_time_s: float | None
+    exposed_comm: float
+    data_stall: float
+    launch_gaps: float
+    pipeline_bubble: float
+    memory_bound: float
+    source: str = ""
+
+
+def mfu_figures(analyses: list[RankAnalysis]) -> TraceMfuFigures:
+    """Average the per-rank losses; the step time is the median over ranks."""
+    if not analyses:
+        return TraceMfuFigures(None, 0.0, 0.0, 0.0, 0.0, 0.0)
+    parts = np.array([_rank_parts(a) for a in analyses]).mean(axis=0)
+    steps = [a.step_time_median_s for a in analyses if a.step_time_median_s]
+    source = analyses[0].file if len(analyses) == 1 else f"{len(analyses)} ranks"
+    return TraceMfuFigures(float(np.median(steps)) if steps else None, *map(float, parts), source=source)
+
+
+def _rank_parts(a: RankAnalysis) -> list[float]:
+    bubble = a.p2p_adjacent_idle_fraction
+    comm = max(0.0, max(a.comm_exposed_fraction, a.comm_critical_fraction) - bubble)
+    stall = a.host_starved_fraction if a.dataloader_fraction >= THRESHOLDS["dataloader_min"] else 0.0
+    idle = 1.0 - a.gpu_busy_fraction
+    waits = a.idle_breakdown.get("host_wait", 0.0) + a.idle_breakdown.get("kernel_wait", 0.0)
+    launch = max(0.0, idle * waits - stall - comm - bubble)
+    memory = a.gpu_busy_fraction * a.kernel_time_share.get("elementwise", 0.0)
+    parts = [comm, stall, launch, bubble, memory]
+    total = sum(parts)
+    return [p / total for p in parts] if total > 1.0 else parts
+
+
+def roofline_points(rt: RankTrace, *, min_seconds: float = 0.0) -> list[RooflinePoint]:
+    """One point per (op, input shapes) whose FLOPs and bytes are known (GEMM/attention ops).
+
+    FLOPs and bytes come from the recorded input dims (see :mod:`.build`); seconds are the device
+    time of the kernels the op launched (summed over its calls, like FLOPs and bytes).
+    """
+    host_cat = rt.strings.ids_matching(lambda s: s in HOST_ROW_CATEGORIES)
+    kernel_us = _kernel_time_by_launch(rt)
+    launch_ids = _ids(rt, LAUNCH_CATEGORIES)
+    groups: dict[tuple[int, int], list[float]] = {}
+    for lane in rt.cpu_lanes:
+        if not np.any(~np.isnan(lane.flops)):
+            continue
+        got = host_rows_with_device_time(lane, host_cat, kernel_us, launch_ids)
+        if got is None:
+            continue
+        rows, _, _, _, dev_op = got
+        flops, nbytes = lane.flops[rows], lane.bytes[rows]
+        ok = ~np.isnan(flops) & ~np.isnan(nbytes) & (flops > 0) & (nbytes > 0) & (dev_op > 0)
+        for r in np.flatnonzero(ok).tolist():
+            key = (int(lane.name_id[rows[r]]), int(lane.shapes_id[rows[r]]))
+            acc = groups.setdefault(key, [0.0, 0.0, 0.0, 0])
+            acc[0] += float(flops[r])
+            acc[1] += float(nbytes[r])
+            acc[2] += float(dev_op[r]) / 1e6
+            acc[3] += 1
+    points = []
+    for (name_id, shapes_id), (f, b, sec, calls) in groups.items():
+        if sec < min_seconds:
+            continue
+        shapes = rt.strings[shapes_id] if shapes_id >= 0 else ""
+        label = f"{rt.strings[name_id]} {shapes} x{calls}".strip()
+        points.append(RooflinePoint(label=label, flops=f, bytes=b, seconds=sec, kind="trace"))
+    points.sort(key=lambda p: -(p.seconds or 0.0))
+    return points

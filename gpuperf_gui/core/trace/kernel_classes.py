@@ -1,0 +1,55 @@
+"""Kernel classes by name: the one table of rules.
+
+Classes (see :data:`.model.KERNEL_CLASSES`): ``gemm`` (matrix multiply and convolution, the
+tensor-core work), ``attention`` (fused attention kernels), ``elementwise`` (elementwise,
+normalisation, reduction, indexing, optimizer kernels: the memory-bound family),
+``communication`` (NCCL/RCCL/HCCL), ``copy`` (memcpy/memset), ``other``.
+
+Rules are checked in order, first match wins, on the lower-cased kernel name. They follow HTA's
+regexes for communication and memory (``hta/common/types.py``: ``^nccl``, ``ncclKernel``, ``^hip``-
+``Memcpy``, ``^(hip)?Memset``, ``^dma``) and extend them with the kernel families seen in the
+traces under ``shared/traces`` (cuBLAS ``nvjet_*``/``*gemm*``, cuDNN ``*scudnn*``/``implicit_convolve``,
+ROCm Tensile ``Cijk_*``, flash/fmha attention, ATen ``*elementwise_kernel*``/``reduce_kernel``,
+Triton ``triton_poi/red/per``).
+"""
+from __future__ import annotations
+
+import re
+
+from .model import KERNEL_CLASSES
+
+COPY_CATEGORIES = frozenset({"gpu_memcpy", "gpu_memset", "Memcpy", "Memset"})
+
+# (class, pattern); first match wins. Patterns apply to the lower-cased name.
+KERNEL_CLASS_RULES: tuple[tuple[str, str], ...] = (
+    ("communication", r"nccl|rccl|^hccl|^c10d::|allreduce|allgather|reducescatter|alltoall"),
+    ("copy", r"^(hip)?memcpy|^(hip)?memset|^dma|^memcpy|copybuffer|fillbuffer"),
+    ("attention", r"flash|fmha|attention|attn|_sdpa|mha_|paged_attention"),
+    ("gemm", r"gemm|gemv|nvjet|xmma|cutlass|cublas|cijk_|scudnn|hcudnn|implicit_convolve|"
+             r"winograd|conv|fprop|dgrad|wgrad|wmma|hmma|tensorop|triton_tem_fused_.*mm|"
+             r"_mm_|bmm|matmul|ck_gemm|hipblaslt"),
+    ("elementwise", r"elementwise|vectorized|unrolled|reduce|norm|softmax|bn_|dropout|gelu|relu|"
+                    r"silu|sigmoid|tanh|adam|sgd|multi_tensor|index|gather|scatter|embedding|"
+                    r"pool|fill|copy|cat_|catarray|triton_poi|triton_red|triton_per|rotary|rope|"
+                    r"loss|nll|cross_entropy|transpose|permute|pad|upsample|where|clamp|mul|add|"
+                    r"cast|topk|sort|cumsum|arange|_kernel_impl|compare"),
+)
+
+_COMPILED = tuple((cls, re.compile(pat)) for cls, pat in KERNEL_CLASS_RULES)
+_CLASS_CODE = {name: i for i, name in enumerate(KERNEL_CLASSES)}
+
+
+def classify_kernel(name: str, category: str = "kernel") -> str:
+    """Return the class of one device event from its name and Kineto category."""
+    if category in COPY_CATEGORIES:
+        return "copy"
+    lowered = name.lower()
+    for cls, pattern in _COMPILED:
+        if pattern.search(lowered):
+            return cls
+    return "other"
+
+
+def class_code(cls: str) -> int:
+    """Index of a class name in :data:`KERNEL_CLASSES`."""
+    return _CLASS_CODE[cls]

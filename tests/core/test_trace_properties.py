@@ -1,0 +1,89 @@
+"""Property tests of the loader: whatever the bytes, it loads what is valid or raises TraceFormatError."""
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpuperf_gui.core.trace.load import load_rank
+from gpuperf_gui.core.trace.model import TraceFormatError
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+RAW = gzip.decompress((DATA / "mi250_minitoy_train_ROCm6_2_kineto.json.gz").read_bytes())
+SMALL = (DATA / "backward_thread.json").read_bytes()
+FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+LIMIT = 1 << 20
+
+
+def _load_or_format_error(tmp_path: Path, data: bytes, name: str = "t.json") -> None:
+    path = tmp_path / name
+    path.write_bytes(data)
+    try:
+        rt = load_rank(path, max_bytes=LIMIT)
+    except TraceFormatError as exc:
+        assert str(path) in str(exc)
+        return
+    for lane in rt.lanes:  # whatever loaded is consistent
+        n = len(lane)
+        assert all(len(a) == n for a in (lane.duration_us, lane.name_id, lane.depth, lane.correlation))
+        assert (lane.duration_us >= 0).all()
+
+
+@FAST
+@given(cut=st.integers(min_value=0, max_value=len(RAW)))
+def test_truncation_at_any_offset(tmp_path: Path, cut: int) -> None:
+    _load_or_format_error(tmp_path, RAW[:cut])
+
+
+@FAST
+@given(flips=st.lists(st.tuples(st.integers(0, len(SMALL) - 1), st.integers(0, 255)), min_size=1, max_size=8))
+def test_random_byte_flips(tmp_path: Path, flips: list[tuple[int, int]]) -> None:
+    data = bytearray(SMALL)
+    for pos, value in flips:
+        data[pos] = value
+    _load_or_format_error(tmp_path, bytes(data))
+
+
+@FAST
+@given(cut=st.integers(0, 6785), flip=st.integers(0, 6784))
+def test_corrupt_gzip(tmp_path: Path, cut: int, flip: int) -> None:
+    data = bytearray((DATA / "mi250_minitoy_train_ROCm6_2_kineto.json.gz").read_bytes()[:cut])
+    if flip < len(data):
+        data[flip] ^= 0xFF
+    _load_or_format_error(tmp_path, bytes(data), "t.json.gz")
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=20)
+event_fields = st.fixed_dictionaries({}, optional={
+    "ph": st.sampled_from(["X", "B", "E", "M", "i", "s", "f", "C", "zz"]) | json_values,
+    "cat": st.sampled_from(["kernel", "cpu_op", "cuda_runtime", "gpu_memcpy", "Trace"]) | json_values,
+    "name": st.text(max_size=30) | json_values, "pid": json_values, "tid": json_values,
+    "ts": st.floats(allow_nan=False) | json_values, "dur": st.floats(allow_nan=False) | json_values,
+    "args": st.dictionaries(st.sampled_from(["correlation", "External id", "stream", "bytes", "Input Dims",
+                                             "device", "name"]), json_values, max_size=4) | json_values,
+})
+
+
+@FAST
+@given(top=st.one_of(json_values, st.fixed_dictionaries({"traceEvents": st.lists(event_fields, max_size=12)},
+                                                          optional={"deviceProperties": json_values,
+                                                                    "distributedInfo": json_values,
+                                                                    "baseTimeNanoseconds": json_values})))
+def test_wrong_field_types_and_missing_trace_events(tmp_path: Path, top: object) -> None:
+    _load_or_format_error(tmp_path, json.dumps(top).encode())
+
+
+def test_deep_nesting_giant_strings_and_empty_files(tmp_path: Path) -> None:
+    _load_or_format_error(tmp_path, b'{"traceEvents": [' + b"[" * 200_000 + b"]" * 200_000 + b"]}")
+    giant = json.dumps({"traceEvents": [{"ph": "X", "name": "x" * 5_000_000, "ts": 1, "dur": 2,
+                                         "cat": "cpu_op", "pid": 1, "tid": 1}]}).encode()
+    _load_or_format_error(tmp_path, giant)
+    _load_or_format_error(tmp_path, b"")
+    _load_or_format_error(tmp_path, b"   \n")
+    _load_or_format_error(tmp_path, gzip.compress(b"{" * (2 << 20)), "bomb.json.gz")
