@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from gpuperf_gui.commands._output import fail, print_json
 from gpuperf_gui.core import mfu
-from gpuperf_gui.core.model_presets import PRESETS, config_from_hf, get_preset
+from gpuperf_gui.core.model_presets import PRESETS, config_from_hf, get_preset, preset_name
 
 _PRECISIONS = ("fp64", "fp64_tensor", "fp32", "tf32", "bf16", "fp16", "fp8", "int8")
 
@@ -34,6 +34,13 @@ def _quantity_list(text: str) -> list[float]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _preset_arg(text: str) -> str:
+    name = preset_name(text)
+    if name is None:
+        raise argparse.ArgumentTypeError(f"unknown preset {text!r}; known: {', '.join(PRESETS)}")
+    return name
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "mfu", help="model FLOPs utilization (MFU), HFU and their checks",
@@ -42,7 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     model = p.add_argument_group("model")
     model.add_argument("--params", type=_quantity, metavar="N", help="parameters used for FLOPs (124M, 8e9, …)")
-    model.add_argument("--preset", choices=list(PRESETS), help="N and attention shape from a published config")
+    model.add_argument("--preset", type=_preset_arg, metavar="NAME",
+                       help=f"N and attention shape from a published config: {', '.join(PRESETS)} "
+                            "(case, spaces and dashes do not matter: llama3-8b)")
     model.add_argument("--model-config", metavar="FILE", help="N and attention shape from a HF config.json")
     model.add_argument("--include-embeddings", action="store_true",
                        help="with --preset/--model-config: keep embedding lookup tables in N (PaLM/Kaplan)")

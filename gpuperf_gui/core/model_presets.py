@@ -210,12 +210,21 @@ def preset_names() -> list[str]:
     return list(PRESETS)
 
 
+def _slug(name: str) -> str:
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+def preset_name(text: str) -> str | None:
+    """The preset a loosely typed name means: "llama3-8b", "Llama-3 8B" and "gpt2-124m" all match."""
+    wanted = _slug(text)
+    return next((name for name in PRESETS if _slug(name) == wanted), None)
+
+
 def get_preset(name: str, **overrides: object) -> ModelConfig:
     """The preset called ``name`` (``KeyError`` lists the known names), optionally with fields replaced."""
-    try:
-        config = PRESETS[name]
-    except KeyError:
-        raise KeyError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}") from None
+    config = PRESETS.get(name) or PRESETS.get(preset_name(name) or "")
+    if config is None:
+        raise KeyError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}")
     return replace(config, **overrides) if overrides else config
 
 

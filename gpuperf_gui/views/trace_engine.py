@@ -1,0 +1,207 @@
+"""Adapter between the trace engine (gpuperf_gui.core.trace) and the Trace tab.
+
+The loading worker runs :func:`load_job`: the engine's load + analyse + diagnose generator (progress
+and cancel between files), then the engine's MFU figures and roofline points, the op tables reshaped
+for the table view, and the lanes prepared for drawing. Optional engine parts that fail become notes
+shown in the tab. Everything here runs in the worker thread and touches no widget.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import select
+import subprocess
+import sys
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from gpuperf_gui.core.trace.model import TraceModel
+from gpuperf_gui.views._trace_child import iter_engine, read_frame
+from gpuperf_gui.views.trace_panels import DiagnosisView, OpTable
+from gpuperf_gui.views.trace_prepare import LoadProgress, PreparedTrace, full_range, prepare_lanes
+
+
+def _engine(module: str) -> Any | None:
+    try:
+        return importlib.import_module(f"gpuperf_gui.core.trace.{module}")
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.endswith(module):
+            return None
+        raise
+
+
+def load_job(paths: list[Path], idle_threshold_us: float,
+             isolate: bool | None = None) -> Callable[[threading.Event], Iterator[object]]:
+    """A generator factory for :class:`~gpuperf_gui.views.workers.GeneratorWorker`.
+
+    It runs the engine's :func:`~gpuperf_gui.core.trace.api.iter_load_and_analyse` (progress and
+    cancel between files), then derives what the tab shows. With ``isolate`` (the default unless
+    ``GPUPERF_TRACE_INPROCESS=1``, or in a frozen bundle) the engine runs in a helper interpreter:
+    its JSON decoder holds the GIL for ~0.2 s on a 50 MB trace, which would freeze the window that
+    long; the helper streams progress and the pickled result back through a pipe, and cancel kills
+    it at once.
+    """
+    if isolate is None:
+        isolate = os.environ.get("GPUPERF_TRACE_INPROCESS", "") != "1" and not getattr(sys, "frozen", False)
+
+    def produce(stop: threading.Event) -> Iterator[object]:
+        items = _iter_in_child(paths, stop) if isolate else iter_engine(paths, stop)
+        result = None
+        for kind, payload in items:
+            if stop.is_set():
+                return
+            if kind == "progress":
+                fraction, message = payload
+                yield LoadProgress(message, int(round(800 * fraction)), 1000)
+            else:
+                result = payload
+        if result is None or stop.is_set():
+            return
+        yield LoadProgress("preparing the lanes", 900, 1000)
+        yield prepare(result, idle_threshold_us, stop)
+
+    return produce
+
+
+def _iter_in_child(paths: list[Path], stop: threading.Event) -> Iterator[tuple[str, Any]]:
+    """Run the engine in a helper interpreter; relay its frames; kill it on cancel."""
+    cmd = [sys.executable, "-c", "from gpuperf_gui.views._trace_child import stdio_main; stdio_main()"]
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])   # the package's parent, for source checkouts
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)  # noqa: S603
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps([str(p) for p in paths]).encode())
+        proc.stdin.close()
+        fd = proc.stdout.fileno()
+        while True:
+            if not _wait_readable(fd, stop):
+                return                                   # cancelled
+            kind, payload = read_frame(proc.stdout.read)
+            if kind == "error":
+                raise payload
+            yield kind, payload
+            if kind == "result":
+                return
+    except EOFError:
+        code = proc.wait(5)
+        raise RuntimeError(f"the trace loader process ended unexpectedly (exit code {code})") from None
+    finally:
+        if proc.poll() is None:
+            proc.kill()    # a helper process, never a thread: ends at once on cancel
+        proc.wait(5)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def _wait_readable(fd: int, stop: threading.Event) -> bool:
+    """Wait until the pipe has data (True) or ``stop`` is set (False); polls every 50 ms."""
+    if os.name == "nt":          # select() does not take pipes there: block (cancel waits)
+        return not stop.is_set()
+    while not stop.is_set():
+        readable, _, _ = select.select([fd], [], [], 0.05)
+        if readable:
+            return True
+    return False
+
+
+def prepare(result: Any, idle_threshold_us: float, stop: threading.Event | None = None) -> PreparedTrace:
+    """Turn the engine's TraceResult into what the tab draws and shows."""
+    model: TraceModel = result.model
+    notes: list[str] = []
+    extras: dict[str, Any] = {}
+    analyses = [r.analysis for r in result.ranks]
+    extras["op_tables"] = _op_tables(result, notes)
+    stragglers = list(getattr(result.multi_rank, "stragglers", []) or [])
+    extras["straggler"] = stragglers[0] if stragglers else None
+    diagnosis = _diagnosis_view(result, stragglers)
+    _mfu_and_roofline(result, analyses, extras, notes)
+    rank_specs, lanes = prepare_lanes(model, idle_threshold_us, stop)
+    for ri, rank in enumerate(model.ranks):
+        if rank.rank in stragglers:
+            rank_specs[ri].straggler = True
+            rank_specs[ri].title += " ⚠ straggler"
+        if rank.truncation is not None:
+            notes.insert(0, f"{Path(rank.file).name}: {rank.truncation.describe()}")
+        for w in rank.warnings[:3]:
+            if "truncated" not in w:
+                notes.append(f"{Path(rank.file).name}: {w}")
+    files = [r.file for r in model.ranks]
+    return PreparedTrace(model=model, ranks=rank_specs, lanes=lanes, full_range_us=full_range(model),
+                         files=files, analysis=analyses, diagnosis=diagnosis, extras=extras,
+                         notes=notes, idle_threshold_us=idle_threshold_us)
+
+
+def _op_tables(result: Any, notes: list[str]) -> dict[int, dict[str, OpTable]]:
+    out: dict[int, dict[str, OpTable]] = {}
+    for r in result.ranks:
+        rows = r.ops
+        # the kernel view lists device work only (not gpu_user_annotation spans)
+        kernel_names = {r.trace.strings[int(i)] for lane in r.trace.gpu_lanes for i in np.unique(lane.name_id)}
+        ops = [(o.name, o.calls, o.self_cpu_s * 1e6, o.cpu_total_s * 1e6, o.self_device_s * 1e6,
+                o.device_total_s * 1e6, o.flops if o.flops else None) for o in rows if o.kind == "host"]
+        kernels = [(o.name, o.calls, o.device_total_s * 1e6,
+                    (o.device_total_s * 1e6 / o.calls) if o.calls else None) for o in rows
+                   if o.kind == "device" and o.name in kernel_names]
+        total_kernel_us = sum(k[2] for k in kernels) or 1.0
+        kernels = [k + (k[2] / total_kernel_us,) for k in kernels]
+        out[r.trace.rank] = {
+            "ops": OpTable(["Name", "Calls", "Self CPU", "CPU total", "Self device", "Device total", "FLOPs"],
+                           ["text", "count", "us", "us", "us", "us", "flops"], ops),
+            "kernels": OpTable(["Kernel", "Calls", "Device total", "Mean", "Share"],
+                               ["text", "count", "us", "us", "percent"], kernels),
+        }
+    return out
+
+
+def _rank_dict(a: Any) -> dict:
+    if a is None:
+        return {}
+    d = a.to_json() if hasattr(a, "to_json") else dict(vars(a))
+    median = getattr(a, "step_time_median_s", None)
+    d["step_median_us"] = median * 1e6 if median else None
+    d["rank"] = getattr(a, "rank", d.get("rank"))
+    return d
+
+
+def _diagnosis_view(result: Any, stragglers: list[int]) -> DiagnosisView:
+    d = result.diagnosis
+    per_rank = [_rank_dict(r.analysis) for r in result.ranks]
+    steps = []
+    if len(result.ranks) == 1:
+        steps = [(s.number, s.duration_s * 1e6, s.gpu_busy_fraction, s.warmup) for s in result.ranks[0].analysis.steps]
+    notes = []
+    skew = getattr(result.multi_rank, "step_time_skew_s", None)
+    if skew is not None and len(result.ranks) > 1:
+        notes.append(f"step-time skew across ranks: {skew * 1e3:.3g} ms")
+    return DiagnosisView(signature=d.signature, confidence=d.confidence, evidence=list(d.evidence),
+                         fix=d.fix, secondary=list(d.secondary), per_rank=per_rank, steps=steps,
+                         straggler=stragglers[0] if stragglers else None, notes=notes)
+
+
+def _mfu_and_roofline(result: Any, analyses: list[Any], extras: dict, notes: list[str]) -> None:
+    figures = _engine("figures")
+    if figures is None:
+        notes.append("MFU figures and roofline points are not available in this build")
+        return
+    try:
+        extras["mfu_figures"] = figures.mfu_figures(analyses)
+    except Exception as exc:  # noqa: BLE001 - shown as a note; the lanes still open
+        notes.append(f"MFU figures failed: {type(exc).__name__}: {exc}")
+    points = []
+    try:
+        for r in result.ranks:
+            pts = figures.roofline_points(r.trace)
+            if len(result.ranks) > 1:
+                pts = [replace(p, label=f"rank {r.trace.rank}: {p.label}") for p in pts]
+            points += pts
+    except Exception as exc:  # noqa: BLE001
+        notes.append(f"roofline points failed: {type(exc).__name__}: {exc}")
+    extras["roofline_points"] = points

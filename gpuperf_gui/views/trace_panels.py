@@ -1,0 +1,407 @@
+"""The panels beside the Trace tab's lanes: event details, op table, diagnosis, search results.
+
+Each panel renders numbers that the engine computed; none computes a metric.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt, Signal
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QButtonGroup,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QRadioButton,
+    QTableView,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gpuperf_gui.views.trace_style import format_duration_us, format_percent
+
+SIGNATURE_TEXT = {
+    "healthy": ("Healthy", "#2e7d32"),
+    "launch_bound": ("Launch-bound", "#c62828"),
+    "comm_bound": ("Communication-bound", "#ad1457"),
+    "data_starved": ("Data-starved", "#e65100"),
+    "memory_bound": ("Memory-bound", "#b8860b"),
+    "pipeline_bubble": ("Pipeline bubble", "#6a1b9a"),
+}
+
+_CSS = """
+<style>
+body { font-size: 9pt; }
+h2 { margin: 2px 0 4px 0; }
+h3 { margin: 10px 0 3px 0; font-size: 9.5pt; color: #333; }
+table { border-collapse: collapse; }
+td, th { padding: 1px 6px 1px 0; }
+th { text-align: left; color: #555; font-weight: normal; }
+td.num { text-align: right; }
+.muted { color: #777; }
+.warn { color: #b71c1c; font-weight: bold; }
+</style>
+"""
+
+
+def _esc(value: Any) -> str:
+    return html.escape(str(value))
+
+
+def _num(value: Any) -> float | None:
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def format_si_count(value: float | None, unit: str = "") -> str:
+    if value is None or not math.isfinite(value):
+        return "–"
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor:
+            return f"{value / factor:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}".strip()
+
+
+# -- event details ------------------------------------------------------------------------------------
+@dataclass
+class EventDetails:
+    """What the details panel shows for one event (filled by the tab from the model)."""
+
+    name: str
+    category: str
+    lane: str
+    rank: int
+    start_us: float
+    duration_us: float
+    depth: int
+    rows: list[tuple[str, str]]
+    partners: list[tuple[str, str]]     # (anchor href, text)
+    partner_title: str = ""
+
+
+class DetailsPanel(QTextBrowser):
+    """Name, category, start, duration, args of the selected event, and links to its partners."""
+
+    partner_clicked = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setOpenLinks(False)
+        self.anchorClicked.connect(lambda url: self.partner_clicked.emit(url.toString()))
+        self.show_details(None)
+
+    def show_details(self, details: EventDetails | None) -> None:
+        if details is None:
+            self.setHtml(_CSS + "<p class='muted'>Click an event on the timeline to see its details. "
+                         "A CPU launch and the GPU kernel it started are linked by an arrow.</p>")
+            return
+        rows = [("category", details.category), ("lane", f"rank {details.rank} · {details.lane}"),
+                ("start", format_duration_us(details.start_us)),
+                ("duration", format_duration_us(details.duration_us)),
+                ("depth", str(details.depth))] + details.rows
+        body = "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in rows)
+        partners = ""
+        if details.partners:
+            links = "".join(f"<li><a href='{_esc(h)}'>{_esc(t)}</a></li>" for h, t in details.partners)
+            partners = f"<h3>{_esc(details.partner_title)}</h3><ul>{links}</ul>"
+        self.setHtml(f"{_CSS}<h3 style='margin-top:0'>{_esc(details.name)}</h3>"
+                     f"<table>{body}</table>{partners}")
+
+
+# -- op table ----------------------------------------------------------------------------------------
+@dataclass
+class OpTable:
+    """Columns and rows of one op table view; numbers sort numerically, ``kinds`` says how to print.
+
+    ``kinds[i]`` is "text", "count", "us" (a duration in µs) or "percent" (a fraction).
+    """
+
+    columns: list[str]
+    kinds: list[str]
+    rows: list[tuple]
+    name_column: int = 0
+
+
+class OpTableModel(QAbstractTableModel):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.table = OpTable([], [], [])
+
+    def set_table(self, table: OpTable) -> None:
+        self.beginResetModel()
+        self.table = table
+        self.endResetModel()
+
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: N802, B008
+        return 0 if parent.isValid() else len(self.table.rows)
+
+    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: N802, B008
+        return 0 if parent.isValid() else len(self.table.columns)
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole):  # noqa: N802, ANN201
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return self.table.columns[section]
+        return None
+
+    def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole):  # noqa: ANN201
+        if not index.isValid():
+            return None
+        value = self.table.rows[index.row()][index.column()]
+        kind = self.table.kinds[index.column()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            if kind == "us":
+                return format_duration_us(_num(value) or 0.0) if _num(value) is not None else "–"
+            if kind == "percent":
+                return format_percent(_num(value))
+            if kind == "count":
+                return "–" if _num(value) is None else f"{int(value):,}"
+            if kind == "flops":
+                return format_si_count(_num(value), "FLOP")
+            return str(value)
+        if role == Qt.ItemDataRole.UserRole:   # sort key
+            if kind == "text":
+                return str(value).lower()
+            n = _num(value)
+            return -1.0 if n is None else n
+        if role == Qt.ItemDataRole.ToolTipRole and kind == "text":
+            return str(value)
+        if role == Qt.ItemDataRole.TextAlignmentRole and kind != "text":
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+    def name_at(self, row: int) -> str:
+        return str(self.table.rows[row][self.table.name_column])
+
+
+class OpTablePanel(QWidget):
+    """The op table: kernel view or op view, sortable; selecting a row names its events."""
+
+    name_selected = Signal(str, str)     # view ("kernels"|"ops"), name
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.tables: dict[str, OpTable] = {}
+        self.kernel_button = QRadioButton("Kernel view")
+        self.op_button = QRadioButton("Op view")
+        self.op_button.setChecked(True)
+        group = QButtonGroup(self)
+        group.addButton(self.op_button)
+        group.addButton(self.kernel_button)
+        self.filter_edit = QLineEdit()
+        self.filter_edit.setPlaceholderText("filter names")
+        self.filter_edit.setClearButtonEnabled(True)
+        self.note = QLabel("")
+        self.note.setStyleSheet("color: #666")
+        top = QHBoxLayout()
+        top.addWidget(self.op_button)
+        top.addWidget(self.kernel_button)
+        top.addWidget(self.filter_edit, 1)
+        top.addWidget(self.note)
+        self.model = OpTableModel(self)
+        self.proxy = QSortFilterProxyModel(self)
+        self.proxy.setSourceModel(self.model)
+        self.proxy.setSortRole(Qt.ItemDataRole.UserRole)
+        self.proxy.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        self.view = QTableView()
+        self.view.setModel(self.proxy)
+        self.view.setSortingEnabled(True)
+        self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.view.verticalHeader().setVisible(False)
+        self.view.verticalHeader().setDefaultSectionSize(20)
+        self.view.setWordWrap(False)
+        self.view.setAlternatingRowColors(True)
+        self.view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.view.horizontalHeader().setStretchLastSection(False)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.addLayout(top)
+        layout.addWidget(self.view)
+        self.op_button.toggled.connect(self._on_view_toggled)
+        self.filter_edit.textChanged.connect(self.proxy.setFilterFixedString)
+        self.view.selectionModel().selectionChanged.connect(self._on_selection_changed)
+
+    @property
+    def current_view(self) -> str:
+        return "ops" if self.op_button.isChecked() else "kernels"
+
+    def set_tables(self, tables: dict[str, OpTable], note: str = "") -> None:
+        self.tables = tables
+        self.note.setText(note)
+        self._show(self.current_view)
+
+    def _on_view_toggled(self, _checked: bool) -> None:
+        self._show(self.current_view)
+
+    def _show(self, view: str) -> None:
+        table = self.tables.get(view, OpTable(["(no table)"], ["text"], []))
+        self.model.set_table(table)
+        self.proxy.setFilterKeyColumn(table.name_column)
+        sort_col = next((i for i, c in enumerate(table.columns) if "total" in c.lower() and "device" in c.lower()),
+                        next((i for i, k in enumerate(table.kinds) if k == "us"), 0))
+        self.view.sortByColumn(sort_col, Qt.SortOrder.DescendingOrder)
+        header = self.view.horizontalHeader()
+        if table.columns:
+            self.view.setColumnWidth(table.name_column, 360)
+            for i in range(len(table.columns)):
+                if i != table.name_column:
+                    header.resizeSection(i, 92)
+
+    def _on_selection_changed(self, *_args) -> None:  # noqa: ANN002
+        rows = self.view.selectionModel().selectedRows()
+        if not rows:
+            return
+        source = self.proxy.mapToSource(rows[0])
+        self.name_selected.emit(self.current_view, self.model.name_at(source.row()))
+
+    def select_first_row(self) -> None:
+        if self.proxy.rowCount():
+            self.view.selectRow(0)
+
+
+# -- search results ------------------------------------------------------------------------------------
+class SearchResults(QListWidget):
+    """Matches of a name search, in time order; a click selects the event."""
+
+    match_clicked = Signal(int)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.itemClicked.connect(lambda item: self.match_clicked.emit(int(item.data(Qt.ItemDataRole.UserRole))))
+
+    def set_matches(self, texts: Sequence[str], total: int) -> None:
+        self.clear()
+        for k, text in enumerate(texts):
+            item = QListWidgetItem(text)
+            item.setData(Qt.ItemDataRole.UserRole, k)
+            self.addItem(item)
+        if total > len(texts):
+            more = QListWidgetItem(f"… {total - len(texts):,} more (use next/previous)")
+            more.setData(Qt.ItemDataRole.UserRole, -1)
+            more.setForeground(QColor(120, 120, 120))
+            more.setFlags(Qt.ItemFlag.NoItemFlags)
+            self.addItem(more)
+
+
+# -- diagnosis ---------------------------------------------------------------------------------------
+@dataclass
+class DiagnosisView:
+    """What the diagnosis panel shows; the tab's engine adapter fills it from the engine's objects."""
+
+    signature: str | None
+    confidence: float | None
+    evidence: list[str]
+    fix: str
+    secondary: list[str]
+    per_rank: list[dict]          # per rank: rank, device, step_median_us, gpu_busy, idle split, ...
+    steps: list[tuple[int, float, float, bool]]   # (number, duration_us, gpu_busy_fraction, warmup)
+    straggler: int | None = None
+    notes: list[str] | None = None
+
+
+class DiagnosisPanel(QTextBrowser):
+    """Signature, confidence, evidence, the fix to try first, secondary signatures, the figures."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setOpenLinks(False)
+        self.signature: str | None = None
+        self.show_diagnosis(None)
+
+    def show_diagnosis(self, d: DiagnosisView | None) -> None:
+        self.signature = None if d is None else d.signature
+        if d is None:
+            self.setHtml(_CSS + "<h3>Diagnosis</h3><p class='muted'>Open a torch.profiler trace (File ▸ Open, "
+                         "drag and drop, or Help ▸ Demo traces). The diagnosis of its largest gap "
+                         "appears here.</p>")
+            return
+        self.setHtml(_CSS + diagnosis_html(d))
+
+
+def diagnosis_html(d: DiagnosisView) -> str:
+    parts = []
+    if d.signature:
+        title, color = SIGNATURE_TEXT.get(d.signature, (d.signature, "#333"))
+        conf = f" <span class='muted'>confidence {d.confidence:.0%}</span>" if d.confidence is not None else ""
+        parts.append(f"<h2 style='color:{color}'>{_esc(title)}</h2>"
+                     f"<div class='muted'>signature <code>{_esc(d.signature)}</code>{conf}</div>")
+    else:
+        parts.append("<h2>No diagnosis</h2>")
+    if d.evidence:
+        parts.append("<h3>Evidence</h3><ul style='margin-left:-20px'>" +
+                     "".join(f"<li>{_esc(e)}</li>" for e in d.evidence) + "</ul>")
+    if d.fix:
+        parts.append(f"<h3>Try first</h3><p>{_esc(d.fix)}</p>")
+    if d.secondary:
+        parts.append("<h3>Also seen</h3><p>" + ", ".join(_esc(s) for s in d.secondary) + "</p>")
+    for r in d.per_rank[:1] if len(d.per_rank) == 1 else []:
+        parts.append(_rank_figures_html(r))
+    if len(d.per_rank) > 1:
+        parts.append(_ranks_table_html(d.per_rank, d.straggler))
+    if d.steps:
+        rows = "".join(
+            f"<tr><td>{n}{' <span class=muted>(warm-up)</span>' if w else ''}</td>"
+            f"<td class=num>{format_duration_us(us)}</td><td class=num>{format_percent(b)}</td></tr>"
+            for n, us, b, w in d.steps)
+        parts.append("<h3>Steps</h3><table><tr><th>step</th><th>time</th><th>GPU busy</th></tr>"
+                     f"{rows}</table>")
+    for note in d.notes or []:
+        parts.append(f"<p class='muted'>{_esc(note)}</p>")
+    return "".join(parts)
+
+
+def _rank_figures_html(r: dict) -> str:
+    idle = r.get("idle_breakdown") or {}
+    rows = [
+        ("GPU busy", format_percent(r.get("gpu_busy_fraction"))),
+        ("compute busy", format_percent(r.get("compute_busy_fraction"))),
+        ("communication", format_percent(r.get("comm_fraction"))),
+        ("exposed communication", format_percent(r.get("comm_exposed_fraction"))),
+        ("comm/compute overlap", format_percent(r.get("comm_overlap_fraction"))),
+        ("step time (median)", format_duration_us(r["step_median_us"]) if r.get("step_median_us") else "–"),
+    ]
+    body = "".join(f"<tr><th>{_esc(k)}</th><td class=num>{_esc(v)}</td></tr>" for k, v in rows)
+    idle_rows = "".join(
+        f"<tr><th>{_esc(label)}</th><td class=num>{format_percent(idle.get(key))}</td></tr>"
+        for key, label in (("host_wait", "host wait"), ("kernel_wait", "kernel wait (< 30 µs)"),
+                           ("other", "other")))
+    launch = r.get("launch") or {}
+    launch_rows = ""
+    if launch:
+        launch_rows = (
+            f"<tr><th>kernels · median</th><td class=num>{launch.get('kernels', 0):,} · "
+            f"{format_duration_us(launch.get('median_kernel_us', float('nan')))}</td></tr>"
+            f"<tr><th>launches per ms</th><td class=num>{launch.get('launches_per_ms', 0):.3g}</td></tr>")
+    return (f"<h3>Figures <span class='muted'>(steady-state window)</span></h3><table>{body}{launch_rows}"
+            f"</table><h3>Idle time split</h3><table>{idle_rows}</table>")
+
+
+def _ranks_table_html(ranks: list[dict], straggler: int | None) -> str:
+    head = ("<tr><th>rank</th><th>step</th><th>GPU busy</th><th>exp. comm</th>"
+            "<th>host wait</th></tr>")
+    rows = []
+    for r in ranks:
+        idle = r.get("idle_breakdown") or {}
+        mark = " <span class='warn'>straggler</span>" if straggler is not None and r.get("rank") == straggler else ""
+        rows.append(
+            f"<tr><td>{r.get('rank')}{mark}</td>"
+            f"<td class=num>{format_duration_us(r['step_median_us']) if r.get('step_median_us') else '–'}</td>"
+            f"<td class=num>{format_percent(r.get('gpu_busy_fraction'))}</td>"
+            f"<td class=num>{format_percent(r.get('comm_exposed_fraction'))}</td>"
+            f"<td class=num>{format_percent(idle.get('host_wait'))}</td></tr>")
+    return (f"<h3>Ranks</h3><table>{head}{''.join(rows)}</table>"
+            "<p class='muted'>host wait: share of the compute stream's idle time spent waiting for "
+            "the CPU to launch</p>")

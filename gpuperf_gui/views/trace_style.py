@@ -1,0 +1,101 @@
+"""Colours and number formats of the Trace tab (presentation only, no metrics)."""
+
+from __future__ import annotations
+
+import math
+
+from PySide6.QtGui import QColor
+
+from gpuperf_gui.views.trace_lane_item import Palette
+
+# base colours: CPU categories, then GPU kernel classes (engine's KERNEL_CLASSES order)
+CPU_BASES: tuple[tuple[str, str], ...] = (
+    ("cpu_op", "#4e79a7"),            # ATen ops (2021 dialect: Operator)
+    ("user_annotation", "#8e6cc9"),   # record_function ranges, ProfilerStep#N
+    ("runtime", "#f28e2b"),           # cuda_runtime / cuda_driver / hip* calls
+    ("python", "#86a873"),            # python_function
+    ("other", "#9aa3ad"),
+)
+GPU_BASES: tuple[tuple[str, str], ...] = (
+    ("gemm", "#2e8b57"),
+    ("attention", "#17a2a2"),
+    ("elementwise", "#e0a100"),
+    ("communication", "#c2185b"),
+    ("copy", "#8c6d31"),
+    ("other", "#6b7fa8"),
+)
+SHADES = 3  # each base has three shades so that neighbours of one category stay distinguishable
+
+_CPU_CATEGORY_BASE = {
+    "cpu_op": 0, "operator": 0,
+    "user_annotation": 1, "gpu_user_annotation": 1,
+    "cuda_runtime": 2, "cuda_driver": 2, "runtime": 2,
+    "python_function": 3,
+}
+
+
+def cpu_base(category: str) -> int:
+    """Base colour index (into CPU_BASES) of a CPU event category."""
+    return _CPU_CATEGORY_BASE.get(category.lower(), len(CPU_BASES) - 1)
+
+
+def gpu_base_offset() -> int:
+    """Index of the first GPU base in the combined palette."""
+    return len(CPU_BASES)
+
+
+def make_palette() -> Palette:
+    """Palette whose key is ``base * SHADES + shade`` over CPU_BASES + GPU_BASES."""
+    colors: list[QColor] = []
+    family: list[int] = []
+    for b, (_, hex_color) in enumerate(CPU_BASES + GPU_BASES):
+        base = QColor(hex_color)
+        for shade in range(SHADES):
+            colors.append(base.lighter(118) if shade == 0 else base if shade == 1 else base.darker(118))
+            family.append(b * SHADES + 1)
+    return Palette.from_colors(colors, family)
+
+
+def legend_entries() -> list[tuple[str, str]]:
+    """(label, hex colour) pairs for a legend."""
+    labels = {"cpu_op": "CPU op", "user_annotation": "annotation", "runtime": "launch / runtime",
+              "python": "python", "other": "other (CPU)", "gemm": "GEMM / conv",
+              "attention": "attention", "elementwise": "elementwise / norm",
+              "communication": "communication", "copy": "copy / memset", "other_gpu": "other kernel"}
+    out = [(labels[k], c) for k, c in CPU_BASES[:4]]
+    out += [(labels[k] if k != "other" else labels["other_gpu"], c) for k, c in GPU_BASES]
+    return out
+
+
+def format_duration_us(us: float) -> str:
+    """A duration in µs as text in sensible units ("1.23 ms", "850 ns")."""
+    if us is None or not math.isfinite(us):
+        return "–"
+    a = abs(us)
+    if a >= 1e6:
+        return f"{us / 1e6:.3g} s"
+    if a >= 1e3:
+        return f"{us / 1e3:.3g} ms"
+    if a >= 1.0:
+        return f"{us:.3g} µs"
+    if a == 0:
+        return "0"
+    return f"{us * 1e3:.3g} ns"
+
+
+def format_percent(fraction: float | None) -> str:
+    if fraction is None or not math.isfinite(fraction):
+        return "–"
+    return f"{100.0 * fraction:.1f} %"
+
+
+def time_unit_for(span_us: float) -> tuple[str, float]:
+    """(unit, µs per unit) for an axis whose ticks are ``span_us`` apart."""
+    a = abs(span_us)
+    if a >= 1e5:
+        return "s", 1e6
+    if a >= 100.0:
+        return "ms", 1e3
+    if a >= 0.1:
+        return "µs", 1.0
+    return "ns", 1e-3

@@ -1,0 +1,465 @@
+"""The timeline: stacked lanes of all ranks on one time axis, navigated like Perfetto.
+
+Wheel or W/S zoom around the cursor, drag (or A/D) pans, right-drag selects a time range, a click
+selects an event. Each lane is one :class:`~gpuperf_gui.views.trace_lane_item.TraceLaneItem`; the view
+refolds the visible lanes at most 30 times a second (``pg.SignalProxy``, STYLE.md R12).
+
+The y axis is in pixels (rows have a fixed height); x is µs relative to the model's origin.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QFont, QKeyEvent, QPainter, QPainterPath, QPen, QPolygonF
+
+from gpuperf_gui.views.trace_lane_item import ROW_HEIGHT_PX, Palette, TraceLaneItem
+from gpuperf_gui.views.trace_style import format_duration_us, time_unit_for
+
+HEADER_PX = 22.0          # rank header strip (rank name, step labels)
+LANE_GAP_PX = 6.0
+AXIS_WIDTH_PX = 200
+ZOOM_STEP = 1.25          # per wheel notch / key press
+PAN_FRACTION = 0.15       # per A/D press
+
+
+@dataclass
+class LaneSpec:
+    """What the timeline needs to draw one lane (built by the tab's loader worker)."""
+
+    rank_index: int
+    lane_id: int
+    label: str
+    kind: str
+    rows: object                      # LaneRows
+    color_key: np.ndarray
+    gaps: tuple[np.ndarray, np.ndarray] | None = None
+    name_of: object = None            # Callable[[int], str]
+
+
+@dataclass
+class RankSpec:
+    """A rank's header and its steps (cpu and gpu spans) for the backdrop."""
+
+    title: str
+    steps: list[tuple[int, float, float, float, float]] = field(default_factory=list)
+    straggler: bool = False
+
+
+@dataclass(frozen=True)
+class EventRef:
+    """One event: the rank (index into the model's ranks), the lane id and the event index."""
+
+    rank_index: int
+    lane_id: int
+    index: int
+
+
+class TimeAxisItem(pg.AxisItem):
+    """Time axis over µs with units that follow the zoom (s, ms, µs, ns)."""
+
+    def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
+        super().__init__(*args, **kwargs)
+        self.offset_us = 0.0
+        self.enableAutoSIPrefix(False)
+
+    def tickStrings(self, values, scale, spacing):  # noqa: N802, ANN001, ANN201 (pg override)
+        unit, per = time_unit_for(spacing)
+        step = spacing / per
+        decimals = max(0, min(6, -int(math.floor(math.log10(step))) if step > 0 else 0))
+        return [f"{(v - self.offset_us) / per:.{decimals}f} {unit}" for v in values]
+
+
+class TimelineViewBox(pg.ViewBox):
+    """Pan/zoom in x like Perfetto; y scrolls (pixel units), never zooms."""
+
+    range_selected = Signal(float, float)
+    clicked = Signal(float, float, bool)        # x_us, y_px, double
+
+    def __init__(self) -> None:
+        super().__init__(invertY=True, enableMenu=False)
+        self.content_height_px = 0.0
+        self._select_origin: float | None = None
+        self.selection = pg.LinearRegionItem(movable=False, brush=QBrush(QColor(70, 130, 220, 45)),
+                                             pen=pg.mkPen(QColor(70, 130, 220), width=1))
+        self.selection.setZValue(50)
+        self.selection.hide()
+        self.addItem(self.selection, ignoreBounds=True)
+
+    # y is pixels: keep the y span equal to the view's height in pixels
+    def clamp_y(self, top: float | None = None) -> None:
+        (_, _), (y0, _) = self.viewRange()
+        h = max(float(self.height()), 1.0)
+        top = y0 if top is None else top
+        top = min(max(top, -4.0), max(self.content_height_px - h + 8.0, -4.0))
+        self.setYRange(top, top + h, padding=0.0, update=True)
+
+    def zoom_x(self, factor: float, center_us: float | None = None) -> None:
+        (x0, x1), _ = self.viewRange()
+        c = (x0 + x1) / 2.0 if center_us is None else center_us
+        self.setXRange(c - (c - x0) / factor, c + (x1 - c) / factor, padding=0.0)
+
+    def pan_x(self, fraction: float) -> None:
+        (x0, x1), _ = self.viewRange()
+        d = (x1 - x0) * fraction
+        self.setXRange(x0 + d, x1 + d, padding=0.0)
+
+    def wheelEvent(self, ev, axis=None) -> None:  # noqa: N802, ANN001
+        delta = ev.delta() if hasattr(ev, "delta") else ev.angleDelta().y()
+        if ev.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+            (_, _), (y0, _) = self.viewRange()
+            self.clamp_y(y0 - delta * 0.5)
+        else:
+            center = self.mapSceneToView(ev.scenePos()).x()
+            self.zoom_x(ZOOM_STEP ** (delta / 120.0), center)
+        ev.accept()
+
+    def mouseDragEvent(self, ev, axis=None) -> None:  # noqa: N802, ANN001
+        ev.accept()
+        if ev.button() == Qt.MouseButton.LeftButton and not (
+                ev.modifiers() & Qt.KeyboardModifier.ShiftModifier):
+            last = self.mapSceneToView(ev.lastScenePos())
+            now = self.mapSceneToView(ev.scenePos())
+            (x0, x1), (y0, _) = self.viewRange()
+            dx = last.x() - now.x()
+            self.setXRange(x0 + dx, x1 + dx, padding=0.0)
+            dy_px = ev.lastScreenPos().y() - ev.screenPos().y()
+            self.clamp_y(y0 + dy_px)
+            return
+        # right-drag (or shift-drag): select a time range
+        x = self.mapSceneToView(ev.scenePos()).x()
+        if ev.isStart():
+            self._select_origin = self.mapSceneToView(ev.buttonDownScenePos()).x()
+            self.selection.show()
+        if self._select_origin is None:
+            return
+        a, b = sorted((self._select_origin, x))
+        self.selection.setRegion((a, b))
+        if ev.isFinish():
+            self._select_origin = None
+            self.range_selected.emit(a, b)
+
+    def mouseClickEvent(self, ev) -> None:  # noqa: N802, ANN001
+        if ev.button() == Qt.MouseButton.LeftButton:
+            p = self.mapSceneToView(ev.scenePos())
+            self.clicked.emit(p.x(), p.y(), bool(ev.double()))
+            ev.accept()
+        else:
+            ev.ignore()
+
+
+class BackdropItem(pg.GraphicsObject):
+    """Behind the lanes: rank header strips, step shading and step labels, lane separators."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ranks: list[tuple[float, float, RankSpec, list[tuple[float, float, bool]]]] = []
+        self.x_range = (0.0, 1.0)
+        self._font = QFont()
+        self._font.setPointSizeF(8.0)
+        self._bold = QFont(self._font)
+        self._bold.setBold(True)
+        self.setZValue(-10)
+
+    def set_layout(self, ranks, x_range: tuple[float, float]) -> None:  # noqa: ANN001
+        """``ranks``: (y0, y1, RankSpec, [(lane_y0, lane_y1, is_gpu)]) per rank."""
+        self.prepareGeometryChange()
+        self.ranks = ranks
+        self.x_range = x_range
+        self.update()
+
+    def boundingRect(self) -> QRectF:  # noqa: N802
+        x0, x1 = self.x_range
+        y1 = max((r[1] for r in self.ranks), default=1.0)
+        return QRectF(x0 - 1e12, -10.0, 2e12 + (x1 - x0), y1 + 20.0)
+
+    def paint(self, painter: QPainter, option, widget=None) -> None:  # noqa: ANN001
+        t = painter.transform()
+        sx, dx, sy, dy = t.m11(), t.dx(), t.m22(), t.dy()
+        width_px = float(painter.device().width())
+        painter.save()
+        painter.resetTransform()
+        band = QColor(90, 120, 170, 28)
+        header_bg = QColor(236, 239, 244)
+        sep = QPen(QColor(205, 210, 218))
+        for y0, y1, spec, lanes in self.ranks:
+            top = y0 * sy + dy
+            header_bottom = (y0 + HEADER_PX) * sy + dy
+            bottom = y1 * sy + dy
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(header_bg)
+            painter.drawRect(QRectF(0.0, top, width_px, header_bottom - top))
+            # step bands: CPU span over CPU lanes, GPU span over GPU lanes
+            for k, (number, c0, c1, g0, g1) in enumerate(spec.steps):
+                painter.setBrush(band if k % 2 == 0 else QColor(90, 120, 170, 12))
+                for ly0, ly1, is_gpu in lanes:
+                    a, b = (g0, g1) if is_gpu and math.isfinite(g0) else (c0, c1)
+                    xa, xb = max(a * sx + dx, -4.0), min(b * sx + dx, width_px + 4.0)
+                    if xb > xa:
+                        painter.drawRect(QRectF(xa, ly0 * sy + dy - LANE_GAP_PX / 2, xb - xa,
+                                                (ly1 - ly0 + LANE_GAP_PX) * sy))
+            painter.setPen(sep)
+            for ly0, _, _ in lanes[1:]:
+                yy = (ly0 - LANE_GAP_PX / 2) * sy + dy
+                painter.drawLine(QPointF(0.0, yy), QPointF(width_px, yy))
+            painter.drawLine(QPointF(0.0, bottom), QPointF(width_px, bottom))
+            # header text: rank title at the left, step labels at their CPU start
+            painter.setFont(self._font)
+            label_end = -1.0
+            for number, c0, c1, _, _ in spec.steps:
+                xa, xb = c0 * sx + dx, c1 * sx + dx
+                tick = QPen(QColor(90, 110, 150))
+                painter.setPen(tick)
+                if -4.0 < xa < width_px:
+                    painter.drawLine(QPointF(xa, top + 3), QPointF(xa, header_bottom))
+                text = f"step {number} · {format_duration_us(c1 - c0)}"
+                left = max(xa, 0.0) + 4.0
+                if xb - left > 60.0 and left > label_end and left < width_px:
+                    painter.setPen(QColor(40, 50, 70))
+                    rect = QRectF(left, top, min(xb, width_px) - left - 4.0, header_bottom - top)
+                    painter.drawText(rect, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
+                                     text)
+                    label_end = left + painter.fontMetrics().horizontalAdvance(text)
+        painter.restore()
+
+
+class FlowArrowItem(pg.GraphicsObject):
+    """Arrows from a CPU launch to the GPU kernel(s) it launched."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.segments: list[tuple[float, float, float, float]] = []
+        self.setZValue(40)
+
+    def set_segments(self, segments: list[tuple[float, float, float, float]]) -> None:
+        self.prepareGeometryChange()
+        self.segments = segments
+        self.update()
+
+    def boundingRect(self) -> QRectF:  # noqa: N802
+        if not self.segments:
+            return QRectF()
+        xs = [s[0] for s in self.segments] + [s[2] for s in self.segments]
+        ys = [s[1] for s in self.segments] + [s[3] for s in self.segments]
+        return QRectF(min(xs), min(ys), max(max(xs) - min(xs), 1e-6), max(max(ys) - min(ys), 1.0))
+
+    def paint(self, painter: QPainter, option, widget=None) -> None:  # noqa: ANN001
+        t = painter.transform()
+        painter.save()
+        painter.resetTransform()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+        color = QColor(25, 25, 25)
+        pen = QPen(color, 1.6)
+        for x0, y0, x1, y1 in self.segments:
+            a = t.map(QPointF(x0, y0))
+            b = t.map(QPointF(x1, y1))
+            path = QPainterPath(a)
+            mid_y = (a.y() + b.y()) / 2
+            path.cubicTo(QPointF(a.x(), mid_y), QPointF(b.x(), mid_y), b)
+            painter.setPen(pen)
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            painter.drawPath(path)
+            direction = 1.0 if b.y() >= a.y() else -1.0
+            head = QPolygonF([b, QPointF(b.x() - 4.5, b.y() - 8.0 * direction),
+                              QPointF(b.x() + 4.5, b.y() - 8.0 * direction)])
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(color)
+            painter.drawPolygon(head)
+            painter.drawEllipse(a, 2.5, 2.5)
+        painter.restore()
+
+
+class TraceTimeline(pg.PlotWidget):
+    """All lanes of a trace, stacked per rank, with a time axis on top and lane names on the left."""
+
+    event_clicked = Signal(object)         # EventRef or None
+    range_selected = Signal(float, float)
+
+    def __init__(self, parent=None) -> None:  # noqa: ANN001
+        self.view_box = TimelineViewBox()
+        self.time_axis = TimeAxisItem("top")
+        super().__init__(parent, viewBox=self.view_box, axisItems={"top": self.time_axis})
+        plot = self.getPlotItem()
+        plot.hideAxis("bottom")
+        plot.showAxis("top")
+        plot.showAxis("left")
+        plot.setMenuEnabled(False)
+        plot.hideButtons()
+        self.left_axis = plot.getAxis("left")
+        self.left_axis.setWidth(AXIS_WIDTH_PX)
+        self.left_axis.setStyle(tickLength=0, tickTextOffset=6, autoExpandTextSpace=False)
+        self.left_axis.setTicks([[], []])
+        self.time_axis.setStyle(tickLength=-6)
+        self.view_box.disableAutoRange()
+        self.view_box.setMouseEnabled(x=True, y=False)
+        self.setBackground("w")
+        for ax in (self.left_axis, self.time_axis):
+            ax.setPen(pg.mkPen(QColor(150, 150, 150)))
+            ax.setTextPen(pg.mkPen(QColor(40, 40, 40)))
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.lanes: list[TraceLaneItem] = []
+        self.lane_specs: list[LaneSpec] = []
+        self._lane_by_key: dict[tuple[int, int], TraceLaneItem] = {}
+        self.backdrop = BackdropItem()
+        self.flow_item = FlowArrowItem()
+        self.view_box.addItem(self.backdrop, ignoreBounds=True)
+        self.view_box.addItem(self.flow_item, ignoreBounds=True)
+        self.full_range = (0.0, 1.0)
+        self.selected: EventRef | None = None
+        self._palette: Palette | None = None
+        self._proxy = pg.SignalProxy(self.view_box.sigRangeChanged, rateLimit=30,
+                                     slot=self._on_range_changed)
+        self.view_box.sigResized.connect(self._on_resized)
+        self.view_box.clicked.connect(self._on_clicked)
+        self.view_box.range_selected.connect(self.range_selected)
+
+    # -- building -----------------------------------------------------------------------------------
+    def clear_lanes(self) -> None:
+        for item in self.lanes:
+            self.view_box.removeItem(item)
+        self.lanes, self.lane_specs, self._lane_by_key = [], [], {}
+        self.selected = None
+        self.flow_item.set_segments([])
+        self.backdrop.set_layout([], (0.0, 1.0))
+        self.left_axis.setTicks([[], []])
+        self.view_box.content_height_px = 0.0
+
+    def set_lanes(self, ranks: list[RankSpec], lanes: list[LaneSpec], palette: Palette,
+                  full_range_us: tuple[float, float], offset_us: float = 0.0) -> None:
+        """Lay out ``lanes`` (grouped by rank, in order) and show the whole time range."""
+        self.clear_lanes()
+        self._palette = palette
+        y = 0.0
+        ticks: list[tuple[float, str]] = []
+        layout = []
+        by_rank: dict[int, list[LaneSpec]] = {}
+        for spec in lanes:
+            by_rank.setdefault(spec.rank_index, []).append(spec)
+        for rank_index, rank in enumerate(ranks):
+            rank_y0 = y
+            ticks.append((y + HEADER_PX / 2, rank.title))
+            y += HEADER_PX + LANE_GAP_PX / 2
+            lane_boxes = []
+            for spec in by_rank.get(rank_index, []):
+                item = TraceLaneItem(spec.rows, spec.color_key, palette, spec.name_of, y,
+                                     ROW_HEIGHT_PX, spec.gaps)
+                self.view_box.addItem(item, ignoreBounds=True)
+                self.lanes.append(item)
+                self.lane_specs.append(spec)
+                self._lane_by_key[(spec.rank_index, spec.lane_id)] = item
+                ticks.append((y + ROW_HEIGHT_PX / 2, spec.label))
+                lane_boxes.append((y, y + item.height_px, spec.kind != "cpu"))
+                y += item.height_px + LANE_GAP_PX
+            layout.append((rank_y0, y - LANE_GAP_PX / 2, rank, lane_boxes))
+            y += 2.0
+        self.view_box.content_height_px = y
+        self.backdrop.set_layout(layout, full_range_us)
+        self.left_axis.setTicks([ticks, []])
+        self.time_axis.offset_us = offset_us
+        self.full_range = full_range_us
+        span = max(full_range_us[1] - full_range_us[0], 1e-3)
+        self.view_box.setLimits(xMin=full_range_us[0] - 0.25 * span, xMax=full_range_us[1] + 0.25 * span,
+                                minXRange=1e-3)
+        self.reset_view()
+
+    def lane_item(self, rank_index: int, lane_id: int) -> TraceLaneItem | None:
+        return self._lane_by_key.get((rank_index, lane_id))
+
+    # -- navigation ---------------------------------------------------------------------------------
+    def reset_view(self) -> None:
+        a, b = self.full_range
+        pad = 0.01 * max(b - a, 1e-3)
+        self.view_box.setXRange(a - pad, b + pad, padding=0.0)
+        self.view_box.clamp_y(-4.0)
+        self.refold()
+
+    def zoom_to(self, t0_us: float, t1_us: float, pad_fraction: float = 0.04) -> None:
+        pad = pad_fraction * max(t1_us - t0_us, 1e-3)
+        self.view_box.setXRange(t0_us - pad, t1_us + pad, padding=0.0)
+        self.refold()
+
+    def scroll_to_y(self, y_px: float) -> None:
+        (_, _), (y0, y1) = self.view_box.viewRange()
+        if not (y0 + 10 <= y_px <= y1 - 30):
+            self.view_box.clamp_y(y_px - (y1 - y0) / 3)
+
+    def keyPressEvent(self, ev: QKeyEvent) -> None:  # noqa: N802
+        key = ev.key()
+        if key == Qt.Key.Key_W:
+            self.view_box.zoom_x(ZOOM_STEP)
+        elif key == Qt.Key.Key_S:
+            self.view_box.zoom_x(1.0 / ZOOM_STEP)
+        elif key == Qt.Key.Key_A:
+            self.view_box.pan_x(-PAN_FRACTION)
+        elif key == Qt.Key.Key_D:
+            self.view_box.pan_x(PAN_FRACTION)
+        else:
+            super().keyPressEvent(ev)
+            return
+        ev.accept()
+
+    # -- folding --------------------------------------------------------------------------------------
+    def _on_range_changed(self, *args) -> None:  # noqa: ANN002
+        self.refold()
+
+    def _on_resized(self) -> None:
+        self.view_box.clamp_y()
+        self.refold()
+
+    def refold(self) -> None:
+        """Fold the lanes in the vertical view for the current x range (normally rate limited)."""
+        (x0, x1), (y0, y1) = self.view_box.viewRange()
+        width_px = max(float(self.view_box.width()), 1.0)
+        for item in self.lanes:
+            if item.y0_px + item.height_px >= y0 and item.y0_px <= y1:
+                item.set_view(x0, x1, width_px)
+
+    # -- selection ----------------------------------------------------------------------------------
+    def _on_clicked(self, x_us: float, y_px: float, double: bool) -> None:
+        self.setFocus()
+        (x0, x1), _ = self.view_box.viewRange()
+        tol = 3.0 * (x1 - x0) / max(float(self.view_box.width()), 1.0)
+        for spec, item in zip(self.lane_specs, self.lanes):
+            if item.row_of(y_px) is not None:
+                index = item.event_at(x_us, y_px, tol)
+                ref = None if index is None else EventRef(spec.rank_index, spec.lane_id, index)
+                self.event_clicked.emit(ref)
+                return
+        self.event_clicked.emit(None)
+
+    def set_selected(self, ref: EventRef | None, partners: list[EventRef] | None = None) -> None:
+        """Outline ``ref`` and its partners; draw arrows from the CPU side to the GPU side."""
+        for item in self.lanes:
+            item.set_selected(None)
+        self.selected = ref
+        segments = []
+        if ref is not None:
+            item = self.lane_item(ref.rank_index, ref.lane_id)
+            if item is not None:
+                item.set_selected(ref.index)
+                src = item.event_rect(ref.index)
+                for p in partners or []:
+                    other = self.lane_item(p.rank_index, p.lane_id)
+                    if other is None or src is None:
+                        continue
+                    other.set_selected(p.index)
+                    dst = other.event_rect(p.index)
+                    if dst is None:
+                        continue
+                    a, b = (src, dst) if item.y0_px <= other.y0_px else (dst, src)
+                    segments.append((a.left(), a.bottom(), b.left(), b.top()))
+        self.flow_item.set_segments(segments)
+
+    def set_highlight(self, masks: dict[tuple[int, int], np.ndarray] | None) -> None:
+        """Highlight events per (rank_index, lane_id) mask; None clears all."""
+        for spec, item in zip(self.lane_specs, self.lanes):
+            mask = None if masks is None else masks.get((spec.rank_index, spec.lane_id))
+            item.set_highlight(mask)
+
+    def lane_y(self, rank_index: int, lane_id: int) -> float | None:
+        item = self.lane_item(rank_index, lane_id)
+        return None if item is None else item.y0_px

@@ -1,0 +1,236 @@
+"""The Trace tab on real and synthetic traces (offscreen, pytest-qt)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QPointF, Qt
+
+from gpuperf_gui.views.trace_timeline import EventRef
+
+H200 = ("healthy_gpt_small", "launch_bound_tiny", "decode_bf16", "memory_bound_visible")
+LOAD_TIMEOUT_MS = 60_000
+
+
+@pytest.fixture
+def tab(qtbot):
+    from gpuperf_gui.views.trace_tab import TraceTab
+
+    widget = TraceTab(None)
+    qtbot.addWidget(widget)
+    widget.resize(1600, 1000)
+    widget.show()
+    qtbot.waitExposed(widget)
+    yield widget
+    widget.shutdown()
+
+
+def _load(qtbot, tab, paths: list[Path]) -> None:
+    tab.open_paths(paths)
+    assert tab.is_busy()
+    qtbot.waitUntil(lambda: not tab.is_busy(), timeout=LOAD_TIMEOUT_MS)
+    tab.timeline.refold()
+
+
+def _engine_signature(paths: list[Path]) -> str:
+    from gpuperf_gui.core.trace.api import analyse_paths
+
+    return analyse_paths(paths, workers=1).diagnosis.signature
+
+
+def _check_bounded(tab) -> None:
+    width = tab.timeline.view_box.width()
+    bound = 2 * (width / 3 + width / 12 + 2) + 1
+    for item in tab.timeline.lanes:
+        for n in item.rect_counts():
+            assert n <= bound, (n, bound)
+
+
+@pytest.mark.parametrize("name", H200)
+def test_each_h200_trace_opens_with_the_engines_diagnosis(qtbot, tab, shared_traces, name):
+    path = shared_traces / "h200" / f"{name}.json.gz"
+    _load(qtbot, tab, [path])
+    assert tab.prepared is not None, tab.message.text()
+    assert tab.timeline.lanes, "no lanes drawn"
+    kinds = {spec.kind for spec in tab.timeline.lane_specs}
+    assert "cpu" in kinds and "gpu_compute" in kinds
+    assert tab.diagnosis.signature == _engine_signature([path])
+    assert tab.diagnosis.signature.replace("_", "") in tab.diagnosis.toPlainText().lower().replace("-", "")
+    assert tab.op_panel.model.rowCount() > 0
+    _check_bounded(tab)
+
+
+def test_multi_rank_folder_stacks_ranks(qtbot, tab, shared_traces):
+    folder = shared_traces / "param" / "dlrm_kineto"
+    _load(qtbot, tab, [folder])
+    model = tab.prepared.model
+    assert len(model.ranks) == 8
+    assert {spec.rank_index for spec in tab.timeline.lane_specs} == set(range(8))
+    assert tab.diagnosis.signature == _engine_signature([folder])
+    assert "Ranks" in tab.diagnosis.toPlainText()
+    # ranks are stacked: each rank's lanes lie below the previous rank's
+    first_y = [min(item.y0_px for spec, item in zip(tab.timeline.lane_specs, tab.timeline.lanes)
+                   if spec.rank_index == r) for r in range(8)]
+    assert first_y == sorted(first_y)
+    assert tab.rank_combo.count() == 8
+
+
+def _kernel_with_launch(tab) -> tuple[EventRef, EventRef]:
+    rank = tab.prepared.model.ranks[0]
+    flows = rank.flows
+    shown = {(s.rank_index, s.lane_id) for s in tab.timeline.lane_specs}
+    durations = np.array([rank.lanes[int(lane)].duration_us[int(i)]
+                          for lane, i in zip(flows.dst_lane, flows.dst_index)])
+    for k in np.argsort(-durations):
+        src = EventRef(0, int(flows.src_lane[k]), int(flows.src_index[k]))
+        dst = EventRef(0, int(flows.dst_lane[k]), int(flows.dst_index[k]))
+        if (0, src.lane_id) in shown and (0, dst.lane_id) in shown:
+            return dst, src
+    raise AssertionError("no launch flow between shown lanes")
+
+
+def test_clicking_a_kernel_selects_it_and_its_launch(qtbot, tab, shared_traces):
+    _load(qtbot, tab, [shared_traces / "h200" / "healthy_gpt_small.json.gz"])
+    kernel, launch = _kernel_with_launch(tab)
+    lane = tab.prepared.model.ranks[0].lanes[kernel.lane_id]
+    start = float(lane.start_us[kernel.index])
+    end = start + float(lane.duration_us[kernel.index])
+    tab.timeline.zoom_to(start, end, pad_fraction=1.0)
+    item = tab.timeline.lane_item(0, kernel.lane_id)
+    rect = item.event_rect(kernel.index)
+    tab.timeline.scroll_to_y(rect.center().y())
+    qtbot.wait(50)
+    scene = tab.timeline.view_box.mapViewToScene(QPointF(rect.center().x(), rect.center().y()))
+    pos = tab.timeline.mapFromScene(scene)
+    qtbot.mouseClick(tab.timeline.viewport(), Qt.MouseButton.LeftButton, pos=pos)
+    assert tab.selected_event == kernel
+    assert launch in tab.selected_partners()
+    assert tab.timeline.flow_item.segments, "no arrow drawn to the partner"
+    name = tab.prepared.model.ranks[0].strings[int(lane.name_id[kernel.index])]
+    assert name in tab.details.toPlainText()
+    # the partner link in the details panel selects the launch call
+    tab._on_partner_link(f"event:0:{launch.lane_id}:{launch.index}")
+    assert tab.selected_event == launch
+    assert kernel in tab.selected_partners()
+
+
+def test_zooming_keeps_rectangles_bounded_by_width(qtbot, tab, shared_traces):
+    _load(qtbot, tab, [shared_traces / "hta" / "df_index_resolver" / "df_index_resolver.json.gz"])
+    a, b = tab.prepared.full_range_us
+    for zoom in (1.0, 0.3, 0.05, 0.01, 1e-3, 1e-4):
+        t0 = a + 0.4 * (b - a) * (1 - zoom)
+        tab.timeline.zoom_to(t0, t0 + zoom * (b - a), pad_fraction=0.0)
+        _check_bounded(tab)
+    for _ in range(5):                      # keyboard navigation (W/S zoom, A/D pan)
+        qtbot.keyClick(tab.timeline, Qt.Key.Key_S)
+        qtbot.keyClick(tab.timeline, Qt.Key.Key_A)
+    tab.timeline.refold()
+    _check_bounded(tab)
+    tab.timeline.reset_view()
+    (x0, x1), _ = tab.timeline.view_box.viewRange()
+    assert x0 <= a and x1 >= b
+
+
+def test_cancel_keeps_the_previous_state(qtbot, tab, shared_traces):
+    tab.open_paths([shared_traces / "hta" / "df_index_resolver" / "df_index_resolver.json.gz"])
+    tab.cancel()
+    qtbot.waitUntil(lambda: not tab.is_busy(), timeout=LOAD_TIMEOUT_MS)
+    assert tab.prepared is None
+    assert "cancelled" in tab.message.text().lower()
+    # a second open while busy replaces the first
+    tab.open_paths([shared_traces / "hta" / "df_index_resolver" / "df_index_resolver.json.gz"])
+    tab.open_paths([shared_traces / "h200" / "memory_bound_visible.json.gz"])
+    qtbot.waitUntil(lambda: not tab.is_busy(), timeout=LOAD_TIMEOUT_MS)
+    assert tab.prepared is not None
+    assert Path(tab.prepared.files[0]).name == "memory_bound_visible.json.gz"
+
+
+def test_errors_and_truncation_are_shown_in_the_tab(qtbot, tab, tmp_path):
+    bad = tmp_path / "not_a_trace.json"
+    bad.write_text("this is not JSON")
+    _load(qtbot, tab, [bad])
+    assert tab.prepared is None
+    assert tab.message.isVisible() and "Could not open" in tab.message.text()
+
+    from gpuperf_gui.core.trace.synth import write_synth_trace
+
+    whole = write_synth_trace("launch_bound", tmp_path / "whole.json")
+    cut = tmp_path / "cut.json"
+    data = whole.read_bytes()
+    cut.write_bytes(data[: int(len(data) * 0.6)])
+    _load(qtbot, tab, [cut])
+    assert tab.prepared is not None
+    assert "truncated" in tab.message.text().lower()
+
+
+def test_search_highlights_and_steps_through_matches(qtbot, tab, shared_traces):
+    _load(qtbot, tab, [shared_traces / "hta" / "df_index_resolver" / "df_index_resolver.json.gz"])
+    tab.search_edit.setText("nccl")
+    qtbot.keyClick(tab.search_edit, Qt.Key.Key_Return)
+    n = len(tab._matches)
+    assert n > 100
+    assert tab.search_results.count() > 0
+    first = tab._matches[0]
+    tab.step_match(+1)
+    assert tab.selected_event == first
+    tab.step_match(+1)
+    tab.step_match(-1)
+    assert tab.selected_event == first
+    name_of = tab.prepared.model.ranks[0]
+    lane = name_of.lanes[first.lane_id]
+    assert "nccl" in name_of.strings[int(lane.name_id[first.index])].lower()
+    assert any(any(f is not None for f in item._highlight) for item in tab.timeline.lanes)
+
+
+def test_op_table_row_highlights_its_events(qtbot, tab, shared_traces):
+    _load(qtbot, tab, [shared_traces / "h200" / "healthy_gpt_small.json.gz"])
+    tab.op_panel.kernel_button.setChecked(True)
+    assert tab.op_panel.model.table.columns[0] == "Kernel"
+    tab.op_panel.view.sortByColumn(2, Qt.SortOrder.DescendingOrder)
+    tab.op_panel.select_first_row()
+    assert tab._matches, "selecting a kernel row found no events"
+    assert "×" in tab.match_label.text()
+
+
+def test_send_to_mfu_and_show_on_roofline(qtbot, tab, shared_traces):
+    _load(qtbot, tab, [shared_traces / "h200" / "healthy_gpt_small.json.gz"])
+    assert tab.mfu_button.isEnabled()
+    with qtbot.waitSignal(tab.mfu_figures_ready) as blocker:
+        tab.mfu_button.click()
+    assert blocker.args[0].step_time_s > 0
+    if tab.roofline_button.isEnabled():
+        with qtbot.waitSignal(tab.roofline_points_ready) as blocker:
+            tab.roofline_button.click()
+        name, points = blocker.args
+        assert name.startswith("trace") and points
+
+
+def test_demo_entries_materialise_and_synthetic_scenarios_diagnose_as_named(qtbot, tab):
+    from gpuperf_gui.core.trace.synth import SCENARIOS
+    from gpuperf_gui.views.trace_tab import demo_entries
+
+    entries = demo_entries()
+    assert len(entries) >= len(SCENARIOS) + 3
+    for title, materialise in entries:
+        paths = materialise()
+        assert paths and all(p.exists() for p in paths), title
+    for scenario in ("launch_bound", "data_starved"):
+        title, materialise = next(e for e in entries if e[0] == f"Synthetic: {scenario.replace('_', ' ')}")
+        _load(qtbot, tab, materialise())
+        assert tab.diagnosis.signature == scenario
+
+
+def test_drop_opens_the_dropped_file(qtbot, tab, shared_traces):
+    from PySide6.QtCore import QMimeData, QUrl
+    from PySide6.QtGui import QDropEvent
+
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(shared_traces / "h200" / "memory_bound_visible.json.gz"))])
+    event = QDropEvent(QPointF(100, 100), Qt.DropAction.CopyAction, mime, Qt.MouseButton.NoButton,
+                       Qt.KeyboardModifier.NoModifier)
+    tab.dropEvent(event)
+    assert tab.is_busy()
+    qtbot.waitUntil(lambda: not tab.is_busy(), timeout=LOAD_TIMEOUT_MS)
+    assert tab.prepared is not None
