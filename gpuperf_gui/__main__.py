@@ -67,7 +67,7 @@ def _set_icon(app) -> None:
 
     from PySide6.QtGui import QIcon
 
-    icon = resources.files("gpuperf_gui.resources") / "icons" / "gpuperf.svg"
+    icon = resources.files("gpuperf_gui.resources") / "icons" / f"{APP_ID}.svg"
     with resources.as_file(icon) as path:
         app.setWindowIcon(QIcon(str(path)))
 

@@ -138,3 +138,21 @@ def test_device_picker_shared(make_main_window):
     window.device_combo.setCurrentIndex(window.device_combo.findData("h200"))
     assert window.context.device_id == "h200"
     assert window.roofline_tab.roofs()[0].label == "h200 bf16"
+
+
+def test_hover_readout_names_ai_attainable_and_bound(tab, qtbot):
+    tab.resize(1400, 900)
+    tab.show()
+    qtbot.waitExposed(tab)
+    view_box = tab.canvas.plot_item.vb
+    scene_pos = view_box.mapViewToScene(pg_point(1.0, 14.0))  # AI = 10 FLOP/byte (log10 = 1)
+    tab.canvas.scene().sigMouseMoved.emit(scene_pos)
+    text = tab.hover_label.text()
+    assert text.startswith("AI 10 FLOP/byte")
+    assert "33.5 TFLOP/s" in text and "memory-bound" in text  # 10 x 3.35 TB/s on h100-sxm bf16
+
+
+def pg_point(x: float, y: float):
+    from PySide6.QtCore import QPointF
+
+    return QPointF(x, y)
