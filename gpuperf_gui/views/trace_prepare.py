@@ -115,7 +115,10 @@ def prepare_lanes(model: TraceModel, idle_threshold_us: float = DEFAULT_IDLE_THR
         for lane in lane_order(rank):
             if stop is not None and stop.is_set():
                 return ranks, lanes
-            rows = LaneRows.build(lane.start_us, lane.duration_us, lane.depth,
+            # Work on one GPU stream runs serially: overlaps of a few hundred ns are timestamp
+            # rounding, not nesting, so device lanes are drawn as a single row.
+            depth = lane.depth if lane.kind == "cpu" else np.zeros_like(lane.depth)
+            rows = LaneRows.build(lane.start_us, lane.duration_us, depth,
                                   max_rows=max_rows if lane.kind == "cpu" else None)
             gaps = None
             if lane.kind == "gpu_compute":
