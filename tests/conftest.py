@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("GPUPERF_DEVICES_FILE", os.devnull + ".none")  # no user file in tests
+# Benchmark results go to a throw-away folder, never the user's data folder.
+os.environ.setdefault("GPUPERF_DATA_DIR", tempfile.mkdtemp(prefix="gpuperf-tests-"))
 
 SHARED_TRACES = Path(os.environ.get("GPUPERF_SHARED_TRACES",
                                     Path(__file__).resolve().parents[1] / ".." / "shared" / "traces"))

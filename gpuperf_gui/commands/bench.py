@@ -1,0 +1,216 @@
+"""`gpuperf bench`: measure this machine's ceilings (matmul per dtype, memory bandwidth, collectives).
+
+    gpuperf bench [--device auto|cpu|cuda[:N]] [--suite quick|full] [--json FILE]
+    gpuperf bench --collectives [--backend auto|gloo|nccl] [--world-size N]
+    torchrun --nproc-per-node 8 -m gpuperf_gui.cli bench --collectives
+
+Points are appended to a JSON-lines file under the results folder as they are measured (a crash
+loses at most the point in progress); the measured ceilings are saved per device for the GUI.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import TextIO
+
+from gpuperf_gui.commands._output import fail
+from gpuperf_gui.core.bench.plans import KERNELS, MATMUL_DTYPES, TimingPolicy, build_plan
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("bench", help="measure this machine's matmul, bandwidth and collective ceilings")
+    p.add_argument("--device", default="auto", help="auto (default), cpu, cuda or cuda:N")
+    p.add_argument("--suite", choices=("quick", "full"), default="quick")
+    p.add_argument("--json", metavar="FILE", help="write points and ceilings as JSON ('-': stdout)")
+    p.add_argument("--dtypes", help=f"matmul dtypes, comma-separated ({','.join(MATMUL_DTYPES)})")
+    p.add_argument("--sizes", help="matmul sizes n (n×n×n), comma-separated")
+    p.add_argument("--kernels", help=f"kernels to run, comma-separated ({','.join(KERNELS)})")
+    p.add_argument("--warmup-ms", type=float, default=25.0, help="warm-up per point (ms, default 25)")
+    p.add_argument("--rep-ms", type=float, default=100.0, help="timed budget per point (ms, default 100)")
+    p.add_argument("--results-dir", type=Path, help="where runs and ceilings are kept "
+                                                      "(default: <user data dir>/gpuperf/bench)")
+    p.add_argument("--no-save", action="store_true", help="write no run file and save no ceilings")
+    p.add_argument("--collectives", action="store_true",
+                   help="measure all-reduce/all-gather/reduce-scatter bandwidth instead (torchrun-launchable)")
+    p.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto", help="collectives backend")
+    p.add_argument("--world-size", type=int, help="collectives: ranks to spawn (default: GPUs, or 2 on CPU)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def _split(text: str | None) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip()) if text else ()
+
+
+class ProgressBar:
+    """A one-line terminal progress bar on stderr (a line per point when not a terminal)."""
+
+    def __init__(self, stream: TextIO = sys.stderr, width: int = 24, enabled: bool = True) -> None:
+        self._stream, self._width, self._enabled = stream, width, enabled
+        self._tty = enabled and stream.isatty()
+        self._line_open = False
+
+    def update(self, index: int, total: int, label: str, eta_s: float | None) -> None:
+        if not self._tty:
+            return
+        filled = int(self._width * index / total) if total else 0
+        left = f"  ~{_clock(eta_s)} left" if eta_s is not None else ""
+        bar = "#" * filled + "." * (self._width - filled)
+        self._stream.write(f"\r[{bar}] {index + 1:>3}/{total}  {label[:40]:<40}{left}\x1b[K")
+        self._stream.flush()
+        self._line_open = True
+
+    def print(self, text: str) -> None:
+        if not self._enabled:
+            return
+        if self._line_open:
+            self._stream.write("\r\x1b[K")
+            self._line_open = False
+        self._stream.write(text + "\n")
+        self._stream.flush()
+
+    def close(self) -> None:
+        if self._line_open:
+            self._stream.write("\r\x1b[K")
+            self._stream.flush()
+            self._line_open = False
+
+
+def _clock(seconds: float | None) -> str:
+    seconds = max(0, int(round(seconds or 0)))
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
+def _point_line(point) -> str:  # MeasuredPoint
+    rate = f"{point.flops_per_s / 1e12:9.3f} TFLOP/s" if point.flops else " " * 17
+    flag = "  throttled" if point.throttled else ""
+    extra = f"  busbw {point.busbw_bytes_per_s / 1e9:.3g} GB/s" if point.busbw_bytes_per_s else ""
+    return (f"  {point.label:<34} {rate} {point.bytes_per_s / 1e9:10.2f} GB/s  "
+            f"{point.seconds * 1e6:11.1f} µs ±{point.iqr_fraction / 2:5.1%} n={point.samples:<4} "
+            f"{point.method}{extra}{flag}")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.collectives:
+        return _run_collectives(args)
+    try:
+        plan = build_plan(
+            suite=args.suite, device=args.device, dtypes=_split(args.dtypes),
+            matmul_sizes=tuple(int(n) for n in _split(args.sizes)),
+            kernels=_split(args.kernels) or None,
+            timing=TimingPolicy(warmup_s=args.warmup_ms / 1e3, rep_s=args.rep_ms / 1e3),
+        )
+    except ValueError as exc:
+        return fail(str(exc))
+    from gpuperf_gui.core.bench.measure import iter_measurements
+    from gpuperf_gui.core.bench.results import BenchRun, new_run_path
+
+    results_path = None if args.no_save else new_run_path(args.device, args.results_dir)
+    plan = replace(plan, results_path=results_path)
+    run_record = BenchRun(path=results_path, header={"device": args.device, "suite": args.suite})
+    ok = _consume(iter_measurements(plan, threading.Event(), results_dir=args.results_dir,
+                                    save_device_ceilings=not args.no_save), run_record, args)
+    if not ok:
+        return 2
+    return _finish(run_record, args)
+
+
+def _consume(items, run_record, args: argparse.Namespace) -> bool:
+    """Print progress and collect points; False when the whole run was skipped (no CUDA)."""
+    from gpuperf_gui.core.bench.ceilings import MeasuredCeilings
+    from gpuperf_gui.core.bench.points import BenchMessage, MeasuredPoint
+
+    bar = ProgressBar(enabled=not args.quiet)
+    try:
+        for item in items:
+            if isinstance(item, MeasuredPoint):
+                run_record.points.append(item)
+                bar.print(_point_line(item))
+            elif isinstance(item, MeasuredCeilings):
+                run_record.ceilings = item
+            elif isinstance(item, BenchMessage):
+                if item.kind == "started":
+                    bar.update(item.index, item.total, item.label, item.eta_s)
+                    continue
+                run_record.messages.append(item)
+                if item.kind == "skipped" and item.index == 0 and item.total == 0:
+                    bar.close()
+                    print(f"gpuperf: error: {item.text}", file=sys.stderr)
+                    return False
+                bar.print(f"-- {item.text}")
+    except KeyboardInterrupt:
+        bar.close()
+        print("interrupted; points measured so far are in the run file", file=sys.stderr)
+        raise
+    finally:
+        bar.close()
+    return True
+
+
+def _finish(run_record, args: argparse.Namespace) -> int:
+    ceilings = run_record.ceilings
+    if args.json:
+        payload = run_record.to_json_dict()
+        text = json.dumps(payload, indent=2, allow_nan=False)
+        if args.json == "-":
+            print(text)
+        else:
+            Path(args.json).write_text(text + "\n", encoding="utf-8")
+    if not args.json or args.json != "-":
+        print(ceilings.summary() if ceilings else "no ceilings measured")
+        if run_record.path:
+            print(f"run file: {run_record.path}")
+    return 0
+
+
+def _run_collectives(args: argparse.Namespace) -> int:
+    from gpuperf_gui.core.bench.collectives import (
+        default_collective_plan,
+        iter_collective_measurements,
+        run_in_current_group,
+    )
+    from gpuperf_gui.core.bench.results import BenchRun
+
+    under_torchrun = "RANK" in os.environ and "WORLD_SIZE" in os.environ
+    plan = default_collective_plan(args.suite, args.backend, args.world_size)
+    run_record = BenchRun(path=None, header={"collectives": True, "backend": plan.backend})
+    if under_torchrun:
+        rank = int(os.environ["RANK"])
+        plan = replace(plan, world_size=int(os.environ["WORLD_SIZE"]))
+        quiet = args.quiet or rank != 0
+        items = run_in_current_group(plan)
+        args_for_rank = argparse.Namespace(**{**vars(args), "quiet": quiet})
+        _consume(items, run_record, args_for_rank)
+        if rank != 0:
+            return 0
+    else:
+        if not _consume(iter_collective_measurements(plan, threading.Event()), run_record, args):
+            return 2
+    return _finish_collectives(run_record, args)
+
+
+def _finish_collectives(run_record, args: argparse.Namespace) -> int:
+    from gpuperf_gui.core.bench.ceilings import compute_ceilings, load_ceilings, save_ceilings
+
+    if not run_record.points:
+        return fail("no collective was measured")
+    device_id = "cpu"
+    if run_record.points[0].device.startswith("cuda"):
+        from gpuperf_gui.core.hardware import detect_local_device_id
+
+        device_id = detect_local_device_id()
+    measured = compute_ceilings(run_record.points, device_id)
+    saved = load_ceilings(device_id, args.results_dir)
+    if saved is not None:
+        measured = replace(saved, collective_busbw_bytes_per_s=measured.collective_busbw_bytes_per_s,
+                           measured_at=time.time())
+    run_record.ceilings = measured
+    if not args.no_save:
+        save_ceilings(measured, args.results_dir)
+    return _finish(run_record, args)

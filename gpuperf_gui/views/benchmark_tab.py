@@ -1,0 +1,506 @@
+"""The Benchmarks tab: run the measuring loop in a worker thread and stream its points.
+
+Thin view over ``gpuperf_gui.core.bench`` (STYLE.md §2–§3): a :class:`GeneratorWorker` iterates
+``iter_run(plan, stop)`` in a QThread; ``_on_item_produced`` only appends to buffers and the table
+and marks the plots dirty; a ~30 Hz timer calls ``setData`` (R7, R8). Each point is re-emitted as
+a ``RooflinePoint`` (``point_measured``) and the run's ceilings as ``ceilings_measured``.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, Qt, QThread, QTimer, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gpuperf_gui.core.bench.ceilings import MeasuredCeilings
+from gpuperf_gui.core.bench.plans import MATMUL_DTYPES, BenchPlan, build_plan
+from gpuperf_gui.core.bench.points import BenchMessage, MeasuredPoint
+from gpuperf_gui.core.bench.results import (
+    BenchRun,
+    default_results_dir,
+    export_csv,
+    export_json,
+    list_runs,
+    new_run_path,
+    read_run,
+)
+from gpuperf_gui.views.workers import GeneratorWorker, start_in_thread, stop_thread
+
+Produce = Callable[[threading.Event], Iterator[object]]
+MeasurementsFactory = Callable[[BenchPlan], Produce]
+
+REDRAW_INTERVAL_MS = 33  # ~30 Hz
+_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+
+
+def lower_this_thread_priority(increment: int = 10) -> None:
+    """Nice the calling (worker) thread on Linux, so the GUI thread wins a contended CPU; the
+    threads torch starts from it inherit this. Elsewhere, or when refused, nothing happens."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), increment)
+    except (AttributeError, OSError):
+        pass
+
+
+def default_measurements_factory(results_dir: Path | None, collectives: bool) -> MeasurementsFactory:
+    """The real measuring loop (torch is imported in the worker thread, at the first point)."""
+    def factory(plan: BenchPlan) -> Produce:
+        def produce(stop: threading.Event) -> Iterator[object]:
+            if sys.platform.startswith("linux"):
+                lower_this_thread_priority()
+            from gpuperf_gui.core.bench.collectives import default_collective_plan
+            from gpuperf_gui.core.bench.measure import iter_run
+
+            collective_plan = default_collective_plan("quick") if collectives else None
+            yield from iter_run(plan, stop, results_dir=results_dir, collectives=collective_plan)
+        return produce
+    return factory
+
+
+class SeriesBuffer:
+    """(x, y) in a preallocated numpy buffer that doubles when full (STYLE.md R7)."""
+
+    def __init__(self, capacity: int = 32) -> None:
+        self.x = np.empty(capacity)
+        self.y = np.empty(capacity)
+        self.count = 0
+
+    def append(self, x: float, y: float) -> None:
+        if self.count == len(self.x):
+            self.x = np.concatenate([self.x, np.empty(len(self.x))])
+            self.y = np.concatenate([self.y, np.empty(len(self.y))])
+        self.x[self.count], self.y[self.count] = x, y
+        self.count += 1
+
+
+def plot_coordinates(point: MeasuredPoint) -> tuple[str, str, float, float] | None:
+    """(plot, series, x, y) of a point on the rate-vs-size plots; None when it has no rate."""
+    if point.seconds <= 0:
+        return None
+    if point.kernel == "matmul":
+        return "matmul", f"matmul {point.dtype}", float(point.size), point.flops_per_s
+    if point.kernel == "fma_chain":
+        return "ai", f"fma_chain {point.dtype}", point.ai_flops_per_byte, point.flops_per_s
+    if point.busbw_bytes_per_s:
+        return "memory", f"{point.kernel} busbw", float(point.bytes), point.busbw_bytes_per_s
+    return "memory", f"{point.kernel} {point.dtype}", float(point.working_set_bytes or point.bytes), \
+        point.bytes_per_s
+
+
+class ResultsModel(QAbstractTableModel):
+    """Measured points, one row each (appended as they arrive)."""
+
+    COLUMNS = ("run", "kernel", "dtype", "size", "TFLOP/s", "GB/s", "time µs", "±IQR", "n", "AI",
+               "method", "clock MHz", "W", "throttled")
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.rows: list[tuple[str, MeasuredPoint]] = []
+
+    def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self.COLUMNS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return self.COLUMNS[section]
+        return None
+
+    def data(self, index: QModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or role not in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
+            return None
+        run, p = self.rows[index.row()]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return f"{p.label}: {p.method}, {p.samples} samples, L2 flushed: {p.l2_flushed}"
+        size = (f"{p.size}³" if p.kernel == "matmul" else
+                f"k={p.fma_per_element}" if p.kernel == "fma_chain" else f"{p.working_set_bytes / 1e6:.3g} MB")
+        values = (
+            run, p.kernel, p.dtype, size,
+            f"{p.flops_per_s / 1e12:.3f}" if p.flops else "",
+            f"{(p.busbw_bytes_per_s or p.bytes_per_s) / 1e9:.2f}",
+            f"{p.seconds * 1e6:.1f}", f"{p.iqr_fraction / 2:.1%}", str(p.samples),
+            f"{p.ai_flops_per_byte:.3g}" if p.flops else "0", p.method,
+            f"{p.sm_clock_hz / 1e6:.0f}" if p.sm_clock_hz else "",
+            f"{p.power_w:.0f}" if p.power_w else "",
+            {True: "yes", False: "no", None: ""}[p.throttled],
+        )
+        return values[index.column()]
+
+    def append(self, run: str, point: MeasuredPoint) -> None:
+        row = len(self.rows)
+        self.beginInsertRows(QModelIndex(), row, row)
+        self.rows.append((run, point))
+        self.endInsertRows()
+
+    def extend(self, run: str, points: list[MeasuredPoint]) -> None:
+        self.beginResetModel()
+        self.rows.extend((run, p) for p in points)
+        self.endResetModel()
+
+    def clear(self) -> None:
+        self.beginResetModel()
+        self.rows.clear()
+        self.endResetModel()
+
+
+class BenchmarkTab(QWidget):
+    """Choose device, suite, dtypes and sizes; Start/Stop; watch points arrive."""
+
+    point_measured = Signal(object)      # RooflinePoint (kind "measured"), for the Roofline tab
+    ceilings_measured = Signal(object)   # MeasuredCeilings
+    benchmark_finished = Signal()        # GUI-thread relay of the worker's run_finished (R19)
+
+    def __init__(self, context: Any, parent: QWidget | None = None, *,
+                 measurements_factory: MeasurementsFactory | None = None,
+                 results_dir: Path | None = None, autoload_latest: bool = True) -> None:
+        super().__init__(parent)
+        self.context = context
+        self.results_dir = results_dir
+        self._factory = measurements_factory
+        self._worker: GeneratorWorker | None = None
+        self._thread: QThread | None = None
+        self._run_started = 0.0
+        self._run_path: Path | None = None
+        self.current_points: list[MeasuredPoint] = []
+        self.current_ceilings: MeasuredCeilings | None = None
+        self.messages: list[BenchMessage] = []
+        self._series: dict[tuple[str, str], tuple[SeriesBuffer, pg.PlotDataItem]] = {}
+        self._dirty = False
+        self.redraw_count = 0          # setData rounds (tests check the 30 Hz throttle)
+        self._build_ui()
+        self._redraw_timer = QTimer(self)
+        self._redraw_timer.setInterval(REDRAW_INTERVAL_MS)
+        self._redraw_timer.timeout.connect(self._on_redraw_timer)
+        self._redraw_timer.start()
+        self._pending_autoload = autoload_latest
+        if autoload_latest:
+            QTimer.singleShot(0, self._autoload_latest)  # after the main window wired our signals
+
+    # layout ---------------------------------------------------------------------------------
+    def _build_ui(self) -> None:
+        self.device_combo = QComboBox()
+        self.device_combo.setEditable(True)
+        self.device_combo.addItems(["auto", "cpu", "cuda:0"])
+        self.device_combo.setToolTip("auto: the first CUDA GPU, else the CPU; cuda:N for another GPU")
+        self.suite_combo = QComboBox()
+        self.suite_combo.addItems(["quick", "full", "custom"])
+        self.dtype_boxes = {dtype: QCheckBox(dtype) for dtype in MATMUL_DTYPES}
+        for box in self.dtype_boxes.values():
+            box.setToolTip("matmul dtypes (none ticked: the suite's default for the device)")
+        self.sizes_edit = QLineEdit()
+        self.sizes_edit.setPlaceholderText("matmul n, e.g. 1024,4096 (empty: suite default)")
+        self.collectives_box = QCheckBox("collectives")
+        self.collectives_box.setToolTip("then all-reduce/all-gather/reduce-scatter: gloo ×2 on the CPU, "
+                                        "NCCL across GPUs")
+        self.start_button = QPushButton("Start")
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setEnabled(False)
+        self.open_button = QPushButton("Open run…")
+        self.csv_button = QPushButton("Export CSV…")
+        self.json_button = QPushButton("Export JSON…")
+        self.start_button.clicked.connect(self.start)
+        self.stop_button.clicked.connect(self.stop)
+        self.open_button.clicked.connect(self._on_open_clicked)
+        self.csv_button.clicked.connect(self._on_export_csv_clicked)
+        self.json_button.clicked.connect(self._on_export_json_clicked)
+
+        controls = QHBoxLayout()
+        for widget in (QLabel("Device"), self.device_combo, QLabel("Suite"), self.suite_combo,
+                       *self.dtype_boxes.values(), self.sizes_edit, self.collectives_box,
+                       self.start_button, self.stop_button, self.open_button, self.csv_button,
+                       self.json_button):
+            controls.addWidget(widget)
+
+        self.progress_bar = QProgressBar()
+        self.progress_bar.setRange(0, 1)
+        self.progress_bar.setValue(0)
+        self.status_label = QLabel("Ready. Start measures this machine (torch loads in the background).")
+        self.ceilings_label = QLabel("")
+        self.ceilings_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        progress = QHBoxLayout()
+        progress.addWidget(self.progress_bar, 1)
+        progress.addWidget(self.status_label, 3)
+
+        self.plots = pg.GraphicsLayoutWidget()
+        self.plot_items = {
+            "matmul": self._make_plot(0, "Matmul: rate vs size", "n (n×n×n)", "FLOP/s"),
+            "memory": self._make_plot(1, "Memory: bandwidth vs working set", "working set (bytes)", "bytes/s"),
+            "ai": self._make_plot(2, "FMA chain: rate vs intensity", "FLOP/byte", "FLOP/s"),
+        }
+        self.table_model = ResultsModel(self)
+        self.table = QTableView()
+        self.table.setModel(self.table_model)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.table.verticalHeader().setVisible(False)
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(self.plots)
+        splitter.addWidget(self.table)
+        splitter.setSizes([600, 300])
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(controls)
+        layout.addLayout(progress)
+        layout.addWidget(self.ceilings_label)
+        layout.addWidget(splitter, 1)
+
+    def _make_plot(self, column: int, title: str, x_label: str, y_label: str) -> pg.PlotItem:
+        plot = self.plots.addPlot(row=0, col=column, title=title)
+        plot.setLogMode(x=True, y=True)  # scattered sweep points: no clipToView (R9)
+        plot.setLabel("bottom", x_label)
+        plot.setLabel("left", y_label)
+        plot.showGrid(x=True, y=True, alpha=0.3)
+        plot.addLegend(offset=(5, 5))
+        return plot
+
+    # running --------------------------------------------------------------------------------
+    def plan_from_controls(self) -> BenchPlan:
+        """The plan the controls describe (raises ValueError for bad input)."""
+        device = self.device_combo.currentText().strip() or "auto"
+        sizes = tuple(int(part) for part in self.sizes_edit.text().replace(" ", "").split(",") if part)
+        dtypes = tuple(d for d, box in self.dtype_boxes.items() if box.isChecked())
+        suite = self.suite_combo.currentText()
+        plan = build_plan(suite, device, dtypes, sizes)
+        path = new_run_path(device, self.results_dir)
+        # CPU runs leave one core to the GUI thread (the thread count is recorded with each point).
+        threads = max(1, (os.cpu_count() or 2) - 1)
+        return BenchPlan(**{**plan.__dict__, "results_path": path, "cpu_threads": threads})
+
+    def start(self) -> bool:
+        """Start a run from the controls; False (with a message) when busy or the input is bad."""
+        if self.is_busy():
+            return False
+        try:
+            plan = self.plan_from_controls()
+        except ValueError as exc:
+            self.status_label.setText(f"Cannot start: {exc}")
+            return False
+        factory = self._factory or default_measurements_factory(self.results_dir,
+                                                                 self.collectives_box.isChecked())
+        self.start_with(factory(plan), plan.results_path)
+        return True
+
+    def start_with(self, produce: Produce, run_path: Path | None = None) -> None:
+        """Run ``produce(stop)`` in a worker thread and stream what it yields."""
+        self._clear_current()
+        self._run_path = run_path
+        self._run_started = time.monotonic()
+        self._worker = GeneratorWorker(produce)
+        self._worker.item_produced.connect(self._on_item_produced)
+        self._worker.run_failed.connect(self._on_run_failed)
+        self._worker.run_finished.connect(self._on_run_finished)
+        self._thread = start_in_thread(self._worker, self)
+        self.start_button.setEnabled(False)
+        self.stop_button.setEnabled(True)
+        self.progress_bar.setRange(0, 0)  # busy until the first "started" message
+        self.status_label.setText("Starting (loading torch)…")
+
+    def stop(self) -> None:
+        """Ask the worker to stop after the point in progress (sets a flag; never terminate())."""
+        if self._worker is not None:
+            self._worker.request_stop()
+            self.status_label.setText("Stopping after the point in progress…")
+            self.stop_button.setEnabled(False)
+
+    def is_busy(self) -> bool:
+        return self._pending_autoload or (self._thread is not None and self._thread.isRunning())
+
+    def shutdown(self) -> None:
+        stop_thread(self._worker, self._thread)
+        self._redraw_timer.stop()
+
+    def _clear_current(self) -> None:
+        self.current_points = []
+        self.current_ceilings = None
+        self.messages = []
+        self.table_model.clear()
+        for plot in self.plot_items.values():
+            plot.clear()
+            if plot.legend is not None:
+                plot.legend.clear()
+        self._series.clear()
+        self.ceilings_label.setText("")
+
+    # worker signals (GUI thread) ---------------------------------------------------------------
+    def _on_item_produced(self, item: object) -> None:
+        if isinstance(item, MeasuredPoint):
+            self._add_point("this run", item)
+            self.current_points.append(item)
+            self.progress_bar.setValue(min(self.progress_bar.value() + 1, self.progress_bar.maximum()))
+            if item.flops > 0 and item.bytes > 0:
+                self.point_measured.emit(item.to_roofline_point())
+        elif isinstance(item, MeasuredCeilings):
+            self.current_ceilings = item
+            self.ceilings_label.setText(f"Measured ceilings ({item.device_name or item.device_id}): "
+                                        f"{item.summary()}")
+            self.ceilings_measured.emit(item)
+        elif isinstance(item, BenchMessage):
+            self._on_message(item)
+
+    def _on_message(self, message: BenchMessage) -> None:
+        if message.kind == "started":
+            self.progress_bar.setRange(0, max(1, message.total))
+            self.progress_bar.setValue(message.index)
+            left = f" — about {_clock(message.eta_s)} left" if message.eta_s is not None else ""
+            self.status_label.setText(f"{message.label} ({message.index + 1}/{message.total}){left}")
+            return
+        self.messages.append(message)
+        if message.kind in ("skipped", "warning", "stopped", "finished", "info"):
+            self.status_label.setText(message.text)
+
+    def _on_run_failed(self, text: str) -> None:
+        self.messages.append(BenchMessage("error", text))
+        self.status_label.setText(f"Benchmark failed: {text}")
+
+    def _on_run_finished(self) -> None:
+        if self._thread is not None:
+            self._thread.quit()
+            self._thread.wait(5000)
+        self._worker = None
+        self._thread = None
+        self.start_button.setEnabled(True)
+        self.stop_button.setEnabled(False)
+        if self.progress_bar.maximum() == 0:
+            self.progress_bar.setRange(0, 1)
+        self.progress_bar.setValue(self.progress_bar.maximum())
+        self._on_redraw_timer()
+        self.benchmark_finished.emit()
+
+    # plots (R7, R8) ----------------------------------------------------------------------------
+    def _add_point(self, run: str, point: MeasuredPoint) -> None:
+        self.table_model.append(run, point)
+        self._buffer_point(run, point)
+
+    def _buffer_point(self, run: str, point: MeasuredPoint) -> None:
+        coordinates = plot_coordinates(point)
+        if coordinates is None:
+            return
+        plot_key, name, x, y = coordinates
+        if x <= 0 or y <= 0:
+            return
+        series_name = name if run == "this run" else f"{run}: {name}"
+        key = (plot_key, series_name)
+        if key not in self._series:
+            colour = _COLOURS[len(self._series) % len(_COLOURS)]
+            style = Qt.PenStyle.SolidLine if run == "this run" else Qt.PenStyle.DashLine
+            item = pg.PlotDataItem(pen=pg.mkPen(colour, width=2, style=style), symbol="o", symbolSize=6,
+                                   symbolBrush=colour, name=series_name)
+            self.plot_items[plot_key].addItem(item)  # once per series, never per point
+            self._series[key] = (SeriesBuffer(), item)
+        self._series[key][0].append(x, y)
+        self._dirty = True
+
+    def _on_redraw_timer(self) -> None:
+        if not self._dirty:
+            return
+        for buffer, item in self._series.values():
+            n = buffer.count
+            item.setData(buffer.x[:n], buffer.y[:n], skipFiniteCheck=True)
+        self._dirty = False
+        self.redraw_count += 1
+
+    def series_data(self, plot_key: str, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """The data a series' curve was last given (linear units; empty before the first redraw)."""
+        entry = self._series.get((plot_key, name))
+        x = None if entry is None else entry[1].xData
+        if x is None:
+            return np.array([]), np.array([])
+        return np.asarray(x), np.asarray(entry[1].yData)
+
+    # runs on disk -----------------------------------------------------------------------------
+    def _autoload_latest(self) -> None:
+        try:
+            runs = list_runs(self.results_dir)
+            if runs and not self.is_running():
+                self.open_run(runs[0], as_current=True)
+        finally:
+            self._pending_autoload = False
+
+    def is_running(self) -> bool:
+        return self._thread is not None and self._thread.isRunning()
+
+    def open_run(self, path: Path, as_current: bool = False) -> BenchRun:
+        """Show a saved run: as the current one, or beside it (dashed) for comparison."""
+        run = read_run(Path(path))
+        label = "this run" if as_current else run.name
+        if as_current:
+            self._clear_current()
+            self.current_points = list(run.points)
+            self.current_ceilings = run.ceilings
+            self._run_path = run.path
+        self.table_model.extend(label, run.points)
+        for point in run.points:
+            self._buffer_point(label, point)
+            if point.flops > 0 and point.bytes > 0:
+                self.point_measured.emit(point.to_roofline_point())
+        if run.ceilings is not None:
+            self.ceilings_measured.emit(run.ceilings)
+            if as_current:
+                self.ceilings_label.setText(f"Measured ceilings ({run.ceilings.device_name or run.ceilings.device_id}"
+                                            f", {run.name}): {run.ceilings.summary()}")
+        if as_current:
+            self.progress_bar.setRange(0, 1)
+            self.progress_bar.setValue(1)
+        torn = f", {run.torn_lines} unreadable line(s) skipped" if run.torn_lines else ""
+        self.status_label.setText(f"Opened {run.name}: {len(run.points)} points{torn}")
+        self._on_redraw_timer()
+        return run
+
+    def current_run(self) -> BenchRun:
+        return BenchRun(path=self._run_path, header={}, points=list(self.current_points),
+                        messages=list(self.messages), ceilings=self.current_ceilings)
+
+    def export_csv(self, path: Path) -> None:
+        export_csv([p for _run, p in self.table_model.rows], Path(path))
+
+    def export_json(self, path: Path) -> None:
+        export_json(self.current_run(), Path(path))
+
+    def _runs_folder(self) -> str:
+        return str((self.results_dir or default_results_dir()) / "runs")
+
+    def _on_open_clicked(self) -> None:
+        path, _filter = QFileDialog.getOpenFileName(self, "Open a benchmark run", self._runs_folder(),
+                                                    "Benchmark runs (*.jsonl);;All files (*)")
+        if path:
+            self.open_run(Path(path), as_current=not self.current_points)
+
+    def _on_export_csv_clicked(self) -> None:
+        path, _filter = QFileDialog.getSaveFileName(self, "Export points as CSV", "bench.csv", "CSV (*.csv)")
+        if path:
+            self.export_csv(Path(path))
+
+    def _on_export_json_clicked(self) -> None:
+        path, _filter = QFileDialog.getSaveFileName(self, "Export run as JSON", "bench.json", "JSON (*.json)")
+        if path:
+            self.export_json(Path(path))
+
+
+def _clock(seconds: float | None) -> str:
+    seconds = max(0, int(round(seconds or 0)))
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
+__all__ = ["BenchmarkTab", "MeasurementsFactory", "default_measurements_factory"]

@@ -1,0 +1,182 @@
+"""The measuring loop on the CPU: points, ceilings, cancel, OOM skip, a killed run, the CLI."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from gpuperf_gui.core.bench import measure
+from gpuperf_gui.core.bench.ceilings import MeasuredCeilings, load_ceilings
+from gpuperf_gui.core.bench.measure import iter_measurements
+from gpuperf_gui.core.bench.plans import BenchPlan, PlannedPoint, TimingPolicy
+from gpuperf_gui.core.bench.points import BenchMessage, MeasuredPoint
+from gpuperf_gui.core.bench.results import read_run
+
+ROOT = Path(__file__).resolve().parents[2]
+FAST = TimingPolicy(warmup_s=0.002, rep_s=0.01, min_samples=3)
+#: Test-sized stand-in for the quick suite: matmul in two dtypes, three memory kernels, and one
+#: working set beyond a (pretend) cache. The real quick suite is timed by benchmarks/, not here.
+SMALL_POINTS = (
+    PlannedPoint("matmul", "fp32", 64), PlannedPoint("matmul", "fp32", 128),
+    PlannedPoint("matmul", "bf16", 64), PlannedPoint("copy", "fp32", 1 << 14),
+    PlannedPoint("add", "fp32", 1 << 16), PlannedPoint("triad", "fp32", 1 << 16),
+)
+
+
+def _plan(tmp_path: Path, points=SMALL_POINTS, timing: TimingPolicy = FAST) -> BenchPlan:
+    return BenchPlan(device="cpu", suite="custom", points=tuple(points), timing=timing,
+                     results_path=tmp_path / "runs" / "run.jsonl", cpu_threads=1)
+
+
+def test_small_cpu_plan_yields_points_ceilings_and_a_run_file(tmp_path: Path) -> None:
+    items = list(iter_measurements(_plan(tmp_path), threading.Event(), results_dir=tmp_path))
+    points = [i for i in items if isinstance(i, MeasuredPoint)]
+    assert {p.kernel for p in points} == {"matmul", "copy", "add", "triad"}
+    for point in points:
+        assert point.seconds > 0 and point.samples >= 3
+        assert point.iqr_low_s <= point.seconds <= point.iqr_high_s
+        assert point.method.startswith("cpu-perf_counter") and point.threads == 1
+    matmul = [p for p in points if p.kernel == "matmul"]
+    assert all(p.counted_flops == 2 * p.size**3 == p.flops for p in matmul)
+    ceilings = items[-1]
+    assert isinstance(ceilings, MeasuredCeilings) and ceilings.complete
+    assert set(ceilings.matmul_flops_per_s) == {"fp32", "bf16"}
+    assert ceilings.bandwidth_bytes_per_s and ceilings.device_id == "cpu"
+    assert load_ceilings("cpu", tmp_path) == ceilings
+    run = read_run(tmp_path / "runs" / "run.jsonl")
+    assert run.points == points and run.ceilings == ceilings and run.header["device"] == "cpu"
+    started = [i for i in items if isinstance(i, BenchMessage) and i.kind == "started"]
+    assert [m.index for m in started] == list(range(len(SMALL_POINTS)))
+    assert all(m.eta_s is not None and m.eta_s >= 0 for m in started)
+
+
+def test_cancel_stops_within_one_point(tmp_path: Path) -> None:
+    stop = threading.Event()
+    points = [PlannedPoint("matmul", "fp32", 64)] * 20
+    seen = []
+    for item in iter_measurements(_plan(tmp_path, points), stop, results_dir=tmp_path):
+        if isinstance(item, MeasuredPoint):
+            seen.append(item)
+            if len(seen) == 2:
+                stop.set()
+    assert 2 <= len(seen) <= 3
+    assert read_run(tmp_path / "runs" / "run.jsonl").ceilings.complete is False
+    assert load_ceilings("cpu", tmp_path) is None  # an incomplete run does not replace the saved ones
+
+
+def test_stop_while_timing_abandons_the_point(tmp_path: Path) -> None:
+    stop = threading.Event()
+    slow = TimingPolicy(warmup_s=0.0, rep_s=30.0, min_samples=3, max_samples=10**9)
+    timer = threading.Timer(0.5, stop.set)
+    timer.start()
+    started = time.monotonic()
+    items = list(iter_measurements(_plan(tmp_path, [PlannedPoint("matmul", "fp32", 32)] * 3, slow), stop))
+    timer.cancel()
+    assert time.monotonic() - started < 10
+    assert not [i for i in items if isinstance(i, MeasuredPoint)]
+    assert any(isinstance(i, BenchMessage) and i.kind == "stopped" for i in items)
+
+
+def test_simulated_oom_skips_the_point_and_the_run_continues(tmp_path: Path, monkeypatch) -> None:
+    import torch
+
+    real_build = measure.build_kernel
+
+    def build(point, info):
+        if point.size == 128:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real_build(point, info)
+
+    monkeypatch.setattr(measure, "build_kernel", build)
+    items = list(iter_measurements(_plan(tmp_path), threading.Event(), results_dir=tmp_path))
+    skipped = [i for i in items if isinstance(i, BenchMessage) and i.kind == "skipped"]
+    assert len(skipped) == 1 and "out of memory" in skipped[0].text and "128" in skipped[0].label
+    points = [i for i in items if isinstance(i, MeasuredPoint)]
+    assert len(points) == len(SMALL_POINTS) - 1
+    assert read_run(tmp_path / "runs" / "run.jsonl").messages[0].kind == "skipped"
+
+
+def test_unsupported_dtype_and_missing_cuda_are_skipped(tmp_path: Path) -> None:
+    items = list(iter_measurements(_plan(tmp_path, [PlannedPoint("matmul", "fp8", 64),
+                                                    PlannedPoint("matmul", "fp32", 64)]), threading.Event(),
+                                   results_dir=tmp_path))
+    assert any(isinstance(i, BenchMessage) and i.kind == "skipped" and "fp8" in i.text for i in items)
+    assert len([i for i in items if isinstance(i, MeasuredPoint)]) == 1
+    import torch
+
+    if not torch.cuda.is_available():
+        items = list(iter_measurements(BenchPlan(device="cuda"), threading.Event()))
+        assert len(items) == 1 and items[0].kind == "skipped" and "CUDA" in items[0].text
+
+
+_KILLED_RUN = """
+import sys, threading
+from pathlib import Path
+from gpuperf_gui.core.bench.measure import iter_measurements
+from gpuperf_gui.core.bench.plans import BenchPlan, PlannedPoint, TimingPolicy
+plan = BenchPlan(device="cpu", suite="custom", points=(PlannedPoint("matmul", "fp32", 64),) * 200,
+                 timing=TimingPolicy(warmup_s=0.0, rep_s=0.05, min_samples=3),
+                 results_path=Path(sys.argv[1]), cpu_threads=1)
+for item in iter_measurements(plan, threading.Event(), save_device_ceilings=False):
+    print(type(item).__name__, flush=True)
+"""
+
+
+def test_results_survive_a_killed_run(tmp_path: Path) -> None:
+    path = tmp_path / "killed.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen([sys.executable, "-c", _KILLED_RUN, str(path)], env=env,
+                               stdout=subprocess.PIPE, text=True)
+    try:
+        measured = 0
+        for line in process.stdout:
+            measured += line.startswith("MeasuredPoint")
+            if measured >= 3:
+                break
+        process.send_signal(signal.SIGKILL)  # no cleanup, no finally blocks
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.stdout.close()
+    run = read_run(path)
+    assert len(run.points) >= 3 and run.ceilings is None
+    assert run.torn_lines <= 1
+    assert run.header["planned_points"] == 200
+
+
+def test_cli_bench_json(tmp_path: Path, capsys) -> None:
+    from gpuperf_gui.cli import main
+
+    out = tmp_path / "bench.json"
+    code = main(["bench", "--device", "cpu", "--kernels", "matmul,copy", "--dtypes", "fp32",
+                 "--sizes", "64", "--warmup-ms", "1", "--rep-ms", "5", "--results-dir", str(tmp_path),
+                 "--json", str(out), "--quiet"])
+    assert code == 0
+    payload = json.loads(out.read_text())
+    kernels = {p["kernel"] for p in payload["points"]}
+    assert kernels == {"matmul", "copy"}
+    for key in ("kernel", "dtype", "size", "flops", "bytes", "seconds", "flops_per_s", "bytes_per_s",
+                "ai_flops_per_byte"):
+        assert key in payload["points"][0]
+    assert payload["ceilings"]["matmul_flops_per_s"]["fp32"] > 0
+    assert Path(payload["results_file"]).exists()
+    assert "fp32" in capsys.readouterr().out
+
+
+def test_cli_bench_refuses_cuda_without_cuda(capsys) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    from gpuperf_gui.cli import main
+
+    assert main(["bench", "--device", "cuda", "--no-save", "--quiet"]) == 2
+    assert "CUDA is not available" in capsys.readouterr().err

@@ -1,0 +1,115 @@
+"""Result files, measured points and ceilings (no torch)."""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from gpuperf_gui.core.bench.ceilings import (
+    MeasuredCeilings,
+    compute_ceilings,
+    load_ceilings,
+    save_ceilings,
+)
+from gpuperf_gui.core.bench.points import DESIGN_KEYS, BenchMessage, MeasuredPoint
+from gpuperf_gui.core.bench.results import (
+    ResultsWriter,
+    default_results_dir,
+    export_csv,
+    list_runs,
+    new_run_path,
+    read_run,
+)
+
+
+def _point(kernel: str = "matmul", dtype: str = "bf16", size: int = 8192, seconds: float = 1.6e-3,
+           **extra) -> MeasuredPoint:
+    flops = 2.0 * size**3 if kernel == "matmul" else 0.0
+    nbytes = 3.0 * size * size * 2 if kernel == "matmul" else 2.0 * size * 4
+    return MeasuredPoint(kernel=kernel, dtype=dtype, size=size, flops=flops, bytes=nbytes, seconds=seconds,
+                         method="cuda-events+flush", iqr_low_s=seconds * 0.99, iqr_high_s=seconds * 1.01,
+                         samples=50, working_set_bytes=int(nbytes), **extra)
+
+
+def test_point_json_has_the_design_keys_first_and_round_trips() -> None:
+    point = _point(sm_clock_hz=1.5e9, throttled=True)
+    data = point.to_json_dict()
+    assert tuple(data)[: len(DESIGN_KEYS)] == DESIGN_KEYS
+    assert data["flops_per_s"] == pytest.approx(2 * 8192**3 / 1.6e-3)
+    assert data["ai_flops_per_byte"] == pytest.approx(8192 / 3)
+    assert {"method", "samples", "iqr_s", "throttled", "sm_clock_hz"} <= set(data)
+    assert MeasuredPoint.from_json_dict(json.loads(json.dumps(data))) == point
+
+
+def test_point_converts_to_a_measured_roofline_point() -> None:
+    roof = _point().to_roofline_point()
+    assert roof.kind == "measured"
+    assert roof.flops == 2 * 8192**3 and roof.seconds == 1.6e-3
+    assert roof.achieved_flops_per_s == pytest.approx(_point().flops_per_s)
+
+
+def test_jsonl_round_trip_and_torn_last_line(tmp_path: Path) -> None:
+    path = tmp_path / "runs" / "run.jsonl"
+    with ResultsWriter(path) as writer:
+        writer.write_header({"device": "cuda:0", "suite": "quick"})
+        writer.write_point(_point())
+        writer.write_message(BenchMessage("skipped", "skipped matmul fp8 16384³: out of memory"))
+        writer.write_point(_point("copy", "fp32", 1 << 28, 5e-4, beyond_cache=True))
+    with path.open("a") as handle:
+        handle.write('{"type": "point", "kernel": "matm')  # killed mid-write
+    run = read_run(path)
+    assert run.header["device"] == "cuda:0"
+    assert [p.kernel for p in run.points] == ["matmul", "copy"]
+    assert run.messages[0].kind == "skipped"
+    assert run.torn_lines == 1
+    assert run.to_json_dict()["points"][0]["kernel"] == "matmul"
+
+
+def test_ceilings_pick_the_best_and_prefer_beyond_cache_bandwidth() -> None:
+    points = [
+        _point(size=4096, seconds=1.9e-4), _point(size=8192, seconds=1.6e-3),
+        _point("copy", "fp32", 1 << 20, 1e-6, beyond_cache=False),  # in L2: fast, not HBM
+        _point("copy", "fp32", 1 << 28, 5.1e-4, beyond_cache=True),
+    ]
+    ceilings = compute_ceilings(points, "h200", "NVIDIA H200", "cuda:0")
+    assert ceilings.matmul_flops_per_s["bf16"] == pytest.approx(2 * 4096**3 / 1.9e-4)
+    assert ceilings.bandwidth_bytes_per_s == pytest.approx(2 * (1 << 28) * 4 / 5.1e-4)
+    assert ceilings.bandwidth_beyond_cache
+    assert ceilings.flops_fraction_of_datasheet["bf16"] == pytest.approx(
+        ceilings.matmul_flops_per_s["bf16"] / 989.4e12, rel=0.02)
+    assert 0.8 < ceilings.bandwidth_fraction_of_datasheet < 0.95
+    assert "bf16" in ceilings.summary()
+
+
+def test_ceilings_save_load_and_become_a_roofline_device(tmp_path: Path) -> None:
+    from gpuperf_gui.core.hardware import load_database
+
+    ceilings = compute_ceilings([_point(), _point("copy", "fp32", 1 << 26, 2e-3, beyond_cache=True)], "cpu")
+    save_ceilings(ceilings, tmp_path)
+    loaded = load_ceilings("cpu", tmp_path)
+    assert loaded == ceilings
+    assert load_ceilings("h200", tmp_path) is None
+    device = loaded.to_device(load_database())
+    assert device.peak_flops_per_s("bf16") == pytest.approx(ceilings.matmul_flops_per_s["bf16"])
+    assert device.memory_bandwidth_bytes_per_s == pytest.approx(ceilings.bandwidth_bytes_per_s)
+    assert MeasuredCeilings.from_json_dict(json.loads(json.dumps(ceilings.to_json_dict()))) == ceilings
+
+
+def test_results_dir_override_and_run_listing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPUPERF_DATA_DIR", str(tmp_path / "data"))
+    assert default_results_dir() == tmp_path / "data" / "bench"
+    first = new_run_path("cuda:0")
+    ResultsWriter(first).close()
+    assert list_runs() == [first]
+    assert first.name.endswith("cuda0.jsonl")
+
+
+def test_export_csv(tmp_path: Path) -> None:
+    path = tmp_path / "points.csv"
+    export_csv([_point(), _point("copy", "fp32", 1 << 20, 1e-5)], path)
+    with path.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert rows[0]["kernel"] == "matmul" and float(rows[0]["flops"]) == 2 * 8192**3
+    assert set(DESIGN_KEYS) <= set(rows[0])
