@@ -8,7 +8,6 @@ a ``RooflinePoint`` (``point_measured``) and the run's ceilings as ``ceilings_me
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 from pathlib import Path
@@ -34,6 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from gpuperf_gui.core.bench.ceilings import MeasuredCeilings
+from gpuperf_gui.core.child_stream import iter_in_child
 from gpuperf_gui.core.bench.plans import MATMUL_DTYPES, BenchPlan, build_plan
 from gpuperf_gui.core.bench.points import BenchMessage, MeasuredPoint
 from gpuperf_gui.core.bench.results import (
@@ -51,29 +51,24 @@ Produce = Callable[[threading.Event], Iterator[object]]
 MeasurementsFactory = Callable[[BenchPlan], Produce]
 
 REDRAW_INTERVAL_MS = 33  # ~30 Hz
+MEASURE = "gpuperf_gui.core.bench.measure:iter_run"
+STOP_GRACE_S = 30.0  # a point in progress may take this long to finish after Stop
 _COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 
 
-def lower_this_thread_priority(increment: int = 10) -> None:
-    """Nice the calling (worker) thread on Linux, so the GUI thread wins a contended CPU; the
-    threads torch starts from it inherit this. Elsewhere, or when refused, nothing happens."""
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), increment)
-    except (AttributeError, OSError):
-        pass
-
-
 def default_measurements_factory(results_dir: Path | None, collectives: bool) -> MeasurementsFactory:
-    """The real measuring loop (torch is imported in the worker thread, at the first point)."""
+    """The real measuring loop, in a helper interpreter (gpuperf_gui.core.child_stream): importing
+    torch and ``torch.compile`` hold the GIL for hundreds of ms, which would freeze the window even
+    from a worker thread; an out-of-memory kill or a CUDA fault there leaves the app running. The
+    child appends each point to the run's JSON-lines file, so a crash loses at most one point."""
     def factory(plan: BenchPlan) -> Produce:
         def produce(stop: threading.Event) -> Iterator[object]:
-            if sys.platform.startswith("linux"):
-                lower_this_thread_priority()
             from gpuperf_gui.core.bench.collectives import default_collective_plan
-            from gpuperf_gui.core.bench.measure import iter_run
 
             collective_plan = default_collective_plan("quick") if collectives else None
-            yield from iter_run(plan, stop, results_dir=results_dir, collectives=collective_plan)
+            yield from iter_in_child(MEASURE, (plan,), {"results_dir": results_dir,
+                                                          "collectives": collective_plan},
+                                     stop=stop, grace_s=STOP_GRACE_S, nice=10)
         return produce
     return factory
 

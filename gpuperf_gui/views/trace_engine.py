@@ -9,11 +9,7 @@ shown in the tab. Everything here runs in the worker thread and touches no widge
 from __future__ import annotations
 
 import importlib
-import json
 import os
-import select
-import subprocess
-import sys
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -21,8 +17,9 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from gpuperf_gui.core.child_stream import iter_in_child
+from gpuperf_gui.core.trace.api import Progress, iter_load_and_analyse
 from gpuperf_gui.core.trace.model import TraceModel
-from gpuperf_gui.views._trace_child import iter_engine, read_frame
 from gpuperf_gui.views.trace_panels import DiagnosisView, OpTable
 from gpuperf_gui.views.trace_prepare import LoadProgress, PreparedTrace, full_range, prepare_lanes
 
@@ -36,80 +33,41 @@ def _engine(module: str) -> Any | None:
         raise
 
 
+ENGINE = "gpuperf_gui.core.trace.api:iter_load_and_analyse"
+
+
 def load_job(paths: list[Path], idle_threshold_us: float,
              isolate: bool | None = None) -> Callable[[threading.Event], Iterator[object]]:
     """A generator factory for :class:`~gpuperf_gui.views.workers.GeneratorWorker`.
 
     It runs the engine's :func:`~gpuperf_gui.core.trace.api.iter_load_and_analyse` (progress and
     cancel between files), then derives what the tab shows. With ``isolate`` (the default unless
-    ``GPUPERF_TRACE_INPROCESS=1``, or in a frozen bundle) the engine runs in a helper interpreter:
-    its JSON decoder holds the GIL for ~0.2 s on a 50 MB trace, which would freeze the window that
-    long; the helper streams progress and the pickled result back through a pipe, and cancel kills
-    it at once.
+    ``GPUPERF_TRACE_INPROCESS=1``) the engine runs in a helper interpreter
+    (:mod:`gpuperf_gui.core.child_stream`): its JSON decoder holds the GIL for ~0.2 s on a 50 MB
+    trace, which would freeze the window that long; cancel kills the helper at once.
     """
     if isolate is None:
-        isolate = os.environ.get("GPUPERF_TRACE_INPROCESS", "") != "1" and not getattr(sys, "frozen", False)
+        isolate = os.environ.get("GPUPERF_TRACE_INPROCESS", "") != "1"
 
     def produce(stop: threading.Event) -> Iterator[object]:
-        items = _iter_in_child(paths, stop) if isolate else iter_engine(paths, stop)
+        if isolate:
+            items = iter_in_child(ENGINE, ([str(p) for p in paths],), stop=stop, grace_s=0.0)
+        else:
+            items = iter_load_and_analyse(paths, stop)
         result = None
-        for kind, payload in items:
+        for item in items:
             if stop.is_set():
                 return
-            if kind == "progress":
-                fraction, message = payload
-                yield LoadProgress(message, int(round(800 * fraction)), 1000)
+            if isinstance(item, Progress):
+                yield LoadProgress(item.message, int(round(800 * item.fraction)), 1000)
             else:
-                result = payload
+                result = item
         if result is None or stop.is_set():
             return
         yield LoadProgress("preparing the lanes", 900, 1000)
         yield prepare(result, idle_threshold_us, stop)
 
     return produce
-
-
-def _iter_in_child(paths: list[Path], stop: threading.Event) -> Iterator[tuple[str, Any]]:
-    """Run the engine in a helper interpreter; relay its frames; kill it on cancel."""
-    cmd = [sys.executable, "-c", "from gpuperf_gui.views._trace_child import stdio_main; stdio_main()"]
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[2])   # the package's parent, for source checkouts
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)  # noqa: S603
-    try:
-        assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(json.dumps([str(p) for p in paths]).encode())
-        proc.stdin.close()
-        fd = proc.stdout.fileno()
-        while True:
-            if not _wait_readable(fd, stop):
-                return                                   # cancelled
-            kind, payload = read_frame(proc.stdout.read)
-            if kind == "error":
-                raise payload
-            yield kind, payload
-            if kind == "result":
-                return
-    except EOFError:
-        code = proc.wait(5)
-        raise RuntimeError(f"the trace loader process ended unexpectedly (exit code {code})") from None
-    finally:
-        if proc.poll() is None:
-            proc.kill()    # a helper process, never a thread: ends at once on cancel
-        proc.wait(5)
-        if proc.stdout is not None:
-            proc.stdout.close()
-
-
-def _wait_readable(fd: int, stop: threading.Event) -> bool:
-    """Wait until the pipe has data (True) or ``stop`` is set (False); polls every 50 ms."""
-    if os.name == "nt":          # select() does not take pipes there: block (cancel waits)
-        return not stop.is_set()
-    while not stop.is_set():
-        readable, _, _ = select.select([fd], [], [], 0.05)
-        if readable:
-            return True
-    return False
 
 
 def prepare(result: Any, idle_threshold_us: float, stop: threading.Event | None = None) -> PreparedTrace:

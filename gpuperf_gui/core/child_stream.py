@@ -1,0 +1,171 @@
+"""Run a core generator in a helper interpreter and relay what it yields.
+
+Why: work that holds the GIL for long stretches (msgspec decoding a 50 MB trace, importing torch,
+``torch.compile``) freezes the GUI thread even from a worker thread. In a separate process it cannot,
+and a crash there (a CUDA fault, an out-of-memory kill) leaves the app running.
+
+Protocol over the child's stdin/stdout, length-prefixed pickles:
+parent → child: one frame ``(target, args, kwargs)``; then closing stdin asks the child to stop.
+child → parent: ``("item", x)`` per yielded item, then ``("done", None)`` or ``("error", exc)``.
+The target is ``"package.module:function"`` called as ``function(*args, stop, **kwargs)`` with a
+``threading.Event`` that is set when the parent asks to stop, so the generator ends cleanly (and
+keeps what it measured); after ``grace_s`` the parent kills it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pickle
+import select
+import struct
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, BinaryIO, Callable, Iterator
+
+_HEADER = struct.Struct("<Q")
+CHILD_FLAG = "--gpuperf-child"  # frozen builds: the app's own executable runs child_main()
+
+
+class ChildProcessError(RuntimeError):
+    """The helper process died without saying why (killed, segfault, out of memory)."""
+
+
+def write_frame(out: BinaryIO, payload: Any) -> None:
+    data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+    out.write(_HEADER.pack(len(data)))
+    out.write(data)
+    out.flush()
+
+
+def _read_exact(stream: BinaryIO, n: int) -> bytes:
+    chunks, got = [], 0
+    while got < n:
+        chunk = stream.read(n - got)
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(stream: BinaryIO) -> Any:
+    (size,) = _HEADER.unpack(_read_exact(stream, _HEADER.size))
+    return pickle.loads(_read_exact(stream, size))  # noqa: S301 - our own child process
+
+
+def _resolve(target: str) -> Callable[..., Iterator[Any]]:
+    module_name, _, function_name = target.partition(":")
+    return getattr(importlib.import_module(module_name), function_name)
+
+
+def child_command() -> list[str]:
+    if getattr(sys, "frozen", False):
+        return [sys.executable, CHILD_FLAG]
+    return [sys.executable, "-c", "from gpuperf_gui.core.child_stream import child_main; child_main()"]
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])  # the package's parent, for source checkouts
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def _readable(fd: int, timeout_s: float) -> bool:
+    if os.name == "nt":  # select() takes no pipes there: block on the read instead
+        return True
+    return bool(select.select([fd], [], [], timeout_s)[0])
+
+
+def iter_in_child(target: str, args: tuple = (), kwargs: dict | None = None,
+                  stop: threading.Event | None = None, grace_s: float = 10.0,
+                  nice: int = 0) -> Iterator[Any]:
+    """Yield what ``target(*args, stop, **kwargs)`` yields, computed in a helper interpreter.
+
+    When ``stop`` is set the child is asked to stop and its remaining items are still relayed; if it
+    has not finished ``grace_s`` later it is killed. Errors raised in the child are re-raised here.
+    ``nice`` lowers the child's CPU priority (POSIX) so the GUI wins a contended core.
+    """
+    stop = stop or threading.Event()
+    proc = subprocess.Popen(child_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,  # noqa: S603
+                            env=_child_env())
+    if nice and hasattr(os, "setpriority"):
+        try:
+            os.setpriority(os.PRIO_PROCESS, proc.pid, nice)
+        except OSError:
+            pass
+    assert proc.stdin is not None and proc.stdout is not None
+    stop_sent_at: float | None = None
+    try:
+        write_frame(proc.stdin, (target, tuple(args), dict(kwargs or {})))
+        fd = proc.stdout.fileno()
+        while True:
+            if stop.is_set() and stop_sent_at is None:
+                stop_sent_at = time.monotonic()
+                proc.stdin.close()  # EOF on the child's stdin: its stop event is set
+            if stop_sent_at is not None and time.monotonic() - stop_sent_at > grace_s:
+                return
+            if not _readable(fd, 0.05):
+                continue
+            try:
+                kind, payload = read_frame(proc.stdout)
+            except EOFError:
+                code = proc.wait(5)
+                raise ChildProcessError(f"the helper process ended unexpectedly (exit code {code})") from None
+            if kind == "item":
+                yield payload
+            elif kind == "error":
+                raise payload
+            else:
+                return
+    finally:
+        for stream in (proc.stdin, proc.stdout):
+            try:
+                stream.close()
+            except (OSError, ValueError):
+                pass
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(5)
+
+
+def _watch_stdin(stdin: BinaryIO, stop: threading.Event) -> None:
+    try:
+        while stdin.read(1):
+            pass
+    except (OSError, ValueError):
+        pass
+    stop.set()
+
+
+def child_main() -> None:
+    """Entry point of the helper process (see the module docstring)."""
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # stray prints go to stderr, not into the frame stream
+    sys.stdout = sys.stderr
+    # Our own handle on the pipe; fd 0 and sys.stdin become /dev/null. A forked worker (the trace
+    # engine's process pool) closes sys.stdin at start-up and would deadlock on the lock the
+    # watcher thread holds while it blocks in read().
+    stdin = os.fdopen(os.dup(0), "rb")
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    sys.stdin = open(os.devnull)  # noqa: SIM115 - lives as long as the process
+    stop = threading.Event()
+    try:
+        target, args, kwargs = read_frame(stdin)
+        threading.Thread(target=_watch_stdin, args=(stdin, stop), daemon=True).start()
+        for item in _resolve(target)(*args, stop, **kwargs):
+            write_frame(out, ("item", item))
+        write_frame(out, ("done", None))
+    except BaseException as exc:  # noqa: BLE001 - every failure goes back to the parent
+        try:
+            write_frame(out, ("error", exc))
+        except Exception:  # noqa: BLE001 - the exception does not pickle
+            write_frame(out, ("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
+    finally:
+        out.close()

@@ -1,0 +1,36 @@
+"""Generators run by tests/core/test_child_stream.py in a helper interpreter."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Iterator
+
+
+def count(n: int, stop: threading.Event, *, scale: int = 1) -> Iterator[int]:
+    for i in range(n):
+        yield i * scale
+
+
+def fail_after(n: int, stop: threading.Event) -> Iterator[int]:
+    yield from range(n)
+    raise ValueError("bad input in the child")
+
+
+def until_stopped(stop: threading.Event) -> Iterator[str]:
+    yield "started"
+    while not stop.wait(0.01):
+        pass
+    yield "stopped cleanly"
+
+
+def die(stop: threading.Event) -> Iterator[int]:
+    yield 1
+    os._exit(9)
+
+
+def ignore_stop(stop: threading.Event) -> Iterator[str]:
+    yield "started"
+    time.sleep(60)
+    yield "never"
