@@ -45,6 +45,7 @@ from gpuperf_gui.core.bench.results import (
     new_run_path,
     read_run,
 )
+from gpuperf_gui.views.plot_axes import log_si_axes
 from gpuperf_gui.views.workers import GeneratorWorker, start_in_thread, stop_thread
 
 Produce = Callable[[threading.Event], Iterator[object]]
@@ -240,10 +241,12 @@ class BenchmarkTab(QWidget):
         progress.addWidget(self.status_label, 3)
 
         self.plots = pg.GraphicsLayoutWidget()
+        self.plots.setBackground("w")  # same look as the Roofline tab
         self.plot_items = {
-            "matmul": self._make_plot(0, "Matmul: rate vs size", "n (n×n×n)", "FLOP/s"),
-            "memory": self._make_plot(1, "Memory: bandwidth vs working set", "working set (bytes)", "bytes/s"),
-            "ai": self._make_plot(2, "FMA chain: rate vs intensity", "FLOP/byte", "FLOP/s"),
+            "matmul": self._make_plot(0, "Matmul: rate vs size", ("n (n×n×n)", ""), ("rate", "FLOP/s")),
+            "memory": self._make_plot(1, "Memory: bandwidth vs working set", ("working set", "B"),
+                                      ("bandwidth", "B/s")),
+            "ai": self._make_plot(2, "FMA chain: rate vs intensity", ("FLOP/byte", ""), ("rate", "FLOP/s")),
         }
         self.table_model = ResultsModel(self)
         self.table = QTableView()
@@ -261,8 +264,12 @@ class BenchmarkTab(QWidget):
         layout.addWidget(self.ceilings_label)
         layout.addWidget(splitter, 1)
 
-    def _make_plot(self, column: int, title: str, x_label: str, y_label: str) -> pg.PlotItem:
-        plot = self.plots.addPlot(row=0, col=column, title=title)
+    def _make_plot(self, column: int, title: str, x_axis: tuple[str, str],
+                   y_axis: tuple[str, str]) -> pg.PlotItem:
+        """A log-log plot; each axis is (label, SI unit of its tick labels)."""
+        (x_label, x_unit), (y_label, y_unit) = x_axis, y_axis
+        plot = self.plots.addPlot(row=0, col=column, title=title,
+                                  axisItems=log_si_axes(x_unit, y_unit))
         plot.setLogMode(x=True, y=True)  # scattered sweep points: no clipToView (R9)
         plot.setLabel("bottom", x_label)
         plot.setLabel("left", y_label)

@@ -44,6 +44,7 @@ from gpuperf_gui.core import roofline
 from gpuperf_gui.core.hardware import PRECISIONS, Device, PrecisionUnavailableError
 from gpuperf_gui.core.roofline import PointAnalysis, RooflinePoint
 from gpuperf_gui.views.context import AppContext
+from gpuperf_gui.views.plot_axes import log_si_axes
 from gpuperf_gui.core.units import format_si
 
 AI_RANGE = (1e-2, 1e4)  # FLOP/byte shown on the x axis
@@ -117,32 +118,13 @@ def _parse_positive(edit: QLineEdit, optional: bool = False) -> float | None:
     return value if ok else None
 
 
-class LogSIAxis(pg.AxisItem):
-    """A log10 axis whose tick labels read as SI quantities ("100 TFLOP/s", "0.1")."""
-
-    def __init__(self, orientation: str, unit: str) -> None:
-        super().__init__(orientation)
-        self._unit = unit
-        self.enableAutoSIPrefix(False)
-
-    def tickStrings(self, values, scale, spacing):  # noqa: N802 - pyqtgraph override
-        if not self.logMode:
-            return super().tickStrings(values, scale, spacing)
-        labels = []
-        for value in values:
-            number = 10 ** value
-            labels.append(format_si(number, self._unit, 3) if self._unit else f"{number:g}")
-        return labels
-
-
 class RooflineCanvas(pg.PlotWidget):
     """The log-log plot: roofs, ridge labels, shaded regions, point series, hover read-out."""
 
     hovered = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent, background="w", axisItems={
-            "left": LogSIAxis("left", "FLOP/s"), "bottom": LogSIAxis("bottom", "")})
+        super().__init__(parent, background="w", axisItems=log_si_axes(y_unit="FLOP/s"))
         self.plot_item = self.getPlotItem()
         self.plot_item.setLogMode(x=True, y=True)
         self.plot_item.showGrid(x=True, y=True, alpha=0.25)
@@ -175,10 +157,14 @@ class RooflineCanvas(pg.PlotWidget):
         devices = list(dict.fromkeys(r.device_id for r in roofs))
         precisions = list(dict.fromkeys(r.precision for r in roofs))
         for index, roof in enumerate(roofs):
-            colour = DEVICE_COLOURS[devices.index(roof.device_id) % len(DEVICE_COLOURS)]
-            style = (Qt.PenStyle.DashLine if roof.measured else
-                     PRECISION_STYLES[precisions.index(roof.precision) % len(PRECISION_STYLES)])
-            pen = pg.mkPen(colour, width=2.5, style=style)
+            if len(devices) == 1:  # one device: a colour per precision, measured roofs dashed
+                colour = DEVICE_COLOURS[precisions.index(roof.precision) % len(DEVICE_COLOURS)]
+                style = Qt.PenStyle.DashLine if roof.measured else Qt.PenStyle.SolidLine
+            else:  # several: a colour per device, a line style per precision
+                colour = DEVICE_COLOURS[devices.index(roof.device_id) % len(DEVICE_COLOURS)]
+                style = (Qt.PenStyle.DashLine if roof.measured else
+                         PRECISION_STYLES[precisions.index(roof.precision) % len(PRECISION_STYLES)])
+            pen = pg.mkPen(colour, width=1.8 if roof.measured else 2.5, style=style)
             x = np.array([lo, roof.ridge, hi])
             y = np.minimum(roof.peak_flops_per_s, roof.bandwidth_bytes_per_s * x)
             curve = pg.PlotDataItem(x, y, pen=pen, name=roof.label)
