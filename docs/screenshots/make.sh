@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Regenerates the README's screenshots from the real app (gpuperf-gui --screenshot), offscreen.
+# Needs ../shared/traces beside the checkout for the trace pictures.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export QT_QPA_PLATFORM=offscreen
+app=".venv/bin/gpuperf-gui"
+out=docs/screenshots
+traces=../shared/traces
+
+# A throw-away data folder holding the real H200 benchmark run committed in benchmarks/results/.
+data=$(mktemp -d)
+trap 'rm -rf "$data"' EXIT
+mkdir -p "$data/bench/runs"
+cp benchmarks/results/h200_full_run.jsonl "$data/bench/runs/h200-full.jsonl"
+export GPUPERF_DATA_DIR="$data" XDG_CONFIG_HOME="$data/config"
+
+$app --tab roofline --device h200 --precisions bf16,fp8,fp32 --screenshot $out/roofline.png
+GPUPERF_DATA_DIR="$data/no-runs" $app --tab roofline --device h100-sxm --compare h200,a100-sxm-80gb,mi300x,l40s --precisions bf16 \
+     --screenshot $out/roofline_compare.png
+$app --tab bench --device h200 --screenshot $out/bench.png
+$app --tab mfu --device h200 --screenshot $out/mfu.png
+$app --tab trace --device h200 --screenshot $out/trace.png $traces/param/dlrm_kineto
+$app --tab trace --device h200 --screenshot $out/trace_launch_bound.png $traces/h200/launch_bound_tiny.json.gz
+ls -l $out/*.png
