@@ -45,7 +45,7 @@ from gpuperf_gui.core.bench.results import (
     new_run_path,
     read_run,
 )
-from gpuperf_gui.views.plot_axes import log_si_axes
+from gpuperf_gui.views.plotting import XYBuffer, log_si_axes
 from gpuperf_gui.views.workers import GeneratorWorker, start_in_thread, stop_thread
 
 Produce = Callable[[threading.Event], Iterator[object]]
@@ -72,22 +72,6 @@ def default_measurements_factory(results_dir: Path | None, collectives: bool) ->
                                      stop=stop, grace_s=STOP_GRACE_S, nice=10)
         return produce
     return factory
-
-
-class SeriesBuffer:
-    """(x, y) in a preallocated numpy buffer that doubles when full (STYLE.md R7)."""
-
-    def __init__(self, capacity: int = 32) -> None:
-        self.x = np.empty(capacity)
-        self.y = np.empty(capacity)
-        self.count = 0
-
-    def append(self, x: float, y: float) -> None:
-        if self.count == len(self.x):
-            self.x = np.concatenate([self.x, np.empty(len(self.x))])
-            self.y = np.concatenate([self.y, np.empty(len(self.y))])
-        self.x[self.count], self.y[self.count] = x, y
-        self.count += 1
 
 
 def plot_coordinates(point: MeasuredPoint) -> tuple[str, str, float, float] | None:
@@ -183,7 +167,7 @@ class BenchmarkTab(QWidget):
         self.current_points: list[MeasuredPoint] = []
         self.current_ceilings: MeasuredCeilings | None = None
         self.messages: list[BenchMessage] = []
-        self._series: dict[tuple[str, str], tuple[SeriesBuffer, pg.PlotDataItem]] = {}
+        self._series: dict[tuple[str, str], tuple[XYBuffer, pg.PlotDataItem]] = {}
         self._dirty = False
         self.redraw_count = 0          # setData rounds (tests check the 30 Hz throttle)
         self._build_ui()
@@ -410,7 +394,7 @@ class BenchmarkTab(QWidget):
             item = pg.PlotDataItem(pen=pg.mkPen(colour, width=2, style=style), symbol="o", symbolSize=6,
                                    symbolBrush=colour, name=series_name)
             self.plot_items[plot_key].addItem(item)  # once per series, never per point
-            self._series[key] = (SeriesBuffer(), item)
+            self._series[key] = (XYBuffer(), item)
         self._series[key][0].append(x, y)
         self._dirty = True
 

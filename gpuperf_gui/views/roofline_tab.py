@@ -44,7 +44,7 @@ from gpuperf_gui.core import roofline
 from gpuperf_gui.core.hardware import PRECISIONS, Device, PrecisionUnavailableError
 from gpuperf_gui.core.roofline import PointAnalysis, RooflinePoint
 from gpuperf_gui.views.context import AppContext
-from gpuperf_gui.views.plot_axes import log_si_axes
+from gpuperf_gui.views.plotting import XYBuffer, log_si_axes
 from gpuperf_gui.core.units import format_si
 
 AI_RANGE = (1e-2, 1e4)  # FLOP/byte shown on the x axis
@@ -82,26 +82,6 @@ def roof_for(device: Device, precision: str, measured: bool = False) -> Roof:
                 device.bandwidth_bytes_per_s(), measured, device.id, precision)
 
 
-class PointBuffer:
-    """A growing (x, y) numpy buffer that doubles when full (STYLE.md R7)."""
-
-    def __init__(self, capacity: int = 64) -> None:
-        self.x = np.empty(capacity)
-        self.y = np.empty(capacity)
-        self.count = 0
-
-    def append(self, x: float, y: float) -> None:
-        if self.count == len(self.x):
-            self.x = np.concatenate([self.x, np.empty(len(self.x))])
-            self.y = np.concatenate([self.y, np.empty(len(self.y))])
-        self.x[self.count] = x
-        self.y[self.count] = y
-        self.count += 1
-
-    def clear(self) -> None:
-        self.count = 0
-
-
 def _parse_positive(edit: QLineEdit, optional: bool = False) -> float | None:
     """The field's positive number; marks the field red (and returns None) when it is not."""
     text = edit.text().strip().replace("_", "").replace(",", "")
@@ -136,7 +116,7 @@ class RooflineCanvas(pg.PlotWidget):
         self._roofs: list[Roof] = []
         self._series: dict[str, pg.ScatterPlotItem] = {}
         self._pair_items: list[pg.GraphicsObject] = []
-        self.measured_buffer = PointBuffer()
+        self.measured_buffer = XYBuffer()
         self._measured_curve = pg.ScatterPlotItem(
             symbol="d", size=9, pen=pg.mkPen("#333"), brush=pg.mkBrush("#7b3294"))
         self.plot_item.addItem(self._measured_curve)

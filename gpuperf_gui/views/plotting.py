@@ -1,9 +1,10 @@
-"""Axis items shared by the plots."""
+"""Pieces shared by the plots: readable log axes and the growing point buffer."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pyqtgraph as pg
 
 from gpuperf_gui.core.units import format_si
@@ -35,3 +36,23 @@ class LogSIAxis(pg.AxisItem):
 def log_si_axes(x_unit: str = "", y_unit: str = "") -> dict[str, LogSIAxis]:
     """``axisItems`` for a log-log PlotItem/PlotWidget."""
     return {"bottom": LogSIAxis("bottom", x_unit), "left": LogSIAxis("left", y_unit)}
+
+
+class XYBuffer:
+    """(x, y) in a preallocated numpy buffer that doubles when full (STYLE.md R7): streamed points
+    are appended here and drawn with one ``setData(x[:count], y[:count])``."""
+
+    def __init__(self, capacity: int = 64) -> None:
+        self.x = np.empty(capacity)
+        self.y = np.empty(capacity)
+        self.count = 0
+
+    def append(self, x: float, y: float) -> None:
+        if self.count == len(self.x):
+            self.x = np.concatenate([self.x, np.empty(len(self.x))])
+            self.y = np.concatenate([self.y, np.empty(len(self.y))])
+        self.x[self.count], self.y[self.count] = x, y
+        self.count += 1
+
+    def clear(self) -> None:
+        self.count = 0
