@@ -163,12 +163,18 @@ def main() -> None:
         child(args.child)
         return
     src = args.shared / DF_INDEX
+    print(f"load average before: {_load_average()}")
     print("== one rank in-process")
     one_file(src, args.repeat)
     print(f"== {args.ranks} tiled ranks, parallel processes")
     many_ranks(src, args.ranks)
     print("== cost growth with events (one process)")
     growth(args.shared)
+    print(f"load average after: {_load_average()} (other work on the machine slows every figure)")
+
+
+def _load_average() -> str:
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg()) + f" over {os.cpu_count()} CPUs"
 
 
 if __name__ == "__main__":

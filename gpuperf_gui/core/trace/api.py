@@ -90,9 +90,14 @@ def _finite(obj: object) -> object:
     return obj
 
 
-def _analyse_one(path: Path, max_bytes: int, order_index: int) -> tuple[RankTrace, RankAnalysis]:
+_Loaded = tuple[RankTrace, RankAnalysis, list[OpRow]]
+
+
+def _analyse_one(path: Path, max_bytes: int, order_index: int) -> _Loaded:
+    """One file's work, all of it per rank (so it runs in the worker processes): load, analyse,
+    op table. Both read the rank's own clock, before :meth:`TraceModel.aligned` shifts it."""
     rt = load_rank(path, max_bytes=max_bytes, order_index=order_index)
-    return rt, analyse_rank(rt)
+    return rt, analyse_rank(rt), op_table(rt)
 
 
 def iter_load_and_analyse(paths: Sequence[Path | str], stop: threading.Event | None = None, *,
@@ -109,7 +114,7 @@ def iter_load_and_analyse(paths: Sequence[Path | str], stop: threading.Event | N
     n = len(files)
     yield Progress(0.0, f"reading {n} file{'s' if n != 1 else ''}")
     n_workers = min(n, os.cpu_count() or 1) if workers is None else max(1, workers)
-    loaded: list[tuple[RankTrace, RankAnalysis] | None] = [None] * n
+    loaded: list[_Loaded | None] = [None] * n
     if n_workers <= 1 or n == 1:
         for i, f in enumerate(files):
             if stop.is_set():
@@ -138,16 +143,16 @@ def iter_load_and_analyse(paths: Sequence[Path | str], stop: threading.Event | N
     yield _assemble([x for x in loaded if x is not None])
 
 
-def _assemble(loaded: list[tuple[RankTrace, RankAnalysis]]) -> TraceResult:
-    traces = dedupe_ranks([rt for rt, _ in loaded])
-    for rt, a in loaded:
+def _assemble(loaded: list[_Loaded]) -> TraceResult:
+    traces = dedupe_ranks([rt for rt, _, _ in loaded])
+    for rt, a, _ in loaded:
         a.rank = rt.rank
     model = TraceModel.aligned(traces)
-    by_trace = {id(rt): a for rt, a in loaded}
+    by_trace = {id(rt): (a, ops) for rt, a, ops in loaded}
     ranks = []
     for rt in model.ranks:
-        a = by_trace[id(rt)]
-        ranks.append(RankResult(rt, a, diagnose_rank(a), op_table(rt)))
+        a, ops = by_trace[id(rt)]
+        ranks.append(RankResult(rt, a, diagnose_rank(a), ops))
     diagnosis = diagnose_job([(r.analysis, r.diagnosis) for r in ranks])
     return TraceResult(model, ranks, diagnosis, multi_rank_summary(ranks))
 

@@ -36,6 +36,7 @@ _DTYPE_BYTES = {"float": 4, "c10::Half": 2, "c10::BFloat16": 2, "double": 8, "c1
                 "c10::Float8_e5m2": 1, "int": 4, "long int": 8, "signed char": 1,
                 "unsigned char": 1}
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_PAIRED_OR_META = frozenset({BEvent, EEvent, MEvent})  # a set: hashing a type beats ``==`` on a tuple
 
 
 def role_of_category(category: str) -> int:
@@ -56,7 +57,7 @@ def build_rank(decoded: Decoded, path: Path, order_index: int = 0) -> RankTrace:
     meta = decoded.meta
     warnings = list(decoded.warnings)
     xs = [e for e in events if type(e) is XEvent]
-    rest = [e for e in events if type(e) in (BEvent, EEvent, MEvent)]
+    rest = [e for e in events if type(e) in _PAIRED_OR_META]
     names_meta: dict[tuple, str] = {}
     if rest:
         xs.extend(_pair_begin_end(rest, warnings))
@@ -85,7 +86,9 @@ def _fill_lanes(rt: RankTrace, xs: list[Event], names_meta: dict[tuple, str]) ->
     n_x = len(xs)
     cats = list(map(_get_cat, xs))
     names = list(map(_get_name, xs))
-    table = {s: i for i, s in enumerate(dict.fromkeys(cats + names))}
+    first_seen = dict.fromkeys(cats)  # categories first, then names, each in order of appearance
+    first_seen.update(dict.fromkeys(names))
+    table = {s: i for i, s in enumerate(first_seen)}
     lookup = table.__getitem__
     cat_ids = np.fromiter(map(lookup, cats), dtype=np.int32, count=n_x)
     name_ids = np.fromiter(map(lookup, names), dtype=np.int32, count=n_x)
@@ -102,10 +105,10 @@ def _fill_lanes(rt: RankTrace, xs: list[Event], names_meta: dict[tuple, str]) ->
         rt.warnings.append(f"{int(bad_dur.sum())} events with negative or > 7-day durations set to 0")
         dur[bad_dur] = 0.0
     args = list(map(_get_args, xs))
-    correlation = _int_array(list(map(_get_corr, args)))
-    external = _int_array(list(map(_get_ext, args)))
+    correlation = _int_column(args, _get_corr)
+    external = _int_column(args, _get_ext)
     if strings.find("external id") >= 0 or any(strings.find(c) >= 0 for c in ("Kernel", "Operator", "Runtime")):
-        external = np.maximum(external, _int_array(list(map(_get_ext_2021, args))))  # 2021: "external id"
+        external = np.maximum(external, _int_column(args, _get_ext_2021))  # 2021: "external id"
     lane_map, lane_raw = _lane_ids(xs, roles)
 
     keep_idx = np.flatnonzero(keep)
@@ -133,12 +136,12 @@ def _fill_lanes(rt: RankTrace, xs: list[Event], names_meta: dict[tuple, str]) ->
 
     kernel_class = np.full(n, -1, dtype=np.int8)
     gpu_rows = np.flatnonzero(roles[order] == _ROLE_GPU)
-    if gpu_rows.size:
-        pairs = np.unique(np.stack([names_sorted[gpu_rows], cats_sorted[gpu_rows]]), axis=1)
-        code_of = {(int(a), int(b)): class_code(classify_kernel(strings[a], strings[b]))
-                   for a, b in pairs.T}
-        kernel_class[gpu_rows] = [code_of[(a, b)] for a, b in
-                                  zip(names_sorted[gpu_rows].tolist(), cats_sorted[gpu_rows].tolist())]
+    if gpu_rows.size:  # classify each distinct (name, category) pair once
+        pair = names_sorted[gpu_rows].astype(np.int64) * len(strings) + cats_sorted[gpu_rows]
+        uniq, inverse = np.unique(pair, return_inverse=True)
+        codes = [class_code(classify_kernel(strings[p // len(strings)], strings[p % len(strings)]))
+                 for p in uniq.tolist()]
+        kernel_class[gpu_rows] = np.array(codes, dtype=np.int8)[inverse.reshape(-1)]
     nbytes = np.full(n, np.nan)
     flops = np.full(n, np.nan)
     shapes = np.full(n, -1, dtype=np.int32)
@@ -188,26 +191,35 @@ def _as_number(value: float | int | str) -> float:
 
 
 def _lane_ids(xs: list, roles: np.ndarray) -> tuple[dict[tuple, int], np.ndarray]:
-    """Map each event to a lane key (role, pid, tid); vectorised when every pid/tid is an int."""
-    n = len(xs)
-    try:
-        pid = np.fromiter(map(_get_pid, xs), dtype=np.int64, count=n)
-        tid = np.fromiter(map(_get_tid, xs), dtype=np.int64, count=n)
-    except (TypeError, ValueError, OverflowError):
-        keys = list(zip(roles.tolist(), map(_get_pid, xs), map(_get_tid, xs)))
-        lane_map = {k: i for i, k in enumerate(dict.fromkeys(keys))}
-        return lane_map, np.fromiter(map(lane_map.__getitem__, keys), dtype=np.int32, count=n)
-    table = np.stack([roles.astype(np.int64), pid, tid], axis=1)
-    uniq, inverse = np.unique(table, axis=0, return_inverse=True)
-    lane_map = {(int(r), int(p), int(t)): i for i, (r, p, t) in enumerate(uniq.tolist())}
+    """Map each event to a lane key (role, pid, tid) and give each key a dense id.
+
+    pid and tid are coded separately (they may be ints or strings, as in the file), the three codes
+    are packed into one int64 and one 1-D ``np.unique`` finds the lanes.
+    """
+    pids, pid_code = _dense_codes(list(map(_get_pid, xs)))
+    tids, tid_code = _dense_codes(list(map(_get_tid, xs)))
+    packed = (roles.astype(np.int64) * len(pids) + pid_code) * len(tids) + tid_code
+    uniq, inverse = np.unique(packed, return_inverse=True)
+    role_pid, tid_of = np.divmod(uniq, len(tids))
+    role_of, pid_of = np.divmod(role_pid, len(pids))
+    lane_map = {(r, pids[p], tids[t]): i
+                for i, (r, p, t) in enumerate(zip(role_of.tolist(), pid_of.tolist(), tid_of.tolist()))}
     return lane_map, inverse.reshape(-1).astype(np.int32)
 
 
-def _int_array(values: list[int]) -> np.ndarray:
+def _dense_codes(values: list) -> tuple[list, np.ndarray]:
+    """Distinct values (in order of first appearance) and each value's index among them."""
+    index = {v: i for i, v in enumerate(dict.fromkeys(values))}
+    return list(index), np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values))
+
+
+def _int_column(items: list, getter: attrgetter) -> np.ndarray:
+    """An int64 column of one attribute; values beyond int64 (some traces write them) become -1."""
     try:
-        return np.array(values, dtype=np.int64)
+        return np.fromiter(map(getter, items), dtype=np.int64, count=len(items))
     except OverflowError:
-        return np.array([v if _INT64_MIN <= v <= _INT64_MAX else -1 for v in values], dtype=np.int64)
+        return np.array([v if _INT64_MIN <= v <= _INT64_MAX else -1 for v in map(getter, items)],
+                        dtype=np.int64)
 
 
 def _lane_sort_key(key: tuple) -> tuple:
