@@ -82,6 +82,7 @@ def _step_healthy(w: _Writer, size: int) -> None:
     for _ in range(8 * size):
         w.launch("aten::mm", GEMM, 600.0)
         w.launch("aten::gelu", ELEMENTWISE, 60.0)
+    w.sync()  # loss.item(): the CPU waits once per step, as a real training loop does
 
 
 def _step_launch_bound(w: _Writer, size: int) -> None:
@@ -113,6 +114,7 @@ def _step_memory_bound(w: _Writer, size: int) -> None:
         w.launch("aten::native_layer_norm", LAYERNORM, 300.0)
         w.launch("aten::gelu", ELEMENTWISE, 250.0)
         w.launch("aten::add", ELEMENTWISE, 250.0)
+    w.sync()
 
 
 def _step_pipeline_bubble(w: _Writer, size: int) -> None:
