@@ -1,0 +1,47 @@
+"""The main window's wiring between instruments (trace → MFU, trace → roofline) and its settings."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+DEMO = Path(str(resources.files("gpuperf_gui.resources") / "demo" / "healthy_gpt_small.json.gz"))
+
+
+@pytest.fixture
+def loaded_window(make_main_window, qtbot):
+    window = make_main_window(device_id="h200")
+    window.open_traces([DEMO])
+    qtbot.waitUntil(lambda: not window.is_busy(), timeout=60_000)
+    return window
+
+
+def test_send_to_mfu_fills_step_time_and_causes(loaded_window, qtbot):
+    trace, mfu = loaded_window.tab_by_key["trace"], loaded_window.tab_by_key["mfu"]
+    trace.mfu_button.click()
+    assert loaded_window.current_tab_key() == "mfu"
+    step_s = float(mfu.fields["step_times"].text())
+    assert step_s == pytest.approx(0.0618, rel=0.05)  # engine's steady-state median (61.8 ms)
+    assert "from the loaded trace" in mfu.trace_label.text()
+
+
+def test_show_on_roofline_places_the_traces_gemms(loaded_window):
+    trace, roofline = loaded_window.tab_by_key["trace"], loaded_window.tab_by_key["roofline"]
+    trace.roofline_button.click()
+    assert loaded_window.current_tab_key() == "roofline"
+    (name, points), = roofline._external.items()
+    assert name.startswith("trace") and len(points) > 10
+    # bf16 GEMMs of the H200 run: achieved rates between 50 and 1000 TFLOP/s
+    rates = sorted(p.achieved_flops_per_s for p in points)
+    assert 50e12 < rates[-1] < 1000e12
+
+
+def test_recent_files_and_tab_remembered(loaded_window, make_main_window):
+    assert str(DEMO) in [a.text() for a in loaded_window.recent_menu.actions()]
+    loaded_window.show_tab("mfu")
+    loaded_window.close()
+    again = make_main_window()
+    assert again.current_tab_key() == "mfu"
+    assert again.context.device_id == "h200"
