@@ -2,13 +2,12 @@
 
 The loading worker runs :func:`load_job`: the engine's load + analyse + diagnose generator (progress
 and cancel between files), then the engine's MFU figures and roofline points, the op tables reshaped
-for the table view, and the lanes prepared for drawing. Optional engine parts that fail become notes
-shown in the tab. Everything here runs in the worker thread and touches no widget.
+for the table view, and the lanes prepared for drawing. Derived figures that fail become notes
+shown in the tab (the lanes still open). Everything here runs in the worker thread and touches no widget.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import threading
 from dataclasses import replace
@@ -18,19 +17,11 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from gpuperf_gui.core.child_stream import iter_in_child
+from gpuperf_gui.core.trace import figures
 from gpuperf_gui.core.trace.api import Progress, iter_load_and_analyse
 from gpuperf_gui.core.trace.model import TraceModel
 from gpuperf_gui.views.trace_panels import DiagnosisView, OpTable
 from gpuperf_gui.views.trace_prepare import LoadProgress, PreparedTrace, full_range, prepare_lanes
-
-
-def _engine(module: str) -> Any | None:
-    try:
-        return importlib.import_module(f"gpuperf_gui.core.trace.{module}")
-    except ModuleNotFoundError as exc:
-        if exc.name and exc.name.endswith(module):
-            return None
-        raise
 
 
 ENGINE = "gpuperf_gui.core.trace.api:iter_load_and_analyse"
@@ -145,10 +136,6 @@ def _diagnosis_view(result: Any, stragglers: list[int]) -> DiagnosisView:
 
 
 def _mfu_and_roofline(result: Any, analyses: list[Any], extras: dict, notes: list[str]) -> None:
-    figures = _engine("figures")
-    if figures is None:
-        notes.append("MFU figures and roofline points are not available in this build")
-        return
     try:
         extras["mfu_figures"] = figures.mfu_figures(analyses)
     except Exception as exc:  # noqa: BLE001 - shown as a note; the lanes still open
