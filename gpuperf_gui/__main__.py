@@ -37,7 +37,6 @@ def _save_screenshot_when_idle(app, window, path: Path, started: float) -> None:
             return
         timed_out = window.is_busy()
         app.processEvents()
-        path.parent.mkdir(parents=True, exist_ok=True)
         ok = window.grab().save(str(path), "PNG")
         if not ok:
             print(f"gpuperf-gui: could not write {path}", file=sys.stderr)
@@ -72,8 +71,22 @@ def _set_icon(app) -> None:
         app.setWindowIcon(QIcon(str(path)))
 
 
+def _screenshot_path_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be written (checked before the window is built), or None."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"cannot create the folder of {path}: {exc.strerror or exc}"
+    if not os.access(path.parent, os.W_OK):
+        return f"cannot write into {path.parent}"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.screenshot and (problem := _screenshot_path_problem(args.screenshot)):
+        print(f"gpuperf-gui: {problem}", file=sys.stderr)
+        return 2
     from PySide6.QtWidgets import QApplication
 
     from gpuperf_gui import __version__

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 from gpuperf_gui.commands._output import fail, print_json, si
 from gpuperf_gui.core import roofline
@@ -21,7 +22,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _finite(*values: float | None) -> bool:
+    return all(v is None or math.isfinite(v) for v in values)
+
+
 def _intensity(args: argparse.Namespace) -> float | None | str:
+    if not _finite(args.ai, args.flops, args.bytes, args.seconds):
+        return "--ai, --flops, --bytes and --seconds must be finite numbers"
     if args.ai is not None and (args.flops is not None or args.bytes is not None):
         return "give either --ai or --flops with --bytes, not both"
     if (args.flops is None) != (args.bytes is None):

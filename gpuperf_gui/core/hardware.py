@@ -74,7 +74,8 @@ class Device:
         peak = self.dense_flops_per_s.get(precision)
         if peak is None:
             have = ", ".join(p for p in PRECISIONS if p in self.dense_flops_per_s) or "none"
-            hint = " (not known until measured: run `gpuperf bench`)" if self.id == "cpu" else ""
+            hint = (" (not known until measured: run `gpuperf bench --device cpu`)"
+                if self.id == "cpu" else "")
             raise PrecisionUnavailableError(
                 f"{self.name} has no dense {precision} peak{hint}; available: {have}"
             )
@@ -120,6 +121,10 @@ class DeviceDatabase:
 
     def devices(self) -> list[Device]:
         return list(self._devices.values())
+
+    def put(self, device: Device) -> None:
+        """Add or replace a device (e.g. the cpu once its ceilings are measured)."""
+        self._devices[device.id] = device
 
     def with_measured(
         self,
@@ -231,9 +236,28 @@ def _merge(base: dict[str, Device], override: dict[str, Device]) -> dict[str, De
     return merged
 
 
-def load_database(user_file: Path | None = None) -> DeviceDatabase:
-    """The shipped database merged with the user file (if any). User errors are collected in
-    ``DeviceDatabase.errors``, never raised: the shipped devices always load."""
+def _with_saved_measurements(devices: dict[str, Device]) -> dict[str, Device]:
+    """Devices without datasheet ceilings (the ``cpu``) take the ceilings measured on this machine
+    by ``gpuperf bench`` (saved per device), so their roofline and MFU denominator exist. GPUs keep
+    their datasheet peaks: the measured ones are drawn beside them, never substituted."""
+    from gpuperf_gui.core.bench.ceilings import load_ceilings  # bench imports this module
+
+    out = dict(devices)
+    for device_id, device in devices.items():
+        if device.dense_flops_per_s and device.memory_bandwidth_bytes_per_s:
+            continue
+        saved = load_ceilings(device_id)
+        if saved is not None and (saved.matmul_flops_per_s or saved.bandwidth_bytes_per_s):
+            out[device_id] = DeviceDatabase(devices).with_measured(
+                device_id, dict(saved.matmul_flops_per_s), saved.bandwidth_bytes_per_s)
+    return out
+
+
+def load_database(user_file: Path | None = None, *, measured: bool = True) -> DeviceDatabase:
+    """The shipped database merged with the user file (if any), and (``measured``) with the
+    ceilings saved by ``gpuperf bench`` for devices that have no datasheet ones (the ``cpu``).
+    User-file errors are collected in ``DeviceDatabase.errors``, never raised: the shipped
+    devices always load."""
     shipped_text = (resources.files("gpuperf_gui.resources") / "devices.toml").read_text("utf-8")
     devices = parse_devices(shipped_text, "datasheet", "devices.toml (shipped)")
     path = user_file if user_file is not None else user_devices_file()
@@ -243,6 +267,8 @@ def load_database(user_file: Path | None = None) -> DeviceDatabase:
             devices = _merge(devices, parse_devices(path.read_text("utf-8"), "user file", str(path)))
         except (DeviceFileError, UnicodeDecodeError, OSError) as exc:
             errors.append(str(exc))
+    if measured:
+        devices = _with_saved_measurements(devices)
     return DeviceDatabase(devices, errors)
 
 

@@ -51,7 +51,13 @@ def bound(peak_flops_per_s: float, bandwidth_bytes_per_s: float, ai_flops_per_by
     return "memory" if ai_flops_per_byte < ridge else "compute"
 
 
+ABOVE_ROOF_TOLERANCE = 1.05  # timer noise; beyond this the inputs (time, FLOPs, bytes) are wrong
+ABOVE_ROOF = "above the roof: impossible, check the time, FLOPs and bytes"
+
+
 def efficiency_band(fraction_of_roof: float) -> str:
+    if fraction_of_roof > ABOVE_ROOF_TOLERANCE:
+        return ABOVE_ROOF
     for lower, label in EFFICIENCY_BANDS:
         if fraction_of_roof > lower or lower == 0.0:
             return label
@@ -129,15 +135,29 @@ def time_floor_s(
 # Operation models
 
 
+MAX_DIMENSION = 2**40  # larger sizes overflow the FLOP count's float range in products
+
+
 def _require_positive(**values: float) -> None:
     for name, value in values.items():
-        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        try:
+            ok = isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+        except OverflowError:  # an int beyond the float range
+            ok = False
+        if not ok:
             raise ValueError(f"{name} must be a positive number, got {value!r}")
+
+
+def _require_dimensions(**values: int) -> None:
+    _require_positive(**values)
+    for name, value in values.items():
+        if value != int(value) or value > MAX_DIMENSION:
+            raise ValueError(f"{name} must be a whole number up to {MAX_DIMENSION:.3g}, got {value!r}")
 
 
 def gemm_point(m: int, k: int, n: int, dtype: str, seconds: float | None = None) -> RooflinePoint:
     """C[m,n] = A[m,k] @ B[k,n]: 2mkn FLOPs; reads A and B and writes C once."""
-    _require_positive(M=m, K=k, N=n)
+    _require_dimensions(M=m, K=k, N=n)
     element = BYTES_PER_ELEMENT[dtype]
     return RooflinePoint(
         label=f"GEMM {m}x{k}x{n} {dtype}",
@@ -162,7 +182,7 @@ def elementwise_point(
     op: str, n: int, dtype: str, seconds: float | None = None
 ) -> RooflinePoint:
     """Elementwise op over ``n`` elements: vector add in fp16 is N FLOPs and 6N bytes (AI 1/6)."""
-    _require_positive(N=n)
+    _require_dimensions(N=n)
     flops_per_element, reads, writes = ELEMENTWISE_OPS[op]
     element = BYTES_PER_ELEMENT[dtype]
     return RooflinePoint(

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from gpuperf_gui import __version__
-from gpuperf_gui.core.hardware import PRECISIONS
+from gpuperf_gui.core.hardware import PRECISIONS, match_device_name
 from gpuperf_gui.core.units import format_si
 from gpuperf_gui.views import settings_store
 from gpuperf_gui.views.context import AppContext
@@ -69,6 +69,7 @@ class MainWindow(QMainWindow):
         self._build_menus()
         self._wire_tabs()
         self.setAcceptDrops(True)
+        self._pending_recent: list[Path] = []
         self._restore_settings()
         self.statusBar().showMessage(self._database_status())
 
@@ -84,9 +85,11 @@ class MainWindow(QMainWindow):
             if mfu is not None:
                 trace.mfu_figures_ready.connect(self._on_mfu_figures_ready)
             trace.roofline_points_ready.connect(self._on_roofline_points_ready)
+            trace.trace_loaded.connect(self._on_trace_loaded)
         if bench is not None:
             bench.point_measured.connect(roofline.append_measured_point)
             bench.ceilings_measured.connect(roofline.set_measured_ceilings)
+            bench.ceilings_measured.connect(self._on_ceilings_measured)
 
     def _on_mfu_figures_ready(self, figures: object) -> None:
         self.tab_by_key["mfu"].apply_trace_figures(figures)
@@ -95,6 +98,34 @@ class MainWindow(QMainWindow):
     def _on_roofline_points_ready(self, name: str, points: object) -> None:
         self.roofline_tab.set_point_series(name, list(points))
         self.show_tab("roofline")
+
+    def _on_trace_loaded(self) -> None:
+        """Remember the files, and point the shared device at the trace's GPU when it is known."""
+        for path in self._pending_recent:
+            settings_store.add_recent_file(str(path))
+        self._pending_recent = []
+        self._fill_recent_menu()
+        prepared = getattr(self.tab_by_key["trace"], "prepared", None)
+        ranks = prepared.model.ranks if prepared is not None else []
+        name = next((r.device_name for r in ranks if r.device_name), "")
+        device_id = match_device_name(name, self.context.database) if name else None
+        if device_id and device_id != self.context.device_id:
+            self.device_combo.setCurrentIndex(self.device_combo.findData(device_id))
+            self.statusBar().showMessage(f"device set to {device_id} from the trace ({name})", 10_000)
+
+    def _on_ceilings_measured(self, ceilings: object) -> None:
+        """A device known only by measurement (the cpu) takes its new ceilings everywhere."""
+        device_id = str(getattr(ceilings, "device_id", ""))
+        if device_id not in self.context.database:
+            return
+        device = self.context.database.get(device_id)
+        if device.origin == "datasheet" and device.dense_flops_per_s:
+            return  # GPUs keep the datasheet peak as the denominator; the Roofline draws both
+        peaks = dict(getattr(ceilings, "matmul_flops_per_s", {}) or {})
+        bandwidth = getattr(ceilings, "bandwidth_bytes_per_s", None)
+        self.context.database.put(self.context.database.with_measured(device_id, peaks, bandwidth))
+        if device_id == self.context.device_id:
+            self.context.device_changed.emit(device_id)
 
     def show_tab(self, key: str) -> None:
         if key in self.tab_by_key:
@@ -108,14 +139,13 @@ class MainWindow(QMainWindow):
         """True while any tab still loads or measures (``--screenshot`` waits for False)."""
         return any(getattr(tab, "is_busy", lambda: False)() for tab in self.tab_by_key.values())
 
-    def open_traces(self, paths: list[Path]) -> None:
+    def open_traces(self, paths: list[Path], remember: bool = True) -> None:
+        """Open traces in the Trace tab; they join File ▸ Open recent once they have loaded."""
         trace = self.tab_by_key.get("trace")
         if trace is None:
             self.statusBar().showMessage("the Trace instrument is not available in this build")
             return
-        for path in paths:
-            settings_store.add_recent_file(str(path))
-        self._fill_recent_menu()
+        self._pending_recent = list(paths) if remember else []
         self.show_tab("trace")
         trace.open_paths(paths)
 
@@ -149,9 +179,10 @@ class MainWindow(QMainWindow):
         device = self.context.device
         peak = device.dense_flops_per_s.get(self.context.precision)
         bw = device.memory_bandwidth_bytes_per_s
-        text = (f"   dense {self.context.precision} peak {format_si(peak, 'FLOP/s')}"
-                if peak else f"   no datasheet {self.context.precision} peak")
-        text += f" · memory {format_si(bw, 'B/s')}" if bw else " · bandwidth: measure it"
+        kind = "measured" if device.origin == "measured" else "dense"
+        text = (f"   {kind} {self.context.precision} peak {format_si(peak, 'FLOP/s')}"
+                if peak else f"   no known {self.context.precision} peak")
+        text += f" · memory {format_si(bw, 'B/s')}" if bw else " · bandwidth: measure it (Benchmarks)"
         self.peak_label.setText(text)
 
     # menus ------------------------------------------------------------------------------
@@ -185,7 +216,8 @@ class MainWindow(QMainWindow):
         if demo_entries:
             demos = help_menu.addMenu("&Demo traces")
             for name, materialise in demo_entries:
-                demos.addAction(self._action(name, lambda _=False, m=materialise: self.open_traces(m())))
+                demos.addAction(self._action(
+                    name, lambda _=False, m=materialise: self.open_traces(m(), remember=False)))
         help_menu.addAction(self._action("&About gpuperf", self._on_about))
 
     def _demo_entries(self) -> list:

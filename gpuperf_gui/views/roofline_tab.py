@@ -41,7 +41,7 @@ from PySide6.QtWidgets import (
 )
 
 from gpuperf_gui.core import roofline
-from gpuperf_gui.core.hardware import PRECISIONS, Device, PrecisionUnavailableError
+from gpuperf_gui.core.hardware import Device
 from gpuperf_gui.core.roofline import PointAnalysis, RooflinePoint
 from gpuperf_gui.views.context import AppContext
 from gpuperf_gui.views.plotting import XYBuffer, log_si_axes
@@ -50,6 +50,7 @@ from gpuperf_gui.core.units import format_si
 AI_RANGE = (1e-2, 1e4)  # FLOP/byte shown on the x axis
 REDRAW_INTERVAL_MS = 33  # ~30 Hz for streamed points
 BAND_COLOURS = {  # lower edge of the efficiency band -> colour
+    roofline.ABOVE_ROOF_TOLERANCE: "#7b3294",  # above the roof: the inputs are wrong
     0.9: "#1a9850", 0.7: "#66bd63", 0.5: "#a6d96a", 0.3: "#fdae61", 0.1: "#f46d43", 0.0: "#d73027",
 }
 # Tableau 10: one colour per device; the precision picks the line style.
@@ -82,8 +83,9 @@ def roof_for(device: Device, precision: str, measured: bool = False) -> Roof:
                 device.bandwidth_bytes_per_s(), measured, device.id, precision)
 
 
-def _parse_positive(edit: QLineEdit, optional: bool = False) -> float | None:
-    """The field's positive number; marks the field red (and returns None) when it is not."""
+def _parse_positive(edit: QLineEdit, optional: bool = False, whole: bool = False) -> float | None:
+    """The field's positive number (``whole``: a whole number up to 2^40, as matrix sizes and
+    element counts are); marks the field red (and returns None) when it is not."""
     text = edit.text().strip().replace("_", "").replace(",", "")
     if optional and not text:
         edit.setStyleSheet("")
@@ -91,10 +93,12 @@ def _parse_positive(edit: QLineEdit, optional: bool = False) -> float | None:
     try:
         value = float(text)
         ok = math.isfinite(value) and value > 0
+        if whole:
+            ok = ok and value == int(value) and value <= roofline.MAX_DIMENSION
     except ValueError:
         ok = False
     edit.setStyleSheet("" if ok else INVALID_STYLE)
-    edit.setToolTip("" if ok else "must be a positive number")
+    edit.setToolTip("" if ok else ("a whole number from 1 to 2^40" if whole else "a positive number"))
     return value if ok else None
 
 
@@ -110,7 +114,8 @@ class RooflineCanvas(pg.PlotWidget):
         self.plot_item.showGrid(x=True, y=True, alpha=0.25)
         self.plot_item.setLabel("bottom", "Arithmetic intensity (FLOP/byte)")
         self.plot_item.setLabel("left", "Attainable rate")
-        self.plot_item.setTitle("Roofline — dense datasheet peaks; dots mark ridge points (FLOP/byte)")
+        self.plot_item.setTitle("Roofline — dense datasheet peaks (solid), measured ceilings (dashed); "
+                                "dots mark ridge points (FLOP/byte)")
         self.legend = self.plot_item.addLegend(offset=(-10, -10), labelTextSize="9pt")
         self._roof_items: list[pg.GraphicsObject] = []
         self._roofs: list[Roof] = []
@@ -470,19 +475,25 @@ class RooflineTab(QWidget):
         roofs: list[Roof] = []
         skipped: list[str] = []
         for device_id in self.selected_device_ids():
-            device = self.context.database.get(device_id)
-            measured = self._measured_ceilings.get(device_id) if self.measured_box.isChecked() else None
             for precision in self.selected_precisions():
-                for source, is_measured in ((device, False), (measured, True)):
-                    if source is None:
-                        continue
-                    try:
-                        roofs.append(roof_for(source, precision, is_measured))
-                    except PrecisionUnavailableError:
-                        if not is_measured:
-                            skipped.append(f"{device_id} {precision}")
+                drawn = [roof_for(source, precision, measured)
+                         for source, measured in self._roof_sources(device_id)
+                         if precision in source.dense_flops_per_s and source.memory_bandwidth_bytes_per_s]
+                roofs += drawn
+                if not drawn:
+                    skipped.append(f"{device_id} {precision}")
         self._skipped = skipped
         return roofs
+
+    def _roof_sources(self, device_id: str) -> list[tuple[Device, bool]]:
+        """(device, is_measured) pairs to draw: the datasheet entry, and beside it the ceilings
+        measured in this session. A device known only by measurement (the cpu) shows the newest."""
+        device = self.context.database.get(device_id)
+        sources = [(device, device.origin == "measured")]
+        measured = self._measured_ceilings.get(device_id) if self.measured_box.isChecked() else None
+        if measured is not None:
+            sources = [(measured, True)] if device.origin == "measured" else sources + [(measured, True)]
+        return sources
 
     def refresh(self) -> None:
         roofs = self.roofs()
@@ -491,7 +502,7 @@ class RooflineTab(QWidget):
         self._redraw_points()
         notes = []
         if self._skipped:
-            notes.append("no datasheet peak: " + ", ".join(self._skipped))
+            notes.append("no known ceiling: " + ", ".join(self._skipped))
         if not roofs:
             notes.append("nothing to draw: pick a device and precision with known ceilings "
                          "(the cpu is known only after a benchmark run)")
@@ -527,13 +538,13 @@ class RooflineTab(QWidget):
         seconds = None if seconds_us is None else seconds_us * 1e-6
         page = self.op_combo.currentIndex()
         if page == 0:
-            values = [_parse_positive(e) for e in (self.gemm_m, self.gemm_k, self.gemm_n)]
+            values = [_parse_positive(e, whole=True) for e in (self.gemm_m, self.gemm_k, self.gemm_n)]
             if None in values:
                 return None
             m, k, n = (int(v) for v in values)
             point = roofline.gemm_point(m, k, n, self.gemm_dtype.currentText(), seconds)
         elif page == 1:
-            n = _parse_positive(self.elem_n)
+            n = _parse_positive(self.elem_n, whole=True)
             if n is None:
                 return None
             point = roofline.elementwise_point(self.elem_op.currentText(), int(n),
@@ -555,7 +566,8 @@ class RooflineTab(QWidget):
         point = self.point_from_inputs()
         if point is None:
             if not self.result_label.text().startswith("a copy"):
-                self.result_label.setText("Fix the fields marked in red: each must be a positive number.")
+                self.result_label.setText("Fix the fields marked in red: sizes are whole numbers, "
+                                          "FLOPs, bytes and times positive numbers.")
             return
         self.add_point(point)
 
@@ -580,19 +592,32 @@ class RooflineTab(QWidget):
             lines.append(f"to improve: {move}")
         return "<br>".join(lines)
 
+    def table_points(self) -> list[RooflinePoint]:
+        """The Points table's rows: your points first, then those of other instruments (a trace)."""
+        external = [RooflinePoint(f"{name}: {p.label}", p.flops, p.bytes, p.seconds, p.kind)
+                    for name, points in self._external.items() for p in points]
+        return self.placed + external
+
+    def _band_colour(self, fraction: float | None) -> str:
+        if fraction is None:
+            return "#ffffff"
+        if fraction > roofline.ABOVE_ROOF_TOLERANCE:
+            return BAND_COLOURS[roofline.ABOVE_ROOF_TOLERANCE]
+        return BAND_COLOURS[roofline.band_threshold(fraction)]
+
     def _redraw_points(self) -> None:
         roof = self._primary_roof()
-        analyses = [self.analyse(p) for p in self.placed] if roof else []
-        self.points_table.setRowCount(len(self.placed))
+        rows = self.table_points() if roof else []
+        self.points_table.setRowCount(len(rows))
         xs, ys, brushes, tips = [], [], [], []
-        for row, (point, a) in enumerate(zip(self.placed, analyses)):
-            y = a.achieved_flops_per_s or a.attainable_flops_per_s
-            xs.append(a.ai_flops_per_byte)
-            ys.append(y)
-            colour = (BAND_COLOURS[roofline.band_threshold(a.fraction_of_roof)]
-                      if a.fraction_of_roof is not None else "#ffffff")
-            brushes.append(pg.mkBrush(colour))
-            tips.append(point.label)
+        for row, point in enumerate(rows):
+            a = self.analyse(point)
+            colour = self._band_colour(a.fraction_of_roof)
+            if row < len(self.placed):  # external series are drawn by _draw_external
+                xs.append(a.ai_flops_per_byte)
+                ys.append(a.achieved_flops_per_s or a.attainable_flops_per_s)
+                brushes.append(pg.mkBrush(colour))
+                tips.append(point.label)
             cells = [point.label, f"{a.ai_flops_per_byte:.3g}",
                      format_si(a.achieved_flops_per_s, "FLOP/s") if a.achieved_flops_per_s else "—",
                      f"{100 * a.fraction_of_roof:.1f} %" if a.fraction_of_roof is not None else "—",
@@ -616,8 +641,9 @@ class RooflineTab(QWidget):
     def set_point_series(self, name: str, points: list[RooflinePoint]) -> None:
         """Points from another instrument (a trace's kernels): one scatter series per name."""
         self._external[name] = [p for p in points if p.seconds]
-        self._draw_external(name, self._external[name])
-        self.status_label.setText(f"{len(self._external[name])} points from {name}")
+        self._redraw_points()
+        self.status_label.setText(f"{len(self._external[name])} points from {name} (in the table below "
+                                  f"your points, placed under {self._primary_roof().label if self._primary_roof() else '—'})")
 
     def append_measured_point(self, point: RooflinePoint) -> None:
         """A benchmark point as it is measured: appended, drawn by the redraw timer."""
@@ -640,8 +666,8 @@ class RooflineTab(QWidget):
         if len(rows) != 2:
             self.status_label.setText("select exactly two points: the before and the after")
             return
-        before, after = self.placed[rows[0]], self.placed[rows[1]]
-        self.show_pair(before, after)
+        points = self.table_points()
+        self.show_pair(points[rows[0]], points[rows[1]])
 
     def show_pair(self, before: RooflinePoint, after: RooflinePoint) -> roofline.Movement:
         movement = roofline.classify_movement(before, after)
@@ -657,7 +683,8 @@ class RooflineTab(QWidget):
     def _on_remove_clicked(self) -> None:
         rows = sorted({index.row() for index in self.points_table.selectedIndexes()}, reverse=True)
         for row in rows:
-            del self.placed[row]
+            if row < len(self.placed):  # a trace's points go with "Show on roofline" again
+                del self.placed[row]
         self.canvas.clear_pair()
         self._redraw_points()
 
@@ -683,7 +710,7 @@ class RooflineTab(QWidget):
 
     def export_csv(self, path: Path) -> None:
         roof = self._primary_roof()
-        rows = [(roof.label, self.analyse(p)) for p in self.placed] if roof else []
+        rows = [(roof.label, self.analyse(p)) for p in self.table_points()] if roof else []
         Path(path).write_text(roofline.points_to_csv(rows), encoding="utf-8")
 
     def _ask_path(self, title: str, pattern: str) -> Path | None:

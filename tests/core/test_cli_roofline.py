@@ -9,6 +9,11 @@ import pytest
 from gpuperf_gui.cli import main
 
 
+@pytest.fixture(autouse=True)
+def _no_saved_measurements(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUPERF_DATA_DIR", str(tmp_path / "data"))
+
+
 def run_json(capsys, *argv):
     assert main(list(argv)) == 0
     return json.loads(capsys.readouterr().out)
@@ -57,3 +62,24 @@ def test_unknown_gpu_error_lists_close_matches(capsys):
 def test_bad_intensity_inputs_fail_cleanly(capsys, argv):
     assert main(["roofline", "--gpu", "h200", "--precision", "bf16", *argv]) == 2
     assert "gpuperf: error:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("ai", ["inf", "nan", "1e400"])
+def test_non_finite_intensity_fails_cleanly(capsys, ai):
+    assert main(["roofline", "--gpu", "h200", "--precision", "bf16", "--ai", ai, "--json"]) == 2
+    assert "gpuperf: error:" in capsys.readouterr().err
+
+
+def test_point_above_the_roof_is_flagged(capsys):
+    out = run_json(capsys, "roofline", "--gpu", "h200", "--precision", "bf16", "--flops", "1e9",
+                   "--bytes", "1e6", "--seconds", "1e-9", "--json")
+    assert out["fraction_of_roof"] > 1 and out["band"].startswith("above the roof")
+
+
+def test_cpu_roofline_from_saved_measurement(capsys):
+    from gpuperf_gui.core.bench.ceilings import MeasuredCeilings, save_ceilings
+
+    save_ceilings(MeasuredCeilings("cpu", matmul_flops_per_s={"fp32": 2.9e11}, bandwidth_bytes_per_s=1e10))
+    out = run_json(capsys, "roofline", "--gpu", "cpu", "--precision", "fp32", "--ai", "1", "--json")
+    assert out["ridge_flops_per_byte"] == pytest.approx(29.0)
+    assert out["attainable_flops_per_s"] == pytest.approx(1e10)

@@ -17,7 +17,12 @@ CONTRACT_IDS = ["t4", "v100-sxm2", "a10", "a100-sxm-40gb", "a100-sxm-80gb", "a10
                 "mi250x", "mi300x", "mi325x", "cpu"]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(autouse=True)
+def _no_saved_measurements(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUPERF_DATA_DIR", str(tmp_path / "data"))
+
+
+@pytest.fixture
 def db():
     return load_database()
 
@@ -120,3 +125,16 @@ def test_cpu_estimate_from_cpuinfo():
     assert estimate.vector_isa == "AVX2+FMA"
     assert estimate.fp32_flops_per_cycle == 32  # 2 FMA units x 8 lanes x 2 FLOPs
     assert estimate.clock_hz == 3e9
+
+
+def test_saved_cpu_ceilings_become_the_cpu_roofline(tmp_path):
+    from gpuperf_gui.core.bench.ceilings import MeasuredCeilings, save_ceilings
+
+    save_ceilings(MeasuredCeilings("cpu", matmul_flops_per_s={"fp32": 2.9e11, "bf16": 9.5e11},
+                                   bandwidth_bytes_per_s=1.25e10))
+    cpu = load_database().get("cpu")
+    assert cpu.origin == "measured"
+    assert cpu.ridge_flops_per_byte("fp32") == pytest.approx(2.9e11 / 1.25e10)
+    h200 = load_database().get("h200")
+    assert h200.origin == "datasheet"  # GPUs keep their datasheet peak as the denominator
+    assert load_database(measured=False).get("cpu").dense_flops_per_s == {}

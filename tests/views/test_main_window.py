@@ -45,3 +45,30 @@ def test_recent_files_and_tab_remembered(loaded_window, make_main_window):
     again = make_main_window()
     assert again.current_tab_key() == "mfu"
     assert again.context.device_id == "h200"
+
+
+def test_device_follows_the_traces_gpu(make_main_window, qtbot):
+    window = make_main_window(device_id="h100-sxm")
+    window.open_traces([DEMO])
+    qtbot.waitUntil(lambda: not window.is_busy(), timeout=60_000)
+    assert window.context.device_id == "h200"  # deviceProperties: "NVIDIA H200"
+
+
+def test_a_failed_load_is_not_remembered(make_main_window, qtbot, tmp_path):
+    bad = tmp_path / "notes.json"
+    bad.write_text('{"foo": 1')
+    window = make_main_window()
+    window.open_traces([bad])
+    qtbot.waitUntil(lambda: not window.is_busy(), timeout=60_000)
+    assert str(bad) not in [a.text() for a in window.recent_menu.actions()]
+
+
+def test_measured_cpu_ceilings_reach_every_tab(make_main_window):
+    from gpuperf_gui.core.bench.ceilings import MeasuredCeilings
+
+    window = make_main_window(device_id="cpu", precision="fp32")
+    window.tab_by_key["bench"].ceilings_measured.emit(
+        MeasuredCeilings("cpu", matmul_flops_per_s={"fp32": 2.9e11}, bandwidth_bytes_per_s=1e10))
+    assert window.context.device.peak_flops_per_s("fp32") == pytest.approx(2.9e11)
+    assert "measured fp32 peak 290 GFLOP/s" in window.peak_label.text()
+    assert [r.label for r in window.roofline_tab.roofs()] == ["cpu fp32 measured"]

@@ -45,7 +45,7 @@ def test_add_gemm_point_shows_band(tab):
     assert "compute-bound" in tab.result_label.text()
 
 
-@pytest.mark.parametrize("value", ["0", "-4096", "abc", ""])
+@pytest.mark.parametrize("value", ["0", "-4096", "abc", "", "4096.7", "1e308", "inf"])
 def test_invalid_inputs_marked_not_raised(tab, value):
     tab.gemm_k.setText(value)
     tab.add_button.click()
@@ -156,3 +156,16 @@ def pg_point(x: float, y: float):
     from PySide6.QtCore import QPointF
 
     return QPointF(x, y)
+
+
+def test_point_above_the_roof_is_flagged_not_praised(tab):
+    tab.add_point(gemm_point(4096, 4096, 4096, "bf16", seconds=1e-9))
+    assert tab.points_table.item(0, 4).text().startswith("above the roof")
+
+
+def test_trace_points_are_listed_in_the_table(tab):
+    points = [RooflinePoint(f"mm {i}", 2e12, 5e9, 4e-3, "trace") for i in range(3)]
+    tab.set_point_series("trace: demo (H200)", points)
+    assert tab.points_table.rowCount() == 3
+    assert tab.points_table.item(0, 0).text() == "trace: demo (H200): mm 0"
+    assert tab.points_table.item(0, 3).text() == "50.5 %"  # 500 TFLOP/s of the h100-sxm bf16 roof
