@@ -78,8 +78,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     hw.add_argument("--training-precision", choices=_PRECISIONS, help="precision the GEMMs run in")
     rc = p.add_argument_group("recompute")
     rc.add_argument("--recompute", choices=mfu.RECOMPUTE_KINDS, default="none")
-    rc.add_argument("--recompute-dense", type=float, default=0.0, help="custom: fraction of GEMM forward")
-    rc.add_argument("--recompute-attention", type=float, default=0.0, help="custom: fraction of attention forward")
+    rc.add_argument("--recompute-dense", type=float, metavar="F",
+                    help="with --recompute custom (required): fraction 0..1 of the GEMM forward recomputed")
+    rc.add_argument("--recompute-attention", type=float, metavar="F",
+                    help="with --recompute custom (required): fraction 0..1 of the attention forward recomputed")
     extra = p.add_argument_group("cost and checks")
     extra.add_argument("--train-tokens", type=_quantity, help="tokens to train on (time to train)")
     extra.add_argument("--price-per-gpu-hour", type=float, help="price of one GPU-hour (cost per M tokens)")
@@ -154,13 +156,27 @@ def _peak(args: argparse.Namespace) -> tuple[mfu.Peak, float | None]:
     return peak, mfu.training_precision_peak(device, args.training_precision)
 
 
+def _recompute(args: argparse.Namespace) -> mfu.Recompute:
+    fractions = (args.recompute_dense, args.recompute_attention)
+    if args.recompute != "custom":
+        if any(f is not None for f in fractions):
+            raise mfu.MfuInputError("recompute", "--recompute-dense/--recompute-attention apply only "
+                                    "with --recompute custom")
+        return mfu.Recompute.of(args.recompute)
+    if any(f is None for f in fractions):
+        raise mfu.MfuInputError("recompute", "--recompute custom needs --recompute-dense F and "
+                                "--recompute-attention F (fractions 0..1 of the forward recomputed; "
+                                "PaLM 540B: 0.75 and 1)")
+    return mfu.Recompute.of("custom", *fractions)
+
+
 def build_inputs(args: argparse.Namespace) -> mfu.MfuInputs:
     """The calculator's inputs from the parsed command line (raises ``MfuInputError``/``KeyError``)."""
     n, note, shape = _model(args)
     tokens = _tokens(args, shape)
     step_time, stats = _step_time(args)
     peak, training_peak = _peak(args)
-    recompute = mfu.Recompute.of(args.recompute, args.recompute_dense, args.recompute_attention)
+    recompute = _recompute(args)
     inputs = mfu.MfuInputs(
         n_params=n, tokens_per_step=tokens, step_time_s=step_time, peak=peak, gpus=args.gpus,
         attention=shape, causal=args.causal, recompute=recompute, n_params_note=note,

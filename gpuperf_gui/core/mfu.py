@@ -67,11 +67,13 @@ __all__ = [
     "parse_quantity",
     "peak_from_device",
     "pipeline_bubble_fraction",
+    "step_time_slices",
     "summarize_step_times",
     "tokens_per_step",
 ]
 
 TARGET_MFU = 0.5  # "headroom to 50 %": a well-tuned large dense run reaches 40–60 % MFU
+COUNTED_FLOPS_LOW = 0.8  # counted / model FLOPs below this: tokens per step or N likely too large
 
 
 class MfuInputError(ValueError):
@@ -200,15 +202,26 @@ class Recompute:
     attention_fraction: float = 0.0
 
     @classmethod
-    def of(cls, kind: str, dense_fraction: float = 0.0, attention_fraction: float = 0.0) -> Recompute:
-        """The recompute policy called ``kind``; the fractions are used only for ``"custom"``."""
+    def of(cls, kind: str, dense_fraction: float | None = None,
+           attention_fraction: float | None = None) -> Recompute:
+        """The recompute policy called ``kind``; the fractions are used (and required) only for ``"custom"``.
+
+        A custom policy without both fractions raises :class:`MfuInputError` rather than meaning 0 %.
+        """
         presets = {"none": (0.0, 0.0), "selective": (0.0, 1.0), "full": (1.0, 1.0)}
         if kind in presets:
             return cls(kind, *presets[kind])
         if kind != "custom":
             raise MfuInputError("recompute", f"recompute must be one of {', '.join(RECOMPUTE_KINDS)}")
+        missing = [name for name, value in (("GEMM (dense) forward", dense_fraction),
+                                            ("attention forward", attention_fraction)) if value is None]
+        if missing:
+            raise MfuInputError(
+                "recompute", "custom recompute needs both recomputed fractions (of the GEMM forward and "
+                f"of the attention forward); missing: {', '.join(missing)}")
+        assert dense_fraction is not None and attention_fraction is not None
         for name, value in (("dense", dense_fraction), ("attention", attention_fraction)):
-            if not 0.0 <= value <= 1.0:
+            if not math.isfinite(value) or not 0.0 <= value <= 1.0:
                 raise MfuInputError("recompute", f"recomputed {name} fraction must be within 0..1")
         return cls("custom", dense_fraction, attention_fraction)
 
@@ -496,9 +509,12 @@ class MfuInputs:
             ("step_time_s", self.step_time_s), ("peak", self.peak.flops_per_s_per_gpu),
             ("gpus", self.gpus),
         )
+        labels = {"step_time_s": "step time", "tokens_per_step": "tokens per step",
+                  "n_params": "parameters N", "peak": "peak", "gpus": "GPU count"}
+        units = {"step_time_s": " (seconds)", "peak": " (FLOP/s per GPU)"}
         for name, value in checks:
             if not math.isfinite(value) or value <= 0:
-                raise MfuInputError(name, f"{name.replace('_', ' ')} must be positive")
+                raise MfuInputError(name, f"{labels[name]} must be positive{units.get(name, '')}")
         if self.gpus != int(self.gpus):
             raise MfuInputError("gpus", "gpus must be a whole number")
         if self.attention is not None:
@@ -581,7 +597,8 @@ class MfuResult:
              f"(step {self.speedup_to_target:.2f}× faster)" if self.headroom_to_target > 0 else "none"),
             ("Model FLOPs per step", format_quantity(self.model_flops_per_step, "FLOP")),
             ("Tokens/s", f"{format_count(self.tokens_per_s)} ({format_count(self.tokens_per_s_per_gpu)} per GPU)"),
-            ("Step time", format_duration(self.inputs.step_time_s)),
+            ("Step time", format_duration(self.inputs.step_time_s) if self.inputs.step_stats is None
+             else self.inputs.step_stats.describe()),
             ("Practical ceiling", f"{self.practical_ceiling:.1%} HFU = {self.mfu_ceiling:.1%} MFU"),
         ]
         if self.time_to_train_s is not None:
@@ -735,6 +752,14 @@ def _plausibility_warnings(result: MfuResult) -> list[MfuWarning]:
             f"model FLOPs, so HFU would be {result.hfu:.0%}, above the practical ceiling "
             f"({ceiling:.0%}): MFU this high is implausible. Recompute FLOPs may have been counted as "
             "useful (e.g. N or FLOPs per token taken from a counter or a 4×/8·N formula)."))
+    if result.counted_flops_ratio is not None and result.counted_flops_ratio < COUNTED_FLOPS_LOW:
+        warnings.append(MfuWarning(
+            "counted_flops_low",
+            f"The counted FLOPs per step are only {result.counted_flops_ratio * 100:.3g} % of the model FLOPs "
+            f"({format_quantity(i.counted_flops_per_step or 0.0, 'FLOP')} counted vs "
+            f"{format_quantity(result.model_flops_per_step, 'FLOP')}): the counted FLOPs are far below "
+            "6·N·tokens: tokens per step or N may be too large (or the counter saw only part of the "
+            "step, e.g. one micro-batch or one rank)."))
     if result.counted_flops_ratio is not None and result.counted_flops_ratio > 1.2:
         warnings.append(MfuWarning(
             "recompute_counted_as_useful",
@@ -875,6 +900,28 @@ def gap_breakdown(
         )
         return GapBreakdown(mfu, slices, 0.0, over, message)
     return GapBreakdown(mfu, slices, gap - named, 0.0, None)
+
+
+TIME_CAUSES: tuple[str, ...] = ("pipeline_bubble", "exposed_comm", "data_stall", "memory_bound", "launch_gaps")
+REST_OF_STEP = "rest_of_step"
+
+
+def step_time_slices(causes: GapCauses) -> list[GapSlice]:
+    """The time causes as shares of the step's wall clock (not of peak), then the rest of the step.
+
+    For a stacked bar drawn instead of the gap bar when the MFU is not plausible (the model or the
+    tokens per step do not match the timed step): the causes measured in a trace stay readable
+    without being scaled into a gap that does not exist. Memory-bound kernels count with their whole
+    time here. Causes adding up to more than the step are scaled down to fit it.
+    """
+    causes.validate()
+    values = [(key, CAUSE_LABELS[key], getattr(causes, key)) for key in TIME_CAUSES]
+    total = sum(v for _, _, v in values)
+    scale = 1.0 / total if total > 1.0 else 1.0
+    slices = [GapSlice(key, label, value * scale) for key, label, value in values if value > 0]
+    slices.append(GapSlice(REST_OF_STEP, "Rest of the step (compute, incl. useful work)",
+                           max(0.0, 1.0 - total * scale)))
+    return slices
 
 
 # --------------------------------------------------------------------------------------------------

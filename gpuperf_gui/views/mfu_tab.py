@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QRectF, Qt, Signal
@@ -51,8 +52,15 @@ SLICE_COLOURS = {
     "recompute": "#8fb8de",
     "gemm_inefficiency": "#4fb0a3",
     "unexplained": "#bdbdbd",
+    mfu.REST_OF_STEP: "#d4d4d4",
 }
-TIME_CAUSES = ("pipeline_bubble", "exposed_comm", "data_stall", "memory_bound", "launch_gaps")
+HATCHED = ("unexplained", mfu.REST_OF_STEP)
+GAP_TITLE = "Where the rest of 100 % went (shares of peak × step time)"
+TIME_TITLE = "Step time by cause (shares of the step, not of peak: {why})"
+NOTE_STYLE = ("QLabel { background: #fff8e1; color: #6d4c00; border: 1px solid #ffe08a; "
+              "border-radius: 3px; padding: 4px; }")
+TIME_CAUSES = mfu.TIME_CAUSES
+RECOMPUTE_FIELDS = ("recompute_dense", "recompute_attention")
 TRACE_FRACTIONS = ("exposed_comm", "data_stall", "launch_gaps", "pipeline_bubble", "memory_bound")
 
 
@@ -84,11 +92,14 @@ class GapBar(QWidget):
         super().__init__(parent)
         self.slices: list[mfu.GapSlice] = []
         self.marks: list[tuple[float, str]] = []
+        self.flag: str | None = None  # said above the bar (in red) instead of the marks
         self.setMinimumHeight(78)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
 
-    def set_slices(self, slices: list[mfu.GapSlice], marks: list[tuple[float, str]]) -> None:
-        self.slices, self.marks = slices, marks
+    def set_slices(self, slices: list[mfu.GapSlice], marks: list[tuple[float, str]],
+                   flag: str | None = None) -> None:
+        """``flag``: a warning drawn above the bar (e.g. the bar shows step-time shares, not peak)."""
+        self.slices, self.marks, self.flag = slices, marks, flag
         self.update()
 
     def paintEvent(self, event) -> None:  # noqa: N802 (Qt name)
@@ -105,7 +116,7 @@ class GapBar(QWidget):
                 continue
             rect = QRectF(x, bar.top(), width, bar.height())
             painter.fillRect(rect, QColor(SLICE_COLOURS.get(piece.key, "#999999")))
-            if piece.key == "unexplained":
+            if piece.key in HATCHED:
                 painter.setBrush(QBrush(QColor(0, 0, 0, 70), Qt.BrushStyle.BDiagPattern))
                 painter.setPen(Qt.PenStyle.NoPen)
                 painter.drawRect(rect)
@@ -114,6 +125,11 @@ class GapBar(QWidget):
         label_font = painter.font()
         small = painter.font()
         small.setPointSizeF(small.pointSizeF() * 0.85)
+        if self.flag:
+            painter.setPen(QColor("#c62828"))
+            painter.setFont(small)
+            painter.drawText(QRectF(bar.left(), 0, bar.width(), 16),
+                             Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, self.flag)
         for fraction, text in self.marks:
             mx = bar.left() + min(max(fraction, 0.0), 1.0) * bar.width()
             painter.setPen(QPen(text_colour, 1.5, Qt.PenStyle.DashLine))
@@ -135,9 +151,9 @@ class GapBar(QWidget):
             if metrics.horizontalAdvance(label) + 4 <= width:
                 text_rect = QRectF(metrics.boundingRect(label)).adjusted(-4, -1, 4, 1)
                 text_rect.moveCenter(rect.center())
-                if piece.key == "unexplained":
-                    painter.fillRect(text_rect, QColor(SLICE_COLOURS["unexplained"]))
-                painter.setPen(QColor("#ffffff") if piece.key != "unexplained" else QColor("#222222"))
+                if piece.key in HATCHED:
+                    painter.fillRect(text_rect, QColor(SLICE_COLOURS[piece.key]))
+                painter.setPen(QColor("#ffffff") if piece.key not in HATCHED else QColor("#222222"))
                 painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, label)
             x += width
         painter.setFont(label_font)
@@ -153,6 +169,28 @@ class GapBar(QWidget):
 
 def _short(label: str) -> str:
     return label.split(" (")[0]
+
+
+def _implausible(r: mfu.MfuResult) -> bool:
+    """MFU above 100 % or far above the practical ceiling: its gap against peak means nothing."""
+    return r.mfu > 1.0 or any(w.code in ("mfu_above_100", "mfu_above_ceiling") for w in r.warnings)
+
+
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _trace_name(figures: object) -> str:
+    """A short name for the trace the figures come from (file name, or "N ranks")."""
+    name = getattr(figures, "trace_name", None)
+    if isinstance(name, str) and name:
+        return name
+    source = getattr(figures, "source", None)
+    if not isinstance(source, str) or not source:
+        return "the loaded trace"
+    if "/" in source or "\\" in source or source.endswith((".json", ".gz")):
+        return PurePath(source).name
+    return f"the loaded trace ({source})"
 
 
 def _kpi(title: str) -> tuple[QFrame, QLabel, QLabel]:
@@ -225,6 +263,13 @@ class MfuTab(QWidget):
         box = QVBoxLayout(column)
         box.setContentsMargins(0, 0, 6, 0)
         box.setSpacing(4)
+        self.trace_banner = QLabel()
+        self.trace_banner.setWordWrap(True)
+        self.trace_banner.setStyleSheet(NOTE_STYLE)
+        self.trace_banner.setTextFormat(Qt.TextFormat.RichText)
+        self.trace_banner.linkActivated.connect(lambda _href: self.trace_banner.hide())
+        self.trace_banner.hide()
+        box.addWidget(self.trace_banner)
         for group in (self._model_group(), self._batch_group(), self._time_group(),
                       self._hardware_group(), self._recompute_group(), self._run_group()):
             group.layout().setContentsMargins(8, 4, 8, 4)
@@ -361,14 +406,12 @@ class MfuTab(QWidget):
         self.recompute_combo.currentTextChanged.connect(self._recompute)
         grid.addWidget(QLabel("Activation recompute"), 0, 0)
         grid.addWidget(self.recompute_combo, 0, 1)
-        self.recompute_dense_spin = _spin(75.0)
-        self.recompute_attention_spin = _spin(100.0)
-        for spin in (self.recompute_dense_spin, self.recompute_attention_spin):
-            spin.valueChanged.connect(self._recompute)
-        grid.addWidget(QLabel("custom: GEMM fwd"), 1, 0)
-        grid.addWidget(self.recompute_dense_spin, 1, 1)
-        grid.addWidget(QLabel("attention fwd"), 1, 2)
-        grid.addWidget(self.recompute_attention_spin, 1, 3)
+        grid.addWidget(QLabel("custom: GEMM fwd %"), 1, 0)
+        grid.addWidget(self._field("recompute_dense", "", "e.g. 75",
+                                   "custom: % of the GEMM (dense) forward recomputed (PaLM 540B: 75)"), 1, 1)
+        grid.addWidget(QLabel("attention fwd %"), 1, 2)
+        grid.addWidget(self._field("recompute_attention", "", "e.g. 100",
+                                   "custom: % of the attention forward recomputed (PaLM 540B: 100)"), 1, 3)
         grid.addWidget(QLabel("Counted FLOPs/step"), 2, 0)
         grid.addWidget(self._field("counted_flops", "", "optional, e.g. from FlopCounterMode",
                                    "Checked against the model FLOPs: a counter sees recompute too"), 2, 1, 1, 3)
@@ -423,7 +466,8 @@ class MfuTab(QWidget):
         return panel
 
     def _gap_group(self) -> QGroupBox:
-        group = QGroupBox("Where the rest of 100 % went (shares of peak × step time)")
+        group = QGroupBox(GAP_TITLE)
+        self.gap_group = group
         box = QVBoxLayout(group)
         self.gap_bar = GapBar()
         box.addWidget(self.gap_bar)
@@ -585,7 +629,15 @@ class MfuTab(QWidget):
         self._recompute()
 
     def apply_trace_figures(self, figures: object) -> None:
-        """Fill the step time and the causes from a trace's figures (any object with the attributes)."""
+        """Fill the step time, the causes and the GPU count from a trace's figures.
+
+        ``figures`` is any object with the attributes of the engine's ``TraceMfuFigures``
+        (``step_time_s``, the cause fractions, ``source``; optional ``world_size``, ``device_name``);
+        missing ones are ignored. The model and the tokens per step are not in a trace: a banner
+        above the Model group asks for them. The shared device is the main window's business.
+        """
+        world_size = getattr(figures, "world_size", None)
+        gpus = int(world_size) if isinstance(world_size, (int, float)) and world_size >= 1 else None
         self._filling = True
         try:
             step = getattr(figures, "step_time_s", None)
@@ -598,10 +650,29 @@ class MfuTab(QWidget):
                     self.cause_spins[key].setValue(min(max(float(value), 0.0), 1.0) * 100)
             if isinstance(getattr(figures, "pipeline_bubble", None), (int, float)):
                 self.bubble_from_stages_check.setChecked(False)
+            if gpus is not None:
+                self.gpus_spin.setValue(gpus)
         finally:
             self._filling = False
-        self.trace_label.setText("causes filled from the loaded trace")
+        name = _trace_name(figures)
+        self.trace_label.setText("causes filled from the loaded trace" +
+                                 (f" ({name})" if not name.startswith("the loaded trace") else
+                                  name.removeprefix("the loaded trace")))
+        self.trace_label.setToolTip(str(getattr(figures, "source", "") or name))
+        self._show_trace_banner(name, gpus, getattr(figures, "device_name", None))
         self._recompute()
+
+    def _show_trace_banner(self, name: str, gpus: int | None, device_name: object) -> None:
+        device = f", {device_name}" if isinstance(device_name, str) and device_name else ""
+        if gpus is not None:
+            hardware = f" GPUs set to {gpus} from the trace (its job's world size{device})."
+        else:
+            hardware = " The GPU count is not in the trace: check GPUs below."
+        self.trace_banner.setText(
+            f"<b>Step time and gap causes come from {_html(name)}; enter the model and the tokens "
+            f"per step of that run</b> (Model and Batch below: a trace records neither).{hardware} "
+            "<a href='dismiss'>Dismiss</a>")
+        self.trace_banner.show()
 
     def is_busy(self) -> bool:
         return False
@@ -614,6 +685,8 @@ class MfuTab(QWidget):
                 minimum: float | None = None) -> float | None:
         field = self.fields[key]
         text = field.text().strip()
+        if key in RECOMPUTE_FIELDS:
+            text = text.rstrip("%").strip()
         if not text:
             if required:
                 field.mark("required")
@@ -637,22 +710,28 @@ class MfuTab(QWidget):
         parsed: dict[str, float | None] = {}
         bad = False
         optional = {"kv_heads", "head_dim", "ffn_size", "experts", "top_k", "counted_flops",
-                    "train_tokens", "price", "n_params", "tokens_per_step", "peak_tflops"}
+                    "train_tokens", "price", "n_params", "tokens_per_step", "peak_tflops",
+                    "recompute_dense", "recompute_attention"}
         if self.preset_combo.currentText() == N_GIVEN:  # only the attention shape is read
             optional |= {"d_model", "vocab_size"}
             if not self.attention_check.isChecked():
                 optional |= {"layers", "heads"}
         integers = {"layers", "d_model", "heads", "kv_heads", "head_dim", "ffn_size", "vocab_size",
                     "experts", "top_k", "micro_batch", "seq_len", "grad_accum", "data_parallel"}
+        custom = self.recompute_combo.currentText() == "custom"
         for key in self.fields:
-            if key == "step_times":
+            if key == "step_times" or (key in RECOMPUTE_FIELDS and not custom):
                 continue
             try:
                 parsed[key] = self._number(key, required=key not in optional, integer=key in integers,
-                                           minimum=0 if key in ("price", "train_tokens") else
-                                           (1 if key in integers else None))
+                                           minimum=0 if key in ("price", "train_tokens", *RECOMPUTE_FIELDS)
+                                           else (1 if key in integers else None))
             except _Invalid:
                 bad = True
+        try:
+            parsed.update(self._recompute_fractions(parsed))
+        except _Invalid:
+            bad = True
         try:
             times = mfu.parse_float_list(self.fields["step_times"].text())
         except ValueError as exc:
@@ -661,6 +740,24 @@ class MfuTab(QWidget):
         if bad:
             raise _Invalid("fields")
         return self._build_inputs_from(parsed, times)
+
+    def _recompute_fractions(self, p: dict[str, float | None]) -> dict[str, float | None]:
+        """Custom recompute needs both percentages (0..100); marks a missing or bad one in place."""
+        if self.recompute_combo.currentText() != "custom":
+            return {}
+        bad = False
+        for key in RECOMPUTE_FIELDS:
+            if key not in p:
+                continue  # did not parse: already marked
+            if p[key] is None:
+                self.fields[key].mark("required for custom recompute (% of that forward recomputed)")
+                bad = True
+            elif p[key] > 100:  # type: ignore[operator]
+                self.fields[key].mark("a percentage: 0 to 100")
+                bad = True
+        if bad or any(key not in p for key in RECOMPUTE_FIELDS):
+            raise _Invalid("recompute")
+        return {key: p[key] / 100 for key in RECOMPUTE_FIELDS}  # type: ignore[operator]
 
     def _model_inputs(self, p: dict[str, float | None]) -> tuple[float, str, mfu.AttentionShape | None]:
         mode = self.preset_combo.currentText()
@@ -722,8 +819,7 @@ class MfuTab(QWidget):
         peak, training_peak = self._peak(p)
         training = self.training_precision_combo.currentText()
         recompute = mfu.Recompute.of(self.recompute_combo.currentText(),
-                                     self.recompute_dense_spin.value() / 100,
-                                     self.recompute_attention_spin.value() / 100)
+                                     p.get("recompute_dense"), p.get("recompute_attention"))
         return mfu.MfuInputs(
             n_params=n, tokens_per_step=tokens, step_time_s=stats.median_s if stats else times[0],
             peak=peak, gpus=self.gpus_spin.value(), attention=attention,
@@ -756,8 +852,8 @@ class MfuTab(QWidget):
         self.fields["tokens_per_step"].setEnabled(self.direct_tokens_check.isChecked())
         self.fields["peak_tflops"].setEnabled(self.explicit_peak_check.isChecked())
         custom = self.recompute_combo.currentText() == "custom"
-        self.recompute_dense_spin.setEnabled(custom)
-        self.recompute_attention_spin.setEnabled(custom)
+        for key in RECOMPUTE_FIELDS:
+            self.fields[key].setEnabled(custom)
         self._show_device()
         try:
             inputs = self._gather_all()
@@ -783,6 +879,9 @@ class MfuTab(QWidget):
         key = aliases.get(key, key)
         if key in self.fields:
             self.fields[key].mark(message)
+        elif key == "recompute":
+            for name in RECOMPUTE_FIELDS:
+                self.fields[name].mark(message)
         elif key.startswith("ceiling."):
             for spin in self.ceiling_spins.values():
                 spin.setStyleSheet("QDoubleSpinBox { border: 2px solid #d73027; }")
@@ -797,7 +896,8 @@ class MfuTab(QWidget):
         for label in self.kpi_details.values():
             label.setText("")
         self.status_label.setText(f"<span style='color:#d73027'>{message}</span>")
-        self.gap_bar.set_slices([], [])
+        self.kpi_values["mfu"].setStyleSheet("")
+        self._show_time_bar_or_nothing(message)
         for label in self.slice_labels.values():
             label.setText("—")
         for label in (self.convention_label, self.breakdown_message, self.ceiling_readout,
@@ -820,6 +920,7 @@ class MfuTab(QWidget):
         self._set_kpi("achieved", fmt(r.achieved_flops_per_s_per_gpu, "FLOP/s"),
                       f"of {fmt(r.peak_flops_per_s_per_gpu, 'FLOP/s', 4)} {i.peak.precision or ''} peak")
         self._set_kpi("mfu", f"{r.mfu:.1%}", f"practical ceiling {r.mfu_ceiling:.0%} MFU")
+        self.kpi_values["mfu"].setStyleSheet("color: #c62828;" if _implausible(r) else "")
         self._set_kpi("hfu", f"{r.hfu:.1%}", f"{r.hfu / r.mfu:.3g}× model FLOPs ({i.recompute.kind})")
         self._set_kpi("headroom", f"{r.headroom_to_target:.1%}" if r.headroom_to_target else "none",
                       f"needs {r.speedup_to_target:.2f}× faster steps" if r.headroom_to_target
@@ -866,10 +967,20 @@ class MfuTab(QWidget):
         self.warnings_label.setText(f"<ul style='margin-left:-20px'>{items}</ul>")
 
     def _show_breakdown(self, breakdown: mfu.GapBreakdown, r: mfu.MfuResult) -> None:
-        marks = [(r.mfu_ceiling, f"ceiling {r.mfu_ceiling:.0%}"), (mfu.TARGET_MFU, "50 % target")]
-        if abs(r.mfu_ceiling - mfu.TARGET_MFU) < 0.08:
-            marks = [(r.mfu_ceiling, f"ceiling {r.mfu_ceiling:.0%} · 50 % target")]
-        self.gap_bar.set_slices(breakdown.display_slices(), marks)
+        if _implausible(r):
+            # No gap against peak to attribute: show what was measured (the causes as shares of the
+            # step time), so a trace's causes stay visible while the model or batch is fixed.
+            self.gap_group.setTitle(TIME_TITLE.format(why="the MFU is not plausible"))
+            self.gap_bar.set_slices(
+                mfu.step_time_slices(self._causes()), [],
+                f"MFU {r.mfu:.0%} is not plausible: check the model, tokens per step and GPUs. "
+                "The bar shows the causes as shares of the step time.")
+        else:
+            marks = [(r.mfu_ceiling, f"ceiling {r.mfu_ceiling:.0%}"), (mfu.TARGET_MFU, "50 % target")]
+            if abs(r.mfu_ceiling - mfu.TARGET_MFU) < 0.08:
+                marks = [(r.mfu_ceiling, f"ceiling {r.mfu_ceiling:.0%} · 50 % target")]
+            self.gap_group.setTitle(GAP_TITLE)
+            self.gap_bar.set_slices(breakdown.display_slices(), marks)
         shares = {s.key: s.fraction for s in breakdown.causes}
         shares.update(mfu=breakdown.mfu, unexplained=breakdown.unexplained)
         for key, label in self.slice_labels.items():
@@ -879,6 +990,17 @@ class MfuTab(QWidget):
             self.cause_spins["pipeline_bubble"].setValue(self._causes().pipeline_bubble * 100)
             self.cause_spins["pipeline_bubble"].blockSignals(False)
         self.breakdown_message.setText(breakdown.message or "")
+
+    def _show_time_bar_or_nothing(self, message: str) -> None:
+        """Without a result: the entered (or trace) causes as shares of the step time, if any."""
+        causes = mfu.GapCauses(**{k: s.value() / 100 for k, s in self.cause_spins.items()})
+        if not any(getattr(causes, key) > 0 for key in TIME_CAUSES):
+            self.gap_group.setTitle(GAP_TITLE)
+            self.gap_bar.set_slices([], [])
+            return
+        self.gap_group.setTitle(TIME_TITLE.format(why="no MFU yet"))
+        self.gap_bar.set_slices(mfu.step_time_slices(causes), [],
+                                f"No MFU ({message}). The bar shows the causes as shares of the step time.")
 
     def _show_amdahl(self, step_time_s: float) -> None:
         try:

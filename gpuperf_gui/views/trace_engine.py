@@ -74,6 +74,8 @@ def prepare(result: Any, idle_threshold_us: float, stop: threading.Event | None 
     _mfu_and_roofline(result, analyses, extras, notes)
     rank_specs, lanes = prepare_lanes(model, idle_threshold_us, stop)
     for ri, rank in enumerate(model.ranks):
+        if ri < len(analyses) and analyses[ri] is not None:
+            rank_specs[ri].step_durations_us = {s.number: s.duration_s * 1e6 for s in analyses[ri].steps}
         if rank.rank in stragglers:
             rank_specs[ri].straggler = True
             rank_specs[ri].title += " ⚠ straggler"

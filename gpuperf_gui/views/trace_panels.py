@@ -312,6 +312,12 @@ class DiagnosisView:
     notes: list[str] | None = None
 
 
+STEP_TIME_NOTE = (
+    "step time: the longer of the step's CPU span (ProfilerStep#N) and its GPU span (its first "
+    "kernel to the next step's first kernel). The timeline header shows it, with the CPU span in "
+    "brackets when the CPU runs ahead of the GPU. GPU busy: share of the CPU span.")
+
+
 class DiagnosisPanel(QTextBrowser):
     """Signature, confidence, evidence, the fix to try first, secondary signatures, the figures."""
 
@@ -356,8 +362,8 @@ def diagnosis_html(d: DiagnosisView) -> str:
             f"<tr><td>{n}{' <span class=muted>(warm-up)</span>' if w else ''}</td>"
             f"<td class=num>{format_duration_us(us)}</td><td class=num>{format_percent(b)}</td></tr>"
             for n, us, b, w in d.steps)
-        parts.append("<h3>Steps</h3><table><tr><th>step</th><th>time</th><th>GPU busy</th></tr>"
-                     f"{rows}</table>")
+        parts.append("<h3>Steps</h3><table><tr><th>step</th><th>step time</th><th>GPU busy</th></tr>"
+                     f"{rows}</table><p class='muted'>{STEP_TIME_NOTE}</p>")
     for note in d.notes or []:
         parts.append(f"<p class='muted'>{_esc(note)}</p>")
     return "".join(parts)
@@ -390,7 +396,7 @@ def _rank_figures_html(r: dict) -> str:
 
 
 def _ranks_table_html(ranks: list[dict], straggler: int | None) -> str:
-    head = ("<tr><th>rank</th><th>step</th><th>GPU busy</th><th>exp. comm</th>"
+    head = ("<tr><th>rank</th><th>step time</th><th>GPU busy</th><th>exp. comm</th>"
             "<th>host wait</th></tr>")
     rows = []
     for r in ranks:

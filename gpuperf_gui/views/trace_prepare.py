@@ -87,8 +87,7 @@ def lane_order(rank: RankTrace) -> list:
 
 def lane_label(lane) -> str:  # noqa: ANN001 (Lane)
     if lane.kind == "cpu":
-        label = lane.label or f"thread {lane.tid}"
-        return label if len(label) <= 30 else label[:29] + "…"
+        return lane.label or f"thread {lane.tid}"   # the timeline elides it to the axis width
     kind = KIND_LABEL.get(lane.kind, lane.kind)
     stream = lane.stream if lane.stream is not None else lane.tid
     return f"GPU {lane.device if lane.device is not None else lane.pid} · stream {stream} · {kind}"

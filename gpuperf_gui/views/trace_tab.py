@@ -646,8 +646,23 @@ class TraceTab(QWidget):
     def show_on_roofline(self) -> None:
         points = self.prepared.extras.get("roofline_points") if self.prepared else None
         if points:
-            name = Path(self.prepared.files[0]).name if self.prepared.files else "trace"
-            self.roofline_points_ready.emit(f"trace: {name}", list(points))
+            self.roofline_points_ready.emit(self.series_name(), list(points))
+
+    def series_name(self) -> str:
+        """The Roofline series name: ``trace: <file or folder> (<device>)``."""
+        if self.prepared is None:
+            return "trace"
+        files = self.prepared.files
+        if not files:
+            name = "trace"
+        elif len(files) == 1:
+            name = Path(files[0]).name.removesuffix(".gz").removesuffix(".json")
+        else:
+            name = f"{Path(files[0]).parent.name} ({len(files)} ranks)"
+        devices = sorted({(r.device_name or "").replace("NVIDIA ", "").strip()
+                          for r in self.prepared.model.ranks} - {""})
+        device = ", ".join(devices) if devices else "device unknown"
+        return f"trace: {name} ({device})"
 
     # -- drag and drop --------------------------------------------------------------------------------
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802

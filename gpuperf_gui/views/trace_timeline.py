@@ -10,12 +10,23 @@ The y axis is in pixels (rows have a fixed height); x is µs relative to the mod
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QFont, QKeyEvent, QPainter, QPainterPath, QPen, QPolygonF
+from PySide6.QtGui import (
+    QBrush,
+    QColor,
+    QFont,
+    QFontMetricsF,
+    QKeyEvent,
+    QPainter,
+    QPainterPath,
+    QPen,
+    QPolygonF,
+)
 
 from gpuperf_gui.views.trace_lane_item import ROW_HEIGHT_PX, Palette, TraceLaneItem
 from gpuperf_gui.views.trace_style import format_duration_us, time_unit_for
@@ -23,6 +34,8 @@ from gpuperf_gui.views.trace_style import format_duration_us, time_unit_for
 HEADER_PX = 22.0          # rank header strip (rank name, step labels)
 LANE_GAP_PX = 6.0
 AXIS_WIDTH_PX = 200
+TICK_TEXT_OFFSET_PX = 6
+LABEL_MARGIN_PX = 8       # pyqtgraph drops a tick label that does not fit the axis: elide with room to spare
 ZOOM_STEP = 1.25          # per wheel notch / key press
 PAN_FRACTION = 0.15       # per A/D press
 
@@ -48,6 +61,20 @@ class RankSpec:
     title: str
     steps: list[tuple[int, float, float, float, float]] = field(default_factory=list)
     straggler: bool = False
+    # the engine's step time per step number (µs): the longer of the CPU span and the GPU span
+    # (this step's first kernel to the next step's first kernel), see core/trace/analysis.py
+    step_durations_us: dict[int, float] = field(default_factory=dict)
+
+
+def step_label_variants(spec: RankSpec, number: int, cpu_us: float) -> list[str]:
+    """Header texts for one step, longest first: the engine's step time, the CPU span if it differs."""
+    step_us = spec.step_durations_us.get(number)
+    if step_us is None or not math.isfinite(step_us):
+        return [f"step {number} · CPU {format_duration_us(cpu_us)}", f"step {number}"]
+    if abs(step_us - cpu_us) <= 0.05 * step_us:
+        return [f"step {number} · {format_duration_us(step_us)}", f"step {number}"]
+    return [f"step {number} · {format_duration_us(step_us)} (CPU {format_duration_us(cpu_us)})",
+            f"step {number} · {format_duration_us(step_us)}", f"step {number}"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +99,52 @@ class TimeAxisItem(pg.AxisItem):
         step = spacing / per
         decimals = max(0, min(6, -int(math.floor(math.log10(step))) if step > 0 else 0))
         return [f"{(v - self.offset_us) / per:.{decimals}f} {unit}" for v in values]
+
+
+class LaneAxisItem(pg.AxisItem):
+    """The left axis: lane names elided to fit its width; the hovered lane's full name as tooltip.
+
+    pyqtgraph silently drops a tick label wider than the axis, so every label is elided (middle)
+    to the width in pixels before it becomes a tick.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
+        super().__init__(*args, **kwargs)
+        self.label_font = QFont()
+        self.setStyle(tickFont=self.label_font)
+        self.full_labels: list[tuple[float, float, str]] = []   # (y0_px, y1_px, full name)
+
+    def text_width_px(self) -> float:
+        return AXIS_WIDTH_PX - TICK_TEXT_OFFSET_PX - LABEL_MARGIN_PX
+
+    def elide(self, text: str) -> str:
+        """``text`` if it fits; else without its "(process)" part; else that, elided in the middle."""
+        metrics = QFontMetricsF(self.label_font)
+        width = self.text_width_px()
+        if metrics.horizontalAdvance(text) <= width:
+            return text
+        shorter = re.sub(r"\s*\([^()]*\)", "", text).strip() or text
+        return metrics.elidedText(shorter, Qt.TextElideMode.ElideMiddle, width)
+
+    def set_labels(self, labels: list[tuple[float, float, float, str]]) -> None:
+        """``labels``: (tick y, y0, y1, full name) in view pixels; ticks get the elided names."""
+        self.full_labels = [(y0, y1, text) for _, y0, y1, text in labels]
+        self.setTicks([[(y, self.elide(text)) for y, _, _, text in labels], []])
+
+    def label_at(self, y_px: float) -> str | None:
+        """The full name of the lane (or rank header) at ``y_px`` (view pixels)."""
+        for y0, y1, text in self.full_labels:
+            if y0 <= y_px < y1:
+                return text
+        return None
+
+    def hoverEvent(self, ev) -> None:  # noqa: N802, ANN001 (pyqtgraph hook)
+        view = self.linkedView()
+        if ev.isExit() or view is None:
+            self.setToolTip("")
+            return
+        y = view.mapSceneToView(ev.scenePos()).y()
+        self.setToolTip(self.label_at(y) or "")
 
 
 class TimelineViewBox(pg.ViewBox):
@@ -209,21 +282,28 @@ class BackdropItem(pg.GraphicsObject):
             painter.drawLine(QPointF(0.0, bottom), QPointF(width_px, bottom))
             # header text: rank title at the left, step labels at their CPU start
             painter.setFont(self._font)
+            metrics = painter.fontMetrics()
             label_end = -1.0
-            for number, c0, c1, _, _ in spec.steps:
-                xa, xb = c0 * sx + dx, c1 * sx + dx
+            for k, (number, c0, c1, _, g1) in enumerate(spec.steps):
+                # a label may use the header up to the next step's tick (the GPU may run later)
+                end = spec.steps[k + 1][1] if k + 1 < len(spec.steps) else max(c1, g1 if math.isfinite(g1) else c1)
+                xa, xb = c0 * sx + dx, end * sx + dx
                 tick = QPen(QColor(90, 110, 150))
                 painter.setPen(tick)
                 if -4.0 < xa < width_px:
                     painter.drawLine(QPointF(xa, top + 3), QPointF(xa, header_bottom))
-                text = f"step {number} · {format_duration_us(c1 - c0)}"
                 left = max(xa, 0.0) + 4.0
-                if xb - left > 60.0 and left > label_end and left < width_px:
-                    painter.setPen(QColor(40, 50, 70))
-                    rect = QRectF(left, top, min(xb, width_px) - left - 4.0, header_bottom - top)
-                    painter.drawText(rect, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
-                                     text)
-                    label_end = left + painter.fontMetrics().horizontalAdvance(text)
+                room = min(xb, width_px) - left - 4.0
+                if room <= 40.0 or left <= label_end or left >= width_px:
+                    continue
+                text = next((t for t in step_label_variants(spec, number, c1 - c0)
+                             if metrics.horizontalAdvance(t) <= room), None)
+                if text is None:
+                    continue
+                painter.setPen(QColor(40, 50, 70))
+                rect = QRectF(left, top, room, header_bottom - top)
+                painter.drawText(rect, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, text)
+                label_end = left + metrics.horizontalAdvance(text)
         painter.restore()
 
 
@@ -282,16 +362,17 @@ class TraceTimeline(pg.PlotWidget):
     def __init__(self, parent=None) -> None:  # noqa: ANN001
         self.view_box = TimelineViewBox()
         self.time_axis = TimeAxisItem("top")
-        super().__init__(parent, viewBox=self.view_box, axisItems={"top": self.time_axis})
+        self.left_axis = LaneAxisItem("left")
+        super().__init__(parent, viewBox=self.view_box,
+                         axisItems={"top": self.time_axis, "left": self.left_axis})
         plot = self.getPlotItem()
         plot.hideAxis("bottom")
         plot.showAxis("top")
         plot.showAxis("left")
         plot.setMenuEnabled(False)
         plot.hideButtons()
-        self.left_axis = plot.getAxis("left")
         self.left_axis.setWidth(AXIS_WIDTH_PX)
-        self.left_axis.setStyle(tickLength=0, tickTextOffset=6, autoExpandTextSpace=False)
+        self.left_axis.setStyle(tickLength=0, tickTextOffset=TICK_TEXT_OFFSET_PX, autoExpandTextSpace=False)
         self.left_axis.setTicks([[], []])
         self.time_axis.setStyle(tickLength=-6)
         self.view_box.disableAutoRange()
@@ -325,7 +406,7 @@ class TraceTimeline(pg.PlotWidget):
         self.selected = None
         self.flow_item.set_segments([])
         self.backdrop.set_layout([], (0.0, 1.0))
-        self.left_axis.setTicks([[], []])
+        self.left_axis.set_labels([])
         self.view_box.content_height_px = 0.0
 
     def set_lanes(self, ranks: list[RankSpec], lanes: list[LaneSpec], palette: Palette,
@@ -334,14 +415,14 @@ class TraceTimeline(pg.PlotWidget):
         self.clear_lanes()
         self._palette = palette
         y = 0.0
-        ticks: list[tuple[float, str]] = []
+        ticks: list[tuple[float, float, float, str]] = []   # (tick y, y0, y1, full label)
         layout = []
         by_rank: dict[int, list[LaneSpec]] = {}
         for spec in lanes:
             by_rank.setdefault(spec.rank_index, []).append(spec)
         for rank_index, rank in enumerate(ranks):
             rank_y0 = y
-            ticks.append((y + HEADER_PX / 2, rank.title))
+            ticks.append((y + HEADER_PX / 2, y, y + HEADER_PX, rank.title))
             y += HEADER_PX + LANE_GAP_PX / 2
             lane_boxes = []
             for spec in by_rank.get(rank_index, []):
@@ -351,14 +432,14 @@ class TraceTimeline(pg.PlotWidget):
                 self.lanes.append(item)
                 self.lane_specs.append(spec)
                 self._lane_by_key[(spec.rank_index, spec.lane_id)] = item
-                ticks.append((y + ROW_HEIGHT_PX / 2, spec.label))
+                ticks.append((y + ROW_HEIGHT_PX / 2, y, y + item.height_px + LANE_GAP_PX, spec.label))
                 lane_boxes.append((y, y + item.height_px, spec.kind != "cpu"))
                 y += item.height_px + LANE_GAP_PX
             layout.append((rank_y0, y - LANE_GAP_PX / 2, rank, lane_boxes))
             y += 2.0
         self.view_box.content_height_px = y
         self.backdrop.set_layout(layout, full_range_us)
-        self.left_axis.setTicks([ticks, []])
+        self.left_axis.set_labels(ticks)
         self.time_axis.offset_us = offset_us
         self.full_range = full_range_us
         span = max(full_range_us[1] - full_range_us[0], 1e-3)

@@ -110,3 +110,42 @@ def test_recorded_h200_run(capsys, shared_traces) -> None:
     assert abs(ratio - 1) < 0.05
     assert payload["warnings"] == []
     assert 0.44 < payload["mfu"] < 0.46
+
+
+GPT2 = ["mfu", "--preset", "GPT-2 124M", "--micro-batch", "12", "--grad-accum", "40",
+        "--peak-flops", "312e12"]
+
+
+@pytest.mark.parametrize("extra", [[], ["--recompute-dense", "0.75"], ["--recompute-attention", "1"]])
+def test_custom_recompute_requires_both_fractions(capsys, extra: list[str]) -> None:
+    assert main([*GPT2, "--step-time", "4.2", "--recompute", "custom", *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "--recompute-dense" in err and "--recompute-attention" in err
+
+
+def test_custom_recompute_with_both_fractions_and_fractions_without_custom(capsys) -> None:
+    payload = _json(capsys, [*GPT2, "--step-time", "4.2", "--recompute", "custom",
+                             "--recompute-dense", "0.75", "--recompute-attention", "1"])
+    assert payload["recompute"] == "custom" and payload["hfu"] > payload["mfu"]
+    assert main([*GPT2, "--step-time", "4.2", "--recompute-dense", "0.5"]) == 2
+    assert "only with --recompute custom" in capsys.readouterr().err
+
+
+def test_counted_flops_far_below_the_model_flops_warn(capsys) -> None:
+    payload = _json(capsys, [*GPT2, "--step-time", "4.2", "--counted-flops-per-step", "1e10"])
+    assert "counted_flops_low" in payload["warning_codes"]
+    assert main([*GPT2, "--step-time", "4.2", "--counted-flops-per-step", "1e10"]) == 0
+    assert "tokens per step or N may be too large" in capsys.readouterr().out
+
+
+def test_text_output_has_the_spread_and_the_warmup_dropped(capsys) -> None:
+    assert main([*GPT2, "--step-times", "9,4.2,4.1,4.3"]) == 0
+    out = capsys.readouterr().out
+    assert "1 warm-up dropped" in out and "range 4.1 s–4.3 s" in out
+
+
+def test_step_time_error_names_the_unit(capsys) -> None:
+    assert main(["mfu", "--params", "1e9", "--tokens-per-step", "1", "--step-time", "0",
+                 "--peak-flops", "1e12"]) == 2
+    assert capsys.readouterr().err.strip().endswith("step time must be positive (seconds)")

@@ -401,3 +401,49 @@ def test_config_from_hugging_face_config_json() -> None:
     assert count_params(config_from_hf(mixtral)).active == 12_879_925_248
     with pytest.raises(ValueError, match="vocab_size"):
         config_from_hf({k: v for k, v in llama.items() if k != "vocab_size"})
+
+
+# ---------------------------------------------------------------------------------------------
+# QA fixes: custom recompute needs its fractions, a low counted-FLOPs ratio, plain messages
+
+
+def test_custom_recompute_needs_both_fractions() -> None:
+    for args in ((), (0.75,), (None, 1.0)):
+        with pytest.raises(mfu.MfuInputError, match="custom recompute needs both") as info:
+            mfu.Recompute.of("custom", *args)
+        assert info.value.field == "recompute"
+    assert mfu.Recompute.of("custom", 0.0, 0.0).kind == "custom"  # explicit zeros are a choice
+    assert mfu.Recompute.of("none", None, None) == mfu.Recompute()
+
+
+def test_counted_flops_far_below_the_model_flops_warns() -> None:
+    model = mfu.compute_mfu(_palm()).model_flops_per_step
+    low = mfu.compute_mfu(_palm(counted_flops_per_step=0.5 * model))
+    assert _codes(low) == {"counted_flops_low"}
+    assert "far below 6·N·tokens: tokens per step or N may be too large" in low.warnings[0].message
+    assert _codes(mfu.compute_mfu(_palm(counted_flops_per_step=0.85 * model))) == set()
+    assert _codes(mfu.compute_mfu(_palm(counted_flops_per_step=model))) == set()
+
+
+def test_positive_input_messages_name_the_unit() -> None:
+    with pytest.raises(mfu.MfuInputError, match=r"^step time must be positive \(seconds\)$"):
+        mfu.compute_mfu(_palm(step_time_s=0.0))
+    with pytest.raises(mfu.MfuInputError, match="^tokens per step must be positive$"):
+        mfu.compute_mfu(_palm(tokens_per_step=-1.0))
+
+
+def test_text_report_gives_the_spread_and_the_warmup_dropped() -> None:
+    stats = mfu.summarize_step_times([3.0, 1.0, 1.1, 0.9])
+    text = mfu.compute_mfu(_palm(step_stats=stats)).to_text()
+    assert "1 warm-up dropped" in text and "range 900 ms–1.1 s" in text
+    assert "median of 3 steps" in mfu.compute_mfu(_palm(step_stats=stats)).to_markdown()
+
+
+def test_step_time_slices_show_the_causes_of_the_step() -> None:
+    causes = mfu.GapCauses(exposed_comm=0.4, data_stall=0.1, memory_bound=0.2)
+    slices = {s.key: s.fraction for s in mfu.step_time_slices(causes)}
+    assert slices == pytest.approx({"exposed_comm": 0.4, "data_stall": 0.1, "memory_bound": 0.2,
+                                    mfu.REST_OF_STEP: 0.3})
+    over = mfu.step_time_slices(mfu.GapCauses(exposed_comm=0.9, launch_gaps=0.6))
+    assert sum(s.fraction for s in over) == pytest.approx(1.0)
+    assert all(s.fraction >= 0 for s in over)

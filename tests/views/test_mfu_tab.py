@@ -169,3 +169,96 @@ def test_device_without_that_precision_is_marked(tab: MfuTab) -> None:
     tab.explicit_peak_check.setChecked(True)
     tab.fields["peak_tflops"].setText("65")
     assert tab.result is not None and tab.result.peak_flops_per_s_per_gpu == 65e12
+
+
+@dataclass
+class GptTraceFigures:  # the engine's TraceMfuFigures for healthy_gpt_small, with the optional fields
+    step_time_s: float | None = 0.0617547
+    exposed_comm: float = 0.0
+    data_stall: float = 0.0
+    launch_gaps: float = 0.013
+    pipeline_bubble: float = 0.0
+    memory_bound: float = 0.356
+    source: str = "/work/shared/traces/h200/healthy_gpt_small.json.gz"
+    world_size: int = 1
+    device_name: str = "NVIDIA H200"
+
+
+def test_trace_figures_set_the_gpu_count_and_ask_for_the_model(tab: MfuTab) -> None:
+    assert tab.gpus_spin.value() == 8 and tab.trace_banner.isHidden()
+    tab.apply_trace_figures(GptTraceFigures())
+    assert tab.gpus_spin.value() == 1
+    assert tab.result.inputs.gpus == 1
+    banner = tab.trace_banner.text()
+    assert not tab.trace_banner.isHidden()
+    assert ("Step time and gap causes come from healthy_gpt_small.json.gz; enter the model and the "
+            "tokens per step of that run") in banner
+    assert "GPUs set to 1 from the trace" in banner and "NVIDIA H200" in banner
+    assert "from the loaded trace (healthy_gpt_small.json.gz)" in tab.trace_label.text()
+    tab.trace_banner.linkActivated.emit("dismiss")
+    assert tab.trace_banner.isHidden()
+
+
+def test_trace_figures_without_world_size_keep_the_gpus_and_say_so(tab: MfuTab) -> None:
+    @dataclass
+    class OlderFigures:  # TraceMfuFigures before world_size/device_name existed
+        step_time_s: float | None = 0.016
+        exposed_comm: float = 0.4
+        data_stall: float = 0.08
+        launch_gaps: float = 0.14
+        pipeline_bubble: float = 0.0
+        memory_bound: float = 0.05
+        source: str = "8 ranks"
+
+    tab.apply_trace_figures(OlderFigures())
+    assert tab.gpus_spin.value() == 8
+    assert "the loaded trace (8 ranks)" in tab.trace_banner.text()
+    assert "GPU count is not in the trace" in tab.trace_banner.text()
+
+
+def test_implausible_mfu_still_draws_the_trace_causes(tab: MfuTab) -> None:
+    tab.apply_trace_figures(GptTraceFigures())  # Llama-3 8B tokens over a GPT-small step: MFU ≫ 100 %
+    assert tab.result.mfu > 1.0
+    assert tab.kpi_values["mfu"].styleSheet()  # flagged in red
+    slices = {s.key: s.fraction for s in tab.gap_bar.slices}
+    assert slices["memory_bound"] == pytest.approx(0.356)
+    assert slices["launch_gaps"] == pytest.approx(0.013)
+    assert slices[mfu.REST_OF_STEP] == pytest.approx(1 - 0.369)
+    assert "mfu" not in slices  # no 100 % green bar hiding the causes
+    assert "not plausible" in tab.gap_bar.flag and "not plausible" in tab.gap_group.title()
+    # once the model and tokens fit the step, the bar is shares of peak again
+    tab.preset_combo.setCurrentText("GPT-2 124M")
+    tab.fields["micro_batch"].setText("16")
+    tab.fields["seq_len"].setText("1024")
+    tab.fields["grad_accum"].setText("1")
+    tab.fields["data_parallel"].setText("1")
+    assert tab.result is not None and tab.result.mfu < 0.7
+    assert tab.gap_bar.flag is None and tab.gap_group.title().startswith("Where the rest")
+    assert {s.key for s in tab.gap_bar.slices} >= {"mfu", "memory_bound", "unexplained"}
+
+
+def test_without_a_result_the_causes_still_show(tab: MfuTab) -> None:
+    tab.apply_trace_figures(GptTraceFigures())
+    tab.context.set_device("t4")  # no bf16 peak: no MFU at all
+    assert tab.result is None
+    assert {s.key for s in tab.gap_bar.slices} == {"memory_bound", "launch_gaps", mfu.REST_OF_STEP}
+    assert tab.gap_bar.flag.startswith("No MFU")
+
+
+def test_custom_recompute_requires_both_fractions(qtbot, tab: MfuTab) -> None:
+    dense, attention = tab.fields["recompute_dense"], tab.fields["recompute_attention"]
+    assert not dense.isEnabled()
+    tab.recompute_combo.setCurrentText("custom")
+    assert dense.isEnabled() and attention.isEnabled()
+    assert tab.result is None
+    assert dense.property("invalid") is True and "required" in dense.error
+    assert attention.property("invalid") is True
+    _type(qtbot, dense, "75")
+    assert tab.result is None and attention.property("invalid") is True
+    _type(qtbot, attention, "100 %")
+    assert tab.result is not None
+    assert tab.result.inputs.recompute == mfu.Recompute.of("custom", 0.75, 1.0)
+    _type(qtbot, dense, "150")
+    assert tab.result is None and "0 to 100" in dense.error
+    tab.recompute_combo.setCurrentText("none")  # the fields no longer matter
+    assert tab.result is not None and dense.property("invalid") is False

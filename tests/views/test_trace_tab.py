@@ -205,6 +205,7 @@ def test_send_to_mfu_and_show_on_roofline(qtbot, tab, shared_traces):
             tab.roofline_button.click()
         name, points = blocker.args
         assert name.startswith("trace") and points
+        assert name == "trace: healthy_gpt_small (H200)"  # the device the points were measured on
 
 
 def test_demo_entries_materialise_and_synthetic_scenarios_diagnose_as_named(qtbot, tab):
@@ -234,3 +235,49 @@ def test_drop_opens_the_dropped_file(qtbot, tab, shared_traces):
     assert tab.is_busy()
     qtbot.waitUntil(lambda: not tab.is_busy(), timeout=LOAD_TIMEOUT_MS)
     assert tab.prepared is not None
+
+
+def _drawn_axis_labels(axis) -> set[str]:
+    """The tick labels pyqtgraph actually draws (it silently drops one wider than the axis)."""
+    from PySide6.QtGui import QPainter, QPicture
+
+    picture = QPicture()
+    painter = QPainter(picture)
+    try:
+        _, _, texts = axis.generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    return {text for _, _, text in texts}
+
+
+def test_every_lane_of_the_two_rank_demo_has_a_visible_label(qtbot, tab):
+    from gpuperf_gui.views.trace_tab import demo_entries
+
+    materialise = dict(demo_entries())["Real: two ranks of a sampled job (A100, HTA)"]
+    _load(qtbot, tab, materialise())
+    axis = tab.timeline.left_axis
+    long_names = [spec.label for spec in tab.timeline.lane_specs if axis.elide(spec.label) != spec.label]
+    assert any("[pyper:trainer:0:0]" in name for name in long_names)  # the thread names QA saw vanish
+    y0, y1 = tab.timeline.view_box.viewRange()[1]
+    visible = {axis.elide(text) for top, _, text in axis.full_labels if y0 <= top and top + 12 < y1}
+    assert len(visible) >= 10
+    assert visible <= _drawn_axis_labels(axis)  # every lane in view has its label drawn
+    for spec in tab.timeline.lane_specs:  # the full name stays available as the hovered lane's tooltip
+        y = tab.timeline.lane_y(spec.rank_index, spec.lane_id)
+        assert axis.label_at(y + 1) == spec.label
+
+
+def test_step_header_and_steps_table_show_the_same_step_time(qtbot, tab, shared_traces):
+    from gpuperf_gui.views.trace_panels import STEP_TIME_NOTE
+    from gpuperf_gui.views.trace_timeline import step_label_variants
+
+    _load(qtbot, tab, [shared_traces / "h200" / "healthy_gpt_small.json.gz"])
+    spec = tab.timeline.backdrop.ranks[0][2]
+    table = {n: us for n, us, _, _ in tab.prepared.diagnosis.steps}
+    assert spec.step_durations_us == pytest.approx(table)
+    # the CPU runs ahead of the GPU here (CPU span ~27 ms, step ~62 ms): the header says both
+    number, c0, c1, _, _ = spec.steps[1]
+    longest = step_label_variants(spec, number, c1 - c0)[0]
+    assert longest.startswith(f"step {number} · 6") and "(CPU 2" in longest
+    text = tab.diagnosis.toPlainText()
+    assert "step time" in text and STEP_TIME_NOTE.split(":")[0] in text
