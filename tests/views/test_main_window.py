@@ -72,3 +72,10 @@ def test_measured_cpu_ceilings_reach_every_tab(make_main_window):
     assert window.context.device.peak_flops_per_s("fp32") == pytest.approx(2.9e11)
     assert "measured fp32 peak 290 GFLOP/s" in window.peak_label.text()
     assert [r.label for r in window.roofline_tab.roofs()] == ["cpu fp32 measured"]
+
+
+def test_precision_follows_a_device_without_bf16(make_main_window, qtbot, shared_traces):
+    window = make_main_window(device_id="h100-sxm", precision="bf16")
+    window.open_traces([shared_traces / "param" / "dlrm_kineto"])
+    qtbot.waitUntil(lambda: not window.is_busy(), timeout=60_000)
+    assert (window.context.device_id, window.context.precision) == ("v100-sxm2", "fp16")
