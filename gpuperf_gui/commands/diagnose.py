@@ -7,11 +7,17 @@ import argparse
 from gpuperf_gui.commands._output import fail, print_json
 from gpuperf_gui.core.trace.api import TraceResult, analyse_paths
 from gpuperf_gui.core.trace.decode import DEFAULT_MAX_BYTES
+from gpuperf_gui.core.trace.diagnose import SIGNATURES
 from gpuperf_gui.core.trace.model import TraceFormatError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("diagnose", help="diagnose torch.profiler traces (files or folders of ranks)")
+    p = subparsers.add_parser(
+        "diagnose", help="diagnose torch.profiler traces (files or folders of ranks)",
+        description="Load torch.profiler (Kineto) traces, analyse each rank and name the bottleneck: "
+                    f"one of {', '.join(SIGNATURES)}. 'inconclusive' means the trace cannot support a "
+                    "diagnosis: no GPU activity (a CPU-only profile), too little of it, or a GPU idle "
+                    "most of the window with no dominant cause. Exit status 2 when a file is not a trace.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="trace file (.json / .json.gz) or folder of rank files")
     p.add_argument("--json", action="store_true", help="print the JSON contract instead of a report")
     p.add_argument("--top", type=int, default=10, metavar="N", help="op-table rows per rank (default 10)")

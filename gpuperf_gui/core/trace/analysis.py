@@ -121,6 +121,10 @@ class RankAnalysis:
     has_device_work: bool
     warnings: list[str] = field(default_factory=list)
     truncation: str | None = None
+    truncation_gpu_missing: bool = False
+    """The file was cut short and the kept part has no GPU events (they are written last)."""
+    world_size: int | None = None
+    """``distributedInfo.world_size`` when the trace records it."""
 
     @property
     def window_s(self) -> float:
@@ -129,7 +133,8 @@ class RankAnalysis:
     def to_json(self) -> dict:
         """The rank object of the ``gpuperf diagnose --json`` contract (SI units, fractions)."""
         out = {
-            "rank": self.rank, "file": self.file, "device": self.device,
+            "rank": self.rank, "file": self.file, "device": self.device or None,
+            "world_size": self.world_size,
             "steps": [asdict(s) for s in self.steps],
             "step_time_median_s": self.step_time_median_s,
             "step_time_spread_s": self.step_time_spread_s,
@@ -272,7 +277,15 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
         has_device_work=bool(dev.start_us.size),
         warnings=list(rt.warnings),
         truncation=rt.truncation.describe() if rt.truncation else None,
+        truncation_gpu_missing=bool(rt.truncation and rt.truncation.gpu_events_may_be_missing),
+        world_size=_world_size(rt),
     )
+
+
+def _world_size(rt: RankTrace) -> int | None:
+    info = rt.distributed_info or {}
+    size = info.get("world_size")
+    return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None
 
 
 def _cv(values: list[float]) -> float | None:

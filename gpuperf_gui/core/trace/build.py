@@ -6,6 +6,7 @@ structs are dropped when this returns.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from operator import attrgetter
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import numpy as np
 
 from .decode import BEvent, Decoded, EEvent, Event, MEvent, XEvent
 from .kernel_classes import COPY_CATEGORIES, class_code, classify_kernel
-from .model import Flows, Lane, RankTrace, StepWindow, StringTable
+from .model import Flows, Lane, RankTrace, StepWindow, StringTable, TraceFormatError
 
 GPU_ACTIVITY_CATEGORIES = frozenset({"kernel", "Kernel", "gpu_memcpy", "gpu_memset", "Memcpy", "Memset"})
 LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "Runtime"})
@@ -52,7 +53,11 @@ def role_of_category(category: str) -> int:
 
 
 def build_rank(decoded: Decoded, path: Path, order_index: int = 0) -> RankTrace:
-    """Turn decoded events into a :class:`RankTrace`."""
+    """Turn decoded events into a :class:`RankTrace`.
+
+    Raises :class:`TraceFormatError` when no event is usable: none is a complete (``X``) or paired
+    (``B``/``E``) event with a numeric timestamp. A trace with only CPU events is fine.
+    """
     events = decoded.events
     meta = decoded.meta
     warnings = list(decoded.warnings)
@@ -75,10 +80,54 @@ def build_rank(decoded: Decoded, path: Path, order_index: int = 0) -> RankTrace:
         metadata=_small_metadata(meta), n_events=len(events), truncation=decoded.truncation,
         warnings=warnings)
     if not xs:
-        rank_trace.dialect = "kineto"
-        return rank_trace
+        _refuse_unusable(decoded, path)
     _fill_lanes(rank_trace, xs, names_meta)
+    if rank_trace.truncation is not None:
+        rank_trace.truncation = _check_gpu_part(rank_trace)
+    if not rank_trace.lanes and not np.isfinite(np.fromiter(map(_get_ts, xs), np.float64, len(xs))).any():
+        _refuse_unusable(decoded, path)
     return rank_trace
+
+
+_KERNEL_LAUNCH_RE = re.compile(r"launch", re.IGNORECASE)
+
+
+def _check_gpu_part(rt: RankTrace):  # noqa: ANN202 (Truncation)
+    """Flag a truncated trace whose kept part lacks GPU events (Kineto writes them last).
+
+    Missing when there are CPU lanes but no GPU lane, or when over 10 % of the kernel-launch calls
+    kept have no device event (a complete trace matches nearly all of them).
+    """
+    t = rt.truncation
+    if not rt.cpu_lanes:
+        return t
+    if not any(lane.is_gpu for lane in rt.lanes):
+        return replace(t, gpu_events_may_be_missing=True)
+    launch = rt.strings.ids_matching(lambda s: s in LAUNCH_CATEGORIES)
+    named = rt.strings.ids_matching(lambda s: bool(_KERNEL_LAUNCH_RE.search(s)))
+    total = sum(int((launch[lane.category_id] & named[lane.name_id] & (lane.correlation >= 0)).sum())
+                for lane in rt.cpu_lanes)
+    flows = rt.flows
+    matched = len(np.unique(flows.src_lane.astype(np.int64) * (1 << 40) + flows.src_index)) if len(flows) else 0
+    unmatched = max(total - matched, 0)
+    if total and unmatched > 0.1 * total:
+        return replace(t, gpu_events_may_be_missing=True, launches_without_device_event=unmatched,
+                       launches_kept=total)
+    return t
+
+
+def _refuse_unusable(decoded: Decoded, path: Path) -> None:
+    n = len(decoded.events) + decoded.skipped
+    cut = decoded.truncation
+    if cut is not None and cut.events_kept == 0:
+        detail = f"the file was cut before its first complete event ({cut.bytes_total} bytes)"
+    elif n == 0:
+        detail = "the event list is empty"
+    else:
+        detail = (f"none of the {n} entries of the event list is an X or B/E event with a numeric ts"
+                  + (f" ({decoded.skipped} are not events or have fields of the wrong type)"
+                     if decoded.skipped else ""))
+    raise TraceFormatError(f"{path}: no events with a phase and timestamp: {detail}")
 
 
 def _fill_lanes(rt: RankTrace, xs: list[Event], names_meta: dict[tuple, str]) -> None:

@@ -56,7 +56,7 @@ class Event(msgspec.Struct, gc=False, tag_field="ph"):
     name: str = ""
     pid: Union[int, str] = 0
     tid: Union[int, str] = 0
-    ts: float = 0.0
+    ts: float = float("nan")  # absent: NaN, so an event without a timestamp is never placed at 0
     dur: float = 0.0
     args: Args = msgspec.field(default_factory=Args)
 
@@ -87,7 +87,7 @@ AnyEvent = Union[(XEvent, BEvent, EEvent, MEvent, *_SKIPPED)]  # type: ignore[va
 class TraceFile(msgspec.Struct, gc=False):
     """The JSON-object form of a trace (Kineto always writes this form)."""
 
-    traceEvents: list[AnyEvent] = []  # noqa: N815 (JSON key)
+    traceEvents: Union[list[AnyEvent], None] = None  # noqa: N815 (JSON key); None: key absent
     deviceProperties: Any = None  # noqa: N815
     computeProperties: Any = None  # noqa: N815
     distributedInfo: Any = None  # noqa: N815
@@ -109,10 +109,12 @@ _ANY_DECODER = msgspec.json.Decoder()
 class Decoded:
     """Result of decoding one file."""
 
-    events: list[Any]  # XEvent, BEvent, EEvent, MEvent or skipped-phase structs
+    events: list[Any]  # XEvent, BEvent, EEvent, MEvent or skipped-phase structs (None: no traceEvents)
     meta: TraceFile
     truncation: Truncation | None = None
     warnings: list[str] = field(default_factory=list)
+    skipped: int = 0
+    """Entries of the events list dropped because they are not events or have fields of wrong types."""
 
 
 @contextmanager
@@ -208,16 +210,27 @@ def _gunzip_with(codec: Any, fh: Any, path: Path, max_bytes: int) -> tuple[bytes
     return b"".join(parts), truncated
 
 
-def decode_trace(text: bytes, path: Path, stream_truncated: bool = False) -> Decoded:
+def decode_trace(text: bytes, path: Path, stream_truncated: bool = False, *, compressed: bool = False
+                 ) -> Decoded:
     """Decode trace text into typed events, repairing or salvaging where possible.
 
-    Raises :class:`TraceFormatError` when the text is not a trace.
+    Raises :class:`TraceFormatError` when the text is not a trace: not JSON, a JSON object without
+    a ``traceEvents`` list, or a JSON value that is neither an object nor an array. (A trace whose
+    events are all unusable is refused later, by :func:`.build.build_rank`.)
     """
+    decoded = _decode_any(text, path, stream_truncated, compressed)
+    if decoded.events is None:
+        raise TraceFormatError(f"{path}: no traceEvents list: a JSON object, but not a Chrome/Kineto trace")
+    return decoded
+
+
+def _decode_any(text: bytes, path: Path, stream_truncated: bool, compressed: bool) -> Decoded:
     start = _content_start(text)
     if start == len(text):
-        raise TraceFormatError(f"{path}: empty file")
+        raise TraceFormatError(f"{path}: empty file{' (after decompression)' if compressed else ''}")
     if text[start:start + 1] not in (b"{", b"["):
-        raise TraceFormatError(f"{path}: not JSON (starts with {text[start:start + 12]!r})")
+        what = "the decompressed data" if compressed else "the data"
+        raise TraceFormatError(f"{path}: not JSON, so not a trace ({what} does not start with '{{' or '[')")
     warnings: list[str] = []
     with gc_paused():
         try:
@@ -259,7 +272,7 @@ def _decode_typed(text: bytes, warnings: list[str]) -> Decoded:
     meta = _FILE_DECODER.decode(text)
     events = meta.traceEvents
     meta.traceEvents = []
-    return Decoded(events, meta, warnings=warnings)
+    return Decoded(events, meta, warnings=warnings)  # events None: no traceEvents key
 
 
 def _decode_tolerant(text: bytes, path: Path, reason: str, warnings: list[str]) -> Decoded:
@@ -273,7 +286,7 @@ def _decode_tolerant(text: bytes, path: Path, reason: str, warnings: list[str]) 
     elif isinstance(raw, dict):
         raw_events, top = raw.get("traceEvents"), raw
         if not isinstance(raw_events, list):
-            raise TraceFormatError(f"{path}: no 'traceEvents' list: not a Chrome/Kineto trace")
+            raise TraceFormatError(f"{path}: no traceEvents list: not a Chrome/Kineto trace")
     else:
         raise TraceFormatError(f"{path}: JSON top level is {type(raw).__name__}, not a trace")
     events: list[Event] = []
@@ -291,7 +304,7 @@ def _decode_tolerant(text: bytes, path: Path, reason: str, warnings: list[str]) 
         meta = TraceFile()
     if skipped:
         warnings.append(f"skipped {skipped} events with fields of the wrong type ({reason})")
-    return Decoded(events, meta, warnings=warnings)
+    return Decoded(events, meta, warnings=warnings, skipped=skipped)
 
 
 def _convert_event(item: Any) -> Any:

@@ -28,16 +28,26 @@ class TraceMfuFigures:
     pipeline_bubble: float
     memory_bound: float
     source: str = ""
+    world_size: int | None = None
+    """GPUs in the job: ``distributedInfo.world_size``, else the number of ranks loaded."""
+    device_name: str | None = None
+    """``deviceProperties`` name of the first rank's GPU ("NVIDIA H200"), None when not recorded."""
 
 
 def mfu_figures(analyses: list[RankAnalysis]) -> TraceMfuFigures:
-    """Average the per-rank losses; the step time is the median over ranks."""
+    """Average the per-rank losses; the step time is the median over ranks.
+
+    ``analyses`` in rank order (as :class:`.api.TraceResult` holds them): the first gives the device.
+    """
     if not analyses:
         return TraceMfuFigures(None, 0.0, 0.0, 0.0, 0.0, 0.0)
     parts = np.array([_rank_parts(a) for a in analyses]).mean(axis=0)
     steps = [a.step_time_median_s for a in analyses if a.step_time_median_s]
     source = analyses[0].file if len(analyses) == 1 else f"{len(analyses)} ranks"
-    return TraceMfuFigures(float(np.median(steps)) if steps else None, *map(float, parts), source=source)
+    recorded = [a.world_size for a in analyses if a.world_size]
+    world_size = max(recorded) if recorded else len(analyses)
+    return TraceMfuFigures(float(np.median(steps)) if steps else None, *map(float, parts), source=source,
+                           world_size=world_size, device_name=analyses[0].device or None)
 
 
 def _rank_parts(a: RankAnalysis) -> list[float]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from .build import build_rank
-from .decode import DEFAULT_MAX_BYTES, decode_trace, gc_paused, read_trace_bytes
+from .decode import DEFAULT_MAX_BYTES, GZIP_MAGIC, decode_trace, gc_paused, read_trace_bytes
 from .model import RankTrace, TraceFormatError, TraceModel
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".gz", ".tmp", ".json.tmp")
@@ -28,10 +28,18 @@ def load_rank(path: Path | str, *, max_bytes: int = DEFAULT_MAX_BYTES, order_ind
     """
     path = Path(path)
     text, stream_truncated = read_trace_bytes(path, max_bytes)
-    decoded = decode_trace(text, path, stream_truncated)
+    decoded = decode_trace(text, path, stream_truncated, compressed=_is_gzip(path))
     del text
     with gc_paused():
         return build_rank(decoded, path, order_index)
+
+
+def _is_gzip(path: Path) -> bool:
+    try:
+        with path.open("rb") as fh:
+            return fh.read(2) == GZIP_MAGIC
+    except OSError:
+        return False
 
 
 def discover_files(paths: Iterable[Path | str]) -> list[Path]:

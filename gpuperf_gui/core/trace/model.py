@@ -219,24 +219,42 @@ class Flows:
 
 @dataclass(frozen=True)
 class Truncation:
-    """How much of a truncated file was lost.
+    """What is known about a file that was cut short (a killed job, Kineto's partial ``.tmp``).
 
-    ``bytes_total`` is the (decompressed) size of the text, ``bytes_used`` the prefix that parsed,
-    ``events_kept`` the complete events salvaged.
+    ``bytes_total`` is the (decompressed) size of the text that is present, ``bytes_used`` the
+    prefix that parsed, ``events_kept`` the complete events salvaged. ``bytes_cut`` is only the
+    partial event at the end of what is present: the rest of the original file is missing and its
+    size cannot be known (neither the JSON nor a cut gzip stream records it).
+    ``gpu_events_may_be_missing`` is set when the kept part has CPU events but no GPU events:
+    Kineto writes the GPU events after the CPU ones, so they were probably in the lost part.
     """
 
     bytes_total: int
     bytes_used: int
     events_kept: int
     reason: str
+    gpu_events_may_be_missing: bool = False
+    launches_without_device_event: int = 0
+    """Kernel-launch calls in the kept part whose kernel is not there (set with the flag above)."""
+    launches_kept: int = 0
 
     @property
     def bytes_cut(self) -> int:
         return self.bytes_total - self.bytes_used
 
     def describe(self) -> str:
-        return (f"truncated ({self.reason}): kept {self.events_kept} complete events, "
-                f"{self.bytes_cut} of {self.bytes_total} bytes cut")
+        text = (f"truncated ({self.reason}): the file ends in the middle of the trace, so everything "
+                f"after its first {self.bytes_used:,} bytes is lost (how much is unknown); kept "
+                f"{self.events_kept:,} complete events")
+        if self.bytes_cut:
+            text += f", dropped a partial event ({self.bytes_cut:,} bytes) at the cut"
+        if self.gpu_events_may_be_missing:
+            detail = (f"{self.launches_without_device_event:,} of the {self.launches_kept:,} kernel "
+                      "launches kept have no kernel" if self.launches_kept else
+                      "the kept part has CPU events only")
+            text += (f". GPU events may be missing: {detail}, and Kineto writes GPU events after "
+                     "the CPU ones")
+        return text
 
 
 @dataclass(eq=False)

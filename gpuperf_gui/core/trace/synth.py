@@ -4,6 +4,9 @@ Each trace has ``ProfilerStep#N`` annotations, ``cpu_op`` ops launching kernels 
 ``cudaLaunchKernel`` (correlation ids and ``ac2g`` flows), GPU streams (compute on 7,
 communication on 20), ``deviceProperties`` and ``distributedInfo``. ``size`` scales the number of
 kernels per step; ``seed`` drives a small timing jitter.
+
+``inconclusive`` is the trace of a profile taken without ``ProfilerActivity.CUDA``: the same steps
+of ops on the CPU, and no runtime calls, kernels or GPU rows at all.
 """
 from __future__ import annotations
 
@@ -14,7 +17,8 @@ from pathlib import Path
 
 import msgspec
 
-SCENARIOS = ("healthy", "launch_bound", "comm_bound", "data_starved", "memory_bound", "pipeline_bubble")
+SCENARIOS = ("healthy", "launch_bound", "comm_bound", "data_starved", "memory_bound", "pipeline_bubble",
+             "inconclusive")
 
 PID, TID, DEVICE, COMPUTE_STREAM, COMM_STREAM = 4242, 4242, 0, 7, 20
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_kernel"
@@ -128,9 +132,16 @@ def _step_pipeline_bubble(w: _Writer, size: int) -> None:
     w.sync()
 
 
+def _step_cpu_only(w: _Writer, size: int) -> None:
+    for _ in range(8 * size):
+        w.cpu("aten::mm", w.cpu_t, 40.0)
+        w.cpu("aten::gelu", w.cpu_t + 41.0, 12.0)
+        w.cpu_t += 55.0
+
+
 _STEPS = {"healthy": _step_healthy, "launch_bound": _step_launch_bound, "comm_bound": _step_comm_bound,
           "data_starved": _step_data_starved, "memory_bound": _step_memory_bound,
-          "pipeline_bubble": _step_pipeline_bubble}
+          "pipeline_bubble": _step_pipeline_bubble, "inconclusive": _step_cpu_only}
 
 
 def synth_trace(scenario: str, *, steps: int = 5, seed: int = 0, size: int = 1, rank: int = 0,
