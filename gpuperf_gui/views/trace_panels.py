@@ -37,6 +37,7 @@ SIGNATURE_TEXT = {
     "data_starved": ("Data-starved", "#e65100"),
     "memory_bound": ("Memory-bound", "#b8860b"),
     "pipeline_bubble": ("Pipeline bubble", "#6a1b9a"),
+    "inconclusive": ("Inconclusive", "#546e7a"),
 }
 
 _CSS = """

@@ -716,7 +716,10 @@ def demo_entries() -> list[tuple[str, Callable[[], list[Path]]]]:
     """Demo traces for Help ▸ Demo traces: (menu text, function returning the paths to open)."""
     entries: list[tuple[str, Callable[[], list[Path]]]] = []
     for scenario in _synth_scenarios():
-        entries.append((f"Synthetic: {scenario.replace('_', ' ')}", partial(_synthetic, scenario)))
+        title = f"Synthetic: {scenario.replace('_', ' ')}"
+        if scenario == "inconclusive":
+            title += " (a CPU-only profile)"
+        entries.append((title, partial(_synthetic, scenario)))
     root = importlib.resources.files("gpuperf_gui.resources") / "demo"
     for title, name in SHIPPED_DEMOS:
         if (root / name).is_file() or (root / name).is_dir():
