@@ -14,7 +14,6 @@ import json
 import os
 import sys
 import threading
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
@@ -36,6 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--results-dir", type=Path, help="where runs and ceilings are kept "
                                                       "(default: <user data dir>/gpuperf/bench)")
     p.add_argument("--no-save", action="store_true", help="write no run file and save no ceilings")
+    p.add_argument("--reset-ceilings", action="store_true",
+                   help="forget the device's saved ceilings first (by default each run is merged into "
+                        "them: per dtype the best matmul rate, the best bandwidth)")
     p.add_argument("--collectives", action="store_true",
                    help="measure all-reduce/all-gather/reduce-scatter bandwidth instead (torchrun-launchable)")
     p.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto", help="collectives backend")
@@ -96,13 +98,80 @@ def _point_line(point) -> str:  # MeasuredPoint
             f"{point.method}{extra}{flag}")
 
 
+def _parse_sizes(text: str | None) -> tuple[int, ...]:
+    """``"1024,4096"`` -> (1024, 4096); ValueError with a plain message otherwise."""
+    sizes = []
+    for part in _split(text):
+        try:
+            sizes.append(int(part))
+        except ValueError:
+            raise ValueError(f"--sizes must be whole numbers like 1024,4096 (got {part!r})") from None
+        if sizes[-1] <= 0:
+            raise ValueError(f"--sizes must be positive (got {part!r})")
+    return tuple(sizes)
+
+
+def check_output_file(path_text: str) -> str | None:
+    """Why ``path_text`` cannot be written (a one-line message), or None when it can: checked
+    before measuring so that a long run is not lost to a typo in ``--json``."""
+    if path_text == "-":
+        return None
+    path = Path(path_text).expanduser()
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        return f"--json {path_text}: is a folder, not a file"
+    if not parent.is_dir():
+        return f"--json {path_text}: folder {parent} does not exist"
+    if path.exists() and not os.access(path, os.W_OK):
+        return f"--json {path_text}: file is not writable"
+    if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
+        return f"--json {path_text}: folder {parent} is not writable"
+    return None
+
+
+def check_results_dir(results_dir: Path | None) -> str | None:
+    """Why the results folder cannot be used (one line), or None."""
+    from gpuperf_gui.core.bench.results import default_results_dir
+
+    folder = results_dir or default_results_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"cannot create the results folder {folder}: {exc.strerror or exc}"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"the results folder {folder} is not writable (use --results-dir or --no-save)"
+    return None
+
+
+def check_args(args: argparse.Namespace) -> str | None:
+    """The first problem with the arguments (one line), or None; nothing is measured before."""
+    for name in ("warmup_ms", "rep_ms"):
+        value = getattr(args, name)
+        if not value > 0 or value != value or value == float("inf"):
+            return f"--{name.replace('_', '-')} must be a positive number of milliseconds (got {value:g})"
+    if args.world_size is not None and args.world_size < 1:
+        return f"--world-size must be at least 1 (got {args.world_size})"
+    if args.reset_ceilings and args.no_save:
+        return "--reset-ceilings and --no-save contradict each other"
+    if args.json:
+        problem = check_output_file(args.json)
+        if problem:
+            return problem
+    if not args.no_save:
+        return check_results_dir(args.results_dir)
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
+    problem = check_args(args)
+    if problem:
+        return fail(problem)
     if args.collectives:
         return _run_collectives(args)
     try:
         plan = build_plan(
             suite=args.suite, device=args.device, dtypes=_split(args.dtypes),
-            matmul_sizes=tuple(int(n) for n in _split(args.sizes)),
+            matmul_sizes=_parse_sizes(args.sizes),
             kernels=_split(args.kernels) or None,
             timing=TimingPolicy(warmup_s=args.warmup_ms / 1e3, rep_s=args.rep_ms / 1e3),
         )
@@ -115,7 +184,8 @@ def run(args: argparse.Namespace) -> int:
     plan = replace(plan, results_path=results_path)
     run_record = BenchRun(path=results_path, header={"device": args.device, "suite": args.suite})
     ok = _consume(iter_measurements(plan, threading.Event(), results_dir=args.results_dir,
-                                    save_device_ceilings=not args.no_save), run_record, args)
+                                    save_device_ceilings=not args.no_save,
+                                    reset_ceilings=args.reset_ceilings), run_record, args)
     if not ok:
         return 2
     return _finish(run_record, args)
@@ -154,16 +224,29 @@ def _consume(items, run_record, args: argparse.Namespace) -> bool:
 
 
 def _finish(run_record, args: argparse.Namespace) -> int:
+    from gpuperf_gui.core.bench.ceilings import ceilings_path, load_ceilings
+    from gpuperf_gui.core.bench.results import finite_json
+
     ceilings = run_record.ceilings
+    saved = (load_ceilings(ceilings.device_id, args.results_dir)
+             if ceilings is not None and not args.no_save else None)
     if args.json:
         payload = run_record.to_json_dict()
+        payload["saved_ceilings"] = finite_json(saved.to_json_dict()) if saved else None
         text = json.dumps(payload, indent=2, allow_nan=False)
         if args.json == "-":
             print(text)
         else:
-            Path(args.json).write_text(text + "\n", encoding="utf-8")
+            try:
+                Path(args.json).expanduser().write_text(text + "\n", encoding="utf-8")
+            except OSError as exc:  # checked before the run; the folder went away since
+                return fail(f"cannot write --json {args.json}: {exc.strerror or exc}"
+                            + (f" (the run is in {run_record.path})" if run_record.path else ""))
     if not args.json or args.json != "-":
-        print(ceilings.summary() if ceilings else "no ceilings measured")
+        print(f"this run: {ceilings.summary()}" if ceilings else "no ceilings measured")
+        if saved is not None:
+            print(f"saved ceilings (best so far on this machine): {saved.summary()}")
+            print(f"  {ceilings_path(saved.device_id, args.results_dir)}")
         if run_record.path:
             print(f"run file: {run_record.path}")
     return 0
@@ -196,7 +279,11 @@ def _run_collectives(args: argparse.Namespace) -> int:
 
 
 def _finish_collectives(run_record, args: argparse.Namespace) -> int:
-    from gpuperf_gui.core.bench.ceilings import compute_ceilings, load_ceilings, save_ceilings
+    from gpuperf_gui.core.bench.ceilings import (
+        compute_ceilings,
+        reset_saved_ceilings,
+        update_saved_ceilings,
+    )
 
     if not run_record.points:
         return fail("no collective was measured")
@@ -205,12 +292,9 @@ def _finish_collectives(run_record, args: argparse.Namespace) -> int:
         from gpuperf_gui.core.hardware import detect_local_device_id
 
         device_id = detect_local_device_id()
-    measured = compute_ceilings(run_record.points, device_id)
-    saved = load_ceilings(device_id, args.results_dir)
-    if saved is not None:
-        measured = replace(saved, collective_busbw_bytes_per_s=measured.collective_busbw_bytes_per_s,
-                           measured_at=time.time())
-    run_record.ceilings = measured
+    run_record.ceilings = compute_ceilings(run_record.points, device_id, run="collectives")
     if not args.no_save:
-        save_ceilings(measured, args.results_dir)
+        if args.reset_ceilings:
+            reset_saved_ceilings(device_id, args.results_dir)
+        update_saved_ceilings(run_record.ceilings, args.results_dir)
     return _finish(run_record, args)

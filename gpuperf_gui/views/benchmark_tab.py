@@ -32,7 +32,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpuperf_gui.core.bench.ceilings import MeasuredCeilings
+from gpuperf_gui.core.bench.ceilings import (
+    MeasuredCeilings,
+    list_saved_ceilings,
+    load_ceilings,
+    merge_ceilings,
+)
 from gpuperf_gui.core.child_stream import iter_in_child
 from gpuperf_gui.core.bench.plans import MATMUL_DTYPES, BenchPlan, build_plan
 from gpuperf_gui.core.bench.points import BenchMessage, MeasuredPoint
@@ -54,6 +59,13 @@ MeasurementsFactory = Callable[[BenchPlan], Produce]
 REDRAW_INTERVAL_MS = 33  # ~30 Hz
 MEASURE = "gpuperf_gui.core.bench.measure:iter_run"
 STOP_GRACE_S = 30.0  # a point in progress may take this long to finish after Stop
+_INVALID_STYLE = "QLineEdit { border: 1px solid #d62728; background: #fdecea; }"
+#: Empty plots show these ranges (log10 of the axis values) instead of pyqtgraph's 1..10 default.
+_DEFAULT_RANGES = {
+    "matmul": ((64, 16384), (1e9, 1e15)),       # n; FLOP/s
+    "memory": ((1e4, 1e10), (1e9, 1e13)),       # working set bytes; bytes/s
+    "ai": ((0.1, 1000), (1e9, 1e15)),           # FLOP/byte; FLOP/s
+}
 _COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 
 
@@ -72,6 +84,26 @@ def default_measurements_factory(results_dir: Path | None, collectives: bool) ->
                                      stop=stop, grace_s=STOP_GRACE_S, nice=10)
         return produce
     return factory
+
+
+class FieldError(ValueError):
+    """Bad input in one control; ``field`` names it so the tab can mark it."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def parse_sizes(text: str) -> tuple[int, ...]:
+    """The sizes field ("1024, 4096") as positive ints; FieldError with a plain message."""
+    sizes = []
+    for part in text.replace(" ", "").split(","):
+        if not part:
+            continue
+        if not part.isdigit() or int(part) <= 0:
+            raise FieldError("sizes", f"sizes must be whole numbers like 1024,4096 (not {part!r})")
+        sizes.append(int(part))
+    return tuple(sizes)
 
 
 def plot_coordinates(point: MeasuredPoint) -> tuple[str, str, float, float] | None:
@@ -162,13 +194,19 @@ class BenchmarkTab(QWidget):
         self._factory = measurements_factory
         self._worker: GeneratorWorker | None = None
         self._thread: QThread | None = None
+        # Stop is our own event, not the worker's: GeneratorWorker stops iterating once its flag is
+        # set, and the generator's last items (the "stopped" message and the ceilings of the points
+        # measured so far) would be lost. The worker's flag is set only at shutdown.
+        self._run_stop = threading.Event()
+        self._stopped: BenchMessage | None = None
         self._run_started = 0.0
         self._run_path: Path | None = None
         self.current_points: list[MeasuredPoint] = []
         self.current_ceilings: MeasuredCeilings | None = None
         self.messages: list[BenchMessage] = []
         self._series: dict[tuple[str, str], tuple[XYBuffer, pg.PlotDataItem]] = {}
-        self._dirty = False
+        self._dirty_series: set[tuple[str, str]] = set()  # redrawn at the next timer tick
+        self._ranging = False
         self.redraw_count = 0          # setData rounds (tests check the 30 Hz throttle)
         self._build_ui()
         self._redraw_timer = QTimer(self)
@@ -192,6 +230,7 @@ class BenchmarkTab(QWidget):
             box.setToolTip("matmul dtypes (none ticked: the suite's default for the device)")
         self.sizes_edit = QLineEdit()
         self.sizes_edit.setPlaceholderText("matmul n, e.g. 1024,4096 (empty: suite default)")
+        self.sizes_edit.textEdited.connect(self._clear_field_error)
         self.collectives_box = QCheckBox("collectives")
         self.collectives_box.setToolTip("then all-reduce/all-gather/reduce-scatter: gloo ×2 on the CPU, "
                                         "NCCL across GPUs")
@@ -220,23 +259,29 @@ class BenchmarkTab(QWidget):
         self.status_label = QLabel("Ready. Start measures this machine (torch loads in the background).")
         self.ceilings_label = QLabel("")
         self.ceilings_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.ceilings_label.setWordWrap(True)
         progress = QHBoxLayout()
         progress.addWidget(self.progress_bar, 1)
         progress.addWidget(self.status_label, 3)
 
         self.plots = pg.GraphicsLayoutWidget()
         self.plots.setBackground("w")  # same look as the Roofline tab
+        self.legends: dict[str, pg.LegendItem] = {}
         self.plot_items = {
             "matmul": self._make_plot(0, "Matmul: rate vs size", ("n (n×n×n)", ""), ("rate", "FLOP/s")),
             "memory": self._make_plot(1, "Memory: bandwidth vs working set", ("working set", "B"),
                                       ("bandwidth", "B/s")),
             "ai": self._make_plot(2, "FMA chain: rate vs intensity", ("FLOP/byte", ""), ("rate", "FLOP/s")),
         }
+        self._reset_ranges()
         self.table_model = ResultsModel(self)
         self.table = QTableView()
         self.table.setModel(self.table_model)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.table.setWordWrap(False)
         self.table.verticalHeader().setVisible(False)
+        self._table_fitted_rows = 0  # rows whose text the column widths already fit
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self.plots)
         splitter.addWidget(self.table)
@@ -257,15 +302,56 @@ class BenchmarkTab(QWidget):
         plot.setLogMode(x=True, y=True)  # scattered sweep points: no clipToView (R9)
         plot.setLabel("bottom", x_label)
         plot.setLabel("left", y_label)
+        plot.getAxis("left").setWidth(86)  # fits "500 GFLOP/s": new tick labels never relayout the row
         plot.showGrid(x=True, y=True, alpha=0.3)
-        plot.addLegend(offset=(5, 5))
+        plot.disableAutoRange()  # _fit_ranges follows the data (at least a decade per axis)
+        key = self._plot_key(title)
+        plot.vb.sigRangeChangedManually.connect(lambda *_args, key=key: self._on_range_changed_manually(key))
+        # The legend sits under the plot, not on it: it never covers a curve.
+        legend = pg.LegendItem(colCount=2, labelTextColor="#444")
+        self.plots.addItem(legend, row=1, col=column)
+        self.legends[key] = legend
         return plot
+
+    @staticmethod
+    def _plot_key(title: str) -> str:
+        return {"Matmul": "matmul", "Memory": "memory", "FMA chain": "ai"}[title.split(":")[0]]
+
+    def _reset_ranges(self) -> None:
+        """Sensible empty axes (no "2 B" ticks); :meth:`_fit_ranges` follows the data once it comes."""
+        self._user_ranged: set[str] = set()
+        for key, plot in self.plot_items.items():
+            (x0, x1), (y0, y1) = _DEFAULT_RANGES[key]
+            self._set_range(key, (np.log10(x0), np.log10(x1)), (np.log10(y0), np.log10(y1)))
+
+    def _set_range(self, key: str, x_range: tuple[float, float], y_range: tuple[float, float]) -> None:
+        self._ranging = True  # not the user's zoom
+        try:
+            self.plot_items[key].setRange(xRange=x_range, yRange=y_range, padding=0)
+        finally:
+            self._ranging = False
+
+    def _on_range_changed_manually(self, key: str) -> None:
+        if not self._ranging:
+            self._user_ranged.add(key)  # the user zoomed or panned: stop following the data
+
+    def _fit_ranges(self, keys: set[str]) -> None:
+        """Each plot's range around its data, at least one decade per axis: pyqtgraph's autorange
+        would zoom into a span with no 1-2-5 tick to label (e.g. 138–164 GFLOP/s)."""
+        for key in keys:
+            if key in self._user_ranged:
+                continue
+            xs = [b.x[:b.count] for (plot_key, _), (b, _i) in self._series.items() if plot_key == key]
+            if not xs:
+                continue
+            ys = [b.y[:b.count] for (plot_key, _), (b, _i) in self._series.items() if plot_key == key]
+            self._set_range(key, _decade_span(np.concatenate(xs)), _decade_span(np.concatenate(ys)))
 
     # running --------------------------------------------------------------------------------
     def plan_from_controls(self) -> BenchPlan:
-        """The plan the controls describe (raises ValueError for bad input)."""
+        """The plan the controls describe (raises ValueError, FieldError for a bad field)."""
         device = self.device_combo.currentText().strip() or "auto"
-        sizes = tuple(int(part) for part in self.sizes_edit.text().replace(" ", "").split(",") if part)
+        sizes = parse_sizes(self.sizes_edit.text())
         dtypes = tuple(d for d, box in self.dtype_boxes.items() if box.isChecked())
         suite = self.suite_combo.currentText()
         plan = build_plan(suite, device, dtypes, sizes)
@@ -278,8 +364,12 @@ class BenchmarkTab(QWidget):
         """Start a run from the controls; False (with a message) when busy or the input is bad."""
         if self.is_busy():
             return False
+        self._clear_field_error()
         try:
             plan = self.plan_from_controls()
+        except FieldError as exc:
+            self._mark_field_error(exc)
+            return False
         except ValueError as exc:
             self.status_label.setText(f"Cannot start: {exc}")
             return False
@@ -288,12 +378,30 @@ class BenchmarkTab(QWidget):
         self.start_with(factory(plan), plan.results_path)
         return True
 
+    def _mark_field_error(self, error: FieldError) -> None:
+        widget = {"sizes": self.sizes_edit}.get(error.field)
+        if widget is not None:
+            widget.setStyleSheet(_INVALID_STYLE)
+            widget.setToolTip(str(error))
+            widget.setFocus()
+        self.status_label.setText(str(error))
+
+    def _clear_field_error(self) -> None:
+        self.sizes_edit.setStyleSheet("")
+        self.sizes_edit.setToolTip("")
+
+    def field_is_marked(self, field: str = "sizes") -> bool:
+        """Whether a control is marked invalid (tests, screenshots)."""
+        return bool({"sizes": self.sizes_edit}[field].styleSheet())
+
     def start_with(self, produce: Produce, run_path: Path | None = None) -> None:
         """Run ``produce(stop)`` in a worker thread and stream what it yields."""
         self._clear_current()
         self._run_path = run_path
         self._run_started = time.monotonic()
-        self._worker = GeneratorWorker(produce)
+        self._run_stop = run_stop = threading.Event()
+        self._stopped = None
+        self._worker = GeneratorWorker(lambda _worker_stop: produce(run_stop))
         self._worker.item_produced.connect(self._on_item_produced)
         self._worker.run_failed.connect(self._on_run_failed)
         self._worker.run_finished.connect(self._on_run_finished)
@@ -304,9 +412,10 @@ class BenchmarkTab(QWidget):
         self.status_label.setText("Starting (loading torch)…")
 
     def stop(self) -> None:
-        """Ask the worker to stop after the point in progress (sets a flag; never terminate())."""
+        """Ask the run to stop after the point in progress (sets a flag; never terminate()). The
+        generator still yields a "stopped" message and the ceilings of the points measured so far."""
         if self._worker is not None:
-            self._worker.request_stop()
+            self._run_stop.set()
             self.status_label.setText("Stopping after the point in progress…")
             self.stop_button.setEnabled(False)
 
@@ -314,6 +423,7 @@ class BenchmarkTab(QWidget):
         return self._pending_autoload or (self._thread is not None and self._thread.isRunning())
 
     def shutdown(self) -> None:
+        self._run_stop.set()
         stop_thread(self._worker, self._thread)
         self._redraw_timer.stop()
 
@@ -321,13 +431,19 @@ class BenchmarkTab(QWidget):
         self.current_points = []
         self.current_ceilings = None
         self.messages = []
-        self.table_model.clear()
-        for plot in self.plot_items.values():
-            plot.clear()
-            if plot.legend is not None:
-                plot.legend.clear()
-        self._series.clear()
+        if self.table_model.rows:
+            self.table_model.clear()
+        self._user_ranged.clear()
+        if self._series:  # an empty tab is left alone: clearing it still costs a full repaint
+            for plot in self.plot_items.values():
+                plot.clear()
+            for legend in self.legends.values():
+                legend.clear()
+            self._series.clear()
+            self._dirty_series.clear()
+            self._reset_ranges()
         self.ceilings_label.setText("")
+        self.ceilings_label.setToolTip("")
 
     # worker signals (GUI thread) ---------------------------------------------------------------
     def _on_item_produced(self, item: object) -> None:
@@ -339,11 +455,26 @@ class BenchmarkTab(QWidget):
                 self.point_measured.emit(item.to_roofline_point())
         elif isinstance(item, MeasuredCeilings):
             self.current_ceilings = item
-            self.ceilings_label.setText(f"Measured ceilings ({item.device_name or item.device_id}): "
-                                        f"{item.summary()}")
-            self.ceilings_measured.emit(item)
+            self._show_ceilings(item, self._run_path.stem if self._run_path else "this run")
         elif isinstance(item, BenchMessage):
             self._on_message(item)
+
+    def _show_ceilings(self, run_ceilings: MeasuredCeilings | None, run_name: str) -> None:
+        """The run's own ceilings in the summary line; the saved ones (best so far on this
+        machine, merged with the run's) go to the Roofline tab."""
+        if run_ceilings is None:
+            return
+        saved = merge_ceilings(load_ceilings(run_ceilings.device_id, self.results_dir), run_ceilings)
+        device = run_ceilings.device_name or run_ceilings.device_id
+        partial = "" if run_ceilings.complete else ", stopped early"
+        text = f"This run ({device}, {run_name}{partial}): {run_ceilings.summary()}"
+        if saved.summary() != run_ceilings.summary():
+            text += f"\nSaved ceilings, best so far on this machine (on the Roofline): {saved.summary()}"
+        else:
+            text += " (the best so far: saved, on the Roofline)"
+        self.ceilings_label.setText(text)
+        self.ceilings_label.setToolTip("Saved ceilings:\n" + "\n".join(saved.sources()))
+        self.ceilings_measured.emit(saved)
 
     def _on_message(self, message: BenchMessage) -> None:
         if message.kind == "started":
@@ -353,8 +484,21 @@ class BenchmarkTab(QWidget):
             self.status_label.setText(f"{message.label} ({message.index + 1}/{message.total}){left}")
             return
         self.messages.append(message)
-        if message.kind in ("skipped", "warning", "stopped", "finished", "info"):
+        if message.kind == "stopped":
+            self._stopped = message
+            self._show_stopped()
+            return
+        if message.kind == "finished" and self._stopped is not None:
+            return  # keep "stopped after N of M points"
+        if message.kind in ("skipped", "warning", "finished", "info"):
             self.status_label.setText(message.text)
+
+    def _show_stopped(self) -> None:
+        done = len(self.current_points)
+        total = self._stopped.total if self._stopped is not None and self._stopped.total else done
+        self.progress_bar.setRange(0, max(1, total))
+        self.progress_bar.setValue(min(done, max(1, total)))
+        self.status_label.setText(f"Stopped after {done} of {total} points")
 
     def _on_run_failed(self, text: str) -> None:
         self.messages.append(BenchMessage("error", text))
@@ -368,9 +512,15 @@ class BenchmarkTab(QWidget):
         self._thread = None
         self.start_button.setEnabled(True)
         self.stop_button.setEnabled(False)
-        if self.progress_bar.maximum() == 0:
-            self.progress_bar.setRange(0, 1)
-        self.progress_bar.setValue(self.progress_bar.maximum())
+        if self._run_stop.is_set() and self._stopped is None:  # stopped before the loop said so
+            self._stopped = BenchMessage("stopped", "stopped", len(self.current_points),
+                                         self.progress_bar.maximum())
+        if self._stopped is not None:
+            self._show_stopped()
+        else:
+            if self.progress_bar.maximum() == 0:
+                self.progress_bar.setRange(0, 1)
+            self.progress_bar.setValue(self.progress_bar.maximum())
         self._on_redraw_timer()
         self.benchmark_finished.emit()
 
@@ -393,19 +543,45 @@ class BenchmarkTab(QWidget):
             style = Qt.PenStyle.SolidLine if run == "this run" else Qt.PenStyle.DashLine
             item = pg.PlotDataItem(pen=pg.mkPen(colour, width=2, style=style), symbol="o", symbolSize=6,
                                    symbolBrush=colour, name=series_name)
-            self.plot_items[plot_key].addItem(item)  # once per series, never per point
+            plot = self.plot_items[plot_key]
+            plot.addItem(item)  # once per series, never per point
+            self.legends[plot_key].addItem(item, series_name)
             self._series[key] = (XYBuffer(), item)
         self._series[key][0].append(x, y)
-        self._dirty = True
+        self._dirty_series.add(key)
 
     def _on_redraw_timer(self) -> None:
-        if not self._dirty:
+        self._fit_columns()
+        if not self._dirty_series:
             return
-        for buffer, item in self._series.values():
+        for key in self._dirty_series:  # only the curves that grew: the others' plots are not repainted
+            buffer, item = self._series[key]
             n = buffer.count
             item.setData(buffer.x[:n], buffer.y[:n], skipFiniteCheck=True)
-        self._dirty = False
+        self._fit_ranges({plot_key for plot_key, _name in self._dirty_series})
+        self._dirty_series.clear()
         self.redraw_count += 1
+
+    def _fit_columns(self, max_rows: int = 200) -> None:
+        """Widen columns to the text of rows added since the last call (never narrows them: the user
+        may have resized). Cheaper than resizeColumnsToContents, which measures every row."""
+        rows = self.table_model.rowCount()
+        if rows < self._table_fitted_rows:
+            self._table_fitted_rows = 0  # the model was cleared
+        if rows == self._table_fitted_rows:
+            return
+        metrics = self.table.fontMetrics()
+        padding = 14
+        widths = [self.table.columnWidth(c) for c in range(self.table_model.columnCount())]
+        model = self.table_model
+        for row in range(self._table_fitted_rows, min(rows, self._table_fitted_rows + max_rows)):
+            for column in range(len(widths)):
+                text = model.data(model.index(row, column)) or ""
+                widths[column] = max(widths[column], metrics.horizontalAdvance(text) + padding)
+        for column, width in enumerate(widths):
+            if width > self.table.columnWidth(column):
+                self.table.setColumnWidth(column, width)
+        self._table_fitted_rows = rows
 
     def series_data(self, plot_key: str, name: str) -> tuple[np.ndarray, np.ndarray]:
         """The data a series' curve was last given (linear units; empty before the first redraw)."""
@@ -417,10 +593,16 @@ class BenchmarkTab(QWidget):
 
     # runs on disk -----------------------------------------------------------------------------
     def _autoload_latest(self) -> None:
+        """Show the latest run, and give the Roofline tab every device's saved ceilings (the best
+        measured so far on this machine; not the latest run's)."""
         try:
             runs = list_runs(self.results_dir)
             if runs and not self.is_running():
                 self.open_run(runs[0], as_current=True)
+            shown = self.current_ceilings.device_id if self.current_ceilings else None
+            for saved in list_saved_ceilings(self.results_dir):
+                if saved.device_id != shown:  # open_run gave that one already
+                    self.ceilings_measured.emit(saved)
         finally:
             self._pending_autoload = False
 
@@ -441,11 +623,8 @@ class BenchmarkTab(QWidget):
             self._buffer_point(label, point)
             if point.flops > 0 and point.bytes > 0:
                 self.point_measured.emit(point.to_roofline_point())
-        if run.ceilings is not None:
-            self.ceilings_measured.emit(run.ceilings)
-            if as_current:
-                self.ceilings_label.setText(f"Measured ceilings ({run.ceilings.device_name or run.ceilings.device_id}"
-                                            f", {run.name}): {run.ceilings.summary()}")
+        if as_current:  # a run opened for comparison leaves the ceilings alone
+            self._show_ceilings(run.ceilings, run.name)
         if as_current:
             self.progress_bar.setRange(0, 1)
             self.progress_bar.setValue(1)
@@ -482,6 +661,16 @@ class BenchmarkTab(QWidget):
         path, _filter = QFileDialog.getSaveFileName(self, "Export run as JSON", "bench.json", "JSON (*.json)")
         if path:
             self.export_json(Path(path))
+
+
+def _decade_span(values: np.ndarray, pad_decades: float = 0.08) -> tuple[float, float]:
+    """log10 range covering ``values`` (> 0), padded and widened to at least one decade."""
+    logs = np.log10(values[values > 0])
+    low, high = float(logs.min()) - pad_decades, float(logs.max()) + pad_decades
+    if high - low < 1.0:
+        middle = (low + high) / 2
+        low, high = middle - 0.5, middle + 0.5
+    return low, high
 
 
 def _clock(seconds: float | None) -> str:

@@ -67,8 +67,11 @@ def test_cancel_stops_within_one_point(tmp_path: Path) -> None:
             if len(seen) == 2:
                 stop.set()
     assert 2 <= len(seen) <= 3
-    assert read_run(tmp_path / "runs" / "run.jsonl").ceilings.complete is False
-    assert load_ceilings("cpu", tmp_path) is None  # an incomplete run does not replace the saved ones
+    run_ceilings = read_run(tmp_path / "runs" / "run.jsonl").ceilings
+    assert run_ceilings.complete is False and run_ceilings.matmul_flops_per_s["fp32"] > 0
+    saved = load_ceilings("cpu", tmp_path)  # the points measured so far count, merged
+    assert saved.matmul_flops_per_s == run_ceilings.matmul_flops_per_s
+    assert saved.matmul_runs == {"fp32": "run"}
 
 
 def test_stop_while_timing_abandons_the_point(tmp_path: Path) -> None:
@@ -180,3 +183,67 @@ def test_cli_bench_refuses_cuda_without_cuda(capsys) -> None:
 
     assert main(["bench", "--device", "cuda", "--no-save", "--quiet"]) == 2
     assert "CUDA is not available" in capsys.readouterr().err
+
+
+def _cli(tmp_path: Path, *extra: str) -> int:
+    from gpuperf_gui.cli import main
+
+    return main(["bench", "--device", "cpu", "--warmup-ms", "1", "--rep-ms", "5", "--results-dir",
+                 str(tmp_path), "--quiet", *extra])
+
+
+def test_cli_small_run_merges_into_the_saved_ceilings(tmp_path: Path, capsys) -> None:
+    from gpuperf_gui.core.bench.ceilings import MeasuredCeilings, save_ceilings
+
+    big = MeasuredCeilings("cpu", matmul_flops_per_s={"fp32": 1e15, "bf16": 2e15}, bandwidth_bytes_per_s=1e15,
+                           matmul_runs={"fp32": "earlier", "bf16": "earlier"}, bandwidth_run="earlier")
+    save_ceilings(big, tmp_path)
+    out = tmp_path / "small.json"
+    assert _cli(tmp_path, "--kernels", "matmul", "--sizes", "64", "--dtypes", "fp32", "--json", str(out)) == 0
+    saved = load_ceilings("cpu", tmp_path)
+    assert saved.matmul_flops_per_s == {"fp32": 1e15, "bf16": 2e15}  # not lowered, not dropped
+    assert saved.bandwidth_bytes_per_s == 1e15 and saved.bandwidth_run == "earlier"
+    payload = json.loads(out.read_text())
+    assert payload["ceilings"]["matmul_flops_per_s"]["fp32"] < 1e15  # the run's own
+    assert payload["saved_ceilings"]["matmul_flops_per_s"]["bf16"] == 2e15
+    assert "saved ceilings (best so far" in capsys.readouterr().out
+    # a run that adds a dtype and a bandwidth keeps the rest
+    assert _cli(tmp_path, "--kernels", "copy", "--reset-ceilings") == 0
+    saved = load_ceilings("cpu", tmp_path)
+    assert saved.matmul_flops_per_s == {} and 0 < saved.bandwidth_bytes_per_s < 1e15
+    run_name = saved.bandwidth_run
+    assert run_name and (tmp_path / "runs" / f"{run_name}.jsonl").exists()
+    assert saved.bandwidth_measured_at > 0
+
+
+@pytest.mark.parametrize("extra, message", [
+    (("--json", "/nonexistent/x.json"), "folder /nonexistent does not exist"),
+    (("--rep-ms", "-1"), "--rep-ms must be a positive number"),
+    (("--warmup-ms", "0"), "--warmup-ms must be a positive number"),
+    (("--sizes", "64,abc"), "--sizes must be whole numbers like 1024,4096"),
+    (("--reset-ceilings", "--no-save"), "contradict"),
+])
+def test_cli_bad_arguments_fail_fast_with_one_line(tmp_path: Path, capsys, monkeypatch, extra, message) -> None:
+    def no_measuring(*args, **kwargs):
+        raise AssertionError("measured before checking the arguments")
+
+    monkeypatch.setattr(measure, "iter_measurements", no_measuring)
+    assert _cli(tmp_path, "--kernels", "matmul", "--sizes", "64", *extra) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_cli_json_to_a_folder_or_a_read_only_folder(tmp_path: Path, capsys) -> None:
+    assert _cli(tmp_path, "--json", str(tmp_path)) == 2
+    assert "is a folder" in capsys.readouterr().err
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):
+            pytest.skip("running as root: permissions are not enforced")
+        assert _cli(tmp_path, "--json", str(locked / "x.json")) == 2
+        assert "not writable" in capsys.readouterr().err
+    finally:
+        locked.chmod(0o700)

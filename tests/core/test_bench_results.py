@@ -10,8 +10,13 @@ import pytest
 from gpuperf_gui.core.bench.ceilings import (
     MeasuredCeilings,
     compute_ceilings,
+    list_saved_ceilings,
     load_ceilings,
+    load_saved_ceilings,
+    merge_ceilings,
+    reset_saved_ceilings,
     save_ceilings,
+    update_saved_ceilings,
 )
 from gpuperf_gui.core.bench.points import DESIGN_KEYS, BenchMessage, MeasuredPoint
 from gpuperf_gui.core.bench.results import (
@@ -113,3 +118,58 @@ def test_export_csv(tmp_path: Path) -> None:
         rows = list(csv.DictReader(handle))
     assert rows[0]["kernel"] == "matmul" and float(rows[0]["flops"]) == 2 * 8192**3
     assert set(DESIGN_KEYS) <= set(rows[0])
+
+
+def test_merge_keeps_the_best_entry_by_entry_with_its_origin(tmp_path: Path) -> None:
+    quick = compute_ceilings([
+        _point(dtype="fp32", size=1024, seconds=7.4e-3, timestamp=100.0),      # 290 GFLOP/s
+        _point(dtype="bf16", size=1024, seconds=2.2e-3, timestamp=101.0),
+        _point("copy", "fp32", 1 << 26, 4e-2, beyond_cache=True, timestamp=102.0),
+    ], "cpu", run="quick-run")
+    small = compute_ceilings([_point(dtype="fp32", size=64, seconds=6.2e-6, timestamp=200.0)],  # 84 GFLOP/s
+                             "cpu", run="small-run")
+    assert update_saved_ceilings(quick, tmp_path) == load_ceilings("cpu", tmp_path)
+    merged = update_saved_ceilings(small, tmp_path)
+    assert merged == load_saved_ceilings("cpu", tmp_path)
+    assert merged.matmul_flops_per_s == quick.matmul_flops_per_s  # fp32 not lowered, bf16 not dropped
+    assert merged.bandwidth_bytes_per_s == quick.bandwidth_bytes_per_s
+    assert merged.matmul_runs == {"fp32": "quick-run", "bf16": "quick-run"}
+    assert merged.matmul_measured_at == {"fp32": 100.0, "bf16": 101.0}
+    assert (merged.bandwidth_run, merged.bandwidth_measured_at) == ("quick-run", 102.0)
+    faster = compute_ceilings([_point(dtype="fp32", size=2048, seconds=4e-2, timestamp=300.0)], "cpu",
+                              run="big-run")
+    merged = update_saved_ceilings(faster, tmp_path)
+    assert merged.matmul_flops_per_s["fp32"] == faster.matmul_flops_per_s["fp32"]
+    assert merged.matmul_runs == {"fp32": "big-run", "bf16": "quick-run"}
+    assert merged.matmul_labels["fp32"] == "matmul fp32 2048³"
+    assert any("big-run" in line for line in merged.sources())
+    assert reset_saved_ceilings("cpu", tmp_path) and load_ceilings("cpu", tmp_path) is None
+    assert not reset_saved_ceilings("cpu", tmp_path)
+
+
+def test_merge_prefers_bandwidth_beyond_the_cache_and_ignores_empty_runs(tmp_path: Path) -> None:
+    dram = compute_ceilings([_point("copy", "fp32", 1 << 26, 4e-2, beyond_cache=True)], "cpu", run="a")
+    in_cache = compute_ceilings([_point("copy", "fp32", 1 << 12, 1e-7, beyond_cache=False)], "cpu", run="b")
+    assert in_cache.bandwidth_bytes_per_s > dram.bandwidth_bytes_per_s
+    assert merge_ceilings(dram, in_cache).bandwidth_run == "a"
+    assert merge_ceilings(in_cache, dram).bandwidth_run == "a"
+    assert merge_ceilings(None, in_cache) is in_cache
+    update_saved_ceilings(dram, tmp_path)
+    empty = compute_ceilings([], "cpu", run="stopped-at-once")
+    assert update_saved_ceilings(empty, tmp_path) == load_ceilings("cpu", tmp_path)
+    assert load_ceilings("cpu", tmp_path).bandwidth_run == "a"
+    save_ceilings(MeasuredCeilings("h200", matmul_flops_per_s={"bf16": 8e14}), tmp_path)
+    assert [c.device_id for c in list_saved_ceilings(tmp_path)] == ["cpu", "h200"]
+
+
+def test_old_ceilings_files_without_provenance_still_load(tmp_path: Path) -> None:
+    path = tmp_path / "ceilings" / "cpu.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"device_id": "cpu", "matmul_flops_per_s": {"fp32": 2.9e11},
+                                "bandwidth_bytes_per_s": 1e10, "unknown_future_key": 1}))
+    old = load_ceilings("cpu", tmp_path)
+    assert old.matmul_runs == {} and old.matmul_flops_per_s == {"fp32": 2.9e11}
+    merged = merge_ceilings(old, compute_ceilings([_point(dtype="bf16")], "cpu", run="new"))
+    assert merged.matmul_flops_per_s["fp32"] == 2.9e11 and merged.matmul_runs == {"bf16": "new"}
+    path.write_text("[1, 2]")
+    assert load_ceilings("cpu", tmp_path) is None

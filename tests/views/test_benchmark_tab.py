@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
+import numpy as np
 import pytest
 from PySide6.QtCore import QElapsedTimer, QObject, QTimer
 
@@ -33,7 +34,8 @@ def fake_factory(sizes: list[int], delay_s: float = 0.0, gate: threading.Event |
             measured = []
             for index, n in enumerate(sizes):
                 if stop.is_set():
-                    yield BenchMessage("stopped", "stopped")
+                    yield BenchMessage("stopped", f"stopped after {len(measured)} of {len(sizes)} points",
+                                       len(measured), len(sizes))
                     break
                 yield BenchMessage("started", f"measuring {n}", index, len(sizes), f"matmul fp32 {n}³",
                                    eta_s=(len(sizes) - index) * delay_s)
@@ -47,7 +49,7 @@ def fake_factory(sizes: list[int], delay_s: float = 0.0, gate: threading.Event |
                 point = fake_point(n, 1e-3 * n / 64)
                 measured.append(point)
                 yield point
-            yield compute_ceilings(measured, "cpu", "fake CPU", "cpu")
+            yield compute_ceilings(measured, "cpu", "fake CPU", "cpu", complete=not stop.is_set())
         return produce
     return factory
 
@@ -145,12 +147,22 @@ def test_redraws_are_throttled_to_the_timer(qtbot, make_tab) -> None:
 
 def test_stop_ends_the_run_after_the_point_in_progress(qtbot, make_tab) -> None:
     tab = make_tab(fake_factory([64] * 200, delay_s=0.02))
+    ceilings = []
+    tab.ceilings_measured.connect(ceilings.append)
     tab.start()
     qtbot.waitUntil(lambda: len(tab.current_points) >= 2, timeout=5000)
     with qtbot.waitSignal(tab.benchmark_finished, timeout=5000):
         tab.stop()
-    assert len(tab.current_points) < 200
+    done = len(tab.current_points)
+    assert done < 200
     assert tab.start_button.isEnabled() and not tab.stop_button.isEnabled()
+    # The status and the bar say how far it got, not the point that was in progress / 100 %.
+    assert tab.status_label.text() == f"Stopped after {done} of 200 points"
+    assert (tab.progress_bar.value(), tab.progress_bar.maximum()) == (done, 200)
+    # The ceilings of the points measured so far still reach the Roofline tab.
+    assert len(ceilings) == 1 and ceilings[0].matmul_flops_per_s["fp32"] > 0
+    assert tab.current_ceilings is not None and not tab.current_ceilings.complete
+    assert "stopped early" in tab.ceilings_label.text()
 
 
 def test_a_failing_generator_reports_and_finishes(qtbot, make_tab) -> None:
@@ -167,11 +179,19 @@ def test_a_failing_generator_reports_and_finishes(qtbot, make_tab) -> None:
     assert len(tab.current_points) == 1
 
 
-def test_bad_sizes_do_not_start(qtbot, make_tab) -> None:
+def test_bad_sizes_do_not_start_and_mark_the_field(qtbot, make_tab) -> None:
     tab = make_tab(fake_factory([64]))
     tab.sizes_edit.setText("12,abc")
     assert not tab.start()
-    assert "Cannot start" in tab.status_label.text()
+    assert tab.status_label.text().startswith("sizes must be whole numbers like 1024,4096")
+    assert "invalid literal" not in tab.status_label.text()
+    assert tab.field_is_marked("sizes")
+    qtbot.keyClick(tab.sizes_edit, "x")  # editing clears the mark
+    assert not tab.field_is_marked("sizes")
+    tab.sizes_edit.setText("-5")
+    assert not tab.start() and tab.field_is_marked("sizes")
+    tab.sizes_edit.setText(" 64, 128 ")
+    assert tab.plan_from_controls().matmul_sizes == (64, 128)
 
 
 def test_reopen_compare_and_export(qtbot, make_tab, tmp_path: Path) -> None:
@@ -215,3 +235,84 @@ def test_constructs_with_the_real_factory_and_shuts_down(qtbot, make_tab) -> Non
     plan = tab.plan_from_controls()
     assert plan.device == "auto" and plan.results_path is not None
     assert not tab.is_busy()
+
+
+def test_autoload_gives_the_roofline_the_saved_best_and_shows_the_runs_own(qtbot, make_tab,
+                                                                           tmp_path: Path) -> None:
+    from gpuperf_gui.core.bench.ceilings import MeasuredCeilings, load_ceilings, save_ceilings
+
+    results = tmp_path / "bench"
+    save_ceilings(MeasuredCeilings("cpu", matmul_flops_per_s={"fp32": 2.9e11, "bf16": 9e11},
+                                   bandwidth_bytes_per_s=1.2e10, matmul_runs={"fp32": "big", "bf16": "big"}),
+                  results)
+    save_ceilings(MeasuredCeilings("h200", matmul_flops_per_s={"bf16": 8e14}), results)
+    small = [fake_point(64, 1e-4)]  # 5.2 GFLOP/s fp32: worse than the saved 290
+    path = results / "runs" / "20260101-000000-cpu.jsonl"
+    with ResultsWriter(path) as writer:
+        writer.write_header({"device": "cpu"})
+        writer.write_point(small[0])
+        writer.write_ceilings(compute_ceilings(small, "cpu", run=path.stem))
+    tab = make_tab(fake_factory([64]), autoload_latest=True)
+    emitted = []
+    tab.ceilings_measured.connect(emitted.append)
+    qtbot.waitUntil(lambda: not tab.is_busy(), timeout=5000)
+    by_device = {c.device_id: c for c in emitted}
+    assert set(by_device) == {"cpu", "h200"} and len(emitted) == 2
+    cpu = by_device["cpu"]
+    assert cpu.matmul_flops_per_s == {"fp32": 2.9e11, "bf16": 9e11} and cpu.bandwidth_bytes_per_s == 1.2e10
+    assert load_ceilings("cpu", results).matmul_flops_per_s["fp32"] == 2.9e11  # the GUI never writes
+    label = tab.ceilings_label.text()
+    assert label.startswith("This run (cpu, 20260101-000000-cpu): fp32 5.24 GFLOP/s")
+    assert "best so far" in label and "fp32 290 GFLOP/s · bf16 900 GFLOP/s · 12 GB/s" in label
+
+
+def test_empty_plots_legends_and_table_columns(qtbot, make_tab) -> None:
+    tab = make_tab(fake_factory([64, 128]))
+    tab.resize(1400, 900)
+    tab.show()
+    memory = tab.plot_items["memory"]
+    (x0, x1), (y0, y1) = memory.viewRange()
+    assert x1 - x0 >= 3 and y1 - y0 >= 3  # decades, not pyqtgraph's 1..10 ("2 B", "5 B/s")
+    assert 8.5 <= y0 and y1 <= 13.5
+    with qtbot.waitSignal(tab.benchmark_finished, timeout=5000):
+        tab.start()
+    legend = tab.legends["matmul"]
+    assert [label.text for _sample, label in legend.items] == ["matmul fp32"]
+    assert legend.parentItem() is not tab.plot_items["matmul"].vb  # under the plot, not on it
+    plot_rect = tab.plot_items["matmul"].sceneBoundingRect
+    qtbot.waitUntil(lambda: legend.sceneBoundingRect().top() >= plot_rect().bottom(), timeout=3000)
+    (mx0, mx1), (my0, my1) = tab.plot_items["matmul"].viewRange()
+    assert mx0 < np.log10(64) and np.log10(128) < mx1 < 3  # follows the data (64..128), not the default
+    assert mx1 - mx0 >= 0.99 and my1 - my0 >= 0.99  # a decade at least: a 1-2-5 tick to label
+    method = tab.table_model.COLUMNS.index("method")
+    fm = tab.table.fontMetrics()
+    assert tab.table.columnWidth(method) >= fm.horizontalAdvance("fake")
+    assert tab.table.columnWidth(method) >= fm.horizontalAdvance("method")
+
+
+def test_stop_with_the_real_helper_process_keeps_and_saves_partial_ceilings(qtbot, make_tab,
+                                                                            tmp_path: Path) -> None:
+    """The QA case: Stop during a real CPU run (torch in the helper process)."""
+    from gpuperf_gui.core.bench.ceilings import load_ceilings
+
+    tab = make_tab()
+    tab.device_combo.setCurrentText("cpu")
+    tab.suite_combo.setCurrentText("custom")
+    tab.dtype_boxes["fp32"].setChecked(True)
+    tab.sizes_edit.setText("64,96,128,160,192,224,256")
+    ceilings = []
+    tab.ceilings_measured.connect(ceilings.append)
+    assert tab.start()
+    qtbot.waitUntil(lambda: len(tab.current_points) >= 2, timeout=60000)
+    with qtbot.waitSignal(tab.benchmark_finished, timeout=60000):
+        tab.stop()
+    done = len(tab.current_points)
+    total = tab.progress_bar.maximum()
+    assert total > done >= 2
+    assert tab.status_label.text() == f"Stopped after {done} of {total} points"
+    assert tab.progress_bar.value() == done
+    assert len(ceilings) == 1 and not tab.current_ceilings.complete
+    best = max(p.flops_per_s for p in tab.current_points)
+    assert ceilings[0].matmul_flops_per_s["fp32"] == pytest.approx(best)
+    saved = load_ceilings("cpu", tmp_path / "bench")
+    assert saved is not None and saved.matmul_flops_per_s["fp32"] == pytest.approx(best)

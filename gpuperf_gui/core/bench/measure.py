@@ -17,7 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Union
 
-from gpuperf_gui.core.bench.ceilings import MeasuredCeilings, compute_ceilings, save_ceilings
+from gpuperf_gui.core.bench.ceilings import (
+    MeasuredCeilings,
+    compute_ceilings,
+    reset_saved_ceilings,
+    update_saved_ceilings,
+)
 from gpuperf_gui.core.bench.nvml import NvmlSampler
 from gpuperf_gui.core.bench.plans import (
     BenchPlan,
@@ -389,12 +394,15 @@ def iter_measurements(
     *,
     results_dir: Path | None = None,
     save_device_ceilings: bool = True,
+    reset_ceilings: bool = False,
 ) -> Iterator[BenchItem]:
     """Measure ``plan`` point by point (STYLE.md R4).
 
     Yields ``BenchMessage`` (progress, skips), ``MeasuredPoint`` (each as measured) and, last,
-    ``MeasuredCeilings`` (also saved per device under ``results_dir`` when asked). Checks ``stop``
-    between points and while timing; a stopped run still ends with the ceilings measured so far
+    the run's own ``MeasuredCeilings``. When ``save_device_ceilings`` they are merged into the
+    device's saved ceilings under ``results_dir`` (best so far, :func:`update_saved_ceilings`);
+    ``reset_ceilings`` forgets the saved ones first. Checks ``stop`` between points and while
+    timing; a stopped run still ends with (and saves) the ceilings of the points measured so far
     (``complete=False``).
     """
     import torch
@@ -414,6 +422,8 @@ def iter_measurements(
         info = DeviceInfo(**{**info.__dict__, "threads": plan.cpu_threads})
     if info.kind == "cuda":
         torch.cuda.set_device(info.cuda_index)
+    if reset_ceilings and save_device_ceilings:
+        reset_saved_ceilings(info.device_id, results_dir)
     points = expand_plan(plan, device_limits(info))
     if any(p.kernel == "fma_chain" for p in points):
         _preload_compiler()
@@ -456,11 +466,11 @@ def iter_measurements(
                 writer.write_message(message)
             yield message
         ceilings = compute_ceilings(measured, info.device_id, info.name, info.torch_device,
-                                    complete=not (stopped or stop.is_set()))
+                                    complete=not (stopped or stop.is_set()), run=run_name(plan))
         if writer:
             writer.write_ceilings(ceilings)
-        if measured and save_device_ceilings and ceilings.complete:
-            save_ceilings(ceilings, results_dir)
+        if measured and save_device_ceilings:
+            update_saved_ceilings(ceilings, results_dir)
         yield BenchMessage("finished", f"{len(measured)} points in {time.monotonic() - started:.1f} s; "
                                        f"{ceilings.summary()}", len(points), len(points), eta_s=0.0)
         yield ceilings
@@ -469,6 +479,11 @@ def iter_measurements(
             writer.close()
         if info.kind == "cpu":
             torch.set_num_threads(threads_before)
+
+
+def run_name(plan: BenchPlan) -> str:
+    """The run's name as recorded with its ceilings: its file's name without the suffix."""
+    return Path(plan.results_path).stem if plan.results_path else ""
 
 
 def _measure_one(planned: PlannedPoint, info: DeviceInfo, timing: TimingPolicy, stop: threading.Event,
@@ -493,6 +508,7 @@ def iter_run(
     results_dir: Path | None = None,
     collectives: Any = None,
     save_device_ceilings: bool = True,
+    reset_ceilings: bool = False,
 ) -> Iterator[BenchItem]:
     """:func:`iter_measurements`, then (optionally) the collectives of ``collectives`` (a
     ``CollectivePlan``); the final ceilings carry both. Collective points go to the same file."""
@@ -502,7 +518,7 @@ def iter_run(
 
     ceilings: MeasuredCeilings | None = None
     for item in iter_measurements(plan, stop, results_dir=results_dir,
-                                  save_device_ceilings=save_device_ceilings):
+                                  save_device_ceilings=save_device_ceilings, reset_ceilings=reset_ceilings):
         if isinstance(item, MeasuredCeilings):
             ceilings = item
         else:
@@ -518,12 +534,13 @@ def iter_run(
                         writer.write_point(item)
                 yield item
             if points and ceilings is not None:
-                busbw = compute_ceilings(points, ceilings.device_id).collective_busbw_bytes_per_s
-                ceilings = replace(ceilings, collective_busbw_bytes_per_s=busbw)
+                collective = compute_ceilings(points, ceilings.device_id, run=run_name(plan))
+                ceilings = replace(ceilings, collective_busbw_bytes_per_s=collective.collective_busbw_bytes_per_s,
+                                   collective_runs=collective.collective_runs)
                 if writer:
                     writer.write_ceilings(ceilings)
-                if save_device_ceilings and ceilings.complete:
-                    save_ceilings(ceilings, results_dir)
+                if save_device_ceilings:
+                    update_saved_ceilings(ceilings, results_dir)
         finally:
             if writer:
                 writer.close()

@@ -91,7 +91,7 @@ class ResultsWriter:
         self.close()
 
 
-def _finite(data: dict[str, Any]) -> dict[str, Any]:
+def finite_json(data: dict[str, Any]) -> dict[str, Any]:
     """JSON has no NaN/inf: store them as null."""
     def fix(value: Any) -> Any:
         if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
@@ -102,6 +102,9 @@ def _finite(data: dict[str, Any]) -> dict[str, Any]:
             return [fix(v) for v in value]
         return value
     return {key: fix(value) for key, value in data.items()}
+
+
+_finite = finite_json
 
 
 @dataclass
