@@ -58,7 +58,9 @@ MeasurementsFactory = Callable[[BenchPlan], Produce]
 
 REDRAW_INTERVAL_MS = 33  # ~30 Hz
 MEASURE = "gpuperf_gui.core.bench.measure:iter_run"
-STOP_GRACE_S = 30.0  # a point in progress may take this long to finish after Stop
+# After Stop the point in progress may take this long to finish (points are timed for ~0.1 s
+# after a 25 ms warm-up); then the helper process is killed. Closing the window waits for it.
+STOP_GRACE_S = 5.0
 _INVALID_STYLE = "QLineEdit { border: 1px solid #d62728; background: #fdecea; }"
 #: Empty plots show these ranges (log10 of the axis values) instead of pyqtgraph's 1..10 default.
 _DEFAULT_RANGES = {
@@ -197,7 +199,7 @@ class BenchmarkTab(QWidget):
         # Stop is our own event, not the worker's: GeneratorWorker stops iterating once its flag is
         # set, and the generator's last items (the "stopped" message and the ceilings of the points
         # measured so far) would be lost. The worker's flag is set only at shutdown.
-        self._run_stop = threading.Event()
+        self._stop_requested = False
         self._stopped: BenchMessage | None = None
         self._run_started = 0.0
         self._run_path: Path | None = None
@@ -399,9 +401,9 @@ class BenchmarkTab(QWidget):
         self._clear_current()
         self._run_path = run_path
         self._run_started = time.monotonic()
-        self._run_stop = run_stop = threading.Event()
+        self._stop_requested = False
         self._stopped = None
-        self._worker = GeneratorWorker(lambda _worker_stop: produce(run_stop))
+        self._worker = GeneratorWorker(produce)
         self._worker.item_produced.connect(self._on_item_produced)
         self._worker.run_failed.connect(self._on_run_failed)
         self._worker.run_finished.connect(self._on_run_finished)
@@ -414,8 +416,9 @@ class BenchmarkTab(QWidget):
     def stop(self) -> None:
         """Ask the run to stop after the point in progress (sets a flag; never terminate()). The
         generator still yields a "stopped" message and the ceilings of the points measured so far."""
-        if self._worker is not None:
-            self._run_stop.set()
+        if self._worker is not None and self.is_running():
+            self._stop_requested = True
+            self._worker.request_stop()
             self.status_label.setText("Stopping after the point in progress…")
             self.stop_button.setEnabled(False)
 
@@ -423,8 +426,7 @@ class BenchmarkTab(QWidget):
         return self._pending_autoload or (self._thread is not None and self._thread.isRunning())
 
     def shutdown(self) -> None:
-        self._run_stop.set()
-        stop_thread(self._worker, self._thread)
+        stop_thread(self._worker, self._thread, timeout_ms=int(STOP_GRACE_S * 1000) + 3000)
         self._redraw_timer.stop()
 
     def _clear_current(self) -> None:
@@ -512,7 +514,7 @@ class BenchmarkTab(QWidget):
         self._thread = None
         self.start_button.setEnabled(True)
         self.stop_button.setEnabled(False)
-        if self._run_stop.is_set() and self._stopped is None:  # stopped before the loop said so
+        if self._stop_requested and self._stopped is None:  # stopped before the loop said so
             self._stopped = BenchMessage("stopped", "stopped", len(self.current_points),
                                          self.progress_bar.maximum())
         if self._stopped is not None:

@@ -10,7 +10,10 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 
 class GeneratorWorker(QObject):
-    """Runs ``produce(stop)`` in a worker thread and emits each item it yields."""
+    """Runs ``produce(stop)`` in a worker thread and emits each item it yields.
+
+    The generator checks ``stop`` between items and ends itself; what it yields after the stop
+    (a "stopped" message, the ceilings of the points measured so far) is still delivered."""
 
     item_produced = Signal(object)
     run_failed = Signal(str)
@@ -34,8 +37,6 @@ class GeneratorWorker(QObject):
         try:
             for item in self._produce(self._stop):
                 self.item_produced.emit(item)
-                if self._stop.is_set():
-                    break
         except Exception as exc:  # noqa: BLE001 - every failure becomes a message for the user
             self.run_failed.emit(f"{type(exc).__name__}: {exc}")
         finally:
