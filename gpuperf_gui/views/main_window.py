@@ -112,12 +112,12 @@ class MainWindow(QMainWindow):
         if device_id and device_id != self.context.device_id:
             self.device_combo.setCurrentIndex(self.device_combo.findData(device_id))
             message = f"device set to {device_id} from the trace ({name})"
-            have = self.context.device.precisions()
-            if self.context.precision not in have:  # e.g. bf16 on a V100: take its tensor precision
+            have, before = self.context.device.precisions(), self.context.precision
+            if before not in have:  # e.g. bf16 on a V100: take its tensor precision
                 precision = next((p for p in ("bf16", "fp16", "fp32") if p in have), None)
                 if precision:
                     self.precision_combo.setCurrentText(precision)
-                    message += f", precision {precision} (it has no {self.context.precision} peak)"
+                    message += f", precision {precision} (it has no {before} peak)"
             self.statusBar().showMessage(message, 10_000)
 
     def _on_ceilings_measured(self, ceilings: object) -> None:

@@ -79,3 +79,4 @@ def test_precision_follows_a_device_without_bf16(make_main_window, qtbot, shared
     window.open_traces([shared_traces / "param" / "dlrm_kineto"])
     qtbot.waitUntil(lambda: not window.is_busy(), timeout=60_000)
     assert (window.context.device_id, window.context.precision) == ("v100-sxm2", "fp16")
+    assert "precision fp16 (it has no bf16 peak)" in window.statusBar().currentMessage()
