@@ -342,16 +342,10 @@ def _idle_breakdown(dev: DeviceEvents, in_window: np.ndarray) -> dict[str, float
 
 
 def _cpu_union(rt: RankTrace, pattern: re.Pattern, t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:
-    ids = rt.strings.ids_matching(lambda s: bool(pattern.search(s)))
-    starts, ends = [], []
-    for lane in rt.cpu_lanes:
-        m = ids[lane.name_id]
-        if m.any():
-            starts.append(lane.start_us[m])
-            ends.append(lane.start_us[m] + lane.duration_us[m])
-    if not starts:
-        return np.zeros(0), np.zeros(0)
-    return iv.clip(*iv.union(np.concatenate(starts), np.concatenate(ends)), t0, t1)
+    starts, ends = rt.cpu_spans(rt.strings.ids_matching(lambda s: bool(pattern.search(s))))
+    if not len(starts):
+        return starts, ends
+    return iv.clip(*iv.union(starts, ends), t0, t1)
 
 
 def main_thread(rt: RankTrace):  # noqa: ANN201 (Lane | None)

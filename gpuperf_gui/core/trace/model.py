@@ -310,6 +310,19 @@ class RankTrace:
     def cpu_lanes(self) -> list[Lane]:
         return self.lanes_of_kind("cpu")
 
+    def cpu_spans(self, matches: np.ndarray, column: str = "name_id") -> tuple[np.ndarray, np.ndarray]:
+        """(start_us, end_us) of the CPU events whose string id in ``column`` ("name_id" or
+        "category_id") is True in ``matches`` (a mask over the string table), unsorted."""
+        starts, ends = [], []
+        for lane in self.cpu_lanes:
+            m = matches[getattr(lane, column)]
+            if m.any():
+                starts.append(lane.start_us[m])
+                ends.append(lane.start_us[m] + lane.duration_us[m])
+        if not starts:
+            return np.zeros(0), np.zeros(0)
+        return np.concatenate(starts), np.concatenate(ends)
+
     @property
     def gpu_lanes(self) -> list[Lane]:
         """Device-work lanes (compute, comm, copy)."""

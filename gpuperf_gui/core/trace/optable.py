@@ -213,16 +213,7 @@ def _levels(parent: np.ndarray) -> np.ndarray:
 
 def _overhead_spans(rt: RankTrace) -> tuple[np.ndarray, np.ndarray]:
     """(start, end) of Kineto's profiler-overhead spans, sorted by start."""
-    ids = rt.strings.ids_matching(lambda s: s in OVERHEAD_CATEGORIES)
-    starts, ends = [], []
-    for lane in rt.cpu_lanes:
-        m = ids[lane.category_id]
-        if m.any():
-            starts.append(lane.start_us[m])
-            ends.append(lane.start_us[m] + lane.duration_us[m])
-    if not starts:
-        return np.zeros(0), np.zeros(0)
-    s, e = np.concatenate(starts), np.concatenate(ends)
+    s, e = rt.cpu_spans(rt.strings.ids_matching(lambda s: s in OVERHEAD_CATEGORIES), "category_id")
     order = np.argsort(s, kind="stable")
     return s[order], e[order]
 
