@@ -21,13 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gpuperf {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"gpuperf_gui.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"gpuperf_gui.commands.{name}":
-                raise
-            continue  # a command still being built is simply not offered
-        module.register(subparsers)
+        importlib.import_module(f"gpuperf_gui.commands.{name}").register(subparsers)
     return parser
 
 

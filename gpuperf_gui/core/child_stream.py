@@ -18,6 +18,7 @@ import importlib
 import os
 import pickle
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -30,7 +31,7 @@ _HEADER = struct.Struct("<Q")
 CHILD_FLAG = "--gpuperf-child"  # frozen builds: the app's own executable runs child_main()
 
 
-class ChildProcessError(RuntimeError):
+class HelperProcessError(RuntimeError):
     """The helper process died without saying why (killed, segfault, out of memory)."""
 
 
@@ -91,8 +92,10 @@ def iter_in_child(target: str, args: tuple = (), kwargs: dict | None = None,
     ``nice`` lowers the child's CPU priority (POSIX) so the GUI wins a contended core.
     """
     stop = stop or threading.Event()
+    # Its own process group: the helper may start workers (the trace engine's process pool),
+    # and a kill must reach them too.
     proc = subprocess.Popen(child_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,  # noqa: S603
-                            env=_child_env())
+                            env=_child_env(), start_new_session=os.name == "posix")
     if nice and hasattr(os, "setpriority"):
         try:
             os.setpriority(os.PRIO_PROCESS, proc.pid, nice)
@@ -114,8 +117,8 @@ def iter_in_child(target: str, args: tuple = (), kwargs: dict | None = None,
             try:
                 kind, payload = read_frame(proc.stdout)
             except EOFError:
-                code = proc.wait(5)
-                raise ChildProcessError(f"the helper process ended unexpectedly (exit code {code})") from None
+                code = _wait(proc)
+                raise HelperProcessError(f"the helper process ended unexpectedly (exit code {code})") from None
             if kind == "item":
                 yield payload
             elif kind == "error":
@@ -128,9 +131,26 @@ def iter_in_child(target: str, args: tuple = (), kwargs: dict | None = None,
                 stream.close()
             except (OSError, ValueError):
                 pass
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(5)
+        _kill_group(proc)
+        _wait(proc)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """Kill the helper and whatever it started (its process group), if still running."""
+    if os.name == "posix":
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # the group outlives a helper that already exited
+        except (ProcessLookupError, PermissionError):
+            pass
+    elif proc.poll() is None:
+        proc.kill()
+
+
+def _wait(proc: subprocess.Popen, timeout_s: float = 5.0) -> int | None:
+    try:
+        return proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        return None
 
 
 def _watch_stdin(stdin: BinaryIO, stop: threading.Event) -> None:
@@ -162,10 +182,17 @@ def child_main() -> None:
         for item in _resolve(target)(*args, stop, **kwargs):
             write_frame(out, ("item", item))
         write_frame(out, ("done", None))
+    except BrokenPipeError:
+        pass  # the parent stopped listening (cancel): nothing to report
     except BaseException as exc:  # noqa: BLE001 - every failure goes back to the parent
         try:
             write_frame(out, ("error", exc))
+        except BrokenPipeError:
+            pass
         except Exception:  # noqa: BLE001 - the exception does not pickle
             write_frame(out, ("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
     finally:
-        out.close()
+        try:
+            out.close()
+        except BrokenPipeError:
+            pass

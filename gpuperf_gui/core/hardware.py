@@ -18,6 +18,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from gpuperf_gui.core.roofline import ridge_flops_per_byte
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -90,7 +92,7 @@ class Device:
 
     def ridge_flops_per_byte(self, precision: str) -> float:
         """Arithmetic intensity where the memory roof meets the compute roof."""
-        return self.peak_flops_per_s(precision) / self.bandwidth_bytes_per_s()
+        return ridge_flops_per_byte(self.peak_flops_per_s(precision), self.bandwidth_bytes_per_s())
 
     def precisions(self) -> list[str]:
         return [p for p in PRECISIONS if p in self.dense_flops_per_s]
@@ -325,6 +327,17 @@ class CpuEstimate:
         return self.cores * self.clock_hz * self.fp32_flops_per_cycle
 
 
+def _physical_cores(cpuinfo_text: str) -> int:
+    """Distinct (physical id, core id) pairs: hardware threads of one core count once."""
+    pairs = set()
+    for block in cpuinfo_text.split("\n\n"):
+        physical = re.search(r"^physical id\s*:\s*(\d+)", block, flags=re.MULTILINE)
+        core = re.search(r"^core id\s*:\s*(\d+)", block, flags=re.MULTILINE)
+        if physical and core:
+            pairs.add((physical.group(1), core.group(1)))
+    return len(pairs)
+
+
 def estimate_cpu_peak(cpuinfo_text: str | None = None) -> CpuEstimate | None:
     """Estimate from /proc/cpuinfo: per core 2 FMA units x lanes x 2 FLOPs (AVX-512: 16 lanes,
     AVX2: 8, SSE: 4). The clock read is the current one, so this is only a guide."""
@@ -338,7 +351,7 @@ def estimate_cpu_peak(cpuinfo_text: str | None = None) -> CpuEstimate | None:
     if not flags_match or not mhz:
         return None
     flags = set(flags_match.group(1).split())
-    cores = os.cpu_count() or len(mhz)
+    cores = _physical_cores(cpuinfo_text) or os.cpu_count() or len(mhz)
     if "avx512f" in flags:
         isa, lanes = "AVX-512", 16
     elif "avx2" in flags and "fma" in flags:

@@ -16,6 +16,7 @@ Bound = Literal["memory", "compute"]
 
 BYTES_PER_ELEMENT = {
     "fp64": 8,
+    "fp64_tensor": 8,
     "fp32": 4,
     "tf32": 4,  # stored as fp32
     "bf16": 2,
@@ -208,6 +209,8 @@ def square_matmul_balance_dimension(ridge: float, dtype: str) -> float:
     AI(n) = 2n^3 / (3 n^2 e) = 2n / (3e) for e bytes per element; in elements (e counted as one
     "word") this is the textbook AI = n/3 per byte at 2-byte types. Solve 2n / (3e) = ridge.
     """
+    if dtype not in BYTES_PER_ELEMENT:
+        raise ValueError(f"unknown dtype {dtype!r}; use one of {', '.join(BYTES_PER_ELEMENT)}")
     return 1.5 * BYTES_PER_ELEMENT[dtype] * ridge
 
 

@@ -9,10 +9,10 @@ _SMALL = ((1e-3, "m"), (1e-6, "µ"), (1e-9, "n"))
 
 
 def format_si(value: float | None, unit: str, digits: int = 3) -> str:
-    """1.234e15, "FLOP/s" -> "1.23 PFLOP/s"; 2.5e-5, "s" -> "25 µs"."""
+    """1.234e15, "FLOP/s" -> "1.23 PFLOP/s"; 2.5e-5, "s" -> "25 µs"; 999.7e12 -> "1 PFLOP/s"."""
     if value is None or not math.isfinite(value):
         return "n/a"
-    magnitude = abs(value)
+    magnitude = abs(float(f"{value:.{digits}g}"))  # rounded first, so 999.7 T reads as 1 P
     for factor, prefix in _PREFIXES:
         if magnitude >= factor:
             return f"{value / factor:.{digits}g} {prefix}{unit}"
@@ -21,3 +21,10 @@ def format_si(value: float | None, unit: str, digits: int = 3) -> str:
             if magnitude >= factor:
                 return f"{value / factor:.{digits}g} {prefix}{unit}"
     return f"{value:.{digits}g} {unit}"
+
+
+def format_duration_us(duration_us: float | None) -> str:
+    """A trace duration for people: 0.85 µs, 12.3 µs, 4.56 ms, 1.23 s."""
+    if duration_us is None or not math.isfinite(duration_us):
+        return "n/a"
+    return format_si(duration_us * 1e-6, "s") if duration_us else "0 s"

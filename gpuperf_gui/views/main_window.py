@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
 from pathlib import Path
 from typing import Callable
@@ -22,30 +21,24 @@ from PySide6.QtWidgets import (
 )
 
 from gpuperf_gui import __version__
+from gpuperf_gui.core.bench.ceilings import MeasuredCeilings
 from gpuperf_gui.core.hardware import PRECISIONS, match_device_name
 from gpuperf_gui.core.units import format_si
 from gpuperf_gui.views import settings_store
+from gpuperf_gui.views.benchmark_tab import BenchmarkTab
 from gpuperf_gui.views.context import AppContext
+from gpuperf_gui.views.mfu_tab import MfuTab
 from gpuperf_gui.views.roofline_tab import RooflineTab
+from gpuperf_gui.views.trace_tab import TraceTab, demo_entries
 
 WINDOW_SIZE = QSize(1600, 1000)
-# tab key -> (module, class, title). A tab appears only when its module is there (no placeholders).
+# tab key -> (class, title)
 TABS = (
-    ("roofline", "gpuperf_gui.views.roofline_tab", "RooflineTab", "Roofline"),
-    ("mfu", "gpuperf_gui.views.mfu_tab", "MfuTab", "MFU"),
-    ("trace", "gpuperf_gui.views.trace_tab", "TraceTab", "Trace"),
-    ("bench", "gpuperf_gui.views.benchmark_tab", "BenchmarkTab", "Benchmarks"),
+    ("roofline", RooflineTab, "Roofline"),
+    ("mfu", MfuTab, "MFU"),
+    ("trace", TraceTab, "Trace"),
+    ("bench", BenchmarkTab, "Benchmarks"),
 )
-
-
-def _tab_class(module_name: str, class_name: str) -> type | None:
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name != module_name:
-            raise
-        return None
-    return getattr(module, class_name)
 
 
 class MainWindow(QMainWindow):
@@ -59,12 +52,10 @@ class MainWindow(QMainWindow):
         self.tabs.setDocumentMode(True)
         self.setCentralWidget(self.tabs)
         self.tab_by_key: dict[str, QWidget] = {}
-        for key, module_name, class_name, title in TABS:
-            cls = RooflineTab if key == "roofline" else _tab_class(module_name, class_name)
-            if cls is not None:
-                tab = cls(self.context, self)
-                self.tab_by_key[key] = tab
-                self.tabs.addTab(tab, title)
+        for key, cls, title in TABS:
+            tab = cls(self.context, self)
+            self.tab_by_key[key] = tab
+            self.tabs.addTab(tab, title)
         self._build_toolbar()
         self._build_menus()
         self._wire_tabs()
@@ -78,21 +69,29 @@ class MainWindow(QMainWindow):
     def roofline_tab(self) -> RooflineTab:
         return self.tab_by_key["roofline"]  # type: ignore[return-value]
 
+    @property
+    def mfu_tab(self) -> MfuTab:
+        return self.tab_by_key["mfu"]  # type: ignore[return-value]
+
+    @property
+    def trace_tab(self) -> TraceTab:
+        return self.tab_by_key["trace"]  # type: ignore[return-value]
+
+    @property
+    def bench_tab(self) -> BenchmarkTab:
+        return self.tab_by_key["bench"]  # type: ignore[return-value]
+
     def _wire_tabs(self) -> None:
-        roofline, mfu = self.tab_by_key["roofline"], self.tab_by_key.get("mfu")
-        trace, bench = self.tab_by_key.get("trace"), self.tab_by_key.get("bench")
-        if trace is not None:
-            if mfu is not None:
-                trace.mfu_figures_ready.connect(self._on_mfu_figures_ready)
-            trace.roofline_points_ready.connect(self._on_roofline_points_ready)
-            trace.trace_loaded.connect(self._on_trace_loaded)
-        if bench is not None:
-            bench.point_measured.connect(roofline.append_measured_point)
-            bench.ceilings_measured.connect(roofline.set_measured_ceilings)
-            bench.ceilings_measured.connect(self._on_ceilings_measured)
+        roofline, trace, bench = self.roofline_tab, self.trace_tab, self.bench_tab
+        trace.mfu_figures_ready.connect(self._on_mfu_figures_ready)
+        trace.roofline_points_ready.connect(self._on_roofline_points_ready)
+        trace.trace_loaded.connect(self._on_trace_loaded)
+        bench.point_measured.connect(roofline.append_measured_point)
+        bench.ceilings_measured.connect(roofline.set_measured_ceilings)  # first: it adds new devices
+        bench.ceilings_measured.connect(self._on_ceilings_measured)
 
     def _on_mfu_figures_ready(self, figures: object) -> None:
-        self.tab_by_key["mfu"].apply_trace_figures(figures)
+        self.mfu_tab.apply_trace_figures(figures)
         self.show_tab("mfu")
 
     def _on_roofline_points_ready(self, name: str, points: object) -> None:
@@ -105,7 +104,7 @@ class MainWindow(QMainWindow):
             settings_store.add_recent_file(str(path))
         self._pending_recent = []
         self._fill_recent_menu()
-        prepared = getattr(self.tab_by_key["trace"], "prepared", None)
+        prepared = self.trace_tab.prepared
         ranks = prepared.model.ranks if prepared is not None else []
         name = next((r.device_name for r in ranks if r.device_name), "")
         device_id = match_device_name(name, self.context.database) if name else None
@@ -120,17 +119,17 @@ class MainWindow(QMainWindow):
                     message += f", precision {precision} (it has no {before} peak)"
             self.statusBar().showMessage(message, 10_000)
 
-    def _on_ceilings_measured(self, ceilings: object) -> None:
-        """A device known only by measurement (the cpu) takes its new ceilings everywhere."""
-        device_id = str(getattr(ceilings, "device_id", ""))
-        if device_id not in self.context.database:
-            return
-        device = self.context.database.get(device_id)
+    def _on_ceilings_measured(self, ceilings: MeasuredCeilings) -> None:
+        """A device known only by measurement (the cpu, a GPU missing from the database) takes its
+        new ceilings everywhere, and joins the device picker."""
+        device_id = ceilings.device_id
+        device = self.context.database.get(device_id)  # the Roofline tab has added a new one
         if device.origin == "datasheet" and device.dense_flops_per_s:
             return  # GPUs keep the datasheet peak as the denominator; the Roofline draws both
-        peaks = dict(getattr(ceilings, "matmul_flops_per_s", {}) or {})
-        bandwidth = getattr(ceilings, "bandwidth_bytes_per_s", None)
-        self.context.database.put(self.context.database.with_measured(device_id, peaks, bandwidth))
+        self.context.database.put(self.context.database.with_measured(
+            device_id, dict(ceilings.matmul_flops_per_s), ceilings.bandwidth_bytes_per_s))
+        if self.device_combo.findData(device_id) < 0:
+            self.device_combo.addItem(f"{device.name}  [{device_id}] (measured)", device_id)
         if device_id == self.context.device_id:
             self.context.device_changed.emit(device_id)
 
@@ -144,17 +143,13 @@ class MainWindow(QMainWindow):
 
     def is_busy(self) -> bool:
         """True while any tab still loads or measures (``--screenshot`` waits for False)."""
-        return any(getattr(tab, "is_busy", lambda: False)() for tab in self.tab_by_key.values())
+        return any(tab.is_busy() for tab in self.tab_by_key.values())
 
     def open_traces(self, paths: list[Path], remember: bool = True) -> None:
         """Open traces in the Trace tab; they join File ▸ Open recent once they have loaded."""
-        trace = self.tab_by_key.get("trace")
-        if trace is None:
-            self.statusBar().showMessage("the Trace instrument is not available in this build")
-            return
         self._pending_recent = list(paths) if remember else []
         self.show_tab("trace")
-        trace.open_paths(paths)
+        self.trace_tab.open_paths(paths)
 
     # toolbar ----------------------------------------------------------------------------
     def _build_toolbar(self) -> None:
@@ -213,25 +208,16 @@ class MainWindow(QMainWindow):
         file_menu.addAction(self._action("&Quit", self.close, QKeySequence.StandardKey.Quit))
 
         view_menu = self.menuBar().addMenu("&View")
-        for index, (key, _m, _c, title) in enumerate(TABS):
-            if key in self.tab_by_key:
-                view_menu.addAction(self._action(title, lambda _=False, k=key: self.show_tab(k),
-                                                 f"Ctrl+{index + 1}"))
+        for index, (key, _cls, title) in enumerate(TABS):
+            view_menu.addAction(self._action(title, lambda _=False, k=key: self.show_tab(k),
+                                             f"Ctrl+{index + 1}"))
 
         help_menu = self.menuBar().addMenu("&Help")
-        demo_entries = self._demo_entries()
-        if demo_entries:
-            demos = help_menu.addMenu("&Demo traces")
-            for name, materialise in demo_entries:
-                demos.addAction(self._action(
-                    name, lambda _=False, m=materialise: self.open_traces(m(), remember=False)))
+        demos = help_menu.addMenu("&Demo traces")
+        for name, materialise in demo_entries():
+            demos.addAction(self._action(
+                name, lambda _=False, m=materialise: self.open_traces(m(), remember=False)))
         help_menu.addAction(self._action("&About gpuperf", self._on_about))
-
-    def _demo_entries(self) -> list:
-        if "trace" not in self.tab_by_key:
-            return []
-        module = importlib.import_module("gpuperf_gui.views.trace_tab")
-        return list(getattr(module, "demo_entries", lambda: [])())
 
     def _fill_recent_menu(self) -> None:
         self.recent_menu.clear()
@@ -306,9 +292,7 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event: QCloseEvent) -> None:
         for tab in self.tab_by_key.values():
-            shutdown = getattr(tab, "shutdown", None)
-            if shutdown is not None:
-                shutdown()
+            tab.shutdown()
         settings_store.save_window(self.saveGeometry(), self.saveState())
         settings_store.save_selection(self.context.device_id, self.context.precision,
                                       self.current_tab_key())

@@ -41,6 +41,7 @@ from PySide6.QtWidgets import (
 )
 
 from gpuperf_gui.core import roofline
+from gpuperf_gui.core.bench.ceilings import MeasuredCeilings
 from gpuperf_gui.core.hardware import Device
 from gpuperf_gui.core.roofline import PointAnalysis, RooflinePoint
 from gpuperf_gui.views.context import AppContext
@@ -334,11 +335,7 @@ class RooflineTab(QWidget):
         self.device_list = QListWidget()
         for device in self.context.database.devices():
             if device.memory_bandwidth_bytes_per_s and device.dense_flops_per_s:
-                item = QListWidgetItem(f"{device.id} — {device.name}")
-                item.setData(Qt.ItemDataRole.UserRole, device.id)
-                item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
-                item.setCheckState(Qt.CheckState.Unchecked)
-                self.device_list.addItem(item)
+                self._add_to_device_list(device)
         self.device_list.setMaximumHeight(120)
         self.device_list.itemChanged.connect(lambda _item: self.refresh())
         layout.addWidget(self.device_list)
@@ -356,6 +353,13 @@ class RooflineTab(QWidget):
         self.measured_box.toggled.connect(lambda _checked: self.refresh())
         layout.addWidget(self.measured_box)
         return box
+
+    def _add_to_device_list(self, device: Device) -> None:
+        item = QListWidgetItem(f"{device.id} — {device.name}")
+        item.setData(Qt.ItemDataRole.UserRole, device.id)
+        item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+        item.setCheckState(Qt.CheckState.Unchecked)
+        self.device_list.addItem(item)
 
     def _build_calculator(self) -> QGroupBox:
         box = QGroupBox("Place a point")
@@ -423,7 +427,8 @@ class RooflineTab(QWidget):
         layout.addWidget(self.points_table)
         row = QHBoxLayout()
         self.pair_button = QPushButton("Pair before → after")
-        self.pair_button.setToolTip("Select two points (before, then after) to see how the point moved")
+        self.pair_button.setToolTip("Select two points, the before first (Ctrl+click the after), "
+                                    "to see how the point moved")
         self.pair_button.clicked.connect(self._on_pair_clicked)
         remove = QPushButton("Remove")
         remove.clicked.connect(self._on_remove_clicked)
@@ -511,8 +516,7 @@ class RooflineTab(QWidget):
     def _fill_balance_table(self, roofs: list[Roof]) -> None:
         self.balance_table.setRowCount(len(roofs))
         for row, roof in enumerate(roofs):
-            precision = roof.label.split()[1]
-            n = roofline.square_matmul_balance_dimension(roof.ridge, precision)
+            n = roofline.square_matmul_balance_dimension(roof.ridge, roof.precision)
             values = [roof.label, format_si(roof.peak_flops_per_s, "FLOP/s"),
                       format_si(roof.bandwidth_bytes_per_s, "B/s"), f"{roof.ridge:.1f}",
                       f"{n:,.0f}", "measured" if roof.measured else "datasheet"]
@@ -632,15 +636,15 @@ class RooflineTab(QWidget):
             self._draw_external(name, points)
 
     def _draw_external(self, name: str, points: list[RooflinePoint]) -> None:
-        drawable = [p for p in points if p.bytes > 0 and p.flops > 0]
-        xs = [p.ai_flops_per_byte for p in drawable]
-        ys = [p.achieved_flops_per_s or p.flops for p in drawable]
+        """``points`` have FLOPs, bytes and a time (filtered by set_point_series)."""
+        xs = [p.ai_flops_per_byte for p in points]
+        ys = [p.achieved_flops_per_s for p in points]
         self.canvas.set_series(name, xs, ys, [pg.mkBrush("#f1a340")] * len(xs), symbol="s",
-                               tips=[p.label for p in drawable])
+                               tips=[p.label for p in points])
 
     def set_point_series(self, name: str, points: list[RooflinePoint]) -> None:
         """Points from another instrument (a trace's kernels): one scatter series per name."""
-        self._external[name] = [p for p in points if p.seconds]
+        self._external[name] = [p for p in points if p.flops > 0 and p.bytes > 0 and p.seconds]
         self._redraw_points()
         self.status_label.setText(f"{len(self._external[name])} points from {name} (in the table below "
                                   f"your points, placed under {self._primary_roof().label if self._primary_roof() else '—'})")
@@ -650,19 +654,21 @@ class RooflineTab(QWidget):
         if point.flops > 0 and point.bytes > 0 and point.achieved_flops_per_s:
             self.canvas.append_measured(point.ai_flops_per_byte, point.achieved_flops_per_s)
 
-    def set_measured_ceilings(self, ceilings: object) -> None:
+    def set_measured_ceilings(self, ceilings: MeasuredCeilings) -> None:
         """Measured ceilings of a device (from the benchmark runner), drawn dashed beside the
-        datasheet roofs. Accepts an object with ``device_id``, ``matmul_flops_per_s`` (per dtype)
-        and ``bandwidth_bytes_per_s``."""
-        device_id = str(getattr(ceilings, "device_id"))
-        peaks = dict(getattr(ceilings, "matmul_flops_per_s", {}) or {})
-        bandwidth = getattr(ceilings, "bandwidth_bytes_per_s", None)
-        base_id = device_id if device_id in self.context.database else "cpu"
-        self._measured_ceilings[base_id] = self.context.database.with_measured(base_id, peaks, bandwidth)
+        datasheet roofs."""
+        device_id = ceilings.device_id
+        peaks, bandwidth = dict(ceilings.matmul_flops_per_s), ceilings.bandwidth_bytes_per_s
+        if device_id not in self.context.database:  # a GPU missing from the database: its own entry
+            self.context.database.put(Device(device_id, ceilings.device_name or device_id, "",
+                                             origin="measured"))
+            self._add_to_device_list(self.context.database.get(device_id))
+        self._measured_ceilings[device_id] = self.context.database.with_measured(device_id, peaks, bandwidth)
         self.refresh()
 
     def _on_pair_clicked(self) -> None:
-        rows = sorted({index.row() for index in self.points_table.selectedIndexes()})
+        # rows in the order they were selected: the first one picked is "before"
+        rows = [index.row() for index in self.points_table.selectionModel().selectedRows()]
         if len(rows) != 2:
             self.status_label.setText("select exactly two points: the before and the after")
             return
@@ -687,6 +693,12 @@ class RooflineTab(QWidget):
                 del self.placed[row]
         self.canvas.clear_pair()
         self._redraw_points()
+
+    def is_busy(self) -> bool:
+        return False  # nothing runs in the background here
+
+    def shutdown(self) -> None:
+        """Nothing to stop."""
 
     # export -----------------------------------------------------------------------------
     def export_png(self, path: Path) -> None:

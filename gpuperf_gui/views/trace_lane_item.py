@@ -18,6 +18,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPainter, QPen
 
 from gpuperf_gui.core.trace.lod import MIN_BLOCK_PX, FoldedRow, LaneRows, RowIndex, fold_row
+from gpuperf_gui.core.units import format_duration_us
 
 ROW_HEIGHT_PX = 18.0
 LABEL_MIN_PX = 46.0        # write an event's name into rectangles at least this wide
@@ -231,12 +232,12 @@ class TraceLaneItem(pg.GraphicsObject):
                 a, n = int(f.first[k]), int(f.count[k])
                 span = r.ends[a + n - 1] - r.starts[a]
                 busy = float((r.ends[a:a + n] - r.starts[a:a + n]).sum())
-                return (f"{n} events folded ({_fmt_us(span)} span, {_fmt_us(busy)} busy)\n"
+                return (f"{n} events folded ({format_duration_us(span)} span, {format_duration_us(busy)} busy)\n"
                         "zoom in to see them")
             event = int(self._rows.event_index[row][f.first[k]])
             r = self._rows.rows[row]
             j = int(f.first[k])
-            return f"{self._name_of(event)}\n{_fmt_us(r.ends[j] - r.starts[j])}"
+            return f"{self._name_of(event)}\n{format_duration_us(r.ends[j] - r.starts[j])}"
         return ""
 
     def hoverMoveEvent(self, ev) -> None:  # noqa: N802 (Qt override)
@@ -357,15 +358,3 @@ class TraceLaneItem(pg.GraphicsObject):
                 painter.drawRect(QRectF(QPointF(x0 - 1.0, min(y, y2)),
                                         QPointF(max(x1, x0 + MIN_BLOCK_PX) + 1.0, max(y, y2))))
         painter.restore()
-
-
-def _fmt_us(us: float) -> str:
-    """A duration in sensible units."""
-    us = float(us)
-    if us >= 1e6:
-        return f"{us / 1e6:.3g} s"
-    if us >= 1e3:
-        return f"{us / 1e3:.3g} ms"
-    if us >= 1.0:
-        return f"{us:.3g} µs"
-    return f"{us * 1e3:.3g} ns"

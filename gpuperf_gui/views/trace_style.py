@@ -6,6 +6,7 @@ import math
 
 from PySide6.QtGui import QColor
 
+from gpuperf_gui.core.units import format_duration_us  # noqa: F401 - the views import it from here
 from gpuperf_gui.views.trace_lane_item import Palette
 
 # base colours: CPU categories, then GPU kernel classes (engine's KERNEL_CLASSES order)
@@ -65,22 +66,6 @@ def legend_entries() -> list[tuple[str, str]]:
     out = [(labels[k], c) for k, c in CPU_BASES[:4]]
     out += [(labels[k] if k != "other" else labels["other_gpu"], c) for k, c in GPU_BASES]
     return out
-
-
-def format_duration_us(us: float) -> str:
-    """A duration in µs as text in sensible units ("1.23 ms", "850 ns")."""
-    if us is None or not math.isfinite(us):
-        return "–"
-    a = abs(us)
-    if a >= 1e6:
-        return f"{us / 1e6:.3g} s"
-    if a >= 1e3:
-        return f"{us / 1e3:.3g} ms"
-    if a >= 1.0:
-        return f"{us:.3g} µs"
-    if a == 0:
-        return "0"
-    return f"{us * 1e3:.3g} ns"
 
 
 def format_percent(fraction: float | None) -> str:

@@ -34,3 +34,13 @@ def ignore_stop(stop: threading.Event) -> Iterator[str]:
     yield "started"
     time.sleep(60)
     yield "never"
+
+
+def spawn_sleeper(stop: threading.Event) -> Iterator[int]:
+    """Starts a grandchild (like the trace engine's process pool) and yields its pid."""
+    import subprocess
+    import sys
+
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    yield sleeper.pid
+    time.sleep(60)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.child_stream import ChildProcessError, iter_in_child
+from gpuperf_gui.core.child_stream import HelperProcessError, iter_in_child
 
 
 @pytest.fixture(autouse=True)
@@ -49,5 +49,26 @@ def test_child_that_ignores_stop_is_killed_after_grace():
 
 
 def test_dead_child_is_a_clear_error():
-    with pytest.raises(ChildProcessError, match="exit code 9"):
+    with pytest.raises(HelperProcessError, match="exit code 9"):
         list(iter_in_child("child_targets:die"))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split()[2] != "Z"  # a zombie is dead, waiting to be reaped
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
+def test_cancel_kills_what_the_helper_started():
+    stop = threading.Event()
+    pids = []
+    for pid in iter_in_child("child_targets:spawn_sleeper", stop=stop, grace_s=0.0):
+        pids.append(pid)
+        stop.set()
+    deadline = time.monotonic() + 5
+    while _alive(pids[0]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pids[0])

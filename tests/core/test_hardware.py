@@ -138,3 +138,9 @@ def test_saved_cpu_ceilings_become_the_cpu_roofline(tmp_path):
     h200 = load_database().get("h200")
     assert h200.origin == "datasheet"  # GPUs keep their datasheet peak as the denominator
     assert load_database(measured=False).get("cpu").dense_flops_per_s == {}
+
+
+def test_cpu_estimate_counts_physical_cores_not_threads():
+    block = "processor : {n}\nphysical id : 0\ncore id : {core}\ncpu MHz : 2000.0\nflags : avx2 fma\n"
+    text = "\n".join(block.format(n=n, core=n // 2) for n in range(8))  # 4 cores, 2 threads each
+    assert estimate_cpu_peak(text).cores == 4

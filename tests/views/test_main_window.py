@@ -58,7 +58,9 @@ def test_a_failed_load_is_not_remembered(make_main_window, qtbot, tmp_path):
     bad = tmp_path / "notes.json"
     bad.write_text('{"foo": 1')
     window = make_main_window()
-    window.open_traces([bad])
+    with qtbot.waitSignal(window.trace_tab.load_failed, timeout=60_000) as failed:
+        window.open_traces([bad])
+    assert "notes.json" in failed.args[0]
     qtbot.waitUntil(lambda: not window.is_busy(), timeout=60_000)
     assert str(bad) not in [a.text() for a in window.recent_menu.actions()]
 

@@ -169,3 +169,24 @@ def test_trace_points_are_listed_in_the_table(tab):
     assert tab.points_table.rowCount() == 3
     assert tab.points_table.item(0, 0).text() == "trace: demo (H200): mm 0"
     assert tab.points_table.item(0, 3).text() == "50.5 %"  # 500 TFLOP/s of the h100-sxm bf16 roof
+
+
+def test_every_precision_draws(tab):
+    from gpuperf_gui.core.hardware import PRECISIONS
+
+    for precision in PRECISIONS:
+        tab.context.set_precision(precision)
+        tab.refresh()
+        assert [r.label for r in tab.roofs()][0] == f"h100-sxm {precision}"
+
+
+def test_measured_ceilings_of_an_unknown_gpu_get_their_own_entry(tab):
+    from gpuperf_gui.core.bench.ceilings import MeasuredCeilings
+
+    tab.set_measured_ceilings(MeasuredCeilings("gpu-nvidia-rtx-pro-6000", "NVIDIA RTX PRO 6000",
+                                               matmul_flops_per_s={"bf16": 400e12},
+                                               bandwidth_bytes_per_s=1.6e12))
+    assert tab.context.database.get("cpu").dense_flops_per_s == {}  # never filed under the cpu
+    tab.set_devices(["gpu-nvidia-rtx-pro-6000"])
+    labels = [r.label for r in tab.roofs()]
+    assert "gpu-nvidia-rtx-pro-6000 bf16 measured" in labels
