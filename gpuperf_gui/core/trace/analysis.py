@@ -241,13 +241,13 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
     idle_total = sum(idle_s.values())
     idle_frac = {k: (v / idle_total if idle_total > 0 else 0.0) for k, v in idle_s.items()}
 
-    idle = _complement(busy, t0, t1)
+    idle = iv.complement(*busy, t0, t1)
     dataloader = _cpu_union(rt, _DATALOADER_RE, t0, t1)
     host_gaps = _main_thread_gaps(rt, t0, t1)
     starved_us = iv.intersection_length(idle, iv.union(np.concatenate([dataloader[0], host_gaps[0]]),
                                                        np.concatenate([dataloader[1], host_gaps[1]])))
     comm_blocking_cpu = _cpu_collective_union(rt, t0, t1)
-    compute_idle = _complement(compute, t0, t1)
+    compute_idle = iv.complement(*compute, t0, t1)
     cpu_collective_exposed = iv.intersection_length(compute_idle, comm_blocking_cpu)
     any_comm = iv.union(np.concatenate([comm[0], comm_blocking_cpu[0]]),
                         np.concatenate([comm[1], comm_blocking_cpu[1]]))
@@ -294,15 +294,6 @@ def _cv(values: list[float]) -> float | None:
     arr = np.asarray(values)
     mean = float(arr.mean())
     return float(arr.std() / mean) if mean > 0 else None
-
-
-def _complement(segs: tuple[np.ndarray, np.ndarray], t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:
-    """Gaps of disjoint sorted intervals inside ``[t0, t1]``."""
-    s, e = segs
-    starts = np.concatenate([[t0], e])
-    ends = np.concatenate([s, [t1]])
-    keep = ends > starts
-    return starts[keep], ends[keep]
 
 
 def _kernel_time_share(dev: DeviceEvents, in_window: np.ndarray, t0: float, t1: float
@@ -367,8 +358,7 @@ def _main_thread_gaps(rt: RankTrace, t0: float, t1: float) -> tuple[np.ndarray, 
     step = rt.strings.ids_matching(lambda s: s.startswith("ProfilerStep"))
     python = rt.strings.ids_matching(lambda s: s == "python_function")
     m = ~step[lane.name_id] & ~python[lane.category_id]
-    covered = iv.clip(*iv.union(lane.start_us[m], lane.start_us[m] + lane.duration_us[m]), t0, t1)
-    return _complement(covered, t0, t1)
+    return iv.complement(*iv.union(lane.start_us[m], lane.start_us[m] + lane.duration_us[m]), t0, t1)
 
 
 def _cpu_collective_union(rt: RankTrace, t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:

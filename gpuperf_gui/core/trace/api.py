@@ -6,10 +6,10 @@
 """
 from __future__ import annotations
 
-import os
 import threading
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import closing
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -18,13 +18,9 @@ import numpy as np
 from .analysis import RankAnalysis, analyse_rank
 from .decode import DEFAULT_MAX_BYTES
 from .diagnose import Diagnosis, diagnose_job, diagnose_rank
-from .load import dedupe_ranks, discover_files, load_rank
+from .load import dedupe_ranks, discover_files, iter_per_file, load_rank
 from .model import RankTrace, TraceModel
 from .optable import OpRow, op_table
-
-
-class TraceLoadCancelled(Exception):
-    """Raised inside :func:`iter_load_and_analyse` consumers never see it: the generator just stops."""
 
 
 @dataclass(frozen=True)
@@ -93,7 +89,7 @@ def _finite(obj: object) -> object:
 _Loaded = tuple[RankTrace, RankAnalysis, list[OpRow]]
 
 
-def _analyse_one(path: Path, max_bytes: int, order_index: int) -> _Loaded:
+def _analyse_one(path: Path, *, max_bytes: int, order_index: int) -> _Loaded:
     """One file's work, all of it per rank (so it runs in the worker processes): load, analyse,
     op table. Both read the rank's own clock, before :meth:`TraceModel.aligned` shifts it."""
     rt = load_rank(path, max_bytes=max_bytes, order_index=order_index)
@@ -105,38 +101,22 @@ def iter_load_and_analyse(paths: Sequence[Path | str], stop: threading.Event | N
                           ) -> Iterator[Progress | TraceResult]:
     """Load, analyse and diagnose; yield :class:`Progress` items, then one :class:`TraceResult`.
 
-    Checks ``stop`` between files (and returns without a result when it is set). Several files are
-    loaded in parallel processes (``workers``, default: up to the CPU count). Errors
-    (:class:`TraceFormatError`) propagate to the caller.
+    Checks ``stop`` between files and every 0.1 s while files are decoded (and returns without a
+    result when it is set). Several files are loaded in parallel processes (``workers``, default:
+    up to the CPU count) by :func:`.load.iter_per_file`, which terminates the workers still busy
+    when it stops early, fails, or this generator is closed. Errors (:class:`TraceFormatError`)
+    propagate to the caller.
     """
     stop = stop or threading.Event()
     files = discover_files(paths)
     n = len(files)
     yield Progress(0.0, f"reading {n} file{'s' if n != 1 else ''}")
-    n_workers = min(n, os.cpu_count() or 1) if workers is None else max(1, workers)
     loaded: list[_Loaded | None] = [None] * n
-    if n_workers <= 1 or n == 1:
-        for i, f in enumerate(files):
-            if stop.is_set():
-                return
-            loaded[i] = _analyse_one(f, max_bytes, i)
-            yield Progress(0.9 * (i + 1) / n, f"analysed {f.name}")
-    else:
-        with ProcessPoolExecutor(max_workers=n_workers) as pool:
-            futures: dict[Future, int] = {pool.submit(_analyse_one, f, max_bytes, i): i
-                                          for i, f in enumerate(files)}
-            pending = set(futures)
-            done_count = 0
-            while pending:
-                done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
-                if stop.is_set():
-                    for fut in pending:
-                        fut.cancel()
-                    return
-                for fut in done:
-                    loaded[futures[fut]] = fut.result()
-                    done_count += 1
-                    yield Progress(0.9 * done_count / n, f"analysed {files[futures[fut]].name}")
+    work = partial(_analyse_one, max_bytes=max_bytes)
+    with closing(iter_per_file(files, work, stop, workers=workers)) as results:
+        for done_count, (i, item) in enumerate(results, 1):
+            loaded[i] = item
+            yield Progress(0.9 * done_count / n, f"analysed {files[i].name}")
     if stop.is_set():
         return
     yield Progress(0.95, "diagnosing")

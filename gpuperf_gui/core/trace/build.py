@@ -19,7 +19,6 @@ from .model import Flows, Lane, RankTrace, StepWindow, StringTable, TraceFormatE
 
 GPU_ACTIVITY_CATEGORIES = frozenset({"kernel", "Kernel", "gpu_memcpy", "gpu_memset", "Memcpy", "Memset"})
 LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "Runtime"})
-CPU_OP_CATEGORIES = frozenset({"cpu_op", "Operator"})
 SKIPPED_CATEGORIES = frozenset({"Trace"})
 MAX_EVENT_DURATION_US = 7 * 24 * 3600 * 1e6
 """Durations beyond 7 days are CUPTI overflow (HTA's MAX_EVENT_DURATION_US): set to 0."""

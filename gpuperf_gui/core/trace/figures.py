@@ -29,9 +29,12 @@ class TraceMfuFigures:
     memory_bound: float
     source: str = ""
     world_size: int | None = None
-    """GPUs in the job: ``distributedInfo.world_size``, else the number of ranks loaded."""
+    """GPUs in the job as a trace's ``distributedInfo.world_size`` records it; None when no trace
+    records it (one rank file of an 8-GPU job says nothing about the other seven)."""
     device_name: str | None = None
     """``deviceProperties`` name of the first rank's GPU ("NVIDIA H200"), None when not recorded."""
+    ranks_loaded: int = 0
+    """Ranks the figures were computed from (files loaded), whatever the job's world size."""
 
 
 def mfu_figures(analyses: list[RankAnalysis]) -> TraceMfuFigures:
@@ -45,9 +48,9 @@ def mfu_figures(analyses: list[RankAnalysis]) -> TraceMfuFigures:
     steps = [a.step_time_median_s for a in analyses if a.step_time_median_s]
     source = analyses[0].file if len(analyses) == 1 else f"{len(analyses)} ranks"
     recorded = [a.world_size for a in analyses if a.world_size]
-    world_size = max(recorded) if recorded else len(analyses)
     return TraceMfuFigures(float(np.median(steps)) if steps else None, *map(float, parts), source=source,
-                           world_size=world_size, device_name=analyses[0].device or None)
+                           world_size=max(recorded) if recorded else None,
+                           device_name=analyses[0].device or None, ranks_loaded=len(analyses))
 
 
 def _rank_parts(a: RankAnalysis) -> list[float]:

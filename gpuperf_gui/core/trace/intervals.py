@@ -1,4 +1,4 @@
-"""Interval arithmetic on numpy arrays: unions, intersections, clipping (all times in µs)."""
+"""Interval arithmetic on numpy arrays: unions, intersections, complements, clipping (all times in µs)."""
 from __future__ import annotations
 
 import numpy as np
@@ -46,13 +46,16 @@ def intersection_length(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, n
     return float(np.sum(np.diff(t)[both]))
 
 
-def subtract_length(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> float:
-    """Length of ``a`` not covered by ``b`` (both disjoint)."""
-    return length(*a) - intersection_length(a, b)
+def complement(starts: np.ndarray, ends: np.ndarray, t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:
+    """The gaps of disjoint sorted intervals (as :func:`union` returns them) inside ``[t0, t1]``.
 
+    Intervals reaching outside the window are clipped first; empty gaps are dropped.
 
-def gaps(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Gaps between consecutive disjoint sorted intervals."""
-    if starts.size < 2:
-        return np.zeros(0), np.zeros(0)
-    return ends[:-1], starts[1:]
+    >>> complement(np.array([2.0, 6.0]), np.array([4.0, 12.0]), 0.0, 10.0)
+    (array([0., 4.]), array([2., 6.]))
+    """
+    s, e = clip(starts, ends, t0, t1)
+    gap_starts = np.concatenate([[t0], e])
+    gap_ends = np.concatenate([s, [t1]])
+    keep = gap_ends > gap_starts
+    return gap_starts[keep], gap_ends[keep]

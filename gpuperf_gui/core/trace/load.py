@@ -6,9 +6,11 @@
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor
+import threading
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from functools import partial
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence, TypeVar
 
 from .build import build_rank
 from .decode import DEFAULT_MAX_BYTES, GZIP_MAGIC, decode_trace, gc_paused, read_trace_bytes
@@ -79,15 +81,69 @@ def load_trace(paths: Path | str | Sequence[Path | str], *, max_bytes: int = DEF
     if isinstance(paths, (str, Path)):
         paths = [paths]
     files = discover_files(paths)
-    n_workers = min(len(files), os.cpu_count() or 1) if workers is None else max(1, workers)
-    if len(files) <= 1 or n_workers <= 1:
-        ranks = [load_rank(f, max_bytes=max_bytes, order_index=i) for i, f in enumerate(files)]
-    else:
-        with ProcessPoolExecutor(max_workers=n_workers) as pool:
-            futures = [pool.submit(load_rank, f, max_bytes=max_bytes, order_index=i)
-                       for i, f in enumerate(files)]
-            ranks = [fut.result() for fut in futures]
-    return TraceModel.aligned(dedupe_ranks(ranks))
+    by_index = dict(iter_per_file(files, partial(load_rank, max_bytes=max_bytes), workers=workers))
+    return TraceModel.aligned(dedupe_ranks([by_index[i] for i in range(len(files))]))
+
+
+_T = TypeVar("_T")
+_POLL_S = 0.1
+"""How often the parallel loop looks at ``stop`` while files are being decoded."""
+
+
+def iter_per_file(files: Sequence[Path], work: Callable[..., _T], stop: threading.Event | None = None, *,
+                  workers: int | None = None) -> Iterator[tuple[int, _T]]:
+    """Run ``work(file, order_index=i)`` for every file; yield ``(i, result)`` as each one finishes.
+
+    The one per-file loop of the loader (:func:`load_trace` and :func:`.api.iter_load_and_analyse`).
+    ``workers`` processes (default: one per file, at most the CPU count; 1 runs in this process)
+    share the files; ``work`` must be picklable (a module-level function or a ``partial`` of one).
+    The loop returns early, without the remaining results, once ``stop`` is set (checked between
+    files, and every 0.1 s while files are decoded in parallel). When it ends early (``stop``, an
+    error in one file, or the consumer closing the generator) the pending files are cancelled and
+    the worker processes are terminated before control returns: none outlives the call.
+    """
+    stop = stop or threading.Event()
+    n = len(files)
+    n_workers = min(n, os.cpu_count() or 1) if workers is None else max(1, workers)
+    if n_workers <= 1 or n <= 1:
+        for i, f in enumerate(files):
+            if stop.is_set():
+                return
+            yield i, work(f, order_index=i)
+        return
+    pool = ProcessPoolExecutor(max_workers=min(n_workers, n))
+    finished = False
+    try:
+        futures: dict[Future, int] = {pool.submit(work, f, order_index=i): i for i, f in enumerate(files)}
+        pending = set(futures)
+        while pending and not stop.is_set():
+            done, pending = wait(pending, timeout=_POLL_S, return_when=FIRST_COMPLETED)
+            for fut in sorted(done, key=futures.__getitem__):
+                if stop.is_set():
+                    return
+                yield futures[fut], fut.result()
+        finished = not pending
+    finally:
+        if finished:
+            pool.shutdown(wait=True)
+        else:
+            _abandon(pool)
+
+
+def _abandon(pool: ProcessPoolExecutor, grace_s: float = 1.0) -> None:
+    """Cancel what has not started, terminate the workers and reap them (Python 3.14's
+    ``terminate_workers``, which 3.11 lacks): ``shutdown(wait=True)`` would wait for every file
+    being decoded."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in processes:
+        if proc.is_alive():
+            proc.terminate()
+    for proc in processes:
+        proc.join(grace_s)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
 
 
 def dedupe_ranks(ranks: list[RankTrace]) -> list[RankTrace]:

@@ -89,10 +89,6 @@ class StringTable:
         return np.fromiter((bool(predicate(s)) for s in self._strings), dtype=bool,
                            count=len(self._strings))
 
-    def as_array(self) -> np.ndarray:
-        """All strings as a numpy object array (index with an id array to get names)."""
-        return np.array(self._strings, dtype=object)
-
 
 def _empty(dtype: type | str) -> np.ndarray:
     return np.zeros(0, dtype=dtype)
@@ -153,19 +149,9 @@ class Lane:
         return self.start_us + self.duration_us
 
     @property
-    def max_depth(self) -> int:
-        """Deepest nesting level (0 for a flat lane or an empty one)."""
-        return int(self.depth.max()) if len(self) else 0
-
-    @property
     def is_gpu(self) -> bool:
         """True for any GPU row (activity, annotation or sync)."""
         return self.kind != "cpu"
-
-    @property
-    def is_device_work(self) -> bool:
-        """True for lanes whose events are kernels/copies (count as GPU busy)."""
-        return self.kind in GPU_ACTIVITY_KINDS
 
     def window(self, t0_us: float, t1_us: float) -> slice:
         """Slice of events that *start* in ``[t0_us, t1_us)`` (use for visible-range queries).
@@ -192,10 +178,6 @@ class StepWindow:
     cpu_end_us: float
     gpu_start_us: float = float("nan")
     gpu_end_us: float = float("nan")
-
-    @property
-    def cpu_duration_us(self) -> float:
-        return self.cpu_end_us - self.cpu_start_us
 
 
 @dataclass(eq=False)

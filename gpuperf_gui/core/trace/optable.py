@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .build import GPU_ACTIVITY_CATEGORIES, LAUNCH_CATEGORIES
-from .model import RankTrace
+from .model import GPU_ACTIVITY_KINDS, RankTrace
 
 HOST_ROW_CATEGORIES = frozenset({"cpu_op", "Operator", "user_annotation"}) | LAUNCH_CATEGORIES
 OVERHEAD_CATEGORIES = frozenset({"overhead"})
@@ -39,7 +39,13 @@ _STEP_RE = re.compile(r"^ProfilerStep\s*#\s*\d+$")
 
 @dataclass
 class OpRow:
-    """One row; times in seconds. ``kind`` is "host" or "device"."""
+    """One row; times in seconds. ``kind`` is "host" or "device".
+
+    ``mean_device_s`` is ``device_total_s / calls`` (None without calls). ``device_share`` is, for
+    device rows of kernels/copies/memsets, their device time over the rank's total of that work
+    (``gpu_user_annotation`` time excluded from both; the shares of those rows sum to 1); None for
+    host rows and annotation-only rows, so the kernel view is the rows with a ``device_share``.
+    """
 
     name: str
     kind: str
@@ -49,6 +55,8 @@ class OpRow:
     self_device_s: float
     device_total_s: float
     flops: float | None = None
+    mean_device_s: float | None = None
+    device_share: float | None = None
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -105,14 +113,36 @@ def op_table(rt: RankTrace) -> list[OpRow]:
 
     d_calls = np.zeros(n_strings, dtype=np.int64)
     d_time = np.zeros(n_strings)
+    work_us = np.zeros(n_strings)  # kernels/copies/memsets only, not gpu_user_annotation spans
     for lane in rt.lanes_of_kind("gpu_compute", "gpu_comm", "gpu_copy", "gpu_annotation"):
         np.add.at(d_calls, lane.name_id, 1)
         np.add.at(d_time, lane.name_id, lane.duration_us)
+        if lane.kind in GPU_ACTIVITY_KINDS:
+            np.add.at(work_us, lane.name_id, lane.duration_us)
         device_rows[lane.name_id] = True
     zeros = np.zeros(n_strings)
-    out += _merge_rows(rt, device_rows, "device", d_calls, zeros, zeros, d_time, d_time, zeros)
+    device = _merge_rows(rt, device_rows, "device", d_calls, zeros, zeros, d_time, d_time, zeros)
+    _set_device_shares(rt, device, work_us, device_rows)
+    out += device
+    for row in out:
+        row.mean_device_s = row.device_total_s / row.calls if row.calls else None
     out.sort(key=lambda r: (-r.device_total_s, -r.cpu_total_s, r.name))
     return out
+
+
+def _set_device_shares(rt: RankTrace, rows: list[OpRow], work_us: np.ndarray, device_rows: np.ndarray) -> None:
+    """``device_share`` of the rows with device work: their share of the rank's total of it."""
+    by_name: dict[str, float] = {}
+    has_work = np.zeros(work_us.size, dtype=bool)
+    for lane in rt.gpu_lanes:
+        has_work[lane.name_id] = True
+    for i in np.flatnonzero(device_rows & has_work).tolist():
+        name = _group_name(rt.strings[i])
+        by_name[name] = by_name.get(name, 0.0) + float(work_us[i])
+    total_us = sum(by_name.values())
+    for row in rows:
+        if row.name in by_name:
+            row.device_share = by_name[row.name] / total_us if total_us > 0 else 0.0
 
 
 def host_rows_with_device_time(lane, host_cat: np.ndarray, kernel_us: dict[int, np.ndarray],  # noqa: ANN001
