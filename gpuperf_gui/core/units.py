@@ -28,3 +28,15 @@ def format_duration_us(duration_us: float | None) -> str:
     if duration_us is None or not math.isfinite(duration_us):
         return "n/a"
     return format_si(duration_us * 1e-6, "s") if duration_us else "0 s"
+
+
+def json_safe(obj: object) -> object:
+    """A copy with NaN and ±inf floats replaced by None: JSON has no such numbers, and the CLI
+    prints with ``allow_nan=False``. Walks dicts, lists and tuples (tuples become lists)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {key: json_safe(value) for key, value in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(value) for value in obj]
+    return obj

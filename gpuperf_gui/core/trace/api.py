@@ -15,6 +15,8 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from gpuperf_gui.core.units import json_safe
+
 from .analysis import RankAnalysis, analyse_rank
 from .decode import DEFAULT_MAX_BYTES
 from .diagnose import Diagnosis, diagnose_job, diagnose_rank
@@ -71,19 +73,8 @@ class TraceResult:
             obj["diagnosis"] = r.diagnosis.to_json()
             obj["op_table"] = [row.to_json() for row in r.ops[:top]]
             ranks.append(obj)
-        return _finite({"diagnosis": self.diagnosis.to_json(), "ranks": ranks,
+        return json_safe({"diagnosis": self.diagnosis.to_json(), "ranks": ranks,
                         "multi_rank": self.multi_rank.to_json()})
-
-
-def _finite(obj: object) -> object:
-    """Replace NaN/inf floats by None, so the JSON is strict (``allow_nan=False``)."""
-    if isinstance(obj, float):
-        return obj if np.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
 
 
 _Loaded = tuple[RankTrace, RankAnalysis, list[OpRow]]
