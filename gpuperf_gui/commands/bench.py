@@ -20,6 +20,7 @@ from typing import TextIO
 
 from gpuperf_gui.commands._output import fail
 from gpuperf_gui.core.bench.plans import KERNELS, MATMUL_DTYPES, TimingPolicy, build_plan
+from gpuperf_gui.core.bench.points import format_clock
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -62,7 +63,7 @@ class ProgressBar:
         if not self._tty:
             return
         filled = int(self._width * index / total) if total else 0
-        left = f"  ~{_clock(eta_s)} left" if eta_s is not None else ""
+        left = f"  ~{format_clock(eta_s)} left" if eta_s is not None else ""
         bar = "#" * filled + "." * (self._width - filled)
         self._stream.write(f"\r[{bar}] {index + 1:>3}/{total}  {label[:40]:<40}{left}\x1b[K")
         self._stream.flush()
@@ -82,11 +83,6 @@ class ProgressBar:
             self._stream.write("\r\x1b[K")
             self._stream.flush()
             self._line_open = False
-
-
-def _clock(seconds: float | None) -> str:
-    seconds = max(0, int(round(seconds or 0)))
-    return f"{seconds // 60}:{seconds % 60:02d}"
 
 
 def _point_line(point) -> str:  # MeasuredPoint
@@ -279,22 +275,15 @@ def _run_collectives(args: argparse.Namespace) -> int:
 
 
 def _finish_collectives(run_record, args: argparse.Namespace) -> int:
-    from gpuperf_gui.core.bench.ceilings import (
-        compute_ceilings,
-        reset_saved_ceilings,
-        update_saved_ceilings,
-    )
+    from gpuperf_gui.core.bench.ceilings import reset_saved_ceilings, update_saved_ceilings
+    from gpuperf_gui.core.bench.measure import with_collective_ceilings
 
     if not run_record.points:
         return fail("no collective was measured")
-    device_id = "cpu"
-    if run_record.points[0].device.startswith("cuda"):
-        from gpuperf_gui.core.hardware import detect_local_device_id
-
-        device_id = detect_local_device_id()
-    run_record.ceilings = compute_ceilings(run_record.points, device_id, run="collectives")
+    # An unknown GPU gets its own id ("gpu-<name>"), never "cpu" (measure.gpu_device_id).
+    run_record.ceilings = with_collective_ceilings(None, run_record.points, "collectives")
     if not args.no_save:
         if args.reset_ceilings:
-            reset_saved_ceilings(device_id, args.results_dir)
+            reset_saved_ceilings(run_record.ceilings.device_id, args.results_dir)
         update_saved_ceilings(run_record.ceilings, args.results_dir)
     return _finish(run_record, args)

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from gpuperf_gui.core.model_presets import ModelConfig, count_params
+from gpuperf_gui.core.units import format_si
 
 if TYPE_CHECKING:
     from gpuperf_gui.core.hardware import Device
@@ -56,7 +57,6 @@ __all__ = [
     "flop_counter_flops_per_step",
     "format_count",
     "format_duration",
-    "format_quantity",
     "gap_breakdown",
     "hardware_flops_per_token",
     "n_params_from_config",
@@ -114,19 +114,11 @@ def parse_float_list(text: str) -> list[float]:
     return [parse_quantity(p) for p in parts]
 
 
-def format_quantity(value: float, unit: str = "", digits: int = 3) -> str:
-    """``format_quantity(1.234e15, "FLOP/s")`` → ``"1.23 PFLOP/s"`` (decimal prefixes)."""
-    if value == 0 or not math.isfinite(value):
-        return f"{value:g} {unit}".strip()
-    prefixes = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
-    for scale, prefix in prefixes:
-        if abs(value) >= scale:
-            return f"{value / scale:.{digits}g} {prefix}{unit}".rstrip()
-    return f"{value:.{digits}g} {unit}".rstrip()
-
-
 def format_count(value: float) -> str:
-    """A count of parameters or tokens: ``124.4M``, ``8.03B``, ``1.2T``."""
+    """A count of parameters or tokens: ``124.4M``, ``8.03B``, ``1.2T``.
+
+    Not :func:`~gpuperf_gui.core.units.format_si`: model sizes are written the ML way (B for
+    billion, no space, no unit, four digits), the same form :func:`parse_quantity` reads back."""
     for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
         if abs(value) >= scale:
             return f"{value / scale:.4g}{suffix}"
@@ -550,6 +542,8 @@ class MfuResult:
     practical_ceiling: float  # of HFU (ceiling model)
     mfu_ceiling: float  # the ceiling in MFU terms with this recompute (× MFU/HFU)
     counted_flops_ratio: float | None
+    fraction_of_ceiling: float | None = None  # MFU / mfu_ceiling; None when the ceiling is 0
+    hfu_over_mfu: float | None = None  # hardware ÷ model FLOPs (recompute); None when MFU is 0
     warnings: tuple[MfuWarning, ...] = field(default_factory=tuple)
 
     def to_json_dict(self) -> dict[str, Any]:
@@ -590,12 +584,12 @@ class MfuResult:
         rows = [
             ("MFU", f"{self.mfu:.1%}"),
             ("HFU", f"{self.hfu:.1%}"),
-            ("Achieved per GPU", format_quantity(self.achieved_flops_per_s_per_gpu, "FLOP/s")),
-            ("Peak per GPU", f"{format_quantity(self.peak_flops_per_s_per_gpu, 'FLOP/s', 4)} "
+            ("Achieved per GPU", format_si(self.achieved_flops_per_s_per_gpu, "FLOP/s")),
+            ("Peak per GPU", f"{format_si(self.peak_flops_per_s_per_gpu, 'FLOP/s', 4)} "
              f"({self.inputs.peak.source}) × {self.inputs.gpus} GPU(s)"),
             ("Headroom to 50 % MFU", f"{self.headroom_to_target:.1%} "
              f"(step {self.speedup_to_target:.2f}× faster)" if self.headroom_to_target > 0 else "none"),
-            ("Model FLOPs per step", format_quantity(self.model_flops_per_step, "FLOP")),
+            ("Model FLOPs per step", format_si(self.model_flops_per_step, "FLOP")),
             ("Tokens/s", f"{format_count(self.tokens_per_s)} ({format_count(self.tokens_per_s_per_gpu)} per GPU)"),
             ("Step time", format_duration(self.inputs.step_time_s) if self.inputs.step_stats is None
              else self.inputs.step_stats.describe()),
@@ -637,7 +631,7 @@ def describe_convention(inputs: MfuInputs) -> str:
     peak = inputs.peak
     return (
         f"{flops}; N = {format_count(inputs.n_params)} ({inputs.n_params_note}); "
-        f"{inputs.recompute.describe()}; peak = {format_quantity(peak.flops_per_s_per_gpu, 'FLOP/s', 4)}"
+        f"{inputs.recompute.describe()}; peak = {format_si(peak.flops_per_s_per_gpu, 'FLOP/s', 4)}"
         f" per GPU ({peak.source}) × {inputs.gpus} GPU(s)"
     )
 
@@ -662,6 +656,7 @@ def compute_mfu(inputs: MfuInputs) -> MfuResult:
     mfu, hfu = achieved / peak, achieved_hw / peak
     tokens_per_s = inputs.tokens_per_step / inputs.step_time_s
     ceiling = inputs.ceiling.ceiling
+    mfu_ceiling = ceiling * model_per_token / hw_per_token
     result = MfuResult(
         inputs=inputs,
         convention=describe_convention(inputs),
@@ -685,10 +680,12 @@ def compute_mfu(inputs: MfuInputs) -> MfuResult:
             if inputs.price_per_gpu_hour is not None else None
         ),
         practical_ceiling=ceiling,
-        mfu_ceiling=ceiling * model_per_token / hw_per_token,
+        mfu_ceiling=mfu_ceiling,
         counted_flops_ratio=(
             inputs.counted_flops_per_step / model_per_step if inputs.counted_flops_per_step else None
         ),
+        fraction_of_ceiling=mfu / mfu_ceiling if mfu_ceiling > 0 else None,
+        hfu_over_mfu=hfu / mfu if mfu > 0 else None,
     )
     return _with_warnings(result)
 
@@ -703,7 +700,7 @@ def check_result(result: MfuResult) -> list[MfuWarning]:
     if i.peak.sparse:
         warnings.append(MfuWarning(
             "sparse_peak",
-            f"The peak {format_quantity(i.peak.flops_per_s_per_gpu, 'FLOP/s')} is a 2:4-sparse "
+            f"The peak {format_si(i.peak.flops_per_s_per_gpu, 'FLOP/s')} is a 2:4-sparse "
             "datasheet figure (twice the dense one). Dense training cannot use sparsity: MFU against "
             "it is halved. Use the dense peak.", "error"))
     if (i.training_precision and i.peak.precision
@@ -748,7 +745,7 @@ def _plausibility_warnings(result: MfuResult) -> list[MfuWarning]:
     elif i.recompute.kind != "none" and result.hfu > 1.05 * ceiling:
         warnings.append(MfuWarning(
             "recompute_counted_as_useful",
-            f"With {i.recompute.kind} recompute the hardware does {result.hfu / result.mfu:.2f}× the "
+            f"With {i.recompute.kind} recompute the hardware does {result.hfu_over_mfu or 1.0:.2f}× the "
             f"model FLOPs, so HFU would be {result.hfu:.0%}, above the practical ceiling "
             f"({ceiling:.0%}): MFU this high is implausible. Recompute FLOPs may have been counted as "
             "useful (e.g. N or FLOPs per token taken from a counter or a 4×/8·N formula)."))
@@ -756,8 +753,8 @@ def _plausibility_warnings(result: MfuResult) -> list[MfuWarning]:
         warnings.append(MfuWarning(
             "counted_flops_low",
             f"The counted FLOPs per step are only {result.counted_flops_ratio * 100:.3g} % of the model FLOPs "
-            f"({format_quantity(i.counted_flops_per_step or 0.0, 'FLOP')} counted vs "
-            f"{format_quantity(result.model_flops_per_step, 'FLOP')}): the counted FLOPs are far below "
+            f"({format_si(i.counted_flops_per_step or 0.0, 'FLOP')} counted vs "
+            f"{format_si(result.model_flops_per_step, 'FLOP')}): the counted FLOPs are far below "
             "6·N·tokens: tokens per step or N may be too large (or the counter saw only part of the "
             "step, e.g. one micro-batch or one rank)."))
     if result.counted_flops_ratio is not None and result.counted_flops_ratio > 1.2:

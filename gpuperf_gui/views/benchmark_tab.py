@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -40,7 +39,7 @@ from gpuperf_gui.core.bench.ceilings import (
 )
 from gpuperf_gui.core.child_stream import iter_in_child
 from gpuperf_gui.core.bench.plans import MATMUL_DTYPES, BenchPlan, build_plan
-from gpuperf_gui.core.bench.points import BenchMessage, MeasuredPoint
+from gpuperf_gui.core.bench.points import BenchMessage, MeasuredPoint, format_clock
 from gpuperf_gui.core.bench.results import (
     BenchRun,
     default_results_dir,
@@ -196,12 +195,10 @@ class BenchmarkTab(QWidget):
         self._factory = measurements_factory
         self._worker: GeneratorWorker | None = None
         self._thread: QThread | None = None
-        # Stop is our own event, not the worker's: GeneratorWorker stops iterating once its flag is
-        # set, and the generator's last items (the "stopped" message and the ceilings of the points
-        # measured so far) would be lost. The worker's flag is set only at shutdown.
+        # stop() sets this as well as the worker's flag: _on_run_finished reads it after the worker
+        # object may already be deleted (deleteLater once its thread finished).
         self._stop_requested = False
         self._stopped: BenchMessage | None = None
-        self._run_started = 0.0
         self._run_path: Path | None = None
         self.current_points: list[MeasuredPoint] = []
         self.current_ceilings: MeasuredCeilings | None = None
@@ -213,6 +210,7 @@ class BenchmarkTab(QWidget):
         self._build_ui()
         self._redraw_timer = QTimer(self)
         self._redraw_timer.setInterval(REDRAW_INTERVAL_MS)
+        self._redraw_timer.setTimerType(Qt.TimerType.PreciseTimer)  # never early: at most ~30 redraws/s
         self._redraw_timer.timeout.connect(self._on_redraw_timer)
         self._redraw_timer.start()
         self._pending_autoload = autoload_latest
@@ -400,7 +398,6 @@ class BenchmarkTab(QWidget):
         """Run ``produce(stop)`` in a worker thread and stream what it yields."""
         self._clear_current()
         self._run_path = run_path
-        self._run_started = time.monotonic()
         self._stop_requested = False
         self._stopped = None
         self._worker = GeneratorWorker(produce)
@@ -482,7 +479,7 @@ class BenchmarkTab(QWidget):
         if message.kind == "started":
             self.progress_bar.setRange(0, max(1, message.total))
             self.progress_bar.setValue(message.index)
-            left = f" — about {_clock(message.eta_s)} left" if message.eta_s is not None else ""
+            left = f" — about {format_clock(message.eta_s)} left" if message.eta_s is not None else ""
             self.status_label.setText(f"{message.label} ({message.index + 1}/{message.total}){left}")
             return
         self.messages.append(message)
@@ -596,11 +593,15 @@ class BenchmarkTab(QWidget):
     # runs on disk -----------------------------------------------------------------------------
     def _autoload_latest(self) -> None:
         """Show the latest run, and give the Roofline tab every device's saved ceilings (the best
-        measured so far on this machine; not the latest run's)."""
+        measured so far on this machine; not the latest run's). A run that cannot be read is
+        reported in the status line; the saved ceilings still go out."""
         try:
-            runs = list_runs(self.results_dir)
-            if runs and not self.is_running():
-                self.open_run(runs[0], as_current=True)
+            try:
+                runs = list_runs(self.results_dir)
+                if runs and not self.is_running():
+                    self.open_run(runs[0], as_current=True)
+            except (OSError, ValueError) as exc:  # RunFileError is a ValueError
+                self.status_label.setText(f"Could not open the latest run: {exc}")
             shown = self.current_ceilings.device_id if self.current_ceilings else None
             for saved in list_saved_ceilings(self.results_dir):
                 if saved.device_id != shown:  # open_run gave that one already
@@ -651,18 +652,31 @@ class BenchmarkTab(QWidget):
     def _on_open_clicked(self) -> None:
         path, _filter = QFileDialog.getOpenFileName(self, "Open a benchmark run", self._runs_folder(),
                                                     "Benchmark runs (*.jsonl);;All files (*)")
-        if path:
+        if not path:
+            return
+        try:
             self.open_run(Path(path), as_current=not self.current_points)
+        except (OSError, ValueError) as exc:  # RunFileError is a ValueError
+            self.status_label.setText(f"Could not open {Path(path).name}: {exc}")
 
     def _on_export_csv_clicked(self) -> None:
         path, _filter = QFileDialog.getSaveFileName(self, "Export points as CSV", "bench.csv", "CSV (*.csv)")
         if path:
-            self.export_csv(Path(path))
+            self._export(self.export_csv, Path(path))
 
     def _on_export_json_clicked(self) -> None:
         path, _filter = QFileDialog.getSaveFileName(self, "Export run as JSON", "bench.json", "JSON (*.json)")
         if path:
-            self.export_json(Path(path))
+            self._export(self.export_json, Path(path))
+
+    def _export(self, write: Callable[[Path], None], path: Path) -> None:
+        """Write an export; a failure (no permission, a folder, disk full) goes to the status line."""
+        try:
+            write(path)
+        except OSError as exc:
+            self.status_label.setText(f"Could not write {path}: {exc.strerror or exc}")
+            return
+        self.status_label.setText(f"Exported to {path}")
 
 
 def _decade_span(values: np.ndarray, pad_decades: float = 0.08) -> tuple[float, float]:
@@ -673,11 +687,6 @@ def _decade_span(values: np.ndarray, pad_decades: float = 0.08) -> tuple[float, 
         middle = (low + high) / 2
         low, high = middle - 0.5, middle + 0.5
     return low, high
-
-
-def _clock(seconds: float | None) -> str:
-    seconds = max(0, int(round(seconds or 0)))
-    return f"{seconds // 60}:{seconds % 60:02d}"
 
 
 __all__ = ["BenchmarkTab", "MeasurementsFactory", "default_measurements_factory"]

@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 from gpuperf_gui.core import mfu
 from gpuperf_gui.core.hardware import PRECISIONS
 from gpuperf_gui.core.model_presets import ConfigError, ModelConfig, get_preset, preset_names
+from gpuperf_gui.core.units import format_si
 
 if TYPE_CHECKING:
     from gpuperf_gui.views.context import AppContext
@@ -916,12 +917,13 @@ class MfuTab(QWidget):
 
     def _show_result(self, r: mfu.MfuResult) -> None:
         i = r.inputs
-        fmt = mfu.format_quantity
+        fmt = format_si
         self._set_kpi("achieved", fmt(r.achieved_flops_per_s_per_gpu, "FLOP/s"),
                       f"of {fmt(r.peak_flops_per_s_per_gpu, 'FLOP/s', 4)} {i.peak.precision or ''} peak")
         self._set_kpi("mfu", f"{r.mfu:.1%}", f"practical ceiling {r.mfu_ceiling:.0%} MFU")
         self.kpi_values["mfu"].setStyleSheet("color: #c62828;" if _implausible(r) else "")
-        self._set_kpi("hfu", f"{r.hfu:.1%}", f"{r.hfu / r.mfu:.3g}× model FLOPs ({i.recompute.kind})")
+        ratio = f"{r.hfu_over_mfu:.3g}×" if r.hfu_over_mfu is not None else "n/a ×"
+        self._set_kpi("hfu", f"{r.hfu:.1%}", f"{ratio} model FLOPs ({i.recompute.kind})")
         self._set_kpi("headroom", f"{r.headroom_to_target:.1%}" if r.headroom_to_target else "none",
                       f"needs {r.speedup_to_target:.2f}× faster steps" if r.headroom_to_target
                       else "at or above 50 %")
@@ -946,7 +948,8 @@ class MfuTab(QWidget):
         self.ceiling_readout.setText(
             f"Practical ceiling: <b>{ceiling.ceiling:.1%}</b> of peak (hardware FLOPs) = "
             f"<b>{r.mfu_ceiling:.1%}</b> MFU with {i.recompute.kind} recompute. "
-            f"You are at {r.mfu / r.mfu_ceiling:.0%} of it.")
+            + (f"You are at {r.fraction_of_ceiling:.0%} of it." if r.fraction_of_ceiling is not None
+               else "A ceiling of 0 leaves nothing to compare with."))
         self._show_warnings(r.warnings)
         self.status_label.setText("")
 

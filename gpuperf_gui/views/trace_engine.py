@@ -12,13 +12,14 @@ import os
 import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Iterator
-
-import numpy as np
+from typing import Callable, Iterator
 
 from gpuperf_gui.core.child_stream import iter_in_child
+from gpuperf_gui.core.roofline import RooflinePoint
 from gpuperf_gui.core.trace import figures
-from gpuperf_gui.core.trace.api import Progress, iter_load_and_analyse
+from gpuperf_gui.core.trace.analysis import RankAnalysis
+from gpuperf_gui.core.trace.api import Progress, RankResult, TraceResult, iter_load_and_analyse
+from gpuperf_gui.core.trace.figures import TraceMfuFigures
 from gpuperf_gui.core.trace.model import TraceModel
 from gpuperf_gui.views.trace_panels import DiagnosisView, OpTable
 from gpuperf_gui.views.trace_prepare import LoadProgress, PreparedTrace, full_range, prepare_lanes
@@ -45,7 +46,7 @@ def load_job(paths: list[Path], idle_threshold_us: float,
             items = iter_in_child(ENGINE, ([str(p) for p in paths],), stop=stop, grace_s=0.0)
         else:
             items = iter_load_and_analyse(paths, stop)
-        result = None
+        result: TraceResult | None = None
         for item in items:
             if stop.is_set():
                 return
@@ -61,20 +62,17 @@ def load_job(paths: list[Path], idle_threshold_us: float,
     return produce
 
 
-def prepare(result: Any, idle_threshold_us: float, stop: threading.Event | None = None) -> PreparedTrace:
+def prepare(result: TraceResult, idle_threshold_us: float,
+            stop: threading.Event | None = None) -> PreparedTrace:
     """Turn the engine's TraceResult into what the tab draws and shows."""
     model: TraceModel = result.model
     notes: list[str] = []
-    extras: dict[str, Any] = {}
     analyses = [r.analysis for r in result.ranks]
-    extras["op_tables"] = _op_tables(result, notes)
-    stragglers = list(getattr(result.multi_rank, "stragglers", []) or [])
-    extras["straggler"] = stragglers[0] if stragglers else None
-    diagnosis = _diagnosis_view(result, stragglers)
-    _mfu_and_roofline(result, analyses, extras, notes)
+    stragglers = list(result.multi_rank.stragglers)
+    mfu_figures, roofline_points = _mfu_and_roofline(result, analyses, notes)
     rank_specs, lanes = prepare_lanes(model, idle_threshold_us, stop)
     for ri, rank in enumerate(model.ranks):
-        if ri < len(analyses) and analyses[ri] is not None:
+        if ri < len(analyses):
             rank_specs[ri].step_durations_us = {s.number: s.duration_s * 1e6 for s in analyses[ri].steps}
         if rank.rank in stragglers:
             rank_specs[ri].straggler = True
@@ -84,25 +82,23 @@ def prepare(result: Any, idle_threshold_us: float, stop: threading.Event | None 
         for w in rank.warnings[:3]:
             if "truncated" not in w:
                 notes.append(f"{Path(rank.file).name}: {w}")
-    files = [r.file for r in model.ranks]
     return PreparedTrace(model=model, ranks=rank_specs, lanes=lanes, full_range_us=full_range(model),
-                         files=files, analysis=analyses, diagnosis=diagnosis, extras=extras,
-                         notes=notes, idle_threshold_us=idle_threshold_us)
+                         files=[r.file for r in model.ranks], analysis=analyses,
+                         diagnosis=_diagnosis_view(result, stragglers), op_tables=_op_tables(result),
+                         mfu_figures=mfu_figures, roofline_points=roofline_points, notes=notes,
+                         idle_threshold_us=idle_threshold_us)
 
 
-def _op_tables(result: Any, notes: list[str]) -> dict[int, dict[str, OpTable]]:
+def _op_tables(result: TraceResult) -> dict[int, dict[str, OpTable]]:
+    """Per rank, the "ops" (host) and "kernels" (device work: the rows with a ``device_share``)
+    views; every figure is the engine's (OpRow), only converted to µs here."""
     out: dict[int, dict[str, OpTable]] = {}
     for r in result.ranks:
-        rows = r.ops
-        # the kernel view lists device work only (not gpu_user_annotation spans)
-        kernel_names = {r.trace.strings[int(i)] for lane in r.trace.gpu_lanes for i in np.unique(lane.name_id)}
         ops = [(o.name, o.calls, o.self_cpu_s * 1e6, o.cpu_total_s * 1e6, o.self_device_s * 1e6,
-                o.device_total_s * 1e6, o.flops if o.flops else None) for o in rows if o.kind == "host"]
+                o.device_total_s * 1e6, o.flops if o.flops else None) for o in r.ops if o.kind == "host"]
         kernels = [(o.name, o.calls, o.device_total_s * 1e6,
-                    (o.device_total_s * 1e6 / o.calls) if o.calls else None) for o in rows
-                   if o.kind == "device" and o.name in kernel_names]
-        total_kernel_us = sum(k[2] for k in kernels) or 1.0
-        kernels = [k + (k[2] / total_kernel_us,) for k in kernels]
+                    o.mean_device_s * 1e6 if o.mean_device_s is not None else None, o.device_share)
+                   for o in r.ops if o.kind == "device" and o.device_share is not None]
         out[r.trace.rank] = {
             "ops": OpTable(["Name", "Calls", "Self CPU", "CPU total", "Self device", "Device total", "FLOPs"],
                            ["text", "count", "us", "us", "us", "us", "flops"], ops),
@@ -112,24 +108,23 @@ def _op_tables(result: Any, notes: list[str]) -> dict[int, dict[str, OpTable]]:
     return out
 
 
-def _rank_dict(a: Any) -> dict:
-    if a is None:
-        return {}
-    d = a.to_json() if hasattr(a, "to_json") else dict(vars(a))
-    median = getattr(a, "step_time_median_s", None)
-    d["step_median_us"] = median * 1e6 if median else None
-    d["rank"] = getattr(a, "rank", d.get("rank"))
+def _rank_dict(rank: RankResult) -> dict:
+    """The diagnosis panel's row of one rank: the engine's rank object plus the median in µs."""
+    a = rank.analysis
+    d = a.to_json()
+    d["step_median_us"] = a.step_time_median_s * 1e6 if a.step_time_median_s else None
+    d["rank"] = a.rank
     return d
 
 
-def _diagnosis_view(result: Any, stragglers: list[int]) -> DiagnosisView:
+def _diagnosis_view(result: TraceResult, stragglers: list[int]) -> DiagnosisView:
     d = result.diagnosis
-    per_rank = [_rank_dict(r.analysis) for r in result.ranks]
+    per_rank = [_rank_dict(r) for r in result.ranks]
     steps = []
     if len(result.ranks) == 1:
         steps = [(s.number, s.duration_s * 1e6, s.gpu_busy_fraction, s.warmup) for s in result.ranks[0].analysis.steps]
     notes = []
-    skew = getattr(result.multi_rank, "step_time_skew_s", None)
+    skew = result.multi_rank.step_time_skew_s
     if skew is not None and len(result.ranks) > 1:
         notes.append(f"step-time skew across ranks: {skew * 1e3:.3g} ms")
     return DiagnosisView(signature=d.signature, confidence=d.confidence, evidence=list(d.evidence),
@@ -137,12 +132,15 @@ def _diagnosis_view(result: Any, stragglers: list[int]) -> DiagnosisView:
                          straggler=stragglers[0] if stragglers else None, notes=notes)
 
 
-def _mfu_and_roofline(result: Any, analyses: list[Any], extras: dict, notes: list[str]) -> None:
+def _mfu_and_roofline(result: TraceResult, analyses: list[RankAnalysis],
+                      notes: list[str]) -> tuple[TraceMfuFigures | None, list[RooflinePoint]]:
+    """The MFU tab's figures and the roofline points; a failure becomes a note (the lanes still open)."""
+    mfu_figures = None
     try:
-        extras["mfu_figures"] = figures.mfu_figures(analyses)
+        mfu_figures = figures.mfu_figures(analyses)
     except Exception as exc:  # noqa: BLE001 - shown as a note; the lanes still open
         notes.append(f"MFU figures failed: {type(exc).__name__}: {exc}")
-    points = []
+    points: list[RooflinePoint] = []
     try:
         for r in result.ranks:
             pts = figures.roofline_points(r.trace)
@@ -151,4 +149,4 @@ def _mfu_and_roofline(result: Any, analyses: list[Any], extras: dict, notes: lis
             points += pts
     except Exception as exc:  # noqa: BLE001
         notes.append(f"roofline points failed: {type(exc).__name__}: {exc}")
-    extras["roofline_points"] = points
+    return mfu_figures, points

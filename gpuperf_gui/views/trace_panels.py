@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gpuperf_gui.core.units import format_si
 from gpuperf_gui.views.trace_style import format_duration_us, format_percent
 
 SIGNATURE_TEXT = {
@@ -65,15 +66,6 @@ def _num(value: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return f if math.isfinite(f) else None
-
-
-def format_si_count(value: float | None, unit: str = "") -> str:
-    if value is None or not math.isfinite(value):
-        return "–"
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= factor:
-            return f"{value / factor:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}".strip()
 
 
 # -- event details ------------------------------------------------------------------------------------
@@ -170,7 +162,7 @@ class OpTableModel(QAbstractTableModel):
             if kind == "count":
                 return "–" if _num(value) is None else f"{int(value):,}"
             if kind == "flops":
-                return format_si_count(_num(value), "FLOP")
+                return "–" if _num(value) is None else format_si(_num(value), "FLOP")
             return str(value)
         if role == Qt.ItemDataRole.UserRole:   # sort key
             if kind == "text":

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -19,6 +19,12 @@ from gpuperf_gui.core.trace.lod import LaneRows, idle_gaps
 from gpuperf_gui.core.trace.model import RankTrace, TraceModel
 from gpuperf_gui.views.trace_style import SHADES, cpu_base, gpu_base_offset
 from gpuperf_gui.views.trace_timeline import LaneSpec, RankSpec
+
+if TYPE_CHECKING:
+    from gpuperf_gui.core.roofline import RooflinePoint
+    from gpuperf_gui.core.trace.analysis import RankAnalysis
+    from gpuperf_gui.core.trace.figures import TraceMfuFigures
+    from gpuperf_gui.views.trace_panels import DiagnosisView, OpTable
 
 SHOWN_KINDS = ("cpu", "gpu_compute", "gpu_comm", "gpu_copy")
 KIND_ORDER = {"cpu": 0, "gpu_compute": 1, "gpu_comm": 2, "gpu_copy": 3}
@@ -46,9 +52,11 @@ class PreparedTrace:
     lanes: list[LaneSpec]
     full_range_us: tuple[float, float]
     files: list[str] = field(default_factory=list)
-    analysis: Any = None          # engine's analysis result (None if the engine lacks it)
-    diagnosis: Any = None         # engine's diagnosis (None if the engine lacks it)
-    extras: dict[str, Any] = field(default_factory=dict)   # op tables, mfu figures, roofline points
+    analysis: list[RankAnalysis] = field(default_factory=list)   # the engine's, one per rank
+    diagnosis: DiagnosisView | None = None
+    op_tables: dict[int, dict[str, OpTable]] = field(default_factory=dict)  # rank -> view -> table
+    mfu_figures: TraceMfuFigures | None = None    # None when they could not be computed (see notes)
+    roofline_points: list[RooflinePoint] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)         # truncation and other warnings
     idle_threshold_us: float = DEFAULT_IDLE_THRESHOLD_US
 

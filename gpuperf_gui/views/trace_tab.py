@@ -7,7 +7,9 @@ Public API (used by the main window)::
     tab.is_busy(); tab.cancel(); tab.shutdown()
     tab.mfu_figures_ready  -> Signal(object)        # the engine's TraceMfuFigures
     tab.roofline_points_ready -> Signal(str, object)  # (series name, list[RooflinePoint])
-    demo_entries() -> list[(name, materialise)]    # for Help ▸ Demo traces
+    tab.demo_entries() -> list[(name, materialise)]  # for Help ▸ Demo traces; the synthetic ones
+                                                     # are written to a folder the tab removes at shutdown
+    demo_entries()     -> the same, written to a folder removed when the process exits
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gpuperf_gui.core.units import format_si
 from gpuperf_gui.views.trace_engine import load_job
 from gpuperf_gui.views.trace_panels import DetailsPanel, DiagnosisPanel, EventDetails, OpTablePanel, SearchResults
 from gpuperf_gui.views.trace_prepare import DEFAULT_IDLE_THRESHOLD_US, LoadProgress, PreparedTrace
@@ -70,6 +73,8 @@ class TraceTab(QWidget):
         self._failed: str | None = None
         self._matches: list[EventRef] = []
         self._match_pos = -1
+        self._last_query: str | None = None   # the last substring search (Enter again: next match)
+        self._demo_dir: tempfile.TemporaryDirectory | None = None   # synthetic demo traces
         self._palette = make_palette()
         self.setAcceptDrops(True)
         self._build()
@@ -228,13 +233,12 @@ class TraceTab(QWidget):
                 f"<span style='color:#5a5f6a'>■</span>&nbsp;folded: darker, opacity = busy fraction")
 
     def _update_enabled(self) -> None:
-        loaded = self.prepared is not None
-        extras = self.prepared.extras if loaded else {}
+        prepared = self.prepared
         for w in (self.search_edit, self.prev_button, self.next_button, self.step_combo,
                   self.zoom_sel_button, self.reset_button):
-            w.setEnabled(loaded)
-        self.mfu_button.setEnabled(loaded and extras.get("mfu_figures") is not None)
-        self.roofline_button.setEnabled(loaded and bool(extras.get("roofline_points")))
+            w.setEnabled(prepared is not None)
+        self.mfu_button.setEnabled(prepared is not None and prepared.mfu_figures is not None)
+        self.roofline_button.setEnabled(prepared is not None and bool(prepared.roofline_points))
 
     # -- opening ------------------------------------------------------------------------------------
     def open_paths(self, paths: list[Path]) -> None:
@@ -276,11 +280,24 @@ class TraceTab(QWidget):
             self.cancel_button.setEnabled(False)
 
     def shutdown(self) -> None:
-        """Stop the worker and wait for its thread (the main window's closeEvent)."""
+        """Stop the worker and wait for its thread (the main window's closeEvent); remove the
+        synthetic demo traces this tab wrote."""
         self._pending = None
         worker, thread = self._worker, self._thread
         self._worker = self._thread = None
         stop_thread(worker, thread)
+        if self._demo_dir is not None:
+            self._demo_dir.cleanup()
+            self._demo_dir = None
+
+    def demo_entries(self) -> list[tuple[str, Callable[[], list[Path]]]]:
+        """:func:`demo_entries`, with the synthetic traces written to a folder this tab owns."""
+        return demo_entries(self._demo_folder)
+
+    def _demo_folder(self) -> Path:
+        if self._demo_dir is None:
+            self._demo_dir = tempfile.TemporaryDirectory(prefix="gpuperf-demo-")
+        return Path(self._demo_dir.name)
 
     def closeEvent(self, event) -> None:  # noqa: N802, ANN001
         self.shutdown()
@@ -330,6 +347,8 @@ class TraceTab(QWidget):
     def _show_prepared(self, prepared: PreparedTrace) -> None:
         self.prepared = prepared
         model = prepared.model
+        # A threshold typed while the trace loaded was not applied (busy): draw with the spin's value.
+        threshold_changed = abs(self.idle_spin.value() - prepared.idle_threshold_us) > 1e-9
         offset = prepared.full_range_us[0]
         self.timeline.set_lanes(prepared.ranks, prepared.lanes, self._palette, prepared.full_range_us, offset)
         self.stack.setCurrentWidget(self.timeline)
@@ -361,13 +380,15 @@ class TraceTab(QWidget):
         else:
             self._show_message("")
         self._update_enabled()
+        if threshold_changed:
+            self._apply_idle_threshold(float(self.idle_spin.value()))
         self.timeline.setFocus()
         self.trace_loaded.emit()
 
     def _fill_op_table(self) -> None:
         if self.prepared is None:
             return
-        tables = self.prepared.extras.get("op_tables") or {}
+        tables = self.prepared.op_tables
         rank = self.rank_combo.currentData()
         if rank is None and tables:
             rank = next(iter(tables))
@@ -376,12 +397,15 @@ class TraceTab(QWidget):
 
     def _on_idle_threshold_changed(self) -> None:
         if self.prepared is None or self.is_busy():
-            return
+            return  # a trace still loading gets the spin's value in _show_prepared
         if abs(self.idle_spin.value() - self.prepared.idle_threshold_us) < 1e-9:
             return
+        self._apply_idle_threshold(float(self.idle_spin.value()))
+
+    def _apply_idle_threshold(self, threshold: float) -> None:
+        """Redraw the idle gaps of the compute lanes at ``threshold`` µs."""
         from gpuperf_gui.core.trace.lod import idle_gaps
 
-        threshold = float(self.idle_spin.value())
         self.prepared.idle_threshold_us = threshold
         for spec, item in zip(self.timeline.lane_specs, self.timeline.lanes):
             if spec.kind == "gpu_compute":
@@ -496,14 +520,10 @@ class TraceTab(QWidget):
             rows.append(("kernel class", KERNEL_CLASSES[kc]))
         flops = float(lane.flops[i]) if len(lane.flops) else float("nan")
         if np.isfinite(flops):
-            from gpuperf_gui.views.trace_panels import format_si_count
-
-            rows.append(("FLOPs", format_si_count(flops, "FLOP")))
+            rows.append(("FLOPs", format_si(flops, "FLOP")))
         nbytes = float(lane.bytes[i]) if len(lane.bytes) else float("nan")
         if np.isfinite(nbytes):
-            from gpuperf_gui.views.trace_panels import format_si_count
-
-            rows.append(("bytes", format_si_count(nbytes, "B")))
+            rows.append(("bytes", format_si(nbytes, "B")))
         shapes = int(lane.shapes_id[i]) if len(lane.shapes_id) else -1
         if shapes >= 0:
             rows.append(("input shapes", rank.strings[shapes]))
@@ -555,7 +575,7 @@ class TraceTab(QWidget):
         if not text:
             self._clear_search()
             return
-        if self._matches and getattr(self, "_last_query", None) == text:
+        if self._matches and self._last_query == text:
             self.step_match(+1)
             return
         self.search(text)
@@ -639,12 +659,12 @@ class TraceTab(QWidget):
 
     # -- cross-tab buttons ----------------------------------------------------------------------------
     def send_to_mfu(self) -> None:
-        figures = self.prepared.extras.get("mfu_figures") if self.prepared else None
+        figures = self.prepared.mfu_figures if self.prepared else None
         if figures is not None:
             self.mfu_figures_ready.emit(figures)
 
     def show_on_roofline(self) -> None:
-        points = self.prepared.extras.get("roofline_points") if self.prepared else None
+        points = self.prepared.roofline_points if self.prepared else None
         if points:
             self.roofline_points_ready.emit(self.series_name(), list(points))
 
@@ -690,16 +710,22 @@ def _shipped(name: str) -> list[Path]:
     return [Path(str(root / name))]
 
 
-_DEMO_DIR: Path | None = None
+_SESSION_DEMO_DIR: tempfile.TemporaryDirectory | None = None
 
 
-def _synthetic(scenario: str) -> list[Path]:
+def _session_demo_folder() -> Path:
+    """One folder for the synthetic demos of :func:`demo_entries` called without a folder; the
+    TemporaryDirectory's finalizer removes it when the process exits."""
+    global _SESSION_DEMO_DIR
+    if _SESSION_DEMO_DIR is None:
+        _SESSION_DEMO_DIR = tempfile.TemporaryDirectory(prefix="gpuperf-demo-")
+    return Path(_SESSION_DEMO_DIR.name)
+
+
+def _synthetic(scenario: str, folder: Callable[[], Path]) -> list[Path]:
     from gpuperf_gui.core.trace import synth
 
-    global _DEMO_DIR
-    if _DEMO_DIR is None:   # one folder per session for all synthetic demos
-        _DEMO_DIR = Path(tempfile.mkdtemp(prefix="gpuperf-demo-"))
-    out = _DEMO_DIR / f"{scenario}.json.gz"
+    out = folder() / f"{scenario}.json.gz"
     synth.write_synth_trace(scenario, out)
     return [out]
 
@@ -712,14 +738,17 @@ def _synth_scenarios() -> list[str]:
     return list(synth.SCENARIOS)
 
 
-def demo_entries() -> list[tuple[str, Callable[[], list[Path]]]]:
-    """Demo traces for Help ▸ Demo traces: (menu text, function returning the paths to open)."""
+def demo_entries(folder: Callable[[], Path] = _session_demo_folder) -> list[tuple[str, Callable[[], list[Path]]]]:
+    """Demo traces for Help ▸ Demo traces: (menu text, function returning the paths to open).
+
+    Synthetic traces are written to ``folder()`` (made on first use): :meth:`TraceTab.demo_entries`
+    passes a folder the tab removes at shutdown."""
     entries: list[tuple[str, Callable[[], list[Path]]]] = []
     for scenario in _synth_scenarios():
         title = f"Synthetic: {scenario.replace('_', ' ')}"
         if scenario == "inconclusive":
             title += " (a CPU-only profile)"
-        entries.append((title, partial(_synthetic, scenario)))
+        entries.append((title, partial(_synthetic, scenario, folder=folder)))
     root = importlib.resources.files("gpuperf_gui.resources") / "demo"
     for title, name in SHIPPED_DEMOS:
         if (root / name).is_file() or (root / name).is_dir():

@@ -247,3 +247,75 @@ def test_cli_json_to_a_folder_or_a_read_only_folder(tmp_path: Path, capsys) -> N
         assert "not writable" in capsys.readouterr().err
     finally:
         locked.chmod(0o700)
+
+
+def test_an_unknown_gpu_is_measured_and_saved_as_itself_not_as_the_cpu(tmp_path: Path, monkeypatch) -> None:
+    import types
+
+    import torch
+
+    from gpuperf_gui.core.bench.ceilings import compute_ceilings, update_saved_ceilings
+
+    assert measure.gpu_device_id("NVIDIA H200") == "h200"
+    assert measure.gpu_device_id("Acme Tensor X9 (rev 2)") == "gpu-acme-tensor-x9-rev-2"
+    props = types.SimpleNamespace(name="Acme Tensor X9 (rev 2)", major=9, minor=0, L2_cache_size=50 << 20,
+                                  total_memory=80 << 30, uuid=None)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: props)
+    info = measure.resolve_device("cuda:0")
+    assert info.device_id == "gpu-acme-tensor-x9-rev-2" and info.kind == "cuda"
+    point = MeasuredPoint(kernel="matmul", dtype="bf16", size=8192, flops=2.0 * 8192**3, bytes=3.0 * 8192**2 * 2,
+                          seconds=2e-3, method="cuda-events", iqr_low_s=2e-3, iqr_high_s=2e-3, samples=5)
+    update_saved_ceilings(compute_ceilings([point], info.device_id), tmp_path)
+    assert load_ceilings("cpu", tmp_path) is None  # the cpu never gets a GPU's peaks
+    assert load_ceilings(info.device_id, tmp_path).matmul_flops_per_s["bf16"] == pytest.approx(point.flops_per_s)
+
+
+def _collective_point(busbw_bytes_per_s: float = 2e9) -> MeasuredPoint:
+    return MeasuredPoint(kernel="all_reduce", dtype="fp32", size=1 << 20, flops=0.0, bytes=4.0 * (1 << 20),
+                         seconds=1e-3, method="gloo-perf_counter", iqr_low_s=1e-3, iqr_high_s=1e-3, samples=5,
+                         device="cpu", world_size=2, busbw_bytes_per_s=busbw_bytes_per_s)
+
+
+def _fake_collectives(monkeypatch, points: list[MeasuredPoint]) -> None:
+    from gpuperf_gui.core.bench import collectives
+
+    def fake(plan, stop):
+        yield BenchMessage("info", "gloo: 2 ranks")
+        yield from points
+    monkeypatch.setattr(collectives, "iter_collective_measurements", fake)
+
+
+def test_iter_run_says_finished_only_after_the_collectives(tmp_path: Path, monkeypatch) -> None:
+    from gpuperf_gui.core.bench.ceilings import compute_ceilings
+
+    matmul = MeasuredPoint(kernel="matmul", dtype="fp32", size=64, flops=2.0 * 64**3, bytes=3.0 * 64**2 * 4,
+                           seconds=1e-4, method="cpu-perf_counter", iqr_low_s=1e-4, iqr_high_s=1e-4, samples=5)
+
+    def sweep(plan, stop, **_kwargs):
+        yield matmul
+        yield BenchMessage("finished", "1 points in 0.1 s", 1, 1, eta_s=0.0)
+        yield compute_ceilings([matmul], "cpu")
+    monkeypatch.setattr(measure, "iter_measurements", sweep)
+    _fake_collectives(monkeypatch, [_collective_point()])
+    items = list(measure.iter_run(_plan(tmp_path), threading.Event(), results_dir=tmp_path, collectives=object()))
+    finished = [k for k, i in enumerate(items) if isinstance(i, BenchMessage) and i.kind == "finished"]
+    collective = next(k for k, i in enumerate(items) if isinstance(i, MeasuredPoint) and i.kernel == "all_reduce")
+    assert len(finished) == 1 and finished[0] > collective
+    assert items[finished[0]].text.startswith("2 points in ")
+    ceilings = items[-1]
+    assert isinstance(ceilings, MeasuredCeilings)
+    assert ceilings.matmul_flops_per_s["fp32"] > 0 and ceilings.collective_busbw_bytes_per_s == {"all_reduce": 2e9}
+
+
+def test_iter_run_saves_collective_ceilings_when_the_sweep_measured_nothing(tmp_path: Path, monkeypatch) -> None:
+    def sweep(plan, stop, **_kwargs):
+        yield BenchMessage("skipped", "skipped the whole run: CUDA is not available")
+    monkeypatch.setattr(measure, "iter_measurements", sweep)
+    _fake_collectives(monkeypatch, [_collective_point(3e9)])
+    items = list(measure.iter_run(_plan(tmp_path), threading.Event(), results_dir=tmp_path, collectives=object()))
+    assert isinstance(items[-1], MeasuredCeilings) and items[-1].device_id == "cpu"
+    assert [i.kind for i in items if isinstance(i, BenchMessage)][-1] == "finished"
+    assert load_ceilings("cpu", tmp_path).collective_busbw_bytes_per_s == {"all_reduce": 3e9}
+    assert read_run(tmp_path / "runs" / "run.jsonl").ceilings == items[-1]

@@ -12,7 +12,6 @@ from gpuperf_gui.core.bench.ceilings import (
     compute_ceilings,
     list_saved_ceilings,
     load_ceilings,
-    load_saved_ceilings,
     merge_ceilings,
     reset_saved_ceilings,
     save_ceilings,
@@ -130,7 +129,7 @@ def test_merge_keeps_the_best_entry_by_entry_with_its_origin(tmp_path: Path) -> 
                              "cpu", run="small-run")
     assert update_saved_ceilings(quick, tmp_path) == load_ceilings("cpu", tmp_path)
     merged = update_saved_ceilings(small, tmp_path)
-    assert merged == load_saved_ceilings("cpu", tmp_path)
+    assert merged == load_ceilings("cpu", tmp_path)
     assert merged.matmul_flops_per_s == quick.matmul_flops_per_s  # fp32 not lowered, bf16 not dropped
     assert merged.bandwidth_bytes_per_s == quick.bandwidth_bytes_per_s
     assert merged.matmul_runs == {"fp32": "quick-run", "bf16": "quick-run"}
@@ -173,3 +172,32 @@ def test_old_ceilings_files_without_provenance_still_load(tmp_path: Path) -> Non
     assert merged.matmul_flops_per_s["fp32"] == 2.9e11 and merged.matmul_runs == {"bf16": "new"}
     path.write_text("[1, 2]")
     assert load_ceilings("cpu", tmp_path) is None
+
+
+def test_read_run_never_fails_on_a_line_and_names_an_unreadable_file(tmp_path: Path) -> None:
+    import gzip
+
+    from gpuperf_gui.core.bench.results import RunFileError
+
+    path = tmp_path / "run.jsonl"
+    with ResultsWriter(path) as writer:
+        writer.write_header({"device": "cpu"})
+        writer.write_point(_point())
+    with path.open("ab") as handle:
+        handle.write(b"\xff\xfe\x00 not utf-8\n5\n[1, 2]\n")
+    run = read_run(path)
+    assert len(run.points) == 1 and run.torn_lines == 3
+    gz = tmp_path / "run.jsonl.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    with pytest.raises(RunFileError, match="not a benchmark run"):
+        read_run(gz)
+    with pytest.raises(RunFileError, match="cannot read"):
+        read_run(tmp_path)  # a folder
+    with pytest.raises(RunFileError, match="cannot read"):
+        read_run(tmp_path / "missing.jsonl")
+
+
+def test_format_clock() -> None:
+    from gpuperf_gui.core.bench.points import format_clock
+
+    assert [format_clock(s) for s in (None, -3, 0.4, 59.6, 125)] == ["0:00", "0:00", "0:00", "1:00", "2:05"]

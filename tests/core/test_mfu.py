@@ -447,3 +447,25 @@ def test_step_time_slices_show_the_causes_of_the_step() -> None:
     over = mfu.step_time_slices(mfu.GapCauses(exposed_comm=0.9, launch_gaps=0.6))
     assert sum(s.fraction for s in over) == pytest.approx(1.0)
     assert all(s.fraction >= 0 for s in over)
+
+
+def test_fraction_of_ceiling_and_hfu_over_mfu_are_computed_in_core() -> None:
+    result = mfu.compute_mfu(_palm(recompute=mfu.Recompute.of("full")))
+    assert result.fraction_of_ceiling == pytest.approx(result.mfu / result.mfu_ceiling)
+    assert result.hfu_over_mfu == pytest.approx(result.hfu / result.mfu) and result.hfu_over_mfu > 1
+    no_ceiling = mfu.CeilingModel(gemm_efficiency=0.0, memory_efficiency=0.0, idle_efficiency=0.0)
+    zero = mfu.compute_mfu(_palm(ceiling=no_ceiling))  # a ceiling model of 0: no ZeroDivisionError
+    assert zero.mfu_ceiling == 0.0 and zero.fraction_of_ceiling is None
+    assert zero.hfu_over_mfu == pytest.approx(1.0)
+    assert "0.0% HFU = 0.0% MFU" in zero.to_text()
+
+
+def test_flop_rates_are_formatted_by_units_format_si() -> None:
+    from gpuperf_gui.core.units import format_si
+
+    result = mfu.compute_mfu(_palm())
+    rows = dict(result._rows())
+    assert rows["Achieved per GPU"] == format_si(result.achieved_flops_per_s_per_gpu, "FLOP/s")
+    assert rows["Model FLOPs per step"] == format_si(result.model_flops_per_step, "FLOP")
+    assert format_si(result.peak_flops_per_s_per_gpu, "FLOP/s", 4) in result.convention
+    assert not hasattr(mfu, "format_quantity")

@@ -262,3 +262,12 @@ def test_custom_recompute_requires_both_fractions(qtbot, tab: MfuTab) -> None:
     assert tab.result is None and "0 to 100" in dense.error
     tab.recompute_combo.setCurrentText("none")  # the fields no longer matter
     assert tab.result is not None and dense.property("invalid") is False
+
+
+def test_a_ceiling_model_of_zero_shows_a_result_not_a_traceback(tab: MfuTab) -> None:
+    for name in ("gemm_efficiency", "memory_efficiency", "idle_efficiency"):
+        tab.ceiling_spins[name].setValue(0.0)  # a slot that raised would fail the test (pytest-qt)
+    assert tab.result is not None and tab.result.mfu_ceiling == 0.0
+    assert tab.result.fraction_of_ceiling is None
+    assert "nothing to compare with" in tab.ceiling_readout.text()
+    assert tab.kpi_details["hfu"].text().startswith(f"{tab.result.hfu_over_mfu:.3g}× model FLOPs")

@@ -281,3 +281,53 @@ def test_step_header_and_steps_table_show_the_same_step_time(qtbot, tab, shared_
     assert longest.startswith(f"step {number} · 6") and "(CPU 2" in longest
     text = tab.diagnosis.toPlainText()
     assert "step time" in text and STEP_TIME_NOTE.split(":")[0] in text
+
+
+def test_an_idle_threshold_typed_while_loading_is_applied(qtbot, tab, shared_traces):
+    from gpuperf_gui.core.trace.lod import idle_gaps
+
+    tab.open_paths([shared_traces / "h200" / "healthy_gpt_small.json.gz"])
+    assert tab.is_busy()
+    tab.idle_spin.setValue(500.0)
+    tab.idle_spin.editingFinished.emit()  # ignored while loading: no trace to redraw yet
+    qtbot.waitUntil(lambda: not tab.is_busy(), timeout=LOAD_TIMEOUT_MS)
+    assert tab.prepared.idle_threshold_us == 500.0
+    for spec, item in zip(tab.timeline.lane_specs, tab.timeline.lanes):
+        if spec.kind == "gpu_compute":
+            lane = tab.prepared.model.ranks[spec.rank_index].lanes[spec.lane_id]
+            starts, _ends = idle_gaps(lane.start_us, lane.start_us + lane.duration_us, 500.0)
+            assert (0 if item._gaps is None else len(item._gaps.starts)) == len(starts)
+
+
+def test_prepared_trace_has_typed_figures_and_the_engines_kernel_shares(qtbot, tab, shared_traces):
+    from gpuperf_gui.core.trace.api import analyse_paths
+    from gpuperf_gui.core.trace.figures import TraceMfuFigures
+
+    path = shared_traces / "h200" / "healthy_gpt_small.json.gz"
+    _load(qtbot, tab, [path])
+    prepared = tab.prepared
+    assert isinstance(prepared.mfu_figures, TraceMfuFigures) and prepared.roofline_points
+    kernels = prepared.op_tables[prepared.model.ranks[0].rank]["kernels"]
+    rows = {o.name: o for o in analyse_paths([path], workers=1).ranks[0].ops if o.device_share is not None}
+    assert {r[0] for r in kernels.rows} == set(rows)
+    for name, _calls, total_us, mean_us, share in kernels.rows:  # the engine's figures, in µs
+        assert share == rows[name].device_share
+        assert mean_us == pytest.approx(rows[name].mean_device_s * 1e6)
+    assert sum(r[4] for r in kernels.rows) == pytest.approx(1.0)
+    tab.search_edit.setText("nccl")
+    assert tab._last_query is None
+    tab._on_search_entered()
+    assert tab._last_query == "nccl"
+
+
+def test_the_tabs_synthetic_demo_traces_are_removed_at_shutdown(qtbot):
+    from gpuperf_gui.views.trace_tab import TraceTab
+
+    widget = TraceTab(None)
+    qtbot.addWidget(widget)
+    materialise = dict(widget.demo_entries())["Synthetic: launch bound"]
+    paths = materialise()
+    assert paths and all(p.exists() for p in paths)
+    widget.shutdown()
+    assert not any(p.exists() for p in paths) and not paths[0].parent.exists()
+    widget.shutdown()  # twice (closeEvent, then the main window): harmless

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from gpuperf_gui.core.bench.points import MeasuredPoint
     from gpuperf_gui.core.hardware import Device, DeviceDatabase
 
-MEMORY_KERNELS = ("copy", "add", "triad")
+from gpuperf_gui.core.bench.plans import MEMORY_KERNELS
+
 COLLECTIVE_KERNELS = ("all_reduce", "all_gather", "reduce_scatter")
 
 
@@ -317,22 +318,3 @@ def list_saved_ceilings(results_dir: Path | None = None) -> list[MeasuredCeiling
     found = (load_ceilings(path.stem, results_dir) for path in sorted(folder.glob("*.json")))
     return [ceilings for ceilings in found if ceilings is not None]
 
-
-def load_saved_ceilings(device_id: str, results_dir: Path | None = None) -> MeasuredCeilings | None:
-    """The best ceilings measured so far on this machine for ``device_id`` ("cpu", "h200"), or None.
-
-    For the device database. ``results_dir`` defaults to ``<user data dir>/bench`` (honours
-    ``$GPUPERF_DATA_DIR``). The fields to use, all SI:
-
-    - ``matmul_flops_per_s``: dict dtype -> FLOP/s ("fp32", "tf32", "bf16", "fp16", "fp8"; only the
-      dtypes measured), the best dense matmul rate;
-    - ``bandwidth_bytes_per_s``: float | None, the best copy/add/triad bandwidth (bytes/s);
-      ``bandwidth_beyond_cache`` False means only in-cache working sets were measured;
-    - ``collective_busbw_bytes_per_s``: dict op -> bytes/s (may be empty);
-    - provenance: ``matmul_runs``/``matmul_measured_at`` (per dtype), ``bandwidth_run``/
-      ``bandwidth_measured_at``, ``measured_at`` (newest entry, Unix time).
-
-    ``ceilings.to_device(database)`` gives the ``Device`` (``DeviceDatabase.with_measured``).
-    Never raises: an absent or unreadable file gives None.
-    """
-    return load_ceilings(device_id, results_dir)

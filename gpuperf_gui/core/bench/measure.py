@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
+import re
 import threading
 import time
 import warnings
@@ -51,7 +52,7 @@ class DeviceInfo:
     torch_device: str            # "cpu" | "cuda:0"
     kind: str                    # "cpu" | "cuda"
     name: str                    # "NVIDIA H200", CPU model name
-    device_id: str               # hardware database id ("h200", "cpu")
+    device_id: str               # hardware database id ("h200", "cpu"; "gpu-<slug>" if unknown)
     cache_bytes: int             # last-level cache (L2 on GPUs)
     memory_bytes: int            # total memory
     supported_dtypes: tuple[str, ...]
@@ -100,13 +101,20 @@ def _cpu_available_bytes() -> int:
     return 8 * _GIB
 
 
-def _database_id(name: str) -> str:
-    try:
-        from gpuperf_gui.core.hardware import match_device_name
+def unknown_gpu_id(name: str) -> str:
+    """The id of a GPU the device database does not know: ``"gpu-"`` + a slug of its name
+    ("NVIDIA RTX PRO 6000" -> "gpu-nvidia-rtx-pro-6000"), so its ceilings get their own file and
+    never land on another device (the cpu) or take its peaks."""
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    return f"gpu-{slug or 'unknown'}"
 
-        return match_device_name(name) or "cpu"
-    except Exception:
-        return "cpu"
+
+def gpu_device_id(name: str) -> str:
+    """The hardware database id of a GPU named ``name`` (torch's device name), else
+    :func:`unknown_gpu_id`. Never "cpu": an unknown GPU is measured and saved as itself."""
+    from gpuperf_gui.core.hardware import match_device_name
+
+    return match_device_name(name) or unknown_gpu_id(name)
 
 
 def resolve_device(requested: str) -> DeviceInfo:
@@ -133,7 +141,7 @@ def resolve_device(requested: str) -> DeviceInfo:
         dtypes.append("fp8")
     uuid = getattr(props, "uuid", None)
     return DeviceInfo(
-        torch_device=f"cuda:{index}", kind="cuda", name=props.name, device_id=_database_id(props.name),
+        torch_device=f"cuda:{index}", kind="cuda", name=props.name, device_id=gpu_device_id(props.name),
         cache_bytes=int(getattr(props, "L2_cache_size", 0) or 50 * 1024**2),
         memory_bytes=int(props.total_memory), supported_dtypes=tuple(dtypes), cuda_index=index,
         uuid=f"GPU-{uuid}" if uuid is not None else None,
@@ -511,17 +519,25 @@ def iter_run(
     reset_ceilings: bool = False,
 ) -> Iterator[BenchItem]:
     """:func:`iter_measurements`, then (optionally) the collectives of ``collectives`` (a
-    ``CollectivePlan``); the final ceilings carry both. Collective points go to the same file."""
-    from dataclasses import replace
+    ``CollectivePlan``); the final ceilings carry both. Collective points go to the same file.
 
+    The sweep's own "finished" message is held back: one "finished" message comes at the very end
+    (after the collectives), then the ceilings. Collective ceilings are saved even when the sweep
+    gave none (the whole sweep skipped)."""
     from gpuperf_gui.core.bench.collectives import iter_collective_measurements
 
+    started = time.monotonic()
     ceilings: MeasuredCeilings | None = None
+    finished: BenchMessage | None = None
+    sweep_points = 0
     for item in iter_measurements(plan, stop, results_dir=results_dir,
                                   save_device_ceilings=save_device_ceilings, reset_ceilings=reset_ceilings):
         if isinstance(item, MeasuredCeilings):
             ceilings = item
+        elif isinstance(item, BenchMessage) and item.kind == "finished":
+            finished = item
         else:
+            sweep_points += isinstance(item, MeasuredPoint)
             yield item
     if collectives is not None and not stop.is_set():
         points: list[MeasuredPoint] = []
@@ -533,10 +549,8 @@ def iter_run(
                     if writer:
                         writer.write_point(item)
                 yield item
-            if points and ceilings is not None:
-                collective = compute_ceilings(points, ceilings.device_id, run=run_name(plan))
-                ceilings = replace(ceilings, collective_busbw_bytes_per_s=collective.collective_busbw_bytes_per_s,
-                                   collective_runs=collective.collective_runs)
+            if points:
+                ceilings = with_collective_ceilings(ceilings, points, run_name(plan))
                 if writer:
                     writer.write_ceilings(ceilings)
                 if save_device_ceilings:
@@ -544,5 +558,35 @@ def iter_run(
         finally:
             if writer:
                 writer.close()
+        if finished is not None or points:
+            measured = sweep_points + len(points)
+            summary = ceilings.summary() if ceilings is not None else "no ceilings measured"
+            finished = BenchMessage("finished", f"{measured} points in {time.monotonic() - started:.1f} s; "
+                                                f"{summary}", measured, measured, eta_s=0.0)
+    if finished is not None:
+        yield finished
     if ceilings is not None:
         yield ceilings
+
+
+def _collective_device_id(points: list[MeasuredPoint]) -> str:
+    """The device id of collective points: the local GPU's on CUDA, else "cpu"."""
+    if not points[0].device.startswith("cuda"):
+        return "cpu"
+    import torch
+
+    return gpu_device_id(torch.cuda.get_device_name(points[0].device))
+
+
+def with_collective_ceilings(ceilings: MeasuredCeilings | None, points: list[MeasuredPoint],
+                             run: str) -> MeasuredCeilings:
+    """``ceilings`` with the busbw of collective ``points`` added; the collective ceilings alone
+    (for their device) when the sweep gave none."""
+    from dataclasses import replace
+
+    device_id = ceilings.device_id if ceilings is not None else _collective_device_id(points)
+    collective = compute_ceilings(points, device_id, run=run)
+    if ceilings is None:
+        return collective
+    return replace(ceilings, collective_busbw_bytes_per_s=collective.collective_busbw_bytes_per_s,
+                   collective_runs=collective.collective_runs)

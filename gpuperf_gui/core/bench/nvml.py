@@ -7,13 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-# nvmlClocksEventReasons bits that mean "clocks held down by power or heat" (nvml.h).
-_SW_POWER_CAP = 0x4
+# nvmlClocksEventReasons bits that mean "clocks held down by heat or a hardware slowdown" (nvml.h).
+# The software power cap (0x4) is left out: power at the limit is judged from power_w itself.
 _HW_SLOWDOWN = 0x8
 _SW_THERMAL = 0x20
 _HW_THERMAL = 0x40
 _HW_POWER_BRAKE = 0x80
-THROTTLE_MASK = _SW_POWER_CAP | _HW_SLOWDOWN | _SW_THERMAL | _HW_THERMAL | _HW_POWER_BRAKE
 HEAT_MASK = _HW_SLOWDOWN | _SW_THERMAL | _HW_THERMAL | _HW_POWER_BRAKE
 
 

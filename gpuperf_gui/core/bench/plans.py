@@ -22,15 +22,18 @@ S = elements × itemsize (decimal units are used when printed: 1 GB/s = 1e9 byte
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from gpuperf_gui.core.roofline import BYTES_PER_ELEMENT
 
 MATMUL_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 MEMORY_KERNELS = ("copy", "add", "triad")
 KERNELS = ("matmul", *MEMORY_KERNELS, "fma_chain")
 SUITES = ("quick", "full", "custom")
 
-ITEMSIZE_BYTES = {"fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+#: dtypes a point may have: the matmul dtypes, and fp64 (item sizes: roofline.BYTES_PER_ELEMENT).
+POINT_DTYPES = ("fp64", *MATMUL_DTYPES)
 _KIB = 1024
 _MIB = 1024 * 1024
 _GIB = 1024 * 1024 * 1024
@@ -56,8 +59,8 @@ class PlannedPoint:
     def __post_init__(self) -> None:
         if self.kernel not in KERNELS:
             raise ValueError(f"unknown kernel {self.kernel!r}; expected one of {KERNELS}")
-        if self.dtype not in ITEMSIZE_BYTES:
-            raise ValueError(f"unknown dtype {self.dtype!r}; expected one of {tuple(ITEMSIZE_BYTES)}")
+        if self.dtype not in POINT_DTYPES:
+            raise ValueError(f"unknown dtype {self.dtype!r}; expected one of {POINT_DTYPES}")
         if self.size <= 0:
             raise ValueError("size must be positive")
         if self.kernel == "fma_chain" and self.fma_per_element <= 0:
@@ -65,7 +68,7 @@ class PlannedPoint:
 
     @property
     def itemsize_bytes(self) -> int:
-        return ITEMSIZE_BYTES[self.dtype]
+        return BYTES_PER_ELEMENT[self.dtype]
 
     @property
     def label(self) -> str:
@@ -138,9 +141,6 @@ class BenchPlan:
     timing: TimingPolicy = field(default_factory=TimingPolicy)
     results_path: Path | None = None   # JSON-lines file appended to as points are measured
     cpu_threads: int | None = None     # torch.set_num_threads for CPU runs (None: leave as is)
-
-    def with_points(self, points: tuple[PlannedPoint, ...]) -> BenchPlan:
-        return replace(self, points=tuple(points))
 
 
 @dataclass(frozen=True)

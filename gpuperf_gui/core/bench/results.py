@@ -133,27 +133,44 @@ class BenchRun:
         }
 
 
+class RunFileError(ValueError):
+    """A file that cannot be read as a run: missing, unreadable, or with no record in it."""
+
+
 def read_run(path: Path) -> BenchRun:
-    """Read a run file; a torn or foreign line is counted and skipped, never fatal."""
+    """Read a run file; a torn, foreign or undecodable line is counted and skipped.
+
+    Raises :class:`RunFileError` (a ValueError, with a one-line message) when the file cannot be
+    opened or read, or when not one line of it is a run record (a binary or gzip file)."""
     run = BenchRun(path=Path(path))
-    with Path(path).open(encoding="utf-8") as handle:
-        for line in handle:
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                record_type = record.pop("type")
-                if record_type == "run":
-                    run.header = record
-                elif record_type == "point":
-                    run.points.append(MeasuredPoint.from_json_dict(record))
-                elif record_type == "message":
-                    run.messages.append(BenchMessage.from_json_dict(record))
-                elif record_type == "ceilings":
-                    run.ceilings = MeasuredCeilings.from_json_dict(record)
-            except (ValueError, KeyError, TypeError):
-                run.torn_lines += 1
+    try:
+        with Path(path).open(encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if line.strip():
+                    _read_record(run, line)
+    except OSError as exc:
+        raise RunFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if run.torn_lines and not (run.header or run.points or run.messages or run.ceilings):
+        raise RunFileError(f"{Path(path).name} is not a benchmark run ({run.torn_lines} unreadable "
+                           "line(s), no record)")
     return run
+
+
+def _read_record(run: BenchRun, line: str) -> None:
+    """Add one line's record to ``run`` (a line that is not one counts as torn)."""
+    try:
+        record = json.loads(line)
+        record_type = record.pop("type")
+        if record_type == "run":
+            run.header = record
+        elif record_type == "point":
+            run.points.append(MeasuredPoint.from_json_dict(record))
+        elif record_type == "message":
+            run.messages.append(BenchMessage.from_json_dict(record))
+        elif record_type == "ceilings":
+            run.ceilings = MeasuredCeilings.from_json_dict(record)
+    except (ValueError, KeyError, TypeError, AttributeError):  # AttributeError: a line that is not an object
+        run.torn_lines += 1
 
 
 def list_runs(results_dir: Path | None = None) -> list[Path]:
