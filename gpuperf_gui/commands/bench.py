@@ -221,14 +221,14 @@ def _consume(items, run_record, args: argparse.Namespace) -> bool:
 
 def _finish(run_record, args: argparse.Namespace) -> int:
     from gpuperf_gui.core.bench.ceilings import ceilings_path, load_ceilings
-    from gpuperf_gui.core.bench.results import finite_json
+    from gpuperf_gui.core.units import json_safe
 
     ceilings = run_record.ceilings
     saved = (load_ceilings(ceilings.device_id, args.results_dir)
              if ceilings is not None and not args.no_save else None)
     if args.json:
         payload = run_record.to_json_dict()
-        payload["saved_ceilings"] = finite_json(saved.to_json_dict()) if saved else None
+        payload["saved_ceilings"] = json_safe(saved.to_json_dict()) if saved else None
         text = json.dumps(payload, indent=2, allow_nan=False)
         if args.json == "-":
             print(text)

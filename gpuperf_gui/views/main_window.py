@@ -29,7 +29,7 @@ from gpuperf_gui.views.benchmark_tab import BenchmarkTab
 from gpuperf_gui.views.context import AppContext
 from gpuperf_gui.views.mfu_tab import MfuTab
 from gpuperf_gui.views.roofline_tab import RooflineTab
-from gpuperf_gui.views.trace_tab import TraceTab, demo_entries
+from gpuperf_gui.views.trace_tab import TraceTab
 
 WINDOW_SIZE = QSize(1600, 1000)
 # tab key -> (class, title)
@@ -214,7 +214,7 @@ class MainWindow(QMainWindow):
 
         help_menu = self.menuBar().addMenu("&Help")
         demos = help_menu.addMenu("&Demo traces")
-        for name, materialise in demo_entries():
+        for name, materialise in self.trace_tab.demo_entries():  # its temp files go at shutdown
             demos.addAction(self._action(
                 name, lambda _=False, m=materialise: self.open_traces(m(), remember=False)))
         help_menu.addAction(self._action("&About gpuperf", self._on_about))

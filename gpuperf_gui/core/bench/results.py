@@ -18,6 +18,7 @@ from typing import Any, Iterable
 
 from gpuperf_gui.core.bench.ceilings import MeasuredCeilings
 from gpuperf_gui.core.bench.points import DESIGN_KEYS, BenchMessage, MeasuredPoint
+from gpuperf_gui.core.units import json_safe
 
 ENV_DATA_DIR = "GPUPERF_DATA_DIR"
 
@@ -72,13 +73,13 @@ class ResultsWriter:
         self.write("run", header)
 
     def write_point(self, point: MeasuredPoint) -> None:
-        self.write("point", _finite(point.to_json_dict()))
+        self.write("point", json_safe(point.to_json_dict()))
 
     def write_message(self, message: BenchMessage) -> None:
         self.write("message", message.to_json_dict())
 
     def write_ceilings(self, ceilings: MeasuredCeilings) -> None:
-        self.write("ceilings", _finite(ceilings.to_json_dict()))
+        self.write("ceilings", json_safe(ceilings.to_json_dict()))
 
     def close(self) -> None:
         if not self._file.closed:
@@ -89,22 +90,6 @@ class ResultsWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def finite_json(data: dict[str, Any]) -> dict[str, Any]:
-    """JSON has no NaN/inf: store them as null."""
-    def fix(value: Any) -> Any:
-        if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
-            return None
-        if isinstance(value, dict):
-            return {k: fix(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [fix(v) for v in value]
-        return value
-    return {key: fix(value) for key, value in data.items()}
-
-
-_finite = finite_json
 
 
 @dataclass
@@ -126,8 +111,8 @@ class BenchRun:
         """The `gpuperf bench --json` shape: points and measured ceilings."""
         return {
             "run": self.header,
-            "points": [_finite(p.to_json_dict()) for p in self.points],
-            "ceilings": _finite(self.ceilings.to_json_dict()) if self.ceilings else None,
+            "points": [json_safe(p.to_json_dict()) for p in self.points],
+            "ceilings": json_safe(self.ceilings.to_json_dict()) if self.ceilings else None,
             "messages": [m.to_json_dict() for m in self.messages if m.kind != "started"],
             "results_file": str(self.path) if self.path else None,
         }
