@@ -61,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
         "peak_flops_per_s": peak,
         "bandwidth_bytes_per_s": bandwidth,
         "ridge_flops_per_byte": ridge,
-        "peak_convention": "dense datasheet peak",
+        "peak_convention": ("measured on this machine (gpuperf bench)" if device.origin == "measured"
+                            else "dense datasheet peak"),
         "balance_square_matmul_n": roofline.square_matmul_balance_dimension(ridge, args.precision),
     }
     if ai is not None:
@@ -77,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result)
         return 0
-    print(f"{device.name}, {args.precision} (dense): peak {si(peak, 'FLOP/s')}, "
+    print(f"{device.name}, {args.precision} ({result['peak_convention']}): peak {si(peak, 'FLOP/s')}, "
           f"memory {si(bandwidth, 'B/s')}")
     print(f"ridge point: {ridge:.1f} FLOP/byte (square matmul balance n ≈ "
           f"{result['balance_square_matmul_n']:.0f})")

@@ -139,7 +139,7 @@ class DeviceDatabase:
         base = self.get(device_id)
         return dataclasses.replace(
             base,
-            name=f"{base.name} (measured)",
+            name=base.name if base.origin == "measured" else f"{base.name} (measured)",
             dense_flops_per_s={**base.dense_flops_per_s, **peak_flops_per_s},
             sparse_flops_per_s={},
             memory_bandwidth_bytes_per_s=bandwidth_bytes_per_s or base.memory_bandwidth_bytes_per_s,

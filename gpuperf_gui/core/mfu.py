@@ -376,7 +376,8 @@ class Peak:
 def peak_from_device(device: Device, precision: str) -> Peak:
     """The dense peak of ``device`` at ``precision`` (``PrecisionUnavailableError`` if it has none)."""
     flops = device.peak_flops_per_s(precision)
-    return Peak(flops, f"{device.id} {precision} dense, database", precision, device.id)
+    origin = "measured on this machine" if device.origin == "measured" else "dense, database"
+    return Peak(flops, f"{device.id} {precision} {origin}", precision, device.id)
 
 
 def explicit_peak(

@@ -100,6 +100,8 @@ class MainWindow(QMainWindow):
 
     def _on_trace_loaded(self) -> None:
         """Remember the files, and point the shared device at the trace's GPU when it is known."""
+        self.roofline_tab.clear_point_series()  # the previous trace's kernels: another run, maybe another GPU
+        self.statusBar().clearMessage()
         for path in self._pending_recent:
             settings_store.add_recent_file(str(path))
         self._pending_recent = []

@@ -461,6 +461,7 @@ class MfuTab(QWidget):
             copy.addWidget(button)
         copy.addStretch(1)
         self.status_label = QLabel()
+        self.status_label.setWordWrap(True)  # long messages must not widen the window
         copy.addWidget(self.status_label)
         box.addLayout(copy)
         box.addStretch(1)

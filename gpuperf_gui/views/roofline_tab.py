@@ -642,6 +642,14 @@ class RooflineTab(QWidget):
         self.canvas.set_series(name, xs, ys, [pg.mkBrush("#f1a340")] * len(xs), symbol="s",
                                tips=[p.label for p in points])
 
+    def clear_point_series(self) -> None:
+        """Forget the points of other instruments (a new trace replaces the last one's kernels,
+        which were measured on another device and would be judged against the wrong roof)."""
+        for name in self._external:
+            self.canvas.remove_series(name)
+        self._external = {}
+        self._redraw_points()
+
     def set_point_series(self, name: str, points: list[RooflinePoint]) -> None:
         """Points from another instrument (a trace's kernels): one scatter series per name."""
         self._external[name] = [p for p in points if p.flops > 0 and p.bytes > 0 and p.seconds]

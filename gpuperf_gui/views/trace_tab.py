@@ -701,7 +701,7 @@ SHIPPED_DEMOS = (
     ("Real: GPT on H200, healthy (h200)", "healthy_gpt_small.json.gz"),
     ("Real: LayerNorm/GELU stack, memory-bound (h200)", "memory_bound_visible.json.gz"),
     ("Real: small BERT inference, launch-bound (H100, TraceLens)", "bert_small_h100.json.gz"),
-    ("Real: two ranks of a sampled job (A100, HTA)", "two_ranks"),
+    ("Real: two ranks of a sampled production job (HTA)", "two_ranks"),
 )
 
 

@@ -83,6 +83,7 @@ def test_cpu_roofline_from_saved_measurement(capsys):
     out = run_json(capsys, "roofline", "--gpu", "cpu", "--precision", "fp32", "--ai", "1", "--json")
     assert out["ridge_flops_per_byte"] == pytest.approx(29.0)
     assert out["attainable_flops_per_s"] == pytest.approx(1e10)
+    assert out["peak_convention"].startswith("measured on this machine")
 
 
 @pytest.mark.parametrize("precision", ["fp64", "fp64_tensor", "fp32", "tf32", "bf16", "fp16", "fp8", "int8"])

@@ -138,6 +138,8 @@ def test_saved_cpu_ceilings_become_the_cpu_roofline(tmp_path):
     h200 = load_database().get("h200")
     assert h200.origin == "datasheet"  # GPUs keep their datasheet peak as the denominator
     assert load_database(measured=False).get("cpu").dense_flops_per_s == {}
+    again = load_database().with_measured("cpu", {"fp32": 3e11}, None)
+    assert again.name == "This computer's CPU (measured)"  # said once, however often re-measured
 
 
 def test_cpu_estimate_counts_physical_cores_not_threads():

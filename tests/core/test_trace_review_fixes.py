@@ -28,8 +28,8 @@ SLOW_S = 20.0
 
 
 def _slow_work(path: Path, *, order_index: int, pid_dir: Path) -> int:
-    """Module-level (picklable) stand-in for a slow decode: records its pid, then sleeps."""
-    (pid_dir / str(os.getpid())).write_text("")
+    """Module-level (picklable) stand-in for a slow decode: records its pid and file, then sleeps."""
+    (pid_dir / f"{os.getpid()}-{path.stem}").write_text("")
     if path.name.startswith("bad"):
         raise TraceFormatError(f"{path}: not a trace")
     if not path.name.startswith("fast"):
@@ -38,10 +38,11 @@ def _slow_work(path: Path, *, order_index: int, pid_dir: Path) -> int:
 
 
 def _worker_pids(pid_dir: Path, at_least: int, timeout_s: float = 10.0) -> list[int]:
+    """The pids of the workers once ``at_least`` files have started (one worker may take both)."""
     deadline = time.monotonic() + timeout_s
     while len(list(pid_dir.iterdir())) < at_least and time.monotonic() < deadline:
         time.sleep(0.02)
-    return [int(p.name) for p in pid_dir.iterdir()]
+    return sorted({int(p.name.split("-")[0]) for p in pid_dir.iterdir()})
 
 
 def _assert_gone(pids: list[int]) -> None:

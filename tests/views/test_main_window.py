@@ -82,3 +82,11 @@ def test_precision_follows_a_device_without_bf16(make_main_window, qtbot, shared
     qtbot.waitUntil(lambda: not window.is_busy(), timeout=60_000)
     assert (window.context.device_id, window.context.precision) == ("v100-sxm2", "fp16")
     assert "precision fp16 (it has no bf16 peak)" in window.statusBar().currentMessage()
+
+
+def test_a_new_trace_replaces_the_last_traces_roofline_points(loaded_window, qtbot):
+    loaded_window.trace_tab.roofline_button.click()
+    assert loaded_window.roofline_tab.table_points()
+    loaded_window.open_traces([DEMO])
+    qtbot.waitUntil(lambda: not loaded_window.is_busy(), timeout=60_000)
+    assert loaded_window.roofline_tab.table_points() == []  # until "Show on roofline" again

@@ -253,7 +253,7 @@ def _drawn_axis_labels(axis) -> set[str]:
 def test_every_lane_of_the_two_rank_demo_has_a_visible_label(qtbot, tab):
     from gpuperf_gui.views.trace_tab import demo_entries
 
-    materialise = dict(demo_entries())["Real: two ranks of a sampled job (A100, HTA)"]
+    materialise = dict(demo_entries())["Real: two ranks of a sampled production job (HTA)"]
     _load(qtbot, tab, materialise())
     axis = tab.timeline.left_axis
     long_names = [spec.label for spec in tab.timeline.lane_specs if axis.elide(spec.label) != spec.label]
