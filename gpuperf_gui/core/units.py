@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 _PREFIXES = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 _SMALL = ((1e-3, "m"), (1e-6, "µ"), (1e-9, "n"))
@@ -40,3 +41,58 @@ def json_safe(obj: object) -> object:
     if isinstance(obj, (list, tuple)):
         return [json_safe(value) for value in obj]
     return obj
+
+
+# --------------------------------------------------------------------------------------------------
+# Numbers people type ("124M", "6.3e9", "1,024") and counts/durations written back for them.
+# One parser and one formatter per kind of quantity: the MFU tab and `gpuperf mfu` both use these.
+
+_COUNT_SUFFIXES = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "b": 1e9, "t": 1e12, "p": 1e15}
+_QUANTITY = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)\s*([kmgbtp]?)\s*$", re.I)
+
+
+def parse_quantity(text: str) -> float:
+    """Parse ``"124M"``, ``"1.5B"``, ``"6e9"``, ``"16_384"``, ``"1,024"`` into a finite float.
+
+    Suffixes k, M, G or B (billion), T, P are decimal. Raises ``ValueError`` on anything else
+    (``nan``, ``inf`` and numbers that overflow to inf included).
+    """
+    cleaned = text.replace("_", "").replace(",", "").replace(" ", "")
+    match = _QUANTITY.match(cleaned)
+    if not match:
+        raise ValueError(f"not a number: {text!r}")
+    value = float(match.group(1)) * _COUNT_SUFFIXES[match.group(2).lower()]
+    if not math.isfinite(value):
+        raise ValueError(f"not a finite number: {text!r}")
+    return value
+
+
+def parse_quantity_list(text: str) -> list[float]:
+    """Numbers separated by commas, semicolons, spaces or newlines (``"0.21, 0.2 0.2"``)."""
+    parts = [p for p in re.split(r"[,;\s]+", text.strip()) if p]
+    if not parts:
+        raise ValueError("no numbers given")
+    return [parse_quantity(p) for p in parts]
+
+
+def format_count(value: float) -> str:
+    """A count of parameters or tokens the ML way: ``124.4M``, ``8.03B``, ``1.2T`` (no unit, no
+    space, four digits): the form :func:`parse_quantity` reads back."""
+    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.4g}{suffix}"
+    return f"{value:.4g}"
+
+
+def format_duration_s(seconds: float | None) -> str:
+    """A duration in seconds at a glance: ``"52.3 ms"``, ``"4.8 s"``, ``"4.1 h"``, ``"12.5 days"``.
+
+    Below two minutes it is :func:`format_si` (µs, ms, s); above, minutes, hours, days, years."""
+    if seconds is None or not math.isfinite(seconds):
+        return "n/a"
+    if seconds < 120:
+        return format_si(seconds, "s")
+    for limit, scale, unit in ((7200, 60, "min"), (3 * 86400, 3600, "h"), (365 * 86400, 86400, "days")):
+        if seconds < limit:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / (365.25 * 86400):.3g} years"
