@@ -1,6 +1,6 @@
 """The Benchmarks tab: run the measuring loop in a worker thread and stream its points.
 
-Thin view over ``gpuperf_gui.core.bench`` (STYLE.md §2–§3): a :class:`GeneratorWorker` iterates
+Thin view over ``gpuperf_gui.core.bench`` (STYLE.md §2–§3): its :class:`TaskRunner` iterates
 ``iter_run(plan, stop)`` in a QThread; ``_on_item_produced`` only appends to buffers and the table
 and marks the plots dirty; a ~30 Hz timer calls ``setData`` (R7, R8). Each point is re-emitted as
 a ``RooflinePoint`` (``point_measured``) and the run's ceilings as ``ceilings_measured``.
@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, Qt, QThread, QTimer, Signal
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -50,7 +50,7 @@ from gpuperf_gui.core.bench.results import (
     read_run,
 )
 from gpuperf_gui.views.plotting import XYBuffer, log_si_axes
-from gpuperf_gui.views.workers import GeneratorWorker, start_in_thread, stop_thread
+from gpuperf_gui.views.workers import TaskRunner
 
 Produce = Callable[[threading.Event], Iterator[object]]
 MeasurementsFactory = Callable[[BenchPlan], Produce]
@@ -193,11 +193,10 @@ class BenchmarkTab(QWidget):
         self.context = context
         self.results_dir = results_dir
         self._factory = measurements_factory
-        self._worker: GeneratorWorker | None = None
-        self._thread: QThread | None = None
-        # stop() sets this as well as the worker's flag: _on_run_finished reads it after the worker
-        # object may already be deleted (deleteLater once its thread finished).
-        self._stop_requested = False
+        self.task = TaskRunner(self, stop_timeout_ms=int(STOP_GRACE_S * 1000) + 3000)
+        self.task.item_produced.connect(self._on_item_produced)
+        self.task.run_failed.connect(self._on_run_failed)
+        self.task.run_finished.connect(self._on_run_finished)
         self._stopped: BenchMessage | None = None
         self._run_path: Path | None = None
         self.current_points: list[MeasuredPoint] = []
@@ -398,13 +397,9 @@ class BenchmarkTab(QWidget):
         """Run ``produce(stop)`` in a worker thread and stream what it yields."""
         self._clear_current()
         self._run_path = run_path
-        self._stop_requested = False
         self._stopped = None
-        self._worker = GeneratorWorker(produce)
-        self._worker.item_produced.connect(self._on_item_produced)
-        self._worker.run_failed.connect(self._on_run_failed)
-        self._worker.run_finished.connect(self._on_run_finished)
-        self._thread = start_in_thread(self._worker, self)
+        if not self.task.start(produce):
+            return
         self.start_button.setEnabled(False)
         self.stop_button.setEnabled(True)
         self.progress_bar.setRange(0, 0)  # busy until the first "started" message
@@ -413,17 +408,15 @@ class BenchmarkTab(QWidget):
     def stop(self) -> None:
         """Ask the run to stop after the point in progress (sets a flag; never terminate()). The
         generator still yields a "stopped" message and the ceilings of the points measured so far."""
-        if self._worker is not None and self.is_running():
-            self._stop_requested = True
-            self._worker.request_stop()
+        if self.task.cancel():
             self.status_label.setText("Stopping after the point in progress…")
             self.stop_button.setEnabled(False)
 
     def is_busy(self) -> bool:
-        return self._pending_autoload or (self._thread is not None and self._thread.isRunning())
+        return self._pending_autoload or self.task.is_running()
 
     def shutdown(self) -> None:
-        stop_thread(self._worker, self._thread, timeout_ms=int(STOP_GRACE_S * 1000) + 3000)
+        self.task.shutdown()
         self._redraw_timer.stop()
 
     def _clear_current(self) -> None:
@@ -504,14 +497,9 @@ class BenchmarkTab(QWidget):
         self.status_label.setText(f"Benchmark failed: {text}")
 
     def _on_run_finished(self) -> None:
-        if self._thread is not None:
-            self._thread.quit()
-            self._thread.wait(5000)
-        self._worker = None
-        self._thread = None
         self.start_button.setEnabled(True)
         self.stop_button.setEnabled(False)
-        if self._stop_requested and self._stopped is None:  # stopped before the loop said so
+        if self.task.cancel_requested and self._stopped is None:  # stopped before the loop said so
             self._stopped = BenchMessage("stopped", "stopped", len(self.current_points),
                                          self.progress_bar.maximum())
         if self._stopped is not None:
@@ -610,7 +598,7 @@ class BenchmarkTab(QWidget):
             self._pending_autoload = False
 
     def is_running(self) -> bool:
-        return self._thread is not None and self._thread.isRunning()
+        return self.task.is_running()
 
     def open_run(self, path: Path, as_current: bool = False) -> BenchRun:
         """Show a saved run: as the current one, or beside it (dashed) for comparison."""
