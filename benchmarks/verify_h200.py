@@ -63,7 +63,8 @@ def _env() -> dict:
 def _flop_checks() -> list[dict]:
     import torch
 
-    from gpuperf_gui.core.bench.measure import DeviceInfo, _matmul_kernel, resolve_device
+    from gpuperf_gui.core.bench.device import DeviceInfo, resolve_device
+    from gpuperf_gui.core.bench.kernels import _matmul_kernel
     from gpuperf_gui.core.bench.plans import PlannedPoint
 
     info: DeviceInfo = resolve_device("cuda")
@@ -153,7 +154,7 @@ def _quick_suite(out: Path, suite: str = "quick") -> dict:
     plan = build_plan(suite, "cuda", results_path=out / f"{suite}.jsonl")
     started = time.monotonic()
     points, messages, ceilings = [], [], None
-    for item in iter_measurements(plan, threading.Event(), results_dir=out / "results"):
+    for item in iter_measurements(plan, threading.Event()):
         if isinstance(item, MeasuredPoint):
             points.append(item)
             print(f"  {item.label:34s} {item.flops_per_s / 1e12:9.2f} TFLOP/s {item.bytes_per_s / 1e12:7.3f} TB/s "

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TextIO
 
 from gpuperf_gui.commands._output import fail
-from gpuperf_gui.core.bench.plans import KERNELS, MATMUL_DTYPES, TimingPolicy, build_plan
+from gpuperf_gui.core.bench.plans import KERNELS, MATMUL_DTYPES, TimingPolicy, build_plan, default_cpu_threads
 from gpuperf_gui.core.bench.points import format_clock
 
 
@@ -31,6 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--dtypes", help=f"matmul dtypes, comma-separated ({','.join(MATMUL_DTYPES)})")
     p.add_argument("--sizes", help="matmul sizes n (n×n×n), comma-separated")
     p.add_argument("--kernels", help=f"kernels to run, comma-separated ({','.join(KERNELS)})")
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="CPU runs: torch threads (default: every CPU this process may use, "
+                        "as in the Benchmarks tab)")
     p.add_argument("--warmup-ms", type=float, default=25.0, help="warm-up per point (ms, default 25)")
     p.add_argument("--rep-ms", type=float, default=100.0, help="timed budget per point (ms, default 100)")
     p.add_argument("--results-dir", type=Path, help="where runs and ceilings are kept "
@@ -145,6 +148,8 @@ def check_args(args: argparse.Namespace) -> str | None:
         value = getattr(args, name)
         if not value > 0 or value != value or value == float("inf"):
             return f"--{name.replace('_', '-')} must be a positive number of milliseconds (got {value:g})"
+    if args.threads is not None and args.threads < 1:
+        return f"--threads must be at least 1 (got {args.threads})"
     if args.world_size is not None and args.world_size < 1:
         return f"--world-size must be at least 1 (got {args.world_size})"
     if args.reset_ceilings and args.no_save:
@@ -173,15 +178,17 @@ def run(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         return fail(str(exc))
-    from gpuperf_gui.core.bench.measure import iter_measurements
+    from gpuperf_gui.core.bench import measure
     from gpuperf_gui.core.bench.results import BenchRun, new_run_path
+    from gpuperf_gui.core.bench.sweep import save_ceilings_on_the_way
 
     results_path = None if args.no_save else new_run_path(args.device, args.results_dir)
-    plan = replace(plan, results_path=results_path)
+    plan = replace(plan, results_path=results_path, cpu_threads=args.threads or default_cpu_threads())
     run_record = BenchRun(path=results_path, header={"device": args.device, "suite": args.suite})
-    ok = _consume(iter_measurements(plan, threading.Event(), results_dir=args.results_dir,
-                                    save_device_ceilings=not args.no_save,
-                                    reset_ceilings=args.reset_ceilings), run_record, args)
+    items = measure.iter_measurements(plan, threading.Event())
+    if not args.no_save:  # the loop yields; saving the ceilings is the caller's choice
+        items = save_ceilings_on_the_way(items, args.results_dir, reset=args.reset_ceilings)
+    ok = _consume(items, run_record, args)
     if not ok:
         return 2
     return _finish(run_record, args)
@@ -275,15 +282,12 @@ def _run_collectives(args: argparse.Namespace) -> int:
 
 
 def _finish_collectives(run_record, args: argparse.Namespace) -> int:
-    from gpuperf_gui.core.bench.ceilings import reset_saved_ceilings, update_saved_ceilings
-    from gpuperf_gui.core.bench.measure import with_collective_ceilings
+    from gpuperf_gui.core.bench.sweep import save_run_ceilings, with_collective_ceilings
 
     if not run_record.points:
         return fail("no collective was measured")
-    # An unknown GPU gets its own id ("gpu-<name>"), never "cpu" (measure.gpu_device_id).
+    # An unknown GPU gets its own id ("gpu-<name>"), never "cpu" (device.gpu_device_id).
     run_record.ceilings = with_collective_ceilings(None, run_record.points, "collectives")
     if not args.no_save:
-        if args.reset_ceilings:
-            reset_saved_ceilings(run_record.ceilings.device_id, args.results_dir)
-        update_saved_ceilings(run_record.ceilings, args.results_dir)
+        save_run_ceilings(run_record.ceilings, args.results_dir, reset=args.reset_ceilings)
     return _finish(run_record, args)

@@ -1,14 +1,14 @@
 """The Benchmarks tab: run the measuring loop in a worker thread and stream its points.
 
 Thin view over ``gpuperf_gui.core.bench`` (STYLE.md §2–§3): its :class:`TaskRunner` iterates
-``iter_run(plan, stop)`` in a QThread; ``_on_item_produced`` only appends to buffers and the table
+``iter_run_and_save(plan, stop)`` (in a helper process) from a QThread; ``_on_item_produced`` only appends to buffers and the table
 and marks the plots dirty; a ~30 Hz timer calls ``setData`` (R7, R8). Each point is re-emitted as
 a ``RooflinePoint`` (``point_measured``) and the run's ceilings as ``ceilings_measured``.
 """
 from __future__ import annotations
 
-import os
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -38,7 +38,7 @@ from gpuperf_gui.core.bench.ceilings import (
     merge_ceilings,
 )
 from gpuperf_gui.core.child_stream import iter_in_child
-from gpuperf_gui.core.bench.plans import MATMUL_DTYPES, BenchPlan, build_plan
+from gpuperf_gui.core.bench.plans import MATMUL_DTYPES, BenchPlan, build_plan, default_cpu_threads
 from gpuperf_gui.core.bench.points import BenchMessage, MeasuredPoint, format_clock
 from gpuperf_gui.core.bench.results import (
     BenchRun,
@@ -56,7 +56,7 @@ Produce = Callable[[threading.Event], Iterator[object]]
 MeasurementsFactory = Callable[[BenchPlan], Produce]
 
 REDRAW_INTERVAL_MS = 33  # ~30 Hz
-MEASURE = "gpuperf_gui.core.bench.measure:iter_run"
+MEASURE = "gpuperf_gui.core.bench.sweep:iter_run_and_save"
 # After Stop the point in progress may take this long to finish (points are timed for ~0.1 s
 # after a 25 ms warm-up); then the helper process is killed. Closing the window waits for it.
 STOP_GRACE_S = 5.0
@@ -355,9 +355,8 @@ class BenchmarkTab(QWidget):
         suite = self.suite_combo.currentText()
         plan = build_plan(suite, device, dtypes, sizes)
         path = new_run_path(device, self.results_dir)
-        # CPU runs leave one core to the GUI thread (the thread count is recorded with each point).
-        threads = max(1, (os.cpu_count() or 2) - 1)
-        return BenchPlan(**{**plan.__dict__, "results_path": path, "cpu_threads": threads})
+        # The same thread count as `gpuperf bench` (recorded with each point and the ceilings).
+        return replace(plan, results_path=path, cpu_threads=default_cpu_threads())
 
     def start(self) -> bool:
         """Start a run from the controls; False (with a message) when busy or the input is bad."""

@@ -22,7 +22,7 @@ def test_cuda_points_counted_flops_and_ceilings(tmp_path: Path) -> None:
     plan = BenchPlan(device="cuda", suite="custom", points=points,
                      timing=TimingPolicy(warmup_s=0.025, rep_s=0.1),
                      results_path=tmp_path / "runs" / "gpu.jsonl")
-    items = list(iter_measurements(plan, threading.Event(), results_dir=tmp_path))
+    items = list(iter_measurements(plan, threading.Event()))
     measured = [i for i in items if isinstance(i, MeasuredPoint)]
     assert len(measured) == len(points)
     bf16 = next(p for p in measured if p.kernel == "matmul" and p.dtype == "bf16")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.bench import measure
+from gpuperf_gui.core.bench import device, measure, sweep
 from gpuperf_gui.core.bench.ceilings import MeasuredCeilings, load_ceilings
 from gpuperf_gui.core.bench.measure import iter_measurements
 from gpuperf_gui.core.bench.plans import BenchPlan, PlannedPoint, TimingPolicy
@@ -36,7 +36,8 @@ def _plan(tmp_path: Path, points=SMALL_POINTS, timing: TimingPolicy = FAST) -> B
 
 
 def test_small_cpu_plan_yields_points_ceilings_and_a_run_file(tmp_path: Path) -> None:
-    items = list(iter_measurements(_plan(tmp_path), threading.Event(), results_dir=tmp_path))
+    items = list(sweep.save_ceilings_on_the_way(iter_measurements(_plan(tmp_path), threading.Event()),
+                                                tmp_path))
     points = [i for i in items if isinstance(i, MeasuredPoint)]
     assert {p.kernel for p in points} == {"matmul", "copy", "add", "triad"}
     for point in points:
@@ -61,7 +62,7 @@ def test_cancel_stops_within_one_point(tmp_path: Path) -> None:
     stop = threading.Event()
     points = [PlannedPoint("matmul", "fp32", 64)] * 20
     seen = []
-    for item in iter_measurements(_plan(tmp_path, points), stop, results_dir=tmp_path):
+    for item in sweep.save_ceilings_on_the_way(iter_measurements(_plan(tmp_path, points), stop), tmp_path):
         if isinstance(item, MeasuredPoint):
             seen.append(item)
             if len(seen) == 2:
@@ -98,7 +99,7 @@ def test_simulated_oom_skips_the_point_and_the_run_continues(tmp_path: Path, mon
         return real_build(point, info)
 
     monkeypatch.setattr(measure, "build_kernel", build)
-    items = list(iter_measurements(_plan(tmp_path), threading.Event(), results_dir=tmp_path))
+    items = list(iter_measurements(_plan(tmp_path), threading.Event()))
     skipped = [i for i in items if isinstance(i, BenchMessage) and i.kind == "skipped"]
     assert len(skipped) == 1 and "out of memory" in skipped[0].text and "128" in skipped[0].label
     points = [i for i in items if isinstance(i, MeasuredPoint)]
@@ -108,8 +109,7 @@ def test_simulated_oom_skips_the_point_and_the_run_continues(tmp_path: Path, mon
 
 def test_unsupported_dtype_and_missing_cuda_are_skipped(tmp_path: Path) -> None:
     items = list(iter_measurements(_plan(tmp_path, [PlannedPoint("matmul", "fp8", 64),
-                                                    PlannedPoint("matmul", "fp32", 64)]), threading.Event(),
-                                   results_dir=tmp_path))
+                                                    PlannedPoint("matmul", "fp32", 64)]), threading.Event()))
     assert any(isinstance(i, BenchMessage) and i.kind == "skipped" and "fp8" in i.text for i in items)
     assert len([i for i in items if isinstance(i, MeasuredPoint)]) == 1
     import torch
@@ -127,7 +127,7 @@ from gpuperf_gui.core.bench.plans import BenchPlan, PlannedPoint, TimingPolicy
 plan = BenchPlan(device="cpu", suite="custom", points=(PlannedPoint("matmul", "fp32", 64),) * 200,
                  timing=TimingPolicy(warmup_s=0.0, rep_s=0.05, min_samples=3),
                  results_path=Path(sys.argv[1]), cpu_threads=1)
-for item in iter_measurements(plan, threading.Event(), save_device_ceilings=False):
+for item in iter_measurements(plan, threading.Event()):
     print(type(item).__name__, flush=True)
 """
 
@@ -256,14 +256,14 @@ def test_an_unknown_gpu_is_measured_and_saved_as_itself_not_as_the_cpu(tmp_path:
 
     from gpuperf_gui.core.bench.ceilings import compute_ceilings, update_saved_ceilings
 
-    assert measure.gpu_device_id("NVIDIA H200") == "h200"
-    assert measure.gpu_device_id("Acme Tensor X9 (rev 2)") == "gpu-acme-tensor-x9-rev-2"
+    assert device.gpu_device_id("NVIDIA H200") == "h200"
+    assert device.gpu_device_id("Acme Tensor X9 (rev 2)") == "gpu-acme-tensor-x9-rev-2"
     props = types.SimpleNamespace(name="Acme Tensor X9 (rev 2)", major=9, minor=0, L2_cache_size=50 << 20,
                                   total_memory=80 << 30, uuid=None)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: props)
-    info = measure.resolve_device("cuda:0")
+    info = device.resolve_device("cuda:0")
     assert info.device_id == "gpu-acme-tensor-x9-rev-2" and info.kind == "cuda"
     point = MeasuredPoint(kernel="matmul", dtype="bf16", size=8192, flops=2.0 * 8192**3, bytes=3.0 * 8192**2 * 2,
                           seconds=2e-3, method="cuda-events", iqr_low_s=2e-3, iqr_high_s=2e-3, samples=5)
@@ -293,13 +293,13 @@ def test_iter_run_says_finished_only_after_the_collectives(tmp_path: Path, monke
     matmul = MeasuredPoint(kernel="matmul", dtype="fp32", size=64, flops=2.0 * 64**3, bytes=3.0 * 64**2 * 4,
                            seconds=1e-4, method="cpu-perf_counter", iqr_low_s=1e-4, iqr_high_s=1e-4, samples=5)
 
-    def sweep(plan, stop, **_kwargs):
+    def fake_sweep(plan, stop, **_kwargs):
         yield matmul
         yield BenchMessage("finished", "1 points in 0.1 s", 1, 1, eta_s=0.0)
         yield compute_ceilings([matmul], "cpu")
-    monkeypatch.setattr(measure, "iter_measurements", sweep)
+    monkeypatch.setattr(measure, "iter_measurements", fake_sweep)
     _fake_collectives(monkeypatch, [_collective_point()])
-    items = list(measure.iter_run(_plan(tmp_path), threading.Event(), results_dir=tmp_path, collectives=object()))
+    items = list(sweep.iter_run(_plan(tmp_path), threading.Event(), collectives=object()))
     finished = [k for k, i in enumerate(items) if isinstance(i, BenchMessage) and i.kind == "finished"]
     collective = next(k for k, i in enumerate(items) if isinstance(i, MeasuredPoint) and i.kernel == "all_reduce")
     assert len(finished) == 1 and finished[0] > collective
@@ -310,12 +310,31 @@ def test_iter_run_says_finished_only_after_the_collectives(tmp_path: Path, monke
 
 
 def test_iter_run_saves_collective_ceilings_when_the_sweep_measured_nothing(tmp_path: Path, monkeypatch) -> None:
-    def sweep(plan, stop, **_kwargs):
+    def fake_sweep(plan, stop, **_kwargs):
         yield BenchMessage("skipped", "skipped the whole run: CUDA is not available")
-    monkeypatch.setattr(measure, "iter_measurements", sweep)
+    monkeypatch.setattr(measure, "iter_measurements", fake_sweep)
     _fake_collectives(monkeypatch, [_collective_point(3e9)])
-    items = list(measure.iter_run(_plan(tmp_path), threading.Event(), results_dir=tmp_path, collectives=object()))
+    items = list(sweep.iter_run_and_save(_plan(tmp_path), threading.Event(), results_dir=tmp_path,
+                                         collectives=object()))
     assert isinstance(items[-1], MeasuredCeilings) and items[-1].device_id == "cpu"
     assert [i.kind for i in items if isinstance(i, BenchMessage)][-1] == "finished"
     assert load_ceilings("cpu", tmp_path).collective_busbw_bytes_per_s == {"all_reduce": 3e9}
     assert read_run(tmp_path / "runs" / "run.jsonl").ceilings == items[-1]
+
+
+def test_the_loop_saves_no_ceilings_the_caller_does(tmp_path: Path) -> None:
+    plan = _plan(tmp_path, [PlannedPoint("matmul", "fp32", 32)])
+    items = list(iter_measurements(plan, threading.Event()))
+    assert isinstance(items[-1], MeasuredCeilings) and load_ceilings("cpu", tmp_path) is None
+    list(sweep.save_ceilings_on_the_way(iter(items), tmp_path))
+    assert load_ceilings("cpu", tmp_path).matmul_flops_per_s == items[-1].matmul_flops_per_s
+
+
+def test_cpu_runs_default_to_every_cpu_of_the_process_in_gui_and_cli(tmp_path: Path) -> None:
+    from gpuperf_gui.core.bench.plans import default_cpu_threads
+
+    expected = len(os.sched_getaffinity(0))   # the CPUs this process may run on (Linux)
+    assert default_cpu_threads() == expected
+    plan = BenchPlan(device="cpu", suite="custom", points=(PlannedPoint("matmul", "fp32", 32),), timing=FAST)
+    point = next(i for i in iter_measurements(plan, threading.Event()) if isinstance(i, MeasuredPoint))
+    assert point.threads == expected

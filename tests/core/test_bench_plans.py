@@ -81,7 +81,8 @@ def test_format_bytes() -> None:
 
 
 def test_flop_counter_mode_counts_2n3_for_the_measured_matmul() -> None:
-    from gpuperf_gui.core.bench.measure import _matmul_kernel, resolve_device
+    from gpuperf_gui.core.bench.device import resolve_device
+    from gpuperf_gui.core.bench.kernels import _matmul_kernel
 
     info = resolve_device("cpu")
     for n in (64, 96):

@@ -236,7 +236,7 @@ def test_event_loop_stays_responsive_during_a_run(qtbot, make_tab) -> None:
 
 
 def test_constructs_with_the_real_factory_and_shuts_down(qtbot, make_tab, monkeypatch, tmp_path: Path) -> None:
-    """Without a factory the tab runs core.bench.measure:iter_run in the helper process, with the
+    """Without a factory the tab runs core.bench.sweep:iter_run_and_save in the helper process, with the
     plan, its results folder, the collectives when ticked, the worker's stop event and the grace."""
     from gpuperf_gui.core.bench.collectives import CollectivePlan
     from gpuperf_gui.views import benchmark_tab
@@ -256,7 +256,7 @@ def test_constructs_with_the_real_factory_and_shuts_down(qtbot, make_tab, monkey
     with qtbot.waitSignal(tab.benchmark_finished, timeout=5000):
         assert tab.start()
     (target, (run_plan,), kwargs, stop, grace_s, nice), = calls
-    assert target == "gpuperf_gui.core.bench.measure:iter_run" and grace_s == benchmark_tab.STOP_GRACE_S
+    assert target == "gpuperf_gui.core.bench.sweep:iter_run_and_save" and grace_s == benchmark_tab.STOP_GRACE_S
     assert run_plan.device == "cpu" and run_plan.cpu_threads >= 1
     assert run_plan.results_path.parent == tmp_path / "bench" / "runs"
     assert kwargs["results_dir"] == tmp_path / "bench" and isinstance(kwargs["collectives"], CollectivePlan)

@@ -22,6 +22,7 @@ S = elements × itemsize (decimal units are used when printed: 1 GB/s = 1e9 byte
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -140,7 +141,17 @@ class BenchPlan:
     points: tuple[PlannedPoint, ...] = ()
     timing: TimingPolicy = field(default_factory=TimingPolicy)
     results_path: Path | None = None   # JSON-lines file appended to as points are measured
-    cpu_threads: int | None = None     # torch.set_num_threads for CPU runs (None: leave as is)
+    cpu_threads: int | None = None     # torch threads for CPU runs (None: default_cpu_threads())
+
+
+def default_cpu_threads() -> int:
+    """The CPU threads a benchmark uses unless told otherwise, the same in the Benchmarks tab and
+    `gpuperf bench`: every CPU this process may run on (its affinity mask). The measuring runs in
+    its own niced process, so the window stays responsive without giving up a core."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)
