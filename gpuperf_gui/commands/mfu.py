@@ -3,33 +3,63 @@
     gpuperf mfu --params N --tokens-per-step T --step-time S [--gpus G]
                 (--gpu ID --precision P | --peak-flops F) [--recompute none|selective|full]
                 [--layers L --heads H --head-dim Q --seq T] [--json]
+    gpuperf mfu --from-trace PATH (--params N | --preset NAME | --model-config FILE) --tokens-per-step T
 
 Extras: ``--preset NAME`` (N and the attention shape from a published configuration),
 ``--step-times`` (a list: warm-up dropped, median taken), ``--causal``, ``--training-precision``,
 ``--micro-batch/--grad-accum/--dp`` instead of ``--tokens-per-step``, cost and time to train.
+The options become a :class:`~gpuperf_gui.core.mfu_inputs.MfuForm`, the same input model the MFU
+tab fills, so both compute the same figures from the same inputs.
 """
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
+import json
+from pathlib import Path
 
 from gpuperf_gui.commands._output import fail, print_json
 from gpuperf_gui.core import mfu
-from gpuperf_gui.core.model_presets import PRESETS, config_from_hf, get_preset, preset_name
+from gpuperf_gui.core.hardware import PRECISIONS
+from gpuperf_gui.core.mfu_inputs import MfuForm, TraceRun, evaluate, load_trace_run
+from gpuperf_gui.core.model_presets import PRESETS, ConfigError, ModelConfig, config_from_hf, preset_name
+from gpuperf_gui.core.units import json_safe, parse_quantity, parse_quantity_list
 
-_PRECISIONS = ("fp64", "fp64_tensor", "fp32", "tf32", "bf16", "fp16", "fp8", "int8")
+# The option that sets each field of the input model, so an error names what to fix.
+OPTIONS = {
+    "n_params": "--params", "tokens_per_step": "--tokens-per-step", "step_time_s": "--step-time",
+    "step_times": "--step-times", "peak": "--peak-flops", "gpus": "--gpus", "layers": "--layers",
+    "heads": "--heads", "head_dim": "--head-dim", "seq_len": "--seq", "train_tokens": "--train-tokens",
+    "price": "--price-per-gpu-hour", "counted_flops": "--counted-flops-per-step",
+    "micro_batch": "--micro-batch", "grad_accum": "--grad-accum", "data_parallel": "--dp",
+    "warmup_steps": "--warmup-steps", "recompute": "--recompute",
+}
 
 
 def _quantity(text: str) -> float:
     try:
-        return mfu.parse_quantity(text)
+        return parse_quantity(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _whole(text: str) -> int:
+    """A whole number, also written 8e3 or 16_384 (bounds are checked with the other inputs)."""
+    value = _quantity(text)
+    if value != int(value):
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}")
+    return int(value)
+
+
+def _fraction(text: str) -> float:
+    value = _quantity(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"a fraction within 0 and 1, not {text!r}")
+    return value
+
+
 def _quantity_list(text: str) -> list[float]:
     try:
-        return mfu.parse_float_list(text)
+        return parse_quantity_list(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -56,147 +86,154 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     model.add_argument("--include-embeddings", action="store_true",
                        help="with --preset/--model-config: keep embedding lookup tables in N (PaLM/Kaplan)")
     model.add_argument("--no-attention", action="store_true", help="with --preset/--model-config: 6·N only")
-    model.add_argument("--layers", type=int, metavar="L")
-    model.add_argument("--heads", type=int, metavar="H")
-    model.add_argument("--head-dim", type=int, metavar="Q")
-    model.add_argument("--seq", type=int, metavar="T", help="sequence length (attention term, tokens)")
+    model.add_argument("--layers", type=_whole, metavar="L")
+    model.add_argument("--heads", type=_whole, metavar="H")
+    model.add_argument("--head-dim", type=_whole, metavar="Q")
+    model.add_argument("--seq", type=_whole, metavar="T", help="sequence length (attention term, tokens)")
     model.add_argument("--causal", action="store_true", help="halve the attention term (Megatron ≥ 2025-03)")
     batch = p.add_argument_group("batch")
     batch.add_argument("--tokens-per-step", type=_quantity, metavar="T", help="tokens per optimizer step (all replicas)")
-    batch.add_argument("--micro-batch", type=int, help="instead of --tokens-per-step, with --seq")
-    batch.add_argument("--grad-accum", type=int, default=1, help="gradient-accumulation steps")
-    batch.add_argument("--dp", type=int, default=1, help="data-parallel replicas")
+    batch.add_argument("--micro-batch", type=_whole, help="instead of --tokens-per-step, with --seq")
+    batch.add_argument("--grad-accum", type=_whole, default=1, help="gradient-accumulation steps")
+    batch.add_argument("--dp", type=_whole, default=1, help="data-parallel replicas")
     timing = p.add_argument_group("time")
     timing.add_argument("--step-time", type=_quantity, metavar="S", help="seconds per optimizer step")
     timing.add_argument("--step-times", type=_quantity_list, metavar="S,S,…", help="several steps")
-    timing.add_argument("--warmup-steps", type=int, help="leading steps to drop (default 1 if ≥ 3 steps)")
+    timing.add_argument("--warmup-steps", type=_whole, help="leading steps to drop (default 1 if ≥ 3 steps)")
+    timing.add_argument("--from-trace", metavar="PATH",
+                        help="a torch.profiler trace (file or folder of rank files): the step time (median "
+                        "of the steady steps, profiled) and the GPUs (world size, else ranks loaded) come "
+                        "from it; the model and the tokens per step still come from the options. With "
+                        "--step-time, that (unprofiled) time is used and the profiler overhead reported")
     hw = p.add_argument_group("hardware")
-    hw.add_argument("--gpus", type=int, default=1, help="GPUs in the job (all of TP×PP×DP)")
-    hw.add_argument("--gpu", metavar="ID", help="device id (see `gpuperf gpus`)")
-    hw.add_argument("--precision", choices=_PRECISIONS, default="bf16", help="peak precision")
+    hw.add_argument("--gpus", type=_whole, help="GPUs in the job (all of TP×PP×DP; default 1, or the trace's)")
+    hw.add_argument("--gpu", metavar="ID", help="device id (see `gpuperf gpus`; default with --from-trace: "
+                    "the trace's GPU)")
+    hw.add_argument("--precision", choices=PRECISIONS, default="bf16", help="peak precision")
     hw.add_argument("--peak-flops", type=_quantity, metavar="F", help="explicit peak FLOP/s per GPU")
-    hw.add_argument("--training-precision", choices=_PRECISIONS, help="precision the GEMMs run in")
+    hw.add_argument("--training-precision", choices=PRECISIONS, help="precision the GEMMs run in")
     rc = p.add_argument_group("recompute")
     rc.add_argument("--recompute", choices=mfu.RECOMPUTE_KINDS, default="none")
-    rc.add_argument("--recompute-dense", type=float, metavar="F",
+    rc.add_argument("--recompute-dense", type=_fraction, metavar="F",
                     help="with --recompute custom (required): fraction 0..1 of the GEMM forward recomputed")
-    rc.add_argument("--recompute-attention", type=float, metavar="F",
+    rc.add_argument("--recompute-attention", type=_fraction, metavar="F",
                     help="with --recompute custom (required): fraction 0..1 of the attention forward recomputed")
     extra = p.add_argument_group("cost and checks")
     extra.add_argument("--train-tokens", type=_quantity, help="tokens to train on (time to train)")
-    extra.add_argument("--price-per-gpu-hour", type=float, help="price of one GPU-hour (cost per M tokens)")
+    extra.add_argument("--price-per-gpu-hour", type=_quantity, help="price of one GPU-hour (cost per M tokens)")
     extra.add_argument("--counted-flops-per-step", type=_quantity, help="FLOPs a counter measured per step")
     p.add_argument("--json", action="store_true", help="print the result as JSON (fractions, SI units)")
     p.set_defaults(func=run)
 
 
-def _model(args: argparse.Namespace) -> tuple[float, str, mfu.AttentionShape | None]:
-    shape_args = (args.layers, args.heads, args.head_dim)
-    if args.preset or args.model_config:
-        if sum(x is not None for x in (args.params, args.preset, args.model_config)) > 1:
-            raise mfu.MfuInputError("params", "give one of --params, --preset, --model-config")
-        config = get_preset(args.preset) if args.preset else _read_config(args.model_config)
-        n, note = mfu.n_params_from_config(config, exclude_embeddings=not args.include_embeddings)
-        shape = None if args.no_attention else mfu.AttentionShape.from_config(config, args.seq)
-        if shape is not None and any(v is not None for v in shape_args):
-            shape = mfu.AttentionShape(args.layers or shape.layers, args.heads or shape.heads,
-                                       args.head_dim or shape.head_dim, shape.seq_len)
-        return n, note, shape
-    if args.params is None:
-        raise mfu.MfuInputError("params", "give --params N (or --preset NAME)")
-    if all(v is None for v in shape_args):
-        return args.params, "N given", None
-    if any(v is None for v in (*shape_args, args.seq)):
-        raise mfu.MfuInputError("layers", "the attention term needs --layers, --heads, --head-dim and --seq")
-    return args.params, "N given", mfu.AttentionShape(args.layers, args.heads, args.head_dim, args.seq)
-
-
-def _read_config(path: str):  # -> ModelConfig
-    import json
-    from pathlib import Path
-
+def _read_config(path: str) -> ModelConfig:
+    """A HF config.json; every error names the file (and the key)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise mfu.MfuInputError("model_config", f"cannot read {path}: {exc}") from exc
-    return config_from_hf(data, name=Path(path).parent.name or Path(path).name)
+    try:
+        return config_from_hf(data, name=Path(path).parent.name or Path(path).name)
+    except ConfigError as exc:
+        raise mfu.MfuInputError("model_config", f"{path}: {exc}") from exc
 
 
-def _tokens(args: argparse.Namespace, shape: mfu.AttentionShape | None) -> float:
-    if args.tokens_per_step is not None:
-        if args.micro_batch is not None:
-            raise mfu.MfuInputError("tokens_per_step", "give --tokens-per-step or --micro-batch, not both")
-        return args.tokens_per_step
-    if args.micro_batch is None:
-        raise mfu.MfuInputError("tokens_per_step", "give --tokens-per-step (or --micro-batch with --seq)")
-    seq = args.seq or (shape.seq_len if shape else None)
-    if seq is None:
-        raise mfu.MfuInputError("seq", "--micro-batch needs --seq")
-    return mfu.tokens_per_step(args.micro_batch, seq, args.grad_accum, args.dp)
-
-
-def _step_time(args: argparse.Namespace) -> tuple[float, mfu.StepTimeStats | None]:
-    if (args.step_time is None) == (args.step_times is None):
-        raise mfu.MfuInputError("step_time", "give exactly one of --step-time and --step-times")
-    if args.step_times is None:
-        return args.step_time, None
-    stats = mfu.summarize_step_times(args.step_times, args.warmup_steps)
-    return stats.median_s, stats
-
-
-def _peak(args: argparse.Namespace) -> tuple[mfu.Peak, float | None]:
-    device = None
-    if args.gpu is not None:
-        from gpuperf_gui.core.hardware import load_database
-
-        device = load_database().get(args.gpu)  # UnknownDeviceError lists close matches
-    elif args.peak_flops is None:
-        raise mfu.MfuInputError("peak", "give --gpu ID --precision P, or --peak-flops F")
-    peak = mfu.resolve_peak(device, args.precision, args.peak_flops)
-    return peak, mfu.training_precision_peak(device, args.training_precision)
-
-
-def _recompute(args: argparse.Namespace) -> mfu.Recompute:
+def _recompute_fractions(args: argparse.Namespace) -> None:
     fractions = (args.recompute_dense, args.recompute_attention)
-    if args.recompute != "custom":
-        if any(f is not None for f in fractions):
-            raise mfu.MfuInputError("recompute", "--recompute-dense/--recompute-attention apply only "
-                                    "with --recompute custom")
-        return mfu.Recompute.of(args.recompute)
-    if any(f is None for f in fractions):
+    if args.recompute != "custom" and any(f is not None for f in fractions):
+        raise mfu.MfuInputError("recompute", "--recompute-dense/--recompute-attention apply only "
+                                "with --recompute custom")
+    if args.recompute == "custom" and any(f is None for f in fractions):
         raise mfu.MfuInputError("recompute", "--recompute custom needs --recompute-dense F and "
                                 "--recompute-attention F (fractions 0..1 of the forward recomputed; "
                                 "PaLM 540B: 0.75 and 1)")
-    return mfu.Recompute.of("custom", *fractions)
 
 
-def build_inputs(args: argparse.Namespace) -> mfu.MfuInputs:
-    """The calculator's inputs from the parsed command line (raises ``MfuInputError``/``KeyError``)."""
-    n, note, shape = _model(args)
-    tokens = _tokens(args, shape)
-    step_time, stats = _step_time(args)
-    peak, training_peak = _peak(args)
-    recompute = _recompute(args)
-    inputs = mfu.MfuInputs(
-        n_params=n, tokens_per_step=tokens, step_time_s=step_time, peak=peak, gpus=args.gpus,
-        attention=shape, causal=args.causal, recompute=recompute, n_params_note=note,
-        step_stats=stats, counted_flops_per_step=args.counted_flops_per_step,
-        train_tokens=args.train_tokens, price_per_gpu_hour=args.price_per_gpu_hour,
+def build_form(args: argparse.Namespace, trace: TraceRun | None = None) -> MfuForm:
+    """The input model from the parsed command line (and the trace, with --from-trace)."""
+    _recompute_fractions(args)
+    if args.step_time is not None and args.step_times is not None:
+        raise mfu.MfuInputError("step_time_s", "give one of --step-time and --step-times")
+    times = tuple(args.step_times or ([args.step_time] if args.step_time is not None else []))
+    source, trace_step = "given", None
+    gpus, device_id = args.gpus, args.gpu
+    if trace is not None:
+        if not times:
+            if trace.step_time_s is None:
+                raise mfu.MfuInputError("step_time_s", f"{trace.source}: no ProfilerStep annotations, so "
+                                        "no step time: give --step-time")
+            times, source = (trace.step_time_s,), "trace"
+        else:
+            trace_step = trace.step_time_s
+        gpus = gpus if gpus is not None else trace.gpus
+        if device_id is None and args.peak_flops is None:
+            device_id = _trace_device(trace)
+        if all(x is None for x in (args.params, args.preset, args.model_config)):
+            raise mfu.MfuInputError("n_params", "--from-trace gives the step time and the GPUs, not the "
+                                    "model: give --params N, --preset NAME or --model-config FILE")
+        if args.tokens_per_step is None and args.micro_batch is None:
+            raise mfu.MfuInputError("tokens_per_step", "--from-trace gives the step time and the GPUs, "
+                                    "not the tokens per step: give --tokens-per-step T (or --micro-batch)")
+    if device_id is None and args.peak_flops is None:
+        raise mfu.MfuInputError("peak", "give --gpu ID --precision P, or --peak-flops F")
+    config = _read_config(args.model_config) if args.model_config else None
+    return MfuForm(
+        n_params=args.params, preset=args.preset, config=config,
+        include_embeddings=args.include_embeddings,
+        attention=False if args.no_attention else None, layers=args.layers, heads=args.heads,
+        head_dim=args.head_dim, seq_len=args.seq, causal=args.causal,
+        tokens_per_step=args.tokens_per_step, micro_batch=args.micro_batch, grad_accum=args.grad_accum,
+        data_parallel=args.dp, step_times_s=times, warmup_steps=args.warmup_steps,
+        step_time_source=source, trace_step_time_s=trace_step, gpus=gpus if gpus is not None else 1,
+        device_id=device_id, precision=args.precision, peak_flops_per_s=args.peak_flops,
+        training_precision=args.training_precision, recompute=args.recompute,
+        recompute_dense=args.recompute_dense, recompute_attention=args.recompute_attention,
+        counted_flops_per_step=args.counted_flops_per_step, train_tokens=args.train_tokens,
+        price_per_gpu_hour=args.price_per_gpu_hour,
     )
-    if args.training_precision:
-        inputs = replace(inputs, training_precision=args.training_precision,
-                         training_precision_peak_flops_per_s=training_peak)
-    return inputs
+
+
+def _trace_device(trace: TraceRun) -> str:
+    from gpuperf_gui.core.hardware import match_device_name
+
+    device_id = match_device_name(trace.device_name) if trace.device_name else None
+    if device_id is None:
+        named = f"its GPU ({trace.device_name}) is not in the database" if trace.device_name else \
+            "it does not name its GPU"
+        raise mfu.MfuInputError("peak", f"the trace gives no peak ({named}): give --gpu ID or --peak-flops F")
+    return device_id
+
+
+def _load_trace(path: str) -> TraceRun:
+    try:
+        return load_trace_run(path)
+    except (ValueError, OSError) as exc:  # TraceFormatError is a ValueError
+        raise mfu.MfuInputError("from_trace", f"--from-trace {path}: {exc}") from exc
+
+
+def _message(exc: Exception) -> str:
+    if isinstance(exc, KeyError):
+        return str(exc.args[0]) if exc.args else str(exc)
+    text = str(exc)
+    option = OPTIONS.get(getattr(exc, "field", ""))
+    return f"{option}: {text}" if option and not text.startswith(option) else text
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        result = mfu.compute_mfu(build_inputs(args))
-    except (ValueError, KeyError) as exc:  # MfuInputError, UnknownDeviceError, PrecisionUnavailable
-        message = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
-        return fail(message)
+        trace = _load_trace(args.from_trace) if args.from_trace else None
+        form = build_form(args, trace)
+        result = evaluate(form)
+    except (ValueError, KeyError) as exc:  # MfuInputError, ConfigError, UnknownDeviceError, …
+        return fail(_message(exc))
+    payload = result.to_json_dict()
+    if trace is not None:
+        payload["trace"] = trace.to_json()
+        payload["gpus_source"] = "option" if args.gpus is not None else trace.gpus_source
     if args.json:
-        print_json(result.to_json_dict())
-    else:
-        print(result.to_text())
+        print_json(json_safe(payload))
+        return 0
+    if trace is not None:
+        print(f"From {trace.source}: {trace.describe()}")
+    print(result.to_text())
     return 0

@@ -13,34 +13,32 @@ A forward pass is 2·N + 4·L·H·Q·T per token, so recomputing a fraction ``r`
 Every result carries a sentence naming its convention and its denominator. Units are SI: seconds,
 FLOPs, FLOP/s. Fractions are 0..1, never percent. No Qt here (R1).
 
-References: ../shared/reference/metrics.md §2 (nanoGPT, Megatron-LM, PaLM, Chinchilla, torchtitan)
-and §2.8 (gap-breakdown anchors).
+References: ../shared/reference/metrics.md §2 (nanoGPT, Megatron-LM, PaLM, Chinchilla, torchtitan).
+Neighbours: :mod:`.mfu_inputs` builds :class:`MfuInputs` from what a person typed (tab and CLI alike),
+:mod:`.mfu_gap` attributes the gap to named causes, :mod:`.mfu_report` writes a result for a report.
 """
 from __future__ import annotations
 
-import json
 import math
-import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from gpuperf_gui.core.model_presets import ModelConfig, count_params
-from gpuperf_gui.core.units import format_si
+from gpuperf_gui.core.units import format_count, format_si
+from gpuperf_gui.core.units import format_duration_s as format_duration
 
 if TYPE_CHECKING:
     from gpuperf_gui.core.hardware import Device
 
 __all__ = [
-    "CAUSES",
     "RECOMPUTE_KINDS",
-    "AmdahlResult",
+    "STEP_TIME_SOURCES",
+    "TARGET_MFU",
     "AttentionShape",
     "CeilingModel",
-    "GapBreakdown",
-    "GapCauses",
-    "GapSlice",
+    "ImplausibleMfuError",
     "MfuInputError",
     "MfuInputs",
     "MfuResult",
@@ -48,28 +46,23 @@ __all__ = [
     "Peak",
     "Recompute",
     "StepTimeStats",
-    "amdahl",
-    "breakdown_json",
-    "report",
     "attention_flops_per_token",
+    "LIMITS",
+    "check_limit",
+    "check_result",
     "compute_mfu",
+    "describe_convention",
     "explicit_peak",
     "flop_counter_flops_per_step",
-    "format_count",
-    "format_duration",
-    "gap_breakdown",
     "hardware_flops_per_token",
-    "n_params_from_config",
-    "resolve_peak",
-    "training_precision_peak",
     "model_flops_per_token",
-    "parse_float_list",
-    "parse_quantity",
+    "n_params_from_config",
     "peak_from_device",
-    "pipeline_bubble_fraction",
-    "step_time_slices",
+    "require_plausible",
+    "resolve_peak",
     "summarize_step_times",
     "tokens_per_step",
+    "training_precision_peak",
 ]
 
 TARGET_MFU = 0.5  # "headroom to 50 %": a well-tuned large dense run reaches 40–60 % MFU
@@ -82,62 +75,6 @@ class MfuInputError(ValueError):
     def __init__(self, field_name: str, message: str) -> None:
         super().__init__(message)
         self.field = field_name
-
-
-# --------------------------------------------------------------------------------------------------
-# Parsing user text (shared by the CLI and the tab, so both accept "124M", "6.3e9", "1,024")
-
-_SUFFIXES = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "b": 1e9, "t": 1e12, "p": 1e15}
-_QUANTITY = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)\s*([kmgbtp]?)\s*$", re.I)
-
-
-def parse_quantity(text: str) -> float:
-    """Parse ``"124M"``, ``"1.5B"``, ``"6e9"``, ``"16_384"``, ``"1,024"`` into a float.
-
-    Suffixes k, M, G or B (billion), T, P are decimal. Raises ``ValueError`` on anything else.
-    """
-    cleaned = text.replace("_", "").replace(",", "").replace(" ", "")
-    match = _QUANTITY.match(cleaned)
-    if not match:
-        raise ValueError(f"not a number: {text!r}")
-    value = float(match.group(1)) * _SUFFIXES[match.group(2).lower()]
-    if not math.isfinite(value):
-        raise ValueError(f"not a finite number: {text!r}")
-    return value
-
-
-def parse_float_list(text: str) -> list[float]:
-    """Parse numbers separated by commas, semicolons, spaces or newlines (``"0.21, 0.2 0.2"``)."""
-    parts = [p for p in re.split(r"[,;\s]+", text.strip()) if p]
-    if not parts:
-        raise ValueError("no numbers given")
-    return [parse_quantity(p) for p in parts]
-
-
-def format_count(value: float) -> str:
-    """A count of parameters or tokens: ``124.4M``, ``8.03B``, ``1.2T``.
-
-    Not :func:`~gpuperf_gui.core.units.format_si`: model sizes are written the ML way (B for
-    billion, no space, no unit, four digits), the same form :func:`parse_quantity` reads back."""
-    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= scale:
-            return f"{value / scale:.4g}{suffix}"
-    return f"{value:.4g}"
-
-
-def format_duration(seconds: float) -> str:
-    """A duration a person reads at a glance: ``"52.3 ms"``, ``"4.1 h"``, ``"12.5 days"``."""
-    if seconds < 1:
-        return f"{seconds * 1e3:.3g} ms"
-    if seconds < 120:
-        return f"{seconds:.3g} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.3g} min"
-    if seconds < 3 * 86400:
-        return f"{seconds / 3600:.3g} h"
-    if seconds < 365 * 86400:
-        return f"{seconds / 86400:.3g} days"
-    return f"{seconds / (365.25 * 86400):.3g} years"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -468,6 +405,41 @@ class CeilingModel:
 # The calculation
 
 
+STEP_TIME_SOURCES = ("given", "trace", "example")
+"""Where the step time came from: typed or given on the command line; the median of a trace's
+steady steps (profiled, so slower than unprofiled ones); a preset's published example run."""
+
+# What is physically meaningful: (smallest, largest, label, unit). A value outside is a typo or an
+# attack, never a run: 1e-320 s steps, 1e29 GPUs and 1e400-wide layers are refused with the field named.
+LIMITS: dict[str, tuple[float, float, str, str]] = {
+    "n_params": (1e3, 1e15, "parameters N", ""),
+    "tokens_per_step": (1.0, 1e11, "tokens per step", ""),
+    "step_time_s": (1e-6, 1e7, "step time", " s"),
+    "peak": (1e9, 1e18, "peak", " FLOP/s per GPU"),
+    "gpus": (1.0, 1e7, "GPU count", ""),
+    "layers": (1.0, 1e5, "layers", ""),
+    "heads": (1.0, 1e5, "heads", ""),
+    "head_dim": (1.0, 1e5, "head dim", ""),
+    "seq_len": (1.0, 1e9, "sequence length", ""),
+    "train_tokens": (0.0, 1e17, "tokens to train", ""),
+    "price": (0.0, 1e7, "price per GPU-hour", ""),
+    "counted_flops": (0.0, 1e30, "counted FLOPs per step", ""),
+}
+
+
+def check_limit(name: str, value: float, *, allow_zero: bool = False) -> None:
+    """Raise :class:`MfuInputError` unless ``value`` is finite and within :data:`LIMITS` [name]."""
+    low, high, label, unit = LIMITS[name]
+    units = {"step_time_s": " (seconds)", "peak": " (FLOP/s per GPU)"}
+    if not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise MfuInputError(name, f"{label} must be a finite number{units.get(name, '')}")
+    if value < 0 or (value == 0 and not allow_zero):
+        raise MfuInputError(name, f"{label} {'cannot be negative' if allow_zero else 'must be positive'}"
+                            f"{units.get(name, '')}")
+    if not low <= value <= high and not (allow_zero and value == 0):
+        raise MfuInputError(name, f"{label} must be within {low:g}{unit} and {high:g}{unit}, not {value:g}")
+
+
 @dataclass(frozen=True)
 class MfuWarning:
     code: str
@@ -496,27 +468,30 @@ class MfuInputs:
     price_per_gpu_hour: float | None = None
     ceiling: CeilingModel = CeilingModel()
 
+    step_time_source: str = "given"  # one of STEP_TIME_SOURCES
+    profiler_overhead: float | None = None  # profiled / unprofiled step time − 1, where both were measured
+
     def validate(self) -> None:
+        """Raise :class:`MfuInputError` naming the first input that is not a positive, finite number
+        within :data:`LIMITS` (what is physically meaningful)."""
         checks = (
             ("n_params", self.n_params), ("tokens_per_step", self.tokens_per_step),
             ("step_time_s", self.step_time_s), ("peak", self.peak.flops_per_s_per_gpu),
             ("gpus", self.gpus),
         )
-        labels = {"step_time_s": "step time", "tokens_per_step": "tokens per step",
-                  "n_params": "parameters N", "peak": "peak", "gpus": "GPU count"}
-        units = {"step_time_s": " (seconds)", "peak": " (FLOP/s per GPU)"}
         for name, value in checks:
-            if not math.isfinite(value) or value <= 0:
-                raise MfuInputError(name, f"{labels[name]} must be positive{units.get(name, '')}")
+            check_limit(name, value)
         if self.gpus != int(self.gpus):
-            raise MfuInputError("gpus", "gpus must be a whole number")
+            raise MfuInputError("gpus", "GPU count must be a whole number")
         if self.attention is not None:
             for name, value in asdict(self.attention).items():
-                if value < 1:
-                    raise MfuInputError(name, f"{name.replace('_', ' ')} must be at least 1")
-        for name, value in (("train_tokens", self.train_tokens), ("price", self.price_per_gpu_hour)):
-            if value is not None and (not math.isfinite(value) or value < 0):
-                raise MfuInputError(name, f"{name.replace('_', ' ')} cannot be negative")
+                check_limit(name, value)
+        for name, value in (("train_tokens", self.train_tokens), ("price", self.price_per_gpu_hour),
+                            ("counted_flops", self.counted_flops_per_step)):
+            if value is not None:
+                check_limit(name, value, allow_zero=True)
+        if self.step_time_source not in STEP_TIME_SOURCES:
+            raise MfuInputError("step_time_s", f"unknown step-time source {self.step_time_source!r}")
         self.ceiling.validate()
 
 
@@ -579,6 +554,8 @@ class MfuResult:
             "practical_ceiling": self.practical_ceiling,
             "mfu_ceiling": self.mfu_ceiling,
             "step_time_stats": asdict(i.step_stats) if i.step_stats else None,
+            "step_time_source": i.step_time_source,
+            "profiler_overhead": i.profiler_overhead,
         }
 
     def _rows(self) -> list[tuple[str, str]]:
@@ -592,8 +569,10 @@ class MfuResult:
              f"(step {self.speedup_to_target:.2f}× faster)" if self.headroom_to_target > 0 else "none"),
             ("Model FLOPs per step", format_si(self.model_flops_per_step, "FLOP")),
             ("Tokens/s", f"{format_count(self.tokens_per_s)} ({format_count(self.tokens_per_s_per_gpu)} per GPU)"),
-            ("Step time", format_duration(self.inputs.step_time_s) if self.inputs.step_stats is None
-             else self.inputs.step_stats.describe()),
+            ("Step time", (format_duration(self.inputs.step_time_s) if self.inputs.step_stats is None
+                           else self.inputs.step_stats.describe())
+             + {"trace": " (from a trace: profiled steps)", "example": " (published example run)"}.get(
+                 self.inputs.step_time_source, "")),
             ("Practical ceiling", f"{self.practical_ceiling:.1%} HFU = {self.mfu_ceiling:.1%} MFU"),
         ]
         if self.time_to_train_s is not None:
@@ -691,6 +670,48 @@ def compute_mfu(inputs: MfuInputs) -> MfuResult:
     return _with_warnings(result)
 
 
+class ImplausibleMfuError(MfuInputError):
+    """MFU above 100 %: not a result but inconsistent inputs; the message says which is likely wrong."""
+
+
+def require_plausible(result: MfuResult) -> MfuResult:
+    """``result`` if its MFU is at most 100 %; else raise :class:`ImplausibleMfuError`.
+
+    Over 100 % the inputs describe different runs (tokens of one run over the time or GPUs of
+    another). The message names the likely wrong input (a trace measures the step time and the
+    GPUs, so then the model or the tokens per step) and what each input would have to be.
+    """
+    if result.mfu <= 1.0:
+        return result
+    i, factor = result.inputs, result.mfu
+    need = [f"tokens per step ≤ {format_count(i.tokens_per_step / factor)} "
+            f"(given {format_count(i.tokens_per_step)})"]
+    attention = result.model_flops_per_token - 6.0 * i.n_params
+    n_max = (result.model_flops_per_token / factor - attention) / 6.0
+    if n_max > 0:
+        need.append(f"N ≤ {format_count(n_max)} (given {format_count(i.n_params)})")
+    need.append(f"step time ≥ {format_duration(i.step_time_s * factor)} "
+                f"(given {format_duration(i.step_time_s)})")
+    need.append(f"GPUs ≥ {math.ceil(i.gpus * factor - 1e-9):,} (given {i.gpus:,})")
+    if i.step_time_source == "trace":
+        likely = ("The step time and the GPUs come from the trace, so the model size or the tokens "
+                  "per step are likely wrong: enter those of the traced run.")
+        field_name = "tokens_per_step"
+    else:
+        likely = ("Likely the tokens per step: tokens of the accumulated step over one micro-batch's "
+                  "time, or tokens of all replicas over one replica's GPUs; or a peak that is too low.")
+        field_name = "tokens_per_step"
+    raise ImplausibleMfuError(
+        field_name,
+        f"MFU would be {_percent(result.mfu)}: impossible, so the inputs "
+        f"describe different runs. {likely} For MFU ≤ 100 % with the rest unchanged: "
+        + ", or ".join(need) + ".")
+
+
+def _percent(fraction: float) -> str:
+    return f"{fraction:.0%}" if fraction < 100 else f"{fraction:.3g}× the peak"
+
+
 def _with_warnings(result: MfuResult) -> MfuResult:
     return replace(result, warnings=tuple(check_result(result)))
 
@@ -725,7 +746,26 @@ def check_result(result: MfuResult) -> list[MfuWarning]:
             "attention shape (layers, heads, head dim, sequence): HFU = MFU here."))
     warnings += _plausibility_warnings(result)
     warnings += _step_time_warnings(i.step_stats)
+    warnings += _profiler_warnings(i)
     return warnings
+
+
+PROFILER_SLOWDOWN = "5–40 %"  # profiled vs unprofiled steps on the runs measured for gpuperf (issue 10)
+
+
+def _profiler_warnings(i: MfuInputs) -> list[MfuWarning]:
+    overhead = (f" On this run the profiled steps took {i.profiler_overhead:+.1%} longer than unprofiled ones."
+                if i.profiler_overhead is not None else "")
+    if i.step_time_source == "trace":
+        return [MfuWarning(
+            "profiled_step_time",
+            "The step time is the median of the trace's steady steps, which ran under torch.profiler: "
+            f"profiled steps run slower than unprofiled ones ({PROFILER_SLOWDOWN} on the runs measured "
+            f"for gpuperf), so this MFU is a lower bound.{overhead} Time unprofiled steps for the run's "
+            "own MFU.")]
+    if i.profiler_overhead is not None:
+        return [MfuWarning("profiler_overhead", f"The step time is unprofiled.{overhead}")]
+    return []
 
 
 def _plausibility_warnings(result: MfuResult) -> list[MfuWarning]:
@@ -782,223 +822,3 @@ def _step_time_warnings(stats: StepTimeStats | None) -> list[MfuWarning]:
             f"{stats.first_step_s / stats.median_s:.1f}× the median: a warm-up step is included. "
             "Drop it (warm-up steps ≥ 1).")]
     return []
-
-
-# --------------------------------------------------------------------------------------------------
-# Gap breakdown: 100 % = MFU + named causes + unexplained
-
-CAUSES: tuple[tuple[str, str], ...] = (
-    ("pipeline_bubble", "Pipeline bubble"),
-    ("exposed_comm", "Exposed communication"),
-    ("data_stall", "Data stall"),
-    ("memory_bound", "Memory-bound kernels"),
-    ("launch_gaps", "Launch gaps"),
-    ("recompute", "Recompute (HFU − MFU)"),
-    ("gemm_inefficiency", "GEMM inefficiency"),
-)
-CAUSE_LABELS = dict(CAUSES)
-
-
-def pipeline_bubble_fraction(stages: int, microbatches: int, virtual_stages: int = 1) -> float:
-    """Bubble share of a pipeline-parallel step: (p−1)/(v·m + p − 1) (GPipe/1F1B: v = 1).
-
-    Narayanan et al. 2021 §2.2: bubble time / ideal time = (p−1)/(v·m); as a fraction of the step
-    it is (p−1)/(m+p−1) for v = 1.
-    """
-    if stages < 1 or microbatches < 1 or virtual_stages < 1:
-        raise MfuInputError("pipeline", "stages, micro-batches and virtual stages must be at least 1")
-    return (stages - 1) / (virtual_stages * microbatches + stages - 1)
-
-
-@dataclass(frozen=True)
-class GapCauses:
-    """Named causes of lost time, each a fraction (0..1) of the step's wall clock.
-
-    ``memory_bound`` is the time in memory-bound kernels; those still run at a small fraction of
-    peak (the ceiling model's ``memory_efficiency``), so they lose time × (1 − that efficiency).
-    ``gemm_inefficiency`` is a share of peak directly (GEMMs below peak). Recompute is not entered:
-    it is HFU − MFU.
-    """
-
-    pipeline_bubble: float = 0.0
-    exposed_comm: float = 0.0
-    data_stall: float = 0.0
-    memory_bound: float = 0.0
-    launch_gaps: float = 0.0
-    gemm_inefficiency: float = 0.0
-
-    def validate(self) -> None:
-        for name, value in asdict(self).items():
-            if not math.isfinite(value) or not 0.0 <= value <= 1.0:
-                raise MfuInputError(name, f"{CAUSE_LABELS[name]} must be within 0..100 %")
-
-
-@dataclass(frozen=True)
-class GapSlice:
-    key: str
-    label: str
-    fraction: float  # share of 100 % of peak
-
-
-@dataclass(frozen=True)
-class GapBreakdown:
-    mfu: float
-    causes: tuple[GapSlice, ...]  # named causes, zero ones included, in CAUSES order
-    unexplained: float  # ≥ 0
-    over_attributed: float  # ≥ 0: how much the causes exceed the gap
-    message: str | None  # said instead of drawing a negative slice
-
-    @property
-    def gap(self) -> float:
-        return max(0.0, 1.0 - self.mfu)
-
-    def display_slices(self) -> list[GapSlice]:
-        """MFU, the non-zero causes and unexplained, scaled to add up to exactly 100 %.
-
-        When the causes add up to more than the gap they are scaled down to fit it (never a
-        negative slice); :attr:`message` says so.
-        """
-        mfu = min(max(self.mfu, 0.0), 1.0)
-        named = sum(s.fraction for s in self.causes)
-        scale = self.gap / named if named > self.gap and named > 0 else 1.0
-        slices = [GapSlice("mfu", "MFU (useful work)", mfu)]
-        slices += [GapSlice(s.key, s.label, s.fraction * scale) for s in self.causes if s.fraction > 0]
-        slices.append(GapSlice("unexplained", "Unexplained", self.unexplained))
-        return slices
-
-
-def gap_breakdown(
-    mfu: float, hfu: float, causes: GapCauses, *, memory_efficiency: float = 0.10
-) -> GapBreakdown:
-    """Attribute the gap 1 − MFU to named causes; the rest is unexplained.
-
-    Idle causes (bubble, exposed comm, data stall, launch gaps) lose their whole time share;
-    memory-bound time loses ``time × (1 − memory_efficiency)``; recompute loses HFU − MFU.
-    """
-    causes.validate()
-    shares = {
-        "pipeline_bubble": causes.pipeline_bubble,
-        "exposed_comm": causes.exposed_comm,
-        "data_stall": causes.data_stall,
-        "memory_bound": causes.memory_bound * (1.0 - memory_efficiency),
-        "launch_gaps": causes.launch_gaps,
-        "recompute": max(0.0, hfu - mfu),
-        "gemm_inefficiency": causes.gemm_inefficiency,
-    }
-    slices = tuple(GapSlice(key, label, shares[key]) for key, label in CAUSES)
-    named, gap = sum(shares.values()), max(0.0, 1.0 - mfu)
-    if mfu > 1.0:
-        return GapBreakdown(mfu, slices, 0.0, named, "MFU is above 100 %: there is no gap to attribute.")
-    if named > gap + 1e-9:
-        over = named - gap
-        message = (
-            f"Over-attributed: the named causes add up to {named:.1%} but the gap is {gap:.1%} "
-            f"({over:.1%} too much). Causes overlap (e.g. comm during a data stall) or one is "
-            "overestimated; the bar scales them to fit."
-        )
-        return GapBreakdown(mfu, slices, 0.0, over, message)
-    return GapBreakdown(mfu, slices, gap - named, 0.0, None)
-
-
-TIME_CAUSES: tuple[str, ...] = ("pipeline_bubble", "exposed_comm", "data_stall", "memory_bound", "launch_gaps")
-REST_OF_STEP = "rest_of_step"
-
-
-def step_time_slices(causes: GapCauses) -> list[GapSlice]:
-    """The time causes as shares of the step's wall clock (not of peak), then the rest of the step.
-
-    For a stacked bar drawn instead of the gap bar when the MFU is not plausible (the model or the
-    tokens per step do not match the timed step): the causes measured in a trace stay readable
-    without being scaled into a gap that does not exist. Memory-bound kernels count with their whole
-    time here. Causes adding up to more than the step are scaled down to fit it.
-    """
-    causes.validate()
-    values = [(key, CAUSE_LABELS[key], getattr(causes, key)) for key in TIME_CAUSES]
-    total = sum(v for _, _, v in values)
-    scale = 1.0 / total if total > 1.0 else 1.0
-    slices = [GapSlice(key, label, value * scale) for key, label, value in values if value > 0]
-    slices.append(GapSlice(REST_OF_STEP, "Rest of the step (compute, incl. useful work)",
-                           max(0.0, 1.0 - total * scale)))
-    return slices
-
-
-# --------------------------------------------------------------------------------------------------
-# Amdahl's law
-
-
-@dataclass(frozen=True)
-class AmdahlResult:
-    part_fraction: float  # p: share of the time the part takes
-    part_speedup: float  # s: how much faster the part gets
-    overall_speedup: float  # 1 / ((1 − p) + p / s)
-    bound_speedup: float  # s → ∞: 1 / (1 − p)
-    new_time_s: float | None
-
-    @property
-    def time_saved_fraction(self) -> float:
-        return 1.0 - 1.0 / self.overall_speedup
-
-    def describe(self) -> str:
-        bound = "∞" if math.isinf(self.bound_speedup) else f"{self.bound_speedup:.3g}×"
-        return (
-            f"A part taking {self.part_fraction:.1%} of the time made {self.part_speedup:g}× faster: "
-            f"{self.overall_speedup:.4g}× overall ({self.overall_speedup - 1:.1%} faster, "
-            f"{self.time_saved_fraction:.1%} less time); at best {bound} if it took no time."
-        )
-
-
-def amdahl(part_fraction: float, part_speedup: float, total_time_s: float | None = None) -> AmdahlResult:
-    """Amdahl's law: speeding a fraction ``p`` of the time up ``s`` times."""
-    if not 0.0 <= part_fraction <= 1.0:
-        raise MfuInputError("amdahl_part", "the part's share must be within 0..100 %")
-    if not part_speedup > 0:
-        raise MfuInputError("amdahl_speedup", "the speed-up must be positive")
-    new_relative = (1.0 - part_fraction) + part_fraction / part_speedup
-    bound = math.inf if part_fraction >= 1.0 else 1.0 / (1.0 - part_fraction)
-    return AmdahlResult(
-        part_fraction,
-        part_speedup,
-        1.0 / new_relative,
-        bound,
-        total_time_s * new_relative if total_time_s is not None else None,
-    )
-
-
-
-# --------------------------------------------------------------------------------------------------
-# A report to copy: the result plus its gap breakdown
-
-
-def breakdown_json(breakdown: GapBreakdown) -> dict[str, Any]:
-    """The gap breakdown as fractions of peak (keys of :data:`CAUSES` + mfu, unexplained)."""
-    payload: dict[str, Any] = {"mfu": breakdown.mfu}
-    payload.update({s.key: s.fraction for s in breakdown.causes})
-    payload.update(unexplained=breakdown.unexplained, over_attributed=breakdown.over_attributed,
-                   message=breakdown.message)
-    return payload
-
-
-def report(result: MfuResult, breakdown: GapBreakdown | None, fmt: str = "text") -> str:
-    """The result (and breakdown) as ``"text"``, ``"markdown"`` or ``"json"`` for a report."""
-    if fmt == "json":
-        payload = result.to_json_dict()
-        if breakdown is not None:
-            payload["gap_breakdown"] = breakdown_json(breakdown)
-        return json.dumps(payload, indent=2, allow_nan=False)
-    if fmt not in ("text", "markdown"):
-        raise ValueError(f"unknown format {fmt!r}")
-    markdown = fmt == "markdown"
-    parts = [result.to_markdown() if markdown else result.to_text()]
-    if breakdown is not None:
-        rows = [(s.label, s.fraction) for s in breakdown.causes if s.fraction > 0]
-        rows.append(("Unexplained", breakdown.unexplained))
-        if markdown:
-            lines = ["", "| Where the rest of 100 % went | Share of peak |", "|---|---|"]
-            lines += [f"| {label} | {value:.1%} |" for label, value in rows]
-        else:
-            lines = ["", "Where the rest of 100 % went:"]
-            lines += [f"  {label:<24} {value:6.1%}" for label, value in rows]
-        if breakdown.message:
-            lines += ["", breakdown.message] if markdown else [breakdown.message]
-        parts.append("\n".join(lines))
-    return "\n".join(parts)

@@ -19,10 +19,13 @@ No Qt here (R1).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 __all__ = [
     "ConfigError",
+    "EXAMPLE_RUNS",
+    "ExampleRun",
     "ModelConfig",
     "ParamCount",
     "PRESETS",
@@ -39,6 +42,13 @@ class ConfigError(ValueError):
     def __init__(self, field_name: str, message: str) -> None:
         super().__init__(message)
         self.field = field_name
+
+
+CONFIG_LIMITS: dict[str, int] = {
+    "layers": 100_000, "d_model": 10_000_000, "heads": 100_000, "vocab_size": 1_000_000_000,
+    "seq_len": 1_000_000_000, "experts": 1_000_000, "top_k": 1_000_000, "kv_heads": 100_000,
+    "head_dim": 100_000, "ffn_size": 1_000_000_000, "norms_per_layer": 8,
+}
 
 
 @dataclass(frozen=True)
@@ -77,12 +87,16 @@ class ModelConfig:
         return self.ffn_size if self.ffn_size is not None else 4 * self.d_model
 
     def validate(self) -> None:
-        """Raise :class:`ConfigError` naming the first inconsistent field."""
-        for name in ("layers", "d_model", "heads", "vocab_size", "seq_len", "experts", "top_k",
-                     "kv_heads", "head_dim", "ffn_size", "norms_per_layer"):
+        """Raise :class:`ConfigError` naming the first inconsistent field or one outside
+        :data:`CONFIG_LIMITS` (no real transformer is wider, deeper or longer)."""
+        for name, high in CONFIG_LIMITS.items():
             value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ConfigError(name, f"{name.replace('_', ' ')} must be at least 1")
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ConfigError(name, f"{name} must be a whole number, not {value!r}")
+            if not 1 <= value <= high:
+                raise ConfigError(name, f"{name} must be within 1 and {high:,}, not {value:,}")
         if self.head_dim is None and self.d_model % self.heads:
             raise ConfigError("heads", "d_model must be divisible by heads (or give head_dim)")
         if self.heads % self.kv_heads_eff:
@@ -231,36 +245,154 @@ def get_preset(name: str, **overrides: object) -> ModelConfig:
 def config_from_hf(data: dict[str, object], name: str = "") -> ModelConfig:
     """A :class:`ModelConfig` from a Hugging Face ``config.json`` (Llama/Mistral/Mixtral/Qwen or GPT-2 keys).
 
-    Raises :class:`ConfigError` naming the first missing key.
+    Raises :class:`ConfigError` naming the first missing key, or a key whose value is not a whole
+    number within :data:`CONFIG_LIMITS` (``"abc"``, ``1e400``, ``2.5``, ``true``).
     """
+    if not isinstance(data, dict):
+        raise ConfigError("config", "config.json must hold a JSON object")
 
-    def get(*keys: str, default: object = None) -> object:
+    def get(*keys: str, default: int | None = None) -> int:
         for key in keys:
             if data.get(key) is not None:
-                return data[key]
+                return _whole(key, data[key])
         if default is None:
             raise ConfigError(keys[0], f"config.json has no {' / '.join(keys)}")
         return default
 
+    def optional(key: str) -> int | None:
+        return None if data.get(key) is None else _whole(key, data[key])
+
     gpt2 = data.get("model_type") == "gpt2" or "n_embd" in data
-    d_model = int(get("hidden_size", "n_embd", "d_model"))  # type: ignore[arg-type]
-    experts = int(get("num_local_experts", "num_experts", "n_routed_experts", default=1))  # type: ignore[arg-type]
-    return ModelConfig(
+    d_model = get("hidden_size", "n_embd", "d_model")
+    experts = get("num_local_experts", "num_experts", "n_routed_experts", default=1)
+    config = ModelConfig(
         name=name or str(data.get("_name_or_path") or data.get("model_type") or "config.json"),
-        layers=int(get("num_hidden_layers", "n_layer", "num_layers")),  # type: ignore[arg-type]
+        layers=get("num_hidden_layers", "n_layer", "num_layers"),
         d_model=d_model,
-        heads=int(get("num_attention_heads", "n_head")),  # type: ignore[arg-type]
-        kv_heads=data.get("num_key_value_heads"),  # type: ignore[arg-type]
-        head_dim=data.get("head_dim"),  # type: ignore[arg-type]
-        ffn_size=int(get("intermediate_size", "n_inner", default=4 * d_model)),  # type: ignore[arg-type]
+        heads=get("num_attention_heads", "n_head"),
+        kv_heads=optional("num_key_value_heads"),
+        head_dim=optional("head_dim"),
+        ffn_size=get("intermediate_size", "n_inner", default=4 * d_model),
         gated_mlp=not gpt2,
-        vocab_size=int(get("vocab_size")),  # type: ignore[arg-type]
-        seq_len=int(get("max_position_embeddings", "n_positions", "n_ctx")),  # type: ignore[arg-type]
+        vocab_size=get("vocab_size"),
+        seq_len=get("max_position_embeddings", "n_positions", "n_ctx"),
         tied_embeddings=bool(data.get("tie_word_embeddings", gpt2)),
         learned_positions=gpt2,
         bias=gpt2,
         norm="layernorm" if gpt2 else "rmsnorm",
         experts=experts,
-        top_k=int(get("num_experts_per_tok", default=1)) if experts > 1 else 1,  # type: ignore[arg-type]
+        top_k=get("num_experts_per_tok", default=1) if experts > 1 else 1,
         source="Hugging Face config.json",
     )
+    config.validate()
+    return config
+
+
+def _whole(key: str, value: object) -> int:
+    """``value`` of ``key`` as an int: a JSON integer, or a float with no fraction (``4096.0``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(key, f"{key} must be a whole number, not {value!r}")
+    if isinstance(value, float) and (not math.isfinite(value) or not value.is_integer()):
+        raise ConfigError(key, f"{key} must be a whole number, not {value!r}")
+    number = int(value)
+    field_name = _HF_FIELDS.get(key, key)
+    high = CONFIG_LIMITS.get(field_name, 1_000_000_000)
+    if not 1 <= number <= high:
+        raise ConfigError(key, f"{key} must be within 1 and {high:,}, not {value:g}")
+    return number
+
+
+_HF_FIELDS = {
+    "hidden_size": "d_model", "n_embd": "d_model", "num_hidden_layers": "layers", "n_layer": "layers",
+    "num_layers": "layers", "num_attention_heads": "heads", "n_head": "heads",
+    "num_key_value_heads": "kv_heads", "intermediate_size": "ffn_size", "n_inner": "ffn_size",
+    "max_position_embeddings": "seq_len", "n_positions": "seq_len", "n_ctx": "seq_len",
+    "num_local_experts": "experts", "num_experts": "experts", "n_routed_experts": "experts",
+    "num_experts_per_tok": "top_k",
+}
+
+
+# --------------------------------------------------------------------------------------------------
+# Example runs: each preset brings a published run (batch, sequence, GPUs, step time), so the MFU
+# tab never pairs one model with another model's batch and step time.
+
+
+@dataclass(frozen=True)
+class ExampleRun:
+    """A training run of a preset's model as published; ``source`` cites it and says what is assumed.
+
+    The step time is ``step_time_s`` when the source gives it (or tokens/s), else it is computed
+    (in :mod:`.mfu_inputs`) from the published FLOP rate per GPU or the published MFU.
+    """
+
+    micro_batch: int  # sequences per replica per micro-step
+    grad_accum: int
+    data_parallel: int
+    seq_len: int
+    gpus: int
+    hardware: str  # "64× A100 SXM 80GB"
+    source: str
+    device_id: str | None = None  # database id of the GPU; None: ``peak_flops_per_s`` is given
+    peak_flops_per_s: float | None = None  # dense peak per chip when the device is not in the database
+    precision: str = "bf16"
+    recompute: str = "none"
+    recompute_fractions: tuple[float, float] | None = None  # (dense, attention) for "custom"
+    step_time_s: float | None = None
+    achieved_flops_per_s_per_gpu: float | None = None
+    published_mfu: float | None = None
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.micro_batch * self.grad_accum * self.data_parallel * self.seq_len
+
+    @property
+    def step_time_basis(self) -> str:
+        if self.step_time_s is not None:
+            return "published"
+        if self.achieved_flops_per_s_per_gpu is not None:
+            return "computed from the published FLOP rate per GPU"
+        return "computed from the published MFU"
+
+
+EXAMPLE_RUNS: dict[str, ExampleRun] = {
+    "GPT-2 124M": ExampleRun(
+        micro_batch=20, grad_accum=5, data_parallel=1, seq_len=1024, gpus=1, hardware="1× A100",
+        device_id="a100-sxm-40gb", step_time_s=0.755,
+        source="karpathy/nanoGPT transformer_sizing.ipynb: batch 20 × gradient accumulation 5 of "
+        "1024 tokens, 755 ms per iteration on one A100 (it reports 37.14 % of the A100's 312 "
+        "TFLOP/s for the model without biases)"),
+    "GPT-3 175B": ExampleRun(
+        micro_batch=1, grad_accum=96, data_parallel=16, seq_len=2048, gpus=1024,
+        hardware="1024× A100 SXM 80GB", device_id="a100-sxm-80gb", recompute="selective",
+        published_mfu=0.514,
+        source="NVIDIA/Megatron-LM README (Korthikanti et al. 2022): 175B at 51.4 % MFU, 52.8 % HFU "
+        "with selective recompute on A100 80GB. Assumed here: batch 1536 × 2048 tokens (≈ GPT-3's "
+        "3.2M) on 1024 GPUs (TP 8 × PP 8 × DP 16); the step time is computed from that MFU"),
+    "Llama-3 8B": ExampleRun(
+        micro_batch=1, grad_accum=1, data_parallel=64, seq_len=8192, gpus=64,
+        hardware="64× A100 SXM 80GB", device_id="a100-sxm-80gb", recompute="selective",
+        step_time_s=8192 / 2973,
+        source="pytorch/torchtitan docs/performance.md (commit 0413364): FSDP2 on 64 A100 80GB, local "
+        "batch 1 × 8192 tokens, selective op recompute: 2,973 tokens/s per GPU, so a step takes "
+        "8192 / 2973 s (torchtitan's own count gives 58.2 % MFU)"),
+    "Llama-3 70B": ExampleRun(
+        micro_batch=1, grad_accum=1, data_parallel=64, seq_len=8192, gpus=64,
+        hardware="64× A100 SXM 80GB", device_id="a100-sxm-80gb", recompute="full",
+        step_time_s=8192 / 331,
+        source="pytorch/torchtitan docs/performance.md (commit 0413364): FSDP2 on 64 A100 80GB, local "
+        "batch 1 × 8192 tokens, full recompute: 331 tokens/s per GPU, so a step takes 8192 / 331 s "
+        "(torchtitan's own count gives 51.7 % MFU)"),
+    "Mixtral 8x7B": ExampleRun(
+        micro_batch=1, grad_accum=16, data_parallel=16, seq_len=4096, gpus=64,
+        hardware="64× H100 SXM", device_id="h100-sxm", achieved_flops_per_s_per_gpu=468e12,
+        source="NVIDIA/Megatron-LM Megatron-Core MoE README: 468 TFLOP/s per GPU for Mixtral 8x7B "
+        "bf16 training on H100. Assumed here: batch 256 × 4096 tokens on 64 GPUs (PP 4 × DP 16); "
+        "the step time is computed from that rate"),
+    "PaLM 540B": ExampleRun(
+        micro_batch=4, grad_accum=1, data_parallel=512, seq_len=2048, gpus=6144,
+        hardware="6144 TPU v4 chips", peak_flops_per_s=275e12, recompute="custom",
+        recompute_fractions=(0.75, 1.0), step_time_s=2048 * 2048 / 238.3e3,
+        source="Chowdhery et al. 2022 (PaLM) §4.1, Table 3 and App. B: 238.3k tokens/s on 6144 TPU "
+        "v4 chips (275 TFLOP/s bf16 each), 46.2 % MFU, 57.8 % HFU with rematerialization; batch "
+        "2048 × 2048 tokens, so a step takes 4.19M / 238.3k s"),
+}

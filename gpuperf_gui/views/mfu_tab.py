@@ -11,8 +11,8 @@ from dataclasses import replace
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QRectF, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QGuiApplication, QPainter, QPalette, QPen
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -26,43 +26,51 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPushButton,
     QScrollArea,
-    QSizePolicy,
     QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
-from gpuperf_gui.core import mfu
+from gpuperf_gui.core import mfu, mfu_gap
 from gpuperf_gui.core.hardware import PRECISIONS
-from gpuperf_gui.core.model_presets import ConfigError, ModelConfig, get_preset, preset_names
-from gpuperf_gui.core.units import format_si
+from gpuperf_gui.core.mfu_inputs import MfuForm, TraceRun, evaluate, example_form
+from gpuperf_gui.core.mfu_report import report
+from gpuperf_gui.core.model_presets import (
+    EXAMPLE_RUNS,
+    ConfigError,
+    ModelConfig,
+    get_preset,
+    preset_names,
+)
+from gpuperf_gui.core.trace.figures import TraceMfuFigures
+from gpuperf_gui.core.units import (
+    format_count,
+    format_duration_s,
+    format_si,
+    parse_quantity,
+    parse_quantity_list,
+)
+from gpuperf_gui.views.gap_bar import SLICE_COLOURS, GapBar
 
 if TYPE_CHECKING:
     from gpuperf_gui.views.context import AppContext
 
 INVALID_STYLE = "QLineEdit { border: 2px solid #d73027; background: #fdecea; }"
+NEEDED_STYLE = "QLineEdit { border: 2px solid #e0a000; background: #fff8e1; }"
+FROM_TRACE_STYLE = "background: #e3f2fd;"  # every figure that came from a trace
 N_GIVEN, CUSTOM_CONFIG = "N given directly", "Custom configuration"
+NO_MODEL = "Choose the traced run's model…"
 DEFAULT_PRESET = "Llama-3 8B"
-SLICE_COLOURS = {
-    "mfu": "#2e9d4e",
-    "pipeline_bubble": "#8e6cc4",
-    "exposed_comm": "#e07b39",
-    "data_stall": "#d8b033",
-    "memory_bound": "#3a86c8",
-    "launch_gaps": "#c8513a",
-    "recompute": "#8fb8de",
-    "gemm_inefficiency": "#4fb0a3",
-    "unexplained": "#bdbdbd",
-    mfu.REST_OF_STEP: "#d4d4d4",
-}
-HATCHED = ("unexplained", mfu.REST_OF_STEP)
 GAP_TITLE = "Where the rest of 100 % went (shares of peak × step time)"
 TIME_TITLE = "Step time by cause (shares of the step, not of peak: {why})"
 NOTE_STYLE = ("QLabel { background: #fff8e1; color: #6d4c00; border: 1px solid #ffe08a; "
               "border-radius: 3px; padding: 4px; }")
-TIME_CAUSES = mfu.TIME_CAUSES
+EXAMPLE_STYLE = ("QLabel { background: #eef5ee; color: #1b4d1b; border: 1px solid #b7d7b7; "
+                 "border-radius: 3px; padding: 4px; }")
+TIME_CAUSES = mfu_gap.TIME_CAUSES
 RECOMPUTE_FIELDS = ("recompute_dense", "recompute_attention")
 TRACE_FRACTIONS = ("exposed_comm", "data_stall", "launch_gaps", "pipeline_bubble", "memory_bound")
+RUN_FIELDS = ("micro_batch", "seq_len", "grad_accum", "data_parallel", "tokens_per_step", "step_times")
 
 
 class _Invalid(Exception):
@@ -75,101 +83,28 @@ class NumberField(QLineEdit):
     def __init__(self, text: str = "", placeholder: str = "", tooltip: str = "") -> None:
         super().__init__(text)
         self.setPlaceholderText(placeholder)
-        self._tooltip = tooltip
+        self._tooltip = self._plain_tooltip = tooltip
+        self._base_style = ""
         self.setToolTip(tooltip)
         self.error: str | None = None
+        self.setProperty("from_trace", False)
 
-    def mark(self, error: str | None) -> None:
+    def mark(self, error: str | None, *, needed: bool = False) -> None:
+        """Red with the reason as tooltip; ``needed``: amber, an input still to give (not a mistake)."""
         self.error = error
         self.setProperty("invalid", bool(error))
-        self.setStyleSheet(INVALID_STYLE if error else "")
+        self.setProperty("needed", bool(error) and needed)
+        self.setStyleSheet((NEEDED_STYLE if needed else INVALID_STYLE) if error else self._base_style)
         self.setToolTip(error or self._tooltip)
 
-
-class GapBar(QWidget):
-    """One stacked bar from 0 to 100 % of peak: MFU, named causes, unexplained; ceiling and target marks."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.slices: list[mfu.GapSlice] = []
-        self.marks: list[tuple[float, str]] = []
-        self.flag: str | None = None  # said above the bar (in red) instead of the marks
-        self.setMinimumHeight(78)
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
-
-    def set_slices(self, slices: list[mfu.GapSlice], marks: list[tuple[float, str]],
-                   flag: str | None = None) -> None:
-        """``flag``: a warning drawn above the bar (e.g. the bar shows step-time shares, not peak)."""
-        self.slices, self.marks, self.flag = slices, marks, flag
-        self.update()
-
-    def paintEvent(self, event) -> None:  # noqa: N802 (Qt name)
-        painter = QPainter(self)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        bar = QRectF(4, 18, self.width() - 8, 40)
-        text_colour = self.palette().color(QPalette.ColorRole.WindowText)
-        painter.setPen(QPen(text_colour.lighter(150), 1))
-        painter.drawRect(bar)
-        x = bar.left()
-        for piece in self.slices:
-            width = piece.fraction * bar.width()
-            if width <= 0:
-                continue
-            rect = QRectF(x, bar.top(), width, bar.height())
-            painter.fillRect(rect, QColor(SLICE_COLOURS.get(piece.key, "#999999")))
-            if piece.key in HATCHED:
-                painter.setBrush(QBrush(QColor(0, 0, 0, 70), Qt.BrushStyle.BDiagPattern))
-                painter.setPen(Qt.PenStyle.NoPen)
-                painter.drawRect(rect)
-                painter.setBrush(Qt.BrushStyle.NoBrush)
-            x += width
-        label_font = painter.font()
-        small = painter.font()
-        small.setPointSizeF(small.pointSizeF() * 0.85)
-        if self.flag:
-            painter.setPen(QColor("#c62828"))
-            painter.setFont(small)
-            painter.drawText(QRectF(bar.left(), 0, bar.width(), 16),
-                             Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, self.flag)
-        for fraction, text in self.marks:
-            mx = bar.left() + min(max(fraction, 0.0), 1.0) * bar.width()
-            painter.setPen(QPen(text_colour, 1.5, Qt.PenStyle.DashLine))
-            painter.drawLine(int(mx), int(bar.top() - 4), int(mx), int(bar.bottom() + 4))
-            painter.setPen(text_colour)
-            painter.setFont(small)
-            painter.drawText(QRectF(mx - 80, 0, 160, 16), Qt.AlignmentFlag.AlignCenter, text)
-        painter.setFont(label_font)
-        x = bar.left()
-        for piece in self.slices:
-            width = piece.fraction * bar.width()
-            if width <= 0:
-                continue
-            rect = QRectF(x, bar.top(), width, bar.height())
-            metrics = painter.fontMetrics()
-            label = f"{_short(piece.label)} {piece.fraction:.1%}"
-            if metrics.horizontalAdvance(label) + 8 > width:
-                label = f"{piece.fraction:.0%}"
-            if metrics.horizontalAdvance(label) + 4 <= width:
-                text_rect = QRectF(metrics.boundingRect(label)).adjusted(-4, -1, 4, 1)
-                text_rect.moveCenter(rect.center())
-                if piece.key in HATCHED:
-                    painter.fillRect(text_rect, QColor(SLICE_COLOURS[piece.key]))
-                painter.setPen(QColor("#ffffff") if piece.key not in HATCHED else QColor("#222222"))
-                painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, label)
-            x += width
-        painter.setFont(label_font)
-        painter.setPen(text_colour)
-        for fraction in (0.0, 0.25, 0.5, 0.75, 1.0):
-            tx = bar.left() + fraction * bar.width()
-            align = Qt.AlignmentFlag.AlignLeft if fraction == 0 else (
-                Qt.AlignmentFlag.AlignRight if fraction == 1 else Qt.AlignmentFlag.AlignHCenter)
-            painter.drawText(QRectF(tx - (0 if fraction == 0 else 60 if fraction == 1 else 30),
-                                    bar.bottom() + 3, 60, 16), align, f"{fraction:.0%}")
-        painter.end()
-
-
-def _short(label: str) -> str:
-    return label.split(" (")[0]
+    def set_origin(self, tooltip: str | None) -> None:
+        """Mark the field as filled from a trace (tinted, tooltip naming the trace), or clear it."""
+        self._base_style = f"QLineEdit {{ {FROM_TRACE_STYLE} }}" if tooltip else ""
+        self._tooltip = tooltip or self._plain_tooltip
+        self.setProperty("from_trace", bool(tooltip))
+        if not self.error:
+            self.setStyleSheet(self._base_style)
+            self.setToolTip(self._tooltip)
 
 
 def _implausible(r: mfu.MfuResult) -> bool:
@@ -232,11 +167,15 @@ class MfuTab(QWidget):
         super().__init__(parent)
         self.context = context
         self.result: mfu.MfuResult | None = None
-        self.breakdown: mfu.GapBreakdown | None = None
-        self.amdahl_result: mfu.AmdahlResult | None = None
+        self.breakdown: mfu_gap.GapBreakdown | None = None
+        self.amdahl_result: mfu_gap.AmdahlResult | None = None
         self.fields: dict[str, NumberField] = {}
         self._filling = False
         self._base_config: ModelConfig = get_preset(DEFAULT_PRESET)
+        self.run_source = "example"  # "example" (a preset's published run) | "user" | "trace"
+        self.example: str | None = None  # the preset whose example run fills the run fields
+        self.trace_run: TraceRun | None = None
+        self._model_confirmed = False  # the user picked or typed the model (not just the default)
         layout = QHBoxLayout(self)
         layout.addWidget(self._build_inputs(), 0)
         layout.addWidget(self._build_results(), 1)
@@ -249,6 +188,8 @@ class MfuTab(QWidget):
     def _field(self, key: str, text: str = "", placeholder: str = "", tooltip: str = "") -> NumberField:
         field = NumberField(text, placeholder, tooltip)
         field.textChanged.connect(self._recompute)
+        if key in RUN_FIELDS:
+            field.textEdited.connect(lambda _text, k=key: self._on_run_edited(k))
         self.fields[key] = field
         return field
 
@@ -271,6 +212,11 @@ class MfuTab(QWidget):
         self.trace_banner.linkActivated.connect(lambda _href: self.trace_banner.hide())
         self.trace_banner.hide()
         box.addWidget(self.trace_banner)
+        self.example_label = QLabel()
+        self.example_label.setWordWrap(True)
+        self.example_label.setStyleSheet(EXAMPLE_STYLE)
+        self.example_label.setTextFormat(Qt.TextFormat.RichText)
+        box.addWidget(self.example_label)
         for group in (self._model_group(), self._batch_group(), self._time_group(),
                       self._hardware_group(), self._recompute_group(), self._run_group()):
             group.layout().setContentsMargins(8, 4, 8, 4)
@@ -296,6 +242,7 @@ class MfuTab(QWidget):
         form.addRow("Preset", self.preset_combo)
         form.addRow("Parameters N", self._field("n_params", "", "e.g. 7B, 124M",
                                                 "Parameters used for FLOPs (N given directly)"))
+        self.fields["n_params"].textEdited.connect(self._on_n_edited)
         self.n_readout = QLabel()
         self.n_readout.setWordWrap(True)
         form.addRow("", self.n_readout)
@@ -378,6 +325,7 @@ class MfuTab(QWidget):
         self.gpus_spin.setRange(1, 10_000_000)
         self.gpus_spin.setValue(8)
         self.gpus_spin.setToolTip("All GPUs of the job (TP × PP × DP)")
+        self.gpus_spin.valueChanged.connect(lambda _v: self._on_run_edited("gpus"))
         self.gpus_spin.valueChanged.connect(self._recompute)
         form.addRow("GPUs", self.gpus_spin)
         row = QHBoxLayout()
@@ -477,7 +425,7 @@ class MfuTab(QWidget):
         self.cause_spins: dict[str, QDoubleSpinBox] = {}
         self.slice_labels: dict[str, QLabel] = {}
         rows = [("mfu", "MFU (useful work)", None)] + [
-            (key, label, key) for key, label in mfu.CAUSES] + [("unexplained", "Unexplained", None)]
+            (key, label, key) for key, label in mfu_gap.CAUSES] + [("unexplained", "Unexplained", None)]
         for col in (0, 4):
             for offset, text in ((2, "% of step time"), (3, "of peak")):
                 header = QLabel(text)
@@ -554,7 +502,7 @@ class MfuTab(QWidget):
         self.amdahl_part_combo = QComboBox()
         self.amdahl_part_combo.addItem("custom share", None)
         for key in TIME_CAUSES:
-            self.amdahl_part_combo.addItem(mfu.CAUSE_LABELS[key], key)
+            self.amdahl_part_combo.addItem(mfu_gap.CAUSE_LABELS[key], key)
         self.amdahl_part_combo.currentIndexChanged.connect(self._on_amdahl_part_chosen)
         form.addRow("Part", self.amdahl_part_combo)
         self.amdahl_share_spin = _spin(10.0)
@@ -581,13 +529,16 @@ class MfuTab(QWidget):
     # ------------------------------------------------------------------ presets and signals
     def _on_preset_chosen(self, name: str) -> None:
         if not self._filling:
+            self._model_confirmed = name != NO_MODEL
             self._apply_preset(name)
 
     def _apply_preset(self, name: str) -> None:
+        """Fill the model from the preset and, unless the run is the user's or a trace's, the
+        preset's published example run (batch, sequence, GPUs, step time, hardware)."""
         self._filling = True
         try:
             self.preset_combo.setCurrentText(name)
-            if name not in (N_GIVEN, CUSTOM_CONFIG):
+            if name not in (N_GIVEN, CUSTOM_CONFIG, NO_MODEL):
                 config = get_preset(name)
                 self._base_config = config
                 values = {
@@ -600,20 +551,100 @@ class MfuTab(QWidget):
                 self.gated_check.setChecked(config.gated_mlp)
                 self.tied_check.setChecked(config.tied_embeddings)
                 self.bias_check.setChecked(config.bias)
-                self.fields["seq_len"].setText(str(config.seq_len))
-            self.fields["n_params"].setEnabled(name == N_GIVEN)
+                if self.run_source == "example":
+                    self._fill_example(name)
+            elif self.run_source == "example":
+                self.example = None  # N given / a custom model: the example run's figures are not its own
+                self.run_source = "user"
+            self.fields["n_params"].setEnabled(name in (N_GIVEN, NO_MODEL))
             self.fields["n_params"].setPlaceholderText(
-                "e.g. 7B, 124M" if name == N_GIVEN else "computed from the configuration below")
+                {N_GIVEN: "e.g. 7B, 124M", NO_MODEL: "N of the traced run, or choose a preset"}.get(
+                    name, "computed from the configuration below"))
+            if name != NO_MODEL and self.preset_combo.findText(NO_MODEL) >= 0:
+                self.preset_combo.removeItem(self.preset_combo.findText(NO_MODEL))
             if name == N_GIVEN and not self.fields["n_params"].text():
                 self.fields["n_params"].setText(self.n_readout.property("n_text") or "7B")
         finally:
             self._filling = False
+        self._show_example()
         self._recompute()
 
+    def _fill_example(self, name: str) -> None:
+        """The example run of preset ``name`` into the run fields (called while filling)."""
+        run, form = EXAMPLE_RUNS[name], example_form(name)
+        self.example = name
+        values = {"micro_batch": run.micro_batch, "seq_len": run.seq_len, "grad_accum": run.grad_accum,
+                  "data_parallel": run.data_parallel}
+        for key, value in values.items():
+            self.fields[key].setText(str(value))
+        self.direct_tokens_check.setChecked(False)
+        self.fields["tokens_per_step"].setText("")
+        self.fields["step_times"].setText(f"{form.step_times_s[0]:.6g}")
+        self.warmup_spin.setValue(-1)
+        self.gpus_spin.setValue(run.gpus)
+        self.recompute_combo.setCurrentText(run.recompute)
+        dense, attention = run.recompute_fractions or (None, None)
+        self.fields["recompute_dense"].setText("" if dense is None else f"{dense * 100:g}")
+        self.fields["recompute_attention"].setText("" if attention is None else f"{attention * 100:g}")
+
+    def load_example(self) -> None:
+        """Replace the run fields by the current preset's example run (the "Example run" link)."""
+        name = self.preset_combo.currentText()
+        if name not in EXAMPLE_RUNS:
+            return
+        self.run_source = "example"
+        self._clear_trace_marks()
+        self._apply_preset(name)
+
+    def _show_example(self) -> None:
+        name = self.example if self.run_source == "example" else None
+        run = EXAMPLE_RUNS.get(name or "")
+        if run is None:
+            preset = self.preset_combo.currentText()
+            link = (f" <a href='example'>Load {_html(preset)}'s published example run</a>."
+                    if preset in EXAMPLE_RUNS else "")
+            self.example_label.setText(f"Your run's figures.{link}")
+            self.example_label.setVisible(bool(link))
+            return
+        step = format_duration_s(example_form(name).step_times_s[0])  # type: ignore[arg-type]
+        self.example_label.setText(
+            f"<b>Example run of {_html(name)}</b> ({run.step_time_basis}): {run.hardware}, "
+            f"{format_count(run.tokens_per_step)} tokens per step, step {step}, "
+            f"{run.recompute} recompute. <i>{_html(run.source)}.</i> Type your own run's figures to "
+            "replace it (the peak then follows the toolbar's device).")
+        self.example_label.setToolTip(run.source)
+        self.example_label.show()
+
+    def _on_run_edited(self, key: str) -> None:
+        """The user typed a run figure: the run is theirs now (no example), the field no longer a trace's."""
+        if self._filling:
+            return
+        if self.run_source == "example":
+            self.run_source, self.example = "user", None
+            self._show_example()
+        if key == "gpus":
+            self.gpus_spin.setStyleSheet("")
+            self.gpus_spin.setToolTip("All GPUs of the job (TP × PP × DP)")
+        elif key in self.fields:
+            self.fields[key].set_origin(None)
+
     def _on_config_edited(self, *_args: object) -> None:
+        if not self._filling:
+            self._model_confirmed = True
         if not self._filling and self.preset_combo.currentText() not in (N_GIVEN, CUSTOM_CONFIG):
             self._filling = True
             self.preset_combo.setCurrentText(CUSTOM_CONFIG)
+            self._filling = False
+            if self.run_source == "example":
+                self.run_source, self.example = "user", None
+                self._show_example()
+            self._recompute()
+
+    def _on_n_edited(self, _text: str) -> None:
+        self._model_confirmed = True
+        if self.preset_combo.currentText() == NO_MODEL:
+            self._filling = True
+            self.preset_combo.setCurrentText(N_GIVEN)
             self._filling = False
             self._recompute()
 
@@ -621,7 +652,10 @@ class MfuTab(QWidget):
         self._recompute()
 
     def _on_cause_edited(self, *_args: object) -> None:
-        self.trace_label.setText("")
+        if not self._filling:
+            self.trace_label.setText("")
+            for spin in self.cause_spins.values():
+                spin.setStyleSheet("")
         self._recompute()
 
     def _on_amdahl_part_chosen(self, *_args: object) -> None:
@@ -630,49 +664,81 @@ class MfuTab(QWidget):
             self.amdahl_share_spin.setValue(self._cause_time_fraction(key) * 100)
         self._recompute()
 
-    def apply_trace_figures(self, figures: object) -> None:
-        """Fill the step time, the causes and the GPU count from a trace's figures.
+    # ------------------------------------------------------------------ a trace's figures
+    def apply_trace_figures(self, figures: TraceMfuFigures) -> None:
+        """Send to MFU: the step time, the GPU count and the causes from a trace, each marked.
 
-        ``figures`` is any object with the attributes of the engine's ``TraceMfuFigures``
-        (``step_time_s``, the cause fractions, ``source``; optional ``world_size``, ``device_name``);
-        missing ones are ignored. The model and the tokens per step are not in a trace: a banner
-        above the Model group asks for them. The shared device is the main window's business.
+        GPUs follow the trace's world size (else the ranks loaded). The model and the tokens per
+        step are not in a trace: the ones the user typed are kept; an example run's are not (they
+        describe another run), so the tab asks for them in place and shows no MFU until given.
         """
-        world_size = getattr(figures, "world_size", None)
-        gpus = int(world_size) if isinstance(world_size, (int, float)) and world_size >= 1 else None
+        run = TraceRun.from_figures(figures)
+        name = _trace_name(figures)
+        origin = f"from the trace {name}"
+        keep_tokens = self.run_source == "user"
+        self._clear_trace_marks()
         self._filling = True
         try:
-            step = getattr(figures, "step_time_s", None)
-            if isinstance(step, (int, float)) and math.isfinite(step) and step > 0:
-                self.fields["step_times"].setText(f"{step:.6g}")
+            if run.step_time_s is not None and math.isfinite(run.step_time_s) and run.step_time_s > 0:
+                self.fields["step_times"].setText(f"{run.step_time_s:.6g}")
+                self.fields["step_times"].set_origin(
+                    f"{origin}: median of the steady profiled steps (profiled steps run slower)")
                 self.warmup_spin.setValue(-1)
             for key in TRACE_FRACTIONS:
-                value = getattr(figures, key, None)
-                if isinstance(value, (int, float)) and math.isfinite(value):
-                    self.cause_spins[key].setValue(min(max(float(value), 0.0), 1.0) * 100)
-            if isinstance(getattr(figures, "pipeline_bubble", None), (int, float)):
-                self.bubble_from_stages_check.setChecked(False)
-            if gpus is not None:
-                self.gpus_spin.setValue(gpus)
+                value = getattr(figures, key)
+                self.cause_spins[key].setValue(min(max(float(value), 0.0), 1.0) * 100)
+                self.cause_spins[key].setStyleSheet(f"QDoubleSpinBox {{ {FROM_TRACE_STYLE} }}")
+                self.cause_spins[key].setToolTip(f"{origin} (share of the step time)")
+            self.bubble_from_stages_check.setChecked(False)
+            self.gpus_spin.setValue(run.gpus)
+            self.gpus_spin.setStyleSheet(f"QSpinBox {{ {FROM_TRACE_STYLE} }}")
+            self.gpus_spin.setToolTip(f"{origin}: " + ("the recorded world size" if run.world_size else
+                                      "the ranks loaded (the trace records no world size)"))
+            if not keep_tokens:  # the example's sequence and tokens describe another run
+                self.fields["seq_len"].setText("")
+                self.direct_tokens_check.setChecked(True)
+                self.fields["tokens_per_step"].setText("")
+                self.fields["tokens_per_step"].setPlaceholderText("tokens per step of the traced run")
+            if not self._model_confirmed:
+                if self.preset_combo.findText(NO_MODEL) < 0:
+                    self.preset_combo.insertItem(0, NO_MODEL)
+                self.preset_combo.setCurrentText(NO_MODEL)
+                for key in ("layers", "d_model", "heads", "kv_heads", "head_dim", "ffn_size",
+                            "vocab_size", "experts", "top_k"):
+                    self.fields[key].setText("")
+                self.fields["n_params"].setText("")
+                self.fields["n_params"].setEnabled(True)
+                self.fields["n_params"].setPlaceholderText("N of the traced run, or choose a preset")
         finally:
             self._filling = False
-        name = _trace_name(figures)
-        self.trace_label.setText("causes filled from the loaded trace" +
-                                 (f" ({name})" if not name.startswith("the loaded trace") else
-                                  name.removeprefix("the loaded trace")))
-        self.trace_label.setToolTip(str(getattr(figures, "source", "") or name))
-        self._show_trace_banner(name, gpus, getattr(figures, "device_name", None))
+        self.run_source, self.example, self.trace_run = "trace", None, run
+        self.trace_label.setText(f"causes filled {origin}")
+        self.trace_label.setToolTip(str(figures.source or name))
+        self._show_trace_banner(name, run, keep_tokens)
+        self._show_example()
         self._recompute()
 
-    def _show_trace_banner(self, name: str, gpus: int | None, device_name: object) -> None:
-        device = f", {device_name}" if isinstance(device_name, str) and device_name else ""
-        if gpus is not None:
-            hardware = f" GPUs set to {gpus} from the trace (its job's world size{device})."
+    def _clear_trace_marks(self) -> None:
+        for field in self.fields.values():
+            field.set_origin(None)
+        for spin in self.cause_spins.values():
+            spin.setStyleSheet("")
+        self.gpus_spin.setStyleSheet("")
+
+    def _show_trace_banner(self, name: str, run: TraceRun, kept: bool) -> None:
+        device = f" ({run.device_name})" if run.device_name else ""
+        if run.world_size:
+            gpus = f"GPUs {run.gpus}: the job's world size{device}"
         else:
-            hardware = " The GPU count is not in the trace: check GPUs below."
+            gpus = (f"GPUs {run.gpus}: the ranks loaded{device}; the trace records no world size, so "
+                    "if the job had more GPUs, enter them")
+        asked = ("The model and tokens per step you entered are kept: check that they describe the "
+                 "traced run." if kept else
+                 "<b>Enter the model (a preset or N) and the tokens per step of the traced run</b>, "
+                 "marked below: a trace records neither.")
         self.trace_banner.setText(
-            f"<b>Step time and gap causes come from {_html(name)}; enter the model and the tokens "
-            f"per step of that run</b> (Model and Batch below: a trace records neither).{hardware} "
+            f"From {_html(name)}, marked in blue: step time (median of the steady <i>profiled</i> "
+            f"steps, slower than unprofiled ones), {_html(gpus)}, and the gap causes. {asked} "
             "<a href='dismiss'>Dismiss</a>")
         self.trace_banner.show()
 
@@ -691,11 +757,11 @@ class MfuTab(QWidget):
             text = text.rstrip("%").strip()
         if not text:
             if required:
-                field.mark("required")
+                field.mark("required", needed=True)
                 raise _Invalid(key)
             return None
         try:
-            value = mfu.parse_quantity(text)
+            value = parse_quantity(text)
         except ValueError as exc:
             field.mark(str(exc))
             raise _Invalid(key) from None
@@ -707,17 +773,20 @@ class MfuTab(QWidget):
             raise _Invalid(key)
         return int(value) if integer else value
 
-    def _gather_all(self) -> mfu.MfuInputs:
-        """Parse every field (marking each bad one), then build the inputs."""
+    def _parse_fields(self) -> dict[str, float | None]:
+        """Every field as a number (None: empty), each bad one marked in place."""
         parsed: dict[str, float | None] = {}
         bad = False
         optional = {"kv_heads", "head_dim", "ffn_size", "experts", "top_k", "counted_flops",
                     "train_tokens", "price", "n_params", "tokens_per_step", "peak_tflops",
                     "recompute_dense", "recompute_attention"}
-        if self.preset_combo.currentText() == N_GIVEN:  # only the attention shape is read
+        mode = self.preset_combo.currentText()
+        if mode in (N_GIVEN, NO_MODEL):  # only the attention shape is read
             optional |= {"d_model", "vocab_size"}
             if not self.attention_check.isChecked():
                 optional |= {"layers", "heads"}
+        if self.direct_tokens_check.isChecked():
+            optional |= {"micro_batch", "grad_accum", "data_parallel"}
         integers = {"layers", "d_model", "heads", "kv_heads", "head_dim", "ffn_size", "vocab_size",
                     "experts", "top_k", "micro_batch", "seq_len", "grad_accum", "data_parallel"}
         custom = self.recompute_combo.currentText() == "custom"
@@ -734,14 +803,9 @@ class MfuTab(QWidget):
             parsed.update(self._recompute_fractions(parsed))
         except _Invalid:
             bad = True
-        try:
-            times = mfu.parse_float_list(self.fields["step_times"].text())
-        except ValueError as exc:
-            self.fields["step_times"].mark(str(exc))
-            bad = True
         if bad:
             raise _Invalid("fields")
-        return self._build_inputs_from(parsed, times)
+        return parsed
 
     def _recompute_fractions(self, p: dict[str, float | None]) -> dict[str, float | None]:
         """Custom recompute needs both percentages (0..100); marks a missing or bad one in place."""
@@ -761,83 +825,98 @@ class MfuTab(QWidget):
             raise _Invalid("recompute")
         return {key: p[key] / 100 for key in RECOMPUTE_FIELDS}  # type: ignore[operator]
 
-    def _model_inputs(self, p: dict[str, float | None]) -> tuple[float, str, mfu.AttentionShape | None]:
+    def form(self) -> MfuForm:
+        """The tab's inputs as the core input model (the one ``gpuperf mfu`` builds from its options).
+
+        Raises ``_Invalid`` when a field does not parse (it is marked), ``MfuInputError`` /
+        ``ConfigError`` when the inputs are inconsistent."""
+        p = self._parse_fields()
+        try:
+            times = tuple(parse_quantity_list(self.fields["step_times"].text()))
+        except ValueError as exc:
+            self.fields["step_times"].mark(str(exc))
+            raise _Invalid("step_times") from None
         mode = self.preset_combo.currentText()
-        seq = int(p["seq_len"])  # type: ignore[arg-type]
-        with_attention = self.attention_check.isChecked()
+        model: dict[str, object] = {}
+        if mode == NO_MODEL:
+            raise mfu.MfuInputError("model", "choose the model of the traced run (a preset, or N given "
+                                    "directly with its attention shape): a trace does not record it")
         if mode == N_GIVEN:
+            model = dict(n_params=p["n_params"], layers=p["layers"], heads=p["heads"],
+                         head_dim=p["head_dim"], d_model=p["d_model"])
             if p["n_params"] is None:
-                raise mfu.MfuInputError("n_params", "required")
-            attention = None
-            if with_attention:
-                head_dim = p["head_dim"] or (p["d_model"] or 0) // int(p["heads"])  # type: ignore[arg-type]
-                if not head_dim:
-                    raise mfu.MfuInputError("head_dim", "the attention term needs the head dim (or d_model)")
-                attention = mfu.AttentionShape(int(p["layers"]), int(p["heads"]), int(head_dim), seq)  # type: ignore[arg-type]
-            return float(p["n_params"]), "N given", attention
-        config = replace(
+                raise mfu.MfuInputError("n_params", "the model size is missing: give N")
+        elif mode in EXAMPLE_RUNS and not self._config_edited(p):
+            model = dict(preset=mode)
+        else:
+            model = dict(config=self._custom_config(p, mode))
+        if self.direct_tokens_check.isChecked():
+            if p["tokens_per_step"] is None:
+                raise mfu.MfuInputError("tokens_per_step", "the tokens per step are missing")
+            batch = dict(tokens_per_step=p["tokens_per_step"])
+        else:
+            batch = dict(micro_batch=p["micro_batch"], grad_accum=p["grad_accum"],
+                         data_parallel=p["data_parallel"])
+        warmup = self.warmup_spin.value()
+        training = self.training_precision_combo.currentText()
+        source = {"example": "example", "trace": "trace"}.get(self.run_source, "given")
+        if source == "trace" and "step_times" in self.fields and not self.fields["step_times"].property(
+                "from_trace"):
+            source = "given"
+        return MfuForm(
+            **model, include_embeddings=not self.exclude_embeddings_check.isChecked(),  # type: ignore[arg-type]
+            attention=self.attention_check.isChecked(), seq_len=int(p["seq_len"]),  # type: ignore[arg-type]
+            causal=self.causal_check.isChecked(), **batch,  # type: ignore[arg-type]
+            step_times_s=times, warmup_steps=None if warmup < 0 else warmup, step_time_source=source,
+            gpus=self.gpus_spin.value(), **self._peak_fields(p),  # type: ignore[arg-type]
+            training_precision=None if training == "same as peak" else training,
+            recompute=self.recompute_combo.currentText(), recompute_dense=p.get("recompute_dense"),
+            recompute_attention=p.get("recompute_attention"),
+            counted_flops_per_step=p["counted_flops"], train_tokens=p["train_tokens"],
+            price_per_gpu_hour=p["price"], ceiling=self._ceiling(),
+        )
+
+    def _config_edited(self, p: dict[str, float | None]) -> bool:
+        c = self._base_config
+        return any(p[k] != v for k, v in (("layers", c.layers), ("d_model", c.d_model), ("heads", c.heads),
+                                          ("kv_heads", c.kv_heads), ("head_dim", c.head_dim),
+                                          ("ffn_size", c.ffn_size), ("vocab_size", c.vocab_size)))
+
+    def _custom_config(self, p: dict[str, float | None], mode: str) -> ModelConfig:
+        return replace(
             self._base_config,
             name=mode if mode != CUSTOM_CONFIG else "custom model",
             layers=int(p["layers"]), d_model=int(p["d_model"]), heads=int(p["heads"]),  # type: ignore[arg-type]
             kv_heads=p["kv_heads"], head_dim=p["head_dim"], ffn_size=p["ffn_size"],  # type: ignore[arg-type]
             vocab_size=int(p["vocab_size"]), experts=int(p["experts"] or 1),  # type: ignore[arg-type]
             top_k=int(p["top_k"] or 1), gated_mlp=self.gated_check.isChecked(),
-            tied_embeddings=self.tied_check.isChecked(), bias=self.bias_check.isChecked(), seq_len=seq,
+            tied_embeddings=self.tied_check.isChecked(), bias=self.bias_check.isChecked(),
+            seq_len=int(p["seq_len"]),  # type: ignore[arg-type]
         )
-        config.validate()
-        attention = mfu.AttentionShape.from_config(config, seq) if with_attention else None
-        return (*mfu.n_params_from_config(
-            config, exclude_embeddings=self.exclude_embeddings_check.isChecked()), attention)
 
-    def _tokens(self, p: dict[str, float | None]) -> float:
-        if self.direct_tokens_check.isChecked():
-            if p["tokens_per_step"] is None:
-                raise mfu.MfuInputError("tokens_per_step", "required")
-            return float(p["tokens_per_step"])
-        return mfu.tokens_per_step(int(p["micro_batch"]), int(p["seq_len"]),  # type: ignore[arg-type]
-                                   int(p["grad_accum"]), int(p["data_parallel"]))  # type: ignore[arg-type]
-
-    def _peak(self, p: dict[str, float | None]) -> tuple[mfu.Peak, float | None]:
-        device = self.context.database.get(self.context.device_id)
-        precision = self.context.precision
+    def _peak_fields(self, p: dict[str, float | None]) -> dict[str, object]:
+        """An example run's own hardware; else the explicit peak, or the toolbar's device."""
+        if self.run_source == "example" and self.example:
+            example = example_form(self.example)
+            return dict(device_id=example.device_id, precision=example.precision,
+                        peak_flops_per_s=example.peak_flops_per_s, peak_note=example.peak_note)
         explicit = None
         if self.explicit_peak_check.isChecked():
             if p["peak_tflops"] is None:
                 raise mfu.MfuInputError("peak_tflops", "required")
             explicit = float(p["peak_tflops"]) * 1e12
-        training = self.training_precision_combo.currentText()
-        training = None if training == "same as peak" else training
-        return (mfu.resolve_peak(device, precision, explicit),
-                mfu.training_precision_peak(device, training))
+        return dict(device_id=self.context.device_id, precision=self.context.precision,
+                    peak_flops_per_s=explicit)
 
     def _ceiling(self) -> mfu.CeilingModel:
         return mfu.CeilingModel(**{k: s.value() / 100 for k, s in self.ceiling_spins.items()})
 
-    def _build_inputs_from(self, p: dict[str, float | None], times: list[float]) -> mfu.MfuInputs:
-        n, note, attention = self._model_inputs(p)
-        tokens = self._tokens(p)
-        warmup = self.warmup_spin.value()
-        stats = mfu.summarize_step_times(times, None if warmup < 0 else warmup) if len(times) > 1 else None
-        peak, training_peak = self._peak(p)
-        training = self.training_precision_combo.currentText()
-        recompute = mfu.Recompute.of(self.recompute_combo.currentText(),
-                                     p.get("recompute_dense"), p.get("recompute_attention"))
-        return mfu.MfuInputs(
-            n_params=n, tokens_per_step=tokens, step_time_s=stats.median_s if stats else times[0],
-            peak=peak, gpus=self.gpus_spin.value(), attention=attention,
-            causal=self.causal_check.isChecked(), recompute=recompute, n_params_note=note,
-            training_precision=None if training == "same as peak" else training,
-            training_precision_peak_flops_per_s=training_peak, step_stats=stats,
-            counted_flops_per_step=p["counted_flops"], train_tokens=p["train_tokens"],
-            price_per_gpu_hour=p["price"], ceiling=self._ceiling(),
-        )
-
-    def _causes(self) -> mfu.GapCauses:
+    def _causes(self) -> mfu_gap.GapCauses:
         values = {k: s.value() / 100 for k, s in self.cause_spins.items()}
         if self.bubble_from_stages_check.isChecked():
-            values["pipeline_bubble"] = mfu.pipeline_bubble_fraction(
+            values["pipeline_bubble"] = mfu_gap.pipeline_bubble_fraction(
                 self.stages_spin.value(), self.microbatches_spin.value(), self.virtual_spin.value())
-        return mfu.GapCauses(**values)
+        return mfu_gap.GapCauses(**values)
 
     def _cause_time_fraction(self, key: str) -> float:
         return getattr(self._causes(), key)
@@ -858,29 +937,35 @@ class MfuTab(QWidget):
             self.fields[key].setEnabled(custom)
         self._show_device()
         try:
-            inputs = self._gather_all()
-            result = mfu.compute_mfu(inputs)
+            result = evaluate(self.form(), self.context.database)
         except _Invalid:
-            self._show_invalid("Fix the inputs marked in red.")
+            needed = [f for f in self.fields.values() if f.property("needed")]
+            self._show_invalid("some inputs are missing: give the ones marked in amber" if needed and all(
+                f.property("needed") for f in self.fields.values() if f.error) else
+                "Fix the inputs marked in red.")
             return
         except (mfu.MfuInputError, ConfigError) as exc:
-            self._mark_error(exc.field, str(exc))
-            self._show_invalid(str(exc))
+            self._mark_error(exc.field, str(exc), needed="missing" in str(exc) or exc.field == "model")
+            self._show_invalid(str(exc), implausible=isinstance(exc, mfu.ImplausibleMfuError))
             return
+        inputs = result.inputs
         self.result = result
-        self.breakdown = mfu.gap_breakdown(result.mfu, result.hfu, self._causes(),
+        self.breakdown = mfu_gap.gap_breakdown(result.mfu, result.hfu, self._causes(),
                                            memory_efficiency=inputs.ceiling.memory_efficiency)
         self._show_result(result)
         self._show_breakdown(self.breakdown, result)
         self._show_amdahl(inputs.step_time_s)
         self.result_changed.emit(result)
 
-    def _mark_error(self, key: str, message: str) -> None:
+    def _mark_error(self, key: str, message: str, *, needed: bool = False) -> None:
+        """Mark the field behind ``key`` (red; amber when it is an input still to give)."""
         aliases = {"step_time_s": "step_times", "warmup_steps": "step_times", "peak": "peak_tflops",
-                   "seq": "seq_len", "data_parallel": "data_parallel"}
+                   "seq": "seq_len", "model": "n_params"}
         key = aliases.get(key, key)
+        if key == "tokens_per_step" and not self.direct_tokens_check.isChecked():
+            key = "micro_batch"
         if key in self.fields:
-            self.fields[key].mark(message)
+            self.fields[key].mark(message, needed=needed)
         elif key == "recompute":
             for name in RECOMPUTE_FIELDS:
                 self.fields[name].mark(message)
@@ -890,14 +975,19 @@ class MfuTab(QWidget):
         if key == "peak_tflops" and not self.explicit_peak_check.isChecked():
             self.peak_readout.setText(f"<span style='color:#d73027'>{message}</span>")
 
-    def _show_invalid(self, message: str) -> None:
+    def _show_invalid(self, message: str, *, implausible: bool = False) -> None:
+        """No result: every KPI "—", and one line saying what is missing or wrong."""
         self.result = None
         self.breakdown = None
         for label in self.kpi_values.values():
             label.setText("—")
         for label in self.kpi_details.values():
             label.setText("")
-        self.status_label.setText(f"<span style='color:#d73027'>{message}</span>")
+        waiting = "missing" in message or message.startswith("choose")
+        colour = "#b35900" if waiting else "#d73027"
+        if implausible:
+            self.kpi_details["mfu"].setText("input error: see Checks")
+        self.status_label.setText(f"<span style='color:{colour}'>{_html(message)}</span>")
         self.kpi_values["mfu"].setStyleSheet("")
         self._show_time_bar_or_nothing(message)
         for label in self.slice_labels.values():
@@ -905,10 +995,17 @@ class MfuTab(QWidget):
         for label in (self.convention_label, self.breakdown_message, self.ceiling_readout,
                       self.amdahl_readout, self.tokens_readout, self.n_readout, self.steps_readout):
             label.setText("")
-        self.warnings_label.setText(f"<span style='color:#d73027'>No result: {message}</span>")
+        title = ("Not a result, an input error" if implausible else
+                 "Waiting for inputs" if waiting else "No result")
+        self.warnings_label.setText(f"<span style='color:{colour}'><b>{title}:</b> {_html(message)}</span>")
         self.result_changed.emit(None)
 
     def _show_device(self) -> None:
+        if self.run_source == "example" and self.example:
+            run = EXAMPLE_RUNS[self.example]
+            self.device_label.setText(f"{run.hardware}, {run.precision}: the example run's hardware "
+                                      f"(the toolbar's {self.context.device_id} applies to your own run)")
+            return
         try:
             device = self.context.database.get(self.context.device_id)
             self.device_label.setText(f"{device.name} ({device.id}), peak precision "
@@ -928,19 +1025,19 @@ class MfuTab(QWidget):
         self._set_kpi("headroom", f"{r.headroom_to_target:.1%}" if r.headroom_to_target else "none",
                       f"needs {r.speedup_to_target:.2f}× faster steps" if r.headroom_to_target
                       else "at or above 50 %")
-        self._set_kpi("tokens", mfu.format_count(r.tokens_per_s), f"{mfu.format_count(i.tokens_per_step)} per step")
-        self._set_kpi("tokens_gpu", mfu.format_count(r.tokens_per_s_per_gpu), f"{i.gpus} GPU(s)")
-        self._set_kpi("time", mfu.format_duration(r.time_to_train_s) if r.time_to_train_s else "—",
-                      f"for {mfu.format_count(i.train_tokens)} tokens" if i.train_tokens else "enter tokens")
+        self._set_kpi("tokens", format_count(r.tokens_per_s), f"{format_count(i.tokens_per_step)} per step")
+        self._set_kpi("tokens_gpu", format_count(r.tokens_per_s_per_gpu), f"{i.gpus} GPU(s)")
+        self._set_kpi("time", format_duration_s(r.time_to_train_s) if r.time_to_train_s else "—",
+                      f"for {format_count(i.train_tokens)} tokens" if i.train_tokens else "enter tokens")
         self._set_kpi("cost", f"{r.cost_per_million_tokens:.3g}" if r.cost_per_million_tokens is not None
                       else "—", "in the price's currency" if i.price_per_gpu_hour else "enter a price")
         self.convention_label.setText(f"<b>Convention:</b> {r.convention}")
-        self.tokens_readout.setText(f"Tokens per step: {mfu.format_count(i.tokens_per_step)}"
+        self.tokens_readout.setText(f"Tokens per step: {format_count(i.tokens_per_step)}"
                                     f" ({int(i.tokens_per_step):,})")
-        self.n_readout.setText(f"N = {mfu.format_count(i.n_params)} — {i.n_params_note}")
-        self.n_readout.setProperty("n_text", mfu.format_count(i.n_params))
+        self.n_readout.setText(f"N = {format_count(i.n_params)} — {i.n_params_note}")
+        self.n_readout.setProperty("n_text", format_count(i.n_params))
         self.steps_readout.setText(i.step_stats.describe() if i.step_stats else
-                                   f"one value: {mfu.format_duration(i.step_time_s)} (give several "
+                                   f"one value: {format_duration_s(i.step_time_s)} (give several "
                                    "steps to see the spread)")
         self.peak_readout.setText(
             f"{fmt(r.peak_flops_per_s_per_gpu, 'FLOP/s', 4)} per GPU ({i.peak.source}) × {i.gpus}"
@@ -970,13 +1067,13 @@ class MfuTab(QWidget):
             for w in warnings)
         self.warnings_label.setText(f"<ul style='margin-left:-20px'>{items}</ul>")
 
-    def _show_breakdown(self, breakdown: mfu.GapBreakdown, r: mfu.MfuResult) -> None:
+    def _show_breakdown(self, breakdown: mfu_gap.GapBreakdown, r: mfu.MfuResult) -> None:
         if _implausible(r):
             # No gap against peak to attribute: show what was measured (the causes as shares of the
             # step time), so a trace's causes stay visible while the model or batch is fixed.
             self.gap_group.setTitle(TIME_TITLE.format(why="the MFU is not plausible"))
             self.gap_bar.set_slices(
-                mfu.step_time_slices(self._causes()), [],
+                mfu_gap.step_time_slices(self._causes()), [],
                 f"MFU {r.mfu:.0%} is not plausible: check the model, tokens per step and GPUs. "
                 "The bar shows the causes as shares of the step time.")
         else:
@@ -997,18 +1094,18 @@ class MfuTab(QWidget):
 
     def _show_time_bar_or_nothing(self, message: str) -> None:
         """Without a result: the entered (or trace) causes as shares of the step time, if any."""
-        causes = mfu.GapCauses(**{k: s.value() / 100 for k, s in self.cause_spins.items()})
+        causes = mfu_gap.GapCauses(**{k: s.value() / 100 for k, s in self.cause_spins.items()})
         if not any(getattr(causes, key) > 0 for key in TIME_CAUSES):
             self.gap_group.setTitle(GAP_TITLE)
             self.gap_bar.set_slices([], [])
             return
         self.gap_group.setTitle(TIME_TITLE.format(why="no MFU yet"))
-        self.gap_bar.set_slices(mfu.step_time_slices(causes), [],
+        self.gap_bar.set_slices(mfu_gap.step_time_slices(causes), [],
                                 f"No MFU ({message}). The bar shows the causes as shares of the step time.")
 
     def _show_amdahl(self, step_time_s: float) -> None:
         try:
-            self.amdahl_result = mfu.amdahl(self.amdahl_share_spin.value() / 100,
+            self.amdahl_result = mfu_gap.amdahl(self.amdahl_share_spin.value() / 100,
                                             self.amdahl_speedup_spin.value(), step_time_s)
         except mfu.MfuInputError as exc:
             self.amdahl_readout.setText(str(exc))
@@ -1016,7 +1113,7 @@ class MfuTab(QWidget):
         a = self.amdahl_result
         self.amdahl_readout.setText(
             f"Overall <b>{a.overall_speedup:.3f}×</b> ({a.overall_speedup - 1:.1%} faster): step "
-            f"{mfu.format_duration(step_time_s)} → {mfu.format_duration(a.new_time_s or 0.0)}. "
+            f"{format_duration_s(step_time_s)} → {format_duration_s(a.new_time_s or 0.0)}. "
             f"Bound if the part took no time: "
             f"{'∞' if math.isinf(a.bound_speedup) else f'{a.bound_speedup:.3g}×'}.")
 
@@ -1025,7 +1122,7 @@ class MfuTab(QWidget):
         """The current result as ``"text"``, ``"markdown"`` or ``"json"`` ("" when inputs are invalid)."""
         if self.result is None:
             return ""
-        return mfu.report(self.result, self.breakdown, fmt)
+        return report(self.result, self.breakdown, fmt)
 
     def copy_result(self, fmt: str) -> None:
         text = self.result_text(fmt)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpuperf_gui.core import mfu
+from gpuperf_gui.core import mfu, mfu_gap, units
 from gpuperf_gui.core.hardware import load_database
 from gpuperf_gui.core.model_presets import ModelConfig, count_params, get_preset, preset_names
 
@@ -261,22 +261,22 @@ def test_input_errors_name_the_field() -> None:
 
 def test_pipeline_bubble() -> None:
     # Narayanan et al. 2021 §2.2: (p−1)/(m+p−1); interleaved with v chunks: (p−1)/(v·m + p − 1).
-    assert mfu.pipeline_bubble_fraction(4, 8) == pytest.approx(3 / 11)
-    assert mfu.pipeline_bubble_fraction(4, 8, 2) == pytest.approx(3 / 19)
-    assert mfu.pipeline_bubble_fraction(1, 8) == 0.0
+    assert mfu_gap.pipeline_bubble_fraction(4, 8) == pytest.approx(3 / 11)
+    assert mfu_gap.pipeline_bubble_fraction(4, 8, 2) == pytest.approx(3 / 19)
+    assert mfu_gap.pipeline_bubble_fraction(1, 8) == 0.0
 
 
 def test_gap_breakdown_adds_up_and_unexplained_shrinks() -> None:
-    empty = mfu.gap_breakdown(0.40, 0.50, mfu.GapCauses())
+    empty = mfu_gap.gap_breakdown(0.40, 0.50, mfu_gap.GapCauses())
     assert empty.unexplained == pytest.approx(0.50)  # 1 − MFU − recompute (0.10)
-    filled = mfu.gap_breakdown(0.40, 0.50, mfu.GapCauses(exposed_comm=0.1, data_stall=0.05, memory_bound=0.2))
+    filled = mfu_gap.gap_breakdown(0.40, 0.50, mfu_gap.GapCauses(exposed_comm=0.1, data_stall=0.05, memory_bound=0.2))
     assert filled.unexplained == pytest.approx(0.50 - 0.1 - 0.05 - 0.2 * 0.9)
     assert filled.message is None
     assert sum(s.fraction for s in filled.display_slices()) == pytest.approx(1.0)
 
 
 def test_gap_breakdown_over_attributed_says_so() -> None:
-    over = mfu.gap_breakdown(0.60, 0.60, mfu.GapCauses(exposed_comm=0.3, data_stall=0.3))
+    over = mfu_gap.gap_breakdown(0.60, 0.60, mfu_gap.GapCauses(exposed_comm=0.3, data_stall=0.3))
     assert over.unexplained == 0.0
     assert over.over_attributed == pytest.approx(0.2)
     assert over.message and "over-attributed" in over.message.lower()
@@ -287,12 +287,12 @@ def test_gap_breakdown_over_attributed_says_so() -> None:
 
 def test_amdahl() -> None:
     # 100 ms step, a 10 ms part made 2× faster → 95 ms: 1.0526× (about 5 % faster); bound 1/(1−p).
-    result = mfu.amdahl(0.10, 2.0, total_time_s=0.100)
+    result = mfu_gap.amdahl(0.10, 2.0, total_time_s=0.100)
     assert result.overall_speedup == pytest.approx(1 / 0.95)
     assert result.new_time_s == pytest.approx(0.095)
     assert result.bound_speedup == pytest.approx(1 / 0.9)
     assert round((result.overall_speedup - 1) * 100, 1) == 5.3
-    assert math.isinf(mfu.amdahl(1.0, 2.0).bound_speedup)
+    assert math.isinf(mfu_gap.amdahl(1.0, 2.0).bound_speedup)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -376,14 +376,14 @@ def test_json_keys_and_convention() -> None:
 
 
 def test_parse_quantity() -> None:
-    assert mfu.parse_quantity("124M") == 124e6
-    assert mfu.parse_quantity("1.5B") == 1.5e9
-    assert mfu.parse_quantity("16_384") == 16384
-    assert mfu.parse_quantity("989.4T") == pytest.approx(989.4e12)
-    assert mfu.parse_float_list("0.2, 0.21;0.19 0.2") == [0.2, 0.21, 0.19, 0.2]
+    assert units.parse_quantity("124M") == 124e6
+    assert units.parse_quantity("1.5B") == 1.5e9
+    assert units.parse_quantity("16_384") == 16384
+    assert units.parse_quantity("989.4T") == pytest.approx(989.4e12)
+    assert units.parse_quantity_list("0.2, 0.21;0.19 0.2") == [0.2, 0.21, 0.19, 0.2]
     for bad in ("", "abc", "1..2", "nan", "inf"):
         with pytest.raises(ValueError):
-            mfu.parse_quantity(bad)
+            units.parse_quantity(bad)
 
 
 def test_config_from_hugging_face_config_json() -> None:
@@ -440,11 +440,11 @@ def test_text_report_gives_the_spread_and_the_warmup_dropped() -> None:
 
 
 def test_step_time_slices_show_the_causes_of_the_step() -> None:
-    causes = mfu.GapCauses(exposed_comm=0.4, data_stall=0.1, memory_bound=0.2)
-    slices = {s.key: s.fraction for s in mfu.step_time_slices(causes)}
+    causes = mfu_gap.GapCauses(exposed_comm=0.4, data_stall=0.1, memory_bound=0.2)
+    slices = {s.key: s.fraction for s in mfu_gap.step_time_slices(causes)}
     assert slices == pytest.approx({"exposed_comm": 0.4, "data_stall": 0.1, "memory_bound": 0.2,
-                                    mfu.REST_OF_STEP: 0.3})
-    over = mfu.step_time_slices(mfu.GapCauses(exposed_comm=0.9, launch_gaps=0.6))
+                                    mfu_gap.REST_OF_STEP: 0.3})
+    over = mfu_gap.step_time_slices(mfu_gap.GapCauses(exposed_comm=0.9, launch_gaps=0.6))
     assert sum(s.fraction for s in over) == pytest.approx(1.0)
     assert all(s.fraction >= 0 for s in over)
 
