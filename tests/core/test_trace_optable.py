@@ -1,11 +1,13 @@
 """The op table against torch's own key_averages() tables saved beside the H200 traces."""
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
+from gpuperf_gui.core.trace.load import load_rank
 from gpuperf_gui.core.trace.optable import op_table
 from trace_support import loaded
 
@@ -53,3 +55,79 @@ def test_kernel_rows_within_1_percent_and_top10_ops_within_5_percent(shared_trac
                    for r in _matches(ref, ours)), ref
     for ref in reference[:10]:
         assert any(r.device_total_s == pytest.approx(ref["dev_total"], rel=0.05) for r in _matches(ref, ours)), ref
+
+
+def _ref_rows(path: Path) -> list[dict]:
+    """All five time/count columns of a key_averages table (CPU total added to the parse above)."""
+    rows = []
+    for line in path.read_text().splitlines():
+        if line.startswith("-") or "Self CPU %" in line or "time total" in line or not line.strip():
+            continue
+        name, cols = line[:55].strip(), line[55:].split()
+        rows.append({"name": name, "self_cpu": _seconds(cols[1]), "cpu_total": _seconds(cols[3]),
+                     "self_dev": _seconds(cols[5]), "dev_total": _seconds(cols[7]), "calls": int(cols[9])})
+    return rows
+
+
+def _close(ours: float, ref: float) -> bool:
+    return abs(ours - ref) <= 1e-6 + 0.01 * ref  # the table prints 4 digits; the trace rounds to µs
+
+
+@pytest.mark.parametrize("name", ["healthy_gpt_small", "launch_bound_tiny", "memory_bound_visible"])
+def test_every_row_of_key_averages_matches_calls_and_all_four_times(shared_traces: Path, name: str) -> None:
+    rt, _ = loaded(shared_traces / f"h200/{name}.json.gz")
+    ours = op_table(rt)
+    reference = _ref_rows(shared_traces / f"h200/{name}.key_averages.txt")
+    assert len(reference) == 25
+    for ref in reference:
+        assert any(r.calls == ref["calls"] and _close(r.self_cpu_s, ref["self_cpu"])
+                   and _close(r.cpu_total_s, ref["cpu_total"]) and _close(r.self_device_s, ref["self_dev"])
+                   and _close(r.device_total_s, ref["dev_total"]) for r in _matches(ref, ours)), ref
+
+
+def test_nested_same_name_op_is_one_call_as_in_key_averages(shared_traces: Path) -> None:
+    """memory_bound_visible: each ``x.sum()`` is ``aten::sum`` calling ``aten::sum``. torch's table:
+    4 calls, self CPU 149.240 us, CUDA total 447.042 us (the nested rows were 8 calls and 894 us)."""
+    rt, _ = loaded(shared_traces / "h200/memory_bound_visible.json.gz")
+    assert sum(int((lane.name_id == rt.strings.find("aten::sum")).sum()) for lane in rt.cpu_lanes) == 8
+    (row,) = [r for r in op_table(rt) if r.name == "aten::sum"]
+    assert row.calls == 4
+    assert row.self_cpu_s == pytest.approx(149.240e-6, abs=1e-6)
+    assert row.self_device_s == pytest.approx(447.042e-6, abs=1e-6)
+    assert row.device_total_s == pytest.approx(447.042e-6, abs=1e-6)
+
+
+def _write(tmp_path: Path, events: list[dict]) -> Path:
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+def _op(name: str, ts: float, dur: float, cat: str = "cpu_op", **args: object) -> dict:
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": args}
+
+
+def _kernel(corr: int, ts: float, dur: float) -> list[dict]:
+    return [_op("cudaLaunchKernel", ts, 1, "cuda_runtime", correlation=corr),
+            {"ph": "X", "cat": "kernel", "name": f"k{corr}", "pid": 0, "tid": 7, "ts": ts + 2, "dur": dur,
+             "args": {"correlation": corr, "device": 0, "stream": 7}}]
+
+
+def test_same_name_chains_collapse_like_remove_dup_nodes(tmp_path: Path) -> None:
+    """torch's rule by hand: a same-name child is dropped only when it is its parent's only child.
+
+    f(0-100) > f(10-90) > f(20-80) > launch(30, kernel 5 us): one chain, 1 call of f with CPU total
+    100, self CPU 100 - 1 (the launch), device 5. g(200-300) > [g(210-250), h(260-270)]: g's parent
+    has two children, so g stays 2 calls, CPU total 140, device 7 counted once in total (the inner
+    g launched it) and in self once.
+    """
+    events = [_op("f", 0, 100), _op("f", 10, 80), _op("f", 20, 60), *_kernel(1, 30, 5),
+              _op("g", 200, 100), _op("g", 210, 40), *_kernel(2, 220, 7), _op("h", 260, 10)]
+    rows = {(r.name, r.kind): r for r in op_table(load_rank(_write(tmp_path, events)))}
+    f, g = rows[("f", "host")], rows[("g", "host")]
+    assert (f.calls, f.cpu_total_s, f.self_cpu_s) == (1, pytest.approx(100e-6), pytest.approx(99e-6))
+    assert (f.self_device_s, f.device_total_s) == (pytest.approx(5e-6), pytest.approx(5e-6))
+    assert (g.calls, g.cpu_total_s) == (2, pytest.approx(140e-6))
+    assert g.self_cpu_s == pytest.approx((100 - 40 - 10 + 40 - 1) * 1e-6)
+    assert (g.self_device_s, g.device_total_s) == (pytest.approx(7e-6), pytest.approx(7e-6 + 7e-6))
+    assert rows[("cudaLaunchKernel", "host")].calls == 2

@@ -22,6 +22,7 @@ from .decode import DEFAULT_MAX_BYTES
 from .diagnose import Diagnosis, diagnose_job, diagnose_rank
 from .load import dedupe_ranks, discover_files, iter_per_file, load_rank
 from .model import RankTrace, TraceModel
+from .op_points import op_points
 from .optable import OpRow, op_table
 
 
@@ -72,6 +73,7 @@ class TraceResult:
             obj = r.analysis.to_json()
             obj["diagnosis"] = r.diagnosis.to_json()
             obj["op_table"] = [row.to_json() for row in r.ops[:top]]
+            obj["roofline_points"] = [p.to_json() for p in op_points(r.trace)]  # = "Show on roofline"
             ranks.append(obj)
         return json_safe({"diagnosis": self.diagnosis.to_json(), "ranks": ranks,
                         "multi_rank": self.multi_rank.to_json()})

@@ -10,10 +10,10 @@ from dataclasses import replace
 from operator import attrgetter
 from pathlib import Path
 
-import msgspec
 import numpy as np
 
 from .decode import BEvent, Decoded, EEvent, Event, MEvent, XEvent
+from .flops import SHAPED_OP_RE, estimate_op
 from .kernel_classes import COPY_CATEGORIES, class_code, classify_kernel
 from .model import Flows, Lane, RankTrace, StepWindow, StringTable, TraceFormatError
 
@@ -29,12 +29,6 @@ _ROLE_KIND = {_ROLE_CPU: "cpu", _ROLE_GPU: "gpu_compute", _ROLE_ANNOTATION: "gpu
 _STEP_RE = re.compile(r"ProfilerStep\s*#\s*(\d+)")
 _RANK_FILE_RE = re.compile(r"(?:rank[-_]?|worker)(\d+)", re.IGNORECASE)
 _STREAM_RE = re.compile(r"(\d+)")
-_SHAPED_OP_RE = re.compile(
-    r"^aten::(mm|addmm|bmm|baddbmm|linear|matmul|_scaled_mm|"
-    r"_scaled_dot_product_\w*attention\w*|_flash_attention_forward|_efficient_attention_forward)$")
-_DTYPE_BYTES = {"float": 4, "c10::Half": 2, "c10::BFloat16": 2, "double": 8, "c10::Float8_e4m3fn": 1,
-                "c10::Float8_e5m2": 1, "int": 4, "long int": 8, "signed char": 1,
-                "unsigned char": 1}
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _PAIRED_OR_META = frozenset({BEvent, EEvent, MEvent})  # a set: hashing a type beats ``==`` on a tuple
 
@@ -425,71 +419,26 @@ def _fill_shaped_ops(rt: RankTrace, args: list, order: np.ndarray, names_sorted:
                      roles_sorted: np.ndarray, flops: np.ndarray, nbytes: np.ndarray,
                      shapes: np.ndarray) -> None:
     """Estimate FLOPs and minimal bytes of GEMM/attention ops from their recorded input dims."""
-    shaped_names = rt.strings.ids_matching(lambda s: bool(_SHAPED_OP_RE.match(s)))
+    shaped_names = rt.strings.ids_matching(lambda s: bool(SHAPED_OP_RE.match(s)))
     if not shaped_names.any():
         return
     rows = np.flatnonzero(shaped_names[names_sorted] & (roles_sorted == _ROLE_CPU))
-    cache: dict[tuple[bytes, bytes, int], tuple[float, float]] = {}
+    cache: dict[tuple[bytes, bytes, bytes, int], tuple[float, float, str]] = {}
     for row in rows.tolist():
         a = args[int(order[row])]
         if a is None or not a.input_dims:
             continue
-        dims_raw, types_raw = bytes(a.input_dims), bytes(a.input_type)
+        dims_raw, types_raw, concrete_raw = bytes(a.input_dims), bytes(a.input_type), bytes(a.concrete_inputs)
         name = rt.strings[names_sorted[row]]
-        key = (dims_raw, types_raw, int(names_sorted[row]))
+        key = (dims_raw, types_raw, concrete_raw, int(names_sorted[row]))
         if key not in cache:
-            cache[key] = _estimate_op(name, dims_raw, types_raw)
-        f, b = cache[key]
-        shapes[row] = rt.strings.intern(dims_raw.decode("utf-8", "replace"))
+            cache[key] = estimate_op(name, dims_raw, types_raw, concrete_raw)  # core/trace/flops.py
+        f, b, text = cache[key]
+        shapes[row] = rt.strings.intern(text)
         if f > 0 and np.isnan(flops[row]):
             flops[row] = f
         if b > 0:
             nbytes[row] = b
-
-
-def _estimate_op(name: str, dims_raw: bytes, types_raw: bytes) -> tuple[float, float]:
-    """(FLOPs, minimal bytes) of one GEMM/attention op call from its input dims; (0, 0) if unknown."""
-    try:
-        dims = msgspec.json.decode(dims_raw)
-        types = msgspec.json.decode(types_raw) if types_raw else []
-    except (msgspec.DecodeError, RecursionError):
-        return 0.0, 0.0
-    try:
-        shapes = [tuple(int(x) for x in d) if isinstance(d, list) else () for d in dims]
-    except (TypeError, ValueError):
-        return 0.0, 0.0
-    elem = _DTYPE_BYTES.get(types[0], 2) if types and isinstance(types[0], str) else 2
-    op = name.removeprefix("aten::")
-    m = k = n = 0
-    batch = 1
-    if op == "mm" and len(shapes) >= 2 and len(shapes[0]) == 2 and len(shapes[1]) == 2:
-        (m, k), (_, n) = shapes[0], shapes[1]
-    elif op == "addmm" and len(shapes) >= 3 and len(shapes[1]) == 2 and len(shapes[2]) == 2:
-        (m, k), (_, n) = shapes[1], shapes[2]
-        elem = _DTYPE_BYTES.get(types[1], elem) if len(types) > 1 and isinstance(types[1], str) else elem
-    elif op in ("bmm", "baddbmm"):
-        a, b = (shapes[0], shapes[1]) if op == "bmm" else (shapes[1], shapes[2]) if len(shapes) > 2 else ((), ())
-        if len(a) == 3 and len(b) == 3:
-            batch, m, k = a
-            n = b[2]
-    elif op == "linear" and len(shapes) >= 2 and len(shapes[0]) >= 1 and len(shapes[1]) == 2:
-        k = shapes[0][-1]
-        m = int(np.prod(shapes[0][:-1])) if len(shapes[0]) > 1 else 1
-        n = shapes[1][0]
-    elif op == "_scaled_mm" and len(shapes) >= 2 and len(shapes[0]) == 2 and len(shapes[1]) == 2:
-        (m, k), (_, n) = shapes[0], shapes[1]
-        elem = 1
-    elif "attention" in op and len(shapes) >= 3 and all(len(s) == 4 for s in shapes[:3]):
-        b_, h, lq, e = shapes[0]
-        s_len, ev = shapes[1][2], shapes[2][3]
-        f = 2.0 * b_ * h * lq * s_len * (e + ev)
-        byts = elem * (b_ * h * (lq * e + s_len * e + s_len * ev + lq * ev))
-        return f, float(byts)
-    if m <= 0 or k <= 0 or n <= 0:
-        return 0.0, 0.0
-    f = 2.0 * batch * m * k * n
-    byts = float(elem * batch * (m * k + k * n + m * n))
-    return f, byts
 
 
 def _launch_flows(rt: RankTrace, lane_sorted: np.ndarray, bounds: np.ndarray,

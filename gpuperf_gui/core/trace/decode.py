@@ -46,6 +46,7 @@ class Args(msgspec.Struct, gc=False):
     flops: float = -1.0
     input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Dims")
     input_type: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input type")
+    concrete_inputs: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Concrete Inputs")  # is_causal (flops.py)
     name: Union[str, None] = None  # M events: process_name / thread_name
 
 

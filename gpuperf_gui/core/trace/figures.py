@@ -7,10 +7,9 @@ import numpy as np
 
 from ..roofline import RooflinePoint
 from .analysis import RankAnalysis
-from .build import LAUNCH_CATEGORIES
 from .diagnose import THRESHOLDS
 from .model import RankTrace
-from .optable import HOST_ROW_CATEGORIES, _ids, _kernel_time_by_launch, host_rows_with_device_time
+from .op_points import op_points
 
 
 @dataclass(frozen=True)
@@ -69,35 +68,8 @@ def _rank_parts(a: RankAnalysis) -> list[float]:
 def roofline_points(rt: RankTrace, *, min_seconds: float = 0.0) -> list[RooflinePoint]:
     """One point per (op, input shapes) whose FLOPs and bytes are known (GEMM/attention ops).
 
-    FLOPs and bytes come from the recorded input dims (see :mod:`.build`); seconds are the device
-    time of the kernels the op launched (summed over its calls, like FLOPs and bytes).
+    The points of :func:`.op_points.op_points` (``gpuperf diagnose --json``'s ``roofline_points``):
+    FLOPs and bytes from the recorded shapes (:mod:`.flops`), seconds the device time of the kernels
+    the op launched, summed over its calls; longest first.
     """
-    host_cat = rt.strings.ids_matching(lambda s: s in HOST_ROW_CATEGORIES)
-    kernel_us = _kernel_time_by_launch(rt)
-    launch_ids = _ids(rt, LAUNCH_CATEGORIES)
-    groups: dict[tuple[int, int], list[float]] = {}
-    for lane in rt.cpu_lanes:
-        if not np.any(~np.isnan(lane.flops)):
-            continue
-        got = host_rows_with_device_time(lane, host_cat, kernel_us, launch_ids)
-        if got is None:
-            continue
-        rows, _, _, _, dev_op = got
-        flops, nbytes = lane.flops[rows], lane.bytes[rows]
-        ok = ~np.isnan(flops) & ~np.isnan(nbytes) & (flops > 0) & (nbytes > 0) & (dev_op > 0)
-        for r in np.flatnonzero(ok).tolist():
-            key = (int(lane.name_id[rows[r]]), int(lane.shapes_id[rows[r]]))
-            acc = groups.setdefault(key, [0.0, 0.0, 0.0, 0])
-            acc[0] += float(flops[r])
-            acc[1] += float(nbytes[r])
-            acc[2] += float(dev_op[r]) / 1e6
-            acc[3] += 1
-    points = []
-    for (name_id, shapes_id), (f, b, sec, calls) in groups.items():
-        if sec < min_seconds:
-            continue
-        shapes = rt.strings[shapes_id] if shapes_id >= 0 else ""
-        label = f"{rt.strings[name_id]} {shapes} x{calls}".strip()
-        points.append(RooflinePoint(label=label, flops=f, bytes=b, seconds=sec, kind="trace"))
-    points.sort(key=lambda p: -(p.seconds or 0.0))
-    return points
+    return [p.roofline_point() for p in op_points(rt, min_seconds=min_seconds)]

@@ -20,11 +20,16 @@ as torch does.
   encloses its launch call (joined through the correlation id) and is not itself a runtime/driver
   call (torch credits kernels to the op, never to ``cudaLaunchKernel``); total device = self +
   children's.
+* Nested same-name ops are one call, as in torch's ``EventList._remove_dup_nodes``: an event whose
+  parent has the same (grouped) name and no other child (overhead spans count as children on the
+  profiling thread) is dropped; the parent takes over its children and its kernels (replacing its
+  own, as torch does). ``aten::sum`` calling ``aten::sum`` is 1 call, its device time counted once.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -85,20 +90,20 @@ def op_table(rt: RankTrace) -> list[OpRow]:
     launch_ids = _ids(rt, LAUNCH_CATEGORIES)
     overhead = _overhead_spans(rt)
     step_lane = _profiling_thread(rt)
+    group = name_groups(rt)
     for lane in rt.cpu_lanes:
-        got = host_rows_with_device_time(lane, host_cat, kernel_us, launch_ids)
+        got = host_rows_with_device_time(lane, host_cat, kernel_us, launch_ids, group,
+                                         overhead if lane is step_lane else None)
         if got is None:
             continue
-        rows, level, parent, dur, dev_op = got
+        rows, level, parent, dur, dev_op, overhead_us = got
         dev_total = dev_op.copy()
-        child_cpu = np.zeros(rows.size)
+        child_cpu = overhead_us.copy()
         nested = parent >= 0
         np.add.at(child_cpu, parent[nested], dur[nested])
         for d in range(int(level.max()), 0, -1):
             at = np.flatnonzero(level == d)
             np.add.at(dev_total, parent[at], dev_total[at])
-        if lane is step_lane and overhead[0].size:
-            child_cpu += _enclosed_time(lane.start_us[rows], dur, overhead)
         names = lane.name_id[rows]
         np.add.at(self_cpu, names, np.maximum(dur - child_cpu, 0.0))
         np.add.at(total_cpu, names, dur)
@@ -145,14 +150,39 @@ def _set_device_shares(rt: RankTrace, rows: list[OpRow], work_us: np.ndarray, de
             row.device_share = by_name[row.name] / total_us if total_us > 0 else 0.0
 
 
+class HostRows(NamedTuple):
+    """Host rows of one CPU lane as torch's event tree (see :func:`host_rows_with_device_time`)."""
+
+    rows: np.ndarray
+    """Indices into the lane."""
+    level: np.ndarray
+    parent: np.ndarray
+    """Index into ``rows`` of each row's parent, -1 for roots."""
+    duration_us: np.ndarray
+    self_device_us: np.ndarray
+    overhead_us: np.ndarray
+    """Profiler-overhead time whose innermost enclosing row this is (0 without ``overhead``)."""
+
+
+def name_groups(rt: RankTrace) -> np.ndarray:
+    """Per string id, the id of its group name (every ``ProfilerStep#N`` maps to one id)."""
+    group = np.arange(len(rt.strings), dtype=np.int64)
+    step = np.flatnonzero(rt.strings.ids_matching(lambda s: bool(_STEP_RE.match(s))))
+    if step.size:
+        group[step] = step[0]
+    return group
+
+
 def host_rows_with_device_time(lane, host_cat: np.ndarray, kernel_us: dict[int, np.ndarray],  # noqa: ANN001
-                               launch_ids: np.ndarray):  # noqa: ANN201
+                               launch_ids: np.ndarray, group: np.ndarray,
+                               overhead: tuple[np.ndarray, np.ndarray] | None = None) -> HostRows | None:
     """Host rows of a CPU lane with nesting and the device µs each op launched itself.
 
-    Returns ``(rows, level, parent, duration_us, self_device_us)`` or None when the lane has no
-    host rows: ``parent`` indexes ``rows`` (-1 for roots, see :func:`containment_parents`) and
-    ``level`` is the depth in that tree. Kernels launched by a runtime/driver call are credited to
-    the innermost enclosing op that is not itself a runtime/driver call.
+    None when the lane has no host rows. ``parent`` follows :func:`containment_parents`; kernels
+    launched by a runtime/driver call are credited to the innermost enclosing op that is not itself
+    a runtime/driver call. Same-name chains are collapsed as torch does (:func:`_collapse_same_name`;
+    ``group`` from :func:`name_groups`). ``overhead`` spans (start, end sorted) count as children of
+    the row enclosing them.
     """
     rows = np.flatnonzero(host_cat[lane.category_id])
     if rows.size == 0:
@@ -174,7 +204,42 @@ def host_rows_with_device_time(lane, host_cat: np.ndarray, kernel_us: dict[int, 
         ok = target >= 0
         np.add.at(dev_op, target[ok], dev_op[moved[ok]])
         dev_op[moved[ok]] = 0.0
-    return rows, level, parent, dur, dev_op
+    over_us = np.zeros(rows.size)
+    over_n = np.zeros(rows.size, dtype=np.int64)
+    if overhead is not None and overhead[0].size:
+        owner = _span_owners(start, dur, overhead)
+        ok = owner >= 0
+        np.add.at(over_us, owner[ok], (overhead[1] - overhead[0])[ok])
+        np.add.at(over_n, owner[ok], 1)
+    got = HostRows(rows, level, parent, dur, dev_op, over_us)
+    return _collapse_same_name(got, group[lane.name_id[rows]], over_n)
+
+
+def _collapse_same_name(h: HostRows, name_group: np.ndarray, extra_children: np.ndarray) -> HostRows:
+    """torch's ``_remove_dup_nodes``: drop each row whose parent has its name and no other child.
+
+    The parent keeps its own span (so its self CPU becomes its span minus the grandchildren) and
+    takes the dropped row's kernels in place of its own; chains collapse into their top row.
+    """
+    parent = h.parent
+    has_parent = parent >= 0
+    safe = np.maximum(parent, 0)
+    n_children = np.bincount(parent[has_parent], minlength=parent.size) + extra_children
+    merge = has_parent & (name_group == name_group[safe]) & (n_children[safe] == 1)
+    if not merge.any():
+        return h
+    top = np.arange(parent.size)
+    dev, over = h.self_device_us.copy(), h.overhead_us.copy()
+    for i in np.flatnonzero(merge).tolist():  # parents precede children: chains resolve in order
+        t = top[parent[i]]
+        top[i] = t
+        dev[t] = dev[i]
+        over[t] += over[i]
+    keep = ~merge
+    new_index = np.cumsum(keep) - 1
+    kept_parent = parent[keep]
+    new_parent = np.where(kept_parent >= 0, new_index[top[np.maximum(kept_parent, 0)]], -1)
+    return HostRows(h.rows[keep], _levels(new_parent), new_parent, h.duration_us[keep], dev[keep], over[keep])
 
 
 def containment_parents(start: np.ndarray, duration: np.ndarray) -> np.ndarray:
@@ -259,19 +324,15 @@ def _profiling_thread(rt: RankTrace):  # noqa: ANN202 (Lane | None)
     return None
 
 
-def _enclosed_time(start: np.ndarray, duration: np.ndarray, spans: tuple[np.ndarray, np.ndarray]
-                   ) -> np.ndarray:
-    """Per event: total length of the foreign ``spans`` whose innermost enclosing event it is."""
-    out = np.zeros(start.size)
-    if start.size == 0:
-        return out
-    end = start + duration
+def _span_owners(start: np.ndarray, duration: np.ndarray, spans: tuple[np.ndarray, np.ndarray]
+                 ) -> np.ndarray:
+    """Per foreign span (sorted by start), the index of its innermost enclosing event, -1 if none."""
     s, e = spans
+    if start.size == 0:
+        return np.full(s.size, -1, dtype=np.int64)
+    end = start + duration
     pos = np.searchsorted(start, s, side="right") - 1
-    owner = _enclosing(_max_table(end), end, pos, s, e)
-    ok = owner >= 0
-    np.add.at(out, owner[ok], (e - s)[ok])
-    return out
+    return _enclosing(_max_table(end), end, pos, s, e)
 
 
 def _ids(rt: RankTrace, names: frozenset[str]) -> np.ndarray:
