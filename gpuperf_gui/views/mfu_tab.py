@@ -176,6 +176,7 @@ class MfuTab(QWidget):
         self.example: str | None = None  # the preset whose example run fills the run fields
         self.trace_run: TraceRun | None = None
         self._model_confirmed = False  # the user picked or typed the model (not just the default)
+        self._exact: dict[str, tuple[str, float]] = {}  # field → (text shown, exact value)
         layout = QHBoxLayout(self)
         layout.addWidget(self._build_inputs(), 0)
         layout.addWidget(self._build_results(), 1)
@@ -579,7 +580,7 @@ class MfuTab(QWidget):
             self.fields[key].setText(str(value))
         self.direct_tokens_check.setChecked(False)
         self.fields["tokens_per_step"].setText("")
-        self.fields["step_times"].setText(f"{form.step_times_s[0]:.6g}")
+        self._set_exact("step_times", form.step_times_s[0])
         self.warmup_spin.setValue(-1)
         self.gpus_spin.setValue(run.gpus)
         self.recompute_combo.setCurrentText(run.recompute)
@@ -680,7 +681,7 @@ class MfuTab(QWidget):
         self._filling = True
         try:
             if run.step_time_s is not None and math.isfinite(run.step_time_s) and run.step_time_s > 0:
-                self.fields["step_times"].setText(f"{run.step_time_s:.6g}")
+                self._set_exact("step_times", run.step_time_s)
                 self.fields["step_times"].set_origin(
                     f"{origin}: median of the steady profiled steps (profiled steps run slower)")
                 self.warmup_spin.setValue(-1)
@@ -694,8 +695,9 @@ class MfuTab(QWidget):
             self.gpus_spin.setStyleSheet(f"QSpinBox {{ {FROM_TRACE_STYLE} }}")
             self.gpus_spin.setToolTip(f"{origin}: " + ("the recorded world size" if run.world_size else
                                       "the ranks loaded (the trace records no world size)"))
-            if not keep_tokens:  # the example's sequence and tokens describe another run
+            if not keep_tokens:  # the example's sequence, tokens and recompute describe another run
                 self.fields["seq_len"].setText("")
+                self.recompute_combo.setCurrentText("none")
                 self.direct_tokens_check.setChecked(True)
                 self.fields["tokens_per_step"].setText("")
                 self.fields["tokens_per_step"].setPlaceholderText("tokens per step of the traced run")
@@ -803,9 +805,28 @@ class MfuTab(QWidget):
             parsed.update(self._recompute_fractions(parsed))
         except _Invalid:
             bad = True
+        for key, needed in (("tokens_per_step", self.direct_tokens_check.isChecked()),
+                            ("n_params", mode in (N_GIVEN, NO_MODEL))):
+            if needed and key in parsed and parsed[key] is None:
+                self.fields[key].mark(f"required: {'the tokens per step' if key != 'n_params' else 'N'}"
+                                      " of the run", needed=True)
+                bad = True
         if bad:
             raise _Invalid("fields")
         return parsed
+
+    def _set_exact(self, key: str, value: float) -> None:
+        """Show ``value`` rounded to 6 digits but compute with it exactly while the text is unchanged."""
+        text = f"{value:.6g}"
+        self.fields[key].setText(text)
+        self._exact[key] = (text, value)
+
+    def _exact_times(self) -> tuple[float, ...]:
+        text = self.fields["step_times"].text()
+        exact = self._exact.get("step_times")
+        if exact is not None and exact[0] == text.strip():
+            return (exact[1],)
+        return tuple(parse_quantity_list(text))
 
     def _recompute_fractions(self, p: dict[str, float | None]) -> dict[str, float | None]:
         """Custom recompute needs both percentages (0..100); marks a missing or bad one in place."""
@@ -832,7 +853,7 @@ class MfuTab(QWidget):
         ``ConfigError`` when the inputs are inconsistent."""
         p = self._parse_fields()
         try:
-            times = tuple(parse_quantity_list(self.fields["step_times"].text()))
+            times = self._exact_times()
         except ValueError as exc:
             self.fields["step_times"].mark(str(exc))
             raise _Invalid("step_times") from None
