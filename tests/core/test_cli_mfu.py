@@ -149,3 +149,126 @@ def test_step_time_error_names_the_unit(capsys) -> None:
     assert main(["mfu", "--params", "1e9", "--tokens-per-step", "1", "--step-time", "0",
                  "--peak-flops", "1e12"]) == 2
     assert capsys.readouterr().err.strip().endswith("step time must be positive (seconds)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 11: every number bounded to what is physically meaningful; errors name the option or file
+
+
+def _error(capsys, argv: list[str]) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    return err
+
+
+BASE = ["mfu", "--params", "1e9", "--tokens-per-step", "1e6", "--peak-flops", "1e15"]
+
+
+def test_a_denormal_step_time_is_refused_not_a_traceback(capsys) -> None:
+    err = _error(capsys, [*BASE, "--step-time", "1e-320", "--json"])
+    assert "--step-time" in err and "step time must be within" in err
+
+
+def test_a_gpu_count_beyond_any_cluster_is_refused(capsys) -> None:
+    err = _error(capsys, [*BASE, "--step-time", "1", "--gpus", "1e29"])
+    assert "--gpus" in err and "1e+29" in err
+
+
+def test_an_mfu_of_6e77_percent_is_an_input_error(capsys) -> None:
+    # 6·1e9·1e6 FLOPs per step in 1e-6 s on one 1e15 FLOP/s GPU: 6e6 × the peak.
+    err = _error(capsys, ["mfu", "--params", "1e9", "--tokens-per-step", "1e6", "--peak-flops", "1e15",
+                          "--step-time", "1e-6"])
+    assert "impossible" in err and "tokens per step ≤" in err and "--tokens-per-step" in err
+
+
+@pytest.mark.parametrize("value", ["1e400", '"abc"', "2.5", "true", "-4"])
+def test_a_bad_config_value_names_the_file_and_the_key(capsys, tmp_path, value: str) -> None:
+    config = tmp_path / "config.json"
+    config.write_text('{"hidden_size": 4096, "intermediate_size": %s, "max_position_embeddings": 8192, '
+                      '"num_attention_heads": 32, "num_hidden_layers": 32, "vocab_size": 128256}' % value)
+    err = _error(capsys, ["mfu", "--model-config", str(config), "--tokens-per-step", "4M",
+                          "--step-time", "10", "--gpus", "64", "--gpu", "h100-sxm"])
+    assert str(config) in err and "intermediate_size" in err
+
+
+def test_a_non_numeric_hidden_size_names_the_file(capsys, tmp_path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text('{"hidden_size": "abc", "max_position_embeddings": 8192, "num_attention_heads": 32, '
+                      '"num_hidden_layers": 32, "vocab_size": 128256}')
+    err = _error(capsys, ["mfu", "--model-config", str(config), "--tokens-per-step", "4M",
+                          "--step-time", "10", "--gpu", "h100-sxm"])
+    assert str(config) in err and "hidden_size" in err and "'abc'" in err
+
+
+@pytest.mark.parametrize(("option", "value"), [("--params", "1e400"), ("--layers", "2.5"),
+                                               ("--recompute-dense", "1.5")])
+def test_unparseable_numbers_stop_in_argparse_with_the_option_named(capsys, option, value) -> None:
+    with pytest.raises(SystemExit) as info:
+        main([*BASE, "--step-time", "1", option, value])
+    assert info.value.code == 2
+    assert option in capsys.readouterr().err
+
+
+def test_json_never_fails_on_huge_figures(capsys) -> None:
+    payload = _json(capsys, ["mfu", "--params", "1e15", "--tokens-per-step", "1e11", "--step-time",
+                             "1e7", "--gpus", "10000000", "--peak-flops", "1e18"])
+    assert 0 < payload["mfu"] <= 1
+
+
+# ---------------------------------------------------------------------------------------------
+# --from-trace: step time and GPUs from the trace, model and tokens from the options
+
+HEALTHY_NONEMBED_N = "247259136"  # healthy_gpt_small.meta.json "n_params_nonembed"
+
+
+def test_from_trace_takes_step_time_and_gpus_and_warns_about_profiling(capsys, shared_traces) -> None:
+    path = shared_traces / "h200" / "healthy_gpt_small.json.gz"
+    meta = json.loads((shared_traces / "h200" / "healthy_gpt_small.meta.json").read_text())
+    payload = _json(capsys, ["mfu", "--from-trace", str(path), "--params", HEALTHY_NONEMBED_N,
+                             "--tokens-per-step", str(meta["tokens_per_step"])])
+    assert payload["step_time_source"] == "trace" and payload["gpus"] == 1
+    assert payload["gpus_source"] == "ranks loaded" and payload["trace"]["world_size"] is None
+    assert payload["peak_source"].startswith("h200")  # the trace's "NVIDIA H200"
+    assert "profiled_step_time" in payload["warning_codes"]
+    assert any("profiled steps run slower" in w for w in payload["warnings"])
+    # the profiled median is slower than the unprofiled one the run recorded, by under 40 %
+    assert meta["step_time_median_s"] < payload["step_time_s"] < 1.4 * meta["step_time_median_s"]
+    assert payload["mfu"] == pytest.approx(6 * 247259136 * 16384 / payload["step_time_s"] / 989.4e12)
+
+
+def test_from_trace_with_the_unprofiled_step_time_reports_the_overhead(capsys, shared_traces) -> None:
+    path = shared_traces / "h200" / "healthy_gpt_small.json.gz"
+    meta = json.loads((shared_traces / "h200" / "healthy_gpt_small.meta.json").read_text())
+    payload = _json(capsys, ["mfu", "--from-trace", str(path), "--params", HEALTHY_NONEMBED_N,
+                             "--tokens-per-step", "16384", "--step-time", str(meta["step_time_median_s"])])
+    assert payload["step_time_source"] == "given"
+    traced = payload["trace"]["step_time_s"]
+    assert payload["profiler_overhead"] == pytest.approx(traced / meta["step_time_median_s"] - 1)
+    assert 0 < payload["profiler_overhead"] < 0.4 and "profiler_overhead" in payload["warning_codes"]
+
+
+def test_from_trace_without_a_model_size_is_an_error(capsys, shared_traces) -> None:
+    path = shared_traces / "h200" / "healthy_gpt_small.json.gz"
+    err = _error(capsys, ["mfu", "--from-trace", str(path), "--tokens-per-step", "16384"])
+    assert "not the model" in err and "--params" in err
+    err = _error(capsys, ["mfu", "--from-trace", str(path), "--params", "1e9"])
+    assert "--tokens-per-step" in err
+
+
+def test_from_trace_on_a_rank_folder_takes_the_world_size(capsys, tmp_path) -> None:
+    from gpuperf_gui.core.trace.synth import write_synth_trace
+
+    for rank in range(2):
+        write_synth_trace("comm_bound", tmp_path / f"rank{rank}.json", rank=rank, world_size=2, steps=6)
+    payload = _json(capsys, ["mfu", "--from-trace", str(tmp_path), "--params", "1e6",
+                             "--tokens-per-step", "1000", "--peak-flops", "1e15"])
+    assert payload["gpus"] == 2 and payload["gpus_source"] == "world size"
+    assert payload["trace"]["ranks_loaded"] == 2
+
+
+def test_from_trace_on_a_file_that_is_no_trace_is_an_error(capsys, tmp_path) -> None:
+    bad = tmp_path / "notes.json"
+    bad.write_text('{"hello": 1}')
+    err = _error(capsys, ["mfu", "--from-trace", str(bad), "--params", "1e9", "--tokens-per-step", "1"])
+    assert "--from-trace" in err
