@@ -21,6 +21,7 @@ from typing import TextIO
 from gpuperf_gui.commands._output import fail
 from gpuperf_gui.core.bench.plans import KERNELS, MATMUL_DTYPES, TimingPolicy, build_plan, default_cpu_threads
 from gpuperf_gui.core.bench.points import format_clock
+from gpuperf_gui.core.units import format_si, parse_whole_list
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -89,25 +90,18 @@ class ProgressBar:
 
 
 def _point_line(point) -> str:  # MeasuredPoint
-    rate = f"{point.flops_per_s / 1e12:9.3f} TFLOP/s" if point.flops else " " * 17
+    rate = format_si(point.flops_per_s, "FLOP/s") if point.flops else ""
     flag = "  throttled" if point.throttled else ""
-    extra = f"  busbw {point.busbw_bytes_per_s / 1e9:.3g} GB/s" if point.busbw_bytes_per_s else ""
-    return (f"  {point.label:<34} {rate} {point.bytes_per_s / 1e9:10.2f} GB/s  "
-            f"{point.seconds * 1e6:11.1f} µs ±{point.iqr_fraction / 2:5.1%} n={point.samples:<4} "
-            f"{point.method}{extra}{flag}")
+    extra = f"  busbw {format_si(point.busbw_bytes_per_s, 'B/s')}" if point.busbw_bytes_per_s else ""
+    threads = f" {point.threads} threads" if point.threads else ""
+    return (f"  {point.label:<34} {rate:>14} {format_si(point.bytes_per_s, 'B/s'):>12}  "
+            f"{format_si(point.seconds, 's'):>9} ±{point.iqr_fraction / 2:5.1%} n={point.samples:<4} "
+            f"{point.method}{threads}{extra}{flag}")
 
 
 def _parse_sizes(text: str | None) -> tuple[int, ...]:
-    """``"1024,4096"`` -> (1024, 4096); ValueError with a plain message otherwise."""
-    sizes = []
-    for part in _split(text):
-        try:
-            sizes.append(int(part))
-        except ValueError:
-            raise ValueError(f"--sizes must be whole numbers like 1024,4096 (got {part!r})") from None
-        if sizes[-1] <= 0:
-            raise ValueError(f"--sizes must be positive (got {part!r})")
-    return tuple(sizes)
+    """``"1024,4096"`` -> (1024, 4096); ValueError with a plain message otherwise (core.units)."""
+    return parse_whole_list(text or "", "--sizes")
 
 
 def check_output_file(path_text: str) -> str | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from dataclasses import dataclass
 from typing import Iterable, Literal
 
@@ -82,6 +83,13 @@ class RooflinePoint:
     bytes: float
     seconds: float | None = None
     kind: str = "custom"  # "gemm" | "elementwise" | "custom" | "measured" | "trace"
+    device_id: str = ""   # the device it ran on ("" for a point typed in: it belongs under any roof)
+    precision: str = ""   # the precision it ran in ("" when unknown or mixed)
+
+    def belongs_to(self, device_id: str) -> bool:
+        """Whether the point may be judged against ``device_id``'s roof: it ran there, or it is a
+        model (typed in, no device)."""
+        return not self.device_id or self.device_id == device_id
 
     @property
     def ai_flops_per_byte(self) -> float:
@@ -90,6 +98,35 @@ class RooflinePoint:
     @property
     def achieved_flops_per_s(self) -> float | None:
         return None if not self.seconds else self.flops / self.seconds
+
+
+def roof_polyline(peak_flops_per_s: float, bandwidth_bytes_per_s: float,
+                  ai_range: tuple[float, float]) -> tuple[list[float], list[float]]:
+    """The roof as a polyline over ``ai_range`` (FLOP/byte): x and y of its ends and its ridge,
+    which is where the line bends (dropped when it lies outside the range)."""
+    low, high = ai_range
+    ridge = ridge_flops_per_byte(peak_flops_per_s, bandwidth_bytes_per_s)
+    xs = [low, *([ridge] if low < ridge < high else []), high]
+    return xs, [attainable_flops_per_s(peak_flops_per_s, bandwidth_bytes_per_s, x) for x in xs]
+
+
+_SHAPES = re.compile(r"\s*[\[(].*[\])]")
+_CALLS = re.compile(r"\s(x\d+)$")
+
+
+def short_label(label: str, max_chars: int = 32) -> str:
+    """A point's name for a narrow column: a trace kernel "aten::mm [[4096, 4096], [4096, 4096]] x12"
+    becomes "aten::mm x12" (shapes dropped, the call count kept), then cut to ``max_chars``
+    with an ellipsis in the middle."""
+    calls = _CALLS.search(label)
+    body = label[: calls.start()] if calls else label
+    short = _SHAPES.sub("", body).strip() or body.strip()
+    if calls:
+        short = f"{short} {calls.group(1)}"
+    if len(short) > max_chars:
+        keep = max_chars - 1
+        short = short[: (keep + 1) // 2] + "…" + short[len(short) - keep // 2:]
+    return short
 
 
 @dataclass(frozen=True)

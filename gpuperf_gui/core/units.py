@@ -96,3 +96,54 @@ def format_duration_s(seconds: float | None) -> str:
         if seconds < limit:
             return f"{seconds / scale:.3g} {unit}"
     return f"{seconds / (365.25 * 86400):.3g} years"
+
+
+# --------------------------------------------------------------------------------------------------
+# Sizes in bytes (binary prefixes, as `gpuperf bench` prints them) and lists of whole numbers.
+
+_BINARY = (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024))
+
+
+def format_bytes(value: float | None) -> str:
+    """A size in bytes with a binary prefix: ``"256 KiB"``, ``"1.5 MiB"``, ``"2 GiB"``, ``"512 B"``
+    (whole numbers without decimals, else one decimal; three significant digits at most)."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    for unit, scale in _BINARY:
+        if abs(value) >= scale:
+            number = value / scale
+            if number == int(number):
+                return f"{number:.0f} {unit}"
+            return f"{number:.1f} {unit}" if abs(number) < 100 else f"{number:.0f} {unit}"
+    return f"{value:.0f} B"
+
+
+def parse_whole_list(text: str, what: str = "sizes") -> tuple[int, ...]:
+    """``"1024, 4096"`` (commas, semicolons or spaces) -> (1024, 4096); empty text -> ().
+
+    Each part must be a positive whole number (``"4k"`` is 4000, as :func:`parse_quantity` reads
+    it); otherwise ``ValueError("<what> must be whole numbers like 1024,4096 (not 'x')")``."""
+    parts = [p for p in re.split(r"[,;\s]+", text.strip()) if p]
+    values = []
+    for part in parts:
+        try:
+            value = parse_quantity(part)
+        except ValueError:
+            value = math.nan
+        if not (value > 0 and value == int(value)):
+            raise ValueError(f"{what} must be whole numbers like 1024,4096 (not {part!r})")
+        values.append(int(value))
+    return tuple(values)
+
+
+def parse_positive(text: str, whole: bool = False, maximum: float | None = None) -> float:
+    """A positive finite number people typed (``"1e12"``, ``"268_435_456"``, ``"4k"``); ``whole``:
+    also a whole number. ``ValueError`` with a plain message otherwise."""
+    value = parse_quantity(text)
+    if not value > 0:
+        raise ValueError(f"must be positive, got {text!r}")
+    if whole and value != int(value):
+        raise ValueError(f"must be a whole number, got {text!r}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"must be at most {maximum:.3g}, got {text!r}")
+    return value

@@ -49,6 +49,7 @@ from gpuperf_gui.core.bench.results import (
     new_run_path,
     read_run,
 )
+from gpuperf_gui.core.units import format_bytes, format_si, parse_whole_list
 from gpuperf_gui.views.plotting import XYBuffer, log_si_axes
 from gpuperf_gui.views.workers import TaskRunner
 
@@ -96,15 +97,11 @@ class FieldError(ValueError):
 
 
 def parse_sizes(text: str) -> tuple[int, ...]:
-    """The sizes field ("1024, 4096") as positive ints; FieldError with a plain message."""
-    sizes = []
-    for part in text.replace(" ", "").split(","):
-        if not part:
-            continue
-        if not part.isdigit() or int(part) <= 0:
-            raise FieldError("sizes", f"sizes must be whole numbers like 1024,4096 (not {part!r})")
-        sizes.append(int(part))
-    return tuple(sizes)
+    """The sizes field ("1024, 4096") as positive ints (core.units); FieldError with a plain message."""
+    try:
+        return parse_whole_list(text, "sizes")
+    except ValueError as exc:
+        raise FieldError("sizes", str(exc)) from None
 
 
 def plot_coordinates(point: MeasuredPoint) -> tuple[str, str, float, float] | None:
@@ -124,8 +121,8 @@ def plot_coordinates(point: MeasuredPoint) -> tuple[str, str, float, float] | No
 class ResultsModel(QAbstractTableModel):
     """Measured points, one row each (appended as they arrive)."""
 
-    COLUMNS = ("run", "kernel", "dtype", "size", "TFLOP/s", "GB/s", "time µs", "±IQR", "n", "AI",
-               "method", "clock MHz", "W", "throttled")
+    COLUMNS = ("run", "kernel", "dtype", "size", "rate", "bandwidth", "time", "±IQR", "n", "AI",
+               "method", "threads", "clock MHz", "W", "throttled")
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -149,13 +146,15 @@ class ResultsModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             return f"{p.label}: {p.method}, {p.samples} samples, L2 flushed: {p.l2_flushed}"
         size = (f"{p.size}³" if p.kernel == "matmul" else
-                f"k={p.fma_per_element}" if p.kernel == "fma_chain" else f"{p.working_set_bytes / 1e6:.3g} MB")
+                f"k={p.fma_per_element}" if p.kernel == "fma_chain" else format_bytes(p.working_set_bytes))
+        bandwidth = format_si(p.busbw_bytes_per_s or p.bytes_per_s, "B/s")
         values = (
             run, p.kernel, p.dtype, size,
-            f"{p.flops_per_s / 1e12:.3f}" if p.flops else "",
-            f"{(p.busbw_bytes_per_s or p.bytes_per_s) / 1e9:.2f}",
-            f"{p.seconds * 1e6:.1f}", f"{p.iqr_fraction / 2:.1%}", str(p.samples),
+            format_si(p.flops_per_s, "FLOP/s") if p.flops else "",
+            f"{bandwidth} busbw" if p.busbw_bytes_per_s else bandwidth,
+            format_si(p.seconds, "s"), f"{p.iqr_fraction / 2:.1%}", str(p.samples),
             f"{p.ai_flops_per_byte:.3g}" if p.flops else "0", p.method,
+            str(p.threads) if p.threads else "",
             f"{p.sm_clock_hz / 1e6:.0f}" if p.sm_clock_hz else "",
             f"{p.power_w:.0f}" if p.power_w else "",
             {True: "yes", False: "no", None: ""}[p.throttled],
@@ -611,8 +610,8 @@ class BenchmarkTab(QWidget):
         self.table_model.extend(label, run.points)
         for point in run.points:
             self._buffer_point(label, point)
-            if point.flops > 0 and point.bytes > 0:
-                self.point_measured.emit(point.to_roofline_point())
+            if point.flops > 0 and point.bytes > 0:  # older runs name the device only in the header
+                self.point_measured.emit(point.to_roofline_point(str(run.header.get("device_id", ""))))
         if as_current:  # a run opened for comparison leaves the ceilings alone
             self._show_ceilings(run.ceilings, run.name)
         if as_current:

@@ -8,14 +8,14 @@ Streamed points (benchmarks) go into a preallocated buffer redrawn by a ~30 Hz t
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable
 
 import numpy as np
 import pyqtgraph as pg
 import pyqtgraph.exporters
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QPainter
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import (
@@ -42,11 +42,11 @@ from PySide6.QtWidgets import (
 
 from gpuperf_gui.core import roofline
 from gpuperf_gui.core.bench.ceilings import MeasuredCeilings
-from gpuperf_gui.core.hardware import Device
-from gpuperf_gui.core.roofline import PointAnalysis, RooflinePoint
+from gpuperf_gui.core.hardware import PRECISIONS, Device
+from gpuperf_gui.core.roofline import BYTES_PER_ELEMENT, PointAnalysis, RooflinePoint
+from gpuperf_gui.core.units import format_si, parse_positive
 from gpuperf_gui.views.context import AppContext
 from gpuperf_gui.views.plotting import XYBuffer, log_si_axes
-from gpuperf_gui.core.units import format_si
 
 AI_RANGE = (1e-2, 1e4)  # FLOP/byte shown on the x axis
 REDRAW_INTERVAL_MS = 33  # ~30 Hz for streamed points
@@ -60,6 +60,11 @@ DEVICE_COLOURS = ("#4e79a7", "#e15759", "#59a14f", "#f28e2b", "#76b7b2", "#b07aa
 PRECISION_STYLES = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashDotLine, Qt.PenStyle.DotLine,
                     Qt.PenStyle.DashDotDotLine)
 INVALID_STYLE = "QLineEdit { border: 2px solid #d73027; background: #fdecea; }"
+POINT_COLUMNS = ("point", "device", "AI", "achieved", "% of roof", "band")
+ERROR_STYLE = "color: #b2182b;"
+FOREIGN_BRUSH = (0, 0, 0, 0)  # points judged against another device's roof: hollow markers
+VISIBLE_LIST_ROWS = 6        # the device list shows whole rows, this many before it scrolls
+VISIBLE_BALANCE_ROWS = 8     # the balance table grows to this many rows before it scrolls
 
 
 @dataclass(frozen=True)
@@ -85,48 +90,87 @@ def roof_for(device: Device, precision: str, measured: bool = False) -> Roof:
 
 
 def _parse_positive(edit: QLineEdit, optional: bool = False, whole: bool = False) -> float | None:
-    """The field's positive number (``whole``: a whole number up to 2^40, as matrix sizes and
-    element counts are); marks the field red (and returns None) when it is not."""
-    text = edit.text().strip().replace("_", "").replace(",", "")
+    """The field's positive number (core.units.parse_positive; ``whole``: a whole number up to
+    2^40, as matrix sizes and element counts are); marks the field red (and returns None) when
+    it is not."""
+    text = edit.text().strip()
     if optional and not text:
         edit.setStyleSheet("")
         return None
     try:
-        value = float(text)
-        ok = math.isfinite(value) and value > 0
-        if whole:
-            ok = ok and value == int(value) and value <= roofline.MAX_DIMENSION
+        value: float | None = parse_positive(text, whole=whole,
+                                             maximum=roofline.MAX_DIMENSION if whole else None)
     except ValueError:
-        ok = False
-    edit.setStyleSheet("" if ok else INVALID_STYLE)
-    edit.setToolTip("" if ok else ("a whole number from 1 to 2^40" if whole else "a positive number"))
-    return value if ok else None
+        value = None
+    edit.setStyleSheet("" if value is not None else INVALID_STYLE)
+    edit.setToolTip("" if value is not None else
+                    ("a whole number from 1 to 2^40" if whole else "a positive number"))
+    return value
+
+
+def _wrapped(row: QHBoxLayout, per_line: int) -> QVBoxLayout:
+    """``row``'s widgets on lines of ``per_line`` (the precision boxes fit a narrow column)."""
+    column = QVBoxLayout()
+    widgets = [row.itemAt(i).widget() for i in range(row.count())]
+    for start in range(0, len(widgets), per_line):
+        line = QHBoxLayout()
+        for widget in widgets[start:start + per_line]:
+            line.addWidget(widget)
+        line.addStretch(1)
+        column.addLayout(line)
+    return column
+
+
+def _fit_rows(view: QAbstractItemView, rows: int, max_rows: int, header_px: int = 0) -> None:
+    """Size ``view`` to show ``rows`` whole rows (at most ``max_rows``; it scrolls beyond)."""
+    row_px = max(view.sizeHintForRow(0), view.fontMetrics().height() + 6) if rows else 0
+    shown = max(1, min(rows, max_rows))
+    view.setFixedHeight(header_px + shown * (row_px or view.fontMetrics().height() + 6) + 2 * view.frameWidth())
+
+
+def roofline_title(roofs: list[Roof]) -> str:
+    """The plot's title, naming only what is drawn."""
+    if not roofs:
+        return "Roofline — no roof to draw"
+    kinds = []
+    if any(not r.measured for r in roofs):
+        kinds.append("datasheet dense peaks" + (" (solid)" if any(r.measured for r in roofs) else ""))
+    if any(r.measured for r in roofs):
+        kinds.append("measured ceilings (dashed)")
+    devices = list(dict.fromkeys(r.device_id for r in roofs))
+    where = devices[0] if len(devices) == 1 else f"{len(devices)} devices"
+    return f"Roofline of {where} — {' and '.join(kinds)}; ● ridge point"
+
+
+def _check_writable(path: Path) -> None:
+    """OSError with the reason when ``path`` cannot be written (QImage.save only says False)."""
+    if path.is_dir():
+        raise IsADirectoryError(21, "is a folder, not a file", str(path))
+    with open(path, "ab"):  # raises PermissionError, FileNotFoundError (no such folder), ...
+        pass
 
 
 class RooflineCanvas(pg.PlotWidget):
-    """The log-log plot: roofs, ridge labels, shaded regions, point series, hover read-out."""
+    """The log-log plot: roofs, ridge points, shaded regions, point series, hover read-out."""
 
     hovered = Signal(str)
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, line_scale: float = 1.0) -> None:
         super().__init__(parent, background="w", axisItems=log_si_axes(y_unit="FLOP/s"))
+        self.line_scale = line_scale  # presentation mode draws thicker lines
         self.plot_item = self.getPlotItem()
         self.plot_item.setLogMode(x=True, y=True)
         self.plot_item.showGrid(x=True, y=True, alpha=0.25)
         self.plot_item.setLabel("bottom", "Arithmetic intensity (FLOP/byte)")
         self.plot_item.setLabel("left", "Attainable rate")
-        self.plot_item.setTitle("Roofline — dense datasheet peaks (solid), measured ceilings (dashed); "
-                                "dots mark ridge points (FLOP/byte)")
         self.legend = self.plot_item.addLegend(offset=(-10, -10), labelTextSize="9pt")
         self._roof_items: list[pg.GraphicsObject] = []
         self._roofs: list[Roof] = []
         self._series: dict[str, pg.ScatterPlotItem] = {}
         self._pair_items: list[pg.GraphicsObject] = []
-        self.measured_buffer = XYBuffer()
-        self._measured_curve = pg.ScatterPlotItem(
-            symbol="d", size=9, pen=pg.mkPen("#333"), brush=pg.mkBrush("#7b3294"))
-        self.plot_item.addItem(self._measured_curve)
-        self._dirty = False
+        # streamed benchmark points: one buffer and one item per series (R7), made on first use
+        self._measured: dict[str, tuple[XYBuffer, pg.ScatterPlotItem]] = {}
+        self._dirty: set[str] = set()
         self._redraw_timer = QTimer(self)
         self._redraw_timer.setInterval(REDRAW_INTERVAL_MS)
         self._redraw_timer.timeout.connect(self._on_redraw_timer)
@@ -142,7 +186,7 @@ class RooflineCanvas(pg.PlotWidget):
         lo, hi = AI_RANGE
         devices = list(dict.fromkeys(r.device_id for r in roofs))
         precisions = list(dict.fromkeys(r.precision for r in roofs))
-        for index, roof in enumerate(roofs):
+        for roof in roofs:
             if len(devices) == 1:  # one device: a colour per precision, measured roofs dashed
                 colour = DEVICE_COLOURS[precisions.index(roof.precision) % len(DEVICE_COLOURS)]
                 style = Qt.PenStyle.DashLine if roof.measured else Qt.PenStyle.SolidLine
@@ -150,25 +194,31 @@ class RooflineCanvas(pg.PlotWidget):
                 colour = DEVICE_COLOURS[devices.index(roof.device_id) % len(DEVICE_COLOURS)]
                 style = (Qt.PenStyle.DashLine if roof.measured else
                          PRECISION_STYLES[precisions.index(roof.precision) % len(PRECISION_STYLES)])
-            pen = pg.mkPen(colour, width=1.8 if roof.measured else 2.5, style=style)
-            x = np.array([lo, roof.ridge, hi])
-            y = np.minimum(roof.peak_flops_per_s, roof.bandwidth_bytes_per_s * x)
-            curve = pg.PlotDataItem(x, y, pen=pen, name=roof.label)
+            pen = pg.mkPen(colour, width=(1.8 if roof.measured else 2.5) * self.line_scale, style=style)
+            x, y = roofline.roof_polyline(roof.peak_flops_per_s, roof.bandwidth_bytes_per_s, AI_RANGE)
+            # the ridge goes into the legend: labels beside several ridges would overprint
+            curve = pg.PlotDataItem(x, y, pen=pen, name=f"{roof.label} · ridge {roof.ridge:.0f} FLOP/B")
             self.plot_item.addItem(curve)
-            ridge = pg.ScatterPlotItem([roof.ridge], [roof.peak_flops_per_s], symbol="o", size=9,
-                                       pen=pg.mkPen(colour), brush=pg.mkBrush(colour))
+            ridge = pg.ScatterPlotItem([math.log10(roof.ridge)], [math.log10(roof.peak_flops_per_s)],
+                                       symbol="o", size=9 * self.line_scale, pen=pg.mkPen(colour),
+                                       brush=pg.mkBrush(colour))
             self.plot_item.addItem(ridge)
-            # staggered upwards so the labels of neighbouring ridges do not overprint
-            text = pg.TextItem(f"{roof.ridge:.0f}", color=colour, anchor=(0.5, 1.2 + 1.1 * (index % 4)))
-            text.setPos(math.log10(roof.ridge), math.log10(roof.peak_flops_per_s))
-            self.plot_item.addItem(text)
-            self._roof_items += [curve, ridge, text]
-        if roofs:
+            self._roof_items += [curve, ridge]
+        if len(roofs) == 1:  # one roof, one ridge: its text on the plot and the two regions
+            self._label_ridge(roofs[0])
             self._shade_regions(roofs[0])
+        self.plot_item.setTitle(roofline_title(roofs))
         self.plot_item.setXRange(math.log10(lo), math.log10(hi), padding=0)
         self._fit_y()
 
+    def _label_ridge(self, roof: Roof) -> None:
+        text = pg.TextItem(f"ridge {roof.ridge:.0f} FLOP/B", color="#333", anchor=(0.5, 1.3))
+        text.setPos(math.log10(roof.ridge), math.log10(roof.peak_flops_per_s))
+        self.plot_item.addItem(text)
+        self._roof_items.append(text)
+
     def _shade_regions(self, primary: Roof) -> None:
+        """Memory- and compute-bound regions of one roof (with several, each would disagree)."""
         lo, hi = AI_RANGE
         ridge = math.log10(primary.ridge)
         for (start, end), colour, label in (
@@ -226,20 +276,37 @@ class RooflineCanvas(pg.PlotWidget):
             self.legend.removeItem(item)
             self.plot_item.removeItem(item)
 
-    def append_measured(self, ai: float, flops_per_s: float) -> None:
-        """Only appends and marks dirty: the timer redraws (R8)."""
-        self.measured_buffer.append(ai, flops_per_s)
-        self._dirty = True
+    def append_measured(self, series: str, ai: float, flops_per_s: float, foreign: bool = False) -> None:
+        """Only appends and marks dirty: the timer redraws (R8). ``foreign``: measured on another
+        device than the roof's, drawn hollow."""
+        if series not in self._measured:
+            brush = pg.mkBrush(*FOREIGN_BRUSH) if foreign else pg.mkBrush("#7b3294")
+            item = pg.ScatterPlotItem(symbol="d", size=9, pen=pg.mkPen("#7b3294" if foreign else "#333",
+                                                                       width=1.5), brush=brush)
+            self.plot_item.addItem(item)  # once per series, never per point
+            self._measured[series] = (XYBuffer(), item)
+        self._measured[series][0].append(ai, flops_per_s)
+        self._dirty.add(series)
+
+    def clear_measured(self) -> None:
+        for _buffer, item in self._measured.values():
+            self.legend.removeItem(item)
+            self.plot_item.removeItem(item)
+        self._measured.clear()
+        self._dirty.clear()
+
+    def measured_series(self) -> dict[str, int]:
+        """Drawn benchmark series and their point counts (tests)."""
+        return {name: len(item.data) for name, (_buffer, item) in self._measured.items()}
 
     def _on_redraw_timer(self) -> None:
-        if not self._dirty:
-            return
-        n = self.measured_buffer.count
-        if n and self.legend.getLabel(self._measured_curve) is None:
-            self.legend.addItem(self._measured_curve, "benchmark points")
-        self._measured_curve.setData(np.log10(self.measured_buffer.x[:n]),
-                                     np.log10(self.measured_buffer.y[:n]))
-        self._dirty = False
+        for series in self._dirty:
+            buffer, item = self._measured[series]
+            n = buffer.count
+            if n and self.legend.getLabel(item) is None:
+                self.legend.addItem(item, series)
+            item.setData(np.log10(buffer.x[:n]), np.log10(buffer.y[:n]))
+        self._dirty.clear()
 
     def draw_pair(self, before: tuple[float, float], after: tuple[float, float], text: str) -> None:
         for item in self._pair_items:
@@ -282,7 +349,8 @@ class RooflineTab(QWidget):
         self.context = context
         self.placed: list[RooflinePoint] = []
         self._external: dict[str, list[RooflinePoint]] = {}
-        self._measured_ceilings: dict[str, Device] = {}
+        self.measured_points: list[RooflinePoint] = []  # benchmark points, each with its device
+        self._hidden_points: dict[str, int] = {}       # device id -> points not drawn on this roof
         self.canvas = RooflineCanvas(self)
         self.hover_label = QLabel("Move the mouse over the plot to read the roof.")
         self.hover_label.setObjectName("hover_readout")
@@ -292,6 +360,7 @@ class RooflineTab(QWidget):
         self.canvas.hovered.connect(self.hover_label.setText)
         context.device_changed.connect(self._on_device_changed)
         context.precision_changed.connect(self._on_precision_changed)
+        context.ceilings_changed.connect(self._on_ceilings_changed)
         self.refresh()
 
     # layout -----------------------------------------------------------------------------
@@ -317,8 +386,7 @@ class RooflineTab(QWidget):
         self.balance_table.horizontalHeader().setStretchLastSection(True)
         self.balance_table.verticalHeader().setVisible(False)
         self.balance_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.balance_table.setMaximumHeight(170)
-        plot_layout.addWidget(self.balance_table, stretch=1)
+        plot_layout.addWidget(self.balance_table)  # sized to its rows by _fill_balance_table
 
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(controls)
@@ -336,22 +404,28 @@ class RooflineTab(QWidget):
         for device in self.context.database.devices():
             if device.memory_bandwidth_bytes_per_s and device.dense_flops_per_s:
                 self._add_to_device_list(device)
-        self.device_list.setMaximumHeight(120)
+        _fit_rows(self.device_list, self.device_list.count(), VISIBLE_LIST_ROWS)
         self.device_list.itemChanged.connect(lambda _item: self.refresh())
         layout.addWidget(self.device_list)
         row = QHBoxLayout()
         self.precision_boxes: dict[str, QCheckBox] = {}
-        for precision in ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp64"):
+        for precision in PRECISIONS:
             box_ = QCheckBox(precision)
             box_.setChecked(precision == self.context.precision)
             box_.toggled.connect(lambda _checked: self.refresh())
             self.precision_boxes[precision] = box_
             row.addWidget(box_)
-        layout.addLayout(row)
+        layout.addLayout(_wrapped(row, 5))
         self.measured_box = QCheckBox("Draw measured ceilings (from Benchmarks) beside the datasheet")
         self.measured_box.setChecked(True)
         self.measured_box.toggled.connect(lambda _checked: self.refresh())
         layout.addWidget(self.measured_box)
+        self.foreign_box = QCheckBox("Also show points measured on other devices (judged against this roof)")
+        self.foreign_box.setToolTip("Benchmark points and trace kernels are drawn on their own device's "
+                                    "roof. Ticked, those of other devices are drawn hollow, labelled "
+                                    "'measured on …', and their % of roof is against the roof shown.")
+        self.foreign_box.toggled.connect(lambda _checked: self.refresh())
+        layout.addWidget(self.foreign_box)
         return box
 
     def _add_to_device_list(self, device: Device) -> None:
@@ -370,7 +444,8 @@ class RooflineTab(QWidget):
         self.op_pages = QStackedWidget()
         self.gemm_m, self.gemm_k, self.gemm_n = QLineEdit("4096"), QLineEdit("4096"), QLineEdit("4096")
         self.gemm_dtype = QComboBox()
-        self.gemm_dtype.addItems(["bf16", "fp16", "fp32", "tf32", "fp8", "int8", "fp64"])
+        self.gemm_dtype.addItems(list(BYTES_PER_ELEMENT))
+        self.gemm_dtype.setCurrentText("bf16")
         gemm = QWidget()
         form = QFormLayout(gemm)
         form.addRow("M", self.gemm_m)
@@ -381,7 +456,8 @@ class RooflineTab(QWidget):
         self.elem_op.addItems(list(roofline.ELEMENTWISE_OPS))
         self.elem_n = QLineEdit("268435456")
         self.elem_dtype = QComboBox()
-        self.elem_dtype.addItems(["fp16", "bf16", "fp32", "fp64", "fp8"])
+        self.elem_dtype.addItems(list(BYTES_PER_ELEMENT))
+        self.elem_dtype.setCurrentText("fp16")
         elem = QWidget()
         form = QFormLayout(elem)
         form.addRow("operation", self.elem_op)
@@ -417,10 +493,15 @@ class RooflineTab(QWidget):
     def _build_points_panel(self) -> QGroupBox:
         box = QGroupBox("Points")
         layout = QVBoxLayout(box)
-        self.points_table = QTableWidget(0, 5)
-        self.points_table.setHorizontalHeaderLabels(["label", "AI", "achieved", "% of roof", "band"])
-        self.points_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.points_table.horizontalHeader().setStretchLastSection(True)
+        self.points_table = QTableWidget(0, len(POINT_COLUMNS))
+        self.points_table.setHorizontalHeaderLabels(list(POINT_COLUMNS))
+        header = self.points_table.horizontalHeader()
+        # the numbers keep their width; the name takes what is left, elided in the middle
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setStretchLastSection(False)
+        self.points_table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.points_table.setWordWrap(False)
         self.points_table.verticalHeader().setVisible(False)
         self.points_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.points_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -442,6 +523,10 @@ class RooflineTab(QWidget):
             button.clicked.connect(slot)
             row.addWidget(button)
         layout.addLayout(row)
+        self.export_status = QLabel("")  # under the export buttons: where the user clicked
+        self.export_status.setObjectName("export_status")
+        self.export_status.setWordWrap(True)
+        layout.addWidget(self.export_status)
         layout.addWidget(self.status_label)
         return box
 
@@ -492,10 +577,10 @@ class RooflineTab(QWidget):
 
     def _roof_sources(self, device_id: str) -> list[tuple[Device, bool]]:
         """(device, is_measured) pairs to draw: the datasheet entry, and beside it the ceilings
-        measured in this session. A device known only by measurement (the cpu) shows the newest."""
+        measured on this machine (the catalog's). A device known only by measurement (the cpu) shows those."""
         device = self.context.database.get(device_id)
         sources = [(device, device.origin == "measured")]
-        measured = self._measured_ceilings.get(device_id) if self.measured_box.isChecked() else None
+        measured = self.context.catalog.measured_device(device_id) if self.measured_box.isChecked() else None
         if measured is not None:
             sources = [(measured, True)] if device.origin == "measured" else sources + [(measured, True)]
         return sources
@@ -505,9 +590,17 @@ class RooflineTab(QWidget):
         self.canvas.set_roofs(roofs)
         self._fill_balance_table(roofs)
         self._redraw_points()
+        self._redraw_measured()
+        self._show_notes(roofs)
+
+    def _show_notes(self, roofs: list[Roof]) -> None:
         notes = []
         if self._skipped:
             notes.append("no known ceiling: " + ", ".join(self._skipped))
+        if self._hidden_points:
+            hidden = ", ".join(f"{n} measured on {device}" for device, n in self._hidden_points.items())
+            notes.append(f"not drawn on this roof: {hidden} (tick 'Also show points measured on "
+                         f"other devices' to judge them against it)")
         if not roofs:
             notes.append("nothing to draw: pick a device and precision with known ceilings "
                          "(the cpu is known only after a benchmark run)")
@@ -522,14 +615,35 @@ class RooflineTab(QWidget):
                       f"{n:,.0f}", "measured" if roof.measured else "datasheet"]
             for col, value in enumerate(values):
                 self.balance_table.setItem(row, col, QTableWidgetItem(value))
+        _fit_rows(self.balance_table, len(roofs), VISIBLE_BALANCE_ROWS,
+                  self.balance_table.horizontalHeader().sizeHint().height())
 
     # points -----------------------------------------------------------------------------
     def _primary_roof(self) -> Roof | None:
         roofs = self.canvas._roofs
         return roofs[0] if roofs else None
 
+    def roof_for_point(self, point: RooflinePoint) -> Roof | None:
+        """The drawn roof a point is judged against: its own device's (at its precision when that
+        roof is drawn), else the primary roof (a point typed in, or one shown on request from
+        another device)."""
+        device_id = point.device_id or self.context.device_id
+        own = [r for r in self.canvas._roofs if r.device_id == device_id]
+        same_precision = [r for r in own if r.precision == point.precision]
+        return (same_precision or own or [self._primary_roof()])[0]
+
+    def placement(self, point: RooflinePoint) -> str | None:
+        """"own" (drawn under its device's roof), "foreign" (another device's point shown on request
+        against the primary roof) or None (not drawn)."""
+        drawn = {r.device_id for r in self.canvas._roofs}
+        if not drawn:
+            return None
+        if not point.device_id or point.device_id in drawn:
+            return "own"
+        return "foreign" if self.foreign_box.isChecked() else None
+
     def analyse(self, point: RooflinePoint) -> PointAnalysis | None:
-        roof = self._primary_roof()
+        roof = self.roof_for_point(point) if self.canvas._roofs else None
         if roof is None:
             return None
         return roofline.analyse_point(point, roof.peak_flops_per_s, roof.bandwidth_bytes_per_s)
@@ -583,7 +697,7 @@ class RooflineTab(QWidget):
         return analysis
 
     def _describe(self, a: PointAnalysis) -> str:
-        roof = self._primary_roof()
+        roof = self.roof_for_point(a.point)
         lines = [f"<b>{a.point.label}</b> under {roof.label}:",
                  f"AI {a.ai_flops_per_byte:.3g} FLOP/byte ({a.bound}-bound; ridge {roof.ridge:.0f})",
                  f"attainable {format_si(a.attainable_flops_per_s, 'FLOP/s')}; "
@@ -597,9 +711,12 @@ class RooflineTab(QWidget):
         return "<br>".join(lines)
 
     def table_points(self) -> list[RooflinePoint]:
-        """The Points table's rows: your points first, then those of other instruments (a trace)."""
-        external = [RooflinePoint(f"{name}: {p.label}", p.flops, p.bytes, p.seconds, p.kind)
-                    for name, points in self._external.items() for p in points]
+        """The Points table's rows: your points first, then those of other instruments (a trace)
+        that are drawn on the roofs shown."""
+        external = [RooflinePoint(f"{name}: {p.label}", p.flops, p.bytes, p.seconds, p.kind,
+                                  p.device_id, p.precision)
+                    for name, points in self._external.items() for p in points
+                    if self.placement(p) is not None]
         return self.placed + external
 
     def _band_colour(self, fraction: float | None) -> str:
@@ -612,6 +729,10 @@ class RooflineTab(QWidget):
     def _redraw_points(self) -> None:
         roof = self._primary_roof()
         rows = self.table_points() if roof else []
+        self._hidden_points = {}
+        for points in self._external.values():
+            self._count_hidden(points)
+        self._count_hidden(self.measured_points)
         self.points_table.setRowCount(len(rows))
         xs, ys, brushes, tips = [], [], [], []
         for row, point in enumerate(rows):
@@ -622,56 +743,120 @@ class RooflineTab(QWidget):
                 ys.append(a.achieved_flops_per_s or a.attainable_flops_per_s)
                 brushes.append(pg.mkBrush(colour))
                 tips.append(point.label)
-            cells = [point.label, f"{a.ai_flops_per_byte:.3g}",
-                     format_si(a.achieved_flops_per_s, "FLOP/s") if a.achieved_flops_per_s else "—",
-                     f"{100 * a.fraction_of_roof:.1f} %" if a.fraction_of_roof is not None else "—",
-                     a.band or "(no time: drawn on the roof)"]
-            for col, value in enumerate(cells):
-                item = QTableWidgetItem(value)
-                if col == 4 and a.fraction_of_roof is not None:
-                    item.setBackground(QColor(colour))
-                self.points_table.setItem(row, col, item)
+            self._fill_point_row(row, point, a, colour)
         self.canvas.set_series("your points", xs, ys, brushes, tips=tips)
         for name, points in self._external.items():
             self._draw_external(name, points)
 
+    def _count_hidden(self, points: Iterable[RooflinePoint]) -> None:
+        for point in points:
+            if self.placement(point) is None and point.device_id:
+                self._hidden_points[point.device_id] = self._hidden_points.get(point.device_id, 0) + 1
+
+    def _fill_point_row(self, row: int, point: RooflinePoint, a: PointAnalysis, colour: str) -> None:
+        foreign = self.placement(point) == "foreign"
+        roof = self.roof_for_point(point)
+        device = point.device_id or "—"
+        name = next((point.label[len(n) + 2:] for n in self._external if point.label.startswith(f"{n}: ")),
+                    point.label)  # the series is named in the tooltip
+        cells = [roofline.short_label(name), f"measured on {device}" if foreign else device,
+                 f"{a.ai_flops_per_byte:.3g}",
+                 format_si(a.achieved_flops_per_s, "FLOP/s") if a.achieved_flops_per_s else "—",
+                 f"{100 * a.fraction_of_roof:.1f} %" if a.fraction_of_roof is not None else "—",
+                 a.band or "(no time: drawn on the roof)"]
+        where = (f"measured on {device}, judged against the {roof.label} roof shown" if foreign
+                 else f"judged against the {roof.label} roof")
+        tip = f"{point.label}\n{where}" + (f" ({point.precision})" if point.precision else "")
+        for col, value in enumerate(cells):
+            item = QTableWidgetItem(value)
+            item.setToolTip(tip)
+            if col == 5 and a.fraction_of_roof is not None:
+                item.setBackground(QColor(colour))
+            if col >= 2:
+                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            self.points_table.setItem(row, col, item)
+
     def _draw_external(self, name: str, points: list[RooflinePoint]) -> None:
-        """``points`` have FLOPs, bytes and a time (filtered by set_point_series)."""
-        xs = [p.ai_flops_per_byte for p in points]
-        ys = [p.achieved_flops_per_s for p in points]
-        self.canvas.set_series(name, xs, ys, [pg.mkBrush("#f1a340")] * len(xs), symbol="s",
-                               tips=[p.label for p in points])
+        """``points`` have FLOPs, bytes and a time (filtered by set_point_series). Those of the
+        drawn devices are filled squares; another device's, shown on request, hollow."""
+        own = [p for p in points if self.placement(p) == "own"]
+        foreign = [p for p in points if self.placement(p) == "foreign"]
+        self.canvas.set_series(name, [p.ai_flops_per_byte for p in own],
+                               [p.achieved_flops_per_s for p in own], [pg.mkBrush("#f1a340")] * len(own),
+                               symbol="s", tips=[p.label for p in own])
+        devices = ", ".join(sorted({p.device_id for p in foreign}))
+        foreign_name = f"{name} — measured on {devices}" if foreign else f"{name} — measured elsewhere"
+        for old in [n for n in self.canvas._series if n.startswith(f"{name} — measured ")]:
+            if old != foreign_name or not foreign:
+                self.canvas.remove_series(old)
+        if foreign:
+            self.canvas.set_series(foreign_name, [p.ai_flops_per_byte for p in foreign],
+                                   [p.achieved_flops_per_s for p in foreign],
+                                   [pg.mkBrush(*FOREIGN_BRUSH)] * len(foreign), symbol="s",
+                                   tips=[f"{p.label} (measured on {p.device_id})" for p in foreign])
+
+    def _redraw_measured(self) -> None:
+        """Benchmark points again after the roofs changed (device, comparison, foreign toggle)."""
+        self.canvas.clear_measured()
+        for point in self.measured_points:
+            self._draw_measured(point)
+
+    def _draw_measured(self, point: RooflinePoint) -> None:
+        placement = self.placement(point)
+        if placement is None:
+            return
+        device = point.device_id or self.context.device_id
+        series = (f"benchmark points ({device})" if placement == "own"
+                  else f"benchmark points measured on {device}")
+        self.canvas.append_measured(series, point.ai_flops_per_byte, point.achieved_flops_per_s,
+                                    foreign=placement == "foreign")
 
     def clear_point_series(self) -> None:
         """Forget the points of other instruments (a new trace replaces the last one's kernels,
         which were measured on another device and would be judged against the wrong roof)."""
-        for name in self._external:
-            self.canvas.remove_series(name)
+        for name in list(self.canvas._series):
+            if name != "your points":
+                self.canvas.remove_series(name)
         self._external = {}
         self._redraw_points()
 
-    def set_point_series(self, name: str, points: list[RooflinePoint]) -> None:
-        """Points from another instrument (a trace's kernels): one scatter series per name."""
-        self._external[name] = [p for p in points if p.flops > 0 and p.bytes > 0 and p.seconds]
-        self._redraw_points()
-        self.status_label.setText(f"{len(self._external[name])} points from {name} (in the table below "
-                                  f"your points, placed under {self._primary_roof().label if self._primary_roof() else '—'})")
+    def set_point_series(self, name: str, points: list[RooflinePoint], device_id: str | None = None,
+                         precision: str | None = None) -> None:
+        """Points from another instrument (a trace's kernels): one scatter series per name. Each
+        point belongs to the device it ran on: its own ``device_id``, else ``device_id``, else the
+        device picked when the points arrive (a trace's GPU, set when it was loaded)."""
+        owner = device_id or self.context.device_id
+        dtype = precision or self.context.precision
+        kept = [p for p in points if p.flops > 0 and p.bytes > 0 and p.seconds]
+        self._external[name] = [p if p.device_id else replace(p, device_id=owner, precision=p.precision or dtype)
+                                for p in kept]
+        self.refresh()
+        self.status_label.setText(f"{len(kept)} points from {name}, measured on {owner} (in the table "
+                                  f"below your points, drawn only on the {owner} roof)")
 
     def append_measured_point(self, point: RooflinePoint) -> None:
-        """A benchmark point as it is measured: appended, drawn by the redraw timer."""
+        """A benchmark point as it is measured: kept with its device, drawn by the redraw timer on
+        its own device's roof (never on another device's, unless asked)."""
         if point.flops > 0 and point.bytes > 0 and point.achieved_flops_per_s:
-            self.canvas.append_measured(point.ai_flops_per_byte, point.achieved_flops_per_s)
+            if not point.device_id:  # an older producer: the point ran here, on the cpu or the picked GPU
+                point = replace(point, device_id="cpu")
+            self.measured_points.append(point)
+            self._draw_measured(point)
+            if self.placement(point) is None:
+                self._hidden_points[point.device_id] = self._hidden_points.get(point.device_id, 0) + 1
+                self._show_notes(self.canvas._roofs)
 
     def set_measured_ceilings(self, ceilings: MeasuredCeilings) -> None:
-        """Measured ceilings of a device (from the benchmark runner), drawn dashed beside the
-        datasheet roofs."""
-        device_id = ceilings.device_id
-        peaks, bandwidth = dict(ceilings.matmul_flops_per_s), ceilings.bandwidth_bytes_per_s
-        if device_id not in self.context.database:  # a GPU missing from the database: its own entry
-            self.context.database.put(Device(device_id, ceilings.device_name or device_id, "",
-                                             origin="measured"))
-            self._add_to_device_list(self.context.database.get(device_id))
-        self._measured_ceilings[device_id] = self.context.database.with_measured(device_id, peaks, bandwidth)
+        """Measured ceilings of a device, drawn dashed beside the datasheet roofs (they go into the
+        shared catalog; :meth:`_on_ceilings_changed` redraws)."""
+        self.context.add_measured_ceilings(ceilings)
+
+    def _on_ceilings_changed(self, device_id: str, _added: bool) -> None:
+        listed = {self.device_list.item(i).data(Qt.ItemDataRole.UserRole)
+                  for i in range(self.device_list.count())}
+        device = self.context.database.get(device_id)
+        if device_id not in listed and device.memory_bandwidth_bytes_per_s and device.dense_flops_per_s:
+            self._add_to_device_list(device)  # a GPU missing from the database, or the cpu
         self.refresh()
 
     def _on_pair_clicked(self) -> None:
@@ -710,15 +895,24 @@ class RooflineTab(QWidget):
 
     # export -----------------------------------------------------------------------------
     def export_png(self, path: Path) -> None:
+        """The plot as a 1600 px wide PNG; OSError when it cannot be written (pyqtgraph's exporter
+        ignores QImage.save's failure, so the image is saved here and the result checked)."""
         exporter = pyqtgraph.exporters.ImageExporter(self.canvas.plot_item)
         exporter.parameters()["width"] = 1600
-        exporter.export(str(path))
+        image = exporter.export(toBytes=True)
+        _check_writable(Path(path))
+        if image is None or not image.save(str(path), "PNG"):
+            raise OSError(f"could not write {path}")
 
     def export_svg(self, path: Path) -> None:
         # QSvgGenerator renders the widget as vectors; pyqtgraph's SVGExporter trips on some
-        # polylines (ValueError in its coordinate rewriting, pyqtgraph 0.14).
+        # polylines (ValueError in its coordinate rewriting, pyqtgraph 0.14). Rendered into memory,
+        # then written, so a failure to write raises OSError.
+        data = QByteArray()
+        buffer = QBuffer(data)
+        buffer.open(QIODevice.OpenModeFlag.WriteOnly)
         generator = QSvgGenerator()
-        generator.setFileName(str(path))
+        generator.setOutputDevice(buffer)
         generator.setSize(self.canvas.size())
         generator.setViewBox(self.canvas.rect())
         generator.setTitle("gpuperf roofline")
@@ -727,27 +921,43 @@ class RooflineTab(QWidget):
             self.canvas.render(painter)
         finally:
             painter.end()
+            buffer.close()
+        Path(path).write_bytes(bytes(data.data()))
 
     def export_csv(self, path: Path) -> None:
-        roof = self._primary_roof()
-        rows = [(roof.label, self.analyse(p)) for p in self.table_points()] if roof else []
+        rows = [(self.roof_for_point(p).label, self.analyse(p)) for p in self.table_points()] \
+            if self._primary_roof() else []
         Path(path).write_text(roofline.points_to_csv(rows), encoding="utf-8")
 
     def _ask_path(self, title: str, pattern: str) -> Path | None:
         path, _ = QFileDialog.getSaveFileName(self, title, "", pattern)
         return Path(path) if path else None
 
+    def export_to(self, kind: str, path: Path) -> bool:
+        """Write the plot ("png", "svg") or the points ("csv") to ``path`` and say so under the
+        export buttons; a failure (no permission, a folder, disk full) is shown there in red."""
+        write = {"png": self.export_png, "svg": self.export_svg, "csv": self.export_csv}[kind]
+        try:
+            write(Path(path))
+        except OSError as exc:
+            self.export_status.setStyleSheet(ERROR_STYLE)
+            self.export_status.setText(f"Could not export {kind.upper()} to {path}: {exc.strerror or exc}")
+            return False
+        self.export_status.setStyleSheet("")
+        self.export_status.setText(f"Exported {kind.upper()} to {path}")
+        return True
+
     def _on_export_png(self) -> None:
         if path := self._ask_path("Export plot as PNG", "PNG image (*.png)"):
-            self.export_png(path)
+            self.export_to("png", path)
 
     def _on_export_svg(self) -> None:
         if path := self._ask_path("Export plot as SVG", "SVG image (*.svg)"):
-            self.export_svg(path)
+            self.export_to("svg", path)
 
     def _on_export_csv(self) -> None:
         if path := self._ask_path("Export points as CSV", "CSV (*.csv)"):
-            self.export_csv(path)
+            self.export_to("csv", path)
 
     # context ----------------------------------------------------------------------------
     def _on_device_changed(self, _device_id: str) -> None:

@@ -85,3 +85,32 @@ def test_points_csv_has_si_headers():
     header, row = text.strip().splitlines()
     assert "ai_flops_per_byte" in header and "attainable_flops_per_s" in header
     assert row.startswith("GEMM 1024x1024x1024 fp16,gemm,h100-sxm bf16")
+
+
+def test_roof_polyline_bends_at_the_ridge_and_only_there() -> None:
+    from gpuperf_gui.core.roofline import roof_polyline
+
+    # H100 SXM bf16: 989.4 TFLOP/s dense over 3.35 TB/s -> ridge 295.3 FLOP/byte (hardware.md)
+    xs, ys = roof_polyline(989.4e12, 3.35e12, (1e-2, 1e4))
+    assert xs[0] == 1e-2 and xs[-1] == 1e4 and xs[1] == pytest.approx(295.34, abs=0.01)
+    assert ys == pytest.approx([3.35e10, 989.4e12, 989.4e12])
+    xs, ys = roof_polyline(989.4e12, 3.35e12, (1e3, 1e4))   # ridge left of the range: flat
+    assert xs == [1e3, 1e4] and ys == pytest.approx([989.4e12, 989.4e12])
+
+
+def test_short_label_keeps_the_op_and_its_calls() -> None:
+    from gpuperf_gui.core.roofline import short_label
+
+    assert short_label("aten::mm [[4096, 4096], [4096, 4096]] x12") == "aten::mm x12"
+    assert short_label("matmul bf16 4096³") == "matmul bf16 4096³"
+    cut = short_label("void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32> x3", 24)
+    assert len(cut) == 24 and cut.startswith("void cutlass") and cut.endswith("> x3") and "…" in cut
+
+
+def test_points_belong_to_their_device() -> None:
+    from gpuperf_gui.core.roofline import RooflinePoint
+
+    typed = RooflinePoint("model", 1e12, 1e9)
+    measured = RooflinePoint("matmul fp32 1024³", 2.1e9, 1.2e7, 0.01, "measured", "cpu", "fp32")
+    assert typed.belongs_to("h200") and typed.belongs_to("cpu")
+    assert measured.belongs_to("cpu") and not measured.belongs_to("h200")

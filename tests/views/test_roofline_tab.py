@@ -11,7 +11,9 @@ from PySide6.QtGui import QImage
 
 from gpuperf_gui.core.roofline import RooflinePoint, gemm_point
 from gpuperf_gui.views.context import AppContext
-from gpuperf_gui.views.roofline_tab import INVALID_STYLE, RooflineTab
+from gpuperf_gui.views.roofline_tab import ERROR_STYLE, INVALID_STYLE, POINT_COLUMNS, RooflineTab
+
+BAND, PERCENT = POINT_COLUMNS.index("band"), POINT_COLUMNS.index("% of roof")
 
 
 @pytest.fixture
@@ -40,8 +42,8 @@ def test_add_gemm_point_shows_band(tab):
     tab.time_us.setText(f"{2 * 8192**3 / 700e12 * 1e6:.3f}")  # 700 TFLOP/s on a 989.4 roof
     tab.add_button.click()
     assert len(tab.placed) == 1
-    assert tab.points_table.item(0, 4).text() == "very strong"
-    assert tab.points_table.item(0, 3).text() == "70.7 %"
+    assert tab.points_table.item(0, BAND).text() == "very strong"
+    assert tab.points_table.item(0, PERCENT).text() == "70.7 %"
     assert "compute-bound" in tab.result_label.text()
 
 
@@ -82,23 +84,24 @@ def test_export_writes_png_svg_csv(tab, tmp_path):
 
 
 def test_measured_ceilings_drawn_beside_datasheet(tab):
-    class Ceilings:
-        device_id = "h100-sxm"
-        matmul_flops_per_s = {"bf16": 700e12}
-        bandwidth_bytes_per_s = 3.0e12
+    from gpuperf_gui.core.bench.ceilings import MeasuredCeilings
 
-    tab.set_measured_ceilings(Ceilings())
+    tab.set_measured_ceilings(MeasuredCeilings("h100-sxm", matmul_flops_per_s={"bf16": 700e12},
+                                               bandwidth_bytes_per_s=3.0e12))
     roofs = {r.label: r for r in tab.roofs()}
     assert roofs["h100-sxm bf16 measured"].ridge == pytest.approx(700 / 3.0)
     assert roofs["h100-sxm bf16"].ridge == pytest.approx(295.3, abs=0.1)
 
 
 def test_streamed_points_use_one_item_and_timer(tab, qtbot):
-    items_before = len(tab.canvas.plot_item.items)
-    for i in range(200):
-        tab.append_measured_point(RooflinePoint(f"p{i}", 1e9 * (i + 1), 1e8, 1e-3, "measured"))
+    tab.append_measured_point(RooflinePoint("p0", 1e9, 1e8, 1e-3, "measured", "h100-sxm", "bf16"))
+    items_before = len(tab.canvas.plot_item.items)  # the series' one item exists now
+    for i in range(1, 200):
+        tab.append_measured_point(RooflinePoint(f"p{i}", 1e9 * (i + 1), 1e8, 1e-3, "measured",
+                                                "h100-sxm", "bf16"))
     assert len(tab.canvas.plot_item.items) == items_before
-    qtbot.waitUntil(lambda: len(tab.canvas._measured_curve.data) == 200, timeout=2000)
+    qtbot.waitUntil(lambda: tab.canvas.measured_series() == {"benchmark points (h100-sxm)": 200},
+                    timeout=2000)
 
 
 def test_pyside_signal_refcount_canary(qtbot):
@@ -160,15 +163,15 @@ def pg_point(x: float, y: float):
 
 def test_point_above_the_roof_is_flagged_not_praised(tab):
     tab.add_point(gemm_point(4096, 4096, 4096, "bf16", seconds=1e-9))
-    assert tab.points_table.item(0, 4).text().startswith("above the roof")
+    assert tab.points_table.item(0, BAND).text().startswith("above the roof")
 
 
 def test_trace_points_are_listed_in_the_table(tab):
     points = [RooflinePoint(f"mm {i}", 2e12, 5e9, 4e-3, "trace") for i in range(3)]
     tab.set_point_series("trace: demo (H200)", points)
     assert tab.points_table.rowCount() == 3
-    assert tab.points_table.item(0, 0).text() == "trace: demo (H200): mm 0"
-    assert tab.points_table.item(0, 3).text() == "50.5 %"  # 500 TFLOP/s of the h100-sxm bf16 roof
+    assert tab.points_table.item(0, 0).toolTip().startswith("trace: demo (H200): mm 0\n")
+    assert tab.points_table.item(0, PERCENT).text() == "50.5 %"  # 500 TFLOP/s of the h100-sxm bf16 roof
 
 
 def test_every_precision_draws(tab):
@@ -190,3 +193,83 @@ def test_measured_ceilings_of_an_unknown_gpu_get_their_own_entry(tab):
     tab.set_devices(["gpu-nvidia-rtx-pro-6000"])
     labels = [r.label for r in tab.roofs()]
     assert "gpu-nvidia-rtx-pro-6000 bf16 measured" in labels
+
+
+def _cpu_benchmark_points():
+    from gpuperf_gui.core.bench.points import MeasuredPoint
+
+    # a CPU matmul at 200 GFLOP/s: n=1024 fp32, 2n³ FLOPs in 10.7 ms
+    point = MeasuredPoint(kernel="matmul", dtype="fp32", size=1024, flops=2.0 * 1024**3,
+                          bytes=3.0 * 1024**2 * 4, seconds=2.0 * 1024**3 / 200e9, method="cpu-perf_counter",
+                          iqr_low_s=0.01, iqr_high_s=0.011, samples=5, device="cpu", threads=16)
+    return [point.to_roofline_point()]
+
+
+def test_a_cpu_runs_points_never_appear_on_a_gpu_roof(tab, qtbot):
+    for point in _cpu_benchmark_points():
+        assert point.device_id == "cpu" and point.precision == "fp32"
+        tab.append_measured_point(point)
+    qtbot.wait(100)  # two redraw ticks
+    assert tab.canvas.measured_series() == {}          # h100-sxm roof: nothing of the cpu's
+    assert "1 measured on cpu" in tab.status_label.text()
+    tab.set_devices(["h200", "a100-sxm-80gb"])         # the comparison view: still GPUs only
+    qtbot.wait(100)
+    assert tab.canvas.measured_series() == {}
+    tab.foreign_box.setChecked(True)                   # on request: hollow, labelled
+    qtbot.waitUntil(lambda: tab.canvas.measured_series() == {"benchmark points measured on cpu": 1},
+                    timeout=2000)
+
+
+def _h200_trace_points():
+    # 700 TFLOP/s bf16 GEMMs, as the H200 trace kernels run: 2·8192³ FLOPs in 1.571 ms
+    flops = 2.0 * 8192**3
+    return [RooflinePoint(f"aten::mm [[8192, 8192], [8192, 8192]] x{i + 1}", flops, 3.0 * 8192**2 * 2,
+                          flops / 700e12, "trace") for i in range(3)]
+
+
+def test_changing_the_device_hides_trace_points_then_shows_them_against_the_roof_on_request(qtbot):
+    tab = RooflineTab(AppContext(device_id="h200", precision="bf16"))
+    qtbot.addWidget(tab)
+    tab.set_point_series("trace: h200 run", _h200_trace_points())
+    assert tab.points_table.rowCount() == 3
+    assert tab.points_table.item(0, PERCENT).text() == "70.7 %"  # 700 / 989.4 TFLOP/s (H200 bf16 dense)
+    assert tab.points_table.item(0, 0).text() == "aten::mm x1"   # short name; the full one in the tooltip
+    assert len(tab.canvas._series["trace: h200 run"].data) == 3
+    tab.context.set_device("a100-sxm-80gb")                     # A100 bf16 roof: 312 TFLOP/s
+    assert tab.points_table.rowCount() == 0
+    assert len(tab.canvas._series["trace: h200 run"].data) == 0
+    assert "3 measured on h200" in tab.status_label.text()
+    tab.foreign_box.setChecked(True)
+    assert tab.points_table.rowCount() == 3
+    assert tab.points_table.item(0, 1).text() == "measured on h200"
+    assert tab.points_table.item(0, BAND).text().startswith("above the roof")  # 700 > 312 × 1.05
+    assert len(tab.canvas._series["trace: h200 run — measured on h200"].data) == 3
+    tab.foreign_box.setChecked(False)
+    tab.context.set_device("h200")                              # back on its own roof
+    assert tab.points_table.rowCount() == 3 and tab.points_table.item(0, 1).text() == "h200"
+
+
+def test_numeric_columns_stay_visible_with_long_names(tab, qtbot):
+    long_name = "void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_nn_align8>"
+    tab.set_point_series("trace: a long kernel name run", [RooflinePoint(long_name, 2e12, 5e9, 4e-3, "trace")])
+    tab.resize(1400, 900)
+    tab.show()
+    qtbot.waitExposed(tab)
+    table = tab.points_table
+    visible = table.viewport().width()
+    for column in (POINT_COLUMNS.index("AI"), POINT_COLUMNS.index("achieved"), PERCENT):
+        assert table.columnViewportPosition(column) + table.columnWidth(column) <= visible
+    assert long_name in table.item(0, 0).toolTip() and len(table.item(0, 0).text()) <= 32
+
+
+@pytest.mark.parametrize("kind", ["png", "svg", "csv"])
+def test_a_failed_export_shows_an_error_where_the_user_clicked(tab, tmp_path, kind):
+    tab.add_point(gemm_point(1024, 1024, 1024, "bf16", seconds=1e-5))
+    missing = tmp_path / "no such folder" / f"roof.{kind}"
+    assert not tab.export_to(kind, missing)
+    assert tab.export_status.text().startswith(f"Could not export {kind.upper()} to {missing}")
+    assert tab.export_status.styleSheet() == ERROR_STYLE and not missing.exists()
+    assert not tab.export_to(kind, tmp_path)                   # a folder, not a file
+    assert "Could not export" in tab.export_status.text()
+    assert tab.export_to(kind, tmp_path / f"ok.{kind}")
+    assert tab.export_status.text().startswith("Exported") and (tmp_path / f"ok.{kind}").stat().st_size > 0

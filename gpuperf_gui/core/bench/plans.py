@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpuperf_gui.core.roofline import BYTES_PER_ELEMENT
+from gpuperf_gui.core.units import format_bytes  # noqa: F401 - plans' labels; importers use it from here
 
 MATMUL_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 MEMORY_KERNELS = ("copy", "add", "triad")
@@ -256,12 +257,3 @@ def estimate_point_cost_s(point: PlannedPoint, timing: TimingPolicy) -> float:
     if point.kernel == "fma_chain":
         setup_s += 0.5  # compilation or chunking
     return timing.warmup_s + timing.rep_s + setup_s
-
-
-def format_bytes(value: float) -> str:
-    """Binary-prefixed size for labels: 256 KiB, 64 MiB, 2 GiB."""
-    for unit, scale in (("GiB", _GIB), ("MiB", _MIB), ("KiB", _KIB)):
-        if value >= scale:
-            number = value / scale
-            return f"{number:.0f} {unit}" if number == int(number) else f"{number:.1f} {unit}"
-    return f"{value:.0f} B"

@@ -5,7 +5,7 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any
 
-from gpuperf_gui.core.bench.plans import format_bytes
+from gpuperf_gui.core.units import format_bytes
 
 if TYPE_CHECKING:
     from gpuperf_gui.core.roofline import RooflinePoint
@@ -35,6 +35,7 @@ class MeasuredPoint:
     iqr_high_s: float
     samples: int
     device: str = "cpu"                 # torch device string, "cpu" or "cuda:0"
+    device_id: str = ""                 # hardware database id ("cpu", "h200"); "" in older runs
     working_set_bytes: int = 0
     beyond_cache: bool | None = None    # working set larger than the last-level cache
     l2_flushed: bool = False
@@ -93,12 +94,15 @@ class MeasuredPoint:
         names = {f.name for f in fields(cls)}
         return cls(**{key: value for key, value in data.items() if key in names})
 
-    def to_roofline_point(self) -> RooflinePoint:
-        """The point for the Roofline tab (kind "measured")."""
+    def to_roofline_point(self, device_id: str = "") -> RooflinePoint:
+        """The point for the Roofline tab (kind "measured"), bound to the device it was measured
+        on (``device_id`` for points of older runs that did not record it) and its dtype."""
         from gpuperf_gui.core.roofline import RooflinePoint
 
+        owner = self.device_id or device_id or ("cpu" if self.device == "cpu" else "")
         return RooflinePoint(label=self.label, flops=self.flops, bytes=self.bytes,
-                             seconds=self.seconds, kind="measured")
+                             seconds=self.seconds, kind="measured", device_id=owner,
+                             precision=self.dtype)
 
 
 @dataclass(frozen=True)
