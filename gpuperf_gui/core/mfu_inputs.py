@@ -85,6 +85,9 @@ def build_inputs(form: MfuForm, database: DeviceDatabase | None = None) -> MfuIn
         if value is not None and not 1 - (name == "warmup_steps") <= value <= high:
             raise MfuInputError(name, f"{name.replace('_', ' ')} must be within "
                                 f"{1 - (name == 'warmup_steps')} and {high:,}, not {value:,}")
+    for name in ("layers", "heads", "head_dim", "seq_len"):
+        if getattr(form, name) is not None:
+            mfu.check_limit(name, getattr(form, name))
     n, note, shape = _model(form)
     tokens = _tokens(form, shape)
     step_time, stats = _step_time(form)
