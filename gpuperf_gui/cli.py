@@ -31,6 +31,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
+    from gpuperf_gui.core import state_files  # a bad state file: one line on stderr, then go on
+
+    previous = state_files.set_reporter(
+        lambda item: print(f"gpuperf: warning: {item.message()}", file=sys.stderr))
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
@@ -38,6 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:  # `gpuperf ... | head`
         return 0
+    finally:
+        state_files.set_reporter(previous)
 
 
 if __name__ == "__main__":  # pragma: no cover

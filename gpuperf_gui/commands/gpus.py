@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from gpuperf_gui.commands._output import print_json, si
+from gpuperf_gui.core.catalog import DeviceCatalog
 from gpuperf_gui.core.hardware import (
     PRECISIONS,
     Device,
     detect_local_device_id,
     estimate_cpu_peak,
-    load_database,
     local_gpu_name,
 )
+from gpuperf_gui.core.units import json_safe
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -41,6 +41,7 @@ def device_to_json(device: Device) -> dict:
             p: device.ridge_flops_per_byte(p) for p in device.precisions()
         } if device.memory_bandwidth_bytes_per_s else {},
         "origin": device.origin,
+        **({"measured_with": device.measured_with} if device.measured_with else {}),
         "notes": device.notes,
         "revision": device.revision,
         "sources": list(device.sources),
@@ -48,7 +49,7 @@ def device_to_json(device: Device) -> dict:
 
 
 def _detect(args: argparse.Namespace) -> int:
-    database = load_database()
+    database = DeviceCatalog.load().database
     name = local_gpu_name()
     device_id = detect_local_device_id(database)
     cpu = estimate_cpu_peak()
@@ -64,7 +65,7 @@ def _detect(args: argparse.Namespace) -> int:
             "convention": "theoretical: cores x clock x 2 FMA units x lanes x 2 (not measured)",
         }
     if args.json:
-        print_json(payload)
+        print_json(json_safe(payload))
     else:
         if name is None:
             print("no CUDA device visible to torch: using 'cpu'")
@@ -81,12 +82,10 @@ def _detect(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.detect:
         return _detect(args)
-    database = load_database()
-    for error in database.errors:
-        print(f"gpuperf: warning: {error} (shipped devices still loaded)", file=sys.stderr)
-    devices = database.devices()
+    # the user file's problems were reported on stderr as the file was set aside (cli.main)
+    devices = DeviceCatalog.load(saved_measurements=True).devices()
     if args.json:
-        print_json({"devices": [device_to_json(d) for d in devices]})
+        print_json(json_safe({"devices": [device_to_json(d) for d in devices]}))
         return 0
     header = f"{'id':<16}{'name':<32}{'mem BW':>11}{'fp32':>13}{'bf16':>13}{'fp16':>13}{'fp8':>13}  ridge 16-bit"
     print(header)

@@ -7,7 +7,15 @@ import math
 
 from gpuperf_gui.commands._output import fail, print_json, si
 from gpuperf_gui.core import roofline
-from gpuperf_gui.core.hardware import PRECISIONS, PrecisionUnavailableError, UnknownDeviceError, load_database
+from gpuperf_gui.core.catalog import DeviceCatalog
+from gpuperf_gui.core.hardware import PRECISIONS, PrecisionUnavailableError, UnknownDeviceError
+from gpuperf_gui.core.units import json_safe
+
+# What is physically meaningful, with room to spare (an argument outside is a typo or a unit slip):
+AI_RANGE = (1e-6, 1e9)          # FLOP/byte: a strided copy .. far beyond any kernel's reuse
+FLOPS_RANGE = (1.0, 1e30)       # FLOPs of one operation: one FLOP .. 1000x the largest training run
+BYTES_RANGE = (1.0, 1e21)       # bytes moved: one byte .. a zettabyte
+SECONDS_RANGE = (1e-12, 1e7)    # a picosecond .. four months
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -26,6 +34,16 @@ def _finite(*values: float | None) -> bool:
     return all(v is None or math.isfinite(v) for v in values)
 
 
+def _out_of_range(args: argparse.Namespace) -> str | None:
+    """The first number argument outside its physical range, said with the range."""
+    for name, unit, (low, high) in (("ai", "FLOP/byte", AI_RANGE), ("flops", "FLOPs", FLOPS_RANGE),
+                                    ("bytes", "bytes", BYTES_RANGE), ("seconds", "s", SECONDS_RANGE)):
+        value = getattr(args, name)
+        if value is not None and value > 0 and not low <= value <= high:
+            return f"--{name} {value:g} is outside {low:g}..{high:g} {unit}"
+    return None
+
+
 def _intensity(args: argparse.Namespace) -> float | None | str:
     if not _finite(args.ai, args.flops, args.bytes, args.seconds):
         return "--ai, --flops, --bytes and --seconds must be finite numbers"
@@ -38,13 +56,16 @@ def _intensity(args: argparse.Namespace) -> float | None | str:
     if args.flops is not None:
         if args.flops <= 0 or args.bytes <= 0:
             return "--flops and --bytes must be positive"
-        return args.flops / args.bytes
+        ai = args.flops / args.bytes
+        if not AI_RANGE[0] <= ai <= AI_RANGE[1] and _out_of_range(args) is None:
+            return f"--flops/--bytes = {ai:g} FLOP/byte is outside {AI_RANGE[0]:g}..{AI_RANGE[1]:g}"
+        return ai
     return None
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        device = load_database().get(args.gpu)
+        device = DeviceCatalog.load(saved_measurements=True).device(args.gpu)
         peak = device.peak_flops_per_s(args.precision)
         bandwidth = device.bandwidth_bytes_per_s()
     except (UnknownDeviceError, PrecisionUnavailableError) as exc:
@@ -54,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
         return fail(ai)
     if args.seconds is not None and (args.flops is None or args.seconds <= 0):
         return fail("--seconds needs --flops/--bytes and must be positive")
+    if (problem := _out_of_range(args)) is not None:
+        return fail(problem)
     ridge = roofline.ridge_flops_per_byte(peak, bandwidth)
     result: dict = {
         "gpu": device.id,
@@ -63,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
         "ridge_flops_per_byte": ridge,
         "peak_convention": ("measured on this machine (gpuperf bench)" if device.origin == "measured"
                             else "dense datasheet peak"),
+        **({"measured_with": device.measured_with} if device.measured_with else {}),
         "balance_square_matmul_n": roofline.square_matmul_balance_dimension(ridge, args.precision),
     }
     if ai is not None:
@@ -76,9 +100,10 @@ def run(args: argparse.Namespace) -> int:
             result.update(achieved_flops_per_s=achieved, fraction_of_roof=achieved / attainable,
                           band=roofline.efficiency_band(achieved / attainable))
     if args.json:
-        print_json(result)
+        print_json(json_safe(result))
         return 0
-    print(f"{device.name}, {args.precision} ({result['peak_convention']}): peak {si(peak, 'FLOP/s')}, "
+    how = f", {device.measured_with}" if device.measured_with else ""
+    print(f"{device.name}, {args.precision} ({result['peak_convention']}{how}): peak {si(peak, 'FLOP/s')}, "
           f"memory {si(bandwidth, 'B/s')}")
     print(f"ridge point: {ridge:.1f} FLOP/byte (square matmul balance n ≈ "
           f"{result['balance_square_matmul_n']:.0f})")

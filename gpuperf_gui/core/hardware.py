@@ -2,7 +2,9 @@
 
 The shipped database is ``resources/devices.toml`` (numbers and sources from the vendors' datasheets).
 A user file (``<config dir>/gpuperf/devices.toml`` or ``$GPUPERF_DEVICES_FILE``) adds or overrides
-entries; a broken user file is reported with its path and line, and the shipped database still loads.
+entries; a broken user file is reported once with its path and line and set aside
+(``devices.toml.bad``), and the shipped database still loads. Measured ceilings are not read here:
+:class:`gpuperf_gui.core.catalog.DeviceCatalog` joins them to this database when asked.
 No Qt here; torch is imported only by :func:`detect_local_device_id`.
 """
 
@@ -12,18 +14,14 @@ import dataclasses
 import difflib
 import os
 import re
-import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from gpuperf_gui.core.paths import user_devices_file
 from gpuperf_gui.core.roofline import ridge_flops_per_byte
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from gpuperf_gui.core.state_files import SetAside, loads_toml, report, set_aside
 
 PRECISIONS = ("fp64", "fp64_tensor", "fp32", "tf32", "bf16", "fp16", "fp8", "int8")
 TERA = 1e12
@@ -66,6 +64,7 @@ class Device:
     notes: str = ""
     revision: str = ""
     origin: str = "datasheet"  # "datasheet" | "user file" | "measured"
+    measured_with: str = ""    # measured: how ("16 CPU threads, cpu-perf_counter")
 
     def peak_flops_per_s(self, precision: str) -> float:
         """Dense peak for ``precision`` (FLOP/s; int8 in OP/s). Never a sparse figure."""
@@ -133,9 +132,10 @@ class DeviceDatabase:
         device_id: str,
         peak_flops_per_s: dict[str, float],
         bandwidth_bytes_per_s: float | None,
+        measured_with: str = "",
     ) -> Device:
         """A copy of the device whose ceilings are the measured ones (datasheet values kept where
-        nothing was measured)."""
+        nothing was measured); ``measured_with`` says how they were measured."""
         base = self.get(device_id)
         return dataclasses.replace(
             base,
@@ -144,6 +144,7 @@ class DeviceDatabase:
             sparse_flops_per_s={},
             memory_bandwidth_bytes_per_s=bandwidth_bytes_per_s or base.memory_bandwidth_bytes_per_s,
             origin="measured",
+            measured_with=measured_with or base.measured_with,
         )
 
 
@@ -151,24 +152,51 @@ class DeviceDatabase:
 # Reading TOML
 
 
-def _scaled(table: dict[str, Any], scale: float) -> dict[str, float]:
+# Largest values a device file may give (far beyond any device; larger is a unit slip):
+MAX_TFLOPS = 1e6   # an exaFLOP/s
+_MAXIMA = {"memory_bandwidth_tbs": 1e4, "memory_gb": 1e7, "l2_mib": 1e6, "boost_mhz": 1e5}
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _scaled(table: Any, scale: float, key: str) -> dict[str, float]:
+    if not isinstance(table, dict):
+        raise ValueError(f"{key} must be a table like {{ bf16 = 989.4 }}, got {_shown(table)}")
     out: dict[str, float] = {}
     for precision, value in table.items():
         if precision not in PRECISIONS:
             raise ValueError(f"unknown precision {precision!r} (use {', '.join(PRECISIONS)})")
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-            raise ValueError(f"{precision} must be a positive number of TFLOP/s, got {value!r}")
+        if not _number(value) or not 0 < value <= MAX_TFLOPS:
+            raise ValueError(f"{precision} must be a number of TFLOP/s in (0, {MAX_TFLOPS:g}], "
+                             f"got {_shown(value)}")
         out[precision] = float(value) * scale
     return out
+
+
+def _shown(value: Any) -> str:
+    """A value for an error message, cut short (a 5,000-deep array is not printed whole)."""
+    text = repr(value) if not isinstance(value, list) else "an array"
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _optional(entry: dict[str, Any], key: str, scale: float) -> float | None:
     value = entry.get(key)
     if value is None:
         return None
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-        raise ValueError(f"{key} must be a positive number, got {value!r}")
+    if not _number(value) or not 0 < value <= _MAXIMA[key]:
+        raise ValueError(f"{key} must be a number in (0, {_MAXIMA[key]:g}], got {_shown(value)}")
     return float(value) * scale
+
+
+def _strings(entry: dict[str, Any], key: str) -> tuple[str, ...]:
+    value = entry.get(key, ())
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{key} must be a list of strings")
+    return tuple(value)
 
 
 def device_from_entry(device_id: str, entry: dict[str, Any], origin: str) -> Device:
@@ -176,8 +204,12 @@ def device_from_entry(device_id: str, entry: dict[str, Any], origin: str) -> Dev
     if not re.fullmatch(r"[a-z0-9][a-z0-9.-]*", device_id):
         raise ValueError(f"device id {device_id!r} must be lowercase letters, digits and dashes")
     sm_count = entry.get("sm_count")
-    if sm_count is not None and (not isinstance(sm_count, int) or sm_count <= 0):
-        raise ValueError(f"sm_count must be a positive integer, got {sm_count!r}")
+    if sm_count is not None and (not isinstance(sm_count, int) or isinstance(sm_count, bool)
+                                 or sm_count <= 0):
+        raise ValueError(f"sm_count must be a positive integer, got {_shown(sm_count)}")
+    for key in ("name", "vendor", "arch", "notes", "revision"):
+        if key in entry and not isinstance(entry[key], str):
+            raise ValueError(f"{key} must be a string, got {_shown(entry[key])}")
     return Device(
         id=device_id,
         name=str(entry.get("name", device_id)),
@@ -188,10 +220,10 @@ def device_from_entry(device_id: str, entry: dict[str, Any], origin: str) -> Dev
         sm_count=sm_count,
         l2_bytes=_optional(entry, "l2_mib", MEBI),
         boost_clock_hz=_optional(entry, "boost_mhz", 1e6),
-        dense_flops_per_s=_scaled(entry.get("tflops", {}), TERA),
-        sparse_flops_per_s=_scaled(entry.get("sparse_tflops", {}), TERA),
-        sources=tuple(str(s) for s in entry.get("sources", ())),
-        match=tuple(str(s) for s in entry.get("match", ())),
+        dense_flops_per_s=_scaled(entry.get("tflops", {}), TERA, "tflops"),
+        sparse_flops_per_s=_scaled(entry.get("sparse_tflops", {}), TERA, "sparse_tflops"),
+        sources=_strings(entry, "sources"),
+        match=_strings(entry, "match"),
         notes=str(entry.get("notes", "")),
         revision=str(entry.get("revision", "")),
         origin=origin,
@@ -208,8 +240,8 @@ def _line_of_table(text: str, device_id: str) -> int:
 def parse_devices(text: str, origin: str, path: str) -> dict[str, Device]:
     """Parse a devices TOML text. Raises :class:`DeviceFileError` naming ``path`` and the line."""
     try:
-        tables = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:  # message carries "(at line N, column M)"
+        tables = loads_toml(text)
+    except ValueError as exc:  # TOMLDecodeError carries "(at line N, column M)"
         raise DeviceFileError(f"{path}: {exc}") from None
     devices: dict[str, Device] = {}
     for device_id, entry in tables.items():
@@ -223,55 +255,40 @@ def parse_devices(text: str, origin: str, path: str) -> dict[str, Device]:
     return devices
 
 
-def user_devices_file() -> Path:
-    """Where users add or override devices."""
-    explicit = os.environ.get("GPUPERF_DEVICES_FILE")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "gpuperf" / "devices.toml"
-
-
 def _merge(base: dict[str, Device], override: dict[str, Device]) -> dict[str, Device]:
     merged = dict(base)
     merged.update(override)
     return merged
 
 
-def _with_saved_measurements(devices: dict[str, Device]) -> dict[str, Device]:
-    """Devices without datasheet ceilings (the ``cpu``) take the ceilings measured on this machine
-    by ``gpuperf bench`` (saved per device), so their roofline and MFU denominator exist. GPUs keep
-    their datasheet peaks: the measured ones are drawn beside them, never substituted."""
-    from gpuperf_gui.core.bench.ceilings import load_ceilings  # bench imports this module
+def _read_user_devices(path: Path) -> tuple[dict[str, Device], list[str]]:
+    """The user file's devices; a file that cannot be used is set aside (``devices.toml.bad``),
+    reported once (:mod:`gpuperf_gui.core.state_files`), and gives no devices."""
+    try:
+        if not path.is_file():
+            return {}, []
+        text = path.read_text("utf-8")
+        return parse_devices(text, "user file", str(path)), []
+    except (DeviceFileError, UnicodeDecodeError) as exc:
+        message = str(exc).removeprefix(f"{path}: ").removeprefix(f"{path}, ")
+        where, _sep, problem = message.partition(": ") if message.startswith("line ") else ("", "", message)
+        item = set_aside(path, where, problem or message)
+        return {}, [item.message()]
+    except OSError as exc:  # unreadable (permissions): reported, left where it is
+        item = SetAside(path, "", f"cannot be read ({exc.strerror or exc})", None)
+        report(item)
+        return {}, [item.message()]
 
-    out = dict(devices)
-    for device_id, device in devices.items():
-        if device.dense_flops_per_s and device.memory_bandwidth_bytes_per_s:
-            continue
-        saved = load_ceilings(device_id)
-        if saved is not None and (saved.matmul_flops_per_s or saved.bandwidth_bytes_per_s):
-            out[device_id] = DeviceDatabase(devices).with_measured(
-                device_id, dict(saved.matmul_flops_per_s), saved.bandwidth_bytes_per_s)
-    return out
 
-
-def load_database(user_file: Path | None = None, *, measured: bool = True) -> DeviceDatabase:
-    """The shipped database merged with the user file (if any), and (``measured``) with the
-    ceilings saved by ``gpuperf bench`` for devices that have no datasheet ones (the ``cpu``).
-    User-file errors are collected in ``DeviceDatabase.errors``, never raised: the shipped
+def load_database(user_file: Path | None = None) -> DeviceDatabase:
+    """The shipped database merged with the user file (if any). Reads no measured ceilings
+    (:class:`gpuperf_gui.core.catalog.DeviceCatalog` does, when asked). User-file problems are
+    collected in ``DeviceDatabase.errors`` (and the file set aside), never raised: the shipped
     devices always load."""
     shipped_text = (resources.files("gpuperf_gui.resources") / "devices.toml").read_text("utf-8")
     devices = parse_devices(shipped_text, "datasheet", "devices.toml (shipped)")
-    path = user_file if user_file is not None else user_devices_file()
-    errors: list[str] = []
-    if path.is_file():
-        try:
-            devices = _merge(devices, parse_devices(path.read_text("utf-8"), "user file", str(path)))
-        except (DeviceFileError, UnicodeDecodeError, OSError) as exc:
-            errors.append(str(exc))
-    if measured:
-        devices = _with_saved_measurements(devices)
-    return DeviceDatabase(devices, errors)
+    user, errors = _read_user_devices(user_file if user_file is not None else user_devices_file())
+    return DeviceDatabase(_merge(devices, user), errors)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Callable
 
 from PySide6 import __version__ as pyside_version
-from PySide6.QtCore import QSize, qVersion
+from PySide6.QtCore import QSize, Signal, qVersion
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QComboBox,
@@ -21,8 +21,8 @@ from PySide6.QtWidgets import (
 )
 
 from gpuperf_gui import __version__
-from gpuperf_gui.core.bench.ceilings import MeasuredCeilings
-from gpuperf_gui.core.hardware import PRECISIONS, match_device_name
+from gpuperf_gui.core import state_files
+from gpuperf_gui.core.hardware import PRECISIONS, Device, match_device_name
 from gpuperf_gui.core.units import format_si
 from gpuperf_gui.views import settings_store
 from gpuperf_gui.views.benchmark_tab import BenchmarkTab
@@ -44,6 +44,8 @@ TABS = (
 class MainWindow(QMainWindow):
     """Four instruments over one shared device and precision."""
 
+    state_file_set_aside = Signal(object)   # core.state_files.SetAside (queued from any thread)
+
     def __init__(self, context: AppContext | None = None) -> None:
         super().__init__()
         self.setWindowTitle("gpuperf — why is my GPU workload slow?")
@@ -61,8 +63,14 @@ class MainWindow(QMainWindow):
         self._wire_tabs()
         self.setAcceptDrops(True)
         self._pending_recent: list[Path] = []
-        self._restore_settings()
+        self.set_aside_notices: list[str] = []   # state files set aside, said once in the status bar
+        self.state_file_set_aside.connect(self._on_state_file_set_aside)
+        self._reporter = self.state_file_set_aside.emit
+        state_files.set_reporter(self._reporter)
         self.statusBar().showMessage(self._database_status())
+        self._restore_settings()
+        for item in state_files.take_pending():  # set aside before the window existed (the catalog)
+            self._on_state_file_set_aside(item)
 
     # tabs -------------------------------------------------------------------------------
     @property
@@ -87,8 +95,9 @@ class MainWindow(QMainWindow):
         trace.roofline_points_ready.connect(self._on_roofline_points_ready)
         trace.trace_loaded.connect(self._on_trace_loaded)
         bench.point_measured.connect(roofline.append_measured_point)
-        bench.ceilings_measured.connect(roofline.set_measured_ceilings)  # first: it adds new devices
-        bench.ceilings_measured.connect(self._on_ceilings_measured)
+        # one path: the catalog takes them, then the context tells every tab (ceilings_changed)
+        bench.ceilings_measured.connect(self.context.add_measured_ceilings)
+        self.context.ceilings_changed.connect(self._on_ceilings_changed)
 
     def _on_mfu_figures_ready(self, figures: object) -> None:
         self.mfu_tab.apply_trace_figures(figures)
@@ -121,19 +130,20 @@ class MainWindow(QMainWindow):
                     message += f", precision {precision} (it has no {before} peak)"
             self.statusBar().showMessage(message, 10_000)
 
-    def _on_ceilings_measured(self, ceilings: MeasuredCeilings) -> None:
-        """A device known only by measurement (the cpu, a GPU missing from the database) takes its
-        new ceilings everywhere, and joins the device picker."""
-        device_id = ceilings.device_id
-        device = self.context.database.get(device_id)  # the Roofline tab has added a new one
-        if device.origin == "datasheet" and device.dense_flops_per_s:
-            return  # GPUs keep the datasheet peak as the denominator; the Roofline draws both
-        self.context.database.put(self.context.database.with_measured(
-            device_id, dict(ceilings.matmul_flops_per_s), ceilings.bandwidth_bytes_per_s))
-        if self.device_combo.findData(device_id) < 0:
-            self.device_combo.addItem(f"{device.name}  [{device_id}] (measured)", device_id)
-        if device_id == self.context.device_id:
-            self.context.device_changed.emit(device_id)
+    def _on_ceilings_changed(self, device_id: str, _added: bool) -> None:
+        """A device known only by measurement (the cpu, a GPU missing from the database) joins the
+        device picker under its measured name; the peak label follows."""
+        device = self.context.database.get(device_id)
+        index = self.device_combo.findData(device_id)
+        if index < 0 and device.origin == "measured":
+            self.device_combo.addItem(self._combo_text(device), device_id)
+        elif index >= 0:
+            self.device_combo.setItemText(index, self._combo_text(device))
+        self._update_peak_label()
+
+    @staticmethod
+    def _combo_text(device: Device) -> str:
+        return f"{device.name}  [{device.id}]"
 
     def show_tab(self, key: str) -> None:
         if key in self.tab_by_key:
@@ -161,7 +171,7 @@ class MainWindow(QMainWindow):
         bar.addWidget(QLabel(" Device: "))
         self.device_combo = QComboBox()
         for device in self.context.database.devices():
-            self.device_combo.addItem(f"{device.name}  [{device.id}]", device.id)
+            self.device_combo.addItem(self._combo_text(device), device.id)
         self.device_combo.setCurrentIndex(self.device_combo.findData(self.context.device_id))
         self.device_combo.currentIndexChanged.connect(
             lambda _i: self.context.set_device(self.device_combo.currentData()))
@@ -186,6 +196,8 @@ class MainWindow(QMainWindow):
         kind = "measured" if device.origin == "measured" else "dense"
         text = (f"   {kind} {self.context.precision} peak {format_si(peak, 'FLOP/s')}"
                 if peak else f"   no known {self.context.precision} peak")
+        if device.measured_with:
+            text += f" ({device.measured_with})"
         text += f" · memory {format_si(bw, 'B/s')}" if bw else " · bandwidth: measure it (Benchmarks)"
         self.peak_label.setText(text)
 
@@ -261,10 +273,14 @@ class MainWindow(QMainWindow):
         QMessageBox.about(self, "About gpuperf", self.about_text())
 
     def _database_status(self) -> str:
-        errors = self.context.database.errors
-        if errors:
-            return "devices.toml: " + "; ".join(errors) + " — the shipped devices are loaded"
+        # the user file's problems are state-file notices (_on_state_file_set_aside), said once
         return f"{len(self.context.database.ids())} devices in the database · peaks are dense"
+
+    def _on_state_file_set_aside(self, item: state_files.SetAside) -> None:
+        """A settings, devices or ceilings file that could not be used: said once, in the status
+        bar (no dialog), with what was set aside and where."""
+        self.set_aside_notices.append(item.message())
+        self.statusBar().showMessage("Set aside: " + " | ".join(self.set_aside_notices))
 
     # drag and drop ----------------------------------------------------------------------
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
@@ -293,6 +309,9 @@ class MainWindow(QMainWindow):
             self.show_tab(tab)
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        current = state_files.set_reporter(None)
+        if current is not self._reporter:  # another window took over meanwhile: it keeps reporting
+            state_files.set_reporter(current)
         for tab in self.tab_by_key.values():
             tab.shutdown()
         settings_store.save_window(self.saveGeometry(), self.saveState())

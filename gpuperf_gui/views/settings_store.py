@@ -1,14 +1,67 @@
-"""The only place that touches QSettings (STYLE.md R21)."""
+"""The only place that touches QSettings (STYLE.md R21).
+
+Every value is checked as it is read: one of the wrong type (a ``@Rect`` where the window geometry
+belongs, a number where the recent files belong) is set aside and reported once
+(:mod:`gpuperf_gui.core.state_files`): the settings file is copied to ``<file>.bad`` the first time
+(so nothing is lost), the key is removed, and the caller gets the default.
+"""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+from typing import Any, Callable
+
 from PySide6.QtCore import QByteArray, QSettings
 
+from gpuperf_gui.core.state_files import SetAside, bad_name, report, set_aside
+
 MAX_RECENT = 10
+_backups: dict[str, Path | None] = {}   # settings file -> its .bad copy made this session
 
 
 def _settings() -> QSettings:
-    return QSettings()
+    settings = QSettings()
+    if settings.status() == QSettings.Status.FormatError:  # the file itself cannot be parsed
+        path = Path(settings.fileName())
+        del settings
+        set_aside(path, "", "not a settings file Qt can read")
+        settings = QSettings()
+    return settings
+
+
+def _set_aside_key(settings: QSettings, key: str, problem: str) -> None:
+    """Keep a copy of the settings file (once), remove ``key`` and report it."""
+    path = Path(settings.fileName())
+    if str(path) not in _backups:
+        backup: Path | None = None
+        if path.is_file():
+            backup = bad_name(path)
+            try:
+                shutil.copy2(path, backup)
+            except OSError:
+                backup = None
+        _backups[str(path)] = backup
+    settings.remove(key)
+    settings.sync()
+    report(SetAside(path, f"key {key}", problem, _backups[str(path)]))
+
+
+def _checked(settings: QSettings, key: str, ok: Callable[[Any], bool], what: str) -> Any:
+    """The value of ``key`` if ``ok`` accepts it; None when absent or set aside."""
+    value = settings.value(key)
+    if value is None or ok(value):
+        return value
+    _set_aside_key(settings, key, f"must be {what}, got {type(value).__name__} {str(value)[:40]!r}")
+    return None
+
+
+def _is_bytes(value: Any) -> bool:
+    return isinstance(value, QByteArray)
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str)
 
 
 def save_window(geometry: QByteArray, state: QByteArray) -> None:
@@ -19,7 +72,8 @@ def save_window(geometry: QByteArray, state: QByteArray) -> None:
 
 def load_window() -> tuple[QByteArray | None, QByteArray | None]:
     s = _settings()
-    return s.value("window/geometry"), s.value("window/state")
+    return (_checked(s, "window/geometry", _is_bytes, "the saved window geometry (bytes)"),
+            _checked(s, "window/state", _is_bytes, "the saved window state (bytes)"))
 
 
 def save_selection(device_id: str, precision: str, tab: str) -> None:
@@ -31,14 +85,19 @@ def save_selection(device_id: str, precision: str, tab: str) -> None:
 
 def load_selection() -> tuple[str | None, str | None, str | None]:
     s = _settings()
-    return s.value("selection/device"), s.value("selection/precision"), s.value("selection/tab")
+    return tuple(_checked(s, f"selection/{key}", _is_text, "text")  # type: ignore[return-value]
+                 for key in ("device", "precision", "tab"))
+
+
+def _is_file_list(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
 
 
 def recent_files() -> list[str]:
-    value = _settings().value("recent/files", [])
-    if isinstance(value, str):
-        return [value]
-    return [str(v) for v in (value or [])]
+    value = _checked(_settings(), "recent/files", _is_file_list, "a list of file paths")
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)[:MAX_RECENT]
 
 
 def add_recent_file(path: str) -> list[str]:

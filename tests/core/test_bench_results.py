@@ -11,10 +11,12 @@ from gpuperf_gui.core.bench.ceilings import (
     MeasuredCeilings,
     compute_ceilings,
     list_saved_ceilings,
+    load_ceiling_entries,
     load_ceilings,
     merge_ceilings,
     reset_saved_ceilings,
     save_ceilings,
+    timer_family,
     update_saved_ceilings,
 )
 from gpuperf_gui.core.bench.points import DESIGN_KEYS, BenchMessage, MeasuredPoint
@@ -161,17 +163,58 @@ def test_merge_prefers_bandwidth_beyond_the_cache_and_ignores_empty_runs(tmp_pat
     assert [c.device_id for c in list_saved_ceilings(tmp_path)] == ["cpu", "h200"]
 
 
-def test_old_ceilings_files_without_provenance_still_load(tmp_path: Path) -> None:
+def test_old_ceilings_files_without_provenance_still_load_as_their_own_entry(tmp_path: Path) -> None:
     path = tmp_path / "ceilings" / "cpu.json"
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"device_id": "cpu", "matmul_flops_per_s": {"fp32": 2.9e11},
                                 "bandwidth_bytes_per_s": 1e10, "unknown_future_key": 1}))
     old = load_ceilings("cpu", tmp_path)
     assert old.matmul_runs == {} and old.matmul_flops_per_s == {"fp32": 2.9e11}
-    merged = merge_ceilings(old, compute_ceilings([_point(dtype="bf16")], "cpu", run="new"))
-    assert merged.matmul_flops_per_s["fp32"] == 2.9e11 and merged.matmul_runs == {"bf16": "new"}
+    assert old.key == (None, "")  # how it was measured is not known: never merged with a run that says
+    new = compute_ceilings([_point(dtype="bf16")], "cpu", run="new")
+    assert merge_ceilings(old, new) == new  # 2.7 TFLOP/s bf16 beats 290 GFLOP/s: the whole entry, not a mix
+    update_saved_ceilings(new, tmp_path)
+    entries = load_ceiling_entries("cpu", tmp_path)
+    assert [e.key for e in entries] == [(None, ""), (None, "cuda-events")]
+    assert entries[0].matmul_flops_per_s == {"fp32": 2.9e11}
     path.write_text("[1, 2]")
     assert load_ceilings("cpu", tmp_path) is None
+
+
+def test_ceilings_are_saved_per_thread_count_and_method(tmp_path: Path) -> None:
+    """The QA case: the CPU measured with 15 threads (GUI) and with 16 (CLI) gave 109 and 214
+    GFLOP/s; both were saved as "the" CPU ceiling. Now each is an entry of its own, merged only
+    with runs measured the same way, and the one shown says how it was measured."""
+    def cpu_run(threads: int, gflops: float, run: str) -> MeasuredCeilings:
+        n = 1024
+        point = MeasuredPoint(kernel="matmul", dtype="fp32", size=n, flops=2.0 * n**3, bytes=3.0 * n * n * 4,
+                              seconds=2.0 * n**3 / (gflops * 1e9), method=f"cpu-perf_counter threads={threads}",
+                              iqr_low_s=1e-3, iqr_high_s=1e-3, samples=5, threads=threads)
+        return compute_ceilings([point], "cpu", run=run)
+
+    gui, cli = cpu_run(15, 109.0, "gui"), cpu_run(16, 214.0, "cli")
+    assert gui.key == (15, "cpu-perf_counter") and cli.key == (16, "cpu-perf_counter")
+    update_saved_ceilings(gui, tmp_path)
+    update_saved_ceilings(cli, tmp_path)
+    update_saved_ceilings(cpu_run(15, 100.0, "gui-again"), tmp_path)  # slower: the 15-thread entry stays 109
+    by_key = {e.key: e for e in load_ceiling_entries("cpu", tmp_path)}
+    assert by_key[(15, "cpu-perf_counter")].matmul_flops_per_s["fp32"] == pytest.approx(109e9)
+    assert by_key[(15, "cpu-perf_counter")].matmul_runs == {"fp32": "gui"}
+    assert by_key[(16, "cpu-perf_counter")].matmul_flops_per_s["fp32"] == pytest.approx(214e9)
+    shown = load_ceilings("cpu", tmp_path)
+    assert shown.matmul_runs == {"fp32": "cli"} and shown.measured_with() == "16 CPU threads, cpu-perf_counter"
+    assert load_ceilings("cpu", tmp_path, key=(15, "cpu-perf_counter")).matmul_runs == {"fp32": "gui"}
+    saved = json.loads((tmp_path / "ceilings" / "cpu.json").read_text())
+    assert [(e["threads"], e["method"]) for e in saved["entries"]] == [(15, "cpu-perf_counter"),
+                                                                        (16, "cpu-perf_counter")]
+
+
+@pytest.mark.parametrize("method, family", [
+    ("cuda-events+flush", "cuda-events"), ("cuda-graph x40", "cuda-events"), ("cuda-events", "cuda-events"),
+    ("cpu-perf_counter threads=8", "cpu-perf_counter"), ("gloo-perf_counter x20", "gloo-perf_counter"),
+])
+def test_timer_family_of_a_points_method(method: str, family: str) -> None:
+    assert timer_family(method) == family
 
 
 def test_read_run_never_fails_on_a_line_and_names_an_unreadable_file(tmp_path: Path) -> None:

@@ -127,18 +127,21 @@ def test_cpu_estimate_from_cpuinfo():
     assert estimate.clock_hz == 3e9
 
 
-def test_saved_cpu_ceilings_become_the_cpu_roofline(tmp_path):
+def test_saved_cpu_ceilings_become_the_cpu_roofline_only_when_asked(tmp_path):
     from gpuperf_gui.core.bench.ceilings import MeasuredCeilings, save_ceilings
+    from gpuperf_gui.core.catalog import DeviceCatalog
 
     save_ceilings(MeasuredCeilings("cpu", matmul_flops_per_s={"fp32": 2.9e11, "bf16": 9.5e11},
-                                   bandwidth_bytes_per_s=1.25e10))
-    cpu = load_database().get("cpu")
-    assert cpu.origin == "measured"
+                                   bandwidth_bytes_per_s=1.25e10, threads=16, method="cpu-perf_counter"))
+    assert load_database().get("cpu").dense_flops_per_s == {}  # loading the database reads no measurements
+    assert DeviceCatalog.load().device("cpu").dense_flops_per_s == {}
+    catalog = DeviceCatalog.load(saved_measurements=True)
+    cpu = catalog.device("cpu")
+    assert cpu.origin == "measured" and cpu.measured_with == "16 CPU threads, cpu-perf_counter"
     assert cpu.ridge_flops_per_byte("fp32") == pytest.approx(2.9e11 / 1.25e10)
-    h200 = load_database().get("h200")
+    h200 = catalog.device("h200")
     assert h200.origin == "datasheet"  # GPUs keep their datasheet peak as the denominator
-    assert load_database(measured=False).get("cpu").dense_flops_per_s == {}
-    again = load_database().with_measured("cpu", {"fp32": 3e11}, None)
+    again = catalog.database.with_measured("cpu", {"fp32": 3e11}, None)
     assert again.name == "This computer's CPU (measured)"  # said once, however often re-measured
 
 

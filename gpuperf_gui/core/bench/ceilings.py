@@ -1,29 +1,44 @@
 """Measured ceilings: the best matmul rate per dtype and the best bandwidth of a run.
 
-Saved per device as JSON (``<results dir>/ceilings/<device_id>.json``) and turned into a roofline
-device by :meth:`MeasuredCeilings.to_device` (``DeviceDatabase.with_measured``).
+Saved per device as JSON (``<results dir>/ceilings/<device_id>.json``), one entry per way of
+measuring: the key is (device, ``threads``, ``method``), so the CPU measured with 15 threads and
+with 16 (or timed another way) are two entries, never merged into one "CPU ceiling". ``method`` is
+the timer family ("cpu-perf_counter", "cuda-events"); ``threads`` the torch CPU threads (None on a
+GPU). :meth:`MeasuredCeilings.to_device` turns an entry into a roofline device.
 
-The saved file holds the best measured *so far* on this machine, not the last run: every run is
-merged into it by :func:`update_saved_ceilings` (per dtype the best matmul rate, the best
-bandwidth, the best busbw per collective), and each entry remembers the run and the time it came
+Each entry holds the best measured *so far* with its key, not the last run: every run is merged
+into its entry by :func:`update_saved_ceilings` (per dtype the best matmul rate, the best
+bandwidth, the best busbw per collective), and each figure remembers the run and the time it came
 from (``matmul_runs``/``matmul_measured_at``, ``bandwidth_run``/``bandwidth_measured_at``). A small
 or stopped run therefore never lowers or drops a saved ceiling; :func:`reset_saved_ceilings`
-forgets them (``gpuperf bench --reset-ceilings``).
+forgets a device's entries (``gpuperf bench --reset-ceilings``). Where a device has several
+entries, :func:`load_ceilings` gives the best one (:func:`preferred_entry`), which says how it
+was measured.
+
+Files are written atomically (temporary file, fsync, ``os.replace``) and validated when read: a
+file with a wrong type or a bad value is set aside (``<device>.json.bad``) and reported once
+(:mod:`gpuperf_gui.core.state_files`).
 """
 from __future__ import annotations
 
 import json
+import math
+import re
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
+from gpuperf_gui.core.bench.plans import MEMORY_KERNELS
+from gpuperf_gui.core.hardware import Device, DeviceDatabase, load_database
+from gpuperf_gui.core.paths import default_results_dir
+from gpuperf_gui.core.state_files import atomic_write_text, set_aside
+from gpuperf_gui.core.units import format_si, json_safe
+
 if TYPE_CHECKING:
     from gpuperf_gui.core.bench.points import MeasuredPoint
-    from gpuperf_gui.core.hardware import Device, DeviceDatabase
 
-from gpuperf_gui.core.bench.plans import MEMORY_KERNELS
-
+FILE_FORMAT = 2   # {"format": 2, "device_id", "entries": [...]}; format 1 was one entry, no key
 COLLECTIVE_KERNELS = ("all_reduce", "all_gather", "reduce_scatter")
 
 
@@ -42,7 +57,7 @@ class MeasuredCeilings:
     flops_fraction_of_datasheet: dict[str, float] = field(default_factory=dict)
     bandwidth_fraction_of_datasheet: float | None = None
     collective_busbw_bytes_per_s: dict[str, float] = field(default_factory=dict)
-    method: str = ""
+    method: str = ""                                 # timer family: "cpu-perf_counter", "cuda-events"
     throttled_points: int = 0
     complete: bool = True                            # False: the run was stopped early
     measured_at: float = 0.0                         # Unix time (saved file: of its newest entry)
@@ -52,24 +67,42 @@ class MeasuredCeilings:
     bandwidth_run: str = ""
     bandwidth_measured_at: float = 0.0
     collective_runs: dict[str, str] = field(default_factory=dict)        # op -> run
+    threads: int | None = None                       # torch CPU threads (None: a GPU, or unknown)
+
+    @property
+    def key(self) -> tuple[int | None, str]:
+        """What must match for two measurements to be merged (with the device id)."""
+        return self.threads, self.method
+
+    def measured_with(self) -> str:
+        """How these were measured, in words ("16 CPU threads, cpu-perf_counter"; "" unknown)."""
+        parts = [f"{self.threads} CPU thread{'s' if self.threads != 1 else ''}"] if self.threads else []
+        return ", ".join(parts + ([self.method] if self.method else []))
 
     def to_json_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_json_dict(cls, data: dict[str, Any]) -> MeasuredCeilings:
+        """Checked field by field: a wrong type or value raises :class:`CeilingsFileError` (a
+        ValueError) naming the key; unknown keys are ignored (files of newer versions)."""
+        if not isinstance(data, dict):
+            raise CeilingsFileError("", f"an entry must be an object, got {type(data).__name__}")
         names = {f.name for f in fields(cls)}
-        return cls(**{key: value for key, value in data.items() if key in names})
+        values = {key: value for key, value in data.items() if key in names}
+        for key, value in values.items():
+            _check_field(key, value)
+        if "device_id" not in values:
+            raise CeilingsFileError("device_id", "missing")
+        return cls(**values)
 
     def to_device(self, database: DeviceDatabase) -> Device:
         """The device with these ceilings as its roofline (``DeviceDatabase.with_measured``)."""
         return database.with_measured(self.device_id, dict(self.matmul_flops_per_s),
-                                      self.bandwidth_bytes_per_s)
+                                      self.bandwidth_bytes_per_s, self.measured_with())
 
     def summary(self) -> str:
         """One line for a status bar or the terminal ("fp32 290 GFLOP/s · 21.6 GB/s")."""
-        from gpuperf_gui.core.units import format_si
-
         parts = []
         for dtype, rate in self.matmul_flops_per_s.items():
             fraction = self.flops_fraction_of_datasheet.get(dtype)
@@ -89,9 +122,7 @@ class MeasuredCeilings:
         def when(stamp: float) -> str:
             return time.strftime("%Y-%m-%d %H:%M", time.localtime(stamp)) if stamp else "?"
 
-        from gpuperf_gui.core.units import format_si
-
-        lines = []
+        lines = [f"measured with {self.measured_with()}"] if self.measured_with() else []
         for dtype, rate in self.matmul_flops_per_s.items():
             lines.append(f"{dtype} {format_si(rate, 'FLOP/s')}: {self.matmul_labels.get(dtype, '')}, run "
                          f"{self.matmul_runs.get(dtype) or '?'}, {when(self.matmul_measured_at.get(dtype, 0))}")
@@ -101,6 +132,91 @@ class MeasuredCeilings:
         for op, rate in self.collective_busbw_bytes_per_s.items():
             lines.append(f"{op} busbw {format_si(rate, 'B/s')}: run {self.collective_runs.get(op) or '?'}")
         return lines
+
+
+class CeilingsFileError(ValueError):
+    """A saved ceilings entry with a wrong type or value (``key`` names the field)."""
+
+    def __init__(self, key: str, problem: str) -> None:
+        super().__init__(f"{key}: {problem}" if key else problem)
+        self.key = key
+        self.problem = problem
+
+
+_ID = re.compile(r"[a-z0-9][a-z0-9.-]*")
+_STRINGS = {"device_name", "torch_device", "bandwidth_label", "method", "bandwidth_run"}
+_RATE_TABLES = {"matmul_flops_per_s", "collective_busbw_bytes_per_s"}       # positive
+_NUMBER_TABLES = {"flops_fraction_of_datasheet", "matmul_measured_at"}      # finite, ≥ 0
+_STRING_TABLES = {"matmul_labels", "matmul_runs", "collective_runs"}
+_TIMES = {"measured_at", "bandwidth_measured_at"}
+_BOOLS = {"bandwidth_beyond_cache", "complete"}
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _check_field(key: str, value: Any) -> None:
+    """Raise :class:`CeilingsFileError` when ``value`` is not what field ``key`` holds."""
+    def bad(what: str) -> CeilingsFileError:
+        return CeilingsFileError(key, f"must be {what}, got {_shown(value)}")
+
+    if key == "device_id":
+        if not isinstance(value, str) or not _ID.fullmatch(value):
+            raise bad("a device id (lowercase letters, digits, dashes)")
+    elif key in _STRINGS:
+        if not isinstance(value, str):
+            raise bad("a string")
+    elif key in _BOOLS:
+        if not isinstance(value, bool):
+            raise bad("true or false")
+    elif key in _TIMES:
+        if not _is_number(value) or value < 0:
+            raise bad("a Unix time (a number ≥ 0)")
+    elif key == "bandwidth_bytes_per_s":
+        if value is not None and not (_is_number(value) and value > 0):
+            raise bad("a positive number of bytes/s or null")
+    elif key == "bandwidth_fraction_of_datasheet":
+        if value is not None and not (_is_number(value) and value >= 0):
+            raise bad("a number ≥ 0 or null")
+    elif key in ("throttled_points", "threads"):
+        whole = isinstance(value, int) and not isinstance(value, bool)
+        if key == "threads" and not (value is None or whole and value > 0):
+            raise bad("a positive whole number or null")
+        if key == "throttled_points" and not (whole and value >= 0):
+            raise bad("a whole number ≥ 0")
+    elif key in _RATE_TABLES | _NUMBER_TABLES | _STRING_TABLES:
+        _check_table(key, value)
+
+
+def _check_table(key: str, value: Any) -> None:
+    if not isinstance(value, dict):
+        raise CeilingsFileError(key, f"must be an object, got {_shown(value)}")
+    for name, item in value.items():
+        if key in _STRING_TABLES:
+            ok = isinstance(item, str)
+        elif key in _RATE_TABLES:
+            ok = _is_number(item) and item > 0
+        else:
+            ok = _is_number(item) and item >= 0
+        if not ok:
+            what = "a string" if key in _STRING_TABLES else ("a positive number" if key in _RATE_TABLES
+                                                              else "a number ≥ 0")
+            raise CeilingsFileError(f"{key}.{name}", f"must be {what}, got {_shown(item)}")
+
+
+def timer_family(method: str) -> str:
+    """The timer a point's method names, as the ceilings key uses it: "cuda-events+flush",
+    "cuda-graph x40" and "cuda-events" are all CUDA-event timing ("cuda-events");
+    "cpu-perf_counter threads=8" is "cpu-perf_counter"."""
+    first = method.split(" ")[0] if method else ""
+    first = first.removesuffix("+flush")
+    return "cuda-events" if first == "cuda-graph" else first
 
 
 def _best(points: Iterable[MeasuredPoint], key) -> MeasuredPoint | None:
@@ -144,7 +260,9 @@ def compute_ceilings(
     for point in points:
         if point.kernel in COLLECTIVE_KERNELS and point.busbw_bytes_per_s:
             collectives[point.kernel] = max(collectives.get(point.kernel, 0.0), point.busbw_bytes_per_s)
-    methods = sorted({p.method.split(" ")[0] for p in [*matmul.values(), *pool]})
+    used = [*matmul.values(), *pool] or points
+    methods = sorted({timer_family(p.method) for p in used} - {""})
+    threads = {p.threads for p in used if p.threads}
     now = time.time()
     ceilings = MeasuredCeilings(
         device_id=device_id,
@@ -165,20 +283,37 @@ def compute_ceilings(
         bandwidth_run=run if best_bw else "",
         bandwidth_measured_at=(best_bw.timestamp or now) if best_bw else 0.0,
         collective_runs={op: run for op in collectives},
+        threads=max(threads) if threads else None,
     )
     return with_datasheet_fractions(ceilings, database)
 
 
+def preferred_entry(entries: Iterable[MeasuredCeilings]) -> MeasuredCeilings | None:
+    """The entry that stands for the device where it was measured several ways: the one with the
+    highest matmul rate (any dtype), then the highest bandwidth, then the newest. Whole entries are
+    compared, never mixed: what is shown is one way of measuring, and says which."""
+    return max(entries, key=_rank, default=None)
+
+
+def _rank(ceilings: MeasuredCeilings) -> tuple[float, float, float]:
+    return (max(ceilings.matmul_flops_per_s.values(), default=0.0),
+            ceilings.bandwidth_bytes_per_s or 0.0, ceilings.measured_at)
+
+
 def merge_ceilings(saved: MeasuredCeilings | None, new: MeasuredCeilings,
                    database: DeviceDatabase | None = None) -> MeasuredCeilings:
-    """The best of both, entry by entry (the rule for the per-device file).
+    """The best of both (the rule for a saved entry).
 
-    Per dtype the higher matmul rate; the higher bandwidth, except that a bandwidth measured beyond
-    the cache always beats an in-cache one; per collective the higher busbw. Each kept entry keeps
-    its label, run and time. ``saved`` None (or another device's): ``new`` as it is.
+    With the same key (threads, method): per dtype the higher matmul rate; the higher bandwidth,
+    except that a bandwidth measured beyond the cache always beats an in-cache one; per collective
+    the higher busbw. Each kept figure keeps its label, run and time. Measured another way (another
+    key): the better entry whole (:func:`preferred_entry`), never a mix. ``saved`` None (or another
+    device's): ``new`` as it is.
     """
     if saved is None or saved.device_id != new.device_id:
         return new
+    if saved.key != new.key:
+        return preferred_entry([new, saved])
     matmul = dict(saved.matmul_flops_per_s)
     labels, runs = dict(saved.matmul_labels), dict(saved.matmul_runs)
     times = dict(saved.matmul_measured_at)
@@ -196,7 +331,6 @@ def merge_ceilings(saved: MeasuredCeilings | None, new: MeasuredCeilings,
         if rate > collectives.get(op, 0.0):
             collectives[op] = rate
             collective_runs[op] = new.collective_runs.get(op, "")
-    methods = sorted({m.strip() for c in (saved, new) for m in c.method.split(",") if m.strip()})
     merged = MeasuredCeilings(
         device_id=new.device_id,
         device_name=new.device_name or saved.device_name,
@@ -207,7 +341,7 @@ def merge_ceilings(saved: MeasuredCeilings | None, new: MeasuredCeilings,
         bandwidth_label=bw.bandwidth_label,
         bandwidth_beyond_cache=bw.bandwidth_beyond_cache,
         collective_busbw_bytes_per_s=collectives,
-        method=", ".join(methods),
+        method=new.method,
         throttled_points=max(saved.throttled_points, new.throttled_points),
         complete=saved.complete and new.complete,
         measured_at=max(saved.measured_at, new.measured_at),
@@ -216,6 +350,7 @@ def merge_ceilings(saved: MeasuredCeilings | None, new: MeasuredCeilings,
         bandwidth_run=bw.bandwidth_run,
         bandwidth_measured_at=bw.bandwidth_measured_at,
         collective_runs=collective_runs,
+        threads=new.threads,
     )
     return with_datasheet_fractions(merged, database)
 
@@ -233,27 +368,18 @@ def _better_bandwidth(saved: MeasuredCeilings, new: MeasuredCeilings) -> bool:
 
 def with_datasheet_fractions(ceilings: MeasuredCeilings,
                              database: DeviceDatabase | None = None) -> MeasuredCeilings:
-    """Fill the fractions of the datasheet figures (left empty where the database has none).
-
-    The default database leaves out the saved measurements (``measured=False``): the ``cpu``
-    entry takes them as its ceilings, and a fraction of those is not a fraction of a datasheet."""
+    """Fill the fractions of the datasheet figures (left empty where the database has none, as
+    for the ``cpu``). The default database is the shipped one plus the user's file."""
     try:
-        if database is None:
-            from gpuperf_gui.core.hardware import load_database
-
-            database = load_database(measured=False)
-        device = database.get(ceilings.device_id)
-    except Exception:  # unknown device or no database: fractions stay empty
+        device = (database if database is not None else load_database()).get(ceilings.device_id)
+    except KeyError:  # unknown device (UnknownDeviceError): fractions stay empty
         return ceilings
     flops_fraction: dict[str, float] = {}
     for dtype, rate in ceilings.matmul_flops_per_s.items():
-        try:
-            peak = device.peak_flops_per_s(dtype)
-        except Exception:
-            continue
+        peak = device.dense_flops_per_s.get(dtype) if device.origin != "measured" else None
         if peak:
             flops_fraction[dtype] = rate / peak
-    bandwidth = getattr(device, "memory_bandwidth_bytes_per_s", None)
+    bandwidth = device.memory_bandwidth_bytes_per_s if device.origin != "measured" else None
     bw_fraction = (ceilings.bandwidth_bytes_per_s / bandwidth
                    if bandwidth and ceilings.bandwidth_bytes_per_s else None)
     data = ceilings.to_json_dict()
@@ -261,38 +387,93 @@ def with_datasheet_fractions(ceilings: MeasuredCeilings,
     return MeasuredCeilings.from_json_dict(data)
 
 
-def ceilings_path(device_id: str, results_dir: Path | None = None) -> Path:
-    from gpuperf_gui.core.bench.results import default_results_dir
+# ---------------------------------------------------------------------------------------------
+# Saved entries: one file per device
 
+
+def ceilings_path(device_id: str, results_dir: Path | None = None) -> Path:
     return (results_dir or default_results_dir()) / "ceilings" / f"{device_id}.json"
 
 
-def save_ceilings(ceilings: MeasuredCeilings, results_dir: Path | None = None) -> Path:
-    """Write exactly these ceilings for their device (replacing the file); returns the path.
-    Runs use :func:`update_saved_ceilings`, which merges instead."""
-    path = ceilings_path(ceilings.device_id, results_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(ceilings.to_json_dict(), indent=2), encoding="utf-8")
-    tmp.replace(path)
+def load_ceiling_entries(device_id: str, results_dir: Path | None = None) -> list[MeasuredCeilings]:
+    """Every saved entry of a device (one per threads/method), [] when none. A file that cannot be
+    read as saved ceilings is set aside (``<device>.json.bad``) and reported once."""
+    path = ceilings_path(device_id, results_dir)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError) as exc:
+        set_aside(path, "", f"cannot be read ({getattr(exc, 'strerror', None) or exc})")
+        return []
+    try:
+        return _parse_entries(text, device_id)
+    except CeilingsFileError as exc:
+        set_aside(path, f"key {exc.key}" if exc.key else "", exc.problem)
+    except (ValueError, RecursionError) as exc:  # not JSON (JSONDecodeError names line and column)
+        set_aside(path, "", f"not a saved-ceilings file (invalid JSON: {exc})")
+    return []
+
+
+def _parse_entries(text: str, device_id: str) -> list[MeasuredCeilings]:
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise CeilingsFileError("", f"not a saved-ceilings file (a JSON {type(data).__name__}, "
+                                    "not an object)")
+    raw = data.get("entries", [data]) if "entries" in data or "device_id" in data else None
+    if raw is None:
+        raise CeilingsFileError("", "not a saved-ceilings file (no device_id or entries)")
+    if not isinstance(raw, list):
+        raise CeilingsFileError("entries", f"must be a list, got {_shown(raw)}")
+    entries = []
+    for index, item in enumerate(raw):
+        try:
+            entry = MeasuredCeilings.from_json_dict(item)
+        except CeilingsFileError as exc:
+            where = f"entries[{index}].{exc.key}" if "entries" in data else exc.key
+            raise CeilingsFileError(where, exc.problem) from None
+        if entry.device_id != device_id:
+            raise CeilingsFileError("device_id", f"{entry.device_id!r} in the file of {device_id!r}")
+        entries.append(entry)
+    return entries
+
+
+def _write_entries(device_id: str, entries: list[MeasuredCeilings], results_dir: Path | None) -> Path:
+    path = ceilings_path(device_id, results_dir)
+    payload = {"format": FILE_FORMAT, "device_id": device_id,
+               "entries": [json_safe(entry.to_json_dict()) for entry in entries]}
+    atomic_write_text(path, json.dumps(payload, indent=2, allow_nan=False))
     return path
+
+
+def save_ceilings(ceilings: MeasuredCeilings, results_dir: Path | None = None) -> Path:
+    """Write exactly these ceilings as their device's entry for their key (threads, method),
+    replacing that entry and keeping the others; returns the path. Runs use
+    :func:`update_saved_ceilings`, which merges instead."""
+    entries = load_ceiling_entries(ceilings.device_id, results_dir)
+    kept = [ceilings if entry.key == ceilings.key else entry for entry in entries]
+    if ceilings not in kept:
+        kept.append(ceilings)
+    return _write_entries(ceilings.device_id, kept, results_dir)
 
 
 def update_saved_ceilings(ceilings: MeasuredCeilings, results_dir: Path | None = None,
                           database: DeviceDatabase | None = None) -> MeasuredCeilings:
-    """Merge a run's ceilings into its device's saved ones (:func:`merge_ceilings`), write the
-    result and return it. A run that measured nothing changes nothing."""
-    saved = load_ceilings(ceilings.device_id, results_dir)
+    """Merge a run's ceilings into the saved entry with the same key (:func:`merge_ceilings`),
+    write the result and return it. A run that measured nothing changes nothing (and returns the
+    saved entry with its key, else the device's preferred one)."""
+    entries = load_ceiling_entries(ceilings.device_id, results_dir)
+    saved = next((entry for entry in entries if entry.key == ceilings.key), None)
     if not (ceilings.matmul_flops_per_s or ceilings.bandwidth_bytes_per_s
             or ceilings.collective_busbw_bytes_per_s):
-        return saved if saved is not None else ceilings
+        return saved or preferred_entry(entries) or ceilings
     merged = merge_ceilings(saved, ceilings, database)
     save_ceilings(merged, results_dir)
     return merged
 
 
 def reset_saved_ceilings(device_id: str, results_dir: Path | None = None) -> bool:
-    """Forget a device's saved ceilings; True when there were some."""
+    """Forget a device's saved ceilings (every entry); True when there were some."""
     try:
         ceilings_path(device_id, results_dir).unlink()
     except FileNotFoundError:
@@ -300,21 +481,21 @@ def reset_saved_ceilings(device_id: str, results_dir: Path | None = None) -> boo
     return True
 
 
-def load_ceilings(device_id: str, results_dir: Path | None = None) -> MeasuredCeilings | None:
-    """The saved ceilings of a device, or None when none were measured (or the file is unreadable)."""
-    path = ceilings_path(device_id, results_dir)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return MeasuredCeilings.from_json_dict(data) if isinstance(data, dict) else None
-    except (OSError, ValueError, TypeError):
-        return None
+def load_ceilings(device_id: str, results_dir: Path | None = None, *,
+                  key: tuple[int | None, str] | None = None) -> MeasuredCeilings | None:
+    """The saved entry of a device measured with ``key`` (threads, method); without a key the
+    device's preferred entry (:func:`preferred_entry`). None when there is none (a bad file is
+    set aside and reported)."""
+    entries = load_ceiling_entries(device_id, results_dir)
+    if key is not None:
+        return next((entry for entry in entries if entry.key == key), None)
+    return preferred_entry(entries)
 
 
 def list_saved_ceilings(results_dir: Path | None = None) -> list[MeasuredCeilings]:
-    """Every device's saved ceilings (unreadable files skipped)."""
+    """Every device's preferred saved entry, by device id (bad files set aside and reported)."""
     folder = ceilings_path("x", results_dir).parent
     if not folder.is_dir():
         return []
     found = (load_ceilings(path.stem, results_dir) for path in sorted(folder.glob("*.json")))
     return [ceilings for ceilings in found if ceilings is not None]
-

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
-import sys
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,28 +19,11 @@ from typing import Any, Iterable
 
 from gpuperf_gui.core.bench.ceilings import MeasuredCeilings
 from gpuperf_gui.core.bench.points import DESIGN_KEYS, BenchMessage, MeasuredPoint
+from gpuperf_gui.core.paths import ENV_DATA_DIR, default_results_dir, user_data_dir  # noqa: F401 (re-exported)
+from gpuperf_gui.core.state_files import set_aside
 from gpuperf_gui.core.units import json_safe
 
-ENV_DATA_DIR = "GPUPERF_DATA_DIR"
-
-
-def user_data_dir() -> Path:
-    """Per-user data folder: $GPUPERF_DATA_DIR, else the platform's usual place."""
-    override = os.environ.get(ENV_DATA_DIR)
-    if override:
-        return Path(override).expanduser()
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local"))
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Application Support"
-    else:
-        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return base / "gpuperf"
-
-
-def default_results_dir() -> Path:
-    """Where runs and measured ceilings are kept (``<user data dir>/bench``)."""
-    return user_data_dir() / "bench"
+RUN_NAME = re.compile(r"\d{8}-\d{6}-[A-Za-z0-9]+(-\d+)?\.jsonl")  # what new_run_path names
 
 
 def new_run_path(device: str, results_dir: Path | None = None) -> Path:
@@ -102,6 +86,7 @@ class BenchRun:
     messages: list[BenchMessage] = field(default_factory=list)
     ceilings: MeasuredCeilings | None = None
     torn_lines: int = 0   # unreadable lines (a run killed mid-write leaves at most one)
+    problems: list[str] = field(default_factory=list)   # "line N: what is wrong", the first few
 
     @property
     def name(self) -> str:
@@ -122,40 +107,81 @@ class RunFileError(ValueError):
     """A file that cannot be read as a run: missing, unreadable, or with no record in it."""
 
 
-def read_run(path: Path) -> BenchRun:
-    """Read a run file; a torn, foreign or undecodable line is counted and skipped.
+MAX_PROBLEMS = 5  # lines described in BenchRun.problems (the rest are only counted)
+
+
+def read_run(path: Path, *, set_aside_bad: bool | None = None) -> BenchRun:
+    """Read a run file; a torn, foreign or invalid line (a wrong type, a negative time) is counted,
+    described (``problems``: line and what) and skipped.
 
     Raises :class:`RunFileError` (a ValueError, with a one-line message) when the file cannot be
-    opened or read, or when not one line of it is a run record (a binary or gzip file)."""
-    run = BenchRun(path=Path(path))
+    opened or read, or when not one line of it is a run record (a binary or gzip file). Such a
+    file is also set aside (``<name>.bad``, reported once) when ``set_aside_bad`` is true; None
+    means "when the app named it" (a ``runs/`` file named like :func:`new_run_path`'s), never a
+    file the user picked elsewhere."""
+    path = Path(path)
+    run = BenchRun(path=path)
     try:
-        with Path(path).open(encoding="utf-8", errors="replace") as handle:
-            for line in handle:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            for number, line in enumerate(handle, start=1):
                 if line.strip():
-                    _read_record(run, line)
+                    _read_record(run, line, number)
     except OSError as exc:
         raise RunFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
     if run.torn_lines and not (run.header or run.points or run.messages or run.ceilings):
-        raise RunFileError(f"{Path(path).name} is not a benchmark run ({run.torn_lines} unreadable "
-                           "line(s), no record)")
+        message = (f"{path.name} is not a benchmark run ({run.torn_lines} unreadable line(s), no record; "
+                   f"{run.problems[0]})")
+        if set_aside_bad or (set_aside_bad is None and _named_by_us(path)):
+            moved = set_aside(path, run.problems[0].split(":")[0], "not a benchmark run").moved_to
+            message += f"; set aside as {moved.name}" if moved else ""
+        raise RunFileError(message)
     return run
 
 
-def _read_record(run: BenchRun, line: str) -> None:
-    """Add one line's record to ``run`` (a line that is not one counts as torn)."""
+def _named_by_us(path: Path) -> bool:
+    return path.parent.name == "runs" and RUN_NAME.fullmatch(path.name) is not None
+
+
+_POINT_NUMBERS = ("flops", "bytes", "seconds", "iqr_low_s", "iqr_high_s")
+
+
+def _check_point(record: dict[str, Any]) -> None:
+    """Raise ValueError naming the key when a point record cannot be a measured point."""
+    for key in ("kernel", "dtype", "method", "device", "device_id"):
+        if not isinstance(record.get(key, ""), str) or key in ("kernel", "dtype", "method") and key not in record:
+            raise ValueError(f"{key} must be a string, got {record.get(key)!r:.40}")
+    for key in (*_POINT_NUMBERS, "size", "samples"):
+        value = record.get(key)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) \
+                or value < 0:
+            raise ValueError(f"{key} must be a number ≥ 0, got {value!r:.40}")
+
+
+def _read_record(run: BenchRun, line: str, number: int = 0) -> None:
+    """Add one line's record to ``run`` (a line that is not a valid record counts as torn)."""
     try:
         record = json.loads(line)
-        record_type = record.pop("type")
+        if not isinstance(record, dict):
+            raise ValueError(f"a JSON {type(record).__name__}, not a record")
+        record_type = record.pop("type", None)
         if record_type == "run":
             run.header = record
         elif record_type == "point":
+            _check_point(record)
             run.points.append(MeasuredPoint.from_json_dict(record))
         elif record_type == "message":
+            if not isinstance(record.get("kind"), str) or not isinstance(record.get("text"), str):
+                raise ValueError("a message needs kind and text strings")
             run.messages.append(BenchMessage.from_json_dict(record))
         elif record_type == "ceilings":
             run.ceilings = MeasuredCeilings.from_json_dict(record)
-    except (ValueError, KeyError, TypeError, AttributeError):  # AttributeError: a line that is not an object
+        elif not isinstance(record_type, str):  # another string: a newer version's record, skipped
+            raise ValueError("a record without a type")
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
         run.torn_lines += 1
+        if len(run.problems) < MAX_PROBLEMS:
+            reason = "not JSON" if isinstance(exc, json.JSONDecodeError) else str(exc)
+            run.problems.append(f"line {number}: {reason}")
 
 
 def list_runs(results_dir: Path | None = None) -> list[Path]:
