@@ -6,6 +6,7 @@ import argparse
 
 from gpuperf_gui.commands._output import fail, print_json
 from gpuperf_gui.core.trace.api import TraceResult, analyse_paths
+from gpuperf_gui.core.trace.budget import DEFAULT_MEMORY_BUDGET_BYTES, MemoryBudget, format_bytes, parse_bytes
 from gpuperf_gui.core.trace.decode import DEFAULT_MAX_BYTES
 from gpuperf_gui.core.trace.diagnose import SIGNATURES
 from gpuperf_gui.core.trace.model import TraceFormatError
@@ -24,6 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-bytes", type=int, default=DEFAULT_MAX_BYTES, metavar="B",
                    help=f"refuse traces larger than this, decompressed (default {DEFAULT_MAX_BYTES})")
     p.add_argument("--workers", type=int, default=None, help="processes for multi-rank folders")
+    p.add_argument("--memory-budget", default=None, metavar="SIZE",
+                   help="most memory loading may use, e.g. 4GB (default "
+                        f"{format_bytes(DEFAULT_MEMORY_BUDGET_BYTES)}); a trace that needs more is refused early")
     p.set_defaults(func=run)
 
 
@@ -31,7 +35,12 @@ def run(args: argparse.Namespace) -> int:
     if args.top < 0:
         return fail("--top must be >= 0")
     try:
-        result = analyse_paths(args.paths, max_bytes=args.max_bytes, workers=args.workers)
+        budget = MemoryBudget(parse_bytes(args.memory_budget)) if args.memory_budget else None
+    except ValueError as exc:
+        return fail(f"--memory-budget: {exc}")
+    try:
+        result = analyse_paths(args.paths, max_bytes=args.max_bytes, workers=args.workers,
+                               memory_budget=budget)
     except TraceFormatError as exc:
         return fail(str(exc))
     if args.json:

@@ -5,7 +5,11 @@ from __future__ import annotations
 import argparse
 
 from gpuperf_gui.commands._output import fail
-from gpuperf_gui.core.trace.synth import SCENARIOS, write_synth_trace
+from gpuperf_gui.core.trace.synth import SCENARIOS, synth_trace, write_synth_trace
+
+MAX_EVENTS = 10_000_000
+"""Largest synthetic trace written (about 2.5 GB of JSON): beyond it a typo, not a demo."""
+MAX_RANK = 1_000_000
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -19,7 +23,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def events_per_step(scenario: str, size: int) -> int:
+    """Events one more step adds (measured on a 1- and a 2-step trace of this size)."""
+    one = len(synth_trace(scenario, steps=1, size=1)["traceEvents"])
+    two = len(synth_trace(scenario, steps=2, size=1)["traceEvents"])
+    return max(1, two - one) * size
+
+
+def check_args(args: argparse.Namespace) -> str | None:
+    """What is wrong with the arguments (None when they are fine): the trace must stay bounded."""
+    if args.steps < 1 or args.size < 1:
+        return "--steps and --size must be >= 1"
+    if not 0 <= args.rank <= MAX_RANK:
+        return f"--rank must be in 0..{MAX_RANK:,}"
+    if args.size > MAX_EVENTS or args.steps > MAX_EVENTS:
+        return f"--steps and --size must be at most {MAX_EVENTS:,}"
+    n_events = events_per_step(args.scenario, args.size) * args.steps
+    if n_events > MAX_EVENTS:
+        return (f"{args.steps:,} steps of size {args.size:,} would be about {n_events:,} events; "
+                f"the most written is {MAX_EVENTS:,} (lower --steps or --size)")
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
+    problem = check_args(args)
+    if problem:
+        return fail(problem)
     try:
         path = write_synth_trace(args.scenario, args.output, steps=args.steps, seed=args.seed,
                                  size=args.size, rank=args.rank)

@@ -148,9 +148,10 @@ def test_load_trace_in_parallel_matches_one_process_and_analyse_paths(tmp_path: 
         assert [r.rank for r in model.ranks] == [r.rank for r in serial.ranks] == [0, 1, 2]
         assert [r.n_events for r in model.ranks] == [r.n_events for r in serial.ranks]
         assert [r.origin_us for r in model.ranks] == [r.origin_us for r in serial.ranks]
-    with pytest.raises(TraceFormatError, match="bad.json"):
-        (tmp_path / "bad.json").write_text("hello")
-        load_trace(tmp_path, workers=2)
+    (tmp_path / "bad.json").write_text("hello")  # one broken file: the others load, it is named
+    with_bad = load_trace(tmp_path, workers=2)
+    assert [r.rank for r in with_bad.ranks] == [0, 1, 2]
+    assert len(with_bad.notes) == 1 and "bad.json" in with_bad.notes[0] and "not JSON" in with_bad.notes[0]
 
 
 # 6. kernel rows: mean per call and share of the kernel time ----------------------------------------

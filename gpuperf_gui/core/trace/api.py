@@ -19,8 +19,10 @@ from gpuperf_gui.core.units import json_safe
 
 from .analysis import RankAnalysis, analyse_rank
 from .decode import DEFAULT_MAX_BYTES
-from .diagnose import Diagnosis, diagnose_job, diagnose_rank
-from .load import dedupe_ranks, discover_files, iter_per_file, load_rank
+from .analysis import CPU_COLLECTIVE_RE
+from .diagnose import THRESHOLDS, Diagnosis, StragglerEvidence, diagnose_job, diagnose_rank
+from .budget import MemoryBudget
+from .load import FileFailure, dedupe_ranks, discover_files, failure_notes, iter_per_file, load_rank, plan_workers
 from .model import RankTrace, TraceModel
 from .op_points import op_points
 from .optable import OpRow, op_table
@@ -46,15 +48,21 @@ class RankResult:
 
 @dataclass
 class MultiRankSummary:
-    """Cross-rank figures: step-time skew and straggler ranks (HTA's "starts late" rule)."""
+    """Cross-rank figures: step-time skew and straggler ranks (HTA's "starts late" rule, plus the
+    others' wait that the lag explains; see :func:`multi_rank_summary`)."""
 
     step_time_skew_s: float | None
     stragglers: list[int]
     collective_start_lag_s: dict[int, float] = field(default_factory=dict)
+    evidence: list[StragglerEvidence] = field(default_factory=list)
+    pipeline: bool = False
+    """Ranks exchange point-to-point send/recv: stages offset by design, never stragglers."""
 
     def to_json(self) -> dict:
         return {"step_time_skew_s": self.step_time_skew_s, "stragglers": list(self.stragglers),
-                "collective_start_lag_s": {str(k): v for k, v in self.collective_start_lag_s.items()}}
+                "collective_start_lag_s": {str(k): v for k, v in self.collective_start_lag_s.items()},
+                "straggler_wait_s": {str(e.rank): e.wait_s for e in self.evidence},
+                "pipeline": self.pipeline}
 
 
 @dataclass
@@ -76,21 +84,23 @@ class TraceResult:
             obj["roofline_points"] = [p.to_json() for p in op_points(r.trace)]  # = "Show on roofline"
             ranks.append(obj)
         return json_safe({"diagnosis": self.diagnosis.to_json(), "ranks": ranks,
-                        "multi_rank": self.multi_rank.to_json()})
+                        "multi_rank": self.multi_rank.to_json(), "load_notes": list(self.model.notes)})
 
 
 _Loaded = tuple[RankTrace, RankAnalysis, list[OpRow]]
 
 
-def _analyse_one(path: Path, *, max_bytes: int, order_index: int) -> _Loaded:
+def _analyse_one(path: Path, *, max_bytes: int | None, order_index: int,
+                 memory_budget: MemoryBudget | int | None = None) -> _Loaded:
     """One file's work, all of it per rank (so it runs in the worker processes): load, analyse,
     op table. Both read the rank's own clock, before :meth:`TraceModel.aligned` shifts it."""
-    rt = load_rank(path, max_bytes=max_bytes, order_index=order_index)
+    rt = load_rank(path, max_bytes=max_bytes, order_index=order_index, memory_budget=memory_budget)
     return rt, analyse_rank(rt), op_table(rt)
 
 
 def iter_load_and_analyse(paths: Sequence[Path | str], stop: threading.Event | None = None, *,
-                          max_bytes: int = DEFAULT_MAX_BYTES, workers: int | None = None
+                          max_bytes: int | None = DEFAULT_MAX_BYTES, workers: int | None = None,
+                          memory_budget: MemoryBudget | int | None = None
                           ) -> Iterator[Progress | TraceResult]:
     """Load, analyse and diagnose; yield :class:`Progress` items, then one :class:`TraceResult`.
 
@@ -105,15 +115,23 @@ def iter_load_and_analyse(paths: Sequence[Path | str], stop: threading.Event | N
     n = len(files)
     yield Progress(0.0, f"reading {n} file{'s' if n != 1 else ''}")
     loaded: list[_Loaded | None] = [None] * n
-    work = partial(_analyse_one, max_bytes=max_bytes)
-    with closing(iter_per_file(files, work, stop, workers=workers)) as results:
+    failures: list[FileFailure] = []
+    n_workers, budget = plan_workers(files, MemoryBudget.of(memory_budget), workers)  # budget shared
+    work = partial(_analyse_one, max_bytes=max_bytes, memory_budget=budget)
+    with closing(iter_per_file(files, work, stop, workers=n_workers, collect_failures=n > 1)) as results:
         for done_count, (i, item) in enumerate(results, 1):
-            loaded[i] = item
+            if isinstance(item, FileFailure):  # a run folder's other JSON, or one broken rank
+                failures.append(item)
+            else:
+                loaded[i] = item
             yield Progress(0.9 * done_count / n, f"analysed {files[i].name}")
     if stop.is_set():
         return
+    notes = failure_notes(failures, n)
     yield Progress(0.95, "diagnosing")
-    yield _assemble([x for x in loaded if x is not None])
+    result = _assemble([x for x in loaded if x is not None])
+    result.model.notes = notes
+    yield result
 
 
 def _assemble(loaded: list[_Loaded]) -> TraceResult:
@@ -126,15 +144,17 @@ def _assemble(loaded: list[_Loaded]) -> TraceResult:
     for rt in model.ranks:
         a, ops = by_trace[id(rt)]
         ranks.append(RankResult(rt, a, diagnose_rank(a), ops))
-    diagnosis = diagnose_job([(r.analysis, r.diagnosis) for r in ranks])
-    return TraceResult(model, ranks, diagnosis, multi_rank_summary(ranks))
+    summary = multi_rank_summary(ranks)
+    diagnosis = diagnose_job([(r.analysis, r.diagnosis) for r in ranks], summary.evidence)
+    return TraceResult(model, ranks, diagnosis, summary)
 
 
-def analyse_paths(paths: Sequence[Path | str], *, max_bytes: int = DEFAULT_MAX_BYTES,
-                  workers: int | None = None) -> TraceResult:
+def analyse_paths(paths: Sequence[Path | str], *, max_bytes: int | None = DEFAULT_MAX_BYTES,
+                  workers: int | None = None, memory_budget: MemoryBudget | int | None = None) -> TraceResult:
     """Blocking version of :func:`iter_load_and_analyse` (returns the result)."""
     result = None
-    for item in iter_load_and_analyse(paths, None, max_bytes=max_bytes, workers=workers):
+    for item in iter_load_and_analyse(paths, None, max_bytes=max_bytes, workers=workers,
+                                      memory_budget=memory_budget):
         if isinstance(item, TraceResult):
             result = item
     assert result is not None
@@ -144,31 +164,58 @@ def analyse_paths(paths: Sequence[Path | str], *, max_bytes: int = DEFAULT_MAX_B
 def multi_rank_summary(ranks: list[RankResult]) -> MultiRankSummary:
     """Step-time skew across ranks and straggler ranks.
 
-    Straggler rule (after HTA ``get_potential_stragglers``): for each rank take the start times of
-    its communication kernels in order; the k-th collective of every rank is the same collective,
-    so a rank whose collectives start *late* relative to the median of the ranks is the straggler
-    candidate that makes everyone else wait. A rank is flagged when its median lag exceeds both
-    20 % of the median step time and 100 µs.
+    Straggler rule (after HTA ``get_potential_stragglers``): the k-th collective of every rank is the
+    same collective (GPU communication kernels; CPU-side collectives where a rank has none, as with
+    gloo). A rank's lag is the median over collectives of its start minus the median start of the
+    other ranks. A rank is a straggler when its lag exceeds ``straggler_lag_min_step`` of the median
+    step and ``straggler_lag_min_s``, *and* the other ranks' collectives last longer than its own by
+    at least ``straggler_wait_explained_min`` of the lag: they wait inside the collective for it, so
+    the lag explains their exposed communication. Ranks that exchange point-to-point send/recv
+    (pipeline stages, offset by design) are never stragglers.
     """
     if len(ranks) < 2:
         return MultiRankSummary(None, [])
     medians = [r.analysis.step_time_median_s for r in ranks if r.analysis.step_time_median_s]
     skew = float(max(medians) - min(medians)) if len(medians) >= 2 else None
-    starts = {}
+    pipeline = any(r.analysis.p2p_kernels or r.analysis.p2p_cpu_ops for r in ranks)
+    spans = _collective_spans(ranks)
+    if len(spans) < 2:
+        return MultiRankSummary(skew, [], pipeline=pipeline)
+    k = min(len(v[0]) for v in spans.values())
+    if k == 0:
+        return MultiRankSummary(skew, [], pipeline=pipeline)
+    order = list(spans)
+    start = np.stack([spans[rk][0][:k] for rk in order])
+    dur = np.stack([spans[rk][1][:k] - spans[rk][0][:k] for rk in order])
+    lag_by_rank, evidence = {}, []
+    step = float(np.median(medians)) if medians else 0.0
+    t = THRESHOLDS
+    threshold_s = max(t["straggler_lag_min_step"] * step, t["straggler_lag_min_s"])
+    for i, rank in enumerate(order):
+        others = np.delete(np.arange(len(order)), i)
+        lag_s = float(np.median(start[i] - np.median(start[others], axis=0))) / 1e6
+        lag_by_rank[rank] = lag_s
+        wait_s = float(np.median(np.median(dur[others], axis=0) - dur[i])) / 1e6
+        if not pipeline and lag_s > threshold_s and wait_s >= t["straggler_wait_explained_min"] * lag_s:
+            evidence.append(StragglerEvidence(rank, lag_s, wait_s, k, step))
+    evidence.sort(key=lambda e: -e.lag_s)
+    return MultiRankSummary(skew, [e.rank for e in evidence], lag_by_rank, evidence, pipeline)
+
+
+def _collective_spans(ranks: list[RankResult]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per rank, (start_us, end_us) of its collectives in start order: GPU communication kernels,
+    else CPU-side collective ops (gloo)."""
+    out = {}
     for r in ranks:
         comm = [lane for lane in r.trace.gpu_lanes if lane.kind == "gpu_comm"]
         if comm:
-            starts[r.trace.rank] = np.sort(np.concatenate([lane.start_us for lane in comm]))
-    if len(starts) < 2:
-        return MultiRankSummary(skew, [])
-    k = min(len(v) for v in starts.values())
-    if k == 0:
-        return MultiRankSummary(skew, [])
-    mat = np.stack([v[:k] for v in starts.values()])
-    lag = mat - np.median(mat, axis=0, keepdims=True)
-    lag_by_rank = {rank: float(np.median(lag[i])) / 1e6 for i, rank in enumerate(starts)}
-    step = float(np.median(medians)) if medians else 0.0
-    threshold = max(0.2 * step, 100e-6)
-    stragglers = sorted([rk for rk, v in lag_by_rank.items() if v > threshold],
-                        key=lambda rk: -lag_by_rank[rk])
-    return MultiRankSummary(skew, stragglers, lag_by_rank)
+            s = np.concatenate([lane.start_us for lane in comm])
+            e = np.concatenate([lane.end_us for lane in comm])
+        else:
+            rt = r.trace
+            s, e = rt.cpu_spans(rt.strings.ids_matching(lambda n: bool(CPU_COLLECTIVE_RE.search(n))))
+            if not s.size:
+                continue
+        order = np.argsort(s, kind="stable")
+        out[r.trace.rank] = (s[order], e[order])
+    return out

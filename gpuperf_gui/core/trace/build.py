@@ -26,7 +26,10 @@ MAX_EVENT_DURATION_US = 7 * 24 * 3600 * 1e6
 _ROLE_CPU, _ROLE_GPU, _ROLE_ANNOTATION, _ROLE_SYNC, _ROLE_SKIP = 0, 1, 2, 3, 4
 _ROLE_KIND = {_ROLE_CPU: "cpu", _ROLE_GPU: "gpu_compute", _ROLE_ANNOTATION: "gpu_annotation",
               _ROLE_SYNC: "gpu_sync"}
-_STEP_RE = re.compile(r"ProfilerStep\s*#\s*(\d+)")
+_STEP_RE = re.compile(r"ProfilerStep\s*#\s*(\d{1,18})")  # longer numbers are not steps (int64)
+_LONG_STEP_RE = re.compile(r"ProfilerStep\s*#\s*\d{19,}")
+MAX_ABS_TS_US = 1e17
+"""Timestamps beyond ±1e17 µs (3,000 years) are not times: such events are skipped and counted."""
 _RANK_FILE_RE = re.compile(r"(?:rank[-_]?|worker)(\d+)", re.IGNORECASE)
 _STREAM_RE = re.compile(r"(\d+)")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -113,7 +116,8 @@ def _refuse_unusable(decoded: Decoded, path: Path) -> None:
     n = len(decoded.events) + decoded.skipped
     cut = decoded.truncation
     if cut is not None and cut.events_kept == 0:
-        detail = f"the file was cut before its first complete event ({cut.bytes_total} bytes)"
+        detail = (f"not valid JSON: it is cut short ({cut.reason}, {cut.bytes_total:,} bytes) "
+                  "before its first complete event")
     elif n == 0:
         detail = "the event list is empty"
     else:
@@ -142,7 +146,9 @@ def _fill_lanes(rt: RankTrace, xs: list[Event], names_meta: dict[tuple, str]) ->
     ts = np.fromiter(map(_get_ts, xs), dtype=np.float64, count=n_x)
     dur = np.fromiter(map(_get_dur, xs), dtype=np.float64, count=n_x)
     keep = (roles != _ROLE_SKIP) & np.isfinite(ts) & np.isfinite(dur)
-    bad_dur = (dur < 0) | (dur > MAX_EVENT_DURATION_US)
+    _warn_unplaced(rt, xs, roles, ts, dur)
+    keep &= np.abs(ts) <= MAX_ABS_TS_US
+    bad_dur = np.isfinite(dur) & ((dur < 0) | (dur > MAX_EVENT_DURATION_US))
     if bad_dur.any():
         rt.warnings.append(f"{int(bad_dur.sum())} events with negative or > 7-day durations set to 0")
         dur[bad_dur] = 0.0
@@ -463,7 +469,22 @@ def _launch_flows(rt: RankTrace, lane_sorted: np.ndarray, bounds: np.ndarray,
                  correlation=corr_sorted[dst])
 
 
+def _warn_unplaced(rt: RankTrace, xs: list[Event], roles: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> None:
+    """One warning for the events skipped because their ts or dur is not a usable time."""
+    bad = (roles != _ROLE_SKIP) & ~(np.isfinite(ts) & np.isfinite(dur) & (np.abs(ts) <= MAX_ABS_TS_US))
+    n_bad = int(bad.sum())
+    if not n_bad:
+        return
+    first = int(np.flatnonzero(bad)[0])
+    e = xs[first]
+    rt.warnings.append(f"skipped {n_bad:,} events without a usable time (the first: {e.name[:60]!r}, "
+                       f"ts={e.ts!r}, dur={e.dur!r}; a time must be finite and within ±1e17 µs)")
+
+
 def _steps(rt: RankTrace) -> list[StepWindow]:
+    long_numbers = sum(1 for s in rt.strings if _LONG_STEP_RE.fullmatch(s.strip()))
+    if long_numbers:
+        rt.warnings.append(f"ignored {long_numbers} ProfilerStep names whose step number has more than 18 digits")
     step_ids = rt.strings.ids_matching(lambda s: bool(_STEP_RE.fullmatch(s.strip())))
     if not step_ids.any():
         return []
@@ -487,7 +508,11 @@ def _steps(rt: RankTrace) -> list[StepWindow]:
     for number in numbers:
         g = launched.get(number) or gpu.get(number) or (float("nan"), float("nan"))
         steps.append(StepWindow(number, cpu[number][0], cpu[number][1], g[0], g[1]))
-    return steps
+    by_time = sorted(steps, key=lambda st: (st.cpu_start_us, st.number))
+    if by_time != steps:  # steps are windows in time: order them so, and say the numbers were not
+        rt.warnings.append("ProfilerStep numbers are not in time order "
+                           f"(#{by_time[0].number} starts first); steps are ordered by time")
+    return by_time
 
 
 def _launched_kernel_spans(rt: RankTrace, numbers: list[int], cpu: dict[int, tuple[float, float]]

@@ -1,16 +1,17 @@
-"""Bytes -> typed events: reading (gzip by magic, size limits), JSON decoding, repair, salvage.
+"""Text -> typed events: JSON decoding, the decoder's memory cost, repair, skipping, salvage.
 
 The hot path is one ``msgspec.json.decode`` into ``gc=False`` structs with the garbage collector off
 (see shared/reference/environment.md: typed msgspec is the fastest and leanest decoder measured),
-straight from the decompressed bytes (no copy of the text is ever made on that path). Gzip goes
-through python-isal when it is installed (about 2.5x faster than zlib), else through zlib.
-Everything else here is the tolerant slow path for files that are not clean JSON.
+straight from the text read by :mod:`.source` (no copy of the text is ever made on that path).
+Everything else here is the tolerant slow path for files that are not clean JSON: each repair is
+picked from where and why the decoder stopped, an event with fields of the wrong type or broken
+syntax is skipped and counted, and a file cut short keeps its complete events. Every message says
+what was wrong and at which byte or event.
 """
 from __future__ import annotations
 
 import gc
 import re
-import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,19 +19,24 @@ from typing import Any, Iterator, Union
 
 import msgspec
 
-try:  # python-isal ("isal" on PyPI): zlib's API, decompresses about 2.5x faster; optional
-    from isal import isal_zlib as _gzip_codec
-except ImportError:  # pragma: no cover - depends on the installation
-    _gzip_codec = zlib
+import numpy as np
 
-from .model import TraceFormatError, Truncation
+from .budget import MemoryBudget, format_bytes
+from .model import NotATraceError, TraceFormatError, Truncation
+from .source import GZIP_MAGIC, read_trace_text
 
 DEFAULT_MAX_BYTES = 4 * 1024**3
 """Largest (decompressed) trace text accepted by default: 4 GiB. Callers can raise it."""
 
-GZIP_MAGIC = b"\x1f\x8b"
-_READ_CHUNK = 1 << 22
 _MAX_SALVAGE_ATTEMPTS = 24
+_MAX_REPAIRS = 8
+_MAX_SKIPPED_SYNTAX = 16
+"""Events with broken syntax skipped at most (each costs one more decode of the whole text)."""
+TEXT_COST = 1.5
+"""Memory per byte of JSON text while it is decoded: the text itself plus the strings copied out."""
+EVENT_COST_BYTES = 600
+"""Memory per event while it is decoded and built into lanes (structs, boxed numbers, columns, sort
+keys); measured 420 B on 1M tiny events and 200-350 B on real Kineto traces, rounded up."""
 _LEADING_SPACE = re.compile(rb"\s*")
 
 
@@ -116,6 +122,23 @@ class Decoded:
     warnings: list[str] = field(default_factory=list)
     skipped: int = 0
     """Entries of the events list dropped because they are not events or have fields of wrong types."""
+    first_skipped: str = ""
+    """Which entry was the first dropped (event index, byte) and why."""
+
+
+_FILE_DECODER_LAX = msgspec.json.Decoder(TraceFile, strict=False)  # "NaN" strings -> float nan
+_EVENTS_DECODER_LAX = msgspec.json.Decoder(list[AnyEvent], strict=False)
+_EVENT_DECODER = msgspec.json.Decoder(AnyEvent)
+_EVENT_DECODER_LAX = msgspec.json.Decoder(AnyEvent, strict=False)
+_TOP_DECODER = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_RAW_LIST_DECODER = msgspec.json.Decoder(list[msgspec.Raw])
+Text = Union[bytes, bytearray, memoryview]
+
+
+def estimated_load_bytes(text_bytes: int, events: int) -> float:
+    """Memory (bytes) that decoding ``text_bytes`` of JSON holding ``events`` events and building
+    them into lanes needs at its peak: the cost model :class:`.budget.MemoryBudget` checks."""
+    return TEXT_COST * text_bytes + EVENT_COST_BYTES * events
 
 
 @contextmanager
@@ -130,186 +153,330 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def read_trace_bytes(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[bytes, bool]:
-    """Read a file, gunzipping it when it starts with the gzip magic bytes.
+def read_trace_bytes(path: Path, max_bytes: int | None = DEFAULT_MAX_BYTES,
+                     budget: MemoryBudget | int | None = None) -> tuple[bytearray, bool]:
+    """``(text, stream_truncated)`` of a file (gunzipped when it starts with the gzip magic bytes),
+    read under the memory budget (:func:`.source.read_trace_text`)."""
+    text = read_trace_text(Path(path), MemoryBudget.of(budget), estimated_load_bytes, max_bytes)
+    return text.data, text.stream_truncated
 
-    Returns ``(text, stream_truncated)``. Refuses files whose (decompressed) size exceeds
-    ``max_bytes`` before reading them whole, so a gzip bomb cannot exhaust memory.
+
+def decode_trace(text: Text, path: Path, stream_truncated: bool = False, *, compressed: bool = False,
+                 budget: MemoryBudget | int | None = None, stream_error: str = "") -> Decoded:
+    """Decode trace text into typed events, repairing, skipping or salvaging where possible.
+
+    Raises :class:`TraceFormatError` when the text is not a trace: not JSON (the message gives the
+    byte, line and column where it stops being JSON, and why), a JSON object without a
+    ``traceEvents`` list, or a JSON value that is neither an object nor an array. (A trace whose
+    events are all unusable is refused later, by :func:`.build.build_rank`.) Repairs that copy the
+    text are checked against ``budget`` first.
     """
-    try:
-        size = path.stat().st_size
-        with path.open("rb") as fh:
-            head = fh.read(2)
-            if head != GZIP_MAGIC:
-                if size > max_bytes:
-                    raise TraceFormatError(
-                        f"{path}: file is {size} bytes, over the {max_bytes}-byte limit "
-                        "(raise max_bytes to load it)")
-                fh.seek(0)
-                return fh.read(), False
-            fh.seek(0)
-            return _gunzip_bounded(fh, path, max_bytes)
-    except OSError as exc:
-        raise TraceFormatError(f"{path}: cannot read: {exc}") from exc
-
-
-def _gunzip_bounded(fh: Any, path: Path, max_bytes: int) -> tuple[bytes, bool]:
-    """Decompress all gzip members, stopping with an error past ``max_bytes`` of output.
-
-    A complete, valid stream goes through the fast codec (isal when installed). Anything else (cut
-    short, corrupt, over the limit) is decided by zlib, so what is salvaged and what is reported
-    never depends on the codec: isal holds back the last byte of a cut stream and notices
-    corruption at other points than zlib.
-    """
-    if _gzip_codec is not zlib:
-        try:
-            text, truncated = _gunzip_with(_gzip_codec, fh, path, max_bytes)
-            if not truncated:
-                return text, False
-        except TraceFormatError:
-            pass
-        fh.seek(0)
-    return _gunzip_with(zlib, fh, path, max_bytes)
-
-
-def _gunzip_with(codec: Any, fh: Any, path: Path, max_bytes: int) -> tuple[bytes, bool]:
-    parts: list[bytes] = []
-    total = 0
-    decomp = codec.decompressobj(wbits=31)
-    truncated = False
-    while True:
-        chunk = fh.read(_READ_CHUNK)
-        if not chunk:
-            truncated = not decomp.eof
-            if truncated and total == 0:
-                raise TraceFormatError(f"{path}: corrupt or truncated gzip data: nothing decompresses")
-            break
-        data = chunk
-        while data:
-            try:
-                out = decomp.decompress(data, max(1, max_bytes + 1 - total))
-            except codec.error as exc:
-                if total:
-                    return b"".join(parts), True  # corrupt tail: salvage what decompressed
-                raise TraceFormatError(f"{path}: corrupt gzip data: {exc}") from exc
-            parts.append(out)
-            total += len(out)
-            if total > max_bytes:
-                raise TraceFormatError(
-                    f"{path}: decompresses to more than the {max_bytes}-byte limit "
-                    "(a gzip bomb, or a trace too large: raise max_bytes to load it)")
-            if decomp.unconsumed_tail:
-                data = decomp.unconsumed_tail
-            elif decomp.eof:
-                data = decomp.unused_data
-                if data and data[:2] == GZIP_MAGIC:
-                    decomp = codec.decompressobj(wbits=31)
-                else:
-                    data = b""
-            else:
-                data = b""
-    return b"".join(parts), truncated
-
-
-def decode_trace(text: bytes, path: Path, stream_truncated: bool = False, *, compressed: bool = False
-                 ) -> Decoded:
-    """Decode trace text into typed events, repairing or salvaging where possible.
-
-    Raises :class:`TraceFormatError` when the text is not a trace: not JSON, a JSON object without
-    a ``traceEvents`` list, or a JSON value that is neither an object nor an array. (A trace whose
-    events are all unusable is refused later, by :func:`.build.build_rank`.)
-    """
-    decoded = _decode_any(text, path, stream_truncated, compressed)
+    decoded = _Decoding(text, Path(path), stream_truncated, compressed, MemoryBudget.of(budget),
+                        stream_error).run()
     if decoded.events is None:
-        raise TraceFormatError(f"{path}: no traceEvents list: a JSON object, but not a Chrome/Kineto trace")
+        raise NotATraceError(f"{path}: no traceEvents list: a JSON object, but not a Chrome/Kineto trace")
     return decoded
 
 
-def _decode_any(text: bytes, path: Path, stream_truncated: bool, compressed: bool) -> Decoded:
-    start = _content_start(text)
-    if start == len(text):
-        raise TraceFormatError(f"{path}: empty file{' (after decompression)' if compressed else ''}")
-    if text[start:start + 1] not in (b"{", b"["):
-        what = "the decompressed data" if compressed else "the data"
-        raise TraceFormatError(f"{path}: not JSON, so not a trace ({what} does not start with '{{' or '[')")
-    warnings: list[str] = []
-    with gc_paused():
+_MSGSPEC_BYTE = re.compile(r"\(byte (\d+)\)")
+
+
+class _Decoding:
+    """One file's decode: the fast typed decode, then error-guided repairs, skips and salvage."""
+
+    def __init__(self, text: Text, path: Path, stream_truncated: bool, compressed: bool,
+                 budget: MemoryBudget, stream_error: str) -> None:
+        self.text, self.path, self.budget = text, path, budget
+        self.stream_truncated, self.compressed = stream_truncated, compressed
+        self.stream_error = stream_error
+        self.end = len(text)  # the first JSON document ends here (a second one may follow)
+        self.lax = False  # after quoting NaN/Infinity literals: "NaN" strings decode as floats
+        self.warnings: list[str] = []
+        self.repairs_done: set[str] = set()
+        self.syntax_skips: list[tuple[int, str]] = []
+        self.last_error = ""
+
+    def _first_byte(self) -> bytes:
+        start = _content_start(self.text)
+        return bytes(self.text[start:start + 1])
+
+    def view(self) -> Text:
+        return self.text if self.end == len(self.text) else memoryview(self.text)[: self.end]
+
+    def run(self) -> Decoded:
+        start = _content_start(self.text)
+        if start == len(self.text):
+            raise TraceFormatError(f"{self.path}: empty file{' (after decompression)' if self.compressed else ''}")
+        if self.text[start:start + 1] not in (b"{", b"["):
+            what = "the decompressed data" if self.compressed else "the data"
+            raise TraceFormatError(f"{self.path}: not JSON, so not a trace ({what} does not start with '{{' or '[')")
+        with gc_paused():
+            for _ in range(_MAX_REPAIRS + _MAX_SKIPPED_SYNTAX + 2):
+                try:
+                    return self._finish(self._decode())
+                except RecursionError:
+                    raise TraceFormatError(f"{self.path}: JSON nested too deeply to be a trace") from None
+                except msgspec.DecodeError as exc:
+                    self.last_error = str(exc)
+                    if not self._recover(self.last_error):
+                        break
+            return self._finish(self._salvage_or_fail())
+
+    # -- the typed decode -------------------------------------------------------------------------
+    def _decode(self) -> Decoded:
+        """The typed decode; events of the wrong types are skipped one by one (a syntax error
+        anywhere raises ``msgspec.DecodeError``)."""
         try:
-            return _decode_typed(text, warnings)
+            return self._typed()
         except msgspec.ValidationError as exc:
-            return _decode_tolerant(text, path, f"{exc}", warnings)
-        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
-            first_error = exc
-        for repair_name, repair in _REPAIRS:
-            repaired = repair(text)
-            if repaired == text:
+            return self._per_event(str(exc))
+
+    def _typed(self) -> Decoded:
+        text = self.view()
+        if self._first_byte() == b"[":
+            decoder = _EVENTS_DECODER_LAX if self.lax else _EVENTS_DECODER
+            return Decoded(decoder.decode(text), TraceFile())
+        meta = (_FILE_DECODER_LAX if self.lax else _FILE_DECODER).decode(text)
+        events = meta.traceEvents
+        meta.traceEvents = []
+        return Decoded(events, meta)  # events None: no traceEvents key
+
+    def _finish(self, decoded: Decoded) -> Decoded:
+        decoded.warnings[:0] = self.warnings
+        if self.syntax_skips:
+            first_byte, why = self.syntax_skips[0]
+            decoded.skipped += len(self.syntax_skips)
+            decoded.warnings.append(
+                f"skipped {len(self.syntax_skips)} event{'s' if len(self.syntax_skips) > 1 else ''} "
+                f"with broken JSON syntax (first at byte {first_byte:,}: {why})")
+            decoded.first_skipped = decoded.first_skipped or f"byte {first_byte:,}: {why}"
+        return decoded
+
+    # -- recovering from a syntax error ------------------------------------------------------------
+    def _recover(self, message: str) -> bool:
+        """Apply the repair the error calls for; False when none applies."""
+        at = _error_byte(message)
+        if "trailing characters" in message and at is not None and 0 < at <= self.end:
+            at = at - 1 if self.text[at - 1:at] not in (b" ", b"\t", b"\r", b"\n") else at  # msgspec: 1 past it
+            rest = len(self.text) - at
+            self.end = at
+            self.warnings.append(
+                f"the file holds more than one JSON document: read the first (bytes 0-{at:,}), "
+                f"ignored the {rest:,} bytes after it")
+            return True
+        for name, needed, repair in _REPAIRS:
+            if name in self.repairs_done or not needed(self.text, at, message):
                 continue
-            text = repaired
-            try:
-                decoded = _decode_typed(text, warnings)
-                decoded.warnings.append(f"repaired: {repair_name}")
+            self.repairs_done.add(name)
+            self._copy_check(f"repairing it ({name})")
+            self.text = repair(self.text)
+            self.end = min(self.end, len(self.text)) if name != "invalid UTF-8 replaced" else len(self.text)
+            if name == "NaN/Infinity literals read as numbers":
+                self.lax = True
+            self.warnings.append(f"repaired: {name}")
+            return True
+        if at is not None and "truncated" not in message and not self.stream_truncated:
+            return self._skip_broken_event(at, message)
+        return False
+
+    def _copy_check(self, what: str) -> None:
+        self.budget.check(self.path, estimated_load_bytes(2 * len(self.text), 0), what)
+
+    def _skip_broken_event(self, at: int, message: str) -> bool:
+        """Blank out the event around byte ``at`` (an event of the events array with broken syntax)."""
+        if len(self.syntax_skips) >= _MAX_SKIPPED_SYNTAX:
+            return False
+        array = _events_array_start(self.text)
+        if array is None or at <= array[0]:
+            return False
+        region = _event_region(self.text, array[0], at, self.end)
+        if region is None:
+            return False
+        lo, hi = region
+        if not isinstance(self.text, bytearray):
+            self._copy_check("skipping a broken event")
+            self.text = bytearray(self.text)
+        self.syntax_skips.append((at, _describe_syntax_error(message, self.text, at)))
+        self.text[lo:hi] = b" " * (hi - lo)
+        return True
+
+    def _salvage_or_fail(self) -> Decoded:
+        """The text is cut short (or broken where nothing else helps): keep its complete events."""
+        message = self.last_error
+        truncated = self.stream_truncated or "truncated" in message
+        if truncated:
+            salvaged = self._salvage()
+            if salvaged is not None:
+                return salvaged
+        at = _error_byte(message)
+        where = "" if at is None else f" at byte {at:,}{_line_col(self.text, at)}"
+        why = _describe_syntax_error(message, self.text, at) if message else "it does not decode"
+        if truncated and self.stream_error:
+            why = f"{self.stream_error}, and no complete event before the damage"
+        elif truncated:
+            why = "the JSON is cut short before its first complete event" + (
+                f" ({len(self.text):,} bytes)" if len(self.text) else "")
+        raise TraceFormatError(f"{self.path}: not valid JSON{where}: {why}")
+
+    def _salvage(self) -> Decoded | None:
+        """Recover every complete event of a file cut short (a killed job's ``.tmp`` file).
+
+        Tries cut points at event boundaries (a ``}`` followed by ``,``/``]``/end), from the end
+        backwards, closing the array and object after each (written in place: no copy of the
+        text); at most a few dozen attempts.
+        """
+        start = _events_array_start(self.text)
+        if start is None:
+            return None
+        body_start, suffix = start
+        if not isinstance(self.text, bytearray):
+            self._copy_check("salvaging a file cut short")
+            self.text = bytearray(self.text)
+        total = self.end
+        try:
+            self.text += b" " * len(suffix)  # room to close the array after any cut point
+        except BufferError:  # a view of the text is still alive: close the array in a copy
+            self.text = bytearray(self.text) + b" " * len(suffix)
+        reason = self.stream_error or ("gzip stream cut short" if self.stream_truncated else "JSON cut short")
+        pos, attempts = total, 0
+        while attempts < _MAX_SALVAGE_ATTEMPTS:
+            pos = self.text.rfind(b"}", body_start, pos)
+            if pos < 0:
+                break
+            nxt = bytes(self.text[pos + 1: pos + 64]).lstrip()
+            if nxt[:1] not in (b",", b"]", b""):
+                continue
+            attempts += 1
+            decoded = self._decode_closed(pos + 1, suffix)
+            if decoded is not None:
+                decoded.truncation = Truncation(bytes_total=total, bytes_used=pos + 1,
+                                                events_kept=len(decoded.events), reason=reason)
                 return decoded
+        decoded = self._decode_closed(body_start, suffix)  # nothing complete after the array opened
+        if decoded is None:
+            return None
+        decoded.truncation = Truncation(total, body_start, 0, reason)
+        return decoded
+
+    def _decode_closed(self, cut: int, suffix: bytes) -> Decoded | None:
+        saved = bytes(self.text[cut: cut + len(suffix)])
+        self.text[cut: cut + len(suffix)] = suffix
+        end, self.end = self.end, cut + len(suffix)
+        try:
+            return self._decode()
+        except (TraceFormatError, msgspec.DecodeError, RecursionError):
+            return None
+        finally:
+            self.text[cut: cut + len(suffix)] = saved
+            self.end = end
+
+    # -- skipping events of the wrong types --------------------------------------------------------
+    def _per_event(self, reason: str) -> Decoded:
+        """Slow path: decode the event list as raw slices, then each event on its own; an event
+        that does not decode is skipped and counted (its index, byte and why are reported)."""
+        text = self.view()
+        try:
+            if self._first_byte() == b"[":
+                raw_events, meta = _RAW_LIST_DECODER.decode(text), TraceFile()
+            else:
+                top = _TOP_DECODER.decode(text)
+                raw_list = top.pop("traceEvents", None)
+                if raw_list is None:
+                    return Decoded(None, TraceFile())  # type: ignore[arg-type]
+                head = memoryview(raw_list)[:20].tobytes()
+                if head[:1] != b"[":
+                    raise NotATraceError(f"{self.path}: traceEvents is not a list (it starts with "
+                                           f"{head!r}): not a Chrome/Kineto trace")
+                raw_events = _RAW_LIST_DECODER.decode(raw_list)
+                meta = _lenient_meta(top, self.lax)
+        except msgspec.ValidationError as exc:
+            raise NotATraceError(f"{self.path}: not a trace: {exc} (the trace is a JSON object with a "
+                                   "traceEvents list, or a JSON list of events)") from None
+        events: list[Any] = []
+        skipped = args_dropped = 0
+        first = ""
+        event_decoder = _EVENT_DECODER_LAX if self.lax else _EVENT_DECODER
+        for i, raw in enumerate(raw_events):
+            try:
+                events.append(event_decoder.decode(raw))
+                continue
             except msgspec.ValidationError as exc:
-                return _decode_tolerant(text, path, f"{exc}", warnings)
-            except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
-                first_error = exc
-        if isinstance(first_error, RecursionError):
-            raise TraceFormatError(f"{path}: JSON nested too deeply") from None
-        salvaged = _salvage(text, path, warnings, stream_truncated)
-        if salvaged is not None:
-            return salvaged
-        raise TraceFormatError(f"{path}: not valid JSON: {first_error}") from None
+                error = str(exc)
+            event = _convert_event(raw, self.lax)
+            if event is None:
+                skipped += 1
+                if not first:
+                    first = f"event #{i:,} at byte {_offset_in(raw, self.text):,}: {error}"
+            else:
+                args_dropped += 1
+                events.append(event)
+        decoded = Decoded(events, meta, skipped=skipped, first_skipped=first)
+        if skipped:
+            decoded.warnings.append(f"skipped {skipped:,} bad event{'s' if skipped > 1 else ''} of "
+                                    f"{len(raw_events):,} (first: {first})")
+        if args_dropped:
+            decoded.warnings.append(f"{args_dropped:,} events had args of the wrong type (those args ignored)")
+        return decoded
 
 
-def _content_start(text: bytes) -> int:
+def _error_byte(message: str) -> int | None:
+    m = _MSGSPEC_BYTE.search(message)
+    return int(m.group(1)) if m else None
+
+
+def _line_col(text: bytes | bytearray, at: int) -> str:
+    at = min(at, len(text))
+    line = text.count(b"\n", 0, at) + 1
+    col = at - (text.rfind(b"\n", 0, at) + 1) + 1
+    return f" (line {line:,}, column {col:,})"
+
+
+def _describe_syntax_error(message: str, text: Text, at: int | None) -> str:
+    """msgspec's reason without its byte note, and what is there: ``invalid character 'x'``."""
+    reason = _MSGSPEC_BYTE.sub("", message).replace("JSON is malformed: ", "").strip()
+    if at is None or at >= len(text):
+        return reason
+    snippet = bytes(text[max(0, at - 20): at + 20]).decode("utf-8", "replace")
+    return f"{reason} {bytes(text[at:at + 1])!r} in {snippet!r}"
+
+
+def _offset_in(raw: msgspec.Raw, text: Text) -> int:
+    """Byte offset of a raw slice inside the text it was decoded from (-1 when it was copied)."""
+    try:
+        view = np.frombuffer(memoryview(raw), np.uint8)
+        base = np.frombuffer(text, np.uint8)
+        offset = view.ctypes.data - base.ctypes.data
+    except (TypeError, ValueError):
+        return -1
+    return offset if 0 <= offset < len(text) else -1
+
+
+def _lenient_meta(top: dict[str, msgspec.Raw], lax: bool) -> TraceFile:
+    """The trace's top-level keys, each decoded on its own; a key of the wrong type is left out."""
+    meta = TraceFile()
+    for key in TraceFile.__struct_fields__:
+        raw = top.get(key)
+        if raw is None or key == "traceEvents":
+            continue
+        try:
+            one = msgspec.json.decode(b'{"%s":%s}' % (key.encode(), bytes(raw)), type=TraceFile, strict=not lax)
+            setattr(meta, key, getattr(one, key))
+        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+            pass
+    return meta
+
+
+def _content_start(text: Text) -> int:
     """Offset of the first non-whitespace byte (``len(text)`` if none); no copy, unlike ``lstrip``."""
     return _LEADING_SPACE.match(text).end()
 
 
-def _decode_typed(text: bytes, warnings: list[str]) -> Decoded:
-    start = _content_start(text)
-    if text[start:start + 1] == b"[":
-        return Decoded(_EVENTS_DECODER.decode(text), TraceFile(), warnings=warnings)
-    meta = _FILE_DECODER.decode(text)
-    events = meta.traceEvents
-    meta.traceEvents = []
-    return Decoded(events, meta, warnings=warnings)  # events None: no traceEvents key
-
-
-def _decode_tolerant(text: bytes, path: Path, reason: str, warnings: list[str]) -> Decoded:
-    """Slow path: untyped decode, then convert event by event, skipping those of wrong types."""
+def _convert_event(raw: msgspec.Raw, lax: bool) -> Any:
+    """Convert one event that failed the typed decode; drop only the ``args`` keys of unusable types."""
     try:
-        raw = _ANY_DECODER.decode(text)
-    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
-        raise TraceFormatError(f"{path}: not valid JSON: {exc}") from None
-    if isinstance(raw, list):
-        raw_events, top = raw, {}
-    elif isinstance(raw, dict):
-        raw_events, top = raw.get("traceEvents"), raw
-        if not isinstance(raw_events, list):
-            raise TraceFormatError(f"{path}: no traceEvents list: not a Chrome/Kineto trace")
-    else:
-        raise TraceFormatError(f"{path}: JSON top level is {type(raw).__name__}, not a trace")
-    events: list[Event] = []
-    skipped = 0
-    for item in raw_events:
-        event = _convert_event(item)
-        if event is None:
-            skipped += 1
-        else:
-            events.append(event)
-    meta_fields = {k: v for k, v in top.items() if k != "traceEvents" and k in TraceFile.__struct_fields__}
-    try:
-        meta = msgspec.convert(meta_fields, TraceFile, strict=False)
-    except msgspec.ValidationError:
-        meta = TraceFile()
-    if skipped:
-        warnings.append(f"skipped {skipped} events with fields of the wrong type ({reason})")
-    return Decoded(events, meta, warnings=warnings, skipped=skipped)
-
-
-def _convert_event(item: Any) -> Any:
-    """Convert one untyped event; drop only the ``args`` keys that have unusable types."""
+        item = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        return None
     if not isinstance(item, dict):
         return None
     args = item.get("args")
@@ -318,15 +485,12 @@ def _convert_event(item: Any) -> Any:
         event = msgspec.convert(body, AnyEvent, strict=False)
     except (msgspec.ValidationError, TypeError, OverflowError):
         return None
-    if not isinstance(event, Event):
+    if not isinstance(event, Event) or not isinstance(args, dict):
         return event
-    if args is None:
-        return event
-    if isinstance(args, dict):
-        try:
-            event.args = msgspec.convert(args, Args, strict=False)
-        except (msgspec.ValidationError, TypeError, OverflowError):
-            event.args = _convert_args_fieldwise(args)
+    try:
+        event.args = msgspec.convert(args, Args, strict=False)
+    except (msgspec.ValidationError, TypeError, OverflowError):
+        event.args = _convert_args_fieldwise(args)
     return event
 
 
@@ -345,41 +509,89 @@ def _convert_args_fieldwise(args: dict) -> Args:
     return out
 
 
-# Repairs for known Kineto/TB quirks (metrics.md §4.3), tried in this order.
+# Repairs for known quirks of real writers (metrics.md §4.3), each picked by the decoder's error:
+# (name, needed(text, error_byte, message), repair(text) -> text).
 _CONTROL_TABLE = bytes(b if b >= 32 else 32 for b in range(256))
 _NA = re.compile(rb"(:\s*)N/A\b")
 _TRAILING_COMMA = re.compile(rb",(\s*[\]}])")
+_NON_FINITE = re.compile(rb"([:\[,]\s*)(-?Infinity|NaN)(?=\s*[,\]}])")
+_LONE_SURROGATE = re.compile(
+    rb"(?<!\\)((?:\\\\)*)(\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2})")
 
 
-def _fix_utf8(text: bytes) -> bytes:
-    try:
-        text.decode("utf-8")
-        return text
-    except UnicodeDecodeError:
-        return text.decode("utf-8", errors="replace").encode("utf-8")
+def _at(text: Text, at: int | None, width: int = 12) -> bytes:
+    return b"" if at is None else bytes(text[max(0, at - 1): at + width])
 
 
-def _fix_control(text: bytes) -> bytes:
-    return text.translate(_CONTROL_TABLE)
+def _fix_utf8(text: Text) -> bytearray:
+    return bytearray(bytes(text).decode("utf-8", errors="replace").encode("utf-8"))
 
 
-def _fix_na(text: bytes) -> bytes:
-    return _NA.sub(rb'\1"N/A"', text)
+def _fix_control(text: Text) -> bytearray:
+    return bytearray(bytes(text).translate(_CONTROL_TABLE))
 
 
-def _fix_trailing_commas(text: bytes) -> bytes:
-    return _TRAILING_COMMA.sub(rb"\1", text)
+def _fix_na(text: Text) -> bytearray:
+    return bytearray(_NA.sub(rb'\1"N/A"', text))
+
+
+def _fix_trailing_commas(text: Text) -> bytearray:
+    return bytearray(_TRAILING_COMMA.sub(rb"\1", text))
+
+
+def _fix_non_finite(text: Text) -> bytearray:
+    return bytearray(_NON_FINITE.sub(rb'\1"\2"', text))
+
+
+def _fix_lone_surrogates(text: Text) -> bytearray:
+    return bytearray(_LONE_SURROGATE.sub(rb"\1\\ufffd", text))
+
+
+def _has_control(text: Text, at: int | None, message: str) -> bool:
+    return "invalid character" in message and at is not None and at < len(text) and text[at] < 32
 
 
 _REPAIRS = (
-    ("invalid UTF-8 replaced", _fix_utf8),
-    ("control characters in strings", _fix_control),
-    ("bare N/A quoted", _fix_na),
-    ("trailing commas removed", _fix_trailing_commas),
+    ("invalid UTF-8 replaced", lambda t, at, m: "UTF-8" in m, _fix_utf8),
+    ("NaN/Infinity literals read as numbers",
+     lambda t, at, m: b"NaN" in _at(t, at) or b"Infinity" in _at(t, at), _fix_non_finite),
+    ("lone UTF-16 surrogates replaced",
+     lambda t, at, m: ("surrogate" in m or "truncated" in m) and _LONE_SURROGATE.search(t) is not None,
+     _fix_lone_surrogates),
+    ("control characters in strings", _has_control, _fix_control),
+    ("bare N/A quoted", lambda t, at, m: b"N/A" in _at(t, at), _fix_na),
+    ("trailing commas removed", lambda t, at, m: "trailing comma" in m, _fix_trailing_commas),
 )
 
+_EVENT_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 
-def _events_array_start(text: bytes) -> tuple[int, bytes] | None:
+
+_LAST_EVENT_END = re.compile(rb"\}\s*\]")
+
+
+def _event_region(text: Text, body_start: int, at: int, end: int) -> tuple[int, int] | None:
+    """Bytes to blank so that the event holding byte ``at`` drops out of the events array: from
+    the comma before it to the comma before the next event (for the first event, from the array's
+    start through the comma after it; for the last, up to the array's closing bracket). None when
+    no event boundary is near."""
+    window = 1 << 20  # events are small: look this far each way
+    before = None
+    for before in _EVENT_BOUNDARY.finditer(text, max(body_start, at - window), at):
+        pass
+    after = _EVENT_BOUNDARY.search(text, at, min(end, at + window))
+    if after is not None:
+        comma_after = text.find(b",", after.start(), after.end())
+        if before is None:
+            return body_start, comma_after + 1
+        return text.find(b",", before.start(), before.end()), comma_after
+    last = _LAST_EVENT_END.search(text, at, min(end, at + window))
+    if before is None or last is None:
+        return None
+    return text.find(b",", before.start(), before.end()), last.end() - 1
+
+
+def _events_array_start(text: Text) -> tuple[int, bytes] | None:
     """Position just after the ``[`` that opens the events array, and the closing suffix."""
     offset = _content_start(text)
     if text[offset:offset + 1] == b"[":
@@ -391,46 +603,3 @@ def _events_array_start(text: bytes) -> tuple[int, bytes] | None:
     if bracket < 0:
         return None
     return bracket + 1, b"]}"
-
-
-def _salvage(text: bytes, path: Path, warnings: list[str], stream_truncated: bool) -> Decoded | None:
-    """Recover every complete event of a file cut short (a killed job's ``.tmp`` file).
-
-    Tries cut points at event boundaries (a ``}`` followed by ``,``/``]``/end), from the end
-    backwards, closing the array and object after each; at most a few dozen attempts.
-    """
-    start = _events_array_start(text)
-    if start is None:
-        return None
-    body_start, suffix = start
-    pos = len(text)
-    attempts = 0
-    while attempts < _MAX_SALVAGE_ATTEMPTS:
-        pos = text.rfind(b"}", body_start, pos)
-        if pos < 0:
-            break
-        nxt = text[pos + 1: pos + 64].lstrip()
-        if nxt[:1] not in (b",", b"]", b""):
-            continue
-        attempts += 1
-        candidate = text[: pos + 1] + suffix
-        try:
-            decoded = _decode_typed(candidate, warnings)
-        except msgspec.ValidationError:
-            try:
-                decoded = _decode_tolerant(candidate, path, "salvage", warnings)
-            except TraceFormatError:
-                continue
-        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
-            continue
-        decoded.truncation = Truncation(
-            bytes_total=len(text), bytes_used=pos + 1, events_kept=len(decoded.events),
-            reason="gzip stream cut short" if stream_truncated else "JSON cut short")
-        return decoded
-    # Nothing complete after the array opened: an empty, truncated trace.
-    try:
-        decoded = _decode_typed(text[:body_start] + suffix, warnings)
-    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError):
-        return None
-    decoded.truncation = Truncation(len(text), body_start, 0, "cut before the first complete event")
-    return decoded

@@ -1,47 +1,55 @@
 """Load trace files and folders of per-rank files into a :class:`.model.TraceModel`.
 
+One memory budget (:mod:`.budget`) bounds a load: a file is refused while it is read when decoding
+it would not fit, and ranks loaded in parallel share the budget. In a run folder (or any load of
+several files) a file that is not a trace is skipped and a broken rank file is named in
+:attr:`.model.TraceModel.notes`; the other ranks load.
+
 >>> model = load_trace(Path("rank0.json.gz"))            # doctest: +SKIP
 >>> model = load_trace([Path("job/")], workers=4)         # a folder of per-rank files, in parallel
 """
 from __future__ import annotations
 
 import os
+import stat
 import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence, TypeVar
 
+from .budget import MemoryBudget
 from .build import build_rank
-from .decode import DEFAULT_MAX_BYTES, GZIP_MAGIC, decode_trace, gc_paused, read_trace_bytes
-from .model import RankTrace, TraceFormatError, TraceModel
+from .decode import DEFAULT_MAX_BYTES, decode_trace, estimated_load_bytes, gc_paused
+from .model import NotATraceError, RankTrace, TraceFormatError, TraceModel
+from .source import GZIP_MAGIC, read_trace_text
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".gz", ".tmp", ".json.tmp")
 
 
-def load_rank(path: Path | str, *, max_bytes: int = DEFAULT_MAX_BYTES, order_index: int = 0) -> RankTrace:
+def load_rank(path: Path | str, *, max_bytes: int | None = DEFAULT_MAX_BYTES, order_index: int = 0,
+              memory_budget: MemoryBudget | int | None = None) -> RankTrace:
     """Load one trace file (plain or gzip JSON) into a :class:`RankTrace`.
+
+    ``memory_budget`` (bytes, default :data:`.budget.DEFAULT_MEMORY_BUDGET_BYTES`) bounds the
+    memory of the load: the file is refused as soon as reading shows that decoding it would not fit.
 
     Raises
     ------
     TraceFormatError
-        The file is not a trace (message names the file and the reason), or it is over
-        ``max_bytes`` (decompressed).
+        The file is not a trace or not a regular file (the message names the file and the
+        reason), it is over ``max_bytes`` (decompressed), or (:class:`.budget.MemoryBudgetError`)
+        it would not fit the memory budget.
     """
     path = Path(path)
-    text, stream_truncated = read_trace_bytes(path, max_bytes)
-    decoded = decode_trace(text, path, stream_truncated, compressed=_is_gzip(path))
+    budget = MemoryBudget.of(memory_budget)
+    text = read_trace_text(path, budget, estimated_load_bytes, max_bytes)
+    decoded = decode_trace(text.data, path, text.stream_truncated, compressed=text.compressed,
+                           budget=budget, stream_error=text.stream_error)
     del text
     with gc_paused():
         return build_rank(decoded, path, order_index)
-
-
-def _is_gzip(path: Path) -> bool:
-    try:
-        with path.open("rb") as fh:
-            return fh.read(2) == GZIP_MAGIC
-    except OSError:
-        return False
 
 
 def discover_files(paths: Iterable[Path | str]) -> list[Path]:
@@ -67,22 +75,98 @@ def _looks_like_trace(path: Path) -> bool:
     return name.endswith(TRACE_SUFFIXES)
 
 
-def load_trace(paths: Path | str | Sequence[Path | str], *, max_bytes: int = DEFAULT_MAX_BYTES,
-               workers: int | None = None) -> TraceModel:
+def load_trace(paths: Path | str | Sequence[Path | str], *, max_bytes: int | None = DEFAULT_MAX_BYTES,
+               workers: int | None = None, memory_budget: MemoryBudget | int | None = None) -> TraceModel:
     """Load files and/or folders of per-rank files into one aligned :class:`TraceModel`.
 
     Parameters
     ----------
     paths : a file, a folder, or a list of them.
     max_bytes : per-file limit on the (decompressed) trace size.
-    workers : processes to load ranks in parallel (default: one per file, at most the CPU count;
-        1 loads in this process).
+    workers : processes to load ranks in parallel (default: one per file, at most the CPU count
+        and as many as the memory budget allows; 1 loads in this process).
+    memory_budget : bytes the whole load may use (shared by the files loaded at once).
     """
     if isinstance(paths, (str, Path)):
         paths = [paths]
     files = discover_files(paths)
-    by_index = dict(iter_per_file(files, partial(load_rank, max_bytes=max_bytes), workers=workers))
-    return TraceModel.aligned(dedupe_ranks([by_index[i] for i in range(len(files))]))
+    n_workers, budget = plan_workers(files, MemoryBudget.of(memory_budget), workers)
+    work = partial(load_rank, max_bytes=max_bytes, memory_budget=budget)
+    by_index: dict[int, RankTrace] = {}
+    failures: list[FileFailure] = []
+    for i, item in iter_per_file(files, work, workers=n_workers, collect_failures=len(files) > 1):
+        if isinstance(item, FileFailure):
+            failures.append(item)
+        else:
+            by_index[i] = item
+    notes = failure_notes(failures, len(files))
+    model = TraceModel.aligned(dedupe_ranks([by_index[i] for i in sorted(by_index)]))
+    model.notes = notes
+    return model
+
+
+@dataclass(frozen=True)
+class FileFailure:
+    """A file of a multi-file load that did not load: ``not_a_trace`` (skipped) or broken."""
+
+    path: Path
+    message: str
+    not_a_trace: bool
+
+
+def failure_notes(failures: Sequence[FileFailure], n_files: int) -> list[str]:
+    """One note per file that did not load; raises the first file's error when none loaded."""
+    if failures and len(failures) >= n_files:
+        broken = [f for f in failures if not f.not_a_trace] or list(failures)
+        more = len(failures) - 1
+        others = "" if not more else f" (and {more} more file{'s' if more > 1 else ''} did not load either)"
+        raise TraceFormatError(f"{broken[0].message}{others}")
+    notes = []
+    for f in failures:
+        reason = f.message.removeprefix(f"{f.path}: ")
+        if f.not_a_trace:
+            notes.append(f"skipped {f.path.name}: not a trace ({reason})")
+        else:
+            notes.append(f"rank file {f.path.name} could not be loaded, the other ranks are shown: {reason}")
+    return notes
+
+
+_TYPICAL_EVENT_BYTES = 250
+"""JSON bytes per event of a typical Kineto trace (216k-event trace: 249): for planning only."""
+
+
+def plan_workers(files: Sequence[Path], budget: MemoryBudget, workers: int | None) -> tuple[int, MemoryBudget]:
+    """How many files to load at once, and each one's share of the budget.
+
+    As many as asked (default: one per file, at most the CPU count), but no more than the budget
+    holds for the largest file (its size, or a gzip file's recorded uncompressed size), so large
+    ranks load one after another with the whole budget and small ones in parallel.
+    """
+    n = len(files)
+    wanted = min(n, os.cpu_count() or 1) if workers is None else max(1, workers)
+    wanted = max(1, min(wanted, n))
+    largest = max((_text_size_hint(f) for f in files), default=0)
+    need = estimated_load_bytes(largest, largest // _TYPICAL_EVENT_BYTES)
+    fits = int(budget.limit_bytes // need) if need > 0 else wanted
+    n_workers = max(1, min(wanted, fits))
+    return n_workers, budget.share(n_workers)
+
+
+def _text_size_hint(path: Path) -> int:
+    """Bytes of JSON text a file probably holds (a gzip member records its size modulo 4 GiB)."""
+    try:
+        st = path.stat()
+        size = st.st_size
+        if not stat.S_ISREG(st.st_mode):
+            return 0  # refused when it is opened; never open a pipe here
+        with path.open("rb") as fh:
+            if fh.read(2) != GZIP_MAGIC or size < 18:
+                return size
+            fh.seek(-4, os.SEEK_END)
+            recorded = int.from_bytes(fh.read(4), "little")
+    except OSError:
+        return 0
+    return recorded if recorded >= size else 10 * size
 
 
 _T = TypeVar("_T")
@@ -91,7 +175,8 @@ _POLL_S = 0.1
 
 
 def iter_per_file(files: Sequence[Path], work: Callable[..., _T], stop: threading.Event | None = None, *,
-                  workers: int | None = None) -> Iterator[tuple[int, _T]]:
+                  workers: int | None = None, collect_failures: bool = False
+                  ) -> Iterator[tuple[int, _T | FileFailure]]:
     """Run ``work(file, order_index=i)`` for every file; yield ``(i, result)`` as each one finishes.
 
     The one per-file loop of the loader (:func:`load_trace` and :func:`.api.iter_load_and_analyse`).
@@ -100,7 +185,9 @@ def iter_per_file(files: Sequence[Path], work: Callable[..., _T], stop: threadin
     The loop returns early, without the remaining results, once ``stop`` is set (checked between
     files, and every 0.1 s while files are decoded in parallel). When it ends early (``stop``, an
     error in one file, or the consumer closing the generator) the pending files are cancelled and
-    the worker processes are terminated before control returns: none outlives the call.
+    the worker processes are terminated before control returns: none outlives the call. With
+    ``collect_failures`` a file whose work raises yields a :class:`FileFailure` instead (the other
+    files go on).
     """
     stop = stop or threading.Event()
     n = len(files)
@@ -109,7 +196,14 @@ def iter_per_file(files: Sequence[Path], work: Callable[..., _T], stop: threadin
         for i, f in enumerate(files):
             if stop.is_set():
                 return
-            yield i, work(f, order_index=i)
+            try:
+                result = work(f, order_index=i)
+            except Exception as exc:  # noqa: BLE001 - reported per file when collecting
+                if not collect_failures:
+                    raise
+                yield i, _failure(f, exc)
+                continue
+            yield i, result
         return
     pool = ProcessPoolExecutor(max_workers=min(n_workers, n))
     finished = False
@@ -121,13 +215,27 @@ def iter_per_file(files: Sequence[Path], work: Callable[..., _T], stop: threadin
             for fut in sorted(done, key=futures.__getitem__):
                 if stop.is_set():
                     return
-                yield futures[fut], fut.result()
+                i = futures[fut]
+                try:
+                    result = fut.result()
+                except Exception as exc:  # noqa: BLE001 - reported per file when collecting
+                    if not collect_failures:
+                        raise
+                    yield i, _failure(files[i], exc)
+                    continue
+                yield i, result
         finished = not pending
     finally:
         if finished:
             pool.shutdown(wait=True)
         else:
             _abandon(pool)
+
+
+def _failure(path: Path, exc: Exception) -> FileFailure:
+    if isinstance(exc, TraceFormatError):
+        return FileFailure(Path(path), str(exc), isinstance(exc, NotATraceError))
+    return FileFailure(Path(path), f"{path}: {type(exc).__name__}: {exc}", False)
 
 
 def _abandon(pool: ProcessPoolExecutor, grace_s: float = 1.0) -> None:

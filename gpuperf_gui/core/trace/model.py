@@ -48,6 +48,10 @@ class TraceFormatError(ValueError):
     """The file is not a trace we can read. The message names the file and the reason."""
 
 
+class NotATraceError(TraceFormatError):
+    """The file is valid JSON but not a trace (a config, a ``meta.json`` beside the rank traces)."""
+
+
 class StringTable:
     """Interned strings: ``table[i]`` is a string, ``table.intern(s)`` its id.
 
@@ -330,9 +334,14 @@ class RankTrace:
 
 @dataclass(eq=False)
 class TraceModel:
-    """All ranks of one job, aligned on a common clock (same ``origin_us``), sorted by rank."""
+    """All ranks of one job, aligned on a common clock (same ``origin_us``), sorted by rank.
+
+    ``notes`` says which files of a run folder were skipped (not traces) or could not be loaded
+    (a broken rank file: the other ranks are here, that one is named with the reason).
+    """
 
     ranks: list[RankTrace]
+    notes: list[str] = field(default_factory=list)
 
     @property
     def origin_us(self) -> float:
