@@ -112,6 +112,15 @@ def _implausible(r: mfu.MfuResult) -> bool:
     return r.mfu > 1.0 or any(w.code in ("mfu_above_100", "mfu_above_ceiling") for w in r.warnings)
 
 
+def _brief(message: str) -> str:
+    """A few words for the bar's flag; the Checks box has the whole message."""
+    if "impossible" in message:
+        return "an input error, see Checks"
+    if "missing" in message or message.startswith("choose"):
+        return "inputs still missing, marked in amber"
+    return message if len(message) < 60 else "see Checks"
+
+
 def _html(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
@@ -177,6 +186,7 @@ class MfuTab(QWidget):
         self.trace_run: TraceRun | None = None
         self._model_confirmed = False  # the user picked or typed the model (not just the default)
         self._exact: dict[str, tuple[str, float]] = {}  # field → (text shown, exact value)
+        self._banner_args: tuple[str, TraceRun, bool] | None = None
         layout = QHBoxLayout(self)
         layout.addWidget(self._build_inputs(), 0)
         layout.addWidget(self._build_results(), 1)
@@ -414,7 +424,12 @@ class MfuTab(QWidget):
         copy.addWidget(self.status_label)
         box.addLayout(copy)
         box.addStretch(1)
-        return panel
+        scroll = QScrollArea()  # nothing is cut when the window is short or a check is long
+        scroll.setWidget(panel)
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        return scroll
 
     def _gap_group(self) -> QGroupBox:
         group = QGroupBox(GAP_TITLE)
@@ -716,6 +731,7 @@ class MfuTab(QWidget):
         self.run_source, self.example, self.trace_run = "trace", None, run
         self.trace_label.setText(f"causes filled {origin}")
         self.trace_label.setToolTip(str(figures.source or name))
+        self._banner_args = (name, run, keep_tokens)
         self._show_trace_banner(name, run, keep_tokens)
         self._show_example()
         self._recompute()
@@ -735,7 +751,8 @@ class MfuTab(QWidget):
             gpus = (f"GPUs {run.gpus}: the ranks loaded{device}; the trace records no world size, so "
                     "if the job had more GPUs, enter them")
         asked = ("The model and tokens per step you entered are kept: check that they describe the "
-                 "traced run." if kept else
+                 "traced run." if kept else "Model and tokens per step entered: check that they describe "
+                 "the traced run." if self._model_and_tokens_given() else
                  "<b>Enter the model (a preset or N) and the tokens per step of the traced run</b>, "
                  "marked below: a trace records neither.")
         self.trace_banner.setText(
@@ -743,6 +760,12 @@ class MfuTab(QWidget):
             f"steps, slower than unprofiled ones), {_html(gpus)}, and the gap causes. {asked} "
             "<a href='dismiss'>Dismiss</a>")
         self.trace_banner.show()
+
+    def _model_and_tokens_given(self) -> bool:
+        model = self.preset_combo.currentText() != NO_MODEL and (
+            self.preset_combo.currentText() != N_GIVEN or bool(self.fields["n_params"].text().strip()))
+        tokens = (not self.direct_tokens_check.isChecked()) or bool(self.fields["tokens_per_step"].text().strip())
+        return model and tokens
 
     def is_busy(self) -> bool:
         return False
@@ -952,11 +975,16 @@ class MfuTab(QWidget):
             spin.setStyleSheet("")
         self.cause_spins["pipeline_bubble"].setEnabled(not self.bubble_from_stages_check.isChecked())
         self.fields["tokens_per_step"].setEnabled(self.direct_tokens_check.isChecked())
+        for key in ("micro_batch", "grad_accum", "data_parallel"):  # not used with tokens given directly
+            self.fields[key].setEnabled(not self.direct_tokens_check.isChecked())
         self.fields["peak_tflops"].setEnabled(self.explicit_peak_check.isChecked())
         custom = self.recompute_combo.currentText() == "custom"
         for key in RECOMPUTE_FIELDS:
             self.fields[key].setEnabled(custom)
         self._show_device()
+        self.peak_readout.setText("")
+        if self._banner_args is not None and not self.trace_banner.isHidden():
+            self._show_trace_banner(*self._banner_args)
         try:
             result = evaluate(self.form(), self.context.database)
         except _Invalid:
@@ -1008,7 +1036,7 @@ class MfuTab(QWidget):
         colour = "#b35900" if waiting else "#d73027"
         if implausible:
             self.kpi_details["mfu"].setText("input error: see Checks")
-        self.status_label.setText(f"<span style='color:{colour}'>{_html(message)}</span>")
+        self.status_label.setText("")  # the Checks box says it
         self.kpi_values["mfu"].setStyleSheet("")
         self._show_time_bar_or_nothing(message)
         for label in self.slice_labels.values():
@@ -1016,10 +1044,20 @@ class MfuTab(QWidget):
         for label in (self.convention_label, self.breakdown_message, self.ceiling_readout,
                       self.amdahl_readout, self.tokens_readout, self.n_readout, self.steps_readout):
             label.setText("")
+        if not self.peak_readout.text():
+            self.peak_readout.setText(self._peak_text())
         title = ("Not a result, an input error" if implausible else
                  "Waiting for inputs" if waiting else "No result")
         self.warnings_label.setText(f"<span style='color:{colour}'><b>{title}:</b> {_html(message)}</span>")
         self.result_changed.emit(None)
+
+    def _peak_text(self) -> str:
+        """The denominator without a result (a result says it with the GPU count)."""
+        try:
+            peak = mfu.resolve_peak(self.context.database.get(self.context.device_id), self.context.precision)
+        except (KeyError, ValueError):
+            return ""
+        return f"{format_si(peak.flops_per_s_per_gpu, 'FLOP/s', 4)} per GPU ({peak.source})"
 
     def _show_device(self) -> None:
         if self.run_source == "example" and self.example:
@@ -1122,7 +1160,7 @@ class MfuTab(QWidget):
             return
         self.gap_group.setTitle(TIME_TITLE.format(why="no MFU yet"))
         self.gap_bar.set_slices(mfu_gap.step_time_slices(causes), [],
-                                f"No MFU ({message}). The bar shows the causes as shares of the step time.")
+                                f"No MFU ({_brief(message)}): the bar shows the causes as shares of the step time.")
 
     def _show_amdahl(self, step_time_s: float) -> None:
         try:
