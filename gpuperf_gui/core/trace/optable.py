@@ -71,8 +71,13 @@ def _group_name(name: str) -> str:
     return "ProfilerStep*" if _STEP_RE.match(name) else name
 
 
-def op_table(rt: RankTrace) -> list[OpRow]:
-    """All rows, sorted by total device time then total CPU time, descending."""
+def op_table(rt: RankTrace, host_window_us: tuple[float, float] | None = None,
+             device_window_us: tuple[float, float] | None = None) -> list[OpRow]:
+    """All rows, sorted by total device time then total CPU time, descending.
+
+    With windows, only host events starting in ``host_window_us`` and device events starting in
+    ``device_window_us`` (``[t0, t1)``, lane times) count; nesting is still read from the whole lane.
+    """
     # Overhead spans are rows too (torch lists "Command Buffer Full"; its "Self CPU time total"
     # includes them), on their own row of the trace where nothing nests in them.
     host_cat = rt.strings.ids_matching(lambda s: s in HOST_ROW_CATEGORIES or s in OVERHEAD_CATEGORIES)
@@ -104,6 +109,9 @@ def op_table(rt: RankTrace) -> list[OpRow]:
         for d in range(int(level.max()), 0, -1):
             at = np.flatnonzero(level == d)
             np.add.at(dev_total, parent[at], dev_total[at])
+        if host_window_us is not None:
+            keep = _starts_in(lane.start_us[rows], host_window_us)
+            rows, dur, dev_op, dev_total, child_cpu = (a[keep] for a in (rows, dur, dev_op, dev_total, child_cpu))
         names = lane.name_id[rows]
         np.add.at(self_cpu, names, np.maximum(dur - child_cpu, 0.0))
         np.add.at(total_cpu, names, dur)
@@ -120,11 +128,15 @@ def op_table(rt: RankTrace) -> list[OpRow]:
     d_time = np.zeros(n_strings)
     work_us = np.zeros(n_strings)  # kernels/copies/memsets only, not gpu_user_annotation spans
     for lane in rt.lanes_of_kind("gpu_compute", "gpu_comm", "gpu_copy", "gpu_annotation"):
-        np.add.at(d_calls, lane.name_id, 1)
-        np.add.at(d_time, lane.name_id, lane.duration_us)
+        names, dur = lane.name_id, lane.duration_us
+        if device_window_us is not None:
+            keep = _starts_in(lane.start_us, device_window_us)
+            names, dur = names[keep], dur[keep]
+        np.add.at(d_calls, names, 1)
+        np.add.at(d_time, names, dur)
         if lane.kind in GPU_ACTIVITY_KINDS:
-            np.add.at(work_us, lane.name_id, lane.duration_us)
-        device_rows[lane.name_id] = True
+            np.add.at(work_us, names, dur)
+        device_rows[names] = True
     zeros = np.zeros(n_strings)
     device = _merge_rows(rt, device_rows, "device", d_calls, zeros, zeros, d_time, d_time, zeros)
     _set_device_shares(rt, device, work_us, device_rows)
@@ -133,6 +145,10 @@ def op_table(rt: RankTrace) -> list[OpRow]:
         row.mean_device_s = row.device_total_s / row.calls if row.calls else None
     out.sort(key=lambda r: (-r.device_total_s, -r.cpu_total_s, r.name))
     return out
+
+
+def _starts_in(start_us: np.ndarray, window_us: tuple[float, float]) -> np.ndarray:
+    return (start_us >= window_us[0]) & (start_us < window_us[1])
 
 
 def _set_device_shares(rt: RankTrace, rows: list[OpRow], work_us: np.ndarray, device_rows: np.ndarray) -> None:

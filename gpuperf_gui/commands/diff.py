@@ -1,0 +1,99 @@
+"""`gpuperf diff BEFORE AFTER [--json] [--top N] [--before-step N ...] [--after-step N ...]`."""
+
+from __future__ import annotations
+
+import argparse
+
+from gpuperf_gui.commands._output import fail, print_json
+from gpuperf_gui.core.trace.decode import DEFAULT_MAX_BYTES
+from gpuperf_gui.core.trace.diff import TraceDiff, diff_paths
+from gpuperf_gui.core.trace.model import TraceFormatError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "diff", help="compare two traces of one workload: before and after a change",
+        description="Compare two torch.profiler traces (files or folders of rank files) of the same "
+                    "workload: step time and speedup, GPU busy, exposed communication and idle split, "
+                    "kernel time per class and per op (per step, so traces with different step counts "
+                    "compare), ops added and removed (HTA TraceDiff's categories), and the two "
+                    "diagnoses side by side. Exit status 2 when a file is not a trace.")
+    p.add_argument("before", metavar="BEFORE", help="trace file or rank folder before the change")
+    p.add_argument("after", metavar="AFTER", help="trace file or rank folder after the change")
+    p.add_argument("--json", action="store_true", help="print the JSON contract instead of a report")
+    p.add_argument("--top", type=int, default=15, metavar="N", help="ops listed, largest change first "
+                   "(default 15; 0 lists all)")
+    p.add_argument("--before-step", type=int, action="append", metavar="N",
+                   help="compare this ProfilerStep of BEFORE (repeatable; default: the steady steps)")
+    p.add_argument("--after-step", type=int, action="append", metavar="N",
+                   help="compare this ProfilerStep of AFTER (repeatable; default: the steady steps)")
+    p.add_argument("--max-bytes", type=int, default=DEFAULT_MAX_BYTES, metavar="B",
+                   help=f"refuse traces larger than this, decompressed (default {DEFAULT_MAX_BYTES})")
+    p.add_argument("--workers", type=int, default=None, help="processes for multi-rank folders")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.top < 0:
+        return fail("--top must be >= 0")
+    try:
+        d = diff_paths([args.before], [args.after], before_steps=args.before_step, after_steps=args.after_step,
+                       max_bytes=args.max_bytes, workers=args.workers)
+    except (TraceFormatError, ValueError, OSError) as exc:
+        return fail(str(exc))
+    top = args.top or None
+    if args.json:
+        print_json(d.to_json(top=top))
+    else:
+        print(format_report(d, top))
+    return 0
+
+
+def _ms(x: float | None) -> str:
+    return "-" if x is None else f"{1e3 * x:.3f}"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f} %"
+
+
+def format_report(d: TraceDiff, top: int | None) -> str:
+    b, a = d.before, d.after
+    unit = "per step" if b.per_step and a.per_step else "per trace"
+    speed = "-" if d.speedup is None else f"{d.speedup:.3f}x"
+    lines = [f"before: {b.label}", f"after:  {a.label}", ""]
+    lines += [f"{'':<28}{'before':>14}{'after':>14}{'change':>14}", "-" * 70]
+    lines.append(f"{'step time (median) ms':<28}{_ms(b.step_time_s):>14}{_ms(a.step_time_s):>14}{speed:>14}")
+    rows = [("GPU busy", b.gpu_busy_fraction, a.gpu_busy_fraction),
+            ("exposed communication", b.comm_exposed_fraction, a.comm_exposed_fraction)]
+    rows += [(f"idle: {k.replace('_', ' ')}", b.idle_breakdown[k], a.idle_breakdown[k]) for k in b.idle_breakdown]
+    for name, x, y in rows:
+        lines.append(f"{name:<28}{_pct(x):>14}{_pct(y):>14}{100 * (y - x):>+12.1f} pt")
+    lines.append(f"{'kernel time ms ' + unit:<28}{_ms(b.kernel_time_s):>14}{_ms(a.kernel_time_s):>14}"
+                 f"{_ms(a.kernel_time_s - b.kernel_time_s):>14}")
+    lines += ["", f"Kernel classes (ms {unit})", f"{'class':<28}{'before':>14}{'after':>14}{'delta':>14}"]
+    for c in d.kernel_classes:
+        if c.before_s or c.after_s:
+            lines.append(f"{c.cls:<28}{_ms(c.before_s):>14}{_ms(c.after_s):>14}{_ms(c.delta_s):>14}")
+    ops = d.ops if top is None else d.ops[:top]
+    lines += ["", f"Ops by change (ms {unit}: CPU total for host ops, device time for kernels; calls {unit})",
+              f"{'name':<56}{'kind':>7}{'calls':>15}{'before':>11}{'after':>11}{'delta':>11}  change"]
+    for o in ops:
+        name = o.name if len(o.name) <= 56 else o.name[:53] + "..."
+        calls = f"{o.calls_before:g}->{o.calls_after:g}"
+        lines.append(f"{name:<56}{o.kind:>7}{calls:>15}{_ms(o.before_s):>11}{_ms(o.after_s):>11}"
+                     f"{_ms(o.delta_s):>11}  {o.change}")
+    cats = d.ops_diff()
+    lines.append("ops " + ", ".join(f"{k} {len(v)}" for k, v in cats.items()))
+    for key in ("added", "deleted"):
+        if cats[key]:
+            shown = ", ".join(cats[key][:8]) + (f", ... ({len(cats[key]) - 8} more)" if len(cats[key]) > 8 else "")
+            lines.append(f"  {key}: {shown}")
+    lines += ["", "Diagnosis"]
+    for tag, diag in (("before", d.diagnosis_before), ("after", d.diagnosis_after)):
+        lines.append(f"  {tag}: {diag.signature} (confidence {diag.confidence:.2f})")
+        lines += [f"    - {e}" for e in diag.evidence]
+        lines.append(f"    fix: {diag.fix}")
+    lines += ["", "What changed"] + [f"  {c}" for c in d.changes()]
+    lines += [f"warning: {w}" for w in d.warnings]
+    return "\n".join(lines)

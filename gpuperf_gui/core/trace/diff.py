@@ -1,0 +1,370 @@
+"""Compare two traces of one workload, before and after a change (``gpuperf diff``, the Compare view).
+
+API::
+
+    from gpuperf_gui.core.trace.diff import diff_paths, diff_results
+    d = diff_paths(["before.json.gz"], ["after/"])        # files or rank folders, as `diagnose`
+    d = diff_results(before_result, after_result)          # two loaded api.TraceResult
+    d.speedup, d.step_time_before_s, d.step_time_after_s   # median steady step, before / after
+    d.kernel_classes   # [ClassDelta(cls, before_s, after_s, delta_s)], per step
+    d.ops              # [OpDelta(...)], per step, largest change first
+    d.ops_diff()       # HTA's five lists: added, deleted, increased, decreased, unchanged
+    d.changes()        # human lines: what changed (step time, busy, idle, classes, diagnosis)
+    d.to_json(top=20)  # the `gpuperf diff --json` object (DESIGN.md contract)
+
+:class:`TraceDiff` holds both :class:`Side` summaries and both job diagnoses
+(:class:`.diagnose.Diagnosis`), so a view can show them side by side.
+
+Definitions
+-----------
+* Steps compared: each rank's steady steps (every ``ProfilerStep`` but the first when there are at
+  least three, as :mod:`.analysis` does), or the step numbers asked for (HTA TraceDiff's
+  ``control_iteration``/``test_iteration``). Step time = median duration of those steps (median
+  over ranks), speedup = before / after.
+* Per step: kernel classes and ops are totals over the compared steps divided by their number, then
+  averaged over ranks, so traces with different step counts compare. Device work counts when it
+  starts in the steps' device span (:func:`.analysis.step_bounds`); host ops when they start in the
+  steps' CPU span. Kernel time = kernels + copies + memsets; the class deltas sum to its change.
+  A trace without ``ProfilerStep`` annotations is compared per trace (its whole GPU span).
+* Ops follow HTA's ``TraceDiff.compare_traces``: per name, call counts and total duration (CPU
+  total for host ops, device time for kernels) before and after, and ``ops_diff`` categories by
+  count. Counting follows the op table (torch's ``key_averages``: a nested same-name op is one
+  call); host ops also carry the device time they launched.
+* GPU busy, exposed communication and the idle split are each trace's steady-window figures from
+  :mod:`.analysis` (mean over ranks).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from gpuperf_gui.core.units import json_safe
+
+from .analysis import RankAnalysis, step_bounds
+from .api import TraceResult, analyse_paths
+from .decode import DEFAULT_MAX_BYTES
+from .diagnose import Diagnosis
+from .model import GPU_ACTIVITY_KINDS, KERNEL_CLASSES, RankTrace
+from .optable import op_table
+
+CHANGE_CATEGORIES = ("added", "deleted", "increased", "decreased", "unchanged")
+"""HTA ``TraceDiff.ops_diff``'s categories, by call count."""
+_SAME = 1e-9
+
+
+@dataclass(frozen=True)
+class RankWindow:
+    """What was compared in one rank: file, step count, spans in the file's own ``ts`` (µs)."""
+
+    rank: int
+    file: str
+    steps: int
+    host_window_ts_us: tuple[float, float]
+    device_window_ts_us: tuple[float, float]
+
+
+@dataclass
+class Side:
+    """One trace (all its ranks): the figures compared, per step where ``per_step``."""
+
+    label: str
+    ranks: list[RankWindow]
+    per_step: bool
+    step_time_s: float | None
+    gpu_busy_fraction: float
+    comm_exposed_fraction: float
+    idle_breakdown: dict[str, float]
+    kernel_class_s: dict[str, float]
+    ops: dict[tuple[str, str], tuple[float, float, float]]
+    """(name, kind) -> (calls, duration_s, device_s) per step."""
+
+    @property
+    def kernel_time_s(self) -> float:
+        return sum(self.kernel_class_s.values())
+
+    def to_json(self) -> dict:
+        return {"label": self.label, "per_step": self.per_step, "step_time_s": self.step_time_s,
+                "gpu_busy_fraction": self.gpu_busy_fraction, "comm_exposed_fraction": self.comm_exposed_fraction,
+                "idle_breakdown": dict(self.idle_breakdown), "kernel_time_s": self.kernel_time_s,
+                "ranks": [{"rank": r.rank, "file": r.file, "steps": r.steps,
+                           "host_window_ts_us": list(r.host_window_ts_us),
+                           "device_window_ts_us": list(r.device_window_ts_us)} for r in self.ranks]}
+
+
+@dataclass(frozen=True)
+class ClassDelta:
+    cls: str
+    before_s: float
+    after_s: float
+
+    @property
+    def delta_s(self) -> float:
+        return self.after_s - self.before_s
+
+    def to_json(self) -> dict:
+        return {"class": self.cls, "before_s": self.before_s, "after_s": self.after_s, "delta_s": self.delta_s}
+
+
+@dataclass(frozen=True)
+class OpDelta:
+    """One op or kernel name: calls and seconds per step before and after (HTA's compare_traces)."""
+
+    name: str
+    kind: str
+    """"host" (CPU op, annotation, runtime call) or "device" (kernel, copy, GPU annotation)."""
+    calls_before: float
+    calls_after: float
+    before_s: float
+    after_s: float
+    device_before_s: float
+    device_after_s: float
+
+    @property
+    def delta_s(self) -> float:
+        return self.after_s - self.before_s
+
+    @property
+    def device_delta_s(self) -> float:
+        return self.device_after_s - self.device_before_s
+
+    @property
+    def change(self) -> str:
+        """One of :data:`CHANGE_CATEGORIES` (HTA's rule on the call counts)."""
+        before, after = self.calls_before, self.calls_after
+        if before <= 0:
+            return "added"
+        if after <= 0:
+            return "deleted"
+        diff = after - before
+        if abs(diff) <= _SAME * max(before, after):
+            return "unchanged"
+        return "increased" if diff > 0 else "decreased"
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "calls_before": self.calls_before,
+                "calls_after": self.calls_after, "before_s": self.before_s, "after_s": self.after_s,
+                "delta_s": self.delta_s, "device_before_s": self.device_before_s,
+                "device_after_s": self.device_after_s, "device_delta_s": self.device_delta_s,
+                "change": self.change}
+
+
+@dataclass
+class TraceDiff:
+    """Before vs after. Every time is per step (see the module docstring), SI units."""
+
+    before: Side
+    after: Side
+    kernel_classes: list[ClassDelta]
+    ops: list[OpDelta]
+    diagnosis_before: Diagnosis
+    diagnosis_after: Diagnosis
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def step_time_before_s(self) -> float | None:
+        return self.before.step_time_s
+
+    @property
+    def step_time_after_s(self) -> float | None:
+        return self.after.step_time_s
+
+    @property
+    def speedup(self) -> float | None:
+        """Step time before / after (> 1: the change made the step faster)."""
+        b, a = self.step_time_before_s, self.step_time_after_s
+        return b / a if b and a else None
+
+    def ops_diff(self) -> dict[str, list[str]]:
+        """HTA's ``ops_diff``: op names by category (host ops, then device rows, each by name)."""
+        out: dict[str, list[str]] = {c: [] for c in CHANGE_CATEGORIES}
+        for op in sorted(self.ops, key=lambda o: (o.kind != "host", o.name)):
+            out[op.change].append(op.name)
+        return out
+
+    def changes(self) -> list[str]:
+        """What changed, most important first, one line each."""
+        return _changes(self)
+
+    def to_json(self, top: int | None = None) -> dict:
+        """The ``gpuperf diff --json`` object; ``top`` limits ``ops`` (None: all)."""
+        ops = self.ops if top is None else self.ops[:top]
+        return json_safe({
+            "step_time_before_s": self.step_time_before_s, "step_time_after_s": self.step_time_after_s,
+            "speedup": self.speedup,
+            "kernel_time_before_s": self.before.kernel_time_s, "kernel_time_after_s": self.after.kernel_time_s,
+            "kernel_time_delta_s": self.after.kernel_time_s - self.before.kernel_time_s,
+            "kernel_classes": [c.to_json() for c in self.kernel_classes],
+            "ops": [o.to_json() for o in ops],
+            "ops_diff": self.ops_diff(),
+            "diagnosis_before": self.diagnosis_before.to_json(),
+            "diagnosis_after": self.diagnosis_after.to_json(),
+            "changes": self.changes(),
+            "before": self.before.to_json(), "after": self.after.to_json(),
+            "warnings": list(self.warnings),
+        })
+
+
+def diff_paths(before: Sequence[Path | str], after: Sequence[Path | str], *,
+               before_steps: Sequence[int] | None = None, after_steps: Sequence[int] | None = None,
+               max_bytes: int = DEFAULT_MAX_BYTES, workers: int | None = None) -> TraceDiff:
+    """Load and analyse both traces (files or rank folders), then :func:`diff_results`.
+
+    Raises :class:`.model.TraceFormatError` for a file that is not a trace and ``ValueError`` for
+    step numbers a trace does not have.
+    """
+    b = analyse_paths(list(before), max_bytes=max_bytes, workers=workers)
+    a = analyse_paths(list(after), max_bytes=max_bytes, workers=workers)
+    return diff_results(b, a, before_steps=before_steps, after_steps=after_steps,
+                        labels=(_label(before), _label(after)))
+
+
+def diff_results(before: TraceResult, after: TraceResult, *, before_steps: Sequence[int] | None = None,
+                 after_steps: Sequence[int] | None = None, labels: tuple[str, str] = ("before", "after")
+                 ) -> TraceDiff:
+    """Compare two analysed traces (see the module docstring for every definition)."""
+    b = _side(before, before_steps, labels[0])
+    a = _side(after, after_steps, labels[1])
+    classes = [ClassDelta(c, b.kernel_class_s[c], a.kernel_class_s[c]) for c in KERNEL_CLASSES]
+    classes.sort(key=lambda c: -abs(c.delta_s))
+    ops = []
+    for name, kind in set(b.ops) | set(a.ops):
+        (cb, tb, db), (ca, ta, da) = _pick(b.ops.get((name, kind))), _pick(a.ops.get((name, kind)))
+        ops.append(OpDelta(name, kind, cb, ca, tb, ta, db, da))
+    ops.sort(key=lambda o: (-max(abs(o.delta_s), abs(o.device_delta_s)), o.kind, o.name))
+    warnings = []
+    if b.per_step != a.per_step:
+        which = labels[0] if not b.per_step else labels[1]
+        warnings.append(f"{which} has no ProfilerStep annotations: its figures are per trace, not per step")
+    return TraceDiff(b, a, classes, ops, before.diagnosis, after.diagnosis, warnings)
+
+
+def _pick(got: tuple[float, float, float] | None) -> tuple[float, float, float]:
+    return got if got is not None else (0.0, 0.0, 0.0)
+
+
+def _label(paths: Sequence[Path | str]) -> str:
+    return ", ".join(str(p) for p in paths)
+
+
+def _side(result: TraceResult, steps: Sequence[int] | None, label: str) -> Side:
+    windows, step_times = [], []
+    classes = np.zeros(len(KERNEL_CLASSES))
+    ops: dict[tuple[str, str], np.ndarray] = {}
+    per_step = True
+    for r in result.ranks:
+        host_w, dev_w, numbers = _windows(r.trace, r.analysis, steps)
+        n = max(len(numbers), 1)
+        per_step &= bool(numbers)
+        classes += _class_time_s(r.trace, dev_w) / n
+        for row in op_table(r.trace, host_w, dev_w):
+            dur = row.cpu_total_s if row.kind == "host" else row.device_total_s
+            acc = ops.setdefault((row.name, row.kind), np.zeros(3))
+            acc += np.array([row.calls, dur, row.device_total_s]) / n
+        durations = [s.duration_s for s in r.analysis.steps if s.number in numbers]
+        if durations:
+            step_times.append(float(np.median(durations)))
+        off = r.trace.file_ts_offset_us
+        windows.append(RankWindow(r.trace.rank, r.trace.file, len(numbers), (host_w[0] + off, host_w[1] + off),
+                                  (dev_w[0] + off, dev_w[1] + off)))
+    k = max(len(result.ranks), 1)
+    analyses = [r.analysis for r in result.ranks]
+    return Side(
+        label=label, ranks=windows, per_step=per_step,
+        step_time_s=float(np.median(step_times)) if step_times else None,
+        gpu_busy_fraction=_mean(analyses, lambda a: a.gpu_busy_fraction),
+        comm_exposed_fraction=_mean(analyses, lambda a: a.comm_exposed_fraction),
+        idle_breakdown={key: _mean(analyses, lambda a, key=key: a.idle_breakdown.get(key, 0.0))
+                        for key in ("host_wait", "kernel_wait", "other")},
+        kernel_class_s={c: float(classes[i]) / k for i, c in enumerate(KERNEL_CLASSES)},
+        ops={key: tuple(float(x) / k for x in v) for key, v in ops.items()})
+
+
+def _mean(analyses: list[RankAnalysis], get) -> float:  # noqa: ANN001 (callable)
+    return float(np.mean([get(a) for a in analyses])) if analyses else 0.0
+
+
+def _windows(rt: RankTrace, analysis: RankAnalysis, wanted: Sequence[int] | None
+             ) -> tuple[tuple[float, float], tuple[float, float], list[int]]:
+    """(host span, device span, step numbers) of the compared steps, in lane time."""
+    if not rt.steps:
+        if wanted:
+            raise ValueError(f"{rt.file}: no ProfilerStep annotations, so no step {', '.join(map(str, wanted))}")
+        span = _device_span(rt) or rt.span_us
+        return span, span, []
+    if wanted:
+        numbers = [s.number for s in rt.steps if s.number in set(wanted)]
+        missing = sorted(set(wanted) - set(numbers))
+        if missing:
+            have = f"{rt.steps[0].number}-{rt.steps[-1].number}"
+            raise ValueError(f"{rt.file}: no step {', '.join(map(str, missing))} (steps {have})")
+    else:
+        warm = {s.number for s in analysis.steps if s.warmup}
+        numbers = [s.number for s in rt.steps if s.number not in warm]
+    bounds = step_bounds(rt.steps)
+    sel = [i for i, s in enumerate(rt.steps) if s.number in set(numbers)]
+    host = (min(rt.steps[i].cpu_start_us for i in sel), max(rt.steps[i].cpu_end_us for i in sel))
+    device = (min(bounds[i][0] for i in sel), max(bounds[i][1] for i in sel))
+    return host, device, numbers
+
+
+def _device_span(rt: RankTrace) -> tuple[float, float] | None:
+    lanes = [lane for lane in rt.gpu_lanes if len(lane)]
+    if not lanes:
+        return None
+    return (min(float(lane.start_us.min()) for lane in lanes),
+            max(float(lane.end_us.max()) for lane in lanes) + 1e-3)  # end inclusive of the last start
+
+
+def _class_time_s(rt: RankTrace, window_us: tuple[float, float]) -> np.ndarray:
+    """Seconds of device work per kernel class, events starting in ``window_us`` (as the op table)."""
+    out = np.zeros(len(KERNEL_CLASSES))
+    for lane in rt.lanes_of_kind(*GPU_ACTIVITY_KINDS):
+        m = (lane.start_us >= window_us[0]) & (lane.start_us < window_us[1]) & (lane.kernel_class >= 0)
+        out += np.bincount(lane.kernel_class[m].astype(np.int64), weights=lane.duration_us[m],
+                           minlength=len(KERNEL_CLASSES))[: len(KERNEL_CLASSES)] / 1e6
+    return out
+
+
+# What changed ---------------------------------------------------------------------------------------
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f} %"
+
+
+def _ms(x: float | None) -> str:
+    return "-" if x is None else f"{1e3 * x:.2f} ms"
+
+
+def _changes(d: TraceDiff) -> list[str]:
+    b, a = d.before, d.after
+    unit = "per step" if b.per_step and a.per_step else "per trace"
+    out = []
+    if d.speedup is not None:
+        word = "faster" if d.speedup >= 1 else "slower"
+        ratio = d.speedup if d.speedup >= 1 else 1 / d.speedup
+        out.append(f"step time {_ms(b.step_time_s)} -> {_ms(a.step_time_s)}: {ratio:.2f}x {word}")
+    sb, sa = d.diagnosis_before, d.diagnosis_after
+    if sb.signature != sa.signature:
+        out.append(f"diagnosis {sb.signature} -> {sa.signature}")
+    else:
+        out.append(f"diagnosis unchanged: {sa.signature}")
+    out.append(f"GPU busy {_pct(b.gpu_busy_fraction)} -> {_pct(a.gpu_busy_fraction)} "
+               f"({100 * (a.gpu_busy_fraction - b.gpu_busy_fraction):+.1f} points)")
+    if max(b.comm_exposed_fraction, a.comm_exposed_fraction) > 0:
+        out.append(f"exposed communication {_pct(b.comm_exposed_fraction)} -> {_pct(a.comm_exposed_fraction)}")
+    out.append(f"kernel time {unit} {_ms(b.kernel_time_s)} -> {_ms(a.kernel_time_s)} "
+               f"({1e3 * (a.kernel_time_s - b.kernel_time_s):+.2f} ms)")
+    for c in d.kernel_classes[:2]:
+        if abs(c.delta_s) > 0:
+            out.append(f"  {c.cls}: {_ms(c.before_s)} -> {_ms(c.after_s)} ({1e3 * c.delta_s:+.2f} ms)")
+    if d.ops:
+        top = d.ops[0]
+        delta = top.delta_s if abs(top.delta_s) >= abs(top.device_delta_s) else top.device_delta_s
+        out.append(f"largest op change: {top.name} ({top.kind}) {1e3 * delta:+.2f} ms {unit}")
+    cats = d.ops_diff()
+    if cats["added"] or cats["deleted"]:
+        out.append(f"ops added {len(cats['added'])}, deleted {len(cats['deleted'])} (see ops_diff)")
+    return out

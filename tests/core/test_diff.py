@@ -1,0 +1,158 @@
+"""`gpuperf diff` and core/trace/diff.py on real traces, against the raw events and HTA's TraceDiff."""
+from __future__ import annotations
+
+import gzip
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+
+from gpuperf_gui.cli import main
+from gpuperf_gui.core.trace.api import analyse_paths
+from gpuperf_gui.core.trace.diff import CHANGE_CATEGORIES, diff_paths, diff_results
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+_DEVICE_CATS = {"kernel", "Kernel", "gpu_memcpy", "gpu_memset", "Memcpy", "Memset"}
+
+
+def _resnet(shared: Path, workers: int) -> Path:
+    return shared / f"kineto/samples/resnet50_num_workers_{workers}"
+
+
+def _events(folder: Path) -> list[dict]:
+    (path,) = folder.glob("*.json.gz")
+    return json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+
+
+@pytest.fixture(scope="module")
+def resnet_diff():  # noqa: ANN201
+    from conftest import SHARED_TRACES
+
+    return diff_paths([_resnet(SHARED_TRACES, 0)], [_resnet(SHARED_TRACES, 4)])
+
+
+def test_resnet_workers_speedup_is_the_ratio_of_median_profiler_steps(shared_traces: Path, resnet_diff) -> None:
+    """DataLoader num_workers 0 -> 4 (kineto tb_plugin samples, V100). From the raw events: the
+    ProfilerStep durations, first (warm-up) step left out, median 176.468 ms -> 126.272 ms. Our step
+    is the longer of the CPU and device spans, so it may exceed the CPU span by a little."""
+    medians = []
+    for workers in (0, 4):
+        steps = sorted((e for e in _events(_resnet(shared_traces, workers)) if e.get("name", "").startswith("ProfilerStep#")),
+                       key=lambda e: e["ts"])
+        medians.append(statistics.median(e["dur"] for e in steps[1:]) / 1e6)
+    assert medians == [pytest.approx(0.176468), pytest.approx(0.126272)]
+    d = resnet_diff
+    assert d.step_time_before_s == pytest.approx(medians[0], rel=0.01)
+    assert d.step_time_after_s == pytest.approx(medians[1], rel=0.02)
+    assert d.speedup == pytest.approx(medians[0] / medians[1], rel=0.02)
+    assert d.speedup == d.step_time_before_s / d.step_time_after_s > 1.3
+
+
+def test_kernel_class_deltas_sum_to_the_change_in_kernel_time_counted_from_the_raw_events(
+        shared_traces: Path, resnet_diff) -> None:
+    """Kernel time per step recounted from the JSON: every kernel/memcpy/memset whose ts falls in the
+    device window the diff reports, over its step count."""
+    d = resnet_diff
+    per_step = []
+    for side, workers in ((d.before, 0), (d.after, 4)):
+        (rank,) = side.ranks
+        assert rank.steps == 5
+        t0, t1 = rank.device_window_ts_us
+        raw_us = sum(e["dur"] for e in _events(_resnet(shared_traces, workers))
+                     if e.get("ph") == "X" and e.get("cat") in _DEVICE_CATS and t0 <= e["ts"] < t1)
+        per_step.append(raw_us / 1e6 / rank.steps)
+        assert side.kernel_time_s == pytest.approx(per_step[-1], rel=1e-9)
+    change = per_step[1] - per_step[0]
+    assert sum(c.delta_s for c in d.kernel_classes) == pytest.approx(change, rel=1e-9, abs=1e-12)
+    for c in d.kernel_classes:
+        assert c.delta_s == pytest.approx(c.after_s - c.before_s)
+    j = d.to_json()
+    assert sum(c["delta_s"] for c in j["kernel_classes"]) == pytest.approx(j["kernel_time_delta_s"], abs=1e-12)
+    assert {c["class"] for c in j["kernel_classes"]} == {"gemm", "attention", "elementwise", "communication",
+                                                          "copy", "other"}
+
+
+def test_resnet_ops_show_the_dataloader_change(resnet_diff) -> None:
+    d = resnet_diff
+    by = {(o.name, o.kind): o for o in d.ops}
+    single = by[("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "host")]
+    multi = by[("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", "host")]
+    assert (single.change, multi.change) == ("deleted", "added")
+    assert single.calls_before == 1 and single.before_s > 0.05  # ~69 ms of every step went into __next__
+    assert d.ops[0] is single  # the largest change first
+    conv = by[("aten::cudnn_convolution", "host")]
+    assert conv.change == "unchanged" and conv.calls_before == conv.calls_after == 53  # per step
+    cats = d.ops_diff()
+    assert sorted(n for v in cats.values() for n in v) == sorted(o.name for o in d.ops)
+
+
+def test_step_counts_are_normalised(shared_traces: Path) -> None:
+    """The same trace, 5 steady steps (6-10) against its step 7 alone: per-step calls agree exactly and the
+    kernel time per step within the spread of the steps (not 5x apart)."""
+    d = diff_paths([_resnet(shared_traces, 0)], [_resnet(shared_traces, 0)], after_steps=[7])
+    assert (d.before.ranks[0].steps, d.after.ranks[0].steps) == (5, 1)
+    conv = next(o for o in d.ops if o.name == "aten::cudnn_convolution")
+    assert conv.calls_before == conv.calls_after == 53
+    assert d.after.kernel_time_s == pytest.approx(d.before.kernel_time_s, rel=0.05)
+
+
+def test_a_trace_against_itself_changes_nothing(shared_traces: Path) -> None:
+    result = analyse_paths([shared_traces / "h200/memory_bound_visible.json.gz"])
+    d = diff_results(result, result)
+    assert d.speedup == 1.0
+    assert all(c.delta_s == 0 for c in d.kernel_classes)
+    assert all(o.change == "unchanged" and o.delta_s == 0 for o in d.ops)
+    assert d.diagnosis_before == d.diagnosis_after
+    assert "diagnosis unchanged" in " ".join(d.changes())
+
+
+def test_ops_diff_matches_hta_trace_diff_test() -> None:
+    """HTA's tests/test_trace_diff.py on its trace_compare pair, iteration 1010 of each, CPU ops:
+    added AddmmBackward0, All2All_Pooled_Req, CatBackward0; deleted nccl:all_reduce; unchanged
+    ProfilerStep#1010, aten::as_strided, aten::empty, cudaEventQuery, cudaLaunchKernel; and its
+    get_ops_summary durations for the base trace (µs): ProfilerStep 122149, nccl:all_reduce 67,
+    cudaEventQuery 4, cudaLaunchKernel 4, aten::as_strided 0, aten::empty 0."""
+    d = diff_paths([DATA / "hta_trace_compare/base.json.gz"], [DATA / "hta_trace_compare/test.json.gz"],
+                   before_steps=[1010], after_steps=[1010])
+    host = {o.name: o for o in d.ops if o.kind == "host"}
+    expected = {"added": ["AddmmBackward0", "All2All_Pooled_Req", "CatBackward0"], "deleted": ["nccl:all_reduce"],
+                "increased": [], "decreased": [],
+                "unchanged": ["ProfilerStep*", "aten::as_strided", "aten::empty", "cudaEventQuery", "cudaLaunchKernel"]}
+    assert {c: sorted(n for n, o in host.items() if o.change == c) for c in CHANGE_CATEGORIES} == expected
+    durations_us = {n: round(o.before_s * 1e6) for n, o in host.items() if o.calls_before}
+    assert durations_us == {"ProfilerStep*": 122149, "nccl:all_reduce": 67, "cudaEventQuery": 4,
+                            "cudaLaunchKernel": 4, "aten::as_strided": 0, "aten::empty": 0}
+    assert all(o.calls_before in (0, 1) and o.calls_after in (0, 1) for o in host.values())
+
+
+def test_cli_json_contract_and_text(shared_traces: Path, capsys: pytest.CaptureFixture) -> None:
+    before, after = _resnet(shared_traces, 0), _resnet(shared_traces, 4)
+    assert main(["diff", str(before), str(after), "--json", "--top", "5"]) == 0
+    j = json.loads(capsys.readouterr().out)
+    for key in ("step_time_before_s", "step_time_after_s", "speedup", "kernel_classes", "ops",
+                "diagnosis_before", "diagnosis_after"):
+        assert key in j, key
+    assert len(j["ops"]) == 5
+    assert set(j["ops"][0]) >= {"name", "before_s", "after_s", "delta_s"}
+    assert j["diagnosis_before"] == analyse_paths([before]).diagnosis.to_json()
+    assert j["diagnosis_after"] == analyse_paths([after]).diagnosis.to_json()
+    assert main(["diff", str(before), str(after)]) == 0
+    text = capsys.readouterr().out
+    assert f"before: {j['diagnosis_before']['signature']}" in text
+    assert f"after: {j['diagnosis_after']['signature']}" in text
+    assert "What changed" in text and f"{j['speedup']:.3f}x" in text
+
+
+@pytest.mark.parametrize("args, message", [
+    (["missing.json", "{shared}/h200/memory_bound_visible.json.gz"], "missing.json"),
+    (["{shared}/h200/memory_bound_visible.json.gz", "{shared}/h200/memory_bound_visible.json.gz",
+      "--after-step", "999"], "no step 999"),
+    (["{data}/hta_trace_compare/base.json.gz", "{data}/hta_trace_compare/test.json.gz", "--top", "-1"], "--top"),
+])
+def test_cli_errors_exit_2_without_traceback(shared_traces: Path, capsys: pytest.CaptureFixture, args: list,
+                                             message: str) -> None:
+    argv = ["diff"] + [a.format(shared=shared_traces, data=DATA) for a in args]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
