@@ -10,6 +10,7 @@ import pytest
 from gpuperf_gui.cli import main
 from gpuperf_gui.core.trace.figures import roofline_points
 from gpuperf_gui.core.trace.flops import _ATTENTION, CAUSAL_NOTE, SHAPED_OP_RE, estimate_op
+from gpuperf_gui.core.trace.load import load_rank
 from gpuperf_gui.core.trace.op_points import op_points
 from trace_support import loaded
 
@@ -225,3 +226,25 @@ def test_diagnose_json_roofline_points_are_the_views_points(shared_traces: Path,
         assert p["achieved_flops_per_s"] == pytest.approx(v.achieved_flops_per_s, rel=1e-12)
     attention = [p for p in got if "attention" in p["name"]]
     assert attention and all(p["causal"] is True and "causal" not in p["shapes"] for p in attention)
+
+
+def test_a_trace_with_bad_shapes_loads_and_gives_no_points(tmp_path: Path) -> None:
+    """Issue 11: an ``aten::bmm`` with one input shape and an ``aten::mm`` with a 1e308 dim once
+    raised IndexError / OverflowError while loading. Now: loaded, no FLOPs, no roofline point."""
+    def op(name: str, ts: int, dims: list, corr: int) -> list[dict]:
+        return [{"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": 50,
+                 "args": {"Input Dims": dims, "Input type": ["float", "float"]}},
+                {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts + 5,
+                 "dur": 5, "args": {"correlation": corr}},
+                {"ph": "X", "cat": "kernel", "name": f"gemm{corr}", "pid": 0, "tid": 7, "ts": ts + 20, "dur": 30,
+                 "args": {"correlation": corr, "device": 0, "stream": 7}}]
+    events = (op("aten::bmm", 0, [[4, 64, 32]], 1) + op("aten::mm", 100, [[1e308, 2], [2, 3]], 2)
+              + op("aten::mm", 200, [[64, 32], [32, 16]], 3))
+    path = tmp_path / "bad_shapes.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    rt = load_rank(path)
+    (cpu,) = rt.cpu_lanes
+    ops = [i for i in range(len(cpu)) if rt.strings[cpu.name_id[i]].startswith("aten::")]
+    assert [float(cpu.flops[i]) for i in ops][:2] == [pytest.approx(float("nan"), nan_ok=True)] * 2
+    (point,) = op_points(rt)  # only the sane mm
+    assert (point.name, point.flops, point.seconds) == ("aten::mm", 2 * 64 * 32 * 16, pytest.approx(30e-6))
