@@ -59,6 +59,7 @@ class MainWindow(QMainWindow):
             self.tab_by_key[key] = tab
             self.tabs.addTab(tab, title)
         self._build_toolbar()
+        self.presentation_window = None  # View ▸ Presentation, made on first use
         self._build_menus()
         self._wire_tabs()
         self.setAcceptDrops(True)
@@ -225,6 +226,8 @@ class MainWindow(QMainWindow):
         for index, (key, _cls, title) in enumerate(TABS):
             view_menu.addAction(self._action(title, lambda _=False, k=key: self.show_tab(k),
                                              f"Ctrl+{index + 1}"))
+        view_menu.addSeparator()
+        view_menu.addAction(self._action("&Presentation", self.open_presentation, "F5"))
 
         help_menu = self.menuBar().addMenu("&Help")
         demos = help_menu.addMenu("&Demo traces")
@@ -232,6 +235,15 @@ class MainWindow(QMainWindow):
             demos.addAction(self._action(
                 name, lambda _=False, m=materialise: self.open_traces(m(), remember=False)))
         help_menu.addAction(self._action("&About gpuperf", self._on_about))
+
+    def open_presentation(self) -> None:
+        """View ▸ Presentation: large-print pages for teaching (views/presentation.py)."""
+        from gpuperf_gui.views.presentation import PresentationWindow
+
+        if self.presentation_window is None:
+            self.presentation_window = PresentationWindow(self.context, self)
+        self.presentation_window.resize(self.size())
+        self.presentation_window.show()
 
     def _fill_recent_menu(self) -> None:
         self.recent_menu.clear()
@@ -314,6 +326,8 @@ class MainWindow(QMainWindow):
             state_files.set_reporter(current)
         for tab in self.tab_by_key.values():
             tab.shutdown()
+        if self.presentation_window is not None:
+            self.presentation_window.shutdown()
         settings_store.save_window(self.saveGeometry(), self.saveState())
         settings_store.save_selection(self.context.device_id, self.context.precision,
                                       self.current_tab_key())

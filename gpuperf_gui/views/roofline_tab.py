@@ -213,9 +213,15 @@ class RooflineCanvas(pg.PlotWidget):
 
     def _label_ridge(self, roof: Roof) -> None:
         text = pg.TextItem(f"ridge {roof.ridge:.0f} FLOP/B", color="#333", anchor=(0.5, 1.3))
+        text.setFont(self._text_font())
         text.setPos(math.log10(roof.ridge), math.log10(roof.peak_flops_per_s))
         self.plot_item.addItem(text)
         self._roof_items.append(text)
+
+    def _text_font(self) -> QFont:
+        font = QFont()
+        font.setPointSizeF(font.pointSizeF() * (1 + (self.line_scale - 1) * 0.6))  # presentation: larger
+        return font
 
     def _shade_regions(self, primary: Roof) -> None:
         """Memory- and compute-bound regions of one roof (with several, each would disagree)."""
@@ -230,7 +236,7 @@ class RooflineCanvas(pg.PlotWidget):
             region.setZValue(-10)
             self.plot_item.addItem(region)
             text = pg.TextItem(label, color=(90, 90, 90), anchor=(0.5, 0))
-            font = QFont()
+            font = self._text_font()
             font.setItalic(True)
             text.setFont(font)
             text.setPos((start + end) / 2, self._y_top_log())
