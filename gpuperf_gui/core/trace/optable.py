@@ -36,7 +36,9 @@ import numpy as np
 from .build import GPU_ACTIVITY_CATEGORIES, LAUNCH_CATEGORIES
 from .model import GPU_ACTIVITY_KINDS, RankTrace
 
-HOST_ROW_CATEGORIES = frozenset({"cpu_op", "Operator", "user_annotation"}) | LAUNCH_CATEGORIES
+PYTHON_CATEGORIES = frozenset({"python_function"})
+"""``with_stack=True`` Python frames: rows and tree nodes in torch's table, never owners of kernels."""
+HOST_ROW_CATEGORIES = frozenset({"cpu_op", "Operator", "user_annotation"}) | LAUNCH_CATEGORIES | PYTHON_CATEGORIES
 OVERHEAD_CATEGORIES = frozenset({"overhead"})
 """Kineto's profiler-overhead spans (CUPTI buffer flushes): children time of the profiling thread."""
 _STEP_RE = re.compile(r"^ProfilerStep\s*#\s*\d+$")
@@ -93,12 +95,13 @@ def op_table(rt: RankTrace, host_window_us: tuple[float, float] | None = None,
 
     kernel_us = _kernel_time_by_launch(rt)
     launch_ids = _ids(rt, LAUNCH_CATEGORIES)
+    python_ids = _ids(rt, PYTHON_CATEGORIES)
     overhead = _overhead_spans(rt)
     step_lane = _profiling_thread(rt)
     group = name_groups(rt)
     for lane in rt.cpu_lanes:
         got = host_rows_with_device_time(lane, host_cat, kernel_us, launch_ids, group,
-                                         overhead if lane is step_lane else None)
+                                         overhead if lane is step_lane else None, python_ids)
         if got is None:
             continue
         rows, level, parent, dur, dev_op, overhead_us = got
@@ -191,12 +194,14 @@ def name_groups(rt: RankTrace) -> np.ndarray:
 
 def host_rows_with_device_time(lane, host_cat: np.ndarray, kernel_us: dict[int, np.ndarray],  # noqa: ANN001
                                launch_ids: np.ndarray, group: np.ndarray,
-                               overhead: tuple[np.ndarray, np.ndarray] | None = None) -> HostRows | None:
+                               overhead: tuple[np.ndarray, np.ndarray] | None = None,
+                               python_ids: np.ndarray | None = None) -> HostRows | None:
     """Host rows of a CPU lane with nesting and the device µs each op launched itself.
 
     None when the lane has no host rows. ``parent`` follows :func:`containment_parents`; kernels
     launched by a runtime/driver call are credited to the innermost enclosing op that is not itself
-    a runtime/driver call. Same-name chains are collapsed as torch does (:func:`_collapse_same_name`;
+    a runtime/driver call or a Python frame (``python_ids``: torch links kernels to ops, never to
+    frames). Same-name chains are collapsed as torch does (:func:`_collapse_same_name`;
     ``group`` from :func:`name_groups`). ``overhead`` spans (start, end sorted) count as children of
     the row enclosing them.
     """
@@ -209,11 +214,12 @@ def host_rows_with_device_time(lane, host_cat: np.ndarray, kernel_us: dict[int, 
     own_dev = kernel_us.get(lane.lane_id)
     dev_op = own_dev[rows].copy() if own_dev is not None else np.zeros(rows.size)
     is_launch = np.isin(lane.category_id[rows], launch_ids)
+    skip = is_launch | np.isin(lane.category_id[rows], python_ids if python_ids is not None else [])
     moved = np.flatnonzero(is_launch & (parent >= 0) & (dev_op > 0))
     if moved.size:
         target = parent[moved]
-        for _ in range(int(level.max()) + 1):  # climb past runtime calls nested in runtime calls
-            up = (target >= 0) & is_launch[np.maximum(target, 0)]
+        for _ in range(int(level.max()) + 1):  # climb past runtime calls and Python frames
+            up = (target >= 0) & skip[np.maximum(target, 0)]
             if not up.any():
                 break
             target = np.where(up, parent[np.maximum(target, 0)], target)
@@ -312,14 +318,15 @@ def _enclosing(table: list[np.ndarray], end: np.ndarray, pos: np.ndarray, q_star
 
 def _levels(parent: np.ndarray) -> np.ndarray:
     """Depth of each node of a parent-pointer forest (roots 0); parents precede children."""
-    level = np.zeros(parent.size, dtype=np.int64)
+    level = (parent >= 0).astype(np.int64)  # pointer jumping: O(n log depth), not O(n * depth)
     anc = parent.copy()
     while True:
         has = anc >= 0
         if not has.any():
             return level
-        level += has
-        anc = np.where(has, parent[np.maximum(anc, 0)], -1)
+        up = np.maximum(anc, 0)
+        level = np.where(has, level + level[up], level)
+        anc = np.where(has, anc[up], -1)
 
 
 def _overhead_spans(rt: RankTrace) -> tuple[np.ndarray, np.ndarray]:
