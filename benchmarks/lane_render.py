@@ -120,7 +120,7 @@ def fold_figures(n: int = 1_000_000) -> None:
 def repaint_figures(model: TraceModel | None = None, title: str = "synthetic") -> None:
     from PySide6.QtWidgets import QApplication
 
-    from gpuperf_gui.views.trace_prepare import full_range, prepare_lanes
+    from gpuperf_gui.core.trace.lanes import full_range, prepare_lanes
     from gpuperf_gui.views.trace_style import make_palette
     from gpuperf_gui.views.trace_timeline import TraceTimeline
 

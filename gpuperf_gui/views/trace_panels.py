@@ -1,13 +1,12 @@
 """The panels beside the Trace tab's lanes: event details, op table, diagnosis, search results.
 
-Each panel renders numbers that the engine computed; none computes a metric.
+Each panel renders numbers that core computed (core/trace/session.py); none computes a metric.
 """
 
 from __future__ import annotations
 
 import html
 import math
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt, Signal
@@ -28,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gpuperf_gui.core.trace.session import DiagnosisView, EventDetails, OpTable
 from gpuperf_gui.core.units import format_si
 from gpuperf_gui.views.trace_style import format_duration_us, format_percent
 
@@ -38,6 +38,7 @@ SIGNATURE_TEXT = {
     "data_starved": ("Data-starved", "#e65100"),
     "memory_bound": ("Memory-bound", "#b8860b"),
     "pipeline_bubble": ("Pipeline bubble", "#6a1b9a"),
+    "straggler": ("Straggler: a late rank", "#d84315"),
     "inconclusive": ("Inconclusive", "#546e7a"),
 }
 
@@ -69,22 +70,6 @@ def _num(value: Any) -> float | None:
 
 
 # -- event details ------------------------------------------------------------------------------------
-@dataclass
-class EventDetails:
-    """What the details panel shows for one event (filled by the tab from the model)."""
-
-    name: str
-    category: str
-    lane: str
-    rank: int
-    start_us: float
-    duration_us: float
-    depth: int
-    rows: list[tuple[str, str]]
-    partners: list[tuple[str, str]]     # (anchor href, text)
-    partner_title: str = ""
-
-
 class DetailsPanel(QTextBrowser):
     """Name, category, start, duration, args of the selected event, and links to its partners."""
 
@@ -115,19 +100,6 @@ class DetailsPanel(QTextBrowser):
 
 
 # -- op table ----------------------------------------------------------------------------------------
-@dataclass
-class OpTable:
-    """Columns and rows of one op table view; numbers sort numerically, ``kinds`` says how to print.
-
-    ``kinds[i]`` is "text", "count", "us" (a duration in µs) or "percent" (a fraction).
-    """
-
-    columns: list[str]
-    kinds: list[str]
-    rows: list[tuple]
-    name_column: int = 0
-
-
 class OpTableModel(QAbstractTableModel):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -179,6 +151,24 @@ class OpTableModel(QAbstractTableModel):
         return str(self.table.rows[row][self.table.name_column])
 
 
+class _NameSetFilterProxy(QSortFilterProxyModel):
+    """The text filter of QSortFilterProxyModel, and optionally a set of names a row must be in."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.names: set[str] | None = None
+
+    def set_names(self, names: set[str] | None) -> None:
+        self.beginFilterChange()
+        self.names = names
+        self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
+
+    def filterAcceptsRow(self, row: int, parent: QModelIndex | QPersistentModelIndex) -> bool:  # noqa: N802
+        if self.names is not None and self.sourceModel().name_at(row) not in self.names:
+            return False
+        return super().filterAcceptsRow(row, parent)
+
+
 class OpTablePanel(QWidget):
     """The op table: kernel view or op view, sortable; selecting a row names its events."""
 
@@ -187,6 +177,7 @@ class OpTablePanel(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.tables: dict[str, OpTable] = {}
+        self.rank_note = self.filter_note = ""
         self.kernel_button = QRadioButton("Kernel view")
         self.op_button = QRadioButton("Op view")
         self.op_button.setChecked(True)
@@ -204,7 +195,7 @@ class OpTablePanel(QWidget):
         top.addWidget(self.filter_edit, 1)
         top.addWidget(self.note)
         self.model = OpTableModel(self)
-        self.proxy = QSortFilterProxyModel(self)
+        self.proxy = _NameSetFilterProxy(self)
         self.proxy.setSourceModel(self.model)
         self.proxy.setSortRole(Qt.ItemDataRole.UserRole)
         self.proxy.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
@@ -233,7 +224,8 @@ class OpTablePanel(QWidget):
 
     def set_tables(self, tables: dict[str, OpTable], note: str = "") -> None:
         self.tables = tables
-        self.note.setText(note)
+        self.rank_note = note
+        self.note.setText(" · ".join(t for t in (note, self.filter_note) if t))
         self._show(self.current_view)
 
     def _on_view_toggled(self, _checked: bool) -> None:
@@ -259,6 +251,12 @@ class OpTablePanel(QWidget):
             return
         source = self.proxy.mapToSource(rows[0])
         self.name_selected.emit(self.current_view, self.model.name_at(source.row()))
+
+    def set_name_filter(self, names: set[str] | None, label: str = "") -> None:
+        """Show only the rows named in ``names`` (the search's matches); None shows every row."""
+        self.proxy.set_names(names)
+        self.filter_note = label if names is not None else ""
+        self.note.setText(" · ".join(t for t in (self.rank_note, self.filter_note) if t))
 
     def select_first_row(self) -> None:
         if self.proxy.rowCount():
@@ -290,21 +288,6 @@ class SearchResults(QListWidget):
 
 
 # -- diagnosis ---------------------------------------------------------------------------------------
-@dataclass
-class DiagnosisView:
-    """What the diagnosis panel shows; the tab's engine adapter fills it from the engine's objects."""
-
-    signature: str | None
-    confidence: float | None
-    evidence: list[str]
-    fix: str
-    secondary: list[str]
-    per_rank: list[dict]          # per rank: rank, device, step_median_us, gpu_busy, idle split, ...
-    steps: list[tuple[int, float, float, bool]]   # (number, duration_us, gpu_busy_fraction, warmup)
-    straggler: int | None = None
-    notes: list[str] | None = None
-
-
 STEP_TIME_NOTE = (
     "step time: the longer of the step's CPU span (ProfilerStep#N) and its GPU span (its first "
     "kernel to the next step's first kernel). The timeline header shows it, with the CPU span in "
@@ -339,6 +322,11 @@ def diagnosis_html(d: DiagnosisView) -> str:
                      f"<div class='muted'>signature <code>{_esc(d.signature)}</code>{conf}</div>")
     else:
         parts.append("<h2>No diagnosis</h2>")
+    if d.stragglers:
+        late = ", ".join(f"rank {r}" + (f" (collectives {format_duration_us(d.collective_lag_us[r])} late)"
+                                        if r in d.collective_lag_us else "") for r in d.stragglers)
+        parts.append(f"<p style='background:#fde3d9; padding:3px'><b>Late: {_esc(late)}</b> — highlighted "
+                     "in the timeline; the other ranks wait for it at each collective.</p>")
     if d.evidence:
         parts.append("<h3>Evidence</h3><ul style='margin-left:-20px'>" +
                      "".join(f"<li>{_esc(e)}</li>" for e in d.evidence) + "</ul>")
@@ -349,7 +337,7 @@ def diagnosis_html(d: DiagnosisView) -> str:
     for r in d.per_rank[:1] if len(d.per_rank) == 1 else []:
         parts.append(_rank_figures_html(r))
     if len(d.per_rank) > 1:
-        parts.append(_ranks_table_html(d.per_rank, d.straggler))
+        parts.append(_ranks_table_html(d.per_rank, list(d.stragglers), d.collective_lag_us))
     if d.steps:
         rows = "".join(
             f"<tr><td>{n}{' <span class=muted>(warm-up)</span>' if w else ''}</td>"
@@ -388,19 +376,70 @@ def _rank_figures_html(r: dict) -> str:
             f"</table><h3>Idle time split</h3><table>{idle_rows}</table>")
 
 
-def _ranks_table_html(ranks: list[dict], straggler: int | None) -> str:
+def _ranks_table_html(ranks: list[dict], late: list[int], lag_us: dict[int, float]) -> str:
+    """Per-rank figures, the late ranks first and marked, with their collective lag."""
     head = ("<tr><th>rank</th><th>step time</th><th>GPU busy</th><th>exp. comm</th>"
-            "<th>host wait</th></tr>")
+            "<th>host wait</th><th>coll. lag</th></tr>")
+    order = sorted(ranks, key=lambda r: (late.index(r.get("rank")) if r.get("rank") in late else len(late),
+                                         r.get("rank") or 0))
     rows = []
-    for r in ranks:
+    for r in order:
         idle = r.get("idle_breakdown") or {}
-        mark = " <span class='warn'>straggler</span>" if straggler is not None and r.get("rank") == straggler else ""
+        is_late = r.get("rank") in late
+        mark = " <span class='warn'>late</span>" if is_late else ""
+        lag = lag_us.get(r.get("rank"))
+        style = " style='background:#fde3d9'" if is_late else ""
         rows.append(
-            f"<tr><td>{r.get('rank')}{mark}</td>"
+            f"<tr{style}><td>{r.get('rank')}{mark}</td>"
             f"<td class=num>{format_duration_us(r['step_median_us']) if r.get('step_median_us') else '–'}</td>"
             f"<td class=num>{format_percent(r.get('gpu_busy_fraction'))}</td>"
             f"<td class=num>{format_percent(r.get('comm_exposed_fraction'))}</td>"
-            f"<td class=num>{format_percent(idle.get('host_wait'))}</td></tr>")
+            f"<td class=num>{format_percent(idle.get('host_wait'))}</td>"
+            f"<td class=num>{format_duration_us(lag) if lag is not None else '–'}</td></tr>")
     return (f"<h3>Ranks</h3><table>{head}{''.join(rows)}</table>"
             "<p class='muted'>host wait: share of the compute stream's idle time spent waiting for "
-            "the CPU to launch</p>")
+            "the CPU to launch · coll. lag: how much later than the median rank this rank's "
+            "collectives start (median over collectives)</p>")
+
+
+PANEL_CSS = _CSS
+
+
+# -- selected range ------------------------------------------------------------------------------------
+class SelectionSummaryPanel(QTextBrowser):
+    """Perfetto's area selection: what a right-dragged range holds (core's SelectionSummary)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setOpenLinks(False)
+        self.summary = None
+        self.show_summary(None)
+
+    def show_summary(self, summary, offset_us: float = 0.0) -> None:  # noqa: ANN001 (SelectionSummary | None)
+        self.summary = summary
+        if summary is None:
+            self.setHtml(_CSS + "<p class='muted'>Right-drag (or Shift-drag) across the lanes to select a "
+                         "time range: its GPU busy time, time by kernel class and CPU category, and the top "
+                         "kernels in it appear here.</p>")
+            return
+        head = (f"<h3 style='margin-top:0'>Range {format_duration_us(summary.t0_us - offset_us)} – "
+                f"{format_duration_us(summary.t1_us - offset_us)} "
+                f"<span class='muted'>({format_duration_us(summary.duration_us)}, {summary.n_ranks} "
+                f"rank{'s' if summary.n_ranks != 1 else ''}, {summary.n_events:,} events)</span></h3>")
+        busy = (f"<p>GPU busy <b>{format_percent(summary.gpu_busy_fraction)}</b> of the range "
+                f"({format_duration_us(summary.gpu_busy_us)})</p>")
+
+        def table(title: str, items: list[tuple[str, float]]) -> str:
+            if not items:
+                return ""
+            rows = "".join(f"<tr><td>{_esc(k)}</td><td class=num>{format_duration_us(v)}</td></tr>" for k, v in items)
+            return f"<td style='vertical-align:top; padding-right:24px'><b>{title}</b><table>{rows}</table></td>"
+
+        classes = sorted(summary.kernel_class_us.items(), key=lambda kv: -kv[1])
+        cats = list(summary.cpu_category_us.items())[:8]
+        kernels = "".join(f"<tr><td>{_esc(n[:90])}</td><td class=num>{c:,}</td>"
+                          f"<td class=num>{format_duration_us(us)}</td></tr>" for n, c, us in summary.top_kernels)
+        top = (f"<td style='vertical-align:top'><b>Top kernels in the range</b><table><tr><th>kernel</th>"
+               f"<th>events</th><th>time</th></tr>{kernels}</table></td>") if kernels else ""
+        self.setHtml(_CSS + head + busy + "<table><tr>" + table("Device time by kernel class", classes)
+                     + table("CPU time by category (outermost)", cats) + top + "</tr></table>")

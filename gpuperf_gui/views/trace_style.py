@@ -6,10 +6,13 @@ import math
 
 from PySide6.QtGui import QColor
 
+from gpuperf_gui.core.trace.lanes import CPU_COLOR_BASES, SHADES, cpu_base, gpu_base_offset  # noqa: F401
+from gpuperf_gui.core.trace.model import KERNEL_CLASSES
 from gpuperf_gui.core.units import format_duration_us  # noqa: F401 - the views import it from here
 from gpuperf_gui.views.trace_lane_item import Palette
 
-# base colours: CPU categories, then GPU kernel classes (engine's KERNEL_CLASSES order)
+# base colours: CPU categories, then GPU kernel classes, in core's colour-base order
+# (core/trace/lanes.py: CPU_COLOR_BASES, then KERNEL_CLASSES)
 CPU_BASES: tuple[tuple[str, str], ...] = (
     ("cpu_op", "#4e79a7"),            # ATen ops (2021 dialect: Operator)
     ("user_annotation", "#8e6cc9"),   # record_function ranges, ProfilerStep#N
@@ -25,24 +28,9 @@ GPU_BASES: tuple[tuple[str, str], ...] = (
     ("copy", "#8c6d31"),
     ("other", "#6b7fa8"),
 )
-SHADES = 3  # each base has three shades so that neighbours of one category stay distinguishable
-
-_CPU_CATEGORY_BASE = {
-    "cpu_op": 0, "operator": 0,
-    "user_annotation": 1, "gpu_user_annotation": 1,
-    "cuda_runtime": 2, "cuda_driver": 2, "runtime": 2,
-    "python_function": 3,
-}
-
-
-def cpu_base(category: str) -> int:
-    """Base colour index (into CPU_BASES) of a CPU event category."""
-    return _CPU_CATEGORY_BASE.get(category.lower(), len(CPU_BASES) - 1)
-
-
-def gpu_base_offset() -> int:
-    """Index of the first GPU base in the combined palette."""
-    return len(CPU_BASES)
+assert tuple(k for k, _ in CPU_BASES) == CPU_COLOR_BASES and tuple(k for k, _ in GPU_BASES) == KERNEL_CLASSES
+KERNEL_CLASS_COLORS = dict(GPU_BASES)
+IDLE_CAUSE_COLORS = {"host_wait": "#e23c3c", "kernel_wait": "#f08c8c", "other": "#c9c9c9"}
 
 
 def make_palette() -> Palette:

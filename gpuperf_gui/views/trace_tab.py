@@ -1,10 +1,15 @@
-"""The Trace tab: lanes a person can read at a glance, the op table, and the diagnosis beside them.
+"""The Trace tab: lanes a person can read at a glance, an overview page, the op table, the diagnosis.
+
+Everything it shows is a :class:`~gpuperf_gui.core.trace.session.LoadedTrace` built in a worker
+(core's :func:`~gpuperf_gui.core.trace.session.load_job` run by the views' :class:`TaskRunner`); the
+tab draws it and turns clicks into the loaded trace's queries (partners, details, find, range summary).
 
 Public API (used by the main window)::
 
     tab = TraceTab(context)
     tab.open_paths([Path("trace.json.gz")])   # asynchronous: a worker thread loads and analyses
     tab.is_busy(); tab.cancel(); tab.shutdown()
+    tab.loaded                                # the LoadedTrace shown (None before the first)
     tab.mfu_figures_ready  -> Signal(object)        # the engine's TraceMfuFigures
     tab.roofline_points_ready -> Signal(str, object)  # (series name, list[RooflinePoint])
     tab.demo_entries() -> list[(name, materialise)]  # for Help ▸ Demo traces; the synthetic ones
@@ -15,20 +20,22 @@ Public API (used by the main window)::
 from __future__ import annotations
 
 import importlib.resources
+import re
 import tempfile
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-import numpy as np
-from PySide6.QtCore import Qt, QThread, Signal
-from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QAction, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDoubleSpinBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QMenu,
     QProgressBar,
     QPushButton,
     QSplitter,
@@ -39,19 +46,29 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpuperf_gui.core.units import format_si
-from gpuperf_gui.views.trace_engine import load_job
-from gpuperf_gui.views.trace_panels import DetailsPanel, DiagnosisPanel, EventDetails, OpTablePanel, SearchResults
-from gpuperf_gui.views.trace_prepare import DEFAULT_IDLE_THRESHOLD_US, LoadProgress, PreparedTrace
+from gpuperf_gui.core.trace.lanes import DEFAULT_IDLE_THRESHOLD_US, EventRef
+from gpuperf_gui.core.trace.model import KERNEL_CLASSES
+from gpuperf_gui.core.trace.session import LoadedTrace, LoadProgress, Matches, load_job
+from gpuperf_gui.views.trace_heatmap import RankStepHeatmap
+from gpuperf_gui.views.trace_minimap import TraceMinimap
+from gpuperf_gui.views.trace_overview import TraceOverview
+from gpuperf_gui.views.trace_panels import (
+    DetailsPanel,
+    DiagnosisPanel,
+    OpTablePanel,
+    SearchResults,
+    SelectionSummaryPanel,
+)
 from gpuperf_gui.views.trace_style import format_duration_us, legend_entries, make_palette
-from gpuperf_gui.views.trace_timeline import EventRef, TraceTimeline
-from gpuperf_gui.views.workers import GeneratorWorker, start_in_thread, stop_thread
+from gpuperf_gui.views.trace_timeline import TraceTimeline
+from gpuperf_gui.views.workers import TaskRunner
 
 if TYPE_CHECKING:
     from gpuperf_gui.views.context import AppContext
 
 MAX_LISTED_MATCHES = 500
-MAX_PARTNERS = 40
+SEARCH_MODE_LABELS = (("name", "name contains"), ("exact", "exact name"), ("regex", "regex"),
+                      ("class", "kernel class"))
 
 
 class TraceTab(QWidget):
@@ -65,28 +82,45 @@ class TraceTab(QWidget):
     def __init__(self, context: AppContext | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.context = context
-        self.prepared: PreparedTrace | None = None
-        self._worker: GeneratorWorker | None = None
-        self._thread: QThread | None = None
-        self._pending: list[Path] | None = None
-        self._cancelled = False
-        self._failed: str | None = None
-        self._matches: list[EventRef] = []
+        self.loaded: LoadedTrace | None = None
+        self.task = TaskRunner(self)
+        self.task.item_produced.connect(self._on_item_produced)
+        self.task.run_failed.connect(self._on_run_failed)
+        self.task.run_finished.connect(self._on_run_finished)
+        self.matches = Matches.empty()
         self._match_pos = -1
-        self._last_query: str | None = None   # the last substring search (Enter again: next match)
+        self._last_query: tuple[str, str] | None = None   # (mode, text) of the last search (Enter again: next)
         self._demo_dir: tempfile.TemporaryDirectory | None = None   # synthetic demo traces
         self._palette = make_palette()
+        self._selected_range: tuple[float, float] | None = None
+        self._search_args: tuple[str, str] | None = None
         self.setAcceptDrops(True)
         self._build()
+        if context is not None:
+            context.device_changed.connect(lambda _d: self._update_roof())
+            context.precision_changed.connect(lambda _p: self._update_roof())
+        self._update_roof()
+
+    @property
+    def prepared(self) -> LoadedTrace | None:
+        """The loaded trace (the main window's name for it)."""
+        return self.loaded
 
     # -- layout -------------------------------------------------------------------------------------
     def _build(self) -> None:
         self.title = QLabel("<b>No trace</b>")
         self.title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.search_edit = QLineEdit()
-        self.search_edit.setPlaceholderText("Search names (Enter)")
+        self.search_edit.setPlaceholderText("Search (Enter)")
         self.search_edit.setClearButtonEnabled(True)
-        self.search_edit.setFixedWidth(220)
+        self.search_edit.setFixedWidth(190)
+        self.search_mode = QComboBox()
+        for mode, label in SEARCH_MODE_LABELS:
+            self.search_mode.addItem(label, mode)
+        self.search_mode.setToolTip("Match names by substring, exactly, by regular expression, or find "
+                                    "the kernels of a class (" + ", ".join(KERNEL_CLASSES) + ")")
+        self.filter_ops_check = QCheckBox("filter op table")
+        self.filter_ops_check.setToolTip("Show only the op-table rows whose names match the search")
         self.prev_button = QToolButton(text="◀")
         self.prev_button.setToolTip("Previous match (Shift+Enter)")
         self.next_button = QToolButton(text="▶")
@@ -98,6 +132,11 @@ class TraceTab(QWidget):
         self.zoom_sel_button = QPushButton("Zoom to selection")
         self.zoom_sel_button.setToolTip("Zoom to the selected event or the right-dragged range (F)")
         self.reset_button = QPushButton("Reset view")
+        self.ranks_button = QToolButton(text="Lanes ▾")
+        self.ranks_button.setToolTip("Collapse, pin or hide ranks and thread groups")
+        self.ranks_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.ranks_menu = QMenu(self)
+        self.ranks_button.setMenu(self.ranks_menu)
         self.idle_spin = QDoubleSpinBox()
         self.idle_spin.setRange(0.0, 1e6)
         self.idle_spin.setDecimals(0)
@@ -112,18 +151,16 @@ class TraceTab(QWidget):
         bar = QHBoxLayout()
         bar.setContentsMargins(4, 2, 4, 2)
         bar.addWidget(self.title, 1)
-        bar.addWidget(self.search_edit)
-        bar.addWidget(self.prev_button)
-        bar.addWidget(self.next_button)
-        bar.addWidget(self.match_label)
-        bar.addSpacing(10)
-        bar.addWidget(self.step_combo)
-        bar.addWidget(self.zoom_sel_button)
-        bar.addWidget(self.reset_button)
-        bar.addSpacing(10)
+        for w in (self.search_edit, self.search_mode, self.filter_ops_check, self.prev_button,
+                  self.next_button, self.match_label):
+            bar.addWidget(w)
+        bar.addSpacing(8)
+        for w in (self.step_combo, self.zoom_sel_button, self.reset_button, self.ranks_button):
+            bar.addWidget(w)
+        bar.addSpacing(8)
         bar.addWidget(QLabel("Idle ≥"))
         bar.addWidget(self.idle_spin)
-        bar.addSpacing(10)
+        bar.addSpacing(8)
         bar.addWidget(self.mfu_button)
         bar.addWidget(self.roofline_button)
 
@@ -143,22 +180,30 @@ class TraceTab(QWidget):
         self.message.hide()
 
         self.timeline = TraceTimeline()
+        self.minimap = TraceMinimap()
         self.placeholder = QLabel(
             "<div style='font-size:13pt; color:#555'>Drop a torch.profiler trace here</div>"
             "<div style='color:#777'>a <code>.json</code> / <code>.json.gz</code> file, or a folder with "
-            "one file per rank<br>or use File ▸ Open, or Help ▸ Demo traces</div>"
+            "one file per rank<br>or use File ▸ Open, File ▸ Profile a script…, or Help ▸ Demo traces</div>"
             "<div style='color:#999; margin-top:12px'>wheel or W/S zoom · drag or A/D pan · "
-            "right-drag selects a range · click an event</div>")
+            "right-drag selects a range · click an event · click a rank header to collapse it</div>")
         self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        lanes_box = QWidget()
+        lb = QVBoxLayout(lanes_box)
+        lb.setContentsMargins(0, 0, 0, 0)
+        lb.setSpacing(0)
+        lb.addWidget(self.minimap)
+        lb.addWidget(self.timeline, 1)
         self.stack = QStackedWidget()
         self.stack.addWidget(self.placeholder)
-        self.stack.addWidget(self.timeline)
+        self.stack.addWidget(lanes_box)
 
         self.legend = QLabel(self._legend_html())
         self.legend.setStyleSheet("color: #444")
         self.legend.setWordWrap(True)
         hint = ("Wheel or W/S: zoom · drag or A/D: pan · Shift+wheel: scroll lanes · right-drag: select "
-                "a range, then F (or Zoom to selection) · click: select an event and its partner · Esc: clear")
+                "a range (its summary: the Range tab below), then F (or Zoom to selection) · click: select "
+                "an event and its partner · click a rank header: collapse/expand it · Esc: clear")
         self.timeline.setToolTip(hint)
         self.legend.setToolTip(hint)
         legend_row = QHBoxLayout()
@@ -166,6 +211,7 @@ class TraceTab(QWidget):
         legend_row.addWidget(self.legend, 1)
 
         self.details = DetailsPanel()
+        self.range_panel = SelectionSummaryPanel()
         self.op_panel = OpTablePanel()
         self.rank_combo = QComboBox()
         self.op_panel.layout().itemAt(0).layout().insertWidget(0, self.rank_combo)
@@ -174,6 +220,7 @@ class TraceTab(QWidget):
         self.bottom_tabs = QTabWidget()
         self.bottom_tabs.setDocumentMode(True)
         self.bottom_tabs.addTab(self.details, "Selection")
+        self.bottom_tabs.addTab(self.range_panel, "Range")
         self.bottom_tabs.addTab(self.op_panel, "Op table")
         self.bottom_tabs.addTab(self.search_results, "Search")
 
@@ -191,7 +238,7 @@ class TraceTab(QWidget):
         self.left_split.addWidget(self.bottom_tabs)
         self.left_split.setStretchFactor(0, 3)
         self.left_split.setStretchFactor(1, 1)
-        self.left_split.setSizes([700, 190])
+        self.left_split.setSizes([680, 210])
         self.main_split = QSplitter(Qt.Orientation.Horizontal)
         self.main_split.addWidget(self.left_split)
         self.main_split.addWidget(self.diagnosis)
@@ -199,15 +246,28 @@ class TraceTab(QWidget):
         self.main_split.setStretchFactor(1, 1)
         self.main_split.setSizes([1220, 360])
 
+        self.overview = TraceOverview()
+        self.heatmap = RankStepHeatmap()
+        self.pages = QTabWidget()
+        self.pages.setDocumentMode(True)
+        self.pages.addTab(self.main_split, "Timeline")
+        self.pages.addTab(self.overview, "Overview")
+        self.pages.addTab(self.heatmap, "Ranks")
+        self.compare = self._make_compare_page()
+        if self.compare is not None:
+            self.pages.addTab(self.compare, "Compare")
+
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.setSpacing(2)
         layout.addLayout(bar)
         layout.addWidget(self.progress_row)
         layout.addWidget(self.message)
-        layout.addWidget(self.main_split, 1)
+        layout.addWidget(self.pages, 1)
 
         self.search_edit.returnPressed.connect(self._on_search_entered)
+        self.search_mode.activated.connect(lambda _i: self._on_search_mode_changed())
+        self.filter_ops_check.toggled.connect(lambda _c: self._apply_op_filter())
         self.next_button.clicked.connect(lambda: self.step_match(+1))
         self.prev_button.clicked.connect(lambda: self.step_match(-1))
         self.step_combo.activated.connect(self._on_step_chosen)
@@ -219,73 +279,82 @@ class TraceTab(QWidget):
         self.cancel_button.clicked.connect(self.cancel)
         self.timeline.event_clicked.connect(self.select_event)
         self.timeline.range_selected.connect(self._on_range_selected)
+        self.timeline.rank_header_clicked.connect(self._on_rank_header_clicked)
+        self.timeline.view_box.sigXRangeChanged.connect(self._on_timeline_range_changed)
+        self.minimap.range_requested.connect(self._on_minimap_range)
         self.details.partner_clicked.connect(self._on_partner_link)
         self.op_panel.name_selected.connect(self._on_op_name_selected)
         self.rank_combo.activated.connect(lambda _i: self._fill_op_table())
         self.search_results.match_clicked.connect(self._go_to_match)
-        self._selected_range: tuple[float, float] | None = None
+        self.heatmap.rank_opened.connect(self.open_rank)
         self._update_enabled()
+
+    def _make_compare_page(self) -> QWidget | None:
+        """The Compare page when core has the diff API (core/trace/diff.py)."""
+        try:
+            from gpuperf_gui.views.trace_compare import TraceCompare
+        except ImportError:
+            return None
+        page = TraceCompare(self)
+        return page
 
     @staticmethod
     def _legend_html() -> str:
         items = "".join(f"<span style='color:{c}'>■</span>&nbsp;{name}&nbsp;&nbsp; " for name, c in legend_entries())
         return (f"{items}<span style='color:#e23c3c'>■</span>&nbsp;GPU idle ≥ threshold&nbsp;&nbsp; "
-                f"<span style='color:#5a5f6a'>■</span>&nbsp;folded: darker, opacity = busy fraction")
+                f"<span style='color:#5a5f6a'>■</span>&nbsp;folded: darker, opacity = busy fraction&nbsp;&nbsp; "
+                f"<span style='color:#d84315'>▌</span>&nbsp;late rank (straggler)")
 
     def _update_enabled(self) -> None:
-        prepared = self.prepared
-        for w in (self.search_edit, self.prev_button, self.next_button, self.step_combo,
-                  self.zoom_sel_button, self.reset_button):
-            w.setEnabled(prepared is not None)
-        self.mfu_button.setEnabled(prepared is not None and prepared.mfu_figures is not None)
-        self.roofline_button.setEnabled(prepared is not None and bool(prepared.roofline_points))
+        loaded = self.loaded
+        for w in (self.search_edit, self.search_mode, self.filter_ops_check, self.prev_button, self.next_button,
+                  self.step_combo, self.zoom_sel_button, self.reset_button, self.ranks_button):
+            w.setEnabled(loaded is not None)
+        self.mfu_button.setEnabled(loaded is not None and loaded.mfu_figures is not None)
+        self.roofline_button.setEnabled(loaded is not None and bool(loaded.roofline_points))
+        self.pages.setTabEnabled(self.pages.indexOf(self.heatmap),
+                                 loaded is not None and len(loaded.model.ranks) > 1)
+
+    def _update_roof(self) -> None:
+        """The overview's "% of roof" uses the app's device and precision (the toolbar's picker)."""
+        if self.context is None:
+            self.overview.set_roof(None, None, "")
+            return
+        device, precision = self.context.device, self.context.precision
+        peak = device.dense_flops_per_s.get(precision)
+        self.overview.set_roof(peak, device.memory_bandwidth_bytes_per_s,
+                               f"{device.name} {precision} dense peak (the toolbar's device)")
 
     # -- opening ------------------------------------------------------------------------------------
     def open_paths(self, paths: list[Path]) -> None:
-        """Load and analyse ``paths`` (files and/or folders of ranks) in a worker thread."""
+        """Load and analyse ``paths`` (files and/or folders of ranks) in a worker thread; a load still
+        running is cancelled first (the newest request wins)."""
         paths = [Path(p) for p in paths]
         if not paths:
             return
-        if self._thread is not None:
-            self._pending = paths
-            self.cancel()
-            return
-        self._start(paths)
-
-    def _start(self, paths: list[Path]) -> None:
-        self._cancelled = False
-        self._failed = None
         self._show_message("")
-        worker = GeneratorWorker(load_job(paths, float(self.idle_spin.value())))
-        worker.item_produced.connect(self._on_item_produced)
-        worker.run_failed.connect(self._on_run_failed)
-        worker.run_finished.connect(self._on_run_finished)
-        self._worker = worker
+        self.task.restart(load_job(paths, float(self.idle_spin.value())))
         self.progress.setRange(0, 0)
         self.progress.setFormat(f"opening {', '.join(p.name for p in paths)}")
         self.progress_row.show()
         self.cancel_button.setEnabled(True)
-        self._thread = start_in_thread(worker, self)
 
     def is_busy(self) -> bool:
         """True while a trace loads (the ``--screenshot`` mode waits for False)."""
-        return self._thread is not None
+        return self.task.is_running()
 
     def cancel(self) -> None:
         """Stop loading after the current file or stage; the trace shown before stays."""
-        if self._worker is not None:
-            self._cancelled = True
-            self._worker.request_stop()
+        if self.task.cancel():
             self.progress.setFormat("cancelling…")
             self.cancel_button.setEnabled(False)
 
     def shutdown(self) -> None:
         """Stop the worker and wait for its thread (the main window's closeEvent); remove the
         synthetic demo traces this tab wrote."""
-        self._pending = None
-        worker, thread = self._worker, self._thread
-        self._worker = self._thread = None
-        stop_thread(worker, thread)
+        self.task.shutdown()
+        if self.compare is not None:
+            self.compare.shutdown()
         if self._demo_dir is not None:
             self._demo_dir.cleanup()
             self._demo_dir = None
@@ -308,26 +377,25 @@ class TraceTab(QWidget):
             self.progress.setRange(0, item.total)
             self.progress.setValue(item.done)
             self.progress.setFormat(item.text)
-        elif isinstance(item, PreparedTrace) and not self._cancelled:
-            self._show_prepared(item)
+        elif isinstance(item, LoadedTrace) and not self.task.cancel_requested:
+            self._show_loaded(item)
 
     def _on_run_failed(self, message: str) -> None:
-        self._failed = message
-        text = message.split(": ", 1)[1] if message.startswith("TraceFormatError: ") else message
+        kind, _, detail = message.partition(": ")
+        if kind in _CLEAR_ERRORS:  # the core's message says what and where: it is the text
+            text = detail
+        else:  # a bug, not a bad file: say so, keep the detail for the report
+            text = f"an unexpected error in the loader ({message}); please report it with the file"
         self._show_message(f"Could not open the trace: {text}", error=True)
         self.load_failed.emit(message)
 
     def _on_run_finished(self) -> None:
-        worker, thread = self._worker, self._thread
-        self._worker = self._thread = None
-        stop_thread(worker, thread)
+        if self.task.is_running():        # a newer request is queued and starts now
+            return
         self.progress_row.hide()
-        if self._cancelled and self._pending is None:
+        if self.task.cancel_requested:
             self._show_message("Loading cancelled." + (" The trace shown before is still open."
-                                                      if self.prepared is not None else ""))
-        pending, self._pending = self._pending, None
-        if pending:
-            self._start(pending)
+                                                      if self.loaded is not None else ""))
 
     def _show_message(self, text: str, error: bool = False, note: bool = False) -> None:
         if not text:
@@ -344,35 +412,36 @@ class TraceTab(QWidget):
         self.message.show()
 
     # -- showing a trace --------------------------------------------------------------------------
-    def _show_prepared(self, prepared: PreparedTrace) -> None:
-        self.prepared = prepared
-        model = prepared.model
+    def _show_loaded(self, loaded: LoadedTrace) -> None:
+        self.loaded = loaded
         # A threshold typed while the trace loaded was not applied (busy): draw with the spin's value.
-        threshold_changed = abs(self.idle_spin.value() - prepared.idle_threshold_us) > 1e-9
-        offset = prepared.full_range_us[0]
-        self.timeline.set_lanes(prepared.ranks, prepared.lanes, self._palette, prepared.full_range_us, offset)
-        self.stack.setCurrentWidget(self.timeline)
-        files = prepared.files
-        name = Path(files[0]).name if len(files) == 1 else f"{Path(files[0]).parent.name}/ ({len(files)} ranks)"
-        events = sum(len(lane) for r in model.ranks for lane in r.lanes)
-        self.title.setText(f"<b>{name}</b> <span style='color:#666'>· {events:,} events · "
-                           f"{format_duration_us(prepared.full_range_us[1] - prepared.full_range_us[0])}</span>")
-        self.title.setToolTip("\n".join(files))
+        threshold_changed = abs(self.idle_spin.value() - loaded.idle_threshold_us) > 1e-9
+        offset = loaded.full_range_us[0]
+        self._selected_range = None
+        self.timeline.set_lanes(loaded.ranks, loaded.lanes, self._palette, loaded.full_range_us, offset)
+        self.minimap.set_profile(loaded.activity(), loaded.straggler_rank_indices())
+        self.stack.setCurrentIndex(1)
+        self.title.setText(f"<b>{loaded.title()}</b> <span style='color:#666'>· {loaded.n_events:,} events · "
+                           f"{format_duration_us(loaded.full_range_us[1] - loaded.full_range_us[0])}</span>")
+        self.title.setToolTip("\n".join(loaded.files))
         self.step_combo.clear()
         self.step_combo.addItem("Zoom to step…", None)
-        numbers = sorted({s.number for r in model.ranks for s in r.steps})
-        for n in numbers:
+        for n in loaded.step_numbers():
             self.step_combo.addItem(f"step {n}", n)
-        self.diagnosis.show_diagnosis(prepared.diagnosis)
+        self.diagnosis.show_diagnosis(loaded.diagnosis)
         self.details.show_details(None)
+        self.range_panel.show_summary(None)
+        self.overview.set_trace(loaded)
+        self.heatmap.set_overview(loaded.overview if len(loaded.model.ranks) > 1 else None)
         self.rank_combo.clear()
-        for r in model.ranks:
+        for r in loaded.model.ranks:
             self.rank_combo.addItem(f"rank {r.rank}", r.rank)
-        self.rank_combo.setVisible(len(model.ranks) > 1)
+        self.rank_combo.setVisible(len(loaded.model.ranks) > 1)
         self._fill_op_table()
         self._clear_search()
-        notes = [n for n in prepared.notes if "truncated" in n]
-        others = [n for n in prepared.notes if "truncated" not in n]
+        self._build_ranks_menu()
+        notes = [n for n in loaded.notes if "truncated" in n]
+        others = [n for n in loaded.notes if "truncated" not in n]
         if notes:
             self._show_message("Truncated trace: " + "; ".join(notes), note=True)
         elif others:
@@ -386,51 +455,116 @@ class TraceTab(QWidget):
         self.trace_loaded.emit()
 
     def _fill_op_table(self) -> None:
-        if self.prepared is None:
+        if self.loaded is None:
             return
-        tables = self.prepared.op_tables
+        tables = self.loaded.op_tables
         rank = self.rank_combo.currentData()
         if rank is None and tables:
             rank = next(iter(tables))
-        note = "" if len(self.prepared.model.ranks) == 1 else f"rank {rank}"
+        note = "" if len(self.loaded.model.ranks) == 1 else f"rank {rank}"
         self.op_panel.set_tables(tables.get(rank, {}), note)
 
     def _on_idle_threshold_changed(self) -> None:
-        if self.prepared is None or self.is_busy():
-            return  # a trace still loading gets the spin's value in _show_prepared
-        if abs(self.idle_spin.value() - self.prepared.idle_threshold_us) < 1e-9:
+        if self.loaded is None or self.is_busy():
+            return  # a trace still loading gets the spin's value in _show_loaded
+        if abs(self.idle_spin.value() - self.loaded.idle_threshold_us) < 1e-9:
             return
         self._apply_idle_threshold(float(self.idle_spin.value()))
 
     def _apply_idle_threshold(self, threshold: float) -> None:
         """Redraw the idle gaps of the compute lanes at ``threshold`` µs."""
-        from gpuperf_gui.core.trace.lod import idle_gaps
-
-        self.prepared.idle_threshold_us = threshold
-        for spec, item in zip(self.timeline.lane_specs, self.timeline.lanes):
+        self.loaded.idle_threshold_us = threshold
+        for spec in self.loaded.lanes:
             if spec.kind == "gpu_compute":
-                lane = self.prepared.model.ranks[spec.rank_index].lanes[spec.lane_id]
-                item.set_gaps(idle_gaps(lane.start_us, lane.start_us + lane.duration_us, threshold))
+                spec.gaps = self.loaded.idle_gaps(spec.rank_index, spec.lane_id, threshold)
+                item = self.timeline.lane_item(spec.rank_index, spec.lane_id)
+                if item is not None:
+                    item.set_gaps(spec.gaps)
+
+    # -- lanes: collapse, pin, filter -------------------------------------------------------------------
+    def _build_ranks_menu(self) -> None:
+        menu = self.ranks_menu
+        menu.clear()
+        loaded = self.loaded
+        if loaded is None:
+            return
+        for group, text in (("CPU", "Collapse every rank's CPU threads"), ("GPU", "Collapse every rank's GPU streams")):
+            action = QAction(text, menu, checkable=True)
+            action.toggled.connect(lambda on, g=group: self.timeline.set_group_collapsed(None, g, on))
+            menu.addAction(action)
+        if len(loaded.model.ranks) > 1:
+            menu.addSeparator()
+            menu.addAction("Show all ranks", lambda: self.filter_ranks(None))
+            late = loaded.straggler_rank_indices()
+            if late:
+                menu.addAction("Show only the late ranks", lambda: self.filter_ranks(set(late)))
+            menu.addAction("Expand all ranks", self._expand_all)
+            menu.addAction("Collapse all ranks", self._collapse_all)
+        menu.addSeparator()
+        for ri, rank in enumerate(loaded.model.ranks):
+            sub = menu.addMenu(loaded.ranks[ri].title)
+            for text, slot in (("Pinned to the top", lambda on, i=ri: self.timeline.set_pinned(i, on)),
+                               ("Collapsed", lambda on, i=ri: self.timeline.set_rank_collapsed(i, on)),
+                               ("CPU threads collapsed", lambda on, i=ri: self.timeline.set_group_collapsed(i, "CPU", on))):
+                action = QAction(text, sub, checkable=True)
+                action.toggled.connect(slot)
+                sub.addAction(action)
+            if len(loaded.model.ranks) > 1:
+                sub.addAction("Show only this rank", lambda i=ri: self.filter_ranks({i}))
+
+    def filter_ranks(self, rank_indices: set[int] | None) -> None:
+        """Draw only these ranks (indices into the model's ranks); None draws all."""
+        self.timeline.set_rank_filter(rank_indices)
+        self._rerun_search()
+
+    def _expand_all(self) -> None:
+        self.timeline.collapsed_ranks.clear()
+        self.timeline.set_rank_collapsed(0, False)
+
+    def _collapse_all(self) -> None:
+        self.timeline.collapsed_ranks.update(range(len(self.timeline.rank_specs)))
+        self.timeline.set_rank_collapsed(0, True)
+
+    def _on_rank_header_clicked(self, rank_index: int) -> None:
+        self.timeline.set_rank_collapsed(rank_index, rank_index not in self.timeline.collapsed_ranks)
+
+    def open_rank(self, rank: int) -> None:
+        """Show a rank's lanes (from the Ranks page): pinned on top, expanded, the timeline page."""
+        if self.loaded is None:
+            return
+        ri = next((i for i, r in enumerate(self.loaded.model.ranks) if r.rank == rank), None)
+        if ri is None:
+            return
+        self.timeline.collapsed_ranks.discard(ri)
+        if self.timeline.shown_ranks is not None:
+            self.timeline.shown_ranks.add(ri)
+        self.timeline.pinned_ranks = [ri] + [i for i in self.timeline.pinned_ranks if i != ri]
+        self.timeline.set_pinned(ri, True)
+        self.timeline.view_box.clamp_y(-4.0)
+        self.pages.setCurrentWidget(self.main_split)
 
     # -- navigation ---------------------------------------------------------------------------------
     def _on_step_chosen(self, index: int) -> None:
         number = self.step_combo.itemData(index)
-        if number is None or self.prepared is None:
-            return
-        spans = []
-        for r in self.prepared.model.ranks:
-            for s in r.steps:
-                if s.number == number:
-                    spans += [s.cpu_start_us, s.cpu_end_us]
-                    if np.isfinite(s.gpu_end_us):
-                        spans += [s.gpu_start_us, s.gpu_end_us]
-        if spans:
-            self.timeline.zoom_to(min(spans), max(spans))
+        span = None if number is None or self.loaded is None else self.loaded.step_span_us(number)
+        if span:
+            self.timeline.zoom_to(*span)
+
+    def _on_timeline_range_changed(self, *_args) -> None:  # noqa: ANN002
+        (x0, x1), _ = self.timeline.view_box.viewRange()
+        self.minimap.set_view_range(x0, x1)
+
+    def _on_minimap_range(self, x0: float, x1: float) -> None:
+        self.timeline.zoom_to(x0, x1, pad_fraction=0.0)
 
     def _on_range_selected(self, t0: float, t1: float) -> None:
         self._selected_range = (t0, t1) if t1 > t0 else None
-        if self._selected_range:
-            self.match_label.setText(f"range {format_duration_us(t1 - t0)}")
+        if self._selected_range is None or self.loaded is None:
+            return
+        self.match_label.setText(f"range {format_duration_us(t1 - t0)}")
+        summary = self.loaded.summarize_range(t0, t1, self.timeline.rank_order())
+        self.range_panel.show_summary(summary, self.loaded.full_range_us[0])
+        self.bottom_tabs.setCurrentWidget(self.range_panel)
 
     def zoom_to_selection(self) -> None:
         """Zoom to the right-dragged range, else to the selected event and its partners."""
@@ -440,15 +574,10 @@ class TraceTab(QWidget):
             self.timeline.view_box.selection.hide()
             return
         ref = self.timeline.selected
-        if ref is None or self.prepared is None:
+        if ref is None or self.loaded is None:
             return
-        refs = [ref] + self._partners(ref)
-        starts, ends = [], []
-        for r in refs:
-            lane = self.prepared.model.ranks[r.rank_index].lanes[r.lane_id]
-            starts.append(lane.start_us[r.index])
-            ends.append(lane.start_us[r.index] + lane.duration_us[r.index])
-        self.timeline.zoom_to(min(starts), max(ends), pad_fraction=0.5)
+        spans = [self.loaded.event_span_us(r) for r in [ref] + self.loaded.partners(ref)]
+        self.timeline.zoom_to(min(a for a, _ in spans), max(b for _, b in spans), pad_fraction=0.5)
 
     def keyPressEvent(self, event) -> None:  # noqa: N802, ANN001
         if event.key() == Qt.Key.Key_F:
@@ -463,13 +592,13 @@ class TraceTab(QWidget):
     # -- selection ------------------------------------------------------------------------------------
     def select_event(self, ref: EventRef | None) -> None:
         """Select an event: details panel, outline, and the arrow to its correlated partner(s)."""
-        if ref is None or self.prepared is None:
+        if ref is None or self.loaded is None:
             self.timeline.set_selected(None)
             self.details.show_details(None)
             return
-        partners = self._partners(ref)
+        partners = self.loaded.partners(ref)
         self.timeline.set_selected(ref, partners)
-        self.details.show_details(self._details(ref, partners))
+        self.details.show_details(self.loaded.details(ref, partners))
         self.bottom_tabs.setCurrentWidget(self.details)
 
     @property
@@ -478,67 +607,7 @@ class TraceTab(QWidget):
 
     def selected_partners(self) -> list[EventRef]:
         ref = self.timeline.selected
-        return [] if ref is None else self._partners(ref)
-
-    def _partners(self, ref: EventRef) -> list[EventRef]:
-        """The launch <-> kernel partners through the correlation flows (else the op's kernels)."""
-        rank = self.prepared.model.ranks[ref.rank_index]
-        flows = rank.flows
-        out: list[EventRef] = []
-        if len(flows):
-            m = (flows.src_lane == ref.lane_id) & (flows.src_index == ref.index)
-            for lane_id, idx in zip(flows.dst_lane[m][:MAX_PARTNERS].tolist(), flows.dst_index[m][:MAX_PARTNERS].tolist()):
-                out.append(EventRef(ref.rank_index, int(lane_id), int(idx)))
-            m = (flows.dst_lane == ref.lane_id) & (flows.dst_index == ref.index)
-            for lane_id, idx in zip(flows.src_lane[m][:MAX_PARTNERS].tolist(), flows.src_index[m][:MAX_PARTNERS].tolist()):
-                out.append(EventRef(ref.rank_index, int(lane_id), int(idx)))
-        if out:
-            return out
-        lane = rank.lanes[ref.lane_id]
-        ext = int(lane.external_id[ref.index]) if len(lane.external_id) else -1
-        if lane.kind == "cpu" and ext >= 0:
-            for other in rank.gpu_lanes:
-                hits = np.flatnonzero(other.external_id == ext)[:MAX_PARTNERS]
-                out += [EventRef(ref.rank_index, other.lane_id, int(i)) for i in hits.tolist()]
-        return out[:MAX_PARTNERS]
-
-    def _details(self, ref: EventRef, partners: list[EventRef]) -> EventDetails:
-        rank = self.prepared.model.ranks[ref.rank_index]
-        lane = rank.lanes[ref.lane_id]
-        i = ref.index
-        rows: list[tuple[str, str]] = []
-        corr = int(lane.correlation[i]) if len(lane.correlation) else -1
-        ext = int(lane.external_id[i]) if len(lane.external_id) else -1
-        if corr >= 0:
-            rows.append(("correlation id", str(corr)))
-        if ext >= 0:
-            rows.append(("external id", str(ext)))
-        kc = int(lane.kernel_class[i]) if len(lane.kernel_class) else -1
-        if kc >= 0:
-            from gpuperf_gui.core.trace.model import KERNEL_CLASSES
-
-            rows.append(("kernel class", KERNEL_CLASSES[kc]))
-        flops = float(lane.flops[i]) if len(lane.flops) else float("nan")
-        if np.isfinite(flops):
-            rows.append(("FLOPs", format_si(flops, "FLOP")))
-        nbytes = float(lane.bytes[i]) if len(lane.bytes) else float("nan")
-        if np.isfinite(nbytes):
-            rows.append(("bytes", format_si(nbytes, "B")))
-        shapes = int(lane.shapes_id[i]) if len(lane.shapes_id) else -1
-        if shapes >= 0:
-            rows.append(("input shapes", rank.strings[shapes]))
-        offset = self.prepared.full_range_us[0]
-        links = []
-        for p in partners:
-            plane = rank.lanes[p.lane_id]
-            links.append((f"event:{p.rank_index}:{p.lane_id}:{p.index}",
-                          f"{rank.strings[int(plane.name_id[p.index])]} — {plane.label}, "
-                          f"{format_duration_us(float(plane.duration_us[p.index]))}"))
-        title = ("Launched kernel" + ("s" if len(links) > 1 else "")) if lane.kind == "cpu" else "Launched by"
-        return EventDetails(name=rank.strings[int(lane.name_id[i])], category=rank.strings[int(lane.category_id[i])],
-                            lane=lane.label, rank=rank.rank, start_us=float(lane.start_us[i]) - offset,
-                            duration_us=float(lane.duration_us[i]), depth=int(lane.depth[i]) if len(lane.depth) else 0,
-                            rows=rows, partners=links, partner_title=title)
+        return [] if ref is None or self.loaded is None else self.loaded.partners(ref)
 
     def _on_partner_link(self, href: str) -> None:
         parts = href.split(":")
@@ -549,9 +618,7 @@ class TraceTab(QWidget):
 
     def _reveal(self, ref: EventRef) -> None:
         """Bring an event into view (keep the zoom if it fits, else zoom around it)."""
-        lane = self.prepared.model.ranks[ref.rank_index].lanes[ref.lane_id]
-        s = float(lane.start_us[ref.index])
-        e = s + float(lane.duration_us[ref.index])
+        s, e = self.loaded.event_span_us(ref)
         (x0, x1), _ = self.timeline.view_box.viewRange()
         width = x1 - x0
         if e - s > width:
@@ -564,125 +631,116 @@ class TraceTab(QWidget):
             self.timeline.scroll_to_y(y)
 
     # -- search / op table highlight ---------------------------------------------------------------
+    @property
+    def _matches(self) -> list[EventRef]:
+        """The matches as event references (tests and small searches)."""
+        return [self.matches.ref(k) for k in range(len(self.matches))]
+
     def _clear_search(self) -> None:
-        self._matches, self._match_pos = [], -1
+        self.matches, self._match_pos = Matches.empty(), -1
+        self._last_query = None
         self.match_label.setText("")
         self.search_results.set_matches([], 0)
         self.timeline.set_highlight(None)
+        self._apply_op_filter()
+
+    def _on_search_mode_changed(self) -> None:
+        mode = self.search_mode.currentData()
+        self.search_edit.setPlaceholderText(
+            "kernel class: " + ", ".join(KERNEL_CLASSES) if mode == "class" else "Search (Enter)")
+        if self.search_edit.text().strip():
+            self.search(self.search_edit.text().strip(), mode)
 
     def _on_search_entered(self) -> None:
         text = self.search_edit.text().strip()
         if not text:
             self._clear_search()
             return
-        if self._matches and self._last_query == text:
+        mode = self.search_mode.currentData()
+        if len(self.matches) and self._last_query == (mode, text):
             self.step_match(+1)
             return
-        self.search(text)
+        self.search(text, mode)
+        self._last_query = (mode, text)
 
-    def search(self, text: str, exact: bool = False) -> int:
-        """Highlight and list the events whose name contains ``text`` (or equals it); returns the count."""
-        self._last_query = text if not exact else None
-        if self.prepared is None:
+    def search(self, text: str, mode: str = "name") -> int:
+        """Highlight and list the drawn events matching ``text`` (core's ``find``); returns the count."""
+        self._last_query = None
+        if self.loaded is None:
             return 0
-        needle = text.lower()
-        masks: dict[tuple[int, int], np.ndarray] = {}
-        found_start, found_rank, found_lane, found_index = [], [], [], []
-        shown = {(s.rank_index, s.lane_id) for s in self.timeline.lane_specs}
-        for ri, rank in enumerate(self.prepared.model.ranks):
-            if exact:
-                ids = np.zeros(len(rank.strings), dtype=bool)
-                k = rank.strings.find(text)
-                if k >= 0:
-                    ids[k] = True
-            else:
-                ids = rank.strings.ids_matching(lambda s: needle in s.lower())
-            if not ids.any():
-                continue
-            for lane in rank.lanes:
-                if (ri, lane.lane_id) not in shown or not len(lane):
-                    continue
-                mask = ids[lane.name_id]
-                if mask.any():
-                    masks[(ri, lane.lane_id)] = mask
-                    idx = np.flatnonzero(mask)
-                    found_start.append(lane.start_us[idx])
-                    found_index.append(idx)
-                    found_rank.append(np.full(idx.size, ri))
-                    found_lane.append(np.full(idx.size, lane.lane_id))
-        self.timeline.set_highlight(masks or None)
-        if not found_start:
-            self._matches, self._match_pos = [], -1
-            self.match_label.setText("no match")
+        try:
+            self.matches = self.loaded.find(text, mode, [(s.rank_index, s.lane_id) for s in self.timeline.lane_specs])
+        except (re.error, ValueError) as exc:
+            self.matches = Matches.empty()
+            self.timeline.set_highlight(None)
             self.search_results.set_matches([], 0)
+            self.match_label.setText(f"bad {'regex' if mode == 'regex' else 'query'}: {exc}"[:60])
+            self._apply_op_filter()
             return 0
-        start = np.concatenate(found_start)
-        order = np.argsort(start, kind="stable")
-        rk, ln, ix = (np.concatenate(a)[order] for a in (found_rank, found_lane, found_index))
-        self._matches = [EventRef(int(a), int(b), int(c)) for a, b, c in zip(rk.tolist(), ln.tolist(), ix.tolist())]
         self._match_pos = -1
-        texts = []
-        offset = self.prepared.full_range_us[0]
-        for ref in self._matches[:MAX_LISTED_MATCHES]:
-            rank = self.prepared.model.ranks[ref.rank_index]
-            lane = rank.lanes[ref.lane_id]
-            texts.append(f"{format_duration_us(float(lane.start_us[ref.index]) - offset):>10}   "
-                         f"{rank.strings[int(lane.name_id[ref.index])]}   "
-                         f"({format_duration_us(float(lane.duration_us[ref.index]))}, rank {rank.rank}, {lane.label})")
-        self.search_results.set_matches(texts, len(self._matches))
-        self.match_label.setText(f"{len(self._matches):,} matches")
-        return len(self._matches)
+        self._search_args = (text, mode)
+        self.timeline.set_highlight(self.matches.masks or None)
+        texts = [self.loaded.match_text(self.matches, k) for k in range(min(len(self.matches), MAX_LISTED_MATCHES))]
+        self.search_results.set_matches(texts, len(self.matches))
+        self.match_label.setText(f"{len(self.matches):,} matches" if len(self.matches) else "no match")
+        self._apply_op_filter()
+        return len(self.matches)
+
+    def _rerun_search(self) -> None:
+        args = self._search_args
+        if args is not None and len(self.matches):
+            self.search(*args)
+
+    def _apply_op_filter(self) -> None:
+        """"filter op table": only the rows named like the search's matches."""
+        on = self.filter_ops_check.isChecked() and self.loaded is not None and bool(len(self.matches))
+        names = None
+        if on:
+            names = set(self.matches.names)
+            if any(n.startswith("ProfilerStep#") for n in names):
+                names.add("ProfilerStep*")
+        self.op_panel.set_name_filter(names, f"{len(names)} matching names" if names is not None else "")
 
     def step_match(self, direction: int) -> None:
         """Select the next (+1) or previous (-1) search match and bring it into view."""
-        if not self._matches:
+        if not len(self.matches):
             return
-        self._go_to_match((self._match_pos + direction) % len(self._matches))
+        self._go_to_match((self._match_pos + direction) % len(self.matches))
 
     def _go_to_match(self, k: int) -> None:
-        if not (0 <= k < len(self._matches)):
+        if not (0 <= k < len(self.matches)):
             return
         self._match_pos = k
-        ref = self._matches[k]
+        ref = self.matches.ref(k)
         self.select_event(ref)
         self._reveal(ref)
-        self.match_label.setText(f"{k + 1:,} / {len(self._matches):,}")
+        self.match_label.setText(f"{k + 1:,} / {len(self.matches):,}")
         if k < self.search_results.count():
             self.search_results.setCurrentRow(k)
 
     def _on_op_name_selected(self, view: str, name: str) -> None:
+        if self.filter_ops_check.isChecked():
+            return   # the table shows the search's rows: keep the search
         if name.endswith("*"):        # a grouped row ("ProfilerStep*"): its names start with it
-            count = self.search(name[:-1])
+            count = self.search("^" + re.escape(name[:-1]), "regex")
         else:
-            count = self.search(name, exact=True)
+            count = self.search(name, "exact")
         self.match_label.setText(f"{count:,} × {name[:30]}")
 
     # -- cross-tab buttons ----------------------------------------------------------------------------
     def send_to_mfu(self) -> None:
-        figures = self.prepared.mfu_figures if self.prepared else None
+        figures = self.loaded.mfu_figures if self.loaded else None
         if figures is not None:
             self.mfu_figures_ready.emit(figures)
 
     def show_on_roofline(self) -> None:
-        points = self.prepared.roofline_points if self.prepared else None
+        points = self.loaded.roofline_points if self.loaded else None
         if points:
             self.roofline_points_ready.emit(self.series_name(), list(points))
 
     def series_name(self) -> str:
         """The Roofline series name: ``trace: <file or folder> (<device>)``."""
-        if self.prepared is None:
-            return "trace"
-        files = self.prepared.files
-        if not files:
-            name = "trace"
-        elif len(files) == 1:
-            name = Path(files[0]).name.removesuffix(".gz").removesuffix(".json")
-        else:
-            name = f"{Path(files[0]).parent.name} ({len(files)} ranks)"
-        devices = sorted({(r.device_name or "").replace("NVIDIA ", "").strip()
-                          for r in self.prepared.model.ranks} - {""})
-        device = ", ".join(devices) if devices else "device unknown"
-        return f"trace: {name} ({device})"
+        return "trace" if self.loaded is None else self.loaded.series_name()
 
     # -- drag and drop --------------------------------------------------------------------------------
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802
@@ -711,6 +769,10 @@ def _shipped(name: str) -> list[Path]:
 
 
 _SESSION_DEMO_DIR: tempfile.TemporaryDirectory | None = None
+
+
+_CLEAR_ERRORS = frozenset({"TraceFormatError", "NotATraceError", "MemoryBudgetError", "HelperProcessError"})
+"""Exceptions whose message is written for the user (core/trace/model.py, budget.py, child_stream.py)."""
 
 
 def _session_demo_folder() -> Path:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
 
 import numpy as np
 import pyqtgraph as pg
@@ -28,6 +27,7 @@ from PySide6.QtGui import (
     QPolygonF,
 )
 
+from gpuperf_gui.core.trace.lanes import EventRef, LaneSpec, RankSpec  # noqa: F401 - views import them here
 from gpuperf_gui.views.trace_lane_item import ROW_HEIGHT_PX, Palette, TraceLaneItem
 from gpuperf_gui.views.trace_style import format_duration_us, time_unit_for
 
@@ -38,32 +38,9 @@ TICK_TEXT_OFFSET_PX = 6
 LABEL_MARGIN_PX = 8       # pyqtgraph drops a tick label that does not fit the axis: elide with room to spare
 ZOOM_STEP = 1.25          # per wheel notch / key press
 PAN_FRACTION = 0.15       # per A/D press
-
-
-@dataclass
-class LaneSpec:
-    """What the timeline needs to draw one lane (built by the tab's loader worker)."""
-
-    rank_index: int
-    lane_id: int
-    label: str
-    kind: str
-    rows: object                      # LaneRows
-    color_key: np.ndarray
-    gaps: tuple[np.ndarray, np.ndarray] | None = None
-    name_of: object = None            # Callable[[int], str]
-
-
-@dataclass
-class RankSpec:
-    """A rank's header and its steps (cpu and gpu spans) for the backdrop."""
-
-    title: str
-    steps: list[tuple[int, float, float, float, float]] = field(default_factory=list)
-    straggler: bool = False
-    # the engine's step time per step number (µs): the longer of the CPU span and the GPU span
-    # (this step's first kernel to the next step's first kernel), see core/trace/analysis.py
-    step_durations_us: dict[int, float] = field(default_factory=dict)
+STRAGGLER_HEADER = QColor(250, 200, 180)   # a late rank's header strip
+STRAGGLER_TINT = QColor(230, 90, 40, 22)   # ... and a tint over its lanes
+STRAGGLER_BAR = QColor(216, 67, 21)
 
 
 def step_label_variants(spec: RankSpec, number: int, cpu_us: float) -> list[str]:
@@ -75,15 +52,6 @@ def step_label_variants(spec: RankSpec, number: int, cpu_us: float) -> list[str]
         return [f"step {number} · {format_duration_us(step_us)}", f"step {number}"]
     return [f"step {number} · {format_duration_us(step_us)} (CPU {format_duration_us(cpu_us)})",
             f"step {number} · {format_duration_us(step_us)}", f"step {number}"]
-
-
-@dataclass(frozen=True)
-class EventRef:
-    """One event: the rank (index into the model's ranks), the lane id and the event index."""
-
-    rank_index: int
-    lane_id: int
-    index: int
 
 
 class TimeAxisItem(pg.AxisItem):
@@ -264,8 +232,13 @@ class BackdropItem(pg.GraphicsObject):
             header_bottom = (y0 + HEADER_PX) * sy + dy
             bottom = y1 * sy + dy
             painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(header_bg)
+            painter.setBrush(STRAGGLER_HEADER if spec.straggler else header_bg)
             painter.drawRect(QRectF(0.0, top, width_px, header_bottom - top))
+            if spec.straggler:   # the late rank: a warm tint over its lanes and a bar at the left
+                painter.setBrush(STRAGGLER_TINT)
+                painter.drawRect(QRectF(0.0, header_bottom, width_px, bottom - header_bottom))
+                painter.setBrush(STRAGGLER_BAR)
+                painter.drawRect(QRectF(0.0, top, 4.0, bottom - top))
             # step bands: CPU span over CPU lanes, GPU span over GPU lanes
             for k, (number, c0, c1, g0, g1) in enumerate(spec.steps):
                 painter.setBrush(band if k % 2 == 0 else QColor(90, 120, 170, 12))
@@ -358,6 +331,7 @@ class TraceTimeline(pg.PlotWidget):
 
     event_clicked = Signal(object)         # EventRef or None
     range_selected = Signal(float, float)
+    rank_header_clicked = Signal(int)      # rank index: the tab toggles its collapse
 
     def __init__(self, parent=None) -> None:  # noqa: ANN001
         self.view_box = TimelineViewBox()
@@ -391,6 +365,15 @@ class TraceTimeline(pg.PlotWidget):
         self.view_box.addItem(self.flow_item, ignoreBounds=True)
         self.full_range = (0.0, 1.0)
         self.selected: EventRef | None = None
+        self._selected_partners: list[EventRef] = []
+        self._highlight_masks: dict[tuple[int, int], np.ndarray] | None = None
+        self.rank_specs: list[RankSpec] = []
+        self.all_lane_specs: list[LaneSpec] = []
+        self.header_spans: list[tuple[float, float, int]] = []
+        self.collapsed_ranks: set[int] = set()
+        self.collapsed_groups: set[tuple[int, str]] = set()
+        self.pinned_ranks: list[int] = []
+        self.shown_ranks: set[int] | None = None
         self._palette: Palette | None = None
         self._proxy = pg.SignalProxy(self.view_box.sigRangeChanged, rateLimit=30,
                                      slot=self._on_range_changed)
@@ -400,32 +383,72 @@ class TraceTimeline(pg.PlotWidget):
 
     # -- building -----------------------------------------------------------------------------------
     def clear_lanes(self) -> None:
+        self._remove_items()
+        self.rank_specs, self.all_lane_specs = [], []
+        self.view_box.content_height_px = 0.0
+
+    def _remove_items(self) -> None:
         for item in self.lanes:
             self.view_box.removeItem(item)
         self.lanes, self.lane_specs, self._lane_by_key = [], [], {}
+        self.header_spans = []
         self.selected = None
         self.flow_item.set_segments([])
-        self.backdrop.set_layout([], (0.0, 1.0))
+        self.backdrop.set_layout([], self.full_range)
         self.left_axis.set_labels([])
-        self.view_box.content_height_px = 0.0
 
     def set_lanes(self, ranks: list[RankSpec], lanes: list[LaneSpec], palette: Palette,
                   full_range_us: tuple[float, float], offset_us: float = 0.0) -> None:
-        """Lay out ``lanes`` (grouped by rank, in order) and show the whole time range."""
+        """Lay out ``lanes`` (grouped by rank, in order) and show the whole time range; every rank
+        expanded, none pinned or filtered out."""
         self.clear_lanes()
         self._palette = palette
+        self.rank_specs, self.all_lane_specs = list(ranks), list(lanes)
+        self.collapsed_ranks: set[int] = set()
+        self.collapsed_groups: set[tuple[int, str]] = set()
+        self.pinned_ranks: list[int] = []
+        self.shown_ranks: set[int] | None = None
+        self.time_axis.offset_us = offset_us
+        self.full_range = full_range_us
+        span = max(full_range_us[1] - full_range_us[0], 1e-3)
+        self.view_box.setLimits(xMin=full_range_us[0] - 0.25 * span, xMax=full_range_us[1] + 0.25 * span,
+                                minXRange=1e-3)
+        self._layout()
+        self.reset_view()
+
+    def rank_order(self) -> list[int]:
+        """Rank indices in drawing order: pinned first (in pin order), then the rest; filtered ranks
+        are left out."""
+        shown = [i for i in range(len(self.rank_specs)) if self.shown_ranks is None or i in self.shown_ranks]
+        pinned = [i for i in self.pinned_ranks if i in shown]
+        return pinned + [i for i in shown if i not in pinned]
+
+    def _layout(self) -> None:
+        """(Re)build the lane items for the current collapse, pin and filter state."""
+        highlight = dict(self._highlight_masks or {})
+        selected, partners = self.selected, list(self._selected_partners)
+        self._remove_items()
+        palette = self._palette
         y = 0.0
         ticks: list[tuple[float, float, float, str]] = []   # (tick y, y0, y1, full label)
         layout = []
         by_rank: dict[int, list[LaneSpec]] = {}
-        for spec in lanes:
+        for spec in self.all_lane_specs:
             by_rank.setdefault(spec.rank_index, []).append(spec)
-        for rank_index, rank in enumerate(ranks):
+        for rank_index in self.rank_order():
+            rank = self.rank_specs[rank_index]
             rank_y0 = y
-            ticks.append((y + HEADER_PX / 2, y, y + HEADER_PX, rank.title))
+            collapsed = rank_index in self.collapsed_ranks
+            title = rank.title + ("  ▸ (collapsed)" if collapsed else "")
+            if rank_index in self.pinned_ranks:
+                title = "📌 " + title
+            ticks.append((y + HEADER_PX / 2, y, y + HEADER_PX, title))
+            self.header_spans.append((y, y + HEADER_PX, rank_index))
             y += HEADER_PX + LANE_GAP_PX / 2
             lane_boxes = []
-            for spec in by_rank.get(rank_index, []):
+            for spec in [] if collapsed else by_rank.get(rank_index, []):
+                if (rank_index, spec.thread_group) in self.collapsed_groups:
+                    continue
                 item = TraceLaneItem(spec.rows, spec.color_key, palette, spec.name_of, y,
                                      ROW_HEIGHT_PX, spec.gaps)
                 self.view_box.addItem(item, ignoreBounds=True)
@@ -435,17 +458,53 @@ class TraceTimeline(pg.PlotWidget):
                 ticks.append((y + ROW_HEIGHT_PX / 2, y, y + item.height_px + LANE_GAP_PX, spec.label))
                 lane_boxes.append((y, y + item.height_px, spec.kind != "cpu"))
                 y += item.height_px + LANE_GAP_PX
+            groups = sorted({g for (ri, g) in self.collapsed_groups if ri == rank_index and not collapsed})
+            for group in groups:   # a collapsed thread group keeps one thin labelled row
+                ticks.append((y + 6.0, y, y + 12.0, f"{group} lanes (collapsed)"))
+                y += 14.0
             layout.append((rank_y0, y - LANE_GAP_PX / 2, rank, lane_boxes))
             y += 2.0
         self.view_box.content_height_px = y
-        self.backdrop.set_layout(layout, full_range_us)
+        self.backdrop.set_layout(layout, self.full_range)
         self.left_axis.set_labels(ticks)
-        self.time_axis.offset_us = offset_us
-        self.full_range = full_range_us
-        span = max(full_range_us[1] - full_range_us[0], 1e-3)
-        self.view_box.setLimits(xMin=full_range_us[0] - 0.25 * span, xMax=full_range_us[1] + 0.25 * span,
-                                minXRange=1e-3)
-        self.reset_view()
+        if highlight:
+            self.set_highlight(highlight)
+        self.set_selected(selected if selected is None or self.lane_item(selected.rank_index, selected.lane_id)
+                          else None, partners)
+        self.view_box.clamp_y()
+        self.refold()
+
+    def set_rank_collapsed(self, rank_index: int, collapsed: bool) -> None:
+        """Collapse a rank to its header strip, or expand it."""
+        (self.collapsed_ranks.add if collapsed else self.collapsed_ranks.discard)(rank_index)
+        self._layout()
+
+    def set_group_collapsed(self, rank_index: int | None, group: str, collapsed: bool) -> None:
+        """Collapse a rank's "CPU" or "GPU" lanes (``rank_index`` None: every rank's)."""
+        ranks = range(len(self.rank_specs)) if rank_index is None else [rank_index]
+        for ri in ranks:
+            (self.collapsed_groups.add if collapsed else self.collapsed_groups.discard)((ri, group))
+        self._layout()
+
+    def set_pinned(self, rank_index: int, pinned: bool) -> None:
+        """Pin a rank to the top of the timeline (in pin order), or unpin it."""
+        if pinned and rank_index not in self.pinned_ranks:
+            self.pinned_ranks.append(rank_index)
+        elif not pinned and rank_index in self.pinned_ranks:
+            self.pinned_ranks.remove(rank_index)
+        self._layout()
+
+    def set_rank_filter(self, rank_indices: set[int] | None) -> None:
+        """Draw only these ranks (None: all)."""
+        self.shown_ranks = None if rank_indices is None else set(rank_indices)
+        self._layout()
+
+    def header_rank_at(self, y_px: float) -> int | None:
+        """The rank whose header strip is at ``y_px`` (view pixels)."""
+        for y0, y1, rank_index in self.header_spans:
+            if y0 <= y_px < y1:
+                return rank_index
+        return None
 
     def lane_item(self, rank_index: int, lane_id: int) -> TraceLaneItem | None:
         return self._lane_by_key.get((rank_index, lane_id))
@@ -502,6 +561,10 @@ class TraceTimeline(pg.PlotWidget):
     # -- selection ----------------------------------------------------------------------------------
     def _on_clicked(self, x_us: float, y_px: float, double: bool) -> None:
         self.setFocus()
+        header = self.header_rank_at(y_px)
+        if header is not None:
+            self.rank_header_clicked.emit(header)
+            return
         (x0, x1), _ = self.view_box.viewRange()
         tol = 3.0 * (x1 - x0) / max(float(self.view_box.width()), 1.0)
         for spec, item in zip(self.lane_specs, self.lanes):
@@ -517,6 +580,7 @@ class TraceTimeline(pg.PlotWidget):
         for item in self.lanes:
             item.set_selected(None)
         self.selected = ref
+        self._selected_partners = list(partners or [])
         segments = []
         if ref is not None:
             item = self.lane_item(ref.rank_index, ref.lane_id)
@@ -537,6 +601,7 @@ class TraceTimeline(pg.PlotWidget):
 
     def set_highlight(self, masks: dict[tuple[int, int], np.ndarray] | None) -> None:
         """Highlight events per (rank_index, lane_id) mask; None clears all."""
+        self._highlight_masks = masks
         for spec, item in zip(self.lane_specs, self.lanes):
             mask = None if masks is None else masks.get((spec.rank_index, spec.lane_id))
             item.set_highlight(mask)

@@ -1,9 +1,10 @@
-"""Worker-side preparation of a loaded trace for drawing (runs in the loading thread).
+"""What the timeline draws, built off the GUI thread: lane and rank specs (no Qt).
 
-Turns the engine's :class:`~gpuperf_gui.core.trace.model.TraceModel` into lane specs: depth rows indexed
-for folding, a colour key per event, the idle gaps of compute streams. Pure numpy; nothing here
-touches a widget, so it can run off the GUI thread. No metrics are computed here: idle gaps are
-geometry (drawn red above a threshold), the numbers come from the engine.
+:func:`prepare_lanes` turns a :class:`~.model.TraceModel` into :class:`LaneSpec` objects (depth rows
+indexed for folding, a colour key per event, the idle gaps of compute streams) and :class:`RankSpec`
+headers. A colour key is ``base * SHADES + shade``: ``base`` indexes :data:`CPU_COLOR_BASES` followed
+by :data:`~.model.KERNEL_CLASSES` (the view maps each base to a colour), ``shade`` is one of three
+variants so that neighbouring events of one category stay distinguishable.
 """
 
 from __future__ import annotations
@@ -11,20 +12,12 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import numpy as np
 
-from gpuperf_gui.core.trace.lod import LaneRows, idle_gaps
-from gpuperf_gui.core.trace.model import RankTrace, TraceModel
-from gpuperf_gui.views.trace_style import SHADES, cpu_base, gpu_base_offset
-from gpuperf_gui.views.trace_timeline import LaneSpec, RankSpec
-
-if TYPE_CHECKING:
-    from gpuperf_gui.core.roofline import RooflinePoint
-    from gpuperf_gui.core.trace.analysis import RankAnalysis
-    from gpuperf_gui.core.trace.figures import TraceMfuFigures
-    from gpuperf_gui.views.trace_panels import DiagnosisView, OpTable
+from .lod import LaneRows, idle_gaps
+from .model import KERNEL_CLASSES, Lane, RankTrace, TraceModel
 
 SHOWN_KINDS = ("cpu", "gpu_compute", "gpu_comm", "gpu_copy")
 KIND_ORDER = {"cpu": 0, "gpu_compute": 1, "gpu_comm": 2, "gpu_copy": 3}
@@ -33,32 +26,63 @@ MAX_CPU_ROWS = 12           # deeper CPU nesting is not drawn (the op table stil
 MAX_CPU_ROWS_MULTI_RANK = 4
 DEFAULT_IDLE_THRESHOLD_US = 10.0
 
+CPU_COLOR_BASES: tuple[str, ...] = ("cpu_op", "user_annotation", "runtime", "python", "other")
+"""Colour bases of CPU events, then the GPU bases follow in KERNEL_CLASSES order."""
+SHADES = 3
+_CPU_CATEGORY_BASE = {
+    "cpu_op": 0, "operator": 0,
+    "user_annotation": 1, "gpu_user_annotation": 1,
+    "cuda_runtime": 2, "cuda_driver": 2, "runtime": 2,
+    "python_function": 3,
+}
+
+
+def cpu_base(category: str) -> int:
+    """Colour base (index into CPU_COLOR_BASES) of a CPU event category."""
+    return _CPU_CATEGORY_BASE.get(category.lower(), len(CPU_COLOR_BASES) - 1)
+
+
+def gpu_base_offset() -> int:
+    """Index of the first GPU base (KERNEL_CLASSES[0]) among all colour bases."""
+    return len(CPU_COLOR_BASES)
+
+
+@dataclass(frozen=True)
+class EventRef:
+    """One event: the rank (index into the model's ranks), the lane id and the event index."""
+
+    rank_index: int
+    lane_id: int
+    index: int
+
 
 @dataclass
-class LoadProgress:
-    """A progress report from the loading worker."""
+class LaneSpec:
+    """What the timeline needs to draw one lane."""
 
-    text: str
-    done: int
-    total: int
+    rank_index: int
+    lane_id: int
+    label: str
+    kind: str
+    rows: LaneRows
+    color_key: np.ndarray
+    gaps: tuple[np.ndarray, np.ndarray] | None = None
+    name_of: Callable[[int], str] | None = None
+    thread_group: str = ""
+    """Lanes of one rank with the same group collapse together ("CPU", "GPU")."""
 
 
 @dataclass
-class PreparedTrace:
-    """Everything the tab shows, built off the GUI thread."""
+class RankSpec:
+    """A rank's header and its steps (cpu and gpu spans) for the backdrop."""
 
-    model: TraceModel
-    ranks: list[RankSpec]
-    lanes: list[LaneSpec]
-    full_range_us: tuple[float, float]
-    files: list[str] = field(default_factory=list)
-    analysis: list[RankAnalysis] = field(default_factory=list)   # the engine's, one per rank
-    diagnosis: DiagnosisView | None = None
-    op_tables: dict[int, dict[str, OpTable]] = field(default_factory=dict)  # rank -> view -> table
-    mfu_figures: TraceMfuFigures | None = None    # None when they could not be computed (see notes)
-    roofline_points: list[RooflinePoint] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)         # truncation and other warnings
-    idle_threshold_us: float = DEFAULT_IDLE_THRESHOLD_US
+    title: str
+    steps: list[tuple[int, float, float, float, float]] = field(default_factory=list)
+    straggler: bool = False
+    # the engine's step time per step number (µs): the longer of the CPU span and the GPU span
+    # (this step's first kernel to the next step's first kernel), see core/trace/analysis.py
+    step_durations_us: dict[int, float] = field(default_factory=dict)
+    rank: int = 0
 
 
 def _name_lookup(rank: RankTrace, name_id: np.ndarray) -> Callable[[int], str]:
@@ -70,8 +94,8 @@ def _name_lookup(rank: RankTrace, name_id: np.ndarray) -> Callable[[int], str]:
     return name_of
 
 
-def color_keys(rank: RankTrace, lane) -> np.ndarray:  # noqa: ANN001 (Lane)
-    """Palette key per event: category colour (CPU) or kernel-class colour (GPU), three shades."""
+def color_keys(rank: RankTrace, lane: Lane) -> np.ndarray:
+    """Colour key per event: category base (CPU) or kernel-class base (GPU), three shades."""
     shade = (lane.name_id.astype(np.int64) % SHADES) if len(lane) else np.zeros(0, np.int64)
     if lane.kind == "cpu":
         cats = np.unique(lane.category_id)
@@ -80,20 +104,20 @@ def color_keys(rank: RankTrace, lane) -> np.ndarray:  # noqa: ANN001 (Lane)
             lut[c] = cpu_base(rank.strings[c])
         base = lut[lane.category_id]
     else:
-        other = 5
+        other = KERNEL_CLASSES.index("other")
         cls = lane.kernel_class.astype(np.int64)
         base = gpu_base_offset() + np.where(cls >= 0, cls, other)
     return base * SHADES + shade
 
 
-def lane_order(rank: RankTrace) -> list:
+def lane_order(rank: RankTrace) -> list[Lane]:
     """Lanes to draw, in reading order: CPU threads (busiest first), compute, comm, copy streams."""
     shown = [lane for lane in rank.lanes if lane.kind in SHOWN_KINDS and len(lane)]
     return sorted(shown, key=lambda ln: (KIND_ORDER[ln.kind],
                                          -len(ln) if ln.kind == "cpu" else 0, ln.lane_id))
 
 
-def lane_label(lane) -> str:  # noqa: ANN001 (Lane)
+def lane_label(lane: Lane) -> str:
     if lane.kind == "cpu":
         return lane.label or f"thread {lane.tid}"   # the timeline elides it to the axis width
     kind = KIND_LABEL.get(lane.kind, lane.kind)
@@ -111,6 +135,11 @@ def step_tuples(rank: RankTrace) -> list[tuple[int, float, float, float, float]]
     return [(s.number, s.cpu_start_us, s.cpu_end_us, s.gpu_start_us, s.gpu_end_us) for s in rank.steps]
 
 
+def compute_gaps(lane: Lane, threshold_us: float) -> tuple[np.ndarray, np.ndarray]:
+    """Idle gaps of at least ``threshold_us`` between a compute stream's kernels."""
+    return idle_gaps(lane.start_us, lane.start_us + lane.duration_us, threshold_us)
+
+
 def prepare_lanes(model: TraceModel, idle_threshold_us: float = DEFAULT_IDLE_THRESHOLD_US,
                   stop: threading.Event | None = None) -> tuple[list[RankSpec], list[LaneSpec]]:
     """Lane specs for every rank of ``model`` (returns early, partially, if ``stop`` is set)."""
@@ -118,7 +147,7 @@ def prepare_lanes(model: TraceModel, idle_threshold_us: float = DEFAULT_IDLE_THR
     lanes: list[LaneSpec] = []
     max_rows = MAX_CPU_ROWS if len(model.ranks) <= 1 else MAX_CPU_ROWS_MULTI_RANK
     for ri, rank in enumerate(model.ranks):
-        ranks.append(RankSpec(rank_title(rank), step_tuples(rank)))
+        ranks.append(RankSpec(rank_title(rank), step_tuples(rank), rank=rank.rank))
         for lane in lane_order(rank):
             if stop is not None and stop.is_set():
                 return ranks, lanes
@@ -127,11 +156,10 @@ def prepare_lanes(model: TraceModel, idle_threshold_us: float = DEFAULT_IDLE_THR
             depth = lane.depth if lane.kind == "cpu" else np.zeros_like(lane.depth)
             rows = LaneRows.build(lane.start_us, lane.duration_us, depth,
                                   max_rows=max_rows if lane.kind == "cpu" else None)
-            gaps = None
-            if lane.kind == "gpu_compute":
-                gaps = idle_gaps(lane.start_us, lane.start_us + lane.duration_us, idle_threshold_us)
+            gaps = compute_gaps(lane, idle_threshold_us) if lane.kind == "gpu_compute" else None
             lanes.append(LaneSpec(ri, lane.lane_id, lane_label(lane), lane.kind, rows,
-                                  color_keys(rank, lane), gaps, _name_lookup(rank, lane.name_id)))
+                                  color_keys(rank, lane), gaps, _name_lookup(rank, lane.name_id),
+                                  "CPU" if lane.kind == "cpu" else "GPU"))
     return ranks, lanes
 
 

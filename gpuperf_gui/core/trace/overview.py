@@ -1,0 +1,432 @@
+"""The overview page of a loaded trace (the TensorBoard plugin's overview, per rank), no Qt.
+
+* **Step-time breakdown** per ``ProfilerStep``: the step's window is the one whose length is the
+  engine's step time (the GPU span, this step's first device event to the next step's, when it is the
+  longer; else the CPU span). Inside it: compute (union of non-communication, non-copy kernels),
+  exposed communication (communication not overlapped by compute), exposed copies (memcpy/memset under
+  neither), and idle split by cause with HTA's rule applied to the gaps of all device work:
+  ``host_wait`` when the launch call of the device event that ends the gap started after the gap
+  began (the GPU waited for the host), else ``kernel_wait`` when the gap is under 30 µs, else
+  ``other``. The parts sum to the step time.
+* **GPU utilisation**: the engine's busy fraction of the steady-state window.
+* **Tensor-core share** of kernel time (memcpy/memset excluded): the kernel-name allowlist of the
+  TensorBoard plugin (``tensor_core.py``, after NVIDIA PyProf) plus the Hopper/Ampere families it
+  predates (``nvjet``, ``wgmma``, cutlass ``tensorop``, flash attention); names with ``ffma`` (CUDA-core
+  FMA, e.g. ``sm80_xmma_gemm_f32f32..._ffma``) are not tensor-core kernels even when ``xmma`` matches.
+* **Top kernels** by device time over the whole trace, with their FLOPs where the op that launched
+  them has a FLOP count (Kineto's "External id" joins a kernel to its op; an op's FLOPs and bytes are
+  split over its kernels by duration), achieved FLOP/s and, given a roof, the fraction of it.
+* :func:`selection_summary`: what a selected time range holds (Perfetto's area selection).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..roofline import attainable_flops_per_s
+from . import intervals as iv
+from .analysis import KERNEL_WAIT_MAX_US, device_events
+from .model import KERNEL_CLASSES, RankTrace
+
+TOP_KERNELS = 15
+IDLE_CAUSES = ("host_wait", "kernel_wait", "other")
+_COMM = KERNEL_CLASSES.index("communication")
+_COPY = KERNEL_CLASSES.index("copy")
+
+TENSOR_CORE_TOKENS = (
+    # TensorBoard plugin / PyProf allowlist
+    "h884", "s884", "h1688", "s1688", "hmma", "i8816", "16816", "dgrad_1x1_stride_2x2",
+    "first_layer_wgrad_kernel", "conv1x1", "conv2d_c1_k1", "direct_group", "xmma_implicit_gemm",
+    "xmma_sparse_conv", "xmma_warp_specialized_implicit_gemm", "xmma_gemm", "xmma_sparse_gemm", "c1688",
+    # newer families (Ampere/Hopper cuBLAS, CUTLASS, flash attention)
+    "nvjet", "wgmma", "gmma", "tensorop", "flash_fwd", "flash_bwd", "flash::", "fmha_cutlass", "hgemm",
+    "bf16gemm", "s16816", "cutlass3x_sm90", "cudnn_generated_fort_native_sdpa",
+)
+CUDA_CORE_TOKENS = ("ffma", "sgemm_", "dgemm")
+
+
+def uses_tensor_cores(name: str) -> bool:
+    """Whether a kernel runs on tensor cores, by its name (see the module docstring)."""
+    low = name.lower()
+    if any(t in low for t in CUDA_CORE_TOKENS):
+        return False
+    return any(t in low for t in TENSOR_CORE_TOKENS)
+
+
+@dataclass(frozen=True)
+class StepBreakdown:
+    """One step's time split into parts that sum to ``duration_us``."""
+
+    number: int
+    start_us: float
+    duration_us: float
+    compute_us: float
+    comm_exposed_us: float
+    copy_us: float
+    idle_us: dict[str, float]
+    warmup: bool = False
+
+    @property
+    def busy_us(self) -> float:
+        return self.compute_us + self.comm_exposed_us + self.copy_us
+
+    def parts(self) -> list[tuple[str, float]]:
+        """(part name, µs) in drawing order: compute, exposed comm, copy, idle by cause."""
+        return ([("compute", self.compute_us), ("exposed comm", self.comm_exposed_us), ("copy", self.copy_us)]
+                + [(f"idle: {c.replace('_', ' ')}", self.idle_us.get(c, 0.0)) for c in IDLE_CAUSES])
+
+
+@dataclass(frozen=True)
+class KernelRow:
+    """Device time of one kernel name, with FLOPs where its launching op has a count."""
+
+    name: str
+    kernel_class: str
+    calls: int
+    seconds: float
+    share: float
+    tensor_cores: bool
+    flops: float = 0.0
+    """FLOPs of the calls whose op has a FLOP count (``flops_seconds`` is their time)."""
+    flops_seconds: float = 0.0
+    bytes: float = 0.0
+
+    @property
+    def achieved_flops_per_s(self) -> float | None:
+        return self.flops / self.flops_seconds if self.flops > 0 and self.flops_seconds > 0 else None
+
+    @property
+    def ai_flops_per_byte(self) -> float | None:
+        return self.flops / self.bytes if self.flops > 0 and self.bytes > 0 else None
+
+    def fraction_of_roof(self, peak_flops_per_s: float | None, bandwidth_bytes_per_s: float | None) -> float | None:
+        """Achieved FLOP/s over the roofline's attainable rate at this kernel's intensity
+        (the compute peak alone when the bytes are unknown); None without FLOPs or a peak."""
+        achieved = self.achieved_flops_per_s
+        if achieved is None or not peak_flops_per_s:
+            return None
+        ai = self.ai_flops_per_byte
+        roof = (attainable_flops_per_s(peak_flops_per_s, bandwidth_bytes_per_s, ai)
+                if ai is not None and bandwidth_bytes_per_s else peak_flops_per_s)
+        return achieved / roof if roof > 0 else None
+
+
+@dataclass
+class RankOverview:
+    """The overview figures of one rank."""
+
+    rank: int
+    device: str
+    gpu_busy_fraction: float
+    comm_exposed_fraction: float
+    tensor_core_share: float | None
+    """Tensor-core kernel time over all kernel time (None without kernels)."""
+    kernel_seconds: float
+    step_time_median_s: float | None
+    steps: list[StepBreakdown] = field(default_factory=list)
+    top_kernels: list[KernelRow] = field(default_factory=list)
+
+
+HEATMAP_METRICS = ("busy", "exposed comm", "idle", "step time")
+
+
+@dataclass
+class Overview:
+    """Per rank overview figures, in rank order, and the late ranks (the engine's)."""
+
+    ranks: list[RankOverview]
+    stragglers: list[int] = field(default_factory=list)
+
+    def rank_step_matrix(self, metric: str) -> tuple[list[int], list[int], np.ndarray]:
+        """A rank × step heatmap: (ranks, step numbers, values) with late ranks first, then by rank.
+
+        ``metric``: "busy", "exposed comm", "idle" (fractions of the step) or "step time" (seconds);
+        NaN where a rank lacks the step. Warm-up steps are left out.
+        """
+        if metric not in HEATMAP_METRICS:
+            raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(HEATMAP_METRICS)}")
+        late = {r: k for k, r in enumerate(self.stragglers)}
+        order = sorted(self.ranks, key=lambda r: (late.get(r.rank, len(late)), r.rank))
+        numbers = sorted({s.number for r in self.ranks for s in r.steps if not s.warmup})
+        col = {n: j for j, n in enumerate(numbers)}
+        values = np.full((len(order), len(numbers)), np.nan)
+        for i, r in enumerate(order):
+            for s in r.steps:
+                if s.number in col and s.duration_us > 0:
+                    values[i, col[s.number]] = _metric(s, metric)
+        return [r.rank for r in order], numbers, values
+
+
+def _metric(s: StepBreakdown, metric: str) -> float:
+    if metric == "step time":
+        return s.duration_us / 1e6
+    if metric == "busy":
+        return s.busy_us / s.duration_us
+    if metric == "exposed comm":
+        return s.comm_exposed_us / s.duration_us
+    return sum(s.idle_us.values()) / s.duration_us
+
+
+def build_overview(result) -> Overview:  # noqa: ANN001 (api.TraceResult; api imports session)
+    """The overview of every rank of an analysed trace."""
+    ranks = []
+    for r in result.ranks:
+        a = r.analysis
+        steps = step_breakdown(r.trace, {s.number for s in a.steps if s.warmup})
+        kernels, tc_share, kernel_s = kernel_rows(r.trace)
+        ranks.append(RankOverview(rank=r.trace.rank, device=r.trace.device_name,
+                                  gpu_busy_fraction=a.gpu_busy_fraction,
+                                  comm_exposed_fraction=a.comm_exposed_fraction,
+                                  tensor_core_share=tc_share, kernel_seconds=kernel_s,
+                                  step_time_median_s=a.step_time_median_s, steps=steps,
+                                  top_kernels=kernels[:TOP_KERNELS]))
+    return Overview(ranks, list(result.multi_rank.stragglers))
+
+
+# -- step breakdown ---------------------------------------------------------------------------------
+def step_window(rt: RankTrace, i: int) -> tuple[float, float]:
+    """The window of step ``i`` whose length is the step time (see the module docstring)."""
+    step = rt.steps[i]
+    cpu = (step.cpu_start_us, step.cpu_end_us)
+    if np.isnan(step.gpu_start_us):
+        return cpu
+    nxt = rt.steps[i + 1].gpu_start_us if i + 1 < len(rt.steps) else float("nan")
+    gpu_end = nxt if not np.isnan(nxt) else step.gpu_end_us
+    if gpu_end - step.gpu_start_us > cpu[1] - cpu[0]:
+        return (step.gpu_start_us, gpu_end)
+    return cpu
+
+
+def step_breakdown(rt: RankTrace, warmup: set[int] | frozenset[int] = frozenset()) -> list[StepBreakdown]:
+    """Every step of a rank split into compute, exposed comm, copy and idle by cause."""
+    if not rt.steps:
+        return []
+    dev = device_events(rt)
+    order = np.argsort(dev.start_us, kind="stable")
+    starts, ends = dev.start_us[order], dev.end_us[order]
+    launch, cls = dev.launch_start_us[order], dev.kernel_class[order]
+    is_comm, is_copy = cls == _COMM, cls == _COPY
+    unions = {
+        "all": iv.union(starts, ends),
+        "compute": iv.union(starts[~is_comm & ~is_copy], ends[~is_comm & ~is_copy]),
+        "comm": iv.union(starts[is_comm], ends[is_comm]),
+        "copy": iv.union(starts[is_copy], ends[is_copy]),
+    }
+    out = []
+    for i, step in enumerate(rt.steps):
+        w0, w1 = step_window(rt, i)
+        clip = {k: iv.clip(*u, w0, w1) for k, u in unions.items()}
+        compute = iv.length(*clip["compute"])
+        comm = iv.length(*clip["comm"])
+        comm_exposed = comm - iv.intersection_length(clip["comm"], clip["compute"])
+        busy = iv.length(*clip["all"])
+        copy = busy - compute - comm_exposed
+        idle = _idle_by_cause(iv.complement(*clip["all"], w0, w1), starts, launch)
+        out.append(StepBreakdown(step.number, w0, w1 - w0, compute, comm_exposed, max(copy, 0.0), idle,
+                                 step.number in warmup))
+    return out
+
+
+def _idle_by_cause(gaps: tuple[np.ndarray, np.ndarray], starts: np.ndarray, launch: np.ndarray) -> dict[str, float]:
+    """Sum the gaps by cause; the device event that ends a gap is the first one starting at or after
+    the gap's end (``starts`` sorted), its launch call says whether the GPU waited for the host."""
+    g0, g1 = gaps
+    out = dict.fromkeys(IDLE_CAUSES, 0.0)
+    if g0.size == 0:
+        return out
+    k = np.searchsorted(starts, g1, side="left")
+    has_next = k < starts.size
+    nxt_launch = np.where(has_next, launch[np.minimum(k, max(starts.size - 1, 0))], np.nan) \
+        if starts.size else np.full(g0.size, np.nan)
+    length = g1 - g0
+    host = has_next & (nxt_launch > g0)
+    kernel = ~host & (length < KERNEL_WAIT_MAX_US)
+    out["host_wait"] = float(length[host].sum())
+    out["kernel_wait"] = float(length[kernel].sum())
+    out["other"] = float(length[~host & ~kernel].sum())
+    return out
+
+
+# -- kernels -------------------------------------------------------------------------------------------
+def _op_counts_by_external_id(rt: RankTrace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(sorted external ids, FLOPs, bytes) of the CPU ops that have a FLOP count."""
+    ids, fl, by = [], [], []
+    for lane in rt.cpu_lanes:
+        if not len(lane.flops):
+            continue
+        m = np.isfinite(lane.flops) & (lane.flops > 0) & (lane.external_id >= 0)
+        if m.any():
+            ids.append(lane.external_id[m])
+            fl.append(lane.flops[m])
+            by.append(np.where(np.isfinite(lane.bytes[m]), lane.bytes[m], 0.0))
+    if not ids:
+        return np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
+    e, f, b = np.concatenate(ids), np.concatenate(fl), np.concatenate(by)
+    order = np.argsort(e, kind="stable")
+    return e[order], f[order], b[order]
+
+
+def kernel_rows(rt: RankTrace) -> tuple[list[KernelRow], float | None, float]:
+    """(kernel rows by device time, tensor-core share, total kernel seconds) over the whole trace."""
+    lanes = [lane for lane in rt.gpu_lanes if len(lane)]
+    if not lanes:
+        return [], None, 0.0
+    name = np.concatenate([lane.name_id for lane in lanes]).astype(np.int64)
+    dur = np.concatenate([lane.duration_us for lane in lanes])
+    cls = np.concatenate([lane.kernel_class for lane in lanes]).astype(np.int64)
+    ext = np.concatenate([lane.external_id if len(lane.external_id) else np.full(len(lane), -1)
+                          for lane in lanes]).astype(np.int64)
+    op_ext, op_flops, op_bytes = _op_counts_by_external_id(rt)
+    k_flops = np.zeros(dur.size)
+    k_bytes = np.zeros(dur.size)
+    if op_ext.size:
+        pos = np.clip(np.searchsorted(op_ext, ext), 0, op_ext.size - 1)
+        known = (ext >= 0) & (op_ext[pos] == ext)
+        if known.any():
+            # an op's FLOPs and bytes split over its kernels by duration
+            uniq, inv = np.unique(ext[known], return_inverse=True)
+            total = np.bincount(inv, weights=dur[known], minlength=uniq.size)
+            weight = np.where(total[inv] > 0, dur[known] / np.maximum(total[inv], 1e-30), 0.0)
+            k_flops[known] = op_flops[pos[known]] * weight
+            k_bytes[known] = op_bytes[pos[known]] * weight
+    is_kernel = cls != _COPY
+    names, inv = np.unique(name, return_inverse=True)
+    n = names.size
+    seconds = np.bincount(inv, weights=dur, minlength=n) / 1e6
+    calls = np.bincount(inv, minlength=n)
+    flops = np.bincount(inv, weights=k_flops, minlength=n)
+    nbytes = np.bincount(inv, weights=k_bytes, minlength=n)
+    flops_s = np.bincount(inv, weights=np.where(k_flops > 0, dur, 0.0), minlength=n) / 1e6
+    cls_of = np.zeros(n, np.int64)
+    cls_of[inv] = cls
+    total_s = float(seconds.sum())
+    tc = np.array([uses_tensor_cores(rt.strings[int(i)]) for i in names.tolist()], dtype=bool)
+    kernel_s = float(seconds[cls_of != _COPY].sum()) if is_kernel.any() else 0.0
+    tc_share = float(seconds[tc & (cls_of != _COPY)].sum()) / kernel_s if kernel_s > 0 else None
+    rows = [KernelRow(rt.strings[int(names[j])], KERNEL_CLASSES[cls_of[j]] if cls_of[j] >= 0 else "other",
+                      int(calls[j]), float(seconds[j]), float(seconds[j]) / total_s if total_s > 0 else 0.0,
+                      bool(tc[j]), float(flops[j]), float(flops_s[j]), float(nbytes[j]))
+            for j in np.argsort(-seconds, kind="stable").tolist()]
+    return rows, tc_share, kernel_s
+
+
+# -- a selected range ---------------------------------------------------------------------------------
+@dataclass
+class SelectionSummary:
+    """What [t0_us, t1_us] holds over the chosen ranks (times clipped to the range, µs).
+
+    ``gpu_busy_us`` is the union of device work per rank, summed over ranks (so it can exceed the
+    range with several ranks); ``kernel_class_us`` and ``cpu_category_us`` sum event time
+    (CPU: outermost events only, so nested ops are not counted twice)."""
+
+    t0_us: float
+    t1_us: float
+    n_ranks: int
+    gpu_busy_us: float
+    kernel_class_us: dict[str, float]
+    cpu_category_us: dict[str, float]
+    top_kernels: list[tuple[str, int, float]]     # (name, events overlapping the range, µs in it)
+    n_events: int
+
+    @property
+    def duration_us(self) -> float:
+        return self.t1_us - self.t0_us
+
+    @property
+    def gpu_busy_fraction(self) -> float:
+        span = self.duration_us * max(self.n_ranks, 1)
+        return self.gpu_busy_us / span if span > 0 else 0.0
+
+
+def _clipped(lane, t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001 (Lane)
+    """(event indices overlapping [t0, t1], their time inside it)."""
+    longest = float(lane.duration_us.max()) if len(lane) else 0.0
+    sl = lane.window(t0 - longest, t1)
+    idx = np.arange(sl.start, sl.stop)
+    s = lane.start_us[sl]
+    e = s + lane.duration_us[sl]
+    inside = np.minimum(e, t1) - np.maximum(s, t0)
+    keep = (inside > 0) | ((lane.duration_us[sl] == 0) & (s >= t0) & (s <= t1))
+    return idx[keep], np.maximum(inside[keep], 0.0)
+
+
+def selection_summary(ranks: list[RankTrace], t0_us: float, t1_us: float, top: int = 10) -> SelectionSummary:
+    """Time by kernel class and CPU category, GPU busy time and the top kernels in a range."""
+    t0, t1 = min(t0_us, t1_us), max(t0_us, t1_us)
+    by_class = np.zeros(len(KERNEL_CLASSES))
+    by_cat: dict[str, float] = {}
+    kernels: dict[str, list[float]] = {}
+    busy = 0.0
+    n_events = 0
+    for rt in ranks:
+        starts, ends = [], []
+        for lane in rt.gpu_lanes:
+            idx, inside = _clipped(lane, t0, t1)
+            if not idx.size:
+                continue
+            n_events += int(idx.size)
+            cls = lane.kernel_class[idx].astype(np.int64)
+            by_class += np.bincount(np.where(cls >= 0, cls, len(KERNEL_CLASSES) - 1), weights=inside,
+                                    minlength=len(KERNEL_CLASSES))
+            starts.append(np.maximum(lane.start_us[idx], t0))
+            ends.append(np.minimum(lane.start_us[idx] + lane.duration_us[idx], t1))
+            names, inv = np.unique(lane.name_id[idx], return_inverse=True)
+            per = np.bincount(inv, weights=inside)
+            cnt = np.bincount(inv)
+            for j, nid in enumerate(names.tolist()):
+                acc = kernels.setdefault(rt.strings[int(nid)], [0, 0.0])
+                acc[0] += int(cnt[j])
+                acc[1] += float(per[j])
+        if starts:
+            busy += iv.length(*iv.union(np.concatenate(starts), np.concatenate(ends)))
+        for lane in rt.cpu_lanes:
+            idx, inside = _clipped(lane, t0, t1)
+            if not idx.size:
+                continue
+            n_events += int(idx.size)
+            outer = lane.depth[idx] == 0 if len(lane.depth) else np.ones(idx.size, bool)
+            cats, inv = np.unique(lane.category_id[idx][outer], return_inverse=True)
+            per = np.bincount(inv, weights=inside[outer], minlength=cats.size)
+            for j, c in enumerate(cats.tolist()):
+                key = rt.strings[int(c)]
+                by_cat[key] = by_cat.get(key, 0.0) + float(per[j])
+    top_rows = sorted(((n, int(c), float(us)) for n, (c, us) in kernels.items()), key=lambda r: -r[2])[:top]
+    return SelectionSummary(t0, t1, len(ranks), busy,
+                            {k: float(v) for k, v in zip(KERNEL_CLASSES, by_class) if v > 0},
+                            dict(sorted(by_cat.items(), key=lambda kv: -kv[1])), top_rows, n_events)
+
+
+# -- the minimap -------------------------------------------------------------------------------------
+@dataclass
+class ActivityProfile:
+    """GPU busy fraction per rank in equal time bins over [start_us, end_us] (the minimap track)."""
+
+    start_us: float
+    end_us: float
+    busy: np.ndarray
+    """Shape (ranks, bins): the fraction of each bin covered by any device work of the rank."""
+
+
+def activity_profile(ranks: list[RankTrace], start_us: float, end_us: float, bins: int = 800) -> ActivityProfile:
+    """The busy fraction of every rank's device work per bin (union over streams)."""
+    edges = np.linspace(start_us, end_us, bins + 1)
+    width = max((end_us - start_us) / bins, 1e-12)
+    out = np.zeros((len(ranks), bins))
+    for r, rt in enumerate(ranks):
+        lanes = [lane for lane in rt.gpu_lanes if len(lane)]
+        if not lanes:
+            continue
+        s, e = iv.union(np.concatenate([lane.start_us for lane in lanes]),
+                        np.concatenate([lane.start_us + lane.duration_us for lane in lanes]))
+        out[r] = np.diff(_busy_before(s, e, edges)) / width
+    return ActivityProfile(start_us, end_us, np.clip(out, 0.0, 1.0))
+
+
+def _busy_before(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Busy time of the disjoint sorted intervals (s, e) before each time in ``t``."""
+    cum = np.concatenate(([0.0], np.cumsum(e - s)))
+    k = np.searchsorted(s, t, side="right")          # intervals starting at or before t
+    partial = np.where(k > 0, np.minimum(t, e[np.maximum(k - 1, 0)]) - s[np.maximum(k - 1, 0)], 0.0)
+    return cum[np.maximum(k - 1, 0)] * (k > 0) + np.maximum(partial, 0.0)

@@ -1,0 +1,488 @@
+"""A loaded trace as the Trace tab reads it, and every query the tab makes on it (no Qt).
+
+:func:`iter_loaded_trace` is the loading worker's generator: the engine's load + analyse + diagnose
+(:func:`.api.iter_load_and_analyse`, in a helper interpreter by default), then :func:`build_loaded_trace`
+turns the :class:`~.api.TraceResult` into a :class:`LoadedTrace`: lane specs for drawing, the op
+tables, the diagnosis panel's figures, the overview page (:mod:`.overview`), the MFU figures and
+roofline points. The tab draws it; every question it asks (an event's details and partners, a
+search, the summary of a selected range, idle gaps at a new threshold) is a method here.
+
+>>> for item in iter_loaded_trace([Path("t.json.gz")], 10.0, stop):   # doctest: +SKIP
+...     ...  # LoadProgress items, then one LoadedTrace
+>>> loaded.partners(EventRef(0, lane_id, i)); loaded.find("gemm", mode="class")   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+
+from ..child_stream import iter_in_child
+from ..roofline import RooflinePoint
+from ..units import format_duration_us, format_si
+from . import figures
+from .analysis import RankAnalysis
+from .api import Progress, RankResult, TraceResult, iter_load_and_analyse
+from .figures import TraceMfuFigures
+from .lanes import (
+    DEFAULT_IDLE_THRESHOLD_US,
+    EventRef,
+    LaneSpec,
+    RankSpec,
+    compute_gaps,
+    full_range,
+    prepare_lanes,
+)
+from .model import KERNEL_CLASSES, TraceModel
+from .overview import ActivityProfile, Overview, SelectionSummary, activity_profile, build_overview, selection_summary
+
+ENGINE = "gpuperf_gui.core.trace.api:iter_load_and_analyse"
+MAX_PARTNERS = 40
+SEARCH_MODES = ("name", "exact", "regex", "class")
+"""``find`` modes: substring of the name (case-insensitive), the exact name, a regular expression
+over the name (case-insensitive), a kernel class (device events of that class)."""
+
+__all__ = ["DEFAULT_IDLE_THRESHOLD_US", "EventRef", "LaneSpec", "RankSpec", "DiagnosisView", "EventDetails",
+           "LoadProgress", "LoadedTrace", "Matches", "OpTable", "build_loaded_trace", "iter_loaded_trace"]
+
+
+@dataclass
+class LoadProgress:
+    """A progress report from the loading worker (``done`` of ``total``)."""
+
+    text: str
+    done: int
+    total: int
+
+
+@dataclass
+class OpTable:
+    """Columns and rows of one op table view; numbers sort numerically, ``kinds`` says how to print.
+
+    ``kinds[i]`` is "text", "count", "us" (a duration in µs), "percent" (a fraction) or "flops".
+    """
+
+    columns: list[str]
+    kinds: list[str]
+    rows: list[tuple]
+    name_column: int = 0
+
+
+@dataclass
+class DiagnosisView:
+    """What the diagnosis panel shows: the engine's diagnosis and figures, in the panel's units."""
+
+    signature: str | None
+    confidence: float | None
+    evidence: list[str]
+    fix: str
+    secondary: list[str]
+    per_rank: list[dict]          # per rank: rank, device, step_median_us, gpu_busy, idle split, ...
+    steps: list[tuple[int, float, float, bool]]   # (number, duration_us, gpu_busy_fraction, warmup)
+    straggler: int | None = None
+    notes: list[str] | None = None
+    stragglers: list[int] = field(default_factory=list)
+    """Every late rank (the engine's MultiRankSummary), latest first; ``straggler`` is the first."""
+    collective_lag_us: dict[int, float] = field(default_factory=dict)
+    """Median lateness of each rank's collectives vs the median rank (µs)."""
+
+
+@dataclass
+class EventDetails:
+    """What the details panel shows for one event."""
+
+    name: str
+    category: str
+    lane: str
+    rank: int
+    start_us: float
+    duration_us: float
+    depth: int
+    rows: list[tuple[str, str]]
+    partners: list[tuple[str, str]]     # (anchor href, text)
+    partner_title: str = ""
+
+
+@dataclass
+class Matches:
+    """Events found by :meth:`LoadedTrace.find`, in time order.
+
+    ``rank_index``, ``lane_id``, ``index`` and ``start_us`` are parallel arrays; ``masks`` marks the
+    matches per (rank_index, lane_id) for highlighting; ``names`` the distinct names matched (the op
+    table filter)."""
+
+    rank_index: np.ndarray
+    lane_id: np.ndarray
+    index: np.ndarray
+    start_us: np.ndarray
+    masks: dict[tuple[int, int], np.ndarray]
+    names: set[str]
+
+    def __len__(self) -> int:
+        return int(self.index.size)
+
+    def ref(self, k: int) -> EventRef:
+        return EventRef(int(self.rank_index[k]), int(self.lane_id[k]), int(self.index[k]))
+
+    @classmethod
+    def empty(cls) -> Matches:
+        z = np.zeros(0, dtype=np.int64)
+        return cls(z, z, z, np.zeros(0), {}, set())
+
+
+@dataclass
+class LoadedTrace:
+    """Everything the Trace tab shows, built off the GUI thread, and the queries it answers."""
+
+    model: TraceModel
+    ranks: list[RankSpec]
+    lanes: list[LaneSpec]
+    full_range_us: tuple[float, float]
+    files: list[str] = field(default_factory=list)
+    analysis: list[RankAnalysis] = field(default_factory=list)   # the engine's, one per rank
+    diagnosis: DiagnosisView | None = None
+    op_tables: dict[int, dict[str, OpTable]] = field(default_factory=dict)  # rank -> view -> table
+    mfu_figures: TraceMfuFigures | None = None    # None when they could not be computed (see notes)
+    roofline_points: list[RooflinePoint] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)         # truncation and other warnings
+    idle_threshold_us: float = DEFAULT_IDLE_THRESHOLD_US
+    overview: Overview | None = None
+
+    # -- events -------------------------------------------------------------------------------------
+    def event_span_us(self, ref: EventRef) -> tuple[float, float]:
+        lane = self.model.ranks[ref.rank_index].lanes[ref.lane_id]
+        s = float(lane.start_us[ref.index])
+        return s, s + float(lane.duration_us[ref.index])
+
+    def event_name(self, ref: EventRef) -> str:
+        rank = self.model.ranks[ref.rank_index]
+        return rank.strings[int(rank.lanes[ref.lane_id].name_id[ref.index])]
+
+    def partners(self, ref: EventRef) -> list[EventRef]:
+        """The launch <-> device-work partners of an event.
+
+        Through the launch flows (correlation id) first: a kernel's launch call, a launch call's
+        kernels. An event without flows (a CPU op such as ``aten::mm``) gets the device events that
+        carry its Kineto "External id" instead. At most :data:`MAX_PARTNERS` per direction.
+        """
+        rank = self.model.ranks[ref.rank_index]
+        flows = rank.flows
+        out: list[EventRef] = []
+        if len(flows):
+            for src, dst in (((flows.src_lane, flows.src_index), (flows.dst_lane, flows.dst_index)),
+                             ((flows.dst_lane, flows.dst_index), (flows.src_lane, flows.src_index))):
+                m = (src[0] == ref.lane_id) & (src[1] == ref.index)
+                pairs = zip(dst[0][m][:MAX_PARTNERS].tolist(), dst[1][m][:MAX_PARTNERS].tolist())
+                out += [EventRef(ref.rank_index, int(lane_id), int(i)) for lane_id, i in pairs]
+        if out:
+            return out
+        lane = rank.lanes[ref.lane_id]
+        ext = int(lane.external_id[ref.index]) if len(lane.external_id) else -1
+        if lane.kind == "cpu" and ext >= 0:
+            for other in rank.gpu_lanes:
+                hits = np.flatnonzero(other.external_id == ext)[:MAX_PARTNERS]
+                out += [EventRef(ref.rank_index, other.lane_id, int(i)) for i in hits.tolist()]
+        return out[:MAX_PARTNERS]
+
+    def details(self, ref: EventRef, partners: list[EventRef] | None = None) -> EventDetails:
+        """Name, category, lane, times (from the trace start), ids, FLOPs, shapes and partner links."""
+        partners = self.partners(ref) if partners is None else partners
+        rank = self.model.ranks[ref.rank_index]
+        lane = rank.lanes[ref.lane_id]
+        i = ref.index
+        rows: list[tuple[str, str]] = []
+
+        def col(name: str, default: float) -> float:
+            arr = getattr(lane, name)
+            return float(arr[i]) if len(arr) else default
+
+        if col("correlation", -1) >= 0:
+            rows.append(("correlation id", str(int(col("correlation", -1)))))
+        if col("external_id", -1) >= 0:
+            rows.append(("external id", str(int(col("external_id", -1)))))
+        kc = int(col("kernel_class", -1))
+        if kc >= 0:
+            rows.append(("kernel class", KERNEL_CLASSES[kc]))
+        flops, nbytes = col("flops", float("nan")), col("bytes", float("nan"))
+        if np.isfinite(flops):
+            rows.append(("FLOPs", format_si(flops, "FLOP")))
+        if np.isfinite(nbytes):
+            rows.append(("bytes", format_si(nbytes, "B")))
+        shapes = int(col("shapes_id", -1))
+        if shapes >= 0:
+            rows.append(("input shapes", rank.strings[shapes]))
+        links = []
+        for p in partners:
+            plane = rank.lanes[p.lane_id]
+            links.append((f"event:{p.rank_index}:{p.lane_id}:{p.index}",
+                          f"{rank.strings[int(plane.name_id[p.index])]} — {plane.label}, "
+                          f"{format_duration_us(float(plane.duration_us[p.index]))}"))
+        title = ("Launched kernel" + ("s" if len(links) > 1 else "")) if lane.kind == "cpu" else "Launched by"
+        return EventDetails(name=rank.strings[int(lane.name_id[i])], category=rank.strings[int(lane.category_id[i])],
+                            lane=lane.label, rank=rank.rank, start_us=float(lane.start_us[i]) - self.full_range_us[0],
+                            duration_us=float(lane.duration_us[i]), depth=int(col("depth", 0)),
+                            rows=rows, partners=links, partner_title=title)
+
+    # -- search ------------------------------------------------------------------------------------
+    def find(self, query: str, mode: str = "name", lanes: Sequence[tuple[int, int]] | None = None) -> Matches:
+        """Events whose name matches ``query`` (see :data:`SEARCH_MODES`), in time order.
+
+        ``lanes`` limits the search to those (rank_index, lane_id) pairs (default: the drawn lanes).
+        A regular expression that does not compile raises ``re.error``; an unknown kernel class
+        ``ValueError``."""
+        if mode not in SEARCH_MODES:
+            raise ValueError(f"unknown search mode {mode!r}; choose one of {', '.join(SEARCH_MODES)}")
+        shown = set(lanes) if lanes is not None else {(s.rank_index, s.lane_id) for s in self.lanes}
+        predicate = _name_predicate(query, mode)
+        kernel_class = KERNEL_CLASSES.index(query.strip().lower()) if mode == "class" else -1
+        if mode == "class" and kernel_class < 0:  # pragma: no cover - index() raises first
+            raise ValueError(query)
+        masks: dict[tuple[int, int], np.ndarray] = {}
+        parts: list[tuple[np.ndarray, ...]] = []
+        names: set[str] = set()
+        for ri, rank in enumerate(self.model.ranks):
+            ids = None if predicate is None else rank.strings.ids_matching(predicate)
+            if ids is not None and not ids.any():
+                continue
+            for lane in rank.lanes:
+                if (ri, lane.lane_id) not in shown or not len(lane):
+                    continue
+                if ids is None:
+                    if lane.kind == "cpu":
+                        continue
+                    mask = lane.kernel_class == kernel_class
+                else:
+                    mask = ids[lane.name_id]
+                if not mask.any():
+                    continue
+                masks[(ri, lane.lane_id)] = mask
+                idx = np.flatnonzero(mask)
+                names.update(rank.strings[int(n)] for n in np.unique(lane.name_id[idx]).tolist())
+                parts.append((np.full(idx.size, ri), np.full(idx.size, lane.lane_id), idx, lane.start_us[idx]))
+        if not parts:
+            return Matches.empty()
+        rk, ln, ix, st = (np.concatenate([p[k] for p in parts]) for k in range(4))
+        order = np.argsort(st, kind="stable")
+        return Matches(rk[order], ln[order], ix[order], st[order], masks, names)
+
+    def match_text(self, matches: Matches, k: int) -> str:
+        """One line of the search list: start (from the trace start), name, duration, rank, lane."""
+        ref = matches.ref(k)
+        rank = self.model.ranks[ref.rank_index]
+        lane = rank.lanes[ref.lane_id]
+        start = float(lane.start_us[ref.index]) - self.full_range_us[0]
+        return (f"{format_duration_us(start):>10}   {rank.strings[int(lane.name_id[ref.index])]}   "
+                f"({format_duration_us(float(lane.duration_us[ref.index]))}, rank {rank.rank}, {lane.label})")
+
+    # -- geometry and ranges ------------------------------------------------------------------------
+    def idle_gaps(self, rank_index: int, lane_id: int, threshold_us: float | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        """Idle gaps of at least ``threshold_us`` (default: the current threshold) between the
+        events of one lane (start_us, end_us)."""
+        lane = self.model.ranks[rank_index].lanes[lane_id]
+        return compute_gaps(lane, self.idle_threshold_us if threshold_us is None else threshold_us)
+
+    def summarize_range(self, t0_us: float, t1_us: float,
+                        rank_indices: Sequence[int] | None = None) -> SelectionSummary:
+        """Perfetto's area selection: time by category and the top kernels in [t0_us, t1_us]."""
+        ranks = range(len(self.model.ranks)) if rank_indices is None else rank_indices
+        return selection_summary([self.model.ranks[i] for i in ranks], t0_us, t1_us)
+
+    def activity(self, bins: int = 800) -> ActivityProfile:
+        """GPU busy fraction per rank over the whole trace in ``bins`` bins (the minimap)."""
+        return activity_profile(self.model.ranks, *self.full_range_us, bins=bins)
+
+    def step_span_us(self, number: int) -> tuple[float, float] | None:
+        """The extent of step ``number`` over every rank (CPU and GPU spans), None if absent."""
+        spans = []
+        for r in self.model.ranks:
+            for s in r.steps:
+                if s.number == number:
+                    spans += [s.cpu_start_us, s.cpu_end_us]
+                    if np.isfinite(s.gpu_end_us):
+                        spans += [s.gpu_start_us, s.gpu_end_us]
+        return (min(spans), max(spans)) if spans else None
+
+    def step_numbers(self) -> list[int]:
+        return sorted({s.number for r in self.model.ranks for s in r.steps})
+
+    def straggler_rank_indices(self) -> list[int]:
+        """Indices (into model.ranks) of the ranks the engine found late."""
+        late = set(self.diagnosis.stragglers if self.diagnosis else [])
+        return [i for i, r in enumerate(self.model.ranks) if r.rank in late]
+
+    def series_name(self) -> str:
+        """The Roofline series name: ``trace: <file or folder> (<device>)``."""
+        if not self.files:
+            name = "trace"
+        elif len(self.files) == 1:
+            name = Path(self.files[0]).name.removesuffix(".gz").removesuffix(".json")
+        else:
+            name = f"{Path(self.files[0]).parent.name} ({len(self.files)} ranks)"
+        devices = sorted({(r.device_name or "").replace("NVIDIA ", "").strip() for r in self.model.ranks} - {""})
+        return f"trace: {name} ({', '.join(devices) if devices else 'device unknown'})"
+
+    def title(self) -> str:
+        """File name (or folder and rank count)."""
+        if not self.files:
+            return "trace"
+        if len(self.files) == 1:
+            return Path(self.files[0]).name
+        return f"{Path(self.files[0]).parent.name}/ ({len(self.files)} ranks)"
+
+    @property
+    def n_events(self) -> int:
+        return sum(len(lane) for r in self.model.ranks for lane in r.lanes)
+
+
+def _name_predicate(query: str, mode: str) -> Callable[[str], bool] | None:
+    if mode == "class":
+        return None
+    if mode == "exact":
+        return lambda s: s == query
+    if mode == "regex":
+        pattern = re.compile(query, re.IGNORECASE)
+        return lambda s: pattern.search(s) is not None
+    needle = query.lower()
+    return lambda s: needle in s.lower()
+
+
+# -- building -------------------------------------------------------------------------------------------
+def iter_loaded_trace(paths: Sequence[Path | str], idle_threshold_us: float, stop: threading.Event,
+                      isolate: bool | None = None) -> Iterator[LoadProgress | LoadedTrace]:
+    """The loading worker's generator: progress, then one :class:`LoadedTrace` (nothing if stopped).
+
+    With ``isolate`` (the default unless ``GPUPERF_TRACE_INPROCESS=1``) the engine runs in a helper
+    interpreter (:mod:`..child_stream`): its JSON decoder holds the GIL for ~0.2 s on a 50 MB trace,
+    which would freeze the window that long; a stop kills the helper at once. Errors propagate.
+    """
+    if isolate is None:
+        isolate = os.environ.get("GPUPERF_TRACE_INPROCESS", "") != "1"
+    if isolate:
+        items = iter_in_child(ENGINE, ([str(p) for p in paths],), stop=stop, grace_s=0.0)
+    else:
+        items = iter_load_and_analyse([Path(p) for p in paths], stop)
+    result: TraceResult | None = None
+    for item in items:
+        if stop.is_set():
+            return
+        if isinstance(item, Progress):
+            yield LoadProgress(item.message, int(round(800 * item.fraction)), 1000)
+        else:
+            result = item
+    if result is None or stop.is_set():
+        return
+    yield LoadProgress("preparing the lanes", 900, 1000)
+    yield build_loaded_trace(result, idle_threshold_us, stop)
+
+
+def load_job(paths: Sequence[Path | str], idle_threshold_us: float, isolate: bool | None = None
+             ) -> Callable[[threading.Event], Iterator[LoadProgress | LoadedTrace]]:
+    """:func:`iter_loaded_trace` as a ``produce(stop)`` factory for the views' task runner."""
+    def produce(stop: threading.Event) -> Iterator[LoadProgress | LoadedTrace]:
+        return iter_loaded_trace(paths, idle_threshold_us, stop, isolate)
+
+    return produce
+
+
+def build_loaded_trace(result: TraceResult, idle_threshold_us: float = DEFAULT_IDLE_THRESHOLD_US,
+                       stop: threading.Event | None = None) -> LoadedTrace:
+    """Turn the engine's TraceResult into what the tab draws and shows."""
+    model: TraceModel = result.model
+    notes: list[str] = []
+    analyses = [r.analysis for r in result.ranks]
+    stragglers = list(result.multi_rank.stragglers)
+    mfu_figures, roofline_points = _mfu_and_roofline(result, analyses, notes)
+    rank_specs, lanes = prepare_lanes(model, idle_threshold_us, stop)
+    for ri, rank in enumerate(model.ranks):
+        if ri < len(analyses):
+            rank_specs[ri].step_durations_us = {s.number: s.duration_s * 1e6 for s in analyses[ri].steps}
+        if rank.rank in stragglers:
+            rank_specs[ri].straggler = True
+            rank_specs[ri].title += " ⚠ late (straggler)"
+        if rank.truncation is not None:
+            notes.insert(0, f"{Path(rank.file).name}: {rank.truncation.describe()}")
+        for w in rank.warnings[:3]:
+            if "truncated" not in w:
+                notes.append(f"{Path(rank.file).name}: {w}")
+    diagnosis = _diagnosis_view(result, stragglers)
+    overview = None
+    try:
+        overview = build_overview(result)
+    except Exception as exc:  # noqa: BLE001 - shown as a note; the lanes still open
+        notes.append(f"overview failed: {type(exc).__name__}: {exc}")
+    return LoadedTrace(model=model, ranks=rank_specs, lanes=lanes, full_range_us=full_range(model),
+                       files=[r.file for r in model.ranks], analysis=analyses, diagnosis=diagnosis,
+                       op_tables=_op_tables(result), mfu_figures=mfu_figures, roofline_points=roofline_points,
+                       notes=notes, idle_threshold_us=idle_threshold_us, overview=overview)
+
+
+def _op_tables(result: TraceResult) -> dict[int, dict[str, OpTable]]:
+    """Per rank, the "ops" (host) and "kernels" (device work: the rows with a ``device_share``)
+    views; every figure is the engine's (OpRow), only converted to µs here."""
+    out: dict[int, dict[str, OpTable]] = {}
+    for r in result.ranks:
+        ops = [(o.name, o.calls, o.self_cpu_s * 1e6, o.cpu_total_s * 1e6, o.self_device_s * 1e6,
+                o.device_total_s * 1e6, o.flops if o.flops else None) for o in r.ops if o.kind == "host"]
+        kernels = [(o.name, o.calls, o.device_total_s * 1e6,
+                    o.mean_device_s * 1e6 if o.mean_device_s is not None else None, o.device_share)
+                   for o in r.ops if o.kind == "device" and o.device_share is not None]
+        out[r.trace.rank] = {
+            "ops": OpTable(["Name", "Calls", "Self CPU", "CPU total", "Self device", "Device total", "FLOPs"],
+                           ["text", "count", "us", "us", "us", "us", "flops"], ops),
+            "kernels": OpTable(["Kernel", "Calls", "Device total", "Mean", "Share"],
+                               ["text", "count", "us", "us", "percent"], kernels),
+        }
+    return out
+
+
+def _rank_dict(rank: RankResult) -> dict:
+    """The diagnosis panel's row of one rank: the engine's rank object plus the median in µs."""
+    a = rank.analysis
+    d = a.to_json()
+    d["step_median_us"] = a.step_time_median_s * 1e6 if a.step_time_median_s else None
+    d["rank"] = a.rank
+    return d
+
+
+def _diagnosis_view(result: TraceResult, stragglers: list[int]) -> DiagnosisView:
+    d = result.diagnosis
+    per_rank = [_rank_dict(r) for r in result.ranks]
+    steps = []
+    if len(result.ranks) == 1:
+        steps = [(s.number, s.duration_s * 1e6, s.gpu_busy_fraction, s.warmup) for s in result.ranks[0].analysis.steps]
+    notes = []
+    skew = result.multi_rank.step_time_skew_s
+    if skew is not None and len(result.ranks) > 1:
+        notes.append(f"step-time skew across ranks: {skew * 1e3:.3g} ms")
+    lag = {int(k): float(v) * 1e6 for k, v in result.multi_rank.collective_start_lag_s.items()}
+    return DiagnosisView(signature=d.signature, confidence=d.confidence, evidence=list(d.evidence),
+                         fix=d.fix, secondary=list(d.secondary), per_rank=per_rank, steps=steps,
+                         straggler=stragglers[0] if stragglers else None, notes=notes,
+                         stragglers=stragglers, collective_lag_us=lag)
+
+
+def _mfu_and_roofline(result: TraceResult, analyses: list[RankAnalysis],
+                      notes: list[str]) -> tuple[TraceMfuFigures | None, list[RooflinePoint]]:
+    """The MFU tab's figures and the roofline points; a failure becomes a note (the lanes still open)."""
+    mfu_figures = None
+    try:
+        mfu_figures = figures.mfu_figures(analyses)
+    except Exception as exc:  # noqa: BLE001 - shown as a note; the lanes still open
+        notes.append(f"MFU figures failed: {type(exc).__name__}: {exc}")
+    points: list[RooflinePoint] = []
+    try:
+        for r in result.ranks:
+            pts = figures.roofline_points(r.trace)
+            if len(result.ranks) > 1:
+                pts = [replace(p, label=f"rank {r.trace.rank}: {p.label}") for p in pts]
+            points += pts
+    except Exception as exc:  # noqa: BLE001
+        notes.append(f"roofline points failed: {type(exc).__name__}: {exc}")
+    return mfu_figures, points

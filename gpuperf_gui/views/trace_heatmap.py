@@ -1,0 +1,134 @@
+"""The Trace tab's Ranks page: a rank × step heatmap for jobs with many ranks.
+
+Rows are ranks (late ranks first, then by rank), columns the steady-state steps; the colour is the
+chosen metric from core's :meth:`~gpuperf_gui.core.trace.overview.Overview.rank_step_matrix` (busy,
+exposed comm, idle as fractions of the step, or the step time). Clicking a row asks the tab to show
+that rank's lanes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+
+from gpuperf_gui.core.trace.overview import HEATMAP_METRICS, Overview
+from gpuperf_gui.views.trace_style import format_duration_us, format_percent
+
+MAX_ROW_LABELS = 64
+
+
+class _HeatmapViewBox(pg.ViewBox):
+    row_clicked = Signal(int)
+
+    def mouseClickEvent(self, ev) -> None:  # noqa: N802, ANN001 (pyqtgraph override)
+        if ev.button() == Qt.MouseButton.LeftButton:
+            self.row_clicked.emit(int(math.floor(self.mapSceneToView(ev.scenePos()).y())))
+            ev.accept()
+        else:
+            ev.ignore()
+
+
+class RankStepHeatmap(QWidget):
+    """Ranks × steps, one metric at a time; ``rank_opened(rank)`` when a row is clicked."""
+
+    rank_opened = Signal(int)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.overview: Overview | None = None
+        self.ranks: list[int] = []
+        self.steps: list[int] = []
+        self.values = np.zeros((0, 0))
+        self.metric_combo = QComboBox()
+        self.metric_combo.addItems(list(HEATMAP_METRICS))
+        self.metric_combo.setToolTip("What the colour shows")
+        self.caption = QLabel()
+        self.caption.setWordWrap(True)
+        top = QHBoxLayout()
+        top.addWidget(QLabel("<b>Ranks × steps</b>"))
+        top.addWidget(self.metric_combo)
+        top.addWidget(self.caption, 1)
+        self.view_box = _HeatmapViewBox(enableMenu=False, invertY=True)
+        self.view_box.setMouseEnabled(x=False, y=False)
+        self.plot = pg.PlotWidget(viewBox=self.view_box)
+        self.plot.setBackground("w")
+        self.plot.getPlotItem().hideButtons()
+        self.plot.setLabel("bottom", "step")
+        self.plot.setLabel("left", "rank")
+        self.image = pg.ImageItem(axisOrder="row-major")
+        self.view_box.addItem(self.image)
+        self.colorbar = pg.ColorBarItem(colorMap=pg.colormap.get("viridis"), interactive=False, width=14)
+        self.colorbar.setImageItem(self.image, insert_in=self.plot.getPlotItem())
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 4, 6, 4)
+        layout.addLayout(top)
+        layout.addWidget(self.plot, 1)
+        self.metric_combo.currentTextChanged.connect(lambda _t: self._draw())
+        self.view_box.row_clicked.connect(self._on_row_clicked)
+        self.image.hoverEvent = self._on_hover   # a tooltip with the cell's value
+
+    def set_overview(self, overview: Overview | None) -> None:
+        self.overview = overview
+        self._draw()
+
+    @property
+    def metric(self) -> str:
+        return self.metric_combo.currentText()
+
+    def _draw(self) -> None:
+        if self.overview is None or not self.overview.ranks:
+            self.ranks, self.steps, self.values = [], [], np.zeros((0, 0))
+            self.image.clear()
+            self.caption.setText("no trace")
+            return
+        self.ranks, self.steps, self.values = self.overview.rank_step_matrix(self.metric)
+        data = self.values if self.values.size else np.zeros((1, 1))
+        finite = data[np.isfinite(data)]
+        if self.metric == "step time":
+            lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+            hi = hi if hi > lo else lo + 1e-9
+        else:
+            lo, hi = 0.0, 1.0
+        self.image.setImage(np.nan_to_num(data, nan=lo), autoLevels=False, levels=(lo, hi))
+        self.colorbar.setLevels((lo, hi))
+        n_rows, n_cols = data.shape
+        self.image.setRect(QRectF(-0.5, 0.0, n_cols, n_rows))
+        self.view_box.setRange(xRange=(-0.5, n_cols - 0.5), yRange=(0, n_rows), padding=0.0)
+        late = set(self.overview.stragglers)
+        every = max(1, math.ceil(len(self.ranks) / MAX_ROW_LABELS))
+        ticks = [(i + 0.5, f"{r}{' late' if r in late else ''}") for i, r in enumerate(self.ranks)
+                 if i % every == 0 or r in late]
+        self.plot.getAxis("left").setTicks([ticks, []])
+        col_every = max(1, math.ceil(len(self.steps) / 40))
+        self.plot.getAxis("bottom").setTicks([[(j, str(n)) for j, n in enumerate(self.steps) if j % col_every == 0], []])
+        unit = "s" if self.metric == "step time" else "fraction of the step"
+        self.caption.setText(f"<span style='color:#666'>{self.metric} ({unit}); late ranks first"
+                             f"{' (' + ', '.join(map(str, self.overview.stragglers)) + ')' if late else ''}; "
+                             "warm-up steps left out; click a rank to show its lanes</span>")
+
+    def value_text(self, row: int, col: int) -> str:
+        v = float(self.values[row, col])
+        if not math.isfinite(v):
+            return "–"
+        return format_duration_us(v * 1e6) if self.metric == "step time" else format_percent(v)
+
+    def _on_hover(self, ev) -> None:  # noqa: ANN001
+        if ev.isExit() or not self.values.size:
+            self.image.setToolTip("")
+            return
+        p = ev.pos()
+        row, col = int(math.floor(p.y())), int(math.floor(p.x()))
+        if 0 <= row < len(self.ranks) and 0 <= col < len(self.steps):
+            self.image.setToolTip(f"rank {self.ranks[row]}, step {self.steps[col]}: {self.metric} "
+                                  f"{self.value_text(row, col)}")
+
+    def _on_row_clicked(self, row: int) -> None:
+        if 0 <= row < len(self.ranks):
+            self.rank_opened.emit(self.ranks[row])
+
+
+__all__ = ["RankStepHeatmap"]

@@ -1,0 +1,247 @@
+"""The Trace tab's Overview page: a loaded trace at a glance (the TensorBoard plugin's overview, better).
+
+Headline figures (GPU utilisation, tensor-core share of kernel time, median step time, exposed
+communication), the step-time breakdown of every step as a stacked bar (compute, exposed comm, copy,
+idle by cause), the top kernels with their achieved FLOP/s and fraction of the roof, and the diagnosis.
+Every number comes from :mod:`gpuperf_gui.core.trace.overview`; this page only draws.
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gpuperf_gui.core.trace.overview import IDLE_CAUSES, KernelRow, RankOverview
+from gpuperf_gui.core.trace.session import LoadedTrace
+from gpuperf_gui.core.units import format_si
+from gpuperf_gui.views.trace_panels import PANEL_CSS, diagnosis_html
+from gpuperf_gui.views.trace_style import (
+    IDLE_CAUSE_COLORS,
+    KERNEL_CLASS_COLORS,
+    format_duration_us,
+    format_percent,
+)
+
+PART_COLORS = {
+    "compute": KERNEL_CLASS_COLORS["gemm"],
+    "exposed comm": KERNEL_CLASS_COLORS["communication"],
+    "copy": KERNEL_CLASS_COLORS["copy"],
+    **{f"idle: {c.replace('_', ' ')}": IDLE_CAUSE_COLORS[c] for c in IDLE_CAUSES},
+}
+KERNEL_COLUMNS = ("Kernel", "Class", "Calls", "Device time", "Share", "Tensor cores", "Achieved", "% of roof")
+
+
+class _SortItem(QTableWidgetItem):
+    """A table cell that sorts by a number, shows text."""
+
+    def __init__(self, text: str, key: float | str) -> None:
+        super().__init__(text)
+        self.key = key
+
+    def __lt__(self, other: QTableWidgetItem) -> bool:
+        k = getattr(other, "key", None)
+        if isinstance(self.key, str) or isinstance(k, str):
+            return str(self.key) < str(k)
+        return self.key < k
+
+
+class StepBreakdownPlot(pg.PlotWidget):
+    """Stacked bars: one per step, segments in µs drawn as ms."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setBackground("w")
+        self.setMenuEnabled(False)
+        self.getPlotItem().hideButtons()
+        self.setMouseEnabled(x=False, y=False)
+        self.setLabel("left", "step time (ms)")
+        self.setLabel("bottom", "step")
+        self.legend = self.addLegend(offset=(-10, 8), labelTextColor=QColor(40, 40, 40))
+        self.legend.setColumnCount(3)
+        self.bars: list[pg.BarGraphItem] = []
+        self.totals_ms: np.ndarray = np.zeros(0)
+
+    def set_steps(self, rank: RankOverview | None) -> None:
+        self.clear()
+        self.legend.clear()
+        self.bars = []
+        steps = [] if rank is None else rank.steps
+        if not steps:
+            self.totals_ms = np.zeros(0)
+            self.setTitle("no ProfilerStep annotations: no per-step breakdown", color="#777", size="9pt")
+            return
+        self.setTitle("")
+        x = np.arange(len(steps), dtype=float)
+        bottom = np.zeros(len(steps))
+        for k, (name, _) in enumerate(steps[0].parts()):
+            heights = np.array([s.parts()[k][1] for s in steps]) / 1e3
+            if not heights.any():
+                continue
+            bar = pg.BarGraphItem(x=x, y0=bottom.copy(), height=heights, width=0.7,
+                                  brush=QColor(PART_COLORS[name]), pen=pg.mkPen(QColor(255, 255, 255), width=0.5),
+                                  name=name)
+            self.addItem(bar)
+            self.legend.addItem(bar, name)
+            self.bars.append(bar)
+            bottom += heights
+        self.totals_ms = bottom
+        ticks = [(i, f"{s.number}{' (warm-up)' if s.warmup else ''}") for i, s in enumerate(steps)]
+        self.getAxis("bottom").setTicks([ticks, []])
+        self.setXRange(-0.6, len(steps) - 0.4, padding=0.0)
+        self.setYRange(0.0, float(bottom.max()) * 1.3 if bottom.size else 1.0, padding=0.0)
+
+
+class TraceOverview(QWidget):
+    """The Overview page of the Trace tab."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.loaded: LoadedTrace | None = None
+        self.peak_flops_per_s: float | None = None
+        self.bandwidth_bytes_per_s: float | None = None
+        self.roof_label = ""
+        self.rank_combo = QComboBox()
+        self.rank_combo.setToolTip("Which rank's figures to show")
+        self.cards = QLabel()
+        self.cards.setTextFormat(Qt.TextFormat.RichText)
+        self.cards.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        top = QHBoxLayout()
+        top.addWidget(self.cards, 1)
+        top.addWidget(self.rank_combo, 0, Qt.AlignmentFlag.AlignTop)
+        self.step_plot = StepBreakdownPlot()
+        self.step_plot.setMinimumHeight(220)
+        self.kernel_title = QLabel()
+        self.kernels = QTableWidget(0, len(KERNEL_COLUMNS))
+        self.kernels.setHorizontalHeaderLabels(list(KERNEL_COLUMNS))
+        self.kernels.verticalHeader().setVisible(False)
+        self.kernels.verticalHeader().setDefaultSectionSize(20)
+        self.kernels.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.kernels.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.kernels.setAlternatingRowColors(True)
+        self.kernels.setSortingEnabled(True)
+        header = self.kernels.horizontalHeader()
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        for i in range(1, len(KERNEL_COLUMNS)):
+            header.setSectionResizeMode(i, QHeaderView.ResizeMode.ResizeToContents)
+        self.diagnosis = QTextBrowser()
+        self.diagnosis.setOpenLinks(False)
+        self.diagnosis.setMinimumWidth(320)
+
+        left = QWidget()
+        lv = QVBoxLayout(left)
+        lv.setContentsMargins(0, 0, 0, 0)
+        lv.addWidget(QLabel("<b>Step-time breakdown</b> <span style='color:#666'>each step split into "
+                            "compute, exposed communication, copies and GPU idle by cause; the bar's "
+                            "height is the step time</span>"))
+        lv.addWidget(self.step_plot, 2)
+        lv.addWidget(self.kernel_title)
+        lv.addWidget(self.kernels, 2)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(left)
+        split.addWidget(self.diagnosis)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 1)
+        split.setSizes([1150, 420])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 4, 6, 4)
+        layout.addLayout(top)
+        layout.addWidget(split, 1)
+        self.rank_combo.activated.connect(lambda _i: self._show_rank())
+        self.set_trace(None)
+
+    # -- inputs ----------------------------------------------------------------------------------------
+    def set_roof(self, peak_flops_per_s: float | None, bandwidth_bytes_per_s: float | None, label: str) -> None:
+        """The roof the "% of roof" column is measured against (the app's device and precision)."""
+        self.peak_flops_per_s, self.bandwidth_bytes_per_s, self.roof_label = (
+            peak_flops_per_s, bandwidth_bytes_per_s, label)
+        self._show_rank()
+
+    def set_trace(self, loaded: LoadedTrace | None) -> None:
+        self.loaded = loaded
+        self.rank_combo.clear()
+        ranks = loaded.overview.ranks if loaded is not None and loaded.overview is not None else []
+        late = set(loaded.overview.stragglers) if ranks else set()
+        for i, r in enumerate(ranks):
+            self.rank_combo.addItem(f"rank {r.rank}" + (" (late)" if r.rank in late else ""), i)
+        self.rank_combo.setVisible(len(ranks) > 1)
+        self.diagnosis.setHtml(PANEL_CSS + (diagnosis_html(loaded.diagnosis) if loaded and loaded.diagnosis else
+                                       "<p class='muted'>Open a trace to see its overview.</p>"))
+        self._show_rank()
+
+    @property
+    def rank(self) -> RankOverview | None:
+        if self.loaded is None or self.loaded.overview is None or not self.loaded.overview.ranks:
+            return None
+        i = self.rank_combo.currentData()
+        return self.loaded.overview.ranks[i if i is not None else 0]
+
+    # -- drawing -----------------------------------------------------------------------------------------
+    def _show_rank(self) -> None:
+        rank = self.rank
+        self.cards.setText(self._cards_html(rank))
+        self.step_plot.set_steps(rank)
+        self._fill_kernels(rank.top_kernels if rank else [])
+
+    def _cards_html(self, r: RankOverview | None) -> str:
+        if r is None:
+            return "<span style='color:#777'>No trace loaded.</span>"
+        tc = "–" if r.tensor_core_share is None else format_percent(r.tensor_core_share)
+        step = "–" if r.step_time_median_s is None else format_duration_us(r.step_time_median_s * 1e6)
+        cards = [("GPU utilisation", format_percent(r.gpu_busy_fraction), "busy share of the steady-state steps"),
+                 ("Tensor cores", tc, "share of kernel time in tensor-core kernels"),
+                 ("Step time", step, "median of the steady-state steps"),
+                 ("Exposed comm", format_percent(r.comm_exposed_fraction), "communication not hidden by compute"),
+                 ("Kernel time", format_duration_us(r.kernel_seconds * 1e6), "all kernels, whole trace")]
+        cells = "".join(
+            f"<td style='padding:4px 18px 4px 8px; border-left:3px solid #4e79a7'>"
+            f"<div style='color:#555; font-size:8.5pt'>{html.escape(t)}</div>"
+            f"<div style='font-size:15pt; font-weight:bold'>{html.escape(v)}</div>"
+            f"<div style='color:#888; font-size:8pt'>{html.escape(n)}</div></td>" for t, v, n in cards)
+        device = html.escape((r.device or "device unknown").replace("NVIDIA ", ""))
+        return f"<table><tr><td style='padding-right:14px'><b>rank {r.rank}</b><br>{device}</td>{cells}</tr></table>"
+
+    def _fill_kernels(self, rows: list[KernelRow]) -> None:
+        roof = f"{self.roof_label}" if self.peak_flops_per_s else "no roof: pick a device with a peak"
+        self.kernel_title.setText(f"<b>Top kernels by device time</b> <span style='color:#666'>whole trace · "
+                                  f"achieved FLOP/s where the launching op has a FLOP count · % of roof "
+                                  f"against {html.escape(roof)}</span>")
+        self.kernels.setSortingEnabled(False)
+        self.kernels.setRowCount(len(rows))
+        for i, k in enumerate(rows):
+            achieved = k.achieved_flops_per_s
+            frac = k.fraction_of_roof(self.peak_flops_per_s, self.bandwidth_bytes_per_s)
+            cells = [
+                _SortItem(k.name, k.name.lower()),
+                _SortItem(k.kernel_class, k.kernel_class),
+                _SortItem(f"{k.calls:,}", k.calls),
+                _SortItem(format_duration_us(k.seconds * 1e6), k.seconds),
+                _SortItem(format_percent(k.share), k.share),
+                _SortItem("yes" if k.tensor_cores else "no", int(k.tensor_cores)),
+                _SortItem(format_si(achieved, "FLOP/s") if achieved else "–", achieved or -1.0),
+                _SortItem(format_percent(frac) if frac is not None else "–", frac if frac is not None else -1.0),
+            ]
+            cells[0].setToolTip(k.name)
+            for c in range(2, len(cells)):
+                cells[c].setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            cells[1].setForeground(QColor(KERNEL_CLASS_COLORS.get(k.kernel_class, "#333")))
+            for c, item in enumerate(cells):
+                self.kernels.setItem(i, c, item)
+        self.kernels.setSortingEnabled(True)
+        self.kernels.sortByColumn(3, Qt.SortOrder.DescendingOrder)
