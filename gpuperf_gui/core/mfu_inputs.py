@@ -282,17 +282,21 @@ class TraceRun:
 
     def describe(self) -> str:
         step = format_duration_s(self.step_time_s) if self.step_time_s else "no steps"
+        count = self.figures.steady_steps
+        steps = f"median of {count} steady profiled step{'s' if count != 1 else ''}" if count else \
+            "median of the steady profiled steps"
         if self.gpus_source == "world size":
             gpus = f"{self.gpus} GPUs (the recorded world size; {self.ranks_loaded} rank(s) loaded)"
         else:
             gpus = (f"{self.gpus} GPU(s) = the ranks loaded (no world size recorded: if the job had "
                     "more GPUs, give them)")
-        return f"step time {step} (median of the steady profiled steps), {gpus}"
+        return f"step time {step} ({steps}), {gpus}"
 
     def to_json(self) -> dict[str, object]:
         return {"source": self.source, "step_time_s": self.step_time_s, "gpus": self.gpus,
                 "gpus_source": self.gpus_source, "ranks_loaded": self.ranks_loaded,
-                "world_size": self.world_size, "device_name": self.device_name}
+                "world_size": self.world_size, "device_name": self.device_name,
+                "steady_steps": self.figures.steady_steps}
 
 
 def load_trace_run(path: Path | str) -> TraceRun:

@@ -744,6 +744,7 @@ class MfuTab(QWidget):
         self.gpus_spin.setStyleSheet("")
 
     def _show_trace_banner(self, name: str, run: TraceRun, kept: bool) -> None:
+        steps = run.figures.steady_steps or "the"
         device = f" ({run.device_name})" if run.device_name else ""
         if run.world_size:
             gpus = f"GPUs {run.gpus}: the job's world size{device}"
@@ -756,7 +757,7 @@ class MfuTab(QWidget):
                  "<b>Enter the model (a preset or N) and the tokens per step of the traced run</b>, "
                  "marked below: a trace records neither.")
         self.trace_banner.setText(
-            f"From {_html(name)}, marked in blue: step time (median of the steady <i>profiled</i> "
+            f"From {_html(name)}, marked in blue: step time (median of {steps} steady <i>profiled</i> "
             f"steps, slower than unprofiled ones), {_html(gpus)}, and the gap causes. {asked} "
             "<a href='dismiss'>Dismiss</a>")
         self.trace_banner.show()

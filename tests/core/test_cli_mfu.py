@@ -229,6 +229,8 @@ def test_from_trace_takes_step_time_and_gpus_and_warns_about_profiling(capsys, s
                              "--tokens-per-step", str(meta["tokens_per_step"])])
     assert payload["step_time_source"] == "trace" and payload["gpus"] == 1
     assert payload["gpus_source"] == "ranks loaded" and payload["trace"]["world_size"] is None
+    # ProfilerStep#2..#4 are recorded (meta "profiled_active_steps": 3); the first is warm-up
+    assert payload["trace"]["steady_steps"] == meta["profiled_active_steps"] - 1
     assert payload["peak_source"].startswith("h200")  # the trace's "NVIDIA H200"
     assert "profiled_step_time" in payload["warning_codes"]
     assert any("profiled steps run slower" in w for w in payload["warnings"])

@@ -34,6 +34,9 @@ class TraceMfuFigures:
     """``deviceProperties`` name of the first rank's GPU ("NVIDIA H200"), None when not recorded."""
     ranks_loaded: int = 0
     """Ranks the figures were computed from (files loaded), whatever the job's world size."""
+    steady_steps: int = 0
+    """Steady (non-warm-up) ``ProfilerStep`` steps behind the median step time (fewest of any rank).
+    They ran under the profiler, so they are slower than unprofiled steps."""
 
 
 def mfu_figures(analyses: list[RankAnalysis]) -> TraceMfuFigures:
@@ -47,9 +50,11 @@ def mfu_figures(analyses: list[RankAnalysis]) -> TraceMfuFigures:
     steps = [a.step_time_median_s for a in analyses if a.step_time_median_s]
     source = analyses[0].file if len(analyses) == 1 else f"{len(analyses)} ranks"
     recorded = [a.world_size for a in analyses if a.world_size]
+    steady = min(sum(not s.warmup for s in a.steps) for a in analyses)
     return TraceMfuFigures(float(np.median(steps)) if steps else None, *map(float, parts), source=source,
                            world_size=max(recorded) if recorded else None,
-                           device_name=analyses[0].device or None, ranks_loaded=len(analyses))
+                           device_name=analyses[0].device or None, ranks_loaded=len(analyses),
+                           steady_steps=steady)
 
 
 def _rank_parts(a: RankAnalysis) -> list[float]:
