@@ -239,15 +239,21 @@ def test_from_trace_takes_step_time_and_gpus_and_warns_about_profiling(capsys, s
     assert payload["mfu"] == pytest.approx(6 * 247259136 * 16384 / payload["step_time_s"] / 989.4e12)
 
 
-def test_from_trace_with_the_unprofiled_step_time_reports_the_overhead(capsys, shared_traces) -> None:
-    path = shared_traces / "h200" / "healthy_gpt_small.json.gz"
-    meta = json.loads((shared_traces / "h200" / "healthy_gpt_small.meta.json").read_text())
-    payload = _json(capsys, ["mfu", "--from-trace", str(path), "--params", HEALTHY_NONEMBED_N,
-                             "--tokens-per-step", "16384", "--step-time", str(meta["step_time_median_s"])])
+@pytest.mark.parametrize(("trace", "low", "high"), [("healthy_gpt_small", 0.04, 0.05),
+                                                    ("launch_bound_tiny", 0.27, 0.29)])
+def test_from_trace_with_the_unprofiled_step_time_reports_the_overhead(capsys, shared_traces, trace,
+                                                                       low, high) -> None:
+    # The meta files hold the median of 10 synchronized steps timed without the profiler; the
+    # warning text quotes these two overheads (+4 %, +28 %).
+    path = shared_traces / "h200" / f"{trace}.json.gz"
+    meta = json.loads((shared_traces / "h200" / f"{trace}.meta.json").read_text())
+    payload = _json(capsys, ["mfu", "--from-trace", str(path), "--params", "1e6",
+                             "--tokens-per-step", str(meta["tokens_per_step"]),
+                             "--step-time", str(meta["step_time_median_s"])])
     assert payload["step_time_source"] == "given"
     traced = payload["trace"]["step_time_s"]
     assert payload["profiler_overhead"] == pytest.approx(traced / meta["step_time_median_s"] - 1)
-    assert 0 < payload["profiler_overhead"] < 0.4 and "profiler_overhead" in payload["warning_codes"]
+    assert low < payload["profiler_overhead"] < high and "profiler_overhead" in payload["warning_codes"]
 
 
 def test_from_trace_without_a_model_size_is_an_error(capsys, shared_traces) -> None:
