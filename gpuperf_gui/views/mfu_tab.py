@@ -199,7 +199,7 @@ class MfuTab(QWidget):
     def _field(self, key: str, text: str = "", placeholder: str = "", tooltip: str = "") -> NumberField:
         field = NumberField(text, placeholder, tooltip)
         field.textChanged.connect(self._recompute)
-        if key in RUN_FIELDS:
+        if key in (*RUN_FIELDS, "peak_tflops"):
             field.textEdited.connect(lambda _text, k=key: self._on_run_edited(k))
         self.fields[key] = field
         return field
@@ -342,6 +342,7 @@ class MfuTab(QWidget):
         row = QHBoxLayout()
         self.explicit_peak_check = self._check("Explicit peak", False,
                                                "For a device not in the database, or a measured peak")
+        self.explicit_peak_check.clicked.connect(lambda _c: self._on_run_edited("peak"))
         row.addWidget(self.explicit_peak_check)
         row.addWidget(self._field("peak_tflops", "", "TFLOP/s per GPU (dense)"))
         form.addRow("Peak", row)
@@ -569,9 +570,6 @@ class MfuTab(QWidget):
                 self.bias_check.setChecked(config.bias)
                 if self.run_source == "example":
                     self._fill_example(name)
-            elif self.run_source == "example":
-                self.example = None  # N given / a custom model: the example run's figures are not its own
-                self.run_source = "user"
             self.fields["n_params"].setEnabled(name in (N_GIVEN, NO_MODEL))
             self.fields["n_params"].setPlaceholderText(
                 {N_GIVEN: "e.g. 7B, 124M", NO_MODEL: "N of the traced run, or choose a preset"}.get(
@@ -638,6 +636,7 @@ class MfuTab(QWidget):
         if self.run_source == "example":
             self.run_source, self.example = "user", None
             self._show_example()
+            self._recompute()  # the peak now follows the toolbar's device
         if key == "gpus":
             self.gpus_spin.setStyleSheet("")
             self.gpus_spin.setToolTip("All GPUs of the job (TP × PP × DP)")

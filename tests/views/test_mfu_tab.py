@@ -378,3 +378,18 @@ def test_screenshot_is_not_blank(qtbot, tab: MfuTab) -> None:
     qtbot.waitExposed(tab)
     image = tab.grab().toImage()
     assert (image.width(), image.height()) == (1600, 1000)
+
+
+def test_explicit_peak_ends_the_example_run(qtbot, tab: MfuTab) -> None:
+    tab.explicit_peak_check.click()  # as a user click: toggled and clicked
+    assert tab.run_source == "user"
+    _type(qtbot, tab.fields["peak_tflops"], "400")
+    assert tab.result.peak_flops_per_s_per_gpu == 400e12
+    # the example's 2,973 tokens/s per GPU against a 400 TFLOP/s peak
+    assert tab.result.mfu == pytest.approx(LLAMA8_FLOPS_PER_TOKEN * 2973 / 400e12, rel=1e-9)
+
+
+def test_n_given_keeps_the_example_run_of_the_same_model(tab: MfuTab) -> None:
+    tab.preset_combo.setCurrentText(N_GIVEN)  # N pre-filled with the preset's 7.505B
+    assert tab.run_source == "example" and tab.result.peak_flops_per_s_per_gpu == 312e12
+    assert tab.result.inputs.n_params == pytest.approx(LLAMA8_N, rel=1e-3)
