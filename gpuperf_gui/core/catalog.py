@@ -122,5 +122,5 @@ class DeviceCatalog:
         """The device before any measurement (a new, empty one for a device not in the database)."""
         if device_id in self._datasheet:
             return self._datasheet[device_id]
-        return Device(device_id, ceilings.device_name or device_id, "", origin="measured")
+        return Device(device_id, ceilings.device_name or device_id, "", origin="unknown")
 
