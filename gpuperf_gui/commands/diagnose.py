@@ -61,22 +61,28 @@ def _ms(x: float | None) -> str:
 def format_report(result: TraceResult, top: int) -> str:
     """A readable report: per-rank table, op tables, diagnosis."""
     lines = []
-    header = f"{'rank':>4}  {'device':<24} {'step ms':>8} {'busy':>6} {'compute':>7} {'comm exp':>8} " \
-             f"{'host w':>6} {'kern w':>6} {'other':>6}  signature"
-    lines += ["Ranks", header, "-" * len(header)]
+    header = f"{'rank':>4}  {'device':<24} {'step ms':>8} {'busy':>6} {'compute':>7} {'comm':>6} " \
+             f"{'launch':>6} {'data':>6} {'p2p':>6}  signature"
+    lines += ["Ranks (busy and compute: share of the step; comm, launch, data, p2p: compute idle the "
+              "cause explains)", header, "-" * len(header)]
+    late = set(result.multi_rank.stragglers)
     for r in result.ranks:
         a = r.analysis
-        ib = a.idle_breakdown
+        c = a.idle_causes
+        mark = "  <- late (straggler)" if a.rank in late else ""
         lines.append(f"{a.rank:>4}  {a.device[:24]:<24} {_ms(a.step_time_median_s):>8} {_pct(a.gpu_busy_fraction):>6} "
-                     f"{_pct(a.compute_busy_fraction):>7} {_pct(a.comm_exposed_fraction):>8} "
-                     f"{_pct(ib['host_wait']):>6} {_pct(ib['kernel_wait']):>6} {_pct(ib['other']):>6}  "
-                     f"{r.diagnosis.signature}")
+                     f"{_pct(a.compute_busy_fraction):>7} {_pct(c.communication):>6} "
+                     f"{_pct(c.launch):>6} {_pct(c.data):>6} {_pct(c.pipeline):>6}  "
+                     f"{r.diagnosis.signature}{mark}")
         if a.truncation:
             lines.append(f"      {a.truncation}")
     mr = result.multi_rank
     if len(result.ranks) > 1:
         skew = "-" if mr.step_time_skew_s is None else f"{1e3 * mr.step_time_skew_s:.2f} ms"
-        lines.append(f"step-time skew {skew}; stragglers: {', '.join(map(str, mr.stragglers)) or 'none'}")
+        lags = ", ".join(f"rank {rk} {1e3 * mr.collective_start_lag_s[rk]:+.2f} ms" for rk in mr.stragglers)
+        lines.append(f"step-time skew {skew}; stragglers: {', '.join(map(str, mr.stragglers)) or 'none'}"
+                     + (f" (collectives start late: {lags})" if lags else "")
+                     + ("; pipeline stages (send/recv): offsets are by design" if mr.pipeline else ""))
     for r in result.ranks[:1] if len(result.ranks) > 1 else result.ranks:
         if top == 0:
             break
@@ -89,6 +95,8 @@ def format_report(result: TraceResult, top: int) -> str:
                          f"{_ms(row.self_device_s):>11} {_ms(row.device_total_s):>12}")
     d = result.diagnosis
     lines += ["", f"Diagnosis: {d.signature} (confidence {d.confidence:.2f})"]
+    if d.signature == "straggler":
+        lines.append(f"Late rank{'s' if len(d.ranks) > 1 else ''}: {', '.join(map(str, d.ranks))}")
     lines += [f"  - {e}" for e in d.evidence]
     lines.append(f"Fix to try first: {d.fix}")
     if d.secondary:

@@ -1,6 +1,7 @@
 """Analysis against HTA 0.5.0's figures (shared/traces/SOURCES.md) and the H200 runs' meta.json."""
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -33,8 +34,40 @@ def test_temporal_idle_and_overlap_match_hta(shared_traces: Path) -> None:
 def test_where_hta_fails_we_still_give_figures(shared_traces: Path) -> None:
     _, qwen = loaded(shared_traces / "tracelens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz")
     assert qwen.gpu_busy_fraction == pytest.approx(0.92, abs=0.01)  # metrics.md §5: "GPU busy 92 %"
-    _, mi300 = loaded(shared_traces / "tracelens/mi300/resnet_act_checkpoint.json.gz")
-    assert mi300.comm_exposed_fraction == pytest.approx(0.66, abs=0.01)  # metrics.md §5: "66 % exposed"
+    path = shared_traces / "tracelens/mi300/resnet_act_checkpoint.json.gz"
+    _, mi300 = loaded(path)
+    # metrics.md §5 reads "66 % exposed" over the CPU steps 16-17, whose span (the CPU runs a whole
+    # step ahead) also holds the warm-up step's kernels. Over the device work of steps 16-17 the raw
+    # events, counted here with plain Python, give the figure the engine must match.
+    assert mi300.comm_exposed_fraction == pytest.approx(_exposed_comm_of_steps(path, (16, 17)), abs=0.005)
+    assert 0.55 < mi300.comm_exposed_fraction < 0.70
+
+
+def _exposed_comm_of_steps(path: Path, steps: tuple[int, ...]) -> float:
+    """Exposed NCCL time / window over the kernels launched inside the given ProfilerSteps, from the
+    raw JSON (an implementation independent of the engine)."""
+    events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+    spans = [(e["ts"], e["ts"] + e["dur"]) for e in events
+             if e.get("ph") == "X" and any(e.get("name") == f"ProfilerStep#{n}" for n in steps)]
+    launched = {e["args"]["correlation"] for e in events
+                if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})
+                and any(a <= e["ts"] < b for a, b in spans)}
+    kernels = [e for e in events if e.get("cat") == "kernel" and e.get("args", {}).get("correlation") in launched]
+    comm = _merge([(k["ts"], k["ts"] + k["dur"]) for k in kernels if "nccl" in k["name"].lower()])
+    comp = _merge([(k["ts"], k["ts"] + k["dur"]) for k in kernels if "nccl" not in k["name"].lower()])
+    overlap = sum(max(0.0, min(b, d) - max(a, c)) for a, b in comm for c, d in comp)
+    window = max(k["ts"] + k["dur"] for k in kernels) - min(k["ts"] for k in kernels)
+    return (sum(b - a for a, b in comm) - overlap) / window
+
+
+def _merge(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    out: list[list[float]] = []
+    for a, b in sorted(intervals):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
 
 
 def test_idle_split_sums_to_the_idle_time_and_names_host_wait(shared_traces: Path) -> None:

@@ -1,6 +1,7 @@
 """Diagnosis labels on real traces (the issue's expected list), synthetic scenarios, multi-rank."""
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
@@ -8,7 +9,8 @@ import pytest
 
 from gpuperf_gui.core.trace.api import Progress, TraceResult, analyse_paths, iter_load_and_analyse
 from gpuperf_gui.core.trace.diagnose import SIGNATURES, THRESHOLDS, diagnose_rank
-from gpuperf_gui.core.trace.synth import SCENARIOS, write_synth_trace
+from gpuperf_gui.core.trace.synth import (SCENARIO_SIGNATURE, SCENARIOS, STRAGGLER_DELAY_US, STRAGGLER_RANK,
+                                          write_synth_trace)
 from trace_support import loaded
 
 EXPECTED = {
@@ -46,29 +48,74 @@ def test_dlrm_job_is_comm_bound(shared_traces: Path) -> None:
     assert result.multi_rank.step_time_skew_s is not None
 
 
-def test_straggler_is_the_rank_whose_collectives_start_late(tmp_path: Path) -> None:
+def test_late_collective_start_without_a_wait_is_not_a_straggler(tmp_path: Path) -> None:
+    """Shifting one rank's kernels by 2 ms without the others waiting for it is a clock offset,
+    not a straggler: nobody's collective lasts longer because of it."""
     for rank in range(3):
         write_synth_trace("comm_bound", tmp_path / f"rank{rank}.json", steps=3, seed=rank, rank=rank)
-    import json
     late = tmp_path / "rank2.json"
     data = json.loads(late.read_text())
     for e in data["traceEvents"]:
         if e.get("ph") == "X" and e.get("tid") == 20:
-            e["ts"] += 2000.0  # rank 2's collectives start 2 ms late
+            e["ts"] += 2000.0
     late.write_text(json.dumps(data))
     result = analyse_paths([tmp_path], workers=1)
-    assert result.multi_rank.stragglers == [2]
+    assert result.multi_rank.collective_start_lag_s[2] == pytest.approx(2e-3, rel=0.05)
+    assert result.multi_rank.stragglers == []
+    assert result.diagnosis.signature == "comm_bound"
+
+
+def test_straggler_job_names_the_late_rank_and_points_the_fix_at_it(tmp_path: Path) -> None:
+    folder = write_synth_trace("straggler", tmp_path / "job", steps=5)
+    result = analyse_paths([folder], workers=1)
+    d = result.diagnosis
+    assert d.signature == "straggler" and d.ranks == [STRAGGLER_RANK]
+    assert result.multi_rank.stragglers == [STRAGGLER_RANK]
+    # The generator delays rank 2's batch by STRAGGLER_DELAY_US every step.
+    assert result.multi_rank.collective_start_lag_s[STRAGGLER_RANK] == pytest.approx(STRAGGLER_DELAY_US / 1e6, rel=0.05)
+    assert f"rank {STRAGGLER_RANK} arrives late" in d.evidence[0]
+    assert "host-bound (data_starved)" in d.evidence[2]
+    assert f"Rank {STRAGGLER_RANK}:" in d.fix and "DataLoader" in d.fix
+    # The others' per-rank verdict is the symptom (comm_bound), the late rank's its own cause.
+    per_rank = {r.analysis.rank: r.diagnosis.signature for r in result.ranks}
+    assert per_rank[STRAGGLER_RANK] == "data_starved"
+    assert {per_rank[r] for r in per_rank if r != STRAGGLER_RANK} == {"comm_bound"}
+
+
+def test_pipeline_stages_are_never_stragglers(tmp_path: Path) -> None:
+    """Stage 1 of a pipeline starts its send/recv later by design."""
+    for rank in range(2):
+        path = write_synth_trace("pipeline_bubble", tmp_path / f"rank{rank}.json", steps=4, rank=rank, world_size=2)
+        if rank == 1:
+            data = json.loads(path.read_text())
+            for e in data["traceEvents"]:
+                if e.get("ph") == "X" and e.get("tid") == 20:
+                    e["ts"] += 3000.0
+            path.write_text(json.dumps(data))
+    result = analyse_paths([tmp_path], workers=1)
+    assert result.multi_rank.pipeline and result.multi_rank.stragglers == []
+    assert result.diagnosis.signature != "straggler"
+
+
+def test_cli_report_names_the_late_rank(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from gpuperf_gui.cli import main
+    folder = write_synth_trace("straggler", tmp_path / "job", steps=4)
+    assert main(["diagnose", str(folder), "--top", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "Diagnosis: straggler" in out and f"Late rank: {STRAGGLER_RANK}" in out
+    assert f"{STRAGGLER_RANK}  Synthetic" in out.split("Diagnosis")[0] and "<- late (straggler)" in out
+    assert "Fix to try first: Fix the late rank" in out
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 @pytest.mark.parametrize("seed", [0, 7])
 def test_synthetic_scenarios_are_diagnosed_as_themselves(tmp_path: Path, scenario: str, seed: int) -> None:
     path = write_synth_trace(scenario, tmp_path / f"{scenario}.json.gz", steps=4, seed=seed)
-    assert analyse_paths([path]).diagnosis.signature == scenario
+    assert analyse_paths([path], workers=1).diagnosis.signature == SCENARIO_SIGNATURE[scenario]
 
 
 def test_thresholds_live_in_one_table() -> None:
-    assert set(SCENARIOS) == set(SIGNATURES)
+    assert set(SCENARIO_SIGNATURE.values()) == set(SIGNATURES)
     assert THRESHOLDS["comm_exposed_min"] == 0.10  # TB plugin: communication > 10 %
     assert THRESHOLDS["dataloader_min"] == 0.05  # TB plugin: DataLoader > 5 %
 

@@ -141,7 +141,6 @@ INCONCLUSIVE = {
     "hta/cupti_profiler/benchmark_result_924719_1679055439_trace.json.gz": "no GPU activity",
     "hta/distributed_info_unavailable/distributed_info_not_found.json.gz": "no GPU activity",
     "hta/triton_example/triton_example.json.gz": "too little GPU activity",  # 1 kernel, 2 µs
-    "hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz": "waiting on the host",
 }
 
 
@@ -151,8 +150,17 @@ def test_idle_or_gpu_less_traces_are_inconclusive_never_healthy(shared_traces: P
     d = diagnose_rank(a)
     assert d.signature == "inconclusive" and d.confidence == 0.0, d.evidence
     assert why in d.evidence[0]
-    if why == "waiting on the host":  # alexnet: GPU busy 0.5 %, host wait 100 %
-        assert d.evidence[0].startswith("GPU idle 99 % of the window, waiting on the host (100 % host wait)")
+
+
+def test_a_gpu_idle_on_host_work_is_host_bound_not_inconclusive(shared_traces: Path) -> None:
+    """alexnet: GPU busy 0.5 %, host wait 100 %: the host runs cuDNN autotuning (aten::cudnn_convolution
+    for seconds) and launches nothing. Issue 9: never inconclusive when the idle is clearly host wait."""
+    _, a = loaded(shared_traces / "hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz")
+    d = diagnose_rank(a)
+    assert d.signature == "data_starved" and d.confidence <= 0.5, d.evidence
+    assert d.evidence[0].startswith("GPU idle 99 % of the step")
+    assert any("no data tell" in e for e in d.evidence)
+    assert any("aten::cudnn_convolution" in e for e in d.evidence)
 
 
 def test_inconclusive_is_a_documented_signature_and_a_synthetic_scenario(tmp_path: Path) -> None:

@@ -12,8 +12,19 @@ Definitions follow HTA (shared/reference/metrics.md §1.1) where HTA has one:
   under 30 µs; else ``other``.
 
 The analysis window is the steady-state steps: every ``ProfilerStep`` but the first when there are
-at least three (the first is flagged as warm-up), from the first kept step's CPU start to the last
-kept step's end (CPU or GPU, whichever is later). Without steps it is the span of device activity.
+at least three (the first is flagged as warm-up). A step runs from its CPU start, or from the end of
+the previous step's device work when the GPU is still busy with it, to the later of its CPU end and
+its device work's end (:func:`step_bounds`). The DataLoader share alone is measured over the kept
+steps' CPU spans, as the TB plugin's step-time breakdown does.
+Without steps the window is the span of device activity.
+
+Idle attribution (:class:`IdleCauses`): every microsecond in which no compute kernel runs is given
+to one cause, in this order: a gap touching point-to-point send/recv (pipeline), a gap that
+communication runs into (a GPU collective or a CPU-side collective blocking the host), a GPU-side wait (the next
+kernel was already queued), the DataLoader, then what the CPU does in the gap: a gap the CPU fills
+with launches (one launch call at least every ``LAUNCH_SPACING_MAX_US``) is launch overhead, any
+other host-wait gap is a host stall (a blocking call, CPU ops that launch nothing, or code the
+profiler does not see).
 """
 from __future__ import annotations
 
@@ -35,11 +46,23 @@ _DATALOADER_RE = re.compile(r"enumerate\(DataLoader\)|DataLoader.*__next__|_next
 _P2P_RE = re.compile(r"sendrecv|_send|_recv|send_|recv_|nccl:send|nccl:recv|p2p", re.I)
 _P2P_OP_RE = re.compile(r"^(nccl|gloo):(send|recv)|^c10d::(send|recv)|batch_isend_irecv|^aten::i?(send|recv)$"
                         r"|\bP2POp\b", re.I)
-_CPU_COLLECTIVE_RE = re.compile(
-    r"^gloo:|^c10d::(allreduce|allgather|broadcast|barrier|reduce_scatter|alltoall|recv|send)|"
+CPU_COLLECTIVE_RE = re.compile(
+    r"^gloo:(?!.*(send|recv))|^c10d::(allreduce|allgather|broadcast|barrier|reduce_scatter|alltoall)|"
     r"all_?to_?all.*wait|awaitable.*wait|^record_param_comms$|^nccl:.*wait|^c10d::wait", re.I)
 _LAUNCH_NAME_RE = re.compile(r"launch|graphlaunch|memcpy|memset", re.I)
 _SYNC_CALL_RE = re.compile(r"synchronize|cudaMemcpy$|hipMemcpy$|StreamWait", re.I)
+_BLOCKING_CALL_RE = re.compile(r"synchronize|^(cuda|hip)Memcpy(Async)?$|^aten::(item|_local_scalar_dense)$"
+                               r"|^cudaStreamWaitEvent$", re.I)
+_CPU_P2P_RE = re.compile(r"^(gloo|nccl):(send|recv)|^c10d::(send|recv)|^gloo:.*(send|recv)", re.I)
+_OPTIMIZER_KERNEL_RE = re.compile(r"multi_tensor_apply|adam|sgd_|lamb|lion|fused_optim|_foreach_|optimizer", re.I)
+_HTOD_RE = re.compile(r"HtoD|Host to Device|H2D", re.I)
+_STEP_NAME_RE = re.compile(r"^ProfilerStep")
+LAUNCH_SPACING_MAX_US = 1000.0 / 3.0
+"""A host-wait gap with at least one launch call per this many µs is launch overhead: the CPU spends
+the gap issuing work (eager PyTorch costs 10-50 µs of host time per op; a thread launching less often
+is busy with something else). The same 3 launches/ms as diagnose.THRESHOLDS["launch_density_min_per_ms"]."""
+P2P_TOUCH_US = 50.0
+"""A compute gap within this distance of a send/recv belongs to the pipeline bubble."""
 
 _COMM = KERNEL_CLASSES.index("communication")
 _COPY = KERNEL_CLASSES.index("copy")
@@ -68,6 +91,46 @@ class LaunchStats:
     kernels_shorter_than_launch_fraction: float = 0.0
     median_kernel_us: float = 0.0
     kernels: int = 0
+
+
+@dataclass
+class IdleCauses:
+    """Compute-idle time in the window, each µs given to one cause (fractions of the window).
+
+    ``pipeline + communication + gpu_wait + dataloader + launch + host_stall == compute_idle``. The
+    ``stall_*`` figures split ``host_stall`` by what the CPU does (blocking sync/copy calls, CPU ops
+    that launch nothing, code the profiler does not see); ``cpu_ops_in_stall`` are the innermost CPU
+    ops inside host-stall gaps, (name, seconds) longest first.
+    """
+
+    compute_idle: float = 0.0
+    pipeline: float = 0.0
+    communication: float = 0.0
+    communication_cpu: float = 0.0
+    gpu_wait: float = 0.0
+    dataloader: float = 0.0
+    launch: float = 0.0
+    host_stall: float = 0.0
+    stall_blocking: float = 0.0
+    stall_cpu_ops: float = 0.0
+    stall_uninstrumented: float = 0.0
+    stall_before_htod: float = 0.0
+    stall_gaps: int = 0
+    stall_longest_s: float = 0.0
+    launch_gaps: int = 0
+    launch_gap_median_us: float = 0.0
+    p2p_cpu_blocking: float = 0.0
+    cpu_ops_in_stall: list[tuple[str, float]] = field(default_factory=list)
+
+    @property
+    def host(self) -> float:
+        """Idle the host is responsible for: DataLoader, launch overhead and host stalls."""
+        return self.dataloader + self.launch + self.host_stall
+
+    @property
+    def data(self) -> float:
+        """Idle of a starved GPU: DataLoader plus host stalls."""
+        return self.dataloader + self.host_stall
 
 
 @dataclass
@@ -125,6 +188,13 @@ class RankAnalysis:
     """The file was cut short and the kept part has no GPU events (they are written last)."""
     world_size: int | None = None
     """``distributedInfo.world_size`` when the trace records it."""
+    idle_causes: IdleCauses = field(default_factory=IdleCauses)
+    top_kernels: list[tuple[str, float]] = field(default_factory=list)
+    """The longest kernels by total time in the window: (name, share of kernel time)."""
+    p2p_cpu_ops: int = 0
+    """CPU-side point-to-point ops (gloo/nccl send and recv) in the window."""
+    optimizer_kernel_share: float = 0.0
+    """Share of kernel time in optimizer kernels (AdamW/SGD foreach, multi_tensor_apply, fused)."""
 
     @property
     def window_s(self) -> float:
@@ -154,6 +224,8 @@ class RankAnalysis:
             "dataloader_fraction": self.dataloader_fraction,
             "host_starved_fraction": self.host_starved_fraction,
             "p2p_adjacent_idle_fraction": self.p2p_adjacent_idle_fraction,
+            "idle_causes": _causes_json(self.idle_causes),
+            "optimizer_kernel_share": self.optimizer_kernel_share,
             "hta": {"temporal_idle_fraction": self.hta_temporal_idle_fraction,
                     "comm_comp_overlap_fraction": self.hta_comm_overlap_fraction},
             "warnings": list(self.warnings),
@@ -161,6 +233,12 @@ class RankAnalysis:
         if self.truncation:
             out["truncation"] = self.truncation
         return out
+
+
+def _causes_json(c: IdleCauses) -> dict:
+    out = asdict(c)
+    out["cpu_ops_in_stall"] = [{"name": n, "seconds": sec} for n, sec in c.cpu_ops_in_stall]
+    return out
 
 
 def device_events(rt: RankTrace) -> DeviceEvents:
@@ -200,17 +278,47 @@ def device_events(rt: RankTrace) -> DeviceEvents:
     )
 
 
+def step_bounds(steps: list) -> list[tuple[float, float]]:
+    """Where each step occupies the device: ``(start_us, end_us)`` per :class:`StepWindow`.
+
+    Start: the CPU start, or the end of the previous step's device work when that is later (the GPU
+    is still busy with the previous step). For the first step, whose predecessor is not in the trace,
+    device work starting only after the step's CPU end means the GPU was busy with work launched
+    before profiling began, so the step starts with its own device work. End: the later of the CPU
+    end and the device work's end. Steps are thus contiguous and never overlap: each device
+    microsecond belongs to one step.
+    """
+    out = []
+    prev_gpu_end = float("nan")
+    for s in steps:
+        start = s.cpu_start_us
+        if not np.isnan(prev_gpu_end):
+            start = max(start, prev_gpu_end)
+        elif not np.isnan(s.gpu_start_us) and s.gpu_start_us > s.cpu_end_us:
+            start = s.gpu_start_us
+        end = s.cpu_end_us if np.isnan(s.gpu_end_us) else max(s.cpu_end_us, s.gpu_end_us)
+        out.append((start, max(end, start)))
+        if not np.isnan(s.gpu_end_us):
+            prev_gpu_end = s.gpu_end_us if np.isnan(prev_gpu_end) else max(prev_gpu_end, s.gpu_end_us)
+    return out
+
+
+def _host_window(rt: RankTrace, warmup: list[int], device_window: tuple[float, float]) -> tuple[float, float]:
+    """The kept steps' CPU span (the device window when there are no steps)."""
+    kept = [s for s in rt.steps if s.number not in warmup]
+    if not kept:
+        return device_window
+    return kept[0].cpu_start_us, kept[-1].cpu_end_us
+
+
 def analysis_window(rt: RankTrace, dev: DeviceEvents) -> tuple[tuple[float, float], list[int]]:
     """The steady-state window and the warm-up step numbers left out of it."""
     steps = rt.steps
     if steps:
         warmup = [steps[0].number] if len(steps) >= WARMUP_MIN_STEPS else []
-        kept = steps[1:] if warmup else steps
-        t0 = kept[0].cpu_start_us
-        ends = [kept[-1].cpu_end_us]
-        if not np.isnan(kept[-1].gpu_end_us):
-            ends.append(kept[-1].gpu_end_us)
-        return (t0, max(ends)), warmup
+        bounds = step_bounds(steps)
+        kept = bounds[1:] if warmup else bounds
+        return (kept[0][0], max(e for _, e in kept)), warmup
     if dev.start_us.size:
         return (float(dev.start_us.min()), float(dev.end_us.max())), []
     return rt.span_us, []
@@ -241,18 +349,17 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
     idle_total = sum(idle_s.values())
     idle_frac = {k: (v / idle_total if idle_total > 0 else 0.0) for k, v in idle_s.items()}
 
-    idle = iv.complement(*busy, t0, t1)
     dataloader = _cpu_union(rt, _DATALOADER_RE, t0, t1)
-    host_gaps = _main_thread_gaps(rt, t0, t1)
-    starved_us = iv.intersection_length(idle, iv.union(np.concatenate([dataloader[0], host_gaps[0]]),
-                                                       np.concatenate([dataloader[1], host_gaps[1]])))
+    h0, h1 = _host_window(rt, warmup, (t0, t1))
+    dataloader_fraction = iv.length(*_cpu_union(rt, _DATALOADER_RE, h0, h1)) / max(h1 - h0, 1e-9)
     comm_blocking_cpu = _cpu_collective_union(rt, t0, t1)
     compute_idle = iv.complement(*compute, t0, t1)
     cpu_collective_exposed = iv.intersection_length(compute_idle, comm_blocking_cpu)
     any_comm = iv.union(np.concatenate([comm[0], comm_blocking_cpu[0]]),
                         np.concatenate([comm[1], comm_blocking_cpu[1]]))
     comm_critical = iv.intersection_length(compute_idle, any_comm)
-    p2p_idle, p2p_count = _p2p_adjacent_idle(rt, dev, in_window, compute_idle)
+    p2p_count = _p2p_kernel_count(rt, dev, in_window)
+    causes = _idle_causes(rt, dev, in_window, (t0, t1), compute, comm, comm_blocking_cpu, dataloader)
     steps = _step_stats(rt, dev, warmup)
     steady = [s for s in steps if not s.warmup]
     durations = np.array([s.duration_s for s in steady])
@@ -267,9 +374,9 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
         idle_breakdown=idle_frac, idle_breakdown_s={k: v / 1e6 for k, v in idle_s.items()},
         kernel_time_share=share, kernel_time_s=share_s,
         launch=_launch_stats(rt, dev, in_window, t0, t1),
-        dataloader_fraction=iv.length(*dataloader) / span,
-        host_starved_fraction=starved_us / span,
-        p2p_adjacent_idle_fraction=p2p_idle / span, p2p_kernels=p2p_count,
+        dataloader_fraction=dataloader_fraction,
+        host_starved_fraction=causes.data,
+        p2p_adjacent_idle_fraction=causes.pipeline, p2p_kernels=p2p_count,
         step_idle_cv=_cv([s.gpu_idle_s for s in steady]),
         cpu_collective_exposed_fraction=cpu_collective_exposed / span,
         comm_critical_fraction=comm_critical / span,
@@ -279,6 +386,9 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
         truncation=rt.truncation.describe() if rt.truncation else None,
         truncation_gpu_missing=bool(rt.truncation and rt.truncation.gpu_events_may_be_missing),
         world_size=_world_size(rt),
+        idle_causes=causes, top_kernels=_top_kernels(rt, dev, in_window, t0, t1),
+        p2p_cpu_ops=_count_cpu(rt, _CPU_P2P_RE, t0, t1),
+        optimizer_kernel_share=_share_matching(rt, dev, in_window, t0, t1, _OPTIMIZER_KERNEL_RE),
     )
 
 
@@ -350,59 +460,203 @@ def main_thread(rt: RankTrace):  # noqa: ANN201 (Lane | None)
     return best
 
 
-def _main_thread_gaps(rt: RankTrace, t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:
-    """Time the main thread spends outside any op (under the step annotation), in the window."""
-    lane = main_thread(rt)
-    if lane is None or not len(lane):
-        return np.zeros(0), np.zeros(0)
-    step = rt.strings.ids_matching(lambda s: s.startswith("ProfilerStep"))
-    python = rt.strings.ids_matching(lambda s: s == "python_function")
-    m = ~step[lane.name_id] & ~python[lane.category_id]
-    return iv.complement(*iv.union(lane.start_us[m], lane.start_us[m] + lane.duration_us[m]), t0, t1)
-
-
 def _cpu_collective_union(rt: RankTrace, t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:
     """CPU-side collectives and waits on them (gloo, c10d, torchrec awaitables) as intervals."""
-    return _cpu_union(rt, _CPU_COLLECTIVE_RE, t0, t1)
+    return _cpu_union(rt, CPU_COLLECTIVE_RE, t0, t1)
 
 
-def _p2p_adjacent_idle(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray,
-                       idle: tuple[np.ndarray, np.ndarray]) -> tuple[float, int]:
-    """Compute-idle time in gaps that touch (within 50 µs) a point-to-point communication kernel."""
+def _has_p2p_ops(rt: RankTrace) -> bool:
     # NCCL runs all-to-all as SendRecv kernels too: only count them as point-to-point when the host
     # issued send/recv ops (pipeline parallelism), not all_to_all (DLRM, torchrec).
-    if not rt.strings.ids_matching(lambda s: bool(_P2P_OP_RE.search(s))).any():
-        return 0.0, 0
+    return bool(rt.strings.ids_matching(lambda s: bool(_P2P_OP_RE.search(s))).any())
+
+
+def _p2p_kernel_mask(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray) -> np.ndarray:
+    if not _has_p2p_ops(rt):
+        return np.zeros(dev.start_us.size, dtype=bool)
     p2p_names = rt.strings.ids_matching(lambda s: bool(_P2P_RE.search(s)))
-    m = in_window & (dev.kernel_class == _COMM) & p2p_names[dev.name_id]
-    count = int(m.sum())
-    if not count or idle[0].size == 0:
-        return 0.0, count
-    ps, pe = dev.start_us[m] - 50.0, dev.end_us[m] + 50.0
-    # An idle gap counts if some p2p kernel (widened by 50 µs) overlaps it.
-    ps_sorted_idx = np.argsort(ps)
-    ps_s, pe_s = ps[ps_sorted_idx], np.maximum.accumulate(pe[ps_sorted_idx])
-    gs, ge = idle
-    k = np.searchsorted(ps_s, ge, side="left")
-    touched = (k > 0) & (pe_s[np.maximum(k - 1, 0)] > gs)
-    return float(np.sum((ge - gs)[touched])), count
+    return in_window & (dev.kernel_class == _COMM) & p2p_names[dev.name_id]
+
+
+def _p2p_kernel_count(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray) -> int:
+    return int(_p2p_kernel_mask(rt, dev, in_window).sum())
+
+
+def _count_cpu(rt: RankTrace, pattern: re.Pattern, t0: float, t1: float) -> int:
+    starts, _ = rt.cpu_spans(rt.strings.ids_matching(lambda s: bool(pattern.search(s))))
+    return int(np.sum((starts >= t0) & (starts < t1)))
+
+
+def _launch_call_starts(rt: RankTrace) -> tuple[np.ndarray, list]:
+    """Sorted start times of every kernel/copy launch call, and the CPU lanes that issue them."""
+    launch_cats = rt.strings.ids_matching(lambda s: s in LAUNCH_CATEGORIES)
+    launch_names = rt.strings.ids_matching(lambda s: bool(_LAUNCH_NAME_RE.search(s)))
+    starts, lanes = [], []
+    for lane in rt.cpu_lanes:
+        m = launch_cats[lane.category_id] & launch_names[lane.name_id]
+        if m.any():
+            starts.append(lane.start_us[m])
+            lanes.append(lane)
+    return (np.sort(np.concatenate(starts)) if starts else np.zeros(0)), lanes
+
+
+def _leaf_ops(rt: RankTrace, lanes: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start, end, name_id) of the innermost CPU ops (ops and annotations with no op inside; runtime
+    calls, python functions and ProfilerStep annotations left out) on ``lanes``. An annotation's own
+    time between its ops is Python the profiler does not see."""
+    skip_cat = rt.strings.ids_matching(lambda s: s in LAUNCH_CATEGORIES or s == "python_function")
+    step = rt.strings.ids_matching(lambda s: bool(_STEP_NAME_RE.match(s)))
+    out_s, out_e, out_n = [], [], []
+    for lane in lanes:
+        m = ~skip_cat[lane.category_id] & ~step[lane.name_id]
+        if not m.any():
+            continue
+        st, en, nm = lane.start_us[m], lane.start_us[m] + lane.duration_us[m], lane.name_id[m]
+        # Leaves: the next op starts after this one ends (events are sorted by start, parents first).
+        leaf = np.append(st[1:] >= en[:-1], True)
+        out_s.append(st[leaf]), out_e.append(en[leaf]), out_n.append(nm[leaf])
+    if not out_s:
+        return np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64)
+    return np.concatenate(out_s), np.concatenate(out_e), np.concatenate(out_n)
+
+
+def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, window: tuple[float, float],
+                 compute: tuple[np.ndarray, np.ndarray], gpu_comm: tuple[np.ndarray, np.ndarray],
+                 cpu_coll: tuple[np.ndarray, np.ndarray], dataloader: tuple[np.ndarray, np.ndarray]
+                 ) -> IdleCauses:
+    """Attribute compute-idle time to causes (see :class:`IdleCauses` and the module docstring)."""
+    t0, t1 = window
+    span = max(t1 - t0, 1e-9)
+    gs, ge = iv.complement(*compute, t0, t1)
+    glen = ge - gs
+    out = IdleCauses(compute_idle=float(glen.sum()) / span)
+    if gs.size == 0:
+        return out
+    # Pipeline: gaps touching a p2p kernel (widened) or a CPU-side send/recv.
+    p2p = _p2p_kernel_mask(rt, dev, in_window)
+    cpu_p2p = _cpu_union(rt, _CPU_P2P_RE, t0, t1)
+    ps = np.concatenate([dev.start_us[p2p] - P2P_TOUCH_US, cpu_p2p[0]])
+    pe = np.concatenate([dev.end_us[p2p] + P2P_TOUCH_US, cpu_p2p[1]])
+    touched = iv.overlap_each(gs, ge, iv.union(ps, pe)) > 0 if ps.size else np.zeros(gs.size, dtype=bool)
+    out.pipeline = float(glen[touched].sum()) / span
+    out.p2p_cpu_blocking = iv.intersection_length((gs, ge), cpu_p2p) / span
+    # Communication running while compute idles.
+    any_comm = iv.union(np.concatenate([gpu_comm[0], cpu_coll[0]]), np.concatenate([gpu_comm[1], cpu_coll[1]]))
+    # Communication: a gap that a collective runs into belongs to it up to the collective's end (the
+    # compute stream waits for it); after that, the gap is classified by what the host does, unless
+    # the kernel ending the gap was already queued (it waited on the collective too).
+    cs, ce = any_comm
+    k = np.searchsorted(cs, ge, side="left") - 1
+    comm_end = np.where((k >= 0) & ~touched, np.minimum(ce[np.maximum(k, 0)], ge), gs) if cs.size else gs.copy()
+    comm_end = np.maximum(comm_end, gs)
+    in_comm = comm_end > gs
+    cm = in_window & (dev.kernel_class != _COMM) & (dev.kernel_class != _COPY)
+    order = np.argsort(dev.start_us[cm], kind="stable")
+    k_start, k_launch = dev.start_us[cm][order], dev.launch_start_us[cm][order]
+    nxt = np.searchsorted(k_start, ge, side="left")
+    has_next = nxt < k_start.size
+    launch = np.where(has_next, k_launch[np.minimum(nxt, max(k_start.size - 1, 0))], np.nan) \
+        if k_start.size else np.full(gs.size, np.nan)
+    queued = ~np.isnan(launch) & (launch <= comm_end)
+    comm_part = np.where(touched, 0.0, np.where(in_comm & queued, glen, comm_end - gs))
+    gpu_comm_gap = in_comm & (iv.overlap_each(gs, ge, gpu_comm) > 0)
+    out.communication = float(comm_part.sum()) / span
+    out.communication_cpu = float(comm_part[~gpu_comm_gap].sum()) / span
+    gs = comm_end  # what is left of each gap
+    rest = np.where(touched, 0.0, glen - comm_part)
+    glen = ge - gs
+    # GPU-side wait: the kernel ending the gap was launched before the gap began.
+    queued &= ~in_comm
+    out.gpu_wait = float(rest[queued].sum()) / span
+    rest = np.where(queued, 0.0, rest)
+    # DataLoader, then launch overhead vs host stall by how densely the CPU launches in the gap.
+    dl = np.minimum(iv.overlap_each(gs, ge, dataloader), rest)
+    out.dataloader = float(dl.sum()) / span
+    rest = rest - dl
+    calls, lanes = _launch_call_starts(rt)
+    n_calls = np.searchsorted(calls, ge, side="right") - np.searchsorted(calls, gs, side="left")
+    dense = glen / np.maximum(n_calls, 1) <= LAUNCH_SPACING_MAX_US
+    host = rest > 0
+    launch_gaps = host & dense
+    out.launch = float(rest[launch_gaps].sum()) / span
+    out.launch_gaps = int(launch_gaps.sum())
+    out.launch_gap_median_us = float(np.median(glen[launch_gaps])) if launch_gaps.any() else 0.0
+    stall = host & ~dense
+    if not stall.any():
+        return out
+    r = rest[stall]
+    out.host_stall = float(r.sum()) / span
+    out.stall_gaps = int(stall.sum())
+    out.stall_longest_s = float(glen[stall].max()) / 1e6
+    blocking = _cpu_union(rt, _BLOCKING_CALL_RE, t0, t1)
+    if not lanes:
+        main = main_thread(rt)
+        lanes = [main] if main is not None else []
+    op_s, op_e, op_n = _leaf_ops(rt, lanes)
+    ops = iv.clip(*iv.union(op_s, op_e), t0, t1)
+    sg, se = gs[stall], ge[stall]
+    b = np.minimum(iv.overlap_each(sg, se, blocking), r)
+    o = np.minimum(np.maximum(iv.overlap_each(sg, se, ops) - b, 0.0), r - b)
+    out.stall_blocking = float(b.sum()) / span
+    out.stall_cpu_ops = float(o.sum()) / span
+    out.stall_uninstrumented = float((r - b - o).sum()) / span
+    htod = rt.strings.ids_matching(lambda s: bool(_HTOD_RE.search(s)))
+    hm = in_window & (dev.kernel_class == _COPY) & htod[dev.name_id]
+    h_start = np.sort(dev.start_us[hm])
+    before = (np.searchsorted(h_start, se, side="right") - np.searchsorted(h_start, sg, side="left")) > 0
+    out.stall_before_htod = float(r[before].sum()) / span
+    if op_s.size:
+        ov = iv.overlap_each(op_s, op_e, (sg, se))
+        keep = ov > 0
+        per_name: dict[int, float] = {}
+        for nid, sec in zip(op_n[keep].tolist(), ov[keep].tolist()):
+            per_name[nid] = per_name.get(nid, 0.0) + sec
+        top = sorted(per_name.items(), key=lambda kv: -kv[1])[:3]
+        out.cpu_ops_in_stall = [(rt.strings[nid], sec / 1e6) for nid, sec in top]
+    return out
+
+
+def _share_matching(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, t0: float, t1: float,
+                    pattern: re.Pattern) -> float:
+    """Share of kernel time (copies left out) in kernels whose name matches ``pattern``."""
+    m = in_window & (dev.kernel_class != _COPY)
+    if not m.any():
+        return 0.0
+    dur = np.maximum(np.minimum(dev.end_us[m], t1) - np.maximum(dev.start_us[m], t0), 0.0)
+    names = rt.strings.ids_matching(lambda s: bool(pattern.search(s)))
+    total = float(dur.sum())
+    return float(dur[names[dev.name_id[m]]].sum()) / total if total > 0 else 0.0
+
+
+def _top_kernels(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, t0: float, t1: float,
+                 n: int = 5) -> list[tuple[str, float]]:
+    """The ``n`` kernels with the most device time in the window, with their share of kernel time."""
+    m = in_window & (dev.kernel_class != _COPY)
+    if not m.any():
+        return []
+    dur = np.minimum(dev.end_us[m], t1) - np.maximum(dev.start_us[m], t0)
+    ids, inv = np.unique(dev.name_id[m], return_inverse=True)
+    per = np.bincount(inv, weights=np.maximum(dur, 0.0))
+    total = float(per.sum())
+    order = np.argsort(-per)[:n]
+    return [(rt.strings[int(ids[i])], float(per[i]) / total if total > 0 else 0.0) for i in order]
 
 
 def _step_stats(rt: RankTrace, dev: DeviceEvents, warmup: list[int]) -> list[StepStats]:
+    """Per step: duration (the longer of the CPU span and the device span, from this step's first
+    device work to the next step's), and busy/idle inside :func:`step_bounds` (the same definition
+    as the rank's window, so a packed GPU reads the same busy fraction per step as per rank)."""
     out = []
     if not rt.steps:
         return out
     u = iv.union(dev.start_us, dev.end_us)
     steps = rt.steps
-    for i, step in enumerate(steps):
-        # Step time: the longer of the CPU span and the GPU span (start of this step's device work
-        # to the start of the next step's, or to its last end for the final step).
-        s, e = step.cpu_start_us, step.cpu_end_us
+    for i, (step, (s, e)) in enumerate(zip(steps, step_bounds(steps))):
         gpu_dur = 0.0
         if not np.isnan(step.gpu_start_us):
             nxt = steps[i + 1].gpu_start_us if i + 1 < len(steps) else float("nan")
             gpu_dur = (nxt if not np.isnan(nxt) else step.gpu_end_us) - step.gpu_start_us
-        duration = max(e - s, gpu_dur)
+        duration = max(step.cpu_end_us - step.cpu_start_us, gpu_dur)
         busy = iv.length(*iv.clip(*u, s, e))
         span = max(e - s, 1e-9)
         out.append(StepStats(number=step.number, duration_s=duration / 1e6, gpu_busy_fraction=busy / span,

@@ -7,6 +7,14 @@ kernels per step; ``seed`` drives a small timing jitter.
 
 ``inconclusive`` is the trace of a profile taken without ``ProfilerActivity.CUDA``: the same steps
 of ops on the CPU, and no runtime calls, kernels or GPU rows at all.
+
+Host-bound scenarios as real loops make them: ``data_starved`` is plain-Python batch preparation
+with no DataLoader (nothing on the CPU lane, then a blocking pageable ``aten::to`` and its HtoD
+copy); ``data_starved_loader`` waits in ``DataLoader.__next__``; ``launch_bound`` is eager PyTorch
+(a wall of small ops); ``launch_bound_compiled`` a ``torch.compile``d graph whose Python wrapper
+launches tiny Triton kernels through ``cuLaunchKernel``. ``straggler`` is a job (a folder of
+ranks): DDP over NCCL where one rank prepares its batch late every step and the others wait in the
+all-reduce. :data:`SCENARIO_SIGNATURE` maps each scenario to the diagnosis it must get.
 """
 from __future__ import annotations
 
@@ -17,8 +25,22 @@ from pathlib import Path
 
 import msgspec
 
-SCENARIOS = ("healthy", "launch_bound", "comm_bound", "data_starved", "memory_bound", "pipeline_bubble",
-             "inconclusive")
+SCENARIO_SIGNATURE = {
+    "healthy": "healthy", "launch_bound": "launch_bound", "launch_bound_compiled": "launch_bound",
+    "comm_bound": "comm_bound", "data_starved": "data_starved", "data_starved_loader": "data_starved",
+    "memory_bound": "memory_bound", "memory_bound_optimizer": "memory_bound",
+    "pipeline_bubble": "pipeline_bubble", "straggler": "straggler", "inconclusive": "inconclusive",
+}
+SCENARIOS = tuple(SCENARIO_SIGNATURE)
+MULTI_RANK_SCENARIOS = {"straggler": 4}
+"""Scenarios written as a folder of rank files, with their world size."""
+STRAGGLER_RANK = 2
+STRAGGLER_DELAY_US = 4000.0
+TRITON_POINTWISE = "triton_poi_fused_add_mul_view_0"
+TRITON_REDUCTION = "triton_per_fused_native_layer_norm_1"
+ADAMW = ("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)"
+         "::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4>>")
+HTOD = "Memcpy HtoD (Pageable -> Device)"
 
 PID, TID, DEVICE, COMPUTE_STREAM, COMM_STREAM = 4242, 4242, 0, 7, 20
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_kernel"
@@ -32,6 +54,9 @@ SENDRECV = "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"
 @dataclass
 class _Writer:
     rng: random.Random
+    rank: int = 0
+    world_size: int = 1
+    exact: bool = False
     events: list[dict] = field(default_factory=list)
     corr: int = 1
     ext: int = 1
@@ -39,7 +64,7 @@ class _Writer:
     gpu_free: dict[int, float] = field(default_factory=dict)
 
     def jitter(self, us: float) -> float:
-        return us * (1.0 + 0.05 * (self.rng.random() - 0.5))
+        return us if self.exact else us * (1.0 + 0.05 * (self.rng.random() - 0.5))
 
     def cpu(self, name: str, start: float, dur: float, cat: str = "cpu_op", **args: object) -> None:
         self.events.append({"ph": "X", "cat": cat, "name": name, "pid": PID, "tid": TID,
@@ -48,20 +73,23 @@ class _Writer:
         self.ext += 1
 
     def launch(self, op: str, kernel: str, kernel_us: float, *, stream: int = COMPUTE_STREAM,
-               call_us: float = 5.0, op_us: float = 8.0, not_before: float = 0.0) -> float:
-        """An op on the CPU launching one kernel; returns the kernel end time."""
+               call_us: float = 5.0, op_us: float = 8.0, not_before: float = 0.0,
+               call: str = "cudaLaunchKernel", call_cat: str = "cuda_runtime", kernel_cat: str = "kernel",
+               end_at: float | None = None) -> float:
+        """An op on the CPU launching one kernel; returns the kernel end time. ``end_at`` fixes the
+        kernel's end (a collective that waits for the last rank)."""
         start = self.cpu_t
         ext = self.ext
-        self.cpu(op, start, op_us)
+        self.cpu(op, start, max(op_us, call_us + 2.0))
         call_start = start + 1.0
         corr = self.corr
         self.corr += 1
-        self.events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": PID,
+        self.events.append({"ph": "X", "cat": call_cat, "name": call, "pid": PID,
                             "tid": TID, "ts": round(call_start, 3), "dur": call_us,
                             "args": {"External id": ext, "cbid": 211, "correlation": corr}})
-        k_start = max(call_start + call_us, self.gpu_free.get(stream, 0.0), not_before)
-        k_dur = self.jitter(kernel_us)
-        self.events.append({"ph": "X", "cat": "kernel", "name": kernel, "pid": DEVICE, "tid": stream,
+        k_start = max(call_start + min(call_us, 5.0), self.gpu_free.get(stream, 0.0), not_before)
+        k_dur = self.jitter(kernel_us) if end_at is None else max(end_at - k_start, kernel_us)
+        self.events.append({"ph": "X", "cat": kernel_cat, "name": kernel, "pid": DEVICE, "tid": stream,
                             "ts": round(k_start, 3), "dur": round(k_dur, 3),
                             "args": {"External id": ext, "device": DEVICE, "stream": stream,
                                      "correlation": corr, "grid": [132, 1, 1], "block": [256, 1, 1]}})
@@ -69,7 +97,7 @@ class _Writer:
                             "cat": "ac2g", "name": "ac2g"})
         self.events.append({"ph": "f", "id": corr, "pid": DEVICE, "tid": stream, "ts": round(k_start, 3),
                             "cat": "ac2g", "name": "ac2g", "bp": "e"})
-        self.cpu_t = start + op_us + 1.0
+        self.cpu_t = start + max(op_us, call_us + 2.0) + 1.0
         self.gpu_free[stream] = k_start + k_dur
         return k_start + k_dur
 
@@ -104,12 +132,65 @@ def _step_comm_bound(w: _Writer, size: int) -> None:
 
 
 def _step_data_starved(w: _Writer, size: int) -> None:
+    # Plain-Python batch preparation (no op the profiler sees), then a pageable copy that blocks.
+    w.cpu_t += 5000.0 * size
+    w.launch("aten::to", HTOD, 60.0, call="cudaMemcpyAsync", call_us=300.0, op_us=310.0,
+             kernel_cat="gpu_memcpy")
+    for _ in range(6 * size):
+        w.launch("aten::mm", GEMM, 600.0)
+    w.sync()
+
+
+def _step_data_starved_loader(w: _Writer, size: int) -> None:
     w.cpu("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", w.cpu_t, 6000.0 * size,
           cat="user_annotation")
     w.cpu_t += 6000.0 * size + 2.0
-    w.launch("aten::copy_", "Memcpy HtoD (Pageable -> Device)", 50.0)
+    w.launch("aten::copy_", "Memcpy HtoD (Pinned -> Device)", 50.0, call="cudaMemcpyAsync",
+             kernel_cat="gpu_memcpy")
     for _ in range(6 * size):
         w.launch("aten::mm", GEMM, 600.0)
+    w.sync()
+
+
+def _step_launch_bound_compiled(w: _Writer, size: int) -> None:
+    """A compiled graph's Python wrapper: ~30 µs of host time per Triton launch, 3-6 µs kernels."""
+    start = w.cpu_t
+    w.cpu_t += 40.0  # guards and the cache lookup
+    for i in range(150 * size):
+        w.cpu_t += 22.0  # the wrapper's Python between launches (no op recorded)
+        if i % 5 == 4:
+            w.launch("aten::mm", GEMM.replace("128x128", "64x64"), 6.0, call_us=5.0, op_us=9.0)
+        else:
+            w.launch("triton_poi_fused", TRITON_POINTWISE if i % 2 else TRITON_REDUCTION, 3.0,
+                     call="cuLaunchKernel", call_cat="cuda_driver", call_us=4.0, op_us=6.0)
+    w.cpu("Torch-Compiled Region: 0/0", start, w.cpu_t - start, cat="user_annotation")
+    w.sync()
+
+
+def _step_memory_bound_optimizer(w: _Writer, size: int) -> None:
+    for _ in range(2 * size):
+        w.launch("aten::mm", GEMM, 150.0)
+    for _ in range(12 * size):  # foreach AdamW: one multi_tensor_apply pass per tensor list chunk
+        w.launch("aten::_foreach_add_", ADAMW, 400.0, call_us=6.0, op_us=12.0)
+    w.sync()
+
+
+def _step_straggler(w: _Writer, size: int) -> None:
+    """DDP step: batch, 4 GEMMs, an all-reduce that ends when the last rank has joined."""
+    compute_us = 60.0 + 4 * 500.0 * size
+    late = w.rank == STRAGGLER_RANK
+    step_start = w.cpu_t
+    if late:
+        w.cpu_t += STRAGGLER_DELAY_US  # its host prepares the batch in plain Python, late every step
+    w.launch("aten::to", "Memcpy HtoD (Pinned -> Device)", 60.0, call="cudaMemcpyAsync",
+             kernel_cat="gpu_memcpy", not_before=w.cpu_t)
+    end = 0.0
+    for _ in range(4 * size):
+        end = w.launch("aten::mm", GEMM, 500.0)
+    # Every rank's compute ends at a known time (exact kernels): the collective ends after the last.
+    last_ready = step_start + STRAGGLER_DELAY_US + compute_us + 200.0
+    w.launch("nccl:all_reduce", ALLREDUCE, 800.0, stream=COMM_STREAM, not_before=end,
+             end_at=last_ready + 800.0)
     w.sync()
 
 
@@ -139,9 +220,12 @@ def _step_cpu_only(w: _Writer, size: int) -> None:
         w.cpu_t += 55.0
 
 
-_STEPS = {"healthy": _step_healthy, "launch_bound": _step_launch_bound, "comm_bound": _step_comm_bound,
-          "data_starved": _step_data_starved, "memory_bound": _step_memory_bound,
-          "pipeline_bubble": _step_pipeline_bubble, "inconclusive": _step_cpu_only}
+_STEPS = {"healthy": _step_healthy, "launch_bound": _step_launch_bound,
+          "launch_bound_compiled": _step_launch_bound_compiled, "comm_bound": _step_comm_bound,
+          "data_starved": _step_data_starved, "data_starved_loader": _step_data_starved_loader,
+          "memory_bound": _step_memory_bound, "memory_bound_optimizer": _step_memory_bound_optimizer,
+          "pipeline_bubble": _step_pipeline_bubble, "straggler": _step_straggler,
+          "inconclusive": _step_cpu_only}
 
 
 def synth_trace(scenario: str, *, steps: int = 5, seed: int = 0, size: int = 1, rank: int = 0,
@@ -151,7 +235,9 @@ def synth_trace(scenario: str, *, steps: int = 5, seed: int = 0, size: int = 1, 
         raise ValueError(f"unknown scenario {scenario!r}; choose one of {', '.join(SCENARIOS)}")
     if steps < 1 or size < 1:
         raise ValueError("steps and size must be >= 1")
-    w = _Writer(random.Random(seed))
+    if scenario in MULTI_RANK_SCENARIOS:
+        world_size = max(world_size, MULTI_RANK_SCENARIOS[scenario])
+    w = _Writer(random.Random(seed), rank=rank, world_size=world_size, exact=scenario == "straggler")
     w.cpu_t = 10.0
     for n in range(steps):
         step_start = w.cpu_t
@@ -184,9 +270,26 @@ def synth_trace(scenario: str, *, steps: int = 5, seed: int = 0, size: int = 1, 
 
 
 def write_synth_trace(scenario: str, path: Path | str, **kwargs: int) -> Path:
-    """Write a synthetic trace; gzip it when the name ends in ``.gz``."""
+    """Write a synthetic trace; gzip it when the name ends in ``.gz``.
+
+    A multi-rank scenario (:data:`MULTI_RANK_SCENARIOS`) writes a folder at ``path`` (a ``.json`` /
+    ``.json.gz`` suffix is dropped from the folder name) with one ``rank<N>.json.gz`` per rank, and
+    returns the folder."""
     path = Path(path)
-    data = msgspec.json.encode(synth_trace(scenario, **kwargs))
+    if scenario in MULTI_RANK_SCENARIOS:
+        name = path.name.removesuffix(".gz").removesuffix(".json")
+        folder = path.with_name(name)
+        folder.mkdir(parents=True, exist_ok=True)
+        world = max(int(kwargs.pop("world_size", 0)), MULTI_RANK_SCENARIOS[scenario])
+        kwargs.pop("rank", None)
+        for rank in range(world):
+            _write(folder / f"rank{rank}.json.gz", synth_trace(scenario, rank=rank, world_size=world, **kwargs))
+        return folder
+    return _write(path, synth_trace(scenario, **kwargs))
+
+
+def _write(path: Path, trace: dict) -> Path:
+    data = msgspec.json.encode(trace)
     if path.name.endswith(".gz"):
         data = gzip.compress(data, compresslevel=6)
     path.write_bytes(data)
