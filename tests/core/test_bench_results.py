@@ -203,6 +203,7 @@ def test_ceilings_are_saved_per_thread_count_and_method(tmp_path: Path) -> None:
     assert by_key[(16, "cpu-perf_counter")].matmul_flops_per_s["fp32"] == pytest.approx(214e9)
     shown = load_ceilings("cpu", tmp_path)
     assert shown.matmul_runs == {"fp32": "cli"} and shown.measured_with() == "16 CPU threads, cpu-perf_counter"
+    assert shown.summary() == "fp32 214 GFLOP/s (16 CPU threads, cpu-perf_counter)"
     assert load_ceilings("cpu", tmp_path, key=(15, "cpu-perf_counter")).matmul_runs == {"fp32": "gui"}
     saved = json.loads((tmp_path / "ceilings" / "cpu.json").read_text())
     assert [(e["threads"], e["method"]) for e in saved["entries"]] == [(15, "cpu-perf_counter"),

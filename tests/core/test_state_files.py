@@ -196,6 +196,18 @@ def test_every_command_runs_with_a_corrupted_state_file(tmp_path: Path, capsys, 
         assert len(said) == 1 and not path.exists()
 
 
+def test_bench_runs_and_saves_over_a_corrupted_ceilings_file(tmp_path: Path, capsys) -> None:
+    path = _write(_ceilings_file(tmp_path), WRONG_TYPES)
+    assert main(["bench", "--device", "cpu", "--kernels", "matmul", "--sizes", "64", "--dtypes", "fp32",
+                 "--warmup-ms", "1", "--rep-ms", "5", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    (line,) = _warnings(err)
+    assert str(path) in line and "key matmul_flops_per_s" in line and "Traceback" not in err
+    (entry,) = load_ceiling_entries("cpu")  # the run's own, saved in a fresh file
+    assert entry.matmul_flops_per_s["fp32"] > 0 and entry.method == "cpu-perf_counter" and entry.threads
+    assert path.with_name("cpu.json.bad").read_text() == WRONG_TYPES
+
+
 # --------------------------------------------------------------------------------------------
 # Run files
 

@@ -102,7 +102,8 @@ class MeasuredCeilings:
                                       self.bandwidth_bytes_per_s, self.measured_with())
 
     def summary(self) -> str:
-        """One line for a status bar or the terminal ("fp32 290 GFLOP/s · 21.6 GB/s")."""
+        """One line for a status bar or the terminal ("fp32 290 GFLOP/s · 21.6 GB/s (16 CPU threads,
+        cpu-perf_counter)")."""
         parts = []
         for dtype, rate in self.matmul_flops_per_s.items():
             fraction = self.flops_fraction_of_datasheet.get(dtype)
@@ -115,7 +116,10 @@ class MeasuredCeilings:
             parts.append(f"{format_si(self.bandwidth_bytes_per_s, 'B/s')}{cache}{share}")
         for op, rate in self.collective_busbw_bytes_per_s.items():
             parts.append(f"{op} busbw {format_si(rate, 'B/s')}")
-        return " · ".join(parts) if parts else "no ceilings measured"
+        if not parts:
+            return "no ceilings measured"
+        how = self.measured_with()
+        return " · ".join(parts) + (f" ({how})" if how else "")
 
     def sources(self) -> list[str]:
         """One line per entry: where (which point of which run) and when it was measured."""
