@@ -19,6 +19,7 @@ from pathlib import Path
 
 from gpuperf_gui.commands._output import fail, print_json
 from gpuperf_gui.core import mfu
+from gpuperf_gui.core.catalog import DeviceCatalog
 from gpuperf_gui.core.hardware import PRECISIONS
 from gpuperf_gui.core.mfu_inputs import MfuForm, TraceRun, evaluate, load_trace_run
 from gpuperf_gui.core.model_presets import PRESETS, ConfigError, ModelConfig, config_from_hf, preset_name
@@ -223,7 +224,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         trace = _load_trace(args.from_trace) if args.from_trace else None
         form = build_form(args, trace)
-        result = evaluate(form)
+        # the measured ceilings saved by `gpuperf bench` are the cpu's peak (read only with a device)
+        result = evaluate(form, DeviceCatalog.load(saved_measurements=True).database if form.device_id else None)
     except (ValueError, KeyError) as exc:  # MfuInputError, ConfigError, UnknownDeviceError, …
         return fail(_message(exc))
     payload = result.to_json_dict()

@@ -86,3 +86,20 @@ def test_loading_the_database_imports_no_benchmark_code() -> None:
             "print(sorted(m for m in sys.modules if m.startswith('gpuperf_gui.core.bench')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_cli_mfu_takes_the_measured_cpu_peak(capsys) -> None:
+    import json
+
+    from gpuperf_gui.cli import main
+
+    argv = ["mfu", "--params", "1e8", "--tokens-per-step", "4096", "--step-time", "100", "--gpu", "cpu",
+            "--precision", "fp32", "--json"]
+    assert main(argv) == 2  # unmeasured: no peak to divide by
+    assert "not known until measured" in capsys.readouterr().err
+    save_ceilings(_cpu(16, 2.14e11))
+    assert main(argv) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["peak_flops_per_s_per_gpu"] == 2.14e11
+    # 6 · 1e8 · 4096 FLOPs in 100 s on one "GPU" = 24.6 GFLOP/s of 214: 11.5 %
+    assert payload["mfu"] == pytest.approx(6 * 1e8 * 4096 / 100 / 2.14e11)
