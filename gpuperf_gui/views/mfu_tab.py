@@ -728,7 +728,7 @@ class MfuTab(QWidget):
         finally:
             self._filling = False
         self.run_source, self.example, self.trace_run = "trace", None, run
-        self.trace_label.setText(f"causes filled {origin}")
+        self.trace_label.setText(f"causes filled from the loaded trace ({name})")
         self.trace_label.setToolTip(str(figures.source or name))
         self._banner_args = (name, run, keep_tokens)
         self._show_trace_banner(name, run, keep_tokens)
