@@ -99,4 +99,8 @@ def run(args: argparse.Namespace) -> int:
         bw = si(d.memory_bandwidth_bytes_per_s, "B/s") if d.memory_bandwidth_bytes_per_s else "measure"
         print(f"{d.id:<16}{d.name[:31]:<32}{bw:>11}" + "".join(f"{p:>13}" for p in peaks) + f"  {ridge}")
     print(f"\npeaks are dense (no 2:4 sparsity); precisions: {', '.join(PRECISIONS)}")
+    for d in devices:
+        if d.origin == "measured":
+            how = f" ({d.measured_with})" if d.measured_with else ""
+            print(f"{d.id}: measured on this machine by `gpuperf bench`{how}")
     return 0
