@@ -19,6 +19,8 @@ $app --tab roofline --device h200 --precisions bf16,fp8,fp32 --screenshot $out/r
 GPUPERF_DATA_DIR="$data/no-runs" $app --tab roofline --device h100-sxm --compare h200,a100-sxm-80gb,mi300x,l40s --precisions bf16 \
      --screenshot $out/roofline_compare.png
 $app --tab bench --device h200 --screenshot $out/bench.png
+# Presentation mode (View ▸ Presentation): each page, made by the app's own module
+.venv/bin/python -m gpuperf_gui.views.presentation --device h100-sxm --precision bf16 --screenshot $out
 $app --tab mfu --device h200 --screenshot $out/mfu.png
 $app --tab trace --device h200 --screenshot $out/trace.png $traces/param/dlrm_kineto
 $app --tab trace --device h200 --screenshot $out/trace_launch_bound.png $traces/h200/launch_bound_tiny.json.gz

@@ -7,23 +7,39 @@ import math
 import numpy as np
 import pyqtgraph as pg
 
-from gpuperf_gui.core.units import format_si
+from gpuperf_gui.core.units import format_bytes, format_si
 
 _LABELLED_MANTISSAS = (1, 2, 5)
+_LOG2 = math.log10(2)
 
 
 class LogSIAxis(pg.AxisItem):
-    """A log10 axis whose tick labels read as SI quantities ("100 TFLOP/s", "2 GB"); between
-    decades only 1-2-5 values are labelled, so the minor ticks do not crowd into each other."""
+    """A log10 axis whose tick labels read as SI quantities ("100 TFLOP/s"); between decades only
+    1-2-5 values are labelled, so the minor ticks do not crowd into each other. Bytes (unit "B")
+    are ticked at powers of two and read "64 KiB", "16 MiB", "1 GiB", as `gpuperf bench` prints."""
 
     def __init__(self, orientation: str, unit: str = "") -> None:
         super().__init__(orientation)
         self._unit = unit
         self.enableAutoSIPrefix(False)
 
+    def tickValues(self, minVal, maxVal, size):  # noqa: N802, N803 - pyqtgraph override
+        if not (self.logMode and self._unit == "B"):
+            return super().tickValues(minVal, maxVal, size)
+        # bytes: ticks at powers of two (1 KiB, 4 KiB, …) read as the CLI prints sizes (KiB/MiB/GiB)
+        low, high = sorted((minVal, maxVal))
+        first, last = math.ceil(low / _LOG2), math.floor(high / _LOG2)
+        step = 2 if last - first <= 12 else 4 if last - first <= 24 else 10
+        major = [e * _LOG2 for e in range(first, last + 1) if e % step == 0]
+        minor = [e * _LOG2 for e in range(first, last + 1) if e % step]
+        return [(step * _LOG2, major), (_LOG2, minor)]
+
     def tickStrings(self, values, scale, spacing):  # noqa: N802 - pyqtgraph override
         if not self.logMode:
             return super().tickStrings(values, scale, spacing)
+        if self._unit == "B":
+            return [format_bytes(2 ** round(value / _LOG2)) if spacing > _LOG2 * 1.01 else ""
+                    for value in values]
         return [self._label(10 ** value) for value in values]
 
     def _label(self, number: float) -> str:

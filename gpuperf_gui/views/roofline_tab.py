@@ -123,9 +123,13 @@ def _wrapped(row: QHBoxLayout, per_line: int) -> QVBoxLayout:
 
 def _fit_rows(view: QAbstractItemView, rows: int, max_rows: int, header_px: int = 0) -> None:
     """Size ``view`` to show ``rows`` whole rows (at most ``max_rows``; it scrolls beyond)."""
-    row_px = max(view.sizeHintForRow(0), view.fontMetrics().height() + 6) if rows else 0
+    view.ensurePolished()
+    if isinstance(view, QTableWidget):
+        row_px = view.verticalHeader().defaultSectionSize()
+    else:
+        row_px = (view.sizeHintForRow(0) if rows else 0) or view.fontMetrics().height() + 2
     shown = max(1, min(rows, max_rows))
-    view.setFixedHeight(header_px + shown * (row_px or view.fontMetrics().height() + 6) + 2 * view.frameWidth())
+    view.setFixedHeight(header_px + shown * row_px + 2 * view.frameWidth())
 
 
 def roofline_title(roofs: list[Roof]) -> str:
@@ -163,6 +167,9 @@ class RooflineCanvas(pg.PlotWidget):
         self.plot_item.showGrid(x=True, y=True, alpha=0.25)
         self.plot_item.setLabel("bottom", "Arithmetic intensity (FLOP/byte)")
         self.plot_item.setLabel("left", "Attainable rate")
+        # wide enough for "100 TFLOP/s" from the first paint: an axis that widens itself after
+        # painting shows no labels in a grab made before its relayout (--screenshot)
+        self.plot_item.getAxis("left").setWidth(int(round(100 * line_scale ** 0.5)))
         self.legend = self.plot_item.addLegend(offset=(-10, -10), labelTextSize="9pt")
         self._roof_items: list[pg.GraphicsObject] = []
         self._roofs: list[Roof] = []
@@ -407,6 +414,7 @@ class RooflineTab(QWidget):
         layout = QVBoxLayout(box)
         layout.addWidget(QLabel("Compare devices (the toolbar's device is always drawn first):"))
         self.device_list = QListWidget()
+        self.device_list.setUniformItemSizes(True)  # every row as tall as the first: whole rows fit
         for device in self.context.database.devices():
             if device.memory_bandwidth_bytes_per_s and device.dense_flops_per_s:
                 self._add_to_device_list(device)
@@ -426,7 +434,7 @@ class RooflineTab(QWidget):
         self.measured_box.setChecked(True)
         self.measured_box.toggled.connect(lambda _checked: self.refresh())
         layout.addWidget(self.measured_box)
-        self.foreign_box = QCheckBox("Also show points measured on other devices (judged against this roof)")
+        self.foreign_box = QCheckBox("Also show points measured on other devices")
         self.foreign_box.setToolTip("Benchmark points and trace kernels are drawn on their own device's "
                                     "roof. Ticked, those of other devices are drawn hollow, labelled "
                                     "'measured on …', and their % of roof is against the roof shown.")
