@@ -168,6 +168,7 @@ COMMANDS = {
             "--gpu", "h100-sxm", "--precision", "bf16", "--json"],
     "synth": ["synth", "healthy", "--steps", "2", "-o", "{tmp}/out.json"],
     "diagnose": ["diagnose", "{trace}", "--json"],
+    "diff": ["diff", "{trace}", "{trace}", "--json"],
 }
 CORRUPTIONS = {
     "ceilings wrong types": ("data/bench/ceilings/cpu.json", WRONG_TYPES),
