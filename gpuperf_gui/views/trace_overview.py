@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpuperf_gui.core.trace.overview import IDLE_CAUSES, KernelRow, RankOverview
+from gpuperf_gui.core.trace.overview import IDLE_CAUSES, KernelRow, RankOverview, display_kernel_name
 from gpuperf_gui.core.trace.session import LoadedTrace
 from gpuperf_gui.core.units import format_si
 from gpuperf_gui.views.trace_panels import PANEL_CSS, diagnosis_html
@@ -95,8 +95,7 @@ class StepBreakdownPlot(pg.PlotWidget):
             if not heights.any():
                 continue
             bar = pg.BarGraphItem(x=x, y0=bottom.copy(), height=heights, width=0.7,
-                                  brush=QColor(PART_COLORS[name]), pen=pg.mkPen(QColor(255, 255, 255), width=0.5),
-                                  name=name)
+                                  brush=QColor(PART_COLORS[name]), pen=pg.mkPen(QColor(255, 255, 255), width=0.5))
             self.addItem(bar)
             self.legend.addItem(bar, name)
             self.bars.append(bar)
@@ -228,7 +227,7 @@ class TraceOverview(QWidget):
             achieved = k.achieved_flops_per_s
             frac = k.fraction_of_roof(self.peak_flops_per_s, self.bandwidth_bytes_per_s)
             cells = [
-                _SortItem(k.name, k.name.lower()),
+                _SortItem(display_kernel_name(k.name), k.name.lower()),
                 _SortItem(k.kernel_class, k.kernel_class),
                 _SortItem(f"{k.calls:,}", k.calls),
                 _SortItem(format_duration_us(k.seconds * 1e6), k.seconds),

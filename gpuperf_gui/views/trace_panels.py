@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gpuperf_gui.core.trace.overview import display_kernel_name
 from gpuperf_gui.core.trace.session import DiagnosisView, EventDetails, OpTable
 from gpuperf_gui.core.units import format_si
 from gpuperf_gui.views.trace_style import format_duration_us, format_percent
@@ -437,7 +438,7 @@ class SelectionSummaryPanel(QTextBrowser):
 
         classes = sorted(summary.kernel_class_us.items(), key=lambda kv: -kv[1])
         cats = list(summary.cpu_category_us.items())[:8]
-        kernels = "".join(f"<tr><td>{_esc(n[:90])}</td><td class=num>{c:,}</td>"
+        kernels = "".join(f"<tr><td>{_esc(display_kernel_name(n, 80))}</td><td class=num>{c:,}</td>"
                           f"<td class=num>{format_duration_us(us)}</td></tr>" for n, c, us in summary.top_kernels)
         top = (f"<td style='vertical-align:top'><b>Top kernels in the range</b><table><tr><th>kernel</th>"
                f"<th>events</th><th>time</th></tr>{kernels}</table></td>") if kernels else ""

@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
     QMenu,
     QProgressBar,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QStackedWidget,
     QTabWidget,
@@ -110,10 +111,11 @@ class TraceTab(QWidget):
     def _build(self) -> None:
         self.title = QLabel("<b>No trace</b>")
         self.title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # never widens the window
         self.search_edit = QLineEdit()
         self.search_edit.setPlaceholderText("Search (Enter)")
         self.search_edit.setClearButtonEnabled(True)
-        self.search_edit.setFixedWidth(190)
+        self.search_edit.setFixedWidth(170)
         self.search_mode = QComboBox()
         for mode, label in SEARCH_MODE_LABELS:
             self.search_mode.addItem(label, mode)
@@ -128,7 +130,7 @@ class TraceTab(QWidget):
         self.match_label = QLabel("")
         self.step_combo = QComboBox()
         self.step_combo.setToolTip("Zoom to a step")
-        self.step_combo.setMinimumWidth(110)
+        self.step_combo.setMinimumWidth(130)
         self.zoom_sel_button = QPushButton("Zoom to selection")
         self.zoom_sel_button.setToolTip("Zoom to the selected event or the right-dragged range (F)")
         self.reset_button = QPushButton("Reset view")

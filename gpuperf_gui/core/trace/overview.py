@@ -55,6 +55,33 @@ def uses_tensor_cores(name: str) -> bool:
     return any(t in low for t in TENSOR_CORE_TOKENS)
 
 
+def display_kernel_name(name: str, max_chars: int = 100) -> str:
+    """A kernel name short enough to read in a table: without ``void``, its parameter list and
+    template arguments nested deeper than one level (``<…>``)."""
+    text = name.strip().replace("(anonymous namespace)", "{anon}")
+    templated = text.startswith("void ") or "<" in text
+    text = text.removeprefix("void ")
+    out: list[str] = []
+    depth = 0
+    for ch in text:
+        if ch == "<":
+            depth += 1
+            if depth <= 2:
+                out.append("<" if depth == 1 else "…")
+            continue
+        if ch == ">":
+            depth -= 1
+            if depth == 0:
+                out.append(">")
+            continue
+        if ch == "(" and depth == 0 and templated:
+            break                                   # the parameter list
+        if depth <= 1:
+            out.append(ch)
+    short = "".join(out).strip() or name
+    return short if len(short) <= max_chars else short[:max_chars - 1] + "…"
+
+
 @dataclass(frozen=True)
 class StepBreakdown:
     """One step's time split into parts that sum to ``duration_us``."""

@@ -486,3 +486,86 @@ def _mfu_and_roofline(result: TraceResult, analyses: list[RankAnalysis],
     except Exception as exc:  # noqa: BLE001
         notes.append(f"roofline points failed: {type(exc).__name__}: {exc}")
     return mfu_figures, points
+
+
+# -- compare (the Compare page) ---------------------------------------------------------------------------
+DIFF_ENGINE = "gpuperf_gui.core.trace.session:iter_diff"
+
+
+def iter_diff(before: Sequence[str], after: Sequence[str], stop: threading.Event | None = None
+              ) -> Iterator[Progress | object]:
+    """Load and analyse both traces, then yield :func:`.diff.diff_results` (a TraceDiff); Progress
+    items before. Returns without a diff when ``stop`` is set."""
+    from .diff import diff_results
+
+    stop = stop or threading.Event()
+    results = []
+    for k, (paths, label) in enumerate(((before, "before"), (after, "after"))):
+        result = None
+        for item in iter_load_and_analyse([Path(p) for p in paths], stop):
+            if isinstance(item, Progress):
+                yield Progress(0.5 * k + 0.45 * item.fraction, f"{label}: {item.message}")
+            else:
+                result = item
+        if result is None or stop.is_set():
+            return
+        results.append(result)
+    yield Progress(0.95, "comparing")
+    yield diff_results(results[0], results[1], labels=(", ".join(map(str, before)), ", ".join(map(str, after))))
+
+
+def diff_job(before: Sequence[Path | str], after: Sequence[Path | str], isolate: bool | None = None
+             ) -> Callable[[threading.Event], Iterator[LoadProgress | object]]:
+    """A ``produce(stop)`` for the views' task runner: LoadProgress items, then the TraceDiff. Runs
+    in a helper interpreter unless ``GPUPERF_TRACE_INPROCESS=1`` (the decoder holds the GIL)."""
+    if isolate is None:
+        isolate = os.environ.get("GPUPERF_TRACE_INPROCESS", "") != "1"
+    args = ([str(p) for p in before], [str(p) for p in after])
+
+    def produce(stop: threading.Event) -> Iterator[LoadProgress | object]:
+        items = iter_in_child(DIFF_ENGINE, args, stop=stop, grace_s=0.0) if isolate else iter_diff(*args, stop)
+        for item in items:
+            if stop.is_set():
+                return
+            if isinstance(item, Progress):
+                yield LoadProgress(item.message, int(round(1000 * item.fraction)), 1000)
+            else:
+                yield item
+
+    return produce
+
+
+@dataclass(frozen=True)
+class FigureDelta:
+    """One row of the Compare page's figures: before, after and after - before (``kind``: "s" or
+    "fraction")."""
+
+    label: str
+    kind: str
+    before: float | None
+    after: float | None
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.before is None or self.after is None else self.after - self.before
+
+
+def diff_figures(d) -> list[FigureDelta]:  # noqa: ANN001 (diff.TraceDiff)
+    """The headline figures of both sides (step time, GPU busy, exposed comm, idle split, kernel time)."""
+    b, a = d.before, d.after
+    rows = [FigureDelta("step time", "s", b.step_time_s, a.step_time_s),
+            FigureDelta("GPU busy", "fraction", b.gpu_busy_fraction, a.gpu_busy_fraction),
+            FigureDelta("exposed communication", "fraction", b.comm_exposed_fraction, a.comm_exposed_fraction)]
+    for cause in sorted(set(b.idle_breakdown) | set(a.idle_breakdown)):
+        rows.append(FigureDelta(f"idle: {cause.replace('_', ' ')} (share of idle)", "fraction",
+                                b.idle_breakdown.get(cause), a.idle_breakdown.get(cause)))
+    rows.append(FigureDelta("kernel time" + (" per step" if b.per_step and a.per_step else ""), "s",
+                            b.kernel_time_s, a.kernel_time_s))
+    return rows
+
+
+def diagnosis_view(diagnosis) -> DiagnosisView:  # noqa: ANN001 (diagnose.Diagnosis)
+    """A job diagnosis alone (no per-rank figures), for the Compare page."""
+    return DiagnosisView(signature=diagnosis.signature, confidence=diagnosis.confidence,
+                         evidence=list(diagnosis.evidence), fix=diagnosis.fix,
+                         secondary=list(diagnosis.secondary), per_rank=[], steps=[])
