@@ -31,7 +31,7 @@ _LONG_STEP_RE = re.compile(r"ProfilerStep\s*#\s*\d{19,}")
 MAX_ABS_TS_US = 1e17
 """Timestamps beyond ±1e17 µs (3,000 years) are not times: such events are skipped and counted."""
 _RANK_FILE_RE = re.compile(r"(?:rank[-_]?|worker)(\d+)", re.IGNORECASE)
-_STREAM_RE = re.compile(r"(\d+)")
+_STREAM_RE = re.compile(r"(\d{1,18})")  # a stream number, not a 5,000-digit string
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _PAIRED_OR_META = frozenset({BEvent, EEvent, MEvent})  # a set: hashing a type beats ``==`` on a tuple
 

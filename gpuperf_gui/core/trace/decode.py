@@ -178,6 +178,8 @@ def decode_trace(text: Text, path: Path, stream_truncated: bool = False, *, comp
     return decoded
 
 
+_RAW_EVENT_BYTES = 100
+"""Extra memory per event on the one-by-one path: its raw slice and list slot."""
 _MSGSPEC_BYTE = re.compile(r"\(byte (\d+)\)")
 
 
@@ -260,17 +262,19 @@ class _Decoding:
             at = at - 1 if self.text[at - 1:at] not in (b" ", b"\t", b"\r", b"\n") else at  # msgspec: 1 past it
             rest = len(self.text) - at
             self.end = at
+            first = len(bytes(self.text[:at]).rstrip()) if at < (1 << 24) else at
             self.warnings.append(
-                f"the file holds more than one JSON document: read the first (bytes 0-{at:,}), "
-                f"ignored the {rest:,} bytes after it")
+                f"the file holds more than one JSON document: read the first ({first:,} bytes), "
+                f"ignored the {rest:,} bytes after it, from byte {at:,}")
             return True
         for name, needed, repair in _REPAIRS:
             if name in self.repairs_done or not needed(self.text, at, message):
                 continue
             self.repairs_done.add(name)
             self._copy_check(f"repairing it ({name})")
-            self.text = repair(self.text)
-            self.end = min(self.end, len(self.text)) if name != "invalid UTF-8 replaced" else len(self.text)
+            view = self.view()  # a second document after ``end`` is ignored: repair only the first
+            self.text = repair(bytes(view) if isinstance(view, memoryview) else view)
+            self.end = len(self.text)
             if name == "NaN/Infinity literals read as numbers":
                 self.lax = True
             self.warnings.append(f"repaired: {name}")
@@ -338,7 +342,8 @@ class _Decoding:
         except BufferError:  # a view of the text is still alive: close the array in a copy
             self.text = bytearray(self.text) + b" " * len(suffix)
         reason = self.stream_error or ("gzip stream cut short" if self.stream_truncated else "JSON cut short")
-        pos, attempts = total, 0
+        at = _error_byte(self.last_error)  # a damaged stream can decompress to garbage: cut before it
+        pos, attempts = total if at is None else min(total, at), 0
         while attempts < _MAX_SALVAGE_ATTEMPTS:
             pos = self.text.rfind(b"}", body_start, pos)
             if pos < 0:
@@ -352,6 +357,8 @@ class _Decoding:
                 decoded.truncation = Truncation(bytes_total=total, bytes_used=pos + 1,
                                                 events_kept=len(decoded.events), reason=reason)
                 return decoded
+        if attempts:
+            return None  # complete-looking events, none of which decodes: not a cut, a broken file
         decoded = self._decode_closed(body_start, suffix)  # nothing complete after the array opened
         if decoded is None:
             return None
@@ -392,6 +399,9 @@ class _Decoding:
         except msgspec.ValidationError as exc:
             raise NotATraceError(f"{self.path}: not a trace: {exc} (the trace is a JSON object with a "
                                    "traceEvents list, or a JSON list of events)") from None
+        n_raw = len(raw_events)
+        self.budget.check(self.path, estimated_load_bytes(len(text), n_raw) + _RAW_EVENT_BYTES * n_raw,
+                          f"decoding its {n_raw:,} events one by one (some have fields of the wrong type)")
         events: list[Any] = []
         skipped = args_dropped = 0
         first = ""
@@ -437,7 +447,9 @@ def _describe_syntax_error(message: str, text: Text, at: int | None) -> str:
     if at is None or at >= len(text):
         return reason
     snippet = bytes(text[max(0, at - 20): at + 20]).decode("utf-8", "replace")
-    return f"{reason} {bytes(text[at:at + 1])!r} in {snippet!r}"
+    char = bytes(text[at:at + 1])
+    shown = repr(char.decode()) if 32 <= char[0] < 127 else f"byte 0x{char[0]:02x}"
+    return f"{reason} {shown} in {snippet!r}"
 
 
 def _offset_in(raw: msgspec.Raw, text: Text) -> int:
