@@ -25,7 +25,7 @@ import json
 import math
 import re
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
@@ -386,9 +386,8 @@ def with_datasheet_fractions(ceilings: MeasuredCeilings,
     bandwidth = device.memory_bandwidth_bytes_per_s if device.origin != "measured" else None
     bw_fraction = (ceilings.bandwidth_bytes_per_s / bandwidth
                    if bandwidth and ceilings.bandwidth_bytes_per_s else None)
-    data = ceilings.to_json_dict()
-    data.update(flops_fraction_of_datasheet=flops_fraction, bandwidth_fraction_of_datasheet=bw_fraction)
-    return MeasuredCeilings.from_json_dict(data)
+    return replace(ceilings, flops_fraction_of_datasheet=flops_fraction,
+                   bandwidth_fraction_of_datasheet=bw_fraction)
 
 
 # ---------------------------------------------------------------------------------------------
