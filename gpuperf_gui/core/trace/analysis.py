@@ -54,7 +54,7 @@ _SYNC_CALL_RE = re.compile(r"synchronize|cudaMemcpy$|hipMemcpy$|StreamWait", re.
 _BLOCKING_CALL_RE = re.compile(r"synchronize|^(cuda|hip)Memcpy(Async)?$|^aten::(item|_local_scalar_dense)$"
                                r"|^cudaStreamWaitEvent$", re.I)
 _CPU_P2P_RE = re.compile(r"^(gloo|nccl):(send|recv)|^c10d::(send|recv)|^gloo:.*(send|recv)", re.I)
-_OPTIMIZER_KERNEL_RE = re.compile(r"multi_tensor_apply|adam|sgd_|lamb|lion|fused_optim|_foreach_|optimizer", re.I)
+_OPTIMIZER_KERNEL_RE = re.compile(r"multi_tensor_apply|adam|\bsgd|lamb(?!da)|fused_optim|_foreach_|optimizer", re.I)
 _HTOD_RE = re.compile(r"HtoD|Host to Device|H2D", re.I)
 _STEP_NAME_RE = re.compile(r"^ProfilerStep")
 LAUNCH_SPACING_MAX_US = 1000.0 / 3.0
@@ -587,7 +587,7 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, window
     r = rest[stall]
     out.host_stall = float(r.sum()) / span
     out.stall_gaps = int(stall.sum())
-    out.stall_longest_s = float(glen[stall].max()) / 1e6
+    out.stall_longest_s = float(r.max()) / 1e6
     blocking = _cpu_union(rt, _BLOCKING_CALL_RE, t0, t1)
     if not lanes:
         main = main_thread(rt)

@@ -20,6 +20,7 @@ half the confidence.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -114,6 +115,20 @@ OPTIMIZER_FIX = ("The optimizer dominates: use a fused optimizer (torch.optim.Ad
                  "foreach=True, fewer optimizer passes (gradient accumulation: one step per several "
                  "micro-batches), and compile the step with the optimizer inside.")
 
+CPU_COMM_FIX = ("The collectives run on the host (gloo / CPU tensors) and block it: keep gradients on the GPU "
+                "and all-reduce them with NCCL (DDP), or issue them with async_op=True and overlap; fewer, "
+                "larger messages.")
+
+
+def short_kernel_name(name: str, width: int = 80) -> str:
+    """A kernel name a person can read: the function without namespaces and templates, plus the
+    functor it runs (``multi_tensor_apply_kernel (FusedAdamMathFunctor)``)."""
+    base = name.removeprefix("void ").split("<")[0].split("::")[-1].split("(")[0] or name
+    functors = re.findall(r"(\w+Functor)\b", name)
+    if functors and functors[-1] not in base:
+        base = f"{base} ({functors[-1]})"
+    return base[:width]
+
 
 @dataclass
 class Finding:
@@ -192,7 +207,8 @@ def _comm_finding(a: RankAnalysis) -> Finding:
         evidence.append(f"CPU-side collectives (gloo, c10d waits) block the host for "
                         f"{_pct(c.communication_cpu)} of the step while no compute kernel runs")
     evidence.append(f"compute busy {_pct(a.compute_busy_fraction)} of the step")
-    return Finding("comm_bound", loss, min(1.0, loss / (2 * THRESHOLDS["comm_exposed_min"])), evidence)
+    fix = CPU_COMM_FIX if c.communication_cpu > 0.5 * loss else ""
+    return Finding("comm_bound", loss, min(1.0, loss / (2 * THRESHOLDS["comm_exposed_min"])), evidence, fix)
 
 
 def _data_finding(a: RankAnalysis) -> Finding:
@@ -202,7 +218,7 @@ def _data_finding(a: RankAnalysis) -> Finding:
     if c.dataloader > 0.005:
         ev.append(f"the host is inside the DataLoader (__next__) for {_pct(c.dataloader)} of the step "
                   f"while the GPU idles (DataLoader spans {_pct(a.dataloader_fraction)} of the step)")
-    if c.host_stall > 0.005:
+    if c.host_stall >= 0.1 * c.data:
         ev.append(f"{c.stall_gaps} host stall{'s' if c.stall_gaps != 1 else ''} (longest "
                   f"{_ms(c.stall_longest_s)}) cover {_pct(c.host_stall)} of the step: blocking "
                   f"sync/copy calls {_pct(c.stall_blocking)}, CPU ops that launch nothing "
@@ -228,7 +244,7 @@ def _launch_finding(a: RankAnalysis) -> Finding:
           f"of kernels are shorter than their launch call (median call {launch.median_launch_call_us:.1f} µs, "
           f"launch-to-kernel latency {launch.median_launch_delay_us:.1f} µs)"]
     if c.data > 0.005:
-        ev.append(f"host stalls without launches only {_pct(c.data)} of the step")
+        ev.append(f"host stalls without launches: {_pct(c.data)} of the step")
     conf = min(1.0, c.launch / (2 * THRESHOLDS["loss_min"]))
     return Finding("launch_bound", c.launch, conf, ev)
 
@@ -240,7 +256,7 @@ def _memory_finding(a: RankAnalysis, gemm: float) -> Finding:
           "normalisation/reduction", f"GEMM + attention only {_pct(gemm)} of kernel time"]
     fix = ""
     if a.optimizer_kernel_share >= THRESHOLDS["optimizer_share_min"]:
-        top = ", ".join(n[:70] for n, _ in a.top_kernels[:2])
+        top = ", ".join(f"{short_kernel_name(n)} {_pct(share)}" for n, share in a.top_kernels[:3])
         ev.insert(0, f"the optimizer's kernels take {_pct(a.optimizer_kernel_share)} of kernel time "
                      f"(top kernels: {top})")
         fix = OPTIMIZER_FIX

@@ -1,0 +1,208 @@
+"""Issue 9 oracles: every real H200 trace (tests/data/h200, labels and figures from the recording
+script's own measurements, see its SOURCES.md), every shared trace with a label, and every synthetic
+scenario diagnoses as expected, with evidence that agrees with the verdict."""
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from gpuperf_gui.core.trace.api import TraceResult, analyse_paths
+from gpuperf_gui.core.trace.diagnose import THRESHOLDS, Diagnosis
+from gpuperf_gui.core.trace.synth import SCENARIO_SIGNATURE, write_synth_trace
+
+H200 = Path(__file__).resolve().parents[1] / "data" / "h200"
+METAS = sorted(H200.glob("*.meta.json"))
+LABELLED = [m for m in METAS if json.loads(m.read_text()).get("expected_signature")]
+
+
+def _trace_path(meta: Path) -> Path:
+    name = meta.name.removesuffix(".meta.json")
+    single = meta.with_name(f"{name}.json.gz")
+    return single if single.exists() else meta.with_name(name)  # a folder of rank files
+
+
+@lru_cache(maxsize=32)
+def _result(path: Path) -> TraceResult:
+    return analyse_paths([path], workers=1)
+
+
+def _first_pct(text: str) -> float:
+    return float(re.search(r"(\d+) %", text).group(1)) / 100
+
+
+def assert_evidence_agrees(result: TraceResult) -> None:
+    """The verdict's own evidence carries the figure that chose it, in words that fit it."""
+    d: Diagnosis = result.diagnosis
+    text = " ".join(d.evidence)
+    assert d.evidence and d.fix
+    if d.signature == "comm_bound":
+        headline = next(e for e in d.evidence if e.startswith("compute idles while communication runs"))
+        assert _first_pct(headline) >= THRESHOLDS["comm_exposed_min"] - 0.005
+        # The loss is never read as exposed GPU communication that is ~0 (gloo: the CPU blocks).
+        assert not re.search(r"exposed 0 %", text) or "CPU-side collectives" in text
+        assert "send/recv" not in text
+    elif d.signature == "data_starved":
+        assert "DataLoader" in text or "host stall" in text
+        assert _first_pct(next(e for e in d.evidence if e.startswith("GPU compute idle"))) >= 0.05
+    elif d.signature == "launch_bound":
+        assert "launch calls" in text and "median kernel" in text
+    elif d.signature == "pipeline_bubble":
+        assert "send/recv" in text and "collective" not in text
+    elif d.signature == "straggler":
+        assert d.ranks and all(f"rank {r} arrives late" in text for r in d.ranks)
+        assert any(f"Rank {', '.join(map(str, d.ranks))}" in d.fix for _ in [0])
+    elif d.signature == "healthy":
+        assert all(1 - r.analysis.gpu_busy_fraction <= THRESHOLDS["healthy_idle_max"] for r in result.ranks)
+    elif d.signature == "memory_bound":
+        assert "elementwise" in text
+    for r in result.ranks:  # never healthy with a GPU idle more than ~15 % of the step
+        if r.diagnosis.signature == "healthy":
+            assert 1 - r.analysis.gpu_busy_fraction <= THRESHOLDS["healthy_idle_max"]
+
+
+def test_the_recorded_traces_are_here() -> None:
+    # SOURCES.md lists 9 labelled scenarios recorded on one H200; more (2-GPU) may follow.
+    assert len(LABELLED) >= 7, [m.name for m in METAS]
+
+
+@pytest.mark.parametrize("meta", LABELLED, ids=lambda m: m.name.removesuffix(".meta.json"))
+def test_real_h200_traces_diagnose_as_recorded(meta: Path) -> None:
+    expected = json.loads(meta.read_text())["expected_signature"]
+    result = _result(_trace_path(meta))
+    assert result.diagnosis.signature == expected, (result.diagnosis.evidence, result.diagnosis.scores)
+    assert_evidence_agrees(result)
+
+
+@pytest.mark.parametrize("meta", METAS, ids=lambda m: m.name.removesuffix(".meta.json"))
+def test_rank_busy_matches_the_recording_scripts_estimate(meta: Path) -> None:
+    """The recording script measured GPU busy per step itself (union of device work in each
+    ProfilerStep window, independent of this engine). Over the steps we keep (the first is warm-up
+    with three or more), the duration-weighted mean of its figures is ours within 2 points."""
+    m = json.loads(meta.read_text())
+    result = _result(_trace_path(meta))
+    estimates = m.get("trace_busy_per_rank") or [m["trace_busy"]]
+    for r, est in zip(result.ranks, estimates):
+        busy, dur = est["per_step_busy_fraction"], est["step_durations_s"]
+        keep = slice(1, None) if len(busy) >= 3 else slice(None)
+        expected = sum(b * d for b, d in zip(busy[keep], dur[keep])) / sum(dur[keep])
+        assert r.analysis.gpu_busy_fraction == pytest.approx(expected, abs=0.02), r.analysis.rank
+
+
+def test_packed_trace_busy_per_step_equals_busy_per_rank() -> None:
+    """packed_runahead: the launch queue is never empty (15 steps queued before profiling began), so
+    the GPU is busy all of every step; meta: gpu_busy_fraction_min 0.98."""
+    meta = json.loads((H200 / "packed_runahead.meta.json").read_text())
+    a = _result(H200 / "packed_runahead.json.gz").ranks[0].analysis
+    floor = meta["expected"]["gpu_busy_fraction_min"]
+    assert a.gpu_busy_fraction >= floor
+    for s in a.steps:
+        assert s.gpu_busy_fraction >= floor and s.gpu_busy_fraction == pytest.approx(a.gpu_busy_fraction, abs=0.01)
+
+
+def test_data_starved_without_a_dataloader_is_a_host_stall_before_the_copy() -> None:
+    meta = json.loads((H200 / "data_starved_python.meta.json").read_text())
+    result = _result(H200 / "data_starved_python.json.gz")
+    a, d = result.ranks[0].analysis, result.diagnosis
+    c = a.idle_causes
+    assert c.dataloader == 0 and a.dataloader_fraction == 0  # no DataLoader in this loop
+    # Most of the idle is the host stall; it ends with the pageable H2D copy of the batch.
+    assert c.host_stall >= 0.8 * c.compute_idle and c.stall_before_htod >= 0.8 * c.host_stall
+    # meta: 64 ms of host preparation per step; the longest stall is one step's preparation.
+    assert c.stall_longest_s == pytest.approx(meta["expected"]["host_prep_s_per_step"], rel=0.25)
+    assert any("host-to-device copy" in e for e in d.evidence)
+
+
+def test_dataloader_workers_fix_the_starved_gpu() -> None:
+    starved = _result(H200 / "data_starved_loader0.json.gz")
+    fed = _result(H200 / "loader_fed.json.gz")
+    c = starved.ranks[0].analysis.idle_causes
+    # meta: host time per batch is 1.2x the GPU step, so the DataLoader holds the step >= half the time.
+    assert c.dataloader >= 0.5 and starved.ranks[0].analysis.dataloader_fraction >= 0.5
+    assert fed.ranks[0].analysis.dataloader_fraction < THRESHOLDS["dataloader_min"]
+    assert fed.diagnosis.signature == "healthy"
+
+
+def test_gloo_host_collectives_count_as_communication() -> None:
+    meta = json.loads((H200 / "gloo_cpu_allreduce.meta.json").read_text())
+    result = _result(H200 / "gloo_cpu_allreduce")
+    for r, expected in zip(result.ranks, meta["expected"]["comm_exposed_fraction_per_rank"]):
+        c = r.analysis.idle_causes
+        # meta: host wall time inside dist.all_reduce / unprofiled step time (0.757, 0.745)
+        assert c.communication == pytest.approx(expected, abs=0.06)
+        assert c.communication_cpu >= 0.9 * c.communication  # no GPU collective at all
+        assert r.analysis.comm_exposed_fraction == 0.0  # ... so GPU-exposed communication reads 0
+    d = result.diagnosis
+    assert any("CPU-side collectives" in e for e in d.evidence) and "NCCL" in d.fix
+    assert not result.multi_rank.stragglers
+
+
+def test_optimizer_bound_step_names_the_optimizer() -> None:
+    meta = json.loads((H200 / "adamw_foreach.meta.json").read_text())
+    result = _result(H200 / "adamw_foreach.json.gz")
+    a, d = result.ranks[0].analysis, result.diagnosis
+    # meta: opt.step() alone takes 77 % of the unprofiled step (CUDA events)
+    assert a.optimizer_kernel_share == pytest.approx(meta["expected"]["optimizer_fraction_of_step"], abs=0.1)
+    assert d.signature == "memory_bound" and "fused=True" in d.fix
+    assert d.evidence[0].startswith("the optimizer's kernels take") and "multi_tensor_apply_kernel" in d.evidence[0]
+
+
+def test_eager_and_compiled_tiny_models_are_launch_bound_by_the_host() -> None:
+    for name in ("eager_tiny", "compiled_tiny"):
+        a = _result(H200 / f"{name}.json.gz").ranks[0].analysis
+        c = a.idle_causes
+        assert 1 - a.gpu_busy_fraction > 0.85  # meta trace_busy: 8-9 % busy
+        assert c.host >= 0.9 * c.compute_idle and c.launch > c.data  # host-bound, mostly launching
+
+
+# Shared traces ------------------------------------------------------------------------------------
+
+SHARED_LABELS = {  # the labels of test_trace_diagnose.EXPECTED and the jobs of the issue
+    "h200/healthy_gpt_small.json.gz": "healthy",
+    "h200/launch_bound_tiny.json.gz": "launch_bound",
+    "h200/memory_bound_visible.json.gz": "memory_bound",
+    "kineto/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz": "data_starved",
+    "param/dlrm_kineto": "comm_bound",
+    "hta/trace_filter": "comm_bound",
+}
+
+
+@pytest.mark.parametrize("rel, signature", sorted(SHARED_LABELS.items()))
+def test_shared_traces_diagnose_as_labelled_with_agreeing_evidence(shared_traces: Path, rel: str,
+                                                                   signature: str) -> None:
+    result = _result(shared_traces / rel)
+    assert result.diagnosis.signature == signature, result.diagnosis.evidence
+    assert not result.multi_rank.stragglers  # DLRM's and the sampled ranks' lags are < 0.2 ms
+    assert_evidence_agrees(result)
+
+
+def test_resnet_with_workers_is_not_starved_and_not_healthy_at_23_percent_idle(shared_traces: Path) -> None:
+    """The fixed run: DataLoader 1 % (TB), but HTA's idle is 24.3 %: the GPU still waits on the host
+    launching ResNet's small kernels one by one."""
+    result = _result(shared_traces / "kineto/samples/resnet50_num_workers_4/worker0.1623212756351.pt.trace.json.gz")
+    a, d = result.ranks[0].analysis, result.diagnosis
+    assert 1 - a.gpu_busy_fraction > THRESHOLDS["healthy_idle_max"]
+    assert d.signature == "launch_bound"
+    assert_evidence_agrees(result)
+
+
+# Synthetic scenarios ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIO_SIGNATURE))
+def test_synthetic_evidence_agrees(tmp_path: Path, scenario: str) -> None:
+    path = write_synth_trace(scenario, tmp_path / f"{scenario}.json.gz", steps=4, seed=3)
+    result = analyse_paths([path], workers=1)
+    assert result.diagnosis.signature == SCENARIO_SIGNATURE[scenario]
+    assert_evidence_agrees(result)
+
+
+def test_synthetic_pipeline_bubble_is_measured_next_to_send_recv(tmp_path: Path) -> None:
+    """The generator's stage waits a 900 µs recv before each pair of 700 µs GEMMs (2 GEMMs + a send
+    per micro-batch): compute idles 900/(900+1400) ~ 39 % of the step next to send/recv."""
+    path = write_synth_trace("pipeline_bubble", tmp_path / "pb.json.gz", steps=4)
+    a = analyse_paths([path], workers=1).ranks[0].analysis
+    assert a.p2p_adjacent_idle_fraction == pytest.approx(900 / 2300, abs=0.07)
+    assert a.idle_causes.communication == 0.0  # p2p is the bubble, not collectives
