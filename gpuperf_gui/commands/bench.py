@@ -20,8 +20,7 @@ from typing import TextIO
 
 from gpuperf_gui.commands._output import fail
 from gpuperf_gui.core.bench.plans import KERNELS, MATMUL_DTYPES, TimingPolicy, build_plan, default_cpu_threads
-from gpuperf_gui.core.bench.points import format_clock
-from gpuperf_gui.core.units import format_si, parse_whole_list
+from gpuperf_gui.core.units import format_clock, format_si, parse_whole_list
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

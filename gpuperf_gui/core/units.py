@@ -31,6 +31,12 @@ def format_duration_us(duration_us: float | None) -> str:
     return format_si(duration_us * 1e-6, "s") if duration_us else "0 s"
 
 
+def format_clock(seconds: float | None) -> str:
+    """A time left as minutes:seconds ("2:05"), for progress lines (None or negative: "0:00")."""
+    whole = max(0, int(round(seconds or 0)))
+    return f"{whole // 60}:{whole % 60:02d}"
+
+
 def json_safe(obj: object) -> object:
     """A copy with NaN and ±inf floats replaced by None: JSON has no such numbers, and the CLI
     prints with ``allow_nan=False``. Walks dicts, lists and tuples (tuples become lists)."""

@@ -39,7 +39,7 @@ from gpuperf_gui.core.bench.ceilings import (
 )
 from gpuperf_gui.core.child_stream import iter_in_child
 from gpuperf_gui.core.bench.plans import MATMUL_DTYPES, BenchPlan, build_plan, default_cpu_threads
-from gpuperf_gui.core.bench.points import BenchMessage, MeasuredPoint, format_clock
+from gpuperf_gui.core.bench.points import BenchMessage, MeasuredPoint
 from gpuperf_gui.core.bench.results import (
     BenchRun,
     default_results_dir,
@@ -49,7 +49,7 @@ from gpuperf_gui.core.bench.results import (
     new_run_path,
     read_run,
 )
-from gpuperf_gui.core.units import format_bytes, format_si, parse_whole_list
+from gpuperf_gui.core.units import format_bytes, format_clock, format_si, parse_whole_list
 from gpuperf_gui.views.plotting import XYBuffer, log_si_axes
 from gpuperf_gui.views.workers import TaskRunner
 

@@ -10,7 +10,6 @@ from gpuperf_gui.core.bench.plans import (
     build_plan,
     estimate_point_cost_s,
     expand_plan,
-    format_bytes,
 )
 
 GIB = 1024**3
@@ -72,12 +71,6 @@ def test_cpu_plan_and_explicit_points() -> None:
     explicit = BenchPlan(points=(PlannedPoint("copy", "fp32", 10),))
     assert expand_plan(explicit, limits) == explicit.points
     assert all(estimate_point_cost_s(p, explicit.timing) > 0 for p in points)
-
-
-def test_format_bytes() -> None:
-    assert format_bytes(256 * 1024) == "256 KiB"
-    assert format_bytes(2 * GIB) == "2 GiB"
-    assert format_bytes(1.5 * 1024**2) == "1.5 MiB"
 
 
 def test_flop_counter_mode_counts_2n3_for_the_measured_matmul() -> None:

@@ -242,6 +242,6 @@ def test_read_run_never_fails_on_a_line_and_names_an_unreadable_file(tmp_path: P
 
 
 def test_format_clock() -> None:
-    from gpuperf_gui.core.bench.points import format_clock
+    from gpuperf_gui.core.units import format_clock
 
     assert [format_clock(s) for s in (None, -3, 0.4, 59.6, 125)] == ["0:00", "0:00", "0:00", "1:00", "2:05"]

@@ -41,3 +41,10 @@ def test_parse_positive() -> None:
         parse_positive("4096.7", whole=True)
     with pytest.raises(ValueError):
         parse_positive("1e308", whole=True, maximum=2**40)
+
+
+def test_format_clock_minutes_and_seconds() -> None:
+    from gpuperf_gui.core.units import format_clock
+
+    assert [format_clock(s) for s in (None, -3, 0.4, 59.6, 125, 3600)] == ["0:00", "0:00", "0:00", "1:00",
+                                                                          "2:05", "60:00"]

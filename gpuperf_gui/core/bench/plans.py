@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpuperf_gui.core.roofline import BYTES_PER_ELEMENT
-from gpuperf_gui.core.units import format_bytes  # noqa: F401 - plans' labels; importers use it from here
+from gpuperf_gui.core.units import format_bytes
 
 MATMUL_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 MEMORY_KERNELS = ("copy", "add", "triad")

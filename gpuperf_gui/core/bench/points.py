@@ -127,9 +127,3 @@ class BenchMessage:
     def from_json_dict(cls, data: dict[str, Any]) -> BenchMessage:
         names = {f.name for f in fields(cls)}
         return cls(**{key: value for key, value in data.items() if key in names})
-
-
-def format_clock(seconds: float | None) -> str:
-    """A time left as minutes:seconds ("2:05"), for progress lines (None: "0:00")."""
-    whole = max(0, int(round(seconds or 0)))
-    return f"{whole // 60}:{whole % 60:02d}"
