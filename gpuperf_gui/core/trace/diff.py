@@ -22,9 +22,11 @@ Definitions
   ``control_iteration``/``test_iteration``). Step time = median duration of those steps (median
   over ranks), speedup = before / after.
 * Per step: kernel classes and ops are totals over the compared steps divided by their number, then
-  averaged over ranks, so traces with different step counts compare. Device work counts when it
-  starts in the steps' device span (:func:`.analysis.step_bounds`); host ops when they start in the
-  steps' CPU span. Kernel time = kernels + copies + memsets; the class deltas sum to its change.
+  averaged over ranks, so traces with different step counts compare. Host ops count when they start
+  in a compared step's CPU span; device work when the call that launched it did (HTA's rule, so
+  steps partition the kernels), or, without a launch flow, when it starts in a step's device span
+  (:func:`.analysis.step_bounds`). Kernel time = kernels + copies + memsets; the class deltas sum
+  to its change.
   A trace without ``ProfilerStep`` annotations is compared per trace (its whole GPU span).
 * Ops follow HTA's ``TraceDiff.compare_traces``: per name, call counts and total duration (CPU
   total for host ops, device time for kernels) before and after, and ``ops_diff`` categories by
@@ -48,7 +50,7 @@ from .api import TraceResult, analyse_paths
 from .decode import DEFAULT_MAX_BYTES
 from .diagnose import Diagnosis
 from .model import GPU_ACTIVITY_KINDS, KERNEL_CLASSES, RankTrace
-from .optable import op_table
+from .optable import op_table, starts_in
 
 CHANGE_CATEGORIES = ("added", "deleted", "increased", "decreased", "unchanged")
 """HTA ``TraceDiff.ops_diff``'s categories, by call count."""
@@ -57,13 +59,14 @@ _SAME = 1e-9
 
 @dataclass(frozen=True)
 class RankWindow:
-    """What was compared in one rank: file, step count, spans in the file's own ``ts`` (µs)."""
+    """What was compared in one rank: file, step count, each step's CPU and device span in the
+    file's own ``ts`` (µs)."""
 
     rank: int
     file: str
     steps: int
-    host_window_ts_us: tuple[float, float]
-    device_window_ts_us: tuple[float, float]
+    host_windows_ts_us: list[tuple[float, float]]
+    device_windows_ts_us: list[tuple[float, float]]
 
 
 @dataclass
@@ -90,8 +93,9 @@ class Side:
                 "gpu_busy_fraction": self.gpu_busy_fraction, "comm_exposed_fraction": self.comm_exposed_fraction,
                 "idle_breakdown": dict(self.idle_breakdown), "kernel_time_s": self.kernel_time_s,
                 "ranks": [{"rank": r.rank, "file": r.file, "steps": r.steps,
-                           "host_window_ts_us": list(r.host_window_ts_us),
-                           "device_window_ts_us": list(r.device_window_ts_us)} for r in self.ranks]}
+                           "host_windows_ts_us": [list(w) for w in r.host_windows_ts_us],
+                           "device_windows_ts_us": [list(w) for w in r.device_windows_ts_us]}
+                          for r in self.ranks]}
 
 
 @dataclass(frozen=True)
@@ -256,10 +260,11 @@ def _side(result: TraceResult, steps: Sequence[int] | None, label: str) -> Side:
     per_step = True
     for r in result.ranks:
         host_w, dev_w, numbers = _windows(r.trace, r.analysis, steps)
+        keep = device_selection(r.trace, host_w, dev_w)
         n = max(len(numbers), 1)
         per_step &= bool(numbers)
-        classes += _class_time_s(r.trace, dev_w) / n
-        for row in op_table(r.trace, host_w, dev_w):
+        classes += _class_time_s(r.trace, keep) / n
+        for row in op_table(r.trace, host_w, keep):
             dur = row.cpu_total_s if row.kind == "host" else row.device_total_s
             acc = ops.setdefault((row.name, row.kind), np.zeros(3))
             acc += np.array([row.calls, dur, row.device_total_s]) / n
@@ -267,8 +272,9 @@ def _side(result: TraceResult, steps: Sequence[int] | None, label: str) -> Side:
         if durations:
             step_times.append(float(np.median(durations)))
         off = r.trace.file_ts_offset_us
-        windows.append(RankWindow(r.trace.rank, r.trace.file, len(numbers), (host_w[0] + off, host_w[1] + off),
-                                  (dev_w[0] + off, dev_w[1] + off)))
+        windows.append(RankWindow(r.trace.rank, r.trace.file, len(numbers),
+                                  [(t0 + off, t1 + off) for t0, t1 in host_w],
+                                  [(t0 + off, t1 + off) for t0, t1 in dev_w]))
     k = max(len(result.ranks), 1)
     analyses = [r.analysis for r in result.ranks]
     return Side(
@@ -286,14 +292,16 @@ def _mean(analyses: list[RankAnalysis], get) -> float:  # noqa: ANN001 (callable
     return float(np.mean([get(a) for a in analyses])) if analyses else 0.0
 
 
-def _windows(rt: RankTrace, analysis: RankAnalysis, wanted: Sequence[int] | None
-             ) -> tuple[tuple[float, float], tuple[float, float], list[int]]:
-    """(host span, device span, step numbers) of the compared steps, in lane time."""
+Spans = list[tuple[float, float]]
+
+
+def _windows(rt: RankTrace, analysis: RankAnalysis, wanted: Sequence[int] | None) -> tuple[Spans, Spans, list[int]]:
+    """(CPU spans, device spans, numbers) of the compared steps, one span each, in lane time."""
     if not rt.steps:
         if wanted:
             raise ValueError(f"{rt.file}: no ProfilerStep annotations, so no step {', '.join(map(str, wanted))}")
         span = _device_span(rt) or rt.span_us
-        return span, span, []
+        return [span], [span], []
     if wanted:
         numbers = [s.number for s in rt.steps if s.number in set(wanted)]
         missing = sorted(set(wanted) - set(numbers))
@@ -305,9 +313,31 @@ def _windows(rt: RankTrace, analysis: RankAnalysis, wanted: Sequence[int] | None
         numbers = [s.number for s in rt.steps if s.number not in warm]
     bounds = step_bounds(rt.steps)
     sel = [i for i, s in enumerate(rt.steps) if s.number in set(numbers)]
-    host = (min(rt.steps[i].cpu_start_us for i in sel), max(rt.steps[i].cpu_end_us for i in sel))
-    device = (min(bounds[i][0] for i in sel), max(bounds[i][1] for i in sel))
-    return host, device, numbers
+    return ([(rt.steps[i].cpu_start_us, rt.steps[i].cpu_end_us) for i in sel], [bounds[i] for i in sel],
+            numbers)
+
+
+def device_selection(rt: RankTrace, host_spans: Spans, device_spans: Spans) -> dict[int, np.ndarray]:
+    """Per GPU lane, the events that belong to the steps: launched inside a step's CPU span (HTA's
+    rule: a kernel has the iteration of the op that launched it), else, with no launch flow
+    (annotations, traces without correlation ids), starting inside a step's device span."""
+    launch_us = {lane.lane_id: np.full(len(lane), np.nan) for lane in rt.lanes if lane.is_gpu}
+    flows = rt.flows
+    for src in np.unique(flows.src_lane).tolist() if len(flows) else []:
+        m = flows.src_lane == src
+        t = rt.lanes[src].start_us[flows.src_index[m]]
+        for dst in np.unique(flows.dst_lane[m]).tolist():
+            mm = flows.dst_lane[m] == dst
+            launch_us[dst][flows.dst_index[m][mm]] = t[mm]
+    out = {}
+    for lane in rt.lanes:
+        if not lane.is_gpu:
+            continue
+        t = launch_us[lane.lane_id]
+        launched = ~np.isnan(t)
+        out[lane.lane_id] = np.where(launched, starts_in(np.where(launched, t, 0.0), host_spans),
+                                     starts_in(lane.start_us, device_spans))
+    return out
 
 
 def _device_span(rt: RankTrace) -> tuple[float, float] | None:
@@ -318,11 +348,11 @@ def _device_span(rt: RankTrace) -> tuple[float, float] | None:
             max(float(lane.end_us.max()) for lane in lanes) + 1e-3)  # end inclusive of the last start
 
 
-def _class_time_s(rt: RankTrace, window_us: tuple[float, float]) -> np.ndarray:
-    """Seconds of device work per kernel class, events starting in ``window_us`` (as the op table)."""
+def _class_time_s(rt: RankTrace, keep: dict[int, np.ndarray]) -> np.ndarray:
+    """Seconds of device work per kernel class among the selected events (as the op table)."""
     out = np.zeros(len(KERNEL_CLASSES))
     for lane in rt.lanes_of_kind(*GPU_ACTIVITY_KINDS):
-        m = (lane.start_us >= window_us[0]) & (lane.start_us < window_us[1]) & (lane.kernel_class >= 0)
+        m = keep[lane.lane_id] & (lane.kernel_class >= 0)
         out += np.bincount(lane.kernel_class[m].astype(np.int64), weights=lane.duration_us[m],
                            minlength=len(KERNEL_CLASSES))[: len(KERNEL_CLASSES)] / 1e6
     return out

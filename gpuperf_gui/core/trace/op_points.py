@@ -17,7 +17,8 @@ from ..roofline import RooflinePoint
 from .build import LAUNCH_CATEGORIES
 from .flops import CAUSAL_NOTE
 from .model import RankTrace
-from .optable import HOST_ROW_CATEGORIES, _ids, _kernel_time_by_launch, host_rows_with_device_time, name_groups
+from .optable import (HOST_ROW_CATEGORIES, PYTHON_CATEGORIES, _ids, _kernel_time_by_launch, host_rows_with_device_time,
+                      name_groups)
 
 
 @dataclass(frozen=True)
@@ -66,11 +67,12 @@ def op_points(rt: RankTrace, *, min_seconds: float = 0.0) -> list[OpPoint]:
     kernel_us = _kernel_time_by_launch(rt)
     launch_ids = _ids(rt, LAUNCH_CATEGORIES)
     group = name_groups(rt)
+    python_ids = _ids(rt, PYTHON_CATEGORIES)
     groups: dict[tuple[int, int], list[float]] = {}
     for lane in rt.cpu_lanes:
         if not np.any(~np.isnan(lane.flops)):
             continue
-        got = host_rows_with_device_time(lane, host_cat, kernel_us, launch_ids, group)
+        got = host_rows_with_device_time(lane, host_cat, kernel_us, launch_ids, group, None, python_ids)
         if got is None:
             continue
         rows, dev_op = got.rows, got.self_device_us

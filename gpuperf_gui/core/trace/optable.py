@@ -1,6 +1,7 @@
 """The op table of ``prof.key_averages().table(sort_by="cuda_time_total")``, rebuilt from a trace.
 
-Rows: host events (``cpu_op``/``Operator``, ``user_annotation``, runtime/driver calls) grouped by
+Rows: host events (``cpu_op``/``Operator``, ``user_annotation``, runtime/driver calls, and the
+``python_function`` frames of a ``with_stack=True`` trace, which torch lists and nests too) grouped by
 name, and device rows (kernels, copies, and ``gpu_user_annotation`` spans, which torch lists with
 their span as "self CUDA" time) grouped by name. ``ProfilerStep#N`` is grouped as ``ProfilerStep*``
 as torch does.
@@ -8,8 +9,9 @@ as torch does.
 * Nesting is torch's (``EventList._populate_cpu_children``): on one thread, an event's parent is the
   innermost earlier event that *contains* it (starts no later, ends no earlier, and the child starts
   before the parent ends). An event that merely overlaps another is not its child.
-* self CPU = duration minus the durations of its direct children, never below 0; total CPU =
-  duration.
+* self CPU = duration minus the durations of its direct children, never below 0 (torch prints a
+  negative self time when a parent's children overlap, e.g. a Python frame and a record_function
+  that straddles it); total CPU = duration.
 * Profiler overhead: Kineto writes CUPTI's own overhead ("Command Buffer Full", ``cat: overhead``,
   ``pid -1``) on a row of its own. torch files these spans under the thread that drives the
   profiler (the one with the ``ProfilerStep`` annotations), so they count as children of the
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
@@ -42,6 +44,10 @@ HOST_ROW_CATEGORIES = frozenset({"cpu_op", "Operator", "user_annotation"}) | LAU
 OVERHEAD_CATEGORIES = frozenset({"overhead"})
 """Kineto's profiler-overhead spans (CUPTI buffer flushes): children time of the profiling thread."""
 _STEP_RE = re.compile(r"^ProfilerStep\s*#\s*\d+$")
+CONTAINMENT_SLACK_US = 1e-3
+"""A child may end this much after its parent: Kineto writes ``ts`` and ``dur`` rounded to 1 ns
+separately, and ``ts`` near 5e12 µs is a double with a 0.001 µs step, so a child ending with its
+parent can read 1 ns later (torch, on integer ns, sees it inside)."""
 
 
 @dataclass
@@ -73,12 +79,13 @@ def _group_name(name: str) -> str:
     return "ProfilerStep*" if _STEP_RE.match(name) else name
 
 
-def op_table(rt: RankTrace, host_window_us: tuple[float, float] | None = None,
-             device_window_us: tuple[float, float] | None = None) -> list[OpRow]:
+def op_table(rt: RankTrace, host_windows_us: Sequence[tuple[float, float]] | None = None,
+             device_keep: dict[int, np.ndarray] | None = None) -> list[OpRow]:
     """All rows, sorted by total device time then total CPU time, descending.
 
-    With windows, only host events starting in ``host_window_us`` and device events starting in
-    ``device_window_us`` (``[t0, t1)``, lane times) count; nesting is still read from the whole lane.
+    A selection (e.g. some steps): only host events starting in one of ``host_windows_us``
+    (``[t0, t1)``, lane times) and the device events ``device_keep[lane_id]`` marks count (a lane
+    missing from it counts none); nesting is still read from the whole lane.
     """
     # Overhead spans are rows too (torch lists "Command Buffer Full"; its "Self CPU time total"
     # includes them), on their own row of the trace where nothing nests in them.
@@ -112,8 +119,8 @@ def op_table(rt: RankTrace, host_window_us: tuple[float, float] | None = None,
         for d in range(int(level.max()), 0, -1):
             at = np.flatnonzero(level == d)
             np.add.at(dev_total, parent[at], dev_total[at])
-        if host_window_us is not None:
-            keep = _starts_in(lane.start_us[rows], host_window_us)
+        if host_windows_us is not None:
+            keep = starts_in(lane.start_us[rows], host_windows_us)
             rows, dur, dev_op, dev_total, child_cpu = (a[keep] for a in (rows, dur, dev_op, dev_total, child_cpu))
         names = lane.name_id[rows]
         np.add.at(self_cpu, names, np.maximum(dur - child_cpu, 0.0))
@@ -132,8 +139,8 @@ def op_table(rt: RankTrace, host_window_us: tuple[float, float] | None = None,
     work_us = np.zeros(n_strings)  # kernels/copies/memsets only, not gpu_user_annotation spans
     for lane in rt.lanes_of_kind("gpu_compute", "gpu_comm", "gpu_copy", "gpu_annotation"):
         names, dur = lane.name_id, lane.duration_us
-        if device_window_us is not None:
-            keep = _starts_in(lane.start_us, device_window_us)
+        if device_keep is not None:
+            keep = device_keep.get(lane.lane_id, np.zeros(len(lane), dtype=bool))
             names, dur = names[keep], dur[keep]
         np.add.at(d_calls, names, 1)
         np.add.at(d_time, names, dur)
@@ -150,8 +157,12 @@ def op_table(rt: RankTrace, host_window_us: tuple[float, float] | None = None,
     return out
 
 
-def _starts_in(start_us: np.ndarray, window_us: tuple[float, float]) -> np.ndarray:
-    return (start_us >= window_us[0]) & (start_us < window_us[1])
+def starts_in(times_us: np.ndarray, windows_us: Sequence[tuple[float, float]]) -> np.ndarray:
+    """Mask of the times inside any ``[t0, t1)`` of ``windows_us``."""
+    out = np.zeros(times_us.shape, dtype=bool)
+    for t0, t1 in windows_us:
+        out |= (times_us >= t0) & (times_us < t1)
+    return out
 
 
 def _set_device_shares(rt: RankTrace, rows: list[OpRow], work_us: np.ndarray, device_rows: np.ndarray) -> None:
@@ -268,7 +279,8 @@ def containment_parents(start: np.ndarray, duration: np.ndarray) -> np.ndarray:
     """Innermost enclosing event of each event of one thread; -1 for roots.
 
     ``start`` is sorted, ties longest first (as in a :class:`.model.Lane`). The parent of ``i`` is
-    the latest ``j < i`` with ``end[j] >= end[i]`` and ``start[i] < end[j]`` (torch's rule);
+    the latest ``j < i`` with ``end[j] >= end[i]`` and ``start[i] < end[j]`` (torch's rule, on integer
+    ns; here within :data:`CONTAINMENT_SLACK_US` of float rounding);
     events that only overlap are not nested. Vectorised: a sparse table of running maxima of the
     end times and a binary-lifting search, O(n log n) numpy work and no Python loop per event.
     """
@@ -277,7 +289,7 @@ def containment_parents(start: np.ndarray, duration: np.ndarray) -> np.ndarray:
     if n < 2:
         return np.full(n, -1, dtype=np.int64)
     table = _max_table(end)
-    return _enclosing(table, end, np.arange(n, dtype=np.int64) - 1, start, end)
+    return _enclosing(table, end, np.arange(n, dtype=np.int64) - 1, start, end - CONTAINMENT_SLACK_US)
 
 
 def _max_table(end: np.ndarray) -> list[np.ndarray]:
