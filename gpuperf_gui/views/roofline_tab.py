@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QListWidgetItem,
+    QMessageBox,
     QPushButton,
     QSplitter,
     QStackedWidget,
@@ -963,15 +964,21 @@ class RooflineTab(QWidget):
 
     def _on_export_png(self) -> None:
         if path := self._ask_path("Export plot as PNG", "PNG image (*.png)"):
-            self.export_to("png", path)
+            self._export_clicked("png", path)
 
     def _on_export_svg(self) -> None:
         if path := self._ask_path("Export plot as SVG", "SVG image (*.svg)"):
-            self.export_to("svg", path)
+            self._export_clicked("svg", path)
 
     def _on_export_csv(self) -> None:
         if path := self._ask_path("Export points as CSV", "CSV (*.csv)"):
-            self.export_to("csv", path)
+            self._export_clicked("csv", path)
+
+    def _export_clicked(self, kind: str, path: Path) -> None:
+        """A failure shows under the export buttons; from the File menu, with this tab hidden,
+        it also comes up as a message box (the user clicked in the menu, not here)."""
+        if not self.export_to(kind, path) and not self.isVisible():
+            QMessageBox.warning(self.window(), "Export failed", self.export_status.text())
 
     # context ----------------------------------------------------------------------------
     def _on_device_changed(self, _device_id: str) -> None:

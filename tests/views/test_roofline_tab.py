@@ -273,3 +273,18 @@ def test_a_failed_export_shows_an_error_where_the_user_clicked(tab, tmp_path, ki
     assert "Could not export" in tab.export_status.text()
     assert tab.export_to(kind, tmp_path / f"ok.{kind}")
     assert tab.export_status.text().startswith("Exported") and (tmp_path / f"ok.{kind}").stat().st_size > 0
+
+
+def test_a_failed_export_from_the_file_menu_says_so_in_a_message_box(make_main_window, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QFileDialog, QMessageBox
+
+    window = make_main_window(device_id="h200")
+    window.show_tab("mfu")                                     # the Roofline tab is hidden
+    target = tmp_path / "missing folder" / "roof.png"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(target), "")))
+    warnings = []
+    monkeypatch.setattr(QMessageBox, "warning", staticmethod(lambda parent, title, text: warnings.append(text)))
+    action = next(a for m in window.menuBar().actions() if m.text() == "&File"
+                  for a in m.menu().actions() if "PNG" in a.text())
+    action.trigger()
+    assert len(warnings) == 1 and warnings[0].startswith(f"Could not export PNG to {target}")
