@@ -338,3 +338,11 @@ def test_cpu_runs_default_to_every_cpu_of_the_process_in_gui_and_cli(tmp_path: P
     plan = BenchPlan(device="cpu", suite="custom", points=(PlannedPoint("matmul", "fp32", 32),), timing=FAST)
     point = next(i for i in iter_measurements(plan, threading.Event()) if isinstance(i, MeasuredPoint))
     assert point.threads == expected
+
+
+def test_cli_threads_option_is_recorded_with_each_point(tmp_path: Path) -> None:
+    out = tmp_path / "one-thread.json"
+    assert _cli(tmp_path, "--kernels", "matmul", "--sizes", "64", "--dtypes", "fp32", "--threads", "1",
+                "--no-save", "--json", str(out)) == 0
+    points = json.loads(out.read_text())["points"]
+    assert points and all(p["threads"] == 1 for p in points)

@@ -1,6 +1,7 @@
 """Benchmarks tab with a fake measuring generator (no torch): streaming, plots, stop, runs on disk."""
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -257,7 +258,7 @@ def test_constructs_with_the_real_factory_and_shuts_down(qtbot, make_tab, monkey
         assert tab.start()
     (target, (run_plan,), kwargs, stop, grace_s, nice), = calls
     assert target == "gpuperf_gui.core.bench.sweep:iter_run_and_save" and grace_s == benchmark_tab.STOP_GRACE_S
-    assert run_plan.device == "cpu" and run_plan.cpu_threads >= 1
+    assert run_plan.device == "cpu" and run_plan.cpu_threads == len(os.sched_getaffinity(0))  # as the CLI
     assert run_plan.results_path.parent == tmp_path / "bench" / "runs"
     assert kwargs["results_dir"] == tmp_path / "bench" and isinstance(kwargs["collectives"], CollectivePlan)
     assert not stop.is_set() and nice == 10
