@@ -19,6 +19,11 @@ $app --tab roofline --device h200 --precisions bf16,fp8,fp32 --screenshot $out/r
 GPUPERF_DATA_DIR="$data/no-runs" $app --tab roofline --device h100-sxm --compare h200,a100-sxm-80gb,mi300x,l40s --precisions bf16 \
      --screenshot $out/roofline_compare.png
 $app --tab bench --device h200 --screenshot $out/bench.png
+# A small CPU run on this machine, then: its points on the cpu roof, and hidden on the H200 roof
+.venv/bin/gpuperf bench --device cpu --kernels matmul,copy --dtypes fp32 --sizes 256,512,1024 \
+     --warmup-ms 5 --rep-ms 20 --quiet --results-dir "$data/bench" > /dev/null
+$app --tab roofline --device cpu --precisions fp32 --screenshot $out/roofline_cpu.png
+$app --tab roofline --device h200 --precisions bf16 --screenshot $out/roofline_cpu_points_hidden.png
 # Presentation mode (View ▸ Presentation): each page, made by the app's own module
 .venv/bin/python -m gpuperf_gui.views.presentation --device h100-sxm --precision bf16 --screenshot $out
 $app --tab mfu --device h200 --screenshot $out/mfu.png
