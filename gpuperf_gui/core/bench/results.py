@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 from gpuperf_gui.core.bench.ceilings import MeasuredCeilings
 from gpuperf_gui.core.bench.points import DESIGN_KEYS, BenchMessage, MeasuredPoint
-from gpuperf_gui.core.paths import ENV_DATA_DIR, default_results_dir, user_data_dir  # noqa: F401 (re-exported)
+from gpuperf_gui.core.paths import default_results_dir
 from gpuperf_gui.core.state_files import set_aside
 from gpuperf_gui.core.units import json_safe
 
