@@ -105,8 +105,16 @@ class MainWindow(QMainWindow):
         self.show_tab("mfu")
 
     def _on_roofline_points_ready(self, name: str, points: object) -> None:
-        self.roofline_tab.set_point_series(name, list(points))
+        # the kernels belong to the trace's GPU, whatever the toolbar shows now
+        self.roofline_tab.set_point_series(name, list(points), device_id=self._trace_device_id())
         self.show_tab("roofline")
+
+    def _trace_device_id(self) -> str | None:
+        """The database id of the loaded trace's GPU, None when unknown."""
+        prepared = self.trace_tab.prepared
+        ranks = prepared.model.ranks if prepared is not None else []
+        name = next((r.device_name for r in ranks if r.device_name), "")
+        return match_device_name(name, self.context.database) if name else None
 
     def _on_trace_loaded(self) -> None:
         """Remember the files, and point the shared device at the trace's GPU when it is known."""
@@ -119,7 +127,7 @@ class MainWindow(QMainWindow):
         prepared = self.trace_tab.prepared
         ranks = prepared.model.ranks if prepared is not None else []
         name = next((r.device_name for r in ranks if r.device_name), "")
-        device_id = match_device_name(name, self.context.database) if name else None
+        device_id = self._trace_device_id()
         if device_id and device_id != self.context.device_id:
             self.device_combo.setCurrentIndex(self.device_combo.findData(device_id))
             message = f"device set to {device_id} from the trace ({name})"

@@ -288,3 +288,24 @@ def test_a_failed_export_from_the_file_menu_says_so_in_a_message_box(make_main_w
                   for a in m.menu().actions() if "PNG" in a.text())
     action.trigger()
     assert len(warnings) == 1 and warnings[0].startswith(f"Could not export PNG to {target}")
+
+
+def test_trace_kernels_stay_with_the_traces_gpu_when_the_toolbar_moves(make_main_window, qtbot):
+    """The demo trace ran on an H200: its kernels belong to the h200 roof even when "Show on
+    roofline" is clicked with the A100 picked, and they leave the plot while the A100 is shown."""
+    from importlib import resources
+    from pathlib import Path
+
+    demo = Path(str(resources.files("gpuperf_gui.resources") / "demo" / "healthy_gpt_small.json.gz"))
+    window = make_main_window(device_id="h200")
+    window.open_traces([demo])
+    qtbot.waitUntil(lambda: not window.is_busy(), timeout=60_000)
+    roofline = window.roofline_tab
+    window.device_combo.setCurrentIndex(window.device_combo.findData("a100-sxm-80gb"))
+    window.trace_tab.roofline_button.click()
+    (name, points), = roofline._external.items()
+    assert points and {p.device_id for p in points} == {"h200"}
+    assert roofline.points_table.rowCount() == 0 and len(roofline.canvas._series[name].data) == 0
+    window.device_combo.setCurrentIndex(window.device_combo.findData("h200"))
+    assert roofline.points_table.rowCount() == len(points)
+    assert len(roofline.canvas._series[name].data) == len(points)
