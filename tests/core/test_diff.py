@@ -52,7 +52,8 @@ def test_resnet_workers_speedup_is_the_ratio_of_median_profiler_steps(shared_tra
 def _raw_kernel_seconds_per_step(events: list[dict]) -> tuple[float, int]:
     """HTA's attribution from the raw JSON: device work whose launch call (same ``correlation``)
     starts inside a steady ProfilerStep (all but the first by time); over the number of steps."""
-    steps = sorted((e for e in events if e.get("name", "").startswith("ProfilerStep#")), key=lambda e: e["ts"])[1:]
+    steps = sorted((e for e in events if e.get("name", "").startswith("ProfilerStep#")
+                    and e.get("cat") != "gpu_user_annotation"), key=lambda e: e["ts"])[1:]
     launch_ts = {e["args"]["correlation"]: e["ts"] for e in events
                  if e.get("ph") == "X" and e.get("cat") in ("Runtime", "cuda_runtime", "cuda_driver")
                  and "correlation" in e.get("args", {})}
@@ -174,3 +175,54 @@ def test_cli_errors_exit_2_without_traceback(shared_traces: Path, capsys: pytest
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+# The H200 before/after pairs of tests/data/h200 (SOURCES.md there; unprofiled step times in meta.json)
+H200 = DATA / "h200"
+
+
+def _unprofiled_s(name: str) -> float:
+    return json.loads((H200 / f"{name}.meta.json").read_text())["unprofiled_step_time_s"]
+
+
+@pytest.mark.parametrize("before, after", [("data_starved_loader0", "loader_fed"), ("eager_tiny", "compiled_tiny"),
+                                           ("data_starved_python", "loader_fed")])
+def test_h200_pairs_kernel_class_deltas_sum_to_the_raw_kernel_time_change(before: str, after: str) -> None:
+    d = diff_paths([H200 / f"{before}.json.gz"], [H200 / f"{after}.json.gz"])
+    raw = []
+    for side, name in ((d.before, before), (d.after, after)):
+        events = json.loads(gzip.decompress((H200 / f"{name}.json.gz").read_bytes()))["traceEvents"]
+        seconds, n_steps = _raw_kernel_seconds_per_step(events)
+        assert side.ranks[0].steps == n_steps
+        assert side.kernel_time_s == pytest.approx(seconds, rel=1e-9)
+        raw.append(seconds)
+    assert sum(c.delta_s for c in d.kernel_classes) == pytest.approx(raw[1] - raw[0], rel=1e-9, abs=1e-12)
+
+
+def test_h200_speedup_within_10_percent_of_unprofiled_where_the_profiler_does_not_stretch_the_step() -> None:
+    """Plain-Python preprocessing on the host (not recorded, so not stretched by the profiler) ->
+    DataLoader with 8 workers, same GPT: unprofiled 82.36 ms -> 47.12 ms, 1.748x."""
+    d = diff_paths([H200 / "data_starved_python.json.gz"], [H200 / "loader_fed.json.gz"])
+    unprofiled = _unprofiled_s("data_starved_python") / _unprofiled_s("loader_fed")
+    assert unprofiled == pytest.approx(1.748, abs=0.001)
+    assert d.speedup == pytest.approx(unprofiled, rel=0.10)
+    assert d.diagnosis_before.signature != d.diagnosis_after.signature
+
+
+@pytest.mark.parametrize("before, after, flagged", [
+    ("data_starved_loader0", "loader_fed", ["data_starved_loader0"]),
+    ("eager_tiny", "compiled_tiny", ["eager_tiny", "compiled_tiny"]),
+])
+def test_h200_host_bound_sides_warn_that_the_profiled_speedup_can_differ(before: str, after: str,
+                                                                         flagged: list[str]) -> None:
+    """Where the profiler stretches host-bound steps the profiled speedup is off (loader0 -> fed:
+    2.57x profiled, 2.14x unprofiled; eager -> compiled tiny: 1.14x vs 0.90x): the diff says which
+    side is host-bound and how many host events per step it recorded."""
+    d = diff_paths([H200 / f"{before}.json.gz"], [H200 / f"{after}.json.gz"])
+    unprofiled = _unprofiled_s(before) / _unprofiled_s(after)
+    assert abs(d.speedup / unprofiled - 1) > 0.10  # why the warning exists
+    warned = [w for w in d.warnings if "profiler" in w]
+    assert [next(n for n in (before, after) if f"{n}.json.gz" in w) for w in warned] == flagged
+    for w, name in zip(warned, flagged):
+        side = d.before if name == before else d.after
+        assert f"{side.host_events_per_step:.0f} host events" in w and side.gpu_busy_fraction < 0.7

@@ -34,6 +34,12 @@ Definitions
   call); host ops also carry the device time they launched.
 * GPU busy, exposed communication and the idle split are each trace's steady-window figures from
   :mod:`.analysis` (mean over ranks).
+* Profiler overhead: the profiler costs the host a few µs per recorded event, so a host-bound step
+  (GPU busy under :data:`HOST_BOUND_BUSY_MAX`) is longer profiled than unprofiled and the speedup
+  between two traces can differ from the unprofiled one; :attr:`TraceDiff.warnings` says so for such
+  a side. Measured on the H200 pairs of tests/data/h200: GPU-bound data_starved_python -> loader_fed
+  1.58x profiled vs 1.75x unprofiled; data_starved_loader0 -> loader_fed 2.57x vs 2.14x (the
+  in-process DataLoader runs 33 % slower profiled); eager_tiny -> compiled_tiny 1.14x vs 0.90x.
 """
 from __future__ import annotations
 
@@ -83,6 +89,8 @@ class Side:
     kernel_class_s: dict[str, float]
     ops: dict[tuple[str, str], tuple[float, float, float]]
     """(name, kind) -> (calls, duration_s, device_s) per step."""
+    host_events_per_step: float = 0.0
+    """Host events the profiler recorded per step (ops, annotations, runtime calls, Python frames)."""
 
     @property
     def kernel_time_s(self) -> float:
@@ -92,6 +100,7 @@ class Side:
         return {"label": self.label, "per_step": self.per_step, "step_time_s": self.step_time_s,
                 "gpu_busy_fraction": self.gpu_busy_fraction, "comm_exposed_fraction": self.comm_exposed_fraction,
                 "idle_breakdown": dict(self.idle_breakdown), "kernel_time_s": self.kernel_time_s,
+                "host_events_per_step": self.host_events_per_step,
                 "ranks": [{"rank": r.rank, "file": r.file, "steps": r.steps,
                            "host_windows_ts_us": [list(w) for w in r.host_windows_ts_us],
                            "device_windows_ts_us": [list(w) for w in r.device_windows_ts_us]}
@@ -238,11 +247,26 @@ def diff_results(before: TraceResult, after: TraceResult, *, before_steps: Seque
         (cb, tb, db), (ca, ta, da) = _pick(b.ops.get((name, kind))), _pick(a.ops.get((name, kind)))
         ops.append(OpDelta(name, kind, cb, ca, tb, ta, db, da))
     ops.sort(key=lambda o: (-max(abs(o.delta_s), abs(o.device_delta_s)), o.kind, o.name))
-    warnings = []
+    warnings = [_overhead_warning(side) for side in (b, a) if _host_bound(side)]
     if b.per_step != a.per_step:
         which = labels[0] if not b.per_step else labels[1]
         warnings.append(f"{which} has no ProfilerStep annotations: its figures are per trace, not per step")
     return TraceDiff(b, a, classes, ops, before.diagnosis, after.diagnosis, warnings)
+
+
+HOST_BOUND_BUSY_MAX = 0.7
+"""Below this GPU busy fraction a step's time is mostly host time, which the profiler inflates."""
+
+
+def _host_bound(side: Side) -> bool:
+    return side.step_time_s is not None and side.gpu_busy_fraction < HOST_BOUND_BUSY_MAX
+
+
+def _overhead_warning(side: Side) -> str:
+    return (f"{side.label}: GPU busy {100 * side.gpu_busy_fraction:.0f} %, so its step time is mostly host time, "
+            f"which the profiler stretches ({side.host_events_per_step:.0f} host events recorded per step, "
+            "each costing the host a few µs): its step time and the speedup can differ from a run without "
+            "the profiler; time both unprofiled to confirm")
 
 
 def _pick(got: tuple[float, float, float] | None) -> tuple[float, float, float]:
@@ -258,6 +282,7 @@ def _side(result: TraceResult, steps: Sequence[int] | None, label: str) -> Side:
     classes = np.zeros(len(KERNEL_CLASSES))
     ops: dict[tuple[str, str], np.ndarray] = {}
     per_step = True
+    host_events = 0.0
     for r in result.ranks:
         host_w, dev_w, numbers = _windows(r.trace, r.analysis, steps)
         keep = device_selection(r.trace, host_w, dev_w)
@@ -268,6 +293,8 @@ def _side(result: TraceResult, steps: Sequence[int] | None, label: str) -> Side:
             dur = row.cpu_total_s if row.kind == "host" else row.device_total_s
             acc = ops.setdefault((row.name, row.kind), np.zeros(3))
             acc += np.array([row.calls, dur, row.device_total_s]) / n
+            if row.kind == "host":
+                host_events += row.calls / n
         durations = [s.duration_s for s in r.analysis.steps if s.number in numbers]
         if durations:
             step_times.append(float(np.median(durations)))
@@ -285,7 +312,8 @@ def _side(result: TraceResult, steps: Sequence[int] | None, label: str) -> Side:
         idle_breakdown={key: _mean(analyses, lambda a, key=key: a.idle_breakdown.get(key, 0.0))
                         for key in ("host_wait", "kernel_wait", "other")},
         kernel_class_s={c: float(classes[i]) / k for i, c in enumerate(KERNEL_CLASSES)},
-        ops={key: tuple(float(x) / k for x in v) for key, v in ops.items()})
+        ops={key: tuple(float(x) / k for x in v) for key, v in ops.items()},
+        host_events_per_step=host_events / k)
 
 
 def _mean(analyses: list[RankAnalysis], get) -> float:  # noqa: ANN001 (callable)
