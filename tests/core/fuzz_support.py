@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import os
 import random
 import signal
 import traceback
@@ -39,10 +40,12 @@ SEED_FILES = (
     SHARED / "hta/distributed_info_unavailable/distributed_info_not_found.json.gz",
     SHARED / "kineto/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
 )
-MAX_SEED_EVENTS = 300
+MAX_SEED_EVENTS = 200
 """Seeds keep their metadata events and their first events in time, so each input runs in ms."""
 FUZZ_BUDGET_BYTES = 64_000_000
 HANG_S = 10.0
+SCRATCH = Path("/dev/shm") if Path("/dev/shm").is_dir() and os.access("/dev/shm", os.W_OK) else None
+"""Where inputs are written (memory-backed when the OS has it: a file per input)."""
 
 _FRACTION_KEYS = ("_fraction", "_share")
 _NON_NEGATIVE_SUFFIXES = ("_s", "_us", "_bytes", "_per_s", "seconds", "calls", "flops", "bytes")
