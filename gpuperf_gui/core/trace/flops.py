@@ -56,30 +56,33 @@ class _Attention(NamedTuple):
     token_major: bool
     """(B, T, H, D) inputs; else (B, H, T, D)."""
     backward: bool
-    causal_arg: dict[int, int]
-    """Number of arguments (overloads differ) -> position of ``is_causal``/``custom_mask_type``."""
+    causal_arg: int
+    """Position of ``is_causal`` (``custom_mask_type`` for the efficient kernels) in the default
+    overload; stable across torch versions, which append new arguments at the end."""
+    other_overloads: dict[int, int] = {}
+    """Argument count of another overload -> its position (the quantized flash SDPA)."""
 
 
 # Argument positions from the ATen schemas (checked against torch in tests/core/test_flops.py).
 _ATTENTION: dict[str, _Attention] = {
-    "_scaled_dot_product_flash_attention": _Attention(False, False, {7: 4, 10: 7}),
-    "_scaled_dot_product_flash_attention_for_cpu": _Attention(False, False, {7: 4}),
-    "_scaled_dot_product_efficient_attention": _Attention(False, False, {8: 6}),
-    "_scaled_dot_product_cudnn_attention": _Attention(False, False, {9: 6}),
-    "_scaled_dot_product_attention_math": _Attention(False, False, {9: 5}),
-    "_scaled_dot_product_attention_math_for_mps": _Attention(False, False, {9: 5}),
-    "_scaled_dot_product_fused_attention_overrideable": _Attention(False, False, {8: 5}),
-    "_cudnn_attention_forward": _Attention(False, False, {13: 10}),
-    "_flash_attention_forward": _Attention(True, False, {17: 8, 18: 8}),
-    "_efficient_attention_forward": _Attention(True, False, {14: 9}),
-    "_scaled_dot_product_flash_attention_backward": _Attention(False, True, {15: 11}),
-    "_scaled_dot_product_flash_attention_for_cpu_backward": _Attention(False, True, {10: 7}),
-    "_scaled_dot_product_efficient_attention_backward": _Attention(False, True, {13: 11}),
-    "_scaled_dot_product_cudnn_attention_backward": _Attention(False, True, {16: 14}),
-    "_scaled_dot_product_fused_attention_overrideable_backward": _Attention(False, True, {17: 13}),
-    "_cudnn_attention_backward": _Attention(False, True, {16: 14}),
-    "_flash_attention_backward": _Attention(True, True, {17: 11}),
-    "_efficient_attention_backward": _Attention(True, True, {20: 14}),
+    "_scaled_dot_product_flash_attention": _Attention(False, False, 4, {10: 7}),
+    "_scaled_dot_product_flash_attention_for_cpu": _Attention(False, False, 4),
+    "_scaled_dot_product_efficient_attention": _Attention(False, False, 6),
+    "_scaled_dot_product_cudnn_attention": _Attention(False, False, 6),
+    "_scaled_dot_product_attention_math": _Attention(False, False, 5),
+    "_scaled_dot_product_attention_math_for_mps": _Attention(False, False, 5),
+    "_scaled_dot_product_fused_attention_overrideable": _Attention(False, False, 5),
+    "_cudnn_attention_forward": _Attention(False, False, 10),
+    "_flash_attention_forward": _Attention(True, False, 8),
+    "_efficient_attention_forward": _Attention(True, False, 9),
+    "_scaled_dot_product_flash_attention_backward": _Attention(False, True, 11),
+    "_scaled_dot_product_flash_attention_for_cpu_backward": _Attention(False, True, 7),
+    "_scaled_dot_product_efficient_attention_backward": _Attention(False, True, 11),
+    "_scaled_dot_product_cudnn_attention_backward": _Attention(False, True, 14),
+    "_scaled_dot_product_fused_attention_overrideable_backward": _Attention(False, True, 13),
+    "_cudnn_attention_backward": _Attention(False, True, 14),
+    "_flash_attention_backward": _Attention(True, True, 11),
+    "_efficient_attention_backward": _Attention(True, True, 14),
 }
 
 
@@ -265,8 +268,13 @@ def _attention(spec: _Attention, s: list[Shape | None], concrete: list) -> tuple
 
 
 def _is_causal(spec: _Attention, concrete: list) -> bool:
-    index = spec.causal_arg.get(len(concrete))
-    if index is None:
+    """The causal flag from "Concrete Inputs": "True"/"False", or a mask type ("0" none, "1"/"2"
+    causal); anything else (a missing or odd value) reads as not causal."""
+    index = spec.other_overloads.get(len(concrete), spec.causal_arg)
+    value = concrete[index] if index < len(concrete) else None
+    if not isinstance(value, str):
         return False
-    value = concrete[index]
-    return isinstance(value, str) and value.strip() not in ("", "0", "False", "false")
+    value = value.strip()
+    if value in ("True", "False"):
+        return value == "True"
+    return value.isdigit() and int(value) > 0
