@@ -261,13 +261,19 @@ def _collapse_same_name(h: HostRows, name_group: np.ndarray, extra_children: np.
     merge = has_parent & (name_group == name_group[safe]) & (n_children[safe] == 1)
     if not merge.any():
         return h
-    top = np.arange(parent.size)
+    top = np.where(merge, parent, np.arange(parent.size))
+    while True:  # pointer jumping: each merged row to the kept row at the top of its chain
+        nxt = top[top]
+        if np.array_equal(nxt, top):
+            break
+        top = nxt
+    merged = np.flatnonzero(merge)
     dev, over = h.self_device_us.copy(), h.overhead_us.copy()
-    for i in np.flatnonzero(merge).tolist():  # parents precede children: chains resolve in order
-        t = top[parent[i]]
-        top[i] = t
-        dev[t] = dev[i]
-        over[t] += over[i]
+    deepest = np.full(parent.size, -1)
+    np.maximum.at(deepest, top[merged], merged)  # a chain is a path: its last row is the deepest
+    owners = np.flatnonzero(deepest >= 0)
+    dev[owners] = h.self_device_us[deepest[owners]]
+    np.add.at(over, top[merged], h.overhead_us[merged])
     keep = ~merge
     new_index = np.cumsum(keep) - 1
     kept_parent = parent[keep]
