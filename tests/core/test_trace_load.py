@@ -3,12 +3,18 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from gpuperf_gui.core.trace.load import load_rank, load_trace
+from gpuperf_gui.core.trace.budget import MemoryBudget
+from gpuperf_gui.core.trace.decode import estimated_load_bytes
+from gpuperf_gui.core.trace.load import load_rank, load_trace, plan_workers
+from gpuperf_gui.core.trace.source import EventCounter
 from gpuperf_gui.core.trace.model import TraceFormatError
 
 from trace_support import loaded, sources_table
@@ -124,3 +130,58 @@ def test_folder_of_ranks_is_aligned_on_one_clock(shared_traces: Path) -> None:
     assert [r.rank for r in model.ranks] == [0, 1]
     assert len({r.origin_us for r in model.ranks}) == 1
     assert min(r.span_us[0] for r in model.ranks) == 0.0
+
+
+def test_event_counter_counts_keys_split_across_chunks() -> None:
+    text = b'[{"ph":"X","args":{}},{"ph":"B"},{"ph":"E"}]'  # 3 events, by hand
+    for cut in range(len(text) + 1):
+        counter = EventCounter()
+        counter.feed(text[:cut])
+        counter.feed(text[cut:])
+        assert (counter.ph_keys, counter.events) == (3, 3), cut
+    escaped = EventCounter()  # a "ph" key spelled with an escape still counts through its braces
+    escaped.feed(b'[{"\\u0070h":"X"},{"\\u0070h":"X"},{"\\u0070h":"X"},{"\\u0070h":"X"}]')
+    assert escaped.events == 2
+
+
+def test_plan_workers_loads_large_ranks_one_at_a_time(tmp_path: Path) -> None:
+    small = [tmp_path / f"s{i}.json" for i in range(4)]
+    for f in small:
+        f.write_bytes(b"{}" * 1000)
+    assert plan_workers(small, MemoryBudget(2_000_000_000), 4) == (4, MemoryBudget(500_000_000))
+    big = tmp_path / "big.json.gz"  # a gzip member records its uncompressed size: 300 MB here
+    big.write_bytes(gzip.compress(b"{}")[:-4] + (300_000_000).to_bytes(4, "little"))
+    n, share = plan_workers(small + [big], MemoryBudget(2_000_000_000), 4)
+    assert n == 1 and share.limit_bytes == 2_000_000_000  # 300 MB of JSON needs ~1.2 GB
+    fifo = tmp_path / "pipe.json"
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(fifo)
+        assert plan_workers([fifo], MemoryBudget(), None)[0] == 1  # never opened here
+
+
+_PEAK = ("import resource, sys\nfrom gpuperf_gui.core.trace.api import _analyse_one\n"
+         "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+         "_analyse_one(sys.argv[1], max_bytes=None, order_index=0)\n"
+         "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) * 1024)\n")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss in kB is Linux's")
+@pytest.mark.parametrize("name", ["tiny", "df_index_resolver", "launch_bound_tiny"])
+def test_the_budget_cost_model_bounds_the_measured_peak(tmp_path: Path, shared_traces: Path, name: str) -> None:
+    """Peak memory of load + analysis + op table (fresh process, over its imports) stays under
+    what the budget is checked against, with a fixed 8 MB for lazily imported modules."""
+    if name == "tiny":  # 400k events of ~70 bytes: the most events per byte
+        path = tmp_path / "tiny.json"
+        event = b'{"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":%d,"dur":1},'
+        path.write_bytes(b'{"traceEvents":[' + b"".join(event % i for i in range(400_000)) + b'{"ph":"M"}]}')
+    else:
+        path = next(shared_traces.rglob(f"{name}.json.gz"))
+    raw = path.read_bytes()
+    text = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+    counter = EventCounter()
+    counter.feed(text)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    out = subprocess.run([sys.executable, "-c", _PEAK, str(path)], capture_output=True, text=True, env=env,
+                         check=True)
+    peak = int(out.stdout.split()[-1])
+    assert peak < estimated_load_bytes(len(text), counter.events) + 8_000_000, (peak, len(text), counter.events)

@@ -8,8 +8,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gpuperf_gui.core.trace.budget import MemoryBudgetError
+from gpuperf_gui.core.trace.decode import estimated_load_bytes
 from gpuperf_gui.core.trace.load import load_rank
 from gpuperf_gui.core.trace.model import TraceFormatError
+from gpuperf_gui.core.trace.source import EventCounter
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 RAW = gzip.decompress((DATA / "mi250_minitoy_train_ROCm6_2_kineto.json.gz").read_bytes())
@@ -87,3 +90,36 @@ def test_deep_nesting_giant_strings_and_empty_files(tmp_path: Path) -> None:
     _load_or_format_error(tmp_path, b"")
     _load_or_format_error(tmp_path, b"   \n")
     _load_or_format_error(tmp_path, gzip.compress(b"{" * (2 << 20)), "bomb.json.gz")
+
+
+@FAST
+@given(text=st.lists(st.sampled_from([b'{"ph":"X"}', b'"ph"', b"{", b"}", b",", b'"p', b'h"', b" ", b"x"]),
+                     max_size=40).map(b"".join),
+       cuts=st.lists(st.integers(0, 400), max_size=6))
+def test_event_counter_does_not_depend_on_how_the_text_is_chunked(text: bytes, cuts: list[int]) -> None:
+    whole = EventCounter()
+    whole.feed(text)
+    assert whole.ph_keys == text.count(b'"ph"') and whole.braces == text.count(b"{")
+    chunked = EventCounter()
+    bounds = sorted({0, len(text), *(c for c in cuts if c <= len(text))})
+    for a, b in zip(bounds, bounds[1:]):
+        chunked.feed(text[a:b])
+    assert (chunked.ph_keys, chunked.braces) == (whole.ph_keys, whole.braces)
+
+
+@FAST
+@given(n_events=st.integers(1, 3000), budget_mb=st.integers(16, 64))
+def test_a_load_is_refused_exactly_when_the_cost_model_says_it_does_not_fit(
+        tmp_path: Path, n_events: int, budget_mb: int) -> None:
+    event = b'{"ph":"X","cat":"cpu_op","name":"%d","pid":1,"tid":1,"ts":%d,"dur":1,"args":{"x":"' + b"y" * 3000 + b'"}},'
+    text = b'{"traceEvents":[' + b"".join(event % (i, i) for i in range(n_events))[:-1] + b"]}"
+    path = tmp_path / "t.json"
+    path.write_bytes(text)
+    budget = budget_mb * 1_000_000
+    fits = estimated_load_bytes(len(text), n_events) <= budget
+    try:
+        rt = load_rank(path, memory_budget=budget)
+    except MemoryBudgetError as exc:
+        assert not fits and f"{budget_mb} MB memory budget" in str(exc)
+    else:
+        assert fits and rt.n_events == n_events
