@@ -224,6 +224,7 @@ class MainWindow(QMainWindow):
         file_menu.addAction(self._action("Open trace &folder (one file per rank)…", self._on_open_folder))
         self.recent_menu = file_menu.addMenu("Open &recent")
         self._fill_recent_menu()
+        file_menu.addActions(self.trace_tab.file_actions(self))  # Compare two traces…, Profile a script…
         file_menu.addSeparator()
         file_menu.addAction(self._action("Export roofline as &PNG…", self.roofline_tab._on_export_png))
         file_menu.addAction(self._action("Export roofline as &SVG…", self.roofline_tab._on_export_svg))

@@ -167,7 +167,11 @@ class TraceCompare(QWidget):
             header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
             for i in range(1, table.columnCount()):
                 header.setSectionResizeMode(i, QHeaderView.ResizeMode.ResizeToContents)
+        self.ops.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)  # core's order: largest change first
         self.ops.setSortingEnabled(True)
+        for c, tip in ((5, "per step: CPU total for host ops, device time for kernels"), (6, "per step, as Before"),
+                       (7, "after - before, per step")):
+            self.ops.horizontalHeaderItem(c).setToolTip(tip)
         self.changes = QTextBrowser()
         self.diag_before, self.diag_after = QTextBrowser(), QTextBrowser()
 
@@ -328,6 +332,7 @@ class TraceCompare(QWidget):
     def _fill_ops(self, d: TraceDiff) -> None:
         ops = d.ops[:TOP_OPS]
         self.ops.setSortingEnabled(False)
+        self.ops.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
         self.ops.setRowCount(len(ops))
         for i, o in enumerate(ops):
             device = o.kind == "device"

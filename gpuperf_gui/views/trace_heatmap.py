@@ -19,6 +19,7 @@ from gpuperf_gui.core.trace.overview import HEATMAP_METRICS, Overview
 from gpuperf_gui.views.trace_style import format_duration_us, format_percent
 
 MAX_ROW_LABELS = 64
+MAX_LABELLED_CELLS = 240
 
 
 class _HeatmapViewBox(pg.ViewBox):
@@ -59,6 +60,9 @@ class RankStepHeatmap(QWidget):
         self.plot.getPlotItem().hideButtons()
         self.plot.setLabel("bottom", "step")
         self.plot.setLabel("left", "rank")
+        for name in ("bottom", "left"):
+            self.plot.getAxis(name).enableAutoSIPrefix(False)
+        self.labels: list[pg.TextItem] = []
         self.image = pg.ImageItem(axisOrder="row-major")
         self.view_box.addItem(self.image)
         self.colorbar = pg.ColorBarItem(colorMap=pg.colormap.get("viridis"), interactive=False, width=14)
@@ -83,6 +87,7 @@ class RankStepHeatmap(QWidget):
         if self.overview is None or not self.overview.ranks:
             self.ranks, self.steps, self.values = [], [], np.zeros((0, 0))
             self.image.clear()
+            self._label_cells()
             self.caption.setText("no trace")
             return
         self.ranks, self.steps, self.values = self.overview.rank_step_matrix(self.metric)
@@ -95,6 +100,7 @@ class RankStepHeatmap(QWidget):
             lo, hi = 0.0, 1.0
         self.image.setImage(np.nan_to_num(data, nan=lo), autoLevels=False, levels=(lo, hi))
         self.colorbar.setLevels((lo, hi))
+        self._label_cells()
         n_rows, n_cols = data.shape
         self.image.setRect(QRectF(-0.5, 0.0, n_cols, n_rows))
         self.view_box.setRange(xRange=(-0.5, n_cols - 0.5), yRange=(0, n_rows), padding=0.0)
@@ -109,6 +115,21 @@ class RankStepHeatmap(QWidget):
         self.caption.setText(f"<span style='color:#666'>{self.metric} ({unit}); late ranks first"
                              f"{' (' + ', '.join(map(str, self.overview.stragglers)) + ')' if late else ''}; "
                              "warm-up steps left out; click a rank to show its lanes</span>")
+
+    def _label_cells(self) -> None:
+        """Write each value into its cell while there are few enough cells to read."""
+        for item in self.labels:
+            self.view_box.removeItem(item)
+        self.labels = []
+        n_rows, n_cols = self.values.shape
+        if n_rows * n_cols > MAX_LABELLED_CELLS:
+            return
+        for i in range(n_rows):
+            for j in range(n_cols):
+                item = pg.TextItem(self.value_text(i, j), color=(255, 255, 255), anchor=(0.5, 0.5))
+                item.setPos(j, i + 0.5)
+                self.view_box.addItem(item)
+                self.labels.append(item)
 
     def value_text(self, row: int, col: int) -> str:
         v = float(self.values[row, col])

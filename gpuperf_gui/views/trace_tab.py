@@ -138,6 +138,7 @@ class TraceTab(QWidget):
         self.ranks_button.setToolTip("Collapse, pin or hide ranks and thread groups")
         self.ranks_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self.ranks_menu = QMenu(self)
+        self.ranks_menu.aboutToShow.connect(self._build_ranks_menu)   # built when opened, from the state
         self.ranks_button.setMenu(self.ranks_menu)
         self.idle_spin = QDoubleSpinBox()
         self.idle_spin.setRange(0.0, 1e6)
@@ -266,6 +267,7 @@ class TraceTab(QWidget):
         layout.addWidget(self.progress_row)
         layout.addWidget(self.message)
         layout.addWidget(self.pages, 1)
+        self.profiler = self._make_profiler()
 
         self.search_edit.returnPressed.connect(self._on_search_entered)
         self.search_mode.activated.connect(lambda _i: self._on_search_mode_changed())
@@ -299,6 +301,49 @@ class TraceTab(QWidget):
             return None
         page = TraceCompare(self)
         return page
+
+    # -- pages and File menu entries ---------------------------------------------------------------------
+    PAGES = ("timeline", "overview", "ranks", "compare")
+
+    def show_page(self, page: str) -> None:
+        """Show a page ("timeline", "overview", "ranks" or "compare") and bring this tab forward."""
+        widget = {"timeline": self.main_split, "overview": self.overview, "ranks": self.heatmap,
+                  "compare": self.compare}.get(page)
+        if widget is None:
+            raise ValueError(f"unknown page {page!r}; choose one of {', '.join(self.PAGES)}")
+        self.pages.setCurrentWidget(widget)
+        parent = self.parentWidget()
+        while parent is not None:             # the main window's tab widget, when there is one
+            if isinstance(parent, QTabWidget) and parent.indexOf(self) >= 0:
+                parent.setCurrentWidget(self)
+                break
+            parent = parent.parentWidget()
+
+    def file_actions(self, parent: QWidget) -> list[QAction]:
+        """The File menu's entries for this tab: Compare two traces…, Profile a script…"""
+        actions = []
+        if self.compare is not None:
+            compare = QAction("&Compare two traces (before/after)…", parent)
+            compare.triggered.connect(lambda: self.show_page("compare"))
+            actions.append(compare)
+        if self.profiler is not None:
+            profile = QAction("&Profile a script…", parent)
+            profile.triggered.connect(self.profiler.ask_and_run)
+            actions.append(profile)
+        return actions
+
+    def _make_profiler(self) -> QWidget | None:
+        """File ▸ Profile a script… when core has the profiler runner (core/profile_script.py)."""
+        try:
+            from gpuperf_gui.views.trace_profile import ProfileRunner
+        except ImportError:
+            return None
+        runner = ProfileRunner(self)
+        runner.trace_written.connect(lambda path: self.open_paths([path]))
+        layout = self.layout()
+        if layout is not None:
+            layout.insertWidget(2, runner)    # its progress row, under the tab's own
+        return runner
 
     @staticmethod
     def _legend_html() -> str:
@@ -342,8 +387,9 @@ class TraceTab(QWidget):
         self.cancel_button.setEnabled(True)
 
     def is_busy(self) -> bool:
-        """True while a trace loads (the ``--screenshot`` mode waits for False)."""
-        return self.task.is_running()
+        """True while a trace loads, compares or a script is profiled (``--screenshot`` waits for False)."""
+        return (self.task.is_running() or (self.compare is not None and self.compare.is_busy())
+                or (self.profiler is not None and self.profiler.is_busy()))
 
     def cancel(self) -> None:
         """Stop loading after the current file or stage; the trace shown before stays."""
@@ -357,6 +403,8 @@ class TraceTab(QWidget):
         self.task.shutdown()
         if self.compare is not None:
             self.compare.shutdown()
+        if self.profiler is not None:
+            self.profiler.shutdown()
         if self._demo_dir is not None:
             self._demo_dir.cleanup()
             self._demo_dir = None
@@ -441,7 +489,6 @@ class TraceTab(QWidget):
         self.rank_combo.setVisible(len(loaded.model.ranks) > 1)
         self._fill_op_table()
         self._clear_search()
-        self._build_ranks_menu()
         notes = [n for n in loaded.notes if "truncated" in n]
         others = [n for n in loaded.notes if "truncated" not in n]
         if notes:
@@ -467,7 +514,7 @@ class TraceTab(QWidget):
         self.op_panel.set_tables(tables.get(rank, {}), note)
 
     def _on_idle_threshold_changed(self) -> None:
-        if self.loaded is None or self.is_busy():
+        if self.loaded is None or self.task.is_running():
             return  # a trace still loading gets the spin's value in _show_loaded
         if abs(self.idle_spin.value() - self.loaded.idle_threshold_us) < 1e-9:
             return
@@ -485,16 +532,24 @@ class TraceTab(QWidget):
 
     # -- lanes: collapse, pin, filter -------------------------------------------------------------------
     def _build_ranks_menu(self) -> None:
+        """The Lanes menu, made each time it opens so that its check marks show the timeline's state."""
         menu = self.ranks_menu
         menu.clear()
-        loaded = self.loaded
+        loaded, timeline = self.loaded, self.timeline
         if loaded is None:
             return
+
+        def toggle(parent: QMenu, text: str, checked: bool, slot: Callable[[bool], None]) -> None:
+            action = QAction(text, parent, checkable=True)
+            action.setChecked(checked)
+            action.toggled.connect(slot)
+            parent.addAction(action)
+
+        n = len(loaded.model.ranks)
         for group, text in (("CPU", "Collapse every rank's CPU threads"), ("GPU", "Collapse every rank's GPU streams")):
-            action = QAction(text, menu, checkable=True)
-            action.toggled.connect(lambda on, g=group: self.timeline.set_group_collapsed(None, g, on))
-            menu.addAction(action)
-        if len(loaded.model.ranks) > 1:
+            toggle(menu, text, all((i, group) in timeline.collapsed_groups for i in range(n)),
+                   lambda on, g=group: timeline.set_group_collapsed(None, g, on))
+        if n > 1:
             menu.addSeparator()
             menu.addAction("Show all ranks", lambda: self.filter_ranks(None))
             late = loaded.straggler_rank_indices()
@@ -503,16 +558,22 @@ class TraceTab(QWidget):
             menu.addAction("Expand all ranks", self._expand_all)
             menu.addAction("Collapse all ranks", self._collapse_all)
         menu.addSeparator()
-        for ri, rank in enumerate(loaded.model.ranks):
+        for ri in range(n):
             sub = menu.addMenu(loaded.ranks[ri].title)
-            for text, slot in (("Pinned to the top", lambda on, i=ri: self.timeline.set_pinned(i, on)),
-                               ("Collapsed", lambda on, i=ri: self.timeline.set_rank_collapsed(i, on)),
-                               ("CPU threads collapsed", lambda on, i=ri: self.timeline.set_group_collapsed(i, "CPU", on))):
-                action = QAction(text, sub, checkable=True)
-                action.toggled.connect(slot)
-                sub.addAction(action)
-            if len(loaded.model.ranks) > 1:
+            toggle(sub, "Shown", timeline.shown_ranks is None or ri in timeline.shown_ranks,
+                   lambda on, i=ri: self._show_rank(i, on))
+            toggle(sub, "Pinned to the top", ri in timeline.pinned_ranks, lambda on, i=ri: timeline.set_pinned(i, on))
+            toggle(sub, "Collapsed", ri in timeline.collapsed_ranks, lambda on, i=ri: timeline.set_rank_collapsed(i, on))
+            toggle(sub, "CPU threads collapsed", (ri, "CPU") in timeline.collapsed_groups,
+                   lambda on, i=ri: timeline.set_group_collapsed(i, "CPU", on))
+            if n > 1:
                 sub.addAction("Show only this rank", lambda i=ri: self.filter_ranks({i}))
+
+    def _show_rank(self, rank_index: int, shown: bool) -> None:
+        current = set(range(len(self.timeline.rank_specs))) if self.timeline.shown_ranks is None \
+            else set(self.timeline.shown_ranks)
+        (current.add if shown else current.discard)(rank_index)
+        self.filter_ranks(None if len(current) == len(self.timeline.rank_specs) else current)
 
     def filter_ranks(self, rank_indices: set[int] | None) -> None:
         """Draw only these ranks (indices into the model's ranks); None draws all."""
@@ -789,9 +850,14 @@ def _session_demo_folder() -> Path:
 def _synthetic(scenario: str, folder: Callable[[], Path]) -> list[Path]:
     from gpuperf_gui.core.trace import synth
 
-    out = folder() / f"{scenario}.json.gz"
-    synth.write_synth_trace(scenario, out)
-    return [out]
+    # a multi-rank scenario (straggler) is written as a folder of ranks: open what was written
+    return [synth.write_synth_trace(scenario, folder() / f"{scenario}.json.gz")]
+
+
+def synth_module():  # noqa: ANN201 (module)
+    from gpuperf_gui.core.trace import synth
+
+    return synth
 
 
 def _synth_scenarios() -> list[str]:
@@ -812,6 +878,8 @@ def demo_entries(folder: Callable[[], Path] = _session_demo_folder) -> list[tupl
         title = f"Synthetic: {scenario.replace('_', ' ')}"
         if scenario == "inconclusive":
             title += " (a CPU-only profile)"
+        elif scenario in getattr(synth_module(), "MULTI_RANK_SCENARIOS", {}):
+            title += f" ({synth_module().MULTI_RANK_SCENARIOS[scenario]} ranks)"
         entries.append((title, partial(_synthetic, scenario, folder=folder)))
     root = importlib.resources.files("gpuperf_gui.resources") / "demo"
     for title, name in SHIPPED_DEMOS:

@@ -224,9 +224,17 @@ def test_collapse_pin_and_filter_ranks(qtbot, tab, shared_traces):
     assert set(timeline.rank_order()) == {0, 5} and n_ranks == 8
     tab.search("nccl", "name")
     assert len(tab.matches) and set(tab.matches.rank_index.tolist()) <= {0, 5}
+    tab._build_ranks_menu()       # the Lanes menu shows the state: rank 3 not shown, 5 pinned
+    sub = {a.text(): a.menu() for a in tab.ranks_menu.actions() if a.menu() is not None}
+    assert len(sub) == n_ranks
+    checks = {a.text(): a.isChecked() for a in sub[tab.loaded.ranks[3].title].actions() if a.isCheckable()}
+    assert checks["Shown"] is False
+    assert {a.text(): a.isChecked() for a in sub[tab.loaded.ranks[5].title].actions()}["Pinned to the top"]
+    shown_action = next(a for a in sub[tab.loaded.ranks[3].title].actions() if a.text() == "Shown")
+    shown_action.setChecked(True)           # the menu shows rank 3 again
+    assert {s.rank_index for s in timeline.lane_specs} == {0, 3, 5}
     tab.filter_ranks(None)
     assert len(timeline.lane_specs) == all_lanes
-    assert len(tab.ranks_menu.actions()) > n_ranks
 
 
 @pytest.mark.parametrize("isolate", ["1", "0"], ids=["in-process", "helper-process"])
@@ -266,3 +274,30 @@ def test_compare_page_reports_a_bad_file(qtbot, tab, tmp_path):
     assert "Could not compare" in page.headline.text()
     page.compare_paths([tmp_path / "missing.json"], [bad])
     assert "Not found" in page.headline.text() and not page.is_busy()
+
+
+def test_the_synthetic_straggler_demo_names_and_highlights_the_late_rank(qtbot, tab):
+    entries = dict(tab.demo_entries())
+    title = next(t for t in entries if t.startswith("Synthetic: straggler"))
+    assert "ranks" in title
+    paths = entries[title]()
+    assert len(paths) == 1 and paths[0].is_dir()
+    _load(qtbot, tab, paths)
+    late = tab.loaded.diagnosis.stragglers
+    assert tab.diagnosis.signature == "straggler" and len(late) == 1
+    text = tab.diagnosis.toPlainText()
+    assert f"Late: rank {late[0]}" in text and "Straggler" in text
+    late_index = tab.loaded.straggler_rank_indices()
+    assert [s.straggler for s in tab.timeline.rank_specs] == [i in late_index for i in range(len(tab.loaded.ranks))]
+    assert tab.heatmap.ranks[0] == late[0]
+    assert tab.overview.rank_combo.itemText(late_index[0]).endswith("(late)")
+
+
+def test_file_menu_compare_opens_the_compare_page(qtbot, make_main_window):
+    window = make_main_window()
+    window.show_tab("roofline")
+    file_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&File")
+    action = next(a for a in file_menu.actions() if a.text().startswith("&Compare two traces"))
+    action.trigger()
+    assert window.current_tab_key() == "trace"
+    assert window.trace_tab.pages.currentWidget() is window.trace_tab.compare

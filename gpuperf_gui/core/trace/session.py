@@ -44,6 +44,7 @@ from .overview import ActivityProfile, Overview, SelectionSummary, activity_prof
 
 ENGINE = "gpuperf_gui.core.trace.api:iter_load_and_analyse"
 MAX_PARTNERS = 40
+MINIMAP_BINS = 800
 SEARCH_MODES = ("name", "exact", "regex", "class")
 """``find`` modes: substring of the name (case-insensitive), the exact name, a regular expression
 over the name (case-insensitive), a kernel class (device events of that class)."""
@@ -153,6 +154,8 @@ class LoadedTrace:
     notes: list[str] = field(default_factory=list)         # truncation and other warnings
     idle_threshold_us: float = DEFAULT_IDLE_THRESHOLD_US
     overview: Overview | None = None
+    activity_cache: dict[int, ActivityProfile] = field(default_factory=dict)
+    """Activity profiles by bin count (the minimap's is made in the worker)."""
 
     # -- events -------------------------------------------------------------------------------------
     def event_span_us(self, ref: EventRef) -> tuple[float, float]:
@@ -294,9 +297,11 @@ class LoadedTrace:
         ranks = range(len(self.model.ranks)) if rank_indices is None else rank_indices
         return selection_summary([self.model.ranks[i] for i in ranks], t0_us, t1_us)
 
-    def activity(self, bins: int = 800) -> ActivityProfile:
+    def activity(self, bins: int = MINIMAP_BINS) -> ActivityProfile:
         """GPU busy fraction per rank over the whole trace in ``bins`` bins (the minimap)."""
-        return activity_profile(self.model.ranks, *self.full_range_us, bins=bins)
+        if bins not in self.activity_cache:
+            self.activity_cache[bins] = activity_profile(self.model.ranks, *self.full_range_us, bins=bins)
+        return self.activity_cache[bins]
 
     def step_span_us(self, number: int) -> tuple[float, float] | None:
         """The extent of step ``number`` over every rank (CPU and GPU spans), None if absent."""
@@ -355,19 +360,22 @@ def _name_predicate(query: str, mode: str) -> Callable[[str], bool] | None:
 
 # -- building -------------------------------------------------------------------------------------------
 def iter_loaded_trace(paths: Sequence[Path | str], idle_threshold_us: float, stop: threading.Event,
-                      isolate: bool | None = None) -> Iterator[LoadProgress | LoadedTrace]:
+                      isolate: bool | None = None, memory_budget: int | None = None
+                      ) -> Iterator[LoadProgress | LoadedTrace]:
     """The loading worker's generator: progress, then one :class:`LoadedTrace` (nothing if stopped).
 
     With ``isolate`` (the default unless ``GPUPERF_TRACE_INPROCESS=1``) the engine runs in a helper
     interpreter (:mod:`..child_stream`): its JSON decoder holds the GIL for ~0.2 s on a 50 MB trace,
     which would freeze the window that long; a stop kills the helper at once. Errors propagate.
+    ``memory_budget`` (bytes, None: the default) bounds the load (core/trace/budget.py).
     """
     if isolate is None:
         isolate = os.environ.get("GPUPERF_TRACE_INPROCESS", "") != "1"
     if isolate:
-        items = iter_in_child(ENGINE, ([str(p) for p in paths],), stop=stop, grace_s=0.0)
+        items = iter_in_child(ENGINE, ([str(p) for p in paths],), {"memory_budget": memory_budget},
+                              stop=stop, grace_s=0.0)
     else:
-        items = iter_load_and_analyse([Path(p) for p in paths], stop)
+        items = iter_load_and_analyse([Path(p) for p in paths], stop, memory_budget=memory_budget)
     result: TraceResult | None = None
     for item in items:
         if stop.is_set():
@@ -382,11 +390,11 @@ def iter_loaded_trace(paths: Sequence[Path | str], idle_threshold_us: float, sto
     yield build_loaded_trace(result, idle_threshold_us, stop)
 
 
-def load_job(paths: Sequence[Path | str], idle_threshold_us: float, isolate: bool | None = None
-             ) -> Callable[[threading.Event], Iterator[LoadProgress | LoadedTrace]]:
+def load_job(paths: Sequence[Path | str], idle_threshold_us: float, isolate: bool | None = None,
+             memory_budget: int | None = None) -> Callable[[threading.Event], Iterator[LoadProgress | LoadedTrace]]:
     """:func:`iter_loaded_trace` as a ``produce(stop)`` factory for the views' task runner."""
     def produce(stop: threading.Event) -> Iterator[LoadProgress | LoadedTrace]:
-        return iter_loaded_trace(paths, idle_threshold_us, stop, isolate)
+        return iter_loaded_trace(paths, idle_threshold_us, stop, isolate, memory_budget)
 
     return produce
 
@@ -395,7 +403,7 @@ def build_loaded_trace(result: TraceResult, idle_threshold_us: float = DEFAULT_I
                        stop: threading.Event | None = None) -> LoadedTrace:
     """Turn the engine's TraceResult into what the tab draws and shows."""
     model: TraceModel = result.model
-    notes: list[str] = []
+    notes: list[str] = list(model.notes)  # run-folder files skipped or broken (core/trace/load.py)
     analyses = [r.analysis for r in result.ranks]
     stragglers = list(result.multi_rank.stragglers)
     mfu_figures, roofline_points = _mfu_and_roofline(result, analyses, notes)
@@ -417,10 +425,12 @@ def build_loaded_trace(result: TraceResult, idle_threshold_us: float = DEFAULT_I
         overview = build_overview(result)
     except Exception as exc:  # noqa: BLE001 - shown as a note; the lanes still open
         notes.append(f"overview failed: {type(exc).__name__}: {exc}")
-    return LoadedTrace(model=model, ranks=rank_specs, lanes=lanes, full_range_us=full_range(model),
-                       files=[r.file for r in model.ranks], analysis=analyses, diagnosis=diagnosis,
-                       op_tables=_op_tables(result), mfu_figures=mfu_figures, roofline_points=roofline_points,
-                       notes=notes, idle_threshold_us=idle_threshold_us, overview=overview)
+    loaded = LoadedTrace(model=model, ranks=rank_specs, lanes=lanes, full_range_us=full_range(model),
+                         files=[r.file for r in model.ranks], analysis=analyses, diagnosis=diagnosis,
+                         op_tables=_op_tables(result), mfu_figures=mfu_figures, roofline_points=roofline_points,
+                         notes=notes, idle_threshold_us=idle_threshold_us, overview=overview)
+    loaded.activity(MINIMAP_BINS)   # made here, off the GUI thread
+    return loaded
 
 
 def _op_tables(result: TraceResult) -> dict[int, dict[str, OpTable]]:
