@@ -10,7 +10,7 @@ from typing import Sequence
 from gpuperf_gui import __version__
 
 # One module per subcommand under gpuperf_gui/commands/, each with register(subparsers) and run(args).
-COMMANDS = ("gpus", "roofline", "mfu", "diagnose", "diff", "synth", "bench")
+COMMANDS = ("gpus", "roofline", "mfu", "diagnose", "diff", "synth", "bench", "profile")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,167 @@
+"""`gpuperf profile` on the CPU: a real child interpreter runs tests/data/scripts/* under torch.profiler.
+
+Expected values come from the scripts themselves (their iteration counts, what they print, where they
+fail) and from the trace file read as plain JSON, not from the code under test.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from gpuperf_gui.cli import main
+from gpuperf_gui.core.profile_script import (
+    ProfileOutput, ProfileProgress, ProfileRequest, ProfileResult, iter_profile, parse_progress,
+)
+from gpuperf_gui.core.trace.api import analyse_paths
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "data" / "scripts"
+TRAIN = SCRIPTS / "train_tiny.py"
+
+
+def _events(path: Path) -> list[dict]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as fh:
+        data = json.load(fh)
+    return [e for e in data["traceEvents"] if e.get("ph") == "X"]
+
+
+def _steps(events: list[dict]) -> list[dict]:
+    return sorted((e for e in events if str(e.get("name", "")).startswith("ProfilerStep#")
+                   and e.get("cat") == "user_annotation"), key=lambda e: e["ts"])
+
+
+def _collect(req: ProfileRequest, stop: threading.Event | None = None,
+             stop_after_recorded: int | None = None) -> tuple[list, ProfileResult]:
+    items = []
+    for item in iter_profile(req, stop):
+        items.append(item)
+        if (stop is not None and isinstance(item, ProfileProgress) and stop_after_recorded is not None
+                and item.recorded >= stop_after_recorded):
+            stop.set()
+    assert isinstance(items[-1], ProfileResult)
+    return items[:-1], items[-1]
+
+
+def test_training_script_records_the_requested_optimizer_steps(tmp_path: Path, capfd) -> None:
+    out = tmp_path / "train.json.gz"
+    rc = main(["profile", "--steps", "3", "-o", str(out), str(TRAIN), "--marker", "hello world", "--iters", "12"])
+    captured = capfd.readouterr()
+    assert rc == 0, captured.err
+    # the script's own output and arguments pass through
+    assert "train_tiny argv=['--marker', 'hello world', '--iters', '12'] marker=hello world" in captured.out
+    assert "train_tiny stderr line" in captured.err
+    assert "train_tiny done" not in captured.out  # ended cleanly once the steps were recorded
+    assert "[gpuperf profile] finished ok=True steps=3 mode=steps" in captured.err
+    events = _events(out)
+    steps = _steps(events)
+    assert len(steps) == 3
+    # the step boundary is the optimizer step: each step holds exactly one whole Optimizer.step span
+    opt = [e for e in events if str(e["name"]).startswith("Optimizer.step#SGD.step")]
+    for s in steps:
+        inside = [o for o in opt if s["ts"] <= o["ts"] and o["ts"] + o["dur"] <= s["ts"] + s["dur"]]
+        cut = [o for o in opt if o["ts"] < s["ts"] < o["ts"] + o["dur"]
+               or o["ts"] < s["ts"] + s["dur"] < o["ts"] + o["dur"]]
+        assert len(inside) == 1 and not cut
+        assert any(e["name"] == "aten::linear" and s["ts"] <= e["ts"] <= s["ts"] + s["dur"] for e in events)
+    with gzip.open(out, "rt") as fh:
+        assert json.load(fh)["gpuperf_profile_mode"] == "steps"
+    result = analyse_paths([out])  # the app's own loader reads it
+    assert len(result.ranks) == 1 and len(result.ranks[0].analysis.steps) == 3
+
+
+def test_run_to_end_and_exit_status(tmp_path: Path, capfd) -> None:
+    out = tmp_path / "t.json"
+    rc = main(["profile", "--steps", "2", "--run-to-end", "-o", str(out), str(TRAIN), "--iters", "6",
+               "--exit-code", "3"])
+    captured = capfd.readouterr()
+    assert rc == 2
+    assert "train_tiny done iters=6" in captured.out  # ran on after the trace
+    assert "gpuperf: error: the script exited with status 3; trace written to" in captured.err
+    assert len(_steps(_events(out))) == 2
+
+
+def test_failing_script_gives_a_clear_error_and_its_recorded_steps(tmp_path: Path) -> None:
+    out = tmp_path / "fail.json.gz"
+    req = ProfileRequest(script=str(TRAIN), out=str(out), args=["--fail-at", "3"], steps=3)
+    items, result = _collect(req)
+    err = "".join(i.text for i in items if isinstance(i, ProfileOutput) and i.stream == "stderr")
+    assert 'train_tiny.py", line' in err and "ValueError: planted failure at iteration 3" in err
+    assert "profile_script.py" not in err  # the traceback is the script's, not the runner's
+    assert not result.ok
+    assert result.script_error == "ValueError: planted failure at iteration 3"
+    assert "the script raised ValueError" in result.message
+    # the failure came after optimizer step 4 (iteration 3): wait 1 + warmup 1 leave step #2 complete,
+    # #3 was running when it raised
+    assert result.optimizer_steps == 4 and result.steps_recorded == 1
+    assert [s["name"] for s in _steps(_events(out))] == ["ProfilerStep#2", "ProfilerStep#3"]
+    assert result.profiler_left_running is False
+
+
+def test_inference_script_gets_a_wall_clock_window(tmp_path: Path) -> None:
+    out = tmp_path / "infer.json.gz"
+    req = ProfileRequest(script=str(SCRIPTS / "infer_tiny.py"), out=str(out), args=["--seconds", "1.5"],
+                         window_s=0.5)
+    items, result = _collect(req)
+    assert result.ok and result.mode == "window" and result.steps_recorded == 0
+    assert any(isinstance(i, ProfileProgress) and i.event == "window" for i in items)
+    assert any(isinstance(i, ProfileOutput) and "infer_tiny done" in i.text for i in items)  # ran on
+    events = _events(out)
+    assert not _steps(events)
+    linear = [e for e in events if e["name"] == "aten::linear"]
+    assert linear
+    span_s = (max(e["ts"] + e["dur"] for e in linear) - min(e["ts"] for e in linear)) * 1e-6
+    assert 0.2 < span_s < 1.0  # the 0.5 s window, not the script's 1.5 s
+
+
+def test_stop_ends_the_script_and_keeps_the_recorded_steps(tmp_path: Path) -> None:
+    out = tmp_path / "stop.json.gz"
+    req = ProfileRequest(script=str(TRAIN), out=str(out), args=["--forever"], steps=1000)
+    _items, result = _collect(req, threading.Event(), stop_after_recorded=1)
+    assert result.ok and result.stopped_early and result.steps_recorded >= 1
+    assert len(_steps(_events(out))) >= result.steps_recorded
+    assert result.profiler_left_running is False
+
+
+def test_module_mode_with_cwd(tmp_path: Path) -> None:
+    out = tmp_path / "mod.json.gz"
+    req = ProfileRequest(script="train_tiny", module=True, cwd=str(SCRIPTS), out=str(out),
+                         args=["--marker", "as-module"], steps=2, wait=1, warmup=0)
+    items, result = _collect(req)
+    assert result.ok, result.message
+    assert any(isinstance(i, ProfileOutput) and "marker=as-module" in i.text for i in items)
+    assert len(_steps(_events(out))) == 2
+
+
+def test_cli_refuses_bad_requests_without_a_traceback(tmp_path: Path, capsys) -> None:
+    assert main(["profile", "-o", str(tmp_path / "x.json.gz"), str(tmp_path / "missing.py")]) == 2
+    assert "gpuperf: error: no such script" in capsys.readouterr().err
+    assert main(["profile", "--steps", "0", "-o", str(tmp_path / "x.json.gz"), str(TRAIN)]) == 2
+    assert "--steps must be >= 1" in capsys.readouterr().err
+    assert main(["profile", "-o", str(tmp_path / "x.txt"), str(TRAIN)]) == 2
+    assert ".json or .json.gz" in capsys.readouterr().err
+
+
+def test_progress_lines_parse() -> None:
+    p = parse_progress("[gpuperf profile] step n=4 recorded=2 target=3\n")
+    assert p is not None and p.event == "step" and (p.recorded, p.target) == (2, 3)
+    assert parse_progress("[gpuperf profile] trace path=/tmp/a.json.gz mode=steps steps=3").fields["mode"] == "steps"
+    assert parse_progress("epoch 1 loss=0.3") is None
+
+
+@pytest.mark.gpu
+def test_cuda_training_script_traces_kernels(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    out = tmp_path / "cuda.json.gz"
+    req = ProfileRequest(script=str(SCRIPTS / "train_gpu.py"), out=str(out), args=["--mode", "fed"],
+                         steps=4, device="cuda")
+    _items, result = _collect(req)
+    assert result.ok and result.activities == ["CPU", "CUDA"], result.message
+    events = _events(out)
+    assert len(_steps(events)) == 4
+    assert any(e.get("cat") == "kernel" for e in events)
