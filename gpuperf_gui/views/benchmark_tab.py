@@ -78,11 +78,9 @@ def default_measurements_factory(results_dir: Path | None, collectives: bool) ->
     child appends each point to the run's JSON-lines file, so a crash loses at most one point."""
     def factory(plan: BenchPlan) -> Produce:
         def produce(stop: threading.Event) -> Iterator[object]:
-            from gpuperf_gui.core.bench.collectives import default_collective_plan
-
-            collective_plan = default_collective_plan("quick") if collectives else None
+            # the collectives' plan is made in the child: choosing NCCL or gloo imports torch
             yield from iter_in_child(MEASURE, (plan,), {"results_dir": results_dir,
-                                                          "collectives": collective_plan},
+                                                          "collectives": "quick" if collectives else None},
                                      stop=stop, grace_s=STOP_GRACE_S, nice=10)
         return produce
     return factory

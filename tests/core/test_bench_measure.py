@@ -346,3 +346,18 @@ def test_cli_threads_option_is_recorded_with_each_point(tmp_path: Path) -> None:
                 "--no-save", "--json", str(out)) == 0
     points = json.loads(out.read_text())["points"]
     assert points and all(p["threads"] == 1 for p in points)
+
+
+def test_iter_run_and_save_plans_the_collectives_from_a_suite_name(tmp_path: Path, monkeypatch) -> None:
+    from gpuperf_gui.core.bench import collectives
+
+    seen = []
+
+    def fake(plan, stop):
+        seen.append(plan)
+        yield _collective_point(2.5e9)
+    monkeypatch.setattr(collectives, "iter_collective_measurements", fake)
+    monkeypatch.setattr(measure, "iter_measurements", lambda plan, stop: iter(()))
+    list(sweep.iter_run_and_save(_plan(tmp_path), threading.Event(), results_dir=tmp_path, collectives="quick"))
+    assert seen == [collectives.default_collective_plan("quick")]
+    assert load_ceilings("cpu", tmp_path).collective_busbw_bytes_per_s == {"all_reduce": 2.5e9}

@@ -239,7 +239,6 @@ def test_event_loop_stays_responsive_during_a_run(qtbot, make_tab) -> None:
 def test_constructs_with_the_real_factory_and_shuts_down(qtbot, make_tab, monkeypatch, tmp_path: Path) -> None:
     """Without a factory the tab runs core.bench.sweep:iter_run_and_save in the helper process, with the
     plan, its results folder, the collectives when ticked, the worker's stop event and the grace."""
-    from gpuperf_gui.core.bench.collectives import CollectivePlan
     from gpuperf_gui.views import benchmark_tab
 
     calls = []
@@ -260,7 +259,7 @@ def test_constructs_with_the_real_factory_and_shuts_down(qtbot, make_tab, monkey
     assert target == "gpuperf_gui.core.bench.sweep:iter_run_and_save" and grace_s == benchmark_tab.STOP_GRACE_S
     assert run_plan.device == "cpu" and run_plan.cpu_threads == len(os.sched_getaffinity(0))  # as the CLI
     assert run_plan.results_path.parent == tmp_path / "bench" / "runs"
-    assert kwargs["results_dir"] == tmp_path / "bench" and isinstance(kwargs["collectives"], CollectivePlan)
+    assert kwargs["results_dir"] == tmp_path / "bench" and kwargs["collectives"] == "quick"  # planned in the child
     assert not stop.is_set() and nice == 10
     assert [p.size for p in tab.current_points] == [64]
 

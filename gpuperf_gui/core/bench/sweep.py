@@ -65,7 +65,12 @@ def _has_measurements(ceilings: MeasuredCeilings) -> bool:
 
 def iter_run_and_save(plan: BenchPlan, stop: threading.Event, *, results_dir: Path | None = None,
                       collectives: Any = None, reset_ceilings: bool = False) -> Iterator[BenchItem]:
-    """:func:`iter_run`, saving its ceilings under ``results_dir`` (the Benchmarks tab's target)."""
+    """:func:`iter_run`, saving its ceilings under ``results_dir`` (the Benchmarks tab's target).
+
+    ``collectives`` may be a suite name ("quick", "full"): its default plan is made here, in the
+    helper process, because choosing the backend counts the GPUs, which imports torch."""
+    if isinstance(collectives, str):
+        collectives = collectives_module.default_collective_plan(collectives)
     yield from save_ceilings_on_the_way(iter_run(plan, stop, collectives=collectives), results_dir,
                                         reset_ceilings)
 
