@@ -62,6 +62,7 @@ PRECISION_STYLES = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashDotLine, Qt.PenStyle.
                     Qt.PenStyle.DashDotDotLine)
 INVALID_STYLE = "QLineEdit { border: 2px solid #d73027; background: #fdecea; }"
 POINT_COLUMNS = ("point", "device", "AI", "achieved", "% of roof", "band")
+BAND_COLUMN_PX = 84
 ERROR_STYLE = "color: #b2182b;"
 FOREIGN_BRUSH = (0, 0, 0, 0)  # points judged against another device's roof: hollow markers
 VISIBLE_LIST_ROWS = 6        # the device list shows whole rows, this many before it scrolls
@@ -107,6 +108,21 @@ def _parse_positive(edit: QLineEdit, optional: bool = False, whole: bool = False
     edit.setToolTip("" if value is not None else
                     ("a whole number from 1 to 2^40" if whole else "a positive number"))
     return value
+
+
+def _format_ai(ai: float) -> str:
+    """FLOP/byte for a narrow column: 0.167, 42.7, 2,731 (no exponent)."""
+    return f"{ai:.3g}" if ai < 1000 else f"{ai:,.0f}"
+
+
+def _short_band(fraction: float | None) -> str:
+    """The band in a few characters (its colour and the tooltip say the rest): ">70 %", "above roof"."""
+    if fraction is None:
+        return "no time"
+    if fraction > roofline.ABOVE_ROOF_TOLERANCE:
+        return "above roof!"
+    lower = roofline.band_threshold(fraction)
+    return f">{100 * lower:.0f} %" if lower > 0 else "<10 %"
 
 
 def _wrapped(row: QHBoxLayout, per_line: int) -> QVBoxLayout:
@@ -511,9 +527,13 @@ class RooflineTab(QWidget):
         self.points_table = QTableWidget(0, len(POINT_COLUMNS))
         self.points_table.setHorizontalHeaderLabels(list(POINT_COLUMNS))
         header = self.points_table.horizontalHeader()
-        # the numbers keep their width; the name takes what is left, elided in the middle
+        # the numbers keep their width; the name takes what is left, elided in the middle; the band
+        # (its colour says it, the tooltip spells it out) gets a fixed column
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        band = POINT_COLUMNS.index("band")
+        header.setSectionResizeMode(band, QHeaderView.ResizeMode.Fixed)
+        self.points_table.setColumnWidth(band, BAND_COLUMN_PX)
         header.setStretchLastSection(False)
         self.points_table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.points_table.setWordWrap(False)
@@ -714,7 +734,7 @@ class RooflineTab(QWidget):
     def _describe(self, a: PointAnalysis) -> str:
         roof = self.roof_for_point(a.point)
         lines = [f"<b>{a.point.label}</b> under {roof.label}:",
-                 f"AI {a.ai_flops_per_byte:.3g} FLOP/byte ({a.bound}-bound; ridge {roof.ridge:.0f})",
+                 f"AI {_format_ai(a.ai_flops_per_byte)} FLOP/byte ({a.bound}-bound; ridge {roof.ridge:.0f})",
                  f"attainable {format_si(a.attainable_flops_per_s, 'FLOP/s')}; "
                  f"time floor {format_si(a.time_floor_s, 's')}"]
         if a.fraction_of_roof is not None:
@@ -759,6 +779,9 @@ class RooflineTab(QWidget):
                 brushes.append(pg.mkBrush(colour))
                 tips.append(point.label)
             self._fill_point_row(row, point, a, colour)
+        # the device column only when another device's points are shown: else it is the roof's
+        self.points_table.setColumnHidden(POINT_COLUMNS.index("device"),
+                                          not any(self.placement(p) == "foreign" for p in rows))
         self.canvas.set_series("your points", xs, ys, brushes, tips=tips)
         for name, points in self._external.items():
             self._draw_external(name, points)
@@ -774,14 +797,15 @@ class RooflineTab(QWidget):
         device = point.device_id or "—"
         name = next((point.label[len(n) + 2:] for n in self._external if point.label.startswith(f"{n}: ")),
                     point.label)  # the series is named in the tooltip
-        cells = [roofline.short_label(name), f"measured on {device}" if foreign else device,
-                 f"{a.ai_flops_per_byte:.3g}",
+        cells = [roofline.short_label(name), f"on {device}" if foreign else device,
+                 _format_ai(a.ai_flops_per_byte),
                  format_si(a.achieved_flops_per_s, "FLOP/s") if a.achieved_flops_per_s else "—",
                  f"{100 * a.fraction_of_roof:.1f} %" if a.fraction_of_roof is not None else "—",
-                 a.band or "(no time: drawn on the roof)"]
+                 _short_band(a.fraction_of_roof)]
         where = (f"measured on {device}, judged against the {roof.label} roof shown" if foreign
                  else f"judged against the {roof.label} roof")
-        tip = f"{point.label}\n{where}" + (f" ({point.precision})" if point.precision else "")
+        tip = (f"{point.label}\n{where}" + (f" ({point.precision})" if point.precision else "")
+               + (f"\n{a.band}" if a.band else ""))
         for col, value in enumerate(cells):
             item = QTableWidgetItem(value)
             item.setToolTip(tip)

@@ -42,7 +42,8 @@ def test_add_gemm_point_shows_band(tab):
     tab.time_us.setText(f"{2 * 8192**3 / 700e12 * 1e6:.3f}")  # 700 TFLOP/s on a 989.4 roof
     tab.add_button.click()
     assert len(tab.placed) == 1
-    assert tab.points_table.item(0, BAND).text() == "very strong"
+    assert tab.points_table.item(0, BAND).text() == ">70 %"
+    assert "very strong" in tab.points_table.item(0, BAND).toolTip()
     assert tab.points_table.item(0, PERCENT).text() == "70.7 %"
     assert "compute-bound" in tab.result_label.text()
 
@@ -163,7 +164,8 @@ def pg_point(x: float, y: float):
 
 def test_point_above_the_roof_is_flagged_not_praised(tab):
     tab.add_point(gemm_point(4096, 4096, 4096, "bf16", seconds=1e-9))
-    assert tab.points_table.item(0, BAND).text().startswith("above the roof")
+    assert tab.points_table.item(0, BAND).text() == "above roof!"
+    assert "above the roof: impossible" in tab.points_table.item(0, BAND).toolTip()
 
 
 def test_trace_points_are_listed_in_the_table(tab):
@@ -241,8 +243,9 @@ def test_changing_the_device_hides_trace_points_then_shows_them_against_the_roof
     assert "3 measured on h200" in tab.status_label.text()
     tab.foreign_box.setChecked(True)
     assert tab.points_table.rowCount() == 3
-    assert tab.points_table.item(0, 1).text() == "measured on h200"
-    assert tab.points_table.item(0, BAND).text().startswith("above the roof")  # 700 > 312 × 1.05
+    assert tab.points_table.item(0, 1).text() == "on h200"
+    assert "measured on h200, judged against the a100-sxm-80gb bf16 roof" in tab.points_table.item(0, 1).toolTip()
+    assert tab.points_table.item(0, BAND).text() == "above roof!"  # 700 > 312 × 1.05
     assert len(tab.canvas._series["trace: h200 run — measured on h200"].data) == 3
     tab.foreign_box.setChecked(False)
     tab.context.set_device("h200")                              # back on its own roof
@@ -252,12 +255,16 @@ def test_changing_the_device_hides_trace_points_then_shows_them_against_the_roof
 def test_numeric_columns_stay_visible_with_long_names(tab, qtbot):
     long_name = "void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_nn_align8>"
     tab.set_point_series("trace: a long kernel name run", [RooflinePoint(long_name, 2e12, 5e9, 4e-3, "trace")])
+    # another device's kernel above this roof: the longest device and band texts there are
+    tab.set_point_series("trace: h200 run", [RooflinePoint(long_name, 2e12, 5e9, 1e-9, "trace")], "h200")
+    tab.foreign_box.setChecked(True)
+    assert tab.points_table.rowCount() == 2
     tab.resize(1400, 900)
     tab.show()
     qtbot.waitExposed(tab)
     table = tab.points_table
     visible = table.viewport().width()
-    for column in (POINT_COLUMNS.index("AI"), POINT_COLUMNS.index("achieved"), PERCENT):
+    for column in (POINT_COLUMNS.index("AI"), POINT_COLUMNS.index("achieved"), PERCENT, BAND):
         assert table.columnViewportPosition(column) + table.columnWidth(column) <= visible
     assert long_name in table.item(0, 0).toolTip() and len(table.item(0, 0).text()) <= 32
 
