@@ -116,8 +116,7 @@ def _refuse_unusable(decoded: Decoded, path: Path) -> None:
     n = len(decoded.events) + decoded.skipped
     cut = decoded.truncation
     if cut is not None and cut.events_kept == 0:
-        detail = (f"not valid JSON: it is cut short ({cut.reason}, {cut.bytes_total:,} bytes) "
-                  "before its first complete event")
+        detail = f"not valid JSON: {cut.reason} ({cut.bytes_total:,} bytes) before its first complete event"
     elif n == 0:
         detail = "the event list is empty"
     else:

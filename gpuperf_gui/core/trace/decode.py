@@ -317,9 +317,10 @@ class _Decoding:
         why = _describe_syntax_error(message, self.text, at) if message else "it does not decode"
         if truncated and self.stream_error:
             why = f"{self.stream_error}, and no complete event before the damage"
+        elif truncated and _events_array_start(self.text) is None:
+            why = f"the JSON ends before it is complete ({self.end:,} bytes), and holds no traceEvents list"
         elif truncated:
-            why = "the JSON is cut short before its first complete event" + (
-                f" ({len(self.text):,} bytes)" if len(self.text) else "")
+            why = f"the JSON is cut short ({self.end:,} bytes) before its first complete event"
         raise TraceFormatError(f"{self.path}: not valid JSON{where}: {why}")
 
     def _salvage(self) -> Decoded | None:
