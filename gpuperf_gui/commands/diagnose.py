@@ -28,6 +28,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--memory-budget", default=None, metavar="SIZE",
                    help="most memory loading may use, e.g. 4GB (default "
                         f"{format_bytes(DEFAULT_MEMORY_BUDGET_BYTES)}); a trace that needs more is refused early")
+    p.add_argument("--dask-scheduler", default=None, metavar="ADDRESS",
+                   help="analyse the ranks as Dask tasks next to the files (shared filesystem) and bring back "
+                        "compact per-rank results: tcp://host:port, or local[:N] for a LocalCluster of N "
+                        "worker processes (needs the 'cluster' extra); the memory budget then applies per task")
     p.set_defaults(func=run)
 
 
@@ -39,8 +43,16 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return fail(f"--memory-budget: {exc}")
     try:
-        result = analyse_paths(args.paths, max_bytes=args.max_bytes, workers=args.workers,
-                               memory_budget=budget)
+        if args.dask_scheduler:
+            from gpuperf_gui.core.trace.cluster import ClusterError, analyse_on_cluster  # noqa: PLC0415
+            try:
+                result = analyse_on_cluster(args.paths, args.dask_scheduler, max_bytes=args.max_bytes,
+                                            memory_budget=budget, top=args.top)
+            except ClusterError as exc:
+                return fail(f"--dask-scheduler: {exc}")
+        else:
+            result = analyse_paths(args.paths, max_bytes=args.max_bytes, workers=args.workers,
+                                   memory_budget=budget)
     except TraceFormatError as exc:
         return fail(str(exc))
     if args.json:

@@ -161,7 +161,8 @@ def analyse_paths(paths: Sequence[Path | str], *, max_bytes: int | None = DEFAUL
     return result
 
 
-def multi_rank_summary(ranks: list[RankResult]) -> MultiRankSummary:
+def multi_rank_summary(ranks: list[RankResult], spans: dict[int, tuple[np.ndarray, np.ndarray]] | None = None
+                       ) -> MultiRankSummary:
     """Step-time skew across ranks and straggler ranks.
 
     Straggler rule (after HTA ``get_potential_stragglers``): the k-th collective of every rank is the
@@ -178,7 +179,7 @@ def multi_rank_summary(ranks: list[RankResult]) -> MultiRankSummary:
     medians = [r.analysis.step_time_median_s for r in ranks if r.analysis.step_time_median_s]
     skew = float(max(medians) - min(medians)) if len(medians) >= 2 else None
     pipeline = any(r.analysis.p2p_kernels or r.analysis.p2p_cpu_ops for r in ranks)
-    spans = _collective_spans(ranks)
+    spans = _collective_spans(ranks) if spans is None else spans  # given: cluster.py, from compact results
     if len(spans) < 2:
         return MultiRankSummary(skew, [], pipeline=pipeline)
     k = min(len(v[0]) for v in spans.values())

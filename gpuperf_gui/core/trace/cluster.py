@@ -1,0 +1,356 @@
+"""The distributed engine: each rank's analysis runs as a Dask task next to its file, and only a
+compact per-rank result comes back.
+
+For jobs too big for one machine (a thousand ranks of 200k events each). The files stay where they
+are (a shared filesystem, as on SLURM clusters); every task loads one rank, analyses it, diagnoses
+it, and returns a :class:`RankSummary`: the :class:`.analysis.RankAnalysis` (figures, steps,
+diagnosis inputs), the op table's top rows, the roofline points, the collective start times the
+straggler rule needs, the overview's step breakdown and a coarse lane summary. The client then does
+what :func:`.api.iter_load_and_analyse` does after its per-file loop (rank de-duplication, clock
+alignment, the straggler rule, the job diagnosis), so ``gpuperf diagnose --dask-scheduler`` prints
+the same ``--json`` and verdict as the local run while never holding any rank's events.
+
+``address`` is ``tcp://host:8786`` (a running scheduler: ``dask-jobqueue``, ``dask scheduler``) or
+``local[:N]`` (a ``LocalCluster`` of N worker processes, one thread each; N defaults to the CPUs).
+Dask is an optional extra (``pip install 'gpuperf-gui[cluster]'``), imported only here and lazily.
+
+>>> result = analyse_on_cluster([Path("job/")], "local:4")      # doctest: +SKIP
+>>> result.to_json(top=10)                                       # same as TraceResult.to_json
+"""
+from __future__ import annotations
+
+import os
+import re
+import threading
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from gpuperf_gui.core.units import json_safe
+
+from . import intervals as iv
+from .analysis import CPU_COLLECTIVE_RE, RankAnalysis, analyse_rank
+from .api import MultiRankSummary, Progress, multi_rank_summary
+from .budget import MemoryBudget
+from .decode import DEFAULT_MAX_BYTES
+from .diagnose import Diagnosis, diagnose_job, diagnose_rank
+from .load import FileFailure, _failure, dedupe_ranks, discover_files, failure_notes, load_rank
+from .model import RankTrace, TraceFormatError
+from .op_points import op_points
+from .optable import OpRow, op_table
+from .overview import TOP_KERNELS, Overview, RankOverview, kernel_rows, step_breakdown
+
+LANE_BINS = 256
+"""Time bins of a lane's coarse busy profile (the lane summary)."""
+CONNECT_TIMEOUT_S = 10.0
+_LOCAL_RE = re.compile(r"^local(?::(\d+))?$")
+
+
+class ClusterError(RuntimeError):
+    """Dask is not installed, the address is not valid, or the scheduler cannot be reached."""
+
+
+# -- the compact per-rank result ---------------------------------------------------------------------
+@dataclass
+class LaneSummary:
+    """One lane at a coarse level of detail: its busy fraction in :data:`LANE_BINS` equal bins over
+    the rank's span (the rank's own clock)."""
+
+    kind: str
+    label: str
+    events: int
+    busy: np.ndarray
+
+
+@dataclass
+class RankSummary:
+    """What a task sends back for one rank file: a few kB, whatever the rank's event count.
+
+    Times are in the rank's own clock (``origin_us``); the client aligns them. ``collective_*`` are
+    the raw start and duration of the rank's collectives (GPU communication kernels, else CPU-side
+    collectives), unsorted, as :func:`.api._collective_spans` reads them; None when it has neither.
+    """
+
+    order_index: int
+    file: str
+    rank: int
+    rank_source: str
+    origin_us: float
+    span_us: tuple[float, float]
+    device_name: str
+    n_events: int
+    analysis: RankAnalysis
+    ops: list[OpRow]
+    roofline_points: list[dict]
+    collective_start_us: np.ndarray | None
+    collective_duration_us: np.ndarray | None
+    has_comm_lanes: bool
+    overview: RankOverview | None = None
+    lanes: list[LaneSummary] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    truncation: str | None = None
+
+
+def summarize_rank(path: str, order_index: int, *, max_bytes: int | None = DEFAULT_MAX_BYTES,
+                   memory_budget: int | None = None, top: int = 10, overview: bool = False,
+                   lane_bins: int = LANE_BINS) -> RankSummary | FileFailure:
+    """Load, analyse and summarise one rank file (the task a Dask worker runs).
+
+    A file that fails gives a :class:`.load.FileFailure` (as the local loop collects them), so one
+    broken rank never fails the job."""
+    try:
+        rt = load_rank(path, max_bytes=max_bytes, order_index=order_index, memory_budget=memory_budget)
+        return _summary(rt, order_index, top, overview, lane_bins)
+    except Exception as exc:  # noqa: BLE001 - reported per file, as iter_per_file does
+        return _failure(Path(path), exc)
+
+
+def _summary(rt: RankTrace, order_index: int, top: int, with_overview: bool, lane_bins: int) -> RankSummary:
+    analysis = analyse_rank(rt)
+    ops = op_table(rt)
+    starts, durations, has_comm = _collective_raw(rt)
+    ov = None
+    if with_overview:
+        warmup = {s.number for s in analysis.steps if s.warmup}
+        kernels, tc_share, kernel_s = kernel_rows(rt)
+        ov = RankOverview(rank=rt.rank, device=rt.device_name, gpu_busy_fraction=analysis.gpu_busy_fraction,
+                          comm_exposed_fraction=analysis.comm_exposed_fraction, tensor_core_share=tc_share,
+                          kernel_seconds=kernel_s, step_time_median_s=analysis.step_time_median_s,
+                          steps=step_breakdown(rt, warmup), top_kernels=kernels[:TOP_KERNELS])
+    return RankSummary(
+        order_index=order_index, file=rt.file, rank=rt.rank, rank_source=rt.rank_source,
+        origin_us=rt.origin_us, span_us=rt.span_us, device_name=rt.device_name, n_events=rt.n_events,
+        analysis=analysis, ops=ops[:top], roofline_points=[p.to_json() for p in op_points(rt)],
+        collective_start_us=starts, collective_duration_us=durations, has_comm_lanes=has_comm,
+        overview=ov, lanes=lane_summaries(rt, lane_bins), warnings=list(rt.warnings),
+        truncation=rt.truncation.describe() if rt.truncation else None)
+
+
+def _collective_raw(rt: RankTrace) -> tuple[np.ndarray | None, np.ndarray | None, bool]:
+    """Start and duration of the collectives, in the order :func:`.api._collective_spans`
+    concatenates them (so the client's shifted, sorted spans are the local run's, bit for bit)."""
+    comm = [lane for lane in rt.gpu_lanes if lane.kind == "gpu_comm"]
+    if comm:
+        return (np.concatenate([lane.start_us for lane in comm]),
+                np.concatenate([lane.duration_us for lane in comm]), True)
+    matches = rt.strings.ids_matching(lambda n: bool(CPU_COLLECTIVE_RE.search(n)))
+    starts, durations = [], []
+    for lane in rt.cpu_lanes:
+        m = matches[lane.name_id]
+        if m.any():
+            starts.append(lane.start_us[m])
+            durations.append(lane.duration_us[m])
+    if not starts:
+        return None, None, False
+    return np.concatenate(starts), np.concatenate(durations), False
+
+
+def lane_summaries(rt: RankTrace, bins: int = LANE_BINS) -> list[LaneSummary]:
+    """Every lane's busy fraction per bin over the rank's span (union of its events)."""
+    t0, t1 = rt.span_us
+    edges = np.linspace(t0, t1, bins + 1)
+    width = max((t1 - t0) / bins, 1e-12)
+    out = []
+    for lane in rt.lanes:
+        busy = np.zeros(bins)
+        if len(lane):
+            s, e = iv.union(lane.start_us, lane.start_us + lane.duration_us)
+            busy = np.clip(np.diff(_busy_before(s, e, edges)) / width, 0.0, 1.0)
+        out.append(LaneSummary(lane.kind, lane.label, len(lane), busy.astype(np.float32)))
+    return out
+
+
+def _busy_before(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Busy time of the disjoint sorted intervals (s, e) before each time in ``t``."""
+    cum = np.concatenate(([0.0], np.cumsum(e - s)))
+    k = np.searchsorted(s, t, side="right")
+    prev = np.maximum(k - 1, 0)
+    part = np.where(k > 0, np.minimum(t, e[prev]) - s[prev], 0.0) if s.size else np.zeros(t.size)
+    return (cum[prev] * (k > 0) if s.size else np.zeros(t.size)) + np.maximum(part, 0.0)
+
+
+# -- the job, assembled on the client ----------------------------------------------------------------
+@dataclass
+class ClusterRank:
+    """One rank of a :class:`ClusterResult` (``analysis``, ``diagnosis`` and ``ops`` as in
+    :class:`.api.RankResult`, so :func:`.api.multi_rank_summary` and the CLI report read it)."""
+
+    summary: RankSummary
+    analysis: RankAnalysis
+    diagnosis: Diagnosis
+    ops: list[OpRow]
+    shift_us: float = 0.0
+    """Added to the rank's own times to put it on the job's clock."""
+
+    @property
+    def rank(self) -> int:
+        return self.summary.rank
+
+    @property
+    def file(self) -> str:
+        return self.summary.file
+
+
+@dataclass
+class ClusterResult:
+    """A job analysed on a cluster: per-rank compact results, the straggler summary and the verdict."""
+
+    ranks: list[ClusterRank]
+    diagnosis: Diagnosis
+    multi_rank: MultiRankSummary
+    notes: list[str] = field(default_factory=list)
+    origin_us: float = 0.0
+
+    def to_json(self, top: int = 10) -> dict:
+        """The ``gpuperf diagnose --json`` object, the same as :meth:`.api.TraceResult.to_json`."""
+        ranks = []
+        for r in self.ranks:
+            obj = r.analysis.to_json()
+            obj["diagnosis"] = r.diagnosis.to_json()
+            obj["op_table"] = [row.to_json() for row in r.ops[:top]]
+            obj["roofline_points"] = list(r.summary.roofline_points)
+            ranks.append(obj)
+        return json_safe({"diagnosis": self.diagnosis.to_json(), "ranks": ranks,
+                          "multi_rank": self.multi_rank.to_json(), "load_notes": list(self.notes)})
+
+    def overview(self) -> Overview:
+        """The overview (rank × step heatmap) from the ranks' compact step breakdowns."""
+        ranks = []
+        for r in self.ranks:
+            ov = r.summary.overview
+            if ov is not None:
+                ov.rank = r.rank
+                ranks.append(ov)
+        return Overview(ranks, list(self.multi_rank.stragglers))
+
+    @property
+    def n_events(self) -> int:
+        return sum(r.summary.n_events for r in self.ranks)
+
+
+def assemble(summaries: Sequence[RankSummary], notes: list[str] | None = None) -> ClusterResult:
+    """What :func:`.api._assemble` does, from compact results (``summaries`` in file order)."""
+    summaries = dedupe_ranks(sorted(summaries, key=lambda s: s.order_index))
+    ordered = sorted(summaries, key=lambda s: s.rank)  # TraceModel.aligned
+    origin = min((s.origin_us for s in ordered), default=0.0)
+    ranks, spans = [], {}
+    for s in ordered:
+        s.analysis.rank = s.rank
+        shift = s.origin_us - origin
+        ranks.append(ClusterRank(s, s.analysis, diagnose_rank(s.analysis), s.ops, shift))
+        if s.collective_start_us is not None:
+            start = s.collective_start_us + shift if shift != 0 else s.collective_start_us
+            end = start + s.collective_duration_us
+            order = np.argsort(start, kind="stable")
+            spans[s.rank] = (start[order], end[order])
+    summary = multi_rank_summary(ranks, spans=spans)  # type: ignore[arg-type] (reads .analysis only)
+    diagnosis = diagnose_job([(r.analysis, r.diagnosis) for r in ranks], summary.evidence)
+    return ClusterResult(ranks, diagnosis, summary, list(notes or []), origin)
+
+
+# -- the scheduler -----------------------------------------------------------------------------------
+def parse_address(address: str) -> tuple[str, int | None]:
+    """``("local", n_workers or None)`` or ``("remote", address)``; raises :class:`ClusterError`."""
+    text = address.strip()
+    m = _LOCAL_RE.match(text)
+    if m:
+        n = int(m.group(1)) if m.group(1) else None
+        if n is not None and n < 1:
+            raise ClusterError(f"{address}: local needs at least one worker")
+        return "local", n
+    if re.match(r"^(tcp|tls|ucx|inproc)://[^\s/]+$", text):
+        return "remote", None
+    raise ClusterError(f"{address!r} is not a scheduler address: give tcp://host:port or local[:N]")
+
+
+def _import_distributed() -> Any:  # noqa: ANN401 (the module)
+    try:
+        import distributed  # noqa: PLC0415 - optional extra, imported only when asked for
+    except ImportError as exc:
+        raise ClusterError("Dask is not installed: pip install 'gpuperf-gui[cluster]' "
+                           f"(dask[distributed]) ({exc})") from None
+    return distributed
+
+
+@contextmanager
+def dask_client(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> Iterator[Any]:
+    """A ``distributed.Client`` on ``address``; for ``local[:N]`` a ``LocalCluster`` that lives
+    as long as the client. Raises :class:`ClusterError` when it cannot connect."""
+    kind, n = parse_address(address)
+    distributed = _import_distributed()
+    cluster = None
+    try:
+        if kind == "local":
+            n_workers = n or (os.cpu_count() or 1)
+            cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                                               dashboard_address=":0", silence_logs=40)
+            client = distributed.Client(cluster, timeout=f"{timeout_s}s")
+        else:
+            client = distributed.Client(address.strip(), timeout=f"{timeout_s}s")
+    except (OSError, TimeoutError) as exc:
+        if cluster is not None:
+            cluster.close()
+        raise ClusterError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+    try:
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def iter_cluster_analyse(paths: Sequence[Path | str], address: str, stop: threading.Event | None = None, *,
+                         max_bytes: int | None = DEFAULT_MAX_BYTES, memory_budget: MemoryBudget | int | None = None,
+                         top: int = 10, overview: bool = False) -> Iterator[Progress | ClusterResult]:
+    """Like :func:`.api.iter_load_and_analyse` on a Dask cluster: :class:`.api.Progress` items, then
+    one :class:`ClusterResult` (nothing when ``stop`` is set: the pending tasks are cancelled).
+
+    Paths are made absolute: the workers read them from the shared filesystem."""
+    stop = stop or threading.Event()
+    files = [f.resolve() for f in discover_files(paths)]
+    n = len(files)
+    budget = MemoryBudget.of(memory_budget).limit_bytes
+    yield Progress(0.0, f"connecting to {address}")
+    run_id = uuid.uuid4().hex[:12]  # task keys unique on a shared scheduler
+    with dask_client(address) as client:
+        distributed = _import_distributed()
+        yield Progress(0.02, f"analysing {n} file{'s' if n != 1 else ''} on {address}")
+        futures = [client.submit(summarize_rank, str(f), i, max_bytes=max_bytes, memory_budget=budget,
+                                 top=top, overview=overview, pure=False, key=f"gpuperf-rank-{i}-{run_id}")
+                   for i, f in enumerate(files)]
+        summaries: list[RankSummary] = []
+        failures: list[FileFailure] = []
+        done = distributed.as_completed(futures)
+        for count, fut in enumerate(done, 1):
+            if stop.is_set():
+                client.cancel(futures)
+                return
+            item = fut.result()
+            fut.release()  # the worker forgets it: nothing of the rank stays on the cluster
+            (failures if isinstance(item, FileFailure) else summaries).append(item)
+            name = Path(item.path if isinstance(item, FileFailure) else item.file).name
+            yield Progress(0.02 + 0.93 * count / n, f"analysed {name}")
+    if stop.is_set():
+        return
+    failures.sort(key=lambda f: str(f.path))
+    notes = failure_notes(failures, n)  # raises the first file's error when none loaded
+    yield Progress(0.97, "diagnosing")
+    yield assemble(summaries, notes)
+
+
+def analyse_on_cluster(paths: Sequence[Path | str], address: str, *, max_bytes: int | None = DEFAULT_MAX_BYTES,
+                       memory_budget: MemoryBudget | int | None = None, top: int = 10,
+                       overview: bool = False) -> ClusterResult:
+    """Blocking version of :func:`iter_cluster_analyse`."""
+    result = None
+    for item in iter_cluster_analyse(paths, address, None, max_bytes=max_bytes, memory_budget=memory_budget,
+                                     top=top, overview=overview):
+        if isinstance(item, ClusterResult):
+            result = item
+    if result is None:
+        raise TraceFormatError("no result")
+    return result

@@ -1,0 +1,137 @@
+"""The distributed engine (core/trace/cluster.py): the same ``--json`` and verdict as the local run on
+tiled folders, compact per-rank results, clear errors without Dask or a scheduler."""
+from __future__ import annotations
+
+import json
+import pickle
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpuperf_gui.cli import main
+from gpuperf_gui.core.trace import synth
+from gpuperf_gui.core.trace.api import analyse_paths
+from gpuperf_gui.core.trace.cluster import (ClusterError, RankSummary, dask_client, parse_address,
+                                            summarize_rank)
+from gpuperf_gui.core.trace.tile import repeat_events, tile_rank_folder
+
+pytest.importorskip("distributed")
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+H200 = DATA / "h200"
+
+
+def _json(capsys: pytest.CaptureFixture, argv: list[str]) -> dict:
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.fixture(scope="module")
+def jobs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("jobs")
+    gloo = H200 / "gloo_cpu_allreduce"
+    return {
+        # CPU-side collectives (gloo): the straggler rule reads host spans; ranks 7 µs apart
+        "gloo": tile_rank_folder([gloo / "rank0.json.gz", gloo / "rank1.json.gz"], root / "gloo", 24, shift_us=7),
+        # two different real traces, clocks 1 ms apart
+        "mixed": tile_rank_folder([H200 / "eager_tiny.json.gz", H200 / "attention.json.gz"], root / "mixed", 8,
+                                  shift_us=1001),
+        # the generator's known late rank (synth.STRAGGLER_RANK) among 8 DDP ranks
+        "straggler": synth.write_synth_trace("straggler", root / "straggler", world_size=8, steps=6),
+    }
+
+
+@pytest.fixture(scope="module")
+def scheduler() -> str:
+    """One LocalCluster (2 worker processes) for the module, reached by its tcp address."""
+    import distributed
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0", silence_logs=40) as cluster:
+        yield cluster.scheduler_address
+
+
+@pytest.mark.parametrize("job", ["gloo", "mixed", "straggler"])
+def test_cluster_json_equals_local(jobs: dict[str, Path], scheduler: str, capsys: pytest.CaptureFixture,
+                                   job: str) -> None:
+    local = _json(capsys, ["diagnose", str(jobs[job]), "--json", "--top", "5", "--workers", "1"])
+    remote = _json(capsys, ["diagnose", str(jobs[job]), "--json", "--top", "5", "--dask-scheduler", scheduler])
+    assert remote == local
+    n_files = len(list(jobs[job].iterdir()))
+    assert [r["rank"] for r in remote["ranks"]] == list(range(n_files))
+    if job == "straggler":
+        assert remote["diagnosis"]["signature"] == "straggler"
+        assert remote["multi_rank"]["stragglers"] == [synth.STRAGGLER_RANK]
+
+
+def test_cli_local_cluster_report_and_verdict(jobs: dict[str, Path], capsys: pytest.CaptureFixture) -> None:
+    """``--dask-scheduler local:2`` (an embedded LocalCluster) prints the local run's report."""
+    assert main(["diagnose", str(jobs["straggler"]), "--top", "3"]) == 0
+    local = capsys.readouterr().out
+    assert main(["diagnose", str(jobs["straggler"]), "--top", "3", "--dask-scheduler", "local:2"]) == 0
+    assert capsys.readouterr().out == local
+    assert f"Late rank: {synth.STRAGGLER_RANK}" in local
+
+
+def test_broken_rank_is_a_note_on_the_cluster_too(jobs: dict[str, Path], scheduler: str, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture) -> None:
+    job = tile_rank_folder([H200 / "attention.json.gz"], tmp_path / "job", 3)
+    (job / "rank00001.json.gz").write_bytes(b"\x1f\x8b not a gzip stream")
+    local = _json(capsys, ["diagnose", str(job), "--json", "--workers", "1"])
+    remote = _json(capsys, ["diagnose", str(job), "--json", "--dask-scheduler", scheduler])
+    assert remote == local
+    assert len(remote["ranks"]) == 2 and "rank00001.json.gz" in remote["load_notes"][0]
+
+
+def test_summary_size_does_not_grow_with_events(tmp_path: Path) -> None:
+    """What comes back per rank stays compact: 8x the events, about the same bytes."""
+    small, big = tmp_path / "small.json", tmp_path / "big.json"
+    n_small = repeat_events(H200 / "eager_tiny.json.gz", small, 20_000)
+    n_big = repeat_events(H200 / "eager_tiny.json.gz", big, 160_000)
+    assert n_big >= 7 * n_small
+    sizes = []
+    for path in (small, big):
+        s = summarize_rank(str(path), 0, top=10, overview=True)
+        assert isinstance(s, RankSummary)
+        sizes.append(len(pickle.dumps(s)))
+    assert sizes[1] < 1.5 * sizes[0]
+    assert sizes[1] < 2_000 * 1024 and sizes[1] < 0.05 * big.stat().st_size
+
+
+def test_cluster_overview_matches_local(jobs: dict[str, Path], scheduler: str) -> None:
+    from gpuperf_gui.core.trace.cluster import analyse_on_cluster
+    from gpuperf_gui.core.trace.overview import build_overview
+    remote = analyse_on_cluster([jobs["straggler"]], scheduler, overview=True).overview()
+    local = build_overview(analyse_paths([jobs["straggler"]], workers=1))
+    for metric in ("busy", "exposed comm", "idle", "step time"):
+        r_ranks, r_steps, r_values = remote.rank_step_matrix(metric)
+        l_ranks, l_steps, l_values = local.rank_step_matrix(metric)
+        assert (r_ranks, r_steps) == (l_ranks, l_steps)
+        assert r_values.tolist() == l_values.tolist()
+    assert r_ranks[0] == synth.STRAGGLER_RANK  # late ranks first
+
+
+@pytest.mark.parametrize("address,expected", [("local", ("local", None)), ("local:3", ("local", 3)),
+                                              ("tcp://node1:8786", ("remote", None))])
+def test_parse_address(address: str, expected: tuple) -> None:
+    assert parse_address(address) == expected
+
+
+@pytest.mark.parametrize("address", ["local:0", "node1:8786", "http://x:1", ""])
+def test_bad_address_exits_2(address: str, jobs: dict[str, Path], capsys: pytest.CaptureFixture) -> None:
+    assert main(["diagnose", str(jobs["mixed"]), "--dask-scheduler", address or " "]) == 2
+    err = capsys.readouterr().err
+    assert "--dask-scheduler" in err and "Traceback" not in err
+
+
+def test_unreachable_scheduler_is_a_cluster_error() -> None:
+    with pytest.raises(ClusterError, match="cannot reach the Dask scheduler"):
+        with dask_client("tcp://127.0.0.1:1", timeout_s=1.0):
+            pass
+
+
+def test_without_dask_the_cli_says_how_to_install(jobs: dict[str, Path], capsys: pytest.CaptureFixture,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
+    assert main(["diagnose", str(jobs["mixed"]), "--dask-scheduler", "local:2"]) == 2
+    assert "gpuperf-gui[cluster]" in capsys.readouterr().err
