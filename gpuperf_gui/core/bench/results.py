@@ -147,13 +147,16 @@ _POINT_NUMBERS = ("flops", "bytes", "seconds", "iqr_low_s", "iqr_high_s")
 
 def _check_point(record: dict[str, Any]) -> None:
     """Raise ValueError naming the key when a point record cannot be a measured point."""
-    for key in ("kernel", "dtype", "method", "device", "device_id"):
-        if not isinstance(record.get(key, ""), str) or key in ("kernel", "dtype", "method") and key not in record:
+    for key in ("kernel", "dtype", "method"):                   # required
+        if not isinstance(record.get(key), str):
+            raise ValueError(f"{key} must be a string, got {record.get(key)!r:.40}")
+    for key in ("device", "device_id"):                          # optional
+        if not isinstance(record.get(key, ""), str):
             raise ValueError(f"{key} must be a string, got {record.get(key)!r:.40}")
     for key in (*_POINT_NUMBERS, "size", "samples"):
         value = record.get(key)
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) \
-                or value < 0:
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not (number and math.isfinite(value) and value >= 0):
             raise ValueError(f"{key} must be a number ≥ 0, got {value!r:.40}")
 
 
