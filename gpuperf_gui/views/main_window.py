@@ -24,7 +24,7 @@ from gpuperf_gui import __version__
 from gpuperf_gui.core import state_files
 from gpuperf_gui.core.hardware import PRECISIONS, Device, match_device_name
 from gpuperf_gui.core.units import format_si
-from gpuperf_gui.views import settings_store
+from gpuperf_gui.views import cluster_dialog, settings_store
 from gpuperf_gui.views.benchmark_tab import BenchmarkTab
 from gpuperf_gui.views.context import AppContext
 from gpuperf_gui.views.mfu_tab import MfuTab
@@ -222,6 +222,8 @@ class MainWindow(QMainWindow):
         file_menu = self.menuBar().addMenu("&File")
         file_menu.addAction(self._action("&Open trace…", self._on_open_file, QKeySequence.StandardKey.Open))
         file_menu.addAction(self._action("Open trace &folder (one file per rank)…", self._on_open_folder))
+        file_menu.addAction(self._action("Open on a &Dask cluster…",  # views/cluster_dialog.py
+                                         lambda _=False: cluster_dialog.open_on_cluster(self, self.open_traces)))
         self.recent_menu = file_menu.addMenu("Open &recent")
         self._fill_recent_menu()
         file_menu.addActions(self.trace_tab.file_actions(self))  # Compare two traces…, Profile a script…

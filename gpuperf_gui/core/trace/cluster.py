@@ -47,6 +47,8 @@ from .overview import TOP_KERNELS, Overview, RankOverview, kernel_rows, step_bre
 LANE_BINS = 256
 """Time bins of a lane's coarse busy profile (the lane summary)."""
 CONNECT_TIMEOUT_S = 10.0
+_POLL_S = 0.2
+"""How often the client looks at ``stop`` while tasks run."""
 _LOCAL_RE = re.compile(r"^local(?::(\d+))?$")
 
 
@@ -305,7 +307,8 @@ def dask_client(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> Iterator[
 
 def iter_cluster_analyse(paths: Sequence[Path | str], address: str, stop: threading.Event | None = None, *,
                          max_bytes: int | None = DEFAULT_MAX_BYTES, memory_budget: MemoryBudget | int | None = None,
-                         top: int = 10, overview: bool = False) -> Iterator[Progress | ClusterResult]:
+                         top: int = 10, overview: bool = False, connect_timeout_s: float = CONNECT_TIMEOUT_S
+                         ) -> Iterator[Progress | ClusterResult]:
     """Like :func:`.api.iter_load_and_analyse` on a Dask cluster: :class:`.api.Progress` items, then
     one :class:`ClusterResult` (nothing when ``stop`` is set: the pending tasks are cancelled).
 
@@ -316,30 +319,46 @@ def iter_cluster_analyse(paths: Sequence[Path | str], address: str, stop: thread
     budget = MemoryBudget.of(memory_budget).limit_bytes
     yield Progress(0.0, f"connecting to {address}")
     run_id = uuid.uuid4().hex[:12]  # task keys unique on a shared scheduler
-    with dask_client(address) as client:
+    with dask_client(address, connect_timeout_s) as client:
         distributed = _import_distributed()
         yield Progress(0.02, f"analysing {n} file{'s' if n != 1 else ''} on {address}")
         futures = [client.submit(summarize_rank, str(f), i, max_bytes=max_bytes, memory_budget=budget,
                                  top=top, overview=overview, pure=False, key=f"gpuperf-rank-{i}-{run_id}")
                    for i, f in enumerate(files)]
+        index = {fut.key: i for i, fut in enumerate(futures)}
         summaries: list[RankSummary] = []
         failures: list[FileFailure] = []
-        done = distributed.as_completed(futures)
-        for count, fut in enumerate(done, 1):
-            if stop.is_set():
-                client.cancel(futures)
+        pending = list(futures)
+        count = 0
+        while pending:
+            if stop.is_set():  # looked at every _POLL_S, also while tasks run
+                client.cancel(pending)
                 return
-            item = fut.result()
-            fut.release()  # the worker forgets it: nothing of the rank stays on the cluster
-            (failures if isinstance(item, FileFailure) else summaries).append(item)
-            name = Path(item.path if isinstance(item, FileFailure) else item.file).name
-            yield Progress(0.02 + 0.93 * count / n, f"analysed {name}")
+            try:
+                done, not_done = distributed.wait(pending, timeout=_POLL_S, return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                continue
+            pending = list(not_done)
+            for fut in sorted(done, key=lambda f: index[f.key]):
+                item = _result(fut, files[index[fut.key]])
+                fut.release()  # the cluster forgets it: nothing of the rank stays there
+                (failures if isinstance(item, FileFailure) else summaries).append(item)
+                count += 1
+                yield Progress(0.02 + 0.93 * count / n, f"analysed {files[index[fut.key]].name}")
     if stop.is_set():
         return
     failures.sort(key=lambda f: str(f.path))
     notes = failure_notes(failures, n)  # raises the first file's error when none loaded
     yield Progress(0.97, "diagnosing")
     yield assemble(summaries, notes)
+
+
+def _result(fut: Any, path: Path) -> RankSummary | FileFailure:  # noqa: ANN401 (a distributed.Future)
+    """A task's result; a task that failed outside the loader (its worker died) names the file."""
+    try:
+        return fut.result()
+    except Exception as exc:  # noqa: BLE001 - KilledWorker, CommClosedError...: one rank's failure
+        return FileFailure(path, f"{path}: the Dask task failed: {type(exc).__name__}: {exc}", False)
 
 
 def analyse_on_cluster(paths: Sequence[Path | str], address: str, *, max_bytes: int | None = DEFAULT_MAX_BYTES,

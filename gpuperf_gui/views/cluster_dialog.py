@@ -1,0 +1,241 @@
+"""File ▸ Open on a Dask cluster…: a job's ranks analysed as Dask tasks, shown from compact results.
+
+:class:`ClusterOpenDialog` asks for the folder of rank files and the scheduler address
+(``tcp://host:8786`` or ``local[:N]``). :class:`ClusterJobWindow` runs
+:func:`~gpuperf_gui.core.trace.cluster.iter_cluster_analyse` in a worker thread and shows what comes
+back: the job's verdict, the Trace tab's rank × step heatmap (late ranks first) and a table of
+ranks. No rank's events are held here; opening a rank (a click on the heatmap, a double click in
+the table) loads only that rank's file in the Trace tab.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Callable, Iterator
+
+from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtGui import QCloseEvent
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gpuperf_gui.core.trace.api import Progress
+from gpuperf_gui.core.trace.cluster import ClusterError, ClusterResult, iter_cluster_analyse, parse_address
+from gpuperf_gui.views.trace_heatmap import RankStepHeatmap
+from gpuperf_gui.views.workers import TaskRunner
+
+DEFAULT_ADDRESS = "local:2"
+_SETTINGS_KEY = "cluster/address"
+COLUMNS = ("rank", "file", "events", "step ms", "busy", "exposed comm", "signature")
+
+
+class ClusterOpenDialog(QDialog):
+    """The folder of rank files and the Dask scheduler's address."""
+
+    def __init__(self, parent: QWidget | None = None, folder: str = "", address: str | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Open on a Dask cluster")
+        self.folder_edit = QLineEdit(folder)
+        self.folder_edit.setPlaceholderText("folder of rank files, on a filesystem the workers share")
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse)
+        row = QHBoxLayout()
+        row.addWidget(self.folder_edit, 1)
+        row.addWidget(browse)
+        self.address_edit = QLineEdit(address if address is not None
+                                      else str(QSettings().value(_SETTINGS_KEY, DEFAULT_ADDRESS)))
+        self.address_edit.setToolTip("tcp://host:8786 (a running scheduler) or local[:N] "
+                                     "(a LocalCluster of N worker processes on this machine)")
+        self.error = QLabel()
+        self.error.setStyleSheet("color: #b00020")
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        form = QFormLayout(self)
+        form.addRow("Folder", row)
+        form.addRow("Scheduler", self.address_edit)
+        form.addRow(self.error)
+        form.addRow(self.buttons)
+
+    def _browse(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Folder of per-rank traces", self.folder_edit.text())
+        if path:
+            self.folder_edit.setText(path)
+
+    def values(self) -> tuple[Path, str]:
+        return Path(self.folder_edit.text().strip()), self.address_edit.text().strip()
+
+    def problem(self) -> str | None:
+        """Why the inputs cannot be used (None when they can)."""
+        folder, address = self.values()
+        if not folder.name or not folder.is_dir():
+            return f"{folder}: not a folder"
+        try:
+            parse_address(address)
+        except ClusterError as exc:
+            return str(exc)
+        return None
+
+    def accept(self) -> None:
+        problem = self.problem()
+        if problem:
+            self.error.setText(problem)
+            return
+        QSettings().setValue(_SETTINGS_KEY, self.values()[1])
+        super().accept()
+
+
+class ClusterJobWindow(QWidget):
+    """One job analysed on a cluster; ``rank_file_opened(path)`` when a rank is opened."""
+
+    rank_file_opened = Signal(object)   # Path of the rank's file
+    result_ready = Signal(object)       # ClusterResult
+
+    def __init__(self, folder: Path, address: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent, Qt.WindowType.Window)
+        self.folder, self.address = folder, address
+        self.result: ClusterResult | None = None
+        self.setWindowTitle(f"{folder.name} on {address}")
+        self.resize(1100, 760)
+        self.status = QLabel(f"connecting to {address}…")
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.clicked.connect(self.cancel)
+        top = QHBoxLayout()
+        top.addWidget(self.status, 1)
+        top.addWidget(self.progress)
+        top.addWidget(self.cancel_button)
+        self.verdict = QLabel()
+        self.verdict.setWordWrap(True)
+        self.verdict.setTextFormat(Qt.TextFormat.RichText)
+        self.heatmap = RankStepHeatmap()
+        self.heatmap.rank_opened.connect(self.open_rank)
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(list(COLUMNS))
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.verticalHeader().setVisible(False)
+        self.table.cellDoubleClicked.connect(lambda row, _col: self.open_rank(self._rank_of_row(row)))
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(self.heatmap)
+        split.addWidget(self.table)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.verdict)
+        layout.addWidget(split, 1)
+        self.task = TaskRunner(self)
+        self.task.item_produced.connect(self._on_item)
+        self.task.run_failed.connect(self._on_failed)
+        self.task.run_finished.connect(self._on_finished)
+
+    def start(self, produce: Callable[[threading.Event], Iterator[object]] | None = None) -> bool:
+        """Run the analysis (``produce`` replaces it in tests)."""
+        folder, address = self.folder, self.address
+        return self.task.start(produce or (lambda stop: iter_cluster_analyse([folder], address, stop, overview=True)))
+
+    def cancel(self) -> None:
+        self.task.cancel()
+
+    def _on_item(self, item: object) -> None:
+        if isinstance(item, Progress):
+            self.status.setText(item.message)
+            self.progress.setValue(int(round(1000 * item.fraction)))
+        elif isinstance(item, ClusterResult):
+            self.show_result(item)
+
+    def _on_failed(self, message: str) -> None:
+        self.status.setText(f"<span style='color:#b00020'>{message}</span>")
+
+    def _on_finished(self) -> None:
+        self.cancel_button.setEnabled(False)
+        if self.task.cancel_requested and self.result is None:
+            self.status.setText("cancelled")
+
+    def show_result(self, result: ClusterResult) -> None:
+        self.result = result
+        self.progress.setValue(1000)
+        n = len(result.ranks)
+        self.status.setText(f"{n} rank{'s' if n != 1 else ''}, {result.n_events:,} events analysed on "
+                            f"{self.address}; open a rank to load its lanes")
+        d = result.diagnosis
+        late = f" — late rank{'s' if len(d.ranks) > 1 else ''}: {', '.join(map(str, d.ranks))}" \
+            if d.signature == "straggler" else ""
+        evidence = "".join(f"<li>{e}</li>" for e in d.evidence[:4])
+        notes = "".join(f"<li style='color:#666'>{n}</li>" for n in result.notes[:5])
+        self.verdict.setText(f"<b>Diagnosis: {d.signature}</b> (confidence {d.confidence:.2f}){late}"
+                             f"<ul>{evidence}{notes}</ul>Fix to try first: {d.fix}")
+        self.heatmap.set_overview(result.overview())
+        self._fill_table(result)
+        self.result_ready.emit(result)
+
+    def _fill_table(self, result: ClusterResult) -> None:
+        late = set(result.multi_rank.stragglers)
+        order = sorted(result.ranks, key=lambda r: (r.rank not in late, r.rank))  # late ranks first
+        self.table.setRowCount(len(order))
+        for i, r in enumerate(order):
+            a = r.analysis
+            step = "-" if a.step_time_median_s is None else f"{1e3 * a.step_time_median_s:.2f}"
+            cells = (str(r.rank), Path(r.file).name, f"{r.summary.n_events:,}", step,
+                     f"{100 * a.gpu_busy_fraction:.1f} %", f"{100 * a.comm_exposed_fraction:.1f} %",
+                     r.diagnosis.signature + ("  ⚠ late" if r.rank in late else ""))
+            for j, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                if j == 0:
+                    item.setData(Qt.ItemDataRole.UserRole, r.rank)
+                self.table.setItem(i, j, item)
+        self.table.resizeColumnsToContents()
+
+    def _rank_of_row(self, row: int) -> int | None:
+        item = self.table.item(row, 0)
+        return None if item is None else int(item.data(Qt.ItemDataRole.UserRole))
+
+    def rank_file(self, rank: int | None) -> Path | None:
+        if self.result is None or rank is None:
+            return None
+        for r in self.result.ranks:
+            if r.rank == rank:
+                return Path(r.file)
+        return None
+
+    def open_rank(self, rank: int | None) -> None:
+        """Load only this rank's lanes (in the Trace tab)."""
+        path = self.rank_file(rank)
+        if path is not None:
+            self.rank_file_opened.emit(path)
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
+        self.task.shutdown()
+        super().closeEvent(event)
+
+
+def open_on_cluster(parent: QWidget, open_traces: Callable[[list[Path]], None]) -> ClusterJobWindow | None:
+    """File ▸ Open on a Dask cluster…: ask, then run the job in its own window."""
+    dialog = ClusterOpenDialog(parent)
+    if dialog.exec() != QDialog.DialogCode.Accepted:
+        return None
+    folder, address = dialog.values()
+    window = ClusterJobWindow(folder, address, parent)
+    window.rank_file_opened.connect(lambda path: open_traces([path]))
+    window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    window.show()
+    window.start()
+    return window
+
+
+__all__ = ["ClusterJobWindow", "ClusterOpenDialog", "open_on_cluster"]
