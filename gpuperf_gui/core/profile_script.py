@@ -292,8 +292,13 @@ class _Session:
     """The child's profiler state: window profiler, step profiler, hooks, the outcome."""
 
     def __init__(self, spec: dict) -> None:
+        import warnings
+
         import torch
         from torch.profiler import ProfilerActivity
+
+        # torch >= 2.10 warns on every scheduled profile that only the current cycle is kept: we want that
+        warnings.filterwarnings("ignore", message="Warning: Profiler clears events", category=UserWarning)
 
         self.spec = spec
         self.torch = torch
@@ -452,8 +457,8 @@ class _Session:
         before_active = spec["wait"] + spec["warmup"]
         # steps 0 .. optimizer_steps-1 are complete once prof.step() returns
         self.recorded = max(0, min(spec["steps"], self.optimizer_steps - before_active))
-        if self.optimizer_steps >= before_active + spec["steps"]:
-            self._sync()  # the last recorded step's kernels are in the trace
+        # no device sync here: it would stretch the last step by the GPU's tail; Kineto's stop
+        # still collects the kernels that finish after it
         self.step_prof.step()  # after the last active step: on_trace_ready writes the trace
         if self.optimizer_steps >= spec["wait"] and self.recorded < spec["steps"]:
             self._label(self.step_prof, "steps")  # kept only while Kineto traces (warmup, active)

@@ -165,3 +165,5 @@ def test_cuda_training_script_traces_kernels(tmp_path: Path) -> None:
     events = _events(out)
     assert len(_steps(events)) == 4
     assert any(e.get("cat") == "kernel" for e in events)
+    # a GPU-bound loop with its batch on the device (busy ~93 % on an H200, by the trace's own kernels)
+    assert analyse_paths([out]).ranks[0].diagnosis.signature == "healthy"
