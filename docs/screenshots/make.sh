@@ -24,6 +24,8 @@ $app --tab bench --device h200 --screenshot $out/bench.png
      --warmup-ms 5 --rep-ms 20 --quiet --results-dir "$data/bench" > /dev/null
 $app --tab roofline --device cpu --precisions fp32 --screenshot $out/roofline_cpu.png
 $app --tab roofline --device h200 --precisions bf16 --screenshot $out/roofline_cpu_points_hidden.png
+# The shipped H200 demo trace's kernels: on its roof, hidden on the A100's, "measured on h200" on request
+GPUPERF_DATA_DIR="$data/no-runs" .venv/bin/python docs/screenshots/roofline_states.py $out
 # Presentation mode (View ▸ Presentation): each page, made by the app's own module
 .venv/bin/python -m gpuperf_gui.views.presentation --device h100-sxm --precision bf16 --screenshot $out
 $app --tab mfu --device h200 --screenshot $out/mfu.png

@@ -110,19 +110,30 @@ def roof_polyline(peak_flops_per_s: float, bandwidth_bytes_per_s: float,
     return xs, [attainable_flops_per_s(peak_flops_per_s, bandwidth_bytes_per_s, x) for x in xs]
 
 
-_SHAPES = re.compile(r"\s*[\[(].*[\])]")
+_SHAPES = re.compile(r"\s*\[\[.*\]\]|\s*\[\]")   # a trace op's "Input Dims" list
+_NOTE = re.compile(r"\s*\([^()]*\)")                  # "(causal: FLOPs halved)"
 _CALLS = re.compile(r"\s(x\d+)$")
+_TENSOR = re.compile(r"\[([\d,\s]+)\]")
 
 
-def short_label(label: str, max_chars: int = 32) -> str:
-    """A point's name for a narrow column: a trace kernel "aten::mm [[4096, 4096], [4096, 4096]] x12"
-    becomes "aten::mm x12" (shapes dropped, the call count kept), then cut to ``max_chars``
-    with an ellipsis in the middle."""
+def _compact_shapes(text: str, tensors: int = 2) -> str:
+    """ "[[16384, 1536], [1536, 50304]]" -> "16384×1536·1536×50304" (the first ``tensors`` of
+    two or more dimensions: a bias vector or a scalar says little)."""
+    dims = [m.group(1).replace(" ", "").split(",") for m in _TENSOR.finditer(text)]
+    shown = ["×".join(d) for d in dims if len(d) >= 2][:tensors]
+    return "·".join(shown)
+
+
+def short_label(label: str, max_chars: int = 40) -> str:
+    """A point's name for a narrow column: a trace kernel "aten::mm [[16384, 1536], [1536, 50304]] x3"
+    becomes "aten::mm 16384×1536·1536×50304 x3" (shapes compacted, notes dropped, the call count
+    kept), then cut to ``max_chars`` with an ellipsis in the middle."""
     calls = _CALLS.search(label)
     body = label[: calls.start()] if calls else label
-    short = _SHAPES.sub("", body).strip() or body.strip()
-    if calls:
-        short = f"{short} {calls.group(1)}"
+    shapes = _SHAPES.search(body)
+    compact = _compact_shapes(shapes.group(0)) if shapes else ""
+    name = _NOTE.sub("", _SHAPES.sub("", body)).strip() or body.strip()
+    short = " ".join(part for part in (name, compact, calls.group(1) if calls else "") if part)
     if len(short) > max_chars:
         keep = max_chars - 1
         short = short[: (keep + 1) // 2] + "…" + short[len(short) - keep // 2:]

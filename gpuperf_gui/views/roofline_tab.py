@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSplitter,
     QStackedWidget,
+    QTabWidget,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -62,11 +63,12 @@ PRECISION_STYLES = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashDotLine, Qt.PenStyle.
                     Qt.PenStyle.DashDotDotLine)
 INVALID_STYLE = "QLineEdit { border: 2px solid #d73027; background: #fdecea; }"
 POINT_COLUMNS = ("point", "device", "AI", "achieved", "% of roof", "band")
-BAND_COLUMN_PX = 84
+BAND_COLUMN_PX = 120
+CONTROLS_MIN_PX = 360  # the left column: roof picker, calculator, export
+VISIBLE_TABLE_ROWS = 6   # the tables under the plot show this many whole rows, then scroll
 ERROR_STYLE = "color: #b2182b;"
 FOREIGN_BRUSH = (0, 0, 0, 0)  # points judged against another device's roof: hollow markers
 VISIBLE_LIST_ROWS = 6        # the device list shows whole rows, this many before it scrolls
-VISIBLE_BALANCE_ROWS = 8     # the balance table grows to this many rows before it scrolls
 
 
 @dataclass(frozen=True)
@@ -295,7 +297,10 @@ class RooflineCanvas(pg.PlotWidget):
             self.legend.addItem(item, name)
         elif not spots and in_legend:
             self.legend.removeItem(item)
-        if brushes:
+        brushes = [pg.mkBrush(b) for b in brushes or []]
+        if brushes and all(b.color() == brushes[0].color() for b in brushes):
+            item.setBrush(brushes[0])  # one brush for the series: the legend's sample shows it too
+        elif brushes:
             item.setBrush(brushes)
         else:
             item.setBrush(pg.mkBrush("#2166ac"))
@@ -399,8 +404,10 @@ class RooflineTab(QWidget):
         column = QVBoxLayout(controls)
         column.addWidget(self._build_roof_picker())
         column.addWidget(self._build_calculator())
-        column.addWidget(self._build_points_panel(), stretch=1)
-        controls.setMinimumWidth(360)
+        column.addWidget(self._build_export_panel())
+        column.addWidget(self.status_label)  # what is not drawn, and why
+        column.addStretch(1)
+        controls.setMinimumWidth(CONTROLS_MIN_PX)
         controls.setMaximumWidth(460)
 
         plot_column = QWidget()
@@ -416,7 +423,13 @@ class RooflineTab(QWidget):
         self.balance_table.horizontalHeader().setStretchLastSection(True)
         self.balance_table.verticalHeader().setVisible(False)
         self.balance_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        plot_layout.addWidget(self.balance_table)  # sized to its rows by _fill_balance_table
+        # under the plot, full width: the roofs' balance table, and the Points table (its names
+        # and numbers need the width); each shows VISIBLE_TABLE_ROWS whole rows, then scrolls
+        self.bottom_tabs = QTabWidget()
+        self.bottom_tabs.addTab(self.balance_table, "Roofs")
+        self.points_page = self._build_points_panel()
+        self.bottom_tabs.addTab(self.points_page, "Points")
+        plot_layout.addWidget(self.bottom_tabs)
 
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(controls)
@@ -521,9 +534,10 @@ class RooflineTab(QWidget):
         layout.addWidget(self.result_label)
         return box
 
-    def _build_points_panel(self) -> QGroupBox:
-        box = QGroupBox("Points")
+    def _build_points_panel(self) -> QWidget:
+        box = QWidget()
         layout = QVBoxLayout(box)
+        layout.setContentsMargins(2, 2, 2, 2)
         self.points_table = QTableWidget(0, len(POINT_COLUMNS))
         self.points_table.setHorizontalHeaderLabels(list(POINT_COLUMNS))
         header = self.points_table.horizontalHeader()
@@ -550,7 +564,13 @@ class RooflineTab(QWidget):
         remove.clicked.connect(self._on_remove_clicked)
         row.addWidget(self.pair_button)
         row.addWidget(remove)
+        row.addStretch(1)
         layout.addLayout(row)
+        return box
+
+    def _build_export_panel(self) -> QGroupBox:
+        box = QGroupBox("Export")
+        layout = QVBoxLayout(box)
         row = QHBoxLayout()
         for text, slot in (("Export PNG…", self._on_export_png), ("SVG…", self._on_export_svg),
                            ("Points CSV…", self._on_export_csv)):
@@ -562,7 +582,6 @@ class RooflineTab(QWidget):
         self.export_status.setObjectName("export_status")
         self.export_status.setWordWrap(True)
         layout.addWidget(self.export_status)
-        layout.addWidget(self.status_label)
         return box
 
     # roofs ------------------------------------------------------------------------------
@@ -650,8 +669,16 @@ class RooflineTab(QWidget):
                       f"{n:,.0f}", "measured" if roof.measured else "datasheet"]
             for col, value in enumerate(values):
                 self.balance_table.setItem(row, col, QTableWidgetItem(value))
-        _fit_rows(self.balance_table, len(roofs), VISIBLE_BALANCE_ROWS,
-                  self.balance_table.horizontalHeader().sizeHint().height())
+        self._fit_bottom_tabs()
+
+    def _fit_bottom_tabs(self) -> None:
+        """The tables under the plot: VISIBLE_TABLE_ROWS whole rows (the roofs of a comparison all
+        show), with the Points tab's buttons below its table."""
+        table = self.balance_table
+        _fit_rows(table, VISIBLE_TABLE_ROWS, VISIBLE_TABLE_ROWS, table.horizontalHeader().sizeHint().height())
+        self.points_table.setFixedHeight(table.height())
+        bar = self.bottom_tabs.tabBar().sizeHint().height()
+        self.bottom_tabs.setFixedHeight(bar + self.points_page.sizeHint().height() + 8)
 
     # points -----------------------------------------------------------------------------
     def _primary_roof(self) -> Roof | None:
@@ -725,6 +752,7 @@ class RooflineTab(QWidget):
         self.add_point(point)
 
     def add_point(self, point: RooflinePoint) -> PointAnalysis | None:
+        self.bottom_tabs.setCurrentWidget(self.points_page)
         self.placed.append(point)
         self._redraw_points()
         analysis = self.analyse(point)
@@ -797,7 +825,7 @@ class RooflineTab(QWidget):
         device = point.device_id or "—"
         name = next((point.label[len(n) + 2:] for n in self._external if point.label.startswith(f"{n}: ")),
                     point.label)  # the series is named in the tooltip
-        cells = [roofline.short_label(name), f"on {device}" if foreign else device,
+        cells = [roofline.short_label(name, 64), f"on {device}" if foreign else device,
                  _format_ai(a.ai_flops_per_byte),
                  format_si(a.achieved_flops_per_s, "FLOP/s") if a.achieved_flops_per_s else "—",
                  f"{100 * a.fraction_of_roof:.1f} %" if a.fraction_of_roof is not None else "—",
@@ -867,6 +895,7 @@ class RooflineTab(QWidget):
         owner = device_id or self.context.device_id
         dtype = precision or self.context.precision
         kept = [p for p in points if p.flops > 0 and p.bytes > 0 and p.seconds]
+        self.bottom_tabs.setCurrentWidget(self.points_page)
         self._external[name] = [p if p.device_id else replace(p, device_id=owner, precision=p.precision or dtype)
                                 for p in kept]
         self.refresh()

@@ -98,10 +98,15 @@ def test_roof_polyline_bends_at_the_ridge_and_only_there() -> None:
     assert xs == [1e3, 1e4] and ys == pytest.approx([989.4e12, 989.4e12])
 
 
-def test_short_label_keeps_the_op_and_its_calls() -> None:
+def test_short_label_keeps_the_op_its_shapes_and_its_calls() -> None:
     from gpuperf_gui.core.roofline import short_label
 
-    assert short_label("aten::mm [[4096, 4096], [4096, 4096]] x12") == "aten::mm x12"
+    # labels as core/trace/figures.py writes them for the demo H200 trace
+    assert short_label("aten::mm [[16384, 1536], [1536, 50304]] x3") == "aten::mm 16384×1536·1536×50304 x3"
+    assert short_label("aten::addmm [[6144], [16384, 1536], [1536, 6144], [], []] x18") == \
+        "aten::addmm 16384×1536·1536×6144 x18"                      # the bias vector says little
+    assert short_label("aten::_efficient_attention_forward [[16, 12, 1024, 128]] (causal: FLOPs halved) x6",
+                       60) == "aten::_efficient_attention_forward 16×12×1024×128 x6"
     assert short_label("matmul bf16 4096³") == "matmul bf16 4096³"
     cut = short_label("void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32> x3", 24)
     assert len(cut) == 24 and cut.startswith("void cutlass") and cut.endswith("> x3") and "…" in cut

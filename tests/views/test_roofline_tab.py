@@ -235,7 +235,7 @@ def test_changing_the_device_hides_trace_points_then_shows_them_against_the_roof
     tab.set_point_series("trace: h200 run", _h200_trace_points())
     assert tab.points_table.rowCount() == 3
     assert tab.points_table.item(0, PERCENT).text() == "70.7 %"  # 700 / 989.4 TFLOP/s (H200 bf16 dense)
-    assert tab.points_table.item(0, 0).text() == "aten::mm x1"   # short name; the full one in the tooltip
+    assert tab.points_table.item(0, 0).text() == "aten::mm 8192×8192·8192×8192 x1"  # the full name: tooltip
     assert len(tab.canvas._series["trace: h200 run"].data) == 3
     tab.context.set_device("a100-sxm-80gb")                     # A100 bf16 roof: 312 TFLOP/s
     assert tab.points_table.rowCount() == 0
@@ -266,7 +266,7 @@ def test_numeric_columns_stay_visible_with_long_names(tab, qtbot):
     visible = table.viewport().width()
     for column in (POINT_COLUMNS.index("AI"), POINT_COLUMNS.index("achieved"), PERCENT, BAND):
         assert table.columnViewportPosition(column) + table.columnWidth(column) <= visible
-    assert long_name in table.item(0, 0).toolTip() and len(table.item(0, 0).text()) <= 32
+    assert long_name in table.item(0, 0).toolTip() and len(table.item(0, 0).text()) <= 64
 
 
 @pytest.mark.parametrize("kind", ["png", "svg", "csv"])
