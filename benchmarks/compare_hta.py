@@ -9,6 +9,12 @@ HTA: ``TraceAnalysis(trace_dir)`` + ``get_temporal_breakdown()`` + ``get_comm_co
 gpuperf: ``analyse_paths([...])`` (load, analysis, diagnosis and op table of every rank).
 Compared figures: HTA's idle_time / kernel_time and comp_comm_overlap_pctg against gpuperf's
 ``RankAnalysis.hta_temporal_idle_fraction`` / ``hta_comm_overlap_fraction`` (``"hta"`` in to_json()).
+
+``--idle [PATH ...]`` compares the idle breakdown instead: HTA's ``get_idle_time_breakdown`` (every
+stream of every rank: host_wait / kernel_wait / other as shares of the stream's idle time) side by
+side with gpuperf's ``hta.idle_by_stream_s`` and the temporal idle, one file or rank folder at a time
+(default: every shared trace and tests/data/h200). ``--write-oracle FILE`` stores HTA's figures as
+JSON (tests/data/hta_idle_breakdown.json is made this way).
 """
 from __future__ import annotations
 
@@ -59,6 +65,90 @@ print("RESULT" + json.dumps({"import_s": t1 - t0, "load_s": None, "work_s": t2 -
     r.trace.rank: [r.analysis.hta_temporal_idle_fraction, r.analysis.hta_comm_overlap_fraction] for r in res.ranks},
     "native": [[1 - r.analysis.gpu_busy_fraction, r.analysis.comm_overlap_fraction] for r in res.ranks][:1]}))
 """
+
+
+HTA_IDLE_CHILD = """
+import json, logging, sys
+logging.disable(logging.CRITICAL)
+from hta.trace_analysis import TraceAnalysis
+a = TraceAnalysis(trace_dir=sys.argv[1])
+out = {}
+for r in sorted(a.t.traces):
+    res = a.get_idle_time_breakdown(ranks=[r], visualize=False)
+    df = res[0] if isinstance(res, tuple) else res
+    split = {}
+    for row in df.to_dict(orient="records"):
+        split.setdefault(str(int(row["stream"])), {})[row["idle_category"]] = float(row["idle_time"])
+    out[str(r)] = split
+tb = a.get_temporal_breakdown(visualize=False)
+temporal = {str(int(r)): float(i) / float(k) for r, i, k in zip(tb["rank"], tb["idle_time(us)"], tb["kernel_time(us)"])}
+print("RESULT" + json.dumps({"idle_by_stream_us": out, "temporal_idle": temporal}))
+"""
+
+GPUPERF_IDLE_CHILD = """
+import json, sys
+from gpuperf_gui.core.trace.api import analyse_paths
+res = analyse_paths(sys.argv[1:], workers=1)
+print("RESULT" + json.dumps({"idle_by_stream_us": {str(r.trace.rank): {s: {k: v * 1e6 for k, v in d.items()}
+    for s, d in r.analysis.hta_idle_by_stream_s.items()} for r in res.ranks},
+    "temporal_idle": {str(r.trace.rank): r.analysis.hta_temporal_idle_fraction for r in res.ranks}}))
+"""
+
+
+def idle_ratios(split_us: dict[str, float]) -> dict[str, float]:
+    """HTA's idle_time_ratio: each category's share of the stream's idle time."""
+    total = sum(split_us.get(k, 0.0) for k in ("host_wait", "kernel_wait", "other"))
+    return {k: (split_us.get(k, 0.0) / total if total else 0.0) for k in ("host_wait", "kernel_wait", "other")}
+
+
+def idle_rows(hta: dict, gp: dict) -> list[tuple[str, str, dict, dict, float]]:
+    """(rank, stream, HTA ratios, gpuperf ratios, largest difference in points) per stream both have."""
+    rows = []
+    for rank, streams in sorted(hta["idle_by_stream_us"].items()):
+        ours = gp["idle_by_stream_us"].get(rank, {})
+        for stream, split in sorted(streams.items(), key=lambda kv: int(kv[0])):
+            h = idle_ratios(split)
+            g = idle_ratios(ours.get(stream, {}))
+            rows.append((rank, stream, h, g, max(abs(h[k] - g[k]) for k in h) * 100))
+    return rows
+
+
+def _oracle_key(path: Path) -> str:
+    """The path relative to tests/data (shared traces under shared_traces/), else as given."""
+    data = REPO / "tests" / "data"
+    try:
+        return str(path.resolve().relative_to(data.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def compare_idle(paths: list[Path], hta_python: str, gp_python: str, oracle: Path | None) -> None:
+    print("Idle breakdown per stream, HTA 0.5.0 / gpuperf (shares of the stream's idle time), and temporal idle")
+    print(f"  {'trace':<44}{'rank':>5}{'stream':>7}  {'host_wait':>15}  {'kernel_wait':>15}  {'other':>15}  max|diff|")
+    stored, worst = {}, 0.0
+    for path in (p.resolve() for p in paths):
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = path
+            if path.is_file():
+                folder = Path(tmp)
+                os.symlink(path, folder / path.name)
+            hta = run_child(hta_python, HTA_IDLE_CHILD, [str(folder)])
+            gp = run_child(gp_python, GPUPERF_IDLE_CHILD, [str(path)])
+        label = f"{path.parent.name}/{path.name.split('.')[0]}"[:43]
+        if "error" in hta or "error" in gp:
+            print(f"  {label:<44} HTA {hta.get('error', 'ok')}; gpuperf {gp.get('error', 'ok')}")
+            continue
+        stored[_oracle_key(path)] = {"idle_by_stream_us": hta["idle_by_stream_us"], "temporal_idle": hta["temporal_idle"]}
+        for rank, stream, h, g, diff in idle_rows(hta, gp):
+            worst = max(worst, diff)
+            cells = "  ".join(f"{pct(h[k]):>7}/{pct(g[k]):>7}" for k in ("host_wait", "kernel_wait", "other"))
+            print(f"  {label:<44}{rank:>5}{stream:>7}  {cells}  {diff:.2f} pp")
+        for rank, idle in sorted(hta["temporal_idle"].items()):
+            print(f"  {label:<44}{rank:>5}{'all':>7}  temporal idle {pct(idle)} / {pct(gp['temporal_idle'].get(rank))}")
+    print(f"largest idle-split difference: {worst:.2f} percentage points")
+    if oracle:
+        oracle.write_text(json.dumps(stored, indent=1, sort_keys=True) + "\n")
+        print(f"wrote {oracle}")
 
 
 def run_child(python: str, code: str, args: list[str]) -> dict:
@@ -129,6 +219,20 @@ def speed_row(name: str, hta: dict, gp: dict) -> None:
         print(f"  gpuperf's own figures (whole window, all steps): idle {pct(gp['native'][0][0])}, overlap {pct(gp['native'][0][1])}")
 
 
+def default_idle_paths(shared: Path) -> list[Path]:
+    """Every shared trace file (rank folders as one job) and every tests/data/h200 trace."""
+    if not shared.is_dir():
+        shared = REPO / "tests" / "data" / "shared_traces"
+    files = sorted(p for p in shared.rglob("*") if p.is_file() and p.name.endswith((".json", ".json.gz"))
+                   and not p.name.endswith(".meta.json") and p.name != "ceilings.json")
+    h200 = REPO / "tests" / "data" / "h200"
+    for meta in sorted(h200.glob("*.meta.json")):
+        name = meta.name.removesuffix(".meta.json")
+        single = h200 / f"{name}.json.gz"
+        files.append(single if single.exists() else h200 / name)
+    return files
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shared", type=Path, default=REPO.parent / "shared" / "traces")
@@ -137,11 +241,18 @@ def main() -> None:
     ap.add_argument("--repeat-ranks", type=int, default=2, help="runs per tool for the tiled ranks")
     ap.add_argument("--ranks", type=int, default=8)
     ap.add_argument("--more", action="store_true", help="also compare the figures on other shared traces (one run)")
+    ap.add_argument("--idle", nargs="*", type=Path, default=None, metavar="PATH",
+                    help="compare the idle breakdown per stream on these traces (default: all shared and h200 traces)")
+    ap.add_argument("--write-oracle", type=Path, default=None, metavar="FILE", help="with --idle: store HTA's figures")
     args = ap.parse_args()
     if not Path(args.hta_python).exists():
         print(f"HTA interpreter {args.hta_python} not found: skipping the comparison (see the docstring to install it)")
         return
     gp_python = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists() else sys.executable
+    if args.idle is not None:
+        paths = args.idle or default_idle_paths(args.shared)
+        compare_idle(paths, args.hta_python, gp_python, args.write_oracle)
+        return
     print(f"load average before: {_load_average()}")
     src = args.shared / DF_INDEX
     with tempfile.TemporaryDirectory() as tmp:

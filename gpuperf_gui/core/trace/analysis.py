@@ -7,9 +7,11 @@ Definitions follow HTA (shared/reference/metrics.md §1.1) where HTA has one:
 * compute = kernels of classes other than communication and copy; exposed communication = the
   communication union minus its overlap with the compute union; HTA's comm/compute overlap = that
   overlap divided by the communication union.
-* idle split per stream: for each gap between consecutive kernels, ``host_wait`` if the CPU launch
-  call of the next kernel started after the previous kernel ended; else ``kernel_wait`` if the gap is
-  under 30 µs; else ``other``.
+* idle split per stream, exactly HTA's ``get_idle_time_breakdown`` (:func:`hta_idle_by_stream`):
+  over the device events HTA keeps (:func:`hta_kept`: launched before the last ProfilerStep starts),
+  for each gap to the previous event on the stream, ``host_wait`` if the CPU launch call of the
+  next event started after the previous one ended; else ``kernel_wait`` if the gap is under 30 µs;
+  else ``other``. ``idle_breakdown`` sums it over the compute streams.
 
 The analysis window is the steady-state steps: every ``ProfilerStep`` but the first when there are
 at least three (the first is flagged as warm-up). A step runs from its CPU start, or from the end of
@@ -20,11 +22,11 @@ Without steps the window is the span of device activity.
 
 Idle attribution (:class:`IdleCauses`): every microsecond in which no compute kernel runs is given
 to one cause, in this order: a gap touching point-to-point send/recv (pipeline), a gap that
-communication runs into (a GPU collective or a CPU-side collective blocking the host), a GPU-side wait (the next
-kernel was already queued), the DataLoader, then what the CPU does in the gap: a gap the CPU fills
-with launches (one launch call at least every ``LAUNCH_SPACING_MAX_US``) is launch overhead, any
-other host-wait gap is a host stall (a blocking call, CPU ops that launch nothing, or code the
-profiler does not see).
+communication runs into, up to its end (a GPU collective or a CPU-side collective blocking the
+host), a GPU-side wait (the next kernel was already queued), the DataLoader, then what the CPU does in the gap: a stretch of more
+than ``LAUNCH_SPACING_MAX_US`` without a launch call is a host stall (a blocking call, CPU ops that
+launch nothing, or code the profiler does not see); the rest of the gap, which the CPU fills with
+launch calls, is launch overhead.
 """
 from __future__ import annotations
 
@@ -195,6 +197,8 @@ class RankAnalysis:
     """CPU-side point-to-point ops (gloo/nccl send and recv) in the window."""
     optimizer_kernel_share: float = 0.0
     """Share of kernel time in optimizer kernels (AdamW/SGD foreach, multi_tensor_apply, fused)."""
+    hta_idle_by_stream_s: dict[int, dict[str, float]] = field(default_factory=dict)
+    """HTA's idle split per stream (every stream, seconds), as ``get_idle_time_breakdown`` gives it."""
 
     @property
     def window_s(self) -> float:
@@ -227,7 +231,8 @@ class RankAnalysis:
             "idle_causes": _causes_json(self.idle_causes),
             "optimizer_kernel_share": self.optimizer_kernel_share,
             "hta": {"temporal_idle_fraction": self.hta_temporal_idle_fraction,
-                    "comm_comp_overlap_fraction": self.hta_comm_overlap_fraction},
+                    "comm_comp_overlap_fraction": self.hta_comm_overlap_fraction,
+                    "idle_by_stream_s": {str(k): dict(v) for k, v in self.hta_idle_by_stream_s.items()}},
             "warnings": list(self.warnings),
         }
         if self.truncation:
@@ -345,7 +350,8 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
     overlap_us = iv.intersection_length(comm, compute)
 
     share_s, share = _kernel_time_share(dev, in_window, t0, t1)
-    idle_s = _idle_breakdown(dev, in_window)
+    hta_idle_streams = hta_idle_by_stream(rt, dev)
+    idle_s = _compute_stream_idle(rt, hta_idle_streams)
     idle_total = sum(idle_s.values())
     idle_frac = {k: (v / idle_total if idle_total > 0 else 0.0) for k, v in idle_s.items()}
 
@@ -388,6 +394,7 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
         world_size=_world_size(rt),
         idle_causes=causes, top_kernels=_top_kernels(rt, dev, in_window, t0, t1),
         p2p_cpu_ops=_count_cpu(rt, _CPU_P2P_RE, t0, t1),
+        hta_idle_by_stream_s={k: {c: v / 1e6 for c, v in d.items()} for k, d in hta_idle_streams.items()},
         optimizer_kernel_share=_share_matching(rt, dev, in_window, t0, t1, _OPTIMIZER_KERNEL_RE),
     )
 
@@ -419,26 +426,16 @@ def _kernel_time_share(dev: DeviceEvents, in_window: np.ndarray, t0: float, t1: 
     return seconds, share
 
 
-def _idle_breakdown(dev: DeviceEvents, in_window: np.ndarray) -> dict[str, float]:
-    """HTA's idle split summed over compute streams (µs)."""
+def _compute_stream_idle(rt: RankTrace, by_stream: dict[int, dict[str, float]]) -> dict[str, float]:
+    """HTA's idle split (µs) summed over the compute streams (communication and copy streams idle
+    by design between their transfers)."""
+    compute = {int(lane.stream) if lane.stream is not None else lane.lane_id
+               for lane in rt.gpu_lanes if lane.kind == "gpu_compute"}
     out = {"host_wait": 0.0, "kernel_wait": 0.0, "other": 0.0}
-    m = in_window & dev.on_compute_lane
-    for lane_id in np.unique(dev.lane[m]).tolist():
-        sel = np.flatnonzero(m & (dev.lane == lane_id))
-        if sel.size < 2:
-            continue
-        sel = sel[np.argsort(dev.start_us[sel], kind="stable")]
-        prev_end = np.maximum.accumulate(dev.end_us[sel])[:-1]
-        nxt = sel[1:]
-        gap = dev.start_us[nxt] - prev_end
-        pos = gap > 0
-        launch = dev.launch_start_us[nxt]
-        host = pos & (launch > prev_end)
-        kernel = pos & ~host & (gap < KERNEL_WAIT_MAX_US)
-        other = pos & ~host & ~kernel
-        out["host_wait"] += float(gap[host].sum())
-        out["kernel_wait"] += float(gap[kernel].sum())
-        out["other"] += float(gap[other].sum())
+    for stream, split in by_stream.items():
+        if stream in compute:
+            for k, v in split.items():
+                out[k] += v
     return out
 
 
@@ -569,44 +566,51 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, window
     queued &= ~in_comm
     out.gpu_wait = float(rest[queued].sum()) / span
     rest = np.where(queued, 0.0, rest)
-    # DataLoader, then launch overhead vs host stall by how densely the CPU launches in the gap.
-    dl = np.minimum(iv.overlap_each(gs, ge, dataloader), rest)
+    # DataLoader, then what the host does in the rest of the gap: a stretch longer than
+    # LAUNCH_SPACING_MAX_US with no launch call is a host stall; the rest is launch overhead.
+    dl_union = dataloader
+    calls, lanes = _launch_call_starts(rt)
+    host = rest > 0
+    stall_s, stall_e, stall_gap = _launch_free_stretches(gs[host], ge[host], calls)
+    gap_index = np.flatnonzero(host)[stall_gap] if stall_gap.size else stall_gap
+    dl = np.minimum(iv.overlap_each(gs, ge, dl_union), rest)
     out.dataloader = float(dl.sum()) / span
     rest = rest - dl
-    calls, lanes = _launch_call_starts(rt)
-    n_calls = np.searchsorted(calls, ge, side="right") - np.searchsorted(calls, gs, side="left")
-    dense = glen / np.maximum(n_calls, 1) <= LAUNCH_SPACING_MAX_US
-    host = rest > 0
-    launch_gaps = host & dense
-    out.launch = float(rest[launch_gaps].sum()) / span
+    stall_len = (stall_e - stall_s) - iv.overlap_each(stall_s, stall_e, dl_union)
+    stall_per_gap = np.bincount(gap_index, weights=stall_len, minlength=gs.size) if stall_len.size else np.zeros(gs.size)
+    stall_per_gap = np.minimum(stall_per_gap, rest)
+    launch_part = rest - stall_per_gap
+    launch_gaps = launch_part > 0
+    out.launch = float(launch_part.sum()) / span
     out.launch_gaps = int(launch_gaps.sum())
     out.launch_gap_median_us = float(np.median(glen[launch_gaps])) if launch_gaps.any() else 0.0
-    stall = host & ~dense
-    if not stall.any():
+    if not stall_len.size or stall_per_gap.sum() <= 0:
         return out
-    r = rest[stall]
-    out.host_stall = float(r.sum()) / span
-    out.stall_gaps = int(stall.sum())
-    out.stall_longest_s = float(r.max()) / 1e6
+    out.host_stall = float(stall_per_gap.sum()) / span
+    out.stall_gaps = int((stall_per_gap > 0).sum())
+    out.stall_longest_s = float(stall_len.max()) / 1e6
+    r = np.maximum(stall_len, 0.0)
+    scale = out.host_stall * span / max(float(r.sum()), 1e-9)  # stretches capped to the gap's rest
     blocking = _cpu_union(rt, _BLOCKING_CALL_RE, t0, t1)
     if not lanes:
         main = main_thread(rt)
         lanes = [main] if main is not None else []
     op_s, op_e, op_n = _leaf_ops(rt, lanes)
     ops = iv.clip(*iv.union(op_s, op_e), t0, t1)
-    sg, se = gs[stall], ge[stall]
-    b = np.minimum(iv.overlap_each(sg, se, blocking), r)
-    o = np.minimum(np.maximum(iv.overlap_each(sg, se, ops) - b, 0.0), r - b)
-    out.stall_blocking = float(b.sum()) / span
-    out.stall_cpu_ops = float(o.sum()) / span
-    out.stall_uninstrumented = float((r - b - o).sum()) / span
+    b = np.minimum(iv.overlap_each(stall_s, stall_e, blocking), r)
+    o = np.minimum(np.maximum(iv.overlap_each(stall_s, stall_e, ops) - b, 0.0), r - b)
+    out.stall_blocking = float(b.sum()) * scale / span
+    out.stall_cpu_ops = float(o.sum()) * scale / span
+    out.stall_uninstrumented = max(out.host_stall - out.stall_blocking - out.stall_cpu_ops, 0.0)
     htod = rt.strings.ids_matching(lambda s: bool(_HTOD_RE.search(s)))
     hm = in_window & (dev.kernel_class == _COPY) & htod[dev.name_id]
     h_start = np.sort(dev.start_us[hm])
+    sg, se = gs[gap_index], ge[gap_index]  # the gap each stretch lies in
     before = (np.searchsorted(h_start, se, side="right") - np.searchsorted(h_start, sg, side="left")) > 0
-    out.stall_before_htod = float(r[before].sum()) / span
+    out.stall_before_htod = float(r[before].sum()) * scale / span
     if op_s.size:
-        ov = iv.overlap_each(op_s, op_e, (sg, se))
+        order = np.argsort(stall_s)
+        ov = iv.overlap_each(op_s, op_e, (stall_s[order], stall_e[order]))
         keep = ov > 0
         per_name: dict[int, float] = {}
         for nid, sec in zip(op_n[keep].tolist(), ov[keep].tolist()):
@@ -614,6 +618,23 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, window
         top = sorted(per_name.items(), key=lambda kv: -kv[1])[:3]
         out.cpu_ops_in_stall = [(rt.strings[nid], sec / 1e6) for nid, sec in top]
     return out
+
+
+def _launch_free_stretches(gs: np.ndarray, ge: np.ndarray, calls: np.ndarray
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Within each gap ``[gs[i], ge[i]]``, the stretches between consecutive launch calls (and the
+    gap's ends) longer than ``LAUNCH_SPACING_MAX_US``: (starts, ends, index of the gap)."""
+    out_s, out_e, out_i = [], [], []
+    for i in np.flatnonzero(ge - gs > LAUNCH_SPACING_MAX_US).tolist():
+        lo, hi = np.searchsorted(calls, gs[i], side="left"), np.searchsorted(calls, ge[i], side="right")
+        points = np.concatenate([[gs[i]], calls[lo:hi], [ge[i]]])
+        d = np.diff(points)
+        long = np.flatnonzero(d > LAUNCH_SPACING_MAX_US)
+        out_s.append(points[long]), out_e.append(points[long + 1]), out_i.append(np.full(long.size, i))
+    if not out_s:
+        z = np.zeros(0)
+        return z, z, np.zeros(0, dtype=np.int64)
+    return np.concatenate(out_s), np.concatenate(out_e), np.concatenate(out_i).astype(np.int64)
 
 
 def _share_matching(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, t0: float, t1: float,
@@ -687,28 +708,44 @@ def _launch_stats(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, t0: f
         kernels=int(kernels.sum()))
 
 
-def _hta_figures(rt: RankTrace, dev: DeviceEvents, is_comm: np.ndarray, is_compute: np.ndarray
-                 ) -> tuple[float | None, float | None]:
-    """HTA's temporal-breakdown idle fraction and comm/compute overlap, reproducing its filtering.
+def hta_kept(rt: RankTrace, dev: DeviceEvents) -> np.ndarray:
+    """HTA's ``_filter_irrelevant_gpu_kernels``: with two or more ProfilerSteps, the device events
+    whose launch call (joined on correlation) starts before the last step starts; else every one.
 
-    HTA keeps device events launched inside a ProfilerStep but drops those of the last step
-    (``include_last_profiler_step=False``); with fewer than two steps it keeps everything.
+    HTA takes "the last step's start" over every row named ProfilerStep that is not a kernel, so the
+    ``gpu_user_annotation`` copies of the steps (newer Kineto draws them on the GPU lanes, starting
+    at the step's first device work) count too: a later start than the CPU step's when the GPU lags.
     """
-    if dev.start_us.size == 0:
-        return None, None
-    keep = np.ones(dev.start_us.size, dtype=bool)
-    if len(rt.steps) >= 2:
-        kept = rt.steps[:-1]
-        keep = np.zeros_like(keep)
-        for s in kept:
-            keep |= (dev.launch_start_us >= s.cpu_start_us) & (dev.launch_start_us < s.cpu_end_us)
-    if not keep.any():
-        return None, None
+    if len(rt.steps) < 2:
+        return np.ones(dev.start_us.size, dtype=bool)
+    last_start = max(s.cpu_start_us for s in rt.steps)
+    step_names = rt.strings.ids_matching(lambda n: bool(_STEP_NAME_RE.match(n)))
+    for lane in rt.lanes_of_kind("gpu_annotation"):
+        m = step_names[lane.name_id]
+        if m.any():
+            last_start = max(last_start, float(lane.start_us[m].max()))
+    return ~np.isnan(dev.launch_start_us) & (dev.launch_start_us < last_start)
+
+
+def _hta_rounded(rt: RankTrace, dev: DeviceEvents, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     s, e = dev.start_us[keep], dev.end_us[keep]
     if rt.dialect == "kineto-ns":  # HTA rounds float ts up and ends down to whole µs (PR 122425)
         off = rt.file_ts_offset_us
         s, e = np.ceil(s + off) - off, np.floor(e + off) - off
         e = np.maximum(e, s)
+    return s, e
+
+
+def _hta_figures(rt: RankTrace, dev: DeviceEvents, is_comm: np.ndarray, is_compute: np.ndarray
+                 ) -> tuple[float | None, float | None]:
+    """HTA's temporal-breakdown idle fraction and comm/compute overlap, reproducing its filtering
+    (:func:`hta_kept`) and rounding."""
+    if dev.start_us.size == 0:
+        return None, None
+    keep = hta_kept(rt, dev)
+    if not keep.any():
+        return None, None
+    s, e = _hta_rounded(rt, dev, keep)
     span = float(e.max() - s.min())
     busy = iv.length(*iv.union(s, e))
     idle = 1.0 - busy / span if span > 0 else 0.0
@@ -718,3 +755,30 @@ def _hta_figures(rt: RankTrace, dev: DeviceEvents, is_comm: np.ndarray, is_compu
     comm_len = iv.length(*comm)
     overlap = iv.intersection_length(comm, comp) / comm_len if comm_len > 0 else None
     return idle, overlap
+
+
+def hta_idle_by_stream(rt: RankTrace, dev: DeviceEvents) -> dict[int, dict[str, float]]:
+    """HTA's ``get_idle_time_breakdown`` per stream, in µs: over the kept events of each stream
+    sorted by start, the gap to the *previous* event's end (not the running maximum; negative gaps
+    of overlapping events included, as HTA sums them) is host wait when the event's launch call
+    started after that end, else kernel wait when under ``KERNEL_WAIT_MAX_US``, else other."""
+    out: dict[int, dict[str, float]] = {}
+    keep = hta_kept(rt, dev)
+    for lane_id in np.unique(dev.lane[keep]).tolist():
+        m = keep & (dev.lane == lane_id)
+        if m.sum() < 2:
+            continue
+        s, e = _hta_rounded(rt, dev, m)
+        order = np.argsort(s, kind="stable")
+        s, e, launch = s[order], e[order], dev.launch_start_us[m][order]
+        reach = np.maximum.accumulate(e)  # overlapping events on a stream leave no negative gap
+        gap = np.maximum(s[1:] - reach[:-1], 0.0)
+        host = launch[1:] > reach[:-1]
+        kernel = ~host & (gap < KERNEL_WAIT_MAX_US)
+        stream = rt.lanes[lane_id].stream
+        key = int(stream) if stream is not None else lane_id
+        split = out.setdefault(key, {"host_wait": 0.0, "kernel_wait": 0.0, "other": 0.0})
+        split["host_wait"] += float(gap[host].sum())
+        split["kernel_wait"] += float(gap[kernel].sum())
+        split["other"] += float(gap[~host & ~kernel].sum())
+    return out

@@ -14,7 +14,7 @@ copy); ``data_starved_loader`` waits in ``DataLoader.__next__``; ``launch_bound`
 (a wall of small ops); ``launch_bound_compiled`` a ``torch.compile``d graph whose Python wrapper
 launches tiny Triton kernels through ``cuLaunchKernel``. ``straggler`` is a job (a folder of
 ranks): DDP over NCCL where one rank prepares its batch late every step and the others wait in the
-all-reduce. :data:`SCENARIO_SIGNATURE` maps each scenario to the diagnosis it must get.
+all-reduce; ``pipeline_gpipe`` is a job too: two GPipe stages, two micro-batches, NCCL send/recv. :data:`SCENARIO_SIGNATURE` maps each scenario to the diagnosis it must get.
 """
 from __future__ import annotations
 
@@ -29,10 +29,11 @@ SCENARIO_SIGNATURE = {
     "healthy": "healthy", "launch_bound": "launch_bound", "launch_bound_compiled": "launch_bound",
     "comm_bound": "comm_bound", "data_starved": "data_starved", "data_starved_loader": "data_starved",
     "memory_bound": "memory_bound", "memory_bound_optimizer": "memory_bound",
-    "pipeline_bubble": "pipeline_bubble", "straggler": "straggler", "inconclusive": "inconclusive",
+    "pipeline_bubble": "pipeline_bubble", "pipeline_gpipe": "pipeline_bubble", "straggler": "straggler",
+    "inconclusive": "inconclusive",
 }
 SCENARIOS = tuple(SCENARIO_SIGNATURE)
-MULTI_RANK_SCENARIOS = {"straggler": 4}
+MULTI_RANK_SCENARIOS = {"straggler": 4, "pipeline_gpipe": 2}
 """Scenarios written as a folder of rank files, with their world size."""
 STRAGGLER_RANK = 2
 STRAGGLER_DELAY_US = 4000.0
@@ -213,6 +214,35 @@ def _step_pipeline_bubble(w: _Writer, size: int) -> None:
     w.sync()
 
 
+# GPipe, 2 stages x 2 micro-batches, forward = backward = 1 unit per stage, 0.05 unit per p2p hop:
+# (stage, op, kernel, stream, start, end) in units from the step's start. Each stage idles
+# (p-1)/(m+p-1) = 1/3 of the step plus the hops, next to its recv/send.
+_GPIPE = (
+    (0, "aten::mm", GEMM, COMPUTE_STREAM, 0.0, 1.0), (0, "nccl:send", SENDRECV, COMM_STREAM, 1.0, 1.05),
+    (0, "aten::mm", GEMM, COMPUTE_STREAM, 1.0, 2.0), (0, "nccl:send", SENDRECV, COMM_STREAM, 2.0, 2.05),
+    (0, "nccl:recv", SENDRECV, COMM_STREAM, 2.05, 4.1), (0, "aten::mm", GEMM, COMPUTE_STREAM, 4.1, 5.1),
+    (0, "nccl:recv", SENDRECV, COMM_STREAM, 4.1, 5.1), (0, "aten::mm", GEMM, COMPUTE_STREAM, 5.1, 6.1),
+    (1, "nccl:recv", SENDRECV, COMM_STREAM, 0.0, 1.05), (1, "nccl:recv", SENDRECV, COMM_STREAM, 1.05, 2.05),
+    (1, "aten::mm", GEMM, COMPUTE_STREAM, 1.05, 2.05), (1, "aten::mm", GEMM, COMPUTE_STREAM, 2.05, 3.05),
+    (1, "aten::mm", GEMM, COMPUTE_STREAM, 3.05, 4.05), (1, "nccl:send", SENDRECV, COMM_STREAM, 4.05, 4.1),
+    (1, "aten::mm", GEMM, COMPUTE_STREAM, 4.05, 5.05), (1, "nccl:send", SENDRECV, COMM_STREAM, 5.05, 5.1),
+)
+GPIPE_STEP_UNITS = 6.2
+
+
+def _step_pipeline_gpipe(w: _Writer, size: int) -> None:
+    """One GPipe step of stage ``w.rank`` (0 or 1): all ops issued up front (NCCL p2p is
+    asynchronous), kernels at the schedule's times; both stages' steps last the same."""
+    unit = 1000.0 * size
+    origin = w.cpu_t + 100.0  # the ops are issued within the first ~80 µs
+    for stage, op, kernel, stream, start, end in _GPIPE:
+        if stage == w.rank % 2:
+            w.launch(op, kernel, (end - start) * unit, stream=stream, not_before=origin + start * unit,
+                     end_at=origin + end * unit)
+    w.cpu_t = origin + GPIPE_STEP_UNITS * unit
+    w.sync()
+
+
 def _step_cpu_only(w: _Writer, size: int) -> None:
     for _ in range(8 * size):
         w.cpu("aten::mm", w.cpu_t, 40.0)
@@ -224,7 +254,8 @@ _STEPS = {"healthy": _step_healthy, "launch_bound": _step_launch_bound,
           "launch_bound_compiled": _step_launch_bound_compiled, "comm_bound": _step_comm_bound,
           "data_starved": _step_data_starved, "data_starved_loader": _step_data_starved_loader,
           "memory_bound": _step_memory_bound, "memory_bound_optimizer": _step_memory_bound_optimizer,
-          "pipeline_bubble": _step_pipeline_bubble, "straggler": _step_straggler,
+          "pipeline_bubble": _step_pipeline_bubble, "pipeline_gpipe": _step_pipeline_gpipe,
+          "straggler": _step_straggler,
           "inconclusive": _step_cpu_only}
 
 
@@ -237,7 +268,8 @@ def synth_trace(scenario: str, *, steps: int = 5, seed: int = 0, size: int = 1, 
         raise ValueError("steps and size must be >= 1")
     if scenario in MULTI_RANK_SCENARIOS:
         world_size = max(world_size, MULTI_RANK_SCENARIOS[scenario])
-    w = _Writer(random.Random(seed), rank=rank, world_size=world_size, exact=scenario == "straggler")
+    w = _Writer(random.Random(seed), rank=rank, world_size=world_size,
+                exact=scenario in MULTI_RANK_SCENARIOS)
     w.cpu_t = 10.0
     for n in range(steps):
         step_start = w.cpu_t
