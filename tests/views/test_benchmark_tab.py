@@ -384,3 +384,22 @@ def test_autoload_with_a_corrupt_newest_run_still_starts(qtbot, make_tab, tmp_pa
     assert tab.status_label.text().startswith("Could not open the latest run: ")
     assert [c.device_id for c in emitted] == ["cpu"]  # the saved ceilings still reach the Roofline
     assert tab.start_button.isEnabled()
+
+
+def test_table_reads_sizes_like_the_cli_and_rates_with_a_sensible_prefix(qtbot) -> None:
+    from gpuperf_gui.views.benchmark_tab import ResultsModel
+
+    model = ResultsModel()
+    copy = MeasuredPoint(kernel="copy", dtype="fp32", size=8192, flops=0.0, bytes=65536.0, seconds=4e-6,
+                         method="cpu-perf_counter", iqr_low_s=4e-6, iqr_high_s=4e-6, samples=5,
+                         working_set_bytes=65536, threads=16)
+    small = MeasuredPoint(kernel="matmul", dtype="fp32", size=64, flops=2.0 * 64**3, bytes=3.0 * 64**2 * 4,
+                          seconds=2.0 * 64**3 / 9e9, method="cpu-perf_counter", iqr_low_s=1e-5,
+                          iqr_high_s=1e-5, samples=5, threads=16)
+    model.append("this run", copy)
+    model.append("this run", small)
+    cell = {name: i for i, name in enumerate(ResultsModel.COLUMNS)}
+    assert model.data(model.index(0, cell["size"])) == "64 KiB"          # `gpuperf bench` prints 64 KiB
+    assert model.data(model.index(0, cell["bandwidth"])) == "16.4 GB/s"  # 65536 B in 4 µs
+    assert model.data(model.index(1, cell["rate"])) == "9 GFLOP/s"       # not "0.009 TFLOP/s"
+    assert model.data(model.index(1, cell["threads"])) == "16"
