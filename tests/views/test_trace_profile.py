@@ -1,0 +1,113 @@
+"""File ▸ Profile a script…: a real CPU training script runs under torch.profiler from the Trace tab,
+its trace opens and is diagnosed; Stop keeps the recorded steps; a failing script says why (pytest-qt).
+
+Expected values come from the script (tests/data/scripts/train_tiny.py: its arguments, what it prints,
+where it fails) and the trace file read as plain JSON."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from gpuperf_gui.core.profile_script import ProfileProgress, ProfileRequest
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "data" / "scripts"
+TRAIN = SCRIPTS / "train_tiny.py"
+RUN_TIMEOUT_MS = 120_000
+
+
+@pytest.fixture
+def tab(qtbot):
+    from gpuperf_gui.views.trace_tab import TraceTab
+
+    widget = TraceTab(None)
+    qtbot.addWidget(widget)
+    widget.resize(1600, 1000)
+    widget.show()
+    yield widget
+    widget.shutdown()
+
+
+def _steps_in(path: Path) -> int:
+    with gzip.open(path, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    return sum(1 for e in events if str(e.get("name", "")).startswith("ProfilerStep#") and e.get("ph") == "X")
+
+
+def test_profile_a_script_opens_its_trace(qtbot, tab, tmp_path):
+    runner = tab.profiler
+    assert runner is not None
+    out = tmp_path / "train.pt.trace.json.gz"
+    req = ProfileRequest(script=str(TRAIN), out=str(out), args=["--marker", "from the GUI", "--iters", "10"],
+                         steps=2, wait=0, warmup=1, device="cpu")
+    with qtbot.waitSignal(tab.trace_loaded, timeout=RUN_TIMEOUT_MS):
+        assert runner.run(req)
+        assert tab.is_busy() and runner.isVisible()
+    qtbot.waitUntil(lambda: not tab.is_busy(), timeout=RUN_TIMEOUT_MS)
+    assert out.exists() and _steps_in(out) == 2
+    assert runner.result.ok and runner.result.steps_recorded == 2
+    assert "train_tiny argv=['--marker', 'from the GUI', '--iters', '10']" in runner.output.toPlainText()
+    assert "train_tiny stderr line" in runner.output.toPlainText()
+    assert Path(tab.loaded.files[0]) == out
+    assert len(tab.loaded.model.ranks[0].steps) == 2
+    assert tab.diagnosis.signature is not None     # diagnosed as soon as it is written
+
+
+def test_stop_writes_the_steps_recorded_so_far(qtbot, tab, tmp_path):
+    runner = tab.profiler
+    out = tmp_path / "forever.json.gz"
+    req = ProfileRequest(script=str(TRAIN), out=str(out), args=["--forever"], steps=1000, wait=0, warmup=0,
+                         device="cpu")
+    recorded: list[int] = []
+
+    def on_item(item: object) -> None:
+        if isinstance(item, ProfileProgress) and item.recorded >= 2 and not recorded:
+            recorded.append(item.recorded)
+            runner.stop()
+
+    runner.task.item_produced.connect(on_item)
+    assert runner.run(req)
+    qtbot.waitUntil(lambda: runner.result is not None, timeout=RUN_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: not tab.is_busy(), timeout=RUN_TIMEOUT_MS)
+    assert recorded, "no progress reached two recorded steps"
+    assert runner.result.ok and runner.result.stopped_early, runner.result
+    assert tab.loaded is not None and Path(tab.loaded.files[0]) == out, tab.message.text()
+    assert 2 <= _steps_in(out) < 1000
+    assert "stopped early" in runner.status.text()
+
+
+def test_a_failing_script_says_why(qtbot, tab, tmp_path):
+    runner = tab.profiler
+    req = ProfileRequest(script=str(TRAIN), out=str(tmp_path / "fail.json.gz"), args=["--fail-at", "0"],
+                         steps=3, wait=0, warmup=0, device="cpu")
+    with qtbot.waitSignal(runner.profile_failed, timeout=RUN_TIMEOUT_MS):
+        runner.run(req)
+    qtbot.waitUntil(lambda: not runner.is_busy(), timeout=RUN_TIMEOUT_MS)
+    assert "planted failure at iteration 0" in runner.status.text() + runner.output.toPlainText()
+    assert tab.loaded is None
+    # arguments that cannot run are refused before anything starts
+    bad = ProfileRequest(script=str(tmp_path / "missing.py"), out=str(tmp_path / "x.json.gz"))
+    assert not runner.run(bad)
+    assert "no such script" in runner.status.text() and not runner.is_busy()
+
+
+def test_the_dialog_builds_the_request(qtbot, tmp_path):
+    from gpuperf_gui.views.trace_profile import ProfileDialog
+
+    dialog = ProfileDialog()
+    qtbot.addWidget(dialog)
+    dialog.script_edit.setText(str(TRAIN))
+    dialog.script_edit.editingFinished.emit()
+    assert dialog.out_edit.text() == str(TRAIN.parent / "train_tiny.pt.trace.json.gz")
+    dialog.args_edit.setText("--marker 'two words' --iters 4")
+    dialog.steps_spin.setValue(5)
+    dialog.device_combo.setCurrentText("cpu")
+    req = dialog.request()
+    assert req.args == ["--marker", "two words", "--iters", "4"] and req.steps == 5 and req.device == "cpu"
+    assert req.cwd == str(TRAIN.parent) and req.record_shapes
+    dialog.args_edit.setText("--marker 'unclosed")
+    dialog._accept()
+    assert "do not parse" in dialog.error.text() and dialog.result() == 0
