@@ -303,3 +303,15 @@ def test_digit_strings_as_thread_and_stream_ids(tmp_path: Path, capsys: pytest.C
     """Found by the fuzz: a 5,000-digit string as a tid (lane sort and stream labels parse digits)."""
     events = _steps([1, 2]) + [_x("op", 5, 1, tid="9" * 5000), dict(_kernel(150, 10), tid="stream " + "7" * 5000)]
     _ok_json(capsys, _write(tmp_path, "t.json", {"traceEvents": events}))
+
+
+def test_a_kernel_of_1e_320_us_gives_no_division_by_zero(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Found by benchmarks/fuzz.py: a GEMM whose only kernel lasts 1e-320 µs (0 s once summed in seconds)."""
+    events = _steps([1, 2]) + [
+        _x("aten::mm", 20, 30, **{"Input Dims": [[64, 64], [64, 64]], "Input type": ["float", "float"]}),
+        _x("cudaLaunchKernel", 25, 5, cat="cuda_runtime", correlation=9),
+        dict(_x("gemm", 40, 1e-320, cat="kernel", pid=0, tid=7, device=0, stream=7, correlation=9)),
+    ]
+    obj = _ok_json(capsys, _write(tmp_path, "t.json", {"traceEvents": events}))
+    points = obj["ranks"][0]["roofline_points"]
+    assert all(p["achieved_flops_per_s"] is None or p["achieved_flops_per_s"] > 0 for p in points)

@@ -43,11 +43,11 @@ class OpPoint:
 
     @property
     def ai_flops_per_byte(self) -> float:
-        return self.flops / self.bytes
+        return self.flops / self.bytes if self.bytes > 0 else float("nan")
 
     @property
-    def achieved_flops_per_s(self) -> float:
-        return self.flops / self.seconds
+    def achieved_flops_per_s(self) -> float:  # NaN (JSON null) when the time rounds to 0 s
+        return self.flops / self.seconds if self.seconds > 0 else float("nan")
 
     def roofline_point(self) -> RooflinePoint:
         return RooflinePoint(label=self.label, flops=self.flops, bytes=self.bytes, seconds=self.seconds,
