@@ -3,6 +3,7 @@ script's own measurements, see its SOURCES.md), every shared trace with a label,
 scenario diagnoses as expected, with evidence that agrees with the verdict."""
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from functools import lru_cache
@@ -81,9 +82,9 @@ def test_real_h200_traces_diagnose_as_recorded(meta: Path) -> None:
 def test_rank_busy_matches_the_recording_scripts_estimate(meta: Path) -> None:
     """The recording script measured GPU busy per step itself (union of device work in each
     ProfilerStep's CPU window, independent of this engine). Over the steps we keep (the first is
-    warm-up with three or more), the duration-weighted mean of its figures is ours within 4.5 points:
-    the script counts a step's GPU tail in the next step's CPU window, we count it in its own step
-    (profile_starved: 0.48 vs 0.44, where the GPU runs 8 ms into the next step's CPU span)."""
+    warm-up with three or more) its duration-weighted figure is ours within 6 points: it counts a
+    step's GPU tail in the next step's CPU window, we in its own step (profile_starved: 0.49 vs
+    0.44, its GPU runs 8 ms into the next step's CPU span). The exact check is the next test."""
     m = json.loads(meta.read_text())
     result = _result(_trace_path(meta))
     estimates = m.get("trace_busy_per_rank") or [m["trace_busy"]]
@@ -91,7 +92,60 @@ def test_rank_busy_matches_the_recording_scripts_estimate(meta: Path) -> None:
         busy, dur = est["per_step_busy_fraction"], est["step_durations_s"]
         keep = slice(1, None) if len(busy) >= 3 else slice(None)
         expected = sum(b * d for b, d in zip(busy[keep], dur[keep])) / sum(dur[keep])
-        assert r.analysis.gpu_busy_fraction == pytest.approx(expected, abs=0.045), r.analysis.rank
+        assert r.analysis.gpu_busy_fraction == pytest.approx(expected, abs=0.06), r.analysis.rank
+
+
+@pytest.mark.parametrize("meta", [m for m in METAS if _trace_path(m).is_file()],
+                         ids=lambda m: m.name.removesuffix(".meta.json"))
+def test_rank_and_step_busy_match_a_plain_python_count_of_the_raw_events(meta: Path) -> None:
+    """Busy per rank and per step, counted here from the raw JSON with the documented step bounds
+    (a step runs from its CPU start, or from the end of the previous step's device work when later,
+    to the later of its CPU end and its device work's end)."""
+    path = _trace_path(meta)
+    bounds, busy_in = _raw_step_busy(path)
+    a = _result(path).ranks[0].analysis
+    kept = bounds[1:] if len(bounds) >= 3 else bounds
+    t0, t1 = kept[0][0], max(e for _, e in kept)
+    assert a.gpu_busy_fraction == pytest.approx(busy_in(t0, t1) / (t1 - t0), abs=0.005)
+    for step, (s, e) in zip(a.steps, bounds):
+        assert step.gpu_busy_fraction == pytest.approx(busy_in(s, e) / (e - s), abs=0.005), step.number
+
+
+def _raw_step_busy(path: Path):  # noqa: ANN202 (bounds, busy_in(t0, t1) -> µs)
+    events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+    xs = [e for e in events if e.get("ph") == "X"]
+    steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in xs
+                   if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
+    device = [e for e in xs if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    launch_ts = {e["args"]["correlation"]: e["ts"] for e in xs
+                 if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+    bounds, prev_end = [], None
+    for cs, ce in steps:
+        mine = [e for e in device if cs <= launch_ts.get(e["args"].get("correlation"), -1) < ce]
+        g0 = min((e["ts"] for e in mine), default=None)
+        g1 = max((e["ts"] + e["dur"] for e in mine), default=None)
+        start = cs if prev_end is None else max(cs, prev_end)
+        if prev_end is None and g0 is not None and g0 > ce:
+            start = g0
+        bounds.append((start, max(ce, g1 if g1 is not None else ce, start)))
+        if g1 is not None:
+            prev_end = g1 if prev_end is None else max(prev_end, g1)
+    merged = _merge([(e["ts"], e["ts"] + e["dur"]) for e in device])
+
+    def busy_in(t0: float, t1: float) -> float:
+        return sum(max(0.0, min(b, t1) - max(a, t0)) for a, b in merged)
+
+    return bounds, busy_in
+
+
+def _merge(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    out: list[list[float]] = []
+    for a, b in sorted(intervals):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
 
 
 def test_packed_trace_busy_per_step_equals_busy_per_rank() -> None:
