@@ -31,4 +31,5 @@ GPUPERF_DATA_DIR="$data/no-runs" .venv/bin/python docs/screenshots/roofline_stat
 $app --tab mfu --device h200 --screenshot $out/mfu.png
 $app --tab trace --device h200 --screenshot $out/trace.png $traces/param/dlrm_kineto
 $app --tab trace --device h200 --screenshot $out/trace_launch_bound.png $traces/h200/launch_bound_tiny.json.gz
+.venv/bin/python docs/screenshots/trace_pages.py $out  # Trace tab: overview, compare, straggler, ranks, range
 ls -l $out/*.png

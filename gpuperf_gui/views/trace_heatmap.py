@@ -124,9 +124,13 @@ class RankStepHeatmap(QWidget):
         n_rows, n_cols = self.values.shape
         if n_rows * n_cols > MAX_LABELLED_CELLS:
             return
+        lo, hi = self.colorbar.levels()
         for i in range(n_rows):
             for j in range(n_cols):
-                item = pg.TextItem(self.value_text(i, j), color=(255, 255, 255), anchor=(0.5, 0.5))
+                v = float(self.values[i, j])
+                bright = math.isfinite(v) and (v - lo) > 0.6 * (hi - lo)   # viridis turns yellow: dark text
+                item = pg.TextItem(self.value_text(i, j), color=(20, 20, 20) if bright else (255, 255, 255),
+                                   anchor=(0.5, 0.5))
                 item.setPos(j, i + 0.5)
                 self.view_box.addItem(item)
                 self.labels.append(item)

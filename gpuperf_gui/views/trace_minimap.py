@@ -51,7 +51,7 @@ class TraceMinimap(pg.PlotWidget):
         axis = plot.getAxis("left")
         axis.setWidth(200)   # the timeline's lane-name axis width: both time axes line up
         axis.setStyle(tickLength=0, showValues=True)
-        axis.setTicks([[(0.5, "GPU activity (all ranks)")], []])
+        axis.setTicks([[(0.5, "GPU activity")], []])
         plot.hideButtons()
         plot.setMenuEnabled(False)
         self.setBackground("w")
@@ -77,6 +77,8 @@ class TraceMinimap(pg.PlotWidget):
         """Draw ``profile`` (rows in rank order); ``late_rows`` are marked."""
         self.profile = profile
         n_rows, n_bins = profile.busy.shape
+        label = "GPU activity" if n_rows <= 1 else f"GPU activity, {n_rows} ranks"
+        self.getPlotItem().getAxis("left").setTicks([[(max(n_rows, 1) / 2, label)], []])
         self.image.setImage(profile.busy if n_rows else np.zeros((1, 1)), levels=(0.0, 1.0), autoLevels=False)
         width = profile.end_us - profile.start_us
         self.image.setRect(QRectF(profile.start_us, 0.0, width, max(n_rows, 1)))

@@ -50,6 +50,7 @@ from PySide6.QtWidgets import (
 from gpuperf_gui.core.trace.lanes import DEFAULT_IDLE_THRESHOLD_US, EventRef
 from gpuperf_gui.core.trace.model import KERNEL_CLASSES
 from gpuperf_gui.core.trace.session import LoadedTrace, LoadProgress, Matches, load_job
+from gpuperf_gui.core.units import format_count
 from gpuperf_gui.views.trace_heatmap import RankStepHeatmap
 from gpuperf_gui.views.trace_minimap import TraceMinimap
 from gpuperf_gui.views.trace_overview import TraceOverview
@@ -112,22 +113,24 @@ class TraceTab(QWidget):
         self.title = QLabel("<b>No trace</b>")
         self.title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # never widens the window
+        self.title.setMinimumWidth(300)
         self.search_edit = QLineEdit()
         self.search_edit.setPlaceholderText("Search (Enter)")
         self.search_edit.setClearButtonEnabled(True)
-        self.search_edit.setFixedWidth(170)
+        self.search_edit.setFixedWidth(160)
         self.search_mode = QComboBox()
         for mode, label in SEARCH_MODE_LABELS:
             self.search_mode.addItem(label, mode)
         self.search_mode.setToolTip("Match names by substring, exactly, by regular expression, or find "
                                     "the kernels of a class (" + ", ".join(KERNEL_CLASSES) + ")")
-        self.filter_ops_check = QCheckBox("filter op table")
+        self.filter_ops_check = QCheckBox("filter ops")
         self.filter_ops_check.setToolTip("Show only the op-table rows whose names match the search")
         self.prev_button = QToolButton(text="◀")
         self.prev_button.setToolTip("Previous match (Shift+Enter)")
         self.next_button = QToolButton(text="▶")
         self.next_button.setToolTip("Next match (Enter)")
         self.match_label = QLabel("")
+        self.match_label.setMaximumWidth(150)
         self.step_combo = QComboBox()
         self.step_combo.setToolTip("Zoom to a step")
         self.step_combo.setMinimumWidth(130)
@@ -144,6 +147,7 @@ class TraceTab(QWidget):
         self.idle_spin.setRange(0.0, 1e6)
         self.idle_spin.setDecimals(0)
         self.idle_spin.setSuffix(" µs")
+        self.idle_spin.setPrefix("idle ≥ ")
         self.idle_spin.setValue(DEFAULT_IDLE_THRESHOLD_US)
         self.idle_spin.setToolTip("Idle gaps on compute streams at least this long are drawn red")
         self.mfu_button = QPushButton("Send to MFU")
@@ -161,7 +165,6 @@ class TraceTab(QWidget):
         for w in (self.step_combo, self.zoom_sel_button, self.reset_button, self.ranks_button):
             bar.addWidget(w)
         bar.addSpacing(8)
-        bar.addWidget(QLabel("Idle ≥"))
         bar.addWidget(self.idle_spin)
         bar.addSpacing(8)
         bar.addWidget(self.mfu_button)
@@ -471,9 +474,10 @@ class TraceTab(QWidget):
         self.timeline.set_lanes(loaded.ranks, loaded.lanes, self._palette, loaded.full_range_us, offset)
         self.minimap.set_profile(loaded.activity(), loaded.straggler_rank_indices())
         self.stack.setCurrentIndex(1)
-        self.title.setText(f"<b>{loaded.title()}</b> <span style='color:#666'>· {loaded.n_events:,} events · "
-                           f"{format_duration_us(loaded.full_range_us[1] - loaded.full_range_us[0])}</span>")
-        self.title.setToolTip("\n".join(loaded.files))
+        span = format_duration_us(loaded.full_range_us[1] - loaded.full_range_us[0])
+        self.title.setText(f"<b>{loaded.title()}</b> <span style='color:#666'>· {format_count(loaded.n_events)} "
+                           f"events · {span}</span>")
+        self.title.setToolTip("\n".join(loaded.files + [f"{loaded.n_events:,} events over {span}"]))
         self.step_combo.clear()
         self.step_combo.addItem("Zoom to step…", None)
         for n in loaded.step_numbers():
