@@ -11,10 +11,13 @@ set, so the loader numbers the ranks from the files.
 from __future__ import annotations
 
 import gzip
+import re
 from pathlib import Path
 from typing import Sequence
 
 import msgspec
+
+_STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 
 
 def read_trace_json(path: Path) -> dict:
@@ -60,10 +63,11 @@ def tile_rank_folder(sources: Sequence[Path], folder: Path, n_ranks: int, *, shi
     return folder
 
 
-def repeat_events(source: Path, target: Path, n_events: int, *, compress: bool = False) -> int:
-    """Write one trace with about ``n_events`` events: the source's non-metadata events repeated,
-    each copy shifted past the previous one's span (External ids and correlations offset so flows
-    stay one-to-one). Returns the events written."""
+def repeat_events(source: Path, target: Path, n_events: int) -> int:
+    """Write one plain-JSON trace with about ``n_events`` events: the source's timed events
+    repeated, each copy shifted past the previous one's span (External ids and correlations offset
+    so flows stay one-to-one). Written copy by copy: memory stays that of one copy. Returns the
+    events written."""
     trace = read_trace_json(source)
     meta = [e for e in trace["traceEvents"] if e.get("ph") == "M"]
     body = [e for e in trace["traceEvents"] if e.get("ph") != "M" and "ts" in e]
@@ -74,18 +78,31 @@ def repeat_events(source: Path, target: Path, n_events: int, *, compress: bool =
     period = int(t1 - t0) + 1000
     id_step = 10 ** len(str(max(_ids(body), default=0) + 1))
     copies = max(1, -(-n_events // len(body)))
-    events = list(meta)
-    for c in range(copies):
-        for e in body:
-            ev = dict(e)
-            ev["ts"] = e["ts"] + c * period
-            if c:
-                _offset_ids(ev, c * id_step)
-            events.append(ev)
-    out = dict(trace)
-    out["traceEvents"] = events
-    _write(target, out, compress)
-    return len(events) - len(meta)
+    steps = [int(m.group(1)) for e in body if (m := _STEP_RE.match(str(e.get("name", ""))))]
+    step_step = max(steps, default=-1) + 1
+    rest = {k: v for k, v in trace.items() if k != "traceEvents"}
+    encode = msgspec.json.encode
+    with target.open("wb") as fh:
+        fh.write(b'{"traceEvents":[')
+        fh.write(encode(meta)[1:-1])
+        for c in range(copies):
+            chunk = []
+            for e in body:
+                ev = dict(e)
+                ev["ts"] = e["ts"] + c * period
+                if c:
+                    _offset_ids(ev, c * id_step)
+                    m = _STEP_RE.match(str(ev.get("name", "")))
+                    if m:  # ProfilerStep#N: each copy's steps numbered after the previous copy's
+                        ev["name"] = f"ProfilerStep#{int(m.group(1)) + c * step_step}"
+                chunk.append(ev)
+            fh.write(b"," if meta or c else b"")
+            fh.write(encode(chunk)[1:-1])
+        fh.write(b"]")
+        for k, v in rest.items():
+            fh.write(b"," + encode(k) + b":" + encode(v))
+        fh.write(b"}")
+    return copies * len(body)
 
 
 def _ids(events: list[dict]) -> list[int]:

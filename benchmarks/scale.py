@@ -1,0 +1,228 @@
+"""Scale: events vs time and peak memory, one file and many ranks, locally and on a Dask LocalCluster.
+
+Usage: nice python benchmarks/scale.py [--big] [--many] [--cluster-workers 2] [--workdir /tmp/gpuperf-scale]
+
+Every case runs in a fresh interpreter (imports counted, as the CLI pays them). Peak memory: the
+child's own peak RSS (exact), and for a process tree (pool or Dask workers) the peak of the summed
+RSS, sampled every 50 ms (shared library pages are counted once per process).
+
+* ``file N``: one plain-JSON trace of N events (a real H200 trace's events repeated,
+  core/trace/tile.py). Columns: a plain ``msgspec.json.decode`` of the file with the garbage
+  collector off (the baseline: with it on, decoding 1M events takes ~5x longer), the
+  loader alone (``load_rank``) and the whole ``gpuperf diagnose --json`` work (load, analysis,
+  diagnosis, op table, roofline points). 1M and 5M events; ``--big`` adds 10M.
+* ``ranks R``: a folder of R rank files tiled from a small real trace (11.8k events each, clocks
+  13 µs apart), ``gpuperf diagnose`` with the local process pool and with ``--dask-scheduler
+  local:W``; for the cluster, the cluster's start-up is timed apart and the client's own peak RSS is
+  shown (what comes back is compact: it must not grow with the events). 8 and 64 ranks; ``--many``
+  adds 256.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SMALL_RANK = ROOT / "tests/data/h200/eager_tiny.json.gz"
+FILE_SOURCE = ROOT / "tests/data/h200/eager_small.json.gz"
+
+
+# -- the child: one measurement, printed as one JSON line ---------------------------------------------
+def _child(kind: str, path: str, workers: int) -> dict:
+    t0 = time.perf_counter()
+    out: dict = {}
+    if kind == "decode":
+        import gc
+
+        import msgspec
+        gc.disable()  # the fair baseline: the cyclic GC would otherwise walk the growing dicts
+        data = Path(path).read_bytes()
+        obj = msgspec.json.decode(data)
+        out["events"] = len(obj["traceEvents"])
+        del obj, data
+    elif kind == "file":
+        from gpuperf_gui.core.trace.api import analyse_paths
+        from gpuperf_gui.core.trace.load import load_rank
+        t_imp = time.perf_counter()
+        rt = load_rank(path)
+        out["load_s"] = time.perf_counter() - t_imp
+        out["events"] = rt.n_events
+        del rt
+        out["load_peak_rss_bytes"] = _self_peak()
+        t1 = time.perf_counter()
+        result = analyse_paths([path], workers=1)
+        json.dumps(result.to_json())
+        out["diagnose_s"] = time.perf_counter() - t1
+        out["imports_s"] = t_imp - t0
+    elif kind == "local":
+        from gpuperf_gui.core.trace.api import analyse_paths
+        result = analyse_paths([path])
+        json.dumps(result.to_json())
+        out["events"] = sum(rt.n_events for rt in result.model.ranks)
+        out["verdict"] = result.diagnosis.signature
+    elif kind == "dask":
+        from gpuperf_gui.core.trace.cluster import analyse_on_cluster, dask_client
+        with dask_client(f"local:{workers}") as client:
+            out["startup_s"] = time.perf_counter() - t0
+            t1 = time.perf_counter()
+            result = analyse_on_cluster([path], client.scheduler.address)
+            json.dumps(result.to_json())
+            out["analysis_s"] = time.perf_counter() - t1
+        out["events"] = result.n_events
+        out["verdict"] = result.diagnosis.signature
+    out["wall_s"] = time.perf_counter() - t0
+    out["client_peak_rss_bytes"] = _self_peak()
+    return out
+
+
+def _self_peak() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+# -- the parent ------------------------------------------------------------------------------------
+class TreeRss:
+    """Peak of the summed VmRSS of a process tree, sampled every 50 ms from /proc/PID/status (cheap:
+    smaps_rollup's page walk takes the mmap lock and slows an allocating process severalfold)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.peak_bytes = pid, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _rss(self) -> int:
+        total, stack = 0, [self.pid]
+        while stack:
+            p = stack.pop()
+            try:
+                for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1]) * 1024
+                for task in os.listdir(f"/proc/{p}/task"):
+                    stack.extend(int(c) for c in Path(f"/proc/{p}/task/{task}/children").read_text().split())
+            except (FileNotFoundError, ProcessLookupError, PermissionError, ValueError):
+                continue
+        return total
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.05):
+            self.peak_bytes = max(self.peak_bytes, self._rss())
+
+    def __enter__(self) -> TreeRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def measure(kind: str, path: Path, workers: int = 1) -> dict:
+    proc = subprocess.Popen([sys.executable, __file__, "--child", kind, str(path), str(workers)],
+                            stdout=subprocess.PIPE, text=True)
+    with TreeRss(proc.pid) as sampler:
+        stdout, _ = proc.communicate()
+    if proc.returncode != 0:
+        raise SystemExit(f"{kind} {path}: exit {proc.returncode}")
+    out = json.loads(stdout.strip().splitlines()[-1])
+    # one process: its exact peak (ru_maxrss); a tree: the sampled peak of the RSS sum
+    out["tree_peak_bytes"] = max(sampler.peak_bytes, out["client_peak_rss_bytes"])
+    return out
+
+
+def _file_input(workdir: Path, n: int) -> Path:
+    from gpuperf_gui.core.trace.tile import repeat_events
+    path = workdir / f"events_{n // 1_000_000}M.json"
+    if not path.exists():
+        tmp = path.with_suffix(".part")
+        repeat_events(FILE_SOURCE, tmp, n)
+        tmp.rename(path)
+    return path
+
+
+def _ranks_input(workdir: Path, ranks: int) -> Path:
+    from gpuperf_gui.core.trace.tile import tile_rank_folder
+    folder = workdir / f"ranks_{ranks}"
+    if not (folder / "done").exists():
+        tile_rank_folder([SMALL_RANK], folder, ranks, shift_us=13)
+        (folder / "done").write_text("")
+    return folder
+
+
+def _gb(b: float) -> str:
+    return f"{b / 1e9:6.2f} GB"
+
+
+def machine() -> str:
+    cpu = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    load = os.getloadavg()[0]
+    return (f"{platform.node()}: {cpu}, {os.cpu_count()} CPUs, {mem / 2**30:.0f} GiB, Python "
+            f"{platform.python_version()}, load average {load:.1f} at start")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    ap.add_argument("--big", action="store_true", help="add the 10M-event file (~5 GB of memory)")
+    ap.add_argument("--many", action="store_true", help="add the 256-rank folder")
+    ap.add_argument("--files", type=str, default="1,5", help="file sizes in millions of events (default 1,5)")
+    ap.add_argument("--ranks", type=str, default="8,64", help="rank counts (default 8,64)")
+    ap.add_argument("--cluster-workers", type=int, default=2, help="LocalCluster worker processes")
+    ap.add_argument("--workdir", type=Path, default=Path("/tmp/gpuperf-scale"))
+    args = ap.parse_args()
+    if args.child:
+        kind, path, workers = args.child
+        print(json.dumps(_child(kind, path, int(workers))))
+        return
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    sizes = [int(x) for x in args.files.split(",") if x] + ([10] if args.big else [])
+    ranks = [int(x) for x in args.ranks.split(",") if x] + ([256] if args.many else [])
+    print(f"machine: {machine()}")
+    print(f"\none file ({FILE_SOURCE.name} repeated; plain JSON)")
+    print(f"{'events':>10} {'MB':>7} {'decode s':>9} {'load s':>7} {'load/dec':>8} {'diagnose s':>10} "
+          f"{'µs/ev':>6} {'peak':>9} {'B/ev':>6} {'decode peak':>11}")
+    for m in sizes:
+        path = _file_input(args.workdir, m * 1_000_000)
+        base = measure("decode", path)
+        run = measure("file", path)
+        n = run["events"]
+        print(f"{n:>10,} {path.stat().st_size / 1e6:>7.0f} {base['wall_s']:>9.2f} {run['load_s']:>7.2f} "
+              f"{run['load_s'] / base['wall_s']:>8.2f} {run['diagnose_s']:>10.2f} "
+              f"{1e6 * run['diagnose_s'] / n:>6.2f} {_gb(run['tree_peak_bytes'])} "
+              f"{run['tree_peak_bytes'] / n:>6.0f} {_gb(base['tree_peak_bytes']):>11}", flush=True)
+    print(f"\nfolders of ranks ({SMALL_RANK.name} tiled; local pool vs --dask-scheduler "
+          f"local:{args.cluster_workers})")
+    print(f"{'ranks':>6} {'events':>10} {'engine':>8} {'wall s':>7} {'start s':>7} {'µs/ev':>6} "
+          f"{'tree peak':>10} {'client peak':>11}  verdict")
+    for r in ranks:
+        folder = _ranks_input(args.workdir, r)
+        for kind in ("local", "dask"):
+            run = measure(kind, folder, args.cluster_workers)
+            n = run["events"]
+            work_s = run.get("analysis_s", run["wall_s"])
+            print(f"{r:>6} {n:>10,} {kind:>8} {run['wall_s']:>7.2f} {run.get('startup_s', 0.0):>7.2f} "
+                  f"{1e6 * work_s / n:>6.2f} {_gb(run['tree_peak_bytes']):>10} "
+                  f"{_gb(run['client_peak_rss_bytes']):>11}  {run['verdict']}", flush=True)
+    print("\nµs/ev: the work after start-up per event (diagnose: load + analysis + JSON; dask: after the "
+          "cluster is up). load/dec: the loader's time over a plain msgspec decode of the same file.")
+
+
+if __name__ == "__main__":
+    main()
