@@ -41,6 +41,7 @@ class RankStepHeatmap(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.overview: Overview | None = None
+        self._dirty = False
         self.ranks: list[int] = []
         self.steps: list[int] = []
         self.values = np.zeros((0, 0))
@@ -76,14 +77,23 @@ class RankStepHeatmap(QWidget):
         self.image.hoverEvent = self._on_hover   # a tooltip with the cell's value
 
     def set_overview(self, overview: Overview | None) -> None:
+        """Show ``overview``; drawn now if the page is visible, else when it is first shown."""
         self.overview = overview
-        self._draw()
+        self._dirty = True
+        if self.isVisible():
+            self._draw()
+
+    def showEvent(self, event) -> None:  # noqa: N802, ANN001 (Qt override)
+        super().showEvent(event)
+        if self._dirty:
+            self._draw()
 
     @property
     def metric(self) -> str:
         return self.metric_combo.currentText()
 
     def _draw(self) -> None:
+        self._dirty = False
         if self.overview is None or not self.overview.ranks:
             self.ranks, self.steps, self.values = [], [], np.zeros((0, 0))
             self.image.clear()

@@ -63,7 +63,8 @@ class _SortItem(QTableWidgetItem):
 
 
 class StepBreakdownPlot(pg.PlotWidget):
-    """Stacked bars: one per step, segments in µs drawn as ms."""
+    """Stacked bars: one per step, segments in µs drawn as ms. The bars and the legend are made
+    once; a new trace only changes their data."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -75,32 +76,28 @@ class StepBreakdownPlot(pg.PlotWidget):
         self.setLabel("bottom", "step")
         self.legend = self.addLegend(offset=(-10, 8), labelTextColor=QColor(40, 40, 40))
         self.legend.setColumnCount(3)
-        self.bars: list[pg.BarGraphItem] = []
+        self.bars: dict[str, pg.BarGraphItem] = {}
+        for name, color in PART_COLORS.items():
+            bar = pg.BarGraphItem(x=[], y0=[], height=[], width=0.7, brush=QColor(color),
+                                  pen=pg.mkPen(QColor(255, 255, 255), width=0.5))
+            self.addItem(bar)
+            self.legend.addItem(bar, name)
+            self.bars[name] = bar
         self.totals_ms: np.ndarray = np.zeros(0)
 
     def set_steps(self, rank: RankOverview | None) -> None:
-        self.clear()
-        self.legend.clear()
-        self.bars = []
         steps = [] if rank is None else rank.steps
+        x = np.arange(len(steps), dtype=float)
+        bottom = np.zeros(len(steps))
+        for k, name in enumerate(PART_COLORS):
+            heights = np.array([s.parts()[k][1] for s in steps]) / 1e3 if steps else np.zeros(0)
+            self.bars[name].setOpts(x=x, y0=bottom.copy(), height=heights, width=0.7)
+            bottom += heights
+        self.totals_ms = bottom
         if not steps:
-            self.totals_ms = np.zeros(0)
             self.setTitle("no ProfilerStep annotations: no per-step breakdown", color="#777", size="9pt")
             return
         self.setTitle("")
-        x = np.arange(len(steps), dtype=float)
-        bottom = np.zeros(len(steps))
-        for k, (name, _) in enumerate(steps[0].parts()):
-            heights = np.array([s.parts()[k][1] for s in steps]) / 1e3
-            if not heights.any():
-                continue
-            bar = pg.BarGraphItem(x=x, y0=bottom.copy(), height=heights, width=0.7,
-                                  brush=QColor(PART_COLORS[name]), pen=pg.mkPen(QColor(255, 255, 255), width=0.5))
-            self.addItem(bar)
-            self.legend.addItem(bar, name)
-            self.bars.append(bar)
-            bottom += heights
-        self.totals_ms = bottom
         ticks = [(i, f"{s.number}{' (warm-up)' if s.warmup else ''}") for i, s in enumerate(steps)]
         self.getAxis("bottom").setTicks([ticks, []])
         self.setXRange(-0.6, len(steps) - 0.4, padding=0.0)
@@ -163,6 +160,7 @@ class TraceOverview(QWidget):
         layout.addLayout(top)
         layout.addWidget(split, 1)
         self.rank_combo.activated.connect(lambda _i: self._show_rank())
+        self._dirty = True
         self.set_trace(None)
 
     # -- inputs ----------------------------------------------------------------------------------------
@@ -170,10 +168,25 @@ class TraceOverview(QWidget):
         """The roof the "% of roof" column is measured against (the app's device and precision)."""
         self.peak_flops_per_s, self.bandwidth_bytes_per_s, self.roof_label = (
             peak_flops_per_s, bandwidth_bytes_per_s, label)
-        self._show_rank()
+        if not self._dirty:
+            self._fill_kernels(self.rank.top_kernels if self.rank else [])
 
     def set_trace(self, loaded: LoadedTrace | None) -> None:
+        """Show ``loaded``; drawn now if the page is visible, else when it is first shown."""
         self.loaded = loaded
+        self._dirty = True
+        if self.isVisible():
+            self.refresh()
+
+    def showEvent(self, event) -> None:  # noqa: N802, ANN001 (Qt override)
+        super().showEvent(event)
+        if self._dirty:
+            self.refresh()
+
+    def refresh(self) -> None:
+        """Draw the current trace (the tab calls it lazily: the page costs nothing while hidden)."""
+        self._dirty = False
+        loaded = self.loaded
         self.rank_combo.clear()
         ranks = loaded.overview.ranks if loaded is not None and loaded.overview is not None else []
         late = set(loaded.overview.stragglers) if ranks else set()

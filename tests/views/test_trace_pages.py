@@ -62,6 +62,9 @@ def test_overview_page_draws_the_step_breakdown_and_top_kernels(qtbot, tab, tmp_
 def test_overview_percent_of_roof_follows_the_device(qtbot, tab, shared_traces):
     _load(qtbot, tab, [shared_traces / "h200" / "healthy_gpt_small.json.gz"])
     page = tab.overview
+    assert page.kernels.rowCount() == 0            # a hidden page is drawn when first shown
+    tab.show_page("overview")
+    assert page.kernels.rowCount() > 0
     page.set_roof(989e12, 4.8e12, "H200 bf16")
     row = 0
     top = page.rank.top_kernels[0]
@@ -185,6 +188,7 @@ def test_late_rank_is_highlighted_and_listed_first(qtbot, tab, tmp_path):
     assert tab.minimap.late_items, "the minimap marks the late rank"
     # the Ranks page lists the late rank first and opens it
     assert tab.pages.isTabEnabled(tab.pages.indexOf(tab.heatmap))
+    tab.show_page("ranks")
     assert tab.heatmap.ranks == [1, 0]
     assert np.all(np.isfinite(tab.heatmap.values))
     tab.heatmap.metric_combo.setCurrentText("exposed comm")
@@ -289,7 +293,9 @@ def test_the_synthetic_straggler_demo_names_and_highlights_the_late_rank(qtbot, 
     assert f"Late: rank {late[0]}" in text and "Straggler" in text
     late_index = tab.loaded.straggler_rank_indices()
     assert [s.straggler for s in tab.timeline.rank_specs] == [i in late_index for i in range(len(tab.loaded.ranks))]
+    tab.show_page("ranks")
     assert tab.heatmap.ranks[0] == late[0]
+    tab.show_page("overview")
     assert tab.overview.rank_combo.itemText(late_index[0]).endswith("(late)")
 
 
