@@ -14,6 +14,9 @@ it and switches to steps; a script that never steps keeps the window trace. ``mo
 records the window and ends the script after it; ``mode="steps"`` never does. The window's end needs
 ``SIGALRM`` (POSIX); elsewhere the window lasts until the script ends.
 
+The profiler (CUPTI) starts before the script, so set ``CUDA_VISIBLE_DEVICES`` in the environment of
+``gpuperf profile`` rather than inside the script.
+
 The profiler is always stopped and the recorded part written when the script ends, raises, calls
 ``sys.exit``, or is asked to stop (``SIGUSR1``, POSIX; what the GUI's Stop sends). torch is imported
 only in the child; this module imports nothing outside the standard library, so the child can run
@@ -302,7 +305,16 @@ class _Session:
 
         self.spec = spec
         self.torch = torch
-        cuda_ok = torch.cuda.is_available()
+        # NVML's count, so CUDA itself is not initialised before the script runs
+        nvml = os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK")
+        os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
+        try:
+            cuda_ok = torch.cuda.is_available()
+        finally:
+            if nvml is None:
+                del os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"]
+            else:
+                os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = nvml
         if spec["device"] == "cuda" and not cuda_ok:
             raise ProfileError("--device cuda: torch sees no CUDA device here")
         self.cuda = spec["device"] == "cuda" or (spec["device"] == "auto" and cuda_ok)
@@ -375,7 +387,6 @@ class _Session:
         self.window_prof = self._profile()
         self.window_prof.start()
         self._label(self.window_prof, "window")
-        self.window_started = time.perf_counter()
         self.say("window", state="recording", seconds=self.spec["window_s"])
         if hasattr(signal, "SIGALRM"):
             signal.signal(signal.SIGALRM, self._on_alarm)
