@@ -72,7 +72,9 @@ def _ms(x: float | None) -> str:
 
 def format_report(result: TraceResult, top: int) -> str:
     """A readable report: per-rank table, op tables, diagnosis."""
-    lines = [f"Note: {n}" for n in result.model.notes]  # run-folder files skipped, broken ranks
+    model = getattr(result, "model", None)  # a cluster result carries its notes itself
+    notes = model.notes if model is not None else getattr(result, "notes", [])
+    lines = [f"Note: {n}" for n in notes]  # run-folder files skipped, broken ranks
     header = f"{'rank':>4}  {'device':<24} {'step ms':>8} {'busy':>6} {'compute':>7} {'comm':>6} " \
              f"{'launch':>6} {'data':>6} {'p2p':>6}  signature"
     lines += ["Ranks (busy and compute: share of the step; comm, launch, data, p2p: compute idle the "

@@ -167,7 +167,9 @@ def multi_rank_summary(ranks: list[RankResult], spans: dict[int, tuple[np.ndarra
 
     Straggler rule (after HTA ``get_potential_stragglers``): the k-th collective of every rank is the
     same collective (GPU communication kernels; CPU-side collectives where a rank has none, as with
-    gloo). A rank's lag is the median over collectives of its start minus the median start of the
+    gloo). Where the ranks' steps are known, only the first collective of each step counts: a late
+    rank makes the others wait in the step's first collective (DDP's first bucket), the later ones
+    queue behind it on every rank and start together. A rank's lag is the median over collectives of its start minus the median start of the
     other ranks. A rank is a straggler when its lag exceeds ``straggler_lag_min_step`` of the median
     step and ``straggler_lag_min_s``, *and* the other ranks' collectives last longer than its own by
     at least ``straggler_wait_explained_min`` of the lag: they wait inside the collective for it, so
@@ -180,6 +182,8 @@ def multi_rank_summary(ranks: list[RankResult], spans: dict[int, tuple[np.ndarra
     skew = float(max(medians) - min(medians)) if len(medians) >= 2 else None
     pipeline = any(r.analysis.p2p_kernels or r.analysis.p2p_cpu_ops for r in ranks)
     spans = _collective_spans(ranks) if spans is None else spans  # given: cluster.py, from compact results
+    per_step = all(len(r.analysis.steps) >= 2 for r in ranks)  # rank_collectives kept one per step
+    counted = "steps' first collectives" if per_step else "collectives"
     if len(spans) < 2:
         return MultiRankSummary(skew, [], pipeline=pipeline)
     k = min(len(v[0]) for v in spans.values())
@@ -198,25 +202,44 @@ def multi_rank_summary(ranks: list[RankResult], spans: dict[int, tuple[np.ndarra
         lag_by_rank[rank] = lag_s
         wait_s = float(np.median(np.median(dur[others], axis=0) - dur[i])) / 1e6
         if not pipeline and lag_s > threshold_s and wait_s >= t["straggler_wait_explained_min"] * lag_s:
-            evidence.append(StragglerEvidence(rank, lag_s, wait_s, k, step))
+            evidence.append(StragglerEvidence(rank, lag_s, wait_s, k, step, counted))
     evidence.sort(key=lambda e: -e.lag_s)
     return MultiRankSummary(skew, [e.rank for e in evidence], lag_by_rank, evidence, pipeline)
 
 
 def _collective_spans(ranks: list[RankResult]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """Per rank, (start_us, end_us) of its collectives in start order: GPU communication kernels,
-    else CPU-side collective ops (gloo)."""
+    """Per rank, (start_us, end_us) of its collectives in start order (:func:`rank_collectives`)."""
     out = {}
     for r in ranks:
-        comm = [lane for lane in r.trace.gpu_lanes if lane.kind == "gpu_comm"]
-        if comm:
-            s = np.concatenate([lane.start_us for lane in comm])
-            e = np.concatenate([lane.end_us for lane in comm])
-        else:
-            rt = r.trace
-            s, e = rt.cpu_spans(rt.strings.ids_matching(lambda n: bool(CPU_COLLECTIVE_RE.search(n))))
-            if not s.size:
-                continue
-        order = np.argsort(s, kind="stable")
-        out[r.trace.rank] = (s[order], e[order])
+        starts, durations, _ = rank_collectives(r.trace)
+        if starts is not None and starts.size:
+            out[r.trace.rank] = (starts, starts + durations)
     return out
+
+
+def rank_collectives(rt: RankTrace) -> tuple[np.ndarray | None, np.ndarray | None, bool]:
+    """The collectives the straggler rule compares, in start order: (start_us, duration_us, whether
+    they are GPU kernels). GPU communication kernels, else CPU-side collective ops (gloo). With two
+    or more ProfilerSteps, only each step's first collective: a late rank makes the others wait in
+    the step's first collective (DDP's first bucket); the later ones queue behind it on every rank
+    and start together, so their lags say nothing. Runs rank-side in the Dask path too."""
+    comm = [lane for lane in rt.gpu_lanes if lane.kind == "gpu_comm"]
+    if comm:
+        starts = np.concatenate([lane.start_us for lane in comm])
+        durations = np.concatenate([lane.duration_us for lane in comm])
+    else:
+        matches = rt.strings.ids_matching(lambda n: bool(CPU_COLLECTIVE_RE.search(n)))
+        picked = [(lane.start_us[matches[lane.name_id]], lane.duration_us[matches[lane.name_id]])
+                  for lane in rt.cpu_lanes if matches[lane.name_id].any()]
+        if not picked:
+            return None, None, False
+        starts = np.concatenate([p[0] for p in picked])
+        durations = np.concatenate([p[1] for p in picked])
+    order = np.argsort(starts, kind="stable")
+    starts, durations = starts[order], durations[order]
+    if len(rt.steps) >= 2:
+        bounds = np.array([st.cpu_start_us for st in rt.steps] + [np.inf])
+        first = np.searchsorted(starts, bounds[:-1], side="left")
+        ok = (first < starts.size) & (starts[np.minimum(first, max(starts.size - 1, 0))] < bounds[1:])
+        starts, durations = starts[first[ok]], durations[first[ok]]
+    return starts, durations, bool(comm)

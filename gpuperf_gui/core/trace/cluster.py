@@ -33,8 +33,8 @@ import numpy as np
 from gpuperf_gui.core.units import json_safe
 
 from . import intervals as iv
-from .analysis import CPU_COLLECTIVE_RE, RankAnalysis, analyse_rank
-from .api import MultiRankSummary, Progress, multi_rank_summary
+from .analysis import RankAnalysis, analyse_rank
+from .api import MultiRankSummary, Progress, multi_rank_summary, rank_collectives
 from .budget import MemoryBudget
 from .decode import DEFAULT_MAX_BYTES
 from .diagnose import Diagnosis, diagnose_job, diagnose_rank
@@ -133,22 +133,9 @@ def _summary(rt: RankTrace, order_index: int, top: int, with_overview: bool, lan
 
 
 def _collective_raw(rt: RankTrace) -> tuple[np.ndarray | None, np.ndarray | None, bool]:
-    """Start and duration of the collectives, in the order :func:`.api._collective_spans`
-    concatenates them (so the client's shifted, sorted spans are the local run's, bit for bit)."""
-    comm = [lane for lane in rt.gpu_lanes if lane.kind == "gpu_comm"]
-    if comm:
-        return (np.concatenate([lane.start_us for lane in comm]),
-                np.concatenate([lane.duration_us for lane in comm]), True)
-    matches = rt.strings.ids_matching(lambda n: bool(CPU_COLLECTIVE_RE.search(n)))
-    starts, durations = [], []
-    for lane in rt.cpu_lanes:
-        m = matches[lane.name_id]
-        if m.any():
-            starts.append(lane.start_us[m])
-            durations.append(lane.duration_us[m])
-    if not starts:
-        return None, None, False
-    return np.concatenate(starts), np.concatenate(durations), False
+    """Start and duration of the collectives, as :func:`.api.rank_collectives` picks them (the same
+    function as the local run, so the client's shifted, sorted spans are the local run's, bit for bit)."""
+    return rank_collectives(rt)
 
 
 def lane_summaries(rt: RankTrace, bins: int = LANE_BINS) -> list[LaneSummary]:

@@ -356,6 +356,8 @@ class StragglerEvidence:
     wait_s: float
     collectives: int
     step_s: float
+    counted: str = "collectives"
+    """What the median runs over: "collectives", or "steps' first collectives"."""
 
 
 def straggler_diagnosis(per_rank: list[tuple[RankAnalysis, Diagnosis]], late: list[StragglerEvidence]
@@ -368,7 +370,7 @@ def straggler_diagnosis(per_rank: list[tuple[RankAnalysis, Diagnosis]], late: li
     ev = []
     for s in late:
         ev.append(f"rank {s.rank} arrives late at collectives: they start {_ms(s.lag_s)} after the other "
-                  f"ranks' (median over {s.collectives}; {_pct(s.lag_s / s.step_s) if s.step_s else 'n/a'}"
+                  f"ranks' (median over {s.collectives} {s.counted}; {_pct(s.lag_s / s.step_s) if s.step_s else 'n/a'}"
                   f" of a {_ms(s.step_s)} step)")
     other_comm = [a.idle_causes.communication for a, _ in others]
     if other_comm:

@@ -37,6 +37,8 @@ MULTI_RANK_SCENARIOS = {"straggler": 4, "pipeline_gpipe": 2}
 """Scenarios written as a folder of rank files, with their world size."""
 STRAGGLER_RANK = 2
 STRAGGLER_DELAY_US = 4000.0
+STRAGGLER_BUCKETS = 3
+"""DDP all-reduce buckets per step: only the first waits for the late rank."""
 TRITON_POINTWISE = "triton_poi_fused_add_mul_view_0"
 TRITON_REDUCTION = "triton_per_fused_native_layer_norm_1"
 ADAMW = ("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)"
@@ -177,7 +179,8 @@ def _step_memory_bound_optimizer(w: _Writer, size: int) -> None:
 
 
 def _step_straggler(w: _Writer, size: int) -> None:
-    """DDP step: batch, 4 GEMMs, an all-reduce that ends when the last rank has joined."""
+    """DDP step: batch, 4 GEMMs, then the gradient buckets' all-reduces; the first ends when the last
+    rank has joined."""
     compute_us = 60.0 + 4 * 500.0 * size
     late = w.rank == STRAGGLER_RANK
     step_start = w.cpu_t
@@ -188,10 +191,13 @@ def _step_straggler(w: _Writer, size: int) -> None:
     end = 0.0
     for _ in range(4 * size):
         end = w.launch("aten::mm", GEMM, 500.0)
-    # Every rank's compute ends at a known time (exact kernels): the collective ends after the last.
+    # Every rank's compute ends at a known time (exact kernels): the first bucket's all-reduce ends
+    # after the last rank joins; the next buckets queue behind it on every rank and run together.
     last_ready = step_start + STRAGGLER_DELAY_US + compute_us + 200.0
-    w.launch("nccl:all_reduce", ALLREDUCE, 800.0, stream=COMM_STREAM, not_before=end,
-             end_at=last_ready + 800.0)
+    w.launch("nccl:all_reduce", ALLREDUCE, 300.0, stream=COMM_STREAM, not_before=end,
+             end_at=last_ready + 300.0)
+    for _ in range(STRAGGLER_BUCKETS - 1):
+        w.launch("nccl:all_reduce", ALLREDUCE, 250.0, stream=COMM_STREAM)
     w.sync()
 
 
