@@ -31,6 +31,7 @@ from PySide6.QtGui import QAction, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
+    QCompleter,
     QDoubleSpinBox,
     QHBoxLayout,
     QLabel,
@@ -123,6 +124,8 @@ class TraceTab(QWidget):
             self.search_mode.addItem(label, mode)
         self.search_mode.setToolTip("Match names by substring, exactly, by regular expression, or find "
                                     "the kernels of a class (" + ", ".join(KERNEL_CLASSES) + ")")
+        self._class_completer = QCompleter(list(KERNEL_CLASSES), self)
+        self._class_completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
         self.filter_ops_check = QCheckBox("filter ops")
         self.filter_ops_check.setToolTip("Show only the op-table rows whose names match the search")
         self.prev_button = QToolButton(text="◀")
@@ -209,7 +212,8 @@ class TraceTab(QWidget):
         self.legend.setWordWrap(True)
         hint = ("Wheel or W/S: zoom · drag or A/D: pan · Shift+wheel: scroll lanes · right-drag: select "
                 "a range (its summary: the Range tab below), then F (or Zoom to selection) · click: select "
-                "an event and its partner · click a rank header: collapse/expand it · Esc: clear")
+                "an event and its partner · click a rank header: collapse/expand it · double-click a CPU thread: "
+                "fold it to its outermost row · Esc: clear")
         self.timeline.setToolTip(hint)
         self.legend.setToolTip(hint)
         legend_row = QHBoxLayout()
@@ -287,6 +291,7 @@ class TraceTab(QWidget):
         self.timeline.event_clicked.connect(self.select_event)
         self.timeline.range_selected.connect(self._on_range_selected)
         self.timeline.rank_header_clicked.connect(self._on_rank_header_clicked)
+        self.timeline.lane_double_clicked.connect(self._on_lane_double_clicked)
         self.timeline.view_box.sigXRangeChanged.connect(self._on_timeline_range_changed)
         self.minimap.range_requested.connect(self._on_minimap_range)
         self.details.partner_clicked.connect(self._on_partner_link)
@@ -550,6 +555,9 @@ class TraceTab(QWidget):
             parent.addAction(action)
 
         n = len(loaded.model.ranks)
+        cpu_lanes = {(spec.rank_index, spec.lane_id) for spec in loaded.lanes if spec.kind == "cpu"}
+        toggle(menu, "Fold every CPU thread to its outermost row (double-click one to fold it)",
+               bool(cpu_lanes) and cpu_lanes <= timeline.collapsed_lanes, lambda on: self._fold_threads(cpu_lanes, on))
         for group, text in (("CPU", "Collapse every rank's CPU threads"), ("GPU", "Collapse every rank's GPU streams")):
             toggle(menu, text, all((i, group) in timeline.collapsed_groups for i in range(n)),
                    lambda on, g=group: timeline.set_group_collapsed(None, g, on))
@@ -594,6 +602,14 @@ class TraceTab(QWidget):
 
     def _on_rank_header_clicked(self, rank_index: int) -> None:
         self.timeline.set_rank_collapsed(rank_index, rank_index not in self.timeline.collapsed_ranks)
+
+    def _fold_threads(self, lanes: set[tuple[int, int]], fold: bool) -> None:
+        self.timeline.collapsed_lanes = set(lanes) if fold else set()
+        self.timeline.set_rank_collapsed(0, 0 in self.timeline.collapsed_ranks)   # lays out again
+
+    def _on_lane_double_clicked(self, rank_index: int, lane_id: int) -> None:
+        key = (rank_index, lane_id)
+        self.timeline.set_lane_collapsed(rank_index, lane_id, key not in self.timeline.collapsed_lanes)
 
     def open_rank(self, rank: int) -> None:
         """Show a rank's lanes (from the Ranks page): pinned on top, expanded, the timeline page."""
@@ -713,6 +729,7 @@ class TraceTab(QWidget):
 
     def _on_search_mode_changed(self) -> None:
         mode = self.search_mode.currentData()
+        self.search_edit.setCompleter(self._class_completer if mode == "class" else None)
         self.search_edit.setPlaceholderText(
             "kernel class: " + ", ".join(KERNEL_CLASSES) if mode == "class" else "Search (Enter)")
         if self.search_edit.text().strip():

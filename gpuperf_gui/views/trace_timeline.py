@@ -28,6 +28,7 @@ from PySide6.QtGui import (
 )
 
 from gpuperf_gui.core.trace.lanes import EventRef, LaneSpec, RankSpec  # noqa: F401 - views import them here
+from gpuperf_gui.core.trace.lod import LaneRows
 from gpuperf_gui.views.trace_lane_item import ROW_HEIGHT_PX, Palette, TraceLaneItem
 from gpuperf_gui.views.trace_style import format_duration_us, time_unit_for
 
@@ -332,6 +333,7 @@ class TraceTimeline(pg.PlotWidget):
     event_clicked = Signal(object)         # EventRef or None
     range_selected = Signal(float, float)
     rank_header_clicked = Signal(int)      # rank index: the tab toggles its collapse
+    lane_double_clicked = Signal(int, int)  # (rank index, lane id): the tab folds a CPU thread
 
     def __init__(self, parent=None) -> None:  # noqa: ANN001
         self.view_box = TimelineViewBox()
@@ -372,6 +374,7 @@ class TraceTimeline(pg.PlotWidget):
         self.header_spans: list[tuple[float, float, int]] = []
         self.collapsed_ranks: set[int] = set()
         self.collapsed_groups: set[tuple[int, str]] = set()
+        self.collapsed_lanes: set[tuple[int, int]] = set()
         self.pinned_ranks: list[int] = []
         self.shown_ranks: set[int] | None = None
         self._palette: Palette | None = None
@@ -406,6 +409,7 @@ class TraceTimeline(pg.PlotWidget):
         self.rank_specs, self.all_lane_specs = list(ranks), list(lanes)
         self.collapsed_ranks: set[int] = set()
         self.collapsed_groups: set[tuple[int, str]] = set()
+        self.collapsed_lanes: set[tuple[int, int]] = set()
         self.pinned_ranks: list[int] = []
         self.shown_ranks: set[int] | None = None
         self.time_axis.offset_us = offset_us
@@ -449,13 +453,15 @@ class TraceTimeline(pg.PlotWidget):
             for spec in [] if collapsed else by_rank.get(rank_index, []):
                 if (rank_index, spec.thread_group) in self.collapsed_groups:
                     continue
-                item = TraceLaneItem(spec.rows, spec.color_key, palette, spec.name_of, y,
-                                     ROW_HEIGHT_PX, spec.gaps)
+                one_row = (rank_index, spec.lane_id) in self.collapsed_lanes and spec.rows.n_rows > 1
+                rows = LaneRows(spec.rows.rows[:1], spec.rows.event_index[:1]) if one_row else spec.rows
+                item = TraceLaneItem(rows, spec.color_key, palette, spec.name_of, y, ROW_HEIGHT_PX, spec.gaps)
                 self.view_box.addItem(item, ignoreBounds=True)
                 self.lanes.append(item)
                 self.lane_specs.append(spec)
                 self._lane_by_key[(spec.rank_index, spec.lane_id)] = item
-                ticks.append((y + ROW_HEIGHT_PX / 2, y, y + item.height_px + LANE_GAP_PX, spec.label))
+                label = spec.label + (f"  ▸ +{spec.rows.n_rows - 1} rows" if one_row else "")
+                ticks.append((y + ROW_HEIGHT_PX / 2, y, y + item.height_px + LANE_GAP_PX, label))
                 lane_boxes.append((y, y + item.height_px, spec.kind != "cpu"))
                 y += item.height_px + LANE_GAP_PX
             groups = sorted({g for (ri, g) in self.collapsed_groups if ri == rank_index and not collapsed})
@@ -484,6 +490,11 @@ class TraceTimeline(pg.PlotWidget):
         ranks = range(len(self.rank_specs)) if rank_index is None else [rank_index]
         for ri in ranks:
             (self.collapsed_groups.add if collapsed else self.collapsed_groups.discard)((ri, group))
+        self._layout()
+
+    def set_lane_collapsed(self, rank_index: int, lane_id: int, collapsed: bool) -> None:
+        """Draw one lane (a CPU thread) as its outermost row only, or with all its depth rows."""
+        (self.collapsed_lanes.add if collapsed else self.collapsed_lanes.discard)((rank_index, lane_id))
         self._layout()
 
     def set_pinned(self, rank_index: int, pinned: bool) -> None:
@@ -569,6 +580,9 @@ class TraceTimeline(pg.PlotWidget):
         tol = 3.0 * (x1 - x0) / max(float(self.view_box.width()), 1.0)
         for spec, item in zip(self.lane_specs, self.lanes):
             if item.row_of(y_px) is not None:
+                if double and spec.kind == "cpu":
+                    self.lane_double_clicked.emit(spec.rank_index, spec.lane_id)
+                    return
                 index = item.event_at(x_us, y_px, tol)
                 ref = None if index is None else EventRef(spec.rank_index, spec.lane_id, index)
                 self.event_clicked.emit(ref)

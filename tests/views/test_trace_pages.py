@@ -213,6 +213,15 @@ def test_collapse_pin_and_filter_ranks(qtbot, tab, shared_traces):
     assert timeline.view_box.content_height_px < height
     timeline._on_clicked(tab.loaded.full_range_us[0], (y0 + y1) / 2, False)   # a click on the header again
     assert 3 not in timeline.collapsed_ranks and len(timeline.lane_specs) == all_lanes
+    # a double-click folds a CPU thread to its outermost row, a second one unfolds it
+    spec, item = next((s, i) for s, i in zip(timeline.lane_specs, timeline.lanes) if s.kind == "cpu" and i.n_rows > 1)
+    rows = item.n_rows
+    timeline._on_clicked(tab.loaded.full_range_us[0], item.y0_px + 2, True)
+    folded = timeline.lane_item(spec.rank_index, spec.lane_id)
+    assert folded.n_rows == 1
+    assert timeline.left_axis.label_at(folded.y0_px + 1).endswith(f"+{rows - 1} rows")
+    timeline._on_clicked(tab.loaded.full_range_us[0], folded.y0_px + 2, True)
+    assert timeline.lane_item(spec.rank_index, spec.lane_id).n_rows == rows
     # CPU threads of every rank collapse; GPU lanes stay
     timeline.set_group_collapsed(None, "CPU", True)
     assert {s.kind for s in timeline.lane_specs} <= {"gpu_compute", "gpu_comm", "gpu_copy"}
