@@ -93,6 +93,8 @@ class LaunchStats:
     kernels_shorter_than_launch_fraction: float = 0.0
     median_kernel_us: float = 0.0
     kernels: int = 0
+    graph_launches: int = 0
+    """CUDA/HIP graph replays (``cudaGraphLaunch``) among the launches."""
 
 
 @dataclass
@@ -688,11 +690,13 @@ def _step_stats(rt: RankTrace, dev: DeviceEvents, warmup: list[int]) -> list[Ste
 def _launch_stats(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, t0: float, t1: float) -> LaunchStats:
     launch_cats = rt.strings.ids_matching(lambda s: s in LAUNCH_CATEGORIES)
     launch_names = rt.strings.ids_matching(lambda s: bool(_LAUNCH_NAME_RE.search(s)))
-    n_launch = 0
+    graph_names = rt.strings.ids_matching(lambda s: "graphlaunch" in s.lower())
+    n_launch = n_graph = 0
     for lane in rt.cpu_lanes:
         m = launch_cats[lane.category_id] & launch_names[lane.name_id]
         m &= (lane.start_us >= t0) & (lane.start_us < t1)
         n_launch += int(m.sum())
+        n_graph += int((m & graph_names[lane.name_id]).sum())
     kernels = in_window & ~np.isin(dev.kernel_class, [_COPY])
     has_launch = kernels & ~np.isnan(dev.launch_start_us)
     call = dev.launch_end_us[has_launch] - dev.launch_start_us[has_launch]
@@ -705,7 +709,7 @@ def _launch_stats(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, t0: f
         median_launch_delay_us=float(np.median(delay)) if delay.size else 0.0,
         kernels_shorter_than_launch_fraction=float(np.mean(kdur < call)) if call.size else 0.0,
         median_kernel_us=float(np.median(all_kdur)) if all_kdur.size else 0.0,
-        kernels=int(kernels.sum()))
+        kernels=int(kernels.sum()), graph_launches=n_graph)
 
 
 def hta_kept(rt: RankTrace, dev: DeviceEvents) -> np.ndarray:

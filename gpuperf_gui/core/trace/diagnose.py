@@ -115,6 +115,9 @@ OPTIMIZER_FIX = ("The optimizer dominates: use a fused optimizer (torch.optim.Ad
                  "foreach=True, fewer optimizer passes (gradient accumulation: one step per several "
                  "micro-batches), and compile the step with the optimizer inside.")
 
+GRAPHED_LAUNCH_FIX = ("The step already replays CUDA graphs, so the host's own time between replays sets the "
+                      "pace: put more work in each replay (a bigger batch, the optimizer step inside the "
+                      "compiled region), fewer graph calls per step, and no host syncs (.item()) between them.")
 CPU_COMM_FIX = ("The collectives run on the host (gloo / CPU tensors) and block it: keep gradients on the GPU "
                 "and all-reduce them with NCCL (DDP), or issue them with async_op=True and overlap; fewer, "
                 "larger messages.")
@@ -244,9 +247,17 @@ def _launch_finding(a: RankAnalysis) -> Finding:
           f"of kernels are shorter than their launch call (median call {launch.median_launch_call_us:.1f} µs, "
           f"launch-to-kernel latency {launch.median_launch_delay_us:.1f} µs)"]
     if c.data > 0.005:
-        ev.append(f"host stalls without launches: {_pct(c.data)} of the step")
+        ev.append(f"host stalls without launches: {_pct(c.data)} of the step"
+                  + (" (no data tell: host overhead between launches)" if data_tells(c) < 0.5 * c.data else ""))
+    if c.data > c.launch:
+        ev.insert(0, f"GPU compute idle {_pct(c.host)} of the step waiting on the host: launching work "
+                     f"{_pct(c.launch)}, host work between launches that launches nothing {_pct(c.data)}")
+    fix = ""
+    if launch.graph_launches:
+        ev.append(f"the step already replays CUDA graphs ({launch.graph_launches} graph launches in the window)")
+        fix = GRAPHED_LAUNCH_FIX
     conf = min(1.0, c.launch / (2 * THRESHOLDS["loss_min"]))
-    return Finding("launch_bound", c.launch, conf, ev)
+    return Finding("launch_bound", c.launch, conf, ev, fix)
 
 
 def _memory_finding(a: RankAnalysis, gemm: float) -> Finding:
