@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QGuiApplication, QImage
 from PySide6.QtWidgets import QPushButton
 
 from gpuperf_gui.cli import main as cli_main
@@ -59,7 +60,7 @@ def test_opens_with_the_default_presets_published_example_run(tab: MfuTab) -> No
     assert tab.result.peak_flops_per_s_per_gpu == 312e12  # the example's A100, not the toolbar's H100
     assert tab.result.mfu == pytest.approx(LLAMA8_FLOPS_PER_TOKEN * 2973 / 312e12, rel=1e-9)
     assert "torchtitan" in tab.example_label.text() and "A100" in tab.device_label.text()
-    assert tab.kpi_values["mfu"].text() == f"{tab.result.mfu:.1%}"
+    assert tab.kpi_values["mfu"].text() == "55.2%"  # LLAMA8_FLOPS_PER_TOKEN · 2973 / 312e12 = 0.5519
 
 
 # Published MFU of each example run (the source in EXAMPLE_RUNS), and how close ours must be: the
@@ -109,7 +110,10 @@ def test_a_users_own_run_is_kept_when_the_preset_changes(qtbot, tab: MfuTab) -> 
     assert tab.result.peak_flops_per_s_per_gpu == pytest.approx(989.4e12)  # the toolbar's H100
     assert tab.result.mfu == pytest.approx(LLAMA8_FLOPS_PER_TOKEN * 64 * 8192 / 2.4 / 64 / 989.4e12)
     tab.preset_combo.setCurrentText("GPT-2 124M")  # the model changes, the run stays the user's
-    assert tab.result is None or tab.result.inputs.step_time_s == 2.4
+    assert tab.result.inputs.step_time_s == 2.4 and tab.result.inputs.tokens_per_step == 64 * 8192
+    # nanoGPT's 123,653,376 non-embedding parameters; attention 12·L·H·Q·T with the run's T = 8192
+    gpt2_per_token = 6 * 123_653_376 + 12 * 12 * 12 * 64 * 8192
+    assert tab.result.mfu == pytest.approx(gpt2_per_token * 64 * 8192 / 2.4 / 64 / 989.4e12, rel=1e-9)
     tab.load_example()
     assert tab.example == "GPT-2 124M" and tab.result.inputs.step_time_s == 0.755
 
@@ -251,7 +255,7 @@ def test_a_ceiling_model_of_zero_shows_a_result_not_a_traceback(tab: MfuTab) -> 
 
 def test_copy_formats(qtbot, tab: MfuTab) -> None:
     payload = json.loads(tab.result_text("json"))
-    assert payload["mfu"] == pytest.approx(tab.result.mfu)
+    assert payload["mfu"] == pytest.approx(LLAMA8_FLOPS_PER_TOKEN * 2973 / 312e12, rel=1e-9)  # the example
     assert payload["step_time_source"] == "example"
     assert "gap_breakdown" in payload
     assert tab.result_text("markdown").startswith("| Metric | Value |")
@@ -308,11 +312,17 @@ def test_send_to_mfu_sets_gpus_from_the_trace_and_never_shows_over_100(qtbot, ta
 def test_send_to_mfu_keeps_a_model_and_tokens_the_user_entered(qtbot, tab, tmp_path) -> None:
     tab.preset_combo.setCurrentText("GPT-2 124M")
     _type(qtbot, tab.fields["grad_accum"], "1")  # the user's own run now: 20 × 1024 tokens
-    tab.apply_trace_figures(_figures(tmp_path, 1, "healthy"))
+    figures = _figures(tmp_path, 1, "healthy")
+    tab.apply_trace_figures(figures)
     assert tab.preset_combo.currentText() == "GPT-2 124M"
     assert not tab.direct_tokens_check.isChecked()
     assert "you entered are kept" in tab.trace_banner.text()
-    assert tab.result is not None and 0 < tab.result.mfu <= 1 or "input error" in tab.warnings_label.text()
+    # 6·N·tokens alone over the synthetic trace's ~5 ms step is far above the H100's peak: the kept
+    # model and tokens do not describe the traced run, so the tab says input error, not a result
+    six_n_d = 6 * 123_653_376 * 20 * 1024 / figures.step_time_s / 989.4e12
+    assert six_n_d > 1
+    assert tab.result is None and "Not a result, an input error" in tab.warnings_label.text()
+    assert "given 20.48k" in tab.warnings_label.text()  # the tokens the user entered, kept
 
 
 def test_h200_trace_tab_equals_cli(qtbot, tab, shared_traces, capsys) -> None:
@@ -376,8 +386,13 @@ def test_without_a_result_the_causes_still_show(tab: MfuTab, tmp_path) -> None:
 def test_screenshot_is_not_blank(qtbot, tab: MfuTab) -> None:
     tab.show()
     qtbot.waitExposed(tab)
-    image = tab.grab().toImage()
+    image = tab.grab().toImage().convertToFormat(QImage.Format.Format_RGBA8888)
     assert (image.width(), image.height()) == (1600, 1000)
+    rgba = np.frombuffer(image.constBits(), np.uint8).reshape(image.height(), image.bytesPerLine())
+    rgb = rgba[:, : 4 * image.width()].reshape(image.height(), image.width(), 4)[..., :3]
+    colours, counts = np.unique(rgb.reshape(-1, 3), axis=0, return_counts=True)
+    assert len(colours) > 50  # text, fields and the gap bar, not one flat fill
+    assert counts.max() / counts.sum() < 0.95  # the background is not the whole picture
 
 
 def test_explicit_peak_ends_the_example_run(qtbot, tab: MfuTab) -> None:
