@@ -229,3 +229,15 @@ def test_iter_loaded_trace_in_process_and_stop(tmp_path):
     stop = threading.Event()
     stop.set()
     assert not any(isinstance(i, LoadedTrace) for i in iter_loaded_trace([path], 10.0, stop, isolate=False))
+
+
+def test_overview_json_is_in_seconds(hand):
+    obj = hand.overview.to_json()
+    json.dumps(obj)                                 # plain JSON (no NaN objects, no numpy types)
+    step = obj["ranks"][0]["steps"][0]
+    assert step["step_time_s"] == pytest.approx(1100e-6)
+    assert step["idle_s"] == pytest.approx({"host_wait": 500e-6, "kernel_wait": 10e-6, "other": 0.0})
+    assert step["compute_s"] + step["comm_exposed_s"] + step["copy_s"] + sum(step["idle_s"].values()) == \
+        pytest.approx(step["step_time_s"])
+    top = obj["ranks"][0]["top_kernels"][0]
+    assert top["name"] == GEMM and top["seconds"] == pytest.approx(690e-6) and top["calls"] == 3

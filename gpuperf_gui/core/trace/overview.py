@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..roofline import attainable_flops_per_s
+from ..units import json_safe
 from . import intervals as iv
 from .analysis import KERNEL_WAIT_MAX_US, device_events
 from .model import KERNEL_CLASSES, RankTrace
@@ -99,6 +100,12 @@ class StepBreakdown:
     def busy_us(self) -> float:
         return self.compute_us + self.comm_exposed_us + self.copy_us
 
+    def to_json(self) -> dict:
+        """SI units (seconds)."""
+        return {"number": self.number, "step_time_s": self.duration_us / 1e6, "compute_s": self.compute_us / 1e6,
+                "comm_exposed_s": self.comm_exposed_us / 1e6, "copy_s": self.copy_us / 1e6,
+                "idle_s": {k: v / 1e6 for k, v in self.idle_us.items()}, "warmup": self.warmup}
+
     def parts(self) -> list[tuple[str, float]]:
         """(part name, µs) in drawing order: compute, exposed comm, copy, idle by cause."""
         return ([("compute", self.compute_us), ("exposed comm", self.comm_exposed_us), ("copy", self.copy_us)]
@@ -123,6 +130,11 @@ class KernelRow:
     @property
     def achieved_flops_per_s(self) -> float | None:
         return self.flops / self.flops_seconds if self.flops > 0 and self.flops_seconds > 0 else None
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "class": self.kernel_class, "calls": self.calls, "seconds": self.seconds,
+                "share": self.share, "tensor_cores": self.tensor_cores, "flops": self.flops or None,
+                "achieved_flops_per_s": self.achieved_flops_per_s, "ai_flops_per_byte": self.ai_flops_per_byte}
 
     @property
     def ai_flops_per_byte(self) -> float | None:
@@ -155,6 +167,12 @@ class RankOverview:
     steps: list[StepBreakdown] = field(default_factory=list)
     top_kernels: list[KernelRow] = field(default_factory=list)
 
+    def to_json(self) -> dict:
+        return {"rank": self.rank, "device": self.device or None, "gpu_busy_fraction": self.gpu_busy_fraction,
+                "comm_exposed_fraction": self.comm_exposed_fraction, "tensor_core_share": self.tensor_core_share,
+                "kernel_time_s": self.kernel_seconds, "step_time_median_s": self.step_time_median_s,
+                "steps": [s.to_json() for s in self.steps], "top_kernels": [k.to_json() for k in self.top_kernels]}
+
 
 HEATMAP_METRICS = ("busy", "exposed comm", "idle", "step time")
 
@@ -165,6 +183,11 @@ class Overview:
 
     ranks: list[RankOverview]
     stragglers: list[int] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        """The overview page's figures, SI units (what ``gpuperf diagnose --json`` can print beside
+        the diagnosis)."""
+        return json_safe({"ranks": [r.to_json() for r in self.ranks], "stragglers": list(self.stragglers)})
 
     def rank_step_matrix(self, metric: str) -> tuple[list[int], list[int], np.ndarray]:
         """A rank × step heatmap: (ranks, step numbers, values) with late ranks first, then by rank.
