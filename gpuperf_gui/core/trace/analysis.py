@@ -52,7 +52,6 @@ CPU_COLLECTIVE_RE = re.compile(
     r"^gloo:(?!.*(send|recv))|^c10d::(allreduce|allgather|broadcast|barrier|reduce_scatter|alltoall)|"
     r"all_?to_?all.*wait|awaitable.*wait|^record_param_comms$|^nccl:.*wait|^c10d::wait", re.I)
 _LAUNCH_NAME_RE = re.compile(r"launch|graphlaunch|memcpy|memset", re.I)
-_SYNC_CALL_RE = re.compile(r"synchronize|cudaMemcpy$|hipMemcpy$|StreamWait", re.I)
 _BLOCKING_CALL_RE = re.compile(r"synchronize|^(cuda|hip)Memcpy(Async)?$|^aten::(item|_local_scalar_dense)$"
                                r"|^cudaStreamWaitEvent$", re.I)
 _CPU_P2P_RE = re.compile(r"^(gloo|nccl):(send|recv)|^c10d::(send|recv)|^gloo:.*(send|recv)", re.I)
@@ -68,7 +67,6 @@ P2P_TOUCH_US = 50.0
 
 _COMM = KERNEL_CLASSES.index("communication")
 _COPY = KERNEL_CLASSES.index("copy")
-_ELEMENTWISE = KERNEL_CLASSES.index("elementwise")
 
 
 @dataclass
