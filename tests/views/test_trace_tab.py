@@ -12,6 +12,9 @@ from gpuperf_gui.views.trace_timeline import EventRef
 
 H200 = ("healthy_gpt_small", "launch_bound_tiny", "decode_bf16", "memory_bound_visible")
 LOAD_TIMEOUT_MS = 60_000
+# The recorded scenario of each trace (SOURCES.md; test_trace_diagnose.EXPECTED), not the engine's output
+LABELS = {"healthy_gpt_small": "healthy", "launch_bound_tiny": "launch_bound", "decode_bf16": "launch_bound",
+          "memory_bound_visible": "memory_bound", "dlrm_kineto": "comm_bound"}
 
 
 @pytest.fixture
@@ -56,7 +59,7 @@ def test_each_h200_trace_opens_with_the_engines_diagnosis(qtbot, tab, shared_tra
     assert tab.timeline.lanes, "no lanes drawn"
     kinds = {spec.kind for spec in tab.timeline.lane_specs}
     assert "cpu" in kinds and "gpu_compute" in kinds
-    assert tab.diagnosis.signature == _engine_signature([path])
+    assert tab.diagnosis.signature == LABELS[name] == _engine_signature([path])
     assert tab.diagnosis.signature.replace("_", "") in tab.diagnosis.toPlainText().lower().replace("-", "")
     assert tab.op_panel.model.rowCount() > 0
     _check_bounded(tab)
@@ -68,7 +71,7 @@ def test_multi_rank_folder_stacks_ranks(qtbot, tab, shared_traces):
     model = tab.loaded.model
     assert len(model.ranks) == 8
     assert {spec.rank_index for spec in tab.timeline.lane_specs} == set(range(8))
-    assert tab.diagnosis.signature == _engine_signature([folder])
+    assert tab.diagnosis.signature == LABELS["dlrm_kineto"] == _engine_signature([folder])
     assert "Ranks" in tab.diagnosis.toPlainText()
     # ranks are stacked: each rank's lanes lie below the previous rank's
     first_y = [min(item.y0_px for spec, item in zip(tab.timeline.lane_specs, tab.timeline.lanes)
@@ -199,12 +202,17 @@ def test_send_to_mfu_and_show_on_roofline(qtbot, tab, shared_traces):
     assert tab.mfu_button.isEnabled()
     with qtbot.waitSignal(tab.mfu_figures_ready) as blocker:
         tab.mfu_button.click()
-    assert blocker.args[0].step_time_s > 0
+    # healthy_gpt_small.meta.json: median step 59.13 ms unprofiled; profiled steps are slower, < 40 %
+    assert 0.05913039 < blocker.args[0].step_time_s < 1.4 * 0.05913039
     assert tab.roofline_button.isEnabled()  # the GPT has GEMMs with recorded shapes
     with qtbot.waitSignal(tab.roofline_points_ready) as blocker:
         tab.roofline_button.click()
     name, points = blocker.args
-    assert points
+    flops = {p.label: p.flops for p in points}
+    # the LM head, 3 profiled steps: 3 × 2·(16·1024)·1536·50304 FLOPs by hand
+    assert flops["aten::mm [[16384, 1536], [1536, 50304]] x3"] == 3 * 2 * 16384 * 1536 * 50304
+    # the GEMMs are most of torch's FlopCounterMode count (26.46 TFLOP a step, meta.json) over 3 steps
+    assert 0.9 < sum(flops.values()) / (3 * 26_459_146_027_008) <= 1.0
     assert name == "trace: healthy_gpt_small (H200)"  # the device the points were measured on
 
 
