@@ -708,7 +708,7 @@ def _ddp_run(ctx: Ctx, name: str, rank: int, world: int, kind: str, late_rank: i
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     model, width, rows = _ddp_model(ctx, kind, rank)
-    ddp = DDP(model, device_ids=[rank] if ctx.cuda else None)
+    ddp = DDP(model, device_ids=[rank % ctx.n_gpu] if ctx.cuda else None)
     opt = torch.optim.SGD(ddp.parameters(), lr=1e-3, momentum=0.9, foreach=True)
     x = torch.randn(rows, width, device=ctx.dev(rank))
     amp = kind != "comm"
