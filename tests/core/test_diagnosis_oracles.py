@@ -275,3 +275,22 @@ def test_two_stage_gpipe_bubble_is_a_third_and_no_stage_is_a_straggler(tmp_path:
         assert r.analysis.p2p_adjacent_idle_fraction == pytest.approx(1 / 3, abs=0.05)
         assert r.analysis.idle_causes.communication == 0.0
     assert_evidence_agrees(result)
+
+
+def test_a_late_rank_that_only_sleeps_is_named_host_bound_not_data_starved(tmp_path: Path) -> None:
+    """record_scenarios' ddp_straggler: the late rank's host sleeps before its forward, so its lane
+    shows an uninstrumented stall with no data tell (no DataLoader, no copy after it)."""
+    from gpuperf_gui.core.trace.synth import STRAGGLER_RANK
+    folder = write_synth_trace("straggler", tmp_path / "job", steps=5)
+    late = folder / f"rank{STRAGGLER_RANK}.json.gz"
+    data = json.loads(gzip.decompress(late.read_bytes()))
+    copies = {e["args"]["correlation"] for e in data["traceEvents"]
+              if e.get("cat") == "gpu_memcpy" and "correlation" in e.get("args", {})}
+    data["traceEvents"] = [e for e in data["traceEvents"]
+                           if not (e.get("args", {}).get("correlation") in copies or e.get("name") == "aten::to")]
+    late.write_bytes(gzip.compress(json.dumps(data).encode()))
+    d = analyse_paths([folder], workers=1).diagnosis
+    assert d.signature == "straggler" and d.ranks == [STRAGGLER_RANK]
+    own = d.evidence[2]
+    assert own.startswith(f"rank {STRAGGLER_RANK}'s own lane is host-bound: its host stalls") and "data_starved" not in own
+    assert "with_stack=True" in d.fix

@@ -409,9 +409,18 @@ def _late_rank_lane(late: tuple[RankAnalysis, Diagnosis], others: list[tuple[Ran
     a, d = late
     c = a.idle_causes
     if c.host >= THRESHOLDS["loss_min"]:
-        sig = "launch_bound" if c.launch > c.data else "data_starved"
-        f = _launch_finding(a) if sig == "launch_bound" else _data_finding(a)
-        return (f"rank {a.rank}'s own lane is host-bound ({sig}): {f.evidence[0]}", FIXES[sig])
+        if c.launch > c.data:
+            return (f"rank {a.rank}'s own lane is host-bound (launch_bound): {_launch_finding(a).evidence[0]}",
+                    FIXES["launch_bound"])
+        if data_tells(c) >= THRESHOLDS["data_tells_min"] * c.data:
+            return (f"rank {a.rank}'s own lane is host-bound (data_starved): {_data_finding(a).evidence[0]}",
+                    FIXES["data_starved"])
+        ops = ", ".join(f"{n[:50]} {_ms(sec)}" for n, sec in c.cpu_ops_in_stall[:2])
+        return (f"rank {a.rank}'s own lane is host-bound: its host stalls {_pct(c.data)} of the step without "
+                f"launching (longest {_ms(c.stall_longest_s)}; code the profiler does not see "
+                f"{_pct(c.stall_uninstrumented)}, CPU ops {_pct(c.stall_cpu_ops)}{': ' + ops if ops else ''})",
+                "find what its host does before the step's work: the profiler shows no op there (input on "
+                "that node, host-side work, a sleep or lock); profile that rank with with_stack=True or py-spy.")
     compute = [o.compute_busy_fraction * (o.step_time_median_s or 0.0) for o, _ in others]
     mine = a.compute_busy_fraction * (a.step_time_median_s or 0.0)
     if compute and mine > 1.1 * float(np.median(compute)) > 0:
