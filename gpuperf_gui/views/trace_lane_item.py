@@ -152,6 +152,8 @@ class TraceLaneItem(pg.GraphicsObject):
 
     def set_highlight(self, mask: np.ndarray | None) -> None:
         """Highlight the lane events where ``mask`` is True (None clears)."""
+        if mask is None and all(h is None for h in self._highlight):
+            return   # nothing highlighted: no refold
         for r, idx in enumerate(self._rows.event_index):
             if mask is None:
                 self._highlight[r] = self._highlight_index[r] = None

@@ -417,7 +417,7 @@ class TraceTimeline(pg.PlotWidget):
         span = max(full_range_us[1] - full_range_us[0], 1e-3)
         self.view_box.setLimits(xMin=full_range_us[0] - 0.25 * span, xMax=full_range_us[1] + 0.25 * span,
                                 minXRange=1e-3)
-        self._layout()
+        self._layout(refold=False)   # reset_view folds at the new range
         self.reset_view()
 
     def rank_order(self) -> list[int]:
@@ -427,7 +427,7 @@ class TraceTimeline(pg.PlotWidget):
         pinned = [i for i in self.pinned_ranks if i in shown]
         return pinned + [i for i in shown if i not in pinned]
 
-    def _layout(self) -> None:
+    def _layout(self, refold: bool = True) -> None:
         """(Re)build the lane items for the current collapse, pin and filter state."""
         highlight = dict(self._highlight_masks or {})
         selected, partners = self.selected, list(self._selected_partners)
@@ -477,8 +477,9 @@ class TraceTimeline(pg.PlotWidget):
             self.set_highlight(highlight)
         self.set_selected(selected if selected is None or self.lane_item(selected.rank_index, selected.lane_id)
                           else None, partners)
-        self.view_box.clamp_y()
-        self.refold()
+        if refold:
+            self.view_box.clamp_y()
+            self.refold()
 
     def set_rank_collapsed(self, rank_index: int, collapsed: bool) -> None:
         """Collapse a rank to its header strip, or expand it."""
