@@ -126,7 +126,14 @@ def test_zooming_keeps_rectangles_bounded_by_width(qtbot, tab, shared_traces):
         t0 = a + 0.4 * (b - a) * (1 - zoom)
         tab.timeline.zoom_to(t0, t0 + zoom * (b - a), pad_fraction=0.0)
         _check_bounded(tab)
-    for _ in range(5):                      # keyboard navigation (W/S zoom, A/D pan)
+    (x0, x1), _ = tab.timeline.view_box.viewRange()
+    qtbot.keyClick(tab.timeline, Qt.Key.Key_S)          # S zooms out by one step (1.25x) around the centre
+    (y0, y1), _ = tab.timeline.view_box.viewRange()
+    assert y1 - y0 == pytest.approx(1.25 * (x1 - x0)) and (y0 + y1) / 2 == pytest.approx((x0 + x1) / 2)
+    qtbot.keyClick(tab.timeline, Qt.Key.Key_A)          # A pans left by 15 % of the view
+    (z0, z1), _ = tab.timeline.view_box.viewRange()
+    assert z0 == pytest.approx(y0 - 0.15 * (y1 - y0)) and z1 - z0 == pytest.approx(y1 - y0)
+    for _ in range(4):                      # keyboard navigation (W/S zoom, A/D pan)
         qtbot.keyClick(tab.timeline, Qt.Key.Key_S)
         qtbot.keyClick(tab.timeline, Qt.Key.Key_A)
     tab.timeline.refold()
