@@ -294,3 +294,22 @@ def test_a_late_rank_that_only_sleeps_is_named_host_bound_not_data_starved(tmp_p
     own = d.evidence[2]
     assert own.startswith(f"rank {STRAGGLER_RANK}'s own lane is host-bound: its host stalls") and "data_starved" not in own
     assert "with_stack=True" in d.fix
+
+
+def _all_trace_files(shared: Path) -> list[Path]:
+    files = [p for p in shared.rglob("*") if p.is_file() and p.name.endswith((".json", ".json.gz"))
+             and not p.name.endswith(".meta.json") and p.name != "ceilings.json"]
+    return sorted(files) + [_trace_path(m) for m in METAS if _trace_path(m).is_file()]
+
+
+def test_idle_causes_add_up_to_the_compute_idle_on_every_real_trace(shared_traces: Path) -> None:
+    """Each idle microsecond goes to exactly one cause (the attribution the verdicts compare)."""
+    from gpuperf_gui.core.trace.analysis import analyse_rank
+    from gpuperf_gui.core.trace.load import load_rank
+    for path in _all_trace_files(shared_traces):
+        c = analyse_rank(load_rank(path)).idle_causes
+        parts = [c.pipeline, c.communication, c.gpu_wait, c.dataloader, c.launch, c.host_stall, c.unattributed]
+        assert min(parts) >= -1e-9, path
+        assert sum(parts) == pytest.approx(c.compute_idle, abs=1e-6), path
+        assert c.stall_blocking + c.stall_cpu_ops + c.stall_uninstrumented == pytest.approx(c.host_stall, abs=1e-6)
+        assert 0 <= c.communication_cpu <= c.communication + 1e-9 and c.stall_before_htod <= c.host_stall + 1e-9

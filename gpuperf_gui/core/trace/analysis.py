@@ -99,7 +99,8 @@ class LaunchStats:
 class IdleCauses:
     """Compute-idle time in the window, each µs given to one cause (fractions of the window).
 
-    ``pipeline + communication + gpu_wait + dataloader + launch + host_stall == compute_idle``. The
+    ``pipeline + communication + gpu_wait + dataloader + launch + host_stall + unattributed ==
+    compute_idle``. The
     ``stall_*`` figures split ``host_stall`` by what the CPU does (blocking sync/copy calls, CPU ops
     that launch nothing, code the profiler does not see); ``cpu_ops_in_stall`` are the innermost CPU
     ops inside host-stall gaps, (name, seconds) longest first.
@@ -122,6 +123,8 @@ class IdleCauses:
     launch_gaps: int = 0
     launch_gap_median_us: float = 0.0
     p2p_cpu_blocking: float = 0.0
+    unattributed: float = 0.0
+    """Host-side idle of a trace without launch calls (no CPU runtime events): cause unknown."""
     cpu_ops_in_stall: list[tuple[str, float]] = field(default_factory=list)
 
     @property
@@ -570,6 +573,10 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, window
     # LAUNCH_SPACING_MAX_US with no launch call is a host stall; the rest is launch overhead.
     dl_union = dataloader
     calls, lanes = _launch_call_starts(rt)
+    if calls.size == 0:  # no launch call in the trace: what the host did cannot be told
+        out.dataloader = float(np.minimum(iv.overlap_each(gs, ge, dl_union), rest).sum()) / span
+        out.unattributed = max(float(rest.sum()) / span - out.dataloader, 0.0)
+        return out
     host = rest > 0
     stall_s, stall_e, stall_gap = _launch_free_stretches(gs[host], ge[host], calls)
     gap_index = np.flatnonzero(host)[stall_gap] if stall_gap.size else stall_gap

@@ -357,7 +357,8 @@ def _idle_evidence(a: RankAnalysis) -> list[str]:
     return [f"GPU idle {_pct(idle)} of the window with no dominant cause: of the step, compute idles "
             f"while communication runs {_pct(c.communication)}, next to send/recv {_pct(c.pipeline)}, "
             f"waiting on other streams/events {_pct(c.gpu_wait)}, on the host {_pct(c.host)} "
-            f"(launch overhead {_pct(c.launch)}, host stalls and DataLoader {_pct(c.data)})",
+            f"(launch overhead {_pct(c.launch)}, host stalls and DataLoader {_pct(c.data)})"
+            + (f"; {_pct(c.unattributed)} cannot be told (the trace has no launch calls)" if c.unattributed > 0.005 else ""),
             f"{a.launch.launches_per_ms:.1f} launches per ms; median kernel {a.launch.median_kernel_us:.1f} µs"]
 
 
