@@ -12,7 +12,7 @@ import html
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -105,7 +105,9 @@ class StepBreakdownPlot(pg.PlotWidget):
 
 
 class TraceOverview(QWidget):
-    """The Overview page of the Trace tab."""
+    """The Overview page of the Trace tab; ``kernel_activated(name)`` when a top kernel is double-clicked."""
+
+    kernel_activated = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -160,6 +162,9 @@ class TraceOverview(QWidget):
         layout.addLayout(top)
         layout.addWidget(split, 1)
         self.rank_combo.activated.connect(lambda _i: self._show_rank())
+        self.kernels.itemDoubleClicked.connect(lambda item: self.kernel_activated.emit(
+            self.kernels.item(item.row(), 0).toolTip()))
+        self.kernels.setToolTip("Double-click a kernel to find its launches in the timeline")
         self._dirty = True
         self.set_trace(None)
 

@@ -299,6 +299,7 @@ class TraceTab(QWidget):
         self.rank_combo.activated.connect(lambda _i: self._fill_op_table())
         self.search_results.match_clicked.connect(self._go_to_match)
         self.heatmap.rank_opened.connect(self.open_rank)
+        self.overview.kernel_activated.connect(self.find_kernel)
         self._update_enabled()
 
     def _make_compare_page(self) -> QWidget | None:
@@ -491,6 +492,8 @@ class TraceTab(QWidget):
         self.details.show_details(None)
         self.range_panel.show_summary(None)
         self.overview.set_trace(loaded)
+        if self.compare is not None and not self.compare.before_edit.text().strip():
+            self.compare.use_open_trace()        # the open trace is the natural "before"
         self.heatmap.set_overview(loaded.overview if len(loaded.model.ranks) > 1 else None)
         self.rank_combo.clear()
         for r in loaded.model.ranks:
@@ -784,6 +787,15 @@ class TraceTab(QWidget):
             if any(n.startswith("ProfilerStep#") for n in names):
                 names.add("ProfilerStep*")
         self.op_panel.set_name_filter(names, f"{len(names)} matching names" if names is not None else "")
+
+    def find_kernel(self, name: str) -> None:
+        """Highlight a kernel's events on the Timeline page and go to the first (the Overview's table)."""
+        self.search_mode.setCurrentIndex(self.search_mode.findData("exact"))
+        self.search_edit.setText(name)
+        self.show_page("timeline")
+        if self.search(name, "exact"):
+            self._last_query = ("exact", name)
+            self.step_match(+1)
 
     def step_match(self, direction: int) -> None:
         """Select the next (+1) or previous (-1) search match and bring it into view."""

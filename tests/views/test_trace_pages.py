@@ -77,6 +77,12 @@ def test_overview_percent_of_roof_follows_the_device(qtbot, tab, shared_traces):
     assert float(second.split()[0]) == pytest.approx(float(first.split()[0]) / 2, abs=0.1)
     page.set_roof(None, None, "")
     assert page.kernels.item(row, 7).text() == "–"
+    # a double-click on a kernel finds its launches in the timeline
+    page.kernels.itemDoubleClicked.emit(page.kernels.item(row, 2))
+    assert tab.pages.currentWidget() is tab.main_split
+    assert len(tab.matches) == top.calls and tab.loaded.event_name(tab.selected_event) == top.name
+    # and the open trace is offered as the Compare page's "before"
+    assert tab.compare.before_edit.text() == tab.loaded.files[0]
 
 
 def test_right_drag_summarises_the_range(qtbot, tab, tmp_path):
