@@ -442,6 +442,10 @@ def diagnose_job(per_rank: list[tuple[RankAnalysis, Diagnosis]],
         return _inconclusive(["no ranks"])
     if late:
         return straggler_diagnosis(per_rank, late)
+    if len(per_rank) == 1:
+        a, d = per_rank[0]
+        return Diagnosis(d.signature, d.confidence, list(d.evidence), d.fix, list(d.secondary),
+                         d.loss_fraction, dict(d.scores), [a.rank])
     # What the job loses to each cause: every rank's loss to it, named or not (a cause that is
     # second on half the ranks can outweigh one that is first on a few).
     totals: dict[str, float] = {}
