@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from gpuperf_gui.commands._output import fail
-from gpuperf_gui.core.trace.synth import SCENARIOS, synth_trace, write_synth_trace
+from gpuperf_gui.core.trace.synth import MULTI_RANK_SCENARIOS, SCENARIO_SIGNATURE, SCENARIOS, synth_trace, write_synth_trace
 
 MAX_EVENTS = 10_000_000
 """Largest synthetic trace written (about 2.5 GB of JSON): beyond it a typo, not a demo."""
@@ -13,13 +13,19 @@ MAX_RANK = 1_000_000
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("synth", help="write a synthetic trace with one diagnosis signature")
+    jobs = ", ".join(MULTI_RANK_SCENARIOS)
+    p = subparsers.add_parser(
+        "synth", help="write a synthetic trace with one diagnosis signature",
+        description="Write a synthetic torch.profiler trace whose diagnosis is known: "
+                    + "; ".join(f"{sc} -> {sig}" for sc, sig in SCENARIO_SIGNATURE.items() if sc != sig)
+                    + f" (the others are their own signature). Job scenarios ({jobs}) write a folder of rank files.")
     p.add_argument("scenario", choices=SCENARIOS)
-    p.add_argument("-o", "--output", required=True, metavar="FILE", help="output (.json or .json.gz)")
+    p.add_argument("-o", "--output", required=True, metavar="FILE",
+                   help=f"output (.json or .json.gz); a folder for the job scenarios ({jobs})")
     p.add_argument("--steps", type=int, default=5, help="profiler steps (default 5)")
     p.add_argument("--seed", type=int, default=0, help="seed of the timing jitter")
     p.add_argument("--size", type=int, default=1, help="kernels per step multiplier (default 1)")
-    p.add_argument("--rank", type=int, default=0)
+    p.add_argument("--rank", type=int, default=0, help="rank recorded in the file (single-rank scenarios)")
     p.set_defaults(func=run)
 
 
