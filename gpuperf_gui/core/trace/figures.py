@@ -7,7 +7,6 @@ import numpy as np
 
 from ..roofline import RooflinePoint
 from .analysis import RankAnalysis
-from .diagnose import THRESHOLDS
 from .model import RankTrace
 from .op_points import op_points
 
@@ -58,12 +57,8 @@ def mfu_figures(analyses: list[RankAnalysis]) -> TraceMfuFigures:
 
 
 def _rank_parts(a: RankAnalysis) -> list[float]:
-    bubble = a.p2p_adjacent_idle_fraction
-    comm = max(0.0, max(a.comm_exposed_fraction, a.comm_critical_fraction) - bubble)
-    stall = a.host_starved_fraction if a.dataloader_fraction >= THRESHOLDS["dataloader_min"] else 0.0
-    idle = 1.0 - a.gpu_busy_fraction
-    waits = a.idle_breakdown.get("host_wait", 0.0) + a.idle_breakdown.get("kernel_wait", 0.0)
-    launch = max(0.0, idle * waits - stall - comm - bubble)
+    c = a.idle_causes  # the diagnosis's own attribution of the compute idle (one cause per µs)
+    comm, stall, launch, bubble = c.communication, c.data, c.launch, c.pipeline
     memory = a.gpu_busy_fraction * a.kernel_time_share.get("elementwise", 0.0)
     parts = [comm, stall, launch, bubble, memory]
     total = sum(parts)
