@@ -322,3 +322,5 @@ def test_file_menu_compare_opens_the_compare_page(qtbot, make_main_window):
     action.trigger()
     assert window.current_tab_key() == "trace"
     assert window.trace_tab.pages.currentWidget() is window.trace_tab.compare
+    profile = next(a for a in file_menu.actions() if a.text() == "&Profile a script…")
+    assert profile.isEnabled() and window.trace_tab.profiler is not None and not window.trace_tab.profiler.isVisible()
