@@ -111,3 +111,27 @@ def test_the_dialog_builds_the_request(qtbot, tmp_path):
     dialog.args_edit.setText("--marker 'unclosed")
     dialog._accept()
     assert "do not parse" in dialog.error.text() and dialog.result() == 0
+
+
+def test_closing_mid_run_stops_the_script_and_keeps_its_steps(qtbot, tab, tmp_path):
+    runner = tab.profiler
+    out = tmp_path / "closed.json.gz"
+    req = ProfileRequest(script=str(TRAIN), out=str(out), args=["--forever"], steps=1000, wait=0, warmup=0,
+                         device="cpu")
+    steps: list[int] = []
+    runner.task.item_produced.connect(
+        lambda item: steps.append(item.recorded) if isinstance(item, ProfileProgress) and item.recorded else None)
+    assert runner.run(req)
+    qtbot.waitUntil(lambda: bool(steps), timeout=RUN_TIMEOUT_MS)
+    tab.shutdown()                         # the window closes while the script trains
+    assert not tab.is_busy()
+    assert out.exists() and _steps_in(out) >= 1     # stopped, not killed: the recorded steps were written
+
+
+def test_closing_mid_compare_returns_at_once(qtbot, tab):
+    data = Path(__file__).resolve().parents[1] / "data" / "h200"
+    page = tab.compare
+    page.compare_paths([data / "eager_small.json.gz"], [data / "compiled_small.json.gz"])
+    assert page.is_busy()
+    tab.shutdown()
+    assert not page.is_busy() and page.diff is None
