@@ -9,6 +9,7 @@ import re
 from dataclasses import replace
 from operator import attrgetter
 from pathlib import Path
+from typing import Iterable
 
 import numpy as np
 
@@ -129,15 +130,12 @@ def _refuse_unusable(decoded: Decoded, path: Path) -> None:
 def _fill_lanes(rt: RankTrace, xs: list[Event], names_meta: dict[tuple, str]) -> None:
     strings = rt.strings
     n_x = len(xs)
-    cats = list(map(_get_cat, xs))
-    names = list(map(_get_name, xs))
-    first_seen = dict.fromkeys(cats)  # categories first, then names, each in order of appearance
-    first_seen.update(dict.fromkeys(names))
-    table = {s: i for i, s in enumerate(first_seen)}
+    # One pass per column, ids given as strings are first seen: categories first, then names, each
+    # in order of appearance (no intermediate lists of 5M strings).
+    table = _Ids()
     lookup = table.__getitem__
-    cat_ids = np.fromiter(map(lookup, cats), dtype=np.int32, count=n_x)
-    name_ids = np.fromiter(map(lookup, names), dtype=np.int32, count=n_x)
-    del cats, names
+    cat_ids = np.fromiter(map(lookup, map(_get_cat, xs)), dtype=np.int32, count=n_x)
+    name_ids = np.fromiter(map(lookup, map(_get_name, xs)), dtype=np.int32, count=n_x)
     for s in table:
         strings.intern(s)
     role_lut = np.array([role_of_category(s) for s in strings], dtype=np.int8)
@@ -243,8 +241,8 @@ def _lane_ids(xs: list, roles: np.ndarray) -> tuple[dict[tuple, int], np.ndarray
     pid and tid are coded separately (they may be ints or strings, as in the file), the three codes
     are packed into one int64 and one 1-D ``np.unique`` finds the lanes.
     """
-    pids, pid_code = _dense_codes(list(map(_get_pid, xs)))
-    tids, tid_code = _dense_codes(list(map(_get_tid, xs)))
+    pids, pid_code = _dense_codes(map(_get_pid, xs), len(xs))
+    tids, tid_code = _dense_codes(map(_get_tid, xs), len(xs))
     packed = (roles.astype(np.int64) * len(pids) + pid_code) * len(tids) + tid_code
     uniq, inverse = np.unique(packed, return_inverse=True)
     role_pid, tid_of = np.divmod(uniq, len(tids))
@@ -254,10 +252,20 @@ def _lane_ids(xs: list, roles: np.ndarray) -> tuple[dict[tuple, int], np.ndarray
     return lane_map, inverse.reshape(-1).astype(np.int32)
 
 
-def _dense_codes(values: list) -> tuple[list, np.ndarray]:
-    """Distinct values (in order of first appearance) and each value's index among them."""
-    index = {v: i for i, v in enumerate(dict.fromkeys(values))}
-    return list(index), np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values))
+class _Ids(dict):
+    """``ids[v]``: the dense id of ``v``, given in order of first appearance (a miss adds it). Read
+    through ``map(ids.__getitem__, ...)`` the hits stay in C; only a new value calls Python."""
+
+    def __missing__(self, key: object) -> int:
+        i = self[key] = len(self)
+        return i
+
+
+def _dense_codes(values: Iterable, count: int) -> tuple[list, np.ndarray]:
+    """Distinct values (in order of first appearance) and each value's index among them, in one pass."""
+    index = _Ids()
+    codes = np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=count)
+    return list(index), codes
 
 
 def _int_column(items: list, getter: attrgetter) -> np.ndarray:
@@ -428,22 +436,26 @@ def _fill_shaped_ops(rt: RankTrace, args: list, order: np.ndarray, names_sorted:
     if not shaped_names.any():
         return
     rows = np.flatnonzero(shaped_names[names_sorted] & (roles_sorted == _ROLE_CPU))
-    cache: dict[tuple[bytes, bytes, bytes, int], tuple[float, float, str]] = {}
-    for row in rows.tolist():
-        a = args[int(order[row])]
+    keys = _Ids()  # (dims, types, concrete inputs, name id) -> key index, in order of first row
+    done, key_of = [], []
+    for row, src, name_id in zip(rows.tolist(), order[rows].tolist(), names_sorted[rows].tolist()):
+        a = args[src]
         if a is None or not a.input_dims:
             continue
-        dims_raw, types_raw, concrete_raw = bytes(a.input_dims), bytes(a.input_type), bytes(a.concrete_inputs)
-        name = rt.strings[names_sorted[row]]
-        key = (dims_raw, types_raw, concrete_raw, int(names_sorted[row]))
-        if key not in cache:
-            cache[key] = estimate_op(name, dims_raw, types_raw, concrete_raw)  # core/trace/flops.py
-        f, b, text = cache[key]
-        shapes[row] = rt.strings.intern(text)
-        if f > 0 and np.isnan(flops[row]):
-            flops[row] = f
-        if b > 0:
-            nbytes[row] = b
+        done.append(row)
+        key_of.append(keys[(bytes(a.input_dims), bytes(a.input_type), bytes(a.concrete_inputs), name_id)])
+    if not done:
+        return
+    per_key = [estimate_op(rt.strings[name_id], dims, types, concrete)  # core/trace/flops.py
+               for dims, types, concrete, name_id in keys]
+    text_ids = np.array([rt.strings.intern(text) for _, _, text in per_key], dtype=np.int32)
+    f = np.array([p[0] for p in per_key], dtype=np.float64)[key_of]
+    b = np.array([p[1] for p in per_key], dtype=np.float64)[key_of]
+    done_rows = np.array(done, dtype=np.int64)
+    shapes[done_rows] = text_ids[key_of]
+    set_f = (f > 0) & np.isnan(flops[done_rows])
+    flops[done_rows[set_f]] = f[set_f]
+    nbytes[done_rows[b > 0]] = b[b > 0]
 
 
 def _launch_flows(rt: RankTrace, lane_sorted: np.ndarray, bounds: np.ndarray,
@@ -531,10 +543,19 @@ def _launched_kernel_spans(rt: RankTrace, numbers: list[int], cpu: dict[int, tup
         lane = rt.lanes[lane_id]
         k_start[m] = lane.start_us[flows.dst_index[m]]
         k_end[m] = k_start[m] + lane.duration_us[flows.dst_index[m]]
-    out = {}
-    for number in numbers:
-        s, e = cpu[number]
-        m = (launch_t >= s) & (launch_t < e)
-        if m.any():
-            out[number] = (float(k_start[m].min()), float(k_end[m].max()))
-    return out
+    # Per step, the flows launched in [s, e): a range of the flows sorted by launch time; min and
+    # max over each range by reduceat (pairs lo, hi; a sentinel keeps hi a valid index).
+    by_launch = np.argsort(launch_t, kind="stable")
+    launch_sorted = launch_t[by_launch]
+    s = np.array([cpu[n][0] for n in numbers])
+    e = np.array([cpu[n][1] for n in numbers])
+    lo = np.searchsorted(launch_sorted, s, side="left")
+    hi = np.maximum(np.searchsorted(launch_sorted, e, side="left"), lo)
+    has = hi > lo
+    if not has.any():
+        return {}
+    bounds = np.column_stack((lo[has], hi[has])).ravel()
+    first = np.minimum.reduceat(np.append(k_start[by_launch], np.inf), bounds)[::2]
+    last = np.maximum.reduceat(np.append(k_end[by_launch], -np.inf), bounds)[::2]
+    steps = [n for n, h in zip(numbers, has.tolist()) if h]
+    return {n: (float(a), float(b)) for n, a, b in zip(steps, first.tolist(), last.tolist())}
