@@ -596,19 +596,16 @@ class TraceTab(QWidget):
         self._rerun_search()
 
     def _expand_all(self) -> None:
-        self.timeline.collapsed_ranks.clear()
-        self.timeline.set_rank_collapsed(0, False)
+        self.timeline.set_collapsed(ranks=set())
 
     def _collapse_all(self) -> None:
-        self.timeline.collapsed_ranks.update(range(len(self.timeline.rank_specs)))
-        self.timeline.set_rank_collapsed(0, True)
+        self.timeline.set_collapsed(ranks=set(range(len(self.timeline.rank_specs))))
 
     def _on_rank_header_clicked(self, rank_index: int) -> None:
         self.timeline.set_rank_collapsed(rank_index, rank_index not in self.timeline.collapsed_ranks)
 
     def _fold_threads(self, lanes: set[tuple[int, int]], fold: bool) -> None:
-        self.timeline.collapsed_lanes = set(lanes) if fold else set()
-        self.timeline.set_rank_collapsed(0, 0 in self.timeline.collapsed_ranks)   # lays out again
+        self.timeline.set_collapsed(lanes=lanes if fold else set())
 
     def _on_lane_double_clicked(self, rank_index: int, lane_id: int) -> None:
         key = (rank_index, lane_id)
@@ -621,13 +618,8 @@ class TraceTab(QWidget):
         ri = next((i for i, r in enumerate(self.loaded.model.ranks) if r.rank == rank), None)
         if ri is None:
             return
-        self.timeline.collapsed_ranks.discard(ri)
-        if self.timeline.shown_ranks is not None:
-            self.timeline.shown_ranks.add(ri)
-        self.timeline.pinned_ranks = [ri] + [i for i in self.timeline.pinned_ranks if i != ri]
-        self.timeline.set_pinned(ri, True)
-        self.timeline.view_box.clamp_y(-4.0)
-        self.pages.setCurrentWidget(self.main_split)
+        self.timeline.bring_rank_first(ri)
+        self.show_page("timeline")
 
     # -- navigation ---------------------------------------------------------------------------------
     def _on_step_chosen(self, index: int) -> None:

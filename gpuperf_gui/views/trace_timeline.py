@@ -493,6 +493,14 @@ class TraceTimeline(pg.PlotWidget):
             (self.collapsed_groups.add if collapsed else self.collapsed_groups.discard)((ri, group))
         self._layout()
 
+    def set_collapsed(self, ranks: set[int] | None = None, lanes: set[tuple[int, int]] | None = None) -> None:
+        """Replace the collapsed ranks and/or the folded lanes at once (one layout)."""
+        if ranks is not None:
+            self.collapsed_ranks = set(ranks)
+        if lanes is not None:
+            self.collapsed_lanes = set(lanes)
+        self._layout()
+
     def set_lane_collapsed(self, rank_index: int, lane_id: int, collapsed: bool) -> None:
         """Draw one lane (a CPU thread) as its outermost row only, or with all its depth rows."""
         (self.collapsed_lanes.add if collapsed else self.collapsed_lanes.discard)((rank_index, lane_id))
@@ -505,6 +513,15 @@ class TraceTimeline(pg.PlotWidget):
         elif not pinned and rank_index in self.pinned_ranks:
             self.pinned_ranks.remove(rank_index)
         self._layout()
+
+    def bring_rank_first(self, rank_index: int) -> None:
+        """Show, expand and pin a rank above the others, and scroll to the top."""
+        self.collapsed_ranks.discard(rank_index)
+        if self.shown_ranks is not None:
+            self.shown_ranks.add(rank_index)
+        self.pinned_ranks = [rank_index] + [i for i in self.pinned_ranks if i != rank_index]
+        self._layout()
+        self.view_box.clamp_y(-4.0)
 
     def set_rank_filter(self, rank_indices: set[int] | None) -> None:
         """Draw only these ranks (None: all)."""

@@ -254,6 +254,10 @@ def test_collapse_pin_and_filter_ranks(qtbot, tab, shared_traces):
     assert {s.rank_index for s in timeline.lane_specs} == {0, 3, 5}
     tab.filter_ranks(None)
     assert len(timeline.lane_specs) == all_lanes
+    tab._collapse_all()
+    assert not timeline.lane_specs and len(timeline.header_spans) == n_ranks
+    tab._expand_all()
+    assert len(timeline.lane_specs) == all_lanes
 
 
 @pytest.mark.parametrize("isolate", ["1", "0"], ids=["in-process", "helper-process"])
