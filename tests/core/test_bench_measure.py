@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from gpuperf_gui.core.bench import device, measure, sweep
+from gpuperf_gui.core.bench.collectives import CollectivePlan
 from gpuperf_gui.core.bench.ceilings import MeasuredCeilings, load_ceilings
 from gpuperf_gui.core.bench.measure import iter_measurements
 from gpuperf_gui.core.bench.plans import BenchPlan, PlannedPoint, TimingPolicy
@@ -282,6 +283,7 @@ def _fake_collectives(monkeypatch, points: list[MeasuredPoint]) -> None:
     from gpuperf_gui.core.bench import collectives
 
     def fake(plan, stop):
+        assert plan == collectives.CollectivePlan("gloo")  # the plan given to the run, passed on
         yield BenchMessage("info", "gloo: 2 ranks")
         yield from points
     monkeypatch.setattr(collectives, "iter_collective_measurements", fake)
@@ -299,7 +301,7 @@ def test_iter_run_says_finished_only_after_the_collectives(tmp_path: Path, monke
         yield compute_ceilings([matmul], "cpu")
     monkeypatch.setattr(measure, "iter_measurements", fake_sweep)
     _fake_collectives(monkeypatch, [_collective_point()])
-    items = list(sweep.iter_run(_plan(tmp_path), threading.Event(), collectives=object()))
+    items = list(sweep.iter_run(_plan(tmp_path), threading.Event(), collectives=CollectivePlan("gloo")))
     finished = [k for k, i in enumerate(items) if isinstance(i, BenchMessage) and i.kind == "finished"]
     collective = next(k for k, i in enumerate(items) if isinstance(i, MeasuredPoint) and i.kernel == "all_reduce")
     assert len(finished) == 1 and finished[0] > collective
@@ -315,7 +317,7 @@ def test_iter_run_saves_collective_ceilings_when_the_sweep_measured_nothing(tmp_
     monkeypatch.setattr(measure, "iter_measurements", fake_sweep)
     _fake_collectives(monkeypatch, [_collective_point(3e9)])
     items = list(sweep.iter_run_and_save(_plan(tmp_path), threading.Event(), results_dir=tmp_path,
-                                         collectives=object()))
+                                         collectives=CollectivePlan("gloo")))
     assert isinstance(items[-1], MeasuredCeilings) and items[-1].device_id == "cpu"
     assert [i.kind for i in items if isinstance(i, BenchMessage)][-1] == "finished"
     assert load_ceilings("cpu", tmp_path).collective_busbw_bytes_per_s == {"all_reduce": 3e9}
