@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from gpuperf_gui.core.bench import device, measure, sweep
-from gpuperf_gui.core.bench.collectives import CollectivePlan
 from gpuperf_gui.core.bench.ceilings import MeasuredCeilings, load_ceilings
+from gpuperf_gui.core.bench.collectives import CollectivePlan
 from gpuperf_gui.core.bench.measure import iter_measurements
 from gpuperf_gui.core.bench.plans import BenchPlan, PlannedPoint, TimingPolicy
 from gpuperf_gui.core.bench.points import BenchMessage, MeasuredPoint
