@@ -773,11 +773,7 @@ class TraceTab(QWidget):
     def _apply_op_filter(self) -> None:
         """"filter op table": only the rows named like the search's matches."""
         on = self.filter_ops_check.isChecked() and self.loaded is not None and bool(len(self.matches))
-        names = None
-        if on:
-            names = set(self.matches.names)
-            if any(n.startswith("ProfilerStep#") for n in names):
-                names.add("ProfilerStep*")
+        names = self.loaded.op_table_names(self.matches) if on else None
         self.op_panel.set_name_filter(names, f"{len(names)} matching names" if names is not None else "")
 
     def find_kernel(self, name: str) -> None:

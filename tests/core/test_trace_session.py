@@ -175,6 +175,11 @@ def test_find_by_name_regex_exact_and_kernel_class(shared_traces):
     with pytest.raises(re.error):
         loaded.find("(unclosed", "regex")
     assert len(loaded.find("no such kernel anywhere", "name")) == 0
+    steps = loaded.find("ProfilerStep#", "name")
+    assert loaded.op_table_names(steps) == {"ProfilerStep*"}   # torch's key_averages groups the steps
+    rows = {r[0] for table in loaded.op_tables[loaded.model.ranks[0].rank].values() for r in table.rows}
+    addmm = loaded.find("addmm", "name")
+    assert loaded.op_table_names(steps) | loaded.op_table_names(addmm) <= rows   # rows the op table has
 
 
 def test_tensor_core_names():

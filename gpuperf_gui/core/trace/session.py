@@ -274,6 +274,10 @@ class LoadedTrace:
         order = np.argsort(st, kind="stable")
         return Matches(rk[order], ln[order], ix[order], st[order], masks, names)
 
+    def op_table_names(self, matches: Matches) -> set[str]:
+        """The op-table rows that hold the matched events (``ProfilerStep#3`` is in ``ProfilerStep*``)."""
+        return {op_row_name(n) for n in matches.names}
+
     def match_text(self, matches: Matches, k: int) -> str:
         """One line of the search list: start (from the trace start), name, duration, rank, lane."""
         ref = matches.ref(k)
@@ -344,6 +348,15 @@ class LoadedTrace:
     @property
     def n_events(self) -> int:
         return sum(len(lane) for r in self.model.ranks for lane in r.lanes)
+
+
+_STEP_NAME = re.compile(r"^ProfilerStep\s*#\s*\d+$")
+
+
+def op_row_name(name: str) -> str:
+    """The op-table row of an event name: torch's key_averages groups ``ProfilerStep#N`` as
+    ``ProfilerStep*`` (the rule of :mod:`.optable`; a test keeps the two in step)."""
+    return "ProfilerStep*" if _STEP_NAME.match(name) else name
 
 
 def _name_predicate(query: str, mode: str) -> Callable[[str], bool] | None:
