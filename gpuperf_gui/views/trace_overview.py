@@ -198,6 +198,8 @@ class TraceOverview(QWidget):
         for i, r in enumerate(ranks):
             self.rank_combo.addItem(f"rank {r.rank}" + (" (late)" if r.rank in late else ""), i)
         self.rank_combo.setVisible(len(ranks) > 1)
+        first_late = next((i for i, r in enumerate(ranks) if r.rank in late), 0)
+        self.rank_combo.setCurrentIndex(first_late if ranks else -1)   # a late rank is the one to read first
         self.diagnosis.setHtml(PANEL_CSS + (diagnosis_html(loaded.diagnosis) if loaded and loaded.diagnosis else
                                        "<p class='muted'>Open a trace to see its overview.</p>"))
         self._show_rank()

@@ -316,6 +316,7 @@ def test_the_synthetic_straggler_demo_names_and_highlights_the_late_rank(qtbot, 
     assert tab.heatmap.ranks[0] == late[0]
     tab.show_page("overview")
     assert tab.overview.rank_combo.itemText(late_index[0]).endswith("(late)")
+    assert tab.overview.rank.rank == late[0]          # the page opens on the late rank
 
 
 def test_file_menu_compare_opens_the_compare_page(qtbot, make_main_window):
