@@ -315,3 +315,10 @@ def test_a_kernel_of_1e_320_us_gives_no_division_by_zero(tmp_path: Path, capsys:
     obj = _ok_json(capsys, _write(tmp_path, "t.json", {"traceEvents": events}))
     points = obj["ranks"][0]["roofline_points"]
     assert all(p["achieved_flops_per_s"] is None or p["achieved_flops_per_s"] > 0 for p in points)
+
+
+def test_a_cut_file_whose_only_trace_events_is_inside_a_string(tmp_path: Path) -> None:
+    """Found by benchmarks/fuzz.py: salvage closed a JSON object that has no traceEvents key."""
+    path = _write(tmp_path, "t.json", b'{"name": "\\"traceEvents\\": [", "x": 1, "y": [{"a": 1}, {"b"')
+    with pytest.raises(TraceFormatError, match="no traceEvents list"):
+        load_rank(path)

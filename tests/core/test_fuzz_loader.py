@@ -39,7 +39,7 @@ def test_mutation_fuzz_2000_inputs_within_a_minute(tmp_path: Path) -> None:
     rng = random.Random(20261201)
     counts: Counter[str] = Counter()
     failures: list[str] = []
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU time: the bound holds on a runner shared with other jobs
     with tempfile.TemporaryDirectory(dir=SCRATCH) as folder:
         for i in range(N_INPUTS):
             seed = rng.choice(SEEDS)
@@ -50,10 +50,10 @@ def test_mutation_fuzz_2000_inputs_within_a_minute(tmp_path: Path) -> None:
                 repro = tmp_path / f"input-{i}-{name}"
                 repro.write_bytes(data)  # the reproducer, kept by pytest's tmp_path
                 failures.append(f"input {i} (seed {seed.name}, saved as {repro}): {outcome.kind}\n{outcome.detail}")
-    elapsed_s = time.perf_counter() - t0
+    elapsed_s = time.process_time() - t0
     assert not failures, "\n\n".join(failures[:3])
     assert counts["loaded"] > N_INPUTS // 10 and counts["refused"] > N_INPUTS // 20, counts  # both paths
-    assert elapsed_s < TIME_LIMIT_S, f"{N_INPUTS} inputs took {elapsed_s:.1f} s"
+    assert elapsed_s < TIME_LIMIT_S, f"{N_INPUTS} inputs took {elapsed_s:.1f} s of CPU"
 
 
 @settings(max_examples=250, deadline=None, derandomize=True,

@@ -354,6 +354,8 @@ class _Decoding:
                 continue
             attempts += 1
             decoded = self._decode_closed(pos + 1, suffix)
+            if decoded is not None and decoded.events is None:
+                return decoded  # "traceEvents" was only a string in the text: not a trace
             if decoded is not None:
                 decoded.truncation = Truncation(bytes_total=total, bytes_used=pos + 1,
                                                 events_kept=len(decoded.events), reason=reason)
@@ -361,8 +363,8 @@ class _Decoding:
         if attempts:
             return None  # complete-looking events, none of which decodes: not a cut, a broken file
         decoded = self._decode_closed(body_start, suffix)  # nothing complete after the array opened
-        if decoded is None:
-            return None
+        if decoded is None or decoded.events is None:
+            return decoded
         decoded.truncation = Truncation(total, body_start, 0, reason)
         return decoded
 

@@ -82,7 +82,7 @@ class EventCounter:
         data = bytes(chunk) if isinstance(chunk, memoryview) else chunk
         self.ph_keys += data.count(b'"ph"') + (self._tail + data[:3]).count(b'"ph"')
         self.braces += data.count(b"{")
-        self._tail = bytes(data[-3:])
+        self._tail = (self._tail + bytes(data[-3:]))[-3:]  # a key may span several tiny chunks
 
     @property
     def events(self) -> int:
