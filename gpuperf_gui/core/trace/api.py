@@ -228,7 +228,11 @@ def rank_collectives(rt: RankTrace) -> tuple[np.ndarray | None, np.ndarray | Non
         starts = np.concatenate([lane.start_us for lane in comm])
         durations = np.concatenate([lane.duration_us for lane in comm])
     else:
-        matches = rt.strings.ids_matching(lambda n: bool(CPU_COLLECTIVE_RE.search(n)))
+        # gloo's own spans (on its run-loop threads) last as long as the collective, waits included;
+        # c10d's enqueue ops around them return at once, so they are used only without gloo spans.
+        gloo = rt.strings.ids_matching(lambda n: n.startswith("gloo:") and bool(CPU_COLLECTIVE_RE.search(n)))
+        any_cpu = rt.strings.ids_matching(lambda n: bool(CPU_COLLECTIVE_RE.search(n)))
+        matches = gloo if any(gloo[lane.name_id].any() for lane in rt.cpu_lanes) else any_cpu
         picked = [(lane.start_us[matches[lane.name_id]], lane.duration_us[matches[lane.name_id]])
                   for lane in rt.cpu_lanes if matches[lane.name_id].any()]
         if not picked:
