@@ -313,3 +313,18 @@ def test_idle_causes_add_up_to_the_compute_idle_on_every_real_trace(shared_trace
         assert sum(parts) == pytest.approx(c.compute_idle, abs=1e-6), path
         assert c.stall_blocking + c.stall_cpu_ops + c.stall_uninstrumented == pytest.approx(c.host_stall, abs=1e-6)
         assert 0 <= c.communication_cpu <= c.communication + 1e-9 and c.stall_before_htod <= c.host_stall + 1e-9
+
+
+@pytest.mark.skipif(not (H200 / "ddp_straggler_gloo.meta.json").exists(), reason="recorded on the H200 run")
+def test_real_gloo_straggler_lag_and_wait_match_the_recording() -> None:
+    """ddp_straggler_gloo: rank 1's host sleeps 40 ms before each forward (meta late_ms); the
+    recorder's own trace reading gives gloo all-reduce medians of 45.2 ms (rank 0) and 5.2 ms (rank 1)."""
+    meta = json.loads((H200 / "ddp_straggler_gloo.meta.json").read_text())["expected"]
+    result = _result(H200 / "ddp_straggler_gloo")
+    late = meta["late_rank"]
+    assert result.multi_rank.stragglers == [late] and result.diagnosis.ranks == [late]
+    assert result.multi_rank.collective_start_lag_s[late] == pytest.approx(meta["late_ms"] / 1e3, rel=0.1)
+    medians = meta["trace_gloo_all_reduce_median_ms_per_rank"]
+    wait_ms = max(medians) - min(medians)
+    assert result.multi_rank.evidence[0].wait_s == pytest.approx(wait_ms / 1e3, rel=0.1)
+    assert "host-bound" in result.diagnosis.evidence[2] and "Rank 1:" in result.diagnosis.fix
