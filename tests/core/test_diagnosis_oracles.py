@@ -315,7 +315,6 @@ def test_idle_causes_add_up_to_the_compute_idle_on_every_real_trace(shared_trace
         assert 0 <= c.communication_cpu <= c.communication + 1e-9 and c.stall_before_htod <= c.host_stall + 1e-9
 
 
-@pytest.mark.skipif(not (H200 / "ddp_straggler_gloo.meta.json").exists(), reason="recorded on the H200 run")
 def test_real_gloo_straggler_lag_and_wait_match_the_recording() -> None:
     """ddp_straggler_gloo: rank 1's host sleeps 40 ms before each forward (meta late_ms); the
     recorder's own trace reading gives gloo all-reduce medians of 45.2 ms (rank 0) and 5.2 ms (rank 1)."""
