@@ -540,36 +540,43 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, window
     touched = iv.overlap_each(gs, ge, iv.union(ps, pe)) > 0 if ps.size else np.zeros(gs.size, dtype=bool)
     out.pipeline = float(glen[touched].sum()) / span
     out.p2p_cpu_blocking = iv.intersection_length((gs, ge), cpu_p2p) / span
-    # Communication running while compute idles.
-    any_comm = iv.union(np.concatenate([gpu_comm[0], cpu_coll[0]]), np.concatenate([gpu_comm[1], cpu_coll[1]]))
-    # Communication: a gap that a collective runs into belongs to it up to the collective's end (the
-    # compute stream waits for it); after that, the gap is classified by what the host does, unless
-    # the kernel ending the gap was already queued (it waited on the collective too).
-    cs, ce = any_comm
-    k = np.searchsorted(cs, ge, side="left") - 1
-    comm_end = np.where((k >= 0) & ~touched, np.minimum(ce[np.maximum(k, 0)], ge), gs) if cs.size else gs.copy()
-    comm_end = np.maximum(comm_end, gs)
-    in_comm = comm_end > gs
+    # Communication: the stretch of a gap from the first collective running in it to the last one's
+    # end belongs to communication (the compute stream waits for it). Before it, the gap is the
+    # host's (it issued the collective at the end of that piece); after it, too, unless the kernel
+    # ending the gap was already queued (it waited on the collective as well).
+    cs, ce = iv.union(np.concatenate([gpu_comm[0], cpu_coll[0]]), np.concatenate([gpu_comm[1], cpu_coll[1]]))
+    n_comm = cs.size
+    lo = np.searchsorted(ce, gs, side="right")  # first collective ending after the gap starts
+    hi = np.searchsorted(cs, ge, side="left") - 1  # last collective starting before the gap ends
+    has = ~touched & (lo <= hi) & (lo < n_comm) if n_comm else np.zeros(gs.size, dtype=bool)
+    c_first = np.where(has, np.maximum(cs[np.minimum(lo, max(n_comm - 1, 0))], gs), gs) if n_comm else gs.copy()
+    c_last = np.where(has, np.minimum(ce[np.clip(hi, 0, max(n_comm - 1, 0))], ge), gs) if n_comm else gs.copy()
     cm = in_window & (dev.kernel_class != _COMM) & (dev.kernel_class != _COPY)
     order = np.argsort(dev.start_us[cm], kind="stable")
     k_start, k_launch = dev.start_us[cm][order], dev.launch_start_us[cm][order]
     nxt = np.searchsorted(k_start, ge, side="left")
-    has_next = nxt < k_start.size
-    launch = np.where(has_next, k_launch[np.minimum(nxt, max(k_start.size - 1, 0))], np.nan) \
+    launch = np.where(nxt < k_start.size, k_launch[np.minimum(nxt, max(k_start.size - 1, 0))], np.nan) \
         if k_start.size else np.full(gs.size, np.nan)
-    queued = ~np.isnan(launch) & (launch <= comm_end)
-    comm_part = np.where(touched, 0.0, np.where(in_comm & queued, glen, comm_end - gs))
-    gpu_comm_gap = in_comm & (iv.overlap_each(gs, ge, gpu_comm) > 0)
+    queued = ~touched & ~np.isnan(launch) & (launch <= np.where(has, c_last, gs))
+    comm_part = np.where(has, np.where(queued, ge, c_last) - c_first, 0.0)
+    gpu_comm_gap = has & (iv.overlap_each(gs, ge, gpu_comm) > 0)
     out.communication = float(comm_part.sum()) / span
     out.communication_cpu = float(comm_part[~gpu_comm_gap].sum()) / span
-    gs = comm_end  # what is left of each gap
-    rest = np.where(touched, 0.0, glen - comm_part)
+    out.gpu_wait = float(glen[queued & ~has].sum()) / span
+    # What is left for the host: the piece before the first collective, and the piece after the
+    # last one (or the whole gap) unless the next kernel was queued.
+    free = ~touched
+    pre = free & has & (c_first > gs)
+    post = free & ~queued & (np.where(has, c_last, gs) < ge)
+    ogs, oge = gs, ge  # each piece remembers its gap (an HtoD copy anywhere in it is a data tell)
+    gs = np.concatenate([gs[pre], np.where(has, c_last, gs)[post]])
+    ge = np.concatenate([c_first[pre], ge[post]])
+    piece_gap = np.concatenate([np.flatnonzero(pre), np.flatnonzero(post)])
+    order = np.argsort(gs, kind="stable")
+    gs, ge, piece_gap = gs[order], ge[order], piece_gap[order]
     glen = ge - gs
-    # GPU-side wait: the kernel ending the gap was launched before the gap began.
-    queued &= ~in_comm
-    out.gpu_wait = float(rest[queued].sum()) / span
-    rest = np.where(queued, 0.0, rest)
-    # DataLoader, then what the host does in the rest of the gap: a stretch longer than
+    rest = glen.copy()
+    # DataLoader, then what the host does in the rest of the piece: a stretch longer than
     # LAUNCH_SPACING_MAX_US with no launch call is a host stall; the rest is launch overhead.
     dl_union = dataloader
     calls, lanes = _launch_call_starts(rt)
@@ -612,7 +619,7 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, window
     htod = rt.strings.ids_matching(lambda s: bool(_HTOD_RE.search(s)))
     hm = in_window & (dev.kernel_class == _COPY) & htod[dev.name_id]
     h_start = np.sort(dev.start_us[hm])
-    sg, se = gs[gap_index], ge[gap_index]  # the gap each stretch lies in
+    sg, se = ogs[piece_gap[gap_index]], oge[piece_gap[gap_index]]  # the gap each stretch lies in
     before = (np.searchsorted(h_start, se, side="right") - np.searchsorted(h_start, sg, side="left")) > 0
     out.stall_before_htod = float(r[before].sum()) * scale / span
     if op_s.size:
