@@ -23,10 +23,10 @@ Without steps the window is the span of device activity.
 Idle attribution (:class:`IdleCauses`): every microsecond in which no compute kernel runs is given
 to one cause, in this order: a gap touching point-to-point send/recv (pipeline), the part of a gap
 from the first collective running in it to the last one's end (a GPU collective or a CPU-side
-collective blocking the host), a GPU-side wait (the next kernel was already queued), the DataLoader, then what the CPU does in the gap: a stretch of more
-than ``LAUNCH_SPACING_MAX_US`` without a launch call is a host stall (a blocking call, CPU ops that
-launch nothing, or code the profiler does not see); the rest of the gap, which the CPU fills with
-launch calls, is launch overhead.
+collective blocking the host), a GPU-side wait (the next kernel was already queued), the
+DataLoader, then what the CPU does in the rest: a stretch of more than ``LAUNCH_SPACING_MAX_US``
+without a launch call is a host stall (a blocking call, CPU ops that launch nothing, or code the
+profiler does not see); the rest, which the CPU fills with launch calls, is launch overhead.
 """
 from __future__ import annotations
 
