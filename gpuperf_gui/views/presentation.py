@@ -143,11 +143,8 @@ class RooflinePage(QWidget):
 
     def point_position(self) -> tuple[float, float] | None:
         """(AI, attainable FLOP/s) of the moving point, as drawn."""
-        item = self.canvas._series.get("kernel")
-        if item is None or not len(item.data):
-            return None
-        x, y = item.data[0]["x"], item.data[0]["y"]
-        return 10 ** float(x), 10 ** float(y)
+        positions = self.canvas.series_positions("kernel")
+        return positions[0] if positions else None
 
     def _on_slider_moved(self, _value: int) -> None:
         if self.roof is None:
@@ -157,8 +154,7 @@ class RooflinePage(QWidget):
         attainable = roofline.attainable_flops_per_s(peak, bandwidth, ai)
         bound = roofline.bound(peak, bandwidth, ai)
         colour = "#2166ac" if bound == "memory" else "#b2182b"
-        self.canvas.set_series("kernel", [ai], [attainable], [colour], tips=["the point"])
-        self.canvas._series["kernel"].setSize(26)
+        self.canvas.set_series("kernel", [ai], [attainable], [colour], tips=["the point"], size=26)
         ridge = self.roof.ridge
         if bound == "memory":
             why = (f"below the ridge ({ridge:.0f} FLOP/byte) memory feeds it too slowly: "
@@ -408,7 +404,7 @@ class SignaturesPage(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.panels: dict[str, SignatureLanes] = {}
-        self._folder = tempfile.TemporaryDirectory(prefix="gpuperf-presentation-")
+        self._folder: tempfile.TemporaryDirectory | None = None  # made when the page is first shown
         self.task = TaskRunner(self)
         self.task.item_produced.connect(self._on_lanes_ready)
         self.task.run_failed.connect(self._on_failed)
@@ -427,6 +423,8 @@ class SignaturesPage(QWidget):
     def start(self) -> None:
         """Load the traces in the background (once)."""
         if not self.panels and not self.task.is_running():
+            if self._folder is None:
+                self._folder = tempfile.TemporaryDirectory(prefix="gpuperf-presentation-")
             folder = Path(self._folder.name)
             self.task.start(lambda stop: iter_signature_lanes(folder, stop))
 
@@ -452,8 +450,11 @@ class SignaturesPage(QWidget):
         self.status.setText(f"Could not build the signature traces: {message}")
 
     def shutdown(self) -> None:
+        """Stop loading and remove the synthetic traces (closing the window, the app)."""
         self.task.shutdown()
-        self._folder.cleanup()
+        if self._folder is not None:
+            self._folder.cleanup()
+            self._folder = None
 
 
 # the window ---------------------------------------------------------------------------------------
@@ -525,7 +526,7 @@ class PresentationWindow(QWidget):
         self.signatures_page.shutdown()
 
     def closeEvent(self, event) -> None:  # noqa: N802, ANN001 - Qt override
-        self.signatures_page.task.shutdown()
+        self.shutdown()  # shown again later, the signatures page loads what it lacks
         super().closeEvent(event)
 
 

@@ -281,10 +281,10 @@ class RooflineCanvas(pg.PlotWidget):
 
     # points -----------------------------------------------------------------------------
     def set_series(self, name: str, x: Iterable[float], y: Iterable[float], brushes: list | None = None,
-                   symbol: str = "o", tips: list[str] | None = None) -> None:
+                   symbol: str = "o", tips: list[str] | None = None, size: float = 11) -> None:
         item = self._series.get(name)
         if item is None:
-            item = pg.ScatterPlotItem(symbol=symbol, size=11, pen=pg.mkPen("#222"),
+            item = pg.ScatterPlotItem(symbol=symbol, size=size, pen=pg.mkPen("#222"),
                                       hoverable=True, tip=lambda x, y, data: str(data))
             self.plot_item.addItem(item)
             self._series[name] = item
@@ -304,6 +304,13 @@ class RooflineCanvas(pg.PlotWidget):
             item.setBrush(brushes)
         else:
             item.setBrush(pg.mkBrush("#2166ac"))
+
+    def series_positions(self, name: str) -> list[tuple[float, float]]:
+        """(AI, FLOP/s) of a series' points as drawn (linear units; [] for an unknown series)."""
+        item = self._series.get(name)
+        if item is None:
+            return []
+        return [(10 ** float(x), 10 ** float(y)) for x, y in zip(item.data["x"], item.data["y"])]
 
     def remove_series(self, name: str) -> None:
         item = self._series.pop(name, None)

@@ -2,6 +2,8 @@
 bar fills cause by cause, the five signatures load from synthetic traces and are diagnosed."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from PySide6.QtCore import Qt
 
@@ -70,3 +72,14 @@ def test_view_menu_opens_presentation(make_main_window, qtbot):
     presentation = window.presentation_window
     assert presentation.isVisible() and presentation.roofline_page.roof.device_id == "h200"
     presentation.close()
+
+
+def test_closing_while_the_signatures_load_stops_and_cleans_up(window, qtbot):
+    window.show_page(2)
+    folder = Path(window.signatures_page._folder.name)
+    assert folder.is_dir()
+    window.close()                                    # mid-load: the task stops, the files go
+    assert not window.is_busy() and not folder.exists()
+    window.show()
+    window.show_page(2)                               # shown again: it loads what it lacks
+    qtbot.waitUntil(lambda: len(window.signatures_page.panels) == 5 and not window.is_busy(), timeout=60_000)
