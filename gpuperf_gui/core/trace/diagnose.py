@@ -486,7 +486,11 @@ def diagnose_job(per_rank: list[tuple[RankAnalysis, Diagnosis]],
 
 def _job_from_rank(per_rank: list[tuple[RankAnalysis, Diagnosis]], a: RankAnalysis, signature: str) -> Diagnosis:
     """The job verdict ``signature`` with the evidence of rank ``a``'s finding for it."""
-    f = next(f for f in findings(a) if f.signature == signature)
+    f = next((f for f in findings(a) if f.signature == signature), None)
+    if f is None:  # the cause came from a rank-level rule (host share, untold stall): use that rank's own
+        d = next(d for b, d in per_rank if b is a)
+        return Diagnosis(d.signature, d.confidence, list(d.evidence), d.fix, list(d.secondary),
+                         d.loss_fraction, dict(d.scores), [a.rank])
     secondary = sorted({d.signature for _, d in per_rank} - {signature})
     ev = [f"{signature} costs the ranks the most in total, though each names another cause first "
           f"(largest: rank {a.rank}, {_pct(f.loss_fraction)} of the step)", *f.evidence]
