@@ -74,7 +74,7 @@ class RankSummary:
 
     Times are in the rank's own clock (``origin_us``); the client aligns them. ``collective_*`` are
     the raw start and duration of the rank's collectives (GPU communication kernels, else CPU-side
-    collectives), unsorted, as :func:`.api._collective_spans` reads them; None when it has neither.
+    collectives; each step's first), in start order, as :func:`.api.rank_collectives` picks them; None when it has neither.
     """
 
     order_index: int
@@ -231,11 +231,9 @@ def assemble(summaries: Sequence[RankSummary], notes: list[str] | None = None) -
         s.analysis.rank = s.rank
         shift = s.origin_us - origin
         ranks.append(ClusterRank(s, s.analysis, diagnose_rank(s.analysis), s.ops, shift))
-        if s.collective_start_us is not None:
+        if s.collective_start_us is not None and s.collective_start_us.size:  # as api._collective_spans
             start = s.collective_start_us + shift if shift != 0 else s.collective_start_us
-            end = start + s.collective_duration_us
-            order = np.argsort(start, kind="stable")
-            spans[s.rank] = (start[order], end[order])
+            spans[s.rank] = (start, start + s.collective_duration_us)  # in start order already
     summary = multi_rank_summary(ranks, spans=spans)  # type: ignore[arg-type] (reads .analysis only)
     diagnosis = diagnose_job([(r.analysis, r.diagnosis) for r in ranks], summary.evidence)
     return ClusterResult(ranks, diagnosis, summary, list(notes or []), origin)
