@@ -74,7 +74,8 @@ class RankSummary:
 
     Times are in the rank's own clock (``origin_us``); the client aligns them. ``collective_*`` are
     the raw start and duration of the rank's collectives (GPU communication kernels, else CPU-side
-    collectives; each step's first), in start order, as :func:`.api.rank_collectives` picks them; None when it has neither.
+    collectives; each step's first), in start order, as :func:`.api.rank_collectives` picks them;
+    None when it has neither.
     """
 
     order_index: int
