@@ -64,6 +64,26 @@ def test_cluster_json_equals_local(jobs: dict[str, Path], scheduler: str, capsys
         assert remote["multi_rank"]["stragglers"] == [synth.STRAGGLER_RANK]
 
 
+def test_rank_without_step_collectives_is_left_out_as_locally(scheduler: str, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture) -> None:
+    """A rank whose collectives all run before its first step has none to compare (an empty list,
+    not None): both engines leave it out and still find the late rank among the others."""
+    job = tmp_path / "job"
+    job.mkdir()
+    for rank in range(4):
+        trace = synth.synth_trace("straggler", rank=rank, world_size=4, steps=5)
+        if rank == 3:
+            for ev in trace["traceEvents"]:
+                if ev.get("cat") == "kernel" and ev["name"].startswith("ncclDevKernel"):
+                    ev["ts"] = 1.0  # before ProfilerStep#0 starts
+        (job / f"rank{rank}.json").write_text(json.dumps(trace))
+    local = _json(capsys, ["diagnose", str(job), "--json", "--workers", "1"])
+    remote = _json(capsys, ["diagnose", str(job), "--json", "--dask-scheduler", scheduler])
+    assert remote == local
+    assert "3" not in local["multi_rank"]["collective_start_lag_s"]
+    assert local["multi_rank"]["stragglers"] == [synth.STRAGGLER_RANK]
+
+
 def test_cli_local_cluster_report_and_verdict(jobs: dict[str, Path], capsys: pytest.CaptureFixture) -> None:
     """``--dask-scheduler local:2`` (an embedded LocalCluster) prints the local run's report."""
     assert main(["diagnose", str(jobs["straggler"]), "--top", "3"]) == 0
