@@ -32,8 +32,8 @@ def jobs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("jobs")
     gloo = H200 / "gloo_cpu_allreduce"
     return {
-        # CPU-side collectives (gloo): the straggler rule reads host spans; ranks 7 µs apart
-        "gloo": tile_rank_folder([gloo / "rank0.json.gz", gloo / "rank1.json.gz"], root / "gloo", 24, shift_us=7),
+        # 64 ranks, CPU-side collectives (gloo): the straggler rule reads host spans; ranks 7 µs apart
+        "gloo": tile_rank_folder([gloo / "rank0.json.gz", gloo / "rank1.json.gz"], root / "gloo", 64, shift_us=7),
         # two different real traces, clocks 1 ms apart
         "mixed": tile_rank_folder([H200 / "eager_tiny.json.gz", H200 / "attention.json.gz"], root / "mixed", 8,
                                   shift_us=1001),
