@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import statistics
 from pathlib import Path
 
@@ -27,9 +28,9 @@ def _events(folder: Path) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def resnet_diff():  # noqa: ANN201
-    from conftest import SHARED_TRACES
-
-    return diff_paths([_resnet(SHARED_TRACES, 0)], [_resnet(SHARED_TRACES, 4)])
+    # the shared_traces fixture's folder (tests/conftest.py), read here for a module-scoped fixture
+    shared = Path(os.environ.get("GPUPERF_SHARED_TRACES", DATA / "shared_traces"))
+    return diff_paths([_resnet(shared, 0)], [_resnet(shared, 4)])
 
 
 def test_resnet_workers_speedup_is_the_ratio_of_median_profiler_steps(shared_traces: Path, resnet_diff) -> None:
