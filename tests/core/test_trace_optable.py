@@ -140,6 +140,11 @@ KNOWN_DIFFERENCES = {
     # gloo's record function ends on another thread: torch marks it async, so its self CPU is 0;
     # the trace does not record the end thread.
     ("gloo_cpu_allreduce", "gloo:all_reduce"),
+    # The same async gloo:all_reduce in the 2-rank straggler recording; its parent ProfilerStep*
+    # differs by 0.75 ms of 204 ms self CPU (0.37 %) because torch places the async spans in its
+    # tree by their start thread and end, which the trace does not record. Calls and totals agree.
+    ("ddp_straggler_gloo", "gloo:all_reduce"),
+    ("ddp_straggler_gloo", "ProfilerStep*"),
     # torch files two runtime calls of the pin-memory thread (no External id, a tid with no name in
     # the trace) under the main thread; one falls inside an aten::layer_norm, which then has two
     # children and keeps its nested aten::layer_norm as a second call (53 calls, self CPU -10.0 µs).
