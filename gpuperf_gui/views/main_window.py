@@ -12,6 +12,7 @@ from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKe
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
+    QInputDialog,
     QLabel,
     QMainWindow,
     QMessageBox,
@@ -23,6 +24,7 @@ from PySide6.QtWidgets import (
 from gpuperf_gui import __version__
 from gpuperf_gui.core import state_files
 from gpuperf_gui.core.hardware import PRECISIONS, Device, match_device_name
+from gpuperf_gui.core.trace.budget import MemoryBudget, parse_bytes
 from gpuperf_gui.core.units import format_si
 from gpuperf_gui.views import cluster_dialog, settings_store
 from gpuperf_gui.views.benchmark_tab import BenchmarkTab
@@ -227,6 +229,7 @@ class MainWindow(QMainWindow):
         self.recent_menu = file_menu.addMenu("Open &recent")
         self._fill_recent_menu()
         file_menu.addActions(self.trace_tab.file_actions(self))  # Compare two traces…, Profile a script…
+        file_menu.addAction(self._action("Trace &memory budget…", self._on_memory_budget))
         file_menu.addSeparator()
         file_menu.addAction(self._action("Export roofline as &PNG…", self.roofline_tab._on_export_png))
         file_menu.addAction(self._action("Export roofline as &SVG…", self.roofline_tab._on_export_svg))
@@ -330,6 +333,29 @@ class MainWindow(QMainWindow):
             self.precision_combo.setCurrentText(precision)
         if tab:
             self.show_tab(tab)
+        self.trace_tab.memory_budget_bytes = settings_store.trace_memory_budget_bytes()
+
+    def _on_memory_budget(self) -> None:
+        """Ask for the most memory one trace load may use (core/trace/budget.py), and keep it."""
+        current = MemoryBudget.of(self.trace_tab.memory_budget_bytes).describe()
+        text, ok = QInputDialog.getText(
+            self, "Trace memory budget",
+            "Most memory one trace load may use (e.g. 2GB, 8GB, 16GiB; empty for the default 2 GB).\n"
+            "A trace that would need more is refused before it is read, with a message.", text=current)
+        if ok:
+            self.set_trace_memory_budget(text)
+
+    def set_trace_memory_budget(self, text: str) -> bool:
+        """Set the budget from ``text`` ("8GB"; empty: the default); a bad value is reported, not kept."""
+        try:
+            limit = None if not text.strip() else MemoryBudget(parse_bytes(text)).limit_bytes
+        except ValueError as exc:
+            self.statusBar().showMessage(f"Trace memory budget not changed: {exc}", 10000)
+            return False
+        self.trace_tab.memory_budget_bytes = limit
+        settings_store.save_trace_memory_budget(limit)
+        self.statusBar().showMessage(f"Trace memory budget: {MemoryBudget.of(limit).describe()}", 10000)
+        return True
 
     def closeEvent(self, event: QCloseEvent) -> None:
         current = state_files.set_reporter(None)

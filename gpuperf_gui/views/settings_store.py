@@ -105,3 +105,27 @@ def add_recent_file(path: str) -> list[str]:
     files = files[:MAX_RECENT]
     _settings().setValue("recent/files", files)
     return files
+
+
+def _is_budget(value: Any) -> bool:
+    from gpuperf_gui.core.trace.budget import MAX_MEMORY_BUDGET_BYTES, MIN_MEMORY_BUDGET_BYTES
+
+    try:
+        number = int(value)  # QSettings' ini format gives numbers back as text
+    except (TypeError, ValueError):
+        return False
+    return MIN_MEMORY_BUDGET_BYTES <= number <= MAX_MEMORY_BUDGET_BYTES
+
+
+def trace_memory_budget_bytes() -> int | None:
+    """The saved memory budget of trace loading (bytes), or None for the default."""
+    value = _checked(_settings(), "trace/memory_budget_bytes", _is_budget, "a memory budget in bytes (16 MB..1 PB)")
+    return None if value is None else int(value)
+
+
+def save_trace_memory_budget(limit_bytes: int | None) -> None:
+    s = _settings()
+    if limit_bytes is None:
+        s.remove("trace/memory_budget_bytes")
+    else:
+        s.setValue("trace/memory_budget_bytes", int(limit_bytes))

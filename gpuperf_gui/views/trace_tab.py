@@ -86,6 +86,7 @@ class TraceTab(QWidget):
         super().__init__(parent)
         self.context = context
         self.loaded: LoadedTrace | None = None
+        self.memory_budget_bytes: int | None = None   # None: core's default (core/trace/budget.py)
         self.task = TaskRunner(self)
         self.task.item_produced.connect(self._on_item_produced)
         self.task.run_failed.connect(self._on_run_failed)
@@ -389,7 +390,8 @@ class TraceTab(QWidget):
         if not paths:
             return
         self._show_message("")
-        self.task.restart(load_job(paths, float(self.idle_spin.value())))
+        self.task.restart(load_job(paths, float(self.idle_spin.value()),
+                                   memory_budget=self.memory_budget_bytes))
         self.progress.setRange(0, 0)
         self.progress.setFormat(f"opening {', '.join(p.name for p in paths)}")
         self.progress_row.show()

@@ -24,7 +24,8 @@ MIN_MEMORY_BUDGET_BYTES = 16_000_000
 """Smallest budget accepted (16 MB): below it not even a small trace loads."""
 MAX_MEMORY_BUDGET_BYTES = 10**15
 """Largest budget accepted (1 PB): anything above is a typo, not a machine."""
-HOW_TO_RAISE = "raise it with the --memory-budget option (e.g. --memory-budget 8GB)"
+HOW_TO_RAISE = ("raise it with the --memory-budget option (e.g. --memory-budget 8GB), or in the window "
+                "with File ▸ Trace memory budget…")
 
 
 class MemoryBudgetError(TraceFormatError):
