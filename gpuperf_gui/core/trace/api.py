@@ -76,15 +76,26 @@ class TraceResult:
 
     def to_json(self, top: int = 10) -> dict:
         """The ``gpuperf diagnose --json`` object (DESIGN.md contract, plus extra keys)."""
-        ranks = []
-        for r in self.ranks:
-            obj = r.analysis.to_json()
-            obj["diagnosis"] = r.diagnosis.to_json()
-            obj["op_table"] = [row.to_json() for row in r.ops[:top]]
-            obj["roofline_points"] = [p.to_json() for p in op_points(r.trace)]  # = "Show on roofline"
-            ranks.append(obj)
-        return json_safe({"diagnosis": self.diagnosis.to_json(), "ranks": ranks,
-                        "multi_rank": self.multi_rank.to_json(), "load_notes": list(self.model.notes)})
+        ranks = [rank_json(r.analysis, r.diagnosis, r.ops[:top], [p.to_json() for p in op_points(r.trace)])
+                 for r in self.ranks]  # the points are the ones "Show on roofline" draws
+        return job_json(self.diagnosis, ranks, self.multi_rank, self.model.notes)
+
+
+def rank_json(analysis: RankAnalysis, diagnosis: Diagnosis, top_ops: list[OpRow], roofline_points: list[dict]
+              ) -> dict:
+    """One rank of ``gpuperf diagnose --json``: its figures, verdict, op-table top rows and points
+    (the local and the Dask engines both build it here, so their output is the same)."""
+    obj = analysis.to_json()
+    obj["diagnosis"] = diagnosis.to_json()
+    obj["op_table"] = [row.to_json() for row in top_ops]
+    obj["roofline_points"] = list(roofline_points)
+    return obj
+
+
+def job_json(diagnosis: Diagnosis, ranks: list[dict], multi_rank: MultiRankSummary, notes: Sequence[str]) -> dict:
+    """The whole ``gpuperf diagnose --json`` object from its ranks' objects (SI units, no NaN/inf)."""
+    return json_safe({"diagnosis": diagnosis.to_json(), "ranks": ranks, "multi_rank": multi_rank.to_json(),
+                      "load_notes": list(notes)})
 
 
 _Loaded = tuple[RankTrace, RankAnalysis, list[OpRow]]

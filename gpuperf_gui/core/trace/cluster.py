@@ -30,11 +30,9 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from gpuperf_gui.core.units import json_safe
-
 from . import intervals as iv
 from .analysis import RankAnalysis, analyse_rank
-from .api import MultiRankSummary, Progress, multi_rank_summary, rank_collectives
+from .api import MultiRankSummary, Progress, job_json, multi_rank_summary, rank_collectives, rank_json
 from .budget import MemoryBudget
 from .decode import DEFAULT_MAX_BYTES
 from .diagnose import Diagnosis, diagnose_job, diagnose_rank
@@ -197,15 +195,8 @@ class ClusterResult:
 
     def to_json(self, top: int = 10) -> dict:
         """The ``gpuperf diagnose --json`` object, the same as :meth:`.api.TraceResult.to_json`."""
-        ranks = []
-        for r in self.ranks:
-            obj = r.analysis.to_json()
-            obj["diagnosis"] = r.diagnosis.to_json()
-            obj["op_table"] = [row.to_json() for row in r.ops[:top]]
-            obj["roofline_points"] = list(r.summary.roofline_points)
-            ranks.append(obj)
-        return json_safe({"diagnosis": self.diagnosis.to_json(), "ranks": ranks,
-                          "multi_rank": self.multi_rank.to_json(), "load_notes": list(self.notes)})
+        ranks = [rank_json(r.analysis, r.diagnosis, r.ops[:top], r.summary.roofline_points) for r in self.ranks]
+        return job_json(self.diagnosis, ranks, self.multi_rank, self.notes)
 
     def overview(self) -> Overview:
         """The overview (rank × step heatmap) from the ranks' compact step breakdowns."""
