@@ -38,6 +38,7 @@ import numpy as np
 from . import intervals as iv
 from .build import LAUNCH_CATEGORIES
 from .model import KERNEL_CLASSES, RankTrace
+from .name_masks import member_mask, pattern_mask, predicate_mask
 
 KERNEL_WAIT_MAX_US = 30.0
 """HTA's ``consecutive_kernel_delay``: gaps shorter than this (and not host wait) are kernel wait."""
@@ -58,6 +59,7 @@ _CPU_P2P_RE = re.compile(r"^(gloo|nccl):(send|recv)|^c10d::(send|recv)|^gloo:.*(
 _OPTIMIZER_KERNEL_RE = re.compile(r"multi_tensor_apply|adam|\bsgd|lamb(?!da)|fused_optim|_foreach_|optimizer", re.I)
 _HTOD_RE = re.compile(r"HtoD|Host to Device|H2D", re.I)
 _STEP_NAME_RE = re.compile(r"^ProfilerStep")
+_LEAF_SKIP_CATEGORIES = LAUNCH_CATEGORIES | {"python_function"}
 LAUNCH_SPACING_MAX_US = 1000.0 / 3.0
 """A host-wait gap with at least one launch call per this many µs is launch overhead: the CPU spends
 the gap issuing work (eager PyTorch costs 10-50 µs of host time per op; a thread launching less often
@@ -443,7 +445,7 @@ def _compute_stream_idle(rt: RankTrace, by_stream: dict[int, dict[str, float]]) 
 
 
 def _cpu_union(rt: RankTrace, pattern: re.Pattern, t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:
-    starts, ends = rt.cpu_spans(rt.strings.ids_matching(lambda s: bool(pattern.search(s))))
+    starts, ends = rt.cpu_spans(pattern_mask(rt.strings, pattern))
     if not len(starts):
         return starts, ends
     return iv.clip(*iv.union(starts, ends), t0, t1)
@@ -451,7 +453,7 @@ def _cpu_union(rt: RankTrace, pattern: re.Pattern, t0: float, t1: float) -> tupl
 
 def main_thread(rt: RankTrace):  # noqa: ANN201 (Lane | None)
     """The CPU lane that issues the most launch calls (else the one with most events)."""
-    launch_cats = rt.strings.ids_matching(lambda s: s in LAUNCH_CATEGORIES)
+    launch_cats = member_mask(rt.strings, LAUNCH_CATEGORIES)
     best, best_score = None, (-1, -1)
     for lane in rt.cpu_lanes:
         score = (int(launch_cats[lane.category_id].sum()), len(lane))
@@ -468,13 +470,13 @@ def _cpu_collective_union(rt: RankTrace, t0: float, t1: float) -> tuple[np.ndarr
 def _has_p2p_ops(rt: RankTrace) -> bool:
     # NCCL runs all-to-all as SendRecv kernels too: only count them as point-to-point when the host
     # issued send/recv ops (pipeline parallelism), not all_to_all (DLRM, torchrec).
-    return bool(rt.strings.ids_matching(lambda s: bool(_P2P_OP_RE.search(s))).any())
+    return bool(pattern_mask(rt.strings, _P2P_OP_RE).any())
 
 
 def _p2p_kernel_mask(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray) -> np.ndarray:
     if not _has_p2p_ops(rt):
         return np.zeros(dev.start_us.size, dtype=bool)
-    p2p_names = rt.strings.ids_matching(lambda s: bool(_P2P_RE.search(s)))
+    p2p_names = pattern_mask(rt.strings, _P2P_RE)
     return in_window & (dev.kernel_class == _COMM) & p2p_names[dev.name_id]
 
 
@@ -483,14 +485,14 @@ def _p2p_kernel_count(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray) -
 
 
 def _count_cpu(rt: RankTrace, pattern: re.Pattern, t0: float, t1: float) -> int:
-    starts, _ = rt.cpu_spans(rt.strings.ids_matching(lambda s: bool(pattern.search(s))))
+    starts, _ = rt.cpu_spans(pattern_mask(rt.strings, pattern))
     return int(np.sum((starts >= t0) & (starts < t1)))
 
 
 def _launch_call_starts(rt: RankTrace) -> tuple[np.ndarray, list]:
     """Sorted start times of every kernel/copy launch call, and the CPU lanes that issue them."""
-    launch_cats = rt.strings.ids_matching(lambda s: s in LAUNCH_CATEGORIES)
-    launch_names = rt.strings.ids_matching(lambda s: bool(_LAUNCH_NAME_RE.search(s)))
+    launch_cats = member_mask(rt.strings, LAUNCH_CATEGORIES)
+    launch_names = pattern_mask(rt.strings, _LAUNCH_NAME_RE)
     starts, lanes = [], []
     for lane in rt.cpu_lanes:
         m = launch_cats[lane.category_id] & launch_names[lane.name_id]
@@ -504,8 +506,8 @@ def _leaf_ops(rt: RankTrace, lanes: list) -> tuple[np.ndarray, np.ndarray, np.nd
     """(start, end, name_id) of the innermost CPU ops (ops and annotations with no op inside; runtime
     calls, python functions and ProfilerStep annotations left out) on ``lanes``. An annotation's own
     time between its ops is Python the profiler does not see."""
-    skip_cat = rt.strings.ids_matching(lambda s: s in LAUNCH_CATEGORIES or s == "python_function")
-    step = rt.strings.ids_matching(lambda s: bool(_STEP_NAME_RE.match(s)))
+    skip_cat = member_mask(rt.strings, _LEAF_SKIP_CATEGORIES)
+    step = pattern_mask(rt.strings, _STEP_NAME_RE)  # ^-anchored: search is match
     out_s, out_e, out_n = [], [], []
     for lane in lanes:
         m = ~skip_cat[lane.category_id] & ~step[lane.name_id]
@@ -616,7 +618,7 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, window
     out.stall_blocking = float(b.sum()) * scale / span
     out.stall_cpu_ops = float(o.sum()) * scale / span
     out.stall_uninstrumented = max(out.host_stall - out.stall_blocking - out.stall_cpu_ops, 0.0)
-    htod = rt.strings.ids_matching(lambda s: bool(_HTOD_RE.search(s)))
+    htod = pattern_mask(rt.strings, _HTOD_RE)
     hm = in_window & (dev.kernel_class == _COPY) & htod[dev.name_id]
     h_start = np.sort(dev.start_us[hm])
     sg, se = ogs[piece_gap[gap_index]], oge[piece_gap[gap_index]]  # the gap each stretch lies in
@@ -658,7 +660,7 @@ def _share_matching(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, t0:
     if not m.any():
         return 0.0
     dur = np.maximum(np.minimum(dev.end_us[m], t1) - np.maximum(dev.start_us[m], t0), 0.0)
-    names = rt.strings.ids_matching(lambda s: bool(pattern.search(s)))
+    names = pattern_mask(rt.strings, pattern)
     total = float(dur.sum())
     return float(dur[names[dev.name_id[m]]].sum()) / total if total > 0 else 0.0
 
@@ -700,9 +702,9 @@ def _step_stats(rt: RankTrace, dev: DeviceEvents, warmup: list[int]) -> list[Ste
 
 
 def _launch_stats(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, t0: float, t1: float) -> LaunchStats:
-    launch_cats = rt.strings.ids_matching(lambda s: s in LAUNCH_CATEGORIES)
-    launch_names = rt.strings.ids_matching(lambda s: bool(_LAUNCH_NAME_RE.search(s)))
-    graph_names = rt.strings.ids_matching(lambda s: "graphlaunch" in s.lower())
+    launch_cats = member_mask(rt.strings, LAUNCH_CATEGORIES)
+    launch_names = pattern_mask(rt.strings, _LAUNCH_NAME_RE)
+    graph_names = predicate_mask(rt.strings, "graphlaunch", lambda s: "graphlaunch" in s.lower())
     n_launch = n_graph = 0
     for lane in rt.cpu_lanes:
         m = launch_cats[lane.category_id] & launch_names[lane.name_id]
@@ -735,7 +737,7 @@ def hta_kept(rt: RankTrace, dev: DeviceEvents) -> np.ndarray:
     if len(rt.steps) < 2:
         return np.ones(dev.start_us.size, dtype=bool)
     last_start = max(s.cpu_start_us for s in rt.steps)
-    step_names = rt.strings.ids_matching(lambda n: bool(_STEP_NAME_RE.match(n)))
+    step_names = pattern_mask(rt.strings, _STEP_NAME_RE)  # ^-anchored: search is match
     for lane in rt.lanes_of_kind("gpu_annotation"):
         m = step_names[lane.name_id]
         if m.any():

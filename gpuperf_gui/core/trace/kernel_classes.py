@@ -15,6 +15,7 @@ Triton ``triton_poi/red/per``).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from .model import KERNEL_CLASSES
 
@@ -39,6 +40,7 @@ _COMPILED = tuple((cls, re.compile(pat)) for cls, pat in KERNEL_CLASS_RULES)
 _CLASS_CODE = {name: i for i, name in enumerate(KERNEL_CLASSES)}
 
 
+@lru_cache(maxsize=1 << 16)  # the ranks of one job share their kernel names
 def classify_kernel(name: str, category: str = "kernel") -> str:
     """Return the class of one device event from its name and Kineto category."""
     if category in COPY_CATEGORIES:

@@ -1,0 +1,43 @@
+"""name_masks: cached masks over a string table answer exactly as a direct pass does."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from gpuperf_gui.core.trace import name_masks
+from gpuperf_gui.core.trace.model import StringTable
+
+_NAMES = ["ProfilerStep#3", "nccl:all_reduce", "cudaLaunchKernel", "gloo:send", "aten::mm",
+          "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "Memcpy HtoD (Pageable -> Device)",
+          "ncclDevKernel_SendRecv", "x" * 800 + "launch", "kernel", "cuda_runtime"]
+
+
+def test_pattern_mask_is_the_direct_search_and_is_read_only() -> None:
+    table = StringTable(_NAMES)
+    pattern = re.compile(r"launch|memcpy", re.I)
+    mask = name_masks.pattern_mask(table, pattern)
+    # by hand: cudaLaunchKernel, the HtoD memcpy, the long name ending in "launch"
+    assert np.flatnonzero(mask).tolist() == [2, 6, 8]
+    assert name_masks.pattern_mask(table, pattern) is mask  # one pass per table
+    with pytest.raises(ValueError):
+        mask[0] = True
+
+
+def test_mask_follows_a_new_or_grown_table() -> None:
+    pattern = re.compile(r"^gloo:")
+    table = StringTable(_NAMES)
+    assert np.flatnonzero(name_masks.pattern_mask(table, pattern)).tolist() == [3]
+    table.intern("gloo:all_reduce")
+    assert np.flatnonzero(name_masks.pattern_mask(table, pattern)).tolist() == [3, len(_NAMES)]
+    other = StringTable(["gloo:recv", "aten::add"])  # same strings memoised, different ids
+    assert name_masks.pattern_mask(other, pattern).tolist() == [True, False]
+    assert name_masks.pattern_mask(StringTable(), pattern).shape == (0,)
+
+
+def test_member_and_predicate_masks() -> None:
+    table = StringTable(_NAMES)
+    assert np.flatnonzero(name_masks.member_mask(table, frozenset({"kernel", "cuda_runtime"}))).tolist() == [9, 10]
+    graph = name_masks.predicate_mask(table, "upper", lambda s: s[:1].isupper())
+    assert np.flatnonzero(graph).tolist() == [0, 6]
