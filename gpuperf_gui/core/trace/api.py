@@ -24,6 +24,7 @@ from .diagnose import THRESHOLDS, Diagnosis, StragglerEvidence, diagnose_job, di
 from .budget import MemoryBudget
 from .load import FileFailure, dedupe_ranks, discover_files, failure_notes, iter_per_file, load_rank, plan_workers
 from .model import RankTrace, TraceModel
+from .name_masks import pattern_mask, predicate_mask
 from .op_points import op_points
 from .optable import OpRow, op_table
 
@@ -241,8 +242,8 @@ def rank_collectives(rt: RankTrace) -> tuple[np.ndarray | None, np.ndarray | Non
     else:
         # gloo's own spans (on its run-loop threads) last as long as the collective, waits included;
         # c10d's enqueue ops around them return at once, so they are used only without gloo spans.
-        gloo = rt.strings.ids_matching(lambda n: n.startswith("gloo:") and bool(CPU_COLLECTIVE_RE.search(n)))
-        any_cpu = rt.strings.ids_matching(lambda n: bool(CPU_COLLECTIVE_RE.search(n)))
+        any_cpu = pattern_mask(rt.strings, CPU_COLLECTIVE_RE)  # cached: the analysis asked it too
+        gloo = any_cpu & predicate_mask(rt.strings, "gloo:", lambda n: n.startswith("gloo:"))
         matches = gloo if any(gloo[lane.name_id].any() for lane in rt.cpu_lanes) else any_cpu
         picked = [(lane.start_us[matches[lane.name_id]], lane.duration_us[matches[lane.name_id]])
                   for lane in rt.cpu_lanes if matches[lane.name_id].any()]
