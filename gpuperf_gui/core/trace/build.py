@@ -7,16 +7,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from itertools import islice
 from operator import attrgetter
 from pathlib import Path
 from typing import Iterable
 
 import numpy as np
 
-from .decode import BEvent, Decoded, EEvent, Event, MEvent, XEvent
+from .decode import BEvent, Decoded, EEvent, Event, MEvent, TraceFile, XEvent
 from .flops import SHAPED_OP_RE, estimate_op
 from .kernel_classes import COPY_CATEGORIES, class_code, classify_kernel
-from .model import Flows, Lane, RankTrace, StepWindow, StringTable, TraceFormatError
+from .model import Flows, Lane, RankTrace, StepWindow, StringTable, TraceFormatError, Truncation
 
 GPU_ACTIVITY_CATEGORIES = frozenset({"kernel", "Kernel", "gpu_memcpy", "gpu_memset", "Memcpy", "Memset"})
 LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "Runtime"})
@@ -56,14 +57,23 @@ def build_rank(decoded: Decoded, path: Path, order_index: int = 0) -> RankTrace:
     (``B``/``E``) event with a numeric timestamp. A trace with only CPU events is fine.
     """
     events = decoded.events
-    meta = decoded.meta
-    warnings = list(decoded.warnings)
-    xs = [e for e in events if type(e) is XEvent]
-    rest = [e for e in events if type(e) in _PAIRED_OR_META]
-    names_meta: dict[tuple, str] = {}
-    if rest:
-        xs.extend(_pair_begin_end(rest, warnings))
-        names_meta = _metadata_names(rest)
+    columns = EventColumns()
+    columns.add([e for e in events if type(e) is XEvent])
+    columns.keep_paired_and_meta([e for e in events if type(e) in _PAIRED_OR_META])
+    return build_rank_columns(columns, decoded.meta, path, order_index, n_entries=len(events),
+                              skipped=decoded.skipped, truncation=decoded.truncation,
+                              warnings=decoded.warnings)
+
+
+def build_rank_columns(columns: EventColumns, meta: TraceFile, path: Path, order_index: int, *,
+                       n_entries: int, skipped: int = 0, truncation: Truncation | None = None,
+                       warnings: list[str] | None = None) -> RankTrace:
+    """Turn the columns of a trace's events (:class:`EventColumns`) into a :class:`RankTrace`.
+
+    ``n_entries``: entries of the event list (skipped ones not counted). Raises as :func:`build_rank`.
+    """
+    warnings = list(warnings or [])
+    names_meta = columns.finish_paired(warnings)
     strings = StringTable()
     base_ns = meta.baseTimeNanoseconds if isinstance(meta.baseTimeNanoseconds, (int, float)) else 0
     distributed = meta.distributedInfo if isinstance(meta.distributedInfo, dict) else None
@@ -74,15 +84,16 @@ def build_rank(decoded: Decoded, path: Path, order_index: int = 0) -> RankTrace:
         strings=strings, lanes=[], rank_source=rank_source,
         device_name=str(device_props[0].get("name", "")) if device_props else "",
         device_properties=device_props, distributed_info=distributed,
-        metadata=_small_metadata(meta), n_events=len(events), truncation=decoded.truncation,
+        metadata=_small_metadata(meta), n_events=n_entries, truncation=truncation,
         warnings=warnings)
-    if not xs:
-        _refuse_unusable(decoded, path)
-    _fill_lanes(rank_trace, xs, names_meta)
+    if not columns.n:
+        _refuse_unusable(n_entries, skipped, truncation, path)
+    ts_finite = bool(np.isfinite(columns.column("ts")).any())
+    _fill_lanes(rank_trace, columns, names_meta)
     if rank_trace.truncation is not None:
         rank_trace.truncation = _check_gpu_part(rank_trace)
-    if not rank_trace.lanes and not np.isfinite(np.fromiter(map(_get_ts, xs), np.float64, len(xs))).any():
-        _refuse_unusable(decoded, path)
+    if not rank_trace.lanes and not ts_finite:
+        _refuse_unusable(n_entries, skipped, truncation, path)
     return rank_trace
 
 
@@ -113,48 +124,38 @@ def _check_gpu_part(rt: RankTrace):  # noqa: ANN202 (Truncation)
     return t
 
 
-def _refuse_unusable(decoded: Decoded, path: Path) -> None:
-    n = len(decoded.events) + decoded.skipped
-    cut = decoded.truncation
+def _refuse_unusable(n_entries: int, skipped: int, cut: Truncation | None, path: Path) -> None:
+    n = n_entries + skipped
     if cut is not None and cut.events_kept == 0:
         detail = f"not valid JSON: {cut.reason} ({cut.bytes_total:,} bytes) before its first complete event"
     elif n == 0:
         detail = "the event list is empty"
     else:
         detail = (f"none of the {n} entries of the event list is an X or B/E event with a numeric ts"
-                  + (f" ({decoded.skipped} are not events or have fields of the wrong type)"
-                     if decoded.skipped else ""))
+                  + (f" ({skipped} are not events or have fields of the wrong type)" if skipped else ""))
     raise TraceFormatError(f"{path}: no events with a phase and timestamp: {detail}")
 
 
-def _fill_lanes(rt: RankTrace, xs: list[Event], names_meta: dict[tuple, str]) -> None:
+def _fill_lanes(rt: RankTrace, columns: EventColumns, names_meta: dict[tuple, str]) -> None:
     strings = rt.strings
-    n_x = len(xs)
-    # One pass per column, ids given as strings are first seen: categories first, then names, each
-    # in order of appearance (no intermediate lists of 5M strings).
-    table = _Ids()
-    lookup = table.__getitem__
-    cat_ids = np.fromiter(map(lookup, map(_get_cat, xs)), dtype=np.int32, count=n_x)
-    name_ids = np.fromiter(map(lookup, map(_get_name, xs)), dtype=np.int32, count=n_x)
-    for s in table:
-        strings.intern(s)
+    # Strings get ids as first seen: categories first, then names, each in order of appearance.
+    cat_ids, name_ids = columns.string_ids(strings)
     role_lut = np.array([role_of_category(s) for s in strings], dtype=np.int8)
     roles = role_lut[cat_ids]
-    ts = np.fromiter(map(_get_ts, xs), dtype=np.float64, count=n_x)
-    dur = np.fromiter(map(_get_dur, xs), dtype=np.float64, count=n_x)
+    ts = columns.take("ts")
+    dur = columns.take("dur")
     keep = (roles != _ROLE_SKIP) & np.isfinite(ts) & np.isfinite(dur)
-    _warn_unplaced(rt, xs, roles, ts, dur)
+    _warn_unplaced(rt, strings, name_ids, roles, ts, dur)
     keep &= np.abs(ts) <= MAX_ABS_TS_US
     bad_dur = np.isfinite(dur) & ((dur < 0) | (dur > MAX_EVENT_DURATION_US))
     if bad_dur.any():
         rt.warnings.append(f"{int(bad_dur.sum())} events with negative or > 7-day durations set to 0")
         dur[bad_dur] = 0.0
-    args = list(map(_get_args, xs))
-    correlation = _int_column(args, _get_corr)
-    external = _int_column(args, _get_ext)
+    correlation = columns.take("correlation")
+    external = columns.take("external")
     if strings.find("external id") >= 0 or any(strings.find(c) >= 0 for c in ("Kernel", "Operator", "Runtime")):
-        external = np.maximum(external, _int_column(args, _get_ext_2021))  # 2021: "external id"
-    lane_map, lane_raw = _lane_ids(xs, roles)
+        external = np.maximum(external, columns.take("external_2021"))  # 2021: "external id"
+    lane_map, lane_raw = columns.lane_ids(roles)
 
     keep_idx = np.flatnonzero(keep)
     if keep_idx.size == 0:
@@ -192,12 +193,9 @@ def _fill_lanes(rt: RankTrace, xs: list[Event], names_meta: dict[tuple, str]) ->
     shapes = np.full(n, -1, dtype=np.int32)
     copy_code = class_code("copy")
     copy_rows = gpu_rows[kernel_class[gpu_rows] == copy_code]
-    for row in copy_rows.tolist():
-        a = args[order[row]]
-        if a is not None:
-            nbytes[row] = _as_number(a.bytes)
-    _fill_recorded_flops(args, order, flops)
-    _fill_shaped_ops(rt, args, order, names_sorted, roles[order], flops, nbytes, shapes)
+    nbytes[copy_rows] = columns.device_arg("bytes", order[copy_rows])
+    _fill_recorded_flops(columns.take("flops"), order, flops)
+    _fill_shaped_ops(rt, columns, order, names_sorted, roles[order], flops, nbytes, shapes)
 
     bounds = np.searchsorted(lane_sorted, np.arange(len(ordered) + 1))
     for lane_id, key in enumerate(ordered):
@@ -208,7 +206,10 @@ def _fill_lanes(rt: RankTrace, xs: list[Event], names_meta: dict[tuple, str]) ->
                     correlation=corr_sorted[sl], external_id=ext_sorted[sl],
                     kernel_class=kernel_class[sl], bytes=nbytes[sl], flops=flops[sl],
                     shapes_id=shapes[sl])
-        _describe_lane(lane, key, args, order[sl], names_meta)
+        first = order[sl][:1]
+        device_stream = None if key[0] == _ROLE_CPU or not first.size else (
+            float(columns.device_arg("device", first)[0]), float(columns.device_arg("stream", first)[0]))
+        _describe_lane(lane, key, device_stream, names_meta)
         rt.lanes.append(lane)
     end = start + duration
     rt.span_us = (0.0, float(end.max()))
@@ -221,7 +222,7 @@ def _fill_lanes(rt: RankTrace, xs: list[Event], names_meta: dict[tuple, str]) ->
 
 _get_cat, _get_name, _get_ts, _get_dur = (attrgetter(f) for f in ("cat", "name", "ts", "dur"))
 _get_pid, _get_tid, _get_args = (attrgetter(f) for f in ("pid", "tid", "args"))
-_get_flops = attrgetter("flops")
+_get_flops, _get_bytes, _get_device, _get_stream = (attrgetter(f) for f in ("flops", "bytes", "device", "stream"))
 _get_corr, _get_ext, _get_ext_2021 = (attrgetter(f) for f in ("correlation", "external_id", "external_id_2021"))
 
 
@@ -235,23 +236,6 @@ def _as_number(value: float | int | str) -> float:
     return float(value) if value >= 0 else float("nan")
 
 
-def _lane_ids(xs: list, roles: np.ndarray) -> tuple[dict[tuple, int], np.ndarray]:
-    """Map each event to a lane key (role, pid, tid) and give each key a dense id.
-
-    pid and tid are coded separately (they may be ints or strings, as in the file), the three codes
-    are packed into one int64 and one 1-D ``np.unique`` finds the lanes.
-    """
-    pids, pid_code = _dense_codes(map(_get_pid, xs), len(xs))
-    tids, tid_code = _dense_codes(map(_get_tid, xs), len(xs))
-    packed = (roles.astype(np.int64) * len(pids) + pid_code) * len(tids) + tid_code
-    uniq, inverse = np.unique(packed, return_inverse=True)
-    role_pid, tid_of = np.divmod(uniq, len(tids))
-    role_of, pid_of = np.divmod(role_pid, len(pids))
-    lane_map = {(r, pids[p], tids[t]): i
-                for i, (r, p, t) in enumerate(zip(role_of.tolist(), pid_of.tolist(), tid_of.tolist()))}
-    return lane_map, inverse.reshape(-1).astype(np.int32)
-
-
 class _Ids(dict):
     """``ids[v]``: the dense id of ``v``, given in order of first appearance (a miss adds it). Read
     through ``map(ids.__getitem__, ...)`` the hits stay in C; only a new value calls Python."""
@@ -261,11 +245,157 @@ class _Ids(dict):
         return i
 
 
-def _dense_codes(values: Iterable, count: int) -> tuple[list, np.ndarray]:
-    """Distinct values (in order of first appearance) and each value's index among them, in one pass."""
-    index = _Ids()
-    codes = np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=count)
-    return list(index), codes
+class EventColumns:
+    """The complete (``X``) events of a trace as numpy columns, filled a batch of structs at a time.
+
+    Events appended in file order (a streamed decode appends each chunk's and drops its structs);
+    ``B``/``E``/``M`` events are kept as structs (rare) and paired at the end, their ``X`` events
+    after all others, as the whole-file path orders them. Strings, pids and tids get dense codes
+    as first seen; args are kept only where the build reads them: ``bytes``/``device``/``stream``
+    of non-CPU events (sparse, by event index) and the input shapes of GEMM/attention CPU ops.
+    """
+
+    _DTYPES = {"cat": np.int32, "name": np.int32, "pid": np.int32, "tid": np.int32, "ts": np.float64,
+               "dur": np.float64, "correlation": np.int64, "external": np.int64, "external_2021": np.int64,
+               "flops": np.float64, "device_rows": np.int64, "bytes": np.float64, "device": np.float64,
+               "stream": np.float64}
+
+    def __init__(self) -> None:
+        self.n = 0
+        self._parts: dict[str, list[np.ndarray | int]] = {k: [] for k in self._DTYPES}
+        self._cats, self._names, self._pids, self._tids = _Ids(), _Ids(), _Ids(), _Ids()
+        self._cat_role = np.zeros(0, dtype=np.int8)
+        self._shaped_name = np.zeros(0, dtype=bool)
+        self._shape_keys = _Ids()  # (dims, types, concrete inputs) -> code
+        self._shape_of: dict[int, int] = {}  # event index -> shape code
+        self._rest: list[Event] = []
+
+    def add(self, xs: list) -> None:
+        """Append the columns of ``xs`` (``X`` events, in file order); ``xs`` can be dropped after."""
+        n = len(xs)
+        if not n:
+            return
+        base = self.n
+        cat = np.fromiter(map(self._cats.__getitem__, map(_get_cat, xs)), dtype=np.int32, count=n)
+        name = np.fromiter(map(self._names.__getitem__, map(_get_name, xs)), dtype=np.int32, count=n)
+        self._sync_luts()
+        parts = self._parts
+        parts["cat"].append(cat)
+        parts["name"].append(name)
+        parts["ts"].append(np.fromiter(map(_get_ts, xs), dtype=np.float64, count=n))
+        parts["dur"].append(np.fromiter(map(_get_dur, xs), dtype=np.float64, count=n))
+        parts["pid"].append(np.fromiter(map(self._pids.__getitem__, map(_get_pid, xs)), dtype=np.int32, count=n))
+        parts["tid"].append(np.fromiter(map(self._tids.__getitem__, map(_get_tid, xs)), dtype=np.int32, count=n))
+        args = list(map(_get_args, xs))
+        parts["correlation"].append(_int_column(args, _get_corr))
+        parts["external"].append(_int_column(args, _get_ext))
+        ext_2021 = _int_column(args, _get_ext_2021)
+        parts["external_2021"].append(n if bool((ext_2021 == -1).all()) else ext_2021)  # n: n times -1
+        parts["flops"].append(np.fromiter(map(_get_flops, args), dtype=np.float64, count=n))
+        roles = self._cat_role[cat]
+        device_rows = np.flatnonzero(roles != _ROLE_CPU)
+        if device_rows.size:
+            sub = [args[i] for i in device_rows.tolist()]
+            parts["device_rows"].append(device_rows + base)
+            for key, getter in (("bytes", _get_bytes), ("device", _get_device), ("stream", _get_stream)):
+                parts[key].append(_numbers(sub, getter))
+        for i in np.flatnonzero(self._shaped_name[name] & (roles == _ROLE_CPU)).tolist():
+            a = args[i]
+            if a.input_dims:
+                self._shape_of[base + i] = self._shape_keys[
+                    (bytes(a.input_dims), bytes(a.input_type), bytes(a.concrete_inputs))]
+        self.n += n
+
+    def _sync_luts(self) -> None:
+        """Role of each category and "shaped op" flag of each name seen so far (extended as they come)."""
+        if len(self._cat_role) < len(self._cats):
+            new = [role_of_category(c) for c in islice(self._cats, len(self._cat_role), None)]
+            self._cat_role = np.concatenate([self._cat_role, np.array(new, dtype=np.int8)])
+        if len(self._shaped_name) < len(self._names):
+            new = [bool(SHAPED_OP_RE.match(s)) for s in islice(self._names, len(self._shaped_name), None)]
+            self._shaped_name = np.concatenate([self._shaped_name, np.array(new, dtype=bool)])
+
+    def keep_paired_and_meta(self, events: list[Event]) -> None:
+        """Keep ``B``/``E``/``M`` events (in file order) for :meth:`finish_paired`."""
+        self._rest.extend(events)
+
+    def finish_paired(self, warnings: list[str]) -> dict[tuple, str]:
+        """Pair the ``B``/``E`` events kept into ``X`` events (appended last); the process and
+        thread names of the ``M`` events."""
+        rest, self._rest = self._rest, []
+        if not rest:
+            return {}
+        self.add(_pair_begin_end(rest, warnings))
+        return _metadata_names(rest)
+
+    def column(self, key: str) -> np.ndarray:
+        """One column of every event (its parts joined once)."""
+        parts = self._parts[key]
+        if len(parts) != 1 or isinstance(parts[0], int):
+            dtype = self._DTYPES[key]
+            joined = [np.full(p, -1, dtype=dtype) if isinstance(p, int) else p for p in parts]
+            parts[:] = [np.concatenate(joined) if joined else np.zeros(0, dtype=dtype)]
+        return parts[0]  # type: ignore[return-value]
+
+    def take(self, key: str) -> np.ndarray:
+        """A column, handed over (the builder no longer holds it)."""
+        out = self.column(key)
+        self._parts[key] = []
+        return out
+
+    def string_ids(self, strings: StringTable) -> tuple[np.ndarray, np.ndarray]:
+        """Intern categories (first) then names into ``strings``; their id columns."""
+        final = _Ids()
+        for c in self._cats:
+            final[c]
+        name_lut = np.fromiter(map(final.__getitem__, self._names), dtype=np.int32, count=len(self._names))
+        for s in final:
+            strings.intern(s)
+        return self.take("cat"), name_lut[self.take("name")]
+
+    def lane_ids(self, roles: np.ndarray) -> tuple[dict[tuple, int], np.ndarray]:
+        """Map each event to a lane key (role, pid, tid) and give each key a dense id.
+
+        pid and tid are coded apart (they may be ints or strings, as in the file), the three codes
+        are packed into one int64 and one 1-D ``np.unique`` finds the lanes.
+        """
+        pids, tids = list(self._pids), list(self._tids)
+        packed = (roles.astype(np.int64) * len(pids) + self.take("pid")) * len(tids) + self.take("tid")
+        uniq, inverse = np.unique(packed, return_inverse=True)
+        role_pid, tid_of = np.divmod(uniq, len(tids))
+        role_of, pid_of = np.divmod(role_pid, len(pids))
+        lane_map = {(r, pids[p], tids[t]): i
+                    for i, (r, p, t) in enumerate(zip(role_of.tolist(), pid_of.tolist(), tid_of.tolist()))}
+        return lane_map, inverse.reshape(-1).astype(np.int32)
+
+    def device_arg(self, key: str, rows: np.ndarray) -> np.ndarray:
+        """``bytes``/``device``/``stream`` of non-CPU events ``rows`` as numbers (NaN: none or unusable)."""
+        have = self.column("device_rows")
+        values = self.column(key)
+        out = np.full(len(rows), np.nan)
+        if not have.size or not len(rows):
+            return out
+        pos = np.minimum(np.searchsorted(have, rows), have.size - 1)
+        hit = have[pos] == rows
+        out[hit] = values[pos[hit]]
+        return out
+
+    def shapes(self) -> tuple[dict[int, int], list[tuple[bytes, bytes, bytes]]]:
+        """Shape code of each shaped CPU op with input dims (by event index), and the codes' keys."""
+        return self._shape_of, list(self._shape_keys)
+
+
+def _numbers(args: list, getter: attrgetter) -> np.ndarray:
+    """A numeric arg of each event as :func:`_as_number` reads it (strings parsed; negative: NaN)."""
+    values = list(map(getter, args))
+    if str not in set(map(type, values)):
+        try:
+            out = np.array(values, dtype=np.float64)
+            out[out < 0] = np.nan
+            return out
+        except OverflowError:  # an int beyond float range
+            pass
+    return np.array([_as_number(v) for v in values], dtype=np.float64)
 
 
 def _int_column(items: list, getter: attrgetter) -> np.ndarray:
@@ -304,7 +434,9 @@ def _depths(start: np.ndarray, duration: np.ndarray) -> np.ndarray:
     return depth.astype(np.int16)
 
 
-def _describe_lane(lane: Lane, key: tuple, args: list, rows: np.ndarray, names: dict[tuple, str]) -> None:
+def _describe_lane(lane: Lane, key: tuple, first_device_stream: tuple[float, float] | None,
+                   names: dict[tuple, str]) -> None:
+    """Label a lane; a GPU lane's device and stream come from its first event's args (NaN: none)."""
     role, pid, tid = key
     if role == _ROLE_CPU:
         thread = names.get(("thread", pid, tid))
@@ -316,12 +448,10 @@ def _describe_lane(lane: Lane, key: tuple, args: list, rows: np.ndarray, names: 
         return
     device = pid if isinstance(pid, int) else None
     stream = tid if isinstance(tid, int) else None
-    if len(rows):
-        a = args[int(rows[0])]
-        if a is not None:
-            dev, st = _as_number(a.device), _as_number(a.stream)
-            device = int(dev) if dev >= 0 else device
-            stream = int(st) if st >= 0 else stream
+    if first_device_stream is not None:
+        dev, st = first_device_stream
+        device = int(dev) if dev >= 0 else device
+        stream = int(st) if st >= 0 else stream
     if stream is None and isinstance(tid, str):
         m = _STREAM_RE.search(tid)
         stream = int(m.group(1)) if m else None
@@ -421,14 +551,14 @@ def _dialect(strings: StringTable, ts: np.ndarray, metadata: dict) -> str:
     return "kineto"
 
 
-def _fill_recorded_flops(args: list, order: np.ndarray, flops: np.ndarray) -> None:
+def _fill_recorded_flops(recorded_flops: np.ndarray, order: np.ndarray, flops: np.ndarray) -> None:
     """Copy FLOPs the profiler recorded (``with_flops=True`` writes a ``flops`` arg on ops)."""
-    recorded = np.fromiter(map(_get_flops, args), dtype=np.float64, count=len(args))[order]
+    recorded = recorded_flops[order]
     has = recorded >= 0
     flops[has] = recorded[has]
 
 
-def _fill_shaped_ops(rt: RankTrace, args: list, order: np.ndarray, names_sorted: np.ndarray,
+def _fill_shaped_ops(rt: RankTrace, columns: EventColumns, order: np.ndarray, names_sorted: np.ndarray,
                      roles_sorted: np.ndarray, flops: np.ndarray, nbytes: np.ndarray,
                      shapes: np.ndarray) -> None:
     """Estimate FLOPs and minimal bytes of GEMM/attention ops from their recorded input dims."""
@@ -438,12 +568,13 @@ def _fill_shaped_ops(rt: RankTrace, args: list, order: np.ndarray, names_sorted:
     rows = np.flatnonzero(shaped_names[names_sorted] & (roles_sorted == _ROLE_CPU))
     keys = _Ids()  # (dims, types, concrete inputs, name id) -> key index, in order of first row
     done, key_of = [], []
+    shape_of, shape_keys = columns.shapes()
     for row, src, name_id in zip(rows.tolist(), order[rows].tolist(), names_sorted[rows].tolist()):
-        a = args[src]
-        if a is None or not a.input_dims:
+        code = shape_of.get(src)
+        if code is None:
             continue
         done.append(row)
-        key_of.append(keys[(bytes(a.input_dims), bytes(a.input_type), bytes(a.concrete_inputs), name_id)])
+        key_of.append(keys[(*shape_keys[code], name_id)])
     if not done:
         return
     per_key = [estimate_op(rt.strings[name_id], dims, types, concrete)  # core/trace/flops.py
@@ -480,16 +611,17 @@ def _launch_flows(rt: RankTrace, lane_sorted: np.ndarray, bounds: np.ndarray,
                  correlation=corr_sorted[dst])
 
 
-def _warn_unplaced(rt: RankTrace, xs: list[Event], roles: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> None:
+def _warn_unplaced(rt: RankTrace, strings: StringTable, name_ids: np.ndarray, roles: np.ndarray,
+                   ts: np.ndarray, dur: np.ndarray) -> None:
     """One warning for the events skipped because their ts or dur is not a usable time."""
     bad = (roles != _ROLE_SKIP) & ~(np.isfinite(ts) & np.isfinite(dur) & (np.abs(ts) <= MAX_ABS_TS_US))
     n_bad = int(bad.sum())
     if not n_bad:
         return
     first = int(np.flatnonzero(bad)[0])
-    e = xs[first]
-    rt.warnings.append(f"skipped {n_bad:,} events without a usable time (the first: {e.name[:60]!r}, "
-                       f"ts={e.ts!r}, dur={e.dur!r}; a time must be finite and within ±1e17 µs)")
+    name, ts_first, dur_first = strings[name_ids[first]], float(ts[first]), float(dur[first])
+    rt.warnings.append(f"skipped {n_bad:,} events without a usable time (the first: {name[:60]!r}, "
+                       f"ts={ts_first!r}, dur={dur_first!r}; a time must be finite and within ±1e17 µs)")
 
 
 def _steps(rt: RankTrace) -> list[StepWindow]:
