@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence, TypeVar
 
 from .budget import MemoryBudget
+from . import stream_decode
 from .build import build_rank
 from .decode import DEFAULT_MAX_BYTES, decode_trace, estimated_load_bytes, gc_paused
 from .model import NotATraceError, RankTrace, TraceFormatError, TraceModel
@@ -42,6 +43,19 @@ def load_rank(path: Path | str, *, max_bytes: int | None = DEFAULT_MAX_BYTES, or
         reason), it is over ``max_bytes`` (decompressed), or (:class:`.budget.MemoryBudgetError`)
         it would not fit the memory budget.
     """
+    path = Path(path)
+    budget = MemoryBudget.of(memory_budget)
+    if stream_decode.ENABLED:  # clean files: chunk by chunk, straight into columns
+        rank = stream_decode.load_rank_streamed(path, budget=budget, max_bytes=max_bytes, order_index=order_index)
+        if rank is not None:
+            return rank
+    return load_rank_whole(path, max_bytes=max_bytes, order_index=order_index, memory_budget=budget)
+
+
+def load_rank_whole(path: Path | str, *, max_bytes: int | None = DEFAULT_MAX_BYTES, order_index: int = 0,
+                    memory_budget: MemoryBudget | int | None = None) -> RankTrace:
+    """:func:`load_rank` by the whole-file path: the text read whole, decoded (repaired, skipped,
+    salvaged where needed), then built. Every file that the streamed decode does not take."""
     path = Path(path)
     budget = MemoryBudget.of(memory_budget)
     text = read_trace_text(path, budget, estimated_load_bytes, max_bytes)

@@ -1,0 +1,163 @@
+"""Streamed decode (core/trace/stream_decode.py) against the whole-file path, on every trace in tests/data.
+
+The two paths must give identical rank traces: every lane column (hashed with its dtype), the
+string table in order, steps, flows, metadata, event counts and warnings. Files that are not clean
+JSON (the broken traces of test_bad_traces, NaN literals, files cut short) are handed to the
+whole-file path, so their repairs, skips and salvage are unchanged. Small chunks (a few kB) make
+every real trace cross many chunk boundaries.
+"""
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpuperf_gui.core.trace import source, stream_decode
+from gpuperf_gui.core.trace.budget import MemoryBudget, MemoryBudgetError
+from gpuperf_gui.core.trace.load import load_rank, load_rank_whole
+from gpuperf_gui.core.trace.model import RankTrace, TraceFormatError
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+TRACE_FILES = sorted(p for p in DATA.rglob("*") if p.is_file() and p.name.endswith((".json", ".gz", ".tmp"))
+                     and not p.name.endswith(".meta.json") and p.name != "ceilings.json")
+SHARED = [p for p in TRACE_FILES if "shared_traces" in p.parts]
+
+
+def fingerprint(rt: RankTrace) -> dict:
+    """Everything a rank trace holds, as comparable values (arrays as dtype, shape and SHA-256)."""
+    def digest(a: np.ndarray) -> tuple:
+        a = np.ascontiguousarray(a)
+        return str(a.dtype), a.shape, hashlib.sha256(a.tobytes()).hexdigest()
+
+    lanes = [{f.name: digest(v) if isinstance(v := getattr(lane, f.name), np.ndarray) else v
+              for f in dataclasses.fields(lane)} for lane in rt.lanes]
+    flows = [digest(getattr(rt.flows, f.name)) for f in dataclasses.fields(rt.flows)]
+    return dict(rank=rt.rank, rank_source=rt.rank_source, file=rt.file, origin=repr(rt.origin_us),
+                span=repr(rt.span_us), offset=repr(rt.file_ts_offset_us), strings=list(rt.strings),
+                lanes=lanes, steps=repr([dataclasses.astuple(s) for s in rt.steps]), flows=flows,
+                device=rt.device_name, props=repr(rt.device_properties), dist=repr(rt.distributed_info),
+                meta=repr(rt.metadata), dialect=rt.dialect, n_events=rt.n_events,
+                truncation=repr(rt.truncation), warnings=list(rt.warnings))
+
+
+def _outcome(load, path: Path):  # noqa: ANN001
+    try:
+        return fingerprint(load(path))
+    except TraceFormatError as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+def _streamed(path: Path, budget: MemoryBudget | None = None) -> RankTrace | None:
+    return stream_decode.load_rank_streamed(path, budget=budget or MemoryBudget(),
+                                            max_bytes=source.OUT_CHUNK_BYTES * 10**6)
+
+
+@pytest.fixture
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """4 kB reads and a decode at every chunk: many cuts per file, cuts in every kind of place."""
+    monkeypatch.setattr(source, "OUT_CHUNK_BYTES", 4096)
+    monkeypatch.setattr(source, "READ_CHUNK_BYTES", 1024)
+    monkeypatch.setattr(stream_decode, "MIN_DECODE_BYTES", 1)
+
+
+@pytest.mark.parametrize("chunks", ["default", "small"])
+def test_streamed_columns_identical_to_whole_file_path_on_every_trace(chunks: str, request) -> None:  # noqa: ANN001
+    if chunks == "small":
+        request.getfixturevalue("small_chunks")
+    assert len(TRACE_FILES) > 40 and len(SHARED) >= 20
+    streamed_files = 0
+    for path in TRACE_FILES:
+        whole = _outcome(load_rank_whole, path)
+        try:
+            rt = _streamed(path)
+        except TraceFormatError as exc:  # refused while reading or building: the same refusal
+            assert whole == f"{type(exc).__name__}: {exc}", path
+            continue
+        if rt is None:  # not clean: the whole-file path decodes it (with load_rank too)
+            assert _outcome(load_rank, path) == whole, path
+            continue
+        streamed_files += 1
+        assert fingerprint(rt) == whole, path
+    assert streamed_files > 40
+
+
+def test_every_clean_shared_trace_takes_the_streamed_path() -> None:
+    """The real traces are clean JSON: none may fall back to the whole-file path."""
+    for path in SHARED:
+        rt = _streamed(path)
+        assert rt is not None, path
+        assert rt.warnings == load_rank_whole(path).warnings, path
+
+
+def _write(path: Path, doc_text: str) -> Path:
+    path.write_bytes(gzip.compress(doc_text.encode()) if path.name.endswith(".gz") else doc_text.encode())
+    return path
+
+
+def _event(i: int, name: str = "aten::add", cat: str = "cpu_op") -> dict:
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 2, "ts": 10.0 * i, "dur": 5.0,
+            "args": {"External id": i}}
+
+
+@pytest.mark.usefixtures("small_chunks")
+@pytest.mark.parametrize("suffix", [".json", ".json.gz"])
+def test_cut_look_alikes_in_strings_and_metadata_on_both_sides(tmp_path: Path, suffix: str) -> None:
+    """Names holding ``}, {`` and ``"traceEvents": [``, nested objects in args, metadata of lists of
+    objects before and after the events: hand-counted 300 events, all kept, metadata read."""
+    events = [_event(i, name='x}, {"traceEvents": [' if i % 7 == 0 else f"op{i % 5}") for i in range(300)]
+    for e in events[::11]:
+        e["args"]["nested"] = [{"a": {"b": [1, 2]}}, {"c": "}, {"}]
+    doc = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "GPU A"}, {"id": 1, "name": "GPU B"}],
+           "note": '"traceEvents": [ }, {', "traceEvents": events,
+           "distributedInfo": {"rank": 3, "world_size": 8, "groups": [{"ranks": [0]}, {"ranks": [1]}]},
+           "baseTimeNanoseconds": 1_000_000}
+    path = _write(tmp_path / f"trace{suffix}", json.dumps(doc, indent=1))
+    rt = _streamed(path)
+    assert rt is not None
+    assert rt.n_events == 300 and sum(len(lane) for lane in rt.lanes) == 300
+    assert rt.rank == 3 and rt.device_name == "GPU A" and rt.metadata["baseTimeNanoseconds"] == 1_000_000
+    assert fingerprint(rt) == fingerprint(load_rank_whole(path))
+
+
+@pytest.mark.usefixtures("small_chunks")
+def test_list_form_and_b_e_pairs_across_chunks(tmp_path: Path) -> None:
+    events = []
+    for i in range(200):  # 200 B/E pairs, 200 X events and one M event: 601 entries, 400 spans
+        events += [{"ph": "B", "name": f"span{i}", "pid": 1, "tid": 1, "ts": 100.0 * i},
+                   _event(i, cat="kernel", name="k") | {"pid": 0, "tid": 7},
+                   {"ph": "E", "pid": 1, "tid": 1, "ts": 100.0 * i + 50}]
+    events.append({"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "main"}})
+    path = _write(tmp_path / "list.json", json.dumps(events))
+    rt = _streamed(path)
+    assert rt is not None and rt.n_events == 601
+    assert sum(len(lane) for lane in rt.lanes) == 400
+    assert fingerprint(rt) == fingerprint(load_rank_whole(path))
+
+
+@pytest.mark.parametrize("text", [
+    '{"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": NaN, "dur": 1}]}',  # lenient NaN
+    '{"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}, ',  # cut short
+    '{"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": "x", "dur": 1}]}',  # wrong type
+    '{"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]}{"a": 1}',  # 2 docs
+    '{"traceEvents": [], "traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]}',
+])
+def test_files_that_are_not_clean_go_to_the_whole_file_path(tmp_path: Path, text: str) -> None:
+    path = _write(tmp_path / "t.json", text)
+    assert _streamed(path) is None
+    assert _outcome(load_rank, path) == _outcome(load_rank_whole, path)
+
+
+def test_budget_refusal_is_the_whole_file_paths(tmp_path: Path) -> None:
+    events = [_event(i) for i in range(60_000)]
+    path = _write(tmp_path / "big.json.gz", json.dumps({"traceEvents": events}))
+    budget = MemoryBudget(16_000_000)
+    with pytest.raises(MemoryBudgetError) as streamed:
+        _streamed(path, budget)
+    with pytest.raises(MemoryBudgetError) as whole:
+        load_rank_whole(path, memory_budget=budget)
+    assert str(streamed.value) == str(whole.value)
