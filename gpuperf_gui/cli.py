@@ -13,20 +13,29 @@ from gpuperf_gui import __version__
 COMMANDS = ("gpus", "roofline", "mfu", "diagnose", "diff", "synth", "bench", "profile")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every subcommand, or of ``only`` (one command's module imported: `gpuperf
+    diagnose` does not pay for the hardware catalog, the MFU models or the benchmark plans)."""
     parser = argparse.ArgumentParser(
         prog="gpuperf",
         description="Why is my GPU workload slow, and how far is it from what the hardware can do?",
     )
     parser.add_argument("--version", action="version", version=f"gpuperf {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
+    for name in (only,) if only in COMMANDS else COMMANDS:
         importlib.import_module(f"gpuperf_gui.commands.{name}").register(subparsers)
     return parser
 
 
+def _command_named(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` names (its first word that is not an option), if it is one of ours."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    return first if first in COMMANDS else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command_named(argv))
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
