@@ -1,0 +1,133 @@
+"""What `gpuperf diagnose` pays before it reads the trace: interpreter start, imports, and what it imports.
+
+    python benchmarks/cli_startup.py [TRACE] [--runs 5] [--top 25] [--no-bytecode]
+
+Each run is a fresh interpreter running the CLI's own path (``cli.main``) on TRACE (default: the
+216k-event HTA df_index_resolver trace). The child stamps the moment the subcommand's module is
+imported and its arguments parsed (everything before the file is opened) and the end; the parent
+stamps the spawn (the clocks are the same CLOCK_MONOTONIC). Printed: the medians of start-up
+(spawn -> ready to read the file) and of the whole process; then one ``-X importtime`` run: the
+modules imported before the file is read, their count, the slowest imports (cumulative, top level
+of the import tree) and any module diagnose should never import (torch, dask, Qt, pandas, the
+benchmark, catalog and MFU code).
+
+Bytecode: pip compiles the package on install, so by default the sources are compiled first into a
+private cache (``-X pycache_prefix``, nothing written into the repository) and every run uses it.
+``--no-bytecode`` measures the sources compiled at each start instead (what a checkout with
+PYTHONDONTWRITEBYTECODE=1 pays).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_TRACE = ROOT / "tests/data/shared_traces/hta/df_index_resolver/df_index_resolver.json.gz"
+UNWANTED = ("torch", "dask", "distributed", "PySide6", "pyqtgraph", "pandas", "scipy",
+            "gpuperf_gui.views", "gpuperf_gui.core.bench", "gpuperf_gui.core.catalog",
+            "gpuperf_gui.core.mfu", "gpuperf_gui.core.hardware", "gpuperf_gui.core.profile_script")
+"""Modules (and their submodules) `gpuperf diagnose` has no use for."""
+
+CHILD = """
+import sys, time, json
+from gpuperf_gui import cli
+argv = sys.argv[1:]
+parser = cli.build_parser(cli._command_named(argv))
+args = parser.parse_args(argv)
+ready = time.perf_counter()
+before = sorted(sys.modules)
+import contextlib, io
+with contextlib.redirect_stdout(io.StringIO()):
+    rc = cli.main(argv)
+end = time.perf_counter()
+print("RESULT" + json.dumps({"ready": ready, "end": end, "rc": rc, "modules_before_read": before,
+                             "modules_at_end": len(sys.modules)}), file=sys.stderr)
+"""
+
+
+def _python_flags(cache: str | None) -> list[str]:
+    return ["-X", f"pycache_prefix={cache}"] if cache else []
+
+
+def one_run(trace: Path, cache: str | None) -> dict:
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, *_python_flags(cache), "-c", CHILD, "diagnose", str(trace), "--json"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    ended = time.perf_counter()
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("RESULT")]
+    if proc.returncode != 0 or not lines:
+        raise SystemExit(f"gpuperf diagnose failed (rc={proc.returncode}): {proc.stderr[-2000:]}")
+    out = json.loads(lines[-1][len("RESULT"):])
+    out["startup_s"] = out["ready"] - started
+    out["wall_s"] = ended - started
+    return out
+
+
+def import_tree(trace: Path, cache: str | None) -> list[tuple[int, float, float, str]]:
+    """(depth, self s, cumulative s, module) from one ``-X importtime`` run of the CLI."""
+    proc = subprocess.run([sys.executable, *_python_flags(cache), "-X", "importtime", "-m", "gpuperf_gui.cli",
+                           "diagnose", str(trace), "--json"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    rows = []
+    for line in proc.stderr.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        self_us, cum_us, name = line[len("import time:"):].split("|")
+        depth = (len(name) - len(name.lstrip(" ")) - 1) // 2
+        rows.append((depth, int(self_us) / 1e6, int(cum_us) / 1e6, name.strip()))
+    return rows
+
+
+def _unwanted(modules: list[str]) -> list[str]:
+    return [m for m in modules if any(m == u or m.startswith(u + ".") for u in UNWANTED)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("trace", nargs="?", type=Path, default=DEFAULT_TRACE)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--no-bytecode", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="gpuperf-pycache-") as tmp:
+        cache = None if args.no_bytecode else tmp
+        if cache:
+            subprocess.run([sys.executable, *_python_flags(cache), "-m", "compileall", "-q", str(ROOT / "gpuperf_gui")],
+                           check=True, capture_output=True)
+        one_run(args.trace, cache)  # warm the file cache
+        runs = [one_run(args.trace, cache) for _ in range(args.runs)]
+        rows = import_tree(args.trace, cache)
+    startup = statistics.median(r["startup_s"] for r in runs)
+    wall = statistics.median(r["wall_s"] for r in runs)
+    before = runs[-1]["modules_before_read"]
+    print(f"gpuperf diagnose {args.trace.name} --json, {args.runs} fresh processes, "
+          f"{'sources compiled at each start' if args.no_bytecode else 'bytecode compiled (as installed)'}; "
+          f"load average {os.getloadavg()[0]:.1f}")
+    print(f"  start-up (spawn -> ready to read the file): median {startup:.3f} s "
+          f"(min {min(r['startup_s'] for r in runs):.3f})")
+    print(f"  whole process: median {wall:.3f} s (min {min(r['wall_s'] for r in runs):.3f}); "
+          f"start-up is {startup / wall:.0%} of it")
+    print(f"  modules imported before the file is read: {len(before)} "
+          f"(at the end: {runs[-1]['modules_at_end']})")
+    bad = _unwanted(before)
+    print(f"  modules diagnose should not need: {', '.join(bad) if bad else 'none'}")
+    top = sorted((r for r in rows if r[0] == 0), key=lambda r: -r[2])
+    total = sum(r[2] for r in top)
+    print(f"\n-X importtime (one run; its own bookkeeping inflates it): {total * 1e3:.0f} ms over {len(rows)} modules")
+    print(f"  {'cumulative ms':>13}  {'self ms':>8}  module (top of the import tree, then gpuperf's own)")
+    for _, self_s, cum_s, name in top[:args.top]:
+        print(f"  {cum_s * 1e3:13.1f}  {self_s * 1e3:8.1f}  {name}")
+    ours = sorted((r for r in rows if r[3].startswith("gpuperf_gui")), key=lambda r: -r[1])
+    print("  gpuperf modules by their own (self) time:")
+    for _, self_s, cum_s, name in ours[:args.top]:
+        print(f"  {cum_s * 1e3:13.1f}  {self_s * 1e3:8.1f}  {name}")
+
+
+if __name__ == "__main__":
+    main()
