@@ -11,16 +11,17 @@ modules imported before the file is read, their count, the slowest imports (cumu
 of the import tree) and any module diagnose should never import (torch, dask, Qt, pandas, the
 benchmark, catalog and MFU code).
 
-Bytecode: pip compiles the package on install, so by default the sources are compiled first into a
-private cache (``-X pycache_prefix``, nothing written into the repository) and every run uses it.
-``--no-bytecode`` measures the sources compiled at each start instead (what a checkout with
-PYTHONDONTWRITEBYTECODE=1 pays).
+Bytecode: pip compiles the package on install, so by default the package is copied into a temporary
+folder and compiled there (nothing written into the repository) and every run imports that copy.
+``--no-bytecode`` runs the repository's sources as they are (with PYTHONDONTWRITEBYTECODE=1, as in
+a checkout here, every start compiles them again).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -39,7 +40,8 @@ CHILD = """
 import sys, time, json
 from gpuperf_gui import cli
 argv = sys.argv[1:]
-parser = cli.build_parser(cli._command_named(argv))
+named = getattr(cli, "_command_named", None)  # older CLIs built every subcommand's parser
+parser = cli.build_parser(named(argv)) if named else cli.build_parser()
 args = parser.parse_args(argv)
 ready = time.perf_counter()
 before = sorted(sys.modules)
@@ -52,28 +54,26 @@ print("RESULT" + json.dumps({"ready": ready, "end": end, "rc": rc, "modules_befo
 """
 
 
-def _python_flags(cache: str | None) -> list[str]:
-    return ["-X", f"pycache_prefix={cache}"] if cache else []
-
-
-def one_run(trace: Path, cache: str | None) -> dict:
+def one_run(trace: Path, root: Path) -> dict:
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, *_python_flags(cache), "-c", CHILD, "diagnose", str(trace), "--json"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-c", CHILD, "diagnose", str(trace), "--json"],
+                          cwd=root, capture_output=True, text=True, timeout=300)
     ended = time.perf_counter()
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("RESULT")]
     if proc.returncode != 0 or not lines:
         raise SystemExit(f"gpuperf diagnose failed (rc={proc.returncode}): {proc.stderr[-2000:]}")
     out = json.loads(lines[-1][len("RESULT"):])
+    if out["rc"] != 0:
+        raise SystemExit(f"gpuperf diagnose exited {out['rc']}: {proc.stderr[:2000]}")
     out["startup_s"] = out["ready"] - started
     out["wall_s"] = ended - started
     return out
 
 
-def import_tree(trace: Path, cache: str | None) -> list[tuple[int, float, float, str]]:
+def import_tree(trace: Path, root: Path) -> list[tuple[int, float, float, str]]:
     """(depth, self s, cumulative s, module) from one ``-X importtime`` run of the CLI."""
-    proc = subprocess.run([sys.executable, *_python_flags(cache), "-X", "importtime", "-m", "gpuperf_gui.cli",
-                           "diagnose", str(trace), "--json"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "gpuperf_gui.cli", "diagnose", str(trace),
+                           "--json"], cwd=root, capture_output=True, text=True, timeout=300)
     rows = []
     for line in proc.stderr.splitlines():
         if not line.startswith("import time:") or "self [us]" in line:
@@ -95,14 +95,18 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--no-bytecode", action="store_true")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="gpuperf-pycache-") as tmp:
-        cache = None if args.no_bytecode else tmp
-        if cache:
-            subprocess.run([sys.executable, *_python_flags(cache), "-m", "compileall", "-q", str(ROOT / "gpuperf_gui")],
+    trace = args.trace.resolve()
+    with tempfile.TemporaryDirectory(prefix="gpuperf-startup-") as tmp:
+        root = ROOT
+        if not args.no_bytecode:
+            root = Path(tmp)
+            shutil.copytree(ROOT / "gpuperf_gui", root / "gpuperf_gui",
+                            ignore=shutil.ignore_patterns("__pycache__"))
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "gpuperf_gui")],
                            check=True, capture_output=True)
-        one_run(args.trace, cache)  # warm the file cache
-        runs = [one_run(args.trace, cache) for _ in range(args.runs)]
-        rows = import_tree(args.trace, cache)
+        one_run(trace, root)  # warm the file cache
+        runs = [one_run(trace, root) for _ in range(args.runs)]
+        rows = import_tree(trace, root)
     startup = statistics.median(r["startup_s"] for r in runs)
     wall = statistics.median(r["wall_s"] for r in runs)
     before = runs[-1]["modules_before_read"]

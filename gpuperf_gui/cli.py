@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from typing import Sequence
 
@@ -11,6 +12,10 @@ from gpuperf_gui import __version__
 
 # One module per subcommand under gpuperf_gui/commands/, each with register(subparsers) and run(args).
 COMMANDS = ("gpus", "roofline", "mfu", "diagnose", "diff", "synth", "bench", "profile")
+NO_BLAS_COMMANDS = frozenset({"diagnose", "diff", "synth"})
+"""Commands whose numpy work has no linear algebra: numpy's OpenBLAS starts one thread, not one per
+core (its thread pool is ~30 % of numpy's import on 2 cores, more with more cores; Dask's workers
+are set the same way). A value the user set is kept."""
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -35,7 +40,10 @@ def _command_named(argv: Sequence[str]) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(_command_named(argv))
+    command = _command_named(argv)
+    if command in NO_BLAS_COMMANDS and "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    parser = build_parser(command)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
