@@ -75,6 +75,12 @@ def _child(kind: str, path: str, workers: int) -> dict:
         obj = msgspec.json.decode(data)
         out["events"] = len(obj["traceEvents"])
         del obj, data
+    elif kind == "whole":  # the whole-file path (text read whole, then decoded, then built): before
+        from gpuperf_gui.core.trace.load import load_rank_whole
+        t_imp = time.perf_counter()
+        rt = load_rank_whole(path, memory_budget=_budget())
+        out["load_s"] = time.perf_counter() - t_imp
+        out["events"] = rt.n_events
     elif kind == "file":
         from gpuperf_gui.core.trace.api import analyse_paths
         from gpuperf_gui.core.trace.load import load_rank
@@ -221,15 +227,19 @@ def main() -> None:
     ranks = [int(x) for x in args.ranks.split(",") if x] + ([256] if args.many else [])
     print(f"machine: {machine()}")
     print(f"\none file ({FILE_SOURCE.name} repeated; plain JSON)")
-    print(f"{'events':>10} {'MB':>7} {'decode s':>9} {'load s':>7} {'load/dec':>8} {'diagnose s':>10} "
-          f"{'µs/ev':>6} {'peak':>9} {'B/ev':>6} {'decode peak':>11}")
+    print(f"{'events':>10} {'MB':>7} {'decode s':>9} {'load s':>7} {'load/dec':>8} {'load B/ev':>9} "
+          f"{'whole s':>7} {'whole/dec':>9} {'whole B/ev':>10} {'diagnose s':>10} {'µs/ev':>6} {'peak':>9} "
+          f"{'B/ev':>6} {'decode peak':>11}")
     for m in sizes:
         path = _file_input(args.workdir, m * 1_000_000)
         base = measure("decode", path)
+        whole = measure("whole", path)
         run = measure("file", path)
         n = run["events"]
         print(f"{n:>10,} {path.stat().st_size / 1e6:>7.0f} {base['wall_s']:>9.2f} {run['load_s']:>7.2f} "
-              f"{run['load_s'] / base['wall_s']:>8.2f} {run['diagnose_s']:>10.2f} "
+              f"{run['load_s'] / base['wall_s']:>8.2f} {run['load_peak_rss_bytes'] / n:>9.0f} "
+              f"{whole['load_s']:>7.2f} {whole['load_s'] / base['wall_s']:>9.2f} "
+              f"{whole['client_peak_rss_bytes'] / n:>10.0f} {run['diagnose_s']:>10.2f} "
               f"{1e6 * run['diagnose_s'] / n:>6.2f} {_gb(run['tree_peak_bytes'])} "
               f"{run['tree_peak_bytes'] / n:>6.0f} {_gb(base['tree_peak_bytes']):>11}", flush=True)
     print(f"\nfolders of ranks ({SMALL_RANK.name} tiled; local pool vs --dask-scheduler "
@@ -246,7 +256,9 @@ def main() -> None:
                   f"{1e6 * work_s / n:>6.2f} {_gb(run['tree_peak_bytes']):>10} "
                   f"{_gb(run['client_peak_rss_bytes']):>11}  {run['verdict']}", flush=True)
     print("\nµs/ev: the work after start-up per event (diagnose: load + analysis + JSON; dask: after the "
-          "cluster is up). load/dec: the loader's time over a plain msgspec decode of the same file.")
+          "cluster is up). load/dec: the loader's time over a plain msgspec decode of the same file; "
+          "load B/ev: the loader's peak RSS (interpreter and imports included) per event; whole: the "
+          "whole-file path (load_rank_whole, the loader before the streamed decode).")
 
 
 if __name__ == "__main__":

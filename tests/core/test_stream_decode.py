@@ -128,7 +128,8 @@ def test_cut_look_alikes_in_strings_and_metadata_on_both_sides(tmp_path: Path, s
 def test_list_form_and_b_e_pairs_across_chunks(tmp_path: Path) -> None:
     events = []
     for i in range(200):  # 200 B/E pairs, 200 X events and one M event: 601 entries, 400 spans
-        events += [{"ph": "B", "name": f"span{i}", "pid": 1, "tid": 1, "ts": 100.0 * i},
+        events += [{"ph": "B", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 100.0 * i,  # shapes kept past the chunk
+                    "args": {"Input Dims": [[4, i + 1], [i + 1, 8]], "Input type": ["float", "float"]}},
                    _event(i, cat="kernel", name="k") | {"pid": 0, "tid": 7},
                    {"ph": "E", "pid": 1, "tid": 1, "ts": 100.0 * i + 50}]
     events.append({"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "main"}})
@@ -136,6 +137,7 @@ def test_list_form_and_b_e_pairs_across_chunks(tmp_path: Path) -> None:
     rt = _streamed(path)
     assert rt is not None and rt.n_events == 601
     assert sum(len(lane) for lane in rt.lanes) == 400
+    assert len({rt.strings[i] for lane in rt.lanes for i in lane.shapes_id.tolist() if i >= 0}) == 200
     assert fingerprint(rt) == fingerprint(load_rank_whole(path))
 
 

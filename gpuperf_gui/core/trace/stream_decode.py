@@ -19,6 +19,7 @@ limit are checked after every chunk, as :func:`.source.read_trace_text` does.
 """
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -26,13 +27,14 @@ import msgspec
 
 from .budget import MemoryBudget, format_bytes
 from .build import EventColumns, build_rank_columns
-from .decode import (AnyEvent, BEvent, EEvent, MEvent, TraceFile, XEvent, _content_start,
+from .decode import (AnyEvent, BEvent, EEvent, Event, MEvent, TraceFile, XEvent, _content_start,
                      estimated_load_bytes, gc_paused)
 from .model import RankTrace
 from .source import EventCounter, TraceStream, _check_json_start, _check_max
 
-ENABLED = False
-"""The switch: :func:`.load.load_rank` tries the streamed decode first when True."""
+ENABLED = os.environ.get("GPUPERF_STREAM_DECODE", "1") != "0"
+"""The switch: :func:`.load.load_rank` tries the streamed decode first when True (the environment
+variable ``GPUPERF_STREAM_DECODE=0`` turns it off, for comparisons)."""
 
 MIN_DECODE_BYTES = 4 << 20
 """Events are decoded once this much undecoded text has arrived (and at the end)."""
@@ -202,10 +204,12 @@ class _Splitter:
 
     def _add(self, events: list) -> None:
         self.n_entries += len(events)
-        self.columns.add([e for e in events if type(e) is XEvent])
-        rest = [e for e in events if type(e) in _PAIRED_OR_META]
-        if rest:
-            self.columns.keep_paired_and_meta(rest)
+        xs = [e for e in events if type(e) is XEvent]
+        self.columns.add(xs)
+        if len(xs) < len(events):  # other phases: keep B/E/M (paired at the end)
+            rest = [e for e in events if type(e) in _PAIRED_OR_META]
+            if rest:
+                self.columns.keep_paired_and_meta(list(map(_own_raw_args, rest)))
 
     def finish(self) -> tuple[EventColumns, TraceFile, int]:
         if self._tail is None:
@@ -236,6 +240,20 @@ class _Splitter:
         if meta.traceEvents != []:
             raise NotStreamable("the events array is not the top-level traceEvents")
         return meta
+
+
+def _own_raw_args(event: Event) -> Event:
+    """An event kept past its chunk: its raw args copied out of the chunk's buffer (a
+    ``msgspec.Raw`` is a view of the text it was decoded from)."""
+    args = event.args
+    for field in _RAW_ARGS:
+        raw = getattr(args, field)
+        if raw:
+            setattr(args, field, msgspec.Raw(bytes(raw)))
+    return event
+
+
+_RAW_ARGS = ("input_dims", "input_type", "concrete_inputs")
 
 
 def _last_boundary(buf: bytearray, before: int) -> tuple[int, int] | None:
