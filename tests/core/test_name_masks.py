@@ -41,3 +41,15 @@ def test_member_and_predicate_masks() -> None:
     assert np.flatnonzero(name_masks.member_mask(table, frozenset({"kernel", "cuda_runtime"}))).tolist() == [9, 10]
     graph = name_masks.predicate_mask(table, "upper", lambda s: s[:1].isupper())
     assert np.flatnonzero(graph).tolist() == [0, 6]
+
+
+def test_memo_is_bounded_and_a_large_table_is_answered_directly(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(name_masks, "MEMO_MAX_STRINGS", 4)
+    pattern = re.compile(r"send|recv")
+    big = StringTable([f"op{i}" for i in range(5)] + ["nccl:send"])  # larger than the cap: no memo
+    assert np.flatnonzero(name_masks.pattern_mask(big, pattern)).tolist() == [5]
+    assert "nccl:send" not in name_masks._memo.get(pattern, {})
+    for k in range(4):  # the memo grows to the cap, then starts afresh
+        table = StringTable([f"a{k}", f"b{k}", "gloo:recv"])
+        assert name_masks.pattern_mask(table, pattern).tolist() == [False, False, True]
+        assert len(name_masks._memo[pattern]) <= 2 * 4

@@ -25,8 +25,9 @@ import numpy as np
 
 from .model import StringTable
 
-MEMO_MAX_STRINGS = 100_000
-"""Strings remembered per pattern across ranks; past this the memo starts afresh (bounded memory)."""
+MEMO_MAX_STRINGS = 20_000
+"""Strings remembered per pattern across ranks; past this the memo starts afresh, and a table larger
+than this is not memoised at all (bounded memory: ~2 MB of dict per pattern plus the strings)."""
 
 _table_state: tuple[StringTable | None, int, dict] = (None, 0, {})
 _memo: dict[re.Pattern, dict[str, bool]] = {}
@@ -55,10 +56,14 @@ def pattern_mask(strings: StringTable, pattern: re.Pattern) -> np.ndarray:
     mask = masks.get(pattern)
     if mask is not None:
         return mask
+    search = pattern.search
+    if len(strings) > MEMO_MAX_STRINGS:
+        mask = masks[pattern] = _frozen([search(s) is not None for s in strings])
+        return mask
     memo = _memo.get(pattern)
-    if memo is None or len(memo) > MEMO_MAX_STRINGS:
+    if memo is None or len(memo) > MEMO_MAX_STRINGS:  # at most twice the cap
         memo = _memo[pattern] = {}
-    search, get = pattern.search, memo.get
+    get = memo.get
     values = []
     for s in strings:
         v = get(s)
