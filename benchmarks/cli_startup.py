@@ -3,8 +3,8 @@
     python benchmarks/cli_startup.py [TRACE] [--runs 5] [--top 25] [--no-bytecode]
 
 Each run is a fresh interpreter running the CLI's own path (``cli.main``) on TRACE (default: the
-216k-event HTA df_index_resolver trace). The child stamps the moment the subcommand's module is
-imported and its arguments parsed (everything before the file is opened) and the end; the parent
+216k-event HTA df_index_resolver trace). The child stamps the moment main() calls the subcommand's
+run() (its imports done and its arguments parsed, the file not yet opened) and the end; the parent
 stamps the spawn (the clocks are the same CLOCK_MONOTONIC). Printed: the medians of start-up
 (spawn -> ready to read the file) and of the whole process; then one ``-X importtime`` run: the
 modules imported before the file is read, their count, the slowest imports (cumulative, top level
@@ -37,19 +37,34 @@ UNWANTED = ("torch", "dask", "distributed", "PySide6", "pyqtgraph", "pandas", "s
 """Modules (and their submodules) `gpuperf diagnose` has no use for."""
 
 CHILD = """
-import sys, time, json
+import contextlib, io, json, sys, time
 from gpuperf_gui import cli
-argv = sys.argv[1:]
-named = getattr(cli, "_command_named", None)  # older CLIs built every subcommand's parser
-parser = cli.build_parser(named(argv)) if named else cli.build_parser()
-args = parser.parse_args(argv)
-ready = time.perf_counter()
-before = sorted(sys.modules)
-import contextlib, io
+stamp = {}
+build = cli.build_parser
+
+
+def stamped_parser(*a, **k):  # the command's run() is stamped when main() calls it: imports done, file unread
+    parser = build(*a, **k)
+    parse = parser.parse_args
+
+    def parse_args(*pa, **pk):
+        args = parse(*pa, **pk)
+        run = args.func
+
+        def func(ns):
+            stamp["ready"], stamp["modules"] = time.perf_counter(), sorted(sys.modules)
+            return run(ns)
+        args.func = func
+        return args
+    parser.parse_args = parse_args
+    return parser
+
+
+cli.build_parser = stamped_parser
 with contextlib.redirect_stdout(io.StringIO()):
-    rc = cli.main(argv)
+    rc = cli.main(sys.argv[1:])
 end = time.perf_counter()
-print("RESULT" + json.dumps({"ready": ready, "end": end, "rc": rc, "modules_before_read": before,
+print("RESULT" + json.dumps({"ready": stamp["ready"], "end": end, "rc": rc, "modules_before_read": stamp["modules"],
                              "modules_at_end": len(sys.modules)}), file=sys.stderr)
 """
 
