@@ -33,6 +33,18 @@ the device pool, 16-core Intel Xeon, 126 GiB, Python 3.12, idle (load 0.1):
      256  3,021,056   local    2.68     0.00   0.89    1.06 GB      0.24 GB
      256  3,021,056    dask    4.90     1.78   0.97    1.07 GB      0.12 GB
 
+Those figures predate the streamed decode (core/trace/stream_decode.py: clean files decoded a
+chunk of events at a time straight into columns). Its effect, measured 2026-12-01 on the shared
+2-core AMD EPYC VM (24 GiB, load 1.6 from other work; ``--files 1,5 --ranks ""``), the loader
+(``load``) beside the whole-file path it replaces (``whole``) in the same run:
+
+      events    MB  decode s  load s  load/dec  load B/ev  whole s  whole/dec  whole B/ev
+   1,005,369   272      3.61    2.77      0.77        211     3.31       0.91        916
+   5,008,968  1362     43.25   15.11      0.35        174    20.31       0.47        886
+
+(B/ev: peak RSS per event, the interpreter and imports, ~60 MB, included. The 5M plain decode
+needs 9.4 GB and pages on this VM, so its ratio flatters the loader; 1M is the fair one.)
+
 The cluster client's peak stays ~0.1 GB whatever the rank count (the local client's grows with
 the events it holds); every verdict agrees. On the shared 2-core AMD EPYC VM (load 6-9 from other
 work) the same cases run 3-8x slower and vary run to run.

@@ -163,3 +163,29 @@ def test_budget_refusal_is_the_whole_file_paths(tmp_path: Path) -> None:
     with pytest.raises(MemoryBudgetError) as whole:
         load_rank_whole(path, memory_budget=budget)
     assert str(streamed.value) == str(whole.value)
+
+
+def test_streamed_load_holds_neither_the_whole_text_nor_every_struct(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Peak traced memory per event under issue 12's 200-byte target; the whole-file path holds
+    the text and every struct at once (more than the file's size)."""
+    import tracemalloc
+
+    monkeypatch.setattr(source, "OUT_CHUNK_BYTES", 256 << 10)
+    monkeypatch.setattr(stream_decode, "MIN_DECODE_BYTES", 256 << 10)
+    n = 40_000
+    events = [_event(i, name=f"aten::op{i % 50}") | {"args": {"External id": i, "Record function id": 0,
+                                                             "Sequence number": i, "Fwd thread id": 1,
+                                                             "Ev Idx": i}} for i in range(n)]
+    path = _write(tmp_path / "t.json", json.dumps({"traceEvents": events}))
+    del events
+    peaks = {}
+    for name, load in (("streamed", _streamed), ("whole", load_rank_whole)):
+        tracemalloc.start()
+        rt = load(path)
+        peaks[name] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert rt.n_events == n
+        del rt
+    assert peaks["streamed"] / n <= 200, peaks  # measured 2026-12-01: 155 streamed, 596 whole
+    assert peaks["whole"] > path.stat().st_size, peaks

@@ -151,10 +151,6 @@ def _fill_lanes(rt: RankTrace, columns: EventColumns, names_meta: dict[tuple, st
     if bad_dur.any():
         rt.warnings.append(f"{int(bad_dur.sum())} events with negative or > 7-day durations set to 0")
         dur[bad_dur] = 0.0
-    correlation = columns.take("correlation")
-    external = columns.take("external")
-    if strings.find("external id") >= 0 or any(strings.find(c) >= 0 for c in ("Kernel", "Operator", "Runtime")):
-        external = np.maximum(external, columns.take("external_2021"))  # 2021: "external id"
     lane_map, lane_raw = columns.lane_ids(roles)
 
     keep_idx = np.flatnonzero(keep)
@@ -176,8 +172,14 @@ def _fill_lanes(rt: RankTrace, columns: EventColumns, names_meta: dict[tuple, st
     lane_sorted = lane_idx[order]
     names_sorted = name_ids[order]
     cats_sorted = cat_ids[order]
-    corr_sorted = correlation[order]
+    ts_sample = ts[keep_idx[:4096]]
+    del ts, dur, keep, keep_idx, lane_idx, lane_raw, name_ids, cat_ids  # each column held once, sorted
+    corr_sorted = columns.take("correlation")[order]
+    external = columns.take("external")
+    if strings.find("external id") >= 0 or any(strings.find(c) >= 0 for c in ("Kernel", "Operator", "Runtime")):
+        external = np.maximum(external, columns.take("external_2021"))  # 2021: "external id"
     ext_sorted = external[order]
+    del external
     n = order.size
 
     kernel_class = np.full(n, -1, dtype=np.int8)
@@ -217,7 +219,7 @@ def _fill_lanes(rt: RankTrace, columns: EventColumns, names_meta: dict[tuple, st
     rt.file_ts_offset_us = t0
     rt.flows = _launch_flows(rt, lane_sorted, bounds, corr_sorted, cats_sorted)
     rt.steps = _steps(rt)
-    rt.dialect = _dialect(strings, ts[keep_idx], rt.metadata)
+    rt.dialect = _dialect(strings, ts_sample, rt.metadata)
 
 
 _get_cat, _get_name, _get_ts, _get_dur = (attrgetter(f) for f in ("cat", "name", "ts", "dur"))
@@ -291,7 +293,8 @@ class EventColumns:
         parts["external"].append(_int_column(args, _get_ext))
         ext_2021 = _int_column(args, _get_ext_2021)
         parts["external_2021"].append(n if bool((ext_2021 == -1).all()) else ext_2021)  # n: n times -1
-        parts["flops"].append(np.fromiter(map(_get_flops, args), dtype=np.float64, count=n))
+        flops = np.fromiter(map(_get_flops, args), dtype=np.float64, count=n)
+        parts["flops"].append(n if bool((flops == -1.0).all()) else flops)  # n: n times -1 (none recorded)
         roles = self._cat_role[cat]
         device_rows = np.flatnonzero(roles != _ROLE_CPU)
         if device_rows.size:

@@ -1,6 +1,8 @@
 """Load trace files and folders of per-rank files into a :class:`.model.TraceModel`.
 
-One memory budget (:mod:`.budget`) bounds a load: a file is refused while it is read when decoding
+A clean file is decoded chunk by chunk straight into columns (:mod:`.stream_decode`); a file
+that is not clean JSON goes to the whole-file path (:func:`load_rank_whole`), which repairs, skips
+and salvages. One memory budget (:mod:`.budget`) bounds a load: a file is refused while it is read when decoding
 it would not fit, and ranks loaded in parallel share the budget. In a run folder (or any load of
 several files) a file that is not a trace is skipped and a broken rank file is named in
 :attr:`.model.TraceModel.notes`; the other ranks load.
