@@ -72,3 +72,12 @@ class XYBuffer:
 
     def clear(self) -> None:
         self.count = 0
+
+
+def make_static_plot(plot: pg.PlotWidget, left_label: str) -> None:
+    """A read-only chart: white, no context menu, no auto-range button, no mouse pan or zoom."""
+    plot.setBackground("w")
+    plot.setMenuEnabled(False)
+    plot.getPlotItem().hideButtons()
+    plot.setMouseEnabled(x=False, y=False)
+    plot.setLabel("left", left_label)

@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
 
 from gpuperf_gui.core.trace.overview import display_kernel_name
 from gpuperf_gui.core.trace.session import LoadProgress, diagnosis_view, diff_figures, diff_job
+from gpuperf_gui.views.plotting import make_static_plot
 from gpuperf_gui.views.trace_panels import PANEL_CSS, diagnosis_html
 from gpuperf_gui.views.trace_style import KERNEL_CLASS_COLORS, format_duration_us, format_percent
 from gpuperf_gui.views.workers import TaskRunner
@@ -72,11 +73,7 @@ class ClassBars(pg.PlotWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setBackground("w")
-        self.setMenuEnabled(False)
-        self.getPlotItem().hideButtons()
-        self.setMouseEnabled(x=False, y=False)
-        self.setLabel("left", "kernel time (ms)")
+        make_static_plot(self, "kernel time (ms)")
         self.legend = self.addLegend(offset=(-10, 8), labelTextColor=QColor(40, 40, 40))
         self.heights: tuple[np.ndarray, np.ndarray] = (np.zeros(0), np.zeros(0))
 

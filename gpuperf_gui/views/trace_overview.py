@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 from gpuperf_gui.core.trace.overview import IDLE_CAUSES, KernelRow, RankOverview, display_kernel_name
 from gpuperf_gui.core.trace.session import LoadedTrace
 from gpuperf_gui.core.units import format_si
+from gpuperf_gui.views.plotting import make_static_plot
 from gpuperf_gui.views.trace_panels import PANEL_CSS, diagnosis_html
 from gpuperf_gui.views.trace_style import (
     IDLE_CAUSE_COLORS,
@@ -68,11 +69,7 @@ class StepBreakdownPlot(pg.PlotWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setBackground("w")
-        self.setMenuEnabled(False)
-        self.getPlotItem().hideButtons()
-        self.setMouseEnabled(x=False, y=False)
-        self.setLabel("left", "step time (ms)")
+        make_static_plot(self, "step time (ms)")
         self.setLabel("bottom", "step")
         self.legend = self.addLegend(offset=(-10, 8), labelTextColor=QColor(40, 40, 40))
         self.legend.setColumnCount(3)

@@ -14,6 +14,7 @@ import pytest
 from gpuperf_gui.core.trace.api import TraceResult, analyse_paths
 from gpuperf_gui.core.trace.diagnose import THRESHOLDS, Diagnosis
 from gpuperf_gui.core.trace.synth import SCENARIO_SIGNATURE, write_synth_trace
+from trace_support import merged_intervals
 
 H200 = Path(__file__).resolve().parents[1] / "data" / "h200"
 METAS = sorted(H200.glob("*.meta.json"))
@@ -130,22 +131,13 @@ def _raw_step_busy(path: Path):  # noqa: ANN202 (bounds, busy_in(t0, t1) -> µs)
         bounds.append((start, max(ce, g1 if g1 is not None else ce, start)))
         if g1 is not None:
             prev_end = g1 if prev_end is None else max(prev_end, g1)
-    merged = _merge([(e["ts"], e["ts"] + e["dur"]) for e in device])
+    merged = merged_intervals([(e["ts"], e["ts"] + e["dur"]) for e in device])
 
     def busy_in(t0: float, t1: float) -> float:
         return sum(max(0.0, min(b, t1) - max(a, t0)) for a, b in merged)
 
     return bounds, busy_in
 
-
-def _merge(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    out: list[list[float]] = []
-    for a, b in sorted(intervals):
-        if out and a <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b])
-    return [(a, b) for a, b in out]
 
 
 def test_packed_trace_busy_per_step_equals_busy_per_rank() -> None:

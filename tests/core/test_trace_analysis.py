@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from trace_support import loaded, sources_table
+from trace_support import loaded, merged_intervals, sources_table
 
 # HTA-compatible idle/overlap agree with HTA to 0.01 percentage point on every file HTA analyses,
 # except these two, where we disagree on purpose (documented in analysis.py/_hta_figures):
@@ -53,21 +53,12 @@ def _exposed_comm_of_steps(path: Path, steps: tuple[int, ...]) -> float:
                 if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})
                 and any(a <= e["ts"] < b for a, b in spans)}
     kernels = [e for e in events if e.get("cat") == "kernel" and e.get("args", {}).get("correlation") in launched]
-    comm = _merge([(k["ts"], k["ts"] + k["dur"]) for k in kernels if "nccl" in k["name"].lower()])
-    comp = _merge([(k["ts"], k["ts"] + k["dur"]) for k in kernels if "nccl" not in k["name"].lower()])
+    comm = merged_intervals([(k["ts"], k["ts"] + k["dur"]) for k in kernels if "nccl" in k["name"].lower()])
+    comp = merged_intervals([(k["ts"], k["ts"] + k["dur"]) for k in kernels if "nccl" not in k["name"].lower()])
     overlap = sum(max(0.0, min(b, d) - max(a, c)) for a, b in comm for c, d in comp)
     window = max(k["ts"] + k["dur"] for k in kernels) - min(k["ts"] for k in kernels)
     return (sum(b - a for a, b in comm) - overlap) / window
 
-
-def _merge(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    out: list[list[float]] = []
-    for a, b in sorted(intervals):
-        if out and a <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b])
-    return [(a, b) for a, b in out]
 
 
 def test_idle_split_sums_to_the_idle_time_and_names_host_wait(shared_traces: Path) -> None:

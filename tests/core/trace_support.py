@@ -32,3 +32,15 @@ def sources_table(shared: Path) -> dict[str, dict]:
             "hta_overlap": (None if not hta or hta.group(2) == "nan" else float(hta.group(2)) / 100),
         }
     return rows
+
+
+def merged_intervals(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The union of ``(start, end)`` intervals, sorted: a plain-Python oracle for the raw-JSON counts
+    (independent of core/trace/intervals.py, which it checks)."""
+    out: list[list[float]] = []
+    for a, b in sorted(intervals):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
