@@ -57,6 +57,8 @@ from typing import IO, Iterator, Sequence
 PROGRESS_PREFIX = "[gpuperf profile] "
 MODES = ("auto", "steps", "window")
 DEVICES = ("auto", "cpu", "cuda")
+STOP_AT_STEP_WAIT_S = 5.0
+"""After Stop, how long the child waits for the next optimizer step before it stops mid-step."""
 _PROGRESS_RE = re.compile(r"^\[gpuperf profile\] (\w+)((?: \w+=\S*)*)\s*$")
 
 
@@ -331,6 +333,7 @@ class _Session:
         self.hook = None
         self.in_hook = False
         self.stop_pending = False
+        self.stop_at_step_end = False   # Stop asked while steps are recorded: end at the next step
         self.partial_step = False
         self.wrapped = False
         self.step_pending = False
@@ -393,6 +396,8 @@ class _Session:
             signal.setitimer(signal.ITIMER_REAL, self.spec["window_s"])
 
     def _on_alarm(self, _signum, _frame) -> None:
+        if self.stop_at_step_end and not self.in_hook:  # no step boundary came in time: stop here
+            self._stop_now()
         if self.in_hook or self.step_prof is not None or self.trace_written:
             return
         if self.window_prof is None:
@@ -474,6 +479,8 @@ class _Session:
         if self.optimizer_steps >= spec["wait"] and self.recorded < spec["steps"]:
             self._label(self.step_prof, "steps")  # kept only while Kineto traces (warmup, active)
         self.say("step", n=self.optimizer_steps, recorded=self.recorded, target=spec["steps"])
+        if self.stop_at_step_end:
+            self._stop_now()  # finish() writes the steps recorded so far
         if self.recorded >= spec["steps"]:
             self._finish_steps()
             if not spec["run_to_end"]:
@@ -505,6 +512,21 @@ class _Session:
             self.stop_pending = True
             return
         self.stop_pending = False
+        if self.step_prof is not None and not self.stop_at_step_end and hasattr(signal, "SIGALRM"):
+            # Steps are being recorded: end at the next optimizer step, where the recorded steps are
+            # whole and no torch code is interrupted half way (an exception raised inside backward
+            # can crash the interpreter); a step that does not come within STOP_AT_STEP_WAIT_S is
+            # not waited for (a second Stop also ends it at once).
+            self.stop_at_step_end = True
+            signal.signal(signal.SIGALRM, self._on_alarm)
+            signal.setitimer(signal.ITIMER_REAL, STOP_AT_STEP_WAIT_S)
+            self.say("stopping", reason="at_next_step")
+            return
+        self._stop_now()
+
+    def _stop_now(self) -> None:
+        if hasattr(signal, "SIGALRM"):
+            signal.setitimer(signal.ITIMER_REAL, 0)
         self.stopped_early = True
         self.say("stopping", reason="stop_requested")
         raise _StopScript

@@ -8,12 +8,14 @@ from __future__ import annotations
 import gzip
 import json
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from gpuperf_gui.cli import main
 from gpuperf_gui.core.profile_script import (
+    STOP_AT_STEP_WAIT_S,
     ProfileOutput, ProfileProgress, ProfileRequest, ProfileResult, iter_profile, parse_progress,
 )
 from gpuperf_gui.core.trace.api import analyse_paths
@@ -123,6 +125,20 @@ def test_stop_ends_the_script_and_keeps_the_recorded_steps(tmp_path: Path) -> No
     _items, result = _collect(req, threading.Event(), stop_after_recorded=1)
     assert result.ok and result.stopped_early and result.steps_recorded >= 1
     assert len(_steps(_events(out))) >= result.steps_recorded
+    assert result.profiler_left_running is False
+
+
+def test_stop_during_a_stalled_step_does_not_wait_for_the_next_step(tmp_path: Path) -> None:
+    """Stop ends the script at the next optimizer step (whole steps, no torch code interrupted), but
+    a step that does not come within STOP_AT_STEP_WAIT_S is not waited for."""
+    out = tmp_path / "stall.json.gz"
+    req = ProfileRequest(script=str(TRAIN), out=str(out), args=["--forever", "--stall-after", "4"], steps=1000,
+                         wait=1, warmup=1)
+    started = time.monotonic()
+    _items, result = _collect(req, threading.Event(), stop_after_recorded=2)
+    assert time.monotonic() - started < STOP_AT_STEP_WAIT_S + 20  # the script sleeps 60 s after step 4
+    assert result.ok and result.stopped_early and result.steps_recorded == 2, result
+    assert len(_steps(_events(out))) >= 2
     assert result.profiler_left_running is False
 
 

@@ -11,6 +11,7 @@ parser.add_argument("--marker", default="")
 parser.add_argument("--fail-at", type=int, default=-1, help="raise ValueError after this iteration's step")
 parser.add_argument("--exit-code", type=int, default=None, help="sys.exit(CODE) after the loop")
 parser.add_argument("--forever", action="store_true", help="train until stopped")
+parser.add_argument("--stall-after", type=int, default=-1, help="after this iteration's step, sleep 60 s")
 args = parser.parse_args()
 print(f"train_tiny argv={sys.argv[1:]} marker={args.marker}", flush=True)
 print("train_tiny stderr line", file=sys.stderr, flush=True)
@@ -28,6 +29,8 @@ while args.forever or i < args.iters:
     opt.step()
     if i == args.fail_at:
         raise ValueError(f"planted failure at iteration {i}")
+    if i == args.stall_after:
+        time.sleep(60)  # a step that never ends in time: Stop must not wait for it
     i += 1
     if args.forever:
         time.sleep(0.02)
