@@ -358,6 +358,7 @@ def _rank_figures_html(r: dict) -> str:
         ("compute busy", format_percent(r.get("compute_busy_fraction"))),
         ("communication", format_percent(r.get("comm_fraction"))),
         ("exposed communication", format_percent(r.get("comm_exposed_fraction"))),
+        ("host collectives, GPU idle", format_percent(r.get("cpu_collective_exposed_fraction"))),
         ("comm/compute overlap", format_percent(r.get("comm_overlap_fraction"))),
         ("step time (median)", format_duration_us(r["step_median_us"]) if r.get("step_median_us") else "–"),
     ]
@@ -377,6 +378,14 @@ def _rank_figures_html(r: dict) -> str:
             f"</table><h3>Idle time split</h3><table>{idle_rows}</table>")
 
 
+def _exposed_comm(r: dict) -> float | None:
+    """Exposed communication of a rank: NCCL kernels not hidden by compute, or host-side (gloo)
+    collectives while the compute stream idles, whichever is larger (never their sum: a host that
+    waits on an NCCL collective would be counted twice)."""
+    values = [v for v in (r.get("comm_exposed_fraction"), r.get("cpu_collective_exposed_fraction")) if v is not None]
+    return max(values) if values else None
+
+
 def _ranks_table_html(ranks: list[dict], late: list[int], lag_us: dict[int, float]) -> str:
     """Per-rank figures, the late ranks first and marked, with their collective lag."""
     head = ("<tr><th>rank</th><th>step time</th><th>GPU busy</th><th>exp. comm</th>"
@@ -394,11 +403,12 @@ def _ranks_table_html(ranks: list[dict], late: list[int], lag_us: dict[int, floa
             f"<tr{style}><td>{r.get('rank')}{mark}</td>"
             f"<td class=num>{format_duration_us(r['step_median_us']) if r.get('step_median_us') else '–'}</td>"
             f"<td class=num>{format_percent(r.get('gpu_busy_fraction'))}</td>"
-            f"<td class=num>{format_percent(r.get('comm_exposed_fraction'))}</td>"
+            f"<td class=num>{format_percent(_exposed_comm(r))}</td>"
             f"<td class=num>{format_percent(idle.get('host_wait'))}</td>"
             f"<td class=num>{format_duration_us(lag) if lag is not None else '–'}</td></tr>")
     return (f"<h3>Ranks</h3><table>{head}{''.join(rows)}</table>"
-            "<p class='muted'>host wait: share of the compute stream's idle time spent waiting for "
+            "<p class='muted'>exp. comm: communication the GPU's compute waits for, on GPU streams "
+            "(NCCL) or in host-side collectives (gloo), whichever is larger · host wait: share of the compute stream's idle time spent waiting for "
             "the CPU to launch · coll. lag: how much later than the median rank this rank's "
             "collectives start (median over collectives)</p>")
 
