@@ -16,6 +16,9 @@ from gpuperf_gui.core.trace.diagnose import THRESHOLDS, Diagnosis
 from gpuperf_gui.core.trace.synth import SCENARIO_SIGNATURE, write_synth_trace
 from trace_support import merged_intervals
 
+# Issue 9: "Never `healthy` when the GPU is idle more than ~15 % of the step" (the rule under test).
+ISSUE_HEALTHY_IDLE_MAX = 0.15
+
 H200 = Path(__file__).resolve().parents[1] / "data" / "h200"
 METAS = sorted(H200.glob("*.meta.json"))
 LABELLED = [m for m in METAS if json.loads(m.read_text()).get("expected_signature")]
@@ -58,12 +61,12 @@ def assert_evidence_agrees(result: TraceResult) -> None:
         assert d.ranks and all(f"rank {r} arrives late" in text for r in d.ranks)
         assert any(f"Rank {', '.join(map(str, d.ranks))}" in d.fix for _ in [0])
     elif d.signature == "healthy":
-        assert all(1 - r.analysis.gpu_busy_fraction <= THRESHOLDS["healthy_idle_max"] for r in result.ranks)
+        assert all(1 - r.analysis.gpu_busy_fraction <= ISSUE_HEALTHY_IDLE_MAX for r in result.ranks)
     elif d.signature == "memory_bound":
         assert "elementwise" in text
     for r in result.ranks:  # never healthy with a GPU idle more than ~15 % of the step
         if r.diagnosis.signature == "healthy":
-            assert 1 - r.analysis.gpu_busy_fraction <= THRESHOLDS["healthy_idle_max"]
+            assert 1 - r.analysis.gpu_busy_fraction <= ISSUE_HEALTHY_IDLE_MAX
 
 
 def test_the_recorded_traces_are_here() -> None:
@@ -202,7 +205,9 @@ def test_eager_and_compiled_tiny_models_are_launch_bound_by_the_host() -> None:
     for name in ("eager_tiny", "compiled_tiny"):
         a = _result(H200 / f"{name}.json.gz").ranks[0].analysis
         c = a.idle_causes
-        assert 1 - a.gpu_busy_fraction > 0.85  # meta trace_busy: 8-9 % busy
+        meta = json.loads((H200 / f"{name}.meta.json").read_text())
+        # the recorder's own count from the raw events: 7.7 % (compiled) and 8.9 % (eager) busy
+        assert a.gpu_busy_fraction == pytest.approx(meta["trace_busy"]["gpu_busy_fraction"], abs=0.06)  # as above
         assert c.host >= 0.9 * c.compute_idle and c.launch > c.data  # host-bound, mostly launching
 
 
@@ -232,7 +237,8 @@ def test_resnet_with_workers_is_not_starved_and_not_healthy_at_23_percent_idle(s
     launching ResNet's small kernels one by one."""
     result = _result(shared_traces / "kineto/samples/resnet50_num_workers_4/worker0.1623212756351.pt.trace.json.gz")
     a, d = result.ranks[0].analysis, result.diagnosis
-    assert 1 - a.gpu_busy_fraction > THRESHOLDS["healthy_idle_max"]
+    assert a.hta_temporal_idle_fraction == pytest.approx(0.2432, abs=1e-3)  # HTA 0.5.0: idle 24.32 % (SOURCES.md)
+    assert 1 - a.gpu_busy_fraction > ISSUE_HEALTHY_IDLE_MAX
     assert d.signature == "launch_bound"
     assert_evidence_agrees(result)
 
