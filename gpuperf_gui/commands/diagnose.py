@@ -6,7 +6,8 @@ import argparse
 
 from gpuperf_gui.commands._output import fail, print_json
 from gpuperf_gui.core.trace.api import TraceResult, analyse_paths
-from gpuperf_gui.core.trace.budget import DEFAULT_MEMORY_BUDGET_BYTES, MemoryBudget, format_bytes, parse_bytes
+from gpuperf_gui.core.trace.budget import DEFAULT_MEMORY_BUDGET_BYTES, MemoryBudget, format_bytes
+from gpuperf_gui.core.units import parse_bytes
 from gpuperf_gui.core.trace.decode import DEFAULT_MAX_BYTES
 from gpuperf_gui.core.trace.diagnose import SIGNATURES
 from gpuperf_gui.core.trace.model import TraceFormatError

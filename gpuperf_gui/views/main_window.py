@@ -24,8 +24,8 @@ from PySide6.QtWidgets import (
 from gpuperf_gui import __version__
 from gpuperf_gui.core import state_files
 from gpuperf_gui.core.hardware import PRECISIONS, Device, match_device_name
-from gpuperf_gui.core.trace.budget import MemoryBudget, parse_bytes
-from gpuperf_gui.core.units import format_si
+from gpuperf_gui.core.trace.budget import MemoryBudget
+from gpuperf_gui.core.units import format_si, parse_bytes
 from gpuperf_gui.views import cluster_dialog, settings_store
 from gpuperf_gui.views.benchmark_tab import BenchmarkTab
 from gpuperf_gui.views.context import AppContext

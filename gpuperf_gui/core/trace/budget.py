@@ -40,28 +40,6 @@ def format_bytes(n: float) -> str:
     return f"{int(n)} bytes"
 
 
-def parse_bytes(text: str) -> int:
-    """``"2GB"``, ``"1.5 GiB"``, ``"512M"``, ``"4e9"`` -> bytes. Raises ValueError with the reason."""
-    s = text.strip().replace("_", "")
-    units = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
-             "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
-    i = len(s)
-    while i > 0 and s[i - 1].isalpha():
-        i -= 1
-    number, unit = s[:i].strip(), s[i:].lower()
-    if not number or unit not in units:
-        if not number:
-            raise ValueError(f"{text!r} is not a size (examples: 2GB, 512MB, 4e9)")
-        raise ValueError(f"{text!r}: unknown unit {s[i:]!r} (use bytes, MB, GB, GiB, ...)")
-    try:
-        value = float(number) * units[unit]
-    except ValueError:
-        raise ValueError(f"{text!r} is not a size (examples: 2GB, 512MB, 4e9)") from None
-    if not value == value or value in (float("inf"), float("-inf")):
-        raise ValueError(f"{text!r} is not a finite size")
-    return int(value)
-
-
 @dataclass(frozen=True)
 class MemoryBudget:
     """The most memory one load may use, in bytes (validated on creation)."""
