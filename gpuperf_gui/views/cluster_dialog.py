@@ -1,18 +1,20 @@
-"""File ▸ Open on a Dask cluster…: a job's ranks analysed as Dask tasks, shown from compact results.
+"""A job of many ranks shown from compact per-rank results: File ▸ Open on a Dask cluster…, and any
+open of a folder with many rank files (the main window sends those here).
 
 :class:`ClusterOpenDialog` asks for the folder of rank files and the scheduler address
 (``tcp://host:8786`` or ``local[:N]``). :class:`ClusterJobWindow` runs
-:func:`~gpuperf_gui.core.trace.cluster.iter_cluster_analyse` in a worker thread and shows what comes
-back: the job's verdict, the Trace tab's rank × step heatmap (late ranks first) and a table of
-ranks. No rank's events are held here; opening a rank (a click on the heatmap, a double click in
-the table) loads only that rank's file in the Trace tab.
+:func:`~gpuperf_gui.core.trace.cluster.iter_job_overview` in a worker thread, on that Dask
+scheduler or (``address`` None) on the local process pool, and shows what comes back: the job's
+verdict, the Trace tab's rank × step heatmap (late ranks first) and a table of ranks. No rank's
+events are held here; opening a rank (a click on the heatmap, a double click in the table, Open
+rank) loads only that rank's file in the Trace tab.
 """
 
 from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtGui import QCloseEvent
@@ -35,7 +37,14 @@ from PySide6.QtWidgets import (
 )
 
 from gpuperf_gui.core.trace.api import Progress
-from gpuperf_gui.core.trace.cluster import ClusterError, ClusterResult, iter_cluster_analyse, parse_address
+from gpuperf_gui.core.trace.cluster import (
+    ClusterError,
+    ClusterResult,
+    engine_label,
+    is_local_pool,
+    iter_job_overview,
+    parse_address,
+)
 from gpuperf_gui.views.trace_heatmap import RankStepHeatmap
 from gpuperf_gui.views.workers import TaskRunner
 
@@ -101,18 +110,25 @@ class ClusterOpenDialog(QDialog):
 
 
 class ClusterJobWindow(QWidget):
-    """One job analysed on a cluster; ``rank_file_opened(path)`` when a rank is opened."""
+    """One job's overview from compact results; ``rank_file_opened(path)`` when a rank is opened.
+
+    ``paths``: the folder(s) or files of the job's ranks; ``address``: a Dask scheduler, or None for
+    the local process pool."""
 
     rank_file_opened = Signal(object)   # Path of the rank's file
     result_ready = Signal(object)       # ClusterResult
 
-    def __init__(self, folder: Path, address: str, parent: QWidget | None = None) -> None:
+    def __init__(self, paths: Path | Sequence[Path], address: str | None = None, parent: QWidget | None = None,
+                 *, memory_budget: int | None = None) -> None:
         super().__init__(parent, Qt.WindowType.Window)
-        self.folder, self.address = folder, address
+        self.paths = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
+        self.folder, self.address, self.memory_budget = self.paths[0], address, memory_budget
+        self.engine = engine_label(address)
         self.result: ClusterResult | None = None
-        self.setWindowTitle(f"{folder.name} on {address}")
+        name = self.folder.name if len(self.paths) == 1 else f"{self.folder.name} and {len(self.paths) - 1} more"
+        self.setWindowTitle(f"{name} — job overview ({self.engine})")
         self.resize(1100, 760)
-        self.status = QLabel(f"connecting to {address}…")
+        self.status = QLabel(f"connecting to {address}…" if not is_local_pool(address) else "starting…")
         self.progress = QProgressBar()
         self.progress.setRange(0, 1000)
         self.cancel_button = QPushButton("Cancel")
@@ -121,6 +137,11 @@ class ClusterJobWindow(QWidget):
         top.addWidget(self.status, 1)
         top.addWidget(self.progress)
         top.addWidget(self.cancel_button)
+        self.engine_note = QLabel(
+            f"<span style='color:#555'>Engine: {self.engine}{'' if is_local_pool(address) else ' (Dask)'}; "
+            "each rank is analysed apart and only its figures come back. A rank's lanes load on demand: "
+            "double-click its row, click it on the heatmap, or select it and Open rank.</span>")
+        self.engine_note.setWordWrap(True)
         self.verdict = QLabel()
         self.verdict.setWordWrap(True)
         self.verdict.setTextFormat(Qt.TextFormat.RichText)
@@ -130,13 +151,29 @@ class ClusterJobWindow(QWidget):
         self.table.setHorizontalHeaderLabels(list(COLUMNS))
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.verticalHeader().setVisible(False)
         self.table.cellDoubleClicked.connect(lambda row, _col: self.open_rank(self._rank_of_row(row)))
+        self.open_button = QPushButton("Open rank")
+        self.open_button.setToolTip("Load the selected rank's lanes in the Trace tab (that file only)")
+        self.open_button.setEnabled(False)
+        self.open_button.clicked.connect(lambda: self.open_rank(self._rank_of_row(self.table.currentRow())))
+        self.table.itemSelectionChanged.connect(
+            lambda: self.open_button.setEnabled(self.result is not None and self.table.currentRow() >= 0))
+        table_page = QWidget()
+        table_layout = QVBoxLayout(table_page)
+        table_layout.setContentsMargins(0, 0, 0, 0)
+        table_layout.addWidget(self.table, 1)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(self.open_button)
+        table_layout.addLayout(buttons)
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(self.heatmap)
-        split.addWidget(self.table)
+        split.addWidget(table_page)
         layout = QVBoxLayout(self)
         layout.addLayout(top)
+        layout.addWidget(self.engine_note)
         layout.addWidget(self.verdict)
         layout.addWidget(split, 1)
         self.task = TaskRunner(self)
@@ -146,8 +183,12 @@ class ClusterJobWindow(QWidget):
 
     def start(self, produce: Callable[[threading.Event], Iterator[object]] | None = None) -> bool:
         """Run the analysis (``produce`` replaces it in tests)."""
-        folder, address = self.folder, self.address
-        return self.task.start(produce or (lambda stop: iter_cluster_analyse([folder], address, stop, overview=True)))
+        paths, address, budget = list(self.paths), self.address, self.memory_budget
+        return self.task.start(produce or (
+            lambda stop: iter_job_overview(paths, stop, address=address, memory_budget=budget)))
+
+    def is_busy(self) -> bool:
+        return self.task.is_running()
 
     def cancel(self) -> None:
         self.task.cancel()
@@ -172,7 +213,7 @@ class ClusterJobWindow(QWidget):
         self.progress.setValue(1000)
         n = len(result.ranks)
         self.status.setText(f"{n} rank{'s' if n != 1 else ''}, {result.n_events:,} events analysed on "
-                            f"{self.address}; open a rank to load its lanes")
+                            f"{self.engine}; open a rank to load its lanes")
         d = result.diagnosis
         late = f" — late rank{'s' if len(d.ranks) > 1 else ''}: {', '.join(map(str, d.ranks))}" \
             if d.signature == "straggler" else ""
@@ -230,7 +271,14 @@ def open_on_cluster(parent: QWidget, open_traces: Callable[[list[Path]], None]) 
     if dialog.exec() != QDialog.DialogCode.Accepted:
         return None
     folder, address = dialog.values()
-    window = ClusterJobWindow(folder, address, parent)
+    return show_job(parent, [folder], address, open_traces)
+
+
+def show_job(parent: QWidget, paths: Sequence[Path], address: str | None,
+             open_traces: Callable[[list[Path]], None], memory_budget: int | None = None) -> ClusterJobWindow:
+    """A job window on ``paths`` (``address`` None: the local process pool), shown and started;
+    an opened rank goes to ``open_traces``. The window is deleted when closed."""
+    window = ClusterJobWindow(paths, address, parent, memory_budget=memory_budget)
     window.rank_file_opened.connect(lambda path: open_traces([path]))
     window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
     window.show()
@@ -238,4 +286,4 @@ def open_on_cluster(parent: QWidget, open_traces: Callable[[list[Path]], None]) 
     return window
 
 
-__all__ = ["ClusterJobWindow", "ClusterOpenDialog", "open_on_cluster"]
+__all__ = ["ClusterJobWindow", "ClusterOpenDialog", "open_on_cluster", "show_job"]

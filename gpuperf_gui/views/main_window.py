@@ -25,6 +25,8 @@ from gpuperf_gui import __version__
 from gpuperf_gui.core import state_files
 from gpuperf_gui.core.hardware import PRECISIONS, Device, match_device_name
 from gpuperf_gui.core.trace.budget import MemoryBudget
+from gpuperf_gui.core.trace.load import discover_files
+from gpuperf_gui.core.trace.model import TraceFormatError
 from gpuperf_gui.core.units import format_si, parse_bytes
 from gpuperf_gui.views import cluster_dialog, settings_store
 from gpuperf_gui.views.benchmark_tab import BenchmarkTab
@@ -34,6 +36,13 @@ from gpuperf_gui.views.roofline_tab import RooflineTab
 from gpuperf_gui.views.trace_tab import TraceTab
 
 WINDOW_SIZE = QSize(1600, 1000)
+MANY_RANKS = 32
+"""An open of more rank files than this shows the job overview from compact per-rank results
+(views/cluster_dialog.py on the local process pool) and loads a rank's lanes only when it is opened.
+Why 32: the lanes of more ranks cannot be read side by side (a rank has 4 to 20 lanes: 32 ranks
+already stack 130+ lanes), and holding them costs the window every rank's events (a loaded event
+keeps ~150-500 bytes: 256 ranks of 200k events would be 8-25 GB), where the compact results are
+~20 kB a rank whatever its events (benchmarks/many_ranks_gui.py measures both)."""
 # tab key -> (class, title)
 TABS = (
     ("roofline", RooflineTab, "Roofline"),
@@ -64,6 +73,7 @@ class MainWindow(QMainWindow):
         self.presentation_window = None  # View ▸ Presentation, made on first use
         self._build_menus()
         self._wire_tabs()
+        self.job_windows: list[cluster_dialog.ClusterJobWindow] = []   # open job overviews
         self.setAcceptDrops(True)
         self._pending_recent: list[Path] = []
         self.set_aside_notices: list[str] = []   # state files set aside, said once in the status bar
@@ -97,6 +107,7 @@ class MainWindow(QMainWindow):
         trace.mfu_figures_ready.connect(self._on_mfu_figures_ready)
         trace.roofline_points_ready.connect(self._on_roofline_points_ready)
         trace.trace_loaded.connect(self._on_trace_loaded)
+        trace.open_elsewhere = lambda paths: self.open_job_overview(paths)   # the tab's own drops too
         bench.point_measured.connect(roofline.append_measured_point)
         # one path: the catalog takes them, then the context tells every tab (ceilings_changed)
         bench.ceilings_measured.connect(self.context.add_measured_ceilings)
@@ -166,13 +177,46 @@ class MainWindow(QMainWindow):
 
     def is_busy(self) -> bool:
         """True while any tab still loads or measures (``--screenshot`` waits for False)."""
-        return any(tab.is_busy() for tab in self.tab_by_key.values())
+        return (any(tab.is_busy() for tab in self.tab_by_key.values())
+                or any(w.is_busy() for w in self.job_windows))
 
     def open_traces(self, paths: list[Path], remember: bool = True) -> None:
-        """Open traces in the Trace tab; they join File ▸ Open recent once they have loaded."""
+        """Open traces in the Trace tab; they join File ▸ Open recent once they have loaded. More than
+        :data:`MANY_RANKS` rank files open as a job overview instead (:meth:`open_job_overview`)."""
+        if self.open_job_overview(paths, remember):
+            return
         self._pending_recent = list(paths) if remember else []
         self.show_tab("trace")
         self.trace_tab.open_paths(paths)
+
+    def open_job_overview(self, paths: list[Path], remember: bool = True) -> bool:
+        """When ``paths`` hold more than :data:`MANY_RANKS` rank files, show the job's overview from
+        compact results (local process pool) in a job window and return True; else False (the
+        Trace tab loads them; a path that cannot be read is its error to report)."""
+        try:
+            n_files = len(discover_files(paths))
+        except (TraceFormatError, OSError):
+            return False
+        if n_files <= MANY_RANKS:
+            return False
+        window = cluster_dialog.show_job(self, [Path(p) for p in paths], None,
+                                         lambda rank_paths: self.open_traces(rank_paths, remember=False),
+                                         memory_budget=self.trace_tab.memory_budget_bytes)
+        self.job_windows.append(window)
+        window.destroyed.connect(lambda _obj=None, w=window: self._forget_job_window(w))
+        if remember:
+            window.result_ready.connect(lambda _result, ps=list(paths): self._remember(ps))
+        self.statusBar().showMessage(f"{n_files} rank files: opened as a job overview on {window.engine} "
+                                     "(a rank's lanes load when it is opened)", 15_000)
+        return True
+
+    def _forget_job_window(self, window: QWidget) -> None:
+        self.job_windows = [w for w in self.job_windows if w is not window]
+
+    def _remember(self, paths: list[Path]) -> None:
+        for path in paths:
+            settings_store.add_recent_file(str(path))
+        self._fill_recent_menu()
 
     # toolbar ----------------------------------------------------------------------------
     def _build_toolbar(self) -> None:
@@ -363,6 +407,8 @@ class MainWindow(QMainWindow):
             state_files.set_reporter(current)
         for tab in self.tab_by_key.values():
             tab.shutdown()
+        for window in list(self.job_windows):
+            window.close()
         if self.presentation_window is not None:
             self.presentation_window.shutdown()
         settings_store.save_window(self.saveGeometry(), self.saveState())

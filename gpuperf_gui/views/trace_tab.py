@@ -87,6 +87,7 @@ class TraceTab(QWidget):
         self.context = context
         self.loaded: LoadedTrace | None = None
         self.memory_budget_bytes: int | None = None   # None: core's default (core/trace/budget.py)
+        self.open_elsewhere: Callable[[list[Path]], bool] | None = None  # main window: many ranks -> job overview
         self.task = TaskRunner(self)
         self.task.item_produced.connect(self._on_item_produced)
         self.task.run_failed.connect(self._on_run_failed)
@@ -387,7 +388,7 @@ class TraceTab(QWidget):
         """Load and analyse ``paths`` (files and/or folders of ranks) in a worker thread; a load still
         running is cancelled first (the newest request wins)."""
         paths = [Path(p) for p in paths]
-        if not paths:
+        if not paths or (self.open_elsewhere is not None and self.open_elsewhere(paths)):
             return
         self._show_message("")
         self.task.restart(load_job(paths, float(self.idle_spin.value()),

@@ -14,8 +14,13 @@ the same ``--json`` and verdict as the local run while never holding any rank's 
 ``local[:N]`` (a ``LocalCluster`` of N worker processes, one thread each; N defaults to the CPUs).
 Dask is an optional extra (``pip install 'gpuperf-gui[cluster]'``), imported only here and lazily.
 
+The same compact path runs without Dask on the local process pool (:func:`iter_compact_analyse` with
+``address=None``, the loader's :func:`.load.iter_per_file`): the GUI opens a folder of many ranks
+that way, holding a few kB per rank instead of every rank's lanes.
+
 >>> result = analyse_on_cluster([Path("job/")], "local:4")      # doctest: +SKIP
 >>> result.to_json(top=10)                                       # same as TraceResult.to_json
+>>> result = analyse_compact([Path("job/")])                     # local process pool, no Dask
 """
 from __future__ import annotations
 
@@ -23,20 +28,23 @@ import os
 import re
 import threading
 import uuid
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from ..child_stream import iter_in_child
 from . import intervals as iv
 from .analysis import RankAnalysis, analyse_rank
 from .api import MultiRankSummary, Progress, job_json, multi_rank_summary, rank_collectives, rank_json
 from .budget import MemoryBudget
 from .decode import DEFAULT_MAX_BYTES
 from .diagnose import Diagnosis, diagnose_job, diagnose_rank
-from .load import FileFailure, _failure, dedupe_ranks, discover_files, failure_notes, load_rank
+from .load import (FileFailure, _failure, dedupe_ranks, discover_files, failure_notes, iter_per_file, load_rank,
+                   plan_workers)
 from .model import RankTrace, TraceFormatError
 from .op_points import op_points
 from .optable import OpRow, op_table
@@ -48,6 +56,8 @@ CONNECT_TIMEOUT_S = 10.0
 _POLL_S = 0.2
 """How often the client looks at ``stop`` while tasks run."""
 _LOCAL_RE = re.compile(r"^local(?::(\d+))?$")
+LOCAL_POOL = "local-pool"
+"""The ``address`` of :func:`iter_compact_analyse` that means the local process pool (no Dask)."""
 
 
 class ClusterError(RuntimeError):
@@ -58,12 +68,18 @@ class ClusterError(RuntimeError):
 @dataclass
 class LaneSummary:
     """One lane at a coarse level of detail: its busy fraction in :data:`LANE_BINS` equal bins over
-    the rank's span (the rank's own clock)."""
+    the rank's span (the rank's own clock), kept in 1/255 steps (one byte a bin: a rank of 22
+    lanes sends 5.6 kB of them, not 22.5 kB as float32)."""
 
     kind: str
     label: str
     events: int
-    busy: np.ndarray
+    busy_u8: np.ndarray
+
+    @property
+    def busy(self) -> np.ndarray:
+        """Busy fraction per bin (to within 1/510)."""
+        return self.busy_u8.astype(np.float32) / 255.0
 
 
 @dataclass
@@ -148,7 +164,7 @@ def lane_summaries(rt: RankTrace, bins: int = LANE_BINS) -> list[LaneSummary]:
         if len(lane):
             s, e = iv.union(lane.start_us, lane.start_us + lane.duration_us)
             busy = np.clip(np.diff(_busy_before(s, e, edges)) / width, 0.0, 1.0)
-        out.append(LaneSummary(lane.kind, lane.label, len(lane), busy.astype(np.float32)))
+        out.append(LaneSummary(lane.kind, lane.label, len(lane), np.rint(255.0 * busy).astype(np.uint8)))
     return out
 
 
@@ -345,6 +361,95 @@ def analyse_on_cluster(paths: Sequence[Path | str], address: str, *, max_bytes: 
     result = None
     for item in iter_cluster_analyse(paths, address, None, max_bytes=max_bytes, memory_budget=memory_budget,
                                      top=top, overview=overview):
+        if isinstance(item, ClusterResult):
+            result = item
+    if result is None:
+        raise TraceFormatError("no result")
+    return result
+
+
+# -- the same compact path without Dask --------------------------------------------------------------
+def is_local_pool(address: str | None) -> bool:
+    """True for the local process pool (``None`` or :data:`LOCAL_POOL`), False for a Dask address."""
+    return address is None or address.strip() == LOCAL_POOL
+
+
+def engine_label(address: str | None, n_workers: int | None = None) -> str:
+    """What ran the ranks, in words (the job window says it)."""
+    if is_local_pool(address):
+        n = f" of {n_workers} process{'es' if n_workers != 1 else ''}" if n_workers else ""
+        return f"the local process pool{n}"
+    kind, n = parse_address(address)  # type: ignore[arg-type]
+    if kind == "local":
+        return f"a Dask LocalCluster ({address.strip()})"  # type: ignore[union-attr]
+    return f"the Dask scheduler at {address.strip()}"  # type: ignore[union-attr]
+
+
+def iter_compact_analyse(paths: Sequence[Path | str], stop: threading.Event | None = None, *,
+                         address: str | None = None, workers: int | None = None,
+                         max_bytes: int | None = DEFAULT_MAX_BYTES, memory_budget: MemoryBudget | int | None = None,
+                         top: int = 10, overview: bool = False) -> Iterator[Progress | ClusterResult]:
+    """The compact path: :class:`.api.Progress` items, then one :class:`ClusterResult` (nothing when
+    ``stop`` is set).
+
+    ``address`` None (or :data:`LOCAL_POOL`) runs :func:`summarize_rank` for each file on the local
+    process pool, as :func:`.api.iter_load_and_analyse` runs its per-file work (``workers`` and the
+    memory budget planned the same way); a Dask address goes to :func:`iter_cluster_analyse`. Dask
+    is not imported on the local path. This process holds only the :class:`RankSummary` of each
+    rank: its memory does not grow with the ranks' events."""
+    if not is_local_pool(address):
+        yield from iter_cluster_analyse(paths, address, stop, max_bytes=max_bytes,  # type: ignore[arg-type]
+                                        memory_budget=memory_budget, top=top, overview=overview)
+        return
+    stop = stop or threading.Event()
+    files = discover_files(paths)
+    n = len(files)
+    n_workers, budget = plan_workers(files, MemoryBudget.of(memory_budget), workers)
+    yield Progress(0.0, f"analysing {n} file{'s' if n != 1 else ''} on {engine_label(None, n_workers)}")
+    work = partial(summarize_rank, max_bytes=max_bytes, memory_budget=budget.limit_bytes, top=top,
+                   overview=overview)
+    summaries: list[RankSummary] = []
+    failures: list[FileFailure] = []
+    with closing(iter_per_file(files, work, stop, workers=n_workers, collect_failures=True)) as results:
+        for count, (i, item) in enumerate(results, 1):
+            (failures if isinstance(item, FileFailure) else summaries).append(item)
+            yield Progress(0.95 * count / n, f"analysed {files[i].name}")
+    if stop.is_set():
+        return
+    failures.sort(key=lambda f: str(f.path))
+    notes = failure_notes(failures, n)  # raises the first file's error when none loaded
+    yield Progress(0.97, "diagnosing")
+    yield assemble(summaries, notes)
+
+
+COMPACT_ENGINE = "gpuperf_gui.core.trace.cluster:iter_compact_analyse"
+
+
+def iter_job_overview(paths: Sequence[Path | str], stop: threading.Event, *, address: str | None = None,
+                      memory_budget: int | None = None, isolate: bool | None = None
+                      ) -> Iterator[Progress | ClusterResult]:
+    """The job window's generator: :func:`iter_compact_analyse` with the overview.
+
+    On the local pool it runs in a helper interpreter (:mod:`..child_stream`, as the Trace tab's
+    loader does: the window's process never forks, decodes nor holds a rank's events, and a stop
+    kills the helper and its pool at once) unless ``isolate`` is False or
+    ``GPUPERF_TRACE_INPROCESS=1``. A Dask client runs here (its own threads do the waiting)."""
+    if isolate is None:
+        isolate = is_local_pool(address) and os.environ.get("GPUPERF_TRACE_INPROCESS", "") != "1"
+    kwargs = {"address": address, "memory_budget": memory_budget, "overview": True}
+    if isolate:
+        yield from iter_in_child(COMPACT_ENGINE, ([str(p) for p in paths],), kwargs, stop=stop, grace_s=0.0)
+    else:
+        yield from iter_compact_analyse(paths, stop, **kwargs)
+
+
+def analyse_compact(paths: Sequence[Path | str], *, address: str | None = None, workers: int | None = None,
+                    max_bytes: int | None = DEFAULT_MAX_BYTES, memory_budget: MemoryBudget | int | None = None,
+                    top: int = 10, overview: bool = False) -> ClusterResult:
+    """Blocking version of :func:`iter_compact_analyse`."""
+    result = None
+    for item in iter_compact_analyse(paths, None, address=address, workers=workers, max_bytes=max_bytes,
+                                     memory_budget=memory_budget, top=top, overview=overview):
         if isinstance(item, ClusterResult):
             result = item
     if result is None:

@@ -1,0 +1,112 @@
+"""The compact path without Dask (core/trace/cluster.py ``iter_compact_analyse``, local process pool):
+the full local run's figures and verdict, Dask never imported, and a 256-rank job brought back as a
+few kB per rank with no per-event array. The late rank comes from the real recording
+(tests/data/h200/ddp_straggler_gloo: rank 1 sleeps 40 ms before each forward), tiled by
+tests/core/many_ranks.py."""
+from __future__ import annotations
+
+import gc
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpuperf_gui.core.trace.api import analyse_paths
+from gpuperf_gui.core.trace.cluster import (LANE_BINS, LOCAL_POOL, ClusterResult, analyse_compact, engine_label,
+                                            iter_compact_analyse)
+from gpuperf_gui.core.trace.model import Flows, Lane, RankTrace, StringTable, TraceModel
+from gpuperf_gui.core.trace.overview import build_overview
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from many_ranks import RECORDED_LATE_MS, tiled_straggler_job  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def job16(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tiled_straggler_job(tmp_path_factory.mktemp("job16") / "job", 16, 11, shift_us=13)
+
+
+def test_local_pool_equals_the_full_local_run(job16: Path) -> None:
+    """Per-rank figures, op tables, roofline points, the straggler lags and the verdict: the same
+    ``--json`` as the full load; the heatmap's matrices the same as the full overview's."""
+    full = analyse_paths([job16], workers=1)
+    compact = analyse_compact([job16], workers=2, overview=True)
+    assert compact.to_json(top=5) == full.to_json(top=5)
+    assert compact.diagnosis.signature == "straggler" and compact.multi_rank.stragglers == [11]
+    # the recording's rank 0 waits ~40 ms per step for the late rank: the lag found is that sleep
+    assert compact.multi_rank.collective_start_lag_s[11] == pytest.approx(RECORDED_LATE_MS / 1e3, rel=0.25)
+    local_overview = build_overview(full)
+    for metric in ("busy", "exposed comm", "idle", "step time"):
+        c_ranks, c_steps, c_values = compact.overview().rank_step_matrix(metric)
+        f_ranks, f_steps, f_values = local_overview.rank_step_matrix(metric)
+        assert (c_ranks, c_steps) == (f_ranks, f_steps) and c_ranks[0] == 11
+        assert c_values.tolist() == f_values.tolist()
+
+
+def test_local_pool_runs_without_dask(job16: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
+    monkeypatch.setitem(sys.modules, "dask", None)
+    items = list(iter_compact_analyse([job16], address=LOCAL_POOL, workers=2))
+    result = items[-1]
+    assert isinstance(result, ClusterResult) and result.multi_rank.stragglers == [11]
+    assert "local process pool of 2 processes" in items[0].message
+    assert engine_label(None) == engine_label(LOCAL_POOL) == "the local process pool"
+
+
+def test_importing_the_engine_imports_no_dask() -> None:
+    code = ("import sys, gpuperf_gui.core.trace.cluster, gpuperf_gui.views.cluster_dialog; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"QT_QPA_PLATFORM": "offscreen", "PATH": ""}).stdout
+    assert out.strip() == "[]"
+
+
+def test_stop_returns_without_a_result(job16: Path) -> None:
+    import threading
+
+    stop = threading.Event()
+    items = []
+    for item in iter_compact_analyse([job16], stop, workers=2):
+        items.append(item)
+        if len(items) == 3:
+            stop.set()
+    assert not any(isinstance(i, ClusterResult) for i in items)
+
+
+def _reachable(root: object) -> list[object]:
+    seen, stack, out = set(), [root], []
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, type):
+            continue
+        seen.add(id(obj))
+        out.append(obj)
+        stack.extend(gc.get_referents(obj))
+    return out
+
+
+# What one rank's RankSummary may weigh, pickled: its figures (RankAnalysis ~4 kB, 10 op-table rows
+# ~1.2 kB, roofline points, file name and warnings: 8 kB in all), the overview's per-step breakdown
+# and top kernels (2 kB a step), and the coarse lane summary (LANE_BINS bytes + label, 512 B a lane).
+# Nothing in it scales with events; one float64 array over this recording's ~1,650 events of a rank
+# would already add 13 kB, its whole RankTrace pickles to ~90 kB (measured: ~15.7 kB against a 19.5 kB bound).
+FIXED_BYTES, PER_STEP_BYTES, PER_LANE_BYTES = 8 * 1024, 2 * 1024, 512
+
+
+def test_256_ranks_come_back_compact(tmp_path: Path) -> None:
+    job = tiled_straggler_job(tmp_path / "job256", 256, 200, steps=2, compress=False)
+    result = analyse_compact([job], workers=2, overview=True)
+    assert len(result.ranks) == 256 and result.multi_rank.stragglers == [200]
+    assert result.diagnosis.signature == "straggler"
+    for r in result.ranks:
+        s = r.summary
+        bound = FIXED_BYTES + PER_STEP_BYTES * len(s.analysis.steps) + PER_LANE_BYTES * len(s.lanes)
+        assert len(pickle.dumps(s)) <= bound, (r.rank, len(pickle.dumps(s)), bound)
+    held = _reachable(result)
+    assert not [o for o in held if isinstance(o, (RankTrace, TraceModel, Lane, StringTable, Flows))]
+    biggest = max(o.size for o in held if isinstance(o, np.ndarray))
+    assert biggest <= LANE_BINS < min(r.summary.n_events for r in result.ranks)
+    assert len(pickle.dumps(result)) < 256 * 32 * 1024
