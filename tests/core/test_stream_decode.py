@@ -154,15 +154,85 @@ def test_files_that_are_not_clean_go_to_the_whole_file_path(tmp_path: Path, text
     assert _outcome(load_rank, path) == _outcome(load_rank_whole, path)
 
 
-def test_budget_refusal_is_the_whole_file_paths(tmp_path: Path) -> None:
+def test_budget_refusal_follows_the_streamed_cost_model(tmp_path: Path) -> None:
+    """60,000 events need ~15 MB of columns by the streamed model (250 B each): a 16 MB budget
+    refuses them once the text in flight is counted, the whole-file path (1.5 x text + 600 B per
+    event, ~47 MB) refuses them too, and a 64 MB budget loads what the whole-file path refuses."""
     events = [_event(i) for i in range(60_000)]
     path = _write(tmp_path / "big.json.gz", json.dumps({"traceEvents": events}))
-    budget = MemoryBudget(16_000_000)
-    with pytest.raises(MemoryBudgetError) as streamed:
-        _streamed(path, budget)
-    with pytest.raises(MemoryBudgetError) as whole:
-        load_rank_whole(path, memory_budget=budget)
-    assert str(streamed.value) == str(whole.value)
+    with pytest.raises(MemoryBudgetError, match="events decoded"):
+        _streamed(path, MemoryBudget(16_000_000))
+    with pytest.raises(MemoryBudgetError, match="at least 60,000 events"):
+        load_rank_whole(path, memory_budget=MemoryBudget(16_000_000))
+    assert _streamed(path, MemoryBudget(64_000_000)).n_events == 60_000
+    with pytest.raises(MemoryBudgetError):
+        load_rank_whole(path, memory_budget=MemoryBudget(40_000_000))
+
+
+def test_a_plain_file_is_refused_from_its_first_run_by_projection(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """200,000 events (~20 MB of JSON) need ~50 MB of columns: a 20 MB budget refuses the plain
+    file after its first 1 MB run, projecting the event count from the file's size."""
+    monkeypatch.setattr(source, "OUT_CHUNK_BYTES", 1 << 20)
+    monkeypatch.setattr(stream_decode, "MIN_DECODE_BYTES", 1 << 20)
+    events = [_event(i) for i in range(200_000)]
+    path = _write(tmp_path / "big.json", json.dumps({"traceEvents": events}))
+    decoded = []
+    real_check = stream_decode._check_budget
+    monkeypatch.setattr(stream_decode, "_check_budget",
+                        lambda path, budget, splitter, *a: (decoded.append(splitter.decoded_bytes),
+                                                            real_check(path, budget, splitter, *a)))
+    with pytest.raises(MemoryBudgetError, match="projected from the") as info:
+        _streamed(path, MemoryBudget(20_000_000))
+    assert decoded[-1] <= 2 << 20 < path.stat().st_size // 5
+    projected = int(str(info.value).split("about ")[1].split(" events")[0].replace(",", ""))
+    assert abs(projected - 200_000) < 6_000  # within 3 %: later events are longer (more digits)
+
+
+@pytest.mark.parametrize("suffix", [".json", ".json.gz"])
+def test_parallel_decode_identical_to_serial_on_the_largest_real_traces(suffix: str, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two worker processes, 256 kB runs: every column, string and warning as the serial decode."""
+    monkeypatch.setattr(source, "OUT_CHUNK_BYTES", 256 << 10)
+    largest = sorted(SHARED, key=lambda p: p.stat().st_size)[-3:]
+    for path in largest:
+        if not path.name.endswith(suffix):
+            copy = tmp_path / (path.name.split(".")[0] + suffix)
+            text = gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else path.read_bytes()
+            copy.write_bytes(gzip.compress(text, 1) if suffix == ".json.gz" else text)
+            path = copy
+        serial = stream_decode.load_rank_streamed(path, budget=MemoryBudget(), max_bytes=None, workers=1)
+        parallel = stream_decode.load_rank_streamed(path, budget=MemoryBudget(), max_bytes=None, workers=2)
+        assert serial is not None and parallel is not None
+        assert fingerprint(parallel) == fingerprint(serial), path
+
+
+@pytest.mark.usefixtures("small_chunks")
+def test_parallel_decode_hands_false_cuts_and_the_array_end_to_the_serial_splitter(tmp_path: Path) -> None:
+    """Names holding ``}, {`` (false cuts), B/E pairs with shapes, metadata lists of objects after
+    the events: the parallel decode gives what the whole-file path gives, 2,000 events by hand."""
+    events = [_event(i, name='x}, {"a": [' if i % 3 == 0 else f"op{i % 5}") for i in range(1_800)]
+    for i in range(100):
+        events += [{"ph": "B", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1e5 + 100.0 * i,
+                    "args": {"Input Dims": [[4, i + 1], [i + 1, 8]], "Input type": ["float", "float"]}},
+                   {"ph": "E", "pid": 1, "tid": 1, "ts": 1e5 + 100.0 * i + 50}]
+    doc = {"traceEvents": events, "deviceProperties": [{"id": d, "name": f"GPU {d}"} for d in range(8)],
+           "distributedInfo": {"rank": 5, "world_size": 8}}
+    path = _write(tmp_path / "t.json", json.dumps(doc))
+    rt = stream_decode.load_rank_streamed(path, budget=MemoryBudget(), max_bytes=None, workers=2)
+    assert rt is not None and rt.n_events == 2_000 and rt.rank == 5
+    assert sum(len(lane) for lane in rt.lanes) == 1_900
+    assert fingerprint(rt) == fingerprint(load_rank_whole(path))
+
+
+def test_pool_workers_decode_serially_and_small_files_stay_in_process() -> None:
+    budget = MemoryBudget()
+    assert stream_decode.decode_workers(1 << 20, budget) == 1  # 1 MB: no pool
+    assert stream_decode.decode_workers(1 << 30, MemoryBudget(300_000_000)) == 1  # the budget holds no worker
+    assert stream_decode.decode_workers(1 << 30, budget, workers=3) == 3
+    from concurrent.futures import ProcessPoolExecutor
+    with ProcessPoolExecutor(1, initializer=stream_decode.no_parallel_decode) as pool:
+        assert pool.submit(stream_decode.decode_workers, 1 << 30, budget).result() == 1
 
 
 def test_streamed_load_holds_neither_the_whole_text_nor_every_struct(tmp_path: Path,

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from gpuperf_gui.core.trace.budget import MemoryBudget
-from gpuperf_gui.core.trace.decode import estimated_load_bytes
+from gpuperf_gui.core.trace import source, stream_decode
 from gpuperf_gui.core.trace.load import load_rank, load_trace, plan_workers
 from gpuperf_gui.core.trace.source import EventCounter
 from gpuperf_gui.core.trace.model import TraceFormatError
@@ -149,27 +149,33 @@ def test_plan_workers_loads_large_ranks_one_at_a_time(tmp_path: Path) -> None:
     for f in small:
         f.write_bytes(b"{}" * 1000)
     assert plan_workers(small, MemoryBudget(2_000_000_000), 4) == (4, MemoryBudget(500_000_000))
-    big = tmp_path / "big.json.gz"  # a gzip member records its uncompressed size: 300 MB here
-    big.write_bytes(gzip.compress(b"{}")[:-4] + (300_000_000).to_bytes(4, "little"))
+    big = tmp_path / "big.json.gz"  # a gzip member records its uncompressed size: 1.5 GB here
+    big.write_bytes(gzip.compress(b"{}")[:-4] + (1_500_000_000).to_bytes(4, "little"))
     n, share = plan_workers(small + [big], MemoryBudget(2_000_000_000), 4)
-    assert n == 1 and share.limit_bytes == 2_000_000_000  # 300 MB of JSON needs ~1.2 GB
+    assert n == 1 and share.limit_bytes == 2_000_000_000  # ~6M events of 250 B need ~1.5 GB streamed
     fifo = tmp_path / "pipe.json"
     if hasattr(os, "mkfifo"):
         os.mkfifo(fifo)
         assert plan_workers([fifo], MemoryBudget(), None)[0] == 1  # never opened here
 
 
-_PEAK = ("import resource, sys\nfrom gpuperf_gui.core.trace.api import _analyse_one\n"
-         "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+# Peak RSS over the imports, from /proc: ru_maxrss would carry the parent's peak (Linux keeps it
+# across fork and exec), so the high-water mark is reset (clear_refs 5) after the imports.
+_PEAK = ("import sys\nfrom gpuperf_gui.core.trace.api import _analyse_one\n"
+         "def kb(key):\n"
+         "    return int(next(l for l in open('/proc/self/status') if l.startswith(key)).split()[1])\n"
+         "open('/proc/self/clear_refs', 'w').write('5')\n"
+         "base = kb('VmRSS:')\n"
          "_analyse_one(sys.argv[1], max_bytes=None, order_index=0)\n"
-         "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) * 1024)\n")
+         "print((kb('VmHWM:') - base) * 1024)\n")
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss in kB is Linux's")
+@pytest.mark.skipif(sys.platform != "linux", reason="/proc/self/clear_refs is Linux's")
 @pytest.mark.parametrize("name", ["tiny", "df_index_resolver", "launch_bound_tiny"])
 def test_the_budget_cost_model_bounds_the_measured_peak(tmp_path: Path, shared_traces: Path, name: str) -> None:
     """Peak memory of load + analysis + op table (fresh process, over its imports) stays under
-    what the budget is checked against, with a fixed 8 MB for lazily imported modules."""
+    what the budget is checked against on the streamed path (the columns, a run of text and of
+    structs in flight), with a fixed 8 MB for lazily imported modules."""
     if name == "tiny":  # 400k events of ~70 bytes: the most events per byte
         path = tmp_path / "tiny.json"
         event = b'{"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":%d,"dur":1},'
@@ -184,4 +190,8 @@ def test_the_budget_cost_model_bounds_the_measured_peak(tmp_path: Path, shared_t
     out = subprocess.run([sys.executable, "-c", _PEAK, str(path)], capture_output=True, text=True, env=env,
                          check=True)
     peak = int(out.stdout.split()[-1])
-    assert peak < estimated_load_bytes(len(text), counter.events) + 8_000_000, (peak, len(text), counter.events)
+    in_flight = stream_decode.MIN_DECODE_BYTES + source.OUT_CHUNK_BYTES
+    structs = stream_decode.STRUCT_BUDGET_BYTES // stream_decode.STRUCT_COST_BYTES
+    bound = stream_decode.streamed_load_bytes(counter.events, in_flight, structs)
+    assert peak < bound + 8_000_000, (peak, bound, len(text), counter.events)
+    print(name, peak, counter.events, peak / counter.events, "bytes per event")

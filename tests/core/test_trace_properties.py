@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from gpuperf_gui.core.trace.budget import MemoryBudgetError
 from gpuperf_gui.core.trace.decode import estimated_load_bytes
-from gpuperf_gui.core.trace.load import load_rank
+from gpuperf_gui.core.trace.load import load_rank, load_rank_whole
+from gpuperf_gui.core.trace.stream_decode import STREAM_EVENT_COST_BYTES, streamed_load_bytes
 from gpuperf_gui.core.trace.model import TraceFormatError
 from gpuperf_gui.core.trace.source import EventCounter
 
@@ -109,7 +110,7 @@ def test_event_counter_does_not_depend_on_how_the_text_is_chunked(text: bytes, c
 
 @FAST
 @given(n_events=st.integers(1, 3000), budget_mb=st.integers(16, 64))
-def test_a_load_is_refused_exactly_when_the_cost_model_says_it_does_not_fit(
+def test_a_whole_file_load_is_refused_exactly_when_its_cost_model_says_it_does_not_fit(
         tmp_path: Path, n_events: int, budget_mb: int) -> None:
     event = b'{"ph":"X","cat":"cpu_op","name":"%d","pid":1,"tid":1,"ts":%d,"dur":1,"args":{"x":"' + b"y" * 3000 + b'"}},'
     text = b'{"traceEvents":[' + b"".join(event % (i, i) for i in range(n_events))[:-1] + b"]}"
@@ -118,8 +119,29 @@ def test_a_load_is_refused_exactly_when_the_cost_model_says_it_does_not_fit(
     budget = budget_mb * 1_000_000
     fits = estimated_load_bytes(len(text), n_events) <= budget
     try:
-        rt = load_rank(path, memory_budget=budget)
+        rt = load_rank_whole(path, memory_budget=budget)
     except MemoryBudgetError as exc:
         assert not fits and f"{budget_mb} MB memory budget" in str(exc)
     else:
         assert fits and rt.n_events == n_events
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n_events=st.integers(1, 150_000), budget_mb=st.integers(16, 64), gz=st.booleans())
+def test_a_streamed_load_is_refused_between_its_cost_models_bounds(
+        tmp_path: Path, n_events: int, budget_mb: int, gz: bool) -> None:
+    """Refused whenever its columns alone (250 B an event) exceed the budget; loaded whenever the
+    most the streamed model can count fits (every event, all the text and every struct at once)."""
+    event = b'{"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":%d,"dur":1},'
+    text = b'{"traceEvents":[' + b"".join(event % i for i in range(n_events))[:-1] + b"]}"
+    path = tmp_path / ("t.json.gz" if gz else "t.json")
+    path.write_bytes(gzip.compress(text, 1) if gz else text)
+    budget = budget_mb * 1_000_000
+    try:
+        rt = load_rank(path, memory_budget=budget)
+    except MemoryBudgetError as exc:
+        assert f"{budget_mb} MB memory budget" in str(exc)
+        assert streamed_load_bytes(n_events, len(text), n_events) > budget
+    else:
+        assert rt.n_events == n_events
+        assert STREAM_EVENT_COST_BYTES * n_events <= budget

@@ -84,6 +84,7 @@ def build_rank_columns(columns: EventColumns, meta: TraceFile, path: Path, order
         strings=strings, lanes=[], rank_source=rank_source,
         device_name=str(device_props[0].get("name", "")) if device_props else "",
         device_properties=device_props, distributed_info=distributed,
+        gpuperf_unprofiled=meta.gpuperf_unprofiled if isinstance(meta.gpuperf_unprofiled, dict) else None,
         metadata=_small_metadata(meta), n_events=n_entries, truncation=truncation,
         warnings=warnings)
     if not columns.n:
@@ -308,6 +309,27 @@ class EventColumns:
                 self._shape_of[base + i] = self._shape_keys[
                     (bytes(a.input_dims), bytes(a.input_type), bytes(a.concrete_inputs))]
         self.n += n
+
+    def merge(self, other: EventColumns) -> None:
+        """Append the columns of events decoded apart (a worker's run, in file order after these):
+        its string, pid and tid codes remapped to this one's, its event indices shifted."""
+        base = self.n
+        luts = {key: np.fromiter(map(ids.__getitem__, theirs), dtype=np.int32, count=len(theirs))
+                for key, ids, theirs in (("cat", self._cats, other._cats), ("name", self._names, other._names),
+                                         ("pid", self._pids, other._pids), ("tid", self._tids, other._tids))}
+        for key, parts in other._parts.items():
+            for part in parts:
+                if isinstance(part, int) or key not in luts and key != "device_rows":
+                    self._parts[key].append(part)
+                elif key == "device_rows":
+                    self._parts[key].append(part + base)
+                else:
+                    self._parts[key].append(luts[key][part])
+        their_keys = list(other._shape_keys)
+        for index, code in other._shape_of.items():
+            self._shape_of[base + index] = self._shape_keys[their_keys[code]]
+        self._rest.extend(other._rest)
+        self.n += other.n
 
     def _sync_luts(self) -> None:
         """Role of each category and "shaped op" flag of each name seen so far (extended as they come)."""

@@ -105,6 +105,7 @@ class TraceFile(msgspec.Struct, gc=False):
     hip_runtime_version: Any = None
     roctracer_version: Any = None
     trace_id: Any = None
+    gpuperf_unprofiled: Any = None  # written by `gpuperf profile`: step times with the profiler idle
 
 
 _FILE_DECODER = msgspec.json.Decoder(TraceFile)

@@ -13,7 +13,6 @@ several files) a file that is not a trace is skipped and a broken rank file is n
 from __future__ import annotations
 
 import os
-import stat
 import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from . import stream_decode
 from .build import build_rank
 from .decode import DEFAULT_MAX_BYTES, decode_trace, estimated_load_bytes, gc_paused
 from .model import NotATraceError, RankTrace, TraceFormatError, TraceModel
-from .source import GZIP_MAGIC, read_trace_text
+from .source import read_trace_text, text_size_hint
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".gz", ".tmp", ".json.tmp")
 
@@ -147,10 +146,6 @@ def failure_notes(failures: Sequence[FileFailure], n_files: int) -> list[str]:
     return notes
 
 
-_TYPICAL_EVENT_BYTES = 250
-"""JSON bytes per event of a typical Kineto trace (216k-event trace: 249): for planning only."""
-
-
 def plan_workers(files: Sequence[Path], budget: MemoryBudget, workers: int | None) -> tuple[int, MemoryBudget]:
     """How many files to load at once, and each one's share of the budget.
 
@@ -161,28 +156,13 @@ def plan_workers(files: Sequence[Path], budget: MemoryBudget, workers: int | Non
     n = len(files)
     wanted = min(n, os.cpu_count() or 1) if workers is None else max(1, workers)
     wanted = max(1, min(wanted, n))
-    largest = max((_text_size_hint(f) for f in files), default=0)
-    need = estimated_load_bytes(largest, largest // _TYPICAL_EVENT_BYTES)
+    largest = max((text_size_hint(f) for f in files), default=0)
+    events = largest // stream_decode.TYPICAL_EVENT_BYTES
+    need = (stream_decode.streamed_load_bytes(events, 0, 0) if stream_decode.ENABLED
+            else estimated_load_bytes(largest, events))
     fits = int(budget.limit_bytes // need) if need > 0 else wanted
     n_workers = max(1, min(wanted, fits))
     return n_workers, budget.share(n_workers)
-
-
-def _text_size_hint(path: Path) -> int:
-    """Bytes of JSON text a file probably holds (a gzip member records its size modulo 4 GiB)."""
-    try:
-        st = path.stat()
-        size = st.st_size
-        if not stat.S_ISREG(st.st_mode):
-            return 0  # refused when it is opened; never open a pipe here
-        with path.open("rb") as fh:
-            if fh.read(2) != GZIP_MAGIC or size < 18:
-                return size
-            fh.seek(-4, os.SEEK_END)
-            recorded = int.from_bytes(fh.read(4), "little")
-    except OSError:
-        return 0
-    return recorded if recorded >= size else 10 * size
 
 
 _T = TypeVar("_T")
@@ -221,7 +201,8 @@ def iter_per_file(files: Sequence[Path], work: Callable[..., _T], stop: threadin
                 continue
             yield i, result
         return
-    pool = ProcessPoolExecutor(max_workers=min(n_workers, n))
+    # each worker decodes its files alone: no decoding pools inside a pool (core/trace/stream_decode.py)
+    pool = ProcessPoolExecutor(max_workers=min(n_workers, n), initializer=stream_decode.no_parallel_decode)
     finished = False
     try:
         futures: dict[Future, int] = {pool.submit(work, f, order_index=i): i for i, f in enumerate(files)}

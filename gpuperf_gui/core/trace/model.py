@@ -257,6 +257,7 @@ class RankTrace:
     device_name : first GPU's name from deviceProperties (or "" when absent).
     device_properties : raw ``deviceProperties`` entries (list of dicts), may be empty.
     distributed_info : raw ``distributedInfo`` (dict) or None.
+    gpuperf_unprofiled : raw ``gpuperf_unprofiled`` (dict: step times `gpuperf profile` measured) or None.
     metadata : other small top-level keys (schemaVersion, displayTimeUnit, versions, ...).
     dialect : "kineto-2021", "kineto" (int µs), "kineto-ns" (float ts / baseTimeNanoseconds).
     strings : interned names and categories.
@@ -280,6 +281,7 @@ class RankTrace:
     device_name: str = ""
     device_properties: list[dict] = field(default_factory=list)
     distributed_info: dict | None = None
+    gpuperf_unprofiled: dict | None = None
     metadata: dict = field(default_factory=dict)
     dialect: str = "kineto"
     n_events: int = 0

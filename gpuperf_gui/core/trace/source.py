@@ -156,6 +156,24 @@ class TraceStream:
             self.stream_truncated, self.stream_error = True, "gzip stream cut short"
 
 
+def text_size_hint(path: Path) -> int:
+    """Bytes of JSON text a file probably holds (a gzip member records its size modulo 4 GiB; a
+    recorded size below the compressed one is taken as 10x the compressed size)."""
+    try:
+        st = path.stat()
+        size = st.st_size
+        if not stat.S_ISREG(st.st_mode):
+            return 0  # refused when it is opened; never open a pipe here
+        with path.open("rb") as fh:
+            if fh.read(2) != GZIP_MAGIC or size < 18:
+                return size
+            fh.seek(-4, os.SEEK_END)
+            recorded = int.from_bytes(fh.read(4), "little")
+    except OSError:
+        return 0
+    return recorded if recorded >= size else 10 * size
+
+
 @dataclass
 class TraceText:
     """A file's whole (decompressed) text and what reading it found."""

@@ -15,22 +15,33 @@ msgspec reports trailing characters. Anything not clean (a syntax error, a field
 NaN literals, a file cut short, a second document, an unexpected shape) stops the streamed decode:
 :func:`load_rank_streamed` returns None and the caller loads the file with the whole-file path,
 which repairs, skips, salvages and reports exactly as before. The memory budget and the size
-limit are checked after every chunk, as :func:`.source.read_trace_text` does.
+limit are checked after every decode, against the streamed path's own cost model
+(:func:`streamed_load_bytes`: the columns so far, projected to the whole file when its size is
+known, plus the text and structs in flight), not the whole-file path's.
+
+Big files are decoded on several cores (:class:`_ParallelSplitter`): each run of events is sent to
+a worker process, which decodes it into columns of its own; the runs come back in file order and
+are merged (string codes remapped). A run that does not decode there (a false cut, the events
+array's end, a field of the wrong type) hands the text from that run on back to the serial
+splitter above, which handles it exactly as it would have; nothing is decoded twice into the
+columns.
 """
 from __future__ import annotations
 
+import multiprocessing
 import os
 import re
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
 import msgspec
 
 from .budget import MemoryBudget, format_bytes
 from .build import EventColumns, build_rank_columns
-from .decode import (AnyEvent, BEvent, EEvent, Event, MEvent, TraceFile, XEvent, _content_start,
-                     estimated_load_bytes, gc_paused)
+from .decode import AnyEvent, BEvent, EEvent, Event, MEvent, TraceFile, XEvent, _content_start, gc_paused
 from .model import RankTrace
-from .source import EventCounter, TraceStream, _check_json_start, _check_max
+from .source import TraceStream, _check_json_start, _check_max, text_size_hint
 
 ENABLED = os.environ.get("GPUPERF_STREAM_DECODE", "1") != "0"
 """The switch: :func:`.load.load_rank` tries the streamed decode first when True (the environment
@@ -42,6 +53,36 @@ MAX_CUT_ATTEMPTS = 16
 """Cuts tried per decode before the file goes to the whole-file path (a false one costs a decode)."""
 MAX_HEAD_BYTES = 64 << 20
 """Text before the events array kept while looking for it; beyond it the whole-file path decodes."""
+STRUCT_BUDGET_BYTES = 32 << 20
+"""Decoded structs alive at once: the next decode waits for less text when events are small."""
+STREAM_EVENT_COST_BYTES = 250
+"""Memory per event of a streamed load and its analysis (columns, lanes, sort keys, op table):
+measured 155-211 B at 1M-5M events of a real H200 trace, the interpreter included; rounded up."""
+STRUCT_COST_BYTES = 300
+"""Memory per decoded event struct (with its args struct and strings) while its run is in flight."""
+PARALLEL_MIN_BYTES = 48 << 20
+"""Files with less JSON text than this are decoded in this process (a worker pool costs ~50 ms)."""
+PARALLEL_RUN_BYTES = 8 << 20
+"""Text per run sent to a worker."""
+PARALLEL_MAX_WORKERS = 8
+WORKER_COST_BYTES = 120 << 20
+"""Memory of one decoding worker: its interpreter's own pages, a run of text and its structs."""
+_parallel_allowed = True
+"""False in processes that must not start a pool (workers of a pool: see :func:`no_parallel_decode`)."""
+
+
+def no_parallel_decode() -> None:
+    """Decode serially in this process (the initializer of the per-file pools: their files are
+    already decoded in parallel, one per process)."""
+    global _parallel_allowed
+    _parallel_allowed = False
+
+
+def streamed_load_bytes(events: int, text_bytes: int, structs: int) -> float:
+    """Memory (bytes) a streamed load holds with ``events`` events decoded into columns,
+    ``text_bytes`` of text not decoded yet and ``structs`` event structs alive: the cost model
+    :class:`.budget.MemoryBudget` checks on this path."""
+    return STREAM_EVENT_COST_BYTES * events + text_bytes + STRUCT_COST_BYTES * structs
 
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _EVENTS_KEY_TEXT = b'"traceEvents"'
@@ -56,50 +97,88 @@ class NotStreamable(Exception):
 
 
 def load_rank_streamed(path: Path, *, budget: MemoryBudget, max_bytes: int | None,
-                       order_index: int = 0) -> RankTrace | None:
+                       order_index: int = 0, workers: int | None = None) -> RankTrace | None:
     """Load a clean trace file chunk by chunk; None when it needs the whole-file path.
 
+    ``workers``: processes decoding runs of events at once (None: by the file's size, the CPU
+    count and the budget, :func:`decode_workers`; 1: this process alone).
     Raises what the whole-file path raises while reading (not a regular file, over ``max_bytes``,
-    over the memory budget, not JSON at its first byte) and while building (no usable event).
+    not JSON at its first byte), :class:`.budget.MemoryBudgetError` when the streamed cost model
+    says the load does not fit, and what building raises (no usable event).
     """
     try:
         with gc_paused():
-            columns, meta, n_entries = stream_columns(path, budget, max_bytes)
+            columns, meta, n_entries = stream_columns(path, budget, max_bytes, workers)
             return build_rank_columns(columns, meta, path, order_index, n_entries=n_entries)
     except NotStreamable:
         return None
 
 
-def stream_columns(path: Path, budget: MemoryBudget, max_bytes: int | None
+def decode_workers(text_bytes_hint: int, budget: MemoryBudget, workers: int | None = None) -> int:
+    """Processes to decode a file of about ``text_bytes_hint`` bytes of JSON: one per CPU (at most
+    :data:`PARALLEL_MAX_WORKERS`, one per run of text) for big files, as many as the budget
+    holds beside the load itself; 1 for small files, in pool workers and daemon processes."""
+    if workers is not None:
+        return max(1, workers)
+    if (not _parallel_allowed or text_bytes_hint < PARALLEL_MIN_BYTES
+            or multiprocessing.current_process().daemon):
+        return 1
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    spare = budget.limit_bytes - STREAM_EVENT_COST_BYTES * (text_bytes_hint // TYPICAL_EVENT_BYTES)
+    by_budget = int(spare // WORKER_COST_BYTES)
+    n = min(cpus, PARALLEL_MAX_WORKERS, text_bytes_hint // PARALLEL_RUN_BYTES, by_budget)
+    return n if n >= 2 else 1
+
+
+TYPICAL_EVENT_BYTES = 250
+"""JSON bytes per event of a typical Kineto trace (216k-event trace: 249): for planning only."""
+
+
+def stream_columns(path: Path, budget: MemoryBudget, max_bytes: int | None, workers: int | None = None
                    ) -> tuple[EventColumns, TraceFile, int]:
     """``(columns, metadata, entries of the event list)`` of a clean trace file, read in chunks.
 
     Raises :class:`NotStreamable` when the file is not clean JSON of a trace's usual shape.
     """
-    splitter = _Splitter()
     with TraceStream(path) as stream:
         what = "the decompressed data" if stream.compressed else "the data"
         if not stream.compressed:
-            budget.check(path, estimated_load_bytes(stream.file_bytes, 0),
-                         f"loading this {format_bytes(stream.file_bytes)} file")
             _check_max(path, stream.file_bytes, max_bytes, stream.compressed)
-        counter = EventCounter()
-        total = 0
-        started = False
-        for chunk in stream:
-            if not started:
-                started = _check_json_start(path, chunk, what)
-            total += len(chunk)
-            counter.feed(chunk)
-            _check_max(path, total, max_bytes, stream.compressed)
-            budget.check(path, estimated_load_bytes(total, counter.events),
-                         f"loading this trace ({format_bytes(total)} of JSON "
-                         f"{'decompressed so far' if stream.compressed else 'read so far'}, "
-                         f"at least {counter.events:,} events)")
-            splitter.feed(chunk)
-        if stream.stream_truncated:
-            raise NotStreamable("the gzip stream is cut short")
-    return splitter.finish()
+        n_workers = decode_workers(text_size_hint(path), budget, workers)
+        splitter = _ParallelSplitter(n_workers) if n_workers > 1 else _Splitter()
+        try:
+            total = 0
+            started = False
+            for chunk in stream:
+                if not started:
+                    started = _check_json_start(path, chunk, what)
+                total += len(chunk)
+                _check_max(path, total, max_bytes, stream.compressed)
+                splitter.feed(chunk)
+                _check_budget(path, budget, splitter, total, None if stream.compressed else stream.file_bytes)
+            if stream.stream_truncated:
+                raise NotStreamable("the gzip stream is cut short")
+            return splitter.finish()
+        finally:
+            splitter.close()
+
+
+def _check_budget(path: Path, budget: MemoryBudget, splitter: _Splitter, total_bytes: int,
+                  file_bytes: int | None) -> None:
+    """Refuse when the events decoded so far (projected to the whole file when its size is known)
+    and the text and structs in flight would not fit the budget."""
+    events, decoded_bytes = splitter.columns.n + splitter.kept, splitter.decoded_bytes
+    in_flight = total_bytes - decoded_bytes
+    if file_bytes and decoded_bytes:
+        projected = int(events * file_bytes / decoded_bytes)
+        need = streamed_load_bytes(projected, in_flight, splitter.structs_in_flight)
+        if need > budget.limit_bytes:
+            budget.refuse(path, need, f"loading this {format_bytes(file_bytes)} file (about "
+                          f"{projected:,} events, projected from the {format_bytes(decoded_bytes)} decoded)")
+        return
+    need = streamed_load_bytes(events, in_flight, splitter.structs_in_flight)
+    budget.check(path, need, f"loading this trace ({format_bytes(total_bytes)} of JSON so far, "
+                 f"{events:,} events decoded)")
 
 
 class _Splitter:
@@ -108,18 +187,25 @@ class _Splitter:
     def __init__(self) -> None:
         self.columns = EventColumns()
         self.n_entries = 0
+        self.kept = 0  # B/E/M events kept as structs
+        self.decoded_bytes = 0  # text decoded into the columns so far
+        self.structs_in_flight = 0  # event structs of the last run (alive while it is added)
+        self._decode_at = MIN_DECODE_BYTES  # undecoded text that triggers a decode
         self._head = bytearray()  # the text up to and including the events array's '['
         self._list_form = False
         self._searched = 0
         self._pending: bytearray | None = None  # '[' then the events not decoded yet
         self._tail: bytearray | None = None  # the text after the events array
 
+    def close(self) -> None:
+        """Release what the splitter holds outside this process (nothing here)."""
+
     def feed(self, chunk: bytes) -> None:
         if self._tail is not None:
             self._tail += chunk
         elif self._pending is not None:
             self._pending += chunk
-            if len(self._pending) >= MIN_DECODE_BYTES:
+            if len(self._pending) >= self._decode_at:
                 self._decode_complete()
         else:
             self._head += chunk
@@ -140,9 +226,10 @@ class _Splitter:
                     raise NotStreamable("no events array near the start")
                 return
             split = m.end()
+        self.decoded_bytes += split
         self._pending = bytearray(b"[") + head[split:]
         del head[split:]
-        if len(self._pending) >= MIN_DECODE_BYTES:
+        if len(self._pending) >= self._decode_at:
             self._decode_complete()
 
     def _decode_complete(self) -> None:
@@ -172,6 +259,7 @@ class _Splitter:
                 before = close
                 continue
             buf[close + 1] = saved
+            self.decoded_bytes += following - 1
             del buf[1:following]
             return
         raise NotStreamable("no cut between events decodes")
@@ -183,7 +271,10 @@ class _Splitter:
             run = view[:end]
             try:
                 events = _CHUNK_DECODER.decode(run)
-                self._add(events)
+                self.structs_in_flight = len(events)
+                self._decode_at = _next_decode_bytes(len(events), end)
+                self.n_entries += len(events)
+                self.kept += add_events(self.columns, events)
                 del events
             finally:
                 run.release()
@@ -199,17 +290,9 @@ class _Splitter:
             self._decode_run(buf, end)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise NotStreamable(str(exc)) from None
+        self.decoded_bytes += end - 1
         self._tail = buf[end:]
         self._pending = None
-
-    def _add(self, events: list) -> None:
-        self.n_entries += len(events)
-        xs = [e for e in events if type(e) is XEvent]
-        self.columns.add(xs)
-        if len(xs) < len(events):  # other phases: keep B/E/M (paired at the end)
-            rest = [e for e in events if type(e) in _PAIRED_OR_META]
-            if rest:
-                self.columns.keep_paired_and_meta(list(map(_own_raw_args, rest)))
 
     def finish(self) -> tuple[EventColumns, TraceFile, int]:
         if self._tail is None:
@@ -223,6 +306,7 @@ class _Splitter:
                 self._array_ends_early(str(exc))
             else:
                 self._tail, self._pending = bytearray(), None
+        self.structs_in_flight = 0
         return self.columns, self._meta(), self.n_entries
 
     def _meta(self) -> TraceFile:
@@ -240,6 +324,116 @@ class _Splitter:
         if meta.traceEvents != []:
             raise NotStreamable("the events array is not the top-level traceEvents")
         return meta
+
+
+def _next_decode_bytes(events: int, text_bytes: int) -> int:
+    """Text to gather before the next decode: :data:`MIN_DECODE_BYTES`, less when events are so
+    small that its structs would hold more than :data:`STRUCT_BUDGET_BYTES`."""
+    if not events:
+        return MIN_DECODE_BYTES
+    by_structs = STRUCT_BUDGET_BYTES * text_bytes // (events * STRUCT_COST_BYTES)
+    return max(1, min(MIN_DECODE_BYTES, by_structs))
+
+
+def add_events(columns: EventColumns, events: list) -> int:
+    """Append decoded events to ``columns``: ``X`` events as columns, ``B``/``E``/``M`` kept (their
+    raw args copied out of the text); returns how many were kept."""
+    xs = [e for e in events if type(e) is XEvent]
+    columns.add(xs)
+    if len(xs) == len(events):
+        return 0
+    rest = [e for e in events if type(e) in _PAIRED_OR_META]  # other phases: keep B/E/M (paired at the end)
+    if rest:
+        columns.keep_paired_and_meta(list(map(_own_raw_args, rest)))
+    return len(rest)
+
+
+def decode_run(head: bytes, chunk: bytes, close: int) -> tuple[EventColumns, int, int]:
+    """A worker's part: the events of ``head + chunk[:close + 1]`` (complete events, without the
+    brackets) decoded into columns of their own. Returns ``(columns, entries, events kept as
+    structs)``; raises msgspec's errors when the run does not decode."""
+    with gc_paused():
+        buf = bytearray(b"[")
+        buf += head
+        buf += memoryview(chunk)[:close + 1]
+        buf += b"]"
+        events = _CHUNK_DECODER.decode(buf)
+        columns = EventColumns()
+        kept = add_events(columns, events)
+        return columns, len(events), kept
+
+
+class _ParallelSplitter(_Splitter):
+    """The splitter with each run of events decoded by a worker process, merged back in order.
+
+    Each chunk read is cut after its last complete event; the event begun before it (``head``,
+    small) and the chunk up to the cut go to a worker as they are (the chunk is not copied here).
+    A run that does not decode in its worker (a cut inside a string, the events array ending in
+    it, a field of the wrong type) turns the splitter serial: the text from that run on goes back
+    into the pending buffer unchanged and the serial splitter takes it from there (runs decoded
+    after it are dropped, not merged).
+    """
+
+    def __init__(self, workers: int) -> None:
+        super().__init__()
+        self._pool: ProcessPoolExecutor | None = ProcessPoolExecutor(max_workers=workers,
+                                                                      initializer=no_parallel_decode)
+        self._max_in_flight = 2 * workers
+        self._in_flight: deque[tuple[Future, bytes, bytes, int]] = deque()  # (future, head, chunk, cut)
+
+    def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def feed(self, chunk: bytes) -> None:
+        if self._pool is None or self._pending is None or self._tail is not None:
+            super().feed(chunk)
+            return
+        cut = _last_boundary(chunk, len(chunk))
+        if cut is None:
+            self._pending += chunk
+            return
+        close, following = cut
+        head = bytes(memoryview(self._pending)[1:])
+        self._in_flight.append((self._pool.submit(decode_run, head, chunk, close), head, chunk, following))
+        self._pending = bytearray(b"[")
+        self._pending += memoryview(chunk)[following:]
+        while len(self._in_flight) > self._max_in_flight and self._pool is not None:
+            self._merge_oldest()
+
+    def _merge_oldest(self) -> None:
+        future, head, _, following = self._in_flight[0]
+        try:
+            columns, entries, kept = future.result()
+        except Exception:  # noqa: BLE001 - any failure: the serial splitter takes this text on
+            self._go_serial()
+            return
+        self._in_flight.popleft()
+        self.columns.merge(columns)
+        self.n_entries += entries
+        self.kept += kept
+        self.decoded_bytes += len(head) + following
+
+    def _go_serial(self) -> None:
+        """From the oldest run in flight on, the exact text goes back to the serial splitter."""
+        runs = list(self._in_flight)
+        self._in_flight.clear()
+        self.close()
+        rest = self._pending
+        self._pending = bytearray(b"[")
+        for _, head, chunk, following in runs:
+            self._pending += head
+            self._pending += memoryview(chunk)[:following]
+        self._pending += memoryview(rest)[1:]
+        if len(self._pending) >= self._decode_at:
+            self._decode_complete()
+
+    def finish(self) -> tuple[EventColumns, TraceFile, int]:
+        while self._in_flight:
+            self._merge_oldest()
+        self.close()
+        return super().finish()
 
 
 def _own_raw_args(event: Event) -> Event:
