@@ -5,8 +5,16 @@ Why: work that holds the GIL for long stretches (msgspec decoding a 50 MB trace,
 and a crash there (a CUDA fault, an out-of-memory kill) leaves the app running.
 
 Protocol over the child's stdin/stdout, length-prefixed pickles:
-parent → child: one frame ``(target, args, kwargs)``; then closing stdin asks the child to stop.
+parent → child: one frame ``(target, args, kwargs, spill_dir)``; then closing stdin asks the child to stop.
 child → parent: ``("item", x)`` per yielded item, then ``("done", None)`` or ``("error", exc)``.
+
+Big items do not go through the pipe. Pickle protocol 5 hands the child each large contiguous buffer
+(a numpy array's data) out of band; the child writes them into one file in ``spill_dir`` (a folder
+the parent made and removes) and sends ``("spilled", (pickle, file name, spans, write_s))``. The
+parent maps that file copy-on-write and unpickles the arrays as views of the mapping: no copy, no
+second set of the arrays in the parent, pages read only where the GUI looks (a column never read
+costs no memory), and the file is unlinked at once (the mapping keeps it until the last array goes).
+The child then exits and frees its own copy.
 The target is ``"package.module:function"`` called as ``function(*args, stop, **kwargs)`` with a
 ``threading.Event`` that is set when the parent asks to stop, so the generator ends cleanly (and
 keeps what it measured); after ``grace_s`` the parent kills it.
@@ -15,13 +23,16 @@ keeps what it measured); after ``grace_s`` the parent kills it.
 from __future__ import annotations
 
 import importlib
+import mmap
 import os
 import pickle
 import select
+import shutil
 import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -29,6 +40,10 @@ from typing import Any, BinaryIO, Callable, Iterator
 
 _HEADER = struct.Struct("<Q")
 CHILD_FLAG = "--gpuperf-child"  # frozen builds: the app's own executable runs child_main()
+SPILL_MIN_BYTES = 1 << 16
+"""Buffers at least this large travel out of band (through the spill file); smaller ones in the pickle."""
+_ALIGN = 64  # each spilled buffer starts at a multiple of this (numpy's SIMD loops like aligned data)
+CAN_SPILL = os.name == "posix"  # elsewhere a mapped file cannot be unlinked: everything goes in band
 
 
 class HelperProcessError(RuntimeError):
@@ -58,6 +73,56 @@ def read_frame(stream: BinaryIO) -> Any:
     return pickle.loads(_read_exact(stream, size))  # noqa: S301 - our own child process
 
 
+def dump_spilled(payload: Any, folder: Path, min_bytes: int = SPILL_MIN_BYTES) -> tuple[bytes, str | None, list[tuple[int, int]], float]:
+    """Pickle ``payload`` with its large buffers written to a new file in ``folder``.
+
+    Returns (pickle, file name or None when nothing was large enough, (offset, size) per
+    out-of-band buffer in pickle order, seconds spent writing the file)."""
+    buffers: list[pickle.PickleBuffer] = []
+
+    def out_of_band(buf: pickle.PickleBuffer) -> bool:
+        if buf.raw().nbytes < min_bytes:
+            return True          # in band
+        buffers.append(buf)
+        return False
+
+    data = pickle.dumps(payload, protocol=5, buffer_callback=out_of_band)
+    if not buffers:
+        return data, None, [], 0.0
+    started = time.perf_counter()
+    fd, path = tempfile.mkstemp(prefix="item-", suffix=".bin", dir=folder)
+    spans: list[tuple[int, int]] = []
+    with os.fdopen(fd, "wb") as f:
+        offset = 0
+        for buf in buffers:
+            raw = buf.raw()
+            pad = -offset % _ALIGN
+            if pad:
+                f.write(bytes(pad))
+                offset += pad
+            f.write(raw)
+            spans.append((offset, raw.nbytes))
+            offset += raw.nbytes
+    for buf in buffers:
+        buf.release()
+    return data, Path(path).name, spans, time.perf_counter() - started
+
+
+def load_spilled(data: bytes, name: str | None, spans: list[tuple[int, int]], folder: Path) -> Any:
+    """Unpickle what :func:`dump_spilled` wrote: the out-of-band buffers become views of a
+    copy-on-write mapping of the file, which is unlinked at once."""
+    if name is None:
+        return pickle.loads(data)  # noqa: S301 - our own child process
+    path = Path(folder) / name
+    try:
+        with open(path, "rb") as f:
+            mapping = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+    finally:
+        path.unlink(missing_ok=True)
+    view = memoryview(mapping)
+    return pickle.loads(data, buffers=[view[o:o + n] for o, n in spans])  # noqa: S301
+
+
 def _resolve(target: str) -> Callable[..., Iterator[Any]]:
     module_name, _, function_name = target.partition(":")
     return getattr(importlib.import_module(module_name), function_name)
@@ -84,14 +149,17 @@ def _readable(fd: int, timeout_s: float) -> bool:
 
 def iter_in_child(target: str, args: tuple = (), kwargs: dict | None = None,
                   stop: threading.Event | None = None, grace_s: float = 10.0,
-                  nice: int = 0) -> Iterator[Any]:
+                  nice: int = 0, stats: dict[str, float] | None = None) -> Iterator[Any]:
     """Yield what ``target(*args, stop, **kwargs)`` yields, computed in a helper interpreter.
 
     When ``stop`` is set the child is asked to stop and its remaining items are still relayed; if it
     has not finished ``grace_s`` later it is killed. Errors raised in the child are re-raised here.
-    ``nice`` lowers the child's CPU priority (POSIX) so the GUI wins a contended core.
+    ``nice`` lowers the child's CPU priority (POSIX) so the GUI wins a contended core. ``stats``, when
+    given, sums over the items ``transfer_s`` (the child's pickling and spill-file writing plus this
+    side's reading and unpickling) and ``spilled_bytes`` (what went out of band).
     """
     stop = stop or threading.Event()
+    spill_dir = Path(tempfile.mkdtemp(prefix="gpuperf-transfer-")) if CAN_SPILL else None
     # Its own process group: the helper may start workers (the trace engine's process pool),
     # and a kill must reach them too.
     proc = subprocess.Popen(child_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,  # noqa: S603
@@ -104,7 +172,7 @@ def iter_in_child(target: str, args: tuple = (), kwargs: dict | None = None,
     assert proc.stdin is not None and proc.stdout is not None
     stop_sent_at: float | None = None
     try:
-        write_frame(proc.stdin, (target, tuple(args), dict(kwargs or {})))
+        write_frame(proc.stdin, (target, tuple(args), dict(kwargs or {}), None if spill_dir is None else str(spill_dir)))
         fd = proc.stdout.fileno()
         while True:
             if stop.is_set() and stop_sent_at is None:
@@ -114,11 +182,19 @@ def iter_in_child(target: str, args: tuple = (), kwargs: dict | None = None,
                 return
             if not _readable(fd, 0.05):
                 continue
+            started = time.perf_counter()
             try:
                 kind, payload = read_frame(proc.stdout)
             except EOFError:
                 code = _wait(proc)
                 raise HelperProcessError(f"the helper process ended unexpectedly (exit code {code})") from None
+            if kind == "spilled":
+                data, name, spans, write_s = payload
+                payload = load_spilled(data, name, spans, spill_dir)
+                kind = "item"
+                if stats is not None:
+                    stats["transfer_s"] = stats.get("transfer_s", 0.0) + write_s + time.perf_counter() - started
+                    stats["spilled_bytes"] = stats.get("spilled_bytes", 0.0) + sum(n for _, n in spans)
             if kind == "item":
                 yield payload
             elif kind == "error":
@@ -133,6 +209,8 @@ def iter_in_child(target: str, args: tuple = (), kwargs: dict | None = None,
                 pass
         _kill_group(proc)
         _wait(proc)
+        if spill_dir is not None:
+            shutil.rmtree(spill_dir, ignore_errors=True)   # a file the child wrote but we never read
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -151,6 +229,15 @@ def _wait(proc: subprocess.Popen, timeout_s: float = 5.0) -> int | None:
         return proc.wait(timeout_s)
     except subprocess.TimeoutExpired:
         return None
+
+
+def _send_item(out: BinaryIO, item: Any, spill_dir: str | None) -> None:
+    if spill_dir is None:
+        write_frame(out, ("item", item))
+        return
+    started = time.perf_counter()
+    data, name, spans, _ = dump_spilled(item, Path(spill_dir))   # name None: all of it in ``data``
+    write_frame(out, ("spilled", (data, name, spans, time.perf_counter() - started)))
 
 
 def _watch_stdin(stdin: BinaryIO, stop: threading.Event) -> None:
@@ -177,10 +264,11 @@ def child_main() -> None:
     sys.stdin = open(os.devnull)  # noqa: SIM115 - lives as long as the process
     stop = threading.Event()
     try:
-        target, args, kwargs = read_frame(stdin)
+        target, args, kwargs, spill_dir = read_frame(stdin)
         threading.Thread(target=_watch_stdin, args=(stdin, stop), daemon=True).start()
         for item in _resolve(target)(*args, stop, **kwargs):
-            write_frame(out, ("item", item))
+            _send_item(out, item, spill_dir)
+            del item   # the child's copy goes as soon as the parent has it
         write_frame(out, ("done", None))
     except BrokenPipeError:
         pass  # the parent stopped listening (cancel): nothing to report

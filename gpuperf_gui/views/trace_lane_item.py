@@ -94,13 +94,13 @@ class TraceLaneItem(pg.GraphicsObject):
     y0_px, row_height_px
         Where the lane starts on the timeline's y axis (pixel units) and each row's height.
     gaps
-        Optional (start_us, end_us) idle gaps drawn in red under row 0.
+        Optional (start_us, end_us) idle gaps drawn in red under row 0, or their RowIndex.
     """
 
     def __init__(self, rows: LaneRows, color_key: np.ndarray, palette: Palette,
                  name_of: Callable[[int], str], y0_px: float,
                  row_height_px: float = ROW_HEIGHT_PX,
-                 gaps: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+                 gaps: tuple[np.ndarray, np.ndarray] | RowIndex | None = None) -> None:
         super().__init__()
         self._rows = rows
         self._color_key = np.asarray(color_key, dtype=np.int64)
@@ -145,8 +145,12 @@ class TraceLaneItem(pg.GraphicsObject):
         return row if 0 <= row < self.n_rows else None
 
     # -- state set by the timeline ----------------------------------------------------------------
-    def set_gaps(self, gaps: tuple[np.ndarray, np.ndarray] | None) -> None:
-        self._gaps = RowIndex(gaps[0], gaps[1]) if gaps is not None and len(gaps[0]) else None
+    def set_gaps(self, gaps: tuple[np.ndarray, np.ndarray] | RowIndex | None) -> None:
+        """Idle gaps as (start_us, end_us), or already indexed (built off the GUI thread)."""
+        if isinstance(gaps, RowIndex):
+            self._gaps = gaps if len(gaps) else None
+        else:
+            self._gaps = RowIndex(gaps[0], gaps[1]) if gaps is not None and len(gaps[0]) else None
         self._folded_gaps = FoldedRow.empty()
         self._refold()
 

@@ -295,6 +295,11 @@ STEP_TIME_NOTE = (
     "brackets when the CPU runs ahead of the GPU. GPU busy: share of the CPU span.")
 
 
+MAX_STEP_ROWS = 50
+"""Steps listed in the diagnosis panel (a tiled 10M-event trace has thousands: a table that long costs
+seconds to lay out and nobody reads it; the Overview page charts them all)."""
+
+
 class DiagnosisPanel(QTextBrowser):
     """Signature, confidence, evidence, the fix to try first, secondary signatures, the figures."""
 
@@ -343,9 +348,11 @@ def diagnosis_html(d: DiagnosisView) -> str:
         rows = "".join(
             f"<tr><td>{n}{' <span class=muted>(warm-up)</span>' if w else ''}</td>"
             f"<td class=num>{format_duration_us(us)}</td><td class=num>{format_percent(b)}</td></tr>"
-            for n, us, b, w in d.steps)
+            for n, us, b, w in d.steps[:MAX_STEP_ROWS])
+        more = (f"<p class='muted'>the first {MAX_STEP_ROWS} of {len(d.steps):,} steps; the Overview page "
+                "charts every step</p>" if len(d.steps) > MAX_STEP_ROWS else "")
         parts.append("<h3>Steps</h3><table><tr><th>step</th><th>step time</th><th>GPU busy</th></tr>"
-                     f"{rows}</table><p class='muted'>{STEP_TIME_NOTE}</p>")
+                     f"{rows}</table>{more}<p class='muted'>{STEP_TIME_NOTE}</p>")
     for note in d.notes or []:
         parts.append(f"<p class='muted'>{_esc(note)}</p>")
     return "".join(parts)

@@ -26,7 +26,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -50,7 +50,7 @@ from PySide6.QtWidgets import (
 
 from gpuperf_gui.core.trace.lanes import DEFAULT_IDLE_THRESHOLD_US, EventRef
 from gpuperf_gui.core.trace.model import KERNEL_CLASSES
-from gpuperf_gui.core.trace.session import LoadedTrace, LoadProgress, Matches, load_job
+from gpuperf_gui.core.trace.session import LoadedTrace, LoadProgress, Matches, RooflineUpdate, load_job
 from gpuperf_gui.core.units import format_count
 from gpuperf_gui.views.trace_heatmap import RankStepHeatmap
 from gpuperf_gui.views.trace_minimap import TraceMinimap
@@ -99,6 +99,12 @@ class TraceTab(QWidget):
         self._palette = make_palette()
         self._selected_range: tuple[float, float] | None = None
         self._search_args: tuple[str, str] | None = None
+        self._setup_steps: list[Callable[[], None]] = []   # what is left of showing a trace
+        self._shown_by_task = False    # the running load has shown its trace (its roofline points follow)
+        self._setup_timer = QTimer(self)
+        self._setup_timer.setSingleShot(True)
+        self._setup_timer.setInterval(0)
+        self._setup_timer.timeout.connect(self._run_setup_step)
         self.setAcceptDrops(True)
         self._build()
         if context is not None:
@@ -391,6 +397,7 @@ class TraceTab(QWidget):
         if not paths or (self.open_elsewhere is not None and self.open_elsewhere(paths)):
             return
         self._show_message("")
+        self._shown_by_task = False
         self.task.restart(load_job(paths, float(self.idle_spin.value()),
                                    memory_budget=self.memory_budget_bytes))
         self.progress.setRange(0, 0)
@@ -400,7 +407,8 @@ class TraceTab(QWidget):
 
     def is_busy(self) -> bool:
         """True while a trace loads, compares or a script is profiled (``--screenshot`` waits for False)."""
-        return (self.task.is_running() or (self.compare is not None and self.compare.is_busy())
+        return (self.task.is_running() or bool(self._setup_steps)
+                or (self.compare is not None and self.compare.is_busy())
                 or (self.profiler is not None and self.profiler.is_busy()))
 
     def cancel(self) -> None:
@@ -412,6 +420,8 @@ class TraceTab(QWidget):
     def shutdown(self) -> None:
         """Stop the worker and wait for its thread (the main window's closeEvent); remove the
         synthetic demo traces this tab wrote."""
+        self._setup_timer.stop()
+        self._setup_steps = []
         self.task.shutdown()
         if self.compare is not None:
             self.compare.shutdown()
@@ -440,7 +450,10 @@ class TraceTab(QWidget):
             self.progress.setValue(item.done)
             self.progress.setFormat(item.text)
         elif isinstance(item, LoadedTrace) and not self.task.cancel_requested:
+            self._shown_by_task = True
             self._show_loaded(item)
+        elif isinstance(item, RooflineUpdate) and self._shown_by_task and not self._setup_steps:
+            self._update_enabled()     # the points are in the trace already (core's iter_loaded_trace)
 
     def _on_run_failed(self, message: str) -> None:
         kind, _, detail = message.partition(": ")
@@ -455,7 +468,10 @@ class TraceTab(QWidget):
         if self.task.is_running():        # a newer request is queued and starts now
             return
         self.progress_row.hide()
-        if self.task.cancel_requested:
+        if self.task.cancel_requested and self._shown_by_task:
+            self._show_message("Cancelled before the kernels were placed on the roofline "
+                               "(open the trace again to place them).", note=True)
+        elif self.task.cancel_requested:
             self._show_message("Loading cancelled." + (" The trace shown before is still open."
                                                       if self.loaded is not None else ""))
 
@@ -474,26 +490,46 @@ class TraceTab(QWidget):
         self.message.show()
 
     # -- showing a trace --------------------------------------------------------------------------
+    # A trace is shown in slices, one per turn of the event loop, so that no single slice keeps the
+    # window from responding for long (the timeline first: it is what a person looks at).
     def _show_loaded(self, loaded: LoadedTrace) -> None:
         self.loaded = loaded
-        # A threshold typed while the trace loaded was not applied (busy): draw with the spin's value.
-        threshold_changed = abs(self.idle_spin.value() - loaded.idle_threshold_us) > 1e-9
-        offset = loaded.full_range_us[0]
+        self._setup_steps = [self._show_timeline, self._show_steps, self._show_diagnosis,
+                             self._show_pages, self._fill_op_table, self._finish_show]
+        self._run_setup_step()
+
+    def _run_setup_step(self) -> None:
+        if self._setup_steps:
+            self._setup_steps.pop(0)()
+        if self._setup_steps:
+            self._setup_timer.start()
+
+    def _show_timeline(self) -> None:
+        loaded = self.loaded
+        self._clear_search()                  # the old trace's matches index the old lanes
         self._selected_range = None
-        self.timeline.set_lanes(loaded.ranks, loaded.lanes, self._palette, loaded.full_range_us, offset)
+        self.timeline.set_lanes(loaded.ranks, loaded.lanes, self._palette, loaded.full_range_us,
+                                loaded.full_range_us[0])
         self.minimap.set_profile(loaded.activity(), loaded.straggler_rank_indices())
         self.stack.setCurrentIndex(1)
         span = format_duration_us(loaded.full_range_us[1] - loaded.full_range_us[0])
         self.title.setText(f"<b>{loaded.title()}</b> <span style='color:#666'>· {format_count(loaded.n_events)} "
                            f"events · {span}</span>")
         self.title.setToolTip("\n".join(loaded.files + [f"{loaded.n_events:,} events over {span}"]))
+
+    def _show_steps(self) -> None:
         self.step_combo.clear()
         self.step_combo.addItem("Zoom to step…", None)
-        for n in loaded.step_numbers():
+        for n in self.loaded.step_numbers():
             self.step_combo.addItem(f"step {n}", n)
-        self.diagnosis.show_diagnosis(loaded.diagnosis)
+
+    def _show_diagnosis(self) -> None:
+        self.diagnosis.show_diagnosis(self.loaded.diagnosis)
         self.details.show_details(None)
         self.range_panel.show_summary(None)
+
+    def _show_pages(self) -> None:
+        loaded = self.loaded
         self.overview.set_trace(loaded)
         if self.compare is not None and not self.compare.before_edit.text().strip():
             self.compare.use_open_trace()        # the open trace is the natural "before"
@@ -502,8 +538,9 @@ class TraceTab(QWidget):
         for r in loaded.model.ranks:
             self.rank_combo.addItem(f"rank {r.rank}", r.rank)
         self.rank_combo.setVisible(len(loaded.model.ranks) > 1)
-        self._fill_op_table()
-        self._clear_search()
+
+    def _finish_show(self) -> None:
+        loaded = self.loaded
         notes = [n for n in loaded.notes if "truncated" in n]
         others = [n for n in loaded.notes if "truncated" not in n]
         if notes:
@@ -513,7 +550,8 @@ class TraceTab(QWidget):
         else:
             self._show_message("")
         self._update_enabled()
-        if threshold_changed:
+        # A threshold typed while the trace loaded was not applied (busy): draw with the spin's value.
+        if abs(self.idle_spin.value() - loaded.idle_threshold_us) > 1e-9:
             self._apply_idle_threshold(float(self.idle_spin.value()))
         self.timeline.setFocus()
         self.trace_loaded.emit()
@@ -540,7 +578,7 @@ class TraceTab(QWidget):
         self.loaded.idle_threshold_us = threshold
         for spec in self.loaded.lanes:
             if spec.kind == "gpu_compute":
-                spec.gaps = self.loaded.idle_gaps(spec.rank_index, spec.lane_id, threshold)
+                spec.set_gaps(self.loaded.idle_gaps(spec.rank_index, spec.lane_id, threshold))
                 item = self.timeline.lane_item(spec.rank_index, spec.lane_id)
                 if item is not None:
                     item.set_gaps(spec.gaps)

@@ -42,6 +42,10 @@ PAN_FRACTION = 0.15       # per A/D press
 STRAGGLER_HEADER = QColor(250, 200, 180)   # a late rank's header strip
 STRAGGLER_TINT = QColor(230, 90, 40, 22)   # ... and a tint over its lanes
 STRAGGLER_BAR = QColor(216, 67, 21)
+STEP_BAND_EVEN = QColor(90, 120, 170, 28)  # step bands alternate these two shades
+STEP_BAND_ODD = QColor(90, 120, 170, 12)
+STEP_BAND_MEAN = QColor(90, 120, 170, 20)  # steps too dense to tell apart: one band of the mean shade
+MIN_STEP_BAND_PX = 4.0
 
 
 def step_label_variants(spec: RankSpec, number: int, cpu_us: float) -> list[str]:
@@ -200,6 +204,7 @@ class BackdropItem(pg.GraphicsObject):
     def __init__(self) -> None:
         super().__init__()
         self.ranks: list[tuple[float, float, RankSpec, list[tuple[float, float, bool]]]] = []
+        self._steps: list[np.ndarray] = []
         self.x_range = (0.0, 1.0)
         self._font = QFont()
         self._font.setPointSizeF(8.0)
@@ -211,6 +216,8 @@ class BackdropItem(pg.GraphicsObject):
         """``ranks``: (y0, y1, RankSpec, [(lane_y0, lane_y1, is_gpu)]) per rank."""
         self.prepareGeometryChange()
         self.ranks = ranks
+        # per rank, its steps as columns (number, cpu start, cpu end, gpu start, gpu end)
+        self._steps = [np.asarray(spec.steps, dtype=np.float64).reshape(-1, 5) for _, _, spec, _ in ranks]
         self.x_range = x_range
         self.update()
 
@@ -225,10 +232,9 @@ class BackdropItem(pg.GraphicsObject):
         width_px = float(painter.device().width())
         painter.save()
         painter.resetTransform()
-        band = QColor(90, 120, 170, 28)
         header_bg = QColor(236, 239, 244)
         sep = QPen(QColor(205, 210, 218))
-        for y0, y1, spec, lanes in self.ranks:
+        for (y0, y1, spec, lanes), steps in zip(self.ranks, self._steps):
             top = y0 * sy + dy
             header_bottom = (y0 + HEADER_PX) * sy + dy
             bottom = y1 * sy + dy
@@ -240,45 +246,84 @@ class BackdropItem(pg.GraphicsObject):
                 painter.drawRect(QRectF(0.0, header_bottom, width_px, bottom - header_bottom))
                 painter.setBrush(STRAGGLER_BAR)
                 painter.drawRect(QRectF(0.0, top, 4.0, bottom - top))
-            # step bands: CPU span over CPU lanes, GPU span over GPU lanes
-            for k, (number, c0, c1, g0, g1) in enumerate(spec.steps):
-                painter.setBrush(band if k % 2 == 0 else QColor(90, 120, 170, 12))
-                for ly0, ly1, is_gpu in lanes:
-                    a, b = (g0, g1) if is_gpu and math.isfinite(g0) else (c0, c1)
-                    xa, xb = max(a * sx + dx, -4.0), min(b * sx + dx, width_px + 4.0)
-                    if xb > xa:
-                        painter.drawRect(QRectF(xa, ly0 * sy + dy - LANE_GAP_PX / 2, xb - xa,
-                                                (ly1 - ly0 + LANE_GAP_PX) * sy))
+            dense = self._paint_step_bands(painter, steps, lanes, sx, dx, sy, dy, width_px)
             painter.setPen(sep)
             for ly0, _, _ in lanes[1:]:
                 yy = (ly0 - LANE_GAP_PX / 2) * sy + dy
                 painter.drawLine(QPointF(0.0, yy), QPointF(width_px, yy))
             painter.drawLine(QPointF(0.0, bottom), QPointF(width_px, bottom))
-            # header text: rank title at the left, step labels at their CPU start
-            painter.setFont(self._font)
-            metrics = painter.fontMetrics()
-            label_end = -1.0
-            for k, (number, c0, c1, _, g1) in enumerate(spec.steps):
-                # a label may use the header up to the next step's tick (the GPU may run later)
-                end = spec.steps[k + 1][1] if k + 1 < len(spec.steps) else max(c1, g1 if math.isfinite(g1) else c1)
-                xa, xb = c0 * sx + dx, end * sx + dx
-                tick = QPen(QColor(90, 110, 150))
-                painter.setPen(tick)
-                if -4.0 < xa < width_px:
-                    painter.drawLine(QPointF(xa, top + 3), QPointF(xa, header_bottom))
-                left = max(xa, 0.0) + 4.0
-                room = min(xb, width_px) - left - 4.0
-                if room <= 40.0 or left <= label_end or left >= width_px:
-                    continue
-                text = next((t for t in step_label_variants(spec, number, c1 - c0)
-                             if metrics.horizontalAdvance(t) <= room), None)
-                if text is None:
-                    continue
-                painter.setPen(QColor(40, 50, 70))
-                rect = QRectF(left, top, room, header_bottom - top)
-                painter.drawText(rect, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, text)
-                label_end = left + metrics.horizontalAdvance(text)
+            if not dense:
+                self._paint_step_labels(painter, spec, steps, sx, dx, top, header_bottom, width_px)
         painter.restore()
+
+    @staticmethod
+    def _paint_step_bands(painter: QPainter, steps: np.ndarray, lanes, sx: float, dx: float,  # noqa: ANN001
+                          sy: float, dy: float, width_px: float) -> bool:
+        """Step bands: the CPU span over CPU lanes, the GPU span over GPU lanes, alternating shades.
+        Only the steps in view are drawn; when they are narrower than MIN_STEP_BAND_PX on average
+        (thousands of steps zoomed out) each lane gets one band of the mean shade. Returns whether
+        the steps were that dense."""
+        if not len(steps) or not lanes:
+            return False
+        cpu = (steps[:, 1] * sx + dx, steps[:, 2] * sx + dx)
+        has_gpu = np.isfinite(steps[:, 3])
+        gpu = (np.where(has_gpu, steps[:, 3], steps[:, 1]) * sx + dx,
+               np.where(has_gpu, steps[:, 4], steps[:, 2]) * sx + dx)
+        dense = False
+        for is_gpu, (a, b) in ((False, cpu), (True, gpu)):
+            rows = [(ly0, ly1) for ly0, ly1, g in lanes if g == is_gpu]
+            if not rows:
+                continue
+            seen = np.flatnonzero((b > -4.0) & (a < width_px + 4.0))
+            if not seen.size:
+                continue
+            xa, xb = np.maximum(a[seen], -4.0), np.minimum(b[seen], width_px + 4.0)
+            if seen.size * MIN_STEP_BAND_PX > float(xb.max() - xa.min()):
+                dense = True
+                painter.setBrush(STEP_BAND_MEAN)
+                spans = [(float(xa.min()), float(xb.max()))]
+                painter.drawRects([QRectF(x0, ly0 * sy + dy - LANE_GAP_PX / 2, x1 - x0, (ly1 - ly0 + LANE_GAP_PX) * sy)
+                                   for x0, x1 in spans for ly0, ly1 in rows])
+                continue
+            for parity, brush in ((0, STEP_BAND_EVEN), (1, STEP_BAND_ODD)):
+                m = (seen % 2 == parity) & (xb > xa)
+                rects = [QRectF(x0, ly0 * sy + dy - LANE_GAP_PX / 2, x1 - x0, (ly1 - ly0 + LANE_GAP_PX) * sy)
+                         for x0, x1 in zip(xa[m].tolist(), xb[m].tolist()) for ly0, ly1 in rows]
+                if rects:
+                    painter.setBrush(brush)
+                    painter.drawRects(rects)
+        return dense
+
+    def _paint_step_labels(self, painter: QPainter, spec: RankSpec, steps: np.ndarray, sx: float, dx: float,
+                           top: float, header_bottom: float, width_px: float) -> None:
+        """Header text: a tick at each step's CPU start in view and its label where it fits."""
+        if not len(steps):
+            return
+        painter.setFont(self._font)
+        metrics = painter.fontMetrics()
+        gpu_end = np.where(np.isfinite(steps[:, 4]), steps[:, 4], steps[:, 2])
+        # a label may use the header up to the next step's tick (the GPU may run later)
+        ends = np.append(steps[1:, 1], max(steps[-1, 2], gpu_end[-1]))
+        xa, xb = steps[:, 1] * sx + dx, ends * sx + dx
+        label_end = -1.0
+        tick = QPen(QColor(90, 110, 150))
+        for k in np.flatnonzero((xb > -4.0) & (xa < width_px)).tolist():
+            number, c0, c1 = int(steps[k, 0]), float(steps[k, 1]), float(steps[k, 2])
+            painter.setPen(tick)
+            if -4.0 < xa[k] < width_px:
+                painter.drawLine(QPointF(xa[k], top + 3), QPointF(xa[k], header_bottom))
+            left = max(float(xa[k]), 0.0) + 4.0
+            room = min(float(xb[k]), width_px) - left - 4.0
+            if room <= 40.0 or left <= label_end or left >= width_px:
+                continue
+            text = next((t for t in step_label_variants(spec, number, c1 - c0)
+                         if metrics.horizontalAdvance(t) <= room), None)
+            if text is None:
+                continue
+            painter.setPen(QColor(40, 50, 70))
+            rect = QRectF(left, top, room, header_bottom - top)
+            painter.drawText(rect, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, text)
+            label_end = left + metrics.horizontalAdvance(text)
 
 
 class FlowArrowItem(pg.GraphicsObject):
@@ -455,7 +500,8 @@ class TraceTimeline(pg.PlotWidget):
                     continue
                 one_row = (rank_index, spec.lane_id) in self.collapsed_lanes and spec.rows.n_rows > 1
                 rows = LaneRows(spec.rows.rows[:1], spec.rows.event_index[:1]) if one_row else spec.rows
-                item = TraceLaneItem(rows, spec.color_key, palette, spec.name_of, y, ROW_HEIGHT_PX, spec.gaps)
+                item = TraceLaneItem(rows, spec.color_key, palette, spec.name_of, y, ROW_HEIGHT_PX,
+                                     spec.gaps if spec.gap_index is None else spec.gap_index)
                 self.view_box.addItem(item, ignoreBounds=True)
                 self.lanes.append(item)
                 self.lane_specs.append(spec)

@@ -44,3 +44,13 @@ def spawn_sleeper(stop: threading.Event) -> Iterator[int]:
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     yield sleeper.pid
     time.sleep(60)
+
+
+def arrays(n: int, stop: threading.Event) -> Iterator[object]:
+    """A big item (out of band), a small one (through the pipe), and the child's pid."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    yield {"f8": rng.random(n), "i4": np.arange(n, dtype=np.int32)[::-1].copy(),
+           "strided": np.arange(2 * n, dtype=np.int64)[::2], "small": np.arange(5), "text": "kept"}
+    yield os.getpid()

@@ -72,3 +72,59 @@ def test_cancel_kills_what_the_helper_started():
     while _alive(pids[0]) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(pids[0])
+
+
+def _mapped(array) -> bool:
+    """Whether ``array``'s memory belongs to a memory mapping (follows the base chain)."""
+    import mmap
+
+    base = array
+    while base is not None:
+        if isinstance(base, mmap.mmap):
+            return True
+        base = base.obj if isinstance(base, memoryview) else getattr(base, "base", None)
+    return False
+
+
+def test_big_arrays_arrive_exactly_as_views_of_a_mapped_file(tmp_path, monkeypatch):
+    import numpy as np
+
+    from gpuperf_gui.core import child_stream
+
+    if not child_stream.CAN_SPILL:
+        pytest.skip("out-of-band transfer is POSIX only")
+    monkeypatch.setattr(child_stream.tempfile, "tempdir", str(tmp_path))  # the spill folder goes here
+    n = 600_000   # 4.8 MB of float64: above SPILL_MIN_BYTES
+    stats: dict[str, float] = {}
+    item, pid = list(iter_in_child("child_targets:arrays", (n,), stats=stats))
+    rng = np.random.default_rng(7)   # the same numbers, drawn again here
+    assert np.array_equal(item["f8"], rng.random(n))
+    assert np.array_equal(item["i4"], np.arange(n, dtype=np.int32)[::-1])
+    assert np.array_equal(item["strided"], np.arange(0, 2 * n, 2))
+    assert item["small"].tolist() == [0, 1, 2, 3, 4] and item["text"] == "kept"
+    assert item["f8"].dtype == np.float64 and item["i4"].dtype == np.int32
+    assert _mapped(item["f8"]) and _mapped(item["i4"])        # no copy in this process
+    assert not _mapped(item["small"])                        # 40 bytes: through the pipe
+    assert stats["spilled_bytes"] >= item["f8"].nbytes + item["i4"].nbytes and stats["transfer_s"] > 0
+    item["f8"][0] = -1.0                                     # copy-on-write: writable, private
+    assert item["f8"][0] == -1.0
+    assert list(tmp_path.iterdir()) == []                    # file unlinked, folder removed
+    assert not _alive(pid)                                   # the helper has exited
+
+
+def test_dump_and_load_spilled_round_trip(tmp_path):
+    import numpy as np
+
+    from gpuperf_gui.core.child_stream import dump_spilled, load_spilled
+
+    payload = {"a": np.linspace(0.0, 1.0, 300_000), "b": np.arange(3, dtype=np.int16), "c": [1, "x"],
+               "d": np.ones((400, 700), dtype=np.float32)}
+    data, name, spans, _ = dump_spilled(payload, tmp_path, min_bytes=1000)
+    assert name is not None and len(spans) == 2                      # "a" and "d"; "b" is 6 bytes
+    assert all(offset % 64 == 0 for offset, _ in spans)              # aligned for numpy
+    back = load_spilled(data, name, spans, tmp_path)
+    assert not (tmp_path / name).exists()
+    assert np.array_equal(back["a"], np.linspace(0.0, 1.0, 300_000)) and back["d"].shape == (400, 700)
+    assert back["b"].tolist() == [0, 1, 2] and back["c"] == [1, "x"]
+    data, name, spans, _ = dump_spilled({"small": np.arange(4)}, tmp_path)
+    assert name is None and spans == [] and load_spilled(data, name, spans, tmp_path)["small"].tolist() == [0, 1, 2, 3]

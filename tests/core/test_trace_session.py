@@ -18,7 +18,7 @@ import pytest
 from gpuperf_gui.core.trace.api import analyse_paths
 from gpuperf_gui.core.trace.lanes import EventRef
 from gpuperf_gui.core.trace.overview import uses_tensor_cores
-from gpuperf_gui.core.trace.session import LoadedTrace, build_loaded_trace, iter_loaded_trace
+from gpuperf_gui.core.trace.session import LoadedTrace, RooflineUpdate, build_loaded_trace, iter_loaded_trace
 from gpuperf_gui.core.trace.synth import ALLREDUCE, ELEMENTWISE, GEMM
 from trace_builders import hand_trace, straggler_job
 
@@ -230,7 +230,10 @@ def test_a_late_rank_is_marked_and_listed_first(tmp_path):
 def test_iter_loaded_trace_in_process_and_stop(tmp_path):
     path = hand_trace(tmp_path / "hand.json")
     items = list(iter_loaded_trace([path], 10.0, threading.Event(), isolate=False))
-    assert isinstance(items[-1], LoadedTrace) and items[-1].title() == "hand.json"
+    loaded = [i for i in items if isinstance(i, LoadedTrace)]
+    assert len(loaded) == 1 and loaded[0].title() == "hand.json"
+    assert isinstance(items[-1], RooflineUpdate)   # found after the lanes, already in the trace
+    assert loaded[0].roofline_points is items[-1].points
     stop = threading.Event()
     stop.set()
     assert not any(isinstance(i, LoadedTrace) for i in iter_loaded_trace([path], 10.0, stop, isolate=False))
@@ -246,3 +249,37 @@ def test_overview_json_is_in_seconds(hand):
         pytest.approx(step["step_time_s"])
     top = obj["ranks"][0]["top_kernels"][0]
     assert top["name"] == GEMM and top["seconds"] == pytest.approx(690e-6) and top["calls"] == 3
+
+
+def _shown(paths: list[Path], isolate: bool) -> LoadedTrace:
+    items = list(iter_loaded_trace(paths, 10.0, threading.Event(), isolate=isolate))
+    return next(i for i in items if isinstance(i, LoadedTrace))
+
+
+def test_a_trace_built_in_the_helper_equals_one_built_here(shared_traces):
+    """The helper interpreter builds the lanes too and sends them through a mapped file: every
+    column, lane row and query answer must be what an in-process build gives."""
+    from gpuperf_gui.core.child_stream import CAN_SPILL
+
+    path = shared_traces / "hta" / "df_index_resolver" / "df_index_resolver.json.gz"  # lanes > 1 MB
+    here, there = _shown([path], isolate=False), _shown([path], isolate=True)
+    if CAN_SPILL:
+        assert there.timings_s["spilled_bytes"] > 0 and there.timings_s["transfer_s"] > 0
+    assert {"engine_s", "build_s", "roofline_s"} <= set(there.timings_s)
+    for a, b in zip(here.model.ranks, there.model.ranks, strict=True):
+        assert list(a.strings) == list(b.strings)
+        for la, lb in zip(a.lanes, b.lanes, strict=True):
+            for column in ("start_us", "duration_us", "name_id", "category_id", "depth", "correlation",
+                           "external_id", "kernel_class", "bytes", "flops", "shapes_id"):
+                np.testing.assert_array_equal(getattr(la, column), getattr(lb, column), err_msg=column)
+    for sa, sb in zip(here.lanes, there.lanes, strict=True):
+        assert (sa.rank_index, sa.lane_id, sa.label) == (sb.rank_index, sb.lane_id, sb.label)
+        np.testing.assert_array_equal(sa.color_key, sb.color_key)
+        for ra, rb in zip(sa.rows.rows, sb.rows.rows, strict=True):
+            np.testing.assert_array_equal(ra.key_sorted, rb.key_sorted)
+            np.testing.assert_array_equal(ra.order, rb.order)
+        assert [sa.name_of(i) for i in range(0, len(sa.color_key), 97)] == \
+            [sb.name_of(i) for i in range(0, len(sb.color_key), 97)]
+    assert [(p.label, p.flops) for p in here.roofline_points] == [(p.label, p.flops) for p in there.roofline_points]
+    assert here.n_events == there.n_events
+    assert len(here.find("gemm", "class")) == len(there.find("gemm", "class")) > 0

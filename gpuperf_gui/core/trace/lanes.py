@@ -16,8 +16,8 @@ from typing import Callable
 
 import numpy as np
 
-from .lod import LaneRows, idle_gaps
-from .model import KERNEL_CLASSES, Lane, RankTrace, TraceModel
+from .lod import LaneRows, RowIndex, idle_gaps
+from .model import KERNEL_CLASSES, Lane, RankTrace, StringTable, TraceModel
 
 SHOWN_KINDS = ("cpu", "gpu_compute", "gpu_comm", "gpu_copy")
 KIND_ORDER = {"cpu": 0, "gpu_compute": 1, "gpu_comm": 2, "gpu_copy": 3}
@@ -70,6 +70,12 @@ class LaneSpec:
     name_of: Callable[[int], str] | None = None
     thread_group: str = ""
     """Lanes of one rank with the same group collapse together ("CPU", "GPU")."""
+    gap_index: RowIndex | None = None
+    """``gaps`` indexed for folding (built with them off the GUI thread; None: build it from ``gaps``)."""
+
+    def set_gaps(self, gaps: tuple[np.ndarray, np.ndarray] | None) -> None:
+        """New idle gaps (another threshold); their index is built when drawn."""
+        self.gaps, self.gap_index = gaps, None
 
 
 @dataclass
@@ -85,13 +91,24 @@ class RankSpec:
     rank: int = 0
 
 
+class NameLookup:
+    """``name_of(i)``: the name of a lane's event ``i`` (a class, not a closure: it pickles, so lane
+    specs built in the loading helper travel to the GUI process)."""
+
+    __slots__ = ("strings", "name_id")
+
+    def __init__(self, strings: StringTable, name_id: np.ndarray) -> None:
+        self.strings, self.name_id = strings, name_id
+
+    def __call__(self, i: int) -> str:
+        return self.strings[int(self.name_id[i])]
+
+    def __reduce__(self) -> tuple:
+        return NameLookup, (self.strings, self.name_id)
+
+
 def _name_lookup(rank: RankTrace, name_id: np.ndarray) -> Callable[[int], str]:
-    strings = rank.strings
-
-    def name_of(i: int) -> str:
-        return strings[int(name_id[i])]
-
-    return name_of
+    return NameLookup(rank.strings, name_id)
 
 
 def color_keys(rank: RankTrace, lane: Lane) -> np.ndarray:
@@ -159,7 +176,8 @@ def prepare_lanes(model: TraceModel, idle_threshold_us: float = DEFAULT_IDLE_THR
             gaps = compute_gaps(lane, idle_threshold_us) if lane.kind == "gpu_compute" else None
             lanes.append(LaneSpec(ri, lane.lane_id, lane_label(lane), lane.kind, rows,
                                   color_keys(rank, lane), gaps, _name_lookup(rank, lane.name_id),
-                                  "CPU" if lane.kind == "cpu" else "GPU"))
+                                  "CPU" if lane.kind == "cpu" else "GPU",
+                                  RowIndex(*gaps) if gaps is not None and len(gaps[0]) else None))
     return ranks, lanes
 
 

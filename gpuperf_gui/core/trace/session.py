@@ -1,10 +1,12 @@
 """A loaded trace as the Trace tab reads it, and every query the tab makes on it (no Qt).
 
-:func:`iter_loaded_trace` is the loading worker's generator: the engine's load + analyse + diagnose
-(:func:`.api.iter_load_and_analyse`, in a helper interpreter by default), then :func:`build_loaded_trace`
-turns the :class:`~.api.TraceResult` into a :class:`LoadedTrace`: lane specs for drawing, the op
-tables, the diagnosis panel's figures, the overview page (:mod:`.overview`), the MFU figures and
-roofline points. The tab draws it; every question it asks (an event's details and partners, a
+:func:`iter_loaded_trace` is the loading worker's generator. :func:`iter_built_trace` runs the engine's
+load + analyse + diagnose (:func:`.api.iter_load_and_analyse`), then :func:`build_loaded_trace` turns
+the :class:`~.api.TraceResult` into a :class:`LoadedTrace`: lane specs for drawing, the op tables, the
+diagnosis panel's figures, the overview page (:mod:`.overview`), the MFU figures and roofline points.
+Both run in a helper interpreter by default, so none of that work holds the GUI process's GIL; the
+LoadedTrace comes back with its arrays as views of a mapped file (:mod:`..child_stream`), and the
+helper exits. The tab draws it; every question it asks (an event's details and partners, a
 search, the summary of a selected range, idle gaps at a new threshold) is a method here.
 
 >>> for item in iter_loaded_trace([Path("t.json.gz")], 10.0, stop):   # doctest: +SKIP
@@ -17,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
@@ -42,7 +45,7 @@ from .lanes import (
 from .model import KERNEL_CLASSES, TraceModel
 from .overview import ActivityProfile, Overview, SelectionSummary, activity_profile, build_overview, selection_summary
 
-ENGINE = "gpuperf_gui.core.trace.api:iter_load_and_analyse"
+BUILDER = "gpuperf_gui.core.trace.session:iter_built_trace"
 MAX_PARTNERS = 40
 MINIMAP_BINS = 800
 SEARCH_MODES = ("name", "exact", "regex", "class")
@@ -50,7 +53,8 @@ SEARCH_MODES = ("name", "exact", "regex", "class")
 over the name (case-insensitive), a kernel class (device events of that class)."""
 
 __all__ = ["DEFAULT_IDLE_THRESHOLD_US", "EventRef", "LaneSpec", "RankSpec", "DiagnosisView", "EventDetails",
-           "LoadProgress", "LoadedTrace", "Matches", "OpTable", "build_loaded_trace", "iter_loaded_trace"]
+           "LoadProgress", "LoadedTrace", "Matches", "OpTable", "RooflineUpdate", "build_loaded_trace",
+           "iter_loaded_trace"]
 
 
 @dataclass
@@ -60,6 +64,16 @@ class LoadProgress:
     text: str
     done: int
     total: int
+
+
+@dataclass
+class RooflineUpdate:
+    """The roofline points of the :class:`LoadedTrace` yielded just before (found after it, so the
+    lanes show sooner); :func:`iter_loaded_trace` has already put them into that trace."""
+
+    points: list[RooflinePoint]
+    notes: list[str]
+    seconds: float = 0.0
 
 
 @dataclass
@@ -156,6 +170,10 @@ class LoadedTrace:
     overview: Overview | None = None
     activity_cache: dict[int, ActivityProfile] = field(default_factory=dict)
     """Activity profiles by bin count (the minimap's is made in the worker)."""
+    timings_s: dict[str, float] = field(default_factory=dict)
+    """Where the loading time went: ``engine_s`` (load, analyse, diagnose), ``build_s`` (this
+    object), ``transfer_s`` (from the helper interpreter to this process), ``spilled_bytes``,
+    ``roofline_s`` (the roofline points, found after the rest)."""
 
     # -- events -------------------------------------------------------------------------------------
     def event_span_us(self, ref: EventRef) -> tuple[float, float]:
@@ -377,20 +395,44 @@ def iter_loaded_trace(paths: Sequence[Path | str], idle_threshold_us: float, sto
                       ) -> Iterator[LoadProgress | LoadedTrace]:
     """The loading worker's generator: progress, then one :class:`LoadedTrace` (nothing if stopped).
 
-    With ``isolate`` (the default unless ``GPUPERF_TRACE_INPROCESS=1``) the engine runs in a helper
-    interpreter (:mod:`..child_stream`): its JSON decoder holds the GIL for ~0.2 s on a 50 MB trace,
-    which would freeze the window that long; a stop kills the helper at once. Errors propagate.
+    With ``isolate`` (the default unless ``GPUPERF_TRACE_INPROCESS=1``) :func:`iter_built_trace` runs
+    in a helper interpreter (:mod:`..child_stream`): decoding, analysing and building hold the GIL
+    for long stretches, which would freeze the window; a stop kills the helper at once. The
+    LoadedTrace's arrays arrive as views of a mapped file, not as a copy. Errors propagate.
     ``memory_budget`` (bytes, None: the default) bounds the load (core/trace/budget.py).
     """
     if isolate is None:
         isolate = os.environ.get("GPUPERF_TRACE_INPROCESS", "") != "1"
+    stats: dict[str, float] = {}
+    args = ([str(p) for p in paths], idle_threshold_us)
     if isolate:
-        items = iter_in_child(ENGINE, ([str(p) for p in paths],), {"memory_budget": memory_budget},
-                              stop=stop, grace_s=0.0)
+        items = iter_in_child(BUILDER, args, {"memory_budget": memory_budget}, stop=stop, grace_s=0.0,
+                              stats=stats)
     else:
-        items = iter_load_and_analyse([Path(p) for p in paths], stop, memory_budget=memory_budget)
-    result: TraceResult | None = None
+        items = iter_built_trace(*args, stop, memory_budget=memory_budget)
+    loaded: LoadedTrace | None = None
     for item in items:
+        if stop.is_set():
+            return
+        if isinstance(item, LoadedTrace):
+            loaded = item
+            loaded.timings_s.update(stats)
+        elif isinstance(item, RooflineUpdate) and loaded is not None:
+            loaded.notes += item.notes
+            loaded.roofline_points = item.points
+            loaded.timings_s.update(stats, roofline_s=item.seconds)
+        yield item
+
+
+def iter_built_trace(paths: Sequence[str], idle_threshold_us: float, stop: threading.Event | None = None,
+                     memory_budget: int | None = None) -> Iterator[LoadProgress | LoadedTrace | RooflineUpdate]:
+    """Load, analyse and build: progress, one :class:`LoadedTrace` (nothing if stopped), then its
+    :class:`RooflineUpdate` (the FLOP counts of a big trace's ops take a while to find: the lanes
+    are shown meanwhile). The helper interpreter's target (:func:`iter_loaded_trace`)."""
+    stop = stop or threading.Event()
+    started = time.perf_counter()
+    result: TraceResult | None = None
+    for item in iter_load_and_analyse([Path(p) for p in paths], stop, memory_budget=memory_budget):
         if stop.is_set():
             return
         if isinstance(item, Progress):
@@ -399,8 +441,21 @@ def iter_loaded_trace(paths: Sequence[Path | str], idle_threshold_us: float, sto
             result = item
     if result is None or stop.is_set():
         return
+    engine_s = time.perf_counter() - started
     yield LoadProgress("preparing the lanes", 900, 1000)
-    yield build_loaded_trace(result, idle_threshold_us, stop)
+    started = time.perf_counter()
+    loaded = build_loaded_trace(result, idle_threshold_us, stop, roofline=False)
+    if stop.is_set():
+        return
+    loaded.timings_s.update(engine_s=engine_s, build_s=time.perf_counter() - started)
+    yield loaded
+    del loaded
+    yield LoadProgress("placing the kernels on the roofline", 950, 1000)
+    started = time.perf_counter()
+    notes: list[str] = []
+    points = roofline_points(result, notes)
+    if not stop.is_set():
+        yield RooflineUpdate(points, notes, time.perf_counter() - started)
 
 
 def load_job(paths: Sequence[Path | str], idle_threshold_us: float, isolate: bool | None = None,
@@ -413,13 +468,15 @@ def load_job(paths: Sequence[Path | str], idle_threshold_us: float, isolate: boo
 
 
 def build_loaded_trace(result: TraceResult, idle_threshold_us: float = DEFAULT_IDLE_THRESHOLD_US,
-                       stop: threading.Event | None = None) -> LoadedTrace:
-    """Turn the engine's TraceResult into what the tab draws and shows."""
+                       stop: threading.Event | None = None, roofline: bool = True) -> LoadedTrace:
+    """Turn the engine's TraceResult into what the tab draws and shows (without the roofline points
+    unless ``roofline``: :func:`roofline_points` finds them)."""
     model: TraceModel = result.model
     notes: list[str] = list(model.notes)  # run-folder files skipped or broken (core/trace/load.py)
     analyses = [r.analysis for r in result.ranks]
     stragglers = list(result.multi_rank.stragglers)
-    mfu_figures, roofline_points = _mfu_and_roofline(result, analyses, notes)
+    mfu_figures = _mfu_figures(analyses, notes)
+    points = roofline_points(result, notes) if roofline else []
     rank_specs, lanes = prepare_lanes(model, idle_threshold_us, stop)
     for ri, rank in enumerate(model.ranks):
         if ri < len(analyses):
@@ -440,7 +497,7 @@ def build_loaded_trace(result: TraceResult, idle_threshold_us: float = DEFAULT_I
         notes.append(f"overview failed: {type(exc).__name__}: {exc}")
     loaded = LoadedTrace(model=model, ranks=rank_specs, lanes=lanes, full_range_us=full_range(model),
                          files=[r.file for r in model.ranks], analysis=analyses, diagnosis=diagnosis,
-                         op_tables=_op_tables(result), mfu_figures=mfu_figures, roofline_points=roofline_points,
+                         op_tables=_op_tables(result), mfu_figures=mfu_figures, roofline_points=points,
                          notes=notes, idle_threshold_us=idle_threshold_us, overview=overview)
     loaded.activity(MINIMAP_BINS)   # made here, off the GUI thread
     return loaded
@@ -491,14 +548,17 @@ def _diagnosis_view(result: TraceResult, stragglers: list[int]) -> DiagnosisView
                          stragglers=stragglers, collective_lag_us=lag)
 
 
-def _mfu_and_roofline(result: TraceResult, analyses: list[RankAnalysis],
-                      notes: list[str]) -> tuple[TraceMfuFigures | None, list[RooflinePoint]]:
-    """The MFU tab's figures and the roofline points; a failure becomes a note (the lanes still open)."""
-    mfu_figures = None
+def _mfu_figures(analyses: list[RankAnalysis], notes: list[str]) -> TraceMfuFigures | None:
+    """The MFU tab's figures; a failure becomes a note (the lanes still open)."""
     try:
-        mfu_figures = figures.mfu_figures(analyses)
+        return figures.mfu_figures(analyses)
     except Exception as exc:  # noqa: BLE001 - shown as a note; the lanes still open
         notes.append(f"MFU figures failed: {type(exc).__name__}: {exc}")
+        return None
+
+
+def roofline_points(result: TraceResult, notes: list[str]) -> list[RooflinePoint]:
+    """The points "Show on roofline" draws; a failure becomes a note (the lanes still open)."""
     points: list[RooflinePoint] = []
     try:
         for r in result.ranks:
@@ -508,7 +568,7 @@ def _mfu_and_roofline(result: TraceResult, analyses: list[RankAnalysis],
             points += pts
     except Exception as exc:  # noqa: BLE001
         notes.append(f"roofline points failed: {type(exc).__name__}: {exc}")
-    return mfu_figures, points
+    return points
 
 
 # -- compare (the Compare page) ---------------------------------------------------------------------------

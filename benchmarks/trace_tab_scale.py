@@ -1,0 +1,199 @@
+"""Opening a big trace in the Trace tab: time to shown, largest GUI stall, peak memory of the tree.
+
+For each trace a fresh GUI process opens it in a :class:`TraceTab` (1600×1000, offscreen) while this
+process samples, every 20 ms, the resident memory of that process and of every process under it
+(the loading helper interpreter and its workers): the peak of the sum is the "tree peak". In the
+GUI process a 5 ms QTimer records the gaps between its ticks from ``open_paths`` until the timeline
+is shown; the largest gap is the longest time the window could not respond (budget: 100 ms).
+
+The split: ``engine`` (load + analyse + diagnose, in the helper), ``build`` (lanes, overview, op
+tables, activity: :func:`~gpuperf_gui.core.trace.session.build_loaded_trace`), ``transfer`` (the
+result from the helper to the GUI process), ``gui`` (from the result's arrival in the GUI thread to
+the shown timeline). ``shown`` counts from ``open_paths``; the helper's start-up is in it.
+
+    nice .venv/bin/python benchmarks/trace_tab_scale.py --budget 16GB /tmp/tabscale/e1M.json ...
+    nice .venv/bin/python benchmarks/trace_tab_scale.py --make /tmp/tabscale 10   # writes e10M.json
+
+Inputs: ``core/trace/tile.py repeat_events`` of tests/data/h200/eager_small.json.gz (plain JSON,
+272 MB per million events), as benchmarks/scale.py does.
+
+Figures on this machine (2-core VM, 24 GB; shared, so read the ratios within one run):
+see the module's FIGURES below (before = the commit before this benchmark's changes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = ROOT / "tests" / "data" / "h200" / "eager_small.json.gz"
+STALL_BUDGET_MS = 100.0
+SAMPLE_S = 0.02
+
+FIGURES = """
+"""
+
+
+# -- the GUI process ----------------------------------------------------------------------------------
+def measure_one(path: Path, budget_bytes: int | None) -> dict:
+    """Open ``path`` in a TraceTab in this process; return the figures (run in a fresh process)."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtCore import QElapsedTimer, QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from gpuperf_gui.views.trace_tab import TraceTab
+
+    app = QApplication.instance() or QApplication(sys.argv)
+    tab = TraceTab(None)
+    tab.memory_budget_bytes = budget_bytes
+    tab.resize(1600, 1000)
+    tab.show()
+    app.processEvents()
+    clock = QElapsedTimer()
+    ticks: list[int] = []
+    marks: dict[str, float] = {}
+    show = tab._show_loaded  # noqa: SLF001 - the benchmark marks the result's arrival
+
+    def show_marked(loaded) -> None:  # noqa: ANN001
+        marks["arrived_s"] = clock.elapsed() / 1e3
+        marks["timings"] = dict(getattr(loaded, "timings_s", {}) or {})
+        marks["events"] = loaded.n_events
+        show(loaded)
+
+    tab._show_loaded = show_marked  # noqa: SLF001
+    timer = QTimer()
+    timer.setInterval(5)
+    timer.timeout.connect(lambda: ticks.append(clock.elapsed()))
+    clock.start()
+    timer.start()
+    tab.open_paths([path])
+    while tab.is_busy():
+        app.processEvents()
+        time.sleep(0.001)
+    app.processEvents()   # the first paint of the loaded trace
+    shown_s = clock.elapsed() / 1e3
+    end = clock.elapsed() + 300
+    while clock.elapsed() < end:  # and what follows it
+        app.processEvents()
+        time.sleep(0.001)
+    timer.stop()
+    gaps = [b - a for a, b in zip(ticks, ticks[1:])]
+    k = max(range(len(gaps)), key=gaps.__getitem__) if gaps else 0
+    failure = tab.message.text() if tab.loaded is None else ""
+    tab.shutdown()
+    t = marks.get("timings", {})
+    return {"file": str(path), "events": marks.get("events", 0), "shown_s": shown_s,
+            "stall_ms": float(gaps[k]) if gaps else 0.0, "stall_at_s": ticks[k] / 1e3 if gaps else 0.0,
+            "engine_s": t.get("engine_s"), "build_s": t.get("build_s"), "transfer_s": t.get("transfer_s"),
+            "gui_s": shown_s - marks["arrived_s"] if "arrived_s" in marks else None, "failure": failure}
+
+
+# -- this process: run one GUI process per trace and sample its tree's memory ---------------------------
+def _tree_rss(proc) -> tuple[int, int, int]:  # noqa: ANN001 (psutil.Process)
+    """(GUI process RSS, its descendants' RSS, count of descendants)."""
+    import psutil
+
+    try:
+        own = proc.memory_info().rss
+        kids = proc.children(recursive=True)
+    except psutil.Error:
+        return 0, 0, 0
+    rest = 0
+    for child in kids:
+        try:
+            rest += child.memory_info().rss
+        except psutil.Error:
+            pass
+    return own, rest, len(kids)
+
+
+def run_one(path: Path, budget: str | None) -> dict:
+    import psutil
+
+    cmd = [sys.executable, __file__, "--one", str(path)] + (["--budget", budget] if budget else [])
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=env, cwd=ROOT)  # noqa: S603
+    ps = psutil.Process(proc.pid)
+    peak = {"tree": 0, "gui": 0, "child": 0}
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            own, rest, _ = _tree_rss(ps)
+            peak["tree"] = max(peak["tree"], own + rest)
+            peak["gui"] = max(peak["gui"], own)
+            peak["child"] = max(peak["child"], rest)
+            time.sleep(SAMPLE_S)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, _ = proc.communicate()
+    done.set()
+    sampler.join()
+    lines = [ln for ln in out.decode().splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"{path}: the GUI process failed (exit {proc.returncode})")
+    result = json.loads(lines[-1])
+    result.update(tree_peak_bytes=peak["tree"], gui_peak_bytes=peak["gui"], child_peak_bytes=peak["child"])
+    return result
+
+
+def _s(x: float | None) -> str:
+    return "     -" if x is None else f"{x:6.2f}"
+
+
+def make_input(folder: Path, millions: int) -> Path:
+    from gpuperf_gui.core.trace.tile import repeat_events
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"e{millions}M.json"
+    if not path.exists():
+        tmp = path.with_suffix(".part")
+        repeat_events(SOURCE, tmp, millions * 1_000_000)
+        tmp.rename(path)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("traces", nargs="*", type=Path)
+    parser.add_argument("--budget", help="the tab's trace memory budget (e.g. 16GB); default: core's")
+    parser.add_argument("--one", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--make", nargs=2, metavar=("FOLDER", "MILLIONS"), help="write eNM.json and exit")
+    args = parser.parse_args(argv)
+    budget_bytes = None
+    if args.budget:
+        from gpuperf_gui.core.units import parse_bytes
+        budget_bytes = int(parse_bytes(args.budget))
+    if args.make:
+        print(make_input(Path(args.make[0]), int(args.make[1])))
+        return 0
+    if args.one:
+        print(json.dumps(measure_one(args.one, budget_bytes)), flush=True)
+        return 0
+    print(f"{'events':>11} {'shown s':>7} {'stall ms':>8} {'at s':>5} {'engine':>6} {'xfer':>6} {'build':>6} "
+          f"{'gui':>6} {'tree peak':>9} {'GUI peak':>8} {'child pk':>8}")
+    worst = 0.0
+    for path in args.traces:
+        r = run_one(path, args.budget)
+        if r["failure"]:
+            print(f"{path.name}: not shown: {r['failure']}")
+            continue
+        worst = max(worst, r["stall_ms"])
+        print(f"{r['events']:>11,} {r['shown_s']:7.2f} {r['stall_ms']:8.0f} {r['stall_at_s']:5.1f} "
+              f"{_s(r['engine_s'])} {_s(r['transfer_s'])} {_s(r['build_s'])} {_s(r['gui_s'])} "
+              f"{r['tree_peak_bytes'] / 1e9:7.2f}GB {r['gui_peak_bytes'] / 1e9:6.2f}GB "
+              f"{r['child_peak_bytes'] / 1e9:6.2f}GB", flush=True)
+    print(f"largest stall {worst:.0f} ms, budget {STALL_BUDGET_MS:.0f} ms {'OK' if worst <= STALL_BUDGET_MS else 'OVER'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
