@@ -68,7 +68,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+try:  # an installed package first (its gpuperf_gui.resources), else this checkout
+    import gpuperf_gui  # noqa: F401
+except ImportError:
+    sys.path.insert(0, str(ROOT))
 
 SMALL_RANK = ROOT / "tests/data/h200/eager_tiny.json.gz"
 FILE_SOURCE = ROOT / "tests/data/h200/eager_small.json.gz"
@@ -96,6 +99,13 @@ def _child(kind: str, path: str, workers: int) -> dict:
         from gpuperf_gui.core.trace.load import load_rank_whole
         t_imp = time.perf_counter()
         rt = load_rank_whole(path, memory_budget=_budget())
+        out["load_s"] = time.perf_counter() - t_imp
+        out["events"] = rt.n_events
+    elif kind == "serial":  # the streamed loader on one core (no decoding workers)
+        os.environ["GPUPERF_DECODE_WORKERS"] = "1"
+        from gpuperf_gui.core.trace.load import load_rank
+        t_imp = time.perf_counter()
+        rt = load_rank(path, memory_budget=_budget())
         out["load_s"] = time.perf_counter() - t_imp
         out["events"] = rt.n_events
     elif kind == "file":
@@ -230,6 +240,7 @@ def main() -> None:
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     ap.add_argument("--big", action="store_true", help="add the 10M-event file (~5 GB of memory)")
     ap.add_argument("--many", action="store_true", help="add the 256-rank folder")
+    ap.add_argument("--whole", action="store_true", help="add the whole-file path (the loader before streaming)")
     ap.add_argument("--files", type=str, default="1,5", help="file sizes in millions of events (default 1,5)")
     ap.add_argument("--ranks", type=str, default="8,64", help="rank counts (default 8,64)")
     ap.add_argument("--cluster-workers", type=int, default=2, help="LocalCluster worker processes")
@@ -244,19 +255,20 @@ def main() -> None:
     ranks = [int(x) for x in args.ranks.split(",") if x] + ([256] if args.many else [])
     print(f"machine: {machine()}")
     print(f"\none file ({FILE_SOURCE.name} repeated; plain JSON)")
-    print(f"{'events':>10} {'MB':>7} {'decode s':>9} {'load s':>7} {'load/dec':>8} {'load B/ev':>9} "
-          f"{'whole s':>7} {'whole/dec':>9} {'whole B/ev':>10} {'diagnose s':>10} {'µs/ev':>6} {'peak':>9} "
+    print(f"{'events':>10} {'MB':>7} {'decode s':>9} {'load s':>7} {'load/dec':>8} {'1-core s':>8} "
+          f"{'1-core/dec':>10} {'whole s':>7} {'whole/dec':>9} {'diagnose s':>10} {'µs/ev':>6} {'tree peak':>9} "
           f"{'B/ev':>6} {'decode peak':>11}")
     for m in sizes:
         path = _file_input(args.workdir, m * 1_000_000)
         base = measure("decode", path)
-        whole = measure("whole", path)
+        serial = measure("serial", path)
+        whole = measure("whole", path) if args.whole else None
         run = measure("file", path)
         n = run["events"]
+        whole_s = f"{whole['load_s']:>7.2f} {whole['load_s'] / base['wall_s']:>9.2f}" if whole else f"{'-':>7} {'-':>9}"
         print(f"{n:>10,} {path.stat().st_size / 1e6:>7.0f} {base['wall_s']:>9.2f} {run['load_s']:>7.2f} "
-              f"{run['load_s'] / base['wall_s']:>8.2f} {run['load_peak_rss_bytes'] / n:>9.0f} "
-              f"{whole['load_s']:>7.2f} {whole['load_s'] / base['wall_s']:>9.2f} "
-              f"{whole['client_peak_rss_bytes'] / n:>10.0f} {run['diagnose_s']:>10.2f} "
+              f"{run['load_s'] / base['wall_s']:>8.2f} {serial['load_s']:>8.2f} "
+              f"{serial['load_s'] / base['wall_s']:>10.2f} {whole_s} {run['diagnose_s']:>10.2f} "
               f"{1e6 * run['diagnose_s'] / n:>6.2f} {_gb(run['tree_peak_bytes'])} "
               f"{run['tree_peak_bytes'] / n:>6.0f} {_gb(base['tree_peak_bytes']):>11}", flush=True)
     print(f"\nfolders of ranks ({SMALL_RANK.name} tiled; local pool vs --dask-scheduler "
@@ -273,9 +285,10 @@ def main() -> None:
                   f"{1e6 * work_s / n:>6.2f} {_gb(run['tree_peak_bytes']):>10} "
                   f"{_gb(run['client_peak_rss_bytes']):>11}  {run['verdict']}", flush=True)
     print("\nµs/ev: the work after start-up per event (diagnose: load + analysis + JSON; dask: after the "
-          "cluster is up). load/dec: the loader's time over a plain msgspec decode of the same file; "
-          "load B/ev: the loader's peak RSS (interpreter and imports included) per event; whole: the "
-          "whole-file path (load_rank_whole, the loader before the streamed decode).")
+          "cluster is up). load/dec: the loader's time (decoding workers as it picks them) over a plain "
+          "msgspec decode of the same file; 1-core: the loader with GPUPERF_DECODE_WORKERS=1; tree peak, "
+          "B/ev: the peak of the process tree's summed RSS over the whole diagnose (interpreter, imports "
+          "and decoding workers included) and per event; whole: the whole-file path (load_rank_whole).")
 
 
 if __name__ == "__main__":

@@ -116,9 +116,14 @@ def load_rank_streamed(path: Path, *, budget: MemoryBudget, max_bytes: int | Non
 
 def decode_workers(text_bytes_hint: int, budget: MemoryBudget, workers: int | None = None) -> int:
     """Processes to decode a file of about ``text_bytes_hint`` bytes of JSON: one per CPU (at most
-    :data:`PARALLEL_MAX_WORKERS`, one per run of text) for big files, as many as the budget
-    holds beside the load itself; 1 for small files, in pool workers and daemon processes."""
-    if workers is not None:
+    :data:`PARALLEL_MAX_WORKERS`, one per run of text, or ``GPUPERF_DECODE_WORKERS`` from the
+    environment) for big files, as many as the budget holds beside the load itself; 1 for small
+    files, in pool workers and daemon processes."""
+    if workers is None and os.environ.get("GPUPERF_DECODE_WORKERS", "").strip().isdigit():
+        workers = int(os.environ["GPUPERF_DECODE_WORKERS"])  # the user's cap (1: never a pool)
+        if workers <= 1 or text_bytes_hint < PARALLEL_MIN_BYTES:
+            return 1
+    elif workers is not None:
         return max(1, workers)
     if (not _parallel_allowed or text_bytes_hint < PARALLEL_MIN_BYTES
             or multiprocessing.current_process().daemon):
@@ -126,7 +131,7 @@ def decode_workers(text_bytes_hint: int, budget: MemoryBudget, workers: int | No
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     spare = budget.limit_bytes - STREAM_EVENT_COST_BYTES * (text_bytes_hint // TYPICAL_EVENT_BYTES)
     by_budget = int(spare // WORKER_COST_BYTES)
-    n = min(cpus, PARALLEL_MAX_WORKERS, text_bytes_hint // PARALLEL_RUN_BYTES, by_budget)
+    n = min(workers or cpus, cpus, PARALLEL_MAX_WORKERS, text_bytes_hint // PARALLEL_RUN_BYTES, by_budget)
     return n if n >= 2 else 1
 
 
