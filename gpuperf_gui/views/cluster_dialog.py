@@ -36,16 +36,18 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gpuperf_gui.core.trace.analysis import RankAnalysis
 from gpuperf_gui.core.trace.api import Progress
 from gpuperf_gui.core.trace.cluster import (
     ClusterError,
     ClusterResult,
+    RankSummary,
     engine_label,
     is_local_pool,
     iter_job_overview,
     parse_address,
 )
-from gpuperf_gui.views.trace_heatmap import RankStepHeatmap
+from gpuperf_gui.views.trace_heatmap import RankLanePreview, RankStepHeatmap
 from gpuperf_gui.views.workers import TaskRunner
 
 DEFAULT_ADDRESS = "local:2"
@@ -158,8 +160,8 @@ class ClusterJobWindow(QWidget):
         self.open_button.setToolTip("Load the selected rank's lanes in the Trace tab (that file only)")
         self.open_button.setEnabled(False)
         self.open_button.clicked.connect(lambda: self.open_rank(self._rank_of_row(self.table.currentRow())))
-        self.table.itemSelectionChanged.connect(
-            lambda: self.open_button.setEnabled(self.result is not None and self.table.currentRow() >= 0))
+        self.table.itemSelectionChanged.connect(self._on_selection)
+        self.lane_preview = RankLanePreview()
         table_page = QWidget()
         table_layout = QVBoxLayout(table_page)
         table_layout.setContentsMargins(0, 0, 0, 0)
@@ -168,9 +170,13 @@ class ClusterJobWindow(QWidget):
         buttons.addStretch(1)
         buttons.addWidget(self.open_button)
         table_layout.addLayout(buttons)
+        bottom = QSplitter(Qt.Orientation.Horizontal)
+        bottom.addWidget(table_page)
+        bottom.addWidget(self.lane_preview)
+        bottom.setSizes([650, 450])
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(self.heatmap)
-        split.addWidget(table_page)
+        split.addWidget(bottom)
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.engine_note)
@@ -223,6 +229,7 @@ class ClusterJobWindow(QWidget):
                              f"<ul>{evidence}{notes}</ul>Fix to try first: {d.fix}")
         self.heatmap.set_overview(result.overview())
         self._fill_table(result)
+        self.table.selectRow(0)   # the first late rank's lanes in brief
         self.result_ready.emit(result)
 
     def _fill_table(self, result: ClusterResult) -> None:
@@ -233,7 +240,7 @@ class ClusterJobWindow(QWidget):
             a = r.analysis
             step = "-" if a.step_time_median_s is None else f"{1e3 * a.step_time_median_s:.2f}"
             cells = (str(r.rank), Path(r.file).name, f"{r.summary.n_events:,}", step,
-                     f"{100 * a.gpu_busy_fraction:.1f} %", f"{100 * a.comm_exposed_fraction:.1f} %",
+                     f"{100 * a.gpu_busy_fraction:.1f} %", f"{100 * exposed_comm(a):.1f} %",
                      r.diagnosis.signature + ("  ⚠ late" if r.rank in late else ""))
             for j, text in enumerate(cells):
                 item = QTableWidgetItem(text)
@@ -242,17 +249,24 @@ class ClusterJobWindow(QWidget):
                 self.table.setItem(i, j, item)
         self.table.resizeColumnsToContents()
 
+    def _on_selection(self) -> None:
+        rank = self._rank_of_row(self.table.currentRow())
+        self.open_button.setEnabled(rank is not None)
+        self.lane_preview.show_rank(rank, self.rank_summary(rank))
+
+    def rank_summary(self, rank: int | None) -> RankSummary | None:
+        """The compact result of ``rank`` (None before the result, or for an unknown rank)."""
+        if self.result is None or rank is None:
+            return None
+        return next((r.summary for r in self.result.ranks if r.rank == rank), None)
+
     def _rank_of_row(self, row: int) -> int | None:
         item = self.table.item(row, 0)
         return None if item is None else int(item.data(Qt.ItemDataRole.UserRole))
 
     def rank_file(self, rank: int | None) -> Path | None:
-        if self.result is None or rank is None:
-            return None
-        for r in self.result.ranks:
-            if r.rank == rank:
-                return Path(r.file)
-        return None
+        summary = self.rank_summary(rank)
+        return None if summary is None else Path(summary.file)
 
     def open_rank(self, rank: int | None) -> None:
         """Load only this rank's lanes (in the Trace tab)."""
@@ -263,6 +277,12 @@ class ClusterJobWindow(QWidget):
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
         self.task.shutdown()
         super().closeEvent(event)
+
+
+def exposed_comm(a: RankAnalysis) -> float:
+    """Exposed communication of a rank as the Trace tab's ranks table shows it: NCCL kernels not
+    hidden by compute, or host-side (gloo) collectives while the compute stream idles, the larger."""
+    return max(a.comm_exposed_fraction, a.cpu_collective_exposed_fraction)
 
 
 def open_on_cluster(parent: QWidget, open_traces: Callable[[list[Path]], None]) -> ClusterJobWindow | None:

@@ -3,7 +3,7 @@
 Rows are ranks (late ranks first, then by rank), columns the steady-state steps; the colour is the
 chosen metric from core's :meth:`~gpuperf_gui.core.trace.overview.Overview.rank_step_matrix` (busy,
 exposed comm, idle as fractions of the step, or the step time). Clicking a row asks the tab to show
-that rank's lanes.
+that rank's lanes. :class:`RankLanePreview` draws one rank's coarse lane summary (the job window).
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ from gpuperf_gui.core.trace.overview import HEATMAP_METRICS, Overview
 from gpuperf_gui.views.trace_style import format_duration_us, format_percent
 
 MAX_ROW_LABELS = 64
+ROW_LABEL_PX = 14
+"""Least height between two row labels (font height and a little air): more ranks than fit get
+every k-th label, the late ranks always."""
 MAX_LABELLED_CELLS = 240
 
 
@@ -115,16 +118,33 @@ class RankStepHeatmap(QWidget):
         self.image.setRect(QRectF(-0.5, 0.0, n_cols, n_rows))
         self.view_box.setRange(xRange=(-0.5, n_cols - 0.5), yRange=(0, n_rows), padding=0.0)
         late = set(self.overview.stragglers)
-        every = max(1, math.ceil(len(self.ranks) / MAX_ROW_LABELS))
-        ticks = [(i + 0.5, f"{r}{' late' if r in late else ''}") for i, r in enumerate(self.ranks)
-                 if i % every == 0 or r in late]
-        self.plot.getAxis("left").setTicks([ticks, []])
+        self._set_row_ticks()
         col_every = max(1, math.ceil(len(self.steps) / 40))
         self.plot.getAxis("bottom").setTicks([[(j, str(n)) for j, n in enumerate(self.steps) if j % col_every == 0], []])
         unit = "s" if self.metric == "step time" else "fraction of the step"
         self.caption.setText(f"<span style='color:#666'>{self.metric} ({unit}); late ranks first"
                              f"{' (' + ', '.join(map(str, self.overview.stragglers)) + ')' if late else ''}; "
                              "warm-up steps left out; click a rank to show its lanes</span>")
+
+    def _set_row_ticks(self) -> None:
+        """Rank labels on the left axis, as many as the plot's height holds, the late ranks always
+        (a rank label too close to a late one is left out)."""
+        if self.overview is None or not self.ranks:
+            self.plot.getAxis("left").setTicks([[], []])
+            return
+        height = self.view_box.height()
+        fit = int(height // ROW_LABEL_PX) if height > 0 else MAX_ROW_LABELS
+        every = max(1, math.ceil(len(self.ranks) / max(1, min(fit, MAX_ROW_LABELS))))
+        late = set(self.overview.stragglers)
+        late_rows = [i for i, r in enumerate(self.ranks) if r in late]
+        ticks = [(i + 0.5, f"{r} late" if r in late else str(r)) for i, r in enumerate(self.ranks)
+                 if r in late or (i % every == 0 and all(abs(i - j) >= every for j in late_rows))]
+        self.plot.getAxis("left").setTicks([ticks, []])
+
+    def resizeEvent(self, event) -> None:  # noqa: N802, ANN001 (Qt override)
+        super().resizeEvent(event)
+        if self.ranks:
+            self._set_row_ticks()
 
     def _label_cells(self) -> None:
         """Write each value into its cell while there are few enough cells to read."""
@@ -166,4 +186,58 @@ class RankStepHeatmap(QWidget):
             self.rank_opened.emit(self.ranks[row])
 
 
-__all__ = ["RankStepHeatmap"]
+PREVIEW_SKIPS = frozenset({"gpu_annotation"})
+"""Lane kinds the preview leaves out: annotations (ProfilerStep and record_function ranges on the
+GPU timeline) mark time, they are not work."""
+
+
+class RankLanePreview(QWidget):
+    """One rank's lanes at a coarse level of detail, from its compact result (no events): each lane's
+    busy fraction in :data:`~gpuperf_gui.core.trace.cluster.LANE_BINS` bins over the rank's span."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.rank: int | None = None
+        self.values = np.zeros((0, 0))
+        self.caption = QLabel("<span style='color:#666'>Select a rank to see its lanes in brief</span>")
+        self.caption.setWordWrap(True)
+        self.plot = pg.PlotWidget()
+        self.plot.setBackground("w")
+        self.plot.getPlotItem().hideButtons()
+        self.plot.setMouseEnabled(x=False, y=False)
+        self.plot.getViewBox().invertY(True)
+        self.plot.setLabel("bottom", "time from the rank's start (ms)")
+        for name in ("bottom", "left"):
+            self.plot.getAxis(name).enableAutoSIPrefix(False)
+        self.image = pg.ImageItem(axisOrder="row-major")
+        self.image.setColorMap(pg.colormap.get("viridis"))
+        self.plot.addItem(self.image)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 4, 6, 4)
+        layout.addWidget(self.caption)
+        layout.addWidget(self.plot, 1)
+
+    def show_rank(self, rank: int | None, summary: object | None) -> None:
+        """Draw ``summary``'s lanes (a :class:`~gpuperf_gui.core.trace.cluster.RankSummary`); None clears."""
+        lanes = [lane for lane in getattr(summary, "lanes", []) if lane.events and lane.kind not in PREVIEW_SKIPS]
+        self.rank = rank if lanes else None
+        if not lanes:
+            self.values = np.zeros((0, 0))
+            self.image.clear()
+            self.caption.setText("<span style='color:#666'>no lanes</span>")
+            return
+        self.values = np.stack([lane.busy for lane in lanes])
+        t0, t1 = summary.span_us  # type: ignore[union-attr]
+        span_ms = max((t1 - t0) / 1e3, 1e-6)
+        self.image.setImage(self.values, autoLevels=False, levels=(0.0, 1.0))
+        self.image.setRect(QRectF(0.0, 0.0, span_ms, len(lanes)))
+        every = max(1, math.ceil(len(lanes) * ROW_LABEL_PX / max(self.plot.getViewBox().height(), ROW_LABEL_PX)))
+        self.plot.getAxis("left").setTicks([[(i + 0.5, lane.label[:26]) for i, lane in enumerate(lanes)
+                                             if i % every == 0], []])
+        self.plot.getViewBox().setRange(xRange=(0, span_ms), yRange=(0, len(lanes)), padding=0.0)
+        self.caption.setText(f"<span style='color:#666'>rank {rank}: {len(lanes)} lanes in brief (busy fraction "
+                             f"in {self.values.shape[1]} bins, yellow is busy; GPU annotations left out). "
+                             "Open the rank for its events.</span>")
+
+
+__all__ = ["RankLanePreview", "RankStepHeatmap"]

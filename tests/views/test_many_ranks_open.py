@@ -6,6 +6,7 @@ tab (pytest-qt, offscreen; no Dask needed)."""
 from __future__ import annotations
 
 import gc
+import json
 import sys
 from pathlib import Path
 
@@ -67,6 +68,17 @@ def test_folder_of_many_ranks_opens_as_overview_and_one_rank_on_demand(make_main
     assert "straggler" in jw.verdict.text() and f"late rank: {LATE_RANK}" in jw.verdict.text()
     assert "local process pool" in jw.engine_note.text() and "load on demand" in jw.engine_note.text()
     assert "local process pool" in jw.windowTitle()
+    # exposed communication counts the host-side (gloo) collectives, as the recording measured it
+    meta = json.loads((Path(__file__).resolve().parents[1] / "data" / "h200" / "ddp_straggler_gloo.meta.json").read_text())
+    row0 = next(i for i in range(N_RANKS) if jw.table.item(i, 0).text() == "0")
+    exposed = float(jw.table.item(row0, 5).text().rstrip(" %")) / 100
+    assert exposed == pytest.approx(meta["expected"]["comm_exposed_fraction_rank0"], abs=0.05)
+    # the selected (first, late) rank's lanes in brief, from its compact result
+    late = jw.rank_summary(LATE_RANK)
+    assert jw.lane_preview.rank == LATE_RANK
+    shown = [lane for lane in late.lanes if lane.events and lane.kind != "gpu_annotation"]
+    assert jw.lane_preview.values.shape == (len(shown), LANE_BINS)
+    assert 0.0 < jw.lane_preview.values.max() <= 1.0
 
     # nothing per event is held: no rank model, lane or string table, no array longer than a lane summary
     held = _held(jw.result)
