@@ -8,7 +8,7 @@ from typing import Callable
 
 from PySide6 import __version__ as pyside_version
 from PySide6.QtCore import QSize, Signal, qVersion
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -199,8 +199,7 @@ class MainWindow(QMainWindow):
             return False
         if n_files <= MANY_RANKS:
             return False
-        window = cluster_dialog.show_job(self, [Path(p) for p in paths], None,
-                                         lambda rank_paths: self.open_traces(rank_paths, remember=False),
+        window = cluster_dialog.show_job(self, [Path(p) for p in paths], None, self._open_rank_of_job,
                                          memory_budget=self.trace_tab.memory_budget_bytes)
         self.job_windows.append(window)
         window.destroyed.connect(lambda _obj=None, w=window: self._forget_job_window(w))
@@ -209,6 +208,13 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"{n_files} rank files: opened as a job overview on {window.engine} "
                                      "(a rank's lanes load when it is opened)", 15_000)
         return True
+
+    def _open_rank_of_job(self, rank_paths: list[Path]) -> None:
+        """A rank opened in a job window: its lanes load in the Trace tab, brought to the front."""
+        self.open_traces(rank_paths, remember=False)
+        if QGuiApplication.platformName() != "offscreen":  # no window stacking there (it warns)
+            self.raise_()
+        self.activateWindow()
 
     def _forget_job_window(self, window: QWidget) -> None:
         self.job_windows = [w for w in self.job_windows if w is not window]
