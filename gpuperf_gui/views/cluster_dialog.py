@@ -1,8 +1,9 @@
 """A job of many ranks shown from compact per-rank results: File ▸ Open on a Dask cluster…, and any
-open of a folder with many rank files (the main window sends those here).
+open of a folder with many rank files (the main window shows either in a job tab).
 
 :class:`ClusterOpenDialog` asks for the folder of rank files and the scheduler address
-(``tcp://host:8786`` or ``local[:N]``). :class:`ClusterJobWindow` runs
+(``tcp://host:8786`` or ``local[:N]``). :class:`ClusterJobWindow` (a tab of the main window, or
+a window of its own) runs
 :func:`~gpuperf_gui.core.trace.cluster.iter_job_overview` in a worker thread, on that Dask
 scheduler or (``address`` None) on the local process pool, and shows what comes back: the job's
 verdict, the Trace tab's rank × step heatmap (late ranks first) and a table of ranks. No rank's
@@ -285,20 +286,20 @@ def exposed_comm(a: RankAnalysis) -> float:
     return max(a.comm_exposed_fraction, a.cpu_collective_exposed_fraction)
 
 
-def open_on_cluster(parent: QWidget, open_traces: Callable[[list[Path]], None]) -> ClusterJobWindow | None:
-    """File ▸ Open on a Dask cluster…: ask, then run the job in its own window."""
+def ask_cluster_job(parent: QWidget | None) -> tuple[Path, str] | None:
+    """File ▸ Open on a Dask cluster…'s question: (folder, scheduler address), None when cancelled."""
     dialog = ClusterOpenDialog(parent)
     if dialog.exec() != QDialog.DialogCode.Accepted:
         return None
-    folder, address = dialog.values()
-    return show_job(parent, [folder], address, open_traces)
+    return dialog.values()
 
 
-def show_job(parent: QWidget, paths: Sequence[Path], address: str | None,
-             open_traces: Callable[[list[Path]], None], memory_budget: int | None = None) -> ClusterJobWindow:
-    """A job window on ``paths`` (``address`` None: the local process pool), shown and started;
-    an opened rank goes to ``open_traces``. The window is deleted when closed."""
-    window = ClusterJobWindow(paths, address, parent, memory_budget=memory_budget)
+def open_on_cluster(parent: QWidget, open_traces: Callable[[list[Path]], None]) -> ClusterJobWindow | None:
+    """Ask, then run the job in its own window (the main window puts it in a tab instead)."""
+    asked = ask_cluster_job(parent)
+    if asked is None:
+        return None
+    window = ClusterJobWindow(asked[0], asked[1], parent)
     window.rank_file_opened.connect(lambda path: open_traces([path]))
     window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
     window.show()
@@ -306,4 +307,4 @@ def show_job(parent: QWidget, paths: Sequence[Path], address: str | None,
     return window
 
 
-__all__ = ["ClusterJobWindow", "ClusterOpenDialog", "open_on_cluster", "show_job"]
+__all__ = ["ClusterJobWindow", "ClusterOpenDialog", "ask_cluster_job", "open_on_cluster"]

@@ -8,7 +8,7 @@ from typing import Callable
 
 from PySide6 import __version__ as pyside_version
 from PySide6.QtCore import QSize, Signal, qVersion
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplication, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
     QMessageBox,
+    QTabBar,
     QTabWidget,
     QToolBar,
     QWidget,
@@ -73,7 +74,11 @@ class MainWindow(QMainWindow):
         self.presentation_window = None  # View ▸ Presentation, made on first use
         self._build_menus()
         self._wire_tabs()
-        self.job_windows: list[cluster_dialog.ClusterJobWindow] = []   # open job overviews
+        self.tabs.setTabsClosable(True)   # job overviews close; the four instruments do not
+        for index in range(self.tabs.count()):
+            for side in (QTabBar.ButtonPosition.RightSide, QTabBar.ButtonPosition.LeftSide):
+                self.tabs.tabBar().setTabButton(index, side, None)
+        self.tabs.tabCloseRequested.connect(self.close_job_tab)
         self.setAcceptDrops(True)
         self._pending_recent: list[Path] = []
         self.set_aside_notices: list[str] = []   # state files set aside, said once in the status bar
@@ -173,6 +178,8 @@ class MainWindow(QMainWindow):
 
     def current_tab_key(self) -> str:
         current = self.tabs.currentWidget()
+        if isinstance(current, cluster_dialog.ClusterJobWindow):
+            return "trace"   # a job overview is not kept between sessions: reopen on the Trace tab
         return next((k for k, w in self.tab_by_key.items() if w is current), "roofline")
 
     def is_busy(self) -> bool:
@@ -191,33 +198,51 @@ class MainWindow(QMainWindow):
 
     def open_job_overview(self, paths: list[Path], remember: bool = True) -> bool:
         """When ``paths`` hold more than :data:`MANY_RANKS` rank files, show the job's overview from
-        compact results (local process pool) in a job window and return True; else False (the
-        Trace tab loads them; a path that cannot be read is its error to report)."""
+        compact results (local process pool) in a job tab and return True; else False (the Trace
+        tab loads them; a path that cannot be read is its error to report)."""
         try:
             n_files = len(discover_files(paths))
         except (TraceFormatError, OSError):
             return False
         if n_files <= MANY_RANKS:
             return False
-        window = cluster_dialog.show_job(self, [Path(p) for p in paths], None, self._open_rank_of_job,
-                                         memory_budget=self.trace_tab.memory_budget_bytes)
-        self.job_windows.append(window)
-        window.destroyed.connect(lambda _obj=None, w=window: self._forget_job_window(w))
+        window = self.add_job_tab([Path(p) for p in paths], None)
         if remember:
             window.result_ready.connect(lambda _result, ps=list(paths): self._remember(ps))
         self.statusBar().showMessage(f"{n_files} rank files: opened as a job overview on {window.engine} "
                                      "(a rank's lanes load when it is opened)", 15_000)
         return True
 
-    def _open_rank_of_job(self, rank_paths: list[Path]) -> None:
-        """A rank opened in a job window: its lanes load in the Trace tab, brought to the front."""
-        self.open_traces(rank_paths, remember=False)
-        if QGuiApplication.platformName() != "offscreen":  # no window stacking there (it warns)
-            self.raise_()
-        self.activateWindow()
+    @property
+    def job_windows(self) -> list[cluster_dialog.ClusterJobWindow]:
+        """The job overviews open, as tabs after the four instruments."""
+        widgets = (self.tabs.widget(i) for i in range(self.tabs.count()))
+        return [w for w in widgets if isinstance(w, cluster_dialog.ClusterJobWindow)]
 
-    def _forget_job_window(self, window: QWidget) -> None:
-        self.job_windows = [w for w in self.job_windows if w is not window]
+    def add_job_tab(self, paths: list[Path], address: str | None) -> cluster_dialog.ClusterJobWindow:
+        """A job overview of ``paths`` (``address`` None: the local process pool, else a Dask
+        scheduler) in a new tab, started; an opened rank loads in the Trace tab."""
+        window = cluster_dialog.ClusterJobWindow(paths, address, memory_budget=self.trace_tab.memory_budget_bytes)
+        window.rank_file_opened.connect(lambda path: self.open_traces([path], remember=False))
+        index = self.tabs.addTab(window, f"Job: {window.folder.name}")
+        self.tabs.setTabToolTip(index, window.windowTitle())
+        self.tabs.setCurrentIndex(index)
+        window.start()
+        return window
+
+    def close_job_tab(self, index: int) -> None:
+        """Close a job overview's tab (its run stops); the instruments' tabs stay."""
+        window = self.tabs.widget(index)
+        if isinstance(window, cluster_dialog.ClusterJobWindow):
+            window.close()          # closeEvent stops and joins its worker
+            self.tabs.removeTab(index)
+            window.deleteLater()
+
+    def _open_on_cluster(self) -> None:
+        """File ▸ Open on a Dask cluster…: ask for the folder and the scheduler, then a job tab."""
+        asked = cluster_dialog.ask_cluster_job(self)
+        if asked is not None:
+            self.add_job_tab([asked[0]], asked[1])
 
     def _remember(self, paths: list[Path]) -> None:
         for path in paths:
@@ -274,8 +299,7 @@ class MainWindow(QMainWindow):
         file_menu = self.menuBar().addMenu("&File")
         file_menu.addAction(self._action("&Open trace…", self._on_open_file, QKeySequence.StandardKey.Open))
         file_menu.addAction(self._action("Open trace &folder (one file per rank)…", self._on_open_folder))
-        file_menu.addAction(self._action("Open on a &Dask cluster…",  # views/cluster_dialog.py
-                                         lambda _=False: cluster_dialog.open_on_cluster(self, self.open_traces)))
+        file_menu.addAction(self._action("Open on a &Dask cluster…", self._open_on_cluster))  # views/cluster_dialog.py
         self.recent_menu = file_menu.addMenu("Open &recent")
         self._fill_recent_menu()
         file_menu.addActions(self.trace_tab.file_actions(self))  # Compare two traces…, Profile a script…
@@ -413,7 +437,7 @@ class MainWindow(QMainWindow):
             state_files.set_reporter(current)
         for tab in self.tab_by_key.values():
             tab.shutdown()
-        for window in list(self.job_windows):
+        for window in self.job_windows:
             window.close()
         if self.presentation_window is not None:
             self.presentation_window.shutdown()

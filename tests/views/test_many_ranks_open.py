@@ -67,7 +67,7 @@ def test_folder_of_many_ranks_opens_as_overview_and_one_rank_on_demand(make_main
     assert jw.heatmap.ranks[0] == LATE_RANK and sorted(jw.heatmap.ranks) == list(range(N_RANKS))
     assert "straggler" in jw.verdict.text() and f"late rank: {LATE_RANK}" in jw.verdict.text()
     assert "local process pool" in jw.engine_note.text() and "load on demand" in jw.engine_note.text()
-    assert "local process pool" in jw.windowTitle()
+    assert "local process pool" in jw.windowTitle() and window.tabs.currentWidget() is jw
     # exposed communication counts the host-side (gloo) collectives, as the recording measured it
     meta = json.loads((Path(__file__).resolve().parents[1] / "data" / "h200" / "ddp_straggler_gloo.meta.json").read_text())
     row0 = next(i for i in range(N_RANKS) if jw.table.item(i, 0).text() == "0")
@@ -96,6 +96,8 @@ def test_folder_of_many_ranks_opens_as_overview_and_one_rank_on_demand(make_main
     assert [Path(r.file).name for r in loaded.model.ranks] == ["rank00005.json"]
     assert loaded.model.ranks[0].rank == 5 and len(window.job_windows) == 1
     assert window.current_tab_key() == "trace"
+    window.close_job_tab(window.tabs.indexOf(jw))     # its tab closes; the instruments stay
+    assert window.job_windows == [] and window.tabs.count() == 4
 
 
 def test_trace_tab_drop_of_many_ranks_goes_to_the_overview(make_main_window, qtbot, job: Path) -> None:
