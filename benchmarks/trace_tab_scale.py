@@ -9,7 +9,9 @@ is shown; the largest gap is the longest time the window could not respond (budg
 The split: ``engine`` (load + analyse + diagnose, in the helper), ``build`` (lanes, overview, op
 tables, activity: :func:`~gpuperf_gui.core.trace.session.build_loaded_trace`), ``transfer`` (the
 result from the helper to the GUI process), ``gui`` (from the result's arrival in the GUI thread to
-the shown timeline). ``shown`` counts from ``open_paths``; the helper's start-up is in it.
+the shown timeline), ``roofl`` (the roofline points, found in the helper after the lanes are sent).
+``shown`` counts from ``open_paths`` to the end of the tab's set-up (``trace_loaded``), ``done`` to
+the end of the load (roofline points in); the helper's start-up is in both.
 
     nice .venv/bin/python benchmarks/trace_tab_scale.py --budget 16GB /tmp/tabscale/e1M.json ...
     nice .venv/bin/python benchmarks/trace_tab_scale.py --make /tmp/tabscale 10   # writes e10M.json
@@ -63,11 +65,11 @@ def measure_one(path: Path, budget_bytes: int | None) -> dict:
 
     def show_marked(loaded) -> None:  # noqa: ANN001
         marks["arrived_s"] = clock.elapsed() / 1e3
-        marks["timings"] = dict(getattr(loaded, "timings_s", {}) or {})
         marks["events"] = loaded.n_events
         show(loaded)
 
     tab._show_loaded = show_marked  # noqa: SLF001
+    tab.trace_loaded.connect(lambda: marks.setdefault("shown_s", clock.elapsed() / 1e3))
     timer = QTimer()
     timer.setInterval(5)
     timer.timeout.connect(lambda: ticks.append(clock.elapsed()))
@@ -78,7 +80,8 @@ def measure_one(path: Path, budget_bytes: int | None) -> dict:
         app.processEvents()
         time.sleep(0.001)
     app.processEvents()   # the first paint of the loaded trace
-    shown_s = clock.elapsed() / 1e3
+    done_s = clock.elapsed() / 1e3
+    shown_s = marks.get("shown_s", done_s)
     end = clock.elapsed() + 300
     while clock.elapsed() < end:  # and what follows it
         app.processEvents()
@@ -88,8 +91,11 @@ def measure_one(path: Path, budget_bytes: int | None) -> dict:
     k = max(range(len(gaps)), key=gaps.__getitem__) if gaps else 0
     failure = tab.message.text() if tab.loaded is None else ""
     tab.shutdown()
-    t = marks.get("timings", {})
-    return {"file": str(path), "events": marks.get("events", 0), "shown_s": shown_s,
+    t = dict(tab.loaded.timings_s) if tab.loaded is not None else {}
+    long_gaps = [(ticks[i] / 1e3, float(g)) for i, g in enumerate(gaps) if g > 50]
+    return {"file": str(path), "events": marks.get("events", 0), "long_gaps": long_gaps,
+            "arrived_s": marks.get("arrived_s"), "shown_s": shown_s, "done_s": done_s,
+            "roofline_s": t.get("roofline_s"),
             "stall_ms": float(gaps[k]) if gaps else 0.0, "stall_at_s": ticks[k] / 1e3 if gaps else 0.0,
             "engine_s": t.get("engine_s"), "build_s": t.get("build_s"), "transfer_s": t.get("transfer_s"),
             "gui_s": shown_s - marks["arrived_s"] if "arrived_s" in marks else None, "failure": failure}
@@ -165,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("traces", nargs="*", type=Path)
     parser.add_argument("--budget", help="the tab's trace memory budget (e.g. 16GB); default: core's")
+    parser.add_argument("--gaps", action="store_true", help="list every stall over 50 ms")
     parser.add_argument("--one", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--make", nargs=2, metavar=("FOLDER", "MILLIONS"), help="write eNM.json and exit")
     args = parser.parse_args(argv)
@@ -178,8 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.one:
         print(json.dumps(measure_one(args.one, budget_bytes)), flush=True)
         return 0
-    print(f"{'events':>11} {'shown s':>7} {'stall ms':>8} {'at s':>5} {'engine':>6} {'xfer':>6} {'build':>6} "
-          f"{'gui':>6} {'tree peak':>9} {'GUI peak':>8} {'child pk':>8}")
+    print(f"{'events':>11} {'shown s':>7} {'done s':>6} {'stall ms':>8} {'at s':>5} {'engine':>6} {'xfer':>6} "
+          f"{'build':>6} {'gui':>6} {'roofl':>6} {'tree peak':>9} {'GUI peak':>8} {'child pk':>8}")
     worst = 0.0
     for path in args.traces:
         r = run_one(path, args.budget)
@@ -187,8 +194,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{path.name}: not shown: {r['failure']}")
             continue
         worst = max(worst, r["stall_ms"])
-        print(f"{r['events']:>11,} {r['shown_s']:7.2f} {r['stall_ms']:8.0f} {r['stall_at_s']:5.1f} "
-              f"{_s(r['engine_s'])} {_s(r['transfer_s'])} {_s(r['build_s'])} {_s(r['gui_s'])} "
+        if args.gaps:
+            print(f"  result arrived at {r['arrived_s']:.2f} s; gaps > 50 ms (start s, ms): "
+                  + ", ".join(f"{a:.2f}: {g:.0f}" for a, g in r["long_gaps"]))
+        print(f"{r['events']:>11,} {r['shown_s']:7.2f} {r['done_s']:6.2f} {r['stall_ms']:8.0f} {r['stall_at_s']:5.1f} "
+              f"{_s(r['engine_s'])} {_s(r['transfer_s'])} {_s(r['build_s'])} {_s(r['gui_s'])} {_s(r['roofline_s'])} "
               f"{r['tree_peak_bytes'] / 1e9:7.2f}GB {r['gui_peak_bytes'] / 1e9:6.2f}GB "
               f"{r['child_peak_bytes'] / 1e9:6.2f}GB", flush=True)
     print(f"largest stall {worst:.0f} ms, budget {STALL_BUDGET_MS:.0f} ms {'OK' if worst <= STALL_BUDGET_MS else 'OVER'}")

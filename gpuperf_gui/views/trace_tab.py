@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from gpuperf_gui.views.context import AppContext
 
 MAX_LISTED_MATCHES = 500
+ROOFLINE_TIP = "Place the trace's kernels with known FLOPs and bytes on the roofline"
 SEARCH_MODE_LABELS = (("name", "name contains"), ("exact", "exact name"), ("regex", "regex"),
                       ("class", "kernel class"))
 
@@ -101,6 +102,7 @@ class TraceTab(QWidget):
         self._search_args: tuple[str, str] | None = None
         self._setup_steps: list[Callable[[], None]] = []   # what is left of showing a trace
         self._shown_by_task = False    # the running load has shown its trace (its roofline points follow)
+        self._roofline_pending = False   # ... and they have not come yet
         self._setup_timer = QTimer(self)
         self._setup_timer.setSingleShot(True)
         self._setup_timer.setInterval(0)
@@ -164,7 +166,7 @@ class TraceTab(QWidget):
         self.mfu_button = QPushButton("Send to MFU")
         self.mfu_button.setToolTip("Fill the MFU tab's gap causes and step time from this trace")
         self.roofline_button = QPushButton("Show on roofline")
-        self.roofline_button.setToolTip("Place the trace's kernels with known FLOPs and bytes on the roofline")
+        self.roofline_button.setToolTip(ROOFLINE_TIP)
 
         bar = QHBoxLayout()
         bar.setContentsMargins(4, 2, 4, 2)
@@ -376,6 +378,8 @@ class TraceTab(QWidget):
             w.setEnabled(loaded is not None)
         self.mfu_button.setEnabled(loaded is not None and loaded.mfu_figures is not None)
         self.roofline_button.setEnabled(loaded is not None and bool(loaded.roofline_points))
+        self.roofline_button.setToolTip("Finding the FLOPs and bytes of the trace's kernels…"
+                                        if self._roofline_pending else ROOFLINE_TIP)
         self.pages.setTabEnabled(self.pages.indexOf(self.heatmap),
                                  loaded is not None and len(loaded.model.ranks) > 1)
 
@@ -450,10 +454,12 @@ class TraceTab(QWidget):
             self.progress.setValue(item.done)
             self.progress.setFormat(item.text)
         elif isinstance(item, LoadedTrace) and not self.task.cancel_requested:
-            self._shown_by_task = True
+            self._shown_by_task = self._roofline_pending = True
             self._show_loaded(item)
-        elif isinstance(item, RooflineUpdate) and self._shown_by_task and not self._setup_steps:
-            self._update_enabled()     # the points are in the trace already (core's iter_loaded_trace)
+        elif isinstance(item, RooflineUpdate) and self._shown_by_task:
+            self._roofline_pending = False
+            if not self._setup_steps:
+                self._update_enabled()     # the points are in the trace already (core's iter_loaded_trace)
 
     def _on_run_failed(self, message: str) -> None:
         kind, _, detail = message.partition(": ")
@@ -467,6 +473,9 @@ class TraceTab(QWidget):
     def _on_run_finished(self) -> None:
         if self.task.is_running():        # a newer request is queued and starts now
             return
+        if self._roofline_pending:
+            self._roofline_pending = False
+            self._update_enabled()
         self.progress_row.hide()
         if self.task.cancel_requested and self._shown_by_task:
             self._show_message("Cancelled before the kernels were placed on the roofline "
@@ -494,8 +503,9 @@ class TraceTab(QWidget):
     # window from responding for long (the timeline first: it is what a person looks at).
     def _show_loaded(self, loaded: LoadedTrace) -> None:
         self.loaded = loaded
-        self._setup_steps = [self._show_timeline, self._show_steps, self._show_diagnosis,
-                             self._show_pages, self._fill_op_table, self._finish_show]
+        self._setup_steps = [self._show_timeline, self._show_minimap, self._reveal_timeline, self._show_steps,
+                             self._show_diagnosis, self._clear_panels, self._show_pages, self._fill_op_table,
+                             self._finish_show]
         self._run_setup_step()
 
     def _run_setup_step(self) -> None:
@@ -510,12 +520,21 @@ class TraceTab(QWidget):
         self._selected_range = None
         self.timeline.set_lanes(loaded.ranks, loaded.lanes, self._palette, loaded.full_range_us,
                                 loaded.full_range_us[0])
+
+    def _show_minimap(self) -> None:
+        loaded = self.loaded
         self.minimap.set_profile(loaded.activity(), loaded.straggler_rank_indices())
-        self.stack.setCurrentIndex(1)
         span = format_duration_us(loaded.full_range_us[1] - loaded.full_range_us[0])
         self.title.setText(f"<b>{loaded.title()}</b> <span style='color:#666'>· {format_count(loaded.n_events)} "
                            f"events · {span}</span>")
         self.title.setToolTip("\n".join(loaded.files + [f"{loaded.n_events:,} events over {span}"]))
+
+    def _reveal_timeline(self) -> None:
+        """The first paint of the lanes, in its own slice. The progress row goes now, in the same
+        layout pass (hiding it later would resize and repaint everything again); the roofline
+        points that may still be on their way enable their button when they come."""
+        self.progress_row.hide()
+        self.stack.setCurrentIndex(1)
 
     def _show_steps(self) -> None:
         self.step_combo.clear()
@@ -525,6 +544,8 @@ class TraceTab(QWidget):
 
     def _show_diagnosis(self) -> None:
         self.diagnosis.show_diagnosis(self.loaded.diagnosis)
+
+    def _clear_panels(self) -> None:
         self.details.show_details(None)
         self.range_panel.show_summary(None)
 

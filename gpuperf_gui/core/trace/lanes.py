@@ -10,7 +10,9 @@ variants so that neighbouring events of one category stay distinguishable.
 from __future__ import annotations
 
 import math
+import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -158,26 +160,41 @@ def compute_gaps(lane: Lane, threshold_us: float) -> tuple[np.ndarray, np.ndarra
 
 
 def prepare_lanes(model: TraceModel, idle_threshold_us: float = DEFAULT_IDLE_THRESHOLD_US,
-                  stop: threading.Event | None = None) -> tuple[list[RankSpec], list[LaneSpec]]:
-    """Lane specs for every rank of ``model`` (returns early, partially, if ``stop`` is set)."""
-    ranks: list[RankSpec] = []
-    lanes: list[LaneSpec] = []
+                  stop: threading.Event | None = None, workers: int | None = None
+                  ) -> tuple[list[RankSpec], list[LaneSpec]]:
+    """Lane specs for every rank of ``model`` (returns early, partially, if ``stop`` is set).
+
+    The lanes are indexed on ``workers`` threads (default: the CPU count, at most 8): the work is
+    numpy's sorts and copies, which run without the GIL."""
+    ranks = [RankSpec(rank_title(rank), step_tuples(rank), rank=rank.rank) for rank in model.ranks]
     max_rows = MAX_CPU_ROWS if len(model.ranks) <= 1 else MAX_CPU_ROWS_MULTI_RANK
-    for ri, rank in enumerate(model.ranks):
-        ranks.append(RankSpec(rank_title(rank), step_tuples(rank), rank=rank.rank))
-        for lane in lane_order(rank):
-            if stop is not None and stop.is_set():
-                return ranks, lanes
-            # Work on one GPU stream runs serially: overlaps of a few hundred ns are timestamp
-            # rounding, not nesting, so device lanes are drawn as a single row.
-            depth = lane.depth if lane.kind == "cpu" else np.zeros_like(lane.depth)
-            rows = LaneRows.build(lane.start_us, lane.duration_us, depth,
-                                  max_rows=max_rows if lane.kind == "cpu" else None)
-            gaps = compute_gaps(lane, idle_threshold_us) if lane.kind == "gpu_compute" else None
-            lanes.append(LaneSpec(ri, lane.lane_id, lane_label(lane), lane.kind, rows,
-                                  color_keys(rank, lane), gaps, _name_lookup(rank, lane.name_id),
-                                  "CPU" if lane.kind == "cpu" else "GPU",
-                                  RowIndex(*gaps) if gaps is not None and len(gaps[0]) else None))
+    jobs = [(ri, rank, lane) for ri, rank in enumerate(model.ranks) for lane in lane_order(rank)]
+
+    def lane_spec(job: tuple[int, RankTrace, Lane]) -> LaneSpec | None:
+        if stop is not None and stop.is_set():
+            return None
+        ri, rank, lane = job
+        # Work on one GPU stream runs serially: overlaps of a few hundred ns are timestamp
+        # rounding, not nesting, so device lanes are drawn as a single row.
+        depth = lane.depth if lane.kind == "cpu" else np.zeros_like(lane.depth)
+        rows = LaneRows.build(lane.start_us, lane.duration_us, depth,
+                              max_rows=max_rows if lane.kind == "cpu" else None)
+        gaps = compute_gaps(lane, idle_threshold_us) if lane.kind == "gpu_compute" else None
+        return LaneSpec(ri, lane.lane_id, lane_label(lane), lane.kind, rows, color_keys(rank, lane), gaps,
+                        _name_lookup(rank, lane.name_id), "CPU" if lane.kind == "cpu" else "GPU",
+                        RowIndex(*gaps) if gaps is not None and len(gaps[0]) else None)
+
+    n_workers = max(1, min(len(jobs), workers or min(os.cpu_count() or 1, 8)))
+    if n_workers == 1:
+        specs = [lane_spec(job) for job in jobs]
+    else:
+        with ThreadPoolExecutor(n_workers, thread_name_prefix="lanes") as pool:
+            specs = list(pool.map(lane_spec, jobs))
+    lanes: list[LaneSpec] = []
+    for spec in specs:
+        if spec is None:       # stopped
+            break
+        lanes.append(spec)
     return ranks, lanes
 
 
