@@ -14,7 +14,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "diff", help="compare two traces of one workload: before and after a change",
         description="Compare two torch.profiler traces (files or folders of rank files) of the same "
-                    "workload: step time and speedup, GPU busy, exposed communication and idle split, "
+                    "workload: step time and speedup (from the steps gpuperf profile ran with the "
+                    "profiler idle where both traces carry them, else from the traces), GPU busy, exposed communication and idle split, "
                     "kernel time per class and per op (per step, so traces with different step counts "
                     "compare), ops added and removed (HTA TraceDiff's categories), and the two "
                     "diagnoses side by side. Exit status 2 when a file is not a trace.")
@@ -53,6 +54,15 @@ def _ms(x: float | None) -> str:
     return "-" if x is None else f"{1e3 * x:.3f}"
 
 
+def _x(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}x"
+
+
+def _over(x: float | None) -> str:
+    """Recorded / unprofiled step time as the extra share: 1.25 -> +25.0 %."""
+    return "-" if x is None else f"{100 * (x - 1):+.1f} %"
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.1f} %"
 
@@ -60,10 +70,21 @@ def _pct(x: float) -> str:
 def format_report(d: TraceDiff, top: int | None) -> str:
     b, a = d.before, d.after
     unit = "per step" if b.per_step and a.per_step else "per trace"
-    speed = "-" if d.speedup is None else f"{d.speedup:.3f}x"
     lines = [f"before: {b.label}", f"after:  {a.label}", ""]
+    if d.speedup is not None:
+        lines.append(f"speedup {d.speedup:.3f}x ({d.speedup_source})")
+        if d.speedup_unprofiled is None:
+            lines.append("  (record both runs with gpuperf profile: it times steps with the profiler idle, "
+                         "and the speedup then leaves the profiler's overhead out)")
+        lines.append("")
     lines += [f"{'':<28}{'before':>14}{'after':>14}{'change':>14}", "-" * 70]
-    lines.append(f"{'step time (median) ms':<28}{_ms(b.step_time_s):>14}{_ms(a.step_time_s):>14}{speed:>14}")
+    if d.speedup_unprofiled is not None:
+        lines.append(f"{'step time unprofiled ms':<28}{_ms(b.unprofiled_step_time_s):>14}"
+                     f"{_ms(a.unprofiled_step_time_s):>14}{_x(d.speedup_unprofiled):>14}")
+    lines.append(f"{'step time (median) ms':<28}{_ms(b.step_time_s):>14}{_ms(a.step_time_s):>14}"
+                 f"{_x(d.speedup_profiled):>14}")
+    if b.profiler_overhead is not None or a.profiler_overhead is not None:
+        lines.append(f"{'profiler overhead':<28}{_over(b.profiler_overhead):>14}{_over(a.profiler_overhead):>14}")
     rows = [("GPU busy", b.gpu_busy_fraction, a.gpu_busy_fraction),
             ("exposed communication", b.comm_exposed_fraction, a.comm_exposed_fraction)]
     rows += [(f"idle: {k.replace('_', ' ')}", b.idle_breakdown[k], a.idle_breakdown[k]) for k in b.idle_breakdown]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 
 from gpuperf_gui.commands._output import fail
-from gpuperf_gui.core.profile_script import DEVICES, MODES, ProfileError, ProfileRequest, run_profile
+from gpuperf_gui.core.profile_script import DEVICES, MODES, ProfileError, ProfileRequest, ProfileResult, run_profile
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -14,15 +15,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "profile", help="run a Python script under torch.profiler, one profiler step per optimizer step",
         description="Run a Python script (or -m module) in a child interpreter under torch.profiler and "
                     "write its trace. A profiler step ends at each optimizer step (the first optimizer "
-                    "that steps); after wait + warmup steps, --steps steps are recorded, the trace is "
-                    "written and the script is ended (--run-to-end lets it finish). A script without an "
+                    "that steps); after skip-first + wait + warmup steps, --steps steps are recorded, the "
+                    "trace is written and the script is ended (--run-to-end lets it finish). The wait steps "
+                    "run with the profiler idle and are timed: their wall times, and the recorded steps' "
+                    "measured the same way, go into the trace (key gpuperf_unprofiled), so gpuperf diff "
+                    "reports the speedup without the profiler's overhead. A script without an "
                     "optimizer (inference) gets a wall-clock window instead (--mode auto). The script's "
                     "output and arguments pass through; progress lines start with '[gpuperf profile]' "
                     "on stderr. Exit status 2 when no trace could be written or the script failed.")
     p.add_argument("-o", "--out", required=True, metavar="OUT", help="trace file (.json or .json.gz)")
     p.add_argument("-m", dest="module", action="store_true", help="TARGET is a module name (python -m)")
     p.add_argument("--steps", type=int, default=3, metavar="N", help="steps to record (default 3)")
-    p.add_argument("--wait", type=int, default=1, metavar="W", help="steps skipped first (default 1)")
+    p.add_argument("--skip-first", type=int, default=1, metavar="K",
+                   help="steps neither timed nor traced first: compile, autotuning, start-up (default 1)")
+    p.add_argument("--wait", type=int, default=5, metavar="W",
+                   help="steps then run with the profiler idle and timed: the unprofiled step time (default 5)")
     p.add_argument("--warmup", type=int, default=1, metavar="U", help="warm-up steps, traced then dropped (default 1)")
     p.add_argument("--device", choices=DEVICES, default="auto",
                    help="profiler activities: cpu = CPU only, cuda = CPU + CUDA, auto = CUDA where torch sees it")
@@ -44,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     req = ProfileRequest(script=args.target, out=args.out, args=list(args.args), module=args.module,
-                         steps=args.steps, wait=args.wait, warmup=args.warmup, device=args.device,
+                         steps=args.steps, skip_first=args.skip_first, wait=args.wait, warmup=args.warmup, device=args.device,
                          record_shapes=args.record_shapes, with_stack=args.with_stack, mode=args.mode,
                          window_s=args.window_s, window_delay_s=args.window_delay_s,
                          run_to_end=args.run_to_end, python=args.python)
@@ -57,4 +64,20 @@ def run(args: argparse.Namespace) -> int:
     if not result.ok:
         return fail(result.message)
     print(f"gpuperf profile: {result.message}", file=sys.stderr)
+    timing = step_time_summary(result)
+    if timing:
+        print(f"gpuperf profile: {timing}", file=sys.stderr)
     return 0
+
+
+def step_time_summary(result: ProfileResult) -> str:
+    """One line: median step time with the profiler idle and recording, and their ratio."""
+    if not result.unprofiled_step_times_s:
+        return ""
+    idle = statistics.median(result.unprofiled_step_times_s)
+    text = (f"step time without the profiler {1e3 * idle:.2f} ms (median of "
+            f"{len(result.unprofiled_step_times_s)} wait steps)")
+    if result.profiled_step_times_s and idle > 0:
+        rec = statistics.median(result.profiled_step_times_s)
+        text += f", recorded {1e3 * rec:.2f} ms: profiler overhead {100 * (rec / idle - 1):+.0f} %"
+    return text

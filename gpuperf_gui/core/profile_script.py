@@ -4,9 +4,21 @@ The child runs the script (``runpy``: a path, or ``-m module``) with ``sys.argv`
 expects and its stdout/stderr untouched. A global optimizer step post-hook
 (``torch.optim.optimizer.register_optimizer_step_post_hook``) calls ``prof.step()``, so one profiler
 step is one optimizer step (of the first optimizer that steps; a second optimizer in the same loop does
-not split steps). The schedule is ``schedule(wait=W, warmup=U, active=N, repeat=1)`` from the first
-optimizer step on. Once N steps are recorded the trace is written and the script is ended cleanly
-(``--run-to-end`` lets it go on, unprofiled).
+not split steps). The schedule is ``schedule(skip_first=K, wait=W, warmup=U, active=N, repeat=1)``
+from the first optimizer step on. Once N steps are recorded the trace is written and the script is
+ended cleanly (``--run-to-end`` lets it go on, unprofiled).
+
+Unprofiled step times: the W wait steps run with the profiler idle (not recording), so the child
+times them, and the N active steps the same way, with ``time.perf_counter`` between optimizer-step
+boundaries (the profiler's own bookkeeping at a boundary excluded), and writes both into the trace
+as the top-level key :data:`UNPROFILED_KEY` (``prof.add_metadata_json``): ``step_times_s`` (wait
+steps), ``profiled_step_times_s`` (active steps), ``steps_skipped`` (K), ``method``. ``gpuperf
+diff`` takes its speedup from them, and profiled / unprofiled is the profiler's measured overhead.
+The K skipped steps keep one-off work (torch.compile's recompiles and CUDA-graph recording, cuDNN/
+cuBLAS autotuning, allocator growth, DataLoader start-up) out of the unprofiled steps. No device
+synchronize bounds the timed steps: where the script synchronises every step (``loss.item()``) or
+its launch queue is full, the host interval between boundaries is the step's period; a synchronize
+at the window's edge would drain the queue and make the next steps' host intervals short.
 
 Scripts without an optimizer (inference): ``mode="auto"`` records a wall-clock window (``window_s``
 seconds from ``window_delay_s`` after the script starts) until the first optimizer step, which discards
@@ -57,6 +69,8 @@ from typing import IO, Iterator, Sequence
 PROGRESS_PREFIX = "[gpuperf profile] "
 MODES = ("auto", "steps", "window")
 DEVICES = ("auto", "cpu", "cuda")
+UNPROFILED_KEY = "gpuperf_unprofiled"
+"""Top-level trace key holding the step times measured with the profiler idle and recording."""
 STOP_AT_STEP_WAIT_S = 5.0
 """After Stop, how long the child waits for the next optimizer step before it stops mid-step."""
 _PROGRESS_RE = re.compile(r"^\[gpuperf profile\] (\w+)((?: \w+=\S*)*)\s*$")
@@ -75,7 +89,12 @@ class ProfileRequest:
     args: list[str] = field(default_factory=list)
     module: bool = False
     steps: int = 3
-    wait: int = 1
+    # skip 1, then 5 unprofiled (timed) steps: the first step after the first optimizer step can still
+    # hold one-off work (recompiles, CUDA-graph recording, autotuning), and a median of 5 outlasts two
+    # slow steps (a GC pause, a late batch; on the H200 machine ~100 ms steps came in runs of 2-5 among
+    # ~80 ms ones: benchmarks/h200/check_unprofiled.py)
+    skip_first: int = 1
+    wait: int = 5
     warmup: int = 1
     device: str = "auto"  # profiler activities: cpu = CPU only, cuda = CPU + CUDA, auto = CUDA if present
     record_shapes: bool = False
@@ -90,8 +109,8 @@ class ProfileRequest:
     def validate(self) -> None:
         if self.steps < 1:
             raise ProfileError("--steps must be >= 1")
-        if self.wait < 0 or self.warmup < 0:
-            raise ProfileError("--wait and --warmup must be >= 0")
+        if self.wait < 0 or self.warmup < 0 or self.skip_first < 0:
+            raise ProfileError("--skip-first, --wait and --warmup must be >= 0")
         if self.device not in DEVICES:
             raise ProfileError(f"--device must be one of {', '.join(DEVICES)}")
         if self.mode not in MODES:
@@ -142,6 +161,10 @@ class ProfileResult:
     stopped_early: bool = False
     profiler_left_running: bool = False
     activities: list[str] = field(default_factory=list)
+    unprofiled_step_times_s: list[float] = field(default_factory=list)
+    """Wall time of the wait steps (profiler idle), as written under :data:`UNPROFILED_KEY`."""
+    profiled_step_times_s: list[float] = field(default_factory=list)
+    """Wall time of the recorded (active) steps, measured the same way."""
 
 
 def parse_progress(line: str) -> ProfileProgress | None:
@@ -337,6 +360,9 @@ class _Session:
         self.partial_step = False
         self.wrapped = False
         self.step_pending = False
+        self.step_started_at: float | None = None   # perf_counter when the current profiler step began
+        self.unprofiled_s: list[float] = []          # wait steps (profiler idle)
+        self.profiled_s: list[float] = []            # active steps (recording)
 
     # -- progress
     @staticmethod
@@ -373,7 +399,7 @@ class _Session:
         from torch.optim.optimizer import register_optimizer_step_post_hook
 
         spec = self.spec
-        self.say("started", mode=spec["mode"], wait=spec["wait"], warmup=spec["warmup"], target=spec["steps"],
+        self.say("started", mode=spec["mode"], skip_first=spec["skip_first"], wait=spec["wait"], warmup=spec["warmup"], target=spec["steps"],
                  activities=",".join(a.name for a in self.activities))
         if spec["mode"] != "window":
             self.hook = register_optimizer_step_post_hook(self._on_optimizer_step)
@@ -468,17 +494,21 @@ class _Session:
             self._on_stop_request(None, None)
 
     def _end_step(self) -> None:
+        self._time_step(self.optimizer_steps)  # the step that ends here, before any bookkeeping
         self.optimizer_steps += 1
         spec = self.spec
-        before_active = spec["wait"] + spec["warmup"]
+        before_active = spec["skip_first"] + spec["wait"] + spec["warmup"]
         # steps 0 .. optimizer_steps-1 are complete once prof.step() returns
         self.recorded = max(0, min(spec["steps"], self.optimizer_steps - before_active))
+        if self.recorded >= spec["steps"]:
+            self._write_step_times()  # still recording: the key lands in the trace written next
         # no device sync here: it would stretch the last step by the GPU's tail; Kineto's stop
         # still collects the kernels that finish after it
         self.step_prof.step()  # after the last active step: on_trace_ready writes the trace
-        if self.optimizer_steps >= spec["wait"] and self.recorded < spec["steps"]:
+        if self.optimizer_steps >= spec["skip_first"] + spec["wait"] and self.recorded < spec["steps"]:
             self._label(self.step_prof, "steps")  # kept only while Kineto traces (warmup, active)
         self.say("step", n=self.optimizer_steps, recorded=self.recorded, target=spec["steps"])
+        self.step_started_at = time.perf_counter()
         if self.stop_at_step_end:
             self._stop_now()  # finish() writes the steps recorded so far
         if self.recorded >= spec["steps"]:
@@ -493,11 +523,44 @@ class _Session:
 
         spec = self.spec
         self.step_prof = self._profile(
-            schedule=schedule(wait=spec["wait"], warmup=spec["warmup"], active=spec["steps"], repeat=1),
+            schedule=schedule(skip_first=spec["skip_first"], wait=spec["wait"], warmup=spec["warmup"],
+                              active=spec["steps"], repeat=1),
             on_trace_ready=lambda prof: self._export(prof, "steps"))
         self.step_prof.start()
-        if spec["wait"] == 0:
+        if spec["skip_first"] + spec["wait"] == 0:
             self._label(self.step_prof, "steps")
+        self.step_started_at = time.perf_counter()
+
+    def _time_step(self, index: int) -> None:
+        """File the wall time of profiler step ``index`` (0-based) under its schedule phase."""
+        if self.step_started_at is None:
+            return
+        elapsed_s = time.perf_counter() - self.step_started_at
+        self.step_started_at = None
+        spec = self.spec
+        first_wait = spec["skip_first"]
+        first_active = first_wait + spec["wait"] + spec["warmup"]
+        if first_wait <= index < first_wait + spec["wait"]:
+            self.unprofiled_s.append(elapsed_s)
+        elif first_active <= index < first_active + spec["steps"]:
+            self.profiled_s.append(elapsed_s)
+
+    def step_times_json(self) -> dict:
+        """The :data:`UNPROFILED_KEY` object."""
+        spec = self.spec
+        return {"step_times_s": list(self.unprofiled_s), "profiled_step_times_s": list(self.profiled_s),
+                "steps_skipped": spec["skip_first"],
+                "schedule": {"skip_first": spec["skip_first"], "wait": spec["wait"], "warmup": spec["warmup"],
+                             "active": spec["steps"]},
+                "clock": "time.perf_counter", "device_synchronized": False,
+                "method": "gpuperf profile: wall time between optimizer-step boundaries (the profiler's "
+                          "bookkeeping at each boundary excluded); step_times_s are the schedule's wait "
+                          "steps (profiler idle), profiled_step_times_s its active steps (recording)"}
+
+    def _write_step_times(self) -> None:
+        """Put the step times into the trace (only a recording profiler keeps metadata)."""
+        if self.step_prof is not None and self.optimizer_steps >= self.spec["skip_first"] + self.spec["wait"]:
+            self.step_prof.add_metadata_json(UNPROFILED_KEY, json.dumps(self.step_times_json()))
 
     def _finish_steps(self) -> None:
         if self.hook is not None:
@@ -541,7 +604,8 @@ class _Session:
             signal.setitimer(signal.ITIMER_REAL, 0)
         if self.step_prof is not None:
             spec = self.spec
-            self.partial_step = spec["wait"] + spec["warmup"] <= self.optimizer_steps
+            self.partial_step = spec["skip_first"] + spec["wait"] + spec["warmup"] <= self.optimizer_steps
+            self._write_step_times()
             self._sync()
             self._finish_steps()  # mid-record: on_trace_ready writes the recorded steps
         if self.hook is not None:
@@ -606,7 +670,8 @@ def _exit_code(code: object) -> int:
 def _outcome(session: _Session | None, code: int, error: str | None) -> dict:
     res = {"ok": False, "message": "", "trace_path": None, "mode": None, "steps_recorded": 0,
            "optimizer_steps": 0, "script_exit_code": code, "script_error": error, "stopped_early": False,
-           "profiler_left_running": False, "activities": []}
+           "profiler_left_running": False, "activities": [], "unprofiled_step_times_s": [],
+           "profiled_step_times_s": []}
     if session is None:
         res["message"] = error or "the profiler could not start"
         return res
@@ -614,6 +679,7 @@ def _outcome(session: _Session | None, code: int, error: str | None) -> dict:
                optimizer_steps=session.optimizer_steps + (1 if session.optimizer_id is not None else 0),
                stopped_early=session.stopped_early, profiler_left_running=session.profiler_running(),
                activities=[a.name for a in session.activities],
+               unprofiled_step_times_s=list(session.unprofiled_s), profiled_step_times_s=list(session.profiled_s),
                trace_path=str(session.out) if session.trace_written else None)
     if session.trace_written:
         what = (f"{res['steps_recorded']} complete step(s)" if session.mode == "steps"
@@ -622,10 +688,11 @@ def _outcome(session: _Session | None, code: int, error: str | None) -> dict:
             what += " and the step in progress when the script ended (cut short)"
         res["message"] = f"trace written to {session.out}: {what}"
     else:
-        need = session.spec["wait"] + session.spec["warmup"] + 1
+        sp = session.spec
+        need = sp["skip_first"] + sp["wait"] + sp["warmup"] + 1
         res["message"] = (f"no trace: the script made {res['optimizer_steps']} optimizer step(s); the first "
-                          f"recorded step needs {need} after the first (wait {session.spec['wait']} + warmup "
-                          f"{session.spec['warmup']} + 1)" if session.optimizer_id is not None
+                          f"recorded step needs {need} after the first (skip {sp['skip_first']} + wait "
+                          f"{sp['wait']} + warmup {sp['warmup']} + 1)" if session.optimizer_id is not None
                           else "no trace: nothing was recorded before the script ended")
     if error or code:
         res["message"] = f"the script {'raised ' + error if error else f'exited with status {code}'}; " + res["message"]

@@ -2,7 +2,8 @@
 
 Pick the two traces (the trace open in the tab is offered as "before"), Compare runs core's
 :func:`~gpuperf_gui.core.trace.session.diff_job` (``gpuperf diff``'s :mod:`~gpuperf_gui.core.trace.diff`)
-in a worker with progress and stop, and the page shows the step time and speedup, the headline
+in a worker with progress and stop, and the page shows the step time and speedup (the unprofiled
+one, with its source named, where both traces were recorded by ``gpuperf profile``), the headline
 figures before/after/change, kernel time per class as paired bars, the ops that changed most (HTA
 TraceDiff's categories), what changed, and the two diagnoses side by side. Every number comes from
 core; this page only draws.
@@ -37,7 +38,7 @@ from PySide6.QtWidgets import (
 )
 
 from gpuperf_gui.core.trace.overview import display_kernel_name
-from gpuperf_gui.core.trace.session import LoadProgress, diagnosis_view, diff_figures, diff_job
+from gpuperf_gui.core.trace.session import FigureDelta, LoadProgress, diagnosis_view, diff_figures, diff_job
 from gpuperf_gui.views.plotting import make_static_plot
 from gpuperf_gui.views.trace_panels import PANEL_CSS, diagnosis_html
 from gpuperf_gui.views.trace_style import KERNEL_CLASS_COLORS, format_duration_us, format_percent
@@ -66,6 +67,26 @@ class _Cell(QTableWidgetItem):
 
 def _signed_ms(seconds: float | None) -> str:
     return "–" if seconds is None else f"{seconds * 1e3:+.3g} ms"
+
+
+def _duration(seconds: float | None) -> str:
+    return format_duration_us(seconds * 1e6) if seconds else "–"
+
+
+def _speedup_html(speedup: float, size: str) -> str:
+    color = "#2e7d32" if speedup >= 1 else "#c62828"
+    word = "faster" if speedup >= 1 else "slower"
+    ratio = speedup if speedup >= 1 else 1 / speedup
+    return f"<span style='color:{color}; font-size:{size}'><b>{ratio:.2f}× {word}</b></span>"
+
+
+def _excess(ratio: float | None) -> float | None:
+    """Profiled / unprofiled as the extra share (1.25 -> 0.25), for a percent cell."""
+    return None if ratio is None else ratio - 1
+
+
+def _overhead(ratio: float | None) -> str:
+    return "–" if ratio is None else f"{100 * (ratio - 1):+.0f} %"
 
 
 class ClassBars(pg.PlotWidget):
@@ -298,22 +319,33 @@ class TraceCompare(QWidget):
 
     @staticmethod
     def _headline(d: TraceDiff) -> str:
-        b, a = d.step_time_before_s, d.step_time_after_s
-        step = (f"step time <b>{format_duration_us(b * 1e6) if b else '–'}</b> → "
-                f"<b>{format_duration_us(a * 1e6) if a else '–'}</b>")
-        if d.speedup is None:
-            speed = ""
-        else:
-            color = "#2e7d32" if d.speedup >= 1 else "#c62828"
-            word = "faster" if d.speedup >= 1 else "slower"
-            ratio = d.speedup if d.speedup >= 1 else 1 / d.speedup
-            speed = f" · <span style='color:{color}; font-size:14pt'><b>{ratio:.2f}× {word}</b></span>"
+        unprofiled = d.speedup_unprofiled is not None
+        b, a = ((d.before.unprofiled_step_time_s, d.after.unprofiled_step_time_s) if unprofiled
+                else (d.step_time_before_s, d.step_time_after_s))
+        step = (f"step time{' without the profiler' if unprofiled else ''} <b>{_duration(b)}</b> → "
+                f"<b>{_duration(a)}</b>")
+        speed = "" if d.speedup is None else f" · {_speedup_html(d.speedup, '14pt')}"
+        source = f"<br><span style='color:#666'>speedup from {html.escape(d.speedup_source or '–')}"
+        if unprofiled and d.speedup_profiled is not None:
+            source += (f"; profiled trace {_duration(d.step_time_before_s)} → {_duration(d.step_time_after_s)} "
+                       f"({d.speedup_profiled:.2f}×), profiler overhead {_overhead(d.before.profiler_overhead)} "
+                       f"before, {_overhead(d.after.profiler_overhead)} after")
+        elif not unprofiled:
+            source += ("; record both runs with <code>gpuperf profile</code> (File ▸ Profile a script…) for the "
+                       "speedup without the profiler's overhead")
         names = (f"<br><span style='color:#666'>before: {html.escape(d.before.label)} · after: "
                  f"{html.escape(d.after.label)}</span>")
-        return f"<span style='font-size:12pt'>{step}{speed}</span>{names}"
+        return f"<span style='font-size:12pt'>{step}{speed}</span>{source}</span>{names}"
 
     def _fill_figures(self, d: TraceDiff) -> None:
         rows = diff_figures(d)
+        b, a = d.before, d.after
+        if b.unprofiled_step_time_s is not None or a.unprofiled_step_time_s is not None:
+            extra = [FigureDelta("step time without profiler (gpuperf profile)", "s", b.unprofiled_step_time_s,
+                                 a.unprofiled_step_time_s),
+                     FigureDelta("profiler overhead (profiled / unprofiled − 1)", "fraction",
+                                 _excess(b.profiler_overhead), _excess(a.profiler_overhead))]
+            rows[1:1] = extra
         self.figures.setRowCount(len(rows))
         for i, r in enumerate(rows):
             if r.kind == "s":

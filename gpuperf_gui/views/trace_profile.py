@@ -67,9 +67,16 @@ class ProfileDialog(QDialog):
         self.steps_spin = QSpinBox()
         self.steps_spin.setRange(1, 1000)
         self.steps_spin.setValue(3)
+        defaults = ProfileRequest(script="", out="")
+        self.skip_spin = QSpinBox()
+        self.skip_spin.setRange(0, 1000)
+        self.skip_spin.setValue(defaults.skip_first)
+        self.skip_spin.setToolTip("Steps neither timed nor traced first (compilation, autotuning, start-up)")
         self.wait_spin = QSpinBox()
         self.wait_spin.setRange(0, 1000)
-        self.wait_spin.setValue(1)
+        self.wait_spin.setValue(defaults.wait)
+        self.wait_spin.setToolTip("Steps run with the profiler idle and timed: the step time without the "
+                                  "profiler, which Compare uses for the speedup")
         self.warmup_spin = QSpinBox()
         self.warmup_spin.setRange(0, 1000)
         self.warmup_spin.setValue(1)
@@ -89,8 +96,8 @@ class ProfileDialog(QDialog):
         script_row.addWidget(self.module_check)
         script_row.addWidget(browse)
         steps_row = QHBoxLayout()
-        for label, spin in (("record", self.steps_spin), ("after skipping", self.wait_spin),
-                            ("and warming up", self.warmup_spin)):
+        for label, spin in (("record", self.steps_spin), ("after skipping", self.skip_spin),
+                            ("timing unprofiled", self.wait_spin), ("and warming up", self.warmup_spin)):
             steps_row.addWidget(QLabel(label))
             steps_row.addWidget(spin)
         steps_row.addWidget(QLabel("optimizer steps"))
@@ -106,7 +113,9 @@ class ProfileDialog(QDialog):
         form.addRow("", self.shapes_check)
         form.addRow("", self.stack_check)
         form.addRow("Trace file", out_row)
-        note = QLabel("<span style='color:#666'>One profiler step per optimizer step; a script without an "
+        note = QLabel("<span style='color:#666'>One profiler step per optimizer step; the unprofiled steps' "
+                      "times go into the trace, so Compare reports the speedup without the profiler's "
+                      "overhead; a script without an "
                       "optimizer (inference) gets a 10 s wall-clock window. The script's output appears under "
                       "the Trace tab's toolbar; Stop writes the steps recorded so far.</span>")
         note.setWordWrap(True)
@@ -131,6 +140,7 @@ class ProfileDialog(QDialog):
         self.module_check.setChecked(req.module)
         self.args_edit.setText(shlex.join(req.args))
         self.steps_spin.setValue(req.steps)
+        self.skip_spin.setValue(req.skip_first)
         self.wait_spin.setValue(req.wait)
         self.warmup_spin.setValue(req.warmup)
         self.device_combo.setCurrentText(req.device)
@@ -148,7 +158,7 @@ class ProfileDialog(QDialog):
         cwd = "" if self.module_check.isChecked() or not script else str(Path(script).resolve().parent)
         return ProfileRequest(script=script, out=self.out_edit.text().strip(), args=args,
                               module=self.module_check.isChecked(), steps=self.steps_spin.value(),
-                              wait=self.wait_spin.value(), warmup=self.warmup_spin.value(),
+                              skip_first=self.skip_spin.value(), wait=self.wait_spin.value(), warmup=self.warmup_spin.value(),
                               device=self.device_combo.currentText(), record_shapes=self.shapes_check.isChecked(),
                               with_stack=self.stack_check.isChecked(), cwd=cwd)
 

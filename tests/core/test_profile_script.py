@@ -77,18 +77,19 @@ def test_training_script_records_the_requested_optimizer_steps(tmp_path: Path, c
 
 def test_run_to_end_and_exit_status(tmp_path: Path, capfd) -> None:
     out = tmp_path / "t.json"
-    rc = main(["profile", "--steps", "2", "--run-to-end", "-o", str(out), str(TRAIN), "--iters", "6",
+    rc = main(["profile", "--steps", "2", "--run-to-end", "-o", str(out), str(TRAIN), "--iters", "12",
                "--exit-code", "3"])
     captured = capfd.readouterr()
     assert rc == 2
-    assert "train_tiny done iters=6" in captured.out  # ran on after the trace
+    assert "train_tiny done iters=12" in captured.out  # ran on after the trace
     assert "gpuperf: error: the script exited with status 3; trace written to" in captured.err
     assert len(_steps(_events(out))) == 2
 
 
 def test_failing_script_gives_a_clear_error_and_its_recorded_steps(tmp_path: Path) -> None:
     out = tmp_path / "fail.json.gz"
-    req = ProfileRequest(script=str(TRAIN), out=str(out), args=["--fail-at", "3"], steps=3)
+    req = ProfileRequest(script=str(TRAIN), out=str(out), args=["--fail-at", "3"], steps=3, skip_first=0, wait=1,
+                         warmup=1)
     items, result = _collect(req)
     err = "".join(i.text for i in items if isinstance(i, ProfileOutput) and i.stream == "stderr")
     assert 'train_tiny.py", line' in err and "ValueError: planted failure at iteration 3" in err
@@ -133,7 +134,7 @@ def test_stop_during_a_stalled_step_does_not_wait_for_the_next_step(tmp_path: Pa
     a step that does not come within STOP_AT_STEP_WAIT_S is not waited for."""
     out = tmp_path / "stall.json.gz"
     req = ProfileRequest(script=str(TRAIN), out=str(out), args=["--forever", "--stall-after", "4"], steps=1000,
-                         wait=1, warmup=1)
+                         skip_first=0, wait=1, warmup=1)
     started = time.monotonic()
     _items, result = _collect(req, threading.Event(), stop_after_recorded=2)
     assert time.monotonic() - started < STOP_AT_STEP_WAIT_S + 20  # the script sleeps 60 s after step 4
@@ -183,3 +184,42 @@ def test_cuda_training_script_traces_kernels(tmp_path: Path) -> None:
     assert any(e.get("cat") == "kernel" for e in events)
     # a GPU-bound loop with its batch on the device (busy ~93 % on an H200, by the trace's own kernels)
     assert analyse_paths([out]).ranks[0].diagnosis.signature == "healthy"
+
+
+def test_the_trace_carries_step_times_measured_with_the_profiler_idle_and_recording(tmp_path: Path, capfd) -> None:
+    """skip 1, wait 4, warmup 1, record 3: four unprofiled step times and three recorded ones (counts
+    from the schedule), each recorded one inside its ProfilerStep span read from the file."""
+    out = tmp_path / "timed.json.gz"
+    rc = main(["profile", "--steps", "3", "--skip-first", "1", "--wait", "4", "--warmup", "1", "-o", str(out),
+               str(TRAIN), "--iters", "14"])
+    err = capfd.readouterr().err
+    assert rc == 0, err
+    with gzip.open(out, "rt") as fh:
+        key = json.load(fh)["gpuperf_unprofiled"]
+    assert len(key["step_times_s"]) == 4 and len(key["profiled_step_times_s"]) == 3
+    assert key["steps_skipped"] == 1 and key["schedule"] == {"skip_first": 1, "wait": 4, "warmup": 1, "active": 3}
+    assert all(t > 0 for t in key["step_times_s"] + key["profiled_step_times_s"])
+    spans_s = [s["dur"] * 1e-6 for s in _steps(_events(out))]
+    assert [s["name"] for s in _steps(_events(out))] == ["ProfilerStep#6", "ProfilerStep#7", "ProfilerStep#8"]
+    for timed, span in zip(key["profiled_step_times_s"], spans_s):
+        # timed between the boundaries' bookkeeping, so inside the span (clocks read to ~1 µs)
+        assert 0.2 * span < timed <= span + 5e-5
+    assert "step time without the profiler" in err and "median of 4 wait steps" in err
+    result = analyse_paths([out])
+    assert result.ranks[0].trace.gpuperf_unprofiled == key
+
+
+def test_step_times_reach_the_result_and_a_stop_keeps_them(tmp_path: Path) -> None:
+    out = tmp_path / "stopped.json.gz"
+    req = ProfileRequest(script=str(TRAIN), out=str(out), args=["--forever"], steps=1000, skip_first=0, wait=2,
+                         warmup=0)
+    _items, result = _collect(req, threading.Event(), stop_after_recorded=2)
+    assert result.ok and result.stopped_early
+    assert len(result.unprofiled_step_times_s) == 2 and len(result.profiled_step_times_s) >= 2
+    with gzip.open(out, "rt") as fh:
+        key = json.load(fh)["gpuperf_unprofiled"]
+    assert key["step_times_s"] == result.unprofiled_step_times_s
+    # written when the stop came: the recorded steps complete by then
+    assert key["profiled_step_times_s"] == result.profiled_step_times_s[:len(key["profiled_step_times_s"])]
+    # train_tiny --forever sleeps 20 ms per iteration, so every timed step is at least that long
+    assert min(key["step_times_s"] + key["profiled_step_times_s"]) >= 0.02

@@ -122,9 +122,12 @@ def test_the_dialog_builds_the_request(qtbot, tmp_path):
     assert dialog.out_edit.text() == str(TRAIN.parent / "train_tiny.pt.trace.json.gz")
     dialog.args_edit.setText("--marker 'two words' --iters 4")
     dialog.steps_spin.setValue(5)
+    dialog.skip_spin.setValue(2)
+    dialog.wait_spin.setValue(4)
     dialog.device_combo.setCurrentText("cpu")
     req = dialog.request()
     assert req.args == ["--marker", "two words", "--iters", "4"] and req.steps == 5 and req.device == "cpu"
+    assert (req.skip_first, req.wait) == (2, 4)
     assert req.cwd == str(TRAIN.parent) and req.record_shapes
     dialog.args_edit.setText("--marker 'unclosed")
     dialog._accept()
@@ -155,3 +158,51 @@ def test_closing_mid_compare_returns_at_once(qtbot, tab):
     assert page.is_busy()
     tab.shutdown()
     assert not page.is_busy() and page.diff is None
+
+
+def _trace_with_key(tmp_path: Path, name: str, key: dict | None) -> Path:
+    """A small real trace (tests/data/h200/profile_launch) with a hand-written gpuperf_unprofiled key."""
+    base = Path(__file__).resolve().parents[1] / "data" / "h200" / "profile_launch.json.gz"
+    data = json.loads(gzip.decompress(base.read_bytes()))
+    if key is not None:
+        data["gpuperf_unprofiled"] = key
+    out = tmp_path / f"{name}.json.gz"
+    out.write_bytes(gzip.compress(json.dumps(data).encode()))
+    return out
+
+
+def _compare(qtbot, tab, before: Path, after: Path):  # noqa: ANN202
+    page = tab.compare
+    with qtbot.waitSignal(page.compared, timeout=RUN_TIMEOUT_MS):
+        page.compare_paths([before], [after])
+    qtbot.waitUntil(lambda: not page.is_busy(), timeout=RUN_TIMEOUT_MS)
+    return page
+
+
+def test_compare_shows_the_unprofiled_speedup_and_names_its_source(qtbot, tab, tmp_path):
+    # hand-chosen step times: before idle median 12 ms (recorded 15), after idle median 4 ms (recorded 5):
+    # 3.00x faster without the profiler, +25 % profiler overhead on both sides; same trace both sides,
+    # so the profiled speedup is 1.00x
+    before = _trace_with_key(tmp_path, "before", {"step_times_s": [0.011, 0.012, 0.013],
+                                                  "profiled_step_times_s": [0.015, 0.015, 0.016]})
+    after = _trace_with_key(tmp_path, "after", {"step_times_s": [0.004, 0.004, 0.0039],
+                                                "profiled_step_times_s": [0.005, 0.005, 0.0051]})
+    page = _compare(qtbot, tab, before, after)
+    head = page.headline.text()
+    assert "3.00× faster" in head and "without the profiler" in head
+    assert "unprofiled steps measured by gpuperf profile" in head
+    assert "(1.00×)" in head and "+25 % before, +25 % after" in head
+    rows = {page.figures.item(r, 0).text(): [page.figures.item(r, c).text() for c in (1, 2)]
+            for r in range(page.figures.rowCount())}
+    assert rows["step time without profiler (gpuperf profile)"] == ["12 ms", "4 ms"]
+    assert rows["profiler overhead (profiled / unprofiled − 1)"] == ["25.0 %", "25.0 %"]
+    assert any("without the profiler" in line for line in page.changes.toPlainText().splitlines())
+
+
+def test_compare_without_unprofiled_times_says_how_to_get_them(qtbot, tab, tmp_path):
+    plain = _trace_with_key(tmp_path, "plain", None)
+    page = _compare(qtbot, tab, plain, plain)
+    head = page.headline.text()
+    assert "1.00× faster" in head and "profiled steps" in head and "gpuperf profile" in head
+    labels = [page.figures.item(r, 0).text() for r in range(page.figures.rowCount())]
+    assert labels[0] == "step time" and not any("without profiler" in x for x in labels)

@@ -5,7 +5,9 @@ API::
     from gpuperf_gui.core.trace.diff import diff_paths, diff_results
     d = diff_paths(["before.json.gz"], ["after/"])        # files or rank folders, as `diagnose`
     d = diff_results(before_result, after_result)          # two loaded api.TraceResult
-    d.speedup, d.step_time_before_s, d.step_time_after_s   # median steady step, before / after
+    d.speedup, d.speedup_source        # unprofiled where both traces carry it, else profiled
+    d.step_time_before_s, d.step_time_after_s   # median steady ProfilerStep, before / after
+    d.speedup_unprofiled, d.speedup_profiled    # each, where measured
     d.kernel_classes   # [ClassDelta(cls, before_s, after_s, delta_s)], per step
     d.ops              # [OpDelta(...)], per step, largest change first
     d.ops_diff()       # HTA's five lists: added, deleted, increased, decreased, unchanged
@@ -36,10 +38,18 @@ Definitions
   :mod:`.analysis` (mean over ranks).
 * Profiler overhead: the profiler costs the host a few µs per recorded event, so a host-bound step
   (GPU busy under :data:`HOST_BOUND_BUSY_MAX`) is longer profiled than unprofiled and the speedup
-  between two traces can differ from the unprofiled one; :attr:`TraceDiff.warnings` says so for such
-  a side. Measured on the H200 pairs of tests/data/h200: GPU-bound data_starved_python -> loader_fed
-  1.58x profiled vs 1.75x unprofiled; data_starved_loader0 -> loader_fed 2.57x vs 2.14x (the
-  in-process DataLoader runs 33 % slower profiled); eager_tiny -> compiled_tiny 1.14x vs 0.90x.
+  between two traces can differ from the unprofiled one. Measured on the H200 pairs of
+  tests/data/h200: GPU-bound data_starved_python -> loader_fed 1.58x profiled vs 1.75x unprofiled;
+  data_starved_loader0 -> loader_fed 2.57x vs 2.14x (the in-process DataLoader runs 33 % slower
+  profiled); eager_tiny -> compiled_tiny 1.14x vs 0.90x.
+* Unprofiled speedup: a trace written by ``gpuperf profile`` carries the wall times of steps run with
+  the profiler idle, and of its recorded steps timed the same way (top-level key
+  ``gpuperf_unprofiled``, see :mod:`gpuperf_gui.core.profile_script`). A side's unprofiled step time is
+  their median (median over ranks); its profiler overhead is the recorded steps' median over it
+  (measured, not modelled). When both sides carry them, :attr:`TraceDiff.speedup` is the ratio of
+  the unprofiled step times (:attr:`TraceDiff.speedup_source` names it) and the profiled speedup
+  stays beside it; otherwise the speedup is the profiled one and :attr:`TraceDiff.warnings` says so
+  (and, for a host-bound side, that the profiler stretches it).
 """
 from __future__ import annotations
 
@@ -61,6 +71,10 @@ from .optable import op_table, starts_in
 CHANGE_CATEGORIES = ("added", "deleted", "increased", "decreased", "unchanged")
 """HTA ``TraceDiff.ops_diff``'s categories, by call count."""
 _SAME = 1e-9
+UNPROFILED_KEY = "gpuperf_unprofiled"
+"""The trace key `gpuperf profile` writes (:data:`gpuperf_gui.core.profile_script.UNPROFILED_KEY`)."""
+SOURCE_UNPROFILED = "unprofiled steps measured by gpuperf profile"
+SOURCE_PROFILED = "profiled steps: ProfilerStep spans in the traces"
 
 
 @dataclass(frozen=True)
@@ -91,16 +105,31 @@ class Side:
     """(name, kind) -> (calls, duration_s, device_s) per step."""
     host_events_per_step: float = 0.0
     """Host events the profiler recorded per step (ops, annotations, runtime calls, Python frames)."""
+    unprofiled_step_time_s: float | None = None
+    """Median wall time of the steps `gpuperf profile` ran with the profiler idle (None: not recorded)."""
+    profiled_wall_step_time_s: float | None = None
+    """Median wall time of the recorded steps, timed the same way."""
+    unprofiled_steps: int = 0
+    """Unprofiled steps timed (summed over ranks)."""
 
     @property
     def kernel_time_s(self) -> float:
         return sum(self.kernel_class_s.values())
+
+    @property
+    def profiler_overhead(self) -> float | None:
+        """Recorded over unprofiled step wall time (1.25: the profiler made the step 25 % longer)."""
+        u, p = self.unprofiled_step_time_s, self.profiled_wall_step_time_s
+        return p / u if u and p else None
 
     def to_json(self) -> dict:
         return {"label": self.label, "per_step": self.per_step, "step_time_s": self.step_time_s,
                 "gpu_busy_fraction": self.gpu_busy_fraction, "comm_exposed_fraction": self.comm_exposed_fraction,
                 "idle_breakdown": dict(self.idle_breakdown), "kernel_time_s": self.kernel_time_s,
                 "host_events_per_step": self.host_events_per_step,
+                "unprofiled_step_time_s": self.unprofiled_step_time_s, "unprofiled_steps": self.unprofiled_steps,
+                "profiled_wall_step_time_s": self.profiled_wall_step_time_s,
+                "profiler_overhead": self.profiler_overhead,
                 "ranks": [{"rank": r.rank, "file": r.file, "steps": r.steps,
                            "host_windows_ts_us": [list(w) for w in r.host_windows_ts_us],
                            "device_windows_ts_us": [list(w) for w in r.device_windows_ts_us]}
@@ -185,10 +214,30 @@ class TraceDiff:
         return self.after.step_time_s
 
     @property
-    def speedup(self) -> float | None:
-        """Step time before / after (> 1: the change made the step faster)."""
+    def speedup_profiled(self) -> float | None:
+        """Trace step time before / after (ProfilerStep medians, profiler on)."""
         b, a = self.step_time_before_s, self.step_time_after_s
         return b / a if b and a else None
+
+    @property
+    def speedup_unprofiled(self) -> float | None:
+        """Unprofiled step time before / after, where both traces carry it (else None)."""
+        b, a = self.before.unprofiled_step_time_s, self.after.unprofiled_step_time_s
+        return b / a if b and a else None
+
+    @property
+    def speedup(self) -> float | None:
+        """Before / after (> 1: the change made the step faster): unprofiled where both sides were
+        measured so, else profiled; :attr:`speedup_source` says which."""
+        unprofiled = self.speedup_unprofiled
+        return unprofiled if unprofiled is not None else self.speedup_profiled
+
+    @property
+    def speedup_source(self) -> str | None:
+        """:data:`SOURCE_UNPROFILED` or :data:`SOURCE_PROFILED` (None: no speedup)."""
+        if self.speedup_unprofiled is not None:
+            return SOURCE_UNPROFILED
+        return SOURCE_PROFILED if self.speedup_profiled is not None else None
 
     def ops_diff(self) -> dict[str, list[str]]:
         """HTA's ``ops_diff``: op names by category (host ops, then device rows, each by name)."""
@@ -206,7 +255,12 @@ class TraceDiff:
         ops = self.ops if top is None else self.ops[:top]
         return json_safe({
             "step_time_before_s": self.step_time_before_s, "step_time_after_s": self.step_time_after_s,
-            "speedup": self.speedup,
+            "speedup": self.speedup, "speedup_source": self.speedup_source,
+            "speedup_unprofiled": self.speedup_unprofiled, "speedup_profiled": self.speedup_profiled,
+            "unprofiled_step_time_before_s": self.before.unprofiled_step_time_s,
+            "unprofiled_step_time_after_s": self.after.unprofiled_step_time_s,
+            "profiler_overhead_before": self.before.profiler_overhead,
+            "profiler_overhead_after": self.after.profiler_overhead,
             "kernel_time_before_s": self.before.kernel_time_s, "kernel_time_after_s": self.after.kernel_time_s,
             "kernel_time_delta_s": self.after.kernel_time_s - self.before.kernel_time_s,
             "kernel_classes": [c.to_json() for c in self.kernel_classes],
@@ -247,7 +301,7 @@ def diff_results(before: TraceResult, after: TraceResult, *, before_steps: Seque
         (cb, tb, db), (ca, ta, da) = _pick(b.ops.get((name, kind))), _pick(a.ops.get((name, kind)))
         ops.append(OpDelta(name, kind, cb, ca, tb, ta, db, da))
     ops.sort(key=lambda o: (-max(abs(o.delta_s), abs(o.device_delta_s)), o.kind, o.name))
-    warnings = [_overhead_warning(side) for side in (b, a) if _host_bound(side)]
+    warnings = _speedup_warnings(b, a)
     if b.per_step != a.per_step:
         which = labels[0] if not b.per_step else labels[1]
         warnings.append(f"{which} has no ProfilerStep annotations: its figures are per trace, not per step")
@@ -266,7 +320,42 @@ def _overhead_warning(side: Side) -> str:
     return (f"{side.label}: GPU busy {100 * side.gpu_busy_fraction:.0f} %, so its step time is mostly host time, "
             f"which the profiler stretches ({side.host_events_per_step:.0f} host events recorded per step, "
             "each costing the host a few µs): its step time and the speedup can differ from a run without "
-            "the profiler; time both unprofiled to confirm")
+            "the profiler; time both unprofiled to confirm (traces recorded with gpuperf profile carry "
+            "unprofiled step times, and the speedup then uses them)")
+
+
+def _speedup_warnings(b: Side, a: Side) -> list[str]:
+    """Why the speedup is the profiled one, where it is (none when both sides were timed unprofiled)."""
+    if b.unprofiled_step_time_s and a.unprofiled_step_time_s:
+        return []
+    out = [_overhead_warning(side) for side in (b, a) if _host_bound(side)]
+    timed = [side.label for side in (b, a) if side.unprofiled_step_time_s]
+    if timed:
+        other = a.label if timed[0] == b.label else b.label
+        out.append(f"only {timed[0]} carries step times measured without the profiler (gpuperf profile), so "
+                   f"the speedup is the profiled one; record {other} with gpuperf profile too")
+    return out
+
+
+def _unprofiled(traces: Sequence[RankTrace]) -> tuple[float | None, float | None, int]:
+    """(median unprofiled step s, median recorded step s, unprofiled steps) from the ranks' key."""
+    idle, rec, n = [], [], 0
+    for rt in traces:
+        meta = rt.gpuperf_unprofiled or {}
+        times = _positive(meta.get("step_times_s"))
+        recorded = _positive(meta.get("profiled_step_times_s"))
+        if times:
+            idle.append(float(np.median(times)))
+            n += len(times)
+        if recorded:
+            rec.append(float(np.median(recorded)))
+    return (float(np.median(idle)) if idle else None, float(np.median(rec)) if rec else None, n)
+
+
+def _positive(values: object) -> list[float]:
+    if not isinstance(values, list):
+        return []
+    return [float(v) for v in values if isinstance(v, (int, float)) and np.isfinite(v) and v > 0]
 
 
 def _pick(got: tuple[float, float, float] | None) -> tuple[float, float, float]:
@@ -304,6 +393,7 @@ def _side(result: TraceResult, steps: Sequence[int] | None, label: str) -> Side:
                                   [(t0 + off, t1 + off) for t0, t1 in dev_w]))
     k = max(len(result.ranks), 1)
     analyses = [r.analysis for r in result.ranks]
+    unprofiled_s, profiled_wall_s, unprofiled_steps = _unprofiled([r.trace for r in result.ranks])
     return Side(
         label=label, ranks=windows, per_step=per_step,
         step_time_s=float(np.median(step_times)) if step_times else None,
@@ -313,7 +403,8 @@ def _side(result: TraceResult, steps: Sequence[int] | None, label: str) -> Side:
                         for key in ("host_wait", "kernel_wait", "other")},
         kernel_class_s={c: float(classes[i]) / k for i, c in enumerate(KERNEL_CLASSES)},
         ops={key: tuple(float(x) / k for x in v) for key, v in ops.items()},
-        host_events_per_step=host_events / k)
+        host_events_per_step=host_events / k, unprofiled_step_time_s=unprofiled_s,
+        profiled_wall_step_time_s=profiled_wall_s, unprofiled_steps=unprofiled_steps)
 
 
 def _mean(analyses: list[RankAnalysis], get) -> float:  # noqa: ANN001 (callable)
@@ -396,14 +487,29 @@ def _ms(x: float | None) -> str:
     return "-" if x is None else f"{1e3 * x:.2f} ms"
 
 
+def _faster(speedup: float) -> str:
+    return f"{speedup:.2f}x faster" if speedup >= 1 else f"{1 / speedup:.2f}x slower"
+
+
+def _overhead(side: Side) -> str:
+    o = side.profiler_overhead
+    return "-" if o is None else f"{100 * (o - 1):+.0f} %"
+
+
 def _changes(d: TraceDiff) -> list[str]:
     b, a = d.before, d.after
     unit = "per step" if b.per_step and a.per_step else "per trace"
     out = []
-    if d.speedup is not None:
-        word = "faster" if d.speedup >= 1 else "slower"
-        ratio = d.speedup if d.speedup >= 1 else 1 / d.speedup
-        out.append(f"step time {_ms(b.step_time_s)} -> {_ms(a.step_time_s)}: {ratio:.2f}x {word}")
+    if d.speedup_unprofiled is not None:
+        out.append(f"step time without the profiler {_ms(b.unprofiled_step_time_s)} -> "
+                   f"{_ms(a.unprofiled_step_time_s)}: {_faster(d.speedup_unprofiled)} ({SOURCE_UNPROFILED})")
+        if d.speedup_profiled is not None:
+            overhead = ", ".join(f"{tag} {_overhead(side)}" for tag, side in (("before", b), ("after", a)))
+            out.append(f"profiled step time {_ms(b.step_time_s)} -> {_ms(a.step_time_s)}: "
+                       f"{_faster(d.speedup_profiled)} (profiler overhead {overhead})")
+    elif d.speedup_profiled is not None:
+        out.append(f"step time {_ms(b.step_time_s)} -> {_ms(a.step_time_s)}: {_faster(d.speedup_profiled)} "
+                   "(profiled; record with gpuperf profile for the speedup without the profiler)")
     sb, sa = d.diagnosis_before, d.diagnosis_after
     if sb.signature != sa.signature:
         out.append(f"diagnosis {sb.signature} -> {sa.signature}")
