@@ -283,3 +283,26 @@ def test_a_trace_built_in_the_helper_equals_one_built_here(shared_traces):
     assert [(p.label, p.flops) for p in here.roofline_points] == [(p.label, p.flops) for p in there.roofline_points]
     assert here.n_events == there.n_events
     assert len(here.find("gemm", "class")) == len(there.find("gemm", "class")) > 0
+
+
+def test_lanes_indexed_on_threads_are_the_ones_indexed_on_one(shared_traces):
+    from gpuperf_gui.core.trace.lanes import prepare_lanes
+
+    model = analyse_paths([shared_traces / "hta" / "df_index_resolver" / "df_index_resolver.json.gz"],
+                          workers=1).model
+    ranks_one, one = prepare_lanes(model, 10.0, workers=1)
+    ranks_many, many = prepare_lanes(model, 10.0, workers=4)
+    assert [r.title for r in ranks_one] == [r.title for r in ranks_many]
+    assert len(one) == len(many) >= 2
+    for a, b in zip(one, many):
+        assert (a.rank_index, a.lane_id, a.kind) == (b.rank_index, b.lane_id, b.kind)
+        np.testing.assert_array_equal(a.color_key, b.color_key)
+        assert [len(r) for r in a.rows.rows] == [len(r) for r in b.rows.rows]
+        for ra, rb in zip(a.rows.rows, b.rows.rows):
+            np.testing.assert_array_equal(ra.order, rb.order)
+        assert (a.gap_index is None) == (b.gap_index is None)
+        if a.gap_index is not None:
+            np.testing.assert_array_equal(a.gap_index.starts, a.gaps[0])
+    stop = threading.Event()
+    stop.set()
+    assert prepare_lanes(model, 10.0, stop, workers=4)[1] == []
