@@ -26,6 +26,7 @@ from gpuperf_gui import __version__
 from gpuperf_gui.core import state_files
 from gpuperf_gui.core.hardware import PRECISIONS, Device, match_device_name
 from gpuperf_gui.core.trace.budget import MemoryBudget
+from gpuperf_gui.core.trace.cluster import overview_reason
 from gpuperf_gui.core.trace.load import discover_files
 from gpuperf_gui.core.trace.model import TraceFormatError
 from gpuperf_gui.core.units import format_si, parse_bytes
@@ -37,13 +38,6 @@ from gpuperf_gui.views.roofline_tab import RooflineTab
 from gpuperf_gui.views.trace_tab import TraceTab
 
 WINDOW_SIZE = QSize(1600, 1000)
-MANY_RANKS = 32
-"""An open of more rank files than this shows the job overview from compact per-rank results
-(views/cluster_dialog.py on the local process pool) and loads a rank's lanes only when it is opened.
-Why 32: the lanes of more ranks cannot be read side by side (a rank has 4 to 20 lanes: 32 ranks
-already stack 130+ lanes), and holding them costs the window every rank's events (a loaded event
-keeps ~150-500 bytes: 256 ranks of 200k events would be 8-25 GB), where the compact results are
-~20 kB a rank whatever its events (benchmarks/many_ranks_gui.py measures both)."""
 # tab key -> (class, title)
 TABS = (
     ("roofline", RooflineTab, "Roofline"),
@@ -189,7 +183,7 @@ class MainWindow(QMainWindow):
 
     def open_traces(self, paths: list[Path], remember: bool = True) -> None:
         """Open traces in the Trace tab; they join File ▸ Open recent once they have loaded. More than
-        :data:`MANY_RANKS` rank files open as a job overview instead (:meth:`open_job_overview`)."""
+        ``cluster.MANY_RANKS`` rank files open as a job overview instead (:meth:`open_job_overview`)."""
         if self.open_job_overview(paths, remember):
             return
         self._pending_recent = list(paths) if remember else []
@@ -197,19 +191,21 @@ class MainWindow(QMainWindow):
         self.trace_tab.open_paths(paths)
 
     def open_job_overview(self, paths: list[Path], remember: bool = True) -> bool:
-        """When ``paths`` hold more than :data:`MANY_RANKS` rank files, show the job's overview from
+        """When ``paths`` hold more than ``cluster.MANY_RANKS`` rank files, or rank files whose lanes
+        would not fit the memory budget (core's ``overview_reason``), show the job's overview from
         compact results (local process pool) in a job tab and return True; else False (the Trace
         tab loads them; a path that cannot be read is its error to report)."""
         try:
-            n_files = len(discover_files(paths))
+            files = discover_files(paths)
         except (TraceFormatError, OSError):
             return False
-        if n_files <= MANY_RANKS:
+        reason = overview_reason(files, MemoryBudget.of(self.trace_tab.memory_budget_bytes).limit_bytes)
+        if reason is None:
             return False
         window = self.add_job_tab([Path(p) for p in paths], None)
         if remember:
             window.result_ready.connect(lambda _result, ps=list(paths): self._remember(ps))
-        self.statusBar().showMessage(f"{n_files} rank files: opened as a job overview on {window.engine} "
+        self.statusBar().showMessage(f"{reason}: opened as a job overview on {window.engine} "
                                      "(a rank's lanes load when it is opened)", 15_000)
         return True
 

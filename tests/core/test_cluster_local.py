@@ -110,3 +110,23 @@ def test_256_ranks_come_back_compact(tmp_path: Path) -> None:
     biggest = max(o.size for o in held if isinstance(o, np.ndarray))
     assert biggest <= LANE_BINS < min(r.summary.n_events for r in result.ranks)
     assert len(pickle.dumps(result)) < 256 * 32 * 1024
+
+
+def test_when_a_job_opens_as_an_overview(tmp_path: Path) -> None:
+    """More than MANY_RANKS files, or several whose lanes would not fit the budget; never one file."""
+    import gzip
+
+    from gpuperf_gui.core.trace.cluster import MANY_RANKS, overview_reason, text_bytes
+
+    job = tiled_straggler_job(tmp_path / "job", 2, 1, steps=2)
+    files = sorted(job.iterdir())
+    plain = [len(gzip.decompress(f.read_bytes())) for f in files]
+    assert [text_bytes(f) for f in files] == plain            # the gzip trailer's recorded size
+    roomy = 10**12
+    assert overview_reason(files, roomy) is None
+    assert overview_reason(files[:1], 1000) is None            # one file: the loader's budget guards it
+    assert "over the" in overview_reason(files, int(0.5 * sum(plain)))
+    assert overview_reason(files, int(1.0 * sum(plain))) is None
+    many = [files[0]] * (MANY_RANKS + 1)
+    assert overview_reason(many, roomy) == f"{MANY_RANKS + 1} rank files"
+    assert overview_reason(many[:MANY_RANKS], roomy) is None

@@ -368,6 +368,48 @@ def analyse_on_cluster(paths: Sequence[Path | str], address: str, *, max_bytes: 
     return result
 
 
+# -- when a job opens as an overview ------------------------------------------------------------------
+MANY_RANKS = 32
+"""More rank files than this open as a job overview from compact results, a rank's lanes on demand.
+Why 32: the lanes of more ranks cannot be read side by side (a rank has 4 to 20 lanes: 32 ranks
+already stack 130+), and holding them costs the window every rank's events, where a compact result
+is ~20 kB a rank whatever its events (benchmarks/many_ranks_gui.py: 256 ranks of 11.8k events grow
+the window 619 MB loaded in full, 24 MB as an overview)."""
+HELD_BYTES_PER_TEXT_BYTE = 0.8
+"""What a window holding loaded lanes keeps per byte of the traces' JSON text: ~205 bytes per event
+(benchmarks/many_ranks_gui.py, full load of 3.02M events: +619 MB) over ~250 bytes of JSON an event."""
+
+
+def text_bytes(path: Path) -> int:
+    """Bytes of JSON text a file probably holds: its size, or a gzip file's recorded uncompressed
+    size (modulo 4 GiB: a record below the file's size means more, guessed as 10x)."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+            if fh.read(2) != b"\x1f\x8b" or size < 18:
+                return size
+            fh.seek(-4, os.SEEK_END)
+            recorded = int.from_bytes(fh.read(4), "little")
+    except OSError:
+        return 0
+    return recorded if recorded >= size else 10 * size
+
+
+def overview_reason(files: Sequence[Path], budget_bytes: int) -> str | None:
+    """Why ``files`` should open as a job overview (None: load their lanes): more than
+    :data:`MANY_RANKS` rank files, or several files whose lanes would not fit ``budget_bytes``
+    (a single file always loads; the loader's budget guards it)."""
+    if len(files) > MANY_RANKS:
+        return f"{len(files)} rank files"
+    if len(files) < 2:
+        return None
+    held = HELD_BYTES_PER_TEXT_BYTE * sum(text_bytes(Path(f)) for f in files)
+    if held > budget_bytes:
+        return (f"{len(files)} rank files whose lanes would hold ~{held / 1e9:.1f} GB, over the "
+                f"{budget_bytes / 1e9:.1f} GB memory budget")
+    return None
+
+
 # -- the same compact path without Dask --------------------------------------------------------------
 def is_local_pool(address: str | None) -> bool:
     """True for the local process pool (``None`` or :data:`LOCAL_POOL`), False for a Dask address."""
