@@ -273,7 +273,7 @@ def device_events(rt: RankTrace) -> DeviceEvents:
         ok = base[flows.dst_lane] >= 0
         pos = base[flows.dst_lane[ok]] + flows.dst_index[ok]
         src_lane, src_index = flows.src_lane[ok], flows.src_index[ok]
-        for lane_id in np.unique(src_lane).tolist():
+        for lane_id in np.flatnonzero(np.bincount(src_lane)).tolist():  # np.unique imports numpy.ma
             m = src_lane == lane_id
             cpu = rt.lanes[lane_id]
             launch_start[pos[m]] = cpu.start_us[src_index[m]]
@@ -782,7 +782,7 @@ def hta_idle_by_stream(rt: RankTrace, dev: DeviceEvents) -> dict[int, dict[str, 
     started after that end, else kernel wait when under ``KERNEL_WAIT_MAX_US``, else other."""
     out: dict[int, dict[str, float]] = {}
     keep = hta_kept(rt, dev)
-    for lane_id in np.unique(dev.lane[keep]).tolist():
+    for lane_id in np.flatnonzero(np.bincount(dev.lane[keep])).tolist():  # lane ids, sorted
         m = keep & (dev.lane == lane_id)
         if m.sum() < 2:
             continue

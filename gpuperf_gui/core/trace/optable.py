@@ -311,44 +311,44 @@ def containment_parents(start: np.ndarray, duration: np.ndarray) -> np.ndarray:
     end = start + duration
     if n < 2:
         return np.full(n, -1, dtype=np.int64)
-    table = _max_table(end)
-    return _enclosing(table, end, np.arange(n, dtype=np.int64) - 1, start, end - CONTAINMENT_SLACK_US)
+    return _enclosing(_max_table(end), np.arange(n, dtype=np.int64) - 1, start, end - CONTAINMENT_SLACK_US)
 
 
 def _max_table(end: np.ndarray) -> list[np.ndarray]:
-    """``table[k][j]`` = max of ``end[max(0, j - 2**k + 1) .. j]``."""
-    table = [end]
+    """``table[k][q]`` = max of ``ext[max(0, q - 2**k + 1) .. q]`` where ``ext`` is ``end`` after a
+    leading +inf: position ``q`` is event ``q - 1``, and 0 a sentinel that contains everything (a
+    search stops there without a bounds check)."""
+    table = [np.concatenate(([np.inf], end))]
     width = 1
-    while width < end.size:
+    while width < table[0].size:
         prev = table[-1]
-        cur = prev.copy()
+        cur = np.empty_like(prev)
+        cur[:width] = prev[:width]
         np.maximum(prev[width:], prev[:-width], out=cur[width:])
         table.append(cur)
         width *= 2
     return table
 
 
-def _enclosing(table: list[np.ndarray], end: np.ndarray, pos: np.ndarray, q_start: np.ndarray,
-               q_end: np.ndarray) -> np.ndarray:
+def _enclosing(table: list[np.ndarray], pos: np.ndarray, q_start: np.ndarray, q_end: np.ndarray) -> np.ndarray:
     """For each query, the latest index ``j <= pos`` with ``end[j] >= q_end`` and ``end[j] > q_start``
-    (-1 if none)."""
-    out = np.full(pos.size, -1, dtype=np.int64)
-    todo = np.arange(pos.size)
-    pos = pos.copy()
+    (-1 if none); ``table`` from :func:`_max_table`."""
+    ext = table[0]
+    q = pos + 1  # table positions: event q - 1; 0 is the sentinel, "none"
+    todo = np.arange(q.size)
     while todo.size:
-        p, target = pos[todo], q_end[todo]
-        for k in range(len(table) - 1, -1, -1):
-            live = p >= 0
-            blocked = live & (table[k][np.maximum(p, 0)] < target)
-            p = np.where(blocked, p - (1 << k), p)
-        p = np.maximum(p, -1)
+        p, target = q[todo], q_end[todo]
+        back = np.flatnonzero(ext[p] < target)  # the others stop at once (often: a first child)
+        if back.size:
+            pb, tb = p[back], target[back]
+            for k in range(len(table) - 1, -1, -1):  # never past the sentinel, which holds +inf
+                np.subtract(pb, 1 << k, out=pb, where=table[k][pb] < tb)
+            p[back] = pb
+        q[todo] = p
         # A zero-length query at exactly the end of ``p`` is not inside it: search further back.
-        again = (p >= 0) & (end[np.maximum(p, 0)] <= q_start[todo])
-        done = ~again
-        out[todo[done]] = p[done]
-        pos[todo[again]] = p[again] - 1
-        todo = todo[again]
-    return out
+        todo = todo[(p > 0) & (ext[p] <= q_start[todo])]
+        q[todo] -= 1
+    return q - 1
 
 
 def _levels(parent: np.ndarray) -> np.ndarray:
@@ -390,7 +390,7 @@ def _span_owners(start: np.ndarray, duration: np.ndarray, spans: tuple[np.ndarra
         return np.full(s.size, -1, dtype=np.int64)
     end = start + duration
     pos = np.searchsorted(start, s, side="right") - 1
-    return _enclosing(_max_table(end), end, pos, s, e)
+    return _enclosing(_max_table(end), pos, s, e)
 
 
 def _ids(rt: RankTrace, names: frozenset[str]) -> np.ndarray:
@@ -425,12 +425,12 @@ def _kernel_time_by_launch(rt: RankTrace) -> dict[int, np.ndarray]:
         return out
     dur = np.empty(len(flows))
     gpu_cat = rt.strings.ids_matching(lambda s: s in GPU_ACTIVITY_CATEGORIES)
-    for lane_id in np.unique(flows.dst_lane).tolist():
+    for lane_id in np.flatnonzero(np.bincount(flows.dst_lane)).tolist():  # np.unique imports numpy.ma
         m = flows.dst_lane == lane_id
         lane = rt.lanes[lane_id]
         idx = flows.dst_index[m]
         dur[m] = np.where(gpu_cat[lane.category_id[idx]], lane.duration_us[idx], 0.0)
-    for lane_id in np.unique(flows.src_lane).tolist():
+    for lane_id in np.flatnonzero(np.bincount(flows.src_lane)).tolist():
         m = flows.src_lane == lane_id
         acc = np.zeros(len(rt.lanes[lane_id]))
         np.add.at(acc, flows.src_index[m], dur[m])

@@ -1,0 +1,69 @@
+"""`gpuperf diagnose` pays only for what it uses: the start-up budget guarded by what gets imported
+(no timing), in a fresh interpreter. And the console script's exit: output flushed, the command's
+status, no interpreter teardown."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+TRACE = Path(__file__).resolve().parents[1] / "data" / "h200" / "nested_sum.json.gz"
+
+NEVER = ("torch", "PySide6", "pyqtgraph", "dask", "distributed", "pandas", "scipy", "matplotlib",
+         "tomllib", "gpuperf_gui.views", "gpuperf_gui.core.bench", "gpuperf_gui.core.catalog",
+         "gpuperf_gui.core.mfu", "gpuperf_gui.core.mfu_gap", "gpuperf_gui.core.mfu_inputs",
+         "gpuperf_gui.core.mfu_report", "gpuperf_gui.core.model_presets", "gpuperf_gui.core.hardware",
+         "gpuperf_gui.core.profile_script", "gpuperf_gui.core.state_files", "gpuperf_gui.core.child_stream",
+         "gpuperf_gui.core.trace.cluster", "gpuperf_gui.core.trace.diff", "gpuperf_gui.core.trace.synth",
+         "gpuperf_gui.core.trace.session", "gpuperf_gui.core.trace.overview", "gpuperf_gui.core.trace.lod",
+         "gpuperf_gui.core.trace.lanes", "gpuperf_gui.core.trace.tile", "gpuperf_gui.commands.roofline",
+         "gpuperf_gui.commands.mfu", "gpuperf_gui.commands.bench", "gpuperf_gui.commands.profile")
+"""Modules (and their submodules) a local `gpuperf diagnose FILE` never needs: the window, torch,
+the Dask engine, the hardware catalog and MFU models, the state files (devices.toml, ceilings),
+the GUI's trace session and level-of-detail code, the other commands."""
+
+NOT_BEFORE_READING = ("numpy.ma",)
+"""Imported by nothing at start-up (numpy's masked arrays cost ~10 ms: `np.unique(x)` without
+return_* flags pulls them in when first called, so the analysis avoids it)."""
+
+CHILD = """
+import contextlib, io, json, sys
+from gpuperf_gui import cli
+import gpuperf_gui.commands.diagnose
+before = sorted(sys.modules)
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    rc = cli.main(["diagnose", sys.argv[1], "--json"])
+json.loads(out.getvalue())
+print(json.dumps({"rc": rc, "before": before, "after": sorted(sys.modules)}))
+"""
+
+
+def _unwanted(modules: list[str], names: tuple[str, ...]) -> list[str]:
+    return [m for m in modules if any(m == n or m.startswith(n + ".") for n in names)]
+
+
+def test_diagnose_imports_nothing_it_does_not_use() -> None:
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(TRACE)], capture_output=True, text=True, check=True)
+    got = json.loads(proc.stdout)
+    assert got["rc"] == 0
+    assert _unwanted(got["after"], NEVER) == []
+    assert _unwanted(got["before"], NOT_BEFORE_READING) == []
+    assert "gpuperf_gui.core.trace.api" in got["before"]  # the check sees the real import path
+
+
+def _entry(*argv: str) -> subprocess.CompletedProcess:
+    code = "from gpuperf_gui.cli import entry; entry()"
+    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120)
+
+
+def test_the_console_script_flushes_its_output_and_keeps_the_exit_status(tmp_path: Path) -> None:
+    ok = _entry("diagnose", str(TRACE), "--json")
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["ranks"][0]["diagnosis"]["signature"]  # the whole JSON arrived
+    bad = tmp_path / "not_a_trace.json"
+    bad.write_text('{"hello": 1}')
+    refused = _entry("diagnose", str(bad))
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("gpuperf: error:") and "Traceback" not in refused.stderr
+    assert _entry("diagnose", str(TRACE), "--top", "-1").returncode == 2
