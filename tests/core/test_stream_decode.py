@@ -189,9 +189,25 @@ def test_a_plain_file_is_refused_from_its_first_run_by_projection(tmp_path: Path
     assert abs(projected - 200_000) < 6_000  # within 3 %: later events are longer (more digits)
 
 
+@pytest.fixture
+def worker_pool(monkeypatch: pytest.MonkeyPatch) -> list:
+    """Decoding workers from a fork server whatever threads earlier tests left running (the
+    loader itself decodes serially then); the list counts the parallel decodes that finished."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("forkserver")
+    monkeypatch.setattr(stream_decode, "_worker_context", lambda: context)
+    finished: list = []
+    real_finish = stream_decode._ParallelSplitter.finish
+    monkeypatch.setattr(stream_decode._ParallelSplitter, "finish",
+                        lambda self: (finished.append(1), real_finish(self))[1])
+    return finished
+
+
 @pytest.mark.parametrize("suffix", [".json", ".json.gz"])
 def test_parallel_decode_identical_to_serial_on_the_largest_real_traces(suffix: str, tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                       monkeypatch: pytest.MonkeyPatch,
+                                                                       worker_pool: list) -> None:
     """Two worker processes, 256 kB runs: every column, string and warning as the serial decode."""
     monkeypatch.setattr(source, "OUT_CHUNK_BYTES", 256 << 10)
     largest = sorted(SHARED, key=lambda p: p.stat().st_size)[-3:]
@@ -205,10 +221,12 @@ def test_parallel_decode_identical_to_serial_on_the_largest_real_traces(suffix: 
         parallel = stream_decode.load_rank_streamed(path, budget=MemoryBudget(), max_bytes=None, workers=2)
         assert serial is not None and parallel is not None
         assert fingerprint(parallel) == fingerprint(serial), path
+    assert len(worker_pool) == len(largest)
 
 
 @pytest.mark.usefixtures("small_chunks")
-def test_parallel_decode_hands_false_cuts_and_the_array_end_to_the_serial_splitter(tmp_path: Path) -> None:
+def test_parallel_decode_hands_false_cuts_and_the_array_end_to_the_serial_splitter(tmp_path: Path,
+                                                                                 worker_pool: list) -> None:
     """Names holding ``}, {`` (false cuts), B/E pairs with shapes, metadata lists of objects after
     the events: the parallel decode gives what the whole-file path gives, 2,000 events by hand."""
     events = [_event(i, name='x}, {"a": [' if i % 3 == 0 else f"op{i % 5}") for i in range(1_800)]
@@ -223,6 +241,21 @@ def test_parallel_decode_hands_false_cuts_and_the_array_end_to_the_serial_splitt
     assert rt is not None and rt.n_events == 2_000 and rt.rank == 5
     assert sum(len(lane) for lane in rt.lanes) == 1_900
     assert fingerprint(rt) == fingerprint(load_rank_whole(path))
+    assert worker_pool == [1]
+
+
+def test_no_worker_starts_where_it_could_deadlock_or_rerun_a_script(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import threading
+    import types
+
+    monkeypatch.setattr(threading, "active_count", lambda: 2)  # a second thread: no fork
+    monkeypatch.setitem(sys.modules, "__main__", types.SimpleNamespace(__file__="/x/train.py", __spec__=None))
+    assert stream_decode._worker_context() is None  # a script's top level would run in each worker
+    monkeypatch.setitem(sys.modules, "__main__", types.SimpleNamespace(__spec__=None))  # python -c
+    assert stream_decode._worker_context().get_start_method() == "forkserver"
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    assert stream_decode._worker_context().get_start_method() == "fork"
 
 
 def test_pool_workers_decode_serially_and_small_files_stay_in_process() -> None:

@@ -31,6 +31,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+import sys
+import threading
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
@@ -150,7 +152,8 @@ def stream_columns(path: Path, budget: MemoryBudget, max_bytes: int | None, work
         if not stream.compressed:
             _check_max(path, stream.file_bytes, max_bytes, stream.compressed)
         n_workers = decode_workers(text_size_hint(path), budget, workers)
-        splitter = _ParallelSplitter(n_workers) if n_workers > 1 else _Splitter()
+        context = _worker_context() if n_workers > 1 else None
+        splitter = _ParallelSplitter(n_workers, context) if context is not None else _Splitter()
         try:
             total = 0
             started = False
@@ -368,6 +371,27 @@ def decode_run(head: bytes, chunk: bytes, close: int) -> tuple[EventColumns, int
         return columns, len(events), kept
 
 
+def _worker_context() -> multiprocessing.context.BaseContext | None:
+    """How to start decoding workers here, or None (decode in this process).
+
+    A fork when this process has one thread (the pool starts with the load's first runs, while the
+    process is small). With other threads (the window's loader child watches its stdin) a fork
+    could copy a lock held by one of them: workers then come from a fork server, which imports the
+    ``__main__`` of a ``-m`` module or none for ``-c``; a script's ``__main__`` would run again in
+    each worker, so then there are none.
+    """
+    methods = multiprocessing.get_all_start_methods()
+    if threading.active_count() == 1 and "fork" in methods:
+        return multiprocessing.get_context("fork")
+    main = sys.modules.get("__main__")
+    safe_main = getattr(main, "__spec__", None) is not None or not getattr(main, "__file__", None)
+    if "forkserver" in methods and safe_main:
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([__name__])
+        return context
+    return None
+
+
 class _ParallelSplitter(_Splitter):
     """The splitter with each run of events decoded by a worker process, merged back in order.
 
@@ -379,10 +403,10 @@ class _ParallelSplitter(_Splitter):
     after it are dropped, not merged).
     """
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, context: multiprocessing.context.BaseContext) -> None:
         super().__init__()
-        self._pool: ProcessPoolExecutor | None = ProcessPoolExecutor(max_workers=workers,
-                                                                      initializer=no_parallel_decode)
+        self._pool: ProcessPoolExecutor | None = ProcessPoolExecutor(
+            max_workers=workers, mp_context=context, initializer=no_parallel_decode)
         self._max_in_flight = 2 * workers
         self._in_flight: deque[tuple[Future, bytes, bytes, int]] = deque()  # (future, head, chunk, cut)
 
