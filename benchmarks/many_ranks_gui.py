@@ -26,8 +26,11 @@ run of each, ``nice python benchmarks/many_ranks_gui.py --ranks 64,256 --modes o
 The overview's window process grows 17 MB at 64 ranks and 24 MB at 256 (the ~20-30 kB of compact
 results a rank, the table and the heatmap), its helper stays at ~140 MB (it holds summaries only;
 the pool workers decode one rank each at a time); the full load grows ~205 bytes per event in the
-window process (619 MB for 3M events) and its helper ~1 GB. The wall time is the same: each rank's
-work is the same load and analysis; what differs is what comes back.
+window process (619 MB for 3M events) and its helper ~1 GB. The wall time is about the same: each
+rank's work is the same load and analysis; what differs is what comes back. A second run (load 4.7,
+the overview then in a tab of the main window) gave the same memory (overview +18 / +25 MB, full
++155 / +619 MB) and wall times of 10.4 / 36.5 s vs 11.7 / 19.0 s: they vary with the VM's other
+work (the two engines alone, in one process, same run, 256 ranks: 12.6 vs 12.8 s, 16.4 vs 14.8 s).
 """
 from __future__ import annotations
 
