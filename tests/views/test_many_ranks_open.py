@@ -49,6 +49,11 @@ def test_folder_of_many_ranks_opens_as_overview_and_one_rank_on_demand(make_main
     from gpuperf_gui.core.trace.lanes import LaneSpec
     from gpuperf_gui.core.trace.model import Flows, Lane, RankTrace, StringTable, TraceModel
 
+    def alive(types: tuple[type, ...]) -> int:
+        return sum(1 for o in gc.get_objects() if isinstance(o, types))
+
+    per_event_types = (RankTrace, TraceModel, Lane, StringTable, Flows, LaneSpec)
+    alive_before = alive(per_event_types)
     window = make_main_window()
     window.show()
     window.open_traces([job])                  # File ▸ Open, drop and the command line all come here
@@ -82,8 +87,9 @@ def test_folder_of_many_ranks_opens_as_overview_and_one_rank_on_demand(make_main
 
     # nothing per event is held: no rank model, lane or string table, no array longer than a lane summary
     held = _held(jw.result)
-    per_event_types = (RankTrace, TraceModel, Lane, StringTable, Flows, LaneSpec)
     assert not [o for o in held if isinstance(o, per_event_types)]
+    gc.collect()
+    assert alive(per_event_types) == alive_before       # none in this process at all
     arrays = [o for o in held if isinstance(o, np.ndarray)]
     assert arrays and max(a.size for a in arrays) <= LANE_BINS < min(r.summary.n_events for r in result.ranks)
     assert window.trace_tab.loaded is None
