@@ -67,3 +67,19 @@ def test_the_console_script_flushes_its_output_and_keeps_the_exit_status(tmp_pat
     assert refused.returncode == 2
     assert refused.stderr.startswith("gpuperf: error:") and "Traceback" not in refused.stderr
     assert _entry("diagnose", str(TRACE), "--top", "-1").returncode == 2
+
+
+def test_the_analysis_median_is_numpys_to_the_bit() -> None:
+    """analysis._median stands in for np.median (which imports numpy.ma): the same float on odd and
+    even sizes, ties, integers, a NaN."""
+    import numpy as np
+
+    from gpuperf_gui.core.trace.analysis import _median
+
+    rng = np.random.default_rng(7)
+    cases = [rng.exponential(3.0, n) for n in (1, 2, 3, 10, 11, 1000, 1001)]
+    cases += [np.round(rng.uniform(0, 5, 40)), rng.integers(0, 9, 12), np.array([1e300, 1e300]),
+              np.array([0.1, 0.2]), np.array([3.0, np.nan, 1.0])]
+    for values in cases:
+        want = float(np.median(values))
+        assert _median(values) == want or (np.isnan(want) and np.isnan(_median(values)))
