@@ -304,51 +304,54 @@ def containment_parents(start: np.ndarray, duration: np.ndarray) -> np.ndarray:
     ``start`` is sorted, ties longest first (as in a :class:`.model.Lane`). The parent of ``i`` is
     the latest ``j < i`` with ``end[j] >= end[i]`` and ``start[i] < end[j]`` (torch's rule, on integer
     ns; here within :data:`CONTAINMENT_SLACK_US` of float rounding);
-    events that only overlap are not nested. Vectorised: a sparse table of running maxima of the
-    end times and a binary-lifting search, O(n log n) numpy work and no Python loop per event.
+    events that only overlap are not nested. Vectorised pointer jumping (:func:`_enclosing_events`):
+    a few numpy passes, memory linear in the events, no Python loop per event.
     """
     n = start.size
-    end = start + duration
     if n < 2:
         return np.full(n, -1, dtype=np.int64)
-    return _enclosing(_max_table(end), np.arange(n, dtype=np.int64) - 1, start, end - CONTAINMENT_SLACK_US)
+    end = start + duration
+    return _enclosing_events(end, start, end - CONTAINMENT_SLACK_US)
 
 
-def _max_table(end: np.ndarray) -> list[np.ndarray]:
-    """``table[k][q]`` = max of ``ext[max(0, q - 2**k + 1) .. q]`` where ``ext`` is ``end`` after a
-    leading +inf: position ``q`` is event ``q - 1``, and 0 a sentinel that contains everything (a
-    search stops there without a bounds check)."""
-    table = [np.concatenate(([np.inf], end))]
-    width = 1
-    while width < table[0].size:
-        prev = table[-1]
-        cur = np.empty_like(prev)
-        cur[:width] = prev[:width]
-        np.maximum(prev[width:], prev[:-width], out=cur[width:])
-        table.append(cur)
-        width *= 2
-    return table
+def _fails(end: np.ndarray, cand: np.ndarray, q_start: np.ndarray, q_end: np.ndarray) -> np.ndarray:
+    """Where event ``cand`` does not enclose the query ``(q_start, q_end)``: it ends before
+    ``q_end``, or at or before ``q_start`` (a zero-length query at exactly its end is not inside)."""
+    e = end[cand]
+    return (e < q_end) | (e <= q_start)
 
 
-def _enclosing(table: list[np.ndarray], pos: np.ndarray, q_start: np.ndarray, q_end: np.ndarray) -> np.ndarray:
-    """For each query, the latest index ``j <= pos`` with ``end[j] >= q_end`` and ``end[j] > q_start``
-    (-1 if none); ``table`` from :func:`_max_table`."""
-    ext = table[0]
-    q = pos + 1  # table positions: event q - 1; 0 is the sentinel, "none"
-    todo = np.arange(q.size)
-    while todo.size:
-        p, target = q[todo], q_end[todo]
-        back = np.flatnonzero(ext[p] < target)  # the others stop at once (often: a first child)
-        if back.size:
-            pb, tb = p[back], target[back]
-            for k in range(len(table) - 1, -1, -1):  # never past the sentinel, which holds +inf
-                np.subtract(pb, 1 << k, out=pb, where=table[k][pb] < tb)
-            p[back] = pb
-        q[todo] = p
-        # A zero-length query at exactly the end of ``p`` is not inside it: search further back.
-        todo = todo[(p > 0) & (ext[p] <= q_start[todo])]
-        q[todo] -= 1
-    return q - 1
+def _enclosing_events(end: np.ndarray, q_start: np.ndarray, q_end: np.ndarray) -> np.ndarray:
+    """For each event ``i`` (sorted by start), the latest ``j < i`` that encloses its query (see
+    :func:`_fails`), -1 if none.
+
+    Every candidate starts at ``i - 1``; one that does not enclose is replaced by its own current
+    candidate, all at once (pointer jumping). That skip is safe: what a candidate ``c`` skipped
+    does not enclose ``c``'s query, so it ends before ``c`` does (minus the slack) or at or before
+    ``c``'s start, both at or before what ``i`` needs, as ``c`` ends before ``i``'s query or at
+    or before ``i``'s start, which is no earlier than ``c``'s. Siblings and ancestors are skipped
+    in O(log) rounds; memory stays O(n) (a table of running maxima took n log n).
+    """
+    cand = np.arange(end.size, dtype=np.int64) - 1
+    active = np.arange(1, end.size, dtype=np.int64)
+    while active.size:
+        active = active[_fails(end, cand[active], q_start[active], q_end[active])]
+        cand[active] = cand[cand[active]]
+        active = active[cand[active] >= 0]
+    return cand
+
+
+def _enclosing(parents: np.ndarray, end: np.ndarray, pos: np.ndarray, q_start: np.ndarray,
+               q_end: np.ndarray) -> np.ndarray:
+    """For each query, the latest event ``j <= pos`` that encloses it (-1 if none), walking up the
+    ``parents`` chains of :func:`_enclosing_events` (safe skips, as there)."""
+    cand = pos.astype(np.int64, copy=True)
+    active = np.flatnonzero(cand >= 0)
+    while active.size:
+        active = active[_fails(end, cand[active], q_start[active], q_end[active])]
+        cand[active] = parents[cand[active]]
+        active = active[cand[active] >= 0]
+    return cand
 
 
 def _levels(parent: np.ndarray) -> np.ndarray:
@@ -390,7 +393,8 @@ def _span_owners(start: np.ndarray, duration: np.ndarray, spans: tuple[np.ndarra
         return np.full(s.size, -1, dtype=np.int64)
     end = start + duration
     pos = np.searchsorted(start, s, side="right") - 1
-    return _enclosing(_max_table(end), pos, s, e)
+    parents = _enclosing_events(end, start, end - CONTAINMENT_SLACK_US)
+    return _enclosing(parents, end, pos, s, e)
 
 
 def _ids(rt: RankTrace, names: frozenset[str]) -> np.ndarray:
