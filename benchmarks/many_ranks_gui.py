@@ -83,7 +83,8 @@ def _child(mode: str, folder: str) -> dict:
            "helper_peak_rss_bytes": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}
     if mode == "full":
         loaded = window.trace_tab.loaded
-        out.update(ranks=len(loaded.model.ranks), events=sum(r.n_events for r in loaded.model.ranks), verdict=loaded.diagnosis.signature)
+        out.update(ranks=len(loaded.model.ranks), events=sum(r.n_events for r in loaded.model.ranks),
+                   verdict=loaded.diagnosis.signature)
     else:
         job = window.job_windows[0]
         out.update(ranks=job.table.rowCount(), events=job.result.n_events, verdict=job.result.diagnosis.signature,

@@ -295,7 +295,7 @@ class MainWindow(QMainWindow):
         file_menu = self.menuBar().addMenu("&File")
         file_menu.addAction(self._action("&Open trace…", self._on_open_file, QKeySequence.StandardKey.Open))
         file_menu.addAction(self._action("Open trace &folder (one file per rank)…", self._on_open_folder))
-        file_menu.addAction(self._action("Open on a &Dask cluster…", self._open_on_cluster))  # views/cluster_dialog.py
+        file_menu.addAction(self._action("Open on a &Dask cluster…", self._open_on_cluster))  # cluster_dialog.py
         self.recent_menu = file_menu.addMenu("Open &recent")
         self._fill_recent_menu()
         file_menu.addActions(self.trace_tab.file_actions(self))  # Compare two traces…, Profile a script…

@@ -74,7 +74,8 @@ def test_folder_of_many_ranks_opens_as_overview_and_one_rank_on_demand(make_main
     assert "local process pool" in jw.engine_note.text() and "load on demand" in jw.engine_note.text()
     assert "local process pool" in jw.windowTitle() and window.tabs.currentWidget() is jw
     # exposed communication counts the host-side (gloo) collectives, as the recording measured it
-    meta = json.loads((Path(__file__).resolve().parents[1] / "data" / "h200" / "ddp_straggler_gloo.meta.json").read_text())
+    meta_path = Path(__file__).resolve().parents[1] / "data" / "h200" / "ddp_straggler_gloo.meta.json"
+    meta = json.loads(meta_path.read_text())
     row0 = next(i for i in range(N_RANKS) if jw.table.item(i, 0).text() == "0")
     exposed = float(jw.table.item(row0, 5).text().rstrip(" %")) / 100
     assert exposed == pytest.approx(meta["expected"]["comm_exposed_fraction_rank0"], abs=0.05)
