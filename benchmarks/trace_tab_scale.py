@@ -2,9 +2,13 @@
 
 For each trace a fresh GUI process opens it in a :class:`TraceTab` (1600×1000, offscreen) while this
 process samples, every 20 ms, the resident memory of that process and of every process under it
-(the loading helper interpreter and its workers): the peak of the sum is the "tree peak". In the
+(the loading helper interpreter and its workers; RssAnon + RssFile) plus the growth of the system's
+shared memory (the transfer file in /dev/shm, counted once however many processes map it): the
+peak of the sum is the "tree peak". In the
 GUI process a 5 ms QTimer records the gaps between its ticks from ``open_paths`` until the timeline
 is shown; the largest gap is the longest time the window could not respond (budget: 100 ms).
+``cpu ms`` is the most CPU time the GUI process (all its threads) used inside one gap: on a shared
+machine a gap can be mostly waiting for a core, and its CPU part is what it would last on an idle one.
 
 The split: ``engine`` (load + analyse + diagnose, in the helper), ``build`` (lanes, overview, op
 tables, activity: :func:`~gpuperf_gui.core.trace.session.build_loaded_trace`), ``transfer`` (the
@@ -72,7 +76,8 @@ def measure_one(path: Path, budget_bytes: int | None) -> dict:
     tab.trace_loaded.connect(lambda: marks.setdefault("shown_s", clock.elapsed() / 1e3))
     timer = QTimer()
     timer.setInterval(5)
-    timer.timeout.connect(lambda: ticks.append(clock.elapsed()))
+    cpu_ms: list[float] = []   # the GUI process's CPU time (all its threads) at each tick
+    timer.timeout.connect(lambda: (ticks.append(clock.elapsed()), cpu_ms.append(time.process_time() * 1e3)))
     clock.start()
     timer.start()
     tab.open_paths([path])
@@ -93,31 +98,51 @@ def measure_one(path: Path, budget_bytes: int | None) -> dict:
     tab.shutdown()
     t = dict(tab.loaded.timings_s) if tab.loaded is not None else {}
     long_gaps = [(ticks[i] / 1e3, float(g)) for i, g in enumerate(gaps) if g > 50]
+    # the CPU this process used inside each gap: on a busy machine a gap can be mostly waiting for a
+    # core (other programs), and the CPU part is what the gap would be on an idle one
+    own = [min(float(g), b - a) for g, a, b in zip(gaps, cpu_ms, cpu_ms[1:])]
     return {"file": str(path), "events": marks.get("events", 0), "long_gaps": long_gaps,
             "arrived_s": marks.get("arrived_s"), "shown_s": shown_s, "done_s": done_s,
             "roofline_s": t.get("roofline_s"),
-            "stall_ms": float(gaps[k]) if gaps else 0.0, "stall_at_s": ticks[k] / 1e3 if gaps else 0.0,
+            "stall_ms": float(gaps[k]) if gaps else 0.0, "stall_cpu_ms": max(own, default=0.0), "stall_at_s": ticks[k] / 1e3 if gaps else 0.0,
             "engine_s": t.get("engine_s"), "build_s": t.get("build_s"), "transfer_s": t.get("transfer_s"),
             "gui_s": shown_s - marks["arrived_s"] if "arrived_s" in marks else None, "failure": failure}
 
 
 # -- this process: run one GUI process per trace and sample its tree's memory ---------------------------
+def _private_rss(pid: int) -> int:
+    """Resident anonymous and file-backed memory of a process (bytes); its shared-memory pages are
+    left out here and counted once, system-wide, by :func:`_shmem_bytes`."""
+    total = 0
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(("RssAnon:", "RssFile:")):
+                    total += int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return total
+
+
+def _shmem_bytes() -> int:
+    """The system's shared memory (tmpfs, /dev/shm: where the transfer file lives)."""
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("Shmem:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
 def _tree_rss(proc) -> tuple[int, int, int]:  # noqa: ANN001 (psutil.Process)
-    """(GUI process RSS, its descendants' RSS, count of descendants)."""
+    """(GUI process memory, its descendants' memory, count of descendants)."""
     import psutil
 
     try:
-        own = proc.memory_info().rss
+        own = _private_rss(proc.pid)
         kids = proc.children(recursive=True)
     except psutil.Error:
         return 0, 0, 0
-    rest = 0
-    for child in kids:
-        try:
-            rest += child.memory_info().rss
-        except psutil.Error:
-            pass
-    return own, rest, len(kids)
+    return own, sum(_private_rss(child.pid) for child in kids), len(kids)
 
 
 def run_one(path: Path, budget: str | None) -> dict:
@@ -129,11 +154,13 @@ def run_one(path: Path, budget: str | None) -> dict:
     ps = psutil.Process(proc.pid)
     peak = {"tree": 0, "gui": 0, "child": 0}
     done = threading.Event()
+    shmem_start = _shmem_bytes()
 
     def sample() -> None:
         while not done.is_set():
             own, rest, _ = _tree_rss(ps)
-            peak["tree"] = max(peak["tree"], own + rest)
+            shared = max(0, _shmem_bytes() - shmem_start)
+            peak["tree"] = max(peak["tree"], own + rest + shared)
             peak["gui"] = max(peak["gui"], own)
             peak["child"] = max(peak["child"], rest)
             time.sleep(SAMPLE_S)
@@ -185,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.one:
         print(json.dumps(measure_one(args.one, budget_bytes)), flush=True)
         return 0
-    print(f"{'events':>11} {'shown s':>7} {'done s':>6} {'stall ms':>8} {'at s':>5} {'engine':>6} {'xfer':>6} "
+    print(f"{'events':>11} {'shown s':>7} {'done s':>6} {'stall ms':>8} {'cpu ms':>6} {'at s':>5} {'engine':>6} {'xfer':>6} "
           f"{'build':>6} {'gui':>6} {'roofl':>6} {'tree peak':>9} {'GUI peak':>8} {'child pk':>8}")
     worst = 0.0
     for path in args.traces:
@@ -197,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.gaps:
             print(f"  result arrived at {r['arrived_s']:.2f} s; gaps > 50 ms (start s, ms): "
                   + ", ".join(f"{a:.2f}: {g:.0f}" for a, g in r["long_gaps"]))
-        print(f"{r['events']:>11,} {r['shown_s']:7.2f} {r['done_s']:6.2f} {r['stall_ms']:8.0f} {r['stall_at_s']:5.1f} "
+        print(f"{r['events']:>11,} {r['shown_s']:7.2f} {r['done_s']:6.2f} {r['stall_ms']:8.0f} {r['stall_cpu_ms']:6.0f} {r['stall_at_s']:5.1f} "
               f"{_s(r['engine_s'])} {_s(r['transfer_s'])} {_s(r['build_s'])} {_s(r['gui_s'])} {_s(r['roofline_s'])} "
               f"{r['tree_peak_bytes'] / 1e9:7.2f}GB {r['gui_peak_bytes'] / 1e9:6.2f}GB "
               f"{r['child_peak_bytes'] / 1e9:6.2f}GB", flush=True)

@@ -14,7 +14,11 @@ the parent made and removes) and sends ``("spilled", (pickle, file name, spans, 
 parent maps that file copy-on-write and unpickles the arrays as views of the mapping: no copy, no
 second set of the arrays in the parent, pages read only where the GUI looks (a column never read
 costs no memory), and the file is unlinked at once (the mapping keeps it until the last array goes).
-The child then exits and frees its own copy.
+The child then exits and frees its own copy. A generator with more to do after a big item yields
+``SendMapped(item)`` instead: it is resumed with a twin of the item whose arrays are views of the same
+file, so it can drop its own copy and go on with the twin (the pages serve both processes). The file
+goes to ``/dev/shm`` where it has room (a memory copy; a disk's writeback would slow it), else to the
+temporary folder; a child that cannot write it sends the item through the pipe.
 The target is ``"package.module:function"`` called as ``function(*args, stop, **kwargs)`` with a
 ``threading.Event`` that is set when the parent asks to stop, so the generator ends cleanly (and
 keeps what it measured); after ``grace_s`` the parent kills it.
@@ -44,6 +48,42 @@ SPILL_MIN_BYTES = 1 << 16
 """Buffers at least this large travel out of band (through the spill file); smaller ones in the pickle."""
 _ALIGN = 64  # each spilled buffer starts at a multiple of this (numpy's SIMD loops like aligned data)
 CAN_SPILL = os.name == "posix"  # elsewhere a mapped file cannot be unlinked: everything goes in band
+SHM_MIN_FREE_BYTES = 4 << 30    # /dev/shm holds the transfer file when it has this much room
+
+
+class SendMapped:
+    """Yielded by a child's generator: send ``item`` and resume the generator with its mapped twin
+    (``None`` when nothing was mapped, or when the generator runs in-process)."""
+
+    __slots__ = ("item",)
+
+    def __init__(self, item: Any) -> None:
+        self.item = item
+
+
+def release_freed_memory() -> None:
+    """Give the memory of freed objects back to the system now (glibc keeps freed heap pages)."""
+    import gc
+
+    gc.collect()
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        except (OSError, AttributeError):
+            pass
+
+
+def spill_root() -> str:
+    """Where transfer files go: /dev/shm when it has room (no disk writeback), else the temp folder."""
+    try:
+        st = os.statvfs("/dev/shm")
+        if st.f_bavail * st.f_frsize >= SHM_MIN_FREE_BYTES and os.access("/dev/shm", os.W_OK):
+            return "/dev/shm"
+    except (OSError, AttributeError):
+        pass
+    return tempfile.gettempdir()
 
 
 class HelperProcessError(RuntimeError):
@@ -92,25 +132,31 @@ def dump_spilled(payload: Any, folder: Path, min_bytes: int = SPILL_MIN_BYTES) -
     started = time.perf_counter()
     fd, path = tempfile.mkstemp(prefix="item-", suffix=".bin", dir=folder)
     spans: list[tuple[int, int]] = []
-    with os.fdopen(fd, "wb") as f:
-        offset = 0
+    try:
+        with os.fdopen(fd, "wb") as f:
+            offset = 0
+            for buf in buffers:
+                raw = buf.raw()
+                pad = -offset % _ALIGN
+                if pad:
+                    f.write(bytes(pad))
+                    offset += pad
+                f.write(raw)
+                spans.append((offset, raw.nbytes))
+                offset += raw.nbytes
+    except OSError:
+        Path(path).unlink(missing_ok=True)   # a full disk or /dev/shm: no half file left behind
+        raise
+    finally:
         for buf in buffers:
-            raw = buf.raw()
-            pad = -offset % _ALIGN
-            if pad:
-                f.write(bytes(pad))
-                offset += pad
-            f.write(raw)
-            spans.append((offset, raw.nbytes))
-            offset += raw.nbytes
-    for buf in buffers:
-        buf.release()
+            buf.release()
     return data, Path(path).name, spans, time.perf_counter() - started
 
 
-def load_spilled(data: bytes, name: str | None, spans: list[tuple[int, int]], folder: Path) -> Any:
+def load_spilled(data: bytes, name: str | None, spans: list[tuple[int, int]], folder: Path,
+                 unlink: bool = True) -> Any:
     """Unpickle what :func:`dump_spilled` wrote: the out-of-band buffers become views of a
-    copy-on-write mapping of the file, which is unlinked at once."""
+    copy-on-write mapping of the file, which is unlinked at once (unless not ``unlink``)."""
     if name is None:
         return pickle.loads(data)  # noqa: S301 - our own child process
     path = Path(folder) / name
@@ -118,7 +164,8 @@ def load_spilled(data: bytes, name: str | None, spans: list[tuple[int, int]], fo
         with open(path, "rb") as f:
             mapping = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
     finally:
-        path.unlink(missing_ok=True)
+        if unlink:
+            path.unlink(missing_ok=True)
     view = memoryview(mapping)
     return pickle.loads(data, buffers=[view[o:o + n] for o, n in spans])  # noqa: S301
 
@@ -159,7 +206,7 @@ def iter_in_child(target: str, args: tuple = (), kwargs: dict | None = None,
     side's reading and unpickling) and ``spilled_bytes`` (what went out of band).
     """
     stop = stop or threading.Event()
-    spill_dir = Path(tempfile.mkdtemp(prefix="gpuperf-transfer-")) if CAN_SPILL else None
+    spill_dir = Path(tempfile.mkdtemp(prefix="gpuperf-transfer-", dir=spill_root())) if CAN_SPILL else None
     # Its own process group: the helper may start workers (the trace engine's process pool),
     # and a kill must reach them too.
     proc = subprocess.Popen(child_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,  # noqa: S603
@@ -231,13 +278,20 @@ def _wait(proc: subprocess.Popen, timeout_s: float = 5.0) -> int | None:
         return None
 
 
-def _send_item(out: BinaryIO, item: Any, spill_dir: str | None) -> None:
+def _send_item(out: BinaryIO, item: Any, spill_dir: str | None, want_twin: bool = False) -> Any:
+    """Send one item; with ``want_twin``, return its twin mapped from the transfer file (or None)."""
     if spill_dir is None:
         write_frame(out, ("item", item))
-        return
+        return None
     started = time.perf_counter()
-    data, name, spans, _ = dump_spilled(item, Path(spill_dir))   # name None: all of it in ``data``
+    try:
+        data, name, spans, _ = dump_spilled(item, Path(spill_dir))   # name None: all of it in ``data``
+    except OSError:   # no room for the file: through the pipe
+        write_frame(out, ("item", item))
+        return None
+    twin = load_spilled(data, name, spans, Path(spill_dir), unlink=False) if want_twin and name else None
     write_frame(out, ("spilled", (data, name, spans, time.perf_counter() - started)))
+    return twin
 
 
 def _watch_stdin(stdin: BinaryIO, stop: threading.Event) -> None:
@@ -266,9 +320,16 @@ def child_main() -> None:
     try:
         target, args, kwargs, spill_dir = read_frame(stdin)
         threading.Thread(target=_watch_stdin, args=(stdin, stop), daemon=True).start()
-        for item in _resolve(target)(*args, stop, **kwargs):
-            _send_item(out, item, spill_dir)
-            del item   # the child's copy goes as soon as the parent has it
+        items = _resolve(target)(*args, stop, **kwargs)
+        reply = None
+        while True:
+            try:
+                item = items.send(reply)
+            except StopIteration:
+                break
+            mapped = isinstance(item, SendMapped)
+            reply = _send_item(out, item.item if mapped else item, spill_dir, want_twin=mapped)
+            del item
         write_frame(out, ("done", None))
     except BrokenPipeError:
         pass  # the parent stopped listening (cancel): nothing to report

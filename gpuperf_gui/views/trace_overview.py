@@ -48,6 +48,9 @@ PART_COLORS = {
 }
 KERNEL_COLUMNS = ("Kernel", "Class", "Calls", "Device time", "Share", "Tensor cores", "Achieved", "% of roof")
 
+MAX_STEP_TICKS = 60
+"""Step labels on the breakdown's axis at most (a tiled trace has thousands of steps)."""
+
 
 class _SortItem(QTableWidgetItem):
     """A table cell that sorts by a number, shows text."""
@@ -95,7 +98,8 @@ class StepBreakdownPlot(pg.PlotWidget):
             self.setTitle("no ProfilerStep annotations: no per-step breakdown", color="#777", size="9pt")
             return
         self.setTitle("")
-        ticks = [(i, f"{s.number}{' (warm-up)' if s.warmup else ''}") for i, s in enumerate(steps)]
+        every = max(1, -(-len(steps) // MAX_STEP_TICKS))   # thousands of steps: label every k-th
+        ticks = [(i, f"{s.number}{' (warm-up)' if s.warmup else ''}") for i, s in enumerate(steps) if i % every == 0]
         self.getAxis("bottom").setTicks([ticks, []])
         self.setXRange(-0.6, len(steps) - 0.4, padding=0.0)
         self.setYRange(0.0, float(bottom.max()) * 1.3 if bottom.size else 1.0, padding=0.0)

@@ -54,3 +54,21 @@ def arrays(n: int, stop: threading.Event) -> Iterator[object]:
     yield {"f8": rng.random(n), "i4": np.arange(n, dtype=np.int32)[::-1].copy(),
            "strided": np.arange(2 * n, dtype=np.int64)[::2], "small": np.arange(5), "text": "kept"}
     yield os.getpid()
+
+
+def mapped_twin(n: int, stop: threading.Event) -> Iterator[object]:
+    """Yields a big array as SendMapped, then reports what it was resumed with."""
+    import numpy as np
+
+    from gpuperf_gui.core.child_stream import SendMapped
+
+    twin = yield SendMapped({"a": np.arange(n, dtype=np.float64)})
+    if twin is None:
+        yield "no twin"
+        return
+    import mmap
+
+    base = twin["a"]
+    while base is not None and not isinstance(base, mmap.mmap):
+        base = base.obj if isinstance(base, memoryview) else getattr(base, "base", None)
+    yield ("twin", float(twin["a"].sum()), base is not None)

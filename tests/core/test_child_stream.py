@@ -93,7 +93,7 @@ def test_big_arrays_arrive_exactly_as_views_of_a_mapped_file(tmp_path, monkeypat
 
     if not child_stream.CAN_SPILL:
         pytest.skip("out-of-band transfer is POSIX only")
-    monkeypatch.setattr(child_stream.tempfile, "tempdir", str(tmp_path))  # the spill folder goes here
+    monkeypatch.setattr(child_stream, "spill_root", lambda: str(tmp_path))  # the transfer folder goes here
     n = 600_000   # 4.8 MB of float64: above SPILL_MIN_BYTES
     stats: dict[str, float] = {}
     item, pid = list(iter_in_child("child_targets:arrays", (n,), stats=stats))
@@ -128,3 +128,15 @@ def test_dump_and_load_spilled_round_trip(tmp_path):
     assert back["b"].tolist() == [0, 1, 2] and back["c"] == [1, "x"]
     data, name, spans, _ = dump_spilled({"small": np.arange(4)}, tmp_path)
     assert name is None and spans == [] and load_spilled(data, name, spans, tmp_path)["small"].tolist() == [0, 1, 2, 3]
+
+
+def test_a_generator_goes_on_with_the_mapped_twin_of_what_it_sent():
+    from gpuperf_gui.core import child_stream
+
+    n = 100_000
+    item, report = list(iter_in_child("child_targets:mapped_twin", (n,)))
+    assert float(item["a"].sum()) == n * (n - 1) / 2
+    if child_stream.CAN_SPILL:   # the child's twin: equal values, and a view of the mapped file
+        assert report == ("twin", n * (n - 1) / 2, True)
+    else:
+        assert report == "no twin"

@@ -27,7 +27,7 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..child_stream import iter_in_child
+from ..child_stream import SendMapped, iter_in_child, release_freed_memory
 from ..roofline import RooflinePoint
 from ..units import format_duration_us, format_si
 from . import figures
@@ -43,10 +43,13 @@ from .lanes import (
     full_range,
     prepare_lanes,
 )
-from .model import KERNEL_CLASSES, TraceModel
+from .model import KERNEL_CLASSES, RankTrace, TraceModel
 from .overview import ActivityProfile, Overview, SelectionSummary, activity_profile, build_overview, selection_summary
 
 BUILDER = "gpuperf_gui.core.trace.session:iter_built_trace"
+HELPER_NICE = 5
+"""The loading helper's CPU priority below the window's (POSIX): on a busy machine the GUI thread
+gets a core when it needs one (on two cores the helper's decoder and roofline work starved it)."""
 MAX_PARTNERS = 40
 MINIMAP_BINS = 800
 SEARCH_MODES = ("name", "exact", "regex", "class")
@@ -408,13 +411,15 @@ def iter_loaded_trace(paths: Sequence[Path | str], idle_threshold_us: float, sto
     args = ([str(p) for p in paths], idle_threshold_us)
     if isolate:
         items = iter_in_child(BUILDER, args, {"memory_budget": memory_budget}, stop=stop, grace_s=0.0,
-                              stats=stats)
+                              nice=HELPER_NICE, stats=stats)
     else:
         items = iter_built_trace(*args, stop, memory_budget=memory_budget)
     loaded: LoadedTrace | None = None
     for item in items:
         if stop.is_set():
             return
+        if isinstance(item, SendMapped):   # in-process: the generator keeps its own copy
+            item = item.item
         if isinstance(item, LoadedTrace):
             loaded = item
             loaded.timings_s.update(stats)
@@ -440,21 +445,25 @@ def iter_built_trace(paths: Sequence[str], idle_threshold_us: float, stop: threa
             yield LoadProgress(item.message, int(round(800 * item.fraction)), 1000)
         else:
             result = item
+    item = None   # the loop's last item is the result: one reference, ``result``, to drop later
     if result is None or stop.is_set():
         return
     engine_s = time.perf_counter() - started
     yield LoadProgress("preparing the lanes", 900, 1000)
     started = time.perf_counter()
     loaded = build_loaded_trace(result, idle_threshold_us, stop, roofline=False)
+    del result
     if stop.is_set():
         return
     loaded.timings_s.update(engine_s=engine_s, build_s=time.perf_counter() - started)
-    yield loaded
-    del loaded
+    twin = yield SendMapped(loaded)
+    if twin is not None:   # in the helper: go on with the arrays the GUI process maps too, free ours
+        loaded = twin
+        release_freed_memory()
     yield LoadProgress("placing the kernels on the roofline", 950, 1000)
     started = time.perf_counter()
     notes: list[str] = []
-    points = roofline_points(result, notes)
+    points = roofline_points(loaded.model.ranks, notes)
     if not stop.is_set():
         yield RooflineUpdate(points, notes, time.perf_counter() - started)
 
@@ -477,7 +486,7 @@ def build_loaded_trace(result: TraceResult, idle_threshold_us: float = DEFAULT_I
     analyses = [r.analysis for r in result.ranks]
     stragglers = list(result.multi_rank.stragglers)
     mfu_figures = _mfu_figures(analyses, notes)
-    points = roofline_points(result, notes) if roofline else []
+    points = roofline_points(model.ranks, notes) if roofline else []
     with ThreadPoolExecutor(1, thread_name_prefix="overview") as pool:
         # the overview is mostly Python (per step), the lanes mostly numpy without the GIL: together
         overview_job = pool.submit(build_overview, result)
@@ -562,14 +571,14 @@ def _mfu_figures(analyses: list[RankAnalysis], notes: list[str]) -> TraceMfuFigu
         return None
 
 
-def roofline_points(result: TraceResult, notes: list[str]) -> list[RooflinePoint]:
+def roofline_points(ranks: Sequence[RankTrace], notes: list[str]) -> list[RooflinePoint]:
     """The points "Show on roofline" draws; a failure becomes a note (the lanes still open)."""
     points: list[RooflinePoint] = []
     try:
-        for r in result.ranks:
-            pts = figures.roofline_points(r.trace)
-            if len(result.ranks) > 1:
-                pts = [replace(p, label=f"rank {r.trace.rank}: {p.label}") for p in pts]
+        for rt in ranks:
+            pts = figures.roofline_points(rt)
+            if len(ranks) > 1:
+                pts = [replace(p, label=f"rank {rt.rank}: {p.label}") for p in pts]
             points += pts
     except Exception as exc:  # noqa: BLE001
         notes.append(f"roofline points failed: {type(exc).__name__}: {exc}")
