@@ -155,7 +155,7 @@ def test_files_that_are_not_clean_go_to_the_whole_file_path(tmp_path: Path, text
 
 
 def test_budget_refusal_follows_the_streamed_cost_model(tmp_path: Path) -> None:
-    """60,000 events need ~15 MB of columns by the streamed model (250 B each): a 16 MB budget
+    """60,000 events need ~11 MB of columns by the streamed model (190 B each): a 16 MB budget
     refuses them once the text in flight is counted, the whole-file path (1.5 x text + 600 B per
     event, ~47 MB) refuses them too, and a 64 MB budget loads what the whole-file path refuses."""
     events = [_event(i) for i in range(60_000)]
@@ -171,7 +171,7 @@ def test_budget_refusal_follows_the_streamed_cost_model(tmp_path: Path) -> None:
 
 def test_a_plain_file_is_refused_from_its_first_run_by_projection(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """200,000 events (~20 MB of JSON) need ~50 MB of columns: a 20 MB budget refuses the plain
+    """200,000 events (~20 MB of JSON) need ~38 MB of columns: a 20 MB budget refuses the plain
     file after its first 1 MB run, projecting the event count from the file's size."""
     monkeypatch.setattr(source, "OUT_CHUNK_BYTES", 1 << 20)
     monkeypatch.setattr(stream_decode, "MIN_DECODE_BYTES", 1 << 20)

@@ -130,7 +130,7 @@ def test_a_whole_file_load_is_refused_exactly_when_its_cost_model_says_it_does_n
 @given(n_events=st.integers(1, 150_000), budget_mb=st.integers(16, 64), gz=st.booleans())
 def test_a_streamed_load_is_refused_between_its_cost_models_bounds(
         tmp_path: Path, n_events: int, budget_mb: int, gz: bool) -> None:
-    """Refused whenever its columns alone (250 B an event) exceed the budget; loaded whenever the
+    """Refused whenever its columns alone (190 B an event) exceed the budget; loaded whenever the
     most the streamed model can count fits (every event, all the text and every struct at once)."""
     event = b'{"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":%d,"dur":1},'
     text = b'{"traceEvents":[' + b"".join(event % i for i in range(n_events))[:-1] + b"]}"

@@ -57,9 +57,10 @@ MAX_HEAD_BYTES = 64 << 20
 """Text before the events array kept while looking for it; beyond it the whole-file path decodes."""
 STRUCT_BUDGET_BYTES = 32 << 20
 """Decoded structs alive at once: the next decode waits for less text when events are small."""
-STREAM_EVENT_COST_BYTES = 250
-"""Memory per event of a streamed load and its analysis (columns, lanes, sort keys, op table):
-measured 155-211 B at 1M-5M events of a real H200 trace, the interpreter included; rounded up."""
+STREAM_EVENT_COST_BYTES = 190
+"""Memory per event of a streamed load, its analysis and op table (columns, lanes, sort keys):
+measured 166-184 B at 1M-3M events of a real H200 trace and 210 B at 400k tiny events (over the
+imports, 2026-12-01; tests/core/test_trace_load.py checks the bound with the text in flight)."""
 STRUCT_COST_BYTES = 300
 """Memory per decoded event struct (with its args struct and strings) while its run is in flight."""
 PARALLEL_MIN_BYTES = 48 << 20
@@ -176,7 +177,7 @@ def _check_budget(path: Path, budget: MemoryBudget, splitter: _Splitter, total_b
     """Refuse when the events decoded so far (projected to the whole file when its size is known)
     and the text and structs in flight would not fit the budget."""
     events, decoded_bytes = splitter.columns.n + splitter.kept, splitter.decoded_bytes
-    in_flight = total_bytes - decoded_bytes
+    in_flight = total_bytes - decoded_bytes + splitter.workers_bytes
     if file_bytes and decoded_bytes:
         projected = int(events * file_bytes / decoded_bytes)
         need = streamed_load_bytes(projected, in_flight, splitter.structs_in_flight)
@@ -198,6 +199,7 @@ class _Splitter:
         self.kept = 0  # B/E/M events kept as structs
         self.decoded_bytes = 0  # text decoded into the columns so far
         self.structs_in_flight = 0  # event structs of the last run (alive while it is added)
+        self.workers_bytes = 0  # memory of the decoding workers (none here)
         self._decode_at = MIN_DECODE_BYTES  # undecoded text that triggers a decode
         self._head = bytearray()  # the text up to and including the events array's '['
         self._list_form = False
@@ -408,12 +410,14 @@ class _ParallelSplitter(_Splitter):
         self._pool: ProcessPoolExecutor | None = ProcessPoolExecutor(
             max_workers=workers, mp_context=context, initializer=no_parallel_decode)
         self._max_in_flight = 2 * workers
+        self.workers_bytes = workers * WORKER_COST_BYTES
         self._in_flight: deque[tuple[Future, bytes, bytes, int]] = deque()  # (future, head, chunk, cut)
 
     def close(self) -> None:
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
+        self.workers_bytes = 0
 
     def feed(self, chunk: bytes) -> None:
         if self._pool is None or self._pending is None or self._tail is not None:
