@@ -116,7 +116,8 @@ def test_when_a_job_opens_as_an_overview(tmp_path: Path) -> None:
     """More than MANY_RANKS files, or several whose lanes would not fit the budget; never one file."""
     import gzip
 
-    from gpuperf_gui.core.trace.cluster import MANY_RANKS, overview_reason, text_bytes
+    from gpuperf_gui.core.trace.cluster import MANY_RANKS, overview_reason
+    from gpuperf_gui.core.trace.source import text_size_hint as text_bytes
 
     job = tiled_straggler_job(tmp_path / "job", 2, 1, steps=2)
     files = sorted(job.iterdir())

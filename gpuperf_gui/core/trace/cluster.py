@@ -46,6 +46,7 @@ from .diagnose import Diagnosis, diagnose_job, diagnose_rank
 from .load import (FileFailure, _failure, dedupe_ranks, discover_files, failure_notes, iter_per_file, load_rank,
                    plan_workers)
 from .model import RankTrace, TraceFormatError
+from .source import text_size_hint
 from .op_points import op_points
 from .optable import OpRow, op_table
 from .overview import TOP_KERNELS, Overview, RankOverview, kernel_rows, step_breakdown
@@ -380,21 +381,6 @@ HELD_BYTES_PER_TEXT_BYTE = 0.8
 (benchmarks/many_ranks_gui.py, full load of 3.02M events: +619 MB) over ~250 bytes of JSON an event."""
 
 
-def text_bytes(path: Path) -> int:
-    """Bytes of JSON text a file probably holds: its size, or a gzip file's recorded uncompressed
-    size (modulo 4 GiB: a record below the file's size means more, guessed as 10x)."""
-    try:
-        size = path.stat().st_size
-        with path.open("rb") as fh:
-            if fh.read(2) != b"\x1f\x8b" or size < 18:
-                return size
-            fh.seek(-4, os.SEEK_END)
-            recorded = int.from_bytes(fh.read(4), "little")
-    except OSError:
-        return 0
-    return recorded if recorded >= size else 10 * size
-
-
 def overview_reason(files: Sequence[Path], budget_bytes: int) -> str | None:
     """Why ``files`` should open as a job overview (None: load their lanes): more than
     :data:`MANY_RANKS` rank files, or several files whose lanes would not fit ``budget_bytes``
@@ -403,7 +389,7 @@ def overview_reason(files: Sequence[Path], budget_bytes: int) -> str | None:
         return f"{len(files)} rank files"
     if len(files) < 2:
         return None
-    held = HELD_BYTES_PER_TEXT_BYTE * sum(text_bytes(Path(f)) for f in files)
+    held = HELD_BYTES_PER_TEXT_BYTE * sum(text_size_hint(Path(f)) for f in files)
     if held > budget_bytes:
         return (f"{len(files)} rank files whose lanes would hold ~{held / 1e9:.1f} GB, over the "
                 f"{budget_bytes / 1e9:.1f} GB memory budget")
