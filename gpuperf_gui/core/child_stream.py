@@ -9,16 +9,15 @@ parent → child: one frame ``(target, args, kwargs, spill_dir)``; then closing 
 child → parent: ``("item", x)`` per yielded item, then ``("done", None)`` or ``("error", exc)``.
 
 Big items do not go through the pipe. Pickle protocol 5 hands the child each large contiguous buffer
-(a numpy array's data) out of band; the child writes them into one file in ``spill_dir`` (a folder
-the parent made and removes) and sends ``("spilled", (pickle, file name, spans, write_s))``. The
-parent maps that file copy-on-write and unpickles the arrays as views of the mapping: no copy, no
-second set of the arrays in the parent, pages read only where the GUI looks (a column never read
-costs no memory), and the file is unlinked at once (the mapping keeps it until the last array goes).
-The child then exits and frees its own copy. A generator with more to do after a big item yields
-``SendMapped(item)`` instead: it is resumed with a twin of the item whose arrays are views of the same
-file, so it can drop its own copy and go on with the twin (the pages serve both processes). The file
-goes to ``/dev/shm`` where it has room (a memory copy; a disk's writeback would slow it), else to the
-temporary folder; a child that cannot write it sends the item through the pipe.
+(a numpy array's data) out of band; the child appends them to one transfer file in ``spill_dir`` (a
+folder the parent made in /dev/shm where it has room, and removes with the file at the end) and sends
+``("spilled", (pickle, file name, spans, write_s))``. The parent maps the file copy-on-write and
+unpickles the arrays as views of the mapping: no copy, no second set of the arrays in the parent,
+pages read only where the GUI looks (a column never read costs no memory). A generator with more to
+do after a big item yields ``SendMapped(item)``: it is resumed with a twin of the item whose arrays
+are read-only views of the file, so it drops its own copy and goes on with the twin (the pages serve
+both processes); an array of a twin sent again is referenced in the file, not written twice. A child
+that cannot write the file (no room) sends the item through the pipe.
 The target is ``"package.module:function"`` called as ``function(*args, stop, **kwargs)`` with a
 ``threading.Event`` that is set when the parent asks to stop, so the generator ends cleanly (and
 keeps what it measured); after ``grace_s`` the parent kills it.
@@ -113,44 +112,105 @@ def read_frame(stream: BinaryIO) -> Any:
     return pickle.loads(_read_exact(stream, size))  # noqa: S301 - our own child process
 
 
-def dump_spilled(payload: Any, folder: Path, min_bytes: int = SPILL_MIN_BYTES) -> tuple[bytes, str | None, list[tuple[int, int]], float]:
-    """Pickle ``payload`` with its large buffers written to a new file in ``folder``.
+def _address(raw: memoryview) -> int:
+    """Where a buffer's bytes start in this process's memory."""
+    import numpy as np
 
-    Returns (pickle, file name or None when nothing was large enough, (offset, size) per
-    out-of-band buffer in pickle order, seconds spent writing the file)."""
-    buffers: list[pickle.PickleBuffer] = []
+    return int(np.frombuffer(raw, dtype=np.uint8).__array_interface__["data"][0])
 
-    def out_of_band(buf: pickle.PickleBuffer) -> bool:
-        if buf.raw().nbytes < min_bytes:
-            return True          # in band
-        buffers.append(buf)
-        return False
 
-    data = pickle.dumps(payload, protocol=5, buffer_callback=out_of_band)
-    if not buffers:
-        return data, None, [], 0.0
-    started = time.perf_counter()
-    fd, path = tempfile.mkstemp(prefix="item-", suffix=".bin", dir=folder)
-    spans: list[tuple[int, int]] = []
-    try:
-        with os.fdopen(fd, "wb") as f:
-            offset = 0
+class SpillFile:
+    """The child's side of one transfer file, appended to item after item.
+
+    A buffer that is already in the file (an array of a twin the child mapped back, see
+    :meth:`twin`) is referenced where it is, not written again: a model sent first and then sent
+    again inside the finished result costs its bytes once."""
+
+    def __init__(self, folder: Path, min_bytes: int = SPILL_MIN_BYTES) -> None:
+        fd, path = tempfile.mkstemp(prefix="items-", suffix=".bin", dir=folder)
+        self.file = os.fdopen(fd, "wb")
+        self.path = Path(path)
+        self.size = 0
+        self.min_bytes = min_bytes
+        self._mapped: list[tuple[int, int]] = []   # (address, length) of the child's maps of the file
+
+    def close(self) -> None:
+        self.file.close()
+
+    def _in_file(self, raw: memoryview) -> int | None:
+        """The file offset of a buffer that lies in one of the child's maps of the file, else None."""
+        if not self._mapped:
+            return None
+        at = _address(raw)
+        for base, length in self._mapped:
+            if base <= at and at + raw.nbytes <= base + length:
+                return at - base
+        return None
+
+    def dump(self, payload: Any) -> tuple[bytes, str | None, list[tuple[int, int]], float]:
+        """Pickle ``payload``, its large buffers in the file: (pickle, file name or None when
+        nothing was large enough, (offset, size) per out-of-band buffer, seconds writing)."""
+        buffers: list[pickle.PickleBuffer] = []
+
+        def out_of_band(buf: pickle.PickleBuffer) -> bool:
+            if buf.raw().nbytes < self.min_bytes:
+                return True          # in band
+            buffers.append(buf)
+            return False
+
+        data = pickle.dumps(payload, protocol=5, buffer_callback=out_of_band)
+        if not buffers:
+            return data, None, [], 0.0
+        started = time.perf_counter()
+        spans: list[tuple[int, int]] = []
+        size = self.size
+        try:
             for buf in buffers:
                 raw = buf.raw()
-                pad = -offset % _ALIGN
-                if pad:
-                    f.write(bytes(pad))
-                    offset += pad
-                f.write(raw)
+                offset = self._in_file(raw)
+                if offset is None:
+                    pad = -size % _ALIGN
+                    if pad:
+                        self.file.write(bytes(pad))
+                    offset = size + pad
+                    self.file.write(raw)
+                    size = offset + raw.nbytes
                 spans.append((offset, raw.nbytes))
-                offset += raw.nbytes
+            self.file.flush()
+        except OSError:   # a full /dev/shm or disk: back to what the file was
+            self.file.seek(self.size)
+            self.file.truncate()
+            raise
+        finally:
+            for buf in buffers:
+                buf.release()
+        self.size = size
+        return data, self.path.name, spans, time.perf_counter() - started
+
+    def twin(self, data: bytes, spans: list[tuple[int, int]]) -> Any:
+        """The item just dumped, unpickled here with its buffers read from the file (read-only
+        views: the child must not change what the GUI process sees)."""
+        with open(self.path, "rb") as f:
+            mapping = mmap.mmap(f.fileno(), self.size, access=mmap.ACCESS_READ)
+        view = memoryview(mapping)
+        self._mapped.append((_address(view), self.size))
+        return pickle.loads(data, buffers=[view[o:o + n] for o, n in spans])  # noqa: S301
+
+
+def dump_spilled(payload: Any, folder: Path, min_bytes: int = SPILL_MIN_BYTES) -> tuple[bytes, str | None, list[tuple[int, int]], float]:
+    """Pickle ``payload`` with its large buffers written to a new file in ``folder`` (see
+    :class:`SpillFile`; no file is left when nothing was large enough)."""
+    spill = SpillFile(folder, min_bytes)
+    try:
+        out = spill.dump(payload)
     except OSError:
-        Path(path).unlink(missing_ok=True)   # a full disk or /dev/shm: no half file left behind
+        spill.close()
+        spill.path.unlink(missing_ok=True)
         raise
-    finally:
-        for buf in buffers:
-            buf.release()
-    return data, Path(path).name, spans, time.perf_counter() - started
+    spill.close()
+    if out[1] is None:
+        spill.path.unlink(missing_ok=True)
+    return out
 
 
 def load_spilled(data: bytes, name: str | None, spans: list[tuple[int, int]], folder: Path,
@@ -203,7 +263,8 @@ def iter_in_child(target: str, args: tuple = (), kwargs: dict | None = None,
     has not finished ``grace_s`` later it is killed. Errors raised in the child are re-raised here.
     ``nice`` lowers the child's CPU priority (POSIX) so the GUI wins a contended core. ``stats``, when
     given, sums over the items ``transfer_s`` (the child's pickling and spill-file writing plus this
-    side's reading and unpickling) and ``spilled_bytes`` (what went out of band).
+    side's reading and unpickling), ``spilled_bytes`` (what went out of band) and ``file_bytes`` (the
+    transfer file's size: less than spilled_bytes when a twin's arrays were sent again).
     """
     stop = stop or threading.Event()
     spill_dir = Path(tempfile.mkdtemp(prefix="gpuperf-transfer-", dir=spill_root())) if CAN_SPILL else None
@@ -237,11 +298,13 @@ def iter_in_child(target: str, args: tuple = (), kwargs: dict | None = None,
                 raise HelperProcessError(f"the helper process ended unexpectedly (exit code {code})") from None
             if kind == "spilled":
                 data, name, spans, write_s = payload
-                payload = load_spilled(data, name, spans, spill_dir)
+                payload = load_spilled(data, name, spans, spill_dir, unlink=False)   # goes with the folder
                 kind = "item"
                 if stats is not None:
                     stats["transfer_s"] = stats.get("transfer_s", 0.0) + write_s + time.perf_counter() - started
                     stats["spilled_bytes"] = stats.get("spilled_bytes", 0.0) + sum(n for _, n in spans)
+                    if name is not None:
+                        stats["file_bytes"] = float((spill_dir / name).stat().st_size)
             if kind == "item":
                 yield payload
             elif kind == "error":
@@ -278,18 +341,18 @@ def _wait(proc: subprocess.Popen, timeout_s: float = 5.0) -> int | None:
         return None
 
 
-def _send_item(out: BinaryIO, item: Any, spill_dir: str | None, want_twin: bool = False) -> Any:
+def _send_item(out: BinaryIO, item: Any, spill: SpillFile | None, want_twin: bool = False) -> Any:
     """Send one item; with ``want_twin``, return its twin mapped from the transfer file (or None)."""
-    if spill_dir is None:
+    if spill is None:
         write_frame(out, ("item", item))
         return None
     started = time.perf_counter()
     try:
-        data, name, spans, _ = dump_spilled(item, Path(spill_dir))   # name None: all of it in ``data``
+        data, name, spans, _ = spill.dump(item)   # name None: all of it in ``data``
     except OSError:   # no room for the file: through the pipe
         write_frame(out, ("item", item))
         return None
-    twin = load_spilled(data, name, spans, Path(spill_dir), unlink=False) if want_twin and name else None
+    twin = spill.twin(data, spans) if want_twin and name else None
     write_frame(out, ("spilled", (data, name, spans, time.perf_counter() - started)))
     return twin
 
@@ -319,6 +382,7 @@ def child_main() -> None:
     stop = threading.Event()
     try:
         target, args, kwargs, spill_dir = read_frame(stdin)
+        spill = SpillFile(Path(spill_dir)) if spill_dir is not None else None
         threading.Thread(target=_watch_stdin, args=(stdin, stop), daemon=True).start()
         items = _resolve(target)(*args, stop, **kwargs)
         reply = None
@@ -328,7 +392,7 @@ def child_main() -> None:
             except StopIteration:
                 break
             mapped = isinstance(item, SendMapped)
-            reply = _send_item(out, item.item if mapped else item, spill_dir, want_twin=mapped)
+            reply = _send_item(out, item.item if mapped else item, spill, want_twin=mapped)
             del item
         write_frame(out, ("done", None))
     except BrokenPipeError:

@@ -104,7 +104,7 @@ class TraceLaneItem(pg.GraphicsObject):
                  gaps: tuple[np.ndarray, np.ndarray] | RowIndex | None = None) -> None:
         super().__init__()
         self._rows = rows
-        self._color_key = np.asarray(color_key, dtype=np.int64)
+        self._color_key = np.asarray(color_key)   # any integer type (core's is int16): no copy
         self._palette = palette
         self._name_of = name_of
         self.y0_px = float(y0_px)

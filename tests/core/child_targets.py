@@ -72,3 +72,13 @@ def mapped_twin(n: int, stop: threading.Event) -> Iterator[object]:
     while base is not None and not isinstance(base, mmap.mmap):
         base = base.obj if isinstance(base, memoryview) else getattr(base, "base", None)
     yield ("twin", float(twin["a"].sum()), base is not None)
+
+
+def twin_sent_again(n: int, stop: threading.Event) -> Iterator[object]:
+    """Sends an array, then its mapped twin again beside a new array."""
+    import numpy as np
+
+    from gpuperf_gui.core.child_stream import SendMapped
+
+    twin = yield SendMapped(np.arange(n, dtype=np.float64))
+    yield {"again": twin, "new": np.full(n, 2.0)}

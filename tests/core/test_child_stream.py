@@ -140,3 +140,21 @@ def test_a_generator_goes_on_with_the_mapped_twin_of_what_it_sent():
         assert report == ("twin", n * (n - 1) / 2, True)
     else:
         assert report == "no twin"
+
+
+def test_a_twin_sent_again_is_not_written_twice():
+    import numpy as np
+
+    from gpuperf_gui.core import child_stream
+
+    if not child_stream.CAN_SPILL:
+        pytest.skip("out-of-band transfer is POSIX only")
+    n = 200_000   # 1.6 MB per array
+    stats: dict[str, float] = {}
+    first, second = list(iter_in_child("child_targets:twin_sent_again", (n,), stats=stats))
+    assert np.array_equal(first, np.arange(n)) and np.array_equal(second["again"], np.arange(n))
+    assert np.array_equal(second["new"], np.full(n, 2.0))
+    # spilled_bytes counts what each item referenced in the file: 3 arrays, ...
+    assert stats["spilled_bytes"] == 3 * 8 * n
+    # ... but the file holds two: "again" is the first array's place in it, not a new copy
+    assert 2 * 8 * n <= stats["file_bytes"] < 2 * 8 * n + 4096

@@ -126,7 +126,7 @@ def color_keys(rank: RankTrace, lane: Lane) -> np.ndarray:
         other = KERNEL_CLASSES.index("other")
         cls = lane.kernel_class.astype(np.int64)
         base = gpu_base_offset() + np.where(cls >= 0, cls, other)
-    return base * SHADES + shade
+    return (base * SHADES + shade).astype(np.int16)   # a few dozen keys: 2 bytes per event
 
 
 def lane_order(rank: RankTrace) -> list[Lane]:
@@ -176,7 +176,7 @@ def prepare_lanes(model: TraceModel, idle_threshold_us: float = DEFAULT_IDLE_THR
         ri, rank, lane = job
         # Work on one GPU stream runs serially: overlaps of a few hundred ns are timestamp
         # rounding, not nesting, so device lanes are drawn as a single row.
-        depth = lane.depth if lane.kind == "cpu" else np.zeros_like(lane.depth)
+        depth = lane.depth if lane.kind == "cpu" else None   # one row: it shares the lane's start_us
         rows = LaneRows.build(lane.start_us, lane.duration_us, depth,
                               max_rows=max_rows if lane.kind == "cpu" else None)
         gaps = compute_gaps(lane, idle_threshold_us) if lane.kind == "gpu_compute" else None

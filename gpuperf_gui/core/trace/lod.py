@@ -105,11 +105,17 @@ class RowIndex:
         self.running_max_end = _running_max(self.ends)
         self.cum_duration = _cum_duration(self.starts, self.ends)
         key = _pair_keys(self.starts, self.ends, self.running_max_end)
-        self.order = np.argsort(key).astype(np.int64, copy=False)
+        self.order = np.argsort(key).astype(index_dtype(key.size), copy=False)
         self.key_sorted = key[self.order]
 
     def __len__(self) -> int:
         return int(self.starts.size)
+
+
+def index_dtype(n: int) -> type:
+    """The narrowest index type for ``n`` events: int32 below 2**31 (half the memory of int64, and
+    half the bytes the loading helper sends to the GUI process)."""
+    return np.int32 if n < 2**31 else np.int64
 
 
 def _running_max(ends: np.ndarray) -> np.ndarray:
@@ -299,8 +305,9 @@ class LaneRows:
         """
         start_us = np.asarray(start_us, dtype=np.float64)
         end_us = start_us + np.asarray(duration_us, dtype=np.float64)
+        itype = index_dtype(start_us.size)
         if depth is None or start_us.size == 0:
-            idx = np.arange(start_us.size, dtype=np.int64)
+            idx = np.arange(start_us.size, dtype=itype)
             return cls((RowIndex(start_us, end_us),), (idx,))
         depth = np.asarray(depth)
         n_rows = int(depth.max()) + 1
@@ -310,7 +317,7 @@ class LaneRows:
         bounds = np.searchsorted(depth[order], np.arange(n_rows + 1), side="left")
         rows, indices = [], []
         for d in range(n_rows):
-            idx = order[bounds[d]:bounds[d + 1]].astype(np.int64, copy=False)
+            idx = order[bounds[d]:bounds[d + 1]].astype(itype)
             rows.append(RowIndex(start_us[idx], end_us[idx]))
             indices.append(idx)
         return cls(tuple(rows), tuple(indices))

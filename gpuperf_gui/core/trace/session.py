@@ -420,6 +420,8 @@ def iter_loaded_trace(paths: Sequence[Path | str], idle_threshold_us: float, sto
             return
         if isinstance(item, SendMapped):   # in-process: the generator keeps its own copy
             item = item.item
+        if isinstance(item, TraceModel):   # the model sent ahead (its arrays come again in the trace)
+            continue
         if isinstance(item, LoadedTrace):
             loaded = item
             loaded.timings_s.update(stats)
@@ -451,6 +453,12 @@ def iter_built_trace(paths: Sequence[str], idle_threshold_us: float, stop: threa
     engine_s = time.perf_counter() - started
     yield LoadProgress("preparing the lanes", 900, 1000)
     started = time.perf_counter()
+    # In the helper the model goes into the transfer file first and the build reads it from there:
+    # the helper never holds its columns twice (its own and the file's), and they are written once.
+    twin = yield SendMapped(result.model)
+    if twin is not None:
+        _use_model(result, twin)
+        release_freed_memory()
     loaded = build_loaded_trace(result, idle_threshold_us, stop, roofline=False)
     del result
     if stop.is_set():
@@ -466,6 +474,13 @@ def iter_built_trace(paths: Sequence[str], idle_threshold_us: float, stop: threa
     points = roofline_points(loaded.model.ranks, notes)
     if not stop.is_set():
         yield RooflineUpdate(points, notes, time.perf_counter() - started)
+
+
+def _use_model(result: TraceResult, model: TraceModel) -> None:
+    """Point ``result`` at ``model``, a twin of its own (same ranks, same order)."""
+    result.model = model
+    for rank, trace in zip(result.ranks, model.ranks, strict=True):
+        rank.trace = trace
 
 
 def load_job(paths: Sequence[Path | str], idle_threshold_us: float, isolate: bool | None = None,
