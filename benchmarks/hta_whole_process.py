@@ -7,7 +7,7 @@ see the same machine; printed: each one's median wall and CPU (user + sys) secon
 the per-pair ratios HTA / gpuperf (a ratio of two neighbouring runs holds when the machine's speed
 drifts; quote it, not the absolute times). Default TRACE: HTA's 216k-event df_index_resolver trace.
 
-* gpuperf: the `gpuperf` console script, ``gpuperf diagnose TRACE --json`` (load, analysis,
+* gpuperf: ``python -m gpuperf_gui.cli diagnose TRACE --json``, the console script's path (load, analysis,
   diagnosis, op table, roofline points, JSON on stdout). Its package is copied into a temporary folder
   and compiled, as ``pip install`` does (``--no-bytecode``: the checkout as it is; with
   PYTHONDONTWRITEBYTECODE=1, as here, every start then compiles it again).
@@ -48,11 +48,11 @@ print(tb.to_json(), ov.to_json())
 """
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
     """(wall s, CPU s of the child and its children) of one run; its output is read and dropped."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
@@ -61,16 +61,16 @@ def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     return wall, cpu
 
 
-def gpuperf_command(trace: Path, tmp: Path, bytecode: bool) -> tuple[list[str], dict[str, str]]:
+def gpuperf_command(trace: Path, tmp: Path, bytecode: bool) -> tuple[list[str], dict[str, str], Path]:
+    """The command, its environment and its folder (``-m`` imports the package from there first)."""
     env = dict(os.environ)
-    script = Path(sys.executable).with_name("gpuperf")
-    if bytecode:  # as installed: the package's .pyc files exist
-        shutil.copytree(ROOT / "gpuperf_gui", tmp / "gpuperf_gui", ignore=shutil.ignore_patterns("__pycache__"))
-        subprocess.run([sys.executable, "-m", "compileall", "-q", str(tmp / "gpuperf_gui")], check=True)
-        env["PYTHONPATH"] = str(tmp)
-    if script.exists():
-        return [str(script), "diagnose", str(trace), "--json"], env
-    return [sys.executable, "-m", "gpuperf_gui.cli", "diagnose", str(trace), "--json"], env
+    if not bytecode:
+        return [sys.executable, "-m", "gpuperf_gui.cli", "diagnose", str(trace), "--json"], env, ROOT
+    # as installed: the package's .pyc files exist
+    shutil.copytree(ROOT / "gpuperf_gui", tmp / "gpuperf_gui", ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(tmp / "gpuperf_gui")], check=True)
+    # what the `gpuperf` console script runs (any checkout's: `entry()`, or `main()` before it existed)
+    return [sys.executable, "-m", "gpuperf_gui.cli", "diagnose", str(trace), "--json"], env, tmp
 
 
 def main() -> None:
@@ -90,7 +90,7 @@ def main() -> None:
         folder.mkdir()
         os.symlink(trace, folder / trace.name)
         ours = gpuperf_command(trace, tmp, not args.no_bytecode)
-        hta = ([args.hta_python, "-c", HTA_SCRIPT, str(folder)], dict(os.environ))
+        hta = ([args.hta_python, "-c", HTA_SCRIPT, str(folder)], dict(os.environ), tmp)
         timed(*ours), timed(*hta)  # warm-up: the file and both venvs in the page cache
         pairs = [(timed(*ours), timed(*hta)) for _ in range(args.runs)]
     g_wall, g_cpu = (statistics.median(p[0][i] for p in pairs) for i in (0, 1))
