@@ -16,6 +16,13 @@ repeat are diffed; the first repeat's files are the ones kept). Writes DIR/repor
 the traces and DIR/<name>.meta.json (what ran, the plain step times, the trace's own key).
 Run it from a folder outside the repository with gpuperf installed (PYTHONPATH), as the README of
 tests/data/h200 says.
+
+Figures (nvidia-h200, 2026-12-01; benchmarks/results/h200_unprofiled_check.txt; `--repeats 4
+--deadline-s 470`, then `--tiny-only --first-repeat 3 --repeats 5`): loader0 -> loader_fed, median of
+3 repeats, unprofiled 1.909x vs plain runs 1.792x (+6.5 %; profiled 1.840x); eager -> compiled tiny,
+median of 8 repeats, unprofiled 1.026x vs plain 0.961x (+6.7 %; profiled 1.146x, +19.2 %). Single
+repeats of the tiny pair scatter by tens of % (so do the plain ratios); profiler overhead (recorded /
+unprofiled) 1.07 / 1.10 for the loader pair, 1.92 / 1.87 for the tiny pair.
 """
 from __future__ import annotations
 
@@ -74,8 +81,10 @@ def main() -> int:
     p.add_argument("--plain-iters", type=int, default=16)
     p.add_argument("--deadline-s", type=float, default=500)
     p.add_argument("--device", default="cuda", help="cpu: a logic check of the tiny pair only")
+    p.add_argument("--tiny-only", action="store_true", help="only the eager -> compiled tiny pair")
+    p.add_argument("--first-repeat", type=int, default=0, help="number the repeats from here (file names, modes)")
     args = p.parse_args()
-    pairs = PAIRS if args.device == "cuda" else PAIRS[1:]
+    pairs = PAIRS if args.device == "cuda" and not args.tiny_only else PAIRS[1:]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     started, log = time.perf_counter(), []
@@ -85,9 +94,10 @@ def main() -> int:
     k = str(cal["item_iters"])
     plain: dict[str, list[dict]] = {}
     traces: dict[str, list[Path]] = {}
-    for rep in range(args.repeats):
-        per_rep_s = (time.perf_counter() - started) / rep if rep else 0.0
-        if rep and time.perf_counter() - started + 1.2 * per_rep_s > args.deadline_s:
+    for rep in range(args.first_repeat, args.first_repeat + args.repeats):
+        done = rep - args.first_repeat
+        per_rep_s = (time.perf_counter() - started) / done if done else 0.0
+        if done and time.perf_counter() - started + 1.2 * per_rep_s > args.deadline_s:
             log.append(f"repeat {rep} and later skipped: the deadline")
             break
         for case in (c for pair in pairs for c in pair):
@@ -96,7 +106,7 @@ def main() -> int:
                  "--device", args.device, "--time-json", str(tj)], log)
             if tj.exists():
                 plain.setdefault(case, []).append(json.loads(tj.read_text()))
-            trace = out / (f"{case}.json.gz" if rep == 0 else f"{case}.rep{rep}.json.gz")
+            trace = out / f"{case}.rep{rep}.json.gz"
             run([py, "-m", "gpuperf_gui.cli", "profile", "--mode", MODE_BY_REPEAT[rep % 2], "--record-shapes", "--device", args.device,
                  "-o", str(trace), str(SCRIPT), "--case", case, "--iters", "40", "--item-iters", k,
                  "--device", args.device], log)
@@ -113,14 +123,15 @@ def main() -> int:
             if proc.returncode:
                 rows.append(f"{before} -> {after} rep {i}: diff failed")
                 continue
-            (out / f"diff_{before}_{after}.rep{i}.json").write_text(proc.stdout)
+            (out / f"diff_{before}_{after}.rep{i + args.first_repeat}.json").write_text(proc.stdout)
             d = json.loads(proc.stdout)
             ref = plain[before][i]["median_s"] / plain[after][i]["median_s"]
             err = d["speedup"] / ref - 1
             got.append((d["speedup"], d["speedup_profiled"]))
             refs.append(ref)
+            n = i + args.first_repeat
             rows.append(
-                f"{before} -> {after} rep {i} (--mode {MODE_BY_REPEAT[i % 2]}): speedup {d['speedup']:.3f}x ({d['speedup_source']}); profiled "
+                f"{before} -> {after} rep {n} (--mode {MODE_BY_REPEAT[n % 2]}): speedup {d['speedup']:.3f}x ({d['speedup_source']}); profiled "
                 f"{d['speedup_profiled']:.3f}x; independent plain runs {ref:.3f}x "
                 f"({1e3 * plain[before][i]['median_s']:.2f} -> {1e3 * plain[after][i]['median_s']:.2f} ms); "
                 f"error {100 * err:+.1f} % (profiled {100 * (d['speedup_profiled'] / ref - 1):+.1f} %); "
