@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 
 from gpuperf_gui.commands._output import fail
-from gpuperf_gui.core.profile_script import DEVICES, MODES, ProfileError, ProfileRequest, ProfileResult, run_profile
+from gpuperf_gui.core.profile_script import DEVICES, MODES, ProfileError, ProfileRequest, run_profile
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -64,20 +63,6 @@ def run(args: argparse.Namespace) -> int:
     if not result.ok:
         return fail(result.message)
     print(f"gpuperf profile: {result.message}", file=sys.stderr)
-    timing = step_time_summary(result)
-    if timing:
-        print(f"gpuperf profile: {timing}", file=sys.stderr)
+    if result.timing_summary():
+        print(f"gpuperf profile: {result.timing_summary()}", file=sys.stderr)
     return 0
-
-
-def step_time_summary(result: ProfileResult) -> str:
-    """One line: median step time with the profiler idle and recording, and their ratio."""
-    if not result.unprofiled_step_times_s:
-        return ""
-    idle = statistics.median(result.unprofiled_step_times_s)
-    text = (f"step time without the profiler {1e3 * idle:.2f} ms (median of "
-            f"{len(result.unprofiled_step_times_s)} wait steps)")
-    if result.profiled_step_times_s and idle > 0:
-        rec = statistics.median(result.profiled_step_times_s)
-        text += f", recorded {1e3 * rec:.2f} ms: profiler overhead {100 * (rec / idle - 1):+.0f} %"
-    return text

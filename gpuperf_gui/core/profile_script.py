@@ -57,6 +57,7 @@ import os
 import queue
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -165,6 +166,18 @@ class ProfileResult:
     """Wall time of the wait steps (profiler idle), as written under :data:`UNPROFILED_KEY`."""
     profiled_step_times_s: list[float] = field(default_factory=list)
     """Wall time of the recorded (active) steps, measured the same way."""
+
+    def timing_summary(self) -> str:
+        """One line: median step time with the profiler idle and recording, and their ratio ("" if none)."""
+        if not self.unprofiled_step_times_s:
+            return ""
+        idle = statistics.median(self.unprofiled_step_times_s)
+        text = (f"step time without the profiler {1e3 * idle:.2f} ms (median of "
+                f"{len(self.unprofiled_step_times_s)} wait steps)")
+        if self.profiled_step_times_s and idle > 0:
+            rec = statistics.median(self.profiled_step_times_s)
+            text += f", recorded {1e3 * rec:.2f} ms: profiler overhead {100 * (rec / idle - 1):+.0f} %"
+        return text
 
 
 def parse_progress(line: str) -> ProfileProgress | None:

@@ -322,7 +322,8 @@ class ProfileRunner(QWidget):
             what = (f"{r.steps_recorded} step{'s' if r.steps_recorded != 1 else ''}" if r.mode == "steps"
                     else "a wall-clock window (no optimizer step)")
             stopped = " (stopped early)" if r.stopped_early else ""
-            self._set_status(f"wrote {html.escape(trace.name)}: {what}{stopped}; opening it")
+            timing = f"; {html.escape(r.timing_summary())}" if r.timing_summary() else ""
+            self._set_status(f"wrote {html.escape(trace.name)}: {what}{stopped}{timing}; opening it")
             self.trace_written.emit(trace)
             return
         detail = f" — the script raised: {html.escape(r.script_error)}" if r.script_error else ""

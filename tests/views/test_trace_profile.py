@@ -60,13 +60,15 @@ def test_profile_a_script_opens_its_trace(qtbot, tab, tmp_path):
     assert runner is not None
     out = tmp_path / "train.pt.trace.json.gz"
     req = ProfileRequest(script=str(TRAIN), out=str(out), args=["--marker", "from the GUI", "--iters", "10"],
-                         steps=2, wait=0, warmup=1, device="cpu")
+                         steps=2, wait=2, warmup=1, device="cpu")
     with qtbot.waitSignal(tab.trace_loaded, timeout=RUN_TIMEOUT_MS):
         assert runner.run(req)
         assert tab.is_busy() and runner.isVisible()
     qtbot.waitUntil(lambda: not tab.is_busy(), timeout=RUN_TIMEOUT_MS)
     assert out.exists() and _steps_in(out) == 2
     assert runner.result.ok and runner.result.steps_recorded == 2
+    assert len(runner.result.unprofiled_step_times_s) == 2  # the schedule's wait steps, timed
+    assert "step time without the profiler" in runner.status.text() and "median of 2 wait steps" in runner.status.text()
     assert "train_tiny argv=['--marker', 'from the GUI', '--iters', '10']" in runner.output.toPlainText()
     assert "train_tiny stderr line" in runner.output.toPlainText()
     assert Path(tab.loaded.files[0]) == out
