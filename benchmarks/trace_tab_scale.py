@@ -156,11 +156,15 @@ def run_one(path: Path, budget: str | None) -> dict:
     done = threading.Event()
     shmem_start = _shmem_bytes()
 
+    started = time.monotonic()
+
     def sample() -> None:
         while not done.is_set():
             own, rest, _ = _tree_rss(ps)
             shared = max(0, _shmem_bytes() - shmem_start)
-            peak["tree"] = max(peak["tree"], own + rest + shared)
+            if own + rest + shared > peak["tree"]:
+                peak["tree"] = own + rest + shared
+                peak["at"] = (time.monotonic() - started, own, rest, shared)
             peak["gui"] = max(peak["gui"], own)
             peak["child"] = max(peak["child"], rest)
             time.sleep(SAMPLE_S)
@@ -174,7 +178,8 @@ def run_one(path: Path, budget: str | None) -> dict:
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"{path}: the GUI process failed (exit {proc.returncode})")
     result = json.loads(lines[-1])
-    result.update(tree_peak_bytes=peak["tree"], gui_peak_bytes=peak["gui"], child_peak_bytes=peak["child"])
+    result.update(tree_peak_bytes=peak["tree"], gui_peak_bytes=peak["gui"], child_peak_bytes=peak["child"],
+                  tree_peak_at=peak.get("at"))
     return result
 
 
@@ -224,6 +229,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.gaps:
             print(f"  result arrived at {r['arrived_s']:.2f} s; gaps > 50 ms (start s, ms): "
                   + ", ".join(f"{a:.2f}: {g:.0f}" for a, g in r["long_gaps"]))
+            if r["tree_peak_at"]:
+                at, own, rest, shared = r["tree_peak_at"]
+                print(f"  tree peak {at:.1f} s after the GUI process started: GUI {own / 1e9:.2f} GB, "
+                      f"helper {rest / 1e9:.2f} GB, shared memory {shared / 1e9:.2f} GB")
         print(f"{r['events']:>11,} {r['shown_s']:7.2f} {r['done_s']:6.2f} {r['stall_ms']:8.0f} {r['stall_cpu_ms']:6.0f} {r['stall_at_s']:5.1f} "
               f"{_s(r['engine_s'])} {_s(r['transfer_s'])} {_s(r['build_s'])} {_s(r['gui_s'])} {_s(r['roofline_s'])} "
               f"{r['tree_peak_bytes'] / 1e9:7.2f}GB {r['gui_peak_bytes'] / 1e9:6.2f}GB "

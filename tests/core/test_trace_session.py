@@ -306,3 +306,22 @@ def test_lanes_indexed_on_threads_are_the_ones_indexed_on_one(shared_traces):
     stop = threading.Event()
     stop.set()
     assert prepare_lanes(model, 10.0, stop, workers=4)[1] == []
+
+
+def test_colour_keys_by_hand():
+    """key = base * 3 + name_id % 3; CPU bases: cpu_op 0, user_annotation 1, runtime 2, python 3,
+    anything else 4; GPU bases follow at 5 in KERNEL_CLASSES order (gemm 5, communication 8,
+    other 10, also for events that are not kernels)."""
+    from gpuperf_gui.core.trace.lanes import color_keys
+    from gpuperf_gui.core.trace.model import Lane, RankTrace, StringTable
+
+    strings = StringTable(["cpu_op", "cuda_runtime", "python_function", "something else", "k"])
+    rank = RankTrace(0, "f.json", 0.0, (0.0, 1.0), strings, [])
+    cpu = Lane(0, "cpu", "t", 1, 1, start_us=np.arange(4.0), duration_us=np.ones(4),
+               name_id=np.array([4, 5, 6, 7], np.int32), category_id=np.array([0, 1, 2, 3], np.int32))
+    # name ids 4..7 give shades 1, 2, 0, 1
+    assert color_keys(rank, cpu).tolist() == [0 * 3 + 1, 2 * 3 + 2, 3 * 3 + 0, 4 * 3 + 1]
+    gpu = Lane(1, "gpu_compute", "s", 1, 7, start_us=np.arange(3.0), duration_us=np.ones(3),
+               name_id=np.array([3, 3, 3], np.int32), category_id=np.zeros(3, np.int32),
+               kernel_class=np.array([0, 3, -1], np.int8))
+    assert color_keys(rank, gpu).tolist() == [5 * 3, 8 * 3, 10 * 3]

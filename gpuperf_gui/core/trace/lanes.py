@@ -114,19 +114,20 @@ def _name_lookup(rank: RankTrace, name_id: np.ndarray) -> Callable[[int], str]:
 
 
 def color_keys(rank: RankTrace, lane: Lane) -> np.ndarray:
-    """Colour key per event: category base (CPU) or kernel-class base (GPU), three shades."""
-    shade = (lane.name_id.astype(np.int64) % SHADES) if len(lane) else np.zeros(0, np.int64)
+    """Colour key per event (int16): category base (CPU) or kernel-class base (GPU), three shades."""
+    shade = (lane.name_id % SHADES).astype(np.int16) if len(lane) else np.zeros(0, np.int16)
     if lane.kind == "cpu":
-        cats = np.unique(lane.category_id)
-        lut = np.zeros(int(cats.max()) + 1 if cats.size else 1, dtype=np.int64)
-        for c in cats.tolist():
-            lut[c] = cpu_base(rank.strings[c])
+        used = np.flatnonzero(np.bincount(lane.category_id)) if len(lane) else np.zeros(0, np.int64)
+        lut = np.zeros(int(used.max()) + 1 if used.size else 1, dtype=np.int16)
+        for c in used.tolist():
+            lut[c] = cpu_base(rank.strings[c]) * SHADES
         base = lut[lane.category_id]
     else:
         other = KERNEL_CLASSES.index("other")
-        cls = lane.kernel_class.astype(np.int64)
-        base = gpu_base_offset() + np.where(cls >= 0, cls, other)
-    return (base * SHADES + shade).astype(np.int16)   # a few dozen keys: 2 bytes per event
+        lut = ((gpu_base_offset() + np.array(list(range(len(KERNEL_CLASSES))) + [other])) * SHADES).astype(np.int16)
+        base = lut[lane.kernel_class]   # class -1 (not a kernel) reads the last entry: "other"
+    base += shade
+    return base
 
 
 def lane_order(rank: RankTrace) -> list[Lane]:

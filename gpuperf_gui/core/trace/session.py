@@ -20,7 +20,6 @@ import os
 import re
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
@@ -502,11 +501,7 @@ def build_loaded_trace(result: TraceResult, idle_threshold_us: float = DEFAULT_I
     stragglers = list(result.multi_rank.stragglers)
     mfu_figures = _mfu_figures(analyses, notes)
     points = roofline_points(model.ranks, notes) if roofline else []
-    with ThreadPoolExecutor(1, thread_name_prefix="overview") as pool:
-        # the overview is mostly Python (per step), the lanes mostly numpy without the GIL: together
-        overview_job = pool.submit(build_overview, result)
-        rank_specs, lanes = prepare_lanes(model, idle_threshold_us, stop)
-        overview_error = overview_job.exception()
+    rank_specs, lanes = prepare_lanes(model, idle_threshold_us, stop)
     for ri, rank in enumerate(model.ranks):
         if ri < len(analyses):
             rank_specs[ri].step_durations_us = {s.number: s.duration_s * 1e6 for s in analyses[ri].steps}
@@ -520,10 +515,10 @@ def build_loaded_trace(result: TraceResult, idle_threshold_us: float = DEFAULT_I
                 notes.append(f"{Path(rank.file).name}: {w}")
     diagnosis = _diagnosis_view(result, stragglers)
     overview = None
-    if overview_error is None:
-        overview = overview_job.result()
-    else:   # shown as a note; the lanes still open
-        notes.append(f"overview failed: {type(overview_error).__name__}: {overview_error}")
+    try:
+        overview = build_overview(result)
+    except Exception as exc:  # noqa: BLE001 - shown as a note; the lanes still open
+        notes.append(f"overview failed: {type(exc).__name__}: {exc}")
     loaded = LoadedTrace(model=model, ranks=rank_specs, lanes=lanes, full_range_us=full_range(model),
                          files=[r.file for r in model.ranks], analysis=analyses, diagnosis=diagnosis,
                          op_tables=_op_tables(result), mfu_figures=mfu_figures, roofline_points=points,
