@@ -395,8 +395,9 @@ def _name_predicate(query: str, mode: str) -> Callable[[str], bool] | None:
 # -- building -------------------------------------------------------------------------------------------
 def iter_loaded_trace(paths: Sequence[Path | str], idle_threshold_us: float, stop: threading.Event,
                       isolate: bool | None = None, memory_budget: int | None = None
-                      ) -> Iterator[LoadProgress | LoadedTrace]:
-    """The loading worker's generator: progress, then one :class:`LoadedTrace` (nothing if stopped).
+                      ) -> Iterator[LoadProgress | LoadedTrace | RooflineUpdate]:
+    """The loading worker's generator: progress, one :class:`LoadedTrace` (nothing if stopped), then
+    its :class:`RooflineUpdate` (whose points are put into the trace here before it is yielded).
 
     With ``isolate`` (the default unless ``GPUPERF_TRACE_INPROCESS=1``) :func:`iter_built_trace` runs
     in a helper interpreter (:mod:`..child_stream`): decoding, analysing and building hold the GIL
@@ -451,13 +452,13 @@ def iter_built_trace(paths: Sequence[str], idle_threshold_us: float, stop: threa
         return
     engine_s = time.perf_counter() - started
     yield LoadProgress("preparing the lanes", 900, 1000)
-    started = time.perf_counter()
     # In the helper the model goes into the transfer file first and the build reads it from there:
     # the helper never holds its columns twice (its own and the file's), and they are written once.
     twin = yield SendMapped(result.model)
     if twin is not None:
         _use_model(result, twin)
         release_freed_memory()
+    started = time.perf_counter()
     loaded = build_loaded_trace(result, idle_threshold_us, stop, roofline=False)
     del result
     if stop.is_set():
