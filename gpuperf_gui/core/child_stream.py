@@ -52,12 +52,14 @@ SHM_MIN_FREE_BYTES = 4 << 30    # /dev/shm holds the transfer file when it has t
 
 class SendMapped:
     """Yielded by a child's generator: send ``item`` and resume the generator with its mapped twin
-    (``None`` when nothing was mapped, or when the generator runs in-process)."""
+    (``None`` when nothing was mapped, or when the generator runs in-process). With ``relay`` False
+    the item only goes into the transfer file (a part of a later item, whose arrays it holds): the
+    parent is not sent it and does not unpickle it; an in-process consumer skips it."""
 
-    __slots__ = ("item",)
+    __slots__ = ("item", "relay")
 
-    def __init__(self, item: Any) -> None:
-        self.item = item
+    def __init__(self, item: Any, relay: bool = True) -> None:
+        self.item, self.relay = item, relay
 
 
 def release_freed_memory() -> None:
@@ -305,6 +307,10 @@ def iter_in_child(target: str, args: tuple = (), kwargs: dict | None = None,
                     stats["spilled_bytes"] = stats.get("spilled_bytes", 0.0) + sum(n for _, n in spans)
                     if name is not None:
                         stats["file_bytes"] = float((spill_dir / name).stat().st_size)
+            if kind == "stored":   # an item put in the transfer file only
+                if stats is not None:
+                    stats["transfer_s"] = stats.get("transfer_s", 0.0) + payload
+                continue
             if kind == "item":
                 yield payload
             elif kind == "error":
@@ -341,19 +347,26 @@ def _wait(proc: subprocess.Popen, timeout_s: float = 5.0) -> int | None:
         return None
 
 
-def _send_item(out: BinaryIO, item: Any, spill: SpillFile | None, want_twin: bool = False) -> Any:
-    """Send one item; with ``want_twin``, return its twin mapped from the transfer file (or None)."""
+def _send_item(out: BinaryIO, item: Any, spill: SpillFile | None, want_twin: bool = False,
+               relay: bool = True) -> Any:
+    """Send one item; with ``want_twin``, return its twin mapped from the transfer file (or None).
+    Not ``relay``: only store it in the file (nothing when there is no file)."""
     if spill is None:
-        write_frame(out, ("item", item))
+        if relay:
+            write_frame(out, ("item", item))
         return None
     started = time.perf_counter()
     try:
         data, name, spans, _ = spill.dump(item)   # name None: all of it in ``data``
     except OSError:   # no room for the file: through the pipe
-        write_frame(out, ("item", item))
+        if relay:
+            write_frame(out, ("item", item))
         return None
     twin = spill.twin(data, spans) if want_twin and name else None
-    write_frame(out, ("spilled", (data, name, spans, time.perf_counter() - started)))
+    if relay:
+        write_frame(out, ("spilled", (data, name, spans, time.perf_counter() - started)))
+    else:
+        write_frame(out, ("stored", time.perf_counter() - started))
     return twin
 
 
@@ -392,7 +405,8 @@ def child_main() -> None:
             except StopIteration:
                 break
             mapped = isinstance(item, SendMapped)
-            reply = _send_item(out, item.item if mapped else item, spill, want_twin=mapped)
+            reply = _send_item(out, item.item if mapped else item, spill, want_twin=mapped,
+                               relay=item.relay if mapped else True)
             del item
         write_frame(out, ("done", None))
     except BrokenPipeError:

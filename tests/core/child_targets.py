@@ -82,3 +82,13 @@ def twin_sent_again(n: int, stop: threading.Event) -> Iterator[object]:
 
     twin = yield SendMapped(np.arange(n, dtype=np.float64))
     yield {"again": twin, "new": np.full(n, 2.0)}
+
+
+def stored_then_sent(n: int, stop: threading.Event) -> Iterator[object]:
+    """Stores an array in the transfer file only, then sends its twin."""
+    import numpy as np
+
+    from gpuperf_gui.core.child_stream import SendMapped
+
+    twin = yield SendMapped(np.arange(n, dtype=np.float64), relay=False)
+    yield {"twin": twin, "was_mapped": twin is not None}

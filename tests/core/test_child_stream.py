@@ -158,3 +158,19 @@ def test_a_twin_sent_again_is_not_written_twice():
     assert stats["spilled_bytes"] == 3 * 8 * n
     # ... but the file holds two: "again" is the first array's place in it, not a new copy
     assert 2 * 8 * n <= stats["file_bytes"] < 2 * 8 * n + 4096
+
+
+def test_an_item_stored_but_not_relayed_reaches_the_parent_only_inside_the_next():
+    import numpy as np
+
+    from gpuperf_gui.core import child_stream
+
+    n = 200_000
+    stats: dict[str, float] = {}
+    items = list(iter_in_child("child_targets:stored_then_sent", (n,), stats=stats))
+    assert len(items) == 1                                   # the stored array was not relayed
+    if not child_stream.CAN_SPILL:
+        assert items[0]["twin"] is None
+        return
+    assert items[0]["was_mapped"] and np.array_equal(items[0]["twin"], np.arange(n))
+    assert 8 * n <= stats["file_bytes"] < 8 * n + 4096      # written once

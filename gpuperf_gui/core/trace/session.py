@@ -419,9 +419,9 @@ def iter_loaded_trace(paths: Sequence[Path | str], idle_threshold_us: float, sto
         if stop.is_set():
             return
         if isinstance(item, SendMapped):   # in-process: the generator keeps its own copy
+            if not item.relay:
+                continue
             item = item.item
-        if isinstance(item, TraceModel):   # the model sent ahead (its arrays come again in the trace)
-            continue
         if isinstance(item, LoadedTrace):
             loaded = item
             loaded.timings_s.update(stats)
@@ -454,7 +454,7 @@ def iter_built_trace(paths: Sequence[str], idle_threshold_us: float, stop: threa
     yield LoadProgress("preparing the lanes", 900, 1000)
     # In the helper the model goes into the transfer file first and the build reads it from there:
     # the helper never holds its columns twice (its own and the file's), and they are written once.
-    twin = yield SendMapped(result.model)
+    twin = yield SendMapped(result.model, relay=False)
     if twin is not None:
         _use_model(result, twin)
         release_freed_memory()
