@@ -69,6 +69,15 @@ def test_the_console_script_flushes_its_output_and_keeps_the_exit_status(tmp_pat
     assert _entry("diagnose", str(TRACE), "--top", "-1").returncode == 2
 
 
+def test_the_console_script_exits_cleanly_after_a_process_pool() -> None:
+    """Two ranks on two worker processes: the pool is shut down before the fast exit, and every
+    rank's result is printed."""
+    folder = TRACE.parent / "ddp_straggler_gloo"
+    done = _entry("diagnose", str(folder), "--json", "--workers", "2")
+    assert done.returncode == 0, done.stderr
+    assert sorted(r["rank"] for r in json.loads(done.stdout)["ranks"]) == [0, 1]
+
+
 def test_the_analysis_median_is_numpys_to_the_bit() -> None:
     """analysis._median stands in for np.median (which imports numpy.ma): the same float on odd and
     even sizes, ties, integers, a NaN."""
