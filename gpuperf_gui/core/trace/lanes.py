@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from .lod import LaneRows, RowIndex, idle_gaps
+from .lod import LaneRows, RowIndex, idle_gaps, row_index
 from .model import KERNEL_CLASSES, Lane, RankTrace, StringTable, TraceModel
 
 SHOWN_KINDS = ("cpu", "gpu_compute", "gpu_comm", "gpu_copy")
@@ -165,37 +165,34 @@ def prepare_lanes(model: TraceModel, idle_threshold_us: float = DEFAULT_IDLE_THR
                   ) -> tuple[list[RankSpec], list[LaneSpec]]:
     """Lane specs for every rank of ``model`` (returns early, partially, if ``stop`` is set).
 
-    The lanes are indexed on ``workers`` threads (default: the CPU count, at most 8): the work is
-    numpy's sorts and copies, which run without the GIL."""
+    The depth rows of all lanes are indexed on ``workers`` threads (default: the CPU count, at most
+    8): the work is numpy's sorts and copies, which run without the GIL, and a big CPU thread's
+    dozen rows spread over the cores."""
     ranks = [RankSpec(rank_title(rank), step_tuples(rank), rank=rank.rank) for rank in model.ranks]
     max_rows = MAX_CPU_ROWS if len(model.ranks) <= 1 else MAX_CPU_ROWS_MULTI_RANK
-    jobs = [(ri, rank, lane) for ri, rank in enumerate(model.ranks) for lane in lane_order(rank)]
-
-    def lane_spec(job: tuple[int, RankTrace, Lane]) -> LaneSpec | None:
-        if stop is not None and stop.is_set():
-            return None
-        ri, rank, lane = job
-        # Work on one GPU stream runs serially: overlaps of a few hundred ns are timestamp
-        # rounding, not nesting, so device lanes are drawn as a single row.
-        depth = lane.depth if lane.kind == "cpu" else None   # one row: it shares the lane's start_us
-        rows = LaneRows.build(lane.start_us, lane.duration_us, depth,
-                              max_rows=max_rows if lane.kind == "cpu" else None)
-        gaps = compute_gaps(lane, idle_threshold_us) if lane.kind == "gpu_compute" else None
-        return LaneSpec(ri, lane.lane_id, lane_label(lane), lane.kind, rows, color_keys(rank, lane), gaps,
-                        _name_lookup(rank, lane.name_id), "CPU" if lane.kind == "cpu" else "GPU",
-                        RowIndex(*gaps) if gaps is not None and len(gaps[0]) else None)
-
-    n_workers = max(1, min(len(jobs), workers or min(os.cpu_count() or 1, 8)))
-    if n_workers == 1:
-        specs = [lane_spec(job) for job in jobs]
-    else:
-        with ThreadPoolExecutor(n_workers, thread_name_prefix="lanes") as pool:
-            specs = list(pool.map(lane_spec, jobs))
-    lanes: list[LaneSpec] = []
-    for spec in specs:
-        if spec is None:       # stopped
-            break
-        lanes.append(spec)
+    plans = []
+    for ri, rank in enumerate(model.ranks):
+        for lane in lane_order(rank):
+            if stop is not None and stop.is_set():
+                break
+            # Work on one GPU stream runs serially: overlaps of a few hundred ns are timestamp
+            # rounding, not nesting, so device lanes are drawn as a single row (sharing start_us).
+            plans.append((ri, rank, lane, LaneRows.split(lane.start_us, lane.duration_us,
+                                                         lane.depth if lane.kind == "cpu" else None,
+                                                         max_rows if lane.kind == "cpu" else None)))
+    n_workers = max(1, workers or min(os.cpu_count() or 1, 8))
+    with ThreadPoolExecutor(n_workers, thread_name_prefix="lanes") as pool:
+        jobs = [([pool.submit(row_index, s, e, idx) for idx in indices],
+                 pool.submit(color_keys, rank, lane),
+                 pool.submit(compute_gaps, lane, idle_threshold_us) if lane.kind == "gpu_compute" else None)
+                for _, rank, lane, (s, e, indices) in plans]
+        lanes: list[LaneSpec] = []
+        for (ri, rank, lane, (_, _, indices)), (rows, keys, gaps_job) in zip(plans, jobs):
+            gaps = gaps_job.result() if gaps_job is not None else None
+            lanes.append(LaneSpec(ri, lane.lane_id, lane_label(lane), lane.kind,
+                                  LaneRows(tuple(r.result() for r in rows), tuple(indices)), keys.result(), gaps,
+                                  _name_lookup(rank, lane.name_id), "CPU" if lane.kind == "cpu" else "GPU",
+                                  RowIndex(*gaps) if gaps is not None and len(gaps[0]) else None))
     return ranks, lanes
 
 

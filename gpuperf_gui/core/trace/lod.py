@@ -303,24 +303,34 @@ class LaneRows:
         max_rows
             Deeper events are dropped from display beyond this many rows (None keeps all).
         """
+        start_us, end_us, indices = cls.split(start_us, duration_us, depth, max_rows)
+        return cls(tuple(row_index(start_us, end_us, idx) for idx in indices), tuple(indices))
+
+    @staticmethod
+    def split(start_us: np.ndarray, duration_us: np.ndarray, depth: np.ndarray | None = None,
+              max_rows: int | None = None) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+        """(start_us, end_us, the event indices of each depth row): :meth:`build` without the
+        RowIndex of each row, which :func:`row_index` makes (the rows may be indexed in parallel)."""
         start_us = np.asarray(start_us, dtype=np.float64)
         end_us = start_us + np.asarray(duration_us, dtype=np.float64)
         itype = index_dtype(start_us.size)
         if depth is None or start_us.size == 0:
-            idx = np.arange(start_us.size, dtype=itype)
-            return cls((RowIndex(start_us, end_us),), (idx,))
+            return start_us, end_us, [np.arange(start_us.size, dtype=itype)]
         depth = np.asarray(depth)
         n_rows = int(depth.max()) + 1
         if max_rows is not None:
             n_rows = min(n_rows, max_rows)
         order = np.argsort(depth, kind="stable")  # within a depth the start order is kept
         bounds = np.searchsorted(depth[order], np.arange(n_rows + 1), side="left")
-        rows, indices = [], []
-        for d in range(n_rows):
-            idx = order[bounds[d]:bounds[d + 1]].astype(itype)
-            rows.append(RowIndex(start_us[idx], end_us[idx]))
-            indices.append(idx)
-        return cls(tuple(rows), tuple(indices))
+        return start_us, end_us, [order[bounds[d]:bounds[d + 1]].astype(itype) for d in range(n_rows)]
+
+
+def row_index(start_us: np.ndarray, end_us: np.ndarray, idx: np.ndarray) -> RowIndex:
+    """The RowIndex of the events ``idx`` of a lane; all of them (an identity ``idx``) share the
+    lane's arrays."""
+    if idx.size == start_us.size:   # the whole lane, in order (split keeps the start order)
+        return RowIndex(start_us, end_us)
+    return RowIndex(start_us[idx], end_us[idx])
 
 
 def idle_gaps(start_us: np.ndarray, end_us: np.ndarray, min_gap_us: float,
