@@ -379,6 +379,17 @@ def _watch_stdin(stdin: BinaryIO, stop: threading.Event) -> None:
     stop.set()
 
 
+def _open_spill(spill_dir: str | None) -> SpillFile | None:
+    """The transfer file in the parent's folder; None (everything through the pipe) when there is
+    no folder or the file cannot be made."""
+    if spill_dir is None:
+        return None
+    try:
+        return SpillFile(Path(spill_dir))
+    except OSError:
+        return None
+
+
 def child_main() -> None:
     """Entry point of the helper process (see the module docstring)."""
     out = os.fdopen(os.dup(1), "wb")
@@ -395,13 +406,14 @@ def child_main() -> None:
     stop = threading.Event()
     try:
         target, args, kwargs, spill_dir = read_frame(stdin)
-        spill = SpillFile(Path(spill_dir)) if spill_dir is not None else None
+        spill = _open_spill(spill_dir)
         threading.Thread(target=_watch_stdin, args=(stdin, stop), daemon=True).start()
-        items = _resolve(target)(*args, stop, **kwargs)
+        items = iter(_resolve(target)(*args, stop, **kwargs))
+        send = getattr(items, "send", None)   # a generator is resumed with the twin it asked for
         reply = None
         while True:
             try:
-                item = items.send(reply)
+                item = send(reply) if send is not None else next(items)
             except StopIteration:
                 break
             mapped = isinstance(item, SendMapped)
