@@ -506,7 +506,7 @@ class TraceTab(QWidget):
         self._setup_steps = [self._show_timeline, self._show_minimap, self._reveal_timeline, self._show_steps,
                              self._show_diagnosis, self._clear_panels, self._show_pages, self._fill_op_table,
                              self._finish_show]
-        self._run_setup_step()
+        self._setup_timer.start()   # not now: the worker has just held the GIL to unpickle the trace
 
     def _run_setup_step(self) -> None:
         if self._setup_steps:

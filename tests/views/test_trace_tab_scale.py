@@ -41,7 +41,9 @@ def test_a_trace_is_shown_in_event_loop_slices(qtbot, tab, shared_traces):
     shown = []
     tab.trace_loaded.connect(lambda: shown.append(True))
     tab._show_loaded(loaded)   # noqa: SLF001 - what the loading worker's result calls
-    assert tab.loaded is loaded and tab.timeline.lanes          # the lanes first...
+    assert tab.loaded is loaded and tab.is_busy() and not tab.timeline.lanes   # nothing drawn yet
+    tab._run_setup_step()      # noqa: SLF001 - one slice, as the event loop would run it
+    assert tab.timeline.lanes                                   # the lanes first...
     assert tab.is_busy() and not shown                          # ...the rest still to come
     assert tab.op_panel.tables is not loaded.op_tables[loaded.model.ranks[0].rank]
     qtbot.waitUntil(lambda: not tab.is_busy(), timeout=LOAD_TIMEOUT_MS)
