@@ -15,12 +15,14 @@ NEVER = ("torch", "PySide6", "pyqtgraph", "dask", "distributed", "pandas", "scip
          "gpuperf_gui.core.mfu", "gpuperf_gui.core.mfu_gap", "gpuperf_gui.core.mfu_inputs",
          "gpuperf_gui.core.mfu_report", "gpuperf_gui.core.model_presets", "gpuperf_gui.core.hardware",
          "gpuperf_gui.core.profile_script", "gpuperf_gui.core.state_files", "gpuperf_gui.core.child_stream",
+         "gpuperf_gui.core.roofline",
          "gpuperf_gui.core.trace.cluster", "gpuperf_gui.core.trace.diff", "gpuperf_gui.core.trace.synth",
          "gpuperf_gui.core.trace.session", "gpuperf_gui.core.trace.overview", "gpuperf_gui.core.trace.lod",
          "gpuperf_gui.core.trace.lanes", "gpuperf_gui.core.trace.tile", "gpuperf_gui.commands.roofline",
          "gpuperf_gui.commands.mfu", "gpuperf_gui.commands.bench", "gpuperf_gui.commands.profile")
 """Modules (and their submodules) a local `gpuperf diagnose FILE` never needs: the window, torch,
-the Dask engine, the hardware catalog and MFU models, the state files (devices.toml, ceilings),
+the Dask engine, the hardware catalog and MFU models, the roofline model (the JSON's points need
+none of it), the state files (devices.toml, ceilings),
 the GUI's trace session and level-of-detail code, the other commands."""
 
 NOT_BEFORE_READING = ("numpy.ma",)

@@ -10,15 +10,18 @@ table's rule, so a composite op such as ``aten::linear`` gets no point of its ow
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..roofline import RooflinePoint
 from .build import LAUNCH_CATEGORIES
 from .flops import CAUSAL_NOTE
 from .model import RankTrace
 from .optable import (HOST_ROW_CATEGORIES, PYTHON_CATEGORIES, _ids, _kernel_time_by_launch, host_rows_with_device_time,
                       name_groups)
+
+if TYPE_CHECKING:
+    from ..roofline import RooflinePoint
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,8 @@ class OpPoint:
         return self.flops / self.seconds if self.seconds > 0 else float("nan")
 
     def roofline_point(self) -> RooflinePoint:
+        from ..roofline import RooflinePoint  # noqa: PLC0415 - the window's; `gpuperf diagnose` needs none
+
         return RooflinePoint(label=self.label, flops=self.flops, bytes=self.bytes, seconds=self.seconds,
                              kind="trace")
 
