@@ -42,12 +42,16 @@ After, the same engine (d10b8bb's core/trace loading files) with this work (bd19
     3,785,436    23.07       92  (38)    21.42  0.27   0.88  0.26   1.44    1.44 GB   0.15 GB
     7,557,543    49.31      120  (70)    45.90  1.08   1.62  0.41   5.44    2.67 GB   0.15 GB
 
-Now (45c94fd: the integrator's streamed engine and op table, default 2 GB budget), without
-``--budget``::
+Now (eabeb88: the integrator's streamed engine and op table, default 2 GB budget), without
+``--budget``; two runs minutes apart (45c94fd, eabeb88) to show this machine's spread::
 
     759,753       4.99       75  (33)     3.99  0.06   0.19  0.22   0.23    0.45 GB   0.14 GB
     3,785,436    20.84       80  (32)    19.25  0.25   0.64  0.17   1.36    1.12 GB   0.15 GB
     7,557,543    43.18      114  (44)    39.80  0.77   1.75  0.37   3.25    1.97 GB   0.15 GB
+
+    759,753       3.43       64  (41)     2.70  0.07   0.12  0.17   0.20    0.45 GB   0.14 GB
+    3,785,436    14.90       38  (32)    13.68  0.24   0.53  0.12   1.52    1.07 GB   0.15 GB
+    7,557,543    42.63      309  (42)    38.09  1.81   1.59  0.57   2.53    1.99 GB   0.15 GB
 
 The GUI thread's own slices stay under 50 ms at 10M (each set-up step measured alone: 15-43 ms);
 the wall-clock stalls over 100 ms are gaps in which the niced GUI process got under 45 ms of CPU.
