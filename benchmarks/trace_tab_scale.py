@@ -4,9 +4,8 @@ For each trace a fresh GUI process opens it in a :class:`TraceTab` (1600×1000, 
 process samples, every 20 ms, the resident memory of that process and of every process under it
 (the loading helper interpreter and its workers; RssAnon + RssFile) plus the growth of the system's
 shared memory (the transfer file in /dev/shm, counted once however many processes map it): the
-peak of the sum is the "tree peak". In the
-GUI process a 5 ms QTimer records the gaps between its ticks from ``open_paths`` until the timeline
-is shown; the largest gap is the longest time the window could not respond (budget: 100 ms).
+peak of the sum is the "tree peak". In the GUI process a 5 ms QTimer records the gaps between its
+ticks from ``open_paths`` until the load is done and 0.3 s after; the largest gap is the longest time the window could not respond (budget: 100 ms).
 ``cpu ms`` is the most CPU time the GUI process (all its threads) used inside one gap: on a shared
 machine a gap can be mostly waiting for a core, and its CPU part is what it would last on an idle one.
 
