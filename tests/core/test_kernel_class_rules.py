@@ -27,7 +27,8 @@ def _by_regex(name: str, category: str) -> str:
 
 def _device_names() -> set[tuple[str, str]]:
     out = set()
-    for path in sorted((DATA / "h200").glob("*.json.gz")) + sorted((DATA / "shared_traces").rglob("*.json.gz"))[:12]:
+    paths = sorted((DATA / "h200").glob("*.json.gz")) + sorted((DATA / "shared_traces").rglob("*.json.gz"))
+    for path in (p for p in paths if p.stat().st_size < 1_000_000):  # every vendor's kernels, in ~2 s
         with gzip.open(path, "rt") as fh:
             events = json.load(fh).get("traceEvents", [])
         out |= {(e["name"], e["cat"]) for e in events if e.get("cat") in DEVICE_CATEGORIES and "name" in e}
