@@ -376,7 +376,7 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
     dataloader = _cpu_union(rt, _DATALOADER_RE, t0, t1)
     h0, h1 = _host_window(rt, warmup, (t0, t1))
     dataloader_fraction = iv.length(*_cpu_union(rt, _DATALOADER_RE, h0, h1)) / max(h1 - h0, 1e-9)
-    comm_blocking_cpu = _cpu_collective_union(rt, t0, t1)
+    comm_blocking_cpu = cpu_collective_union(rt, t0, t1)
     compute_idle = iv.complement(*compute, t0, t1)
     cpu_collective_exposed = iv.intersection_length(compute_idle, comm_blocking_cpu)
     any_comm = iv.union(np.concatenate([comm[0], comm_blocking_cpu[0]]),
@@ -475,7 +475,7 @@ def main_thread(rt: RankTrace):  # noqa: ANN201 (Lane | None)
     return best
 
 
-def _cpu_collective_union(rt: RankTrace, t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:
+def cpu_collective_union(rt: RankTrace, t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:
     """CPU-side collectives and waits on them (gloo, c10d, torchrec awaitables) as intervals."""
     return _cpu_union(rt, CPU_COLLECTIVE_RE, t0, t1)
 

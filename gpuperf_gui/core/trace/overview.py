@@ -28,7 +28,7 @@ import numpy as np
 from ..roofline import attainable_flops_per_s
 from ..units import json_safe
 from . import intervals as iv
-from .analysis import KERNEL_WAIT_MAX_US, device_events
+from .analysis import KERNEL_WAIT_MAX_US, cpu_collective_union, device_events
 from .model import KERNEL_CLASSES, RankTrace
 
 TOP_KERNELS = 15
@@ -95,16 +95,26 @@ class StepBreakdown:
     copy_us: float
     idle_us: dict[str, float]
     warmup: bool = False
+    host_comm_idle_us: float = 0.0
+    """GPU idle while a host-side collective (gloo, c10d waits) runs: part of ``idle_us``, not added."""
 
     @property
     def busy_us(self) -> float:
         return self.compute_us + self.comm_exposed_us + self.copy_us
 
+    @property
+    def comm_wait_us(self) -> float:
+        """Communication the step waits for: NCCL kernels not hidden by compute, or host-side
+        collectives while the GPU idles, whichever is larger (never their sum: a host waiting on an
+        NCCL collective would count twice); as the ranks table reads it."""
+        return max(self.comm_exposed_us, self.host_comm_idle_us)
+
     def to_json(self) -> dict:
         """SI units (seconds)."""
         return {"number": self.number, "step_time_s": self.duration_us / 1e6, "compute_s": self.compute_us / 1e6,
                 "comm_exposed_s": self.comm_exposed_us / 1e6, "copy_s": self.copy_us / 1e6,
-                "idle_s": {k: v / 1e6 for k, v in self.idle_us.items()}, "warmup": self.warmup}
+                "idle_s": {k: v / 1e6 for k, v in self.idle_us.items()},
+                "host_collective_gpu_idle_s": self.host_comm_idle_us / 1e6, "warmup": self.warmup}
 
     def parts(self) -> list[tuple[str, float]]:
         """(part name, µs) in drawing order: compute, exposed comm, copy, idle by cause."""
@@ -215,7 +225,7 @@ def _metric(s: StepBreakdown, metric: str) -> float:
     if metric == "busy":
         return s.busy_us / s.duration_us
     if metric == "exposed comm":
-        return s.comm_exposed_us / s.duration_us
+        return s.comm_wait_us / s.duration_us
     return sum(s.idle_us.values()) / s.duration_us
 
 
@@ -263,6 +273,7 @@ def step_breakdown(rt: RankTrace, warmup: set[int] | frozenset[int] = frozenset(
         "compute": iv.union(starts[~is_comm & ~is_copy], ends[~is_comm & ~is_copy]),
         "comm": iv.union(starts[is_comm], ends[is_comm]),
         "copy": iv.union(starts[is_copy], ends[is_copy]),
+        "host comm": cpu_collective_union(rt, -np.inf, np.inf),
     }
     out = []
     for i, step in enumerate(rt.steps):
@@ -273,9 +284,11 @@ def step_breakdown(rt: RankTrace, warmup: set[int] | frozenset[int] = frozenset(
         comm_exposed = comm - iv.intersection_length(clip["comm"], clip["compute"])
         busy = iv.length(*clip["all"])
         copy = busy - compute - comm_exposed
-        idle = _idle_by_cause(iv.complement(*clip["all"], w0, w1), starts, launch)
+        gaps = iv.complement(*clip["all"], w0, w1)
+        idle = _idle_by_cause(gaps, starts, launch)
+        host_comm = iv.intersection_length(gaps, clip["host comm"])
         out.append(StepBreakdown(step.number, w0, w1 - w0, compute, comm_exposed, max(copy, 0.0), idle,
-                                 step.number in warmup))
+                                 step.number in warmup, host_comm))
     return out
 
 
