@@ -258,6 +258,17 @@ def test_no_worker_starts_where_it_could_deadlock_or_rerun_a_script(monkeypatch:
     assert stream_decode._worker_context().get_start_method() == "fork"
 
 
+def test_workers_only_on_idle_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    big, budget = 1 << 30, MemoryBudget(10**10)
+    monkeypatch.setattr(stream_decode, "_idle_cpus", lambda: 0.8)  # 2 cores, load average 1.2
+    assert stream_decode.decode_workers(big, budget) == 1
+    assert stream_decode.decode_workers(big, budget, workers=2) == 2  # asked for: given
+    monkeypatch.setattr(stream_decode, "_idle_cpus", lambda: 5.6)
+    assert stream_decode.decode_workers(big, budget) == 6
+    monkeypatch.setattr(stream_decode, "_idle_cpus", lambda: 63.0)
+    assert stream_decode.decode_workers(big, budget) == stream_decode.PARALLEL_MAX_WORKERS
+
+
 def test_pool_workers_decode_serially_and_small_files_stay_in_process() -> None:
     budget = MemoryBudget()
     assert stream_decode.decode_workers(1 << 20, budget) == 1  # 1 MB: no pool

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence, TypeVar
 
 from .budget import MemoryBudget
 from . import stream_decode
@@ -26,6 +25,9 @@ from .build import build_rank
 from .decode import DEFAULT_MAX_BYTES, decode_trace, estimated_load_bytes, gc_paused
 from .model import NotATraceError, RankTrace, TraceFormatError, TraceModel
 from .source import read_trace_text, text_size_hint
+
+if TYPE_CHECKING:  # imported when a pool starts: a single-file load never pays for them
+    from concurrent.futures import ProcessPoolExecutor
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".gz", ".tmp", ".json.tmp")
 
@@ -202,6 +204,8 @@ def iter_per_file(files: Sequence[Path], work: Callable[..., _T], stop: threadin
             yield i, result
         return
     # each worker decodes its files alone: no decoding pools inside a pool (core/trace/stream_decode.py)
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+
     pool = ProcessPoolExecutor(max_workers=min(n_workers, n), initializer=stream_decode.no_parallel_decode)
     finished = False
     try:
