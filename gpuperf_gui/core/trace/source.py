@@ -11,6 +11,7 @@ python-isal when installed (about 2.5x faster than zlib), else zlib.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import zlib
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ READ_CHUNK_BYTES = 1 << 20
 """Compressed (or plain) bytes read per step."""
 OUT_CHUNK_BYTES = 8 << 20
 """Most decompressed bytes produced per step: a 1 MB chunk of a bomb never expands at once."""
-_WHITESPACE = b" \t\r\n"
+_FIRST_NON_SPACE = re.compile(rb"[^ \t\r\n]")
 
 LoadCost = Callable[[int, int], float]
 """``cost(text_bytes, events) -> bytes`` of memory that decoding and building would need."""
@@ -216,10 +217,10 @@ def read_trace_text(path: Path, budget: MemoryBudget, cost: LoadCost, max_bytes:
 
 def _check_json_start(path: Path, chunk: bytes, what: str) -> bool:
     """True once the first non-whitespace byte is seen (and it opens a JSON object or array)."""
-    stripped = chunk.lstrip(_WHITESPACE)
-    if not stripped:
+    m = _FIRST_NON_SPACE.search(chunk)  # (lstrip would copy the whole chunk)
+    if m is None:
         return False
-    if stripped[:1] not in (b"{", b"["):
+    if m.group() not in (b"{", b"["):
         raise TraceFormatError(f"{path}: not JSON, so not a trace ({what} does not start with "
                                "'{' or '[')")
     return True

@@ -66,7 +66,7 @@ measured 166-184 B at 1M-3M events of a real H200 trace and 210 B at 400k tiny e
 imports, 2026-12-01; tests/core/test_trace_load.py checks the bound with the text in flight)."""
 STRUCT_COST_BYTES = 300
 """Memory per decoded event struct (with its args struct and strings) while its run is in flight."""
-PARALLEL_MIN_BYTES = 48 << 20
+PARALLEL_MIN_BYTES = 128 << 20
 """Files with less JSON text than this are decoded in this process (a worker pool costs ~50 ms)."""
 PARALLEL_RUN_BYTES = 8 << 20
 """Text per run sent to a worker."""
@@ -144,10 +144,17 @@ def decode_workers(text_bytes_hint: int, budget: MemoryBudget, workers: int | No
 
 
 def _idle_cpus() -> float:
-    """CPUs this process may use less the load average of the last minute (the work already
-    running): measured on 2 cores, decoding workers beside other busy processes cost 0.2 s on a
-    54 MB file where they save 0.1 s on idle cores."""
+    """CPUs this process may use less the other work running now (Linux: the runnable tasks of
+    ``/proc/loadavg`` besides this one; elsewhere the last minute's load average): measured on 2
+    cores, decoding workers beside other busy processes cost 0.2 s on a 54 MB file where they save
+    0.1 s on idle cores."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        with open("/proc/loadavg", encoding="ascii") as fh:
+            running = int(fh.read().split()[3].split("/")[0]) - 1
+        return float(cpus - max(running, 0))
+    except (OSError, ValueError, IndexError):
+        pass
     try:
         return cpus - os.getloadavg()[0]
     except OSError:  # pragma: no cover - no load average on this platform
@@ -300,7 +307,7 @@ class _Splitter:
                 self.structs_in_flight = len(events)
                 self._decode_at = _next_decode_bytes(len(events), end)
                 self.n_entries += len(events)
-                self.kept += add_events(self.columns, events)
+                self.kept += add_events(self.columns, events, buf)  # buf: the run and what follows it
                 del events
             finally:
                 run.release()
@@ -361,11 +368,12 @@ def _next_decode_bytes(events: int, text_bytes: int) -> int:
     return max(1, min(MIN_DECODE_BYTES, by_structs))
 
 
-def add_events(columns: EventColumns, events: list) -> int:
+def add_events(columns: EventColumns, events: list, text: bytes | bytearray | None = None) -> int:
     """Append decoded events to ``columns``: ``X`` events as columns, ``B``/``E``/``M`` kept (their
-    raw args copied out of the text); returns how many were kept."""
+    raw args copied out of the text); returns how many were kept. ``text``: what they were decoded
+    from (or more), to skip args no event of it holds."""
     xs = [e for e in events if type(e) is XEvent]
-    columns.add(xs)
+    columns.add(xs, text=text)
     if len(xs) == len(events):
         return 0
     rest = [e for e in events if type(e) in _PAIRED_OR_META]  # other phases: keep B/E/M (paired at the end)
@@ -385,7 +393,7 @@ def decode_run(head: bytes, chunk: bytes, close: int) -> tuple[EventColumns, int
         buf += b"]"
         events = _CHUNK_DECODER.decode(buf)
         columns = EventColumns()
-        kept = add_events(columns, events)
+        kept = add_events(columns, events, buf)
         return columns, len(events), kept
 
 
