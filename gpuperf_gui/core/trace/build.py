@@ -281,12 +281,8 @@ class EventColumns:
         self._shape_of: dict[int, int] = {}  # event index -> shape code
         self._rest: list[Event] = []
 
-    def add(self, xs: list, *, text: bytes | bytearray | None = None) -> None:
-        """Append the columns of ``xs`` (``X`` events, in file order); ``xs`` can be dropped after.
-
-        ``text``: the JSON they were decoded from, when at hand: an arg whose key it lacks is not
-        read (the 2021 ``external id`` and ``flops``: absent from most traces, a pass each).
-        """
+    def add(self, xs: list) -> None:
+        """Append the columns of ``xs`` (``X`` events, in file order); ``xs`` can be dropped after."""
         n = len(xs)
         if not n:
             return
@@ -304,10 +300,10 @@ class EventColumns:
         args = list(map(_get_args, xs))
         parts["correlation"].append(_int_column(args, _get_corr))
         parts["external"].append(_int_column(args, _get_ext))
-        ext_2021 = _int_column(args, _get_ext_2021) if _may_hold(text, b'"external id"') else None
-        parts["external_2021"].append(n if ext_2021 is None or bool((ext_2021 == -1).all()) else ext_2021)
-        flops = np.fromiter(map(_get_flops, args), dtype=np.float64, count=n) if _may_hold(text, b'"flops"') else None
-        parts["flops"].append(n if flops is None or bool((flops == -1.0).all()) else flops)  # n: n times -1
+        ext_2021 = _int_column(args, _get_ext_2021)
+        parts["external_2021"].append(n if bool((ext_2021 == -1).all()) else ext_2021)  # n: n times -1
+        flops = np.fromiter(map(_get_flops, args), dtype=np.float64, count=n)
+        parts["flops"].append(n if bool((flops == -1.0).all()) else flops)  # n: n times -1 (none recorded)
         roles = self._cat_role[cat]
         device_rows = np.flatnonzero(roles != _ROLE_CPU)
         if device_rows.size:
@@ -420,12 +416,6 @@ class EventColumns:
     def shapes(self) -> tuple[dict[int, int], list[tuple[bytes, bytes, bytes]]]:
         """Shape code of each shaped CPU op with input dims (by event index), and the codes' keys."""
         return self._shape_of, list(self._shape_keys)
-
-
-def _may_hold(text: bytes | bytearray | None, key: bytes) -> bool:
-    """Whether ``text`` may hold the JSON key ``key``: True without text, or when it holds the key
-    or any ``\\u`` escape (a key spelled with escapes decodes to the same key)."""
-    return text is None or key in text or b"\\u" in text
 
 
 def _numbers(args: list, getter: attrgetter) -> np.ndarray:

@@ -307,7 +307,7 @@ class _Splitter:
                 self.structs_in_flight = len(events)
                 self._decode_at = _next_decode_bytes(len(events), end)
                 self.n_entries += len(events)
-                self.kept += add_events(self.columns, events, buf)  # buf: the run and what follows it
+                self.kept += add_events(self.columns, events)
                 del events
             finally:
                 run.release()
@@ -368,12 +368,11 @@ def _next_decode_bytes(events: int, text_bytes: int) -> int:
     return max(1, min(MIN_DECODE_BYTES, by_structs))
 
 
-def add_events(columns: EventColumns, events: list, text: bytes | bytearray | None = None) -> int:
+def add_events(columns: EventColumns, events: list) -> int:
     """Append decoded events to ``columns``: ``X`` events as columns, ``B``/``E``/``M`` kept (their
-    raw args copied out of the text); returns how many were kept. ``text``: what they were decoded
-    from (or more), to skip args no event of it holds."""
+    raw args copied out of the text); returns how many were kept."""
     xs = [e for e in events if type(e) is XEvent]
-    columns.add(xs, text=text)
+    columns.add(xs)
     if len(xs) == len(events):
         return 0
     rest = [e for e in events if type(e) in _PAIRED_OR_META]  # other phases: keep B/E/M (paired at the end)
@@ -393,7 +392,7 @@ def decode_run(head: bytes, chunk: bytes, close: int) -> tuple[EventColumns, int
         buf += b"]"
         events = _CHUNK_DECODER.decode(buf)
         columns = EventColumns()
-        kept = add_events(columns, events, buf)
+        kept = add_events(columns, events)
         return columns, len(events), kept
 
 
