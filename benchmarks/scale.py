@@ -17,13 +17,26 @@ RSS, sampled every 50 ms (shared library pages are counted once per process).
   shown (what comes back is compact: it must not grow with the events). 8 and 64 ranks; ``--many``
   adds 256.
 
-Measured 2026-12-01 (``--files 1,5,10 --ranks 8,64,256 --cluster-workers 8``) on the GPU host of
-the device pool, 16-core Intel Xeon, 126 GiB, Python 3.12, idle (load 0.1):
+Measured 2026-12-01 after the streamed decode went parallel (``--files 1,5,10 --ranks ""``) on the
+16-core Xeon GPU host of the device pool, Python 3.12, idle (benchmarks/results/h200_host_scale.txt;
+that run's diagnose column was a second load in the loading process):
 
-      events    MB  decode s  load s  load/dec  diagnose s  µs/ev  peak     B/ev
-   1,005,369   272      2.79    3.54      1.27        3.10   3.09  0.92 GB   917
-   5,008,968  1362     14.02   13.92      0.99       19.38   3.87  4.41 GB   881
-  10,000,239  2723     34.64   25.51      0.74       38.87   3.89  8.76 GB   876
+      events    MB  decode s  load s  load/dec  1-core s  1-core/dec  diagnose s
+   1,005,369   272      2.56    0.92      0.36      2.19        0.85        1.32
+   5,008,968  1362     14.19    3.68      0.26      9.36        0.66        7.11
+  10,000,239  2723     30.16    8.00      0.27     22.16        0.73       16.16
+
+and on the shared 2-core AMD EPYC VM (24 GiB, load average ~1; ``--files 1,5 --ranks ""``):
+
+      events    MB  decode s  load s  load/dec  1-core s  1-core/dec  diagnose s  tree peak  B/ev
+   1,005,369   272      4.63    2.20      0.48      2.30        0.50        2.31    0.30 GB   294
+   5,008,968  1362     45.69   10.64      0.23     13.61        0.30       15.63    0.85 GB   170
+
+(The 5M plain decode needs 9.4 GB and pages on this VM, so its ratio flatters the loader; at 1M the
+interpreter, imports and two decoding workers, ~150 MB, weigh on the bytes per event.) Times vary run
+to run on the shared VM (1M plain decode 3.4-4.6 s).
+
+Ranks, before the streamed decode (``--ranks 8,64,256 --cluster-workers 8``, 16-core host):
 
    ranks     events  engine  wall s  start s  µs/ev  tree peak  client peak
        8     94,408   local    0.74     0.00   7.84    0.45 GB      0.07 GB
@@ -33,26 +46,8 @@ the device pool, 16-core Intel Xeon, 126 GiB, Python 3.12, idle (load 0.1):
      256  3,021,056   local    2.68     0.00   0.89    1.06 GB      0.24 GB
      256  3,021,056    dask    4.90     1.78   0.97    1.07 GB      0.12 GB
 
-Those figures predate the streamed decode (core/trace/stream_decode.py: clean files decoded a
-chunk of events at a time straight into columns). Its effect, measured 2026-12-01 on the shared
-2-core AMD EPYC VM (24 GiB, load 1.6 from other work; ``--files 1,5 --ranks ""``), the loader
-(``load``) beside the whole-file path it replaces (``whole``) in the same run:
-
-      events    MB  decode s  load s  load/dec  load B/ev  whole s  whole/dec  whole B/ev
-   1,005,369   272      3.61    2.77      0.77        211     3.31       0.91        916
-   5,008,968  1362     43.25   15.11      0.35        174    20.31       0.47        886
-
-(B/ev: peak RSS per event, the interpreter and imports, ~60 MB, included. The 5M plain decode
-needs 9.4 GB and pages on this VM, so its ratio flatters the loader; 1M is the fair one.) Times
-vary run to run on this shared VM: a second run gave 1M load/dec 0.90 (whole 0.82); three
-alternating runs of each, imports excluded, gave medians of 2.87 s streamed, 2.97 s whole-file and
-3.04 s plain decode (0.94x and 0.98x), and 167 vs 869 B/ev after build's columns were each held once.
-The memory target (<= 200 B/ev) holds; the time target (<= 0.6x) does not yet: per 1M events the
-typed decode takes ~0.95 s, the column passes ~0.6 s, the budget's event count ~0.3 s.
-
 The cluster client's peak stays ~0.1 GB whatever the rank count (the local client's grows with
-the events it holds); every verdict agrees. On the shared 2-core AMD EPYC VM (load 6-9 from other
-work) the same cases run 3-8x slower and vary run to run.
+the events it holds); every verdict agrees.
 """
 from __future__ import annotations
 
@@ -108,20 +103,20 @@ def _child(kind: str, path: str, workers: int) -> dict:
         rt = load_rank(path, memory_budget=_budget())
         out["load_s"] = time.perf_counter() - t_imp
         out["events"] = rt.n_events
-    elif kind == "file":
-        from gpuperf_gui.core.trace.api import analyse_paths
+    elif kind == "file":  # the loader alone
         from gpuperf_gui.core.trace.load import load_rank
         t_imp = time.perf_counter()
         rt = load_rank(path, memory_budget=_budget())
         out["load_s"] = time.perf_counter() - t_imp
         out["events"] = rt.n_events
-        del rt
-        out["load_peak_rss_bytes"] = _self_peak()
+        out["imports_s"] = t_imp - t0
+    elif kind == "diagnose":  # what `gpuperf diagnose --json` does, in a fresh process of its own
+        from gpuperf_gui.core.trace.api import analyse_paths
         t1 = time.perf_counter()
         result = analyse_paths([path], workers=1, memory_budget=_budget())
         json.dumps(result.to_json())
         out["diagnose_s"] = time.perf_counter() - t1
-        out["imports_s"] = t_imp - t0
+        out["events"] = sum(rt.n_events for rt in result.model.ranks)
     elif kind == "local":
         from gpuperf_gui.core.trace.api import analyse_paths
         result = analyse_paths([path], memory_budget=_budget())
@@ -264,13 +259,14 @@ def main() -> None:
         serial = measure("serial", path)
         whole = measure("whole", path) if args.whole else None
         run = measure("file", path)
+        diag = measure("diagnose", path)
         n = run["events"]
         whole_s = f"{whole['load_s']:>7.2f} {whole['load_s'] / base['wall_s']:>9.2f}" if whole else f"{'-':>7} {'-':>9}"
         print(f"{n:>10,} {path.stat().st_size / 1e6:>7.0f} {base['wall_s']:>9.2f} {run['load_s']:>7.2f} "
               f"{run['load_s'] / base['wall_s']:>8.2f} {serial['load_s']:>8.2f} "
-              f"{serial['load_s'] / base['wall_s']:>10.2f} {whole_s} {run['diagnose_s']:>10.2f} "
-              f"{1e6 * run['diagnose_s'] / n:>6.2f} {_gb(run['tree_peak_bytes'])} "
-              f"{run['tree_peak_bytes'] / n:>6.0f} {_gb(base['tree_peak_bytes']):>11}", flush=True)
+              f"{serial['load_s'] / base['wall_s']:>10.2f} {whole_s} {diag['diagnose_s']:>10.2f} "
+              f"{1e6 * diag['diagnose_s'] / n:>6.2f} {_gb(diag['tree_peak_bytes'])} "
+              f"{diag['tree_peak_bytes'] / n:>6.0f} {_gb(base['tree_peak_bytes']):>11}", flush=True)
     print(f"\nfolders of ranks ({SMALL_RANK.name} tiled; local pool vs --dask-scheduler "
           f"local:{args.cluster_workers})")
     print(f"{'ranks':>6} {'events':>10} {'engine':>8} {'wall s':>7} {'start s':>7} {'µs/ev':>6} "
@@ -286,9 +282,9 @@ def main() -> None:
                   f"{_gb(run['client_peak_rss_bytes']):>11}  {run['verdict']}", flush=True)
     print("\nµs/ev: the work after start-up per event (diagnose: load + analysis + JSON; dask: after the "
           "cluster is up). load/dec: the loader's time (decoding workers as it picks them) over a plain "
-          "msgspec decode of the same file; 1-core: the loader with GPUPERF_DECODE_WORKERS=1; tree peak, "
-          "B/ev: the peak of the process tree's summed RSS over the whole diagnose (interpreter, imports "
-          "and decoding workers included) and per event; whole: the whole-file path (load_rank_whole).")
+          "msgspec decode of the same file; 1-core: the loader with GPUPERF_DECODE_WORKERS=1; diagnose: "
+          "load + analysis + JSON in a fresh process; tree peak, B/ev: that process tree's peak summed RSS "
+          "(interpreter, imports and decoding workers included) and per event; whole: the whole-file path.")
 
 
 if __name__ == "__main__":
