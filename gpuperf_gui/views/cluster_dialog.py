@@ -228,7 +228,7 @@ class ClusterJobWindow(QWidget):
         notes = "".join(f"<li style='color:#666'>{n}</li>" for n in result.notes[:5])
         self.verdict.setText(f"<b>Diagnosis: {d.signature}</b> (confidence {d.confidence:.2f}){late}"
                              f"<ul>{evidence}{notes}</ul>Fix to try first: {d.fix}")
-        self.heatmap.set_overview(result.overview())
+        self.heatmap.set_overview(result.overview(), d.signature)
         self._fill_table(result)
         self.table.selectRow(0)   # the first late rank's lanes in brief
         self.result_ready.emit(result)

@@ -12,13 +12,16 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtCore import QRectF, QSignalBlocker, Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from gpuperf_gui.core.trace.overview import HEATMAP_METRICS, Overview
 from gpuperf_gui.views.trace_style import format_duration_us, format_percent
 
 MAX_ROW_LABELS = 64
+METRIC_OF_SIGNATURE = {"straggler": "exposed comm", "comm_bound": "exposed comm", "pipeline_bubble": "idle",
+                       "data_starved": "idle", "launch_bound": "idle"}
+"""The heatmap's first metric for a job's diagnosis (the user's choice is kept otherwise)."""
 ROW_LABEL_PX = 14
 """Least height between two row labels (font height and a little air): more ranks than fit get
 every k-th label, the late ranks always."""
@@ -79,8 +82,14 @@ class RankStepHeatmap(QWidget):
         self.view_box.row_clicked.connect(self._on_row_clicked)
         self.image.hoverEvent = self._on_hover   # a tooltip with the cell's value
 
-    def set_overview(self, overview: Overview | None) -> None:
-        """Show ``overview``; drawn now if the page is visible, else when it is first shown."""
+    def set_overview(self, overview: Overview | None, signature: str | None = None) -> None:
+        """Show ``overview``; drawn now if the page is visible, else when it is first shown. With the
+        job's diagnosis ``signature``, the colour starts on the figure that tells it (a straggler's
+        row differs in exposed communication, not in busy time)."""
+        metric = METRIC_OF_SIGNATURE.get(signature or "")
+        if metric is not None:
+            with QSignalBlocker(self.metric_combo):
+                self.metric_combo.setCurrentText(metric)
         self.overview = overview
         self._dirty = True
         if self.isVisible():

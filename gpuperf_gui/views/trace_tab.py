@@ -554,7 +554,8 @@ class TraceTab(QWidget):
         self.overview.set_trace(loaded)
         if self.compare is not None and not self.compare.before_edit.text().strip():
             self.compare.use_open_trace()        # the open trace is the natural "before"
-        self.heatmap.set_overview(loaded.overview if len(loaded.model.ranks) > 1 else None)
+        self.heatmap.set_overview(loaded.overview if len(loaded.model.ranks) > 1 else None,
+                                  loaded.diagnosis.signature if loaded.diagnosis else None)
         self.rank_combo.clear()
         for r in loaded.model.ranks:
             self.rank_combo.addItem(f"rank {r.rank}", r.rank)

@@ -70,6 +70,11 @@ def test_folder_of_many_ranks_opens_as_overview_and_one_rank_on_demand(make_main
     assert jw.table.rowCount() == N_RANKS
     assert jw.table.item(0, 0).text() == str(LATE_RANK) and "late" in jw.table.item(0, 6).text()
     assert jw.heatmap.ranks[0] == LATE_RANK and sorted(jw.heatmap.ranks) == list(range(N_RANKS))
+    # a straggler's row differs in exposed communication (gloo waits), so the colour starts there:
+    # the late rank waits far less than the others (the recording: 0.899 for the waiting rank)
+    assert jw.heatmap.metric == "exposed comm"
+    late_row, others = np.nanmedian(jw.heatmap.values[0]), np.nanmedian(jw.heatmap.values[1:])
+    assert others > 0.8 and late_row < others / 2
     assert "straggler" in jw.verdict.text() and f"late rank: {LATE_RANK}" in jw.verdict.text()
     assert "local process pool" in jw.engine_note.text() and "load on demand" in jw.engine_note.text()
     assert "local process pool" in jw.windowTitle() and window.tabs.currentWidget() is jw
