@@ -332,13 +332,14 @@ def _enclosing_events(end: np.ndarray, q_start: np.ndarray, q_end: np.ndarray) -
     or before ``i``'s start, which is no earlier than ``c``'s. Siblings and ancestors are skipped
     in O(log) rounds; memory stays O(n) (a table of running maxima took n log n).
     """
-    cand = np.arange(end.size, dtype=np.int64) - 1
-    active = np.arange(1, end.size, dtype=np.int64)
+    index = np.int32 if end.size < 2**31 else np.int64  # half the temporaries of a 10M-event lane
+    cand = np.arange(-1, end.size - 1, dtype=index)
+    active = np.arange(1, end.size, dtype=index)
     while active.size:
         active = active[_fails(end, cand[active], q_start[active], q_end[active])]
         cand[active] = cand[cand[active]]
         active = active[cand[active] >= 0]
-    return cand
+    return cand.astype(np.int64)
 
 
 def _enclosing(parents: np.ndarray, end: np.ndarray, pos: np.ndarray, q_start: np.ndarray,
