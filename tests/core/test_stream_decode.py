@@ -125,6 +125,22 @@ def test_cut_look_alikes_in_strings_and_metadata_on_both_sides(tmp_path: Path, s
 
 
 @pytest.mark.usefixtures("small_chunks")
+def test_structs_held_elsewhere_do_not_break_the_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sampling profiler (Dask's workers run one) may hold a frame, and with it the decoded structs
+    whose raw args view the text, past the decode: the load goes on unchanged (it once failed with
+    "memoryview has 2 exported buffers")."""
+    events = [_event(i) | {"args": {"External id": i, "Input Dims": [[i, 2]], "Input type": ["float"]}}
+              for i in range(400)]
+    path = _write(tmp_path / "t.json", json.dumps({"traceEvents": events}))
+    held: list = []
+    real_add = stream_decode.add_events
+    monkeypatch.setattr(stream_decode, "add_events", lambda columns, evs: (held.append(evs), real_add(columns, evs))[1])
+    rt = _streamed(path)
+    assert rt is not None and rt.n_events == 400 and len(held) > 10
+    assert fingerprint(rt) == fingerprint(load_rank_whole(path))
+
+
+@pytest.mark.usefixtures("small_chunks")
 def test_list_form_and_b_e_pairs_across_chunks(tmp_path: Path) -> None:
     events = []
     for i in range(200):  # 200 B/E pairs, 200 X events and one M event: 601 entries, 400 spans

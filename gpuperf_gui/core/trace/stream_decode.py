@@ -293,24 +293,29 @@ class _Splitter:
                 continue
             buf[close + 1] = saved
             self.decoded_bytes += following - 1
-            del buf[1:following]
+            self._keep_after(following)
             return
         raise NotStreamable("no cut between events decodes")
 
     def _decode_run(self, buf: bytearray, end: int) -> None:
-        """Decode ``buf[:end]`` (a JSON list of events) into the columns, without copying it. The
-        structs' ``msgspec.Raw`` args point into ``buf``: they are dropped before the view is."""
-        with memoryview(buf) as view:
-            run = view[:end]
-            try:
-                events = _CHUNK_DECODER.decode(run)
-                self.structs_in_flight = len(events)
-                self._decode_at = _next_decode_bytes(len(events), end)
-                self.n_entries += len(events)
-                self.kept += add_events(self.columns, events)
-                del events
-            finally:
-                run.release()
+        """Decode ``buf[:end]`` (a JSON list of events) into the columns, without copying it.
+
+        The structs' ``msgspec.Raw`` args are views of ``buf``, so ``buf`` is never resized after
+        a decode (:meth:`_keep_after` starts a new buffer) and the view is not released by hand:
+        something else may hold a struct a while longer (a sampling profiler holding a frame, as
+        Dask's workers run: a rank then failed with "memoryview has 2 exported buffers").
+        """
+        events = _CHUNK_DECODER.decode(memoryview(buf)[:end])
+        self.structs_in_flight = len(events)
+        self._decode_at = _next_decode_bytes(len(events), end)
+        self.n_entries += len(events)
+        self.kept += add_events(self.columns, events)
+
+    def _keep_after(self, following: int) -> None:
+        """Pending text from ``following`` on, in a new buffer (the old one may still be viewed)."""
+        rest = bytearray(b"[")
+        rest += memoryview(self._pending)[following:]
+        self._pending = rest
 
     def _array_ends_early(self, message: str) -> None:
         """The run decoded up to the events array's end (trailing characters): keep the rest as tail."""
