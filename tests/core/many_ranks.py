@@ -9,6 +9,7 @@ recording's straggler, independent of the engine under test.
 """
 from __future__ import annotations
 
+import gc
 import gzip
 from pathlib import Path
 
@@ -51,3 +52,17 @@ def tiled_straggler_job(folder: Path, n_ranks: int, late_rank: int, *, shift_us:
         else:
             (folder / f"rank{r:05d}.json").write_bytes(data)
     return folder
+
+
+def reachable(root: object) -> list[object]:
+    """Every object reachable from ``root`` (what it keeps alive); classes are not followed. Tests
+    look at ``type(o)``: ``isinstance`` would read a lazy torch module proxy's ``__class__``."""
+    seen, stack, out = set(), [root], []
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or issubclass(type(obj), type):
+            continue
+        seen.add(id(obj))
+        out.append(obj)
+        stack.extend(gc.get_referents(obj))
+    return out

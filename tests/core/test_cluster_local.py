@@ -5,7 +5,6 @@ few kB per rank with no per-event array. The late rank comes from the real recor
 tests/core/many_ranks.py."""
 from __future__ import annotations
 
-import gc
 import pickle
 import subprocess
 import sys
@@ -21,7 +20,7 @@ from gpuperf_gui.core.trace.model import Flows, Lane, RankTrace, StringTable, Tr
 from gpuperf_gui.core.trace.overview import build_overview
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from many_ranks import RECORDED_LATE_MS, tiled_straggler_job  # noqa: E402
+from many_ranks import RECORDED_LATE_MS, reachable, tiled_straggler_job  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -76,18 +75,6 @@ def test_stop_returns_without_a_result(job16: Path) -> None:
     assert not any(isinstance(i, ClusterResult) for i in items)
 
 
-def _reachable(root: object) -> list[object]:
-    seen, stack, out = set(), [root], []
-    while stack:
-        obj = stack.pop()
-        if id(obj) in seen or issubclass(type(obj), type):
-            continue
-        seen.add(id(obj))
-        out.append(obj)
-        stack.extend(gc.get_referents(obj))
-    return out
-
-
 # What one rank's RankSummary may weigh, pickled: its figures (RankAnalysis ~4 kB, 10 op-table rows
 # ~1.2 kB, roofline points, file name and warnings: 8 kB in all), the overview's per-step breakdown
 # and top kernels (2 kB a step), and the coarse lane summary (LANE_BINS bytes + label, 512 B a lane).
@@ -105,7 +92,7 @@ def test_256_ranks_come_back_compact(tmp_path: Path) -> None:
         s = r.summary
         bound = FIXED_BYTES + PER_STEP_BYTES * len(s.analysis.steps) + PER_LANE_BYTES * len(s.lanes)
         assert len(pickle.dumps(s)) <= bound, (r.rank, len(pickle.dumps(s)), bound)
-    held = _reachable(result)
+    held = reachable(result)
     assert not [o for o in held if issubclass(type(o), (RankTrace, TraceModel, Lane, StringTable, Flows))]
     biggest = max(o.size for o in held if issubclass(type(o), np.ndarray))
     assert biggest <= LANE_BINS < min(r.summary.n_events for r in result.ranks)

@@ -21,3 +21,17 @@ def make_main_window(qtbot):
     yield factory
     for window in windows:
         window.close()
+
+
+@pytest.fixture
+def tab(qtbot):
+    """A shown Trace tab, shut down after the test (the tests of the other tabs define their own)."""
+    from gpuperf_gui.views.trace_tab import TraceTab
+
+    widget = TraceTab(None)
+    qtbot.addWidget(widget)
+    widget.resize(1600, 1000)
+    widget.show()
+    qtbot.waitExposed(widget)
+    yield widget
+    widget.shutdown()

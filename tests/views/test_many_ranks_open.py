@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
-from many_ranks import tiled_straggler_job  # noqa: E402 (tests/core/many_ranks.py)
+from many_ranks import reachable, tiled_straggler_job  # noqa: E402 (tests/core/many_ranks.py)
 
 N_RANKS = 256
 LATE_RANK = 173
@@ -26,19 +26,6 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # three of the recording's four steps (one is warm-up), plain JSON: ~2,450 events a rank
     return tiled_straggler_job(tmp_path_factory.mktemp("many") / "job256", N_RANKS, LATE_RANK, steps=3,
                                compress=False)
-
-
-def _held(root: object) -> list[object]:
-    """Every object reachable from ``root`` (what the window keeps alive through it)."""
-    seen, stack, out = set(), [root], []
-    while stack:
-        obj = stack.pop()
-        if id(obj) in seen or issubclass(type(obj), type):
-            continue
-        seen.add(id(obj))
-        out.append(obj)
-        stack.extend(gc.get_referents(obj))
-    return out
 
 
 def test_folder_of_many_ranks_opens_as_overview_and_one_rank_on_demand(make_main_window, qtbot, job: Path,
@@ -92,7 +79,7 @@ def test_folder_of_many_ranks_opens_as_overview_and_one_rank_on_demand(make_main
     assert 0.0 < jw.lane_preview.values.max() <= 1.0
 
     # nothing per event is held: no rank model, lane or string table, no array longer than a lane summary
-    held = _held(jw.result)
+    held = reachable(jw.result)
     assert not [o for o in held if issubclass(type(o), per_event_types)]
     gc.collect()
     assert alive(per_event_types) == alive_before       # none in this process at all

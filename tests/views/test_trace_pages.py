@@ -18,19 +18,6 @@ from trace_builders import hand_trace, straggler_job  # noqa: E402 (tests/core/t
 LOAD_TIMEOUT_MS = 60_000
 
 
-@pytest.fixture
-def tab(qtbot):
-    from gpuperf_gui.views.trace_tab import TraceTab
-
-    widget = TraceTab(None)
-    qtbot.addWidget(widget)
-    widget.resize(1600, 1000)
-    widget.show()
-    qtbot.waitExposed(widget)
-    yield widget
-    widget.shutdown()
-
-
 def _load(qtbot, tab, paths: list[Path]) -> None:
     with qtbot.waitSignal(tab.trace_loaded, timeout=LOAD_TIMEOUT_MS):
         tab.open_paths(paths)

@@ -19,18 +19,6 @@ TRAIN = SCRIPTS / "train_tiny.py"
 RUN_TIMEOUT_MS = 120_000
 
 
-@pytest.fixture
-def tab(qtbot):
-    from gpuperf_gui.views.trace_tab import TraceTab
-
-    widget = TraceTab(None)
-    qtbot.addWidget(widget)
-    widget.resize(1600, 1000)
-    widget.show()
-    yield widget
-    widget.shutdown()
-
-
 def _steps_in(path: Path) -> int:
     with gzip.open(path, "rt") as f:
         events = json.load(f)["traceEvents"]

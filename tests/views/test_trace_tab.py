@@ -17,19 +17,6 @@ LABELS = {"healthy_gpt_small": "healthy", "launch_bound_tiny": "launch_bound", "
           "memory_bound_visible": "memory_bound", "dlrm_kineto": "comm_bound"}
 
 
-@pytest.fixture
-def tab(qtbot):
-    from gpuperf_gui.views.trace_tab import TraceTab
-
-    widget = TraceTab(None)
-    qtbot.addWidget(widget)
-    widget.resize(1600, 1000)
-    widget.show()
-    qtbot.waitExposed(widget)
-    yield widget
-    widget.shutdown()
-
-
 def _load(qtbot, tab, paths: list[Path]) -> None:
     tab.open_paths(paths)
     assert tab.is_busy()

@@ -14,19 +14,6 @@ from PySide6.QtCore import QRectF
 LOAD_TIMEOUT_MS = 60_000
 
 
-@pytest.fixture
-def tab(qtbot):
-    from gpuperf_gui.views.trace_tab import TraceTab
-
-    widget = TraceTab(None)
-    qtbot.addWidget(widget)
-    widget.resize(1600, 1000)
-    widget.show()
-    qtbot.waitExposed(widget)
-    yield widget
-    widget.shutdown()
-
-
 def _built(path: Path):
     from gpuperf_gui.core.trace.api import analyse_paths
     from gpuperf_gui.core.trace.session import build_loaded_trace

@@ -339,10 +339,16 @@ def iter_cluster_analyse(paths: Sequence[Path | str], address: str, stop: thread
                 (failures if isinstance(item, FileFailure) else summaries).append(item)
                 count += 1
                 yield Progress(0.02 + 0.93 * count / n, f"analysed {files[index[fut.key]].name}")
-    if stop.is_set():
-        return
+    if not stop.is_set():
+        yield from _assembled(summaries, failures, n)
+
+
+def _assembled(summaries: list[RankSummary], failures: list[FileFailure], n_files: int
+               ) -> Iterator[Progress | ClusterResult]:
+    """The job from its ranks' summaries (either engine's): notes for the files that failed (the
+    first file's error raised when none loaded), then the job diagnosis."""
     failures.sort(key=lambda f: str(f.path))
-    notes = failure_notes(failures, n)  # raises the first file's error when none loaded
+    notes = failure_notes(failures, n_files)
     yield Progress(0.97, "diagnosing")
     yield assemble(summaries, notes)
 
@@ -442,12 +448,8 @@ def iter_compact_analyse(paths: Sequence[Path | str], stop: threading.Event | No
         for count, (i, item) in enumerate(results, 1):
             (failures if isinstance(item, FileFailure) else summaries).append(item)
             yield Progress(0.95 * count / n, f"analysed {files[i].name}")
-    if stop.is_set():
-        return
-    failures.sort(key=lambda f: str(f.path))
-    notes = failure_notes(failures, n)  # raises the first file's error when none loaded
-    yield Progress(0.97, "diagnosing")
-    yield assemble(summaries, notes)
+    if not stop.is_set():
+        yield from _assembled(summaries, failures, n)
 
 
 COMPACT_ENGINE = "gpuperf_gui.core.trace.cluster:iter_compact_analyse"
