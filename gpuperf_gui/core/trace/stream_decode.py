@@ -67,7 +67,10 @@ imports, 2026-12-01; tests/core/test_trace_load.py checks the bound with the tex
 STRUCT_COST_BYTES = 300
 """Memory per decoded event struct (with its args struct and strings) while its run is in flight."""
 PARALLEL_MIN_BYTES = 128 << 20
-"""Files with less JSON text than this are decoded in this process (a worker pool costs ~50 ms)."""
+"""Files with less JSON text than this are decoded in this process (on 2 cores a pool did not pay
+on a 54 MB file, idle or not)."""
+TYPICAL_EVENT_BYTES = 250
+"""JSON bytes per event of a typical Kineto trace (216k-event trace: 249): for planning only."""
 PARALLEL_RUN_BYTES = 8 << 20
 """Text per run sent to a worker."""
 PARALLEL_MAX_WORKERS = 8
@@ -122,24 +125,26 @@ def load_rank_streamed(path: Path, *, budget: MemoryBudget, max_bytes: int | Non
 
 
 def decode_workers(text_bytes_hint: int, budget: MemoryBudget, workers: int | None = None) -> int:
-    """Processes to decode a file of about ``text_bytes_hint`` bytes of JSON: one per CPU (at most
-    :data:`PARALLEL_MAX_WORKERS`, one per run of text, or ``GPUPERF_DECODE_WORKERS`` from the
-    environment) for big files, as many as the budget holds beside the load itself; 1 for small
-    files, in pool workers and daemon processes."""
-    if workers is None and os.environ.get("GPUPERF_DECODE_WORKERS", "").strip().isdigit():
-        workers = int(os.environ["GPUPERF_DECODE_WORKERS"])  # the user's cap (1: never a pool)
-        if workers <= 1 or text_bytes_hint < PARALLEL_MIN_BYTES:
-            return 1
-    elif workers is not None:
+    """Processes to decode a file of about ``text_bytes_hint`` bytes of JSON.
+
+    ``workers`` given: that many. Else 1 for small files, in pool workers and daemon processes, and
+    when no second core is idle; otherwise one per idle CPU (or ``GPUPERF_DECODE_WORKERS`` from the
+    environment, 1 turning them off), at most :data:`PARALLEL_MAX_WORKERS`, one per run of text and
+    as many as the budget holds beside the load itself.
+    """
+    if workers is not None:
         return max(1, workers)
-    if not _parallel_allowed or text_bytes_hint < PARALLEL_MIN_BYTES or _in_daemon_process():
+    asked = os.environ.get("GPUPERF_DECODE_WORKERS", "").strip()
+    asked_n = int(asked) if asked.isdigit() else None  # the user's cap
+    if (asked_n is not None and asked_n <= 1) or not _parallel_allowed \
+            or text_bytes_hint < PARALLEL_MIN_BYTES or _in_daemon_process():
         return 1
     idle_cpus = _idle_cpus()
-    if workers is None and idle_cpus < 1.5:  # a worker would share a busy core: slower than none
+    if asked_n is None and idle_cpus < 1.5:  # a worker would share a busy core: slower than none
         return 1
     spare = budget.limit_bytes - STREAM_EVENT_COST_BYTES * (text_bytes_hint // TYPICAL_EVENT_BYTES)
     by_budget = int(spare // WORKER_COST_BYTES)
-    n = min(workers or round(idle_cpus), PARALLEL_MAX_WORKERS, text_bytes_hint // PARALLEL_RUN_BYTES, by_budget)
+    n = min(asked_n or round(idle_cpus), PARALLEL_MAX_WORKERS, text_bytes_hint // PARALLEL_RUN_BYTES, by_budget)
     return n if n >= 2 else 1
 
 
@@ -159,10 +164,6 @@ def _idle_cpus() -> float:
         return cpus - os.getloadavg()[0]
     except OSError:  # pragma: no cover - no load average on this platform
         return float(cpus)
-
-
-TYPICAL_EVENT_BYTES = 250
-"""JSON bytes per event of a typical Kineto trace (216k-event trace: 249): for planning only."""
 
 
 def stream_columns(path: Path, budget: MemoryBudget, max_bytes: int | None, workers: int | None = None
@@ -260,7 +261,7 @@ class _Splitter:
                 return
             split = m.end()
         self.decoded_bytes += split
-        self._pending = bytearray(b"[") + head[split:]
+        self._pending = _opened(memoryview(head)[split:])
         del head[split:]
         if len(self._pending) >= self._decode_at:
             self._decode_complete()
@@ -313,9 +314,7 @@ class _Splitter:
 
     def _keep_after(self, following: int) -> None:
         """Pending text from ``following`` on, in a new buffer (the old one may still be viewed)."""
-        rest = bytearray(b"[")
-        rest += memoryview(self._pending)[following:]
-        self._pending = rest
+        self._pending = _opened(memoryview(self._pending)[following:])
 
     def _array_ends_early(self, message: str) -> None:
         """The run decoded up to the events array's end (trailing characters): keep the rest as tail."""
@@ -364,6 +363,14 @@ class _Splitter:
         return meta
 
 
+def _opened(*parts: bytes | memoryview) -> bytearray:
+    """A new pending buffer: the events array's ``[`` then ``parts`` (copied)."""
+    buf = bytearray(b"[")
+    for part in parts:
+        buf += part
+    return buf
+
+
 def _next_decode_bytes(events: int, text_bytes: int) -> int:
     """Text to gather before the next decode: :data:`MIN_DECODE_BYTES`, less when events are so
     small that its structs would hold more than :data:`STRUCT_BUDGET_BYTES`."""
@@ -391,11 +398,7 @@ def decode_run(head: bytes, chunk: bytes, close: int) -> tuple[EventColumns, int
     brackets) decoded into columns of their own. Returns ``(columns, entries, events kept as
     structs)``; raises msgspec's errors when the run does not decode."""
     with gc_paused():
-        buf = bytearray(b"[")
-        buf += head
-        buf += memoryview(chunk)[:close + 1]
-        buf += b"]"
-        events = _CHUNK_DECODER.decode(buf)
+        events = _CHUNK_DECODER.decode(_opened(head, memoryview(chunk)[:close + 1], b"]"))
         columns = EventColumns()
         kept = add_events(columns, events)
         return columns, len(events), kept
@@ -469,8 +472,7 @@ class _ParallelSplitter(_Splitter):
         close, following = cut
         head = bytes(memoryview(self._pending)[1:])
         self._in_flight.append((self._pool.submit(decode_run, head, chunk, close), head, chunk, following))
-        self._pending = bytearray(b"[")
-        self._pending += memoryview(chunk)[following:]
+        self._pending = _opened(memoryview(chunk)[following:])
         while len(self._in_flight) > self._max_in_flight and self._pool is not None:
             self._merge_oldest()
 
@@ -492,12 +494,8 @@ class _ParallelSplitter(_Splitter):
         runs = list(self._in_flight)
         self._in_flight.clear()
         self.close()
-        rest = self._pending
-        self._pending = bytearray(b"[")
-        for _, head, chunk, following in runs:
-            self._pending += head
-            self._pending += memoryview(chunk)[:following]
-        self._pending += memoryview(rest)[1:]
+        texts = [part for _, head, chunk, following in runs for part in (head, memoryview(chunk)[:following])]
+        self._pending = _opened(*texts, memoryview(self._pending)[1:])
         if len(self._pending) >= self._decode_at:
             self._decode_complete()
 
