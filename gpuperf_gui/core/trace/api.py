@@ -25,8 +25,8 @@ from .budget import MemoryBudget
 from .load import FileFailure, dedupe_ranks, discover_files, failure_notes, iter_per_file, load_rank, plan_workers
 from .model import RankTrace, TraceModel
 from .name_masks import pattern_mask, predicate_mask
-from .op_points import op_points
-from .optable import OpRow, op_table
+from .op_points import OpPoint, op_points, op_table_and_points
+from .optable import OpRow
 
 
 @dataclass(frozen=True)
@@ -39,12 +39,20 @@ class Progress:
 
 @dataclass
 class RankResult:
-    """One rank: the model (for drawing), its analysis, diagnosis and op table."""
+    """One rank: the model (for drawing), its analysis, diagnosis, op table and roofline points."""
 
     trace: RankTrace
     analysis: RankAnalysis
     diagnosis: Diagnosis
     ops: list[OpRow]
+    points: list[OpPoint] | None = None
+    """:func:`.op_points.op_points` of the trace, found with the op table (None: not yet)."""
+
+    def op_points(self) -> list[OpPoint]:
+        """The rank's roofline points (found now if the engine did not)."""
+        if self.points is None:
+            self.points = op_points(self.trace)
+        return self.points
 
 
 @dataclass
@@ -77,7 +85,7 @@ class TraceResult:
 
     def to_json(self, top: int = 10) -> dict:
         """The ``gpuperf diagnose --json`` object (DESIGN.md contract, plus extra keys)."""
-        ranks = [rank_json(r.analysis, r.diagnosis, r.ops[:top], [p.to_json() for p in op_points(r.trace)])
+        ranks = [rank_json(r.analysis, r.diagnosis, r.ops[:top], [p.to_json() for p in r.op_points()])
                  for r in self.ranks]  # the points are the ones "Show on roofline" draws
         return job_json(self.diagnosis, ranks, self.multi_rank, self.model.notes)
 
@@ -99,15 +107,18 @@ def job_json(diagnosis: Diagnosis, ranks: list[dict], multi_rank: MultiRankSumma
                       "load_notes": list(notes)})
 
 
-_Loaded = tuple[RankTrace, RankAnalysis, list[OpRow]]
+_Loaded = tuple[RankTrace, RankAnalysis, list[OpRow], list[OpPoint]]
 
 
 def _analyse_one(path: Path, *, max_bytes: int | None, order_index: int,
                  memory_budget: MemoryBudget | int | None = None) -> _Loaded:
     """One file's work, all of it per rank (so it runs in the worker processes): load, analyse,
-    op table. Both read the rank's own clock, before :meth:`TraceModel.aligned` shifts it."""
+    op table and roofline points (found together: they share the op nesting). All read the rank's
+    own clock, before :meth:`TraceModel.aligned` shifts it."""
     rt = load_rank(path, max_bytes=max_bytes, order_index=order_index, memory_budget=memory_budget)
-    return rt, analyse_rank(rt), op_table(rt)
+    analysis = analyse_rank(rt)
+    ops, points = op_table_and_points(rt)
+    return rt, analysis, ops, points
 
 
 def iter_load_and_analyse(paths: Sequence[Path | str], stop: threading.Event | None = None, *,
@@ -147,15 +158,15 @@ def iter_load_and_analyse(paths: Sequence[Path | str], stop: threading.Event | N
 
 
 def _assemble(loaded: list[_Loaded]) -> TraceResult:
-    traces = dedupe_ranks([rt for rt, _, _ in loaded])
-    for rt, a, _ in loaded:
+    traces = dedupe_ranks([rt for rt, *_ in loaded])
+    for rt, a, *_ in loaded:
         a.rank = rt.rank
     model = TraceModel.aligned(traces)
-    by_trace = {id(rt): (a, ops) for rt, a, ops in loaded}
+    by_trace = {id(rt): rest for rt, *rest in loaded}
     ranks = []
     for rt in model.ranks:
-        a, ops = by_trace[id(rt)]
-        ranks.append(RankResult(rt, a, diagnose_rank(a), ops))
+        a, ops, points = by_trace[id(rt)]
+        ranks.append(RankResult(rt, a, diagnose_rank(a), ops, points))
     summary = multi_rank_summary(ranks)
     diagnosis = diagnose_job([(r.analysis, r.diagnosis) for r in ranks], summary.evidence)
     return TraceResult(model, ranks, diagnosis, summary)

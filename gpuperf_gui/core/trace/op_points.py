@@ -16,9 +16,9 @@ import numpy as np
 
 from .build import LAUNCH_CATEGORIES
 from .flops import CAUSAL_NOTE
-from .model import RankTrace
-from .optable import (HOST_ROW_CATEGORIES, PYTHON_CATEGORIES, _ids, _kernel_time_by_launch, host_rows_with_device_time,
-                      name_groups)
+from .model import Lane, RankTrace
+from .optable import (HOST_ROW_CATEGORIES, PYTHON_CATEGORIES, HostRows, OpRow, _ids, _kernel_time_by_launch,
+                      has_flops, name_groups, op_table, point_rows)
 
 if TYPE_CHECKING:
     from ..roofline import RooflinePoint
@@ -68,29 +68,65 @@ class OpPoint:
 
 def op_points(rt: RankTrace, *, min_seconds: float = 0.0) -> list[OpPoint]:
     """Points of one rank, longest device time first."""
-    host_cat = rt.strings.ids_matching(lambda s: s in HOST_ROW_CATEGORIES)
+    point_cat = rt.strings.ids_matching(lambda s: s in HOST_ROW_CATEGORIES)
     kernel_us = _kernel_time_by_launch(rt)
     launch_ids = _ids(rt, LAUNCH_CATEGORIES)
     group = name_groups(rt)
     python_ids = _ids(rt, PYTHON_CATEGORIES)
-    groups: dict[tuple[int, int], list[float]] = {}
+    sums = PointSums(rt)
     for lane in rt.cpu_lanes:
-        if not np.any(~np.isnan(lane.flops)):
-            continue
-        got = host_rows_with_device_time(lane, host_cat, kernel_us, launch_ids, group, None, python_ids)
+        if has_flops(lane):
+            sums.add(lane, point_rows(lane, kernel_us, launch_ids, group, python_ids, point_cat))
+    return sums.points(min_seconds)
+
+
+def op_table_and_points(rt: RankTrace, *, min_seconds: float = 0.0) -> tuple[list[OpRow], list[OpPoint]]:
+    """:func:`.optable.op_table` and :func:`op_points` of one rank, the points from the table's host
+    rows (finding the nesting again took as long as the table)."""
+    sums = PointSums(rt)
+    ops = op_table(rt, on_point_rows=sums.add)
+    return ops, sums.points(min_seconds)
+
+
+class PointSums:
+    """The points' totals, lane by lane: per (name, shapes), FLOPs, bytes, seconds and calls summed
+    in lane and row order (the floats of a sum over the rows one by one)."""
+
+    def __init__(self, rt: RankTrace) -> None:
+        self.rt = rt
+        self.parts: list[tuple[np.ndarray, ...]] = []
+
+    def add(self, lane: Lane, got: HostRows | None) -> None:
+        """Take the rows of ``lane`` that get a point: FLOPs and bytes known and positive, and
+        device time launched by the op itself."""
         if got is None:
-            continue
+            return
         rows, dev_op = got.rows, got.self_device_us
         flops, nbytes = lane.flops[rows], lane.bytes[rows]
         ok = ~np.isnan(flops) & ~np.isnan(nbytes) & (flops > 0) & (nbytes > 0) & (dev_op > 0)
-        for r in np.flatnonzero(ok).tolist():
-            key = (int(lane.name_id[rows[r]]), int(lane.shapes_id[rows[r]]))
-            acc = groups.setdefault(key, [0.0, 0.0, 0.0, 0])
-            acc[0] += float(flops[r])
-            acc[1] += float(nbytes[r])
-            acc[2] += float(dev_op[r]) / 1e6
-            acc[3] += 1
-    points = [OpPoint(rt.strings[name_id], rt.strings[shapes_id] if shapes_id >= 0 else "", int(calls), f, b, sec)
-              for (name_id, shapes_id), (f, b, sec, calls) in groups.items() if sec >= min_seconds]
-    points.sort(key=lambda p: (-p.seconds, p.name, p.shapes))
-    return points
+        picked = rows[ok]
+        self.parts.append((lane.name_id[picked].astype(np.int64), lane.shapes_id[picked].astype(np.int64),
+                           flops[ok], nbytes[ok], dev_op[ok] / 1e6))
+
+    def points(self, min_seconds: float = 0.0) -> list[OpPoint]:
+        """The points, longest device time first."""
+        if not self.parts:
+            return []
+        name, shapes, flops, nbytes, seconds = (np.concatenate([p[k] for p in self.parts]) for k in range(5))
+        if not name.size:
+            return []
+        key = name * (int(shapes.max()) + 2) + (shapes + 1)  # shapes_id -1: none recorded
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        n = first.size
+        f, b, sec = (np.bincount(inverse, weights=w, minlength=n) for w in (flops, nbytes, seconds))
+        calls = np.bincount(inverse, minlength=n)
+        strings = self.rt.strings
+        points = []
+        for g in np.argsort(first, kind="stable").tolist():  # first-seen order, as a dict's
+            if sec[g] >= min_seconds:
+                i = int(first[g])
+                shapes_id = int(shapes[i])
+                points.append(OpPoint(strings[int(name[i])], strings[shapes_id] if shapes_id >= 0 else "",
+                                      int(calls[g]), float(f[g]), float(b[g]), float(sec[g])))
+        points.sort(key=lambda p: (-p.seconds, p.name, p.shapes))
+        return points

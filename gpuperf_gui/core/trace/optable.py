@@ -32,12 +32,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
-from typing import NamedTuple, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
 from .build import GPU_ACTIVITY_CATEGORIES, LAUNCH_CATEGORIES
-from .model import GPU_ACTIVITY_KINDS, RankTrace
+from .model import GPU_ACTIVITY_KINDS, Lane, RankTrace
 
 PYTHON_CATEGORIES = frozenset({"python_function"})
 """``with_stack=True`` Python frames: rows and tree nodes in torch's table, never owners of kernels."""
@@ -81,12 +81,17 @@ def _group_name(name: str) -> str:
 
 
 def op_table(rt: RankTrace, host_windows_us: Sequence[tuple[float, float]] | None = None,
-             device_keep: dict[int, np.ndarray] | None = None) -> list[OpRow]:
+             device_keep: dict[int, np.ndarray] | None = None, *,
+             on_point_rows: Callable[[Lane, HostRows], None] | None = None) -> list[OpRow]:
     """All rows, sorted by total device time then total CPU time, descending.
 
     A selection (e.g. some steps): only host events starting in one of ``host_windows_us``
     (``[t0, t1)``, lane times) and the device events ``device_keep[lane_id]`` marks count (a lane
     missing from it counts none); nesting is still read from the whole lane.
+
+    ``on_point_rows(lane, rows)`` is called for each CPU lane with FLOP counts with the host rows
+    :mod:`.op_points` reads (:func:`point_rows`), made from this table's own where they are the
+    same (the containment search is most of the time of both).
     """
     # Overhead spans are rows too (torch lists "Command Buffer Full"; its "Self CPU time total"
     # includes them), on their own row of the trace where nothing nests in them.
@@ -107,31 +112,33 @@ def op_table(rt: RankTrace, host_windows_us: Sequence[tuple[float, float]] | Non
     overhead = _overhead_spans(rt)
     step_lane = _profiling_thread(rt)
     group = name_groups(rt)
+    point_cat = rt.strings.ids_matching(lambda s: s in HOST_ROW_CATEGORIES) if on_point_rows else None
     for lane in rt.cpu_lanes:
-        got = host_rows_with_device_time(lane, host_cat, kernel_us, launch_ids, group,
-                                         overhead if lane is step_lane else None, python_ids)
-        if got is None:
+        tree = _host_tree(lane, host_cat, kernel_us, launch_ids, python_ids)
+        if tree is None:
             continue
+        name_group = group[lane.name_id[tree.rows]]
+        with_over, extra = _with_overhead(tree, lane.start_us[tree.rows], overhead if lane is step_lane else None)
+        got = _collapse_same_name(with_over, name_group, extra)
+        if point_cat is not None and has_flops(lane):
+            on_point_rows(lane, _point_rows_from(lane, tree, got, extra, name_group, point_cat, kernel_us,
+                                                 launch_ids, group, python_ids))
         rows, level, parent, dur, dev_op, overhead_us = got
-        dev_total = dev_op.copy()
-        child_cpu = overhead_us.copy()
         nested = parent >= 0
-        np.add.at(child_cpu, parent[nested], dur[nested])
-        for d in range(int(level.max()), 0, -1):
-            at = np.flatnonzero(level == d)
-            np.add.at(dev_total, parent[at], dev_total[at])
+        child_cpu = add_at(overhead_us, parent[nested], dur[nested])
+        dev_total = _subtree_sums(dev_op, parent, level)
         if host_windows_us is not None:
             keep = starts_in(lane.start_us[rows], host_windows_us)
             rows, dur, dev_op, dev_total, child_cpu = (a[keep] for a in (rows, dur, dev_op, dev_total, child_cpu))
         names = lane.name_id[rows]
-        np.add.at(self_cpu, names, np.maximum(dur - child_cpu, 0.0))
-        np.add.at(total_cpu, names, dur)
-        np.add.at(self_dev, names, dev_op)
-        np.add.at(total_dev, names, dev_total)
-        np.add.at(calls, names, 1)
+        self_cpu = add_at(self_cpu, names, np.maximum(dur - child_cpu, 0.0))
+        total_cpu = add_at(total_cpu, names, dur)
+        self_dev = add_at(self_dev, names, dev_op)
+        total_dev = add_at(total_dev, names, dev_total)
+        calls += np.bincount(names, minlength=n_strings)
         f = lane.flops[rows]
         ok = ~np.isnan(f)
-        np.add.at(flops, names[ok], f[ok])
+        flops = add_at(flops, names[ok], f[ok])
         host_rows[names] = True
     out = _merge_rows(rt, host_rows, "host", calls, self_cpu, total_cpu, self_dev, total_dev, flops)
 
@@ -143,10 +150,10 @@ def op_table(rt: RankTrace, host_windows_us: Sequence[tuple[float, float]] | Non
         if device_keep is not None:
             keep = device_keep.get(lane.lane_id, np.zeros(len(lane), dtype=bool))
             names, dur = names[keep], dur[keep]
-        np.add.at(d_calls, names, 1)
-        np.add.at(d_time, names, dur)
+        d_calls += np.bincount(names, minlength=n_strings)
+        d_time = add_at(d_time, names, dur)
         if lane.kind in GPU_ACTIVITY_KINDS:
-            np.add.at(work_us, names, dur)
+            work_us = add_at(work_us, names, dur)
         device_rows[names] = True
     zeros = np.zeros(n_strings)
     device = _merge_rows(rt, device_rows, "device", d_calls, zeros, zeros, d_time, d_time, zeros)
@@ -156,6 +163,36 @@ def op_table(rt: RankTrace, host_windows_us: Sequence[tuple[float, float]] | Non
         row.mean_device_s = row.device_total_s / row.calls if row.calls else None
     out.sort(key=lambda r: (-r.device_total_s, -r.cpu_total_s, r.name))
     return out
+
+
+def add_at(target: np.ndarray, index: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``np.add.at(target, index, values)`` on a float64 ``target``, into a new array, with the same
+    sums bit for bit: np.bincount adds in input order from 0.0 as add.at adds onto each element,
+    so the target's own nonzero values go first. np.add.at was 20x slower here (numpy 2.4)."""
+    base = np.flatnonzero(target)  # NaN counts as nonzero; 0.0 + x is x
+    if base.size:
+        index = np.concatenate([base, index])
+        values = np.concatenate([target[base], values])
+    return np.bincount(index, weights=values, minlength=target.size)
+
+
+def _subtree_sums(own: np.ndarray, parent: np.ndarray, level: np.ndarray) -> np.ndarray:
+    """``own`` plus every descendant's, adding each level's rows into their parents from the
+    deepest level up, children in row order (the order, so the sums, of ``np.add.at`` level by
+    level)."""
+    total = own.copy()
+    local = np.empty(parent.size, dtype=np.int64)   # a row's position among the rows of its level
+    at = np.flatnonzero(level == int(level.max())) if level.size else level
+    for d in range(int(level.max()) if level.size else 0, 0, -1):
+        up = np.flatnonzero(level == d - 1)
+        local[up] = np.arange(up.size)
+        index = local[parent[at]]
+        sums = np.bincount(np.concatenate([np.arange(up.size), index]),
+                           weights=np.concatenate([total[up], total[at]]), minlength=up.size)
+        has = np.bincount(index, minlength=up.size) > 0
+        total[up[has]] = sums[has]
+        at = up
+    return total
 
 
 def starts_in(times_us: np.ndarray, windows_us: Sequence[tuple[float, float]]) -> np.ndarray:
@@ -217,6 +254,17 @@ def host_rows_with_device_time(lane, host_cat: np.ndarray, kernel_us: dict[int, 
     ``group`` from :func:`name_groups`). ``overhead`` spans (start, end sorted) count as children of
     the row enclosing them.
     """
+    tree = _host_tree(lane, host_cat, kernel_us, launch_ids, python_ids)
+    if tree is None:
+        return None
+    return _collapse_same_name(*_with_overhead(tree, lane.start_us[tree.rows], overhead),
+                               group[lane.name_id[tree.rows]])
+
+
+def _host_tree(lane, host_cat: np.ndarray, kernel_us: dict[int, np.ndarray], launch_ids: np.ndarray,  # noqa: ANN001
+               python_ids: np.ndarray | None) -> HostRows | None:
+    """:func:`host_rows_with_device_time` before overhead spans and the same-name collapse
+    (``overhead_us`` zeros)."""
     rows = np.flatnonzero(host_cat[lane.category_id])
     if rows.size == 0:
         return None
@@ -224,24 +272,56 @@ def host_rows_with_device_time(lane, host_cat: np.ndarray, kernel_us: dict[int, 
     parent = containment_parents(start, dur)
     level = _levels(parent)
     own_dev = kernel_us.get(lane.lane_id)
-    dev_op = own_dev[rows].copy() if own_dev is not None else np.zeros(rows.size)
-    is_launch = np.isin(lane.category_id[rows], launch_ids)
-    skip = is_launch | np.isin(lane.category_id[rows], python_ids if python_ids is not None else [])
+    dev_op = own_dev[rows] if own_dev is not None else np.zeros(rows.size)
+    cats = lane.category_id[rows]
+    is_launch = np.isin(cats, launch_ids)
     moved = np.flatnonzero(is_launch & (parent >= 0) & (dev_op > 0))
     if moved.size:
+        skip = is_launch | np.isin(cats, python_ids if python_ids is not None else [])
         target = _kernel_owners(moved, parent, skip, lane.external_id[rows], int(level.max()))
         ok = target >= 0
-        np.add.at(dev_op, target[ok], dev_op[moved[ok]])
+        dev_op = add_at(dev_op, target[ok], dev_op[moved[ok]])
         dev_op[moved[ok]] = 0.0
-    over_us = np.zeros(rows.size)
-    over_n = np.zeros(rows.size, dtype=np.int64)
-    if overhead is not None and overhead[0].size:
-        owner = _span_owners(start, dur, overhead)
-        ok = owner >= 0
-        np.add.at(over_us, owner[ok], (overhead[1] - overhead[0])[ok])
-        np.add.at(over_n, owner[ok], 1)
-    got = HostRows(rows, level, parent, dur, dev_op, over_us)
-    return _collapse_same_name(got, group[lane.name_id[rows]], over_n)
+    return HostRows(rows, level, parent, dur, dev_op, np.zeros(rows.size))
+
+
+def _with_overhead(tree: HostRows, start: np.ndarray, overhead: tuple[np.ndarray, np.ndarray] | None
+                   ) -> tuple[HostRows, np.ndarray]:
+    """``tree`` (rows starting at ``start``) with the ``overhead`` spans (start, end sorted) given
+    to the rows enclosing them: (rows with ``overhead_us``, spans per row)."""
+    if overhead is None or not overhead[0].size:
+        return tree, np.zeros(tree.rows.size, dtype=np.int64)
+    owner = _span_owners(start, tree.duration_us, overhead, parents=tree.parent)
+    ok = owner >= 0
+    over_us = np.bincount(owner[ok], weights=(overhead[1] - overhead[0])[ok], minlength=tree.rows.size)
+    over_n = np.bincount(owner[ok], minlength=tree.rows.size).astype(np.int64)
+    return tree._replace(overhead_us=over_us), over_n
+
+
+def has_flops(lane) -> bool:  # noqa: ANN001 (Lane)
+    """Whether any event of ``lane`` has a FLOP count (only such lanes give roofline points)."""
+    return bool(np.any(~np.isnan(lane.flops)))
+
+
+def point_rows(lane, kernel_us: dict[int, np.ndarray], launch_ids: np.ndarray, group: np.ndarray,  # noqa: ANN001
+               python_ids: np.ndarray, point_cat: np.ndarray) -> HostRows | None:
+    """The host rows :mod:`.op_points` reads: those of :data:`HOST_ROW_CATEGORIES` (``point_cat``),
+    no overhead spans."""
+    return host_rows_with_device_time(lane, point_cat, kernel_us, launch_ids, group, None, python_ids)
+
+
+def _point_rows_from(lane, tree: HostRows, collapsed: HostRows, extra_children: np.ndarray,  # noqa: ANN001
+                     name_group: np.ndarray, point_cat: np.ndarray, kernel_us: dict[int, np.ndarray],
+                     launch_ids: np.ndarray, group: np.ndarray, python_ids: np.ndarray) -> HostRows | None:
+    """:func:`point_rows` from the op table's rows of the lane (``tree`` before, ``collapsed``
+    after the same-name collapse with ``extra_children`` overhead spans): the same rows unless
+    the lane has overhead-category rows (then found afresh); collapsed again without the overhead
+    children where there were some (they can keep a same-name child apart)."""
+    if not point_cat[lane.category_id[tree.rows]].all():
+        return point_rows(lane, kernel_us, launch_ids, group, python_ids, point_cat)
+    if extra_children.any():
+        return _collapse_same_name(tree, name_group, np.zeros(tree.rows.size, dtype=np.int64))
+    return collapsed
 
 
 def _kernel_owners(launch: np.ndarray, parent: np.ndarray, skip: np.ndarray, external_id: np.ndarray,
@@ -285,12 +365,12 @@ def _collapse_same_name(h: HostRows, name_group: np.ndarray, extra_children: np.
             break
         top = nxt
     merged = np.flatnonzero(merge)
-    dev, over = h.self_device_us.copy(), h.overhead_us.copy()
+    dev = h.self_device_us.copy()
     deepest = np.full(parent.size, -1)
     np.maximum.at(deepest, top[merged], merged)  # a chain is a path: its last row is the deepest
     owners = np.flatnonzero(deepest >= 0)
     dev[owners] = h.self_device_us[deepest[owners]]
-    np.add.at(over, top[merged], h.overhead_us[merged])
+    over = add_at(h.overhead_us, top[merged], h.overhead_us[merged])
     keep = ~merge
     new_index = np.cumsum(keep) - 1
     kept_parent = parent[keep]
@@ -386,15 +466,17 @@ def _profiling_thread(rt: RankTrace):  # noqa: ANN202 (Lane | None)
     return None
 
 
-def _span_owners(start: np.ndarray, duration: np.ndarray, spans: tuple[np.ndarray, np.ndarray]
-                 ) -> np.ndarray:
-    """Per foreign span (sorted by start), the index of its innermost enclosing event, -1 if none."""
+def _span_owners(start: np.ndarray, duration: np.ndarray, spans: tuple[np.ndarray, np.ndarray],
+                 parents: np.ndarray | None = None) -> np.ndarray:
+    """Per foreign span (sorted by start), the index of its innermost enclosing event, -1 if none.
+    ``parents``: the events' :func:`containment_parents`, when known."""
     s, e = spans
     if start.size == 0:
         return np.full(s.size, -1, dtype=np.int64)
     end = start + duration
     pos = np.searchsorted(start, s, side="right") - 1
-    parents = _enclosing_events(end, start, end - CONTAINMENT_SLACK_US)
+    if parents is None:
+        parents = _enclosing_events(end, start, end - CONTAINMENT_SLACK_US)
     return _enclosing(parents, end, pos, s, e)
 
 

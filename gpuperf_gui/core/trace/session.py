@@ -43,6 +43,7 @@ from .lanes import (
     prepare_lanes,
 )
 from .model import KERNEL_CLASSES, RankTrace, TraceModel
+from .op_points import OpPoint
 from .overview import ActivityProfile, Overview, SelectionSummary, activity_profile, build_overview, selection_summary
 
 BUILDER = "gpuperf_gui.core.trace.session:iter_built_trace"
@@ -460,6 +461,7 @@ def iter_built_trace(paths: Sequence[str], idle_threshold_us: float, stop: threa
         release_freed_memory()
     started = time.perf_counter()
     loaded = build_loaded_trace(result, idle_threshold_us, stop, roofline=False)
+    found = [r.points for r in result.ranks]   # the engine's, found with the op tables
     del result
     if stop.is_set():
         return
@@ -471,7 +473,7 @@ def iter_built_trace(paths: Sequence[str], idle_threshold_us: float, stop: threa
     yield LoadProgress("placing the kernels on the roofline", 950, 1000)
     started = time.perf_counter()
     notes: list[str] = []
-    points = roofline_points(loaded.model.ranks, notes)
+    points = roofline_points(loaded.model.ranks, notes, found)
     if not stop.is_set():
         yield RooflineUpdate(points, notes, time.perf_counter() - started)
 
@@ -501,7 +503,7 @@ def build_loaded_trace(result: TraceResult, idle_threshold_us: float = DEFAULT_I
     analyses = [r.analysis for r in result.ranks]
     stragglers = list(result.multi_rank.stragglers)
     mfu_figures = _mfu_figures(analyses, notes)
-    points = roofline_points(model.ranks, notes) if roofline else []
+    points = roofline_points(model.ranks, notes, [r.points for r in result.ranks]) if roofline else []
     rank_specs, lanes = prepare_lanes(model, idle_threshold_us, stop)
     for ri, rank in enumerate(model.ranks):
         if ri < len(analyses):
@@ -582,12 +584,15 @@ def _mfu_figures(analyses: list[RankAnalysis], notes: list[str]) -> TraceMfuFigu
         return None
 
 
-def roofline_points(ranks: Sequence[RankTrace], notes: list[str]) -> list[RooflinePoint]:
-    """The points "Show on roofline" draws; a failure becomes a note (the lanes still open)."""
+def roofline_points(ranks: Sequence[RankTrace], notes: list[str],
+                    found: Sequence[list[OpPoint] | None] | None = None) -> list[RooflinePoint]:
+    """The points "Show on roofline" draws; a failure becomes a note (the lanes still open).
+    ``found``: per rank, its :func:`.op_points.op_points` where known (the engine's), else None."""
     points: list[RooflinePoint] = []
     try:
-        for rt in ranks:
-            pts = figures.roofline_points(rt)
+        for k, rt in enumerate(ranks):
+            known = found[k] if found is not None else None
+            pts = [p.roofline_point() for p in known] if known is not None else figures.roofline_points(rt)
             if len(ranks) > 1:
                 pts = [replace(p, label=f"rank {rt.rank}: {p.label}") for p in pts]
             points += pts

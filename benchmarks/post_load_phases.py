@@ -1,0 +1,119 @@
+"""Seconds of each phase that runs after a rank is loaded (Trace tab and ``gpuperf diagnose``).
+
+Loads the file once (:func:`~gpuperf_gui.core.trace.load.load_rank`, not timed in the phases), then
+runs, each timed alone and in the pipeline's order: the engine's per-rank work (``analyse_rank``,
+``op_table``: the op table with the roofline points, as the engine finds them), the job assembly (``diagnose``: align, diagnose_rank, multi-rank summary, job
+diagnosis), the Trace tab's :func:`~gpuperf_gui.core.trace.session.build_loaded_trace` split into
+its parts (``mfu``, ``lanes``, ``diag_view``, ``overview``, ``op_tables``, ``activity``) and its
+whole (``build_total``), then ``roofline`` (:func:`.session.roofline_points`, the tab's last phase)
+and ``to_json`` (``gpuperf diagnose --json``'s object, which finds the op points again).
+
+    nice .venv/bin/python benchmarks/post_load_phases.py /tmp/tabscale/e5M.json
+    nice .venv/bin/python benchmarks/post_load_phases.py --cache /tmp/e5M.pkl /tmp/tabscale/e5M.json
+
+``GPUPERF_ROOT=/other/checkout`` times that checkout's code on the same rank (a ``--cache`` pickle
+made by either). ``--cache`` pickles the loaded rank there on the first run and reads it on the next ones (the
+load of a 5M-event file takes longer than every phase here together). ``--repeat N`` runs the
+phases N times on fresh copies of the loaded rank and prints each phase's minimum.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import gc
+import os
+import pickle
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, os.environ.get("GPUPERF_ROOT", str(ROOT)))  # another checkout's code, to compare
+
+from gpuperf_gui.core.trace import api, session  # noqa: E402
+from gpuperf_gui.core.trace.analysis import analyse_rank  # noqa: E402
+from gpuperf_gui.core.trace.lanes import prepare_lanes  # noqa: E402
+from gpuperf_gui.core.trace.load import load_rank  # noqa: E402
+from gpuperf_gui.core.trace.model import RankTrace  # noqa: E402
+from gpuperf_gui.core.trace.optable import op_table  # noqa: E402
+
+try:  # the engine's op table, with the roofline points found from its rows
+    from gpuperf_gui.core.trace.op_points import op_table_and_points  # noqa: E402
+except ImportError:  # before it existed: the table alone, the points found in "roofline"
+    def op_table_and_points(rt: RankTrace) -> tuple[list, None]:
+        return op_table(rt), None
+from gpuperf_gui.core.trace.overview import build_overview  # noqa: E402
+
+
+def loaded_rank(path: Path, cache: Path | None) -> tuple[RankTrace, float]:
+    """The rank of ``path`` and the seconds its load took (0 when read from ``cache``)."""
+    if cache is not None and cache.exists():
+        with cache.open("rb") as f:
+            return pickle.load(f), 0.0
+    started = time.perf_counter()
+    rt = load_rank(path, memory_budget=16 << 30)
+    load_s = time.perf_counter() - started
+    if cache is not None:
+        with cache.open("wb") as f:
+            pickle.dump(rt, f, protocol=pickle.HIGHEST_PROTOCOL)
+    return rt, load_s
+
+
+def run_phases(rt: RankTrace) -> dict[str, float]:
+    """Every post-load phase on ``rt`` (which they shift and annotate), seconds by phase."""
+    times: dict[str, float] = {}
+
+    def timed(name: str, fn: Callable[[], object]) -> object:
+        gc.collect()
+        started = time.perf_counter()
+        out = fn()
+        times[name] = time.perf_counter() - started
+        return out
+
+    analysis = timed("analyse_rank", lambda: analyse_rank(rt))
+    ops, points = timed("op_table", lambda: op_table_and_points(rt))
+    loaded_one = (rt, analysis, ops) if points is None else (rt, analysis, ops, points)
+    result = timed("diagnose", lambda: api._assemble([loaded_one]))
+    notes: list[str] = []
+    analyses = [r.analysis for r in result.ranks]
+    timed("mfu", lambda: session._mfu_figures(analyses, notes))
+    timed("lanes", lambda: prepare_lanes(result.model, session.DEFAULT_IDLE_THRESHOLD_US))
+    timed("diag_view", lambda: session._diagnosis_view(result, list(result.multi_rank.stragglers)))
+    timed("overview", lambda: build_overview(result))
+    timed("op_tables", lambda: session._op_tables(result))
+    loaded = timed("build_total", lambda: session.build_loaded_trace(result, roofline=False))
+    timed("activity", lambda: session.activity_profile(loaded.model.ranks, *loaded.full_range_us,
+                                                       bins=session.MINIMAP_BINS))
+    found = [getattr(r, "points", None) for r in result.ranks]
+    timed("roofline", lambda: session.roofline_points(loaded.model.ranks, notes, found) if points is not None
+          else session.roofline_points(loaded.model.ranks, notes))
+    timed("to_json", lambda: result.to_json())
+    return times
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("trace", type=Path)
+    parser.add_argument("--cache", type=Path, help="pickle of the loaded rank (written if absent)")
+    parser.add_argument("--repeat", type=int, default=1)
+    args = parser.parse_args(argv)
+    rt, load_s = loaded_rank(args.trace, args.cache)
+    n_events = sum(len(lane) for lane in rt.lanes)
+    print(f"{args.trace.name}: {n_events:,} events" + (f", load {load_s:.2f} s" if load_s else " (cached)"))
+    best: dict[str, float] = {}
+    for _ in range(args.repeat):
+        times = run_phases(copy.deepcopy(rt) if args.repeat > 1 else rt)
+        for k, v in times.items():
+            best[k] = min(best.get(k, v), v)
+    for k, v in best.items():
+        print(f"  {k:<13} {v:7.2f} s")
+    engine = best["analyse_rank"] + best["op_table"] + best["diagnose"]
+    print(f"  {'= engine':<13} {engine:7.2f} s   (analyse_rank + op_table + diagnose)")
+    print(f"  {'= tab':<13} {engine + best['build_total'] + best['roofline']:7.2f} s   "
+          f"(engine + build_total + roofline)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,97 @@
+"""The faster post-load paths give the figures of the plain ones, bit for bit.
+
+* :func:`optable.add_at` against numpy's own ``np.add.at`` (the oracle), onto a target with values;
+* :func:`optable._subtree_sums` against the level-by-level ``np.add.at`` loop it replaced;
+* the engine's op table with its roofline points (:func:`op_points.op_table_and_points`, the points
+  from the table's rows) against the op table and :func:`op_points.op_points` found apart, on a
+  trace whose profiler-overhead span keeps a same-name child apart in the table only, and on the
+  H200 traces (one with 57 overhead spans).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpuperf_gui.core.trace.load import load_rank
+from gpuperf_gui.core.trace.op_points import op_points, op_table_and_points
+from gpuperf_gui.core.trace.optable import _levels, _subtree_sums, add_at, containment_parents, op_table
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_add_at_is_np_add_at_bit_for_bit(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 50))
+    target = rng.exponential(1e3, n) * (rng.random(n) < 0.5)  # half zeros, half values
+    target[rng.random(n) < 0.1] = np.nan
+    index = rng.integers(0, n, 500)
+    values = rng.exponential(1e3, 500) * 10.0 ** rng.integers(-6, 9, 500)  # sums that round
+    want = target.copy()
+    np.add.at(want, index, values)
+    got = add_at(target, index, values)
+    assert got.tobytes() == want.tobytes()
+    assert np.isnan(target).sum() == np.isnan(got).sum() or not n  # the target itself is left alone
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_subtree_sums_are_the_level_loops(seed: int) -> None:
+    rng = np.random.default_rng(50 + seed)
+    n = int(rng.integers(1, 400))
+    start = np.sort(np.round(rng.uniform(0, 100, n)))
+    dur = np.round(rng.exponential(20, n))
+    parent = containment_parents(start, dur)
+    level = _levels(parent)
+    own = rng.exponential(1e3, n) * 10.0 ** rng.integers(-6, 9, n) * (rng.random(n) < 0.7)
+    want = own.copy()
+    for d in range(int(level.max()), 0, -1):
+        at = np.flatnonzero(level == d)
+        np.add.at(want, parent[at], want[at])
+    assert _subtree_sums(own, parent, level).tobytes() == want.tobytes()
+
+
+def _op(name: str, ts: float, dur: float, cat: str = "cpu_op", **args: object) -> dict:
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": args}
+
+
+def _mm(ts: float, dur: float) -> dict:
+    return _op("aten::mm", ts, dur, **{"Input Dims": [[64, 128], [128, 256]], "Input type": ["float", "float"],
+                                       "External id": 1})
+
+
+def _launch(corr: int, ts: float, dur: float) -> list[dict]:
+    return [_op("cudaLaunchKernel", ts, 1, "cuda_runtime", correlation=corr, **{"External id": 1}),
+            {"ph": "X", "cat": "kernel", "name": f"gemm{corr}", "pid": 0, "tid": 7, "ts": ts + 2, "dur": dur,
+             "args": {"correlation": corr, "device": 0, "stream": 7, "External id": 1}}]
+
+
+def test_points_with_the_table_are_the_points_alone(tmp_path: Path) -> None:
+    """aten::mm(0-100) > aten::mm(10-60) > launch, plus a profiler-overhead span at 70-80 inside the
+    outer mm only: in the table the overhead span is the outer mm's second child, so the inner mm
+    stays a call of its own; the points, which read no overhead, collapse the chain into one call."""
+    events = [_op("ProfilerStep#1", 0, 300, "user_annotation"), _mm(0, 100), _mm(10, 50), *_launch(1, 20, 9),
+              {"ph": "X", "cat": "overhead", "name": "Command Buffer Full", "pid": -1, "tid": 0, "ts": 70, "dur": 10},
+              _mm(150, 40), *_launch(2, 160, 5)]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    ops, points = op_table_and_points(load_rank(path))
+    alone = op_points(load_rank(path))
+    assert points == alone
+    assert ops == op_table(load_rank(path))
+    (mm,) = [r for r in ops if r.name == "aten::mm"]
+    assert mm.calls == 3  # the overhead span keeps the first chain apart in the table
+    (point,) = points
+    assert point.calls == 2 and point.seconds == pytest.approx(14e-6)  # 9 + 5 µs of gemm
+    assert point.flops == pytest.approx(2 * 2 * 64 * 128 * 256)
+
+
+@pytest.mark.parametrize("name", ["shared_traces/h200/healthy_gpt_small.json.gz", "h200/attention.json.gz",
+                                  "h200/compiled_tiny_cudagraphs.json.gz", "h200/eager_small.json.gz"])
+def test_points_with_the_table_on_h200_traces(name: str) -> None:
+    path = Path(__file__).resolve().parents[1] / "data" / name
+    if not path.exists():
+        pytest.skip(f"{name} not in this checkout")
+    ops, points = op_table_and_points(load_rank(path))
+    assert points == op_points(load_rank(path))
+    assert ops == op_table(load_rank(path))
