@@ -10,7 +10,7 @@ from dataclasses import replace
 from itertools import islice
 from operator import attrgetter
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 import numpy as np
 
@@ -18,6 +18,9 @@ from .decode import BEvent, Decoded, EEvent, Event, MEvent, TraceFile, XEvent
 from .flops import SHAPED_OP_RE, estimate_op
 from .kernel_classes import COPY_CATEGORIES, class_code, classify_kernel
 from .model import Flows, Lane, RankTrace, StepWindow, StringTable, TraceFormatError, Truncation
+
+if TYPE_CHECKING:
+    from .scan import ScannedRun
 
 GPU_ACTIVITY_CATEGORIES = frozenset({"kernel", "Kernel", "gpu_memcpy", "gpu_memset", "Memcpy", "Memset"})
 LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "Runtime"})
@@ -286,43 +289,76 @@ class EventColumns:
         n = len(xs)
         if not n:
             return
-        base = self.n
+        args = list(map(_get_args, xs))
         cat = np.fromiter(map(self._cats.__getitem__, map(_get_cat, xs)), dtype=np.int32, count=n)
         name = np.fromiter(map(self._names.__getitem__, map(_get_name, xs)), dtype=np.int32, count=n)
-        self._sync_luts()
-        parts = self._parts
-        parts["cat"].append(cat)
-        parts["name"].append(name)
-        parts["ts"].append(np.fromiter(map(_get_ts, xs), dtype=np.float64, count=n))
-        parts["dur"].append(np.fromiter(map(_get_dur, xs), dtype=np.float64, count=n))
-        parts["pid"].append(np.fromiter(map(self._pids.__getitem__, map(_get_pid, xs)), dtype=np.int32, count=n))
-        parts["tid"].append(np.fromiter(map(self._tids.__getitem__, map(_get_tid, xs)), dtype=np.int32, count=n))
-        args = list(map(_get_args, xs))
-        parts["correlation"].append(_int_column(args, _get_corr))
-        parts["external"].append(_int_column(args, _get_ext))
-        ext_2021 = _int_column(args, _get_ext_2021)
-        parts["external_2021"].append(n if bool((ext_2021 == -1).all()) else ext_2021)  # n: n times -1
+        pid = np.fromiter(map(self._pids.__getitem__, map(_get_pid, xs)), dtype=np.int32, count=n)
+        tid = np.fromiter(map(self._tids.__getitem__, map(_get_tid, xs)), dtype=np.int32, count=n)
+        ts = np.fromiter(map(_get_ts, xs), dtype=np.float64, count=n)
+        dur = np.fromiter(map(_get_dur, xs), dtype=np.float64, count=n)
+        ids = (_int_column(args, _get_corr), _int_column(args, _get_ext), _int_column(args, _get_ext_2021))
         flops = np.fromiter(map(_get_flops, args), dtype=np.float64, count=n)
+
+        def device_args(rows: np.ndarray) -> list[np.ndarray]:
+            sub = [args[i] for i in rows.tolist()]
+            return [_numbers(sub, getter) for getter in (_get_bytes, _get_device, _get_stream)]
+
+        def shape_key(i: int) -> tuple[bytes, bytes, bytes] | None:
+            a = args[i]
+            return (bytes(a.input_dims), bytes(a.input_type), bytes(a.concrete_inputs)) if a.input_dims else None
+
+        self._append((cat, name, pid, tid), ts, dur, ids, flops, device_args, shape_key)
+
+    def add_scanned(self, run: ScannedRun) -> None:
+        """Append the ``X`` events of a run the C scanner read (:mod:`.scan`), their codes remapped."""
+        if not run.xs:
+            return
+        col = run.columns
+        codes = tuple(_remapped(ids, run.keys[key])[col[key]]
+                      for key, ids in (("cat", self._cats), ("name", self._names), ("pid", self._pids),
+                                       ("tid", self._tids)))
+
+        def device_args(rows: np.ndarray) -> list[np.ndarray]:
+            out = [col[key][rows] for key in ("bytes", "device", "stream")]
+            for values in out:
+                values[values < 0] = np.nan  # as _numbers reads them: negative (-1: absent) is none
+            return out
+
+        ids = (col["correlation"], col["external"], col["external_2021"])
+        self._append(codes, col["ts"], col["dur"], ids, col["flops"], device_args, run.shape_key)
+
+    def _append(self, codes: tuple[np.ndarray, ...], ts: np.ndarray, dur: np.ndarray,
+                ids: tuple[np.ndarray, ...], flops: np.ndarray,
+                device_args: Callable[[np.ndarray], list[np.ndarray]],
+                shape_key: Callable[[int], tuple[bytes, bytes, bytes] | None]) -> None:
+        """Append one batch: ``codes`` (cat, name, pid, tid), ``ids`` (correlation, External id,
+        2021's external id); ``device_args(rows)``: bytes/device/stream of those rows as numbers,
+        ``shape_key(i)``: the input shapes of event ``i`` (None without dims)."""
+        n, base, parts = len(ts), self.n, self._parts
+        cat, name, pid, tid = codes
+        self._sync_luts()
+        for key, values in (("cat", cat), ("name", name), ("pid", pid), ("tid", tid), ("ts", ts), ("dur", dur),
+                            ("correlation", ids[0]), ("external", ids[1])):
+            parts[key].append(values)
+        parts["external_2021"].append(n if bool((ids[2] == -1).all()) else ids[2])  # n: n times -1
         parts["flops"].append(n if bool((flops == -1.0).all()) else flops)  # n: n times -1 (none recorded)
         roles = self._cat_role[cat]
         device_rows = np.flatnonzero(roles != _ROLE_CPU)
         if device_rows.size:
-            sub = [args[i] for i in device_rows.tolist()]
             parts["device_rows"].append(device_rows + base)
-            for key, getter in (("bytes", _get_bytes), ("device", _get_device), ("stream", _get_stream)):
-                parts[key].append(_numbers(sub, getter))
+            for key, values in zip(("bytes", "device", "stream"), device_args(device_rows)):
+                parts[key].append(values)
         for i in np.flatnonzero(self._shaped_name[name] & (roles == _ROLE_CPU)).tolist():
-            a = args[i]
-            if a.input_dims:
-                self._shape_of[base + i] = self._shape_keys[
-                    (bytes(a.input_dims), bytes(a.input_type), bytes(a.concrete_inputs))]
+            key = shape_key(i)
+            if key is not None:
+                self._shape_of[base + i] = self._shape_keys[key]
         self.n += n
 
     def merge(self, other: EventColumns) -> None:
         """Append the columns of events decoded apart (a worker's run, in file order after these):
         its string, pid and tid codes remapped to this one's, its event indices shifted."""
         base = self.n
-        luts = {key: np.fromiter(map(ids.__getitem__, theirs), dtype=np.int32, count=len(theirs))
+        luts = {key: _remapped(ids, list(theirs))
                 for key, ids, theirs in (("cat", self._cats, other._cats), ("name", self._names, other._names),
                                          ("pid", self._pids, other._pids), ("tid", self._tids, other._tids))}
         for key, parts in other._parts.items():
@@ -429,6 +465,11 @@ def _numbers(args: list, getter: attrgetter) -> np.ndarray:
         except OverflowError:  # an int beyond float range
             pass
     return np.array([_as_number(v) for v in values], dtype=np.float64)
+
+
+def _remapped(ids: _Ids, keys: list) -> np.ndarray:
+    """Lookup table: a run's local code -> the code of the same key in ``ids`` (new keys added)."""
+    return np.fromiter(map(ids.__getitem__, keys), dtype=np.int32, count=len(keys))
 
 
 def _int_column(items: list, getter: attrgetter) -> np.ndarray:

@@ -42,6 +42,7 @@ from .budget import MemoryBudget, format_bytes
 from .build import EventColumns, build_rank_columns
 from .decode import AnyEvent, BEvent, EEvent, Event, MEvent, TraceFile, XEvent, _content_start, gc_paused
 from .model import RankTrace
+from .scan import scan_run
 from .source import TraceStream, _check_json_start, _check_max, text_size_hint
 
 if TYPE_CHECKING:  # the pool's modules are imported only when a pool starts (~25 ms of every CLI run)
@@ -66,6 +67,9 @@ measured 166-184 B at 1M-3M events of a real H200 trace and 210 B at 400k tiny e
 imports, 2026-12-01; tests/core/test_trace_load.py checks the bound with the text in flight)."""
 STRUCT_COST_BYTES = 300
 """Memory per decoded event struct (with its args struct and strings) while its run is in flight."""
+SCANNED_EVENT_BYTES = 150
+"""Memory per event of a run the C scanner read, until its columns are appended (13 columns of 4-8
+bytes and the raw args' offsets)."""
 PARALLEL_MIN_BYTES = 128 << 20
 """Files with less JSON text than this are decoded in this process (on 2 cores a pool did not pay
 on a 54 MB file, idle or not)."""
@@ -306,11 +310,11 @@ class _Splitter:
         something else may hold a struct a while longer (a sampling profiler holding a frame, as
         Dask's workers run: a rank then failed with "memoryview has 2 exported buffers").
         """
-        events = _CHUNK_DECODER.decode(memoryview(buf)[:end])
-        self.structs_in_flight = len(events)
-        self._decode_at = _next_decode_bytes(len(events), end)
-        self.n_entries += len(events)
-        self.kept += add_events(self.columns, events)
+        entries, kept, structs = decode_into(self.columns, buf, end)
+        self.structs_in_flight = structs
+        self._decode_at = _next_decode_bytes(structs, end)
+        self.n_entries += entries
+        self.kept += kept
 
     def _keep_after(self, following: int) -> None:
         """Pending text from ``following`` on, in a new buffer (the old one may still be viewed)."""
@@ -380,6 +384,21 @@ def _next_decode_bytes(events: int, text_bytes: int) -> int:
     return max(1, min(MIN_DECODE_BYTES, by_structs))
 
 
+def decode_into(columns: EventColumns, buf: bytearray, end: int) -> tuple[int, int, int]:
+    """Decode ``buf[:end]`` (a JSON list of events) into ``columns``: by the C scanner where it
+    reads the run (:mod:`.scan`), else by msgspec. Returns ``(entries, events kept as structs,
+    structs decoded)``; raises msgspec's errors when the run does not decode."""
+    run = scan_run(buf, end)
+    if run is not None:
+        columns.add_scanned(run)
+        if run.paired_and_meta:
+            columns.keep_paired_and_meta(run.paired_and_meta)
+        in_flight = run.xs * SCANNED_EVENT_BYTES // STRUCT_COST_BYTES + len(run.paired_and_meta)
+        return run.entries, len(run.paired_and_meta), in_flight
+    events = _CHUNK_DECODER.decode(memoryview(buf)[:end])
+    return len(events), add_events(columns, events), len(events)
+
+
 def add_events(columns: EventColumns, events: list) -> int:
     """Append decoded events to ``columns``: ``X`` events as columns, ``B``/``E``/``M`` kept (their
     raw args copied out of the text); returns how many were kept."""
@@ -398,10 +417,10 @@ def decode_run(head: bytes, chunk: bytes, close: int) -> tuple[EventColumns, int
     brackets) decoded into columns of their own. Returns ``(columns, entries, events kept as
     structs)``; raises msgspec's errors when the run does not decode."""
     with gc_paused():
-        events = _CHUNK_DECODER.decode(_opened(head, memoryview(chunk)[:close + 1], b"]"))
+        text = _opened(head, memoryview(chunk)[:close + 1], b"]")
         columns = EventColumns()
-        kept = add_events(columns, events)
-        return columns, len(events), kept
+        entries, kept, _ = decode_into(columns, text, len(text))
+        return columns, entries, kept
 
 
 def _in_daemon_process() -> bool:

@@ -1,0 +1,696 @@
+/* Trace events -> columns in one pass over the JSON text (the streamed decoder's fast path).
+ *
+ * scan(buf, end) reads buf[:end], a JSON list of Chrome trace events as the streamed decoder cuts
+ * it ("[" event, event, ... "]"), and returns the columns of its complete ("X") events, the spans
+ * of its B/E/M events (decoded by msgspec in Python) and how many entries the list holds; other
+ * phases are skipped, as the msgspec structs of core/trace/decode.py skip them.
+ *
+ * It accepts only what the typed msgspec decoder accepts and reads it to the same values: on
+ * anything it does not handle exactly (a syntax error, a field of an unexpected type, an escape
+ * in a key, a \u escape in a string it keeps, a number out of int64 range, a duplicate field,
+ * nesting deeper than MAX_DEPTH) it returns None and the caller decodes the run with msgspec,
+ * which then accepts, repairs or refuses it as before. The scan itself runs without the GIL.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+
+#define MAX_DEPTH 256
+
+typedef struct { const unsigned char *p, *end; } Cur;
+
+enum { T_NONE = 0, T_STR, T_INT, T_FLT, T_NULL, T_OTHER, T_OBJ };
+
+typedef struct {
+    const unsigned char *start, *stop; /* the value's text; for strings: the content (no quotes) */
+    int type;
+    int escaped;                       /* a string with backslash escapes */
+    int high;                          /* a string with bytes >= 0x80 */
+} Tok;
+
+/* ---- growable column buffers ---------------------------------------------------------------- */
+typedef struct { char *data; size_t len, cap; } Buf;
+
+static int buf_grow(Buf *b, size_t more) {
+    size_t cap = b->cap ? b->cap * 2 : 4096;
+    while (cap < b->len + more) cap *= 2;
+    char *d = realloc(b->data, cap);
+    if (!d) return -1;
+    b->data = d; b->cap = cap;
+    return 0;
+}
+
+static inline int buf_put(Buf *b, const void *v, size_t n) {
+    if (b->len + n > b->cap && buf_grow(b, n)) return -1;
+    memcpy(b->data + b->len, v, n);
+    b->len += n;
+    return 0;
+}
+
+/* ---- interning: key text -> dense code in order of first appearance -------------------------- */
+typedef struct {
+    const unsigned char *text; size_t len; /* a string key: its text in the input */
+    int64_t ival; int is_int;
+    uint64_t hash; int32_t code; int used;
+} Slot;
+
+typedef struct {
+    Slot *slots; size_t cap, count;
+    Slot **order;          /* slots by code */
+    size_t order_cap;
+} Table;
+
+static inline uint64_t load8(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+static uint64_t hash_bytes(const unsigned char *s, size_t n) {  /* a word at a time: names are long */
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
+    for (; n >= 8; s += 8, n -= 8) { h = (h ^ load8(s)) * 0xff51afd7ed558ccdULL; h ^= h >> 32; }
+    if (n) { uint64_t w = 0; memcpy(&w, s, n); h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL; }
+    return h ^ (h >> 29);
+}
+
+static uint64_t hash_int(int64_t v) {
+    uint64_t h = (uint64_t)v * 0x9E3779B97F4A7C15ULL;
+    return (h ^ (h >> 31)) | 1ULL << 63; /* ints and strings never compare equal: is_int checked too */
+}
+
+static int table_grow(Table *t) {
+    size_t cap = t->cap ? t->cap * 2 : 256;
+    Slot *slots = calloc(cap, sizeof(Slot));
+    if (!slots) return -1;
+    for (size_t i = 0; i < t->cap; i++) {
+        if (!t->slots[i].used) continue;
+        size_t j = t->slots[i].hash & (cap - 1);
+        while (slots[j].used) j = (j + 1) & (cap - 1);
+        slots[j] = t->slots[i];
+        t->order[slots[j].code] = &slots[j];
+    }
+    free(t->slots);
+    t->slots = slots; t->cap = cap;
+    return 0;
+}
+
+/* Code of a key (a string's bytes, or an int); -1 on memory failure. */
+static int32_t table_code(Table *t, const unsigned char *text, size_t len, int64_t ival, int is_int) {
+    if ((t->count + 1) * 2 > t->cap && table_grow(t)) return -1;
+    uint64_t h = is_int ? hash_int(ival) : hash_bytes(text, len);
+    size_t j = h & (t->cap - 1);
+    while (t->slots[j].used) {
+        Slot *s = &t->slots[j];
+        if (s->hash == h && s->is_int == is_int &&
+            (is_int ? s->ival == ival : (s->len == len && memcmp(s->text, text, len) == 0)))
+            return s->code;
+        j = (j + 1) & (t->cap - 1);
+    }
+    if (t->count >= t->order_cap) {
+        size_t cap = t->order_cap ? t->order_cap * 2 : 256;
+        Slot **o = realloc(t->order, cap * sizeof(Slot *));
+        if (!o) return -1;
+        t->order = o; t->order_cap = cap;
+    }
+    Slot *s = &t->slots[j];
+    s->text = text; s->len = len; s->ival = ival; s->is_int = is_int;
+    s->hash = h; s->code = (int32_t)t->count; s->used = 1;
+    t->order[t->count++] = s;
+    return s->code;
+}
+
+static void table_free(Table *t) {
+    free(t->slots); free(t->order);
+    memset(t, 0, sizeof(*t));
+}
+
+/* ---- the JSON grammar ------------------------------------------------------------------------ */
+static inline void skip_ws(Cur *c) {
+    if (c->p < c->end && *c->p > ' ') return;
+    while (c->p < c->end && (*c->p == ' ' || *c->p == '\n' || *c->p == '\r' || *c->p == '\t')) c->p++;
+}
+
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+/* The lowest byte flagged is the first zero byte (higher flags may be borrows). */
+static inline uint64_t has_zero(uint64_t v) { return (v - ONES) & ~v & HIGHS; }
+
+static inline int is_hex(unsigned char ch) {
+    return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F');
+}
+
+/* After the opening quote: to just past the closing one. The content span, whether it has
+ * escapes or bytes >= 0x80. Control characters and malformed escapes fail (msgspec rejects them);
+ * a \u escape sets *unicode (msgspec checks surrogates even in values it skips: its call). */
+static int scan_string(Cur *c, Tok *t, int *unicode) {
+    const unsigned char *p = c->p, *end = c->end;
+    t->start = p; t->escaped = 0; t->high = 0; t->type = T_STR;
+    for (;;) {
+        while (p + 8 <= end) {  /* 8 bytes at a time to the first '"', '\\', control or high byte */
+            uint64_t v = load8(p);
+            uint64_t m = has_zero(v ^ (ONES * '"')) | has_zero(v ^ (ONES * '\\'))
+                         | ((v - ONES * 0x20) & ~v & HIGHS) | (v & HIGHS);
+            if (m) { p += __builtin_ctzll(m) >> 3; break; }
+            p += 8;
+        }
+        while (p < end && *p != '"' && *p != '\\' && *p >= 0x20 && *p < 0x80) p++;
+        if (p >= end) return -1;
+        if (*p == '"') break;
+        if (*p >= 0x80) { t->high = 1; p++; continue; }
+        if (*p < 0x20) return -1;
+        /* backslash */
+        t->escaped = 1;
+        if (p + 1 >= end) return -1;
+        switch (p[1]) {
+        case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+            p += 2; break;
+        case 'u':
+            if (p + 6 > end || !is_hex(p[2]) || !is_hex(p[3]) || !is_hex(p[4]) || !is_hex(p[5])) return -1;
+            *unicode = 1; p += 6; break;
+        default:
+            return -1;
+        }
+    }
+    t->stop = p;
+    c->p = p + 1;
+    return 0;
+}
+
+/* A JSON number: grammar checked; T_INT or T_FLT. */
+static int scan_number(Cur *c, Tok *t) {
+    const unsigned char *p = c->p, *end = c->end;
+    int is_float = 0;
+    t->start = p;
+    if (p < end && *p == '-') p++;
+    if (p >= end) return -1;
+    if (*p == '0') p++;
+    else if (*p >= '1' && *p <= '9') { while (p < end && *p >= '0' && *p <= '9') p++; }
+    else return -1;
+    if (p < end && *p == '.') {
+        p++; is_float = 1;
+        if (p >= end || *p < '0' || *p > '9') return -1;
+        while (p < end && *p >= '0' && *p <= '9') p++;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++; is_float = 1;
+        if (p < end && (*p == '+' || *p == '-')) p++;
+        if (p >= end || *p < '0' || *p > '9') return -1;
+        while (p < end && *p >= '0' && *p <= '9') p++;
+    }
+    t->stop = p;
+    t->type = is_float ? T_FLT : T_INT;
+    c->p = p;
+    return 0;
+}
+
+static int match_literal(Cur *c, const char *word, size_t n) {
+    if ((size_t)(c->end - c->p) < n || memcmp(c->p, word, n) != 0) return -1;
+    c->p += n;
+    return 0;
+}
+
+static int skip_value(Cur *c, int depth, int *unicode);
+
+static int skip_object(Cur *c, int depth, int *unicode) {  /* after '{' */
+    Tok k;
+    skip_ws(c);
+    if (c->p < c->end && *c->p == '}') { c->p++; return 0; }
+    for (;;) {
+        skip_ws(c);
+        if (c->p >= c->end || *c->p != '"') return -1;
+        c->p++;
+        if (scan_string(c, &k, unicode)) return -1;
+        skip_ws(c);
+        if (c->p >= c->end || *c->p != ':') return -1;
+        c->p++;
+        if (skip_value(c, depth + 1, unicode)) return -1;
+        skip_ws(c);
+        if (c->p >= c->end) return -1;
+        if (*c->p == ',') { c->p++; continue; }
+        if (*c->p == '}') { c->p++; return 0; }
+        return -1;
+    }
+}
+
+static int skip_array(Cur *c, int depth, int *unicode) {  /* after '[' */
+    skip_ws(c);
+    if (c->p < c->end && *c->p == ']') { c->p++; return 0; }
+    for (;;) {
+        if (skip_value(c, depth + 1, unicode)) return -1;
+        skip_ws(c);
+        if (c->p >= c->end) return -1;
+        if (*c->p == ',') { c->p++; continue; }
+        if (*c->p == ']') { c->p++; return 0; }
+        return -1;
+    }
+}
+
+/* Any JSON value, checked; the token says its type and text. */
+static int scan_value(Cur *c, Tok *t, int depth, int *unicode) {
+    if (depth > MAX_DEPTH) return -1;
+    skip_ws(c);
+    if (c->p >= c->end) return -1;
+    t->start = c->p; t->escaped = 0;
+    switch (*c->p) {
+    case '"':
+        c->p++;
+        return scan_string(c, t, unicode);
+    case '{':
+        c->p++; t->type = T_OTHER;
+        if (skip_object(c, depth, unicode)) return -1;
+        break;
+    case '[':
+        c->p++; t->type = T_OTHER;
+        if (skip_array(c, depth, unicode)) return -1;
+        break;
+    case 't': t->type = T_OTHER; if (match_literal(c, "true", 4)) return -1; break;
+    case 'f': t->type = T_OTHER; if (match_literal(c, "false", 5)) return -1; break;
+    case 'n': t->type = T_NULL; if (match_literal(c, "null", 4)) return -1; break;
+    default:
+        return scan_number(c, t);
+    }
+    t->stop = c->p;
+    return 0;
+}
+
+static int skip_value(Cur *c, int depth, int *unicode) {
+    Tok t;
+    return scan_value(c, &t, depth, unicode);
+}
+
+/* ---- the fields kept ------------------------------------------------------------------------- */
+enum { F_PH, F_CAT, F_NAME, F_PID, F_TID, F_TS, F_DUR, F_ARGS, N_FIELDS };
+enum { A_EXT, A_EXT_2021, A_CORR, A_STREAM, A_DEVICE, A_BYTES, A_FLOPS, A_DIMS, A_TYPES, A_CONCRETE,
+       A_NAME, N_ARGS };
+
+typedef struct { const char *key; size_t len; } Key;
+
+static const Key FIELD_KEYS[N_FIELDS] = {
+    {"ph", 2}, {"cat", 3}, {"name", 4}, {"pid", 3}, {"tid", 3}, {"ts", 2}, {"dur", 3}, {"args", 4}};
+static const Key ARG_KEYS[N_ARGS] = {
+    {"External id", 11}, {"external id", 11}, {"correlation", 11}, {"stream", 6}, {"device", 6},
+    {"bytes", 5}, {"flops", 5}, {"Input Dims", 10}, {"Input type", 10}, {"Concrete Inputs", 15},
+    {"name", 4}};
+
+static int key_index(const Key *keys, int n, const Tok *k) {
+    size_t len = (size_t)(k->stop - k->start);
+    for (int i = 0; i < n; i++)
+        if (keys[i].len == len && memcmp(keys[i].key, k->start, len) == 0) return i;
+    return -1;
+}
+
+/* Phases decoded into empty structs (decode.py _SKIPPED_PHASES). */
+static const char SKIPPED_PHASES[] = "iIsftCbenSTpFPNODRcVv";
+
+/* ---- numbers as msgspec reads them ------------------------------------------------------------ */
+static const double POW10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+                               1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* An int token as int64; -1 when it does not fit. */
+static int token_int64(const Tok *t, int64_t *out) {
+    const unsigned char *p = t->start;
+    int neg = 0;
+    uint64_t v = 0;
+    if (*p == '-') { neg = 1; p++; }
+    if (t->stop - p > 19) return -1;
+    for (; p < t->stop; p++) {
+        uint64_t d = (uint64_t)(*p - '0');
+        if (v > (UINT64_MAX - d) / 10) return -1;
+        v = v * 10 + d;
+    }
+    if (neg) {
+        if (v > (uint64_t)INT64_MAX + 1) return -1;
+        *out = (v == (uint64_t)INT64_MAX + 1) ? INT64_MIN : -(int64_t)v;
+    } else {
+        if (v > (uint64_t)INT64_MAX) return -1;
+        *out = (int64_t)v;
+    }
+    return 0;
+}
+
+/* A number token as a correctly rounded double; -1 when out of range (msgspec refuses those) or
+ * when it cannot be read here. Needs no GIL: exact decimal cases by one IEEE operation (Clinger's
+ * fast path), the rest through strtod on a copy (glibc's is correctly rounded; the C locale is the
+ * process's numeric locale, Python never changes it). */
+static int token_double(const Tok *t, double *out) {
+    if (t->type == T_INT) {
+        int64_t v;
+        if (token_int64(t, &v) == 0) { *out = (double)v; return 0; }
+    }
+    const unsigned char *p = t->start;
+    int neg = 0, digits = 0, exp10 = 0;
+    uint64_t mant = 0;
+    if (*p == '-') { neg = 1; p++; }
+    while (p < t->stop && *p >= '0' && *p <= '9') {
+        if (mant || *p != '0') digits++;
+        mant = mant * 10 + (uint64_t)(*p - '0');
+        if (digits > 19) goto slow;
+        p++;
+    }
+    if (p < t->stop && *p == '.') {
+        p++;
+        while (p < t->stop && *p >= '0' && *p <= '9') {
+            if (mant || *p != '0') digits++;
+            mant = mant * 10 + (uint64_t)(*p - '0');
+            exp10--;
+            if (digits > 19) goto slow;
+            p++;
+        }
+    }
+    if (p < t->stop) goto slow;  /* an exponent */
+    if (mant <= (1ULL << 53) && exp10 >= -22) {
+        double d = (double)mant;
+        d = exp10 < 0 ? d / POW10[-exp10] : d;
+        *out = neg ? -d : d;
+        return 0;
+    }
+slow: {
+        char tmp[400];
+        size_t n = (size_t)(t->stop - t->start);
+        if (n >= sizeof(tmp)) return -1;
+        memcpy(tmp, t->start, n);
+        tmp[n] = 0;
+        char *endp;
+        double d = strtod(tmp, &endp);
+        if ((size_t)(endp - tmp) != n || isinf(d)) return -1;
+        *out = d;
+        return 0;
+    }
+}
+
+/* ---- the columns of one run ------------------------------------------------------------------ */
+enum { C_CAT, C_NAME, C_PID, C_TID, C_TS, C_DUR, C_CORR, C_EXT, C_EXT_2021, C_FLOPS, C_BYTES, C_DEVICE,
+       C_STREAM, C_RAW, N_COLS };
+
+typedef struct {
+    Buf cols[N_COLS];
+    Buf rest;                 /* (start, stop) offsets of B/E/M events, int64 pairs */
+    Table cats, names, pids, tids;
+    Py_ssize_t entries, xs;
+    const unsigned char *base;
+} Run;
+
+static void run_free(Run *r) {
+    for (int i = 0; i < N_COLS; i++) free(r->cols[i].data);
+    free(r->rest.data);
+    table_free(&r->cats); table_free(&r->names); table_free(&r->pids); table_free(&r->tids);
+}
+
+/* A kept string's code, keyed by its text as written (an escaped one is unescaped in Python:
+ * ``escaped`` lists them; two spellings of one string get two codes that map to one id there). */
+static int32_t string_code(Table *t, const Tok *tok) {
+    return table_code(t, tok->start, (size_t)(tok->stop - tok->start), 0, 0);
+}
+
+static int32_t id_code(Table *t, const Tok *tok, int present) {
+    if (!present) return table_code(t, NULL, 0, 0, 1);
+    if (tok->type == T_INT) {
+        int64_t v;
+        if (token_int64(tok, &v)) return -2;
+        return table_code(t, NULL, 0, v, 1);
+    }
+    if (tok->type == T_STR) return string_code(t, tok);
+    return -2;
+}
+
+static int put_f64(Run *r, int col, double v) { return buf_put(&r->cols[col], &v, sizeof v); }
+static int put_i64(Run *r, int col, int64_t v) { return buf_put(&r->cols[col], &v, sizeof v); }
+static int put_i32(Run *r, int col, int32_t v) { return buf_put(&r->cols[col], &v, sizeof v); }
+
+/* A float field: absent -> default; int or float -> its double; else refused (-1). */
+static int float_field(const Tok *t, double dflt, double *out) {
+    if (t->type == T_NONE) { *out = dflt; return 0; }
+    if (t->type != T_INT && t->type != T_FLT) return -1;
+    return token_double(t, out);
+}
+
+/* An int field: absent -> -1; an int within int64 -> it; else refused. */
+static int int_field(const Tok *t, int64_t *out) {
+    if (t->type == T_NONE) { *out = -1; return 0; }
+    if (t->type != T_INT) return -1;
+    return token_int64(t, out);
+}
+
+/* ``int | str`` args (stream, device) as numbers: absent -1; an int; a string is left to msgspec. */
+static int int_or_str_number(const Tok *t, double *out) {
+    if (t->type == T_NONE) { *out = -1.0; return 0; }
+    if (t->type != T_INT) return -1;
+    int64_t v;
+    if (token_int64(t, &v)) return -1;
+    *out = (double)v;
+    return 0;
+}
+
+static int emit_x(Run *r, const Tok *f, const Tok *a) {
+    int32_t cat, name, pid, tid;
+    double ts, dur, flops, bytes, device, stream;
+    int64_t corr, ext, ext_2021, raw[6];
+    if (f[F_CAT].type == T_NONE) cat = table_code(&r->cats, (const unsigned char *)"", 0, 0, 0);
+    else if (f[F_CAT].type == T_STR) cat = string_code(&r->cats, &f[F_CAT]);
+    else return -1;
+    if (f[F_NAME].type == T_NONE) name = table_code(&r->names, (const unsigned char *)"", 0, 0, 0);
+    else if (f[F_NAME].type == T_STR) name = string_code(&r->names, &f[F_NAME]);
+    else return -1;
+    pid = id_code(&r->pids, &f[F_PID], f[F_PID].type != T_NONE);
+    tid = id_code(&r->tids, &f[F_TID], f[F_TID].type != T_NONE);
+    if (cat < 0 || name < 0 || pid < 0 || tid < 0) return -1;
+    if (float_field(&f[F_TS], NAN, &ts) || float_field(&f[F_DUR], 0.0, &dur)) return -1;
+    if (int_field(&a[A_EXT], &ext) || int_field(&a[A_EXT_2021], &ext_2021) || int_field(&a[A_CORR], &corr))
+        return -1;
+    if (float_field(&a[A_FLOPS], -1.0, &flops) || float_field(&a[A_BYTES], -1.0, &bytes)) return -1;
+    if (int_or_str_number(&a[A_STREAM], &stream) || int_or_str_number(&a[A_DEVICE], &device)) return -1;
+    if (a[A_NAME].type != T_NONE && a[A_NAME].type != T_STR && a[A_NAME].type != T_NULL) return -1;
+    if (a[A_NAME].type == T_STR && a[A_NAME].high) return -1;  /* msgspec checks its UTF-8: its call */
+    for (int i = 0; i < 3; i++) {
+        const Tok *t = &a[A_DIMS + i];
+        raw[2 * i] = t->type == T_NONE ? -1 : (int64_t)(t->start - r->base);
+        raw[2 * i + 1] = t->type == T_NONE ? -1 : (int64_t)(t->stop - r->base);
+        if (t->type == T_STR) { raw[2 * i]--; raw[2 * i + 1]++; }  /* a Raw string keeps its quotes */
+    }
+    if (put_i32(r, C_CAT, cat) || put_i32(r, C_NAME, name) || put_i32(r, C_PID, pid) || put_i32(r, C_TID, tid)
+        || put_f64(r, C_TS, ts) || put_f64(r, C_DUR, dur) || put_i64(r, C_CORR, corr) || put_i64(r, C_EXT, ext)
+        || put_i64(r, C_EXT_2021, ext_2021) || put_f64(r, C_FLOPS, flops) || put_f64(r, C_BYTES, bytes)
+        || put_f64(r, C_DEVICE, device) || put_f64(r, C_STREAM, stream) || buf_put(&r->cols[C_RAW], raw, sizeof raw))
+        return -1;
+    r->xs++;
+    return 0;
+}
+
+/* The args object (after '{'): the kept keys' tokens; others skipped. */
+static int scan_args(Cur *c, Tok *a, int *unicode) {
+    Tok k;
+    skip_ws(c);
+    if (c->p < c->end && *c->p == '}') { c->p++; return 0; }
+    for (;;) {
+        skip_ws(c);
+        if (c->p >= c->end || *c->p != '"') return -1;
+        c->p++;
+        if (scan_string(c, &k, unicode) || k.escaped || k.high) return -1;
+        skip_ws(c);
+        if (c->p >= c->end || *c->p != ':') return -1;
+        c->p++;
+        int i = key_index(ARG_KEYS, N_ARGS, &k);
+        if (i < 0) {
+            if (skip_value(c, 3, unicode)) return -1;
+        } else {
+            if (a[i].type != T_NONE) return -1;  /* a duplicate key: msgspec's call */
+            if (scan_value(c, &a[i], 3, unicode)) return -1;
+        }
+        skip_ws(c);
+        if (c->p >= c->end) return -1;
+        if (*c->p == ',') { c->p++; continue; }
+        if (*c->p == '}') { c->p++; return 0; }
+        return -1;
+    }
+}
+
+/* One event (at '{'). */
+static int scan_event(Run *r, Cur *c) {
+    Tok f[N_FIELDS], a[N_ARGS], k;
+    int unicode = 0;
+    const unsigned char *start = c->p;
+    for (int i = 0; i < N_FIELDS; i++) f[i].type = T_NONE;  /* types only: a memset costs 20 % */
+    for (int i = 0; i < N_ARGS; i++) a[i].type = T_NONE;
+    if (c->p >= c->end || *c->p != '{') return -1;
+    c->p++;
+    skip_ws(c);
+    if (c->p < c->end && *c->p == '}') return -1;  /* no ph: msgspec refuses */
+    for (;;) {
+        skip_ws(c);
+        if (c->p >= c->end || *c->p != '"') return -1;
+        c->p++;
+        if (scan_string(c, &k, &unicode) || k.escaped || k.high) return -1;
+        skip_ws(c);
+        if (c->p >= c->end || *c->p != ':') return -1;
+        c->p++;
+        int i = key_index(FIELD_KEYS, N_FIELDS, &k);
+        if (i < 0) {
+            if (skip_value(c, 2, &unicode)) return -1;
+        } else if (f[i].type != T_NONE) {
+            return -1;  /* a duplicate key */
+        } else if (i == F_ARGS) {
+            skip_ws(c);
+            if (c->p < c->end && *c->p == '{') {
+                f[i].type = T_OBJ; f[i].start = c->p;
+                c->p++;
+                if (scan_args(c, a, &unicode)) return -1;
+                f[i].stop = c->p;
+            } else if (scan_value(c, &f[i], 2, &unicode)) {
+                return -1;
+            }
+        } else if (scan_value(c, &f[i], 2, &unicode)) {
+            return -1;
+        }
+        skip_ws(c);
+        if (c->p >= c->end) return -1;
+        if (*c->p == ',') { c->p++; continue; }
+        if (*c->p == '}') { c->p++; break; }
+        return -1;
+    }
+    r->entries++;
+    if (unicode) return -1;  /* a \u escape anywhere in the event: msgspec reads it */
+    const Tok *ph = &f[F_PH];
+    if (ph->type != T_STR || ph->escaped || ph->stop - ph->start != 1) return -1;
+    unsigned char phase = ph->start[0];
+    if (phase == 'X') {
+        if (f[F_ARGS].type != T_NONE && f[F_ARGS].type != T_OBJ) return -1;
+        return emit_x(r, f, a);
+    }
+    if (phase == 'B' || phase == 'E' || phase == 'M') {
+        int64_t span[2] = {(int64_t)(start - r->base), (int64_t)(c->p - r->base)};
+        return buf_put(&r->rest, span, sizeof span);
+    }
+    if (phase && memchr(SKIPPED_PHASES, phase, sizeof SKIPPED_PHASES - 1)) return 0;
+    return -1;
+}
+
+/* The whole run: '[' events ']' and nothing but whitespace after. */
+static int scan_run(Run *r, const unsigned char *text, Py_ssize_t n) {
+    Cur c = {text, text + n};
+    r->base = text;
+    skip_ws(&c);
+    if (c.p >= c.end || *c.p != '[') return -1;
+    c.p++;
+    skip_ws(&c);
+    if (c.p < c.end && *c.p == ']') {
+        c.p++;
+    } else {
+        for (;;) {
+            skip_ws(&c);
+            if (scan_event(r, &c)) return -1;
+            skip_ws(&c);
+            if (c.p >= c.end) return -1;
+            if (*c.p == ',') { c.p++; continue; }
+            if (*c.p == ']') { c.p++; break; }
+            return -1;
+        }
+    }
+    skip_ws(&c);
+    return c.p == c.end ? 0 : -1;
+}
+
+/* ---- results for Python ---------------------------------------------------------------------- */
+static PyObject *key_list(Table *t) {
+    PyObject *list = PyList_New((Py_ssize_t)t->count);
+    if (!list) return NULL;
+    for (size_t i = 0; i < t->count; i++) {
+        Slot *s = t->order[i];
+        PyObject *v;
+        if (s->is_int) v = PyLong_FromLongLong(s->ival);
+        else v = PyUnicode_DecodeUTF8((const char *)s->text, (Py_ssize_t)s->len, "strict");
+        if (!v) { Py_DECREF(list); return NULL; }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, v);
+    }
+    return list;
+}
+
+static PyObject *col_bytes(Buf *b) {
+    return PyByteArray_FromStringAndSize(b->data ? b->data : "", (Py_ssize_t)b->len);
+}
+
+/* Strings kept whose text is escaped or not ASCII: the Python side re-reads them (json rules). */
+static PyObject *escaped_flags(Table *t) {
+    PyObject *list = PyList_New(0);
+    if (!list) return NULL;
+    for (size_t i = 0; i < t->count; i++) {
+        Slot *s = t->order[i];
+        if (s->is_int) continue;
+        if (memchr(s->text, '\\', s->len)) {
+            PyObject *v = PyLong_FromSize_t(i);
+            if (!v || PyList_Append(list, v)) { Py_XDECREF(v); Py_DECREF(list); return NULL; }
+            Py_DECREF(v);
+        }
+    }
+    return list;
+}
+
+static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *args) {
+    PyObject *obj;
+    Py_ssize_t end;
+    if (!PyArg_ParseTuple(args, "On", &obj, &end)) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE)) return NULL;
+    if (end < 0 || end > view.len) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "end beyond the buffer");
+        return NULL;
+    }
+    Run r;
+    memset(&r, 0, sizeof r);
+    int failed;
+    Py_BEGIN_ALLOW_THREADS
+    failed = scan_run(&r, (const unsigned char *)view.buf, end);
+    Py_END_ALLOW_THREADS
+    PyObject *result = NULL;
+    if (failed) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    PyObject *cols = PyTuple_New(N_COLS);
+    if (!cols) goto done;
+    for (int i = 0; i < N_COLS; i++) {
+        PyObject *b = col_bytes(&r.cols[i]);
+        if (!b) { Py_DECREF(cols); goto done; }
+        PyTuple_SET_ITEM(cols, i, b);
+    }
+    PyObject *cats = key_list(&r.cats), *names = key_list(&r.names);
+    PyObject *pids = key_list(&r.pids), *tids = key_list(&r.tids);
+    PyObject *rest = col_bytes(&r.rest);
+    PyObject *escaped = PyTuple_New(4);
+    if (escaped) {
+        Table *tables[4] = {&r.cats, &r.names, &r.pids, &r.tids};
+        for (int i = 0; i < 4; i++) {
+            PyObject *e = escaped_flags(tables[i]);
+            if (!e) { Py_CLEAR(escaped); break; }
+            PyTuple_SET_ITEM(escaped, i, e);
+        }
+    }
+    if (!cats || !names || !pids || !tids || !rest || !escaped) {
+        PyObject *err_type, *err_value, *err_tb;
+        PyErr_Fetch(&err_type, &err_value, &err_tb);
+        Py_DECREF(cols); Py_XDECREF(cats); Py_XDECREF(names); Py_XDECREF(pids); Py_XDECREF(tids);
+        Py_XDECREF(rest); Py_XDECREF(escaped);
+        if (err_type && PyErr_GivenExceptionMatches(err_type, PyExc_UnicodeDecodeError)) {
+            Py_XDECREF(err_type); Py_XDECREF(err_value); Py_XDECREF(err_tb);
+            result = Py_NewRef(Py_None);   /* invalid UTF-8 in a kept string: msgspec says so */
+        } else {
+            PyErr_Restore(err_type, err_value, err_tb);
+        }
+        goto done;
+    }
+    result = Py_BuildValue("(nnNNNNNNN)", r.entries, r.xs, cols, cats, names, pids, tids, rest, escaped);
+done:
+    run_free(&r);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyMethodDef METHODS[] = {
+    {"scan", scan, METH_VARARGS,
+     "scan(buf, end) -> (entries, xs, columns, cats, names, pids, tids, rest, escaped) or None.\n\n"
+     "buf[:end] is a JSON list of trace events. None when it is not one this scanner reads exactly\n"
+     "as the msgspec structs do (the caller then decodes it with msgspec)."},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_scan", NULL, -1, METHODS};
+
+PyMODINIT_FUNC PyInit__scan(void) { return PyModule_Create(&MODULE); }

@@ -1,0 +1,68 @@
+"""The C scanner (``_scan.c``): a run of trace events' text straight to numpy columns.
+
+The streamed decoder (:mod:`.stream_decode`) hands each run of events to :func:`scan_run` first;
+it returns None where the extension is not built (the package installs without a compiler: the
+msgspec path then does all the work) or where the run holds anything the scanner does not read
+exactly as the typed msgspec structs of :mod:`.decode` do — then the run is decoded by msgspec as
+before. ``GPUPERF_C_SCAN=0`` turns the scanner off (for comparisons).
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import msgspec
+import numpy as np
+
+from .decode import AnyEvent
+
+try:
+    from . import _scan
+except ImportError:  # built without a C compiler: msgspec decodes every run
+    _scan = None
+
+ENABLED = _scan is not None and os.environ.get("GPUPERF_C_SCAN", "1") != "0"
+"""Whether :func:`scan_run` scans (the extension is built and not turned off)."""
+
+_COLUMNS = (("cat", np.int32), ("name", np.int32), ("pid", np.int32), ("tid", np.int32),
+            ("ts", np.float64), ("dur", np.float64), ("correlation", np.int64), ("external", np.int64),
+            ("external_2021", np.int64), ("flops", np.float64), ("bytes", np.float64),
+            ("device", np.float64), ("stream", np.float64), ("raw_spans", np.int64))
+"""The scanner's columns, in its order (``_scan.c`` ``C_CAT`` ... ``C_RAW``)."""
+_EVENT_DECODER = msgspec.json.Decoder(AnyEvent)
+
+
+class ScannedRun:
+    """One run's ``X`` events as columns (codes of ``cat``/``name``/``pid``/``tid`` local to the run,
+    their keys in ``cats``/``names``/``pids``/``tids``), and its ``B``/``E``/``M`` events decoded.
+
+    ``bytes``, ``device`` and ``stream`` are the args as numbers, -1 where absent; ``raw_spans``
+    holds, per event, the (start, stop) offsets in the text of ``Input Dims``, ``Input type`` and
+    ``Concrete Inputs`` (-1: absent).
+    """
+
+    def __init__(self, result: tuple, text: bytes | bytearray | memoryview) -> None:
+        self.entries, self.xs, columns, cats, names, pids, tids, rest, escaped = result
+        self.columns = {key: np.frombuffer(col, dtype=dtype) for (key, dtype), col in zip(_COLUMNS, columns)}
+        self.keys = {"cat": cats, "name": names, "pid": pids, "tid": tids}
+        for keys, indices in zip(self.keys.values(), escaped):
+            for i in indices:  # written with JSON escapes: read as JSON reads them
+                keys[i] = json.loads(f'"{keys[i]}"')
+        self._text = text
+        spans = np.frombuffer(rest, dtype=np.int64).reshape(-1, 2).tolist()
+        self.paired_and_meta = [_EVENT_DECODER.decode(bytes(text[start:stop])) for start, stop in spans]
+
+    def shape_key(self, i: int) -> tuple[bytes, bytes, bytes] | None:
+        """(input dims, input types, concrete inputs) of event ``i`` as written, None without dims."""
+        spans = self.columns["raw_spans"][6 * i:6 * i + 6].tolist()
+        if spans[0] < 0:
+            return None
+        return tuple(bytes(self._text[a:b]) if a >= 0 else b"" for a, b in zip(spans[::2], spans[1::2]))
+
+
+def scan_run(text: bytes | bytearray | memoryview, end: int) -> ScannedRun | None:
+    """``text[:end]`` (a JSON list of events) scanned; None when not scanned (see the module)."""
+    if not ENABLED:
+        return None
+    result = _scan.scan(text, end)
+    return None if result is None else ScannedRun(result, text)
