@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gpuperf_gui.core.trace.analysis import LAUNCH_SPACING_MAX_US, _launch_free_stretches
 from gpuperf_gui.core.trace.load import load_rank
 from gpuperf_gui.core.trace.op_points import op_points, op_table_and_points
 from gpuperf_gui.core.trace.optable import _levels, _subtree_sums, add_at, containment_parents, op_table
@@ -95,3 +96,30 @@ def test_points_with_the_table_on_h200_traces(name: str) -> None:
     ops, points = op_table_and_points(load_rank(path))
     assert points == op_points(load_rank(path))
     assert ops == op_table(load_rank(path))
+
+
+def _stretches_by_gap(gs: np.ndarray, ge: np.ndarray, calls: np.ndarray) -> tuple[list, list, list]:
+    """The launch-free stretches gap by gap, as a loop (the rule of analysis._launch_free_stretches)."""
+    out_s, out_e, out_i = [], [], []
+    for i in range(gs.size):
+        if ge[i] - gs[i] <= LAUNCH_SPACING_MAX_US:
+            continue
+        points = [gs[i], *[c for c in calls if gs[i] <= c <= ge[i]], ge[i]]
+        for a, b in zip(points, points[1:]):
+            if b - a > LAUNCH_SPACING_MAX_US:
+                out_s.append(a), out_e.append(b), out_i.append(i)
+    return out_s, out_e, out_i
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_launch_free_stretches_are_the_loops(seed: int) -> None:
+    rng = np.random.default_rng(200 + seed)
+    gs = np.sort(rng.uniform(0, 20_000, int(rng.integers(0, 30))))
+    ge = gs + rng.exponential(600, gs.size)
+    calls = np.sort(np.round(rng.uniform(0, 21_000, int(rng.integers(0, 200)))))
+    if rng.random() < 0.3 and gs.size:
+        calls = np.sort(np.concatenate([calls, gs[:3], ge[-3:]]))  # calls exactly at gap ends
+    s, e, i = _launch_free_stretches(gs, ge, calls)
+    want = _stretches_by_gap(gs, ge, calls)
+    assert (s.tolist(), e.tolist(), i.tolist()) == want
+    assert i.dtype == np.int64

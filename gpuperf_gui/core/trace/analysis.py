@@ -519,17 +519,22 @@ def _leaf_ops(rt: RankTrace, lanes: list) -> tuple[np.ndarray, np.ndarray, np.nd
     """(start, end, name_id) of the innermost CPU ops (ops and annotations with no op inside; runtime
     calls, python functions and ProfilerStep annotations left out) on ``lanes``. An annotation's own
     time between its ops is Python the profiler does not see."""
-    skip_cat = member_mask(rt.strings, _LEAF_SKIP_CATEGORIES)
-    step = pattern_mask(rt.strings, _STEP_NAME_RE)  # ^-anchored: search is match
+    op_cat = ~member_mask(rt.strings, _LEAF_SKIP_CATEGORIES)
+    op_name = ~pattern_mask(rt.strings, _STEP_NAME_RE)  # ^-anchored: search is match
     out_s, out_e, out_n = [], [], []
     for lane in lanes:
-        m = ~skip_cat[lane.category_id] & ~step[lane.name_id]
-        if not m.any():
+        m = op_cat[lane.category_id]
+        m &= op_name[lane.name_id]
+        idx = np.flatnonzero(m)
+        if not idx.size:
             continue
-        st, en, nm = lane.start_us[m], lane.start_us[m] + lane.duration_us[m], lane.name_id[m]
+        st = lane.start_us[idx]
+        en = st + lane.duration_us[idx]
         # Leaves: the next op starts after this one ends (events are sorted by start, parents first).
-        leaf = np.append(st[1:] >= en[:-1], True)
-        out_s.append(st[leaf]), out_e.append(en[leaf]), out_n.append(nm[leaf])
+        leaf = np.empty(idx.size, dtype=bool)
+        np.greater_equal(st[1:], en[:-1], out=leaf[:-1])
+        leaf[-1] = True
+        out_s.append(st[leaf]), out_e.append(en[leaf]), out_n.append(lane.name_id[idx[leaf]])
     if not out_s:
         return np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64)
     return np.concatenate(out_s), np.concatenate(out_e), np.concatenate(out_n)
@@ -653,17 +658,27 @@ def _launch_free_stretches(gs: np.ndarray, ge: np.ndarray, calls: np.ndarray
                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Within each gap ``[gs[i], ge[i]]``, the stretches between consecutive launch calls (and the
     gap's ends) longer than ``LAUNCH_SPACING_MAX_US``: (starts, ends, index of the gap)."""
-    out_s, out_e, out_i = [], [], []
-    for i in np.flatnonzero(ge - gs > LAUNCH_SPACING_MAX_US).tolist():
-        lo, hi = np.searchsorted(calls, gs[i], side="left"), np.searchsorted(calls, ge[i], side="right")
-        points = np.concatenate([[gs[i]], calls[lo:hi], [ge[i]]])
-        d = np.diff(points)
-        long = np.flatnonzero(d > LAUNCH_SPACING_MAX_US)
-        out_s.append(points[long]), out_e.append(points[long + 1]), out_i.append(np.full(long.size, i))
-    if not out_s:
+    gaps = np.flatnonzero(ge - gs > LAUNCH_SPACING_MAX_US)
+    if not gaps.size:
         z = np.zeros(0)
         return z, z, np.zeros(0, dtype=np.int64)
-    return np.concatenate(out_s), np.concatenate(out_e), np.concatenate(out_i).astype(np.int64)
+    # Every long gap's points, one after the other: its start, the launch calls in it, its end.
+    lo = np.searchsorted(calls, gs[gaps], side="left")
+    hi = np.searchsorted(calls, ge[gaps], side="right")
+    counts = hi - lo + 2
+    first = np.cumsum(counts) - counts
+    last = first + counts - 1
+    gap_of = np.repeat(np.arange(gaps.size), counts)  # each point's gap (index into ``gaps``)
+    inner = np.ones(gap_of.size, dtype=bool)
+    inner[first] = inner[last] = False
+    points = np.empty(gap_of.size)
+    points[first], points[last] = gs[gaps], ge[gaps]
+    at = np.flatnonzero(inner)
+    points[at] = calls[at - first[gap_of[at]] - 1 + lo[gap_of[at]]]
+    d = np.diff(points)
+    d[last[:-1]] = -np.inf  # from one gap's end to the next gap's start: not a stretch
+    long = np.flatnonzero(d > LAUNCH_SPACING_MAX_US)
+    return points[long], points[long + 1], gaps[gap_of[long]].astype(np.int64)
 
 
 def _share_matching(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, t0: float, t1: float,
@@ -699,15 +714,20 @@ def _step_stats(rt: RankTrace, dev: DeviceEvents, warmup: list[int]) -> list[Ste
     out = []
     if not rt.steps:
         return out
-    u = iv.union(dev.start_us, dev.end_us)
+    us, ue = iv.union(dev.start_us, dev.end_us)
     steps = rt.steps
-    for i, (step, (s, e)) in enumerate(zip(steps, step_bounds(steps))):
+    bounds = step_bounds(steps)
+    # Each step clips only the busy intervals that can reach into it (sorted, disjoint: the ones
+    # ending after its start and starting before its end), not the whole union per step.
+    lo = np.searchsorted(ue, [s for s, _ in bounds], side="right")
+    hi = np.searchsorted(us, [e for _, e in bounds], side="left")
+    for i, (step, (s, e)) in enumerate(zip(steps, bounds)):
         gpu_dur = 0.0
         if not np.isnan(step.gpu_start_us):
             nxt = steps[i + 1].gpu_start_us if i + 1 < len(steps) else float("nan")
             gpu_dur = (nxt if not np.isnan(nxt) else step.gpu_end_us) - step.gpu_start_us
         duration = max(step.cpu_end_us - step.cpu_start_us, gpu_dur)
-        busy = iv.length(*iv.clip(*u, s, e))
+        busy = iv.length(*iv.clip(us[lo[i]:max(hi[i], lo[i])], ue[lo[i]:max(hi[i], lo[i])], s, e))
         span = max(e - s, 1e-9)
         out.append(StepStats(number=step.number, duration_s=duration / 1e6, gpu_busy_fraction=busy / span,
                              gpu_idle_s=(span - busy) / 1e6, warmup=step.number in warmup))

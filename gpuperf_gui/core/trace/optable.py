@@ -411,10 +411,24 @@ def _enclosing_events(end: np.ndarray, q_start: np.ndarray, q_end: np.ndarray) -
     ``c``'s start, both at or before what ``i`` needs, as ``c`` ends before ``i``'s query or at
     or before ``i``'s start, which is no earlier than ``c``'s. Siblings and ancestors are skipped
     in O(log) rounds; memory stays O(n) (a table of running maxima took n log n).
+
+    The first round reads slices, not gathers, and settles the roots at once: an event that no
+    earlier end reaches (the running maximum of the ends fails its query) has no enclosing event;
+    they took the most rounds (a root walks its whole lane back), a third of the time.
     """
     index = np.int32 if end.size < 2**31 else np.int64  # half the temporaries of a 10M-event lane
     cand = np.arange(-1, end.size - 1, dtype=index)
-    active = np.arange(1, end.size, dtype=index)
+    if end.size < 2:
+        return cand.astype(np.int64)
+    qs, qe = q_start[1:], q_end[1:]
+    reach = np.maximum.accumulate(end[:-1])
+    root = (reach < qe) | (reach <= qs)
+    cand[1:][root] = -1
+    first = end[:-1]
+    active = np.flatnonzero(((first < qe) | (first <= qs)) & ~root).astype(index) + 1
+    del reach, root, first
+    cand[active] = cand[cand[active]]
+    active = active[cand[active] >= 0]
     while active.size:
         active = active[_fails(end, cand[active], q_start[active], q_end[active])]
         cand[active] = cand[cand[active]]
