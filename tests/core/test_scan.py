@@ -37,8 +37,8 @@ def test_the_extension_is_built_here() -> None:
 def _state(columns: EventColumns) -> dict:
     out = {key: columns.column(key).tolist() for key in KEYS}
     out["ids"] = [list(ids.items()) for ids in (columns._cats, columns._names, columns._pids, columns._tids)]
-    shape_of, shape_keys = columns.shapes()
-    out["shapes"] = sorted((i, shape_keys[c]) for i, c in shape_of.items())
+    rows, codes, shape_keys = columns.shapes()
+    out["shapes"] = [(i, shape_keys[c]) for i, c in zip(rows.tolist(), codes.tolist())]
     out["rest"] = [msgspec.json.encode(e) for e in columns._rest]
     out["n"] = columns.n
     return out
@@ -184,3 +184,68 @@ def test_every_trace_loads_the_same_with_and_without_the_scanner(path: Path,
         except Exception as exc:  # noqa: BLE001 - the same refusal on both paths
             outcomes.append(f"{type(exc).__name__}: {exc}")
     assert outcomes[0] == outcomes[1]
+
+
+@pytest.fixture
+def scan_threads_used(monkeypatch: pytest.MonkeyPatch) -> list:
+    """Counts the loads that finished on scanning threads."""
+    finished: list = []
+    real_finish = stream_decode._ScanSplitter.finish
+    monkeypatch.setattr(stream_decode._ScanSplitter, "finish", lambda self: (finished.append(1), real_finish(self))[1])
+    return finished
+
+
+def test_scanning_threads_identical_to_one_thread_on_the_largest_real_traces(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scan_threads_used: list) -> None:
+    """Two threads, 256 kB runs, plain and gzip: every column, string and warning as one thread."""
+    from gpuperf_gui.core.trace import source
+    from gpuperf_gui.core.trace.budget import MemoryBudget
+    from test_stream_decode import SHARED
+
+    monkeypatch.setattr(source, "OUT_CHUNK_BYTES", 256 << 10)
+    largest = sorted(SHARED, key=lambda p: p.stat().st_size)[-3:]
+    for path in largest:
+        one = stream_decode.load_rank_streamed(path, budget=MemoryBudget(), max_bytes=None, workers=1)
+        two = stream_decode.load_rank_streamed(path, budget=MemoryBudget(), max_bytes=None, workers=2)
+        assert one is not None and two is not None
+        assert fingerprint(two) == fingerprint(one), path
+    assert len(scan_threads_used) == len(largest)
+
+
+def test_scanning_threads_hand_false_cuts_and_the_array_end_to_the_serial_splitter(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scan_threads_used: list) -> None:
+    """Names holding ``}, {`` (false cuts), B/E pairs with shapes, metadata after the events: what the
+    whole-file path gives, 2,000 events by hand, in 4 kB chunks."""
+    from gpuperf_gui.core.trace import source
+    from gpuperf_gui.core.trace.budget import MemoryBudget
+    from gpuperf_gui.core.trace.load import load_rank_whole
+    from test_stream_decode import _event
+
+    monkeypatch.setattr(source, "OUT_CHUNK_BYTES", 4096)
+    events = [_event(i, name='x}, {"a": [' if i % 3 == 0 else f"op{i % 5}") for i in range(1_800)]
+    for i in range(100):
+        events += [{"ph": "B", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1e5 + 100.0 * i,
+                    "args": {"Input Dims": [[4, i + 1], [i + 1, 8]], "Input type": ["float", "float"]}},
+                   {"ph": "E", "pid": 1, "tid": 1, "ts": 1e5 + 100.0 * i + 50}]
+    doc = {"traceEvents": events, "deviceProperties": [{"id": d, "name": f"GPU {d}"} for d in range(8)],
+           "distributedInfo": {"rank": 5, "world_size": 8}}
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(doc))
+    rt = stream_decode.load_rank_streamed(path, budget=MemoryBudget(), max_bytes=None, workers=2)
+    assert rt is not None and rt.n_events == 2_000 and rt.rank == 5
+    assert sum(len(lane) for lane in rt.lanes) == 1_900
+    assert fingerprint(rt) == fingerprint(load_rank_whole(path))
+    assert scan_threads_used == [1]
+
+
+def test_scanning_threads_only_for_big_files_on_idle_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GPUPERF_DECODE_WORKERS", raising=False)
+    big = 1 << 30
+    monkeypatch.setattr(stream_decode, "_idle_cpus", lambda: 0.8)  # 2 cores, load average 1.2
+    assert stream_decode.scan_threads(big) == 1
+    assert stream_decode.scan_threads(big, 2) == 2  # asked for: given
+    monkeypatch.setattr(stream_decode, "_idle_cpus", lambda: 2.0)
+    assert stream_decode.scan_threads(big) == 2
+    assert stream_decode.scan_threads(1 << 20) == 1  # 1 MB: one thread
+    monkeypatch.setenv("GPUPERF_DECODE_WORKERS", "1")
+    assert stream_decode.scan_threads(big) == 1

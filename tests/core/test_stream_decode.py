@@ -209,8 +209,11 @@ def test_a_plain_file_is_refused_from_its_first_run_by_projection(tmp_path: Path
 @pytest.fixture
 def worker_pool(monkeypatch: pytest.MonkeyPatch) -> list:
     """Decoding workers from a fork server whatever threads earlier tests left running (the
-    loader itself decodes serially then); the list counts the parallel decodes that finished."""
+    loader itself decodes serially then); the list counts the parallel decodes that finished.
+    Worker processes are the path without the C scanner (test_scan.py tests its threads)."""
     import multiprocessing
+
+    monkeypatch.setattr(scan, "ENABLED", False)
 
     context = multiprocessing.get_context("forkserver")
     monkeypatch.setattr(stream_decode, "_worker_context", lambda: context)

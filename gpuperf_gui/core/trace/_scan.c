@@ -282,20 +282,33 @@ enum { F_PH, F_CAT, F_NAME, F_PID, F_TID, F_TS, F_DUR, F_ARGS, N_FIELDS };
 enum { A_EXT, A_EXT_2021, A_CORR, A_STREAM, A_DEVICE, A_BYTES, A_FLOPS, A_DIMS, A_TYPES, A_CONCRETE,
        A_NAME, N_ARGS };
 
-typedef struct { const char *key; size_t len; } Key;
+#define IS(lit) (len == sizeof(lit) - 1 && memcmp(t, lit, sizeof(lit) - 1) == 0)  /* inlined: constant size */
 
-static const Key FIELD_KEYS[N_FIELDS] = {
-    {"ph", 2}, {"cat", 3}, {"name", 4}, {"pid", 3}, {"tid", 3}, {"ts", 2}, {"dur", 3}, {"args", 4}};
-static const Key ARG_KEYS[N_ARGS] = {
-    {"External id", 11}, {"external id", 11}, {"correlation", 11}, {"stream", 6}, {"device", 6},
-    {"bytes", 5}, {"flops", 5}, {"Input Dims", 10}, {"Input type", 10}, {"Concrete Inputs", 15},
-    {"name", 4}};
-
-static int key_index(const Key *keys, int n, const Tok *k) {
+/* The F_ index of an event key, or -1. */
+static inline int field_index(const Tok *k) {
+    const unsigned char *t = k->start;
     size_t len = (size_t)(k->stop - k->start);
-    for (int i = 0; i < n; i++)
-        if (keys[i].len == len && memcmp(keys[i].key, k->start, len) == 0) return i;
-    return -1;
+    switch (len) {
+    case 2: return IS("ph") ? F_PH : IS("ts") ? F_TS : -1;
+    case 3: return IS("cat") ? F_CAT : IS("pid") ? F_PID : IS("tid") ? F_TID : IS("dur") ? F_DUR : -1;
+    case 4: return IS("name") ? F_NAME : IS("args") ? F_ARGS : -1;
+    default: return -1;
+    }
+}
+
+/* The A_ index of an args key, or -1. */
+static inline int arg_index(const Tok *k) {
+    const unsigned char *t = k->start;
+    size_t len = (size_t)(k->stop - k->start);
+    switch (len) {
+    case 4: return IS("name") ? A_NAME : -1;
+    case 5: return IS("bytes") ? A_BYTES : IS("flops") ? A_FLOPS : -1;
+    case 6: return IS("stream") ? A_STREAM : IS("device") ? A_DEVICE : -1;
+    case 10: return IS("Input Dims") ? A_DIMS : IS("Input type") ? A_TYPES : -1;
+    case 11: return IS("External id") ? A_EXT : IS("external id") ? A_EXT_2021 : IS("correlation") ? A_CORR : -1;
+    case 15: return IS("Concrete Inputs") ? A_CONCRETE : -1;
+    default: return -1;
+    }
 }
 
 /* Phases decoded into empty structs (decode.py _SKIPPED_PHASES). */
@@ -311,12 +324,8 @@ static int token_int64(const Tok *t, int64_t *out) {
     int neg = 0;
     uint64_t v = 0;
     if (*p == '-') { neg = 1; p++; }
-    if (t->stop - p > 19) return -1;
-    for (; p < t->stop; p++) {
-        uint64_t d = (uint64_t)(*p - '0');
-        if (v > (UINT64_MAX - d) / 10) return -1;
-        v = v * 10 + d;
-    }
+    if (t->stop - p > 19) return -1;  /* 19 digits fit a uint64: no overflow below */
+    for (; p < t->stop; p++) v = v * 10 + (uint64_t)(*p - '0');
     if (neg) {
         if (v > (uint64_t)INT64_MAX + 1) return -1;
         *out = (v == (uint64_t)INT64_MAX + 1) ? INT64_MIN : -(int64_t)v;
@@ -488,7 +497,7 @@ static int scan_args(Cur *c, Tok *a, int *unicode) {
         skip_ws(c);
         if (c->p >= c->end || *c->p != ':') return -1;
         c->p++;
-        int i = key_index(ARG_KEYS, N_ARGS, &k);
+        int i = arg_index(&k);
         if (i < 0) {
             if (skip_value(c, 3, unicode)) return -1;
         } else {
@@ -522,7 +531,7 @@ static int scan_event(Run *r, Cur *c) {
         skip_ws(c);
         if (c->p >= c->end || *c->p != ':') return -1;
         c->p++;
-        int i = key_index(FIELD_KEYS, N_FIELDS, &k);
+        int i = field_index(&k);
         if (i < 0) {
             if (skip_value(c, 2, &unicode)) return -1;
         } else if (f[i].type != T_NONE) {

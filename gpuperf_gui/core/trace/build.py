@@ -178,7 +178,7 @@ def _fill_lanes(rt: RankTrace, columns: EventColumns, names_meta: dict[tuple, st
     keep_idx = np.flatnonzero(keep)
 
     t0 = float(ts[keep_idx].min())
-    order = keep_idx[np.lexsort((-dur[keep_idx], ts[keep_idx], lane_idx[keep_idx]))]
+    order = keep_idx[_lane_time_order(lane_idx[keep_idx], ts[keep_idx], dur[keep_idx])]
     start = ts[order] - t0
     duration = dur[order]
     lane_sorted = lane_idx[order]
@@ -281,7 +281,8 @@ class EventColumns:
         self._cat_role = np.zeros(0, dtype=np.int8)
         self._shaped_name = np.zeros(0, dtype=bool)
         self._shape_keys = _Ids()  # (dims, types, concrete inputs) -> code
-        self._shape_of: dict[int, int] = {}  # event index -> shape code
+        self._shape_rows: list[np.ndarray] = []  # event indices of shaped ops with dims, ascending
+        self._shape_codes: list[np.ndarray] = []  # their shape codes
         self._rest: list[Event] = []
 
     def add(self, xs: list) -> None:
@@ -303,11 +304,11 @@ class EventColumns:
             sub = [args[i] for i in rows.tolist()]
             return [_numbers(sub, getter) for getter in (_get_bytes, _get_device, _get_stream)]
 
-        def shape_key(i: int) -> tuple[bytes, bytes, bytes] | None:
-            a = args[i]
-            return (bytes(a.input_dims), bytes(a.input_type), bytes(a.concrete_inputs)) if a.input_dims else None
+        def shape_keys(rows: np.ndarray) -> list[tuple[bytes, bytes, bytes] | None]:
+            return [(bytes(a.input_dims), bytes(a.input_type), bytes(a.concrete_inputs)) if a.input_dims else None
+                    for a in map(args.__getitem__, rows.tolist())]
 
-        self._append((cat, name, pid, tid), ts, dur, ids, flops, device_args, shape_key)
+        self._append((cat, name, pid, tid), ts, dur, ids, flops, device_args, shape_keys)
 
     def add_scanned(self, run: ScannedRun) -> None:
         """Append the ``X`` events of a run the C scanner read (:mod:`.scan`), their codes remapped."""
@@ -325,15 +326,15 @@ class EventColumns:
             return out
 
         ids = (col["correlation"], col["external"], col["external_2021"])
-        self._append(codes, col["ts"], col["dur"], ids, col["flops"], device_args, run.shape_key)
+        self._append(codes, col["ts"], col["dur"], ids, col["flops"], device_args, run.shape_keys)
 
     def _append(self, codes: tuple[np.ndarray, ...], ts: np.ndarray, dur: np.ndarray,
                 ids: tuple[np.ndarray, ...], flops: np.ndarray,
                 device_args: Callable[[np.ndarray], list[np.ndarray]],
-                shape_key: Callable[[int], tuple[bytes, bytes, bytes] | None]) -> None:
+                shape_keys: Callable[[np.ndarray], list[tuple[bytes, bytes, bytes] | None]]) -> None:
         """Append one batch: ``codes`` (cat, name, pid, tid), ``ids`` (correlation, External id,
         2021's external id); ``device_args(rows)``: bytes/device/stream of those rows as numbers,
-        ``shape_key(i)``: the input shapes of event ``i`` (None without dims)."""
+        ``shape_keys(rows)``: the input shapes of those events (None without dims)."""
         n, base, parts = len(ts), self.n, self._parts
         cat, name, pid, tid = codes
         self._sync_luts()
@@ -348,10 +349,13 @@ class EventColumns:
             parts["device_rows"].append(device_rows + base)
             for key, values in zip(("bytes", "device", "stream"), device_args(device_rows)):
                 parts[key].append(values)
-        for i in np.flatnonzero(self._shaped_name[name] & (roles == _ROLE_CPU)).tolist():
-            key = shape_key(i)
-            if key is not None:
-                self._shape_of[base + i] = self._shape_keys[key]
+        shaped = np.flatnonzero(self._shaped_name[name] & (roles == _ROLE_CPU))
+        if shaped.size:
+            keys = shape_keys(shaped)
+            with_dims = [i for i, key in enumerate(keys) if key is not None]
+            self._shape_rows.append(shaped[with_dims] + base)
+            self._shape_codes.append(np.fromiter(map(self._shape_keys.__getitem__, (keys[i] for i in with_dims)),
+                                                 dtype=np.int32, count=len(with_dims)))
         self.n += n
 
     def merge(self, other: EventColumns) -> None:
@@ -369,9 +373,9 @@ class EventColumns:
                     self._parts[key].append(part + base)
                 else:
                     self._parts[key].append(luts[key][part])
-        their_keys = list(other._shape_keys)
-        for index, code in other._shape_of.items():
-            self._shape_of[base + index] = self._shape_keys[their_keys[code]]
+        shape_lut = _remapped(self._shape_keys, list(other._shape_keys))
+        self._shape_rows += [rows + base for rows in other._shape_rows]
+        self._shape_codes += [shape_lut[codes] for codes in other._shape_codes]
         self._rest.extend(other._rest)
         self.n += other.n
 
@@ -430,7 +434,7 @@ class EventColumns:
         """
         pids, tids = list(self._pids), list(self._tids)
         packed = (roles.astype(np.int64) * len(pids) + self.take("pid")) * len(tids) + self.take("tid")
-        uniq, inverse = np.unique(packed, return_inverse=True)
+        uniq, inverse = _distinct_codes(packed, (_ROLE_SKIP + 1) * len(pids) * len(tids))
         role_pid, tid_of = np.divmod(uniq, len(tids))
         role_of, pid_of = np.divmod(role_pid, len(pids))
         lane_map = {(r, pids[p], tids[t]): i
@@ -449,9 +453,12 @@ class EventColumns:
         out[hit] = values[pos[hit]]
         return out
 
-    def shapes(self) -> tuple[dict[int, int], list[tuple[bytes, bytes, bytes]]]:
-        """Shape code of each shaped CPU op with input dims (by event index), and the codes' keys."""
-        return self._shape_of, list(self._shape_keys)
+    def shapes(self) -> tuple[np.ndarray, np.ndarray, list[tuple[bytes, bytes, bytes]]]:
+        """Shaped CPU ops with input dims: their event indices (ascending), shape codes, and the
+        codes' keys (dims, types, concrete inputs)."""
+        if not self._shape_rows:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32), list(self._shape_keys)
+        return np.concatenate(self._shape_rows), np.concatenate(self._shape_codes), list(self._shape_keys)
 
 
 def _numbers(args: list, getter: attrgetter) -> np.ndarray:
@@ -470,6 +477,47 @@ def _numbers(args: list, getter: attrgetter) -> np.ndarray:
 def _remapped(ids: _Ids, keys: list) -> np.ndarray:
     """Lookup table: a run's local code -> the code of the same key in ``ids`` (new keys added)."""
     return np.fromiter(map(ids.__getitem__, keys), dtype=np.int32, count=len(keys))
+
+
+def _distinct_codes(values: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` of non-negative ints below ``bound``: by counting
+    in O(n) where ``bound`` is small (lanes: roles x pids x tids), else by sorting."""
+    if bound > max(4 * values.size, 1 << 16):
+        uniq, inverse = np.unique(values, return_inverse=True)
+        return uniq, inverse.reshape(-1)
+    uniq = np.flatnonzero(np.bincount(values, minlength=bound))
+    code = np.zeros(bound, dtype=np.int64)
+    code[uniq] = np.arange(uniq.size)
+    return uniq, code[values]
+
+
+def _lane_time_order(lane: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """``np.lexsort((-dur, ts, lane))``: by lane, start, longest first, then file order, in about
+    O(n) on a trace's lanes (each nearly in start order already): a counting sort by lane, then per
+    lane a stable sort by start (near-linear on nearly sorted input) and equal starts by -dur."""
+    n_lanes = int(lane.max()) + 1 if lane.size else 0
+    if n_lanes <= 64:  # a pass per lane beats sorting 10M lane ids
+        per_lane = [np.flatnonzero(lane == k) for k in range(n_lanes)]
+    else:
+        by_lane = np.argsort(lane, kind="stable")
+        bounds = np.searchsorted(lane[by_lane], np.arange(n_lanes + 1))
+        per_lane = [by_lane[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
+    out = np.empty(lane.size, dtype=np.int64)
+    a = 0
+    for rows in per_lane:
+        b = a + rows.size
+        t = ts[rows]
+        s = np.argsort(t, kind="stable")
+        t = t[s]
+        tied = np.flatnonzero(t[1:] == t[:-1])
+        if tied.size:  # equal starts (parent and child): longest first, then file order
+            members = np.union1d(tied, tied + 1)
+            new_group = np.r_[True, (np.diff(members) != 1) | (t[members[1:]] != t[members[:-1]])]
+            sub = np.lexsort((members, -dur[rows[s[members]]], np.cumsum(new_group)))
+            s[members] = s[members[sub]]
+        out[a:b] = rows[s]
+        a = b
+    return out
 
 
 def _int_column(items: list, getter: attrgetter) -> np.ndarray:
@@ -640,23 +688,28 @@ def _fill_shaped_ops(rt: RankTrace, columns: EventColumns, order: np.ndarray, na
     if not shaped_names.any():
         return
     rows = np.flatnonzero(shaped_names[names_sorted] & (roles_sorted == _ROLE_CPU))
-    keys = _Ids()  # (dims, types, concrete inputs, name id) -> key index, in order of first row
-    done, key_of = [], []
-    shape_of, shape_keys = columns.shapes()
-    for row, src, name_id in zip(rows.tolist(), order[rows].tolist(), names_sorted[rows].tolist()):
-        code = shape_of.get(src)
-        if code is None:
-            continue
-        done.append(row)
-        key_of.append(keys[(*shape_keys[code], name_id)])
-    if not done:
+    shape_rows, shape_codes, shape_keys = columns.shapes()
+    if not shape_rows.size or not rows.size:
         return
+    sources = order[rows]
+    at = np.minimum(np.searchsorted(shape_rows, sources), shape_rows.size - 1)
+    hit = shape_rows[at] == sources
+    done_rows = rows[hit]
+    if not done_rows.size:
+        return
+    n_names = len(rt.strings)
+    packed = shape_codes[at[hit]].astype(np.int64) * n_names + names_sorted[done_rows]
+    uniq, first, inverse = np.unique(packed, return_index=True, return_inverse=True)
+    by_first = np.argsort(first, kind="stable")  # keys in order of their first row
+    key_of = np.empty_like(by_first)
+    key_of[by_first] = np.arange(by_first.size)
+    key_of = key_of[inverse.reshape(-1)]
+    keys = [(*shape_keys[p // n_names], p % n_names) for p in uniq[by_first].tolist()]
     per_key = [estimate_op(rt.strings[name_id], dims, types, concrete)  # core/trace/flops.py
                for dims, types, concrete, name_id in keys]
     text_ids = np.array([rt.strings.intern(text) for _, _, text in per_key], dtype=np.int32)
     f = np.array([p[0] for p in per_key], dtype=np.float64)[key_of]
     b = np.array([p[1] for p in per_key], dtype=np.float64)[key_of]
-    done_rows = np.array(done, dtype=np.int64)
     shapes[done_rows] = text_ids[key_of]
     set_f = (f > 0) & np.isnan(flops[done_rows])
     flops[done_rows[set_f]] = f[set_f]

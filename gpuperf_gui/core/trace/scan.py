@@ -52,12 +52,13 @@ class ScannedRun:
         spans = np.frombuffer(rest, dtype=np.int64).reshape(-1, 2).tolist()
         self.paired_and_meta = [_EVENT_DECODER.decode(bytes(text[start:stop])) for start, stop in spans]
 
-    def shape_key(self, i: int) -> tuple[bytes, bytes, bytes] | None:
-        """(input dims, input types, concrete inputs) of event ``i`` as written, None without dims."""
-        spans = self.columns["raw_spans"][6 * i:6 * i + 6].tolist()
-        if spans[0] < 0:
-            return None
-        return tuple(bytes(self._text[a:b]) if a >= 0 else b"" for a, b in zip(spans[::2], spans[1::2]))
+    def shape_keys(self, rows: np.ndarray) -> list[tuple[bytes, bytes, bytes] | None]:
+        """(input dims, input types, concrete inputs) of events ``rows`` as written; None without dims."""
+        text = memoryview(self._text)
+        spans = self.columns["raw_spans"].reshape(-1, 6)[rows].tolist()
+        return [None if d0 < 0 else (text[d0:d1].tobytes(), text[t0:t1].tobytes() if t0 >= 0 else b"",
+                                     text[c0:c1].tobytes() if c0 >= 0 else b"")
+                for d0, d1, t0, t1, c0, c1 in spans]
 
 
 def scan_run(text: bytes | bytearray | memoryview, end: int) -> ScannedRun | None:

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from . import scan
 from .budget import MemoryBudget, format_bytes
 from .build import EventColumns, build_rank_columns
 from .decode import AnyEvent, BEvent, EEvent, Event, MEvent, TraceFile, XEvent, _content_start, gc_paused
@@ -78,6 +79,9 @@ TYPICAL_EVENT_BYTES = 250
 PARALLEL_RUN_BYTES = 8 << 20
 """Text per run sent to a worker."""
 PARALLEL_MAX_WORKERS = 8
+SCAN_THREADS_MIN_BYTES = 16 << 20
+"""Files with less JSON text than this are scanned on one thread."""
+SCAN_MAX_THREADS = 8
 WORKER_COST_BYTES = 64 << 20
 """Memory of one decoding worker: its own pages, a run of text, its structs and columns (measured
 54 MB PSS, 43 MB private, decoding 8 MB runs of a real trace, 2026-12-01)."""
@@ -180,9 +184,7 @@ def stream_columns(path: Path, budget: MemoryBudget, max_bytes: int | None, work
         what = "the decompressed data" if stream.compressed else "the data"
         if not stream.compressed:
             _check_max(path, stream.file_bytes, max_bytes, stream.compressed)
-        n_workers = decode_workers(text_size_hint(path), budget, workers)
-        context = _worker_context() if n_workers > 1 else None
-        splitter = _ParallelSplitter(n_workers, context) if context is not None else _Splitter()
+        splitter = _make_splitter(text_size_hint(path), budget, workers)
         try:
             total = 0
             started = False
@@ -198,6 +200,34 @@ def stream_columns(path: Path, budget: MemoryBudget, max_bytes: int | None, work
             return splitter.finish()
         finally:
             splitter.close()
+
+
+def _make_splitter(text_bytes_hint: int, budget: MemoryBudget, workers: int | None) -> _Splitter:
+    """With the C scanner: threads scanning runs at once (it releases the GIL; no process, no copy
+    of the text to one). Without it: worker processes decoding with msgspec, where they pay."""
+    if scan.ENABLED:
+        threads = scan_threads(text_bytes_hint, workers)
+        return _ScanSplitter(threads) if threads > 1 else _Splitter()
+    n_workers = decode_workers(text_bytes_hint, budget, workers)
+    context = _worker_context() if n_workers > 1 else None
+    return _ParallelSplitter(n_workers, context) if context is not None else _Splitter()
+
+
+def scan_threads(text_bytes_hint: int, threads: int | None = None) -> int:
+    """Threads to scan a file of about ``text_bytes_hint`` bytes of JSON: ``threads`` if given; else
+    1 below :data:`SCAN_THREADS_MIN_BYTES` or without a second idle core, otherwise one per idle
+    CPU, at most :data:`SCAN_MAX_THREADS` (``GPUPERF_DECODE_WORKERS`` caps it; 1 turns them off)."""
+    if threads is not None:
+        return max(1, threads)
+    asked = os.environ.get("GPUPERF_DECODE_WORKERS", "").strip()
+    asked_n = int(asked) if asked.isdigit() else None
+    if (asked_n is not None and asked_n <= 1) or text_bytes_hint < SCAN_THREADS_MIN_BYTES:
+        return 1
+    idle_cpus = _idle_cpus()
+    if asked_n is None and idle_cpus < 1.5:
+        return 1
+    n = min(asked_n or round(idle_cpus), SCAN_MAX_THREADS, text_bytes_hint // PARALLEL_RUN_BYTES)
+    return n if n >= 2 else 1
 
 
 def _check_budget(path: Path, budget: MemoryBudget, splitter: _Splitter, total_bytes: int,
@@ -514,6 +544,81 @@ class _ParallelSplitter(_Splitter):
         self._in_flight.clear()
         self.close()
         texts = [part for _, head, chunk, following in runs for part in (head, memoryview(chunk)[:following])]
+        self._pending = _opened(*texts, memoryview(self._pending)[1:])
+        if len(self._pending) >= self._decode_at:
+            self._decode_complete()
+
+    def finish(self) -> tuple[EventColumns, TraceFile, int]:
+        while self._in_flight:
+            self._merge_oldest()
+        self.close()
+        return super().finish()
+
+
+class _ScanSplitter(_Splitter):
+    """The splitter with each run of events scanned by the C scanner on a thread of its own
+    (:mod:`.scan`: the scan runs without the GIL), appended to the columns in file order.
+
+    Each chunk read is cut after its last complete event; the event begun before it and the chunk
+    up to the cut make one run. A run the scanner hands back (a false cut, the events array's end,
+    anything it does not read exactly) turns the splitter serial, as :class:`_ParallelSplitter`
+    does: the text from that run on goes back into the pending buffer unchanged.
+    """
+
+    def __init__(self, threads: int) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        super().__init__()
+        self._pool: ThreadPoolExecutor | None = ThreadPoolExecutor(threads, thread_name_prefix="gpuperf-scan")
+        self._max_in_flight = threads + 1
+        self._in_flight: deque[tuple[Future, bytearray, bytes]] = deque()  # (future, "[run]", separator)
+
+    def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)  # a scan in flight ends within milliseconds
+
+    def feed(self, chunk: bytes) -> None:
+        if self._pool is None or self._pending is None or self._tail is not None:
+            super().feed(chunk)
+            return
+        cut = _last_boundary(chunk, len(chunk))
+        if cut is None:
+            self._pending += chunk
+            return
+        close, following = cut
+        run = self._pending  # '[' and the event begun in the last chunk
+        run += memoryview(chunk)[:close + 1]
+        run += b"]"
+        separator = bytes(memoryview(chunk)[close + 1:following])
+        self._in_flight.append((self._pool.submit(scan_run, run, len(run)), run, separator))
+        self._pending = _opened(memoryview(chunk)[following:])
+        while len(self._in_flight) > self._max_in_flight and self._pool is not None:
+            self._merge_oldest()
+
+    def _merge_oldest(self) -> None:
+        future, run, separator = self._in_flight[0]
+        try:
+            scanned = future.result()
+        except Exception:  # noqa: BLE001 - (a B/E/M event msgspec refuses) the serial splitter decides
+            scanned = None
+        if scanned is None:
+            self._go_serial()
+            return
+        self._in_flight.popleft()
+        self.columns.add_scanned(scanned)
+        if scanned.paired_and_meta:
+            self.columns.keep_paired_and_meta(scanned.paired_and_meta)
+        self.n_entries += scanned.entries
+        self.kept += len(scanned.paired_and_meta)
+        self.decoded_bytes += len(run) - 2 + len(separator)
+
+    def _go_serial(self) -> None:
+        """From the oldest run in flight on, the exact text goes back to the serial splitter."""
+        runs = list(self._in_flight)
+        self._in_flight.clear()
+        self.close()
+        texts = [part for _, run, separator in runs for part in (memoryview(run)[1:-1], separator)]
         self._pending = _opened(*texts, memoryview(self._pending)[1:])
         if len(self._pending) >= self._decode_at:
             self._decode_complete()

@@ -1,0 +1,29 @@
+"""The builder's O(n) orderings (core/trace/build.py) against numpy's sorts, their definition."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpuperf_gui.core.trace.build import _distinct_codes, _lane_time_order
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_lane_time_order_is_lexsort_by_lane_start_and_longest_first(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 4000))
+    lanes = int(rng.integers(1, 120))  # both ways of grouping: a pass per lane (<= 64) and a sort
+    lane = rng.integers(0, lanes, n).astype(np.int32)
+    ts = np.round(rng.uniform(0, 50, n), int(rng.integers(0, 3)))  # many equal starts
+    if seed % 2:
+        ts = np.sort(ts)  # nearly sorted, as a trace's lanes are
+    ts[rng.integers(0, max(n, 1), n // 10)] = -0.0 if seed % 3 == 0 else 0.0
+    dur = np.round(rng.uniform(0, 5, n), int(rng.integers(0, 2)))
+    assert np.array_equal(_lane_time_order(lane, ts, dur), np.lexsort((-dur, ts, lane)))
+
+
+@pytest.mark.parametrize("bound", [1, 7, 1000, 10**9])
+def test_distinct_codes_are_numpys_unique(bound: int) -> None:
+    values = np.random.default_rng(bound).integers(0, bound, 5000)
+    uniq, inverse = np.unique(values, return_inverse=True)
+    got_uniq, got_inverse = _distinct_codes(values, bound)
+    assert np.array_equal(got_uniq, uniq) and np.array_equal(got_inverse, inverse.reshape(-1))
