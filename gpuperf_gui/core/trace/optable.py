@@ -223,7 +223,8 @@ class HostRows(NamedTuple):
 
     rows: np.ndarray
     """Indices into the lane."""
-    level: np.ndarray
+    level: np.ndarray | None
+    """Depth of each row (roots 0); None only between :func:`_host_tree` and the collapse."""
     parent: np.ndarray
     """Index into ``rows`` of each row's parent, -1 for roots."""
     duration_us: np.ndarray
@@ -264,13 +265,12 @@ def host_rows_with_device_time(lane, host_cat: np.ndarray, kernel_us: dict[int, 
 def _host_tree(lane, host_cat: np.ndarray, kernel_us: dict[int, np.ndarray], launch_ids: np.ndarray,  # noqa: ANN001
                python_ids: np.ndarray | None) -> HostRows | None:
     """:func:`host_rows_with_device_time` before overhead spans and the same-name collapse
-    (``overhead_us`` zeros)."""
+    (``overhead_us`` zeros, ``level`` None: :func:`_collapse_same_name` finds the levels)."""
     rows = np.flatnonzero(host_cat[lane.category_id])
     if rows.size == 0:
         return None
     start, dur = lane.start_us[rows], lane.duration_us[rows]
     parent = containment_parents(start, dur)
-    level = _levels(parent)
     own_dev = kernel_us.get(lane.lane_id)
     dev_op = own_dev[rows] if own_dev is not None else np.zeros(rows.size)
     cats = lane.category_id[rows]
@@ -278,11 +278,11 @@ def _host_tree(lane, host_cat: np.ndarray, kernel_us: dict[int, np.ndarray], lau
     moved = np.flatnonzero(is_launch & (parent >= 0) & (dev_op > 0))
     if moved.size:
         skip = is_launch | np.isin(cats, python_ids if python_ids is not None else [])
-        target = _kernel_owners(moved, parent, skip, lane.external_id[rows], int(level.max()))
+        target = _kernel_owners(moved, parent, skip, lane.external_id[rows])
         ok = target >= 0
         dev_op = add_at(dev_op, target[ok], dev_op[moved[ok]])
         dev_op[moved[ok]] = 0.0
-    return HostRows(rows, level, parent, dur, dev_op, np.zeros(rows.size))
+    return HostRows(rows, None, parent, dur, dev_op, np.zeros(rows.size))  # levels: after the collapse
 
 
 def _with_overhead(tree: HostRows, start: np.ndarray, overhead: tuple[np.ndarray, np.ndarray] | None
@@ -320,12 +320,12 @@ def _point_rows_from(lane, tree: HostRows, collapsed: HostRows, extra_children: 
     if not point_cat[lane.category_id[tree.rows]].all():
         return point_rows(lane, kernel_us, launch_ids, group, python_ids, point_cat)
     if extra_children.any():
-        return _collapse_same_name(tree, name_group, np.zeros(tree.rows.size, dtype=np.int64))
+        return _collapse_same_name(tree, name_group, np.zeros(tree.rows.size, dtype=np.int64), levels=False)
     return collapsed
 
 
-def _kernel_owners(launch: np.ndarray, parent: np.ndarray, skip: np.ndarray, external_id: np.ndarray,
-                   depth: int) -> np.ndarray:
+def _kernel_owners(launch: np.ndarray, parent: np.ndarray, skip: np.ndarray, external_id: np.ndarray
+                   ) -> np.ndarray:
     """The row credited with each launch's kernels (-1: none), as torch links them: the enclosing op
     whose External id is the launch call's (a CUDA-graph replay inside an ``## Call CompiledFxGraph``
     annotation belongs to ``CompiledFunction``, the op that launched it); without such an op, the
@@ -333,38 +333,41 @@ def _kernel_owners(launch: np.ndarray, parent: np.ndarray, skip: np.ndarray, ext
     want = external_id[launch]
     target = parent[launch]
     fallback = np.full(launch.size, -1, dtype=np.int64)
-    for _ in range(depth + 1):
+    while True:  # one ancestor up per round: every walk ends at a root's parent (-1) at the latest
         live = target >= 0
         at = np.maximum(target, 0)
         usable = live & ~skip[at]
         fallback = np.where(usable & (fallback < 0), target, fallback)
         done = ~live | (usable & (want >= 0) & (external_id[at] == want))
         if done.all():
-            break
+            return np.where(target >= 0, target, fallback)
         target = np.where(done, target, parent[at])
-    return np.where(target >= 0, target, fallback)
 
 
-def _collapse_same_name(h: HostRows, name_group: np.ndarray, extra_children: np.ndarray) -> HostRows:
+def _collapse_same_name(h: HostRows, name_group: np.ndarray, extra_children: np.ndarray,
+                        levels: bool = True) -> HostRows:
     """torch's ``_remove_dup_nodes``: drop each row whose parent has its name and no other child.
 
     The parent keeps its own span (so its self CPU becomes its span minus the grandchildren) and
     takes the dropped row's kernels in place of its own; chains collapse into their top row.
+    The result's ``level`` is found here (None without ``levels``: the roofline points need none).
     """
     parent = h.parent
     has_parent = parent >= 0
     safe = np.maximum(parent, 0)
     n_children = np.bincount(parent[has_parent], minlength=parent.size) + extra_children
     merge = has_parent & (name_group == name_group[safe]) & (n_children[safe] == 1)
-    if not merge.any():
-        return h
-    top = np.where(merge, parent, np.arange(parent.size))
-    while True:  # pointer jumping: each merged row to the kept row at the top of its chain
-        nxt = top[top]
-        if np.array_equal(nxt, top):
-            break
-        top = nxt
     merged = np.flatnonzero(merge)
+    if not merged.size:
+        if levels and h.level is None:
+            return h._replace(level=_levels(parent))
+        return h
+    top = np.arange(parent.size)
+    top[merged] = parent[merged]
+    chained = merged[merge[top[merged]]]
+    while chained.size:  # pointer jumping: each merged row to the kept row at the top of its chain
+        top[chained] = top[top[chained]]
+        chained = chained[merge[top[chained]]]
     dev = h.self_device_us.copy()
     deepest = np.full(parent.size, -1)
     np.maximum.at(deepest, top[merged], merged)  # a chain is a path: its last row is the deepest
@@ -375,7 +378,8 @@ def _collapse_same_name(h: HostRows, name_group: np.ndarray, extra_children: np.
     new_index = np.cumsum(keep) - 1
     kept_parent = parent[keep]
     new_parent = np.where(kept_parent >= 0, new_index[top[np.maximum(kept_parent, 0)]], -1)
-    return HostRows(h.rows[keep], _levels(new_parent), new_parent, h.duration_us[keep], dev[keep], over[keep])
+    return HostRows(h.rows[keep], _levels(new_parent) if levels else None, new_parent, h.duration_us[keep],
+                    dev[keep], over[keep])
 
 
 def containment_parents(start: np.ndarray, duration: np.ndarray) -> np.ndarray:
@@ -419,7 +423,7 @@ def _enclosing_events(end: np.ndarray, q_start: np.ndarray, q_end: np.ndarray) -
     index = np.int32 if end.size < 2**31 else np.int64  # half the temporaries of a 10M-event lane
     cand = np.arange(-1, end.size - 1, dtype=index)
     if end.size < 2:
-        return cand.astype(np.int64)
+        return cand
     qs, qe = q_start[1:], q_end[1:]
     reach = np.maximum.accumulate(end[:-1])
     root = (reach < qe) | (reach <= qs)
@@ -433,7 +437,7 @@ def _enclosing_events(end: np.ndarray, q_start: np.ndarray, q_end: np.ndarray) -
         active = active[_fails(end, cand[active], q_start[active], q_end[active])]
         cand[active] = cand[cand[active]]
         active = active[cand[active] >= 0]
-    return cand.astype(np.int64)
+    return cand  # int32 where it fits, as the searches and the op table index with it
 
 
 def _enclosing(parents: np.ndarray, end: np.ndarray, pos: np.ndarray, q_start: np.ndarray,
@@ -451,8 +455,11 @@ def _enclosing(parents: np.ndarray, end: np.ndarray, pos: np.ndarray, q_start: n
 
 def _levels(parent: np.ndarray) -> np.ndarray:
     """Depth of each node of a parent-pointer forest (roots 0); parents precede children."""
-    level = (parent >= 0).astype(np.int64)  # pointer jumping: O(n log depth), not O(n * depth)
-    anc = parent.copy()
+    # Pointer jumping: O(n log depth), not O(n * depth); in int32 where it fits (half the memory
+    # traffic of int64 on a 4M-row lane).
+    index = np.int32 if parent.size < 2**31 else np.int64
+    level = (parent >= 0).astype(index)
+    anc = parent.astype(index)
     while True:
         has = anc >= 0
         if not has.any():
