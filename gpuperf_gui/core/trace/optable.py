@@ -274,15 +274,23 @@ def _host_tree(lane, host_cat: np.ndarray, kernel_us: dict[int, np.ndarray], lau
     own_dev = kernel_us.get(lane.lane_id)
     dev_op = own_dev[rows] if own_dev is not None else np.zeros(rows.size)
     cats = lane.category_id[rows]
-    is_launch = np.isin(cats, launch_ids)
+    is_launch = _id_mask(launch_ids, host_cat.size)[cats]
     moved = np.flatnonzero(is_launch & (parent >= 0) & (dev_op > 0))
     if moved.size:
-        skip = is_launch | np.isin(cats, python_ids if python_ids is not None else [])
+        skip = is_launch | _id_mask(python_ids if python_ids is not None else [], host_cat.size)[cats]
         target = _kernel_owners(moved, parent, skip, lane.external_id[rows])
         ok = target >= 0
         dev_op = add_at(dev_op, target[ok], dev_op[moved[ok]])
         dev_op[moved[ok]] = 0.0
     return HostRows(rows, None, parent, dur, dev_op, np.zeros(rows.size))  # levels: after the collapse
+
+
+def _id_mask(ids: np.ndarray | Sequence[int], n_strings: int) -> np.ndarray:
+    """A lookup table over string ids, True at ``ids`` (``mask[col]`` is ``np.isin(col, ids)`` in
+    one gather; one entry more, False, for the id -1)."""
+    mask = np.zeros(n_strings + 1, dtype=bool)
+    mask[np.asarray(ids, dtype=np.int64)] = True
+    return mask
 
 
 def _with_overhead(tree: HostRows, start: np.ndarray, overhead: tuple[np.ndarray, np.ndarray] | None

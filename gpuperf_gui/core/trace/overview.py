@@ -275,10 +275,15 @@ def step_breakdown(rt: RankTrace, warmup: set[int] | frozenset[int] = frozenset(
         "copy": iv.union(starts[is_copy], ends[is_copy]),
         "host comm": cpu_collective_union(rt, -np.inf, np.inf),
     }
+    windows = [step_window(rt, i) for i in range(len(rt.steps))]
+    w0s, w1s = np.array([w[0] for w in windows]), np.array([w[1] for w in windows])
+    # Each union's part in each step, bisected for all the steps at once (the clip stays per step).
+    bounds = {k: (np.searchsorted(u[1], w0s, side="right"), np.searchsorted(u[0], w1s, side="left"))
+              for k, u in unions.items()}
     out = []
     for i, step in enumerate(rt.steps):
-        w0, w1 = step_window(rt, i)
-        clip = {k: _window(u, w0, w1) for k, u in unions.items()}
+        w0, w1 = windows[i]
+        clip = {k: _window(u, w0, w1, int(bounds[k][0][i]), int(bounds[k][1][i])) for k, u in unions.items()}
         compute = iv.length(*clip["compute"])
         comm = iv.length(*clip["comm"])
         comm_exposed = comm - iv.intersection_length(clip["comm"], clip["compute"])
@@ -292,11 +297,14 @@ def step_breakdown(rt: RankTrace, warmup: set[int] | frozenset[int] = frozenset(
     return out
 
 
-def _window(u: tuple[np.ndarray, np.ndarray], w0: float, w1: float) -> tuple[np.ndarray, np.ndarray]:
-    """Disjoint sorted intervals clipped to [w0, w1], found by bisection (steps × events stays cheap)."""
+def _window(u: tuple[np.ndarray, np.ndarray], w0: float, w1: float, lo: int | None = None, hi: int | None = None
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Disjoint sorted intervals clipped to [w0, w1], found by bisection (steps × events stays cheap);
+    ``lo``, ``hi``: the bisection's answers, when known."""
     s, e = u
-    lo = int(np.searchsorted(e, w0, side="right"))
-    hi = int(np.searchsorted(s, w1, side="left"))
+    if lo is None or hi is None:
+        lo = int(np.searchsorted(e, w0, side="right"))
+        hi = int(np.searchsorted(s, w1, side="left"))
     return iv.clip(s[lo:hi], e[lo:hi], w0, w1)
 
 
