@@ -125,6 +125,14 @@ class TraceStream:
         except OSError as exc:
             raise TraceFormatError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
 
+    def readinto(self, view: memoryview) -> int:
+        """Read the next bytes of a plain (not compressed) file into ``view``; 0 at its end. Reads
+        go on where iteration stopped, so a reader may take over between two chunks."""
+        try:
+            return self._fh.readinto(view)
+        except OSError as exc:
+            raise TraceFormatError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
+
     def _gunzip(self) -> Iterator[bytes]:
         decomp: Any = _gzip_codec.decompressobj(wbits=31)
         produced = 0

@@ -34,11 +34,11 @@ import sys
 import threading
 from collections import deque
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 import msgspec
 
-from . import scan
+from . import scan, source
 from .budget import MemoryBudget, format_bytes
 from .build import EventColumns, build_rank_columns
 from .decode import AnyEvent, BEvent, EEvent, Event, MEvent, TraceFile, XEvent, _content_start, gc_paused
@@ -195,6 +195,11 @@ def stream_columns(path: Path, budget: MemoryBudget, max_bytes: int | None, work
                 _check_max(path, total, max_bytes, stream.compressed)
                 splitter.feed(chunk)
                 _check_budget(path, budget, splitter, total, None if stream.compressed else stream.file_bytes)
+                if isinstance(splitter, _ScanSplitter) and splitter.reads_runs and not stream.compressed:
+                    for n in splitter.read_runs(stream):
+                        total += n
+                        _check_max(path, total, max_bytes, stream.compressed)
+                        _check_budget(path, budget, splitter, total, stream.file_bytes)
             if stream.stream_truncated:
                 raise NotStreamable("the gzip stream is cut short")
             return splitter.finish()
@@ -207,7 +212,7 @@ def _make_splitter(text_bytes_hint: int, budget: MemoryBudget, workers: int | No
     of the text to one). Without it: worker processes decoding with msgspec, where they pay."""
     if scan.ENABLED:
         threads = scan_threads(text_bytes_hint, workers)
-        return _ScanSplitter(threads) if threads > 1 else _Splitter()
+        return _ScanSplitter(threads)
     n_workers = decode_workers(text_bytes_hint, budget, workers)
     context = _worker_context() if n_workers > 1 else None
     return _ParallelSplitter(n_workers, context) if context is not None else _Splitter()
@@ -556,30 +561,40 @@ class _ParallelSplitter(_Splitter):
 
 
 class _ScanSplitter(_Splitter):
-    """The splitter with each run of events scanned by the C scanner on a thread of its own
-    (:mod:`.scan`: the scan runs without the GIL), appended to the columns in file order.
+    """The splitter for the C scanner (:mod:`.scan`): each run of events scanned on a thread of its
+    own (the scan runs without the GIL; ``threads`` 1: in this thread), appended in file order.
 
-    Each chunk read is cut after its last complete event; the event begun before it and the chunk
-    up to the cut make one run. A run the scanner hands back (a false cut, the events array's end,
-    anything it does not read exactly) turns the splitter serial, as :class:`_ParallelSplitter`
-    does: the text from that run on goes back into the pending buffer unchanged.
+    Each chunk is cut after its last complete event; the event begun before it and the chunk up to
+    the cut make one run. A plain file is read (:meth:`read_runs`) straight into a few reused
+    buffers: no new memory per chunk, no copy but the event that spans two chunks. A run the
+    scanner hands back (a false cut, the events array's end, anything it does not read exactly)
+    turns the splitter serial, as :class:`_ParallelSplitter` does: the text from that run on goes
+    back into the pending buffer unchanged and msgspec's splitter takes it from there.
     """
 
     def __init__(self, threads: int) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
         super().__init__()
-        self._pool: ThreadPoolExecutor | None = ThreadPoolExecutor(threads, thread_name_prefix="gpuperf-scan")
-        self._max_in_flight = threads + 1
-        self._in_flight: deque[tuple[Future, bytearray, bytes]] = deque()  # (future, "[run]", separator)
+        self._pool = None
+        if threads > 1:
+            from concurrent.futures import ThreadPoolExecutor
+            self._pool = ThreadPoolExecutor(threads, thread_name_prefix="gpuperf-scan")
+        self._scanning = True
+        self._max_in_flight = threads + 1 if threads > 1 else 0
+        self._in_flight: deque[tuple[Future, bytearray, int, bytes]] = deque()  # (future, text, end, separator)
+        self._free: list[bytearray] = []  # read_runs' buffers not in use
 
     def close(self) -> None:
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)  # a scan in flight ends within milliseconds
 
+    @property
+    def reads_runs(self) -> bool:
+        """Whether :meth:`read_runs` can take the rest of a plain file now (inside the events array)."""
+        return self._scanning and self._pending is not None and self._tail is None
+
     def feed(self, chunk: bytes) -> None:
-        if self._pool is None or self._pending is None or self._tail is not None:
+        if not self._scanning or self._pending is None or self._tail is not None:
             super().feed(chunk)
             return
         cut = _last_boundary(chunk, len(chunk))
@@ -591,13 +606,51 @@ class _ScanSplitter(_Splitter):
         run += memoryview(chunk)[:close + 1]
         run += b"]"
         separator = bytes(memoryview(chunk)[close + 1:following])
-        self._in_flight.append((self._pool.submit(scan_run, run, len(run)), run, separator))
         self._pending = _opened(memoryview(chunk)[following:])
-        while len(self._in_flight) > self._max_in_flight and self._pool is not None:
+        self._scan(run, len(run), separator)
+
+    def read_runs(self, stream: TraceStream) -> Iterator[int]:
+        """Read the rest of a plain file into reused buffers, scanning each run; yields the bytes
+        read. Stops where the scanner hands a run back or an event outgrows a chunk: the caller
+        reads the rest in chunks and feeds them as usual."""
+        chunk_bytes = source.OUT_CHUNK_BYTES
+        while self.reads_runs and len(self._pending) <= chunk_bytes:
+            while not self._free and len(self._in_flight) > self._max_in_flight - 1 >= 0:
+                self._merge_oldest()
+            if not self.reads_runs:
+                return
+            buf = self._free.pop() if self._free else bytearray(2 * chunk_bytes + 2)
+            carry = len(self._pending)
+            buf[:carry] = self._pending  # '[' and the event begun (same length: no resize)
+            n = stream.readinto(memoryview(buf)[carry:carry + chunk_bytes])
+            if not n:
+                self._free.append(buf)
+                return
+            yield n
+            end = carry + n
+            cut = _last_boundary(buf, end)
+            if cut is None:  # no event ends in this chunk: it joins the next one
+                self._pending = bytearray(memoryview(buf)[:end])
+                self._free.append(buf)
+                continue
+            close, following = cut
+            separator = bytes(memoryview(buf)[close + 1:following])
+            self._pending = _opened(memoryview(buf)[following:end])
+            buf[close + 1] = ord("]")
+            self._scan(buf, close + 2, separator)
+
+    def _scan(self, text: bytearray, end: int, separator: bytes) -> None:
+        """Scan ``text[:end]`` ('[' run ']'), on a thread when there is a pool."""
+        if self._pool is None:
+            future: Future = _done(text, end)
+        else:
+            future = self._pool.submit(scan_run, text, end)
+        self._in_flight.append((future, text, end, separator))
+        while len(self._in_flight) > self._max_in_flight and self._scanning:
             self._merge_oldest()
 
     def _merge_oldest(self) -> None:
-        future, run, separator = self._in_flight[0]
+        future, text, end, separator = self._in_flight[0]
         try:
             scanned = future.result()
         except Exception:  # noqa: BLE001 - (a B/E/M event msgspec refuses) the serial splitter decides
@@ -611,23 +664,41 @@ class _ScanSplitter(_Splitter):
             self.columns.keep_paired_and_meta(scanned.paired_and_meta)
         self.n_entries += scanned.entries
         self.kept += len(scanned.paired_and_meta)
-        self.decoded_bytes += len(run) - 2 + len(separator)
+        self.decoded_bytes += end - 2 + len(separator)
+        self.structs_in_flight = scanned.xs * SCANNED_EVENT_BYTES // STRUCT_COST_BYTES
+        if len(text) > end:  # one of read_runs' buffers
+            self._free.append(text)
 
     def _go_serial(self) -> None:
-        """From the oldest run in flight on, the exact text goes back to the serial splitter."""
+        """From the oldest run in flight on, the exact text goes back to msgspec's splitter."""
         runs = list(self._in_flight)
         self._in_flight.clear()
         self.close()
-        texts = [part for _, run, separator in runs for part in (memoryview(run)[1:-1], separator)]
+        self._scanning = False
+        self._free.clear()
+        texts = [part for _, text, end, separator in runs for part in (memoryview(text)[1:end - 1], separator)]
         self._pending = _opened(*texts, memoryview(self._pending)[1:])
         if len(self._pending) >= self._decode_at:
             self._decode_complete()
 
     def finish(self) -> tuple[EventColumns, TraceFile, int]:
-        while self._in_flight:
+        while self._in_flight and self._scanning:
             self._merge_oldest()
         self.close()
+        self._free.clear()
         return super().finish()
+
+
+def _done(text: bytearray, end: int) -> Future:
+    """A scan done here, as a finished future."""
+    from concurrent.futures import Future
+
+    future: Future = Future()
+    try:
+        future.set_result(scan_run(text, end))
+    except Exception as exc:  # noqa: BLE001 - read by _merge_oldest
+        future.set_exception(exc)
+    return future
 
 
 def _own_raw_args(event: Event) -> Event:
