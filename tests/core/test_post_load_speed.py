@@ -5,7 +5,9 @@
 * the engine's op table with its roofline points (:func:`op_points.op_table_and_points`, the points
   from the table's rows) against the op table and :func:`op_points.op_points` found apart, on a
   trace whose profiler-overhead span keeps a same-name child apart in the table only, and on the
-  H200 traces (one with 57 overhead spans).
+  H200 traces (one with 57 overhead spans);
+* the vectorised launch-free stretches against the gap-by-gap loop, and interval unions (sorted
+  input skips the sort) against a plain merge loop.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gpuperf_gui.core.trace import intervals as iv
 from gpuperf_gui.core.trace.analysis import LAUNCH_SPACING_MAX_US, _launch_free_stretches
 from gpuperf_gui.core.trace.load import load_rank
 from gpuperf_gui.core.trace.op_points import op_points, op_table_and_points
@@ -123,3 +126,25 @@ def test_launch_free_stretches_are_the_loops(seed: int) -> None:
     want = _stretches_by_gap(gs, ge, calls)
     assert (s.tolist(), e.tolist(), i.tolist()) == want
     assert i.dtype == np.int64
+
+
+def _merged_by_loop(starts: list[float], ends: list[float]) -> tuple[list[float], list[float]]:
+    out_s: list[float] = []
+    out_e: list[float] = []
+    for s, e in sorted(zip(starts, ends), key=lambda se: se[0]):
+        if out_s and s <= out_e[-1]:
+            out_e[-1] = max(out_e[-1], e)
+        else:
+            out_s.append(s), out_e.append(e)
+    return out_s, out_e
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_union_of_sorted_and_unsorted_starts(seed: int) -> None:
+    """The sorted-input path (no argsort) and the general one both merge as the loop does."""
+    rng = np.random.default_rng(300 + seed)
+    starts = np.round(rng.uniform(0, 100, int(rng.integers(1, 80))))
+    ends = starts + np.round(rng.exponential(5, starts.size))
+    for s, e in ((starts, ends), (np.sort(starts), ends[np.argsort(starts, kind="stable")])):
+        got = iv.union(s, e)
+        assert (got[0].tolist(), got[1].tolist()) == _merged_by_loop(s.tolist(), e.tolist())
