@@ -220,8 +220,10 @@ def _make_splitter(text_bytes_hint: int, budget: MemoryBudget, workers: int | No
 
 def scan_threads(text_bytes_hint: int, threads: int | None = None) -> int:
     """Threads to scan a file of about ``text_bytes_hint`` bytes of JSON: ``threads`` if given; else
-    1 below :data:`SCAN_THREADS_MIN_BYTES` or without a second idle core, otherwise one per idle
-    CPU, at most :data:`SCAN_MAX_THREADS` (``GPUPERF_DECODE_WORKERS`` caps it; 1 turns them off)."""
+    1 below :data:`SCAN_THREADS_MIN_BYTES` or when every core is busy, otherwise one per idle CPU
+    and at least 2, at most :data:`SCAN_MAX_THREADS` (``GPUPERF_DECODE_WORKERS`` caps it; 1 turns
+    them off). A thread costs no start-up and no copy (unlike a decoding process): with half a
+    core idle a second one already pays (the window's helper counts the window as running)."""
     if threads is not None:
         return max(1, threads)
     asked = os.environ.get("GPUPERF_DECODE_WORKERS", "").strip()
@@ -229,9 +231,9 @@ def scan_threads(text_bytes_hint: int, threads: int | None = None) -> int:
     if (asked_n is not None and asked_n <= 1) or text_bytes_hint < SCAN_THREADS_MIN_BYTES:
         return 1
     idle_cpus = _idle_cpus()
-    if asked_n is None and idle_cpus < 1.5:
+    if asked_n is None and idle_cpus < 0.5:
         return 1
-    n = min(asked_n or round(idle_cpus), SCAN_MAX_THREADS, text_bytes_hint // PARALLEL_RUN_BYTES)
+    n = min(asked_n or max(2, round(idle_cpus)), SCAN_MAX_THREADS, text_bytes_hint // PARALLEL_RUN_BYTES)
     return n if n >= 2 else 1
 
 
