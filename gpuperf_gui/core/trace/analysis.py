@@ -373,9 +373,10 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
     idle_total = sum(idle_s.values())
     idle_frac = {k: (v / idle_total if idle_total > 0 else 0.0) for k, v in idle_s.items()}
 
-    dataloader = _cpu_union(rt, _DATALOADER_RE, t0, t1)
+    dataloader_all = _cpu_union_all(rt, _DATALOADER_RE)
+    dataloader = _clipped_union(dataloader_all, t0, t1)
     h0, h1 = _host_window(rt, warmup, (t0, t1))
-    dataloader_fraction = iv.length(*_cpu_union(rt, _DATALOADER_RE, h0, h1)) / max(h1 - h0, 1e-9)
+    dataloader_fraction = iv.length(*_clipped_union(dataloader_all, h0, h1)) / max(h1 - h0, 1e-9)
     comm_blocking_cpu = cpu_collective_union(rt, t0, t1)
     compute_idle = iv.complement(*compute, t0, t1)
     cpu_collective_exposed = iv.intersection_length(compute_idle, comm_blocking_cpu)
@@ -458,10 +459,27 @@ def _compute_stream_idle(rt: RankTrace, by_stream: dict[int, dict[str, float]]) 
 
 
 def _cpu_union(rt: RankTrace, pattern: re.Pattern, t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:
-    starts, ends = rt.cpu_spans(pattern_mask(rt.strings, pattern))
+    return _clipped_union(_cpu_union_all(rt, pattern), t0, t1)
+
+
+def _cpu_union_all(rt: RankTrace, pattern: re.Pattern) -> tuple[np.ndarray, np.ndarray]:
+    """The union of the CPU events whose name matches ``pattern`` (none: two empty arrays)."""
+    starts, ends = _cpu_spans(rt, pattern_mask(rt.strings, pattern))
     if not len(starts):
         return starts, ends
-    return iv.clip(*iv.union(starts, ends), t0, t1)
+    return iv.union(starts, ends)
+
+
+def _clipped_union(u: tuple[np.ndarray, np.ndarray], t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:
+    return iv.clip(*u, t0, t1) if len(u[0]) else u
+
+
+def _cpu_spans(rt: RankTrace, matches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``rt.cpu_spans(matches)``, without reading every CPU event when no name matches (most
+    patterns on most traces: collectives, send/recv, DataLoader)."""
+    if not matches.any():
+        return np.zeros(0), np.zeros(0)
+    return rt.cpu_spans(matches)
 
 
 def main_thread(rt: RankTrace):  # noqa: ANN201 (Lane | None)
@@ -498,7 +516,7 @@ def _p2p_kernel_count(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray) -
 
 
 def _count_cpu(rt: RankTrace, pattern: re.Pattern, t0: float, t1: float) -> int:
-    starts, _ = rt.cpu_spans(pattern_mask(rt.strings, pattern))
+    starts, _ = _cpu_spans(rt, pattern_mask(rt.strings, pattern))
     return int(np.sum((starts >= t0) & (starts < t1)))
 
 

@@ -479,7 +479,10 @@ def _levels(parent: np.ndarray) -> np.ndarray:
 
 def _overhead_spans(rt: RankTrace) -> tuple[np.ndarray, np.ndarray]:
     """(start, end) of Kineto's profiler-overhead spans, sorted by start."""
-    s, e = rt.cpu_spans(rt.strings.ids_matching(lambda s: s in OVERHEAD_CATEGORIES), "category_id")
+    overhead = rt.strings.ids_matching(lambda s: s in OVERHEAD_CATEGORIES)
+    if not overhead.any():  # most traces: no lane to read
+        return np.zeros(0), np.zeros(0)
+    s, e = rt.cpu_spans(overhead, "category_id")
     order = np.argsort(s, kind="stable")
     return s[order], e[order]
 
