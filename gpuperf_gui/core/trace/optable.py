@@ -181,9 +181,12 @@ def _subtree_sums(own: np.ndarray, parent: np.ndarray, level: np.ndarray) -> np.
     deepest level up, children in row order (the order, so the sums, of ``np.add.at`` level by
     level)."""
     total = own.copy()
+    if not level.size:
+        return total
     local = np.empty(parent.size, dtype=np.int64)   # a row's position among the rows of its level
-    at = np.flatnonzero(level == int(level.max())) if level.size else level
-    for d in range(int(level.max()) if level.size else 0, 0, -1):
+    deepest = int(level.max())
+    at = np.flatnonzero(level == deepest)
+    for d in range(deepest, 0, -1):
         up = np.flatnonzero(level == d - 1)
         local[up] = np.arange(up.size)
         index = local[parent[at]]
