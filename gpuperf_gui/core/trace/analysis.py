@@ -590,8 +590,7 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, window
     c_first = np.where(has, np.maximum(cs[np.minimum(lo, max(n_comm - 1, 0))], gs), gs) if n_comm else gs.copy()
     c_last = np.where(has, np.minimum(ce[np.clip(hi, 0, max(n_comm - 1, 0))], ge), gs) if n_comm else gs.copy()
     cm = in_window & (dev.kernel_class != _COMM) & (dev.kernel_class != _COPY)
-    order = np.argsort(dev.start_us[cm], kind="stable")
-    k_start, k_launch = dev.start_us[cm][order], dev.launch_start_us[cm][order]
+    k_start, k_launch = iv.sorted_by(dev.start_us[cm], dev.launch_start_us[cm])
     nxt = np.searchsorted(k_start, ge, side="left")
     launch = np.where(nxt < k_start.size, k_launch[np.minimum(nxt, max(k_start.size - 1, 0))], np.nan) \
         if k_start.size else np.full(gs.size, np.nan)
@@ -838,8 +837,7 @@ def hta_idle_by_stream(rt: RankTrace, dev: DeviceEvents) -> dict[int, dict[str, 
         if m.sum() < 2:
             continue
         s, e = _hta_rounded(rt, dev, m)
-        order = np.argsort(s, kind="stable")
-        s, e, launch = s[order], e[order], dev.launch_start_us[m][order]
+        s, e, launch = iv.sorted_by(s, e, dev.launch_start_us[m])
         reach = np.maximum.accumulate(e)  # overlapping events on a stream leave no negative gap
         gap = np.maximum(s[1:] - reach[:-1], 0.0)
         host = launch[1:] > reach[:-1]

@@ -27,6 +27,15 @@ def is_sorted(values: np.ndarray) -> bool:
     return bool(np.all(values[1:] >= values[:-1]))
 
 
+def sorted_by(keys: np.ndarray, *others: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``keys`` and ``others`` in the stable order of ``keys``; as given (no sort, no copy) when
+    ``keys`` are sorted already (one device stream's starts)."""
+    if is_sorted(keys):
+        return (keys, *others)
+    order = np.argsort(keys, kind="stable")
+    return (keys[order], *(a[order] for a in others))
+
+
 def length(starts: np.ndarray, ends: np.ndarray) -> float:
     """Total length of disjoint intervals."""
     return float(np.sum(ends - starts)) if starts.size else 0.0

@@ -264,9 +264,7 @@ def step_breakdown(rt: RankTrace, warmup: set[int] | frozenset[int] = frozenset(
     if not rt.steps:
         return []
     dev = device_events(rt)
-    order = np.argsort(dev.start_us, kind="stable")
-    starts, ends = dev.start_us[order], dev.end_us[order]
-    launch, cls = dev.launch_start_us[order], dev.kernel_class[order]
+    starts, ends, launch, cls = iv.sorted_by(dev.start_us, dev.end_us, dev.launch_start_us, dev.kernel_class)
     is_comm, is_copy = cls == _COMM, cls == _COPY
     unions = {
         "all": iv.union(starts, ends),
