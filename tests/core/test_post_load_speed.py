@@ -21,7 +21,8 @@ from gpuperf_gui.core.trace import intervals as iv
 from gpuperf_gui.core.trace.analysis import LAUNCH_SPACING_MAX_US, _launch_free_stretches
 from gpuperf_gui.core.trace.load import load_rank
 from gpuperf_gui.core.trace.op_points import op_points, op_table_and_points
-from gpuperf_gui.core.trace.optable import _levels, _subtree_sums, add_at, containment_parents, op_table
+from gpuperf_gui.core.trace.optable import (CONTAINMENT_SLACK_US, _levels, _subtree_sums, add_at, containment_parents,
+                                            op_table)
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -148,3 +149,36 @@ def test_union_of_sorted_and_unsorted_starts(seed: int) -> None:
     for s, e in ((starts, ends), (np.sort(starts), ends[np.argsort(starts, kind="stable")])):
         got = iv.union(s, e)
         assert (got[0].tolist(), got[1].tolist()) == _merged_by_loop(s.tolist(), e.tolist())
+
+
+def _tree_lane(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Ops as a profiler writes them: runs of siblings (1-40) nested up to 8 deep, a few partial
+    overlaps and zero-length calls; sorted by start, ties longest first."""
+    starts, durs = [], []
+
+    def fill(t0: float, t1: float, depth: int) -> None:
+        t = t0
+        while t < t1 and len(starts) < n:
+            d = float(min(rng.integers(1, 60), t1 - t))
+            starts.append(t), durs.append(0.0 if rng.random() < 0.05 else d)
+            if depth < 8 and d > 4 and rng.random() < 0.5:
+                fill(t + 1, t + d - 1, depth + 1)
+            t += d + float(rng.integers(0, 3)) - (1.0 if rng.random() < 0.03 else 0.0)
+
+    fill(0.0, 1e9, 0)
+    start, dur = np.array(starts), np.array(durs)
+    order = np.lexsort((-dur, start))
+    return start[order], dur[order]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_parents_of_sibling_runs_are_the_loops(seed: int) -> None:
+    """The containment search's run skip against torch's rule as a loop (the latest earlier event
+    ending at or after the event's end, within the slack, and after its start)."""
+    start, dur = _tree_lane(np.random.default_rng(400 + seed), 1500)
+    end = start + dur
+    want = []
+    for i in range(start.size):
+        want.append(next((j for j in range(i - 1, -1, -1)
+                          if end[j] >= end[i] - CONTAINMENT_SLACK_US and start[i] < end[j]), -1))
+    assert containment_parents(start, dur).tolist() == want
