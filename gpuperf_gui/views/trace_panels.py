@@ -318,6 +318,12 @@ class DiagnosisPanel(QTextBrowser):
             return
         self.setHtml(_CSS + diagnosis_html(d))
 
+    def show_pending(self) -> None:
+        """The lanes are shown; the analysis of the trace is still running."""
+        self.signature = None
+        self.setHtml(_CSS + "<h3>Diagnosis</h3><p class='muted'>Analysing the trace… The lanes can be "
+                     "explored meanwhile; the diagnosis, step figures and op table follow.</p>")
+
 
 def diagnosis_html(d: DiagnosisView) -> str:
     parts = []

@@ -50,7 +50,7 @@ from PySide6.QtWidgets import (
 
 from gpuperf_gui.core.trace.lanes import DEFAULT_IDLE_THRESHOLD_US, EventRef
 from gpuperf_gui.core.trace.model import KERNEL_CLASSES
-from gpuperf_gui.core.trace.session import LoadedTrace, LoadProgress, Matches, RooflineUpdate, load_job
+from gpuperf_gui.core.trace.session import AnalysisUpdate, LoadedTrace, LoadProgress, Matches, RooflineUpdate, load_job
 from gpuperf_gui.core.units import format_count
 from gpuperf_gui.views.trace_heatmap import RankStepHeatmap
 from gpuperf_gui.views.trace_minimap import TraceMinimap
@@ -80,7 +80,8 @@ class TraceTab(QWidget):
 
     mfu_figures_ready = Signal(object)
     roofline_points_ready = Signal(str, object)
-    trace_loaded = Signal()          # emitted on the GUI thread when a trace is shown
+    trace_loaded = Signal()          # emitted on the GUI thread when a trace is shown, analysis and all
+    lanes_shown = Signal()           # its lanes are on screen (one big file's analysis may still run)
     load_failed = Signal(str)
 
     def __init__(self, context: AppContext | None = None, parent: QWidget | None = None) -> None:
@@ -456,6 +457,8 @@ class TraceTab(QWidget):
         elif isinstance(item, LoadedTrace) and not self.task.cancel_requested:
             self._shown_by_task = self._roofline_pending = True
             self._show_loaded(item)
+        elif isinstance(item, AnalysisUpdate) and self._shown_by_task and self.loaded is not None:
+            self._queue_setup(self._analysis_steps())   # in the trace already (core's iter_loaded_trace)
         elif isinstance(item, RooflineUpdate) and self._shown_by_task:
             self._roofline_pending = False
             if not self._setup_steps:
@@ -467,7 +470,12 @@ class TraceTab(QWidget):
             text = detail
         else:  # a bug, not a bad file: say so, keep the detail for the report
             text = f"an unexpected error in the loader ({message}); please report it with the file"
-        self._show_message(f"Could not open the trace: {text}", error=True)
+        if self._analysis_pending():
+            self._show_message(f"The lanes are shown, but the analysis failed: {text}", error=True)
+            self.diagnosis.show_diagnosis(None)
+            self._update_enabled()
+        else:
+            self._show_message(f"Could not open the trace: {text}", error=True)
         self.load_failed.emit(message)
 
     def _on_run_finished(self) -> None:
@@ -477,7 +485,10 @@ class TraceTab(QWidget):
             self._roofline_pending = False
             self._update_enabled()
         self.progress_row.hide()
-        if self.task.cancel_requested and self._shown_by_task:
+        if self.task.cancel_requested and self._analysis_pending():
+            self._show_message("Cancelled before the analysis (open the trace again to analyse it).", note=True)
+            self.diagnosis.show_diagnosis(None)
+        elif self.task.cancel_requested and self._shown_by_task:
             self._show_message("Cancelled before the kernels were placed on the roofline "
                                "(open the trace again to place them).", note=True)
         elif self.task.cancel_requested:
@@ -503,10 +514,22 @@ class TraceTab(QWidget):
     # window from responding for long (the timeline first: it is what a person looks at).
     def _show_loaded(self, loaded: LoadedTrace) -> None:
         self.loaded = loaded
-        self._setup_steps = [self._show_timeline, self._show_minimap, self._reveal_timeline, self._show_steps,
-                             self._show_diagnosis, self._clear_panels, self._show_pages, self._fill_op_table,
-                             self._finish_show]
+        self._setup_steps = [self._show_timeline, self._show_minimap, self._reveal_timeline]
+        if not loaded.analysis_pending:    # else the analysis follows (AnalysisUpdate), the lanes first
+            self._setup_steps += self._analysis_steps()
         self._setup_timer.start()   # not now: the worker has just held the GIL to unpickle the trace
+
+    def _analysis_steps(self) -> list[Callable[[], None]]:
+        return [self._show_steps, self._show_diagnosis, self._clear_panels, self._show_pages, self._fill_op_table,
+                self._finish_show]
+
+    def _queue_setup(self, steps: list[Callable[[], None]]) -> None:
+        self._setup_steps += steps
+        if not self._setup_timer.isActive():
+            self._setup_timer.start()
+
+    def _analysis_pending(self) -> bool:
+        return self._shown_by_task and self.loaded is not None and self.loaded.analysis_pending
 
     def _run_setup_step(self) -> None:
         if self._setup_steps:
@@ -531,10 +554,15 @@ class TraceTab(QWidget):
 
     def _reveal_timeline(self) -> None:
         """The first paint of the lanes, in its own slice. The progress row goes now, in the same
-        layout pass (hiding it later would resize and repaint everything again); the roofline
-        points that may still be on their way enable their button when they come."""
-        self.progress_row.hide()
+        layout pass (hiding it later would resize and repaint everything again), unless the
+        analysis is still running (one big file: it follows); the roofline points that may still be
+        on their way enable their button when they come."""
         self.stack.setCurrentIndex(1)
+        if self.loaded.analysis_pending:   # the progress row says so until the analysis comes
+            self.diagnosis.show_pending()
+        else:
+            self.progress_row.hide()
+        self.lanes_shown.emit()
 
     def _show_steps(self) -> None:
         self.step_combo.clear()
@@ -543,6 +571,7 @@ class TraceTab(QWidget):
             self.step_combo.addItem(f"step {n}", n)
 
     def _show_diagnosis(self) -> None:
+        self.progress_row.hide()
         self.diagnosis.show_diagnosis(self.loaded.diagnosis)
 
     def _clear_panels(self) -> None:

@@ -346,3 +346,29 @@ def test_the_tabs_synthetic_demo_traces_are_removed_at_shutdown(qtbot):
     widget.shutdown()
     assert not any(p.exists() for p in paths) and not paths[0].parent.exists()
     widget.shutdown()  # twice (closeEvent, then the main window): harmless
+
+
+def test_one_files_lanes_show_before_its_analysis(qtbot, tab, shared_traces, monkeypatch):
+    """One file: the lanes are drawn (and can be explored) while its analysis runs, the diagnosis
+    panel says so; the diagnosis, steps and op table follow, and only then ``trace_loaded``."""
+    import threading
+
+    from gpuperf_gui.core.trace import session
+
+    monkeypatch.setenv("GPUPERF_TRACE_INPROCESS", "1")   # the analysis held back here, by a gate
+    gate = threading.Event()
+    real = session.analyse_loaded
+    monkeypatch.setattr(session, "analyse_loaded", lambda model: (gate.wait(30), real(model))[1])
+    seen: list = []
+    tab.lanes_shown.connect(lambda: seen.append(("lanes", tab.diagnosis.toPlainText(), tab.op_panel.model.rowCount())))
+    tab.trace_loaded.connect(lambda: seen.append(("loaded", tab.diagnosis.signature)))
+    path = shared_traces / "h200" / "memory_bound_visible.json.gz"
+    tab.open_paths([path])
+    qtbot.waitUntil(lambda: bool(seen), timeout=LOAD_TIMEOUT_MS)
+    assert seen[0][0] == "lanes" and "Analysing" in seen[0][1] and seen[0][2] == 0
+    assert tab.timeline.lanes and tab.is_busy() and tab.progress_row.isVisible()
+    tab.timeline.zoom_to(*tab.loaded.full_range_us)   # the lanes answer meanwhile
+    gate.set()
+    qtbot.waitUntil(lambda: not tab.is_busy(), timeout=LOAD_TIMEOUT_MS)
+    assert seen[-1] == ("loaded", LABELS["memory_bound_visible"]) and len(seen) == 2
+    assert tab.op_panel.model.rowCount() > 0 and tab.step_combo.count() > 1

@@ -172,6 +172,26 @@ def _assemble(loaded: list[_Loaded]) -> TraceResult:
     return TraceResult(model, ranks, diagnosis, summary)
 
 
+def load_one(path: Path, *, max_bytes: int | None = DEFAULT_MAX_BYTES,
+             memory_budget: MemoryBudget | int | None = None) -> RankTrace:
+    """One file loaded, not analysed (the Trace tab shows a big file's lanes before its analysis:
+    :func:`analyse_loaded` follows)."""
+    _, budget = plan_workers([path], MemoryBudget.of(memory_budget), 1)
+    return load_rank(path, max_bytes=max_bytes, memory_budget=budget)
+
+
+def analyse_loaded(model: TraceModel) -> TraceResult:
+    """:func:`iter_load_and_analyse`'s result for the one rank of ``model``, loaded by :func:`load_one`
+    (its own clock is the model's: nothing is shifted and ``model`` is kept)."""
+    if len(model.ranks) != 1:
+        raise ValueError("analyse_loaded takes a model of one rank")
+    result = _assemble([(rt, analyse_rank(rt), *op_table_and_points(rt)) for rt in model.ranks])
+    result.model = model
+    for rank, trace in zip(result.ranks, model.ranks, strict=True):
+        rank.trace = trace
+    return result
+
+
 def analyse_paths(paths: Sequence[Path | str], *, max_bytes: int | None = DEFAULT_MAX_BYTES,
                   workers: int | None = None, memory_budget: MemoryBudget | int | None = None) -> TraceResult:
     """Blocking version of :func:`iter_load_and_analyse` (returns the result)."""

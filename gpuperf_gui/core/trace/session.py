@@ -31,7 +31,7 @@ from ..roofline import RooflinePoint
 from ..units import format_duration_us, format_si
 from . import figures
 from .analysis import RankAnalysis
-from .api import Progress, RankResult, TraceResult, iter_load_and_analyse
+from .api import Progress, RankResult, TraceResult, analyse_loaded, iter_load_and_analyse, load_one
 from .figures import TraceMfuFigures
 from .lanes import (
     DEFAULT_IDLE_THRESHOLD_US,
@@ -57,7 +57,7 @@ SEARCH_MODES = ("name", "exact", "regex", "class")
 over the name (case-insensitive), a kernel class (device events of that class)."""
 
 __all__ = ["DEFAULT_IDLE_THRESHOLD_US", "EventRef", "LaneSpec", "RankSpec", "DiagnosisView", "EventDetails",
-           "LoadProgress", "LoadedTrace", "Matches", "OpTable", "RooflineUpdate", "build_loaded_trace",
+           "AnalysisUpdate", "LoadProgress", "LoadedTrace", "Matches", "OpTable", "RooflineUpdate", "build_loaded_trace",
            "iter_loaded_trace"]
 
 
@@ -78,6 +78,33 @@ class RooflineUpdate:
     points: list[RooflinePoint]
     notes: list[str]
     seconds: float = 0.0
+
+
+@dataclass
+class AnalysisUpdate:
+    """The analysis of the :class:`LoadedTrace` yielded just before without it (one file: its lanes
+    are shown while the analysis runs); :func:`iter_loaded_trace` has already put it in that trace."""
+
+    analysis: list[RankAnalysis]
+    diagnosis: DiagnosisView | None
+    op_tables: dict[int, dict[str, OpTable]]
+    mfu_figures: TraceMfuFigures | None
+    overview: Overview | None
+    step_durations_us: list[dict[int, float]]   # per rank
+    stragglers: list[int]
+    notes: list[str]
+    seconds: float = 0.0
+
+    def apply_to(self, loaded: LoadedTrace) -> None:
+        loaded.analysis, loaded.diagnosis, loaded.op_tables = self.analysis, self.diagnosis, self.op_tables
+        loaded.mfu_figures, loaded.overview = self.mfu_figures, self.overview
+        for spec, rank, steps in zip(loaded.ranks, loaded.model.ranks, self.step_durations_us):
+            spec.step_durations_us = steps
+            if rank.rank in self.stragglers:
+                spec.straggler = True
+                spec.title += " ⚠ late (straggler)"
+        loaded.notes += self.notes
+        loaded.analysis_pending = False
 
 
 @dataclass
@@ -174,6 +201,8 @@ class LoadedTrace:
     overview: Overview | None = None
     activity_cache: dict[int, ActivityProfile] = field(default_factory=dict)
     """Activity profiles by bin count (the minimap's is made in the worker)."""
+    analysis_pending: bool = False
+    """The lanes without the analysis yet: an :class:`AnalysisUpdate` follows."""
     timings_s: dict[str, float] = field(default_factory=dict)
     """Where the loading time went: ``engine_s`` (load, analyse, diagnose), ``build_s`` (this
     object), ``transfer_s`` (from the helper interpreter to this process), ``spilled_bytes``,
@@ -426,6 +455,9 @@ def iter_loaded_trace(paths: Sequence[Path | str], idle_threshold_us: float, sto
         if isinstance(item, LoadedTrace):
             loaded = item
             loaded.timings_s.update(stats)
+        elif isinstance(item, AnalysisUpdate) and loaded is not None:
+            item.apply_to(loaded)
+            loaded.timings_s.update(stats, analysis_s=item.seconds)
         elif isinstance(item, RooflineUpdate) and loaded is not None:
             loaded.notes += item.notes
             loaded.roofline_points = item.points
@@ -439,6 +471,10 @@ def iter_built_trace(paths: Sequence[str], idle_threshold_us: float, stop: threa
     :class:`RooflineUpdate` (the FLOP counts of a big trace's ops take a while to find: the lanes
     are shown meanwhile). The helper interpreter's target (:func:`iter_loaded_trace`)."""
     stop = stop or threading.Event()
+    one_file = _one_file(paths)
+    if one_file is not None and LANES_FIRST:
+        yield from _iter_lanes_first(one_file, idle_threshold_us, stop, memory_budget)
+        return
     started = time.perf_counter()
     result: TraceResult | None = None
     for item in iter_load_and_analyse([Path(p) for p in paths], stop, memory_budget=memory_budget):
@@ -478,6 +514,62 @@ def iter_built_trace(paths: Sequence[str], idle_threshold_us: float, stop: threa
         yield RooflineUpdate(points, notes, time.perf_counter() - started)
 
 
+LANES_FIRST = os.environ.get("GPUPERF_LANES_FIRST", "1") != "0"
+"""One file: its lanes are sent to the tab as soon as they are built, its analysis after them."""
+
+
+def _one_file(paths: Sequence[str]) -> Path | None:
+    """The one trace file ``paths`` name, or None (several, a folder, or not readable: the engine's
+    usual path decides and reports)."""
+    if len(paths) != 1:
+        return None
+    path = Path(paths[0])
+    try:
+        return path if path.is_file() else None
+    except OSError:
+        return None
+
+
+def _iter_lanes_first(path: Path, idle_threshold_us: float, stop: threading.Event, memory_budget: int | None
+                      ) -> Iterator[LoadProgress | LoadedTrace | AnalysisUpdate | RooflineUpdate]:
+    """One file: load it, send its lanes (:class:`LoadedTrace` with ``analysis_pending``), then
+    analyse the rank the tab already shows (:class:`AnalysisUpdate`) and place its ops on the
+    roofline (:class:`RooflineUpdate`). Analysis and op table take a third of a big file's time:
+    the lanes are on screen meanwhile."""
+    started = time.perf_counter()
+    yield LoadProgress(f"reading {path.name}", 0, 1000)
+    model = TraceModel.aligned([load_one(path, memory_budget=memory_budget)])
+    if stop.is_set():
+        return
+    engine_s = time.perf_counter() - started
+    yield LoadProgress("preparing the lanes", 700, 1000)
+    twin = yield SendMapped(model, relay=False)   # the helper's columns go to the transfer file once
+    if twin is not None:
+        model = twin
+        release_freed_memory()
+    started = time.perf_counter()
+    loaded = lanes_trace(model, idle_threshold_us, stop)
+    if stop.is_set():
+        return
+    loaded.timings_s.update(engine_s=engine_s, build_s=time.perf_counter() - started)
+    twin = yield SendMapped(loaded)
+    if twin is not None:   # in the helper: go on with the arrays the GUI process maps too, free ours
+        loaded = twin
+        release_freed_memory()
+    yield LoadProgress("analysing", 850, 1000)
+    started = time.perf_counter()
+    result = analyse_loaded(loaded.model)
+    if stop.is_set():
+        return
+    yield analysis_update(result, time.perf_counter() - started)
+    yield LoadProgress("placing the kernels on the roofline", 950, 1000)
+    started = time.perf_counter()
+    notes: list[str] = []
+    points = roofline_points(loaded.model.ranks, notes, [r.points for r in result.ranks])
+    if not stop.is_set():
+        yield RooflineUpdate(points, notes, time.perf_counter() - started)
+
+
 def _use_model(result: TraceResult, model: TraceModel) -> None:
     """Point ``result`` at ``model``, a twin of its own (same ranks, same order)."""
     result.model = model
@@ -498,36 +590,46 @@ def build_loaded_trace(result: TraceResult, idle_threshold_us: float = DEFAULT_I
                        stop: threading.Event | None = None, roofline: bool = True) -> LoadedTrace:
     """Turn the engine's TraceResult into what the tab draws and shows (without the roofline points
     unless ``roofline``: :func:`roofline_points` finds them)."""
-    model: TraceModel = result.model
+    loaded = lanes_trace(result.model, idle_threshold_us, stop)
+    analysis_update(result).apply_to(loaded)
+    if roofline:
+        loaded.roofline_points = roofline_points(result.model.ranks, loaded.notes, [r.points for r in result.ranks])
+    return loaded
+
+
+def lanes_trace(model: TraceModel, idle_threshold_us: float = DEFAULT_IDLE_THRESHOLD_US,
+                stop: threading.Event | None = None) -> LoadedTrace:
+    """The lanes of ``model`` as the tab draws them, without the analysis (``analysis_pending``:
+    :func:`analysis_update` fills it in)."""
     notes: list[str] = list(model.notes)  # run-folder files skipped or broken (core/trace/load.py)
-    analyses = [r.analysis for r in result.ranks]
-    stragglers = list(result.multi_rank.stragglers)
-    mfu_figures = _mfu_figures(analyses, notes)
-    points = roofline_points(model.ranks, notes, [r.points for r in result.ranks]) if roofline else []
     rank_specs, lanes = prepare_lanes(model, idle_threshold_us, stop)
-    for ri, rank in enumerate(model.ranks):
-        if ri < len(analyses):
-            rank_specs[ri].step_durations_us = {s.number: s.duration_s * 1e6 for s in analyses[ri].steps}
-        if rank.rank in stragglers:
-            rank_specs[ri].straggler = True
-            rank_specs[ri].title += " ⚠ late (straggler)"
+    for rank in model.ranks:
         if rank.truncation is not None:
             notes.insert(0, f"{Path(rank.file).name}: {rank.truncation.describe()}")
         for w in rank.warnings[:3]:
             if "truncated" not in w:
                 notes.append(f"{Path(rank.file).name}: {w}")
-    diagnosis = _diagnosis_view(result, stragglers)
+    loaded = LoadedTrace(model=model, ranks=rank_specs, lanes=lanes, full_range_us=full_range(model),
+                         files=[r.file for r in model.ranks], notes=notes, idle_threshold_us=idle_threshold_us,
+                         analysis_pending=True)
+    loaded.activity(MINIMAP_BINS)   # made here, off the GUI thread
+    return loaded
+
+
+def analysis_update(result: TraceResult, seconds: float = 0.0) -> AnalysisUpdate:
+    """What the engine found, as the tab shows it: figures, diagnosis, op tables, overview."""
+    notes: list[str] = []
+    analyses = [r.analysis for r in result.ranks]
+    stragglers = list(result.multi_rank.stragglers)
+    mfu_figures = _mfu_figures(analyses, notes)
     overview = None
     try:
         overview = build_overview(result)
     except Exception as exc:  # noqa: BLE001 - shown as a note; the lanes still open
         notes.append(f"overview failed: {type(exc).__name__}: {exc}")
-    loaded = LoadedTrace(model=model, ranks=rank_specs, lanes=lanes, full_range_us=full_range(model),
-                         files=[r.file for r in model.ranks], analysis=analyses, diagnosis=diagnosis,
-                         op_tables=_op_tables(result), mfu_figures=mfu_figures, roofline_points=points,
-                         notes=notes, idle_threshold_us=idle_threshold_us, overview=overview)
-    loaded.activity(MINIMAP_BINS)   # made here, off the GUI thread
-    return loaded
+    steps = [{s.number: s.duration_s * 1e6 for s in a.steps} for a in analyses]
+    return AnalysisUpdate(analyses, _diagnosis_view(result, stragglers), _op_tables(result), mfu_figures,
+                          overview, steps, stragglers, notes, seconds)
 
 
 def _op_tables(result: TraceResult) -> dict[int, dict[str, OpTable]]:
