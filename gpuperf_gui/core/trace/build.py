@@ -212,11 +212,13 @@ def _fill_lanes(rt: RankTrace, columns: EventColumns, names_meta: dict[tuple, st
     _fill_shaped_ops(rt, columns, order, names_sorted, roles[order], flops, nbytes, shapes)
 
     bounds = np.searchsorted(lane_sorted, np.arange(len(ordered) + 1))
+    slices = [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+    depths = _map_lanes(lambda sl: _depths(start[sl], duration[sl]), slices, [sl.stop - sl.start for sl in slices])
     for lane_id, key in enumerate(ordered):
-        sl = slice(int(bounds[lane_id]), int(bounds[lane_id + 1]))
+        sl = slices[lane_id]
         lane = Lane(lane_id=lane_id, kind=_ROLE_KIND[key[0]], label="", pid=key[1], tid=key[2],
                     start_us=start[sl], duration_us=duration[sl], name_id=names_sorted[sl],
-                    category_id=cats_sorted[sl], depth=_depths(start[sl], duration[sl]),
+                    category_id=cats_sorted[sl], depth=depths[lane_id],
                     correlation=corr_sorted[sl], external_id=ext_sorted[sl],
                     kernel_class=kernel_class[sl], bytes=nbytes[sl], flops=flops[sl],
                     shapes_id=shapes[sl])
@@ -502,22 +504,37 @@ def _lane_time_order(lane: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> np.nd
         by_lane = np.argsort(lane, kind="stable")
         bounds = np.searchsorted(lane[by_lane], np.arange(n_lanes + 1))
         per_lane = [by_lane[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
-    out = np.empty(lane.size, dtype=np.int64)
-    a = 0
-    for rows in per_lane:
-        b = a + rows.size
-        t = ts[rows]
-        s = np.argsort(t, kind="stable")
-        t = t[s]
-        tied = np.flatnonzero(t[1:] == t[:-1])
-        if tied.size:  # equal starts (parent and child): longest first, then file order
-            members = np.union1d(tied, tied + 1)
-            new_group = np.r_[True, (np.diff(members) != 1) | (t[members[1:]] != t[members[:-1]])]
-            sub = np.lexsort((members, -dur[rows[s[members]]], np.cumsum(new_group)))
-            s[members] = s[members[sub]]
-        out[a:b] = rows[s]
-        a = b
-    return out
+    ordered = _map_lanes(lambda rows: rows[_time_order(ts[rows], dur[rows])], per_lane, [r.size for r in per_lane])
+    return np.concatenate(ordered) if ordered else np.zeros(0, dtype=np.int64)
+
+
+def _time_order(t: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """``np.lexsort((-d, t))`` of one lane's starts and durations (nearly in start order)."""
+    s = np.argsort(t, kind="stable")
+    t = t[s]
+    tied = np.flatnonzero(t[1:] == t[:-1])
+    if tied.size:  # equal starts (parent and child): longest first, then file order
+        members = np.union1d(tied, tied + 1)
+        new_group = np.r_[True, (np.diff(members) != 1) | (t[members[1:]] != t[members[:-1]])]
+        sub = np.lexsort((members, -d[s[members]], np.cumsum(new_group)))
+        s[members] = s[members[sub]]
+    return s
+
+
+LANE_THREADS_MIN_EVENTS = 1_000_000
+"""Lanes are sorted and nested on two threads from this many events (numpy releases the GIL)."""
+
+
+def _map_lanes(fn: Callable, items: list, sizes: list[int]) -> list:
+    """``[fn(x) for x in items]``, on two threads when the lanes are big (their numpy work runs
+    without the GIL), the biggest first."""
+    if sum(sizes) < LANE_THREADS_MIN_EVENTS or len(items) < 2:
+        return [fn(x) for x in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2, thread_name_prefix="gpuperf-lanes") as pool:
+        futures = {i: pool.submit(fn, items[i]) for i in sorted(range(len(items)), key=sizes.__getitem__, reverse=True)}
+        return [futures[i].result() for i in range(len(items))]
 
 
 def _int_column(items: list, getter: attrgetter) -> np.ndarray:
