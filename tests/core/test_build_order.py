@@ -4,11 +4,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from gpuperf_gui.core.trace import build
 from gpuperf_gui.core.trace.build import _distinct_codes, _lane_time_order
 
 
+@pytest.mark.parametrize("threads", [False, True])
 @pytest.mark.parametrize("seed", range(40))
-def test_lane_time_order_is_lexsort_by_lane_start_and_longest_first(seed: int) -> None:
+def test_lane_time_order_is_lexsort_by_lane_start_and_longest_first(seed: int, threads: bool,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    if threads:  # big traces sort their lanes on two threads
+        monkeypatch.setattr(build, "LANE_THREADS_MIN_EVENTS", 0)
     rng = np.random.default_rng(seed)
     n = int(rng.integers(0, 4000))
     lanes = int(rng.integers(1, 120))  # both ways of grouping: a pass per lane (<= 64) and a sort
