@@ -1,20 +1,50 @@
 """Seconds of each phase that runs after a rank is loaded (Trace tab and ``gpuperf diagnose``).
 
-Loads the file once (:func:`~gpuperf_gui.core.trace.load.load_rank`, not timed in the phases), then
-runs, each timed alone and in the pipeline's order: the engine's per-rank work (``analyse_rank``,
-``op_table``: the op table with the roofline points, as the engine finds them), the job assembly (``diagnose``: align, diagnose_rank, multi-rank summary, job
-diagnosis), the Trace tab's :func:`~gpuperf_gui.core.trace.session.build_loaded_trace` split into
-its parts (``mfu``, ``lanes``, ``diag_view``, ``overview``, ``op_tables``, ``activity``) and its
-whole (``build_total``), then ``roofline`` (:func:`.session.roofline_points`, the tab's last phase)
-and ``to_json`` (``gpuperf diagnose --json``'s object, which finds the op points again).
+Loads the file once (:func:`~gpuperf_gui.core.trace.load.load_rank`, not timed), then times each
+phase alone, in the pipeline's order, wall and CPU seconds (CPU: every thread of this process; it
+reads about the same on a busy machine, wall does not):
+
+* the engine's per-rank work: ``analyse_rank``; ``op_table``, the op table with the roofline points
+  found from its rows (:func:`~gpuperf_gui.core.trace.op_points.op_table_and_points`, as the
+  engine runs it); ``diagnose``, the job assembly (align, diagnose_rank, multi-rank summary);
+* the Trace tab's :func:`~gpuperf_gui.core.trace.session.build_loaded_trace` in parts (``mfu``,
+  ``lanes``: prepare_lanes, ``diag_view``, ``overview``, ``op_tables``, ``activity``: the minimap)
+  and whole (``build_total``);
+* ``roofline`` (:func:`.session.roofline_points`, the tab's last phase) and ``to_json``
+  (``gpuperf diagnose --json``'s object).
 
     nice .venv/bin/python benchmarks/post_load_phases.py /tmp/tabscale/e5M.json
     nice .venv/bin/python benchmarks/post_load_phases.py --cache /tmp/e5M.pkl /tmp/tabscale/e5M.json
 
-``GPUPERF_ROOT=/other/checkout`` times that checkout's code on the same rank (a ``--cache`` pickle
-made by either). ``--cache`` pickles the loaded rank there on the first run and reads it on the next ones (the
-load of a 5M-event file takes longer than every phase here together). ``--repeat N`` runs the
-phases N times on fresh copies of the loaded rank and prints each phase's minimum.
+``--cache`` pickles the loaded rank there on the first run and reads it on the next ones (loading a
+5M-event file takes longer than every phase here together). ``--repeat N`` runs the phases N times
+on fresh copies of the rank and prints each phase's minimum. ``GPUPERF_ROOT=/other/checkout``
+times that checkout's code on the same pickle (before op_table_and_points existed, ``op_table`` is
+the table alone and ``roofline`` finds the points).
+
+Figures on this 2-core VM (shared: the same code reads up to 1.5x apart between runs, so each
+"before" ran next to its "after"). Inputs from ``benchmarks/trace_tab_scale.py --make``. Before:
+221f716's post-load modules (analysis, optable, op_points, overview, intervals, session, api)
+with the rest of the tree as it was at 10:38 that day; after: 90d402e. Wall seconds, two runs each::
+
+    5M events (3.79M drawn)   before         after
+    analyse_rank              1.97  2.03     0.80  0.63
+    op_table (+ points)       2.80  1.62     1.26  1.03
+    build_total               1.12  0.53     0.79  0.67
+    roofline                  2.10  0.97     0.00  0.00
+    to_json                   1.36  1.03     0.02  0.02
+    = tab                     7.99  5.16     2.85  2.33
+
+    10M events (7.56M drawn)
+    analyse_rank              5.30  6.06     1.40  1.13
+    op_table (+ points)       4.72  4.19     1.88  1.82
+    build_total               1.60  1.32     1.49  1.09
+    roofline                  2.63  2.86     0.00  0.00
+    to_json                   2.52  2.12     0.04  0.02
+    = tab                    14.25 14.44     4.77  4.04
+
+``= tab`` is the Trace tab's post-load work (engine after the load, build, roofline points);
+``gpuperf diagnose --json`` after the load is ``= engine`` plus ``to_json``.
 """
 from __future__ import annotations
 
