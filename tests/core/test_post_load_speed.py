@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from gpuperf_gui.core.trace import intervals as iv
-from gpuperf_gui.core.trace.analysis import LAUNCH_SPACING_MAX_US, _launch_free_stretches
+from gpuperf_gui.core.trace.analysis import LAUNCH_SPACING_MAX_US, _launch_free_stretches, _may_overlap
 from gpuperf_gui.core.trace.load import load_rank
 from gpuperf_gui.core.trace.op_points import op_points, op_table_and_points
 from gpuperf_gui.core.trace.optable import (CONTAINMENT_SLACK_US, _levels, _subtree_sums, add_at, containment_parents,
@@ -182,3 +182,19 @@ def test_parents_of_sibling_runs_are_the_loops(seed: int) -> None:
         want.append(next((j for j in range(i - 1, -1, -1)
                           if end[j] >= end[i] - CONTAINMENT_SLACK_US and start[i] < end[j]), -1))
     assert containment_parents(start, dur).tolist() == want
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_ops_left_out_of_the_stall_overlaps_overlap_nothing(seed: int) -> None:
+    """analysis._may_overlap only leaves out intervals whose overlap_each is exactly 0.0 (ends on
+    stretch ends and starts included)."""
+    rng = np.random.default_rng(500 + seed)
+    edges = np.sort(rng.choice(np.arange(0.0, 400.0), 2 * int(rng.integers(1, 12)), replace=False))
+    stretches = (edges[0::2], edges[1::2])
+    gs = np.round(rng.uniform(-10, 410, 300))
+    gs[:20] = rng.choice(edges, 20)  # starts and ends exactly on stretch edges
+    ge = gs + np.round(rng.exponential(8, gs.size)) * (rng.random(gs.size) < 0.9)
+    may = _may_overlap(gs, ge, stretches)
+    ov = iv.overlap_each(gs, ge, stretches)
+    assert np.all(ov[~may] == 0.0)
+    assert np.array_equal(iv.overlap_each(gs[may], ge[may], stretches), ov[may])

@@ -661,14 +661,25 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, window
     out.stall_before_htod = float(r[before].sum()) * scale / span
     if op_s.size:
         order = np.argsort(stall_s)
-        ov = iv.overlap_each(op_s, op_e, (stall_s[order], stall_e[order]))
+        stretches = (stall_s[order], stall_e[order])
+        near = np.flatnonzero(_may_overlap(op_s, op_e, stretches))  # the same overlaps, fewer ops
+        ov = iv.overlap_each(op_s[near], op_e[near], stretches)
         keep = ov > 0
         per_name: dict[int, float] = {}
-        for nid, sec in zip(op_n[keep].tolist(), ov[keep].tolist()):
+        for nid, sec in zip(op_n[near[keep]].tolist(), ov[keep].tolist()):
             per_name[nid] = per_name.get(nid, 0.0) + sec
         top = sorted(per_name.items(), key=lambda kv: -kv[1])[:3]
         out.cpu_ops_in_stall = [(rt.strings[nid], sec / 1e6) for nid, sec in top]
     return out
+
+
+def _may_overlap(gs: np.ndarray, ge: np.ndarray, b: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """Which intervals ``[gs, ge]`` can overlap the sorted disjoint intervals ``b`` (of positive
+    length): the last of ``b`` starting before ``ge`` ends after ``gs``. The others'
+    :func:`.intervals.overlap_each` is 0.0 (the covered length reads the same at both ends)."""
+    bs, be = b
+    k = np.searchsorted(bs, ge, side="left")
+    return (k > 0) & (be[np.maximum(k - 1, 0)] > gs)
 
 
 def _launch_free_stretches(gs: np.ndarray, ge: np.ndarray, calls: np.ndarray
