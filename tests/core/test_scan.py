@@ -220,27 +220,13 @@ def test_scanning_threads_identical_to_one_thread_on_the_largest_real_traces(
 
 def test_scanning_threads_hand_false_cuts_and_the_array_end_to_the_serial_splitter(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scan_threads_used: list) -> None:
-    """Names holding ``}, {`` (false cuts), B/E pairs with shapes, metadata after the events: what the
-    whole-file path gives, 2,000 events by hand, in 4 kB chunks."""
+    """The hand-made file of test_stream_decode (false cuts, B/E pairs, metadata after the events)
+    read straight into 4 kB buffers by two scanning threads: what the whole-file path gives."""
     from gpuperf_gui.core.trace import source
-    from gpuperf_gui.core.trace.budget import MemoryBudget
-    from gpuperf_gui.core.trace.load import load_rank_whole
-    from test_stream_decode import _event
+    from test_stream_decode import check_false_cuts_and_array_end
 
     monkeypatch.setattr(source, "OUT_CHUNK_BYTES", 4096)
-    events = [_event(i, name='x}, {"a": [' if i % 3 == 0 else f"op{i % 5}") for i in range(1_800)]
-    for i in range(100):
-        events += [{"ph": "B", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1e5 + 100.0 * i,
-                    "args": {"Input Dims": [[4, i + 1], [i + 1, 8]], "Input type": ["float", "float"]}},
-                   {"ph": "E", "pid": 1, "tid": 1, "ts": 1e5 + 100.0 * i + 50}]
-    doc = {"traceEvents": events, "deviceProperties": [{"id": d, "name": f"GPU {d}"} for d in range(8)],
-           "distributedInfo": {"rank": 5, "world_size": 8}}
-    path = tmp_path / "t.json"
-    path.write_text(json.dumps(doc))
-    rt = stream_decode.load_rank_streamed(path, budget=MemoryBudget(), max_bytes=None, workers=2)
-    assert rt is not None and rt.n_events == 2_000 and rt.rank == 5
-    assert sum(len(lane) for lane in rt.lanes) == 1_900
-    assert fingerprint(rt) == fingerprint(load_rank_whole(path))
+    check_false_cuts_and_array_end(tmp_path)
     assert scan_threads_used == [1]
 
 

@@ -249,6 +249,13 @@ def test_parallel_decode_hands_false_cuts_and_the_array_end_to_the_serial_splitt
                                                                                  worker_pool: list) -> None:
     """Names holding ``}, {`` (false cuts), B/E pairs with shapes, metadata lists of objects after
     the events: the parallel decode gives what the whole-file path gives, 2,000 events by hand."""
+    check_false_cuts_and_array_end(tmp_path)
+    assert worker_pool == [1]
+
+
+def check_false_cuts_and_array_end(tmp_path: Path) -> None:
+    """2,000 events by hand, a third named ``}, {`` (false cuts), B/E pairs with shapes, metadata
+    lists of objects after the events: two workers give what the whole-file path gives."""
     events = [_event(i, name='x}, {"a": [' if i % 3 == 0 else f"op{i % 5}") for i in range(1_800)]
     for i in range(100):
         events += [{"ph": "B", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1e5 + 100.0 * i,
@@ -261,7 +268,6 @@ def test_parallel_decode_hands_false_cuts_and_the_array_end_to_the_serial_splitt
     assert rt is not None and rt.n_events == 2_000 and rt.rank == 5
     assert sum(len(lane) for lane in rt.lanes) == 1_900
     assert fingerprint(rt) == fingerprint(load_rank_whole(path))
-    assert worker_pool == [1]
 
 
 def test_no_worker_starts_where_it_could_deadlock_or_rerun_a_script(monkeypatch: pytest.MonkeyPatch) -> None:

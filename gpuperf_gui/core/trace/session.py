@@ -22,7 +22,7 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Generator, Iterator, Sequence
 
 import numpy as np
 
@@ -502,10 +502,22 @@ def iter_built_trace(paths: Sequence[str], idle_threshold_us: float, stop: threa
     if stop.is_set():
         return
     loaded.timings_s.update(engine_s=engine_s, build_s=time.perf_counter() - started)
+    loaded = yield from _sent(loaded)
+    yield from _roofline_update(loaded, found, stop)
+
+
+def _sent(loaded: LoadedTrace) -> Generator[SendMapped, LoadedTrace | None, LoadedTrace]:
+    """Send ``loaded`` to the GUI process; the trace to go on with (in the helper: the twin whose
+    arrays the GUI process maps too, ours freed)."""
     twin = yield SendMapped(loaded)
-    if twin is not None:   # in the helper: go on with the arrays the GUI process maps too, free ours
-        loaded = twin
-        release_freed_memory()
+    if twin is None:
+        return loaded
+    release_freed_memory()
+    return twin
+
+
+def _roofline_update(loaded: LoadedTrace, found: Sequence[list[OpPoint] | None],
+                     stop: threading.Event) -> Iterator[LoadProgress | RooflineUpdate]:
     yield LoadProgress("placing the kernels on the roofline", 950, 1000)
     started = time.perf_counter()
     notes: list[str] = []
@@ -552,22 +564,14 @@ def _iter_lanes_first(path: Path, idle_threshold_us: float, stop: threading.Even
     if stop.is_set():
         return
     loaded.timings_s.update(engine_s=engine_s, build_s=time.perf_counter() - started)
-    twin = yield SendMapped(loaded)
-    if twin is not None:   # in the helper: go on with the arrays the GUI process maps too, free ours
-        loaded = twin
-        release_freed_memory()
+    loaded = yield from _sent(loaded)
     yield LoadProgress("analysing", 850, 1000)
     started = time.perf_counter()
     result = analyse_loaded(loaded.model)
     if stop.is_set():
         return
     yield analysis_update(result, time.perf_counter() - started)
-    yield LoadProgress("placing the kernels on the roofline", 950, 1000)
-    started = time.perf_counter()
-    notes: list[str] = []
-    points = roofline_points(loaded.model.ranks, notes, [r.points for r in result.ranks])
-    if not stop.is_set():
-        yield RooflineUpdate(points, notes, time.perf_counter() - started)
+    yield from _roofline_update(loaded, [r.points for r in result.ranks], stop)
 
 
 def _use_model(result: TraceResult, model: TraceModel) -> None:

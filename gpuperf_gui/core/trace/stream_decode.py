@@ -286,6 +286,14 @@ class _Splitter:
             self._head += chunk
             self._find_array()
 
+    def _chunk_cut(self, chunk: bytes) -> tuple[int, int] | None:
+        """Where ``chunk``'s last complete event ends (:func:`_last_boundary`); None, and the chunk
+        joins the pending text, when no event ends in it."""
+        cut = _last_boundary(chunk, len(chunk))
+        if cut is None:
+            self._pending += chunk
+        return cut
+
     def _find_array(self) -> None:
         head = self._head
         start = _content_start(head)
@@ -521,9 +529,8 @@ class _ParallelSplitter(_Splitter):
         if self._pool is None or self._pending is None or self._tail is not None:
             super().feed(chunk)
             return
-        cut = _last_boundary(chunk, len(chunk))
+        cut = self._chunk_cut(chunk)
         if cut is None:
-            self._pending += chunk
             return
         close, following = cut
         head = bytes(memoryview(self._pending)[1:])
@@ -599,9 +606,8 @@ class _ScanSplitter(_Splitter):
         if not self._scanning or self._pending is None or self._tail is not None:
             super().feed(chunk)
             return
-        cut = _last_boundary(chunk, len(chunk))
+        cut = self._chunk_cut(chunk)
         if cut is None:
-            self._pending += chunk
             return
         close, following = cut
         run = self._pending  # '[' and the event begun in the last chunk
