@@ -230,16 +230,17 @@ def test_scanning_threads_hand_false_cuts_and_the_array_end_to_the_serial_splitt
     assert scan_threads_used == [1]
 
 
-def test_scanning_threads_only_for_big_files_on_idle_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_scanning_threads_for_big_files_on_several_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GPUPERF_DECODE_WORKERS", raising=False)
     big = 1 << 30
-    monkeypatch.setattr(stream_decode, "_idle_cpus", lambda: 0.3)  # 2 cores, 1.7 busy
-    assert stream_decode.scan_threads(big) == 1
-    assert stream_decode.scan_threads(big, 2) == 2  # asked for: given
-    monkeypatch.setattr(stream_decode, "_idle_cpus", lambda: 0.8)
+    monkeypatch.setattr(stream_decode.os, "sched_getaffinity", lambda pid: set(range(8)))
+    monkeypatch.setattr(stream_decode, "_idle_cpus", lambda: 0.0)  # every core looks busy: still two
     assert stream_decode.scan_threads(big) == 2
+    assert stream_decode.scan_threads(big, 3) == 3  # asked for: given
     monkeypatch.setattr(stream_decode, "_idle_cpus", lambda: 5.6)
     assert stream_decode.scan_threads(big) == 6
+    monkeypatch.setattr(stream_decode.os, "sched_getaffinity", lambda pid: {0})
+    assert stream_decode.scan_threads(big) == 1  # one CPU: no thread
     assert stream_decode.scan_threads(1 << 20) == 1  # 1 MB: one thread
     monkeypatch.setenv("GPUPERF_DECODE_WORKERS", "1")
     assert stream_decode.scan_threads(big) == 1
