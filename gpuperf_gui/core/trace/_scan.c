@@ -149,11 +149,12 @@ static int scan_string(Cur *c, Tok *t, int *unicode) {
             uint64_t v = load8(p);
             uint64_t m = has_zero(v ^ (ONES * '"')) | has_zero(v ^ (ONES * '\\'))
                          | ((v - ONES * 0x20) & ~v & HIGHS) | (v & HIGHS);
-            if (m) { p += __builtin_ctzll(m) >> 3; break; }
+            if (m) { p += __builtin_ctzll(m) >> 3; goto special; }
             p += 8;
         }
         while (p < end && *p != '"' && *p != '\\' && *p >= 0x20 && *p < 0x80) p++;
         if (p >= end) return -1;
+special:
         if (*p == '"') break;
         if (*p >= 0x80) { t->high = 1; p++; continue; }
         if (*p < 0x20) return -1;
