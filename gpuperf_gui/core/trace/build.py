@@ -198,17 +198,18 @@ def _fill_lanes(rt: RankTrace, columns: EventColumns, names_meta: dict[tuple, st
     gpu_rows = np.flatnonzero(roles[order] == _ROLE_GPU)
     if gpu_rows.size:  # classify each distinct (name, category) pair once
         pair = names_sorted[gpu_rows].astype(np.int64) * len(strings) + cats_sorted[gpu_rows]
-        uniq, inverse = np.unique(pair, return_inverse=True)
+        uniq, inverse = _distinct_codes(pair, len(strings) ** 2)
         codes = [class_code(classify_kernel(strings[p // len(strings)], strings[p % len(strings)]))
                  for p in uniq.tolist()]
-        kernel_class[gpu_rows] = np.array(codes, dtype=np.int8)[inverse.reshape(-1)]
+        kernel_class[gpu_rows] = np.array(codes, dtype=np.int8)[inverse]
     nbytes = np.full(n, np.nan)
     flops = np.full(n, np.nan)
     shapes = np.full(n, -1, dtype=np.int32)
     copy_code = class_code("copy")
     copy_rows = gpu_rows[kernel_class[gpu_rows] == copy_code]
     nbytes[copy_rows] = columns.device_arg("bytes", order[copy_rows])
-    _fill_recorded_flops(columns.take("flops"), order, flops)
+    if columns.recorded("flops"):
+        _fill_recorded_flops(columns.take("flops"), order, flops)
     _fill_shaped_ops(rt, columns, order, names_sorted, roles[order], flops, nbytes, shapes)
 
     bounds = np.searchsorted(lane_sorted, np.arange(len(ordered) + 1))
@@ -411,6 +412,10 @@ class EventColumns:
             joined = [np.full(p, -1, dtype=dtype) if isinstance(p, int) else p for p in parts]
             parts[:] = [np.concatenate(joined) if joined else np.zeros(0, dtype=dtype)]
         return parts[0]  # type: ignore[return-value]
+
+    def recorded(self, key: str) -> bool:
+        """Whether any event has a value of ``key`` (a batch without one holds only its count)."""
+        return any(not isinstance(part, int) for part in self._parts[key])
 
     def take(self, key: str) -> np.ndarray:
         """A column, handed over (the builder no longer holds it)."""
