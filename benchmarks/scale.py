@@ -17,7 +17,20 @@ RSS, sampled every 50 ms (shared library pages are counted once per process).
   shown (what comes back is compact: it must not grow with the events). 8 and 64 ranks; ``--many``
   adds 256.
 
-Measured 2026-12-01 after the streamed decode went parallel (``--files 1,5,10 --ranks ""``) on the
+Measured 2026-12-01 with the C scanner (scanning threads; ``--files 1,5,10 --ranks ""``), 16-core
+Xeon GPU host, idle (benchmarks/results/h200_host_scale.txt)::
+
+      events    MB  decode s  load s  load/dec  1-core s  1-core/dec  diagnose s  tree peak  B/ev
+   1,005,369   272      4.38    0.53      0.12      1.40        0.32        0.97    0.29 GB   291
+   5,008,968  1362     16.87    2.26      0.13      6.88        0.41        4.32    0.93 GB   185
+  10,000,239  2723     29.85    4.09      0.14     10.20        0.34        8.22    1.58 GB   158
+
+and on the 2-core VM (``--files 1,5 --ranks ""``, load average ~1.2)::
+
+   1,005,369   272      6.70    0.67      0.10      0.94        0.14        0.95    0.20 GB   194
+   5,008,968  1362     44.68    3.13      0.07      4.98        0.11        4.49    0.79 GB   159
+
+Before the scanner, measured 2026-12-01 after the streamed decode went parallel (``--files 1,5,10 --ranks ""``) on the
 16-core Xeon GPU host of the device pool, Python 3.12, idle (benchmarks/results/h200_host_scale.txt;
 that run's diagnose column was a second load in the loading process):
 

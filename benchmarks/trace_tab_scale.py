@@ -52,6 +52,18 @@ Now (eabeb88: the integrator's streamed engine and op table, default 2 GB budget
     3,785,436    14.90       38  (32)    13.68  0.24   0.53  0.12   1.52    1.07 GB   0.15 GB
     7,557,543    42.63      309  (42)    38.09  1.81   1.59  0.57   2.53    1.99 GB   0.15 GB
 
+With the C scanner (threads), the O(n) builder, the faster post-load phases and one file opening
+lanes first (2026-12-01, idle VM; ``lanes``: the lanes drawn, ``shown``: everything)::
+
+     events lanes s shown s  stall ms  engine  xfer  build  analys  tree peak
+    759,753    1.25    1.70        39    0.75  0.06   0.07    0.28    0.39 GB
+  3,785,436    5.15    6.99        70    4.24  0.23   0.29    1.48    1.15 GB
+  7,557,543   10.00   13.70        58    6.54  2.49   0.69    2.91    1.95 GB   (nine runs at 10M:
+                                                          lanes 8.7-13.6 s, median 10.8; shown median 15.0)
+
+(``engine`` is now the load alone: the analysis runs after the lanes are sent.) The wait for the
+load is the window's own event loop (it used to poll processEvents() every millisecond).
+
 The GUI thread's own slices stay under 50 ms at 10M (each set-up step measured alone: 15-43 ms);
 the wall-clock stalls over 100 ms are gaps in which the niced GUI process got under 45 ms of CPU.
 The tree peak at 10M falls in the roofline phase: the helper's op-table work on top of the transfer
