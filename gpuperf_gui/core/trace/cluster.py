@@ -47,8 +47,8 @@ from .load import (FileFailure, _failure, dedupe_ranks, discover_files, failure_
                    plan_workers)
 from .model import RankTrace, TraceFormatError
 from .source import text_size_hint
-from .op_points import op_points
-from .optable import OpRow, op_table
+from .op_points import op_table_and_points
+from .optable import OpRow
 from .overview import TOP_KERNELS, Overview, RankOverview, kernel_rows, step_breakdown
 
 LANE_BINS = 256
@@ -129,7 +129,7 @@ def summarize_rank(path: str, order_index: int, *, max_bytes: int | None = DEFAU
 
 def _summary(rt: RankTrace, order_index: int, top: int, with_overview: bool, lane_bins: int) -> RankSummary:
     analysis = analyse_rank(rt)
-    ops = op_table(rt)
+    ops, points = op_table_and_points(rt)   # the points from the table's rows: one nesting search
     starts, durations, has_comm = _collective_raw(rt)
     ov = None
     if with_overview:
@@ -142,7 +142,7 @@ def _summary(rt: RankTrace, order_index: int, top: int, with_overview: bool, lan
     return RankSummary(
         order_index=order_index, file=rt.file, rank=rt.rank, rank_source=rt.rank_source,
         origin_us=rt.origin_us, span_us=rt.span_us, device_name=rt.device_name, n_events=rt.n_events,
-        analysis=analysis, ops=ops[:top], roofline_points=[p.to_json() for p in op_points(rt)],
+        analysis=analysis, ops=ops[:top], roofline_points=[p.to_json() for p in points],
         collective_start_us=starts, collective_duration_us=durations, has_comm_lanes=has_comm,
         overview=ov, lanes=lane_summaries(rt, lane_bins), warnings=list(rt.warnings),
         truncation=rt.truncation.describe() if rt.truncation else None)
