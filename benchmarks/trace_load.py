@@ -2,8 +2,9 @@
 
 Usage: python benchmarks/trace_load.py [--shared ../shared/traces] [--repeat 5] [--ranks 8]
 
-1. hta/df_index_resolver (216 k events, 3 MB gz) loaded, analysed, diagnosed and op-tabled in this
-   process: first run and median of the repeats, with the split read/decode/build/analyse.
+1. hta/df_index_resolver (216 k events, 3 MB gz) loaded (``load_rank``: the streamed decode, its C
+   scanner where built; ``GPUPERF_C_SCAN=0`` for msgspec alone), analysed, diagnosed and op-tabled in
+   this process: first run and median of the repeats, with the split load / analyse.
 2. The same file tiled into a folder of N ranks (ranks rewritten in distributedInfo), analysed in
    parallel processes: wall time and the peak RSS of the whole process tree (sampled every 20 ms).
 3. Cost growth: µs per event over the shared traces, and wall time for 1, 2, 4, N ranks.
@@ -23,10 +24,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpuperf_gui.core.trace import build, decode  # noqa: E402
+from gpuperf_gui.core.trace import scan  # noqa: E402
 from gpuperf_gui.core.trace.analysis import analyse_rank  # noqa: E402
 from gpuperf_gui.core.trace.api import analyse_paths  # noqa: E402
 from gpuperf_gui.core.trace.diagnose import diagnose_rank  # noqa: E402
+from gpuperf_gui.core.trace.load import load_rank  # noqa: E402
 from gpuperf_gui.core.trace.optable import op_table  # noqa: E402
 
 DF_INDEX = "hta/df_index_resolver/df_index_resolver.json.gz"
@@ -78,30 +80,25 @@ class PeakSampler:
 
 
 def one_file(path: Path, repeat: int) -> None:
+    """The loader users get (:func:`.load.load_rank`: the streamed decode, its C scanner where built)
+    and the analysis, timed apart."""
     totals, parts = [], []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        text, cut = decode.read_trace_bytes(path)
+        rt = load_rank(path)
         t1 = time.perf_counter()
-        decoded = decode.decode_trace(text, path, cut)
-        del text
-        t2 = time.perf_counter()
-        with decode.gc_paused():
-            rt = build.build_rank(decoded, path)
-        del decoded
-        t3 = time.perf_counter()
         a = analyse_rank(rt)
         diagnose_rank(a)
         op_table(rt)
-        t4 = time.perf_counter()
-        totals.append(t4 - t0)
-        parts.append((t1 - t0, t2 - t1, t3 - t2, t4 - t3))
-    print(f"{path.name}: {rt.n_events} events")
+        t2 = time.perf_counter()
+        totals.append(t2 - t0)
+        parts.append((t1 - t0, t2 - t1))
+    print(f"{path.name}: {rt.n_events} events (C scanner: {'on' if scan.ENABLED else 'off'})")
     print(f"  load + full analysis: first {totals[0]:.3f} s, median of {repeat} {statistics.median(totals):.3f} s, "
           f"best {min(totals):.3f} s")
-    med = [statistics.median(p[i] for p in parts) for i in range(4)]
-    print(f"  median split: read+gunzip {med[0]:.3f} s, JSON decode {med[1]:.3f} s, "
-          f"columns {med[2]:.3f} s, analysis+diagnosis+op table {med[3]:.3f} s")
+    med = [statistics.median(p[i] for p in parts) for i in range(2)]
+    print(f"  median split: load (read, gunzip, decode, columns) {med[0]:.3f} s, "
+          f"analysis+diagnosis+op table {med[1]:.3f} s")
 
 
 def tiled_folder(src: Path, ranks: int, folder: Path) -> None:
