@@ -514,14 +514,13 @@ class TraceTab(QWidget):
     # window from responding for long (the timeline first: it is what a person looks at).
     def _show_loaded(self, loaded: LoadedTrace) -> None:
         self.loaded = loaded
-        self._setup_steps = [self._show_timeline, self._show_minimap, self._reveal_timeline]
+        self._setup_steps = [self._show_timeline, self._show_minimap, self._reveal_timeline, self._clear_panels]
         if not loaded.analysis_pending:    # else the analysis follows (AnalysisUpdate), the lanes first
             self._setup_steps += self._analysis_steps()
         self._setup_timer.start()   # not now: the worker has just held the GIL to unpickle the trace
 
     def _analysis_steps(self) -> list[Callable[[], None]]:
-        return [self._show_steps, self._show_diagnosis, self._clear_panels, self._show_pages, self._fill_op_table,
-                self._finish_show]
+        return [self._show_steps, self._show_diagnosis, self._show_pages, self._fill_op_table, self._finish_show]
 
     def _queue_setup(self, steps: list[Callable[[], None]]) -> None:
         self._setup_steps += steps
@@ -560,6 +559,9 @@ class TraceTab(QWidget):
         self.stack.setCurrentIndex(1)
         if self.loaded.analysis_pending:   # the progress row says so until the analysis comes
             self.diagnosis.show_pending()
+            for w in (self.search_edit, self.search_mode, self.prev_button, self.next_button, self.zoom_sel_button,
+                      self.reset_button):   # the lanes answer these already
+                w.setEnabled(True)
         else:
             self.progress_row.hide()
         self.lanes_shown.emit()

@@ -368,7 +368,11 @@ def test_one_files_lanes_show_before_its_analysis(qtbot, tab, shared_traces, mon
     assert seen[0][0] == "lanes" and "Analysing" in seen[0][1] and seen[0][2] == 0
     assert tab.timeline.lanes and tab.is_busy() and tab.progress_row.isVisible()
     tab.timeline.zoom_to(*tab.loaded.full_range_us)   # the lanes answer meanwhile
+    assert tab.search_edit.isEnabled()
+    found_meanwhile = tab.search("ProfilerStep", "name")
     gate.set()
     qtbot.waitUntil(lambda: not tab.is_busy(), timeout=LOAD_TIMEOUT_MS)
     assert seen[-1] == ("loaded", LABELS["memory_bound_visible"]) and len(seen) == 2
     assert tab.op_panel.model.rowCount() > 0 and tab.step_combo.count() > 1
+    # the file's ProfilerStep#2..5 annotations (4 on the CPU, 4 copies on the GPU): found meanwhile as after
+    assert found_meanwhile == tab.search("ProfilerStep", "name") in (4, 8)
