@@ -372,10 +372,14 @@ class TraceTab(QWidget):
                 f"<span style='color:#5a5f6a'>■</span>&nbsp;folded: darker, opacity = busy fraction&nbsp;&nbsp; "
                 f"<span style='color:#d84315'>▌</span>&nbsp;late rank (straggler)")
 
+    def _lane_controls(self) -> tuple[QWidget, ...]:
+        """The controls the lanes alone answer (search and zoom), before the analysis too."""
+        return (self.search_edit, self.search_mode, self.prev_button, self.next_button, self.zoom_sel_button,
+                self.reset_button)
+
     def _update_enabled(self) -> None:
         loaded = self.loaded
-        for w in (self.search_edit, self.search_mode, self.filter_ops_check, self.prev_button, self.next_button,
-                  self.step_combo, self.zoom_sel_button, self.reset_button, self.ranks_button):
+        for w in (*self._lane_controls(), self.filter_ops_check, self.step_combo, self.ranks_button):
             w.setEnabled(loaded is not None)
         self.mfu_button.setEnabled(loaded is not None and loaded.mfu_figures is not None)
         self.roofline_button.setEnabled(loaded is not None and bool(loaded.roofline_points))
@@ -559,8 +563,7 @@ class TraceTab(QWidget):
         self.stack.setCurrentIndex(1)
         if self.loaded.analysis_pending:   # the progress row says so until the analysis comes
             self.diagnosis.show_pending()
-            for w in (self.search_edit, self.search_mode, self.prev_button, self.next_button, self.zoom_sel_button,
-                      self.reset_button):   # the lanes answer these already
+            for w in self._lane_controls():   # the lanes answer these already
                 w.setEnabled(True)
         else:
             self.progress_row.hide()

@@ -9,7 +9,6 @@ duplicates, UTF-8), and random events from hypothesis.
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -165,11 +164,8 @@ def test_well_formed_kineto_numbers_are_read_exactly() -> None:
     rng = np.random.default_rng(7)
     texts = [f"{v:.3f}" for v in rng.uniform(0, 9e15, 2000)] + [repr(v) for v in rng.uniform(-1e6, 1e18, 2000).tolist()]
     events = ",".join(f'{{"ph":"X","ts":{t}}}' for t in texts).encode()
-    run = scan.scan_run(bytearray(b"[" + events + b"]"), len(events) + 2)
-    assert run is not None
-    expected = np.array([float(t) for t in texts])
-    assert np.array_equal(run.columns["ts"], expected)
-    assert not any(math.isnan(v) for v in run.columns["ts"].tolist())
+    scanned_ts = scan.scan_run(bytearray(b"[" + events + b"]"), len(events) + 2).columns["ts"]
+    assert np.array_equal(scanned_ts, np.array([float(t) for t in texts]))   # NaN would differ too
 
 
 @pytest.mark.parametrize("path", TRACE_FILES, ids=lambda p: p.name)

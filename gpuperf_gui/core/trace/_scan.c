@@ -211,7 +211,12 @@ static int match_literal(Cur *c, const char *word, size_t n) {
 
 static int skip_value(Cur *c, int depth, int *unicode);
 
-static int skip_object(Cur *c, int depth, int *unicode) {  /* after '{' */
+static inline int arg_index(const Tok *k);
+static int scan_value(Cur *c, Tok *t, int depth, int *unicode);
+
+/* An object's members, after its '{'. ``args``: where the kept args' values go (their keys must be
+ * plain; a duplicate is msgspec's call), or NULL to check and skip every member. */
+static int scan_object(Cur *c, int depth, int *unicode, Tok *args) {
     Tok k;
     skip_ws(c);
     if (c->p < c->end && *c->p == '}') { c->p++; return 0; }
@@ -219,11 +224,17 @@ static int skip_object(Cur *c, int depth, int *unicode) {  /* after '{' */
         skip_ws(c);
         if (c->p >= c->end || *c->p != '"') return -1;
         c->p++;
-        if (scan_string(c, &k, unicode)) return -1;
+        if (scan_string(c, &k, unicode) || (args && (k.escaped || k.high))) return -1;
         skip_ws(c);
         if (c->p >= c->end || *c->p != ':') return -1;
         c->p++;
-        if (skip_value(c, depth + 1, unicode)) return -1;
+        int i = args ? arg_index(&k) : -1;
+        if (i < 0) {
+            if (skip_value(c, depth + 1, unicode)) return -1;
+        } else {
+            if (args[i].type != T_NONE) return -1;
+            if (scan_value(c, &args[i], depth + 1, unicode)) return -1;
+        }
         skip_ws(c);
         if (c->p >= c->end) return -1;
         if (*c->p == ',') { c->p++; continue; }
@@ -257,7 +268,7 @@ static int scan_value(Cur *c, Tok *t, int depth, int *unicode) {
         return scan_string(c, t, unicode);
     case '{':
         c->p++; t->type = T_OTHER;
-        if (skip_object(c, depth, unicode)) return -1;
+        if (scan_object(c, depth, unicode, NULL)) return -1;
         break;
     case '[':
         c->p++; t->type = T_OTHER;
@@ -485,34 +496,6 @@ static int emit_x(Run *r, const Tok *f, const Tok *a) {
     return 0;
 }
 
-/* The args object (after '{'): the kept keys' tokens; others skipped. */
-static int scan_args(Cur *c, Tok *a, int *unicode) {
-    Tok k;
-    skip_ws(c);
-    if (c->p < c->end && *c->p == '}') { c->p++; return 0; }
-    for (;;) {
-        skip_ws(c);
-        if (c->p >= c->end || *c->p != '"') return -1;
-        c->p++;
-        if (scan_string(c, &k, unicode) || k.escaped || k.high) return -1;
-        skip_ws(c);
-        if (c->p >= c->end || *c->p != ':') return -1;
-        c->p++;
-        int i = arg_index(&k);
-        if (i < 0) {
-            if (skip_value(c, 3, unicode)) return -1;
-        } else {
-            if (a[i].type != T_NONE) return -1;  /* a duplicate key: msgspec's call */
-            if (scan_value(c, &a[i], 3, unicode)) return -1;
-        }
-        skip_ws(c);
-        if (c->p >= c->end) return -1;
-        if (*c->p == ',') { c->p++; continue; }
-        if (*c->p == '}') { c->p++; return 0; }
-        return -1;
-    }
-}
-
 /* One event (at '{'). */
 static int scan_event(Run *r, Cur *c) {
     Tok f[N_FIELDS], a[N_ARGS], k;
@@ -542,7 +525,7 @@ static int scan_event(Run *r, Cur *c) {
             if (c->p < c->end && *c->p == '{') {
                 f[i].type = T_OBJ; f[i].start = c->p;
                 c->p++;
-                if (scan_args(c, a, &unicode)) return -1;
+                if (scan_object(c, 2, &unicode, a)) return -1;
                 f[i].stop = c->p;
             } else if (scan_value(c, &f[i], 2, &unicode)) {
                 return -1;

@@ -186,9 +186,7 @@ def analyse_loaded(model: TraceModel) -> TraceResult:
     if len(model.ranks) != 1:
         raise ValueError("analyse_loaded takes a model of one rank")
     result = _assemble([(rt, analyse_rank(rt), *op_table_and_points(rt)) for rt in model.ranks])
-    result.model = model
-    for rank, trace in zip(result.ranks, model.ranks, strict=True):
-        rank.trace = trace
+    result.model = model   # the same rank, in the model the tab holds (its notes)
     return result
 
 

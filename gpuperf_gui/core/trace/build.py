@@ -455,8 +455,7 @@ class EventColumns:
         out = np.full(len(rows), np.nan)
         if not have.size or not len(rows):
             return out
-        pos = np.minimum(np.searchsorted(have, rows), have.size - 1)
-        hit = have[pos] == rows
+        pos, hit = _positions(have, rows)
         out[hit] = values[pos[hit]]
         return out
 
@@ -479,6 +478,12 @@ def _numbers(args: list, getter: attrgetter) -> np.ndarray:
         except OverflowError:  # an int beyond float range
             pass
     return np.array([_as_number(v) for v in values], dtype=np.float64)
+
+
+def _positions(sorted_keys: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each query sits in ``sorted_keys`` (non-empty, ascending) and whether it is there."""
+    pos = np.minimum(np.searchsorted(sorted_keys, queries), sorted_keys.size - 1)
+    return pos, sorted_keys[pos] == queries
 
 
 def _remapped(ids: _Ids, keys: list) -> np.ndarray:
@@ -713,9 +718,7 @@ def _fill_shaped_ops(rt: RankTrace, columns: EventColumns, order: np.ndarray, na
     shape_rows, shape_codes, shape_keys = columns.shapes()
     if not shape_rows.size or not rows.size:
         return
-    sources = order[rows]
-    at = np.minimum(np.searchsorted(shape_rows, sources), shape_rows.size - 1)
-    hit = shape_rows[at] == sources
+    at, hit = _positions(shape_rows, order[rows])
     done_rows = rows[hit]
     if not done_rows.size:
         return

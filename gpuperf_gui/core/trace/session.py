@@ -22,7 +22,7 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Generator, Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -90,7 +90,6 @@ class AnalysisUpdate:
     op_tables: dict[int, dict[str, OpTable]]
     mfu_figures: TraceMfuFigures | None
     overview: Overview | None
-    step_durations_us: list[dict[int, float]]   # per rank
     stragglers: list[int]
     notes: list[str]
     seconds: float = 0.0
@@ -98,8 +97,8 @@ class AnalysisUpdate:
     def apply_to(self, loaded: LoadedTrace) -> None:
         loaded.analysis, loaded.diagnosis, loaded.op_tables = self.analysis, self.diagnosis, self.op_tables
         loaded.mfu_figures, loaded.overview = self.mfu_figures, self.overview
-        for spec, rank, steps in zip(loaded.ranks, loaded.model.ranks, self.step_durations_us):
-            spec.step_durations_us = steps
+        for spec, rank, analysis in zip(loaded.ranks, loaded.model.ranks, self.analysis):
+            spec.step_durations_us = {s.number: s.duration_s * 1e6 for s in analysis.steps}
             if rank.rank in self.stragglers:
                 spec.straggler = True
                 spec.title += " ⚠ late (straggler)"
@@ -502,18 +501,11 @@ def iter_built_trace(paths: Sequence[str], idle_threshold_us: float, stop: threa
     if stop.is_set():
         return
     loaded.timings_s.update(engine_s=engine_s, build_s=time.perf_counter() - started)
-    loaded = yield from _sent(loaded)
-    yield from _roofline_update(loaded, found, stop)
-
-
-def _sent(loaded: LoadedTrace) -> Generator[SendMapped, LoadedTrace | None, LoadedTrace]:
-    """Send ``loaded`` to the GUI process; the trace to go on with (in the helper: the twin whose
-    arrays the GUI process maps too, ours freed)."""
     twin = yield SendMapped(loaded)
-    if twin is None:
-        return loaded
-    release_freed_memory()
-    return twin
+    if twin is not None:   # in the helper: go on with the arrays the GUI process maps too, free ours
+        loaded = twin
+        release_freed_memory()
+    yield from _roofline_update(loaded, found, stop)
 
 
 def _roofline_update(loaded: LoadedTrace, found: Sequence[list[OpPoint] | None],
@@ -564,7 +556,10 @@ def _iter_lanes_first(path: Path, idle_threshold_us: float, stop: threading.Even
     if stop.is_set():
         return
     loaded.timings_s.update(engine_s=engine_s, build_s=time.perf_counter() - started)
-    loaded = yield from _sent(loaded)
+    twin = yield SendMapped(loaded)
+    if twin is not None:   # as above
+        loaded = twin
+        release_freed_memory()
     yield LoadProgress("analysing", 850, 1000)
     started = time.perf_counter()
     result = analyse_loaded(loaded.model)
@@ -631,9 +626,8 @@ def analysis_update(result: TraceResult, seconds: float = 0.0) -> AnalysisUpdate
         overview = build_overview(result)
     except Exception as exc:  # noqa: BLE001 - shown as a note; the lanes still open
         notes.append(f"overview failed: {type(exc).__name__}: {exc}")
-    steps = [{s.number: s.duration_s * 1e6 for s in a.steps} for a in analyses]
     return AnalysisUpdate(analyses, _diagnosis_view(result, stragglers), _op_tables(result), mfu_figures,
-                          overview, steps, stragglers, notes, seconds)
+                          overview, stragglers, notes, seconds)
 
 
 def _op_tables(result: TraceResult) -> dict[int, dict[str, OpTable]]:

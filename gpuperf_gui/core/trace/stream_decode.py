@@ -43,7 +43,7 @@ from .budget import MemoryBudget, format_bytes
 from .build import EventColumns, build_rank_columns
 from .decode import AnyEvent, BEvent, EEvent, Event, MEvent, TraceFile, XEvent, _content_start, gc_paused
 from .model import RankTrace
-from .scan import scan_run
+from .scan import ScannedRun, scan_run
 from .source import TraceStream, _check_json_start, _check_max, text_size_hint
 
 if TYPE_CHECKING:  # the pool's modules are imported only when a pool starts (~25 ms of every CLI run)
@@ -82,6 +82,8 @@ PARALLEL_MAX_WORKERS = 8
 SCAN_THREADS_MIN_BYTES = 16 << 20
 """Files with less JSON text than this are scanned on one thread."""
 SCAN_MAX_THREADS = 8
+RUN_SLACK_BYTES = 1 << 20
+"""Room in a read buffer beyond a chunk for the event begun in the chunk before."""
 WORKER_COST_BYTES = 64 << 20
 """Memory of one decoding worker: its own pages, a run of text, its structs and columns (measured
 54 MB PSS, 43 MB private, decoding 8 MB runs of a real trace, 2026-12-01)."""
@@ -142,8 +144,7 @@ def decode_workers(text_bytes_hint: int, budget: MemoryBudget, workers: int | No
     """
     if workers is not None:
         return max(1, workers)
-    asked = os.environ.get("GPUPERF_DECODE_WORKERS", "").strip()
-    asked_n = int(asked) if asked.isdigit() else None  # the user's cap
+    asked_n = _asked_workers()
     if (asked_n is not None and asked_n <= 1) or not _parallel_allowed \
             or text_bytes_hint < PARALLEL_MIN_BYTES or _in_daemon_process():
         return 1
@@ -156,12 +157,23 @@ def decode_workers(text_bytes_hint: int, budget: MemoryBudget, workers: int | No
     return n if n >= 2 else 1
 
 
+def _asked_workers() -> int | None:
+    """The user's cap on decoding workers or threads (``GPUPERF_DECODE_WORKERS``), None if unset."""
+    asked = os.environ.get("GPUPERF_DECODE_WORKERS", "").strip()
+    return int(asked) if asked.isdigit() else None
+
+
+def _usable_cpus() -> int:
+    """CPUs this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def _idle_cpus() -> float:
     """CPUs this process may use less the other work running now (Linux: the runnable tasks of
     ``/proc/loadavg`` besides this one; elsewhere the last minute's load average): measured on 2
     cores, decoding workers beside other busy processes cost 0.2 s on a 54 MB file where they save
     0.1 s on idle cores."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cpus = _usable_cpus()
     try:
         with open("/proc/loadavg", encoding="ascii") as fh:
             running = int(fh.read().split()[3].split("/")[0]) - 1
@@ -195,7 +207,7 @@ def stream_columns(path: Path, budget: MemoryBudget, max_bytes: int | None, work
                 _check_max(path, total, max_bytes, stream.compressed)
                 splitter.feed(chunk)
                 _check_budget(path, budget, splitter, total, None if stream.compressed else stream.file_bytes)
-                if isinstance(splitter, _ScanSplitter) and splitter.reads_runs and not stream.compressed:
+                if splitter.reads_runs and not stream.compressed:
                     for n in splitter.read_runs(stream):
                         total += n
                         _check_max(path, total, max_bytes, stream.compressed)
@@ -227,12 +239,10 @@ def scan_threads(text_bytes_hint: int, threads: int | None = None) -> int:
     (measured in the Trace tab, 10M events: 12.4 s with two threads, 21.5 s with one)."""
     if threads is not None:
         return max(1, threads)
-    asked = os.environ.get("GPUPERF_DECODE_WORKERS", "").strip()
-    asked_n = int(asked) if asked.isdigit() else None
+    asked_n = _asked_workers()
     if (asked_n is not None and asked_n <= 1) or text_bytes_hint < SCAN_THREADS_MIN_BYTES:
         return 1
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    n = min(asked_n or max(2, round(_idle_cpus())), cpus, SCAN_MAX_THREADS, text_bytes_hint // PARALLEL_RUN_BYTES)
+    n = min(asked_n or max(2, round(_idle_cpus())), _usable_cpus(), SCAN_MAX_THREADS, text_bytes_hint // PARALLEL_RUN_BYTES)
     return n if n >= 2 else 1
 
 
@@ -263,7 +273,7 @@ class _Splitter:
         self.kept = 0  # B/E/M events kept as structs
         self.decoded_bytes = 0  # text decoded into the columns so far
         self.structs_in_flight = 0  # event structs of the last run (alive while it is added)
-        self.workers_bytes = 0  # memory of the decoding workers (none here)
+        self.workers_bytes = 0  # memory held beside the text in flight: decoding workers, read buffers (none here)
         self._decode_at = MIN_DECODE_BYTES  # undecoded text that triggers a decode
         self._head = bytearray()  # the text up to and including the events array's '['
         self._list_form = False
@@ -273,6 +283,9 @@ class _Splitter:
 
     def close(self) -> None:
         """Release what the splitter holds outside this process (nothing here)."""
+
+    reads_runs = False
+    """Whether :meth:`_ScanSplitter.read_runs` can take the rest of a plain file now."""
 
     def feed(self, chunk: bytes) -> None:
         if self._tail is not None:
@@ -434,13 +447,19 @@ def decode_into(columns: EventColumns, buf: bytearray, end: int) -> tuple[int, i
     structs decoded)``; raises msgspec's errors when the run does not decode."""
     run = scan_run(buf, end)
     if run is not None:
-        columns.add_scanned(run)
-        if run.paired_and_meta:
-            columns.keep_paired_and_meta(run.paired_and_meta)
-        in_flight = run.xs * SCANNED_EVENT_BYTES // STRUCT_COST_BYTES + len(run.paired_and_meta)
-        return run.entries, len(run.paired_and_meta), in_flight
+        return add_scanned(columns, run)
     events = _CHUNK_DECODER.decode(memoryview(buf)[:end])
     return len(events), add_events(columns, events), len(events)
+
+
+def add_scanned(columns: EventColumns, run: ScannedRun) -> tuple[int, int, int]:
+    """Append a run the C scanner read: ``X`` events as columns, ``B``/``E``/``M`` kept. Returns
+    ``(entries, events kept as structs, structs its columns weigh as much as)``."""
+    columns.add_scanned(run)
+    if run.paired_and_meta:
+        columns.keep_paired_and_meta(run.paired_and_meta)
+    kept = len(run.paired_and_meta)
+    return run.entries, kept, run.xs * SCANNED_EVENT_BYTES // STRUCT_COST_BYTES + kept
 
 
 def add_events(columns: EventColumns, events: list) -> int:
@@ -587,7 +606,7 @@ class _ScanSplitter(_Splitter):
             from concurrent.futures import ThreadPoolExecutor
             self._pool = ThreadPoolExecutor(threads, thread_name_prefix="gpuperf-scan")
         self._scanning = True
-        self._max_in_flight = threads + 1 if threads > 1 else 0
+        self._max_in_flight = threads if threads > 1 else 0
         self._in_flight: deque[tuple[Future, bytearray, int, bytes]] = deque()  # (future, text, end, separator)
         self._free: list[bytearray] = []  # read_runs' buffers not in use
 
@@ -597,7 +616,7 @@ class _ScanSplitter(_Splitter):
             pool.shutdown(wait=True, cancel_futures=True)  # a scan in flight ends within milliseconds
 
     @property
-    def reads_runs(self) -> bool:
+    def reads_runs(self) -> bool:  # type: ignore[override]
         """Whether :meth:`read_runs` can take the rest of a plain file now (inside the events array)."""
         return self._scanning and self._pending is not None and self._tail is None
 
@@ -626,8 +645,8 @@ class _ScanSplitter(_Splitter):
                 self._merge_oldest()
             if not self.reads_runs:
                 return
-            buf = self._free.pop() if self._free else bytearray(2 * chunk_bytes + 2)
             carry = len(self._pending)
+            buf = self._buffer(carry + chunk_bytes)
             buf[:carry] = self._pending  # '[' and the event begun (same length: no resize)
             n = stream.readinto(memoryview(buf)[carry:carry + chunk_bytes])
             if not n:
@@ -645,6 +664,16 @@ class _ScanSplitter(_Splitter):
             self._pending = _opened(memoryview(buf)[following:end])
             buf[close + 1] = ord("]")
             self._scan(buf, close + 2, separator)
+
+    def _buffer(self, size: int) -> bytearray:
+        """A free buffer of at least ``size`` bytes (the budget counts every buffer held: they
+        outlive the text in flight)."""
+        buf = self._free.pop() if self._free else None
+        if buf is None or len(buf) < size:
+            self.workers_bytes -= len(buf) if buf is not None else 0
+            buf = bytearray(size + RUN_SLACK_BYTES)
+            self.workers_bytes += len(buf)
+        return buf
 
     def _scan(self, text: bytearray, end: int, separator: bytes) -> None:
         """Scan ``text[:end]`` ('[' run ']'), on a thread when there is a pool."""
@@ -666,13 +695,10 @@ class _ScanSplitter(_Splitter):
             self._go_serial()
             return
         self._in_flight.popleft()
-        self.columns.add_scanned(scanned)
-        if scanned.paired_and_meta:
-            self.columns.keep_paired_and_meta(scanned.paired_and_meta)
-        self.n_entries += scanned.entries
-        self.kept += len(scanned.paired_and_meta)
+        entries, kept, self.structs_in_flight = add_scanned(self.columns, scanned)
+        self.n_entries += entries
+        self.kept += kept
         self.decoded_bytes += end - 2 + len(separator)
-        self.structs_in_flight = scanned.xs * SCANNED_EVENT_BYTES // STRUCT_COST_BYTES
         if len(text) > end:  # one of read_runs' buffers
             self._free.append(text)
 
@@ -683,6 +709,7 @@ class _ScanSplitter(_Splitter):
         self.close()
         self._scanning = False
         self._free.clear()
+        self.workers_bytes = 0
         texts = [part for _, text, end, separator in runs for part in (memoryview(text)[1:end - 1], separator)]
         self._pending = _opened(*texts, memoryview(self._pending)[1:])
         if len(self._pending) >= self._decode_at:
@@ -693,6 +720,7 @@ class _ScanSplitter(_Splitter):
             self._merge_oldest()
         self.close()
         self._free.clear()
+        self.workers_bytes = 0
         return super().finish()
 
 
