@@ -36,11 +36,14 @@ def test_folder_of_many_ranks_opens_as_overview_and_one_rank_on_demand(make_main
     from gpuperf_gui.core.trace.lanes import LaneSpec
     from gpuperf_gui.core.trace.model import Flows, Lane, RankTrace, StringTable, TraceModel
 
-    def alive(types: tuple[type, ...]) -> int:
-        return sum(1 for o in gc.get_objects() if issubclass(type(o), types))  # type(): no lazy module proxy runs
+    def alive(types: tuple[type, ...]) -> list[object]:
+        return [o for o in gc.get_objects() if issubclass(type(o), types)]  # type(): no lazy module proxy runs
 
     per_event_types = (RankTrace, TraceModel, Lane, StringTable, Flows, LaneSpec)
+    # earlier tests' objects may be freed while this one runs: hold them (so no id is reused) and
+    # ask that nothing per event is alive that was not alive before
     alive_before = alive(per_event_types)
+    ids_before = {id(o) for o in alive_before}
     window = make_main_window()
     window.show()
     window.open_traces([job])                  # File ▸ Open, drop and the command line all come here
@@ -82,7 +85,7 @@ def test_folder_of_many_ranks_opens_as_overview_and_one_rank_on_demand(make_main
     held = reachable(jw.result)
     assert not [o for o in held if issubclass(type(o), per_event_types)]
     gc.collect()
-    assert alive(per_event_types) == alive_before       # none in this process at all
+    assert [o for o in alive(per_event_types) if id(o) not in ids_before] == []   # none in this process at all
     arrays = [o for o in held if issubclass(type(o), np.ndarray)]
     assert arrays and max(a.size for a in arrays) <= LANE_BINS < min(r.summary.n_events for r in result.ranks)
     assert window.trace_tab.loaded is None
