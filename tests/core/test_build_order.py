@@ -23,6 +23,8 @@ def test_lane_time_order_is_lexsort_by_lane_start_and_longest_first(seed: int, t
         ts = np.sort(ts)  # nearly sorted, as a trace's lanes are
     ts[rng.integers(0, max(n, 1), n // 10)] = -0.0 if seed % 3 == 0 else 0.0
     dur = np.round(rng.uniform(0, 5, n), int(rng.integers(0, 2)))
+    if seed % 5 == 4:  # a lane in reverse start order
+        ts = np.sort(ts)[::-1].copy()
     assert np.array_equal(_lane_time_order(lane, ts, dur), np.lexsort((-dur, ts, lane)))
 
 

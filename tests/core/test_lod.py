@@ -216,3 +216,172 @@ def test_busy_time_and_density_of_folded_blocks():
     wide = fold_row(starts, ends, 0, 20, 2000)           # zoomed in: single events, fully busy
     assert (wide.density() == 1.0).all()
     np.testing.assert_allclose(wide.busy_us, 1.0)
+
+
+# --- the max-tree of pair keys in RowIndex: its query must be a scan of the keys, exactly ---
+
+def _keys_by_the_rule(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """key[j] of the module docstring, written out here (not lod's helper)."""
+    duration = ends - starts
+    cm = np.maximum.accumulate(ends)
+    return np.maximum(np.maximum(duration[:-1], duration[1:]), starts[1:] - cm[:-1])
+
+
+def _rows_of_all_shapes(seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Short rows around the leaf and node sizes, rows of equal keys, overlapping and long rows."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for n in (0, 1, 2, 3, 15, 16, 17, 18, 33, 255, 256, 257, 4097, 9000):
+        rows.append(_disjoint_row(rng, n))
+    grid = np.arange(3000, dtype=float)                       # every key 1.0: all equal
+    rows.append((grid, grid + 1.0))
+    ints = np.cumsum(rng.integers(0, 3, 5000)).astype(float)  # integer times: many equal keys
+    rows.append((ints, ints + rng.integers(0, 4, 5000)))
+    nested = np.sort(rng.uniform(0, 1000, 20000))             # overlapping events, long ones
+    rows.append((nested, nested + rng.exponential(5.0, 20000) * (1 + 100 * (rng.random(20000) < 0.01))))
+    return rows
+
+
+def _thresholds(key: np.ndarray, rng: np.random.Generator) -> list[float]:
+    if key.size == 0:
+        return [0.0, 1.0]
+    picked = rng.choice(key, size=min(6, key.size))           # ties with existing keys
+    return [-np.inf, 0.0, float(key.max()), float(np.nextafter(key.max(), np.inf)), np.inf,
+            *map(float, picked), *map(float, np.nextafter(picked, -np.inf)),
+            *map(float, np.quantile(key, [0.5, 0.9, 0.99, 0.999]))]
+
+
+def _windows(n: int, rng: np.random.Generator) -> list[tuple[int, int]]:
+    fixed = [(0, n), (0, 0), (0, 1), (0, 2), (n - 1, n), (1, n - 1), (17, 18), (15, 49), (n, n)]
+    drawn = [tuple(sorted(rng.integers(0, n + 1, 2).tolist())) for _ in range(12)]
+    return [(i0, i1) for i0, i1 in fixed + drawn if 0 <= i0 <= i1 <= n]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_tree_query_equals_a_scan_of_the_keys(seed):
+    rng = np.random.default_rng(seed)
+    for starts, ends in _rows_of_all_shapes(seed):
+        index = RowIndex(starts, ends)
+        key = _keys_by_the_rule(starts, ends) if starts.size > 1 else np.empty(0)
+        for threshold in _thresholds(key, rng):
+            at = np.flatnonzero(key >= threshold)[:1].tolist()   # windows ending/starting there
+            edges = [(j - 20, j + 1) for j in at] + [(j - 20, j + 2) for j in at] + [(j, j + 30) for j in at]
+            for i0, i1 in _windows(starts.size, rng) + [(max(a, 0), min(b, starts.size)) for a, b in edges]:
+                expected = np.flatnonzero(key[i0:max(i1 - 1, i0)] >= threshold) + i0
+                got = index.breaks(i0, i1, threshold)
+                assert got is not None and got.dtype == np.int64
+                context = f"n={starts.size} {i0}:{i1} T={threshold}"
+                np.testing.assert_array_equal(got, expected, err_msg=context)
+                limited = index.breaks(i0, i1, threshold, max_checked=64)   # gives up, or is exact
+                if limited is not None:
+                    np.testing.assert_array_equal(limited, expected)
+
+
+def test_tree_query_descends_many_levels_of_a_long_row():
+    rng = np.random.default_rng(11)
+    starts, ends = _disjoint_row(rng, 600_000)                # 600k keys: 4 levels above the leaves
+    index = RowIndex(starts, ends)
+    key = _keys_by_the_rule(starts, ends)
+    ranked = np.sort(key)
+    # keys themselves (ties at every level of the tree), below and above the sorted top keys
+    for threshold in (*ranked[[-1, -3, -600, -3000, -30_000]], float(np.quantile(key, 0.99)), 100.0):
+        for i0, i1 in ((0, 600_000), (12_345, 598_761), (200_001, 200_001 + 140_000), (5, 9000)):
+            expected = np.flatnonzero(key[i0:i1 - 1] >= threshold) + i0
+            np.testing.assert_array_equal(index.breaks(i0, i1, threshold), expected)
+    # dense boundaries: a small budget gives up instead of answering in part
+    assert index.breaks(0, 600_000, 0.0, max_checked=10_000) is None
+
+
+def test_tree_levels_are_block_maxima_of_the_keys():
+    rng = np.random.default_rng(5)
+    starts, ends = _disjoint_row(rng, 5000)
+    index = RowIndex(starts, ends)
+    key = _keys_by_the_rule(starts, ends)
+    leaves = [key[i:i + 16].max() for i in range(0, key.size, 16)]
+    np.testing.assert_array_equal(index.key_max_tree[:len(leaves)], leaves)
+    assert index.key_max_tree[-1] == key.max()                # the root
+    assert index.key_max_tree.dtype == np.float64
+    assert index.key_max_tree.nbytes <= starts.size           # under a byte an event
+    top = np.sort(key)[-(key.size // 128):]                   # the largest keys, by a sort
+    top = top[top > index.top_floor]
+    np.testing.assert_array_equal(index.top_keys, top)
+    np.testing.assert_array_equal(key[index.top_index], top)
+    assert index.top_floor == np.sort(key)[-(key.size // 128)]
+    assert RowIndex(starts[:1], ends[:1]).key_max_tree.size == 0
+
+
+_FOLD_FIELDS = ("start_us", "end_us", "count", "first", "busy_us", "last_end_us")
+
+
+def _assert_same_fold(a: FoldedRow, b: FoldedRow, context: str, exact_busy: bool = True) -> None:
+    for name in _FOLD_FIELDS:
+        x, y = getattr(a, name), getattr(b, name)
+        assert x.dtype == y.dtype, f"{context}: {name} dtype"
+        if name == "busy_us" and not exact_busy:
+            # the index sums durations from the row's start, the direct path from the window's:
+            # the same sums, rounded differently
+            np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-9 * float(np.abs(y).max(initial=1.0)))
+        else:
+            np.testing.assert_array_equal(x, y, err_msg=f"{context}: {name}")
+
+
+_TREE_SETTINGS = {"default": None, "always_descend": (0, 1e9), "always_give_up": (0, 0.0)}
+"""(TREE_MIN_EVENTS, TREE_MAX_CHECKED) forcing each path of fold_row with a RowIndex."""
+
+
+def test_indexed_fold_equals_direct_fold(monkeypatch):
+    """fold_row(RowIndex) on each of its paths against fold_row(starts, ends) (keys of the
+    visible slice), array by array, at many zooms and windows."""
+    import gpuperf_gui.core.trace.lod as lod
+
+    defaults = (lod.TREE_MIN_EVENTS, lod.TREE_MAX_CHECKED)
+    answers = {"tree": 0, "gave up": 0}
+    query = RowIndex.breaks
+
+    def counted(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        got = query(self, *args, **kwargs)
+        answers["gave up" if got is None else "tree"] += 1
+        return got
+
+    monkeypatch.setattr(RowIndex, "breaks", counted)
+    rng = np.random.default_rng(3)
+    for starts, ends in _rows_of_all_shapes(3) + [_disjoint_row(rng, 100_000)]:
+        if starts.size == 0:
+            continue
+        index = RowIndex(starts, ends)
+        t0, total = float(starts[0]), max(float(ends.max() - starts[0]), 1.0)
+        for zoom in (2.0, 1.0, 0.1, 0.01, 1e-3, 1e-4, 1e-5):
+            for where in (-0.1, 0.0, 0.37, 0.5, 1.0):
+                vs = t0 + where * total * (1 - min(zoom, 1.0))
+                ve = vs + zoom * total
+                for width_px, grid_px in ((1600, 12.0), (1600, None), (333, 5.0)):
+                    context = f"n={starts.size} zoom={zoom} at {where} {width_px}px grid={grid_px}"
+                    direct = fold_row(starts, ends, vs, ve, width_px, grid_px=grid_px)
+                    folds = {}
+                    for name, setting in _TREE_SETTINGS.items():
+                        min_events, max_checked = setting or defaults
+                        monkeypatch.setattr(lod, "TREE_MIN_EVENTS", min_events)
+                        monkeypatch.setattr(lod, "TREE_MAX_CHECKED", max_checked)
+                        folds[name] = fold_row(index, None, vs, ve, width_px, grid_px=grid_px)
+                    for name, row in folds.items():
+                        _assert_same_fold(row, folds["default"], f"{context} {name}")
+                        _assert_same_fold(row, direct, f"{context} {name} vs direct", exact_busy=False)
+    assert answers["tree"] > 500 and answers["gave up"] > 500   # both paths were compared
+
+
+def test_row_index_pickles_out_of_band():
+    """The loading helper sends RowIndex by pickle protocol 5, arrays out of band (child_stream)."""
+    import pickle
+
+    rng = np.random.default_rng(8)
+    starts, ends = _disjoint_row(rng, 50_000)
+    index = RowIndex(starts, ends)
+    buffers: list[pickle.PickleBuffer] = []
+    data = pickle.dumps(index, protocol=5, buffer_callback=buffers.append)
+    back = pickle.loads(data, buffers=buffers)
+    arrays = [name for name in RowIndex.__slots__ if isinstance(getattr(index, name), np.ndarray)]
+    assert len(buffers) == len(arrays) >= 5                   # every array out of band
+    for name in RowIndex.__slots__:
+        np.testing.assert_array_equal(getattr(back, name), getattr(index, name), err_msg=name)
+    _assert_same_fold(fold_row(back, None, starts[0], ends[-1], 1600),
+                      fold_row(index, None, starts[0], ends[-1], 1600), "unpickled")

@@ -51,10 +51,13 @@ static inline int buf_put(Buf *b, const void *v, size_t n) {
 }
 
 /* ---- interning: key text -> dense code in order of first appearance -------------------------- */
+typedef struct { const unsigned char *text; size_t len; } Span;
+
 typedef struct {
     const unsigned char *text; size_t len; /* a string key: its text in the input */
     int64_t ival; int is_int;
     uint64_t hash; int32_t code; int used;
+    Span more[2];                          /* a shape key: its second and third parts */
 } Slot;
 
 typedef struct {
@@ -93,6 +96,22 @@ static int table_grow(Table *t) {
     return 0;
 }
 
+/* A new key in the free slot ``j``: its code, or -1 on memory failure. */
+static int32_t table_insert(Table *t, size_t j, uint64_t h, const unsigned char *text, size_t len, int64_t ival,
+                            int is_int) {
+    if (t->count >= t->order_cap) {
+        size_t cap = t->order_cap ? t->order_cap * 2 : 256;
+        Slot **o = realloc(t->order, cap * sizeof(Slot *));
+        if (!o) return -1;
+        t->order = o; t->order_cap = cap;
+    }
+    Slot *s = &t->slots[j];
+    s->text = text; s->len = len; s->ival = ival; s->is_int = is_int;
+    s->hash = h; s->code = (int32_t)t->count; s->used = 1;
+    t->order[t->count++] = s;
+    return s->code;
+}
+
 /* Code of a key (a string's bytes, or an int); -1 on memory failure. */
 static int32_t table_code(Table *t, const unsigned char *text, size_t len, int64_t ival, int is_int) {
     if ((t->count + 1) * 2 > t->cap && table_grow(t)) return -1;
@@ -105,17 +124,29 @@ static int32_t table_code(Table *t, const unsigned char *text, size_t len, int64
             return s->code;
         j = (j + 1) & (t->cap - 1);
     }
-    if (t->count >= t->order_cap) {
-        size_t cap = t->order_cap ? t->order_cap * 2 : 256;
-        Slot **o = realloc(t->order, cap * sizeof(Slot *));
-        if (!o) return -1;
-        t->order = o; t->order_cap = cap;
+    return table_insert(t, j, h, text, len, ival, is_int);
+}
+
+static inline int same_span(Span a, Span b) { return a.len == b.len && memcmp(a.text, b.text, a.len) == 0; }
+
+/* Code of a shape key: (input dims, input types, concrete inputs) as written; -1 on memory failure. */
+static int32_t shape_code(Table *t, const Span parts[3]) {
+    if ((t->count + 1) * 2 > t->cap && table_grow(t)) return -1;
+    uint64_t h = hash_bytes(parts[0].text, parts[0].len);
+    h = (h ^ hash_bytes(parts[1].text, parts[1].len)) * 0x9E3779B97F4A7C15ULL;
+    h = (h ^ hash_bytes(parts[2].text, parts[2].len)) * 0x9E3779B97F4A7C15ULL;
+    h ^= h >> 29;
+    size_t j = h & (t->cap - 1);
+    while (t->slots[j].used) {
+        Slot *s = &t->slots[j];
+        if (s->hash == h && same_span((Span){s->text, s->len}, parts[0]) && same_span(s->more[0], parts[1])
+            && same_span(s->more[1], parts[2]))
+            return s->code;
+        j = (j + 1) & (t->cap - 1);
     }
-    Slot *s = &t->slots[j];
-    s->text = text; s->len = len; s->ival = ival; s->is_int = is_int;
-    s->hash = h; s->code = (int32_t)t->count; s->used = 1;
-    t->order[t->count++] = s;
-    return s->code;
+    int32_t code = table_insert(t, j, h, parts[0].text, parts[0].len, 0, 0);
+    if (code >= 0) { t->slots[j].more[0] = parts[1]; t->slots[j].more[1] = parts[2]; }
+    return code;
 }
 
 static void table_free(Table *t) {
@@ -134,6 +165,12 @@ static inline void skip_ws(Cur *c) {
 /* The lowest byte flagged is the first zero byte (higher flags may be borrows). */
 static inline uint64_t has_zero(uint64_t v) { return (v - ONES) & ~v & HIGHS; }
 
+/* The bytes of ``v`` that end a plain string: a quote, a backslash, a control or a high byte (the
+ * lowest flag is exact; higher ones may be borrows). */
+static inline uint64_t string_stops(uint64_t v) {
+    return has_zero(v ^ (ONES * '"')) | has_zero(v ^ (ONES * '\\')) | ((v - ONES * 0x20) & ~v & HIGHS) | (v & HIGHS);
+}
+
 static inline int is_hex(unsigned char ch) {
     return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F');
 }
@@ -146,9 +183,7 @@ static int scan_string(Cur *c, Tok *t, int *unicode) {
     t->start = p; t->escaped = 0; t->high = 0; t->type = T_STR;
     for (;;) {
         while (p + 8 <= end) {  /* 8 bytes at a time to the first '"', '\\', control or high byte */
-            uint64_t v = load8(p);
-            uint64_t m = has_zero(v ^ (ONES * '"')) | has_zero(v ^ (ONES * '\\'))
-                         | ((v - ONES * 0x20) & ~v & HIGHS) | (v & HIGHS);
+            uint64_t m = string_stops(load8(p));
             if (m) { p += __builtin_ctzll(m) >> 3; goto special; }
             p += 8;
         }
@@ -176,26 +211,49 @@ special:
     return 0;
 }
 
-/* A JSON number: grammar checked; T_INT or T_FLT. */
-static int scan_number(Cur *c, Tok *t) {
-    const unsigned char *p = c->p, *end = c->end;
+/* A key after its opening quote: most are plain ASCII of at most 15 bytes, read from two words here
+ * (the first byte that stops a string is the quote); the rest by scan_string. */
+static inline int scan_key(Cur *c, Tok *k, int *unicode) {
+    const unsigned char *p = c->p;
+    if (p + 16 <= c->end) {
+        uint64_t m = string_stops(load8(p));
+        unsigned at = 0;
+        if (!m) { m = string_stops(load8(p + 8)); at = 8; }
+        if (m) {
+            const unsigned char *q = p + at + ((unsigned)__builtin_ctzll(m) >> 3);
+            if (*q == '"') {
+                k->start = p; k->stop = q; k->type = T_STR; k->escaped = 0; k->high = 0;
+                c->p = q + 1;
+                return 0;
+            }
+        }
+    }
+    return scan_string(c, k, unicode);
+}
+
+#define DIGIT(ch) ((unsigned)((ch) - '0') < 10u)
+
+/* A JSON number: grammar checked; T_INT or T_FLT. A run ends with ']' (scan checks it first), so
+ * the digit loops stop there at the latest: no bounds check per byte. (A word-at-a-time digit count
+ * measured slower: most numbers are short.) */
+static inline int scan_number(Cur *c, Tok *t) {
+    const unsigned char *p = c->p;
     int is_float = 0;
     t->start = p;
-    if (p < end && *p == '-') p++;
-    if (p >= end) return -1;
+    p += *p == '-';
     if (*p == '0') p++;
-    else if (*p >= '1' && *p <= '9') { while (p < end && *p >= '0' && *p <= '9') p++; }
+    else if (DIGIT(*p)) { do p++; while (DIGIT(*p)); }
     else return -1;
-    if (p < end && *p == '.') {
+    if (*p == '.') {
         p++; is_float = 1;
-        if (p >= end || *p < '0' || *p > '9') return -1;
-        while (p < end && *p >= '0' && *p <= '9') p++;
+        if (!DIGIT(*p)) return -1;
+        do p++; while (DIGIT(*p));
     }
-    if (p < end && (*p == 'e' || *p == 'E')) {
+    if ((*p | 0x20) == 'e') {
         p++; is_float = 1;
-        if (p < end && (*p == '+' || *p == '-')) p++;
-        if (p >= end || *p < '0' || *p > '9') return -1;
-        while (p < end && *p >= '0' && *p <= '9') p++;
+        p += *p == '+' || *p == '-';
+        if (!DIGIT(*p)) return -1;
+        do p++; while (DIGIT(*p));
     }
     t->stop = p;
     t->type = is_float ? T_FLT : T_INT;
@@ -224,7 +282,7 @@ static int scan_object(Cur *c, int depth, int *unicode, Tok *args) {
         skip_ws(c);
         if (c->p >= c->end || *c->p != '"') return -1;
         c->p++;
-        if (scan_string(c, &k, unicode) || (args && (k.escaped || k.high))) return -1;
+        if (scan_key(c, &k, unicode) || (args && (k.escaped || k.high))) return -1;
         skip_ws(c);
         if (c->p >= c->end || *c->p != ':') return -1;
         c->p++;
@@ -284,8 +342,14 @@ static int scan_value(Cur *c, Tok *t, int depth, int *unicode) {
     return 0;
 }
 
-static int skip_value(Cur *c, int depth, int *unicode) {
+static int skip_value(Cur *c, int depth, int *unicode) {  /* numbers and strings without a call */
     Tok t;
+    if (depth > MAX_DEPTH) return -1;
+    skip_ws(c);
+    if (c->p >= c->end) return -1;
+    unsigned char ch = *c->p;
+    if (DIGIT(ch) || ch == '-') return scan_number(c, &t);
+    if (ch == '"') { c->p++; return scan_string(c, &t, unicode); }
     return scan_value(c, &t, depth, unicode);
 }
 
@@ -296,31 +360,28 @@ enum { A_EXT, A_EXT_2021, A_CORR, A_STREAM, A_DEVICE, A_BYTES, A_FLOPS, A_DIMS, 
 
 #define IS(lit) (len == sizeof(lit) - 1 && memcmp(t, lit, sizeof(lit) - 1) == 0)  /* inlined: constant size */
 
-/* The F_ index of an event key, or -1. */
+/* The F_ index of an event key, or -1 (compares, not a switch: its jump table mispredicts). */
 static inline int field_index(const Tok *k) {
     const unsigned char *t = k->start;
     size_t len = (size_t)(k->stop - k->start);
-    switch (len) {
-    case 2: return IS("ph") ? F_PH : IS("ts") ? F_TS : -1;
-    case 3: return IS("cat") ? F_CAT : IS("pid") ? F_PID : IS("tid") ? F_TID : IS("dur") ? F_DUR : -1;
-    case 4: return IS("name") ? F_NAME : IS("args") ? F_ARGS : -1;
-    default: return -1;
-    }
+    if (len == 2) return IS("ph") ? F_PH : IS("ts") ? F_TS : -1;
+    if (len == 3) return IS("cat") ? F_CAT : IS("pid") ? F_PID : IS("tid") ? F_TID : IS("dur") ? F_DUR : -1;
+    if (len == 4) return IS("name") ? F_NAME : IS("args") ? F_ARGS : -1;
+    return -1;
 }
 
 /* The A_ index of an args key, or -1. */
 static inline int arg_index(const Tok *k) {
     const unsigned char *t = k->start;
     size_t len = (size_t)(k->stop - k->start);
-    switch (len) {
-    case 4: return IS("name") ? A_NAME : -1;
-    case 5: return IS("bytes") ? A_BYTES : IS("flops") ? A_FLOPS : -1;
-    case 6: return IS("stream") ? A_STREAM : IS("device") ? A_DEVICE : -1;
-    case 10: return IS("Input Dims") ? A_DIMS : IS("Input type") ? A_TYPES : -1;
-    case 11: return IS("External id") ? A_EXT : IS("external id") ? A_EXT_2021 : IS("correlation") ? A_CORR : -1;
-    case 15: return IS("Concrete Inputs") ? A_CONCRETE : -1;
-    default: return -1;
-    }
+    if (len == 11) return IS("External id") ? A_EXT : IS("external id") ? A_EXT_2021 : IS("correlation") ? A_CORR : -1;
+    if (len < 4 || len > 15) return -1;
+    if (len == 4) return IS("name") ? A_NAME : -1;
+    if (len == 5) return IS("bytes") ? A_BYTES : IS("flops") ? A_FLOPS : -1;
+    if (len == 6) return IS("stream") ? A_STREAM : IS("device") ? A_DEVICE : -1;
+    if (len == 10) return IS("Input Dims") ? A_DIMS : IS("Input type") ? A_TYPES : -1;
+    if (len == 15) return IS("Concrete Inputs") ? A_CONCRETE : -1;
+    return -1;
 }
 
 /* Phases decoded into empty structs (decode.py _SKIPPED_PHASES). */
@@ -400,12 +461,12 @@ slow: {
 
 /* ---- the columns of one run ------------------------------------------------------------------ */
 enum { C_CAT, C_NAME, C_PID, C_TID, C_TS, C_DUR, C_CORR, C_EXT, C_EXT_2021, C_FLOPS, C_BYTES, C_DEVICE,
-       C_STREAM, C_RAW, N_COLS };
+       C_STREAM, C_SHAPE, N_COLS };
 
 typedef struct {
     Buf cols[N_COLS];
     Buf rest;                 /* (start, stop) offsets of B/E/M events, int64 pairs */
-    Table cats, names, pids, tids;
+    Table cats, names, pids, tids, shapes;
     Py_ssize_t entries, xs;
     const unsigned char *base;
 } Run;
@@ -414,6 +475,7 @@ static void run_free(Run *r) {
     for (int i = 0; i < N_COLS; i++) free(r->cols[i].data);
     free(r->rest.data);
     table_free(&r->cats); table_free(&r->names); table_free(&r->pids); table_free(&r->tids);
+    table_free(&r->shapes);
 }
 
 /* A kept string's code, keyed by its text as written (an escaped one is unescaped in Python:
@@ -464,7 +526,8 @@ static int int_or_str_number(const Tok *t, double *out) {
 static int emit_x(Run *r, const Tok *f, const Tok *a) {
     int32_t cat, name, pid, tid;
     double ts, dur, flops, bytes, device, stream;
-    int64_t corr, ext, ext_2021, raw[6];
+    int64_t corr, ext, ext_2021;
+    int32_t shape = -1;
     if (f[F_CAT].type == T_NONE) cat = table_code(&r->cats, (const unsigned char *)"", 0, 0, 0);
     else if (f[F_CAT].type == T_STR) cat = string_code(&r->cats, &f[F_CAT]);
     else return -1;
@@ -481,16 +544,20 @@ static int emit_x(Run *r, const Tok *f, const Tok *a) {
     if (int_or_str_number(&a[A_STREAM], &stream) || int_or_str_number(&a[A_DEVICE], &device)) return -1;
     if (a[A_NAME].type != T_NONE && a[A_NAME].type != T_STR && a[A_NAME].type != T_NULL) return -1;
     if (a[A_NAME].type == T_STR && a[A_NAME].high) return -1;  /* msgspec checks its UTF-8: its call */
-    for (int i = 0; i < 3; i++) {
-        const Tok *t = &a[A_DIMS + i];
-        raw[2 * i] = t->type == T_NONE ? -1 : (int64_t)(t->start - r->base);
-        raw[2 * i + 1] = t->type == T_NONE ? -1 : (int64_t)(t->stop - r->base);
-        if (t->type == T_STR) { raw[2 * i]--; raw[2 * i + 1]++; }  /* a Raw string keeps its quotes */
+    if (a[A_DIMS].type != T_NONE) {  /* the shape as written (msgspec.Raw): absent parts empty */
+        Span parts[3];
+        for (int i = 0; i < 3; i++) {
+            const Tok *t = &a[A_DIMS + i];
+            int quoted = t->type == T_STR;  /* a Raw string keeps its quotes */
+            parts[i].text = t->type == T_NONE ? (const unsigned char *)"" : t->start - quoted;
+            parts[i].len = t->type == T_NONE ? 0 : (size_t)(t->stop - t->start) + 2 * quoted;
+        }
+        if ((shape = shape_code(&r->shapes, parts)) < 0) return -1;
     }
     if (put_i32(r, C_CAT, cat) || put_i32(r, C_NAME, name) || put_i32(r, C_PID, pid) || put_i32(r, C_TID, tid)
         || put_f64(r, C_TS, ts) || put_f64(r, C_DUR, dur) || put_i64(r, C_CORR, corr) || put_i64(r, C_EXT, ext)
         || put_i64(r, C_EXT_2021, ext_2021) || put_f64(r, C_FLOPS, flops) || put_f64(r, C_BYTES, bytes)
-        || put_f64(r, C_DEVICE, device) || put_f64(r, C_STREAM, stream) || buf_put(&r->cols[C_RAW], raw, sizeof raw))
+        || put_f64(r, C_DEVICE, device) || put_f64(r, C_STREAM, stream) || put_i32(r, C_SHAPE, shape))
         return -1;
     r->xs++;
     return 0;
@@ -511,7 +578,7 @@ static int scan_event(Run *r, Cur *c) {
         skip_ws(c);
         if (c->p >= c->end || *c->p != '"') return -1;
         c->p++;
-        if (scan_string(c, &k, &unicode) || k.escaped || k.high) return -1;
+        if (scan_key(c, &k, &unicode) || k.escaped || k.high) return -1;
         skip_ws(c);
         if (c->p >= c->end || *c->p != ':') return -1;
         c->p++;
@@ -584,7 +651,7 @@ static int scan_run(Run *r, const unsigned char *text, Py_ssize_t n) {
 /* Room for the columns of the events ``text_bytes`` of JSON hold (one allocation per column, not a
  * dozen doublings with their copies and fresh pages); 100 bytes per event is less than any trace's. */
 static int reserve_columns(Run *r, size_t text_bytes) {
-    static const size_t widths[N_COLS] = {4, 4, 4, 4, 8, 8, 8, 8, 8, 8, 8, 8, 8, 48};
+    static const size_t widths[N_COLS] = {4, 4, 4, 4, 8, 8, 8, 8, 8, 8, 8, 8, 8, 4};
     size_t events = text_bytes / 100 + 16;
     for (int i = 0; i < N_COLS; i++)
         if (buf_grow(&r->cols[i], events * widths[i])) return -1;
@@ -606,6 +673,23 @@ static PyObject *key_list(Table *t) {
     return list;
 }
 
+/* The shape keys by code: (dims, types, concrete inputs) bytes. */
+static PyObject *shape_list(Table *t) {
+    PyObject *list = PyList_New((Py_ssize_t)t->count);
+    if (!list) return NULL;
+    for (size_t i = 0; i < t->count; i++) {
+        Slot *s = t->order[i];
+        PyObject *v = Py_BuildValue("(y#y#y#)", (const char *)s->text, (Py_ssize_t)s->len,
+                                    (const char *)s->more[0].text, (Py_ssize_t)s->more[0].len,
+                                    (const char *)s->more[1].text, (Py_ssize_t)s->more[1].len);
+        if (!v) { Py_DECREF(list); return NULL; }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, v);
+    }
+    return list;
+}
+
+/* A column as a bytearray (a copy). Handing the Buf itself to Python (a buffer-owning object) measured
+ * worse: the next run's Buf then needs fresh memory, where a copy lets it reuse this one's, hot. */
 static PyObject *col_bytes(Buf *b) {
     return PyByteArray_FromStringAndSize(b->data ? b->data : "", (Py_ssize_t)b->len);
 }
@@ -637,6 +721,13 @@ static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "end beyond the buffer");
         return NULL;
     }
+    const unsigned char *text = (const unsigned char *)view.buf;
+    Py_ssize_t last = end - 1;
+    while (last >= 0 && (text[last] == ' ' || text[last] == '\n' || text[last] == '\r' || text[last] == '\t')) last--;
+    if (last < 0 || text[last] != ']') {  /* not a run; and scan_number relies on a final ']' */
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
     Run r;
     memset(&r, 0, sizeof r);
     int failed;
@@ -657,7 +748,7 @@ static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *args) {
     }
     PyObject *cats = key_list(&r.cats), *names = key_list(&r.names);
     PyObject *pids = key_list(&r.pids), *tids = key_list(&r.tids);
-    PyObject *rest = col_bytes(&r.rest);
+    PyObject *rest = col_bytes(&r.rest), *shapes = shape_list(&r.shapes);
     PyObject *escaped = PyTuple_New(4);
     if (escaped) {
         Table *tables[4] = {&r.cats, &r.names, &r.pids, &r.tids};
@@ -667,11 +758,11 @@ static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *args) {
             PyTuple_SET_ITEM(escaped, i, e);
         }
     }
-    if (!cats || !names || !pids || !tids || !rest || !escaped) {
+    if (!cats || !names || !pids || !tids || !rest || !escaped || !shapes) {
         PyObject *err_type, *err_value, *err_tb;
         PyErr_Fetch(&err_type, &err_value, &err_tb);
         Py_DECREF(cols); Py_XDECREF(cats); Py_XDECREF(names); Py_XDECREF(pids); Py_XDECREF(tids);
-        Py_XDECREF(rest); Py_XDECREF(escaped);
+        Py_XDECREF(rest); Py_XDECREF(escaped); Py_XDECREF(shapes);
         if (err_type && PyErr_GivenExceptionMatches(err_type, PyExc_UnicodeDecodeError)) {
             Py_XDECREF(err_type); Py_XDECREF(err_value); Py_XDECREF(err_tb);
             result = Py_NewRef(Py_None);   /* invalid UTF-8 in a kept string: msgspec says so */
@@ -680,7 +771,7 @@ static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *args) {
         }
         goto done;
     }
-    result = Py_BuildValue("(nnNNNNNNN)", r.entries, r.xs, cols, cats, names, pids, tids, rest, escaped);
+    result = Py_BuildValue("(nnNNNNNNNN)", r.entries, r.xs, cols, cats, names, pids, tids, rest, escaped, shapes);
 done:
     run_free(&r);
     PyBuffer_Release(&view);
@@ -689,7 +780,7 @@ done:
 
 static PyMethodDef METHODS[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(buf, end) -> (entries, xs, columns, cats, names, pids, tids, rest, escaped) or None.\n\n"
+     "scan(buf, end) -> (entries, xs, columns, cats, names, pids, tids, rest, escaped, shapes) or None.\n\n"
      "buf[:end] is a JSON list of trace events. None when it is not one this scanner reads exactly\n"
      "as the msgspec structs do (the caller then decodes it with msgspec)."},
     {NULL, NULL, 0, NULL}};

@@ -307,11 +307,13 @@ class EventColumns:
             sub = [args[i] for i in rows.tolist()]
             return [_numbers(sub, getter) for getter in (_get_bytes, _get_device, _get_stream)]
 
-        def shape_keys(rows: np.ndarray) -> list[tuple[bytes, bytes, bytes] | None]:
-            return [(bytes(a.input_dims), bytes(a.input_type), bytes(a.concrete_inputs)) if a.input_dims else None
-                    for a in map(args.__getitem__, rows.tolist())]
+        def shape_codes(rows: np.ndarray) -> np.ndarray:
+            keys = ((bytes(a.input_dims), bytes(a.input_type), bytes(a.concrete_inputs)) if a.input_dims else None
+                    for a in map(args.__getitem__, rows.tolist()))
+            return np.fromiter((-1 if key is None else self._shape_keys[key] for key in keys), dtype=np.int32,
+                               count=len(rows))
 
-        self._append((cat, name, pid, tid), ts, dur, ids, flops, device_args, shape_keys)
+        self._append((cat, name, pid, tid), ts, dur, ids, flops, device_args, shape_codes)
 
     def add_scanned(self, run: ScannedRun) -> None:
         """Append the ``X`` events of a run the C scanner read (:mod:`.scan`), their codes remapped."""
@@ -328,16 +330,28 @@ class EventColumns:
                 values[values < 0] = np.nan  # as _numbers reads them: negative (-1: absent) is none
             return out
 
+        def shape_codes(rows: np.ndarray) -> np.ndarray:
+            local = col["shape"][rows]
+            used = local[local >= 0]
+            if not used.size:
+                return local
+            # the run's shapes these rows use, coded here in order of first use (as ``add`` codes them)
+            uniq, first = np.unique(used, return_index=True)
+            lut = np.full(len(run.shapes), -1, dtype=np.int32)
+            in_order = uniq[np.argsort(first, kind="stable")]
+            lut[in_order] = _remapped(self._shape_keys, [run.shapes[i] for i in in_order.tolist()])
+            return np.where(local >= 0, lut[np.maximum(local, 0)], -1).astype(np.int32)
+
         ids = (col["correlation"], col["external"], col["external_2021"])
-        self._append(codes, col["ts"], col["dur"], ids, col["flops"], device_args, run.shape_keys)
+        self._append(codes, col["ts"], col["dur"], ids, col["flops"], device_args, shape_codes)
 
     def _append(self, codes: tuple[np.ndarray, ...], ts: np.ndarray, dur: np.ndarray,
                 ids: tuple[np.ndarray, ...], flops: np.ndarray,
                 device_args: Callable[[np.ndarray], list[np.ndarray]],
-                shape_keys: Callable[[np.ndarray], list[tuple[bytes, bytes, bytes] | None]]) -> None:
+                shape_codes: Callable[[np.ndarray], np.ndarray]) -> None:
         """Append one batch: ``codes`` (cat, name, pid, tid), ``ids`` (correlation, External id,
         2021's external id); ``device_args(rows)``: bytes/device/stream of those rows as numbers,
-        ``shape_keys(rows)``: the input shapes of those events (None without dims)."""
+        ``shape_codes(rows)``: the codes of those events' input shapes in ``_shape_keys`` (-1: no dims)."""
         n, base, parts = len(ts), self.n, self._parts
         cat, name, pid, tid = codes
         self._sync_luts()
@@ -354,11 +368,10 @@ class EventColumns:
                 parts[key].append(values)
         shaped = np.flatnonzero(self._shaped_name[name] & (roles == _ROLE_CPU))
         if shaped.size:
-            keys = shape_keys(shaped)
-            with_dims = [i for i, key in enumerate(keys) if key is not None]
+            codes = shape_codes(shaped)
+            with_dims = codes >= 0
             self._shape_rows.append(shaped[with_dims] + base)
-            self._shape_codes.append(np.fromiter(map(self._shape_keys.__getitem__, (keys[i] for i in with_dims)),
-                                                 dtype=np.int32, count=len(with_dims)))
+            self._shape_codes.append(codes[with_dims])
         self.n += n
 
     def merge(self, other: EventColumns) -> None:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence, TypeVa
 from .budget import MemoryBudget
 from . import stream_decode
 from .build import build_rank
+from .heap import reused_heap
 from .decode import DEFAULT_MAX_BYTES, decode_trace, estimated_load_bytes, gc_paused
 from .model import NotATraceError, RankTrace, TraceFormatError, TraceModel
 from .source import read_trace_text, text_size_hint
@@ -48,11 +49,12 @@ def load_rank(path: Path | str, *, max_bytes: int | None = DEFAULT_MAX_BYTES, or
     """
     path = Path(path)
     budget = MemoryBudget.of(memory_budget)
-    if stream_decode.ENABLED:  # clean files: chunk by chunk, straight into columns
-        rank = stream_decode.load_rank_streamed(path, budget=budget, max_bytes=max_bytes, order_index=order_index)
-        if rank is not None:
-            return rank
-    return load_rank_whole(path, max_bytes=max_bytes, order_index=order_index, memory_budget=budget)
+    with reused_heap():
+        if stream_decode.ENABLED:  # clean files: chunk by chunk, straight into columns
+            rank = stream_decode.load_rank_streamed(path, budget=budget, max_bytes=max_bytes, order_index=order_index)
+            if rank is not None:
+                return rank
+        return load_rank_whole(path, max_bytes=max_bytes, order_index=order_index, memory_budget=budget)
 
 
 def load_rank_whole(path: Path | str, *, max_bytes: int | None = DEFAULT_MAX_BYTES, order_index: int = 0,

@@ -14,14 +14,17 @@ events ``j`` and ``j + 1`` belong to the same block iff
     max(duration[j], duration[j + 1], start[j + 1] - cm[j]) < T
 
 ``key[j] = max(duration[j], duration[j + 1], start[j + 1] - cm[j])`` does not depend on the
-zoom level, so a :class:`RowIndex` sorts it once; folding at any zoom is then a
-``searchsorted`` plus work proportional to ``min(visible events, block boundaries)``,
-never to the row length.
+zoom level, so a :class:`RowIndex` keeps, in O(n) time and under a byte an event, a max-tree of
+it and its largest keys sorted. Folding at any zoom finds the boundaries (``key >= T``) inside
+the visible range from those, or from the keys of the visible slice when the boundaries are
+dense: work proportional to ``min(visible events, block boundaries)``, never to the row length.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -30,8 +33,27 @@ MIN_BLOCK_PX = 3.0
 GRID_PX = 12.0
 """Folded blocks are cut at a grid this wide, so a dense run shows its density along time."""
 
+TREE_LEAF_KEYS = 16
+"""Keys under one leaf of :attr:`RowIndex.key_max_tree`: the tree holds 1/16 + 1/512 + ... of a
+float64 an event (0.52 bytes), and a query recomputes 16 keys per leaf that may hold a boundary."""
+TREE_FANOUT = 32
+"""Children of a node above the leaves: few levels, so few numpy calls per query."""
+TREE_START_NODES = 8192
+"""A query starts at the lowest level where its range spans fewer nodes than this: one compare
+over them costs less than the numpy calls of a level of descent."""
+TREE_MIN_EVENTS = 16384
+"""Below this many visible events fold_row computes the keys of the slice: cheaper than the index."""
+TREE_MAX_CHECKED = 0.125
+"""fold_row gives up the descent once it would recompute more keys than this fraction of the
+visible events: the boundaries are dense there, and the slice's keys come cheaper in one pass."""
+TOP_KEYS_PER = 128
+"""RowIndex keeps the largest key of every this many, sorted with their indices (12 bytes each:
+0.09 bytes an event)."""
+
 _EMPTY_F = np.empty(0, dtype=np.float64)
 _EMPTY_I = np.empty(0, dtype=np.int64)
+_FANOUT_RANGE = np.arange(TREE_FANOUT)
+_LEAF_COLUMN = np.arange(TREE_LEAF_KEYS + 1)[:, None]
 
 
 @dataclass(frozen=True)
@@ -86,16 +108,30 @@ class FoldedRow:
 class RowIndex:
     """Zoom-independent precomputation for :func:`fold_row` on one row.
 
-    Build it once per row (O(n log n); do it in the loading worker), then fold at any zoom
+    Build it once per row (O(n); do it in the loading worker), then fold at any zoom
     level in time that does not grow with the row length.
 
     Parameters
     ----------
     starts, ends
         Event start and end times, sorted by start (ends need not be sorted).
+
+    Attributes
+    ----------
+    key_max_tree
+        Maxima of the pair keys (module docstring) over blocks of :data:`TREE_LEAF_KEYS` keys,
+        then over groups of :data:`TREE_FANOUT` of those, and so on up to one root: all levels,
+        leaves first, in one float64 array (layout from the key count: :func:`_tree_layout`), so
+        that it travels between processes like any other array. The keys themselves are not
+        kept (8 bytes an event); the few a query needs are recomputed from the event times.
+    top_keys, top_index, top_floor
+        The keys above ``top_floor`` (at most one in :data:`TOP_KEYS_PER`), sorted, and their
+        indices: zoomed out, the few boundaries of a long row are among them, found by one
+        ``searchsorted`` (a descent of the tree costs some 25 numpy calls).
     """
 
-    __slots__ = ("starts", "ends", "running_max_end", "key_sorted", "order", "cum_duration")
+    __slots__ = ("starts", "ends", "running_max_end", "key_max_tree", "top_keys", "top_index",
+                 "top_floor", "cum_duration")
 
     def __init__(self, starts: np.ndarray, ends: np.ndarray) -> None:
         self.starts = np.ascontiguousarray(starts, dtype=np.float64)
@@ -105,11 +141,113 @@ class RowIndex:
         self.running_max_end = _running_max(self.ends)
         self.cum_duration = _cum_duration(self.starts, self.ends)
         key = _pair_keys(self.starts, self.ends, self.running_max_end)
-        self.order = np.argsort(key).astype(index_dtype(key.size), copy=False)
-        self.key_sorted = key[self.order]
+        self.key_max_tree = _build_max_tree(key)
+        self.top_keys, self.top_index, self.top_floor = _top_keys(key, key.size // TOP_KEYS_PER)
 
     def __len__(self) -> int:
         return int(self.starts.size)
+
+    def breaks(self, i0: int, i1: int, threshold_us: float,
+               max_checked: int | None = None) -> np.ndarray | None:
+        """Sorted ``j`` in ``[i0, i1 - 1)`` with ``key[j] >= threshold_us`` (int64): the block
+        boundaries among events ``i0..i1-1``. None when that would recompute more than about
+        ``max_checked`` keys (the boundaries are dense: scanning the slice is cheaper)."""
+        lo, hi = max(int(i0), 0), min(int(i1) - 1, self.starts.size - 1)
+        if hi <= lo:
+            return _EMPTY_I
+        if threshold_us > self.top_floor:   # every key >= threshold is among the top keys
+            first = int(self.top_keys.searchsorted(threshold_us))
+            if self.top_keys.size - first <= hi - lo:
+                found = self.top_index[first:]
+                found = found[(found >= lo) & (found < hi)].astype(np.int64)
+                found.sort()
+                return found
+        return self._tree_breaks(lo, hi, threshold_us,
+                                 math.inf if max_checked is None else max_checked / TREE_LEAF_KEYS)
+
+    def _tree_breaks(self, lo: int, hi: int, threshold_us: float, max_leaves: float) -> np.ndarray | None:
+        """:meth:`breaks` by a descent of the tree, level by level over the nodes whose maximum
+        reaches the threshold; every numpy call works on that frontier only."""
+        layout = _tree_layout(self.starts.size - 1)
+        level = 0   # start at the lowest level where one compare over the range's nodes is cheap
+        while level + 1 < len(layout) and (hi - lo) // layout[level][2] >= TREE_START_NODES:
+            level += 1
+        tree = self.key_max_tree
+        offset, _, span = layout[level]
+        first = lo // span
+        nodes = (tree[offset + first:offset + (hi - 1) // span + 1] >= threshold_us).nonzero()[0]
+        nodes += first
+        while level > 0 and 0 < nodes.size <= max_leaves:   # each node holds a leaf to check
+            level -= 1
+            offset, _, span = layout[level]
+            child = (nodes * TREE_FANOUT)[:, None] + _FANOUT_RANGE   # sorted, as the nodes
+            # children past the level's end (the last node's) read what follows in the array,
+            # clipped to its end; like all children outside the range, the cut drops them
+            child = child[tree[offset:].take(child, mode="clip") >= threshold_us]
+            nodes = _within(child, lo // span, (hi - 1) // span + 1)
+        if nodes.size > max_leaves:
+            return None
+        if nodes.size == 0:
+            return _EMPTY_I
+        return self._leaf_breaks(nodes, lo, hi, threshold_us)
+
+    def _leaf_breaks(self, leaves: np.ndarray, lo: int, hi: int, threshold_us: float) -> np.ndarray:
+        """The keys of the given leaf blocks, recomputed with :func:`_pair_keys`' arithmetic (so
+        bit for bit its values), that are ``>= threshold_us`` and in ``[lo, hi)``."""
+        ev = leaves * TREE_LEAF_KEYS + _LEAF_COLUMN   # (LEAF + 1, leaves): contiguous key slices
+        s = self.starts.take(ev, mode="clip")         # past the row's end: cut below
+        e = self.ends.take(ev, mode="clip")
+        duration = e - s
+        key = np.maximum(duration[:-1], duration[1:])
+        np.maximum(key, s[1:] - self.running_max_end.take(ev[:-1], mode="clip"), out=key)
+        j = ev[:-1][key >= threshold_us]
+        j.sort()
+        return _within(j, lo, hi)
+
+
+def _within(values: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """The sorted ``values`` in ``[lo, hi)``."""
+    if values.size and (values[0] < lo or values[-1] >= hi):
+        return values[int(values.searchsorted(lo)):int(values.searchsorted(hi))]
+    return values
+
+
+@lru_cache(maxsize=512)
+def _tree_layout(n_keys: int) -> tuple[tuple[int, int, int], ...]:
+    """(offset in the tree array, node count, keys under one node) of each level, leaves first."""
+    layout, offset, span = [], 0, TREE_LEAF_KEYS
+    size = -(-n_keys // span)
+    while size > 0:
+        layout.append((offset, size, span))
+        if size == 1:
+            break
+        offset += size
+        span *= TREE_FANOUT
+        size = -(-size // TREE_FANOUT)
+    return tuple(layout)
+
+
+def _build_max_tree(key: np.ndarray) -> np.ndarray:
+    """All levels of the max-tree of ``key`` in one array (see :attr:`RowIndex.key_max_tree`)."""
+    if key.size == 0:
+        return _EMPTY_F
+    levels = [np.maximum.reduceat(key, np.arange(0, key.size, TREE_LEAF_KEYS))]
+    while levels[-1].size > 1:
+        below = levels[-1]
+        levels.append(np.maximum.reduceat(below, np.arange(0, below.size, TREE_FANOUT)))
+    return np.concatenate(levels)
+
+
+def _top_keys(key: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """(keys above the floor, sorted; their indices; the floor): at most the ``count`` largest
+    keys, every one above the floor (keys equal to it may have been left out)."""
+    if count == 0:
+        return _EMPTY_F, np.empty(0, dtype=index_dtype(key.size)), math.inf
+    largest = np.argpartition(key, key.size - count)[key.size - count:]   # O(n), not a sort
+    floor = float(key[largest[0]])   # the count-th largest; the rest are >= it
+    largest = largest[key[largest] > floor]
+    largest = largest[np.argsort(key[largest], kind="stable")].astype(index_dtype(key.size))
+    return key[largest], largest, floor
 
 
 def index_dtype(n: int) -> type:
@@ -202,24 +340,16 @@ def fold_row(
     i0, i1 = visible_range(s, cm, view_start, view_end)
     if i1 <= i0:
         return FoldedRow.empty()
-    if index is not None and index.key_sorted.size:
-        # block boundaries in the whole row at this zoom (key >= T), largest keys last
-        first_break = int(np.searchsorted(index.key_sorted, block_us, side="left"))
-        n_breaks = index.key_sorted.size - first_break
-    else:
-        n_breaks = -1
-    if 0 <= n_breaks < (i1 - i0):
-        assert index is not None
-        cand = index.order[first_break:]
-        breaks = np.sort(cand[(cand >= i0) & (cand < i1 - 1)])
-    else:
+    breaks = None
+    if index is not None and i1 - i0 >= TREE_MIN_EVENTS:   # from the index, unless dense
+        breaks = index.breaks(i0, i1, block_us, max_checked=int(TREE_MAX_CHECKED * (i1 - i0)))
+    direct = breaks is None
+    if breaks is None:
         key = _pair_keys(s[i0:i1], e[i0:i1], cm[i0:i1])
         breaks = np.flatnonzero(key >= block_us) + i0
     if grid_px is not None and grid_px > 0 and i1 - i0 > 1:
         grid_us = float(grid_px) * span / float(width_px)
-        breaks = np.union1d(breaks, _grid_breaks(s, i0, i1, float(view_start), grid_us,
-                                                 direct=index is None or n_breaks < 0
-                                                 or n_breaks >= (i1 - i0)))
+        breaks = np.union1d(breaks, _grid_breaks(s, i0, i1, float(view_start), grid_us, direct=direct))
     cum_offset = 0
     if cum is None:  # prefix sums over the visible slice only
         cum = np.zeros(i1 - i0 + 1, dtype=np.float64)

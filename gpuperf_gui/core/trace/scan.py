@@ -27,8 +27,8 @@ ENABLED = _scan is not None and os.environ.get("GPUPERF_C_SCAN", "1") != "0"
 _COLUMNS = (("cat", np.int32), ("name", np.int32), ("pid", np.int32), ("tid", np.int32),
             ("ts", np.float64), ("dur", np.float64), ("correlation", np.int64), ("external", np.int64),
             ("external_2021", np.int64), ("flops", np.float64), ("bytes", np.float64),
-            ("device", np.float64), ("stream", np.float64), ("raw_spans", np.int64))
-"""The scanner's columns, in its order (``_scan.c`` ``C_CAT`` ... ``C_RAW``)."""
+            ("device", np.float64), ("stream", np.float64), ("shape", np.int32))
+"""The scanner's columns, in its order (``_scan.c`` ``C_CAT`` ... ``C_SHAPE``)."""
 _EVENT_DECODER = msgspec.json.Decoder(AnyEvent)
 
 
@@ -36,29 +36,20 @@ class ScannedRun:
     """One run's ``X`` events as columns (codes of ``cat``/``name``/``pid``/``tid`` local to the run,
     their keys in ``cats``/``names``/``pids``/``tids``), and its ``B``/``E``/``M`` events decoded.
 
-    ``bytes``, ``device`` and ``stream`` are the args as numbers, -1 where absent; ``raw_spans``
-    holds, per event, the (start, stop) offsets in the text of ``Input Dims``, ``Input type`` and
-    ``Concrete Inputs`` (-1: absent).
+    ``bytes``, ``device`` and ``stream`` are the args as numbers, -1 where absent; ``shape`` is the
+    code of an event's (``Input Dims``, ``Input type``, ``Concrete Inputs``) as written (-1: no
+    dims), its keys in ``shapes`` (absent parts ``b""``), interned in C: no Python per event.
     """
 
     def __init__(self, result: tuple, text: bytes | bytearray | memoryview) -> None:
-        self.entries, self.xs, columns, cats, names, pids, tids, rest, escaped = result
+        self.entries, self.xs, columns, cats, names, pids, tids, rest, escaped, self.shapes = result
         self.columns = {key: np.frombuffer(col, dtype=dtype) for (key, dtype), col in zip(_COLUMNS, columns)}
         self.keys = {"cat": cats, "name": names, "pid": pids, "tid": tids}
         for keys, indices in zip(self.keys.values(), escaped):
             for i in indices:  # written with JSON escapes: read as JSON reads them
                 keys[i] = json.loads(f'"{keys[i]}"')
-        self._text = text
         spans = np.frombuffer(rest, dtype=np.int64).reshape(-1, 2).tolist()
         self.paired_and_meta = [_EVENT_DECODER.decode(bytes(text[start:stop])) for start, stop in spans]
-
-    def shape_keys(self, rows: np.ndarray) -> list[tuple[bytes, bytes, bytes] | None]:
-        """(input dims, input types, concrete inputs) of events ``rows`` as written; None without dims."""
-        text = memoryview(self._text)
-        spans = self.columns["raw_spans"].reshape(-1, 6)[rows].tolist()
-        return [None if d0 < 0 else (text[d0:d1].tobytes(), text[t0:t1].tobytes() if t0 >= 0 else b"",
-                                     text[c0:c1].tobytes() if c0 >= 0 else b"")
-                for d0, d1, t0, t1, c0, c1 in spans]
 
 
 def scan_run(text: bytes | bytearray | memoryview, end: int) -> ScannedRun | None:

@@ -1,0 +1,51 @@
+"""core/trace/heap.py: a load's heap settings are set once, restored by the last load to end."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from gpuperf_gui.core.trace import heap
+
+
+def _numpy_hugepages() -> bool:
+    before = heap._set_numpy_hugepages(True)
+    heap._set_numpy_hugepages(before)
+    return before
+
+
+@pytest.mark.skipif(heap._LIBC is None, reason="glibc only (elsewhere reused_heap does nothing)")
+def test_huge_pages_are_off_while_loads_run_and_restored_after_the_last() -> None:
+    before = _numpy_hugepages()
+    with heap.reused_heap():
+        assert _numpy_hugepages() is False
+        with heap.reused_heap():     # a load inside a load (or on another thread)
+            assert _numpy_hugepages() is False
+        assert _numpy_hugepages() is False and heap._depth == 1
+        big = np.ones(8_000_000)     # 64 MB: on the heap now, not a fresh mapping
+        assert big.sum() == 8_000_000
+    assert _numpy_hugepages() is before and heap._depth == 0
+
+
+@pytest.mark.skipif(heap._LIBC is None, reason="glibc only")
+def test_loads_on_threads_leave_the_defaults_back() -> None:
+    before = _numpy_hugepages()
+    inside = threading.Barrier(4)
+
+    def load() -> None:
+        with heap.reused_heap():
+            inside.wait(timeout=10)
+            np.zeros(1_000_000).sum()
+
+    threads = [threading.Thread(target=load) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=10)
+    assert heap._depth == 0 and _numpy_hugepages() is before
+
+
+def test_it_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPUPERF_REUSED_HEAP", "0")
+    assert heap._glibc() is None
