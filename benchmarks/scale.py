@@ -17,8 +17,15 @@ RSS, sampled every 50 ms (shared library pages are counted once per process).
   shown (what comes back is compact: it must not grow with the events). 8 and 64 ranks; ``--many``
   adds 256.
 
-Measured 2026-12-01 with the C scanner (scanning threads; ``--files 1,5,10 --ranks ""``), 16-core
-Xeon GPU host, idle (benchmarks/results/h200_host_scale.txt)::
+Measured 2026-12-01 with the C scanner, the reused heap and shapes interned in C (core/trace/heap.py,
+_scan.c; ``--files 1,5,10 --ranks ""``), 16-core Xeon GPU host, idle (benchmarks/results/h200_host_scale.txt)::
+
+      events    MB  decode s  load s  load/dec  1-core s  1-core/dec  diagnose s  tree peak  B/ev
+   1,005,369   272      2.50    0.38      0.15      0.89        0.36        0.67    0.20 GB   199
+   5,008,968  1362     13.68    1.71      0.12      5.12        0.37        3.36    0.79 GB   159
+  10,000,239  2723     24.91    3.35      0.13      8.24        0.33        7.53    1.50 GB   150
+
+The same earlier that day, with the C scanner alone::
 
       events    MB  decode s  load s  load/dec  1-core s  1-core/dec  diagnose s  tree peak  B/ev
    1,005,369   272      4.38    0.53      0.12      1.40        0.32        0.97    0.29 GB   291

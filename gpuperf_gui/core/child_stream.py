@@ -18,6 +18,10 @@ do after a big item yields ``SendMapped(item)``: it is resumed with a twin of th
 are read-only views of the file, so it drops its own copy and goes on with the twin (the pages serve
 both processes); an array of a twin sent again is referenced in the file, not written twice. A child
 that cannot write the file (no room) sends the item through the pipe.
+A helper can be started ahead (:func:`prestart_helper`): it imports the modules it is told to and
+waits for its task, and the next :func:`iter_in_child` asked to (``ahead``) takes it instead of
+starting one (the Trace tab keeps one ready: a helper's start and imports are ~0.35 s of every trace
+opened).
 The target is ``"package.module:function"`` called as ``function(*args, stop, **kwargs)`` with a
 ``threading.Event`` that is set when the parent asks to stop, so the generator ends cleanly (and
 keeps what it measured); after ``grace_s`` the parent kills it.
@@ -48,6 +52,12 @@ SPILL_MIN_BYTES = 1 << 16
 _ALIGN = 64  # each spilled buffer starts at a multiple of this (numpy's SIMD loops like aligned data)
 CAN_SPILL = os.name == "posix"  # elsewhere a mapped file cannot be unlinked: everything goes in band
 SHM_MIN_FREE_BYTES = 4 << 30    # /dev/shm holds the transfer file when it has this much room
+PRELOAD_ENV = "GPUPERF_HELPER_PRELOAD"
+"""Modules (comma-separated) a helper started ahead imports while it waits for its task."""
+
+_spare_lock = threading.Lock()
+_spare: subprocess.Popen | None = None
+_spare_started_in: tuple[dict[str, str], str] | None = None   # its environment and working folder
 
 
 class SendMapped:
@@ -237,6 +247,60 @@ def _resolve(target: str) -> Callable[..., Iterator[Any]]:
     return getattr(importlib.import_module(module_name), function_name)
 
 
+def _start_helper(env: dict[str, str]) -> subprocess.Popen:
+    # Its own process group: the helper may start workers (the trace engine's process pool),
+    # and a kill must reach them too.
+    return subprocess.Popen(child_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,  # noqa: S603
+                            env=env, start_new_session=os.name == "posix")
+
+
+def prestart_helper(preload: tuple[str, ...] = ()) -> None:
+    """Start a helper ahead that imports ``preload`` and waits: the next :func:`iter_in_child` takes
+    it. One at a time; a helper already waiting is kept."""
+    global _spare, _spare_started_in
+    with _spare_lock:
+        if _spare is not None and _spare.poll() is None:
+            return
+        _spare = _start_helper({**_child_env(), PRELOAD_ENV: ",".join(preload)})
+        _spare_started_in = (_child_env(), os.getcwd())
+
+
+def discard_spare_helper() -> None:
+    """End the helper started ahead, if one waits (it exits when its stdin closes)."""
+    proc = _take_spare()
+    if proc is not None:
+        _close_pipes(proc)
+        if _wait(proc, 2.0) is None:
+            _kill_group(proc)
+            _wait(proc)
+
+
+def _take_spare() -> subprocess.Popen | None:
+    """The helper started ahead, if it still waits in the environment and folder a helper would
+    start in now (else None: one started before a setting changed would not see it)."""
+    global _spare
+    with _spare_lock:
+        proc, _spare = _spare, None
+    if proc is None:
+        return None
+    if proc.poll() is None and _spare_started_in == (_child_env(), os.getcwd()):
+        return proc
+    _close_pipes(proc)
+    if proc.poll() is None:
+        _kill_group(proc)
+    _wait(proc)
+    return None
+
+
+def _close_pipes(proc: subprocess.Popen) -> None:
+    for pipe in (proc.stdin, proc.stdout):
+        try:
+            if pipe is not None:
+                pipe.close()
+        except OSError:
+            pass
+
+
 def child_command() -> list[str]:
     if getattr(sys, "frozen", False):
         return [sys.executable, CHILD_FLAG]
@@ -258,7 +322,7 @@ def _readable(fd: int, timeout_s: float) -> bool:
 
 def iter_in_child(target: str, args: tuple = (), kwargs: dict | None = None,
                   stop: threading.Event | None = None, grace_s: float = 10.0,
-                  nice: int = 0, stats: dict[str, float] | None = None) -> Iterator[Any]:
+                  nice: int = 0, stats: dict[str, float] | None = None, ahead: bool = False) -> Iterator[Any]:
     """Yield what ``target(*args, stop, **kwargs)`` yields, computed in a helper interpreter.
 
     When ``stop`` is set the child is asked to stop and its remaining items are still relayed; if it
@@ -266,14 +330,12 @@ def iter_in_child(target: str, args: tuple = (), kwargs: dict | None = None,
     ``nice`` lowers the child's CPU priority (POSIX) so the GUI wins a contended core. ``stats``, when
     given, sums over the items ``transfer_s`` (the child's pickling and spill-file writing plus this
     side's reading and unpickling), ``spilled_bytes`` (what went out of band) and ``file_bytes`` (the
-    transfer file's size: less than spilled_bytes when a twin's arrays were sent again).
+    transfer file's size: less than spilled_bytes when a twin's arrays were sent again). ``ahead``:
+    run in the helper :func:`prestart_helper` started, if one waits (the work it was started for).
     """
     stop = stop or threading.Event()
     spill_dir = Path(tempfile.mkdtemp(prefix="gpuperf-transfer-", dir=spill_root())) if CAN_SPILL else None
-    # Its own process group: the helper may start workers (the trace engine's process pool),
-    # and a kill must reach them too.
-    proc = subprocess.Popen(child_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,  # noqa: S603
-                            env=_child_env(), start_new_session=os.name == "posix")
+    proc = (_take_spare() if ahead else None) or _start_helper(_child_env())
     if nice and hasattr(os, "setpriority"):
         try:
             os.setpriority(os.PRIO_PROCESS, proc.pid, nice)
@@ -390,6 +452,16 @@ def _open_spill(spill_dir: str | None) -> SpillFile | None:
         return None
 
 
+def _preload(modules: str) -> None:
+    """Import what a helper started ahead was told to, while it waits (a failure is the task's to
+    report when it imports the module itself)."""
+    for name in filter(None, modules.split(",")):
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001
+            pass
+
+
 def child_main() -> None:
     """Entry point of the helper process (see the module docstring)."""
     out = os.fdopen(os.dup(1), "wb")
@@ -404,6 +476,7 @@ def child_main() -> None:
     os.close(devnull)
     sys.stdin = open(os.devnull)  # noqa: SIM115 - lives as long as the process
     stop = threading.Event()
+    _preload(os.environ.pop(PRELOAD_ENV, ""))
     try:
         target, args, kwargs, spill_dir = read_frame(stdin)
         spill = _open_spill(spill_dir)

@@ -50,7 +50,9 @@ from PySide6.QtWidgets import (
 
 from gpuperf_gui.core.trace.lanes import DEFAULT_IDLE_THRESHOLD_US, EventRef
 from gpuperf_gui.core.trace.model import KERNEL_CLASSES
-from gpuperf_gui.core.trace.session import AnalysisUpdate, LoadedTrace, LoadProgress, Matches, RooflineUpdate, load_job
+from gpuperf_gui.core.child_stream import discard_spare_helper
+from gpuperf_gui.core.trace.session import (AnalysisUpdate, LoadedTrace, LoadProgress, Matches, RooflineUpdate, load_job,
+                                            warm_helper)
 from gpuperf_gui.core.units import format_count
 from gpuperf_gui.views.trace_heatmap import RankStepHeatmap
 from gpuperf_gui.views.trace_minimap import TraceMinimap
@@ -94,6 +96,8 @@ class TraceTab(QWidget):
         self.task.item_produced.connect(self._on_item_produced)
         self.task.run_failed.connect(self._on_run_failed)
         self.task.run_finished.connect(self._on_run_finished)
+        self._warm_helpers = True
+        QTimer.singleShot(0, self._warm_helper)   # the first trace opened finds its helper started
         self.matches = Matches.empty()
         self._match_pos = -1
         self._last_query: tuple[str, str] | None = None   # (mode, text) of the last search (Enter again: next)
@@ -426,12 +430,18 @@ class TraceTab(QWidget):
             self.progress.setFormat("cancelling…")
             self.cancel_button.setEnabled(False)
 
+    def _warm_helper(self) -> None:
+        if self._warm_helpers:
+            warm_helper()
+
     def shutdown(self) -> None:
-        """Stop the worker and wait for its thread (the main window's closeEvent); remove the
-        synthetic demo traces this tab wrote."""
+        """Stop the worker and wait for its thread (the main window's closeEvent), end the helper
+        started ahead; remove the synthetic demo traces this tab wrote."""
         self._setup_timer.stop()
         self._setup_steps = []
+        self._warm_helpers = False
         self.task.shutdown()
+        discard_spare_helper()
         if self.compare is not None:
             self.compare.shutdown()
         if self.profiler is not None:
@@ -485,6 +495,7 @@ class TraceTab(QWidget):
     def _on_run_finished(self) -> None:
         if self.task.is_running():        # a newer request is queued and starts now
             return
+        self._warm_helper()               # and the next one
         if self._roofline_pending:
             self._roofline_pending = False
             self._update_enabled()

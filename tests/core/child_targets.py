@@ -92,3 +92,11 @@ def stored_then_sent(n: int, stop: threading.Event) -> Iterator[object]:
 
     twin = yield SendMapped(np.arange(n, dtype=np.float64), relay=False)
     yield {"twin": twin, "was_mapped": twin is not None}
+
+
+def whoami(stop: threading.Event) -> Iterator[tuple[int, bool]]:
+    """This helper's pid, and whether it imported the preloaded module before its task came."""
+    import os
+    import sys
+
+    yield os.getpid(), "child_targets_preloaded" in sys.modules

@@ -174,3 +174,34 @@ def test_an_item_stored_but_not_relayed_reaches_the_parent_only_inside_the_next(
         return
     assert items[0]["was_mapped"] and np.array_equal(items[0]["twin"], np.arange(n))
     assert 8 * n <= stats["file_bytes"] < 8 * n + 4096      # written once
+
+
+def test_a_helper_started_ahead_runs_the_next_task_with_its_modules_imported(monkeypatch):
+    from gpuperf_gui.core import child_stream
+
+    child_stream.discard_spare_helper()
+    child_stream.prestart_helper(("child_targets_preloaded",))
+    spare = child_stream._spare
+    assert spare is not None
+    [(pid, _)] = list(iter_in_child("child_targets:whoami"))   # not asked to: a helper of its own
+    assert pid != spare.pid and child_stream._spare is spare
+    [(pid, preloaded)] = list(iter_in_child("child_targets:whoami", ahead=True))
+    assert pid == spare.pid and preloaded
+    assert child_stream._spare is None                 # taken: the task after it starts its own
+    [(pid_after, preloaded_after)] = list(iter_in_child("child_targets:whoami", ahead=True))
+    assert pid_after != pid and not preloaded_after
+
+
+def test_a_helper_started_before_a_setting_changed_is_not_used(monkeypatch):
+    from gpuperf_gui.core import child_stream
+
+    child_stream.discard_spare_helper()
+    child_stream.prestart_helper(("child_targets_preloaded",))
+    spare = child_stream._spare
+    monkeypatch.setenv("GPUPERF_C_SCAN", "0")         # a helper must see the environment of now
+    [(pid, _)] = list(iter_in_child("child_targets:whoami", ahead=True))
+    assert pid != spare.pid
+    assert spare.wait(5) is not None                    # the stale one was ended, not left behind
+    child_stream.prestart_helper()
+    child_stream.discard_spare_helper()
+    assert child_stream._spare is None

@@ -189,6 +189,24 @@ def test_lane_rows_split_by_depth_and_keep_indices():
     assert LaneRows.build(start, dur).n_rows == 1
 
 
+@pytest.mark.parametrize("deepest", [3, 31, 32, 33, 200])
+def test_lane_rows_split_is_a_stable_sort_by_depth(deepest: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both ways of splitting (a pass per row, a sort of the depths) give numpy's stable grouping."""
+    from gpuperf_gui.core.trace import lod
+
+    rng = np.random.default_rng(deepest)
+    depth = rng.integers(0, deepest + 1, 5000).astype(np.int16)
+    start = np.sort(rng.uniform(0, 100, 5000))
+    order = np.argsort(depth, kind="stable")
+    want = [order[depth[order] == d] for d in range(deepest + 1)]
+    for passes_up_to in (0, 1000):
+        monkeypatch.setattr(lod, "SPLIT_PASSES_MAX_ROWS", passes_up_to)
+        _, _, rows = lod.LaneRows.split(start, np.ones(5000), depth, max_rows=None)
+        assert [r.tolist() for r in rows] == [w.tolist() for w in want]
+        _, _, capped = lod.LaneRows.split(start, np.ones(5000), depth, max_rows=2)
+        assert [r.tolist() for r in capped] == [w.tolist() for w in want[:2]]
+
+
 def test_idle_gaps_merge_overlaps_and_respect_threshold():
     from gpuperf_gui.core.trace.lod import idle_gaps
 

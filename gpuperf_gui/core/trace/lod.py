@@ -50,6 +50,10 @@ TOP_KEYS_PER = 128
 """RowIndex keeps the largest key of every this many, sorted with their indices (12 bytes each:
 0.09 bytes an event)."""
 
+SPLIT_PASSES_MAX_ROWS = 32
+"""Up to this many depth rows a lane is split by one pass per row (10M events: 40 ms against
+160 ms for a stable sort of the depths); deeper lanes by the sort."""
+
 _EMPTY_F = np.empty(0, dtype=np.float64)
 _EMPTY_I = np.empty(0, dtype=np.int64)
 _FANOUT_RANGE = np.arange(TREE_FANOUT)
@@ -450,6 +454,8 @@ class LaneRows:
         n_rows = int(depth.max()) + 1
         if max_rows is not None:
             n_rows = min(n_rows, max_rows)
+        if n_rows <= SPLIT_PASSES_MAX_ROWS:  # a pass per row beats sorting millions of depths
+            return start_us, end_us, [np.flatnonzero(depth == d).astype(itype) for d in range(n_rows)]
         order = np.argsort(depth, kind="stable")  # within a depth the start order is kept
         bounds = np.searchsorted(depth[order], np.arange(n_rows + 1), side="left")
         return start_us, end_us, [order[bounds[d]:bounds[d + 1]].astype(itype) for d in range(n_rows)]
