@@ -40,6 +40,7 @@ from PySide6.QtWidgets import (
 from gpuperf_gui.core.trace.overview import display_kernel_name
 from gpuperf_gui.core.trace.session import FigureDelta, LoadProgress, diagnosis_view, diff_figures, diff_job
 from gpuperf_gui.views.plotting import make_static_plot
+from gpuperf_gui.views.progress import show_progress
 from gpuperf_gui.views.trace_panels import PANEL_CSS, diagnosis_html
 from gpuperf_gui.views.trace_style import KERNEL_CLASS_COLORS, format_duration_us, format_percent
 from gpuperf_gui.views.workers import TaskRunner
@@ -275,9 +276,7 @@ class TraceCompare(QWidget):
     # -- worker ------------------------------------------------------------------------------------------
     def _on_item(self, item: object) -> None:
         if isinstance(item, LoadProgress):
-            self.progress.setRange(0, item.total)
-            self.progress.setValue(item.done)
-            self.progress.setFormat(item.text)
+            show_progress(self.progress, item.done, item.total, item.text)
         elif not self.task.cancel_requested:
             self.show_diff(item)  # type: ignore[arg-type]
             self.compared.emit()

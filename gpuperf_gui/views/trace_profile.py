@@ -46,6 +46,7 @@ from gpuperf_gui.core.profile_script import (
     ProfileResult,
     iter_profile,
 )
+from gpuperf_gui.views.progress import show_progress
 from gpuperf_gui.views.workers import TaskRunner
 
 STOP_GRACE_S = 20.0          # after Stop, the script has this long to write its trace before it is killed
@@ -308,10 +309,8 @@ class ProfileRunner(QWidget):
     def _on_progress(self, p: ProfileProgress) -> None:
         n = p.fields.get("n")
         if p.target:
-            self.progress.setRange(0, p.target)
-            self.progress.setValue(p.recorded)
-            self.progress.setFormat(f"recorded {p.recorded} of {p.target} steps"
-                                    + (f" (optimizer step {n})" if n else ""))
+            show_progress(self.progress, p.recorded, p.target, f"recorded {p.recorded} of {p.target} steps"
+                          + (f" (optimizer step {n})" if n else ""))
         else:
             self.progress.setFormat(p.event + (f" (optimizer step {n})" if n else ""))
 

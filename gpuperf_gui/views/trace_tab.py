@@ -54,6 +54,7 @@ from gpuperf_gui.core.child_stream import discard_spare_helper
 from gpuperf_gui.core.trace.session import (AnalysisUpdate, LoadedTrace, LoadProgress, Matches, RooflineUpdate, load_job,
                                             warm_helper)
 from gpuperf_gui.core.units import format_count
+from gpuperf_gui.views.progress import show_progress
 from gpuperf_gui.views.trace_heatmap import RankStepHeatmap
 from gpuperf_gui.views.trace_minimap import TraceMinimap
 from gpuperf_gui.views.trace_overview import TraceOverview
@@ -465,9 +466,7 @@ class TraceTab(QWidget):
 
     def _on_item_produced(self, item: object) -> None:
         if isinstance(item, LoadProgress):
-            self.progress.setRange(0, item.total)
-            self.progress.setValue(item.done)
-            self.progress.setFormat(item.text)
+            show_progress(self.progress, item.done, item.total, item.text)
         elif isinstance(item, LoadedTrace) and not self.task.cancel_requested:
             self._shown_by_task = self._roofline_pending = True
             self._show_loaded(item)
