@@ -67,8 +67,8 @@ progress bar that no longer repaints while it waits (2026-12-01 afternoon, load 
      events lanes s shown s  stall ms  engine  xfer  build  analys  tree peak
     759,753    1.24    1.78        78    0.78  0.07   0.05    0.34    0.36 GB
   3,785,436    4.06    6.09        62    3.32  0.24   0.16    1.69    1.03 GB
-  7,557,543    8.83   13.57        44    7.72  0.47   0.34    4.05    1.75 GB   (nine runs at 10M:
-                                                          lanes 8.2-10.2 s, median 8.8; shown median 13.9)
+  7,557,543    8.83   13.57        44    7.72  0.47   0.34    4.05    1.75 GB   (twelve runs at 10M:
+                                                          lanes 7.7-10.2 s, median 8.9; shown median 13.9)
 
 (``engine`` is now the load alone: the analysis runs after the lanes are sent.) The wait for the
 load is the window's own event loop (it used to poll processEvents() every millisecond).

@@ -68,6 +68,9 @@ measured 166-184 B at 1M-3M events of a real H200 trace and 210 B at 400k tiny e
 imports, 2026-12-01; tests/core/test_trace_load.py checks the bound with the text in flight)."""
 STRUCT_COST_BYTES = 300
 """Memory per decoded event struct (with its args struct and strings) while its run is in flight."""
+MIN_EVENT_BYTES = 100
+"""Fewer bytes of JSON than any profiler's complete event takes: a file's size over this is the most
+events it can hold, the room its columns reserve."""
 SCANNED_EVENT_BYTES = 150
 """Memory per event of a run the C scanner read, until its columns are appended (13 columns of 4-8
 bytes and the raw args' offsets)."""
@@ -222,12 +225,13 @@ def stream_columns(path: Path, budget: MemoryBudget, max_bytes: int | None, work
 def _make_splitter(text_bytes_hint: int, budget: MemoryBudget, workers: int | None) -> _Splitter:
     """With the C scanner: threads scanning runs at once (it releases the GIL; no process, no copy
     of the text to one). Without it: worker processes decoding with msgspec, where they pay."""
+    capacity = text_bytes_hint // MIN_EVENT_BYTES   # room the columns reserve (virtual until written)
     if scan.ENABLED:
         threads = scan_threads(text_bytes_hint, workers)
-        return _ScanSplitter(threads)
+        return _ScanSplitter(threads, capacity)
     n_workers = decode_workers(text_bytes_hint, budget, workers)
     context = _worker_context() if n_workers > 1 else None
-    return _ParallelSplitter(n_workers, context) if context is not None else _Splitter()
+    return _ParallelSplitter(n_workers, context, capacity) if context is not None else _Splitter(capacity)
 
 
 def scan_threads(text_bytes_hint: int, threads: int | None = None) -> int:
@@ -267,8 +271,8 @@ def _check_budget(path: Path, budget: MemoryBudget, splitter: _Splitter, total_b
 class _Splitter:
     """Cuts the text into runs of complete events and decodes each run into the columns."""
 
-    def __init__(self) -> None:
-        self.columns = EventColumns()
+    def __init__(self, capacity_events: int = 0) -> None:
+        self.columns = EventColumns(capacity_events)
         self.n_entries = 0
         self.kept = 0  # B/E/M events kept as structs
         self.decoded_bytes = 0  # text decoded into the columns so far
@@ -527,10 +531,10 @@ class _ParallelSplitter(_Splitter):
     after it are dropped, not merged).
     """
 
-    def __init__(self, workers: int, context: BaseContext) -> None:
+    def __init__(self, workers: int, context: BaseContext, capacity_events: int = 0) -> None:
         from concurrent.futures import ProcessPoolExecutor
 
-        super().__init__()
+        super().__init__(capacity_events)
         self._pool: ProcessPoolExecutor | None = ProcessPoolExecutor(
             max_workers=workers, mp_context=context, initializer=no_parallel_decode)
         self._max_in_flight = 2 * workers
@@ -599,8 +603,8 @@ class _ScanSplitter(_Splitter):
     back into the pending buffer unchanged and msgspec's splitter takes it from there.
     """
 
-    def __init__(self, threads: int) -> None:
-        super().__init__()
+    def __init__(self, threads: int, capacity_events: int = 0) -> None:
+        super().__init__(capacity_events)
         self._pool = None
         if threads > 1:
             from concurrent.futures import ThreadPoolExecutor
