@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import platform
 import threading
 from contextlib import contextmanager
 from typing import Iterator
@@ -38,11 +37,13 @@ _numpy_hugepages_before = True
 
 
 def _glibc() -> ctypes.CDLL | None:
-    if os.environ.get("GPUPERF_REUSED_HEAP", "1") == "0" or platform.libc_ver()[0] != "glibc":
+    if os.environ.get("GPUPERF_REUSED_HEAP", "1") == "0":
         return None
-    try:
+    try:   # glibc says so itself (platform.libc_ver() would read the whole executable)
+        if not os.confstr("CS_GNU_LIBC_VERSION").startswith("glibc"):
+            return None
         return ctypes.CDLL("libc.so.6")
-    except OSError:
+    except (AttributeError, ValueError, OSError):   # no confstr (Windows), not glibc (musl), no libc.so.6
         return None
 
 
