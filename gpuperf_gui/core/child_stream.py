@@ -261,8 +261,9 @@ def prestart_helper(preload: tuple[str, ...] = ()) -> None:
     with _spare_lock:
         if _spare is not None and _spare.poll() is None:
             return
-        _spare = _start_helper({**_child_env(), PRELOAD_ENV: ",".join(preload)})
-        _spare_started_in = (_child_env(), os.getcwd())
+        env = _child_env()
+        _spare = _start_helper({**env, PRELOAD_ENV: ",".join(preload)})
+        _spare_started_in = (env, os.getcwd())
 
 
 def discard_spare_helper() -> None:

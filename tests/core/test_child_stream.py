@@ -182,7 +182,6 @@ def test_a_helper_started_ahead_runs_the_next_task_with_its_modules_imported(mon
     child_stream.discard_spare_helper()
     child_stream.prestart_helper(("child_targets_preloaded",))
     spare = child_stream._spare
-    assert spare is not None
     [(pid, _)] = list(iter_in_child("child_targets:whoami"))   # not asked to: a helper of its own
     assert pid != spare.pid and child_stream._spare is spare
     [(pid, preloaded)] = list(iter_in_child("child_targets:whoami", ahead=True))

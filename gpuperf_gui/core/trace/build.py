@@ -429,7 +429,8 @@ class EventColumns:
 
     def _write_dense(self, key: str, values: np.ndarray, base: int) -> None:
         """Write ``values`` as rows ``base...`` of a dense column, in place: joining a streamed load's
-        runs at its end held every column twice, in fresh pages (10 M events: ~0.7 GB)."""
+        runs at its end held every column twice, in fresh pages (the helper's peak at 10 M events:
+        1.20 GB that way, 1.11 GB this way)."""
         room = self._dense.get(key)
         end = base + len(values)
         if room is None or room.size < end:
