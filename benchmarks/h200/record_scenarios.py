@@ -21,6 +21,7 @@ of kernel/memcpy/memset intervals inside the ProfilerStep window over that windo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import math
@@ -43,6 +44,10 @@ SCENARIOS = (
     "ddp_healthy", "pipeline_2mb", "pipeline_8mb", "gloo_cpu_allreduce", "packed_elementwise",
     "data_starved_loader0", "loader_fed", "nested_sum", "attention", "adamw_foreach", "compiled_small",
     "eager_small", "compiled_tiny_cudagraphs", "ddp_straggler_gloo", "fsdp_healthy",
+    # issues 20, 25, 26: graph-replayed decode, host syncs, before/after pairs, gloo versions on one GPU
+    "decode_cudagraph", "item_per_microbatch", "item_none", "mlp_eager", "mlp_cudagraph",
+    "elementwise_eager", "elementwise_compiled", "ddp_healthy_gloo", "decode_eager", "ddp_item_gloo",
+    "pipeline_8mb_gloo", "ddp_item",
 )
 
 
@@ -652,6 +657,258 @@ def sc_adamw_foreach(ctx: Ctx, name: str) -> dict:
                                  "params/grads/moments (>= 28 B per param)"})
 
 
+# ----------------------------------------------------------------------------- issue 20/25/26 scenarios
+
+def _decode_model(ctx: Ctx):
+    """A Llama-shaped stack for batch-1 decode: per layer qkv (d x 3d), o (d x d), gate/up (d x 2.75d each),
+    down (2.75d x d), RMS norms; attention over a fixed KV cache of `ctx_len` positions (two skinny matmuls)."""
+    import torch
+    import torch.nn as nn
+
+    d, layers, ctx_len = (64, 2, 16) if ctx.dry else (2048, 16, 1024)
+    ff = int(2.75 * d)
+
+    class Layer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.qkv, self.o = nn.Linear(d, 3 * d, bias=False), nn.Linear(d, d, bias=False)
+            self.gate, self.up = nn.Linear(d, ff, bias=False), nn.Linear(d, ff, bias=False)
+            self.down = nn.Linear(ff, d, bias=False)
+            self.register_buffer("k", torch.randn(ctx_len, d) / d ** 0.5)
+            self.register_buffer("v", torch.randn(ctx_len, d))
+
+        def forward(self, x):
+            h = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+            q, _, _ = self.qkv(h).split(d, dim=-1)
+            att = torch.softmax(q @ self.k.T, dim=-1) @ self.v  # [1, ctx] then [1, d]
+            x = x + self.o(att)
+            h = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+            return x + self.down(nn.functional.silu(self.gate(h)) * self.up(h))
+
+    torch.manual_seed(0)
+    model = nn.Sequential(*[Layer() for _ in range(layers)]).to(ctx.dev(), torch.bfloat16).eval()
+    return model, dict(d=d, layers=layers, ctx_len=ctx_len, ff=ff, batch=1, dtype="bf16")
+
+
+def _decode(ctx: Ctx, name: str, graphed: bool) -> dict:
+    """Batch-1 bf16 decode, 16 tokens per step; `graphed`: each token is one CUDA-graph replay."""
+    import torch
+
+    model, cfg = _decode_model(ctx)
+    tokens = 16
+    x = torch.randn(1, cfg["d"], device=ctx.dev(), dtype=torch.bfloat16)
+    weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    weight_bytes += sum(b.numel() * b.element_size() for b in model.buffers())
+    if graphed and ctx.cuda:
+        static_x = x.clone()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s), torch.no_grad():
+            for _ in range(3):
+                model(static_x)
+        torch.cuda.current_stream().wait_stream(s)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph), torch.no_grad():
+            static_y = model(static_x)
+
+        def token() -> None:
+            graph.replay()
+            static_x.copy_(static_y)
+    else:
+        state = [x]
+
+        def token() -> None:
+            with torch.no_grad():
+                state[0] = model(state[0])
+
+    def step() -> None:
+        for _ in range(tokens):
+            token()
+        sync(ctx.cuda)
+
+    unprof = time_steps(step, ctx.cuda, n=10, warm=3)
+    prof, prof_times = profile_steps(step, ctx.cuda, 4, ctx.out / f"{name}.json.gz")
+    per_token_s = median(unprof) / tokens
+    return dict(prof=prof, what=f"batch-1 bf16 decode, {'one CUDA-graph replay' if graphed else 'eager'} per "
+                f"token, {tokens} tokens per step: {cfg['layers']} Llama-shaped layers d={cfg['d']} "
+                f"(qkv, o, gate/up/down {cfg['ff']}), attention over a fixed {cfg['ctx_len']}-position cache",
+                model=cfg, n_params=sum(p.numel() for p in model.parameters()), tokens_per_step=tokens,
+                unprofiled=unprof, profiled=prof_times,
+                expected_signature="memory_bound" if graphed else None,
+                expected={"weight_and_cache_bytes_per_token": weight_bytes,
+                          "achieved_bytes_per_s_unprofiled": weight_bytes / per_token_s,
+                          "h200_hbm_bytes_per_s_datasheet": 4.8e12,
+                          "how": "every token reads every weight and the KV cache once (batch 1: skinny GEMMs, "
+                                 "~2 FLOP/byte); bytes / unprofiled time per token against HBM bandwidth"})
+
+
+def sc_decode_cudagraph(ctx: Ctx, name: str) -> dict:
+    return _decode(ctx, name, graphed=True)
+
+
+def sc_decode_eager(ctx: Ctx, name: str) -> dict:
+    return _decode(ctx, name, graphed=False)
+
+
+def _deep_mlp(ctx: Ctx, name: str, graphed: bool) -> dict:
+    """A deep small MLP (48 x Linear(256,256)+ReLU, batch 32, fp32), 8 forwards per step: eager is
+    launch-bound; the same forwards replayed as one CUDA graph each."""
+    import torch
+    import torch.nn as nn
+
+    width, layers, rows, fwd = (32, 4, 8, 2) if ctx.dry else (256, 48, 32, 8)
+    torch.manual_seed(0)
+    mods: list = []
+    for _ in range(layers):
+        mods += [nn.Linear(width, width), nn.ReLU()]
+    model = nn.Sequential(*mods).to(ctx.dev()).eval()
+    x = torch.randn(rows, width, device=ctx.dev())
+    if graphed and ctx.cuda:
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s), torch.no_grad():
+            for _ in range(3):
+                model(x)
+        torch.cuda.current_stream().wait_stream(s)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph), torch.no_grad():
+            model(x)
+        run = graph.replay
+    else:
+        def run() -> None:
+            with torch.no_grad():
+                model(x)
+
+    def step() -> None:
+        for _ in range(fwd):
+            run()
+        sync(ctx.cuda)
+
+    unprof = time_steps(step, ctx.cuda, n=10, warm=3)
+    prof, prof_times = profile_steps(step, ctx.cuda, 4, ctx.out / f"{name}.json.gz")
+    return dict(prof=prof, what=f"deep small MLP ({layers} x Linear({width},{width})+ReLU, fp32, batch {rows}), "
+                f"{fwd} forwards per step, {'each one CUDA-graph replay' if graphed else 'eager'}",
+                model=dict(width=width, layers=layers, rows=rows, forwards_per_step=fwd),
+                n_params=n_params(model), tokens_per_step=rows * fwd, unprofiled=unprof, profiled=prof_times,
+                expected_signature=None if graphed else "launch_bound",
+                expected={"how": "eager: ~2 tiny kernels (a few us) per layer, host launch time sets the step; "
+                                 "graphed: the same kernels back to back (a before/after pair for issue 25)"})
+
+
+def sc_mlp_eager(ctx: Ctx, name: str) -> dict:
+    return _deep_mlp(ctx, name, graphed=False)
+
+
+def sc_mlp_cudagraph(ctx: Ctx, name: str) -> dict:
+    return _deep_mlp(ctx, name, graphed=True)
+
+
+def _micro_batch_loop(ctx: Ctx, name: str, item_each: bool) -> dict:
+    """GPT (bf16) with 4 micro-batches of gradient accumulation per step; after each micro-batch Python
+    metric work (an LCG, ~0.8 x the micro-batch's GPU time) that launches nothing. `item_each`: the loss
+    is read with .item() before that work (the host waits for the GPU, then the GPU waits for the host);
+    otherwise the losses stay on the GPU and are read once at the end of the step."""
+    import torch
+
+    # d=2048 x 2 layers, 16 x 512 tokens: ~10 ms of GEMMs per micro-batch against ~1 ms of launches
+    cfg = dict(vocab=512, d=64, layers=1, heads=2, seq=16, batch=2) if ctx.dry else \
+        dict(vocab=8192, d=2048, layers=2, heads=16, seq=512, batch=16)
+    micro = 4
+    torch.manual_seed(0)
+    model = make_gpt(cfg["vocab"], cfg["d"], cfg["layers"], cfg["heads"], cfg["seq"]).to(ctx.dev())
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=ctx.cuda)
+    idx = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"]), device=ctx.dev())
+    tgt = idx.roll(-1, 1)
+
+    def fwd_bwd():
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=ctx.cuda):
+            loss = model(idx, tgt) / micro
+        loss.backward()
+        return loss
+
+    mb_gpu_s = median(time_steps(fwd_bwd, ctx.cuda, n=10, warm=3))
+    n_iter = calibrate_cpu_work(0.8 * mb_gpu_s)
+    metric: list[float] = []
+
+    def step() -> float:
+        total = torch.zeros((), device=ctx.dev())
+        for i in range(micro):
+            loss = fwd_bwd()
+            if item_each:
+                metric.append(loss.item())  # blocks until the micro-batch's kernels are done
+            else:
+                total += loss.detach()
+            cpu_work(n_iter, i)  # per-micro-batch logging/metric work in Python: no launches
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return total.item() if not item_each else sum(metric[-micro:])
+
+    unprof = time_steps(step, ctx.cuda, n=10, warm=3)
+    prof, prof_times = profile_steps(step, ctx.cuda, 3, ctx.out / f"{name}.json.gz")
+    host_s = micro * 0.8 * mb_gpu_s
+    return dict(prof=prof, what=f"GPT d={cfg['d']} x {cfg['layers']} layers bf16 autocast, fused AdamW, {micro} "
+                f"micro-batches of {cfg['batch']} x {cfg['seq']} per step; after each micro-batch Python work of "
+                f"~0.8 x its GPU time" + (", preceded by loss.item()" if item_each else
+                                         "; losses kept on the GPU, one .item() per step"),
+                model=cfg, n_params=n_params(model), tokens_per_step=micro * cfg["batch"] * cfg["seq"],
+                micro_batches=micro, unprofiled=unprof, profiled=prof_times,
+                expected_signature="host_sync_bound" if item_each else "healthy",
+                expected={"micro_batch_gpu_s": mb_gpu_s, "host_work_s_per_step": host_s,
+                          "syncs_per_step": micro + 1 if item_each else 1,
+                          "gpu_idle_fraction_expected": (host_s / (host_s + micro * mb_gpu_s)) if item_each else 0.0,
+                          "how": "item_each: the GPU idles during each micro-batch's host work (the .item() "
+                                 "drained its queue); without it the host work overlaps the queued kernels"})
+
+
+def sc_item_per_microbatch(ctx: Ctx, name: str) -> dict:
+    return _micro_batch_loop(ctx, name, item_each=True)
+
+
+def sc_item_none(ctx: Ctx, name: str) -> dict:
+    return _micro_batch_loop(ctx, name, item_each=False)
+
+
+def _elementwise_chain(ctx: Ctx, name: str, compiled: bool) -> dict:
+    """An unfused chain of 8 elementwise ops over 64 M fp32 values (eager: 8 kernels, 8 reads + 8 writes);
+    torch.compile fuses it into one kernel (1 read + 1 write)."""
+    import torch
+
+    n = 1 << 12 if ctx.dry else 1 << 26
+
+    def chain(x):
+        y = x * 1.5 + 0.25
+        y = torch.sin(y) * x
+        y = torch.relu(y) - 0.1
+        y = torch.exp(-y.abs()) * y
+        return y
+
+    fn = torch.compile(chain, backend="eager" if ctx.dry else "inductor") if compiled else chain
+    x = torch.randn(n, device=ctx.dev())
+
+    def step() -> None:
+        for _ in range(10):
+            fn(x)
+        sync(ctx.cuda)
+
+    unprof = time_steps(step, ctx.cuda, n=10, warm=3)
+    prof, prof_times = profile_steps(step, ctx.cuda, 4, ctx.out / f"{name}.json.gz")
+    return dict(prof=prof, what=f"{'torch.compile (inductor) of ' if compiled else 'eager '}an elementwise chain "
+                f"(mul-add, sin, mul, relu, sub, abs, neg, exp, mul) over {n} fp32 values, 10 per step",
+                model=dict(elements=n, chains_per_step=10), tokens_per_step=None, unprofiled=unprof,
+                profiled=prof_times, expected_signature="memory_bound",
+                expected={"bytes_per_chain_fused": 8 * n, "bytes_per_chain_eager_min": 8 * n * 10,
+                          "how": "memory-bound elementwise kernels back to back; eager moves ~10x the bytes of "
+                                 "the fused kernel (a before/after pair for issue 25)"})
+
+
+def sc_elementwise_eager(ctx: Ctx, name: str) -> dict:
+    return _elementwise_chain(ctx, name, compiled=False)
+
+
+def sc_elementwise_compiled(ctx: Ctx, name: str) -> dict:
+    return _elementwise_chain(ctx, name, compiled=True)
+
+
 # ----------------------------------------------------------------------------- 2-rank scenarios
 
 def _dist_init(rank: int, world: int, port: int, backend: str, cuda: bool) -> None:
@@ -702,7 +959,8 @@ def _ddp_model(ctx: Ctx, kind: str, rank: int):
     return model, width, rows
 
 
-def _ddp_run(ctx: Ctx, name: str, rank: int, world: int, kind: str, late_rank: int | None, late_s: float) -> dict:
+def _ddp_run(ctx: Ctx, name: str, rank: int, world: int, kind: str, late_rank: int | None, late_s: float,
+             item_micro_batches: int = 0) -> dict:
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -713,7 +971,30 @@ def _ddp_run(ctx: Ctx, name: str, rank: int, world: int, kind: str, late_rank: i
     x = torch.randn(rows, width, device=ctx.dev(rank))
     amp = kind != "comm"
 
+    # item runs: each micro-batch is 4x the plain batch, so that its GPU time dwarfs its launches
+    x_micro = torch.randn(4 * rows, width, device=ctx.dev(rank)) if item_micro_batches else x
+    host_work = [0]
+
+    def item_step() -> float:
+        """Micro-batches with gradient accumulation (no_sync but the last); after each, loss.item() and
+        Python metric work that launches nothing (host_work[0] LCG iterations)."""
+        got = 0.0
+        for i in range(item_micro_batches):
+            xs = x_micro
+            ctx_mgr = ddp.no_sync() if i < item_micro_batches - 1 else contextlib.nullcontext()
+            with ctx_mgr:
+                with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp and ctx.cuda):
+                    loss = ddp(xs).float().pow(2).mean() / item_micro_batches
+                loss.backward()
+            got += loss.item()  # the host waits for this micro-batch's kernels
+            cpu_work(host_work[0], i)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return got
+
     def step() -> float:
+        if item_micro_batches:
+            return item_step()
         if rank == late_rank:
             time.sleep(late_s)  # this rank's host is late every step (e.g. slow input on that node)
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp and ctx.cuda):
@@ -722,6 +1003,10 @@ def _ddp_run(ctx: Ctx, name: str, rank: int, world: int, kind: str, late_rank: i
         opt.step()
         opt.zero_grad(set_to_none=True)
         return loss.item()
+
+    if item_micro_batches:  # host work per micro-batch ~0.8 x its GPU time (measured without the work)
+        mb_s = median(time_steps(item_step, ctx.cuda, n=5, warm=2)) / item_micro_batches
+        host_work[0] = calibrate_cpu_work(0.8 * mb_s)
 
     unprof = time_steps(step, ctx.cuda, n=10, warm=3)
     # compute alone (no DDP hooks): the step without communication, for the comm-exposed estimate
@@ -757,6 +1042,18 @@ def rank_ddp_straggler_gloo(ctx, name, rank, world):
     return _ddp_run(ctx, name, rank, world, "gloo", 1, 0.040)
 
 
+def rank_ddp_healthy_gloo(ctx, name, rank, world):
+    return _ddp_run(ctx, name, rank, world, "gloo", None, 0.0)
+
+
+def rank_ddp_item(ctx, name, rank, world):
+    return _ddp_run(ctx, name, rank, world, "compute", None, 0.0, item_micro_batches=4)
+
+
+def rank_ddp_item_gloo(ctx, name, rank, world):
+    return _ddp_run(ctx, name, rank, world, "gloo", None, 0.0, item_micro_batches=4)
+
+
 def rank_pipeline(ctx: Ctx, name: str, rank: int, world: int) -> dict:
     """2-stage GPipe over send/recv: all forwards, then all backwards, then the optimizer."""
     import torch
@@ -771,29 +1068,39 @@ def rank_pipeline(ctx: Ctx, name: str, rank: int, world: int) -> dict:
     stage = nn.Sequential(*[nn.Linear(width, width) for _ in range(layers)]).to(ctx.dev(rank), dtype)
     opt = torch.optim.SGD(stage.parameters(), lr=1e-4, foreach=True)
     xs = [torch.randn(mb_rows, width, device=ctx.dev(rank), dtype=dtype) for _ in range(m)]
+    if "gloo" in name and ctx.cuda:  # gloo sends host tensors: stage each one through the CPU
+        def send(t, peer: int) -> None:
+            dist.send(t.cpu(), peer)
+
+        def recv(t, peer: int) -> None:
+            host = torch.empty(t.shape, dtype=t.dtype)
+            dist.recv(host, peer)
+            t.copy_(host)
+    else:
+        send, recv = dist.send, dist.recv
 
     def step() -> None:
         if rank == 0:
             outs = []
             for i in range(m):
                 y = stage(xs[i])
-                dist.send(y.detach(), 1)
+                send(y.detach(), 1)
                 outs.append(y)
             for i in range(m):
                 g = torch.empty_like(outs[i])
-                dist.recv(g, 1)
+                recv(g, 1)
                 outs[i].backward(g)
         else:
             ins, losses = [], []
             for i in range(m):
                 buf = torch.empty(mb_rows, width, device=ctx.dev(rank), dtype=dtype)
-                dist.recv(buf, 0)
+                recv(buf, 0)
                 buf.requires_grad_(True)
                 losses.append(stage(buf).float().pow(2).mean())
                 ins.append(buf)
             for i in range(m):
                 losses[i].backward()
-                dist.send(ins[i].grad, 0)
+                send(ins[i].grad, 0)
         opt.step()
         opt.zero_grad(set_to_none=True)
         sync(ctx.cuda)
@@ -899,6 +1206,15 @@ MULTI_RANK = {
     "pipeline_2mb": ("pipeline_bubble", "2-stage GPipe (8 x Linear(4096,4096) bf16 per stage, 16384 rows) "
                      "over NCCL send/recv, 2 micro-batches: all forwards, all backwards, SGD"),
     "pipeline_8mb": ("pipeline_bubble", "the same GPipe with 8 micro-batches of 2048 rows"),
+    "pipeline_8mb_gloo": ("pipeline_bubble", "the 8-micro-batch GPipe over gloo (activations staged through the "
+                          "host); with one GPU both stages share it (gpus_used): theory bubble 1/9 = 11 %, near the "
+                          "10 % threshold"),
+    "ddp_healthy_gloo": ("healthy", "as ddp_straggler_gloo with no late rank (the after-trace of the late-rank "
+                         "pair)"),
+    "ddp_item": ("host_sync_bound", "DDP (NCCL) as ddp_healthy, 4 micro-batches of 4 x its rows (no_sync but the last); after "
+                 "each, loss.item() then Python metric work of ~0.8 x its GPU time that launches nothing"),
+    "ddp_item_gloo": ("host_sync_bound", "ddp_item over gloo on 4 x Linear(1024,1024) (the ddp_straggler_gloo "
+                      "model); with one GPU both ranks share it (gpus_used)"),
     "gloo_cpu_allreduce": ("comm_bound", "4 x Linear(2048,2048) fp32 on the GPU (16.8 M params), 1024 "
                            "rows; each step copies the flat grads to a pinned host buffer and all-reduces "
                            "them with gloo (blocking the host, GPU idle), copies back, SGD. With one GPU "
