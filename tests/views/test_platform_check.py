@@ -86,3 +86,11 @@ def test_the_check_imports_no_qt() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
     assert platform_check.NO_DISPLAY in NO_DISPLAY_LINE
+
+
+def test_the_readme_lists_every_package_the_window_needs() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    command = re.search(r"sudo apt-get install ([^`]*?)\n```", readme, re.S)
+    assert command, "README: no apt-get install block"
+    listed = set(command.group(1).replace("\\", " ").split())
+    assert set(XCB_LIBRARIES.values()) <= listed, set(XCB_LIBRARIES.values()) - listed
