@@ -235,7 +235,7 @@ def default_idle_paths(shared: Path) -> list[Path]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--shared", type=Path, default=REPO.parent / "shared" / "traces")
+    ap.add_argument("--shared", type=Path, default=REPO / "tests" / "data" / "shared_traces")
     ap.add_argument("--hta-python", default="/tmp/htavenv/bin/python")
     ap.add_argument("--repeat", type=int, default=3, help="runs per tool for one rank (median)")
     ap.add_argument("--repeat-ranks", type=int, default=2, help="runs per tool for the tiled ranks")

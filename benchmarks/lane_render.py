@@ -166,7 +166,7 @@ def repaint_figures(model: TraceModel | None = None, title: str = "synthetic") -
 if __name__ == "__main__":
     fold_figures()
     repaint_figures()
-    real = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "traces", "hta",
+    real = os.path.join(os.path.dirname(__file__), "..", "tests", "data", "shared_traces", "hta",
                         "df_index_resolver", "df_index_resolver.json.gz")
     if os.path.exists(real):
         from gpuperf_gui.core.trace.load import load_trace

@@ -1,6 +1,6 @@
 """Trace engine timings: prints load + analysis figures (not a timed test).
 
-Usage: python benchmarks/trace_load.py [--shared ../shared/traces] [--repeat 5] [--ranks 8]
+Usage: python benchmarks/trace_load.py [--shared tests/data/shared_traces] [--repeat 5] [--ranks 8]
 
 1. hta/df_index_resolver (216 k events, 3 MB gz) loaded (``load_rank``: the streamed decode, its C
    scanner where built; ``GPUPERF_C_SCAN=0`` for msgspec alone), analysed, diagnosed and op-tabled in
@@ -151,7 +151,7 @@ def growth(shared: Path) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--shared", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "traces")
+    ap.add_argument("--shared", type=Path, default=Path(__file__).resolve().parents[1] / "tests" / "data" / "shared_traces")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--ranks", type=int, default=8)
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)

@@ -17,7 +17,7 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 BUDGET_MS = 100.0
-DEFAULT = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces" / "hta" / "df_index_resolver" / \
+DEFAULT = Path(__file__).resolve().parents[1] / "tests" / "data" / "shared_traces" / "hta" / "df_index_resolver" / \
     "df_index_resolver.json.gz"
 
 

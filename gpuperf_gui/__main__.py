@@ -87,6 +87,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.screenshot and (problem := _screenshot_path_problem(args.screenshot)):
         print(f"gpuperf-gui: {problem}", file=sys.stderr)
         return 2
+    from gpuperf_gui import platform_check
+
+    if args.screenshot:
+        platform_check.headless_for_screenshot(os.environ)
+    if problem := platform_check.display_problem(os.environ):  # before Qt would abort (rc 134)
+        print(f"gpuperf-gui: {problem}", file=sys.stderr)
+        return 2
     from PySide6.QtWidgets import QApplication
 
     from gpuperf_gui import __version__

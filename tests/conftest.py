@@ -8,7 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from font_pinning import pin_fonts
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# Before Qt starts: the vendored fonts only, whatever the machine's fontconfig prefers (font_pinning.py).
+pin_fonts(os.environ)
 os.environ.setdefault("GPUPERF_DEVICES_FILE", os.devnull + ".none")  # no user file in tests
 # Benchmark results go to a throw-away folder, never the user's data folder.
 os.environ.setdefault("GPUPERF_DATA_DIR", tempfile.mkdtemp(prefix="gpuperf-tests-"))

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Regenerates the README's screenshots from the real app (gpuperf-gui --screenshot), offscreen.
-# Needs ../shared/traces beside the checkout for the trace pictures.
+# The trace pictures use the real traces in tests/data/shared_traces (a copy of the project's shared traces).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export QT_QPA_PLATFORM=offscreen
 app=".venv/bin/gpuperf-gui"
 out=docs/screenshots
-traces=../shared/traces
+traces=tests/data/shared_traces
 
 # A throw-away data folder holding the real H200 benchmark run committed in benchmarks/results/.
 data=$(mktemp -d)

@@ -13,7 +13,7 @@ A forward pass is 2·N + 4·L·H·Q·T per token, so recomputing a fraction ``r`
 Every result carries a sentence naming its convention and its denominator. Units are SI: seconds,
 FLOPs, FLOP/s. Fractions are 0..1, never percent. No Qt here (R1).
 
-References: ../shared/reference/metrics.md §2 (nanoGPT, Megatron-LM, PaLM, Chinchilla, torchtitan).
+References: docs/reference/metrics.md §2 (nanoGPT, Megatron-LM, PaLM, Chinchilla, torchtitan).
 Neighbours: :mod:`.mfu_inputs` builds :class:`MfuInputs` from what a person typed (tab and CLI alike),
 :mod:`.mfu_gap` attributes the gap to named causes, :mod:`.mfu_report` writes a result for a report.
 """
@@ -523,7 +523,7 @@ class MfuResult:
     warnings: tuple[MfuWarning, ...] = field(default_factory=tuple)
 
     def to_json_dict(self) -> dict[str, Any]:
-        """DESIGN.md's ``gpuperf mfu --json`` keys (fractions, SI units) plus the convention and extras."""
+        """docs/cli.md's ``gpuperf mfu --json`` keys (fractions, SI units) plus the convention and extras."""
         i = self.inputs
         return {
             "mfu": self.mfu,

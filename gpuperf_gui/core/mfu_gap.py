@@ -2,7 +2,7 @@
 
 The gap 1 − MFU is split into named causes (pipeline bubble, exposed communication, data stall,
 memory-bound kernels, launch gaps, recompute, GEMM inefficiency) and what is left unexplained
-(../shared/reference/metrics.md §2.8). Fractions are 0..1. No Qt here (R1).
+(docs/reference/metrics.md §2.8). Fractions are 0..1. No Qt here (R1).
 """
 from __future__ import annotations
 

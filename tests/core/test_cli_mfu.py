@@ -1,4 +1,4 @@
-"""`gpuperf mfu`: DESIGN.md's contract (keys, fractions, SI units), text output, errors."""
+"""`gpuperf mfu`: docs/cli.md's contract (keys, fractions, SI units), text output, errors."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""`gpuperf gpus` and `gpuperf roofline` JSON contracts (DESIGN.md)."""
+"""`gpuperf gpus` and `gpuperf roofline` JSON contracts (docs/cli.md)."""
 
 from __future__ import annotations
 

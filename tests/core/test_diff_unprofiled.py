@@ -80,7 +80,7 @@ def test_cli_json_and_text(pair: tuple[Path, Path], capsys: pytest.CaptureFixtur
     assert out["profiler_overhead_before"] == pytest.approx(14 / 11)
     assert out["profiler_overhead_after"] == pytest.approx(6 / 5.5)
     for key in ("step_time_before_s", "step_time_after_s", "kernel_classes", "ops", "diagnosis_before",
-                "diagnosis_after"):  # the DESIGN.md contract stays
+                "diagnosis_after"):  # the docs/cli.md contract stays
         assert key in out
     assert out["before"]["unprofiled_step_time_s"] == pytest.approx(0.011)
     assert main(["diff", str(pair[0]), str(pair[1])]) == 0

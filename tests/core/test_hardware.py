@@ -1,4 +1,4 @@
-"""The device database against shared/reference/hardware.md."""
+"""The device database against docs/reference/hardware.md."""
 
 from __future__ import annotations
 

@@ -70,7 +70,7 @@ def test_invalid_config_raises() -> None:
         get_preset("GPT-5")
 
 
-# The run recorded in ../shared/traces/h200/healthy_gpt_small.meta.json (GPT, 1× H200, bf16 autocast)
+# The run recorded in tests/data/shared_traces/h200/healthy_gpt_small.meta.json (GPT, 1× H200, bf16 autocast)
 HEALTHY = ModelConfig(
     name="healthy_gpt_small", layers=6, d_model=1536, heads=12, vocab_size=50304, seq_len=1024,
     learned_positions=True, bias=True, norm="layernorm",  # untied LM head
@@ -165,7 +165,7 @@ def test_causal_halving_halves_attention_only() -> None:
 # A real run: healthy_gpt_small on one H200
 
 
-META_HEALTHY = {  # the numbers of ../shared/traces/h200/healthy_gpt_small.meta.json
+META_HEALTHY = {  # the numbers of tests/data/shared_traces/h200/healthy_gpt_small.meta.json
     "tokens_per_step": 16384, "n_params": 326_098_944, "step_time_median_s": 0.05913038999999998,
     "flop_counter_flops_per_step": 26_459_146_027_008, "six_n_d_flops_per_step": 32_056_830_590_976,
 }

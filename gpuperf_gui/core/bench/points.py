@@ -10,7 +10,7 @@ from gpuperf_gui.core.units import format_bytes
 if TYPE_CHECKING:
     from gpuperf_gui.core.roofline import RooflinePoint
 
-#: Keys every point carries in JSON (DESIGN.md, `gpuperf bench`).
+#: Keys every point carries in JSON (docs/cli.md, `gpuperf bench`).
 DESIGN_KEYS = ("kernel", "dtype", "size", "flops", "bytes", "seconds", "flops_per_s", "bytes_per_s",
                "ai_flops_per_byte")
 
@@ -82,7 +82,7 @@ class MeasuredPoint:
         return (self.iqr_high_s - self.iqr_low_s) / self.seconds if self.seconds > 0 else math.nan
 
     def to_json_dict(self) -> dict[str, Any]:
-        """DESIGN.md keys first, then everything else (rates included)."""
+        """docs/cli.md keys first, then everything else (rates included)."""
         data = asdict(self)
         head = {key: (data[key] if key in data else getattr(self, key)) for key in DESIGN_KEYS}
         head.update({key: value for key, value in data.items() if key not in head})

@@ -1,6 +1,6 @@
 """Per-rank analysis of a :class:`.model.RankTrace`: busy/idle, communication, kernel classes, launches.
 
-Definitions follow HTA (shared/reference/metrics.md §1.1) where HTA has one:
+Definitions follow HTA (docs/reference/metrics.md, trace analysis §1.1) where HTA has one:
 
 * GPU busy = union of kernel/memcpy/memset intervals (``gpu_user_annotation`` and ``cuda_sync``
   rows never count).
@@ -173,7 +173,7 @@ class DeviceEvents:
 
 @dataclass
 class RankAnalysis:
-    """Everything computed for one rank; ``to_json()`` gives the DESIGN.md rank object."""
+    """Everything computed for one rank; ``to_json()`` gives the docs/cli.md rank object."""
 
     rank: int
     file: str

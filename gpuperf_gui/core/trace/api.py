@@ -84,7 +84,7 @@ class TraceResult:
     multi_rank: MultiRankSummary
 
     def to_json(self, top: int = 10) -> dict:
-        """The ``gpuperf diagnose --json`` object (DESIGN.md contract, plus extra keys)."""
+        """The ``gpuperf diagnose --json`` object (docs/cli.md contract, plus extra keys)."""
         ranks = [rank_json(r.analysis, r.diagnosis, r.ops[:top], [p.to_json() for p in r.op_points()])
                  for r in self.ranks]  # the points are the ones "Show on roofline" draws
         return job_json(self.diagnosis, ranks, self.multi_rank, self.model.notes)

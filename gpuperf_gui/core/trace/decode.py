@@ -1,7 +1,7 @@
 """Text -> typed events: JSON decoding, the decoder's memory cost, repair, skipping, salvage.
 
 The hot path is one ``msgspec.json.decode`` into ``gc=False`` structs with the garbage collector off
-(see shared/reference/environment.md: typed msgspec is the fastest and leanest decoder measured),
+(see docs/reference/environment.md: typed msgspec is the fastest and leanest decoder measured),
 straight from the text read by :mod:`.source` (no copy of the text is ever made on that path).
 Everything else here is the tolerant slow path for files that are not clean JSON: each repair is
 picked from where and why the decoder stopped, an event with fields of the wrong type or broken

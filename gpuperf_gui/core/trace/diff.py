@@ -12,7 +12,7 @@ API::
     d.ops              # [OpDelta(...)], per step, largest change first
     d.ops_diff()       # HTA's five lists: added, deleted, increased, decreased, unchanged
     d.changes()        # human lines: what changed (step time, busy, idle, classes, diagnosis)
-    d.to_json(top=20)  # the `gpuperf diff --json` object (DESIGN.md contract)
+    d.to_json(top=20)  # the `gpuperf diff --json` object (docs/cli.md contract)
 
 :class:`TraceDiff` holds both :class:`Side` summaries and both job diagnoses
 (:class:`.diagnose.Diagnosis`), so a view can show them side by side.

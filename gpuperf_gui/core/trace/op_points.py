@@ -59,7 +59,7 @@ class OpPoint:
                              kind="trace")
 
     def to_json(self) -> dict:
-        """DESIGN.md's keys, plus ``shapes`` (the recorded "Input Dims") and ``causal``."""
+        """docs/cli.md's keys, plus ``shapes`` (the recorded "Input Dims") and ``causal``."""
         return {"name": self.name, "calls": self.calls, "flops": self.flops, "bytes": self.bytes,
                 "seconds": self.seconds, "ai_flops_per_byte": self.ai_flops_per_byte,
                 "achieved_flops_per_s": self.achieved_flops_per_s,
