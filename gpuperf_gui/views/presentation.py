@@ -58,7 +58,8 @@ AI_SLIDER_RANGE = (-1.0, 4.0)   # log10 FLOP/byte
 AI_SLIDER_STEPS_PER_DECADE = 20
 SIGNATURES_SHOWN = ("launch_bound", "comm_bound", "data_starved", "memory_bound", "pipeline_bubble")
 WINDOW_SIZE = (1600, 1000)
-LANE_ROW_PX = 34     # one lane height in every signature panel
+LANE_ROW_PX = 56     # one lane height in every signature panel
+ZOOM_KERNELS = 40    # a panel too dense to show its kernels one by one shows the first this many
 LEGEND_LINES = 3    # the gap page's legend keeps room for this many lines: the buttons under it stay put
 
 
@@ -374,13 +375,17 @@ class SignatureLanesView(QWidget):
         area = QRectF(label_px, 6, max(10.0, self.width() - label_px - 8), self.height() - 12 - axis_px)
         rows = self.lanes.lanes
         row_h = min(LANE_ROW_PX, area.height() / max(1, len(rows)))  # one lane height in every panel
-        t0, t1 = self.lanes.span_us
+        area.moveTop(area.top() + max(0.0, (area.height() - len(rows) * row_h) / 2))  # the block centred
+        t0, t1 = self.view_span_us(area.width())
         scale = area.width() / max(t1 - t0, 1e-9)
+        painter.setClipRect(QRectF(area.left(), 0, area.width() + 1, self.height()))
         for index, (label, starts, durations, classes) in enumerate(rows):
             top = area.top() + index * row_h
             painter.setPen(QColor("#333333"))
+            painter.setClipping(False)
             painter.drawText(QRectF(0, top, label_px - 6, row_h), Qt.AlignmentFlag.AlignRight
                              | Qt.AlignmentFlag.AlignVCenter, label)
+            painter.setClipping(True)
             if label == "GPU compute":  # idle behind the kernels: tiny kernels stay visible over it
                 gap_starts, gap_durations = self.lanes.idle
                 painter.setPen(Qt.PenStyle.NoPen)
@@ -395,8 +400,25 @@ class SignatureLanesView(QWidget):
                 painter.setBrush(QColor(colour))
                 painter.drawRect(QRectF(area.left() + (start - t0) * scale, top + row_h * 0.2,
                                         max(duration * scale, 1.0), row_h * 0.6))
-        self._draw_time_axis(painter, area.left(), area.top() + len(rows) * row_h + 4, area.width(), t1 - t0)
+        painter.setClipping(False)
+        axis_top = area.top() + len(rows) * row_h + 4
+        self._draw_time_axis(painter, area.left(), axis_top, area.width(), t1 - t0)
+        if (t0, t1) != self.lanes.span_us:
+            painter.setPen(QColor("#555555"))
+            painter.drawText(QRectF(area.left(), axis_top + metrics.height() + 6, area.width(), metrics.height()),
+                             Qt.AlignmentFlag.AlignLeft, f"first {ZOOM_KERNELS} kernels")
         painter.end()
+
+    def view_span_us(self, width_px: float) -> tuple[float, float]:
+        """The whole trace, or, where the compute lane has too many kernels to tell apart (a
+        launch-bound trace: a solid bar), its first ZOOM_KERNELS kernels and the gaps between them."""
+        gaps = len(self.lanes.idle[0])
+        for label, starts, durations, _classes in self.lanes.lanes:
+            if label == "GPU compute" and len(starts) > width_px / 6 and gaps > width_px / 6:
+                order = np.argsort(starts, kind="stable")[:ZOOM_KERNELS]
+                first, last = order[0], order[-1]
+                return float(starts[first]), float(starts[last] + durations[last])
+        return self.lanes.span_us
 
     @staticmethod
     def _draw_time_axis(painter: QPainter, left: float, top: float, width: float, span_us: float) -> None:
@@ -404,7 +426,8 @@ class SignatureLanesView(QWidget):
         painter.setPen(QPen(QColor("#555555"), 1))
         painter.drawLine(QPointF(left, top), QPointF(left + width, top))
         metrics = painter.fontMetrics()
-        step_us = nice_step(span_us / 4)
+        label_px = metrics.horizontalAdvance(format_duration_us(span_us)) + 14   # the widest label and air
+        step_us = nice_step(span_us / max(1.0, min(4.0, width / label_px)))
         tick = 0.0
         while tick <= span_us + 1e-9:
             x = left + tick / max(span_us, 1e-9) * width
