@@ -81,6 +81,20 @@ def parse_quantity_list(text: str) -> list[float]:
     return [parse_quantity(p) for p in parts]
 
 
+def format_number(value: float | None) -> str:
+    """A plain number for people: ``2,000`` (not 2e+03), ``12.3``, ``0.125``; no exponent below 1e15.
+
+    From 100 up: whole, with thousands separators; below: three significant digits."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    if abs(value) >= 1e15:
+        return f"{value:.3g}"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    text = f"{value:.3g}"
+    return text if "e" not in text else f"{value:.6f}".rstrip("0").rstrip(".")
+
+
 def format_count(value: float) -> str:
     """A count of parameters or tokens the ML way: ``124.4M``, ``8.03B``, ``1.2T`` (no unit, no
     space, four digits): the form :func:`parse_quantity` reads back."""

@@ -318,7 +318,20 @@ class MainWindow(QMainWindow):
         for name, materialise in self.trace_tab.demo_entries():  # its temp files go at shutdown
             demos.addAction(self._action(
                 name, lambda _=False, m=materialise: self.open_traces(m(), remember=False)))
+        help_menu.addAction(self._action("&Keyboard shortcuts", self.show_shortcuts, "?"))
+        help_menu.addAction(self._action("&How to read a trace", self.show_how_to_read))
         help_menu.addAction(self._action("&About gpuperf", self._on_about))
+
+    def show_shortcuts(self) -> None:
+        """Help ▸ Keyboard shortcuts (``?``): the sheet made from help_pages.SHORTCUTS."""
+        from gpuperf_gui.views import help_pages
+
+        self.help_dialog = help_pages.show_page(self, "Keyboard shortcuts", help_pages.shortcuts_html())
+
+    def show_how_to_read(self) -> None:
+        from gpuperf_gui.views import help_pages
+
+        self.help_dialog = help_pages.show_page(self, "How to read a trace", help_pages.HOW_TO_READ_A_TRACE)
 
     def open_presentation(self) -> None:
         """View ▸ Presentation: large-print pages for teaching (views/presentation.py)."""
@@ -338,13 +351,17 @@ class MainWindow(QMainWindow):
 
     def _on_open_file(self) -> None:
         paths, _ = QFileDialog.getOpenFileNames(
-            self, "Open torch.profiler trace", "", "Chrome traces (*.json *.json.gz *.gz);;All files (*)")
+            self, "Open torch.profiler trace", settings_store.last_folder("traces"),
+            "Chrome traces (*.json *.json.gz *.gz);;All files (*)")
         if paths:
+            settings_store.remember_folder("traces", Path(paths[0]).parent)
             self.open_traces([Path(p) for p in paths])
 
     def _on_open_folder(self) -> None:
-        path = QFileDialog.getExistingDirectory(self, "Open a folder of per-rank traces")
+        path = QFileDialog.getExistingDirectory(self, "Open a folder of per-rank traces",
+                                                settings_store.last_folder("traces"))
         if path:
+            settings_store.remember_folder("traces", Path(path).parent)
             self.open_traces([Path(path)])
 
     def about_text(self) -> str:

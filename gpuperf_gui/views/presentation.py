@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Iterator
 
 import numpy as np
-from PySide6.QtCore import QRectF, Qt
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QImage, QKeyEvent, QPainter, QPen
 from PySide6.QtWidgets import (
+    QApplication,
     QGridLayout,
     QHBoxLayout,
     QLabel,
@@ -43,7 +44,7 @@ from PySide6.QtWidgets import (
 from gpuperf_gui.core import roofline
 from gpuperf_gui.core.mfu_gap import CAUSE_LABELS, GapCauses, GapSlice, gap_breakdown, pipeline_bubble_fraction
 from gpuperf_gui.core.trace.model import KERNEL_CLASSES
-from gpuperf_gui.core.units import format_si
+from gpuperf_gui.core.units import format_duration_us, format_number, format_si
 from gpuperf_gui.views.context import AppContext
 from gpuperf_gui.views.gap_bar import HATCHED, SLICE_COLOURS
 from gpuperf_gui.views.roofline_tab import Roof, RooflineCanvas, roof_for
@@ -57,6 +58,9 @@ AI_SLIDER_RANGE = (-1.0, 4.0)   # log10 FLOP/byte
 AI_SLIDER_STEPS_PER_DECADE = 20
 SIGNATURES_SHOWN = ("launch_bound", "comm_bound", "data_starved", "memory_bound", "pipeline_bubble")
 WINDOW_SIZE = (1600, 1000)
+LANE_ROW_PX = 56     # one lane height in every signature panel
+ZOOM_KERNELS = 40    # a panel too dense to show its kernels one by one shows the first this many
+LEGEND_LINES = 3    # the gap page's legend keeps room for this many lines: the buttons under it stay put
 
 
 @dataclass(frozen=True)
@@ -157,11 +161,11 @@ class RooflinePage(QWidget):
         self.canvas.set_series("kernel", [ai], [attainable], [colour], tips=["the point"], size=26)
         ridge = self.roof.ridge
         if bound == "memory":
-            why = (f"below the ridge ({ridge:.0f} FLOP/byte) memory feeds it too slowly: "
-                   f"{format_si(bandwidth, 'B/s')} × {ai:.3g} FLOP/byte")
+            why = (f"below the ridge ({format_number(ridge)} FLOP/byte) memory feeds it too slowly: "
+                   f"{format_si(bandwidth, 'B/s')} × {format_number(ai)} FLOP/byte")
         else:
-            why = f"past the ridge ({ridge:.0f} FLOP/byte) the arithmetic units are the limit"
-        self.readout.setText(f"<b>{ai:.3g} FLOP/byte → at most {format_si(attainable, 'FLOP/s')}</b> "
+            why = f"past the ridge ({format_number(ridge)} FLOP/byte) the arithmetic units are the limit"
+        self.readout.setText(f"<b>{format_number(ai)} FLOP/byte → at most {format_si(attainable, 'FLOP/s')}</b> "
                              f"on {self.roof.label}: <b style='color:{colour}'>{bound}-bound</b>; {why}.")
 
 
@@ -226,8 +230,12 @@ class GapPage(QWidget):
         self.legend = _big(QLabel(""))
         self.legend.setTextFormat(Qt.TextFormat.RichText)
         self.legend.setWordWrap(True)
+        self.legend.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.legend.setFixedHeight(LEGEND_LINES * self.legend.fontMetrics().lineSpacing() + 4)
         self.caption = _big(QLabel(""))
         self.caption.setWordWrap(True)
+        self.caption.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.caption.setFixedHeight(LEGEND_LINES * self.caption.fontMetrics().lineSpacing() + 4)
         self.next_button = _big(QPushButton("Next cause ▸"))
         self.next_button.clicked.connect(self.reveal_next)
         self.reset_button = _big(QPushButton("Start again"))
@@ -361,32 +369,86 @@ class SignatureLanesView(QWidget):
         small = painter.font()
         small.setPointSize(11)
         painter.setFont(small)
-        label_px = max(painter.fontMetrics().horizontalAdvance(label) for label, *_ in self.lanes.lanes) + 10
-        area = QRectF(label_px, 6, max(10.0, self.width() - label_px - 8), self.height() - 12)
+        metrics = painter.fontMetrics()
+        label_px = max(metrics.horizontalAdvance(label) for label, *_ in self.lanes.lanes) + 10
+        axis_px = metrics.height() + 8
+        area = QRectF(label_px, 6, max(10.0, self.width() - label_px - 8), self.height() - 12 - axis_px)
         rows = self.lanes.lanes
-        row_h = area.height() / max(1, len(rows))
-        t0, t1 = self.lanes.span_us
+        row_h = min(LANE_ROW_PX, area.height() / max(1, len(rows)))  # one lane height in every panel
+        area.moveTop(area.top() + max(0.0, (area.height() - len(rows) * row_h) / 2))  # the block centred
+        t0, t1 = self.view_span_us(area.width())
         scale = area.width() / max(t1 - t0, 1e-9)
+        painter.setClipRect(QRectF(area.left(), 0, area.width() + 1, self.height()))
         for index, (label, starts, durations, classes) in enumerate(rows):
             top = area.top() + index * row_h
             painter.setPen(QColor("#333333"))
+            painter.setClipping(False)
             painter.drawText(QRectF(0, top, label_px - 6, row_h), Qt.AlignmentFlag.AlignRight
                              | Qt.AlignmentFlag.AlignVCenter, label)
-            for start, duration, kernel_class in zip(starts, durations, classes):
-                colour = _CPU_COLOUR if kernel_class < 0 else _CLASS_COLOURS.get(
-                    KERNEL_CLASSES[int(kernel_class)], "#6b7fa8")
-                painter.setPen(QPen(QColor(colour).darker(130), 0.5))
-                painter.setBrush(QColor(colour))
-                painter.drawRect(QRectF(area.left() + (start - t0) * scale, top + row_h * 0.2,
-                                        max(duration * scale, 1.0), row_h * 0.6))
-            if label == "GPU compute":  # the idle gaps, the thing to look at, over the kernels
+            painter.setClipping(True)
+            if label == "GPU compute":  # idle behind the kernels: tiny kernels stay visible over it
                 gap_starts, gap_durations = self.lanes.idle
                 painter.setPen(Qt.PenStyle.NoPen)
-                painter.setBrush(QColor(_IDLE_COLOUR))
+                painter.setBrush(QColor(_IDLE_COLOUR).lighter(140))
                 for start, duration in zip(gap_starts, gap_durations):
                     painter.drawRect(QRectF(area.left() + (start - t0) * scale, top + row_h * 0.2,
                                             max(duration * scale, 1.0), row_h * 0.6))
+            for start, duration, kernel_class in zip(starts, durations, classes):
+                colour = _CPU_COLOUR if kernel_class < 0 else _CLASS_COLOURS.get(
+                    KERNEL_CLASSES[int(kernel_class)], "#6b7fa8")
+                painter.setPen(Qt.PenStyle.NoPen)
+                painter.setBrush(QColor(colour))
+                painter.drawRect(QRectF(area.left() + (start - t0) * scale, top + row_h * 0.2,
+                                        max(duration * scale, 1.0), row_h * 0.6))
+        painter.setClipping(False)
+        axis_top = area.top() + len(rows) * row_h + 4
+        self._draw_time_axis(painter, area.left(), axis_top, area.width(), t1 - t0)
+        if (t0, t1) != self.lanes.span_us:
+            painter.setPen(QColor("#555555"))
+            painter.drawText(QRectF(area.left(), axis_top + metrics.height() + 6, area.width(), metrics.height()),
+                             Qt.AlignmentFlag.AlignLeft, f"first {ZOOM_KERNELS} kernels")
         painter.end()
+
+    def view_span_us(self, width_px: float) -> tuple[float, float]:
+        """The whole trace, or, where the compute lane has too many kernels to tell apart (a
+        launch-bound trace: a solid bar), its first ZOOM_KERNELS kernels and the gaps between them."""
+        gaps = len(self.lanes.idle[0])
+        for label, starts, durations, _classes in self.lanes.lanes:
+            if label == "GPU compute" and len(starts) > width_px / 6 and gaps > width_px / 6:
+                order = np.argsort(starts, kind="stable")[:ZOOM_KERNELS]
+                first, last = order[0], order[-1]
+                return float(starts[first]), float(starts[last] + durations[last])
+        return self.lanes.span_us
+
+    @staticmethod
+    def _draw_time_axis(painter: QPainter, left: float, top: float, width: float, span_us: float) -> None:
+        """A baseline with ticks at a 1-2-5 step in ms from the panel's start (labels that fit)."""
+        painter.setPen(QPen(QColor("#555555"), 1))
+        painter.drawLine(QPointF(left, top), QPointF(left + width, top))
+        metrics = painter.fontMetrics()
+        label_px = metrics.horizontalAdvance(format_duration_us(span_us)) + 14   # the widest label and air
+        step_us = nice_step(span_us / max(1.0, min(4.0, width / label_px)))
+        tick = 0.0
+        while tick <= span_us + 1e-9:
+            x = left + tick / max(span_us, 1e-9) * width
+            painter.drawLine(QPointF(x, top), QPointF(x, top + 4))
+            text = format_duration_us(tick) if tick else "0"
+            text_w = metrics.horizontalAdvance(text)
+            if x + text_w / 2 <= left + width + 4:
+                painter.drawText(QRectF(x - text_w / 2 - 2, top + 4, text_w + 4, metrics.height()),
+                                 Qt.AlignmentFlag.AlignHCenter, text)
+            tick += step_us
+
+
+def nice_step(rough: float) -> float:
+    """The 1-2-5 step nearest above `rough` (> 0): 0.37 -> 0.5, 3.1 -> 5, 1200 -> 2000."""
+    if not rough > 0:
+        return 1.0
+    decade = 10 ** math.floor(math.log10(rough))
+    for multiple in (1, 2, 5, 10):
+        if multiple * decade >= rough:
+            return multiple * decade
+    return 10 * decade
 
 
 class SignaturesPage(QWidget):
@@ -507,17 +569,42 @@ class PresentationWindow(QWidget):
     def previous_page(self) -> None:
         self.show_page(self.pages.currentIndex() - 1)
 
+    def _page_keys(self) -> dict:
+        return {Qt.Key.Key_Right: self.forward, Qt.Key.Key_PageDown: self.forward, Qt.Key.Key_Space: self.forward,
+                Qt.Key.Key_Left: self.previous_page, Qt.Key.Key_PageUp: self.previous_page,
+                Qt.Key.Key_Escape: self.close}
+
+    def showEvent(self, event) -> None:  # noqa: N802, ANN001 - Qt override
+        # An application filter sees a key before the focused widget does: a slider or a button with
+        # the focus never takes the page keys (presenter clickers send PageDown/PageUp).
+        QApplication.instance().installEventFilter(self)
+        super().showEvent(event)
+
+    def hideEvent(self, event) -> None:  # noqa: N802, ANN001 - Qt override
+        QApplication.instance().removeEventFilter(self)
+        super().hideEvent(event)
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802, ANN001 - Qt override
+        if (event.type() == QEvent.Type.KeyPress and isinstance(watched, QWidget) and watched.window() is self
+                and event.modifiers() == Qt.KeyboardModifier.NoModifier):
+            slot = self._page_keys().get(event.key())
+            if slot is not None:
+                slot()
+                return True
+        return super().eventFilter(watched, event)
+
     def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt override
-        key = event.key()
-        if key in (Qt.Key.Key_Right, Qt.Key.Key_PageDown, Qt.Key.Key_Space):
-            if not (self.pages.currentWidget() is self.gap_page and self.gap_page.reveal_next()):
-                self.next_page()
-        elif key in (Qt.Key.Key_Left, Qt.Key.Key_PageUp):
-            self.previous_page()
-        elif key == Qt.Key.Key_Escape:
-            self.close()
-        else:
+        """The same keys sent to the window itself while it is not shown (tests, --screenshot)."""
+        slot = self._page_keys().get(event.key())
+        if slot is None:
             super().keyPressEvent(event)
+        else:
+            slot()
+
+    def forward(self) -> None:
+        """Next cause on the gap page while some are hidden, else the next page."""
+        if not (self.pages.currentWidget() is self.gap_page and self.gap_page.reveal_next()):
+            self.next_page()
 
     def is_busy(self) -> bool:
         return self.signatures_page.is_busy()
@@ -535,7 +622,6 @@ def save_screenshots(folder: Path, device_id: str = "h100-sxm", precision: str =
     """Each page as PNG (1600×1000): the roofline with the point at 10 and at 1000 FLOP/byte, the gap
     bar half and fully filled, the signatures once loaded."""
     from PySide6.QtCore import QCoreApplication, QElapsedTimer
-    from PySide6.QtWidgets import QApplication
 
     from gpuperf_gui.core.hardware import load_database
 

@@ -49,6 +49,7 @@ from gpuperf_gui.core.roofline import BYTES_PER_ELEMENT, PointAnalysis, Roofline
 from gpuperf_gui.core.units import format_si, parse_positive
 from gpuperf_gui.views.context import AppContext
 from gpuperf_gui.views.plotting import XYBuffer, log_si_axes
+from gpuperf_gui.views import settings_store
 
 AI_RANGE = (1e-2, 1e4)  # FLOP/byte shown on the x axis
 REDRAW_INTERVAL_MS = 33  # ~30 Hz for streamed points
@@ -1005,7 +1006,9 @@ class RooflineTab(QWidget):
         Path(path).write_text(roofline.points_to_csv(rows), encoding="utf-8")
 
     def _ask_path(self, title: str, pattern: str) -> Path | None:
-        path, _ = QFileDialog.getSaveFileName(self, title, "", pattern)
+        path, _ = QFileDialog.getSaveFileName(self, title, settings_store.last_folder("exports"), pattern)
+        if path:
+            settings_store.remember_folder("exports", Path(path).parent)
         return Path(path) if path else None
 
     def export_to(self, kind: str, path: Path) -> bool:

@@ -129,3 +129,18 @@ def save_trace_memory_budget(limit_bytes: int | None) -> None:
         s.remove("trace/memory_budget_bytes")
     else:
         s.setValue("trace/memory_budget_bytes", int(limit_bytes))
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def last_folder(kind: str) -> str:
+    """The folder a file dialog of ``kind`` ("traces", "scripts", "exports") last used, if it still
+    exists; "" otherwise (the dialog's own default)."""
+    value = _checked(_settings(), f"folders/{kind}", _is_text, "a folder path")
+    return value if value and Path(value).is_dir() else ""
+
+
+def remember_folder(kind: str, folder: Path | str) -> None:
+    _settings().setValue(f"folders/{kind}", str(folder))

@@ -44,6 +44,7 @@ from gpuperf_gui.views.progress import show_progress
 from gpuperf_gui.views.trace_panels import PANEL_CSS, diagnosis_html
 from gpuperf_gui.views.trace_style import KERNEL_CLASS_COLORS, format_duration_us, format_percent
 from gpuperf_gui.views.workers import TaskRunner
+from gpuperf_gui.views import settings_store
 
 if TYPE_CHECKING:
     from gpuperf_gui.core.trace.diff import TraceDiff
@@ -234,12 +235,14 @@ class TraceCompare(QWidget):
 
     def _browse(self, edit: QLineEdit, folder: bool) -> None:
         if folder:
-            path = QFileDialog.getExistingDirectory(self, "A folder of per-rank traces")
+            path = QFileDialog.getExistingDirectory(self, "A folder of per-rank traces",
+                                                    settings_store.last_folder("traces"))
             paths = [path] if path else []
         else:
-            paths, _ = QFileDialog.getOpenFileNames(self, "A torch.profiler trace", "",
+            paths, _ = QFileDialog.getOpenFileNames(self, "A torch.profiler trace", settings_store.last_folder("traces"),
                                                     "Chrome traces (*.json *.json.gz *.gz);;All files (*)")
         if paths:
+            settings_store.remember_folder("traces", Path(paths[0]).parent)
             edit.setText("; ".join(paths))
 
     def use_open_trace(self) -> None:

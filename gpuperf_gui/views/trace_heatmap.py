@@ -26,6 +26,8 @@ ROW_LABEL_PX = 14
 """Least height between two row labels (font height and a little air): more ranks than fit get
 every k-th label, the late ranks always."""
 MAX_LABELLED_CELLS = 240
+LATE_ROW_MIN_PX = 10
+"""A late rank's row is drawn at least this tall (repeated image rows): at 256 ranks a row is ~1 px."""
 
 
 class _HeatmapViewBox(pg.ViewBox):
@@ -51,6 +53,7 @@ class RankStepHeatmap(QWidget):
         self.ranks: list[int] = []
         self.steps: list[int] = []
         self.values = np.zeros((0, 0))
+        self.display_rows = np.zeros(0, np.int64)
         self.metric_combo = QComboBox()
         self.metric_combo.addItems(list(HEATMAP_METRICS))
         self.metric_combo.setToolTip("What the colour shows")
@@ -108,12 +111,16 @@ class RankStepHeatmap(QWidget):
         self._dirty = False
         if self.overview is None or not self.overview.ranks:
             self.ranks, self.steps, self.values = [], [], np.zeros((0, 0))
+            self.display_rows = np.zeros(0, np.int64)
             self.image.clear()
             self._label_cells()
+            self._show_axes(False)   # no -0.5…0.5 placeholder axes while nothing is loaded
             self.caption.setText("no trace")
             return
+        self._show_axes(True)
         self.ranks, self.steps, self.values = self.overview.rank_step_matrix(self.metric)
-        data = self.values if self.values.size else np.zeros((1, 1))
+        self.display_rows = self._display_rows()
+        data = self.values[self.display_rows] if self.values.size else np.zeros((1, 1))
         finite = data[np.isfinite(data)]
         if self.metric == "step time":
             lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
@@ -124,7 +131,7 @@ class RankStepHeatmap(QWidget):
         self.colorbar.setLevels((lo, hi))
         self._label_cells()
         n_rows, n_cols = data.shape
-        self.image.setRect(QRectF(-0.5, 0.0, n_cols, n_rows))
+        self.image.setRect(QRectF(-0.5, 0.0, n_cols, n_rows))  # image rows: late ones repeated
         self.view_box.setRange(xRange=(-0.5, n_cols - 0.5), yRange=(0, n_rows), padding=0.0)
         late = set(self.overview.stragglers)
         self._set_row_ticks()
@@ -135,6 +142,27 @@ class RankStepHeatmap(QWidget):
                              f"{' (' + ', '.join(map(str, self.overview.stragglers)) + ')' if late else ''}; "
                              "warm-up steps left out; click a rank to show its lanes</span>")
 
+    def _show_axes(self, shown: bool) -> None:
+        for name in ("bottom", "left"):
+            axis = self.plot.getAxis(name)
+            axis.setStyle(showValues=shown)
+            axis.setLabel(("step" if name == "bottom" else "rank") if shown else "")
+
+    def _display_rows(self) -> np.ndarray:
+        """Image row -> matrix row: a late rank's row repeated to be LATE_ROW_MIN_PX tall at least."""
+        n = len(self.ranks)
+        late = set(self.overview.stragglers) if self.overview is not None else set()
+        height = self.view_box.height()
+        row_px = height / max(n, 1) if height > 0 else float(LATE_ROW_MIN_PX)
+        repeat = max(1, math.ceil(LATE_ROW_MIN_PX / max(row_px, 1e-3))) if row_px < LATE_ROW_MIN_PX else 1
+        counts = [repeat if r in late else 1 for r in self.ranks]
+        return np.repeat(np.arange(n), counts)
+
+    def _row_of_image_y(self, y: float) -> int:
+        """The matrix row drawn at image height ``y`` (-1 outside)."""
+        k = int(math.floor(y))
+        return int(self.display_rows[k]) if 0 <= k < len(self.display_rows) else -1
+
     def _set_row_ticks(self) -> None:
         """Rank labels on the left axis, as many as the plot's height holds, the late ranks always
         (a rank label too close to a late one is left out)."""
@@ -142,18 +170,32 @@ class RankStepHeatmap(QWidget):
             self.plot.getAxis("left").setTicks([[], []])
             return
         height = self.view_box.height()
-        fit = int(height // ROW_LABEL_PX) if height > 0 else MAX_ROW_LABELS
-        every = max(1, math.ceil(len(self.ranks) / max(1, min(fit, MAX_ROW_LABELS))))
+        n_image = max(len(self.display_rows), 1)
+        px_per_row = height / n_image if height > 0 else float(ROW_LABEL_PX)
+        # rows between two labels: a label needs ROW_LABEL_PX, and at most MAX_ROW_LABELS are written
+        every = max(1, math.ceil(ROW_LABEL_PX / max(px_per_row, 1e-3)), math.ceil(n_image / MAX_ROW_LABELS))
         late = set(self.overview.stragglers)
-        late_rows = [i for i, r in enumerate(self.ranks) if r in late]
-        ticks = [(i + 0.5, f"{r} late" if r in late else str(r)) for i, r in enumerate(self.ranks)
-                 if r in late or (i % every == 0 and all(abs(i - j) >= every for j in late_rows))]
+        centre = {}   # matrix row -> the centre of its (possibly repeated) image rows
+        for k, i in enumerate(self.display_rows.tolist()):
+            lo, hi = centre.get(i, (k, k + 1))
+            centre[i] = (min(lo, k), max(hi, k + 1))
+        late_ys = [(lo + hi) / 2 for i, (lo, hi) in centre.items() if self.ranks[i] in late]
+        ticks = []
+        last_y = -math.inf
+        for i, (lo, hi) in sorted(centre.items(), key=lambda kv: kv[1][0]):
+            y, rank = (lo + hi) / 2, self.ranks[i]
+            if rank in late:
+                ticks.append((y, f"{rank} late"))
+                last_y = y
+            elif y - last_y >= every and all(abs(y - ly) >= every for ly in late_ys):
+                ticks.append((y, str(rank)))
+                last_y = y
         self.plot.getAxis("left").setTicks([ticks, []])
 
     def resizeEvent(self, event) -> None:  # noqa: N802, ANN001 (Qt override)
         super().resizeEvent(event)
         if self.ranks:
-            self._set_row_ticks()
+            self._draw()   # the late rows' repeat depends on the height
 
     def _label_cells(self) -> None:
         """Write each value into its cell while there are few enough cells to read."""
@@ -170,7 +212,8 @@ class RankStepHeatmap(QWidget):
                 bright = math.isfinite(v) and (v - lo) > 0.6 * (hi - lo)   # viridis turns yellow: dark text
                 item = pg.TextItem(self.value_text(i, j), color=(20, 20, 20) if bright else (255, 255, 255),
                                    anchor=(0.5, 0.5))
-                item.setPos(j, i + 0.5)
+                rows_drawn = np.flatnonzero(self.display_rows == i)
+                item.setPos(j, float(rows_drawn.mean()) + 0.5 if rows_drawn.size else i + 0.5)
                 self.view_box.addItem(item)
                 self.labels.append(item)
 
@@ -185,12 +228,13 @@ class RankStepHeatmap(QWidget):
             self.image.setToolTip("")
             return
         p = ev.pos()
-        row, col = int(math.floor(p.y())), int(math.floor(p.x()))
+        row, col = self._row_of_image_y(p.y()), int(math.floor(p.x()))
         if 0 <= row < len(self.ranks) and 0 <= col < len(self.steps):
             self.image.setToolTip(f"rank {self.ranks[row]}, step {self.steps[col]}: {self.metric} "
                                   f"{self.value_text(row, col)}")
 
-    def _on_row_clicked(self, row: int) -> None:
+    def _on_row_clicked(self, image_row: int) -> None:
+        row = self._row_of_image_y(image_row + 0.5)
         if 0 <= row < len(self.ranks):
             self.rank_opened.emit(self.ranks[row])
 

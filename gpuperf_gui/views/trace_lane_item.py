@@ -79,6 +79,14 @@ def _rects(x0: np.ndarray, y0: np.ndarray, w: np.ndarray, h: float) -> list[QRec
     return [QRectF(a, b, c, h) for a, b, c in zip(x0.tolist(), y0.tolist(), w.tolist())]
 
 
+def sticky_label_span(x_px: float, width_px: float, left_px: float) -> tuple[float, float]:
+    """The part of a slice a label may use: a slice that starts left of the view's edge keeps its
+    name at the edge (Perfetto), over what is left of it on screen."""
+    if x_px >= left_px:
+        return x_px, width_px
+    return left_px, max(0.0, x_px + width_px - left_px)
+
+
 class TraceLaneItem(pg.GraphicsObject):
     """All rows of one lane (a CPU thread with its depth rows, a GPU stream...).
 
@@ -252,6 +260,14 @@ class TraceLaneItem(pg.GraphicsObject):
         self.setToolTip(self._describe_at(pos.x(), pos.y()))
 
     # -- painting -------------------------------------------------------------------------------
+    def _visible_left_px(self, sx: float, dx: float) -> float:
+        """The view's left edge in device pixels (labels stick to it), 0 outside a view box."""
+        view = self.getViewBox()
+        if view is None:
+            return 0.0
+        (x0_us, _), _ = view.viewRange()
+        return max(0.0, x0_us * sx + dx)
+
     def paint(self, painter: QPainter, option, widget=None) -> None:  # noqa: ANN001
         self.paint_count += 1
         t = painter.transform()
@@ -329,7 +345,9 @@ class TraceLaneItem(pg.GraphicsObject):
 
         if labels and inner_h >= 9.0:
             painter.setFont(self._font)
+            left_px = self._visible_left_px(sx, dx)
             for x, y, w, j, r in labels:
+                x, w = sticky_label_span(x, w, left_px)  # a slice begun off-screen: its name at the edge
                 event = int(self._rows.event_index[r][j])
                 text = self._font_metrics.elidedText(self._name_of(event), Qt.TextElideMode.ElideRight,
                                                      w - 6.0)

@@ -386,9 +386,23 @@ def _rank_figures_html(r: dict) -> str:
         launch_rows = (
             f"<tr><th>kernels · median</th><td class=num>{launch.get('kernels', 0):,} · "
             f"{format_duration_us(launch.get('median_kernel_us', float('nan')))}</td></tr>"
-            f"<tr><th>launches per ms</th><td class=num>{launch.get('launches_per_ms', 0):.3g}</td></tr>")
+            f"<tr><th>{_esc(LAUNCH_RATE_LABEL)}</th><td class=num>{launch.get('launches_per_ms', 0):.3g}</td></tr>"
+            + launch_rate_note(launch))
     return (f"<h3>Figures <span class='muted'>(steady-state window)</span></h3><table>{body}{launch_rows}"
             f"</table><h3>Idle time split</h3><table>{idle_rows}</table>")
+
+
+LAUNCH_RATE_LABEL = "launch calls per ms (host, in the window)"
+
+
+def launch_rate_note(launch: dict) -> str:
+    """A row saying why the rate is low when the window's kernels were launched before it (the host
+    ran ahead of the GPU: a healthy queue), so 0 per ms does not read as "no launches"."""
+    calls, kernels = int(launch.get("launches", 0)), int(launch.get("kernels", 0))
+    if kernels == 0 or calls >= kernels / 2:
+        return ""
+    return (f"<tr><td colspan=2 class=muted>{calls:,} launch calls in the window for {kernels:,} kernels: "
+            "the host queued them earlier (it runs ahead of the GPU)</td></tr>")
 
 
 def _exposed_comm(r: dict) -> float | None:

@@ -48,6 +48,7 @@ from gpuperf_gui.core.profile_script import (
 )
 from gpuperf_gui.views.progress import show_progress
 from gpuperf_gui.views.workers import TaskRunner
+from gpuperf_gui.views import settings_store
 
 STOP_GRACE_S = 20.0          # after Stop, the script has this long to write its trace before it is killed
 MAX_OUTPUT_LINES = 5000
@@ -173,7 +174,10 @@ class ProfileDialog(QDialog):
         self.accept()
 
     def _browse_script(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "A Python script", "", "Python (*.py);;All files (*)")
+        path, _ = QFileDialog.getOpenFileName(self, "A Python script", settings_store.last_folder("scripts"),
+                                              "Python (*.py);;All files (*)")
+        if path:
+            settings_store.remember_folder("scripts", Path(path).parent)
         if path:
             self.script_edit.setText(path)
             self.module_check.setChecked(False)

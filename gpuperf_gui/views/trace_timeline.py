@@ -107,10 +107,20 @@ class LaneAxisItem(pg.AxisItem):
         shorter = re.sub(r"\s*\([^()]*\)", "", text).strip() or text
         return metrics.elidedText(shorter, Qt.TextElideMode.ElideMiddle, width)
 
-    def set_labels(self, labels: list[tuple[float, float, float, str]]) -> None:
-        """``labels``: (tick y, y0, y1, full name) in view pixels; ticks get the elided names."""
+    def elide_header(self, text: str) -> str:
+        """A rank header keeps its start ("rank 12 · name…"): elided at the end, never mid-name."""
+        metrics = QFontMetricsF(self.label_font)
+        width = self.text_width_px()
+        return text if metrics.horizontalAdvance(text) <= width else metrics.elidedText(
+            text, Qt.TextElideMode.ElideRight, width)
+
+    def set_labels(self, labels: list[tuple[float, float, float, str]],
+                   header_ys: frozenset[float] = frozenset()) -> None:
+        """``labels``: (tick y, y0, y1, full name) in view pixels; ticks get the elided names
+        (rank headers, at ``header_ys``, elided at the end)."""
         self.full_labels = [(y0, y1, text) for _, y0, y1, text in labels]
-        self.setTicks([[(y, self.elide(text)) for y, _, _, text in labels], []])
+        self.setTicks([[(y, self.elide_header(text) if y in header_ys else self.elide(text))
+                        for y, _, _, text in labels], []])
 
     def label_at(self, y_px: float) -> str | None:
         """The full name of the lane (or rank header) at ``y_px`` (view pixels)."""
@@ -438,6 +448,8 @@ class TraceTimeline(pg.PlotWidget):
         self.view_box.sigResized.connect(self._on_resized)
         self.view_box.clicked.connect(self._on_clicked)
         self.view_box.range_selected.connect(self.range_selected)
+        self._mouse_scene_pos: QPointF | None = None   # W/S zoom about it, as Perfetto does
+        self.scene().sigMouseMoved.connect(self._on_mouse_moved)
 
     # -- building -----------------------------------------------------------------------------------
     def clear_lanes(self) -> None:
@@ -528,7 +540,7 @@ class TraceTimeline(pg.PlotWidget):
             y += 2.0
         self.view_box.content_height_px = y
         self.backdrop.set_layout(layout, self.full_range)
-        self.left_axis.set_labels(ticks)
+        self.left_axis.set_labels(ticks, frozenset(y0 + HEADER_PX / 2 for y0, _, _ in self.header_spans))
         if highlight:
             self.set_highlight(highlight)
         self.set_selected(selected if selected is None or self.lane_item(selected.rank_index, selected.lane_id)
@@ -612,12 +624,22 @@ class TraceTimeline(pg.PlotWidget):
         if not (y0 + 10 <= y_px <= y1 - 30):
             self.view_box.clamp_y(y_px - (y1 - y0) / 3)
 
+    def _on_mouse_moved(self, scene_pos: QPointF) -> None:
+        self._mouse_scene_pos = QPointF(scene_pos)
+
+    def key_zoom_center_us(self) -> float | None:
+        """The time under the mouse when it is over the lanes (W/S zoom about it), else None (centre)."""
+        pos = self._mouse_scene_pos
+        if pos is None or not self.view_box.sceneBoundingRect().contains(pos):
+            return None
+        return float(self.view_box.mapSceneToView(pos).x())
+
     def keyPressEvent(self, ev: QKeyEvent) -> None:  # noqa: N802
         key = ev.key()
         if key == Qt.Key.Key_W:
-            self.view_box.zoom_x(ZOOM_STEP)
+            self.view_box.zoom_x(ZOOM_STEP, self.key_zoom_center_us())
         elif key == Qt.Key.Key_S:
-            self.view_box.zoom_x(1.0 / ZOOM_STEP)
+            self.view_box.zoom_x(1.0 / ZOOM_STEP, self.key_zoom_center_us())
         elif key == Qt.Key.Key_A:
             self.view_box.pan_x(-PAN_FRACTION)
         elif key == Qt.Key.Key_D:

@@ -83,3 +83,62 @@ def test_closing_while_the_signatures_load_stops_and_cleans_up(window, qtbot):
     window.show()
     window.show_page(2)                               # shown again: it loads what it lacks
     qtbot.waitUntil(lambda: len(window.signatures_page.panels) == 5 and not window.is_busy(), timeout=60_000)
+
+
+@pytest.mark.parametrize("key", [Qt.Key.Key_PageDown, Qt.Key.Key_Right, Qt.Key.Key_Space])
+def test_next_page_keys_work_whatever_has_focus(window, qtbot, key):
+    # Presenter clickers send PageDown: the slider (which has its own arrow/page keys) or a button
+    # may hold the focus, and the key must still turn the page.
+    window.show()
+    window.activateWindow()
+    qtbot.waitActive(window)
+    window.roofline_page.slider.setFocus()
+    qtbot.keyClick(window.roofline_page.slider, key)
+    assert window.pages.currentIndex() == 1
+    window.gap_page.next_button.setFocus()
+    shown = window.gap_page.shown
+    qtbot.keyClick(window.gap_page.next_button, key)  # on the gap page: the next cause first
+    assert window.gap_page.shown == shown + 1 and window.pages.currentIndex() == 1
+    qtbot.keyClick(window.gap_page.next_button, Qt.Key.Key_PageUp)
+    assert window.pages.currentIndex() == 0
+
+
+def test_next_cause_button_stays_put_as_the_legend_grows(window, qtbot):
+    window.resize(700, 800)  # narrow: the legend wraps to more lines as causes are revealed
+    window.show()
+    window.show_page(1)
+    qtbot.waitExposed(window)
+    positions = set()
+    while not window.gap_page.done:
+        qtbot.wait(1)
+        positions.add(window.gap_page.next_button.mapTo(window, window.gap_page.next_button.rect().topLeft()).y())
+        window.gap_page.reveal_next()
+    assert len(positions) == 1, positions
+
+
+def test_roofline_readout_prints_numbers_for_people(window):
+    # 2000 FLOP/byte reads "2,000", not "2e+03" (the slider is log10 FLOP/byte in 1/20 decades)
+    window.roofline_page.slider.setValue(int(round(3.30103 * AI_SLIDER_STEPS_PER_DECADE)))
+    text = window.roofline_page.readout.text()
+    assert "e+0" not in text and "1,995 FLOP/byte" in text, text
+
+
+def test_the_launch_bound_panel_zooms_to_show_its_tiny_kernels(qtbot, tmp_path):
+    # Over two whole steps hundreds of few-µs kernels and the gaps between them fill every pixel (a
+    # solid bar); the panel shows its first kernels instead. The packed panels keep the whole span.
+    import threading
+
+    from gpuperf_gui.views.presentation import ZOOM_KERNELS, SignatureLanesView, iter_signature_lanes
+
+    panels = {lanes.scenario: lanes for lanes in iter_signature_lanes(
+        tmp_path, threading.Event(), ("launch_bound", "comm_bound"))}
+    launch = SignatureLanesView(panels["launch_bound"])
+    qtbot.addWidget(launch)
+    t0, t1 = launch.view_span_us(300.0)
+    full0, full1 = panels["launch_bound"].span_us
+    assert t1 - t0 < 0.5 * (full1 - full0)
+    compute = next(lane for lane in panels["launch_bound"].lanes if lane[0] == "GPU compute")
+    assert int(((compute[1] >= t0) & (compute[1] < t1)).sum()) == ZOOM_KERNELS
+    comm = SignatureLanesView(panels["comm_bound"])
+    qtbot.addWidget(comm)
+    assert comm.view_span_us(300.0) == panels["comm_bound"].span_us
