@@ -86,6 +86,13 @@ def default_measurements_factory(results_dir: Path | None, collectives: bool) ->
     return factory
 
 
+def format_local_time(epoch_s: float) -> str:
+    """A moment in the locale's short date and time format (QLocale: "12/1/26 10:15 PM" in en_US)."""
+    from PySide6.QtCore import QDateTime, QLocale
+
+    return QLocale().toString(QDateTime.fromSecsSinceEpoch(int(epoch_s)), QLocale.FormatType.ShortFormat)
+
+
 class FieldError(ValueError):
     """Bad input in one control; ``field`` names it so the tab can mark it."""
 
@@ -461,7 +468,7 @@ class BenchmarkTab(QWidget):
         else:
             text += " (the best so far: saved, on the Roofline)"
         self.ceilings_label.setText(text)
-        self.ceilings_label.setToolTip("Saved ceilings:\n" + "\n".join(saved.sources()))
+        self.ceilings_label.setToolTip("Saved ceilings:\n" + "\n".join(saved.sources(format_local_time)))
         self.ceilings_measured.emit(saved)
 
     def _on_message(self, message: BenchMessage) -> None:

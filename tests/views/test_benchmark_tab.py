@@ -403,3 +403,22 @@ def test_table_reads_sizes_like_the_cli_and_rates_with_a_sensible_prefix(qtbot) 
     assert model.data(model.index(0, cell["bandwidth"])) == "16.4 GB/s"  # 65536 B in 4 µs
     assert model.data(model.index(1, cell["rate"])) == "9 GFLOP/s"       # not "0.009 TFLOP/s"
     assert model.data(model.index(1, cell["threads"])) == "16"
+
+
+def test_saved_ceiling_dates_are_in_the_locale_format(qtbot):
+    import time
+
+    from PySide6.QtCore import QLocale
+
+    from gpuperf_gui.views.benchmark_tab import format_local_time
+
+    stamp = 1764627300.0
+    t = time.localtime(stamp)
+    before = QLocale()
+    try:
+        QLocale.setDefault(QLocale(QLocale.Language.German, QLocale.Country.Germany))
+        assert format_local_time(stamp) == f"{t.tm_mday:02d}.{t.tm_mon:02d}.{t.tm_year % 100:02d} {t.tm_hour:02d}:{t.tm_min:02d}"
+        QLocale.setDefault(QLocale(QLocale.Language.English, QLocale.Country.UnitedStates))
+        assert format_local_time(stamp).startswith(f"{t.tm_mon}/{t.tm_mday}/{t.tm_year % 100:02d}")
+    finally:
+        QLocale.setDefault(before)

@@ -27,7 +27,7 @@ import re
 import time
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from gpuperf_gui.core.bench.plans import MEMORY_KERNELS
 from gpuperf_gui.core.hardware import Device, DeviceDatabase, load_database
@@ -121,10 +121,13 @@ class MeasuredCeilings:
         how = self.measured_with()
         return " · ".join(parts) + (f" ({how})" if how else "")
 
-    def sources(self) -> list[str]:
-        """One line per entry: where (which point of which run) and when it was measured."""
+    def sources(self, format_time: Callable[[float], str] | None = None) -> list[str]:
+        """One line per entry: where (which point of which run) and when it was measured
+        (``format_time(epoch_s)``: the GUI passes the locale's format; ISO-like by default)."""
         def when(stamp: float) -> str:
-            return time.strftime("%Y-%m-%d %H:%M", time.localtime(stamp)) if stamp else "?"
+            if not stamp:
+                return "?"
+            return format_time(stamp) if format_time else time.strftime("%Y-%m-%d %H:%M", time.localtime(stamp))
 
         lines = [f"measured with {self.measured_with()}"] if self.measured_with() else []
         for dtype, rate in self.matmul_flops_per_s.items():
