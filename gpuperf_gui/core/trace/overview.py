@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..roofline import attainable_flops_per_s
 from ..units import json_safe
 from . import intervals as iv
 from .analysis import KERNEL_WAIT_MAX_US, cpu_collective_union, device_events
 from .model import KERNEL_CLASSES, RankTrace
+from .precision import PRECISION_CODES, is_math_kernel, kernel_precision
 
 TOP_KERNELS = 15
 IDLE_CAUSES = ("host_wait", "kernel_wait", "other")
@@ -136,6 +136,10 @@ class KernelRow:
     """FLOPs of the calls whose op has a FLOP count (``flops_seconds`` is their time)."""
     flops_seconds: float = 0.0
     bytes: float = 0.0
+    precision: str | None = None
+    """The precision this kernel ran in (:mod:`.precision`); None for non-math kernels or unknown."""
+    math: bool = False
+    """A GEMM/attention kernel that does its op's multiply-adds (gets its FLOPs)."""
 
     @property
     def achieved_flops_per_s(self) -> float | None:
@@ -144,7 +148,8 @@ class KernelRow:
     def to_json(self) -> dict:
         return {"name": self.name, "class": self.kernel_class, "calls": self.calls, "seconds": self.seconds,
                 "share": self.share, "tensor_cores": self.tensor_cores, "flops": self.flops or None,
-                "achieved_flops_per_s": self.achieved_flops_per_s, "ai_flops_per_byte": self.ai_flops_per_byte}
+                "bytes": self.bytes or None, "achieved_flops_per_s": self.achieved_flops_per_s,
+                "ai_flops_per_byte": self.ai_flops_per_byte, "precision": self.precision, "math": self.math}
 
     @property
     def ai_flops_per_byte(self) -> float | None:
@@ -156,6 +161,8 @@ class KernelRow:
         achieved = self.achieved_flops_per_s
         if achieved is None or not peak_flops_per_s:
             return None
+        from ..roofline import attainable_flops_per_s  # noqa: PLC0415 - `diagnose` needs it only with a roof
+
         ai = self.ai_flops_per_byte
         roof = (attainable_flops_per_s(peak_flops_per_s, bandwidth_bytes_per_s, ai)
                 if ai is not None and bandwidth_bytes_per_s else peak_flops_per_s)
@@ -176,12 +183,15 @@ class RankOverview:
     step_time_median_s: float | None
     steps: list[StepBreakdown] = field(default_factory=list)
     top_kernels: list[KernelRow] = field(default_factory=list)
+    kernels: object | None = None
+    """The rank's :class:`.kernel_roof.RankKernels` (precision, every math kernel), when known."""
 
     def to_json(self) -> dict:
         return {"rank": self.rank, "device": self.device or None, "gpu_busy_fraction": self.gpu_busy_fraction,
                 "comm_exposed_fraction": self.comm_exposed_fraction, "tensor_core_share": self.tensor_core_share,
                 "kernel_time_s": self.kernel_seconds, "step_time_median_s": self.step_time_median_s,
-                "steps": [s.to_json() for s in self.steps], "top_kernels": [k.to_json() for k in self.top_kernels]}
+                "steps": [s.to_json() for s in self.steps], "top_kernels": [k.to_json() for k in self.top_kernels],
+                "precision": self.kernels.precision.to_json() if self.kernels is not None else None}  # type: ignore[attr-defined]
 
 
 HEATMAP_METRICS = ("busy", "exposed comm", "idle", "step time")
@@ -235,14 +245,19 @@ def build_overview(result) -> Overview:  # noqa: ANN001 (api.TraceResult; api im
     for r in result.ranks:
         a = r.analysis
         steps = step_breakdown(r.trace, {s.number for s in a.steps if s.warmup})
-        kernels, tc_share, kernel_s = kernel_rows(r.trace)
-        ranks.append(RankOverview(rank=r.trace.rank, device=r.trace.device_name,
-                                  gpu_busy_fraction=a.gpu_busy_fraction,
-                                  comm_exposed_fraction=a.comm_exposed_fraction,
-                                  tensor_core_share=tc_share, kernel_seconds=kernel_s,
-                                  step_time_median_s=a.step_time_median_s, steps=steps,
-                                  top_kernels=kernels[:TOP_KERNELS]))
+        ranks.append(rank_overview(r.trace, a, steps))
     return Overview(ranks, list(result.multi_rank.stragglers))
+
+
+def rank_overview(rt: RankTrace, a, steps: list[StepBreakdown]) -> RankOverview:  # noqa: ANN001 (RankAnalysis)
+    """One rank's overview from its analysis (its kernels found now if the engine did not)."""
+    from .kernel_roof import rank_kernels  # noqa: PLC0415 - kernel_roof builds on this module
+
+    k = a.kernels if a.kernels is not None else rank_kernels(rt, a.gpu_busy_fraction)
+    return RankOverview(rank=rt.rank, device=rt.device_name, gpu_busy_fraction=a.gpu_busy_fraction,
+                        comm_exposed_fraction=a.comm_exposed_fraction, tensor_core_share=k.tensor_core_share,
+                        kernel_seconds=k.kernel_seconds, step_time_median_s=a.step_time_median_s, steps=steps,
+                        top_kernels=list(k.top), kernels=k)
 
 
 # -- step breakdown ---------------------------------------------------------------------------------
@@ -327,9 +342,9 @@ def _idle_by_cause(gaps: tuple[np.ndarray, np.ndarray], starts: np.ndarray, laun
 
 
 # -- kernels -------------------------------------------------------------------------------------------
-def _op_counts_by_external_id(rt: RankTrace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(sorted external ids, FLOPs, bytes) of the CPU ops that have a FLOP count."""
-    ids, fl, by = [], [], []
+def _op_counts_by_external_id(rt: RankTrace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(sorted external ids, FLOPs, bytes, precision codes) of the CPU ops that have a FLOP count."""
+    ids, fl, by, pr = [], [], [], []
     for lane in rt.cpu_lanes:
         if not len(lane.flops):
             continue
@@ -338,15 +353,22 @@ def _op_counts_by_external_id(rt: RankTrace) -> tuple[np.ndarray, np.ndarray, np
             ids.append(lane.external_id[m])
             fl.append(lane.flops[m])
             by.append(np.where(np.isfinite(lane.bytes[m]), lane.bytes[m], 0.0))
+            pr.append(lane.op_precision[m].astype(np.int64) if len(lane.op_precision) else np.full(int(m.sum()), -1))
     if not ids:
-        return np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
-    e, f, b = np.concatenate(ids), np.concatenate(fl), np.concatenate(by)
+        return np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0, np.int64)
+    e, f, b, p = np.concatenate(ids), np.concatenate(fl), np.concatenate(by), np.concatenate(pr)
     order = np.argsort(e, kind="stable")
-    return e[order], f[order], b[order]
+    return e[order], f[order], b[order], p[order]
 
 
 def kernel_rows(rt: RankTrace) -> tuple[list[KernelRow], float | None, float]:
-    """(kernel rows by device time, tensor-core share, total kernel seconds) over the whole trace."""
+    """(kernel rows by device time, tensor-core share, total kernel seconds) over the whole trace.
+
+    An op's FLOPs and its estimated bytes go to its math kernels only (GEMM/attention kernels,
+    :func:`.precision.is_math_kernel`), split over them by duration; the other kernels it launched
+    (a ``Memset`` of the output, cuBLASLt's split-K reduce, a cast) get no FLOPs, and a copy
+    kernel keeps the bytes the profiler recorded for it. Each row has the precision it ran in
+    (:func:`.precision.kernel_precision`: its name, else its op's input types)."""
     lanes = [lane for lane in rt.gpu_lanes if len(lane)]
     if not lanes:
         return [], None, 0.0
@@ -355,38 +377,64 @@ def kernel_rows(rt: RankTrace) -> tuple[list[KernelRow], float | None, float]:
     cls = np.concatenate([lane.kernel_class for lane in lanes]).astype(np.int64)
     ext = np.concatenate([lane.external_id if len(lane.external_id) else np.full(len(lane), -1)
                           for lane in lanes]).astype(np.int64)
-    op_ext, op_flops, op_bytes = _op_counts_by_external_id(rt)
-    k_flops = np.zeros(dur.size)
-    k_bytes = np.zeros(dur.size)
-    if op_ext.size:
-        pos = np.clip(np.searchsorted(op_ext, ext), 0, op_ext.size - 1)
-        known = (ext >= 0) & (op_ext[pos] == ext)
-        if known.any():
-            # an op's FLOPs and bytes split over its kernels by duration
-            uniq, inv = np.unique(ext[known], return_inverse=True)
-            total = np.bincount(inv, weights=dur[known], minlength=uniq.size)
-            weight = np.where(total[inv] > 0, dur[known] / np.maximum(total[inv], 1e-30), 0.0)
-            k_flops[known] = op_flops[pos[known]] * weight
-            k_bytes[known] = op_bytes[pos[known]] * weight
-    is_kernel = cls != _COPY
+    own_bytes = np.concatenate([lane.bytes if len(lane.bytes) else np.full(len(lane), np.nan) for lane in lanes])
     names, inv = np.unique(name, return_inverse=True)
     n = names.size
+    cls_of = np.zeros(n, np.int64)
+    cls_of[inv] = cls
+    texts = [rt.strings[int(i)] for i in names.tolist()]
+    tc = np.array([uses_tensor_cores(t) for t in texts], dtype=bool)
+    math_name = np.array([is_math_kernel(t, KERNEL_CLASSES[c] if c >= 0 else "other")
+                          for t, c in zip(texts, cls_of.tolist())], dtype=bool)
+    math = math_name[inv]
+    op_ext, op_flops, op_bytes, op_prec = _op_counts_by_external_id(rt)
+    k_flops = np.zeros(dur.size)
+    k_bytes = np.where(cls == _COPY, np.nan_to_num(own_bytes), 0.0)
+    k_prec = np.full(dur.size, -1, np.int64)
+    if op_ext.size:
+        pos = np.clip(np.searchsorted(op_ext, ext), 0, op_ext.size - 1)
+        joined = (ext >= 0) & (op_ext[pos] == ext)
+        k_prec[joined] = op_prec[pos[joined]]
+        known = joined & math
+        if known.any():
+            # an op's FLOPs and bytes split over its math kernels by duration
+            uniq, group = np.unique(ext[known], return_inverse=True)
+            total = np.bincount(group, weights=dur[known], minlength=uniq.size)
+            weight = np.where(total[group] > 0, dur[known] / np.maximum(total[group], 1e-30), 0.0)
+            k_flops[known] = op_flops[pos[known]] * weight
+            k_bytes[known] = op_bytes[pos[known]] * weight
     seconds = np.bincount(inv, weights=dur, minlength=n) / 1e6
     calls = np.bincount(inv, minlength=n)
     flops = np.bincount(inv, weights=k_flops, minlength=n)
     nbytes = np.bincount(inv, weights=k_bytes, minlength=n)
     flops_s = np.bincount(inv, weights=np.where(k_flops > 0, dur, 0.0), minlength=n) / 1e6
-    cls_of = np.zeros(n, np.int64)
-    cls_of[inv] = cls
+    op_prec_of = _majority_code(inv, k_prec, dur, n)
     total_s = float(seconds.sum())
-    tc = np.array([uses_tensor_cores(rt.strings[int(i)]) for i in names.tolist()], dtype=bool)
-    kernel_s = float(seconds[cls_of != _COPY].sum()) if is_kernel.any() else 0.0
-    tc_share = float(seconds[tc & (cls_of != _COPY)].sum()) / kernel_s if kernel_s > 0 else None
-    rows = [KernelRow(rt.strings[int(names[j])], KERNEL_CLASSES[cls_of[j]] if cls_of[j] >= 0 else "other",
-                      int(calls[j]), float(seconds[j]), float(seconds[j]) / total_s if total_s > 0 else 0.0,
-                      bool(tc[j]), float(flops[j]), float(flops_s[j]), float(nbytes[j]))
-            for j in np.argsort(-seconds, kind="stable").tolist()]
+    not_copy = cls_of != _COPY
+    kernel_s = float(seconds[not_copy].sum())
+    tc_share = float(seconds[tc & not_copy].sum()) / kernel_s if kernel_s > 0 else None
+    rows = []
+    for j in np.argsort(-seconds, kind="stable").tolist():
+        op_p = PRECISION_CODES[op_prec_of[j]] if op_prec_of[j] >= 0 else None
+        precision = kernel_precision(texts[j], op_p, bool(tc[j])) if math_name[j] else None
+        rows.append(KernelRow(texts[j], KERNEL_CLASSES[cls_of[j]] if cls_of[j] >= 0 else "other",
+                              int(calls[j]), float(seconds[j]), float(seconds[j]) / total_s if total_s > 0 else 0.0,
+                              bool(tc[j]), float(flops[j]), float(flops_s[j]), float(nbytes[j]),
+                              precision=precision, math=bool(math_name[j])))
     return rows, tc_share, kernel_s
+
+
+def _majority_code(inv: np.ndarray, code: np.ndarray, dur: np.ndarray, n: int) -> np.ndarray:
+    """Per name, the op precision code that holds most of its time (-1 when none is known)."""
+    out = np.full(n, -1, np.int64)
+    has = code >= 0
+    if not has.any():
+        return out
+    k = len(PRECISION_CODES)
+    per = np.bincount(inv[has] * k + code[has], weights=dur[has] + 1e-9, minlength=n * k).reshape(n, k)
+    best = per.argmax(axis=1)
+    out[per.max(axis=1) > 0] = best[per.max(axis=1) > 0]
+    return out
 
 
 # -- a selected range ---------------------------------------------------------------------------------
