@@ -803,18 +803,20 @@ class MfuTab(QWidget):
         else:
             gpus = (f"GPUs {run.gpus}: the ranks loaded{device}; the trace records no world size, so "
                     "if the job had more GPUs, enter them")
+        given = self._model_and_tokens_given()
         if self._earlier_trace is not None:
             asked = (f"<b>The model and tokens per step were entered for the earlier trace "
                      f"{_html(self._earlier_trace)}</b> (marked in amber): check that they describe this one.")
-        elif self.result is None and self._model_and_tokens_given():
-            asked = f"<b>No MFU yet:</b> {_html(self._waiting_for or 'fix the inputs marked below')}."
-        elif self.result is None:
+        elif kept:
+            asked = ("The model and tokens per step you entered are kept: check that they describe the "
+                     "traced run.")
+        elif given:
+            asked = "Model and tokens per step entered: check that they describe the traced run."
+        else:
             asked = ("<b>Enter the model (a preset or N) and the tokens per step of the traced run</b>, "
                      "marked below: a trace records neither.")
-        else:
-            asked = ("The model and tokens per step you entered are kept: check that they describe the "
-                     "traced run." if kept else "Model and tokens per step entered: check that they "
-                     "describe the traced run.")
+        if self.result is None and given:   # never "entered" beside KPIs that show "—"
+            asked += f" <b>No MFU yet:</b> {_html(_brief(self._waiting_for or 'fix the inputs marked below'))}"
         precision = run.figures.precision
         prec = (f" Peak precision {_html(precision.effective)}: {_html(precision.describe())}."
                 if precision.effective else " The trace's precision is unknown: the toolbar's is used.")
