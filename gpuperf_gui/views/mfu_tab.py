@@ -670,6 +670,7 @@ class MfuTab(QWidget):
 
     def _on_n_edited(self, _text: str) -> None:
         self._model_confirmed = True
+        self._clear_earlier_mark("n_params")
         if self.preset_combo.currentText() == NO_MODEL:
             self._filling = True
             self.preset_combo.setCurrentText(N_GIVEN)
@@ -716,6 +717,9 @@ class MfuTab(QWidget):
                 self.fields["step_times"].set_origin(
                     f"{origin}: median of the steady profiled steps (profiled steps run slower)")
                 self.warmup_spin.setValue(-1)
+            elif self.run_source == "trace":   # an earlier trace's step time says nothing of this one
+                self.fields["step_times"].setText("")
+                self.fields["step_times"].setPlaceholderText("this trace has no ProfilerStep: enter its step time")
             for key in TRACE_FRACTIONS:
                 value = getattr(figures, key)
                 self.cause_spins[key].setValue(min(max(float(value), 0.0), 1.0) * 100)
