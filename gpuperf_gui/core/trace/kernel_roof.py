@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Sequence
 
-from .overview import TOP_KERNELS, KernelRow, kernel_rows
+from .kernel_table import TOP_KERNELS, KernelRow, kernel_rows
 from .precision import TracePrecision, trace_precision
 
 if TYPE_CHECKING:
