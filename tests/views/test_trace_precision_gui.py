@@ -90,6 +90,16 @@ def test_opening_traces_one_after_another_never_mixes_contexts(qtbot, make_main_
         assert mfu.result.mfu == pytest.approx(got["mfu"], rel=1e-12)
         assert mfu.cause_spins["gemm_inefficiency"].value() == pytest.approx(
             100 * got["trace"]["gemm"]["gemm_inefficiency"], abs=0.05)   # the spin shows 0.1 %
+        # Show on roofline: the ops' points on the trace's GPU at its precision, none above the roof
+        qtbot.waitUntil(trace.roofline_button.isEnabled, timeout=LOAD_TIMEOUT_MS)
+        trace.show_on_roofline()
+        roofline = window.roofline_tab
+        points = roofline.table_points()
+        assert points and all(p.device_id == device_id and p.precision == precision for p in points)
+        for p in points:
+            assert roofline.roof_for_point(p).precision == precision
+            fraction = roofline.analyse(p).fraction_of_roof
+            assert fraction is None or fraction <= 1.0, (key, p.label, fraction)
 
 
 @pytest.mark.slow
