@@ -141,7 +141,7 @@ class TracePrecision:
                               self.unknown_seconds, precision or None)
 
     def describe(self) -> str:
-        """"bf16 (detected: 100 % of GEMM/attention time)", "mixed: bf16 78 %, fp32 22 %", …"""
+        """"bf16 (detected: 100 % of the GEMM/attention time)", "mixed: bf16 78 %, fp32 22 %; …", …"""
         split = ", ".join(f"{p} {100 * s:.0f} %" for p, s in self.split.items())
         if self.override:
             detected = self.precision or "unknown"
@@ -150,7 +150,7 @@ class TracePrecision:
             return "unknown (no GEMM/attention kernel with a known precision)"
         if self.precision == "mixed":
             return f"mixed: {split}; peak at {self.peak_precision}, the largest"
-        return f"{self.precision} (detected: {split} of GEMM/attention time)"
+        return f"{self.precision} (detected: {100 * self.split[self.precision]:.0f} % of the GEMM/attention time)"
 
     def to_json(self) -> dict:
         return {"precision": self.precision, "peak_precision": self.effective, "detected_peak_precision":
