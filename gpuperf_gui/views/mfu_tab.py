@@ -343,7 +343,8 @@ class MfuTab(QWidget):
         form = QFormLayout(group)
         self.device_label = QLabel()
         self.device_label.setWordWrap(True)
-        form.addRow("Device (toolbar)", self.device_label)
+        self.device_row_label = QLabel("Device (toolbar)")
+        form.addRow(self.device_row_label, self.device_label)
         self.gpus_spin = QSpinBox()
         self.gpus_spin.setRange(1, 10_000_000)
         self.gpus_spin.setValue(8)
@@ -1149,7 +1150,9 @@ class MfuTab(QWidget):
             self.device_label.setText(f"{run.hardware}, {run.precision}: the example run's hardware "
                                       f"(the toolbar's {self.context.device_id} applies to your own run)")
             return
-        if self.run_source == "trace" and self.trace_run is not None:
+        trace = self.run_source == "trace" and self.trace_run is not None
+        self.device_row_label.setText("Device (trace)" if trace else "Device (toolbar)")
+        if trace:
             self.device_label.setText(self._trace_device_text())
             return
         try:
