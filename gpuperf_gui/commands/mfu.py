@@ -252,7 +252,8 @@ def run(args: argparse.Namespace) -> int:
         payload["trace"] = trace.to_json()
         payload["gpus_source"] = "option" if args.gpus is not None else trace.gpus_source
         payload["precision"] = form.precision
-        payload["precision_source"] = "option" if args.precision else ("trace" if trace.precision else "default")
+        payload["precision_source"] = ("peak given" if args.peak_flops is not None else "option" if args.precision
+                                       else "trace" if trace.precision else "default")
         payload["trace"]["gemm"] = trace.gemm(_device(form)).to_json()
     if args.json:
         print_json(json_safe(payload))
