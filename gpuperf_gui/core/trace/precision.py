@@ -56,18 +56,24 @@ _WEAK_FP32 = re.compile(r"(?<![a-z0-9_])float(?![a-z0-9_])")
 _HALF = ("bf16", "fp16")
 MATH_CLASSES = ("gemm", "attention")
 _NOT_MATH = re.compile(r"reduce|reduction|memset|memcpy|copy|(?<!broad)cast|convert|fill|transpose|"
-                       r"dot_do_o|elementwise|zero", re.IGNORECASE)
+                       r"dot_do_o|elementwise|zero|embedding|quantize|to_float|permute", re.IGNORECASE)
 _OWN_NAME = re.compile(r"^(?:void\s+)?([^<(]*)")
 
 
 def is_math_kernel(name: str, kernel_class: str) -> bool:
     """A kernel that does the op's multiply-adds: a GEMM/attention/convolution kernel that is not
     one of the helpers an op also launches (cuBLASLt's ``splitKreduce_kernel``, a ``Memset`` of
-    the output, a cast or layout copy, flash attention's ``dot_do_o``/``convert_dq``)."""
+    the output, a cast or layout copy, flash attention's ``dot_do_o``/``convert_dq``), nor one of
+    FBGEMM's embedding/quantize/permute kernels that the class rules call GEMMs for the "gemm" in
+    "fbgemm_gpu"."""
     if kernel_class not in MATH_CLASSES:
         return False
     own = _OWN_NAME.match(name.strip())   # the name before its template arguments: those say
-    return _NOT_MATH.search(own.group(1) if own else name) is None   # "ReduceOp", "Copy" too
+    text = own.group(1) if own else name   # "ReduceOp", "Copy" too
+    if "gemm" not in text.lower().replace("fbgemm", ""):   # FBGEMM's embedding, quantize, permute
+        if "fbgemm" in text.lower():                       # kernels are classed gemm by "fbgemm"
+            return False
+    return _NOT_MATH.search(text) is None
 
 
 def name_precision(name: str) -> str | None:
@@ -143,6 +149,11 @@ class TracePrecision:
     def describe(self) -> str:
         """"bf16 (detected: 100 % of the GEMM/attention time)", "mixed: bf16 78 %, fp32 22 %; …", …"""
         split = ", ".join(f"{p} {100 * s:.0f} %" for p, s in self.split.items())
+        unknown = (f"; precision unknown for {100 * self.unknown_seconds / self.math_seconds:.0f} % of that time"
+                   if self.math_seconds > 0 and self.unknown_seconds > 0.05 * self.math_seconds else "")
+        return self._describe(split) + unknown
+
+    def _describe(self, split: str) -> str:
         if self.override:
             detected = self.precision or "unknown"
             return f"{self.override} (chosen; detected {detected}{': ' + split if split else ''})"
