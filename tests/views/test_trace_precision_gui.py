@@ -4,6 +4,7 @@ no kernel shows more than 100 % of its roof, and Send to MFU divides by the trac
 SXM and H100 SXM, 989.4 TFLOP/s bf16 dense and 66.9 TFLOP/s fp32; 4.8 and 3.35 TB/s."""
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -39,11 +40,13 @@ def _percent(text: str) -> float | None:
     return None if text in ("–", "") else float(text.split()[0])
 
 
+TOOLBAR_STATES = ("bf16", "fp32", "fp8", "tf32", "fp16", "fp32")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("order", "toolbar"), [
-    (("fp32-h200", "bf16-h200", "bf16-h100"), ("bf16", "fp32", "fp8")),
-    (("bf16-h100", "fp32-h200", "bf16-h200"), ("fp32", "fp8", "fp32")),
-])
+    (order, tuple(TOOLBAR_STATES[(k + i) % len(TOOLBAR_STATES)] for i in range(3)))
+    for k, order in enumerate(itertools.permutations(TRACES))])   # every order, other toolbar states
 def test_opening_traces_one_after_another_never_mixes_contexts(qtbot, make_main_window, capsys,
                                                               order, toolbar) -> None:
     window = make_main_window(device_id="mi300x", precision="fp16")
