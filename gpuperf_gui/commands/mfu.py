@@ -227,7 +227,9 @@ def precision_line(trace: TraceRun, precision: str | None, given: bool) -> str:
     if given:
         return f"Peak precision {precision} (--precision; the trace's kernels: {detected})"
     if trace.precision:
-        return f"Peak precision {precision}: the trace's, {detected}"
+        own = detected.removeprefix(f"{precision} ")   # "(detected: 100 % of …)", or "mixed: …"
+        return f"Peak precision {precision}, the trace's {own}" if own != detected else \
+            f"Peak precision {precision}, the trace's: {detected}"
     return f"Peak precision {precision} (default; the trace's kernels: {detected})"
 
 
