@@ -71,6 +71,18 @@ def _ms(x: float | None) -> str:
     return "-" if x is None else f"{1e3 * x:8.2f}"
 
 
+def _kernel_lines(result: TraceResult) -> list[str]:
+    """The first rank's precision and GEMMs against their roofs (the Overview's figures)."""
+    first = result.ranks[0].analysis if result.ranks else None
+    kernels = getattr(first, "kernels", None)
+    if kernels is None or kernels.precision.precision is None:
+        return []
+    gemm = kernels.to_json(first.device)["gemm"]
+    roof = f"; GEMM/attention kernels at {_pct(gemm['fraction_of_roof']).strip()} of their roof " \
+           f"({gemm['device']})" if gemm["fraction_of_roof"] is not None else ""
+    return [f"Precision (rank {first.rank}): {kernels.precision.describe()}{roof}"]
+
+
 def format_report(result: TraceResult, top: int) -> str:
     """A readable report: per-rank table, op tables, diagnosis."""
     model = getattr(result, "model", None)  # a cluster result carries its notes itself
@@ -98,6 +110,7 @@ def format_report(result: TraceResult, top: int) -> str:
         lines.append(f"step-time skew {skew}; stragglers: {', '.join(map(str, mr.stragglers)) or 'none'}"
                      + (f" (collectives start late: {lags})" if lags else "")
                      + ("; pipeline stages (send/recv): offsets are by design" if mr.pipeline else ""))
+    lines += _kernel_lines(result)
     for r in result.ranks[:1] if len(result.ranks) > 1 else result.ranks:
         if top == 0:
             break

@@ -110,7 +110,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     hw.add_argument("--gpus", type=_whole, help="GPUs in the job (all of TP×PP×DP; default 1, or the trace's)")
     hw.add_argument("--gpu", metavar="ID", help="device id (see `gpuperf gpus`; default with --from-trace: "
                     "the trace's GPU)")
-    hw.add_argument("--precision", choices=PRECISIONS, default="bf16", help="peak precision")
+    hw.add_argument("--precision", choices=PRECISIONS, default=None,
+                    help="peak precision (default bf16; with --from-trace: the trace's, detected from its "
+                         "GEMM/attention kernels and their ops' input types)")
     hw.add_argument("--peak-flops", type=_quantity, metavar="F", help="explicit peak FLOP/s per GPU")
     hw.add_argument("--training-precision", choices=PRECISIONS, help="precision the GEMMs run in")
     rc = p.add_argument_group("recompute")
@@ -177,6 +179,7 @@ def build_form(args: argparse.Namespace, trace: TraceRun | None = None) -> MfuFo
                                     "not the tokens per step: give --tokens-per-step T (or --micro-batch)")
     if device_id is None and args.peak_flops is None:
         raise mfu.MfuInputError("peak", "give --gpu ID --precision P, or --peak-flops F")
+    precision = args.precision or (trace.precision if trace is not None and trace.precision else "bf16")
     config = _read_config(args.model_config) if args.model_config else None
     return MfuForm(
         n_params=args.params, preset=args.preset, config=config,
@@ -186,7 +189,7 @@ def build_form(args: argparse.Namespace, trace: TraceRun | None = None) -> MfuFo
         tokens_per_step=args.tokens_per_step, micro_batch=args.micro_batch, grad_accum=args.grad_accum,
         data_parallel=args.dp, step_times_s=times, warmup_steps=args.warmup_steps,
         step_time_source=source, trace_step_time_s=trace_step, gpus=gpus if gpus is not None else 1,
-        device_id=device_id, precision=args.precision, peak_flops_per_s=args.peak_flops,
+        device_id=device_id, precision=precision, peak_flops_per_s=args.peak_flops,
         training_precision=args.training_precision, recompute=args.recompute,
         recompute_dense=args.recompute_dense, recompute_attention=args.recompute_attention,
         counted_flops_per_step=args.counted_flops_per_step, train_tokens=args.train_tokens,
@@ -212,6 +215,24 @@ def _load_trace(path: str) -> TraceRun:
         raise mfu.MfuInputError("from_trace", f"--from-trace {path}: {exc}") from exc
 
 
+def _device(form: MfuForm):  # noqa: ANN202 (hardware.Device | None)
+    from gpuperf_gui.core.trace.kernel_roof import _database  # noqa: PLC0415
+
+    return _database().get(form.device_id) if form.device_id and form.device_id in _database() else None
+
+
+def precision_line(trace: TraceRun, precision: str | None, given: bool) -> str:
+    """Which precision the peak is at, and what the trace says (detected, or overridden)."""
+    detected = trace.figures.precision.describe()
+    if given:
+        return f"Peak precision {precision} (--precision; the trace's kernels: {detected})"
+    if trace.precision:
+        own = detected.removeprefix(f"{precision} ")   # "(detected: 100 % of …)", or "mixed: …"
+        return f"Peak precision {precision}, the trace's {own}" if own != detected else \
+            f"Peak precision {precision}, the trace's: {detected}"
+    return f"Peak precision {precision} (default; the trace's kernels: {detected})"
+
+
 def _message(exc: Exception) -> str:
     if isinstance(exc, KeyError):
         return str(exc.args[0]) if exc.args else str(exc)
@@ -232,10 +253,15 @@ def run(args: argparse.Namespace) -> int:
     if trace is not None:
         payload["trace"] = trace.to_json()
         payload["gpus_source"] = "option" if args.gpus is not None else trace.gpus_source
+        payload["precision"] = form.precision
+        payload["precision_source"] = ("peak given" if args.peak_flops is not None else "option" if args.precision
+                                       else "trace" if trace.precision else "default")
+        payload["trace"]["gemm"] = trace.gemm(_device(form)).to_json()
     if args.json:
         print_json(json_safe(payload))
         return 0
     if trace is not None:
         print(f"From {trace.source}: {trace.describe()}")
+        print(precision_line(trace, form.precision, bool(args.precision)))
     print(result.to_text())
     return 0

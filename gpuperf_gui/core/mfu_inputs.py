@@ -280,6 +280,15 @@ class TraceRun:
                    world_size=world, device_name=figures.device_name, source=figures.source,
                    figures=figures)
 
+    @property
+    def precision(self) -> str | None:
+        """The precision the trace's GEMM/attention kernels ran in (the dominant one), None when unknown."""
+        return self.figures.precision.effective
+
+    def gemm(self, device):  # noqa: ANN001, ANN201 (hardware.Device | None -> kernel_roof.GemmRoof)
+        """The trace's GEMMs against their roofs on ``device`` (the GEMM-inefficiency cause)."""
+        return self.figures.gemm(device)
+
     def describe(self) -> str:
         step = format_duration_s(self.step_time_s) if self.step_time_s else "no steps"
         count = self.figures.steady_steps
@@ -296,7 +305,7 @@ class TraceRun:
         return {"source": self.source, "step_time_s": self.step_time_s, "gpus": self.gpus,
                 "gpus_source": self.gpus_source, "ranks_loaded": self.ranks_loaded,
                 "world_size": self.world_size, "device_name": self.device_name,
-                "steady_steps": self.figures.steady_steps}
+                "steady_steps": self.figures.steady_steps, "precision": self.figures.precision.to_json()}
 
 
 def load_trace_run(path: Path | str) -> TraceRun:

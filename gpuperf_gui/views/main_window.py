@@ -117,8 +117,9 @@ class MainWindow(QMainWindow):
         self.show_tab("mfu")
 
     def _on_roofline_points_ready(self, name: str, points: object) -> None:
-        # the kernels belong to the trace's GPU, whatever the toolbar shows now
-        self.roofline_tab.set_point_series(name, list(points), device_id=self._trace_device_id())
+        # the kernels belong to the trace's GPU and precision, whatever the toolbar shows now
+        self.roofline_tab.set_point_series(name, list(points), device_id=self._trace_device_id(),
+                                           precision=self._trace_precision())
         self.show_tab("roofline")
 
     def _trace_device_id(self) -> str | None:
@@ -127,6 +128,13 @@ class MainWindow(QMainWindow):
         ranks = prepared.model.ranks if prepared is not None else []
         name = next((r.device_name for r in ranks if r.device_name), "")
         return match_device_name(name, self.context.database) if name else None
+
+    def _trace_precision(self) -> str | None:
+        """The loaded trace's precision (the Overview's choice, else the one detected), None when unknown."""
+        prepared = self.trace_tab.prepared
+        figures = prepared.mfu_figures if prepared is not None else None
+        chosen = self.trace_tab.overview.precision_override
+        return chosen or (figures.precision.effective if figures is not None else None)
 
     def _on_trace_loaded(self) -> None:
         """Remember the files, and point the shared device at the trace's GPU when it is known."""
@@ -140,16 +148,24 @@ class MainWindow(QMainWindow):
         ranks = prepared.model.ranks if prepared is not None else []
         name = next((r.device_name for r in ranks if r.device_name), "")
         device_id = self._trace_device_id()
+        precision = self._trace_precision()
+        said = []
         if device_id and device_id != self.context.device_id:
             self.device_combo.setCurrentIndex(self.device_combo.findData(device_id))
-            message = f"device set to {device_id} from the trace ({name})"
-            have, before = self.context.device.precisions(), self.context.precision
-            if before not in have:  # e.g. bf16 on a V100: take its tensor precision
-                precision = next((p for p in ("bf16", "fp16", "fp32") if p in have), None)
-                if precision:
-                    self.precision_combo.setCurrentText(precision)
-                    message += f", precision {precision} (it has no {before} peak)"
-            self.statusBar().showMessage(message, 10_000)
+            said.append(f"device {device_id}")
+        have, before = self.context.device.precisions(), self.context.precision
+        if precision and precision in have:
+            # the toolbar follows the trace's GEMMs: no figure is judged against another precision
+            if precision != before:
+                self.precision_combo.setCurrentText(precision)
+                said.append(f"precision {precision} (its GEMM/attention kernels)")
+        elif said and before not in have:  # e.g. bf16 on a V100: take its tensor precision
+            fallback = next((p for p in ("bf16", "fp16", "fp32") if p in have), None)
+            if fallback:
+                self.precision_combo.setCurrentText(fallback)
+                said.append(f"precision {fallback} (it has no {before} peak)")
+        if said:
+            self.statusBar().showMessage(f"{', '.join(said)} from the trace ({name or 'no GPU named'})", 10_000)
 
     def _on_ceilings_changed(self, device_id: str, _added: bool) -> None:
         """A device known only by measurement (the cpu, a GPU missing from the database) joins the

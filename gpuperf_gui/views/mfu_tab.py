@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 INVALID_STYLE = "QLineEdit { border: 2px solid #d73027; background: #fdecea; }"
 NEEDED_STYLE = "QLineEdit { border: 2px solid #e0a000; background: #fff8e1; }"
 FROM_TRACE_STYLE = "background: #e3f2fd;"  # every figure that came from a trace
+EARLIER_TRACE_STYLE = "background: #fff3cd;"  # typed for an earlier trace: to check
 N_GIVEN, CUSTOM_CONFIG = "N given directly", "Custom configuration"
 NO_MODEL = "Choose the traced run's model…"
 DEFAULT_PRESET = "Llama-3 8B"
@@ -157,6 +158,15 @@ def _kpi(title: str) -> tuple[QFrame, QLabel, QLabel]:
     return frame, value, detail
 
 
+def _gemm_tip(origin: str, gemm) -> str:  # noqa: ANN001 (kernel_roof.GemmRoof)
+    """Where the GEMM-inefficiency share comes from (the Overview's "GEMMs" card)."""
+    if gemm.fraction is None:
+        return (f"{origin}: no GEMM/attention kernel with FLOPs and a roof (shapes not recorded, or the "
+                "GPU or precision unknown), so GEMMs below their roof stay in Unexplained")
+    return (f"{origin}: GEMM/attention kernels at {gemm.fraction:.1%} of their roof (the Overview's GEMMs "
+            f"card) × their {gemm.time_fraction_of_step:.1%} share of the step")
+
+
 def _spin(value: float, maximum: float = 100.0, decimals: int = 1, suffix: str = " %") -> QDoubleSpinBox:
     spin = QDoubleSpinBox()
     spin.setRange(0.0, maximum)
@@ -184,6 +194,8 @@ class MfuTab(QWidget):
         self.run_source = "example"  # "example" (a preset's published run) | "user" | "trace"
         self.example: str | None = None  # the preset whose example run fills the run fields
         self.trace_run: TraceRun | None = None
+        self._earlier_trace: str | None = None  # the trace the model fields were entered for
+        self._waiting_for: str | None = None  # what the last evaluation said was missing
         self._model_confirmed = False  # the user picked or typed the model (not just the default)
         self._exact: dict[str, tuple[str, float]] = {}  # field → (text shown, exact value)
         self._banner_args: tuple[str, TraceRun, bool] | None = None
@@ -331,7 +343,8 @@ class MfuTab(QWidget):
         form = QFormLayout(group)
         self.device_label = QLabel()
         self.device_label.setWordWrap(True)
-        form.addRow("Device (toolbar)", self.device_label)
+        self.device_row_label = QLabel("Device (toolbar)")
+        form.addRow(self.device_row_label, self.device_label)
         self.gpus_spin = QSpinBox()
         self.gpus_spin.setRange(1, 10_000_000)
         self.gpus_spin.setValue(8)
@@ -637,6 +650,7 @@ class MfuTab(QWidget):
             self.run_source, self.example = "user", None
             self._show_example()
             self._recompute()  # the peak now follows the toolbar's device
+        self._clear_earlier_mark(key)
         if key == "gpus":
             self.gpus_spin.setStyleSheet("")
             self.gpus_spin.setToolTip("All GPUs of the job (TP × PP × DP)")
@@ -657,6 +671,7 @@ class MfuTab(QWidget):
 
     def _on_n_edited(self, _text: str) -> None:
         self._model_confirmed = True
+        self._clear_earlier_mark("n_params")
         if self.preset_combo.currentText() == NO_MODEL:
             self._filling = True
             self.preset_combo.setCurrentText(N_GIVEN)
@@ -691,6 +706,10 @@ class MfuTab(QWidget):
         name = _trace_name(figures)
         origin = f"from the trace {name}"
         keep_tokens = self.run_source == "user"
+        previous = _trace_name(self.trace_run.figures) if self.trace_run is not None else None
+        if self.run_source == "trace" and previous is not None and previous != name:
+            keep_tokens = True   # typed for the previous trace: kept, and marked as that trace's
+            self._earlier_trace = self._earlier_trace or previous
         self._clear_trace_marks()
         self._filling = True
         try:
@@ -699,11 +718,18 @@ class MfuTab(QWidget):
                 self.fields["step_times"].set_origin(
                     f"{origin}: median of the steady profiled steps (profiled steps run slower)")
                 self.warmup_spin.setValue(-1)
+            elif self.run_source == "trace":   # an earlier trace's step time says nothing of this one
+                self.fields["step_times"].setText("")
+                self.fields["step_times"].setPlaceholderText("this trace has no ProfilerStep: enter its step time")
             for key in TRACE_FRACTIONS:
                 value = getattr(figures, key)
                 self.cause_spins[key].setValue(min(max(float(value), 0.0), 1.0) * 100)
                 self.cause_spins[key].setStyleSheet(f"QDoubleSpinBox {{ {FROM_TRACE_STYLE} }}")
                 self.cause_spins[key].setToolTip(f"{origin} (share of the step time)")
+            gemm = figures.gemm(self._trace_device(figures))
+            self.cause_spins["gemm_inefficiency"].setValue(gemm.inefficiency * 100)
+            self.cause_spins["gemm_inefficiency"].setStyleSheet(f"QDoubleSpinBox {{ {FROM_TRACE_STYLE} }}")
+            self.cause_spins["gemm_inefficiency"].setToolTip(_gemm_tip(origin, gemm))
             self.bubble_from_stages_check.setChecked(False)
             self.gpus_spin.setValue(run.gpus)
             self.gpus_spin.setStyleSheet(f"QSpinBox {{ {FROM_TRACE_STYLE} }}")
@@ -728,6 +754,7 @@ class MfuTab(QWidget):
         finally:
             self._filling = False
         self.run_source, self.example, self.trace_run = "trace", None, run
+        self._mark_earlier_model()
         self.trace_label.setText(f"causes filled from the loaded trace ({name})")
         self.trace_label.setToolTip(str(figures.source or name))
         self._banner_args = (name, run, keep_tokens)
@@ -735,9 +762,40 @@ class MfuTab(QWidget):
         self._show_example()
         self._recompute()
 
+    def _trace_device(self, figures: TraceMfuFigures | None = None):  # noqa: ANN202 (Device | None)
+        """The trace's GPU when the database knows it, else None (the toolbar's device is used)."""
+        from gpuperf_gui.core.trace.kernel_roof import trace_device  # noqa: PLC0415
+
+        figures = figures or (self.trace_run.figures if self.trace_run is not None else None)
+        return trace_device(figures.device_name, self.context.database) if figures is not None else None
+
+    def _mark_earlier_model(self) -> None:
+        """Model and tokens typed for an earlier trace are kept but marked until the user edits them."""
+        if self._earlier_trace is None:
+            return
+        tip = (f"entered for the earlier trace {self._earlier_trace}, not for this one: check it "
+               "describes this trace's run (edit it to confirm)")
+        for key in ("n_params", "tokens_per_step", "micro_batch", "seq_len", "grad_accum", "data_parallel"):
+            if self.fields[key].text().strip() and self.fields[key].isEnabled():
+                self.fields[key].setStyleSheet(f"QLineEdit {{ {EARLIER_TRACE_STYLE} }}")
+                self.fields[key].setToolTip(tip)
+                self.fields[key].setProperty("earlier_trace", True)
+
+    def _clear_earlier_mark(self, key: str) -> None:
+        field = self.fields.get(key)
+        if field is not None and field.property("earlier_trace"):
+            field.setProperty("earlier_trace", False)
+            field.setStyleSheet("")
+            field.setToolTip("")
+        if not any(f.property("earlier_trace") for f in self.fields.values()):
+            self._earlier_trace = None
+
     def _clear_trace_marks(self) -> None:
         for field in self.fields.values():
             field.set_origin(None)
+            if field.property("earlier_trace"):
+                field.setProperty("earlier_trace", False)
+                field.setStyleSheet("")
         for spin in self.cause_spins.values():
             spin.setStyleSheet("")
         self.gpus_spin.setStyleSheet("")
@@ -750,14 +808,26 @@ class MfuTab(QWidget):
         else:
             gpus = (f"GPUs {run.gpus}: the ranks loaded{device}; the trace records no world size, so "
                     "if the job had more GPUs, enter them")
-        asked = ("The model and tokens per step you entered are kept: check that they describe the "
-                 "traced run." if kept else "Model and tokens per step entered: check that they describe "
-                 "the traced run." if self._model_and_tokens_given() else
-                 "<b>Enter the model (a preset or N) and the tokens per step of the traced run</b>, "
-                 "marked below: a trace records neither.")
+        given = self._model_and_tokens_given()
+        if self._earlier_trace is not None:
+            asked = (f"<b>The model and tokens per step were entered for the earlier trace "
+                     f"{_html(self._earlier_trace)}</b> (marked in amber): check that they describe this one.")
+        elif kept:
+            asked = ("The model and tokens per step you entered are kept: check that they describe the "
+                     "traced run.")
+        elif given:
+            asked = "Model and tokens per step entered: check that they describe the traced run."
+        else:
+            asked = ("<b>Enter the model (a preset or N) and the tokens per step of the traced run</b>, "
+                     "marked below: a trace records neither.")
+        if self.result is None and given:   # never "entered" beside KPIs that show "—"
+            asked += f" <b>No MFU yet:</b> {_html(_brief(self._waiting_for or 'fix the inputs marked below'))}"
+        precision = run.figures.precision
+        prec = (f" Peak precision {_html(precision.effective)}: {_html(precision.describe())}."
+                if precision.effective else " The trace's precision is unknown: the toolbar's is used.")
         self.trace_banner.setText(
             f"From {_html(name)}, marked in blue: step time (median of {steps} steady <i>profiled</i> "
-            f"steps, slower than unprofiled ones), {_html(gpus)}, and the gap causes. {asked} "
+            f"steps, slower than unprofiled ones), {_html(gpus)}, and the gap causes.{prec} {asked} "
             "<a href='dismiss'>Dismiss</a>")
         self.trace_banner.show()
 
@@ -812,6 +882,8 @@ class MfuTab(QWidget):
                 optional |= {"layers", "heads"}
         if self.direct_tokens_check.isChecked():
             optional |= {"micro_batch", "grad_accum", "data_parallel"}
+            if not self.attention_check.isChecked():
+                optional.add("seq_len")   # nothing uses it: no attention term, tokens given
         integers = {"layers", "d_model", "heads", "kv_heads", "head_dim", "ffn_size", "vocab_size",
                     "experts", "top_k", "micro_batch", "seq_len", "grad_accum", "data_parallel"}
         custom = self.recompute_combo.currentText() == "custom"
@@ -909,7 +981,8 @@ class MfuTab(QWidget):
             source = "given"
         return MfuForm(
             **model, include_embeddings=not self.exclude_embeddings_check.isChecked(),  # type: ignore[arg-type]
-            attention=self.attention_check.isChecked(), seq_len=int(p["seq_len"]),  # type: ignore[arg-type]
+            attention=self.attention_check.isChecked(),
+            seq_len=None if p["seq_len"] is None else int(p["seq_len"]),  # type: ignore[arg-type]
             causal=self.causal_check.isChecked(), **batch,  # type: ignore[arg-type]
             step_times_s=times, warmup_steps=None if warmup < 0 else warmup, step_time_source=source,
             gpus=self.gpus_spin.value(), **self._peak_fields(p),  # type: ignore[arg-type]
@@ -935,7 +1008,7 @@ class MfuTab(QWidget):
             vocab_size=int(p["vocab_size"]), experts=int(p["experts"] or 1),  # type: ignore[arg-type]
             top_k=int(p["top_k"] or 1), gated_mlp=self.gated_check.isChecked(),
             tied_embeddings=self.tied_check.isChecked(), bias=self.bias_check.isChecked(),
-            seq_len=int(p["seq_len"]),  # type: ignore[arg-type]
+            seq_len=int(p["seq_len"]) if p["seq_len"] is not None else self._base_config.seq_len,  # type: ignore[arg-type]
         )
 
     def _peak_fields(self, p: dict[str, float | None]) -> dict[str, object]:
@@ -949,6 +1022,11 @@ class MfuTab(QWidget):
             if p["peak_tflops"] is None:
                 raise mfu.MfuInputError("peak_tflops", "required")
             explicit = float(p["peak_tflops"]) * 1e12
+        if self.run_source == "trace" and self.trace_run is not None:
+            # the trace's GPU and precision (its GEMMs'), not whatever the toolbar says
+            device = self._trace_device()
+            return dict(device_id=device.id if device is not None else self.context.device_id,
+                        precision=self.trace_run.precision or self.context.precision, peak_flops_per_s=explicit)
         return dict(device_id=self.context.device_id, precision=self.context.precision,
                     peak_flops_per_s=explicit)
 
@@ -983,8 +1061,6 @@ class MfuTab(QWidget):
             self.fields[key].setEnabled(custom)
         self._show_device()
         self.peak_readout.setText("")
-        if self._banner_args is not None and not self.trace_banner.isHidden():
-            self._show_trace_banner(*self._banner_args)
         try:
             result = evaluate(self.form(), self.context.database)
         except _Invalid:
@@ -1004,7 +1080,14 @@ class MfuTab(QWidget):
         self._show_result(result)
         self._show_breakdown(self.breakdown, result)
         self._show_amdahl(inputs.step_time_s)
+        self._waiting_for = None
+        self._refresh_banner()
         self.result_changed.emit(result)
+
+    def _refresh_banner(self) -> None:
+        """The trace banner says what holds now (a result, or what is still missing)."""
+        if self._banner_args is not None and not self.trace_banner.isHidden():
+            self._show_trace_banner(*self._banner_args)
 
     def _mark_error(self, key: str, message: str, *, needed: bool = False) -> None:
         """Mark the field behind ``key`` (red; amber when it is an input still to give)."""
@@ -1049,6 +1132,8 @@ class MfuTab(QWidget):
         title = ("Not a result, an input error" if implausible else
                  "Waiting for inputs" if waiting else "No result")
         self.warnings_label.setText(f"<span style='color:{colour}'><b>{title}:</b> {_html(message)}</span>")
+        self._waiting_for = message
+        self._refresh_banner()
         self.result_changed.emit(None)
 
     def _peak_text(self) -> str:
@@ -1065,12 +1150,29 @@ class MfuTab(QWidget):
             self.device_label.setText(f"{run.hardware}, {run.precision}: the example run's hardware "
                                       f"(the toolbar's {self.context.device_id} applies to your own run)")
             return
+        trace = self.run_source == "trace" and self.trace_run is not None
+        self.device_row_label.setText("Device (trace)" if trace else "Device (toolbar)")
+        if trace:
+            self.device_label.setText(self._trace_device_text())
+            return
         try:
             device = self.context.database.get(self.context.device_id)
             self.device_label.setText(f"{device.name} ({device.id}), peak precision "
                                       f"{self.context.precision}")
         except KeyError:
             self.device_label.setText(self.context.device_id)
+
+    def _trace_device_text(self) -> str:
+        run = self.trace_run
+        device = self._trace_device()
+        where = (f"{device.name} ({device.id}): the trace's GPU" if device is not None else
+                 f"{self.context.device_id}: the toolbar's device (the trace's GPU "
+                 f"{'(' + run.device_name + ') is not in the database' if run.device_name else 'is not recorded'})")
+        precision = run.figures.precision
+        if precision.effective:
+            how = "chosen in the Trace tab" if precision.override else "detected from its GEMM/attention kernels"
+            return f"{where}; peak precision {precision.effective}, the trace's ({how})"
+        return f"{where}; peak precision {self.context.precision} (the toolbar's: the trace's is unknown)"
 
     def _show_result(self, r: mfu.MfuResult) -> None:
         i = r.inputs

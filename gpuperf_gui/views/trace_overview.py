@@ -28,6 +28,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gpuperf_gui.core.hardware import PRECISIONS, Device
+from gpuperf_gui.core.trace.kernel_roof import GemmRoof, kernel_roof_fraction
 from gpuperf_gui.core.trace.overview import IDLE_CAUSES, KernelRow, RankOverview, display_kernel_name
 from gpuperf_gui.core.trace.session import LoadedTrace
 from gpuperf_gui.core.units import format_si
@@ -46,7 +48,9 @@ PART_COLORS = {
     "copy": KERNEL_CLASS_COLORS["copy"],
     **{f"idle: {c.replace('_', ' ')}": IDLE_CAUSE_COLORS[c] for c in IDLE_CAUSES},
 }
-KERNEL_COLUMNS = ("Kernel", "Class", "Calls", "Device time", "Share", "Tensor cores", "Achieved", "% of roof")
+KERNEL_COLUMNS = ("Kernel", "Class", "Calls", "Device time", "Share", "Tensor cores", "Achieved", "% of roof",
+                  "Precision")
+AUTO = "auto"
 
 MAX_STEP_TICKS = 60
 """Step labels on the breakdown's axis at most (a tiled trace has thousands of steps)."""
@@ -109,21 +113,35 @@ class TraceOverview(QWidget):
     """The Overview page of the Trace tab; ``kernel_activated(name)`` when a top kernel is double-clicked."""
 
     kernel_activated = Signal(str)
+    precision_override_changed = Signal(object)   # str | None (None: each kernel's own)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.loaded: LoadedTrace | None = None
-        self.peak_flops_per_s: float | None = None
-        self.bandwidth_bytes_per_s: float | None = None
+        self.device: Device | None = None
         self.roof_label = ""
         self.rank_combo = QComboBox()
         self.rank_combo.setToolTip("Which rank's figures to show")
+        self.precision_combo = QComboBox()
+        self.precision_combo.addItem(AUTO, None)
+        for p in PRECISIONS:
+            self.precision_combo.addItem(p, p)
+        self.precision_combo.setToolTip("The precision the kernels' % of roof and the trace's MFU are measured "
+                                        "at: auto = each kernel's own (from its name and its op's input types), "
+                                        "the trace's the dominant one by GEMM time")
+        self.precision_label = QLabel()
+        self.precision_label.setTextFormat(Qt.TextFormat.RichText)
+        self.precision_combo.activated.connect(lambda _i: self._on_precision_chosen())
         self.cards = QLabel()
         self.cards.setTextFormat(Qt.TextFormat.RichText)
         self.cards.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         top = QHBoxLayout()
         top.addWidget(self.cards, 1)
         top.addWidget(self.rank_combo, 0, Qt.AlignmentFlag.AlignTop)
+        prec = QHBoxLayout()
+        prec.addWidget(QLabel("Precision"))
+        prec.addWidget(self.precision_combo)
+        prec.addWidget(self.precision_label, 1)
         self.step_plot = StepBreakdownPlot()
         self.step_plot.setMinimumHeight(220)
         self.kernel_title = QLabel()
@@ -151,6 +169,7 @@ class TraceOverview(QWidget):
                             "height is the step time</span>"))
         lv.addWidget(self.step_plot, 2)
         lv.addWidget(self.kernel_title)
+        lv.addLayout(prec)
         lv.addWidget(self.kernels, 2)
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(left)
@@ -170,16 +189,38 @@ class TraceOverview(QWidget):
         self.set_trace(None)
 
     # -- inputs ----------------------------------------------------------------------------------------
-    def set_roof(self, peak_flops_per_s: float | None, bandwidth_bytes_per_s: float | None, label: str) -> None:
-        """The roof the "% of roof" column is measured against (the app's device and precision)."""
-        self.peak_flops_per_s, self.bandwidth_bytes_per_s, self.roof_label = (
-            peak_flops_per_s, bandwidth_bytes_per_s, label)
+    def set_roof(self, device: Device | None, label: str) -> None:
+        """The device whose roofs the "% of roof" column uses (the trace's GPU, else the toolbar's),
+        each kernel at its own precision unless one is chosen."""
+        self.device, self.roof_label = device, label
         if not self._dirty:
-            self._fill_kernels(self.rank.top_kernels if self.rank else [])
+            self._show_rank()
+
+    @property
+    def precision_override(self) -> str | None:
+        return self.precision_combo.currentData()
+
+    def set_precision_override(self, precision: str | None) -> None:
+        index = self.precision_combo.findData(precision) if precision else 0
+        self.precision_combo.setCurrentIndex(max(index, 0))
+        self._on_precision_chosen()
+
+    def _on_precision_chosen(self) -> None:
+        if not self._dirty:
+            self._show_rank()
+        self.precision_override_changed.emit(self.precision_override)
+
+    def gemm_roof(self) -> GemmRoof | None:
+        """The shown rank's GEMMs against their roofs (core's figure, the MFU tab's GEMM inefficiency)."""
+        rank = self.rank
+        kernels = rank.kernels if rank is not None else None
+        return kernels.gemm(self.device, self.precision_override) if kernels is not None else None
 
     def set_trace(self, loaded: LoadedTrace | None) -> None:
-        """Show ``loaded``; drawn now if the page is visible, else when it is first shown."""
+        """Show ``loaded``; drawn now if the page is visible, else when it is first shown. A new
+        trace starts at "auto": a precision chosen for the last one says nothing about this one."""
         self.loaded = loaded
+        self.precision_combo.setCurrentIndex(0)
         self._dirty = True
         if self.isVisible():
             self.refresh()
@@ -218,6 +259,7 @@ class TraceOverview(QWidget):
         self.cards.setText(self._cards_html(rank))
         self.step_plot.set_steps(rank)
         self._fill_kernels(rank.top_kernels if rank else [])
+        self.precision_label.setText(self._precision_html(rank))
 
     def _cards_html(self, r: RankOverview | None) -> str:
         if r is None:
@@ -228,6 +270,7 @@ class TraceOverview(QWidget):
                  ("Tensor cores", tc, "share of kernel time in tensor-core kernels"),
                  ("Step time", step, "median of the steady-state steps"),
                  ("Exposed comm", format_percent(r.comm_exposed_fraction), "communication not hidden by compute"),
+                 ("GEMMs", self._gemm_text(), "of roof, time-weighted (GEMM/attention kernels)"),
                  ("Kernel time", format_duration_us(r.kernel_seconds * 1e6), "all kernels, whole trace")]
         cells = "".join(
             f"<td style='padding:4px 18px 4px 8px; border-left:3px solid #4e79a7'>"
@@ -237,16 +280,31 @@ class TraceOverview(QWidget):
         device = html.escape((r.device or "device unknown").replace("NVIDIA ", ""))
         return f"<table><tr><td style='padding-right:14px'><b>rank {r.rank}</b><br>{device}</td>{cells}</tr></table>"
 
+    def _gemm_text(self) -> str:
+        gemm = self.gemm_roof()
+        return "–" if gemm is None or gemm.fraction is None else format_percent(gemm.fraction)
+
+    def _precision_html(self, r: RankOverview | None) -> str:
+        kernels = r.kernels if r is not None else None
+        if kernels is None:
+            return ""
+        tp = kernels.precision.with_override(self.precision_override)
+        text = html.escape(tp.describe())
+        if self.precision_override:
+            return f"<span style='color:#b35900'>every GEMM/attention kernel judged at {text}</span>"
+        return f"<span style='color:#555'>trace: {text}; each kernel at its own precision's peak</span>"
+
     def _fill_kernels(self, rows: list[KernelRow]) -> None:
-        roof = f"{self.roof_label}" if self.peak_flops_per_s else "no roof: pick a device with a peak"
+        roof = f"{self.roof_label}" if self.device is not None else "no roof: the trace names no known GPU"
         self.kernel_title.setText(f"<b>Top kernels by device time</b> <span style='color:#666'>whole trace · "
-                                  f"achieved FLOP/s where the launching op has a FLOP count · % of roof "
-                                  f"against {html.escape(roof)}</span>")
+                                  f"achieved FLOP/s of the GEMM/attention kernels (their op's FLOPs) · % of "
+                                  f"roof: {html.escape(roof)}, at each kernel's precision</span>")
         self.kernels.setSortingEnabled(False)
         self.kernels.setRowCount(len(rows))
         for i, k in enumerate(rows):
             achieved = k.achieved_flops_per_s
-            frac = k.fraction_of_roof(self.peak_flops_per_s, self.bandwidth_bytes_per_s)
+            frac = kernel_roof_fraction(k, self.device, self.precision_override)
+            shown_precision = (self.precision_override if self.precision_override and k.math else k.precision)
             cells = [
                 _SortItem(display_kernel_name(k.name), k.name.lower()),
                 _SortItem(k.kernel_class, k.kernel_class),
@@ -256,6 +314,7 @@ class TraceOverview(QWidget):
                 _SortItem("yes" if k.tensor_cores else "no", int(k.tensor_cores)),
                 _SortItem(format_si(achieved, "FLOP/s") if achieved else "–", achieved or -1.0),
                 _SortItem(format_percent(frac) if frac is not None else "–", frac if frac is not None else -1.0),
+                _SortItem(shown_precision or "–", shown_precision or ""),
             ]
             cells[0].setToolTip(k.name)
             for c in range(2, len(cells)):

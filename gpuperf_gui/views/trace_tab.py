@@ -394,14 +394,10 @@ class TraceTab(QWidget):
                                  loaded is not None and len(loaded.model.ranks) > 1)
 
     def _update_roof(self) -> None:
-        """The overview's "% of roof" uses the app's device and precision (the toolbar's picker)."""
-        if self.context is None:
-            self.overview.set_roof(None, None, "")
-            return
-        device, precision = self.context.device, self.context.precision
-        peak = device.dense_flops_per_s.get(precision)
-        self.overview.set_roof(peak, device.memory_bandwidth_bytes_per_s,
-                               f"{device.name} {precision} dense peak (the toolbar's device)")
+        """The overview's "% of roof": the trace's GPU when the database knows it, else the toolbar's
+        device (said so); each kernel at its own precision (core/trace/kernel_roof.py)."""
+        device, label = roof_device(self.loaded, self.context)
+        self.overview.set_roof(device, label)
 
     # -- opening ------------------------------------------------------------------------------------
     def open_paths(self, paths: list[Path]) -> None:
@@ -596,6 +592,7 @@ class TraceTab(QWidget):
     def _show_pages(self) -> None:
         loaded = self.loaded
         self.overview.set_trace(loaded)
+        self._update_roof()
         if self.compare is not None and not self.compare.before_edit.text().strip():
             self.compare.use_open_trace()        # the open trace is the natural "before"
         self.heatmap.set_overview(loaded.overview if len(loaded.model.ranks) > 1 else None,
@@ -920,9 +917,10 @@ class TraceTab(QWidget):
 
     # -- cross-tab buttons ----------------------------------------------------------------------------
     def send_to_mfu(self) -> None:
+        """The trace's MFU figures, at the precision the Overview shows (detected, or the one chosen)."""
         figures = self.loaded.mfu_figures if self.loaded else None
         if figures is not None:
-            self.mfu_figures_ready.emit(figures)
+            self.mfu_figures_ready.emit(figures.with_precision_override(self.overview.precision_override))
 
     def show_on_roofline(self) -> None:
         points = self.loaded.roofline_points if self.loaded else None
@@ -952,6 +950,21 @@ SHIPPED_DEMOS = (
     ("Real: small BERT inference, launch-bound (H100, TraceLens)", "bert_small_h100.json.gz"),
     ("Real: two ranks of a sampled production job (HTA)", "two_ranks"),
 )
+
+
+def roof_device(loaded: LoadedTrace | None, context: AppContext | None):  # noqa: ANN201 (Device | None, str)
+    """(device, label) the trace's kernels are judged on: its GPU, else the toolbar's device."""
+    from gpuperf_gui.core.trace.kernel_roof import trace_device  # noqa: PLC0415
+
+    names = [r.device_name for r in loaded.model.ranks if r.device_name] if loaded is not None else []
+    database = context.database if context is not None else None
+    device = trace_device(names[0], database) if names else None
+    if device is not None:
+        return device, f"{device.name} (the trace's GPU)"
+    if context is None:
+        return None, ""
+    why = f"the trace's GPU ({names[0]}) is not in the database" if names else "the trace names no GPU"
+    return context.device, f"{context.device.name}, the toolbar's device ({why})"
 
 
 def _shipped(name: str) -> list[Path]:

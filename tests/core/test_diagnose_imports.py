@@ -17,7 +17,7 @@ NEVER = ("torch", "PySide6", "pyqtgraph", "dask", "distributed", "pandas", "scip
          "gpuperf_gui.core.profile_script", "gpuperf_gui.core.state_files", "gpuperf_gui.core.child_stream",
          "gpuperf_gui.core.roofline",
          "gpuperf_gui.core.trace.cluster", "gpuperf_gui.core.trace.diff", "gpuperf_gui.core.trace.synth",
-         "gpuperf_gui.core.trace.session", "gpuperf_gui.core.trace.overview", "gpuperf_gui.core.trace.lod",
+         "gpuperf_gui.core.trace.session", "gpuperf_gui.core.trace.lod",
          "gpuperf_gui.core.trace.lanes", "gpuperf_gui.core.trace.tile", "gpuperf_gui.commands.roofline",
          "gpuperf_gui.commands.mfu", "gpuperf_gui.commands.bench", "gpuperf_gui.commands.profile",
          "numpy.ma", "multiprocessing", "concurrent.futures.process")
@@ -26,7 +26,10 @@ window, torch, the Dask engine, the hardware catalog and MFU models, the rooflin
 points need none of it), the state files (devices.toml, ceilings), the GUI's trace session and
 level-of-detail code, the other commands, numpy's masked arrays (~10 ms: `np.unique(x)` without
 return_* flags and `np.median` pull them in, so the loader and the analysis avoid both) and the
-process pool (~25 ms: imported only when decoding workers or per-file processes start)."""
+process pool (~25 ms: imported only when decoding workers or per-file processes start).
+``core.trace.overview`` is imported: the JSON carries the Overview's kernel figures (tensor-core
+share, per-kernel FLOPs and precision); the device database only when a kernel has FLOPs to judge
+against its roof (this file's kernels have none)."""
 
 CHILD = """
 import contextlib, io, json, sys

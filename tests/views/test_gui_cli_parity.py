@@ -122,3 +122,41 @@ def test_trace_diagnosis_panel_equals_gpuperf_diagnose_json(qtbot, trace_tab, sh
     assert step_ms == pytest.approx(1e3 * rank["step_time_median_s"], abs=0.05)
     for line in cli["diagnosis"]["evidence"]:  # the same evidence, word for word
         assert line in text
+
+
+@pytest.mark.parametrize(("trace", "precision", "peak"), [
+    ("profile_fed", "bf16", H200_BF16_DENSE),
+    ("eager_small", "fp32", 66.9e12),   # H200 SXM datasheet: 66.9 TFLOP/s fp32 (CUDA cores)
+])
+def test_trace_overview_kernels_equal_gpuperf_diagnose_json(qtbot, trace_tab, capsys, trace: str, precision: str,
+                                                          peak: float) -> None:
+    """The Overview's tensor-core share, achieved FLOP/s, % of roof and precision per kernel are
+    `diagnose --json`'s ``kernels``; each kernel's % of roof is against its own precision's peak."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "data" / "h200" / f"{trace}.json.gz"
+    trace_tab.show()
+    qtbot.waitExposed(trace_tab)
+    with qtbot.waitSignal(trace_tab.trace_loaded, timeout=LOAD_TIMEOUT_MS):
+        trace_tab.open_paths([path])
+    trace_tab.show_page("overview")
+    page, table = trace_tab.overview, trace_tab.overview.kernels
+    cli = _cli_json(capsys, ["diagnose", str(path), "--json"])["ranks"][0]["kernels"]
+    assert cli["roof_device"] == "h200" and cli["precision"]["precision"] == precision
+    assert f"{100 * cli['tensor_core_share']:.1f} %" in page.cards.text()
+    assert f"{100 * cli['gemm']['fraction_of_roof']:.1f} %" in page.cards.text()
+    rows = {table.item(r, 0).toolTip(): r for r in range(table.rowCount())}
+    judged = 0
+    for k in cli["top_kernels"]:
+        row = rows[k["name"]]
+        if k["fraction_of_roof"] is None:
+            assert table.item(row, 7).text() == "–"
+            continue
+        assert table.item(row, 7).text() == f"{100 * k['fraction_of_roof']:.1f} %"
+        assert _si_value(table.item(row, 6).text(), "FLOP/s") == pytest.approx(k["achieved_flops_per_s"], rel=5e-3)
+        assert table.item(row, 8).text() == k["precision"] == precision
+        # independent: compute-bound kernels (AI past twice the ridge) are at achieved / datasheet peak
+        if k["ai_flops_per_byte"] > 2 * peak / H200_BANDWIDTH:
+            assert k["fraction_of_roof"] == pytest.approx(k["achieved_flops_per_s"] / peak, rel=1e-9)
+            judged += 1
+    assert judged >= 3

@@ -52,17 +52,24 @@ def test_overview_percent_of_roof_follows_the_device(qtbot, tab, shared_traces):
     assert page.kernels.rowCount() == 0            # a hidden page is drawn when first shown
     tab.show_page("overview")
     assert page.kernels.rowCount() > 0
-    page.set_roof(989e12, 4.8e12, "H200 bf16")
-    row = 0
+    from dataclasses import replace
+
+    from gpuperf_gui.core.hardware import load_database
+
+    h200 = load_database().get("h200")   # the trace's GPU, at the kernel's own precision (bf16)
+    page.set_roof(h200, "H200")
     top = page.rank.top_kernels[0]
     texts = [page.kernels.item(r, 0).toolTip() for r in range(page.kernels.rowCount())]
     row = texts.index(top.name)
+    assert page.kernels.item(row, 8).text() == "bf16"
     first = page.kernels.item(row, 7).text()
     assert first.endswith("%") and 0 < float(first.split()[0]) <= 100
-    page.set_roof(2 * 989e12, 2 * 4.8e12, "twice the roof")
+    twice = replace(h200, dense_flops_per_s={k: 2 * v for k, v in h200.dense_flops_per_s.items()},
+                    memory_bandwidth_bytes_per_s=2 * h200.memory_bandwidth_bytes_per_s)
+    page.set_roof(twice, "twice the roof")
     second = page.kernels.item(row, 7).text()
     assert float(second.split()[0]) == pytest.approx(float(first.split()[0]) / 2, abs=0.1)
-    page.set_roof(None, None, "")
+    page.set_roof(None, "")
     assert page.kernels.item(row, 7).text() == "–"
     # a double-click on a kernel finds its launches in the timeline
     page.kernels.itemDoubleClicked.emit(page.kernels.item(row, 2))

@@ -217,6 +217,8 @@ class RankAnalysis:
     """Share of kernel time in optimizer kernels (AdamW/SGD foreach, multi_tensor_apply, fused)."""
     hta_idle_by_stream_s: dict[int, dict[str, float]] = field(default_factory=dict)
     """HTA's idle split per stream (every stream, seconds), as ``get_idle_time_breakdown`` gives it."""
+    kernels: object | None = None
+    """The rank's :class:`.kernel_roof.RankKernels` (precision, FLOPs per kernel), set by the engines."""
 
     @property
     def window_s(self) -> float:

@@ -17,6 +17,7 @@ import numpy as np
 
 from gpuperf_gui.core.units import json_safe
 
+from .kernel_roof import attach_kernels
 from .analysis import RankAnalysis, analyse_rank
 from .decode import DEFAULT_MAX_BYTES
 from .analysis import CPU_COLLECTIVE_RE
@@ -98,6 +99,8 @@ def rank_json(analysis: RankAnalysis, diagnosis: Diagnosis, top_ops: list[OpRow]
     obj["diagnosis"] = diagnosis.to_json()
     obj["op_table"] = [row.to_json() for row in top_ops]
     obj["roofline_points"] = list(roofline_points)
+    if analysis.kernels is not None:   # the Overview's figures (tensor cores, achieved, % of roof)
+        obj["kernels"] = analysis.kernels.to_json(analysis.device)  # type: ignore[attr-defined]
     return obj
 
 
@@ -116,7 +119,7 @@ def _analyse_one(path: Path, *, max_bytes: int | None, order_index: int,
     op table and roofline points (found together: they share the op nesting). All read the rank's
     own clock, before :meth:`TraceModel.aligned` shifts it."""
     rt = load_rank(path, max_bytes=max_bytes, order_index=order_index, memory_budget=memory_budget)
-    analysis = analyse_rank(rt)
+    analysis = attach_kernels(rt, analyse_rank(rt))
     ops, points = op_table_and_points(rt)
     return rt, analysis, ops, points
 
@@ -185,7 +188,7 @@ def analyse_loaded(model: TraceModel) -> TraceResult:
     (its own clock is the model's: nothing is shifted and ``model`` is kept)."""
     if len(model.ranks) != 1:
         raise ValueError("analyse_loaded takes a model of one rank")
-    result = _assemble([(rt, analyse_rank(rt), *op_table_and_points(rt)) for rt in model.ranks])
+    result = _assemble([(rt, attach_kernels(rt, analyse_rank(rt)), *op_table_and_points(rt)) for rt in model.ranks])
     result.model = model   # the same rank, in the model the tab holds (its notes)
     return result
 

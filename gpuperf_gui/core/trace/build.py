@@ -16,6 +16,7 @@ import numpy as np
 
 from .decode import BEvent, Decoded, EEvent, Event, MEvent, TraceFile, XEvent
 from .flops import SHAPED_OP_RE, estimate_op
+from .precision import code_of, dtype_precision
 from .kernel_classes import COPY_CATEGORIES, class_code, classify_kernel
 from .model import Flows, Lane, RankTrace, StepWindow, StringTable, TraceFormatError, Truncation
 
@@ -205,12 +206,13 @@ def _fill_lanes(rt: RankTrace, columns: EventColumns, names_meta: dict[tuple, st
     nbytes = np.full(n, np.nan)
     flops = np.full(n, np.nan)
     shapes = np.full(n, -1, dtype=np.int32)
+    op_precision = np.full(n, -1, dtype=np.int8)
     copy_code = class_code("copy")
     copy_rows = gpu_rows[kernel_class[gpu_rows] == copy_code]
     nbytes[copy_rows] = columns.device_arg("bytes", order[copy_rows])
     if columns.recorded("flops"):
         _fill_recorded_flops(columns.take("flops"), order, flops)
-    _fill_shaped_ops(rt, columns, order, names_sorted, roles[order], flops, nbytes, shapes)
+    _fill_shaped_ops(rt, columns, order, names_sorted, roles[order], flops, nbytes, shapes, op_precision)
 
     bounds = np.searchsorted(lane_sorted, np.arange(len(ordered) + 1))
     slices = [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
@@ -222,7 +224,7 @@ def _fill_lanes(rt: RankTrace, columns: EventColumns, names_meta: dict[tuple, st
                     category_id=cats_sorted[sl], depth=depths[lane_id],
                     correlation=corr_sorted[sl], external_id=ext_sorted[sl],
                     kernel_class=kernel_class[sl], bytes=nbytes[sl], flops=flops[sl],
-                    shapes_id=shapes[sl])
+                    shapes_id=shapes[sl], op_precision=op_precision[sl])
         first = order[sl][:1]
         device_stream = None if key[0] == _ROLE_CPU or not first.size else (
             float(columns.device_arg("device", first)[0]), float(columns.device_arg("stream", first)[0]))
@@ -752,8 +754,9 @@ def _fill_recorded_flops(recorded_flops: np.ndarray, order: np.ndarray, flops: n
 
 def _fill_shaped_ops(rt: RankTrace, columns: EventColumns, order: np.ndarray, names_sorted: np.ndarray,
                      roles_sorted: np.ndarray, flops: np.ndarray, nbytes: np.ndarray,
-                     shapes: np.ndarray) -> None:
-    """Estimate FLOPs and minimal bytes of GEMM/attention ops from their recorded input dims."""
+                     shapes: np.ndarray, op_precision: np.ndarray) -> None:
+    """Estimate FLOPs and minimal bytes of GEMM/attention ops from their recorded input dims, and
+    take their precision from their recorded input types (core/trace/precision.py)."""
     shaped_names = rt.strings.ids_matching(lambda s: bool(SHAPED_OP_RE.match(s)))
     if not shaped_names.any():
         return
@@ -779,6 +782,8 @@ def _fill_shaped_ops(rt: RankTrace, columns: EventColumns, order: np.ndarray, na
     f = np.array([p[0] for p in per_key], dtype=np.float64)[key_of]
     b = np.array([p[1] for p in per_key], dtype=np.float64)[key_of]
     shapes[done_rows] = text_ids[key_of]
+    op_precision[done_rows] = np.array([code_of(dtype_precision(types)) for _, types, _, _ in keys],
+                                       dtype=np.int8)[key_of]
     set_f = (f > 0) & np.isnan(flops[done_rows])
     flops[done_rows[set_f]] = f[set_f]
     nbytes[done_rows[b > 0]] = b[b > 0]

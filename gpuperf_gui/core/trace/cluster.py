@@ -49,7 +49,8 @@ from .model import RankTrace, TraceFormatError
 from .source import text_size_hint
 from .op_points import op_table_and_points
 from .optable import OpRow
-from .overview import TOP_KERNELS, Overview, RankOverview, kernel_rows, step_breakdown
+from .kernel_roof import attach_kernels
+from .overview import Overview, RankOverview, rank_overview, step_breakdown
 
 LANE_BINS = 256
 """Time bins of a lane's coarse busy profile (the lane summary)."""
@@ -128,17 +129,13 @@ def summarize_rank(path: str, order_index: int, *, max_bytes: int | None = DEFAU
 
 
 def _summary(rt: RankTrace, order_index: int, top: int, with_overview: bool, lane_bins: int) -> RankSummary:
-    analysis = analyse_rank(rt)
+    analysis = attach_kernels(rt, analyse_rank(rt))
     ops, points = op_table_and_points(rt)   # the points from the table's rows: one nesting search
     starts, durations, has_comm = _collective_raw(rt)
     ov = None
     if with_overview:
         warmup = {s.number for s in analysis.steps if s.warmup}
-        kernels, tc_share, kernel_s = kernel_rows(rt)
-        ov = RankOverview(rank=rt.rank, device=rt.device_name, gpu_busy_fraction=analysis.gpu_busy_fraction,
-                          comm_exposed_fraction=analysis.comm_exposed_fraction, tensor_core_share=tc_share,
-                          kernel_seconds=kernel_s, step_time_median_s=analysis.step_time_median_s,
-                          steps=step_breakdown(rt, warmup), top_kernels=kernels[:TOP_KERNELS])
+        ov = rank_overview(rt, analysis, step_breakdown(rt, warmup))
     return RankSummary(
         order_index=order_index, file=rt.file, rank=rt.rank, rank_source=rt.rank_source,
         origin_us=rt.origin_us, span_us=rt.span_us, device_name=rt.device_name, n_events=rt.n_events,

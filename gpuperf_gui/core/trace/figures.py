@@ -1,12 +1,13 @@
 """Figures the other tabs take from a trace: MFU gap attribution and roofline points."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..roofline import RooflinePoint
 from .analysis import RankAnalysis
+from .kernel_roof import TraceKernels
 from .model import RankTrace
 from .op_points import op_points
 
@@ -36,6 +37,22 @@ class TraceMfuFigures:
     steady_steps: int = 0
     """Steady (non-warm-up) ``ProfilerStep`` steps behind the median step time (fewest of any rank).
     They ran under the profiler, so they are slower than unprofiled steps."""
+    kernels: TraceKernels = field(default_factory=TraceKernels)
+    """The ranks' math kernels and the trace's precision: the MFU's peak precision and the GEMM
+    inefficiency (:meth:`.kernel_roof.TraceKernels.gemm`, the Overview's figure) come from them."""
+
+    @property
+    def precision(self):  # noqa: ANN201 (precision.TracePrecision)
+        return self.kernels.precision
+
+    def with_precision_override(self, precision: str | None) -> TraceMfuFigures:
+        """These figures with the trace's precision chosen by the user (None: the detected one)."""
+        kernels = replace(self.kernels, precision=self.kernels.precision.with_override(precision))
+        return replace(self, kernels=kernels)
+
+    def gemm(self, device):  # noqa: ANN001, ANN201 (hardware.Device | None -> kernel_roof.GemmRoof)
+        """The GEMMs against their roofs on ``device``, at the chosen precision if any."""
+        return self.kernels.gemm(device, self.kernels.precision.override)
 
 
 def mfu_figures(analyses: list[RankAnalysis]) -> TraceMfuFigures:
@@ -53,7 +70,8 @@ def mfu_figures(analyses: list[RankAnalysis]) -> TraceMfuFigures:
     return TraceMfuFigures(float(np.median(steps)) if steps else None, *map(float, parts), source=source,
                            world_size=max(recorded) if recorded else None,
                            device_name=analyses[0].device or None, ranks_loaded=len(analyses),
-                           steady_steps=steady)
+                           steady_steps=steady,
+                           kernels=TraceKernels.of([a.kernels for a in analyses if a.kernels is not None]))
 
 
 def _rank_parts(a: RankAnalysis) -> list[float]:

@@ -123,6 +123,8 @@ class Lane:
         loader for GEMM-like ops, NaN where unknown.
     shapes_id : int32 id into :attr:`RankTrace.strings` of the op's "Input Dims" JSON text (kept only
         for GEMM/conv/attention-like CPU ops), -1 otherwise.
+    op_precision : int8 code (:data:`.precision.PRECISION_CODES`) of the narrowest floating type in a
+        GEMM/attention op's "Input type", -1 otherwise (and for other events).
     """
 
     lane_id: int
@@ -143,6 +145,7 @@ class Lane:
     bytes: np.ndarray = field(default_factory=lambda: _empty(np.float64))
     flops: np.ndarray = field(default_factory=lambda: _empty(np.float64))
     shapes_id: np.ndarray = field(default_factory=lambda: _empty(np.int32))
+    op_precision: np.ndarray = field(default_factory=lambda: _empty(np.int8))
 
     def __len__(self) -> int:
         return int(self.start_us.shape[0])

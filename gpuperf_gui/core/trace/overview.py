@@ -9,13 +9,9 @@
   began (the GPU waited for the host), else ``kernel_wait`` when the gap is under 30 µs, else
   ``other``. The parts sum to the step time.
 * **GPU utilisation**: the engine's busy fraction of the steady-state window.
-* **Tensor-core share** of kernel time (memcpy/memset excluded): the kernel-name allowlist of the
-  TensorBoard plugin (``tensor_core.py``, after NVIDIA PyProf) plus the Hopper/Ampere families it
-  predates (``nvjet``, ``wgmma``, cutlass ``tensorop``, flash attention); names with ``ffma`` (CUDA-core
-  FMA, e.g. ``sm80_xmma_gemm_f32f32..._ffma``) are not tensor-core kernels even when ``xmma`` matches.
-* **Top kernels** by device time over the whole trace, with their FLOPs where the op that launched
-  them has a FLOP count (Kineto's "External id" joins a kernel to its op; an op's FLOPs and bytes are
-  split over its kernels by duration), achieved FLOP/s and, given a roof, the fraction of it.
+* **Tensor-core share** and **top kernels**: :mod:`.kernel_table`'s rows (an op's FLOPs on its
+  GEMM/attention kernels only, each kernel's precision), judged against their roofs by
+  :mod:`.kernel_roof` (the trace's GPU at each kernel's own precision).
 * :func:`selection_summary`: what a selected time range holds (Perfetto's area selection).
 """
 
@@ -25,36 +21,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..roofline import attainable_flops_per_s
 from ..units import json_safe
 from . import intervals as iv
 from .analysis import KERNEL_WAIT_MAX_US, cpu_collective_union, device_events
+from .kernel_roof import rank_kernels
+from .kernel_table import (CUDA_CORE_TOKENS, TENSOR_CORE_TOKENS, TOP_KERNELS, KernelRow, kernel_rows,  # noqa: F401
+                           uses_tensor_cores)
 from .model import KERNEL_CLASSES, RankTrace
 
-TOP_KERNELS = 15
 IDLE_CAUSES = ("host_wait", "kernel_wait", "other")
 _COMM = KERNEL_CLASSES.index("communication")
 _COPY = KERNEL_CLASSES.index("copy")
-
-TENSOR_CORE_TOKENS = (
-    # TensorBoard plugin / PyProf allowlist
-    "h884", "s884", "h1688", "s1688", "hmma", "i8816", "16816", "dgrad_1x1_stride_2x2",
-    "first_layer_wgrad_kernel", "conv1x1", "conv2d_c1_k1", "direct_group", "xmma_implicit_gemm",
-    "xmma_sparse_conv", "xmma_warp_specialized_implicit_gemm", "xmma_gemm", "xmma_sparse_gemm", "c1688",
-    # newer families (Ampere/Hopper cuBLAS, CUTLASS, flash attention)
-    "nvjet", "wgmma", "gmma", "tensorop", "flash_fwd", "flash_bwd", "flash::", "fmha_cutlass", "hgemm",
-    "bf16gemm", "s16816", "cutlass3x_sm90", "cudnn_generated_fort_native_sdpa",
-)
-CUDA_CORE_TOKENS = ("ffma", "sgemm_", "dgemm")
-
-
-def uses_tensor_cores(name: str) -> bool:
-    """Whether a kernel runs on tensor cores, by its name (see the module docstring)."""
-    low = name.lower()
-    if any(t in low for t in CUDA_CORE_TOKENS):
-        return False
-    return any(t in low for t in TENSOR_CORE_TOKENS)
-
 
 def display_kernel_name(name: str, max_chars: int = 100) -> str:
     """A kernel name short enough to read in a table: without ``void``, its parameter list and
@@ -122,46 +99,6 @@ class StepBreakdown:
                 + [(f"idle: {c.replace('_', ' ')}", self.idle_us.get(c, 0.0)) for c in IDLE_CAUSES])
 
 
-@dataclass(frozen=True)
-class KernelRow:
-    """Device time of one kernel name, with FLOPs where its launching op has a count."""
-
-    name: str
-    kernel_class: str
-    calls: int
-    seconds: float
-    share: float
-    tensor_cores: bool
-    flops: float = 0.0
-    """FLOPs of the calls whose op has a FLOP count (``flops_seconds`` is their time)."""
-    flops_seconds: float = 0.0
-    bytes: float = 0.0
-
-    @property
-    def achieved_flops_per_s(self) -> float | None:
-        return self.flops / self.flops_seconds if self.flops > 0 and self.flops_seconds > 0 else None
-
-    def to_json(self) -> dict:
-        return {"name": self.name, "class": self.kernel_class, "calls": self.calls, "seconds": self.seconds,
-                "share": self.share, "tensor_cores": self.tensor_cores, "flops": self.flops or None,
-                "achieved_flops_per_s": self.achieved_flops_per_s, "ai_flops_per_byte": self.ai_flops_per_byte}
-
-    @property
-    def ai_flops_per_byte(self) -> float | None:
-        return self.flops / self.bytes if self.flops > 0 and self.bytes > 0 else None
-
-    def fraction_of_roof(self, peak_flops_per_s: float | None, bandwidth_bytes_per_s: float | None) -> float | None:
-        """Achieved FLOP/s over the roofline's attainable rate at this kernel's intensity
-        (the compute peak alone when the bytes are unknown); None without FLOPs or a peak."""
-        achieved = self.achieved_flops_per_s
-        if achieved is None or not peak_flops_per_s:
-            return None
-        ai = self.ai_flops_per_byte
-        roof = (attainable_flops_per_s(peak_flops_per_s, bandwidth_bytes_per_s, ai)
-                if ai is not None and bandwidth_bytes_per_s else peak_flops_per_s)
-        return achieved / roof if roof > 0 else None
-
-
 @dataclass
 class RankOverview:
     """The overview figures of one rank."""
@@ -176,12 +113,15 @@ class RankOverview:
     step_time_median_s: float | None
     steps: list[StepBreakdown] = field(default_factory=list)
     top_kernels: list[KernelRow] = field(default_factory=list)
+    kernels: object | None = None
+    """The rank's :class:`.kernel_roof.RankKernels` (precision, every math kernel), when known."""
 
     def to_json(self) -> dict:
         return {"rank": self.rank, "device": self.device or None, "gpu_busy_fraction": self.gpu_busy_fraction,
                 "comm_exposed_fraction": self.comm_exposed_fraction, "tensor_core_share": self.tensor_core_share,
                 "kernel_time_s": self.kernel_seconds, "step_time_median_s": self.step_time_median_s,
-                "steps": [s.to_json() for s in self.steps], "top_kernels": [k.to_json() for k in self.top_kernels]}
+                "steps": [s.to_json() for s in self.steps], "top_kernels": [k.to_json() for k in self.top_kernels],
+                "precision": self.kernels.precision.to_json() if self.kernels is not None else None}  # type: ignore[attr-defined]
 
 
 HEATMAP_METRICS = ("busy", "exposed comm", "idle", "step time")
@@ -235,14 +175,17 @@ def build_overview(result) -> Overview:  # noqa: ANN001 (api.TraceResult; api im
     for r in result.ranks:
         a = r.analysis
         steps = step_breakdown(r.trace, {s.number for s in a.steps if s.warmup})
-        kernels, tc_share, kernel_s = kernel_rows(r.trace)
-        ranks.append(RankOverview(rank=r.trace.rank, device=r.trace.device_name,
-                                  gpu_busy_fraction=a.gpu_busy_fraction,
-                                  comm_exposed_fraction=a.comm_exposed_fraction,
-                                  tensor_core_share=tc_share, kernel_seconds=kernel_s,
-                                  step_time_median_s=a.step_time_median_s, steps=steps,
-                                  top_kernels=kernels[:TOP_KERNELS]))
+        ranks.append(rank_overview(r.trace, a, steps))
     return Overview(ranks, list(result.multi_rank.stragglers))
+
+
+def rank_overview(rt: RankTrace, a, steps: list[StepBreakdown]) -> RankOverview:  # noqa: ANN001 (RankAnalysis)
+    """One rank's overview from its analysis (its kernels found now if the engine did not)."""
+    k = a.kernels if a.kernels is not None else rank_kernels(rt, a.gpu_busy_fraction)
+    return RankOverview(rank=rt.rank, device=rt.device_name, gpu_busy_fraction=a.gpu_busy_fraction,
+                        comm_exposed_fraction=a.comm_exposed_fraction, tensor_core_share=k.tensor_core_share,
+                        kernel_seconds=k.kernel_seconds, step_time_median_s=a.step_time_median_s, steps=steps,
+                        top_kernels=list(k.top), kernels=k)
 
 
 # -- step breakdown ---------------------------------------------------------------------------------
@@ -324,69 +267,6 @@ def _idle_by_cause(gaps: tuple[np.ndarray, np.ndarray], starts: np.ndarray, laun
     out["kernel_wait"] = float(length[kernel].sum())
     out["other"] = float(length[~host & ~kernel].sum())
     return out
-
-
-# -- kernels -------------------------------------------------------------------------------------------
-def _op_counts_by_external_id(rt: RankTrace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(sorted external ids, FLOPs, bytes) of the CPU ops that have a FLOP count."""
-    ids, fl, by = [], [], []
-    for lane in rt.cpu_lanes:
-        if not len(lane.flops):
-            continue
-        m = np.isfinite(lane.flops) & (lane.flops > 0) & (lane.external_id >= 0)
-        if m.any():
-            ids.append(lane.external_id[m])
-            fl.append(lane.flops[m])
-            by.append(np.where(np.isfinite(lane.bytes[m]), lane.bytes[m], 0.0))
-    if not ids:
-        return np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
-    e, f, b = np.concatenate(ids), np.concatenate(fl), np.concatenate(by)
-    order = np.argsort(e, kind="stable")
-    return e[order], f[order], b[order]
-
-
-def kernel_rows(rt: RankTrace) -> tuple[list[KernelRow], float | None, float]:
-    """(kernel rows by device time, tensor-core share, total kernel seconds) over the whole trace."""
-    lanes = [lane for lane in rt.gpu_lanes if len(lane)]
-    if not lanes:
-        return [], None, 0.0
-    name = np.concatenate([lane.name_id for lane in lanes]).astype(np.int64)
-    dur = np.concatenate([lane.duration_us for lane in lanes])
-    cls = np.concatenate([lane.kernel_class for lane in lanes]).astype(np.int64)
-    ext = np.concatenate([lane.external_id if len(lane.external_id) else np.full(len(lane), -1)
-                          for lane in lanes]).astype(np.int64)
-    op_ext, op_flops, op_bytes = _op_counts_by_external_id(rt)
-    k_flops = np.zeros(dur.size)
-    k_bytes = np.zeros(dur.size)
-    if op_ext.size:
-        pos = np.clip(np.searchsorted(op_ext, ext), 0, op_ext.size - 1)
-        known = (ext >= 0) & (op_ext[pos] == ext)
-        if known.any():
-            # an op's FLOPs and bytes split over its kernels by duration
-            uniq, inv = np.unique(ext[known], return_inverse=True)
-            total = np.bincount(inv, weights=dur[known], minlength=uniq.size)
-            weight = np.where(total[inv] > 0, dur[known] / np.maximum(total[inv], 1e-30), 0.0)
-            k_flops[known] = op_flops[pos[known]] * weight
-            k_bytes[known] = op_bytes[pos[known]] * weight
-    is_kernel = cls != _COPY
-    names, inv = np.unique(name, return_inverse=True)
-    n = names.size
-    seconds = np.bincount(inv, weights=dur, minlength=n) / 1e6
-    calls = np.bincount(inv, minlength=n)
-    flops = np.bincount(inv, weights=k_flops, minlength=n)
-    nbytes = np.bincount(inv, weights=k_bytes, minlength=n)
-    flops_s = np.bincount(inv, weights=np.where(k_flops > 0, dur, 0.0), minlength=n) / 1e6
-    cls_of = np.zeros(n, np.int64)
-    cls_of[inv] = cls
-    total_s = float(seconds.sum())
-    tc = np.array([uses_tensor_cores(rt.strings[int(i)]) for i in names.tolist()], dtype=bool)
-    kernel_s = float(seconds[cls_of != _COPY].sum()) if is_kernel.any() else 0.0
-    tc_share = float(seconds[tc & (cls_of != _COPY)].sum()) / kernel_s if kernel_s > 0 else None
-    rows = [KernelRow(rt.strings[int(names[j])], KERNEL_CLASSES[cls_of[j]] if cls_of[j] >= 0 else "other",
-                      int(calls[j]), float(seconds[j]), float(seconds[j]) / total_s if total_s > 0 else 0.0,
-                      bool(tc[j]), float(flops[j]), float(flops_s[j]), float(nbytes[j]))
-            for j in np.argsort(-seconds, kind="stable").tolist()]
-    return rows, tc_share, kernel_s
 
 
 # -- a selected range ---------------------------------------------------------------------------------
