@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from gpuperf_gui.core.hardware import DeviceDatabase
     from gpuperf_gui.core.trace.figures import TraceMfuFigures
 
-__all__ = ["MfuForm", "TraceRun", "build_inputs", "evaluate", "example_form", "example_step_time_s",
-           "load_trace_run"]
+__all__ = ["ExampleCheck", "MfuForm", "TraceRun", "build_inputs", "evaluate", "example_check", "example_form",
+           "example_step_time_s", "load_trace_run"]
 
 INT_LIMITS = {"micro_batch": 100_000_000, "grad_accum": 1_000_000, "data_parallel": 10_000_000,
               "warmup_steps": 1_000_000}
@@ -270,6 +270,64 @@ def example_form(preset: str) -> MfuForm:
         peak_note=f"{run.hardware}, the example run's hardware" if run.peak_flops_per_s else None,
         recompute=run.recompute, recompute_dense=dense, recompute_attention=attention,
     )
+
+
+@dataclass(frozen=True)
+class ExampleCheck:
+    """A preset's example run under this tool's default convention and under its source's, beside
+    what the source prints (issue 21.8: Llama-3 8B is 55.19 % here, 58.2 % in torchtitan, which
+    counts the embeddings: 58.19 % so)."""
+
+    preset: str
+    ours: MfuResult
+    source_convention: MfuResult
+    source_mfu: float | None
+    source_hfu: float | None
+    source_differs: bool
+    """The source's convention is not the default one (embeddings or the recompute count)."""
+    convention_text: str
+    """What the source counts, in words ("embeddings counted")."""
+
+    ours_text: str = "embedding lookups excluded from N"
+    """What this tool's default counts, in the same words."""
+
+    def describe(self) -> str:
+        """One sentence: both figures and which the source used."""
+        if self.source_mfu is None:
+            return ""
+        printed = f"it prints {_pct(self.source_mfu)} MFU" + (
+            f", {_pct(self.source_hfu)} HFU" if self.source_hfu is not None else "")
+        ours = f"MFU {self.ours.mfu:.2%}, HFU {self.ours.hfu:.2%}".replace("%", " %")
+        if not self.source_differs:
+            return f"{ours} with this tool's convention ({self.ours_text}), the one the source used: {printed}."
+        theirs = f"MFU {self.source_convention.mfu:.2%}, HFU {self.source_convention.hfu:.2%}".replace("%", " %")
+        return (f"{ours} with this tool's convention ({self.ours_text}); {theirs} with the source's convention "
+                f"({self.convention_text}), the one it used: {printed}.")
+
+
+def _pct(fraction: float) -> str:
+    return f"{100 * fraction:.4g} %"
+
+
+def _counts(embeddings: bool, selective: str | None) -> str:
+    parts = ["embedding lookups counted in N" if embeddings else "embedding lookups excluded from N"]
+    if selective:
+        parts.append(f"selective recompute in the {selective} convention")
+    return ", ".join(parts)
+
+
+def example_check(preset: str, database: DeviceDatabase | None = None) -> ExampleCheck:
+    """The example run of ``preset`` computed both ways (see :class:`ExampleCheck`)."""
+    run = EXAMPLE_RUNS[preset]
+    form = example_form(preset)
+    theirs = replace(form, include_embeddings=run.source_counts_embeddings,
+                     recompute_convention=run.source_recompute_convention)
+    selective = run.recompute == "selective" and run.source_hfu is not None  # the HFU is compared
+    differs = run.source_counts_embeddings or run.source_recompute_convention != form.recompute_convention
+    return ExampleCheck(preset, evaluate(form, database), evaluate(theirs, database), run.source_mfu,
+                        run.source_hfu, differs,
+                        _counts(run.source_counts_embeddings, run.source_recompute_convention if selective else None),
+                        _counts(False, form.recompute_convention if selective else None))
 
 
 # --------------------------------------------------------------------------------------------------
