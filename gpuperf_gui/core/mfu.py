@@ -619,7 +619,7 @@ class MfuResult:
             "mfu_ceiling": self.mfu_ceiling,
             "step_time_stats": asdict(i.step_stats) if i.step_stats else None,
             "step_time_source": i.step_time_source,
-            "profiler_overhead": i.profiler_overhead,
+            "profiler_overhead": i.profiler_overhead if (i.profiler_overhead or 0.0) > 0 else None,
         }
 
     def _rows(self) -> list[tuple[str, str]]:
@@ -890,6 +890,10 @@ PROFILER_SLOWDOWN = "+4 % for a GEMM-bound GPT to +28 % for a launch-bound model
 def _profiler_warnings(i: MfuInputs) -> list[MfuWarning]:
     overhead = (f" On this run the profiled steps took {i.profiler_overhead:+.1%} longer than unprofiled ones."
                 if i.profiler_overhead is not None else "")
+    if i.profiler_overhead is not None and i.profiler_overhead <= 0:  # the profiler adds work, never removes it
+        overhead = (f" The trace's profiled steps are {-i.profiler_overhead:.0%} shorter than the step time given: "
+                    "the two were not timed on the same run or under the same conditions, so the profiler's "
+                    "overhead is not measurable from them.")
     if i.step_time_source == "trace":
         return [MfuWarning(
             "profiled_step_time",
