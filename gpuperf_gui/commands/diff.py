@@ -7,6 +7,7 @@ import argparse
 from gpuperf_gui.commands._output import fail, print_json
 from gpuperf_gui.core.trace.decode import DEFAULT_MAX_BYTES
 from gpuperf_gui.core.trace.diff import CALLS_WORDS, TraceDiff, diff_paths
+from gpuperf_gui.core.trace.glossary import COMM_KERNELS_EXPOSED, COMM_WAIT, hta_idle_label
 from gpuperf_gui.core.trace.model import TraceFormatError
 
 
@@ -105,9 +106,10 @@ def format_report(d: TraceDiff, top: int | None) -> str:
     if b.flops_per_step or a.flops_per_step:
         lines.append(f"{'FLOPs per step (shapes)':<28}{_si(b.flops_per_step):>14}{_si(a.flops_per_step):>14}")
     rows = [("GPU busy", b.gpu_busy_fraction, a.gpu_busy_fraction),
-            ("exposed communication", b.comm_exposed_fraction, a.comm_exposed_fraction)]
-    rows += [(f"idle {k.replace('_', ' ')} (of idle)", b.idle_breakdown[k], a.idle_breakdown[k])
-             for k in b.idle_breakdown]
+            (COMM_WAIT.name, b.comm_wait_fraction, a.comm_wait_fraction),
+            (COMM_KERNELS_EXPOSED.name, b.comm_exposed_fraction, a.comm_exposed_fraction)]
+    rows += [(f"{hta_idle_label(k)} %idle".replace("idle (HTA's): ", "HTA idle: "), b.idle_breakdown[k],
+              a.idle_breakdown[k]) for k in b.idle_breakdown]
     for name, x, y in rows:
         lines.append(f"{name:<28}{_pct(x):>14}{_pct(y):>14}{100 * (y - x):>+12.1f} pt")
     lines.append(f"{'kernel time ms ' + unit:<28}{_ms(b.kernel_time_s):>14}{_ms(a.kernel_time_s):>14}"

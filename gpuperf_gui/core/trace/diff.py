@@ -71,6 +71,7 @@ from .diagnose import Diagnosis
 from .model import GPU_ACTIVITY_KINDS, KERNEL_CLASSES, RankTrace
 from .optable import op_table, starts_in
 from .diff_headline import Headline, headline
+from .glossary import COMM_KERNELS_EXPOSED, COMM_WAIT
 from .profiler_overhead import ProfilerOverhead, merge, overhead_of
 
 CHANGE_CATEGORIES = ("added", "deleted", "increased", "decreased", "unchanged")
@@ -125,6 +126,8 @@ class Side:
     (mean over ranks); None when no op has a count (record_shapes off)."""
     overhead: ProfilerOverhead | None = None
     """The profiler's cost measured from both sets of steps, with its spread (all ranks' steps)."""
+    comm_wait_fraction: float = 0.0
+    """:data:`.glossary.COMM_WAIT` (the diagnosis's communication share of the step), mean over ranks."""
 
     @property
     def kernel_time_s(self) -> float:
@@ -141,6 +144,7 @@ class Side:
     def to_json(self) -> dict:
         return {"label": self.label, "per_step": self.per_step, "step_time_s": self.step_time_s,
                 "gpu_busy_fraction": self.gpu_busy_fraction, "comm_exposed_fraction": self.comm_exposed_fraction,
+                "comm_wait_fraction": self.comm_wait_fraction,
                 "idle_breakdown": dict(self.idle_breakdown), "kernel_time_s": self.kernel_time_s,
                 "host_events_per_step": self.host_events_per_step,
                 "unprofiled_step_time_s": self.unprofiled_step_time_s, "unprofiled_steps": self.unprofiled_steps,
@@ -438,6 +442,7 @@ def _side(result: TraceResult, steps: Sequence[int] | None, label: str) -> Side:
         step_time_s=float(np.median(step_times)) if step_times else None,
         gpu_busy_fraction=_mean(analyses, lambda a: a.gpu_busy_fraction),
         comm_exposed_fraction=_mean(analyses, lambda a: a.comm_exposed_fraction),
+        comm_wait_fraction=_mean(analyses, lambda a: a.idle_causes.communication),
         idle_breakdown={key: _mean(analyses, lambda a, key=key: a.idle_breakdown.get(key, 0.0))
                         for key in ("host_wait", "kernel_wait", "other")},
         kernel_class_s={c: float(classes[i]) / k for i, c in enumerate(KERNEL_CLASSES)},
@@ -547,8 +552,10 @@ def _changes(d: TraceDiff) -> list[str]:
         out.append(f"diagnosis unchanged: {sa.signature}")
     out.append(f"GPU busy {_pct(b.gpu_busy_fraction)} -> {_pct(a.gpu_busy_fraction)} "
                f"({100 * (a.gpu_busy_fraction - b.gpu_busy_fraction):+.1f} points)")
+    if max(b.comm_wait_fraction, a.comm_wait_fraction) > 0:
+        out.append(f"{COMM_WAIT.name} {_pct(b.comm_wait_fraction)} -> {_pct(a.comm_wait_fraction)}")
     if max(b.comm_exposed_fraction, a.comm_exposed_fraction) > 0:
-        out.append(f"exposed communication {_pct(b.comm_exposed_fraction)} -> {_pct(a.comm_exposed_fraction)}")
+        out.append(f"{COMM_KERNELS_EXPOSED.name} {_pct(b.comm_exposed_fraction)} -> {_pct(a.comm_exposed_fraction)}")
     out.append(f"kernel time {unit} {_ms(b.kernel_time_s)} -> {_ms(a.kernel_time_s)} "
                f"({1e3 * (a.kernel_time_s - b.kernel_time_s):+.2f} ms)")
     for c in d.kernel_classes[:2]:

@@ -29,6 +29,7 @@ from ..roofline import attainable_flops_per_s
 from ..units import json_safe
 from . import intervals as iv
 from .analysis import KERNEL_WAIT_MAX_US, cpu_collective_union, device_events
+from .glossary import COMM_KERNELS_EXPOSED, hta_idle_label
 from .model import KERNEL_CLASSES, RankTrace
 
 TOP_KERNELS = 15
@@ -118,8 +119,9 @@ class StepBreakdown:
 
     def parts(self) -> list[tuple[str, float]]:
         """(part name, µs) in drawing order: compute, exposed comm, copy, idle by cause."""
-        return ([("compute", self.compute_us), ("exposed comm", self.comm_exposed_us), ("copy", self.copy_us)]
-                + [(f"idle: {c.replace('_', ' ')}", self.idle_us.get(c, 0.0)) for c in IDLE_CAUSES])
+        return ([("compute", self.compute_us), (COMM_KERNELS_EXPOSED.name, self.comm_exposed_us),
+                 ("copy", self.copy_us)]
+                + [(hta_idle_label(c), self.idle_us.get(c, 0.0)) for c in IDLE_CAUSES])
 
 
 @dataclass(frozen=True)
@@ -176,10 +178,12 @@ class RankOverview:
     step_time_median_s: float | None
     steps: list[StepBreakdown] = field(default_factory=list)
     top_kernels: list[KernelRow] = field(default_factory=list)
+    comm_wait_fraction: float = 0.0
+    """:data:`.glossary.COMM_WAIT`: the diagnosis's communication share of the step."""
 
     def to_json(self) -> dict:
         return {"rank": self.rank, "device": self.device or None, "gpu_busy_fraction": self.gpu_busy_fraction,
-                "comm_exposed_fraction": self.comm_exposed_fraction, "tensor_core_share": self.tensor_core_share,
+                "comm_exposed_fraction": self.comm_exposed_fraction, "comm_wait_fraction": self.comm_wait_fraction, "tensor_core_share": self.tensor_core_share,
                 "kernel_time_s": self.kernel_seconds, "step_time_median_s": self.step_time_median_s,
                 "steps": [s.to_json() for s in self.steps], "top_kernels": [k.to_json() for k in self.top_kernels]}
 
@@ -241,7 +245,8 @@ def build_overview(result) -> Overview:  # noqa: ANN001 (api.TraceResult; api im
                                   comm_exposed_fraction=a.comm_exposed_fraction,
                                   tensor_core_share=tc_share, kernel_seconds=kernel_s,
                                   step_time_median_s=a.step_time_median_s, steps=steps,
-                                  top_kernels=kernels[:TOP_KERNELS]))
+                                  top_kernels=kernels[:TOP_KERNELS],
+                                  comm_wait_fraction=a.idle_causes.communication))
     return Overview(ranks, list(result.multi_rank.stragglers))
 
 
