@@ -929,6 +929,7 @@ class MfuTab(QWidget):
             recompute=self.recompute_combo.currentText(), recompute_dense=p.get("recompute_dense"),
             recompute_attention=p.get("recompute_attention"),
             recompute_convention=self.recompute_convention_combo.currentText(),
+            timed_steps=(self.trace_run.figures.steady_steps or None) if source == "trace" and self.trace_run else None,
             counted_flops_per_step=p["counted_flops"], train_tokens=p["train_tokens"],
             price_per_gpu_hour=p["price"], ceiling=self._ceiling(),
         )
