@@ -50,7 +50,15 @@ HTA_IDLE_SPLIT = Term(
     "wait (gaps under 30 µs between kernels), other; HTA's definitions, not the diagnosis's causes",
     "ranks[].idle_breakdown")
 
-TERMS = (COMM_WAIT, COMM_KERNELS_EXPOSED, HTA_IDLE_SPLIT)
+STEP_EXPOSED_COMM = Term(
+    "exposed comm (per step)",
+    "per step, the larger of the step's exposed comm kernels and the GPU idle while a host-side "
+    "collective (gloo, c10d wait) runs, share of the step (never their sum: a host waiting on an NCCL "
+    "collective would count twice); the rank x step heatmap's 'exposed comm' colour. Per step it "
+    "leaves out the idle after a collective that communication wait counts, so it can read lower",
+    "overview ranks[].steps[].comm_exposed_s, host_collective_gpu_idle_s")
+
+TERMS = (COMM_WAIT, COMM_KERNELS_EXPOSED, HTA_IDLE_SPLIT, STEP_EXPOSED_COMM)
 
 
 def hta_idle_label(cause: str) -> str:
