@@ -88,6 +88,11 @@ def _excess(ratio: float | None) -> float | None:
     return None if ratio is None else ratio - 1
 
 
+def _overhead(ratio: float | None) -> str:
+    """Recorded / unprofiled as the extra share; "not measurable" where core gives none."""
+    return "not measurable" if ratio is None else f"{100 * (ratio - 1):+.0f} %"
+
+
 class ClassBars(pg.PlotWidget):
     """Kernel time per class (ms per step), before and after side by side."""
 
@@ -316,15 +321,24 @@ class TraceCompare(QWidget):
 
     @staticmethod
     def _headline(d: TraceDiff) -> str:
-        """Core's headline (:mod:`~gpuperf_gui.core.trace.diff_headline`), with the ratio coloured."""
+        """Core's headline (:mod:`~gpuperf_gui.core.trace.diff_headline`), the ratio coloured, then
+        where the speedup comes from."""
         h = d.headline
         big = ""
         if h.ratio is not None and h.unit == "s":
             big = f" · {_speedup_html(h.ratio, '14pt')}" + ("" if h.conclusive else " <b>(not conclusive)</b>")
+        source = f"<br><span style='color:#666'>speedup from {html.escape(d.speedup_source or '–')}"
+        if d.speedup_unprofiled is not None and d.speedup_profiled is not None:
+            source += (f"; profiled trace {_duration(d.step_time_before_s)} → {_duration(d.step_time_after_s)} "
+                       f"({d.speedup_profiled:.2f}×), profiler overhead {_overhead(d.before.profiler_overhead)} "
+                       f"before, {_overhead(d.after.profiler_overhead)} after")
+        elif d.speedup_unprofiled is None:
+            source += ("; record both runs with <code>gpuperf profile</code> (File ▸ Profile a script…) for the "
+                       "speedup without the profiler's overhead")
         names = (f"<br><span style='color:#666'>before: {html.escape(d.before.label)} · after: "
                  f"{html.escape(d.after.label)}</span>")
         return (f"<span style='font-size:12pt'>{html.escape(h.quantity)}{big}</span><br>"
-                f"<span style='color:#444'>{html.escape(h.text)}</span>{names}")
+                f"<span style='color:#444'>{html.escape(h.text)}</span>{source}</span>{names}")
 
     def _fill_figures(self, d: TraceDiff) -> None:
         rows = diff_figures(d)
@@ -332,7 +346,7 @@ class TraceCompare(QWidget):
         if b.unprofiled_step_time_s is not None or a.unprofiled_step_time_s is not None:
             extra = [FigureDelta("step time without profiler (gpuperf profile)", "s", b.unprofiled_step_time_s,
                                  a.unprofiled_step_time_s),
-                     FigureDelta("profiler overhead (profiled / unprofiled − 1; – not measurable)", "fraction",
+                     FigureDelta("profiler overhead (profiled / unprofiled − 1)", "fraction",
                                  _excess(b.profiler_overhead), _excess(a.profiler_overhead))]
             rows[1:1] = extra
         self.figures.setRowCount(len(rows))
