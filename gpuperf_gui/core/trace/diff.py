@@ -11,6 +11,8 @@ API::
     d.kernel_classes   # [ClassDelta(cls, before_s, after_s, delta_s)], per step
     d.ops              # [OpDelta(...)], per step, largest change first
     d.ops_diff()       # HTA's five lists: added, deleted, increased, decreased, unchanged
+    d.headline         # what it leads with (diff_headline: throughput for different workloads,
+                       # unprofiled step time, or profiled with the range the profiler allows)
     d.changes()        # human lines: what changed (step time, busy, idle, classes, diagnosis)
     d.to_json(top=20)  # the `gpuperf diff --json` object (DESIGN.md contract)
 

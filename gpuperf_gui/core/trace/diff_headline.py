@@ -133,6 +133,10 @@ def headline(d: TraceDiff) -> Headline:
     if r is None:
         return Headline("profiled step time", "s", b.step_time_s, a.step_time_s, None, None, same, differences,
                         "no step time on one side: nothing to compare" + note)
+    if b.label == a.label:  # one trace against itself: the profiler stretched both alike
+        return Headline("profiled step time", "s", b.step_time_s, a.step_time_s, r, None, same, differences,
+                        f"profiled step time {_ms(b.step_time_s)} -> {_ms(a.step_time_s)}: {_change(r)} "
+                        "(the same trace on both sides)")
     lo, hi = profiled_ratio_range(b, a, r)
     if lo > 1 + SAME_RATIO:
         verdict = f"faster in any case (at least {_x(lo)})"
