@@ -90,7 +90,7 @@ class ProgressBar:
 
 def _point_line(point) -> str:  # MeasuredPoint
     rate = format_si(point.flops_per_s, "FLOP/s") if point.flops else ""
-    flag = "  throttled" if point.throttled else ""
+    flag = ("  throttled" if point.throttled else "") + ("" if point.reliable else "  UNRELIABLE (not a ceiling)")
     extra = f"  busbw {format_si(point.busbw_bytes_per_s, 'B/s')}" if point.busbw_bytes_per_s else ""
     threads = f" {point.threads} threads" if point.threads else ""
     return (f"  {point.label:<34} {rate:>14} {format_si(point.bytes_per_s, 'B/s'):>12}  "

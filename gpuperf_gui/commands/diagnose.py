@@ -103,6 +103,8 @@ def format_report(result: TraceResult, top: int) -> str:
                      f"{r.diagnosis.signature}{mark}")
         if a.truncation:
             lines.append(f"      {a.truncation}")
+        if a.profiler_overhead is not None:  # a trace from gpuperf profile: measured, with its spread
+            lines.append(f"      {a.profiler_overhead['text']}")
     mr = result.multi_rank
     if len(result.ranks) > 1:
         skew = "-" if mr.step_time_skew_s is None else f"{1e3 * mr.step_time_skew_s:.2f} ms"

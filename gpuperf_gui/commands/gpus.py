@@ -31,6 +31,7 @@ def device_to_json(device: Device) -> dict:
         "arch": device.arch,
         "memory_bandwidth_bytes_per_s": device.memory_bandwidth_bytes_per_s,
         "memory_bytes": device.memory_bytes,
+        "memory_unit": device.memory_unit,
         "sm_count": device.sm_count,
         "l2_bytes": device.l2_bytes,
         "boost_clock_hz": device.boost_clock_hz,

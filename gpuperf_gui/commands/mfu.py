@@ -32,7 +32,7 @@ OPTIONS = {
     "heads": "--heads", "head_dim": "--head-dim", "seq_len": "--seq", "train_tokens": "--train-tokens",
     "price": "--price-per-gpu-hour", "counted_flops": "--counted-flops-per-step",
     "micro_batch": "--micro-batch", "grad_accum": "--grad-accum", "data_parallel": "--dp",
-    "warmup_steps": "--warmup-steps", "recompute": "--recompute",
+    "warmup_steps": "--warmup-steps", "recompute": "--recompute", "precision": "--precision",
 }
 
 
@@ -79,7 +79,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "are 6·N, + 12·L·H·Q·T with the attention shape (PaLM App. B, nanoGPT, torchtitan).",
     )
     model = p.add_argument_group("model")
-    model.add_argument("--params", type=_quantity, metavar="N", help="parameters used for FLOPs (124M, 8e9, …)")
+    model.add_argument("--params", type=_quantity, metavar="N", help="parameters used for FLOPs (124M, 8e9, …); with "
+                       "--preset/--model-config, used instead of its count and checked against it")
     model.add_argument("--preset", type=_preset_arg, metavar="NAME",
                        help=f"N and attention shape from a published config: {', '.join(PRESETS)} "
                             "(case, spaces and dashes do not matter: llama3-8b)")
@@ -117,6 +118,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     hw.add_argument("--training-precision", choices=PRECISIONS, help="precision the GEMMs run in")
     rc = p.add_argument_group("recompute")
     rc.add_argument("--recompute", choices=mfu.RECOMPUTE_KINDS, default="none")
+    rc.add_argument("--recompute-convention", choices=tuple(mfu.SELECTIVE_CONVENTIONS), default="gpuperf",
+                    help="how HFU counts selective recompute: gpuperf (default; the recomputed attention-core "
+                    "forward, +4·L·H·Q·T per token) or korthikanti2022 (the Megatron README's published "
+                    "pairs: +12·L·H·Q·T per token)")
     rc.add_argument("--recompute-dense", type=_fraction, metavar="F",
                     help="with --recompute custom (required): fraction 0..1 of the GEMM forward recomputed")
     rc.add_argument("--recompute-attention", type=_fraction, metavar="F",
@@ -159,6 +164,7 @@ def build_form(args: argparse.Namespace, trace: TraceRun | None = None) -> MfuFo
         raise mfu.MfuInputError("step_time_s", "give one of --step-time and --step-times")
     times = tuple(args.step_times or ([args.step_time] if args.step_time is not None else []))
     source, trace_step = "given", None
+    timed = len(args.step_times) if args.step_times is not None else None
     gpus, device_id = args.gpus, args.gpu
     if trace is not None:
         if not times:
@@ -166,12 +172,13 @@ def build_form(args: argparse.Namespace, trace: TraceRun | None = None) -> MfuFo
                 raise mfu.MfuInputError("step_time_s", f"{trace.source}: no ProfilerStep annotations, so "
                                         "no step time: give --step-time")
             times, source = (trace.step_time_s,), "trace"
+            timed = trace.figures.steady_steps or None
         else:
             trace_step = trace.step_time_s
         gpus = gpus if gpus is not None else trace.gpus
         if device_id is None and args.peak_flops is None:
             device_id = _trace_device(trace)
-        if all(x is None for x in (args.params, args.preset, args.model_config)):
+        if all(x is None for x in (args.params, args.preset, args.model_config)):  # N beside a config: checked
             raise mfu.MfuInputError("n_params", "--from-trace gives the step time and the GPUs, not the "
                                     "model: give --params N, --preset NAME or --model-config FILE")
         if args.tokens_per_step is None and args.micro_batch is None:
@@ -192,6 +199,7 @@ def build_form(args: argparse.Namespace, trace: TraceRun | None = None) -> MfuFo
         device_id=device_id, precision=precision, peak_flops_per_s=args.peak_flops,
         training_precision=args.training_precision, recompute=args.recompute,
         recompute_dense=args.recompute_dense, recompute_attention=args.recompute_attention,
+        recompute_convention=args.recompute_convention, timed_steps=timed,
         counted_flops_per_step=args.counted_flops_per_step, train_tokens=args.train_tokens,
         price_per_gpu_hour=args.price_per_gpu_hour,
     )

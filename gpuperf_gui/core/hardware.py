@@ -23,10 +23,14 @@ from gpuperf_gui.core.paths import user_devices_file
 from gpuperf_gui.core.roofline import ridge_flops_per_byte
 from gpuperf_gui.core.state_files import SetAside, loads_toml, report, set_aside
 
-PRECISIONS = ("fp64", "fp64_tensor", "fp32", "tf32", "bf16", "fp16", "fp8", "int8")
+PRECISIONS = ("fp64", "fp64_tensor", "fp32", "fp32_tensor", "tf32", "bf16", "fp16", "fp8", "fp4", "int8")
+"""fp32_tensor: FP32 on the matrix units (AMD's "FP32 matrix"; NVIDIA has none, its tensor-core FP32 is tf32)."""
 TERA = 1e12
 GIGA = 1e9
 MEBI = 1024 * 1024
+GIBI = 1024**3
+MEMORY_UNITS = {"GB": GIGA, "GiB": GIBI}
+"""``memory_unit`` in a device file: what the vendor's capacity figure means (GPU datasheets' "GB" are GiB)."""
 
 
 class PrecisionUnavailableError(ValueError):
@@ -63,6 +67,8 @@ class Device:
     arch: str = ""
     notes: str = ""
     revision: str = ""
+    memory_unit: str = "GB"
+    """The unit the vendor states the capacity in ("GiB" or "GB"; :data:`MEMORY_UNITS`)."""
     origin: str = "datasheet"  # "datasheet" | "user file" | "measured"
     measured_with: str = ""    # measured: how ("16 CPU threads, cpu-perf_counter")
 
@@ -210,13 +216,17 @@ def device_from_entry(device_id: str, entry: dict[str, Any], origin: str) -> Dev
     for key in ("name", "vendor", "arch", "notes", "revision"):
         if key in entry and not isinstance(entry[key], str):
             raise ValueError(f"{key} must be a string, got {_shown(entry[key])}")
+    memory_unit = entry.get("memory_unit", "GB")
+    if memory_unit not in MEMORY_UNITS:
+        raise ValueError(f"memory_unit must be one of {', '.join(MEMORY_UNITS)}, got {_shown(memory_unit)}")
     return Device(
         id=device_id,
         name=str(entry.get("name", device_id)),
         vendor=str(entry.get("vendor", "")),
         arch=str(entry.get("arch", "")),
         memory_bandwidth_bytes_per_s=_optional(entry, "memory_bandwidth_tbs", TERA),
-        memory_bytes=_optional(entry, "memory_gb", GIGA),
+        memory_bytes=_optional(entry, "memory_gb", MEMORY_UNITS[memory_unit]),
+        memory_unit=memory_unit,
         sm_count=sm_count,
         l2_bytes=_optional(entry, "l2_mib", MEBI),
         boost_clock_hz=_optional(entry, "boost_mhz", 1e6),

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RECOMPUTE_KINDS",
+    "SELECTIVE_CONVENTIONS",
     "STEP_TIME_SOURCES",
     "TARGET_MFU",
     "AttentionShape",
@@ -116,6 +117,15 @@ def model_flops_per_token(
 
 RECOMPUTE_KINDS = ("none", "selective", "full", "custom")
 
+SELECTIVE_CONVENTIONS: dict[str, str] = {
+    "gpuperf": "the recomputed forward of core attention counted once: + 4·L·H·Q·T per token",
+    "korthikanti2022": ("Korthikanti et al. 2022 / Megatron README: the attention core counted again forward "
+                        "and backward, + 72·B·s·l·h²·s/(6h) per step = + 12·L·H·Q·T per token"),
+}
+"""How HFU counts selective recompute; ``gpuperf`` is the default. The published pairs of the
+Megatron README (22B 41.5 -> 43.7 %, 175B 51.4 -> 52.8 %, 530B 56.0 -> 57.0 %, 1T 56.3 -> 57.0 %)
+follow ``korthikanti2022``."""
+
 
 @dataclass(frozen=True)
 class Recompute:
@@ -124,22 +134,30 @@ class Recompute:
     ``dense_fraction`` of the parameter (GEMM) forward and ``attention_fraction`` of the attention
     forward. none = (0, 0); selective = (0, 1): the attention core (Korthikanti et al. 2022);
     full = (1, 1): one extra forward, 8·N instead of 6·N; custom = any pair (PaLM 540B: 0.75, 1).
+    ``convention`` (:data:`SELECTIVE_CONVENTIONS`) says how selective recompute's attention is
+    counted: its recomputed forward (gpuperf, 1/3 of the attention term) or, as the published
+    Megatron pairs do, the attention term again in full (korthikanti2022).
     """
 
     kind: str = "none"
     dense_fraction: float = 0.0
     attention_fraction: float = 0.0
+    convention: str = "gpuperf"
 
     @classmethod
     def of(cls, kind: str, dense_fraction: float | None = None,
-           attention_fraction: float | None = None) -> Recompute:
+           attention_fraction: float | None = None, convention: str = "gpuperf") -> Recompute:
         """The recompute policy called ``kind``; the fractions are used (and required) only for ``"custom"``.
 
         A custom policy without both fractions raises :class:`MfuInputError` rather than meaning 0 %.
+        ``convention`` applies to ``"selective"`` only (the other kinds count the same in both).
         """
+        if convention not in SELECTIVE_CONVENTIONS:
+            raise MfuInputError("recompute", f"recompute convention must be one of "
+                                f"{', '.join(SELECTIVE_CONVENTIONS)}, not {convention!r}")
         presets = {"none": (0.0, 0.0), "selective": (0.0, 1.0), "full": (1.0, 1.0)}
         if kind in presets:
-            return cls(kind, *presets[kind])
+            return cls(kind, *presets[kind], convention if kind == "selective" else "gpuperf")
         if kind != "custom":
             raise MfuInputError("recompute", f"recompute must be one of {', '.join(RECOMPUTE_KINDS)}")
         missing = [name for name, value in (("GEMM (dense) forward", dense_fraction),
@@ -154,17 +172,29 @@ class Recompute:
                 raise MfuInputError("recompute", f"recomputed {name} fraction must be within 0..1")
         return cls("custom", dense_fraction, attention_fraction)
 
+    @property
+    def attention_passes(self) -> float:
+        """Thirds of the attention term (12·L·H·Q·T) one recomputed attention forward adds: 1 (its
+        forward, 4·L·H·Q·T), or 3 under the korthikanti2022 convention."""
+        return 3.0 if self.kind == "selective" and self.convention == "korthikanti2022" else 1.0
+
     def describe(self) -> str:
         if self.kind == "none":
             return "no recompute (HFU = MFU)"
         if self.kind == "selective":
-            return "selective recompute: attention core recomputed"
+            return f"selective recompute, {self.convention} convention: {SELECTIVE_CONVENTIONS[self.convention]}"
         if self.kind == "full":
             return "full recompute: one extra forward (8·N instead of 6·N)"
         return (
             f"custom recompute: {self.dense_fraction:.0%} of the GEMM forward and "
             f"{self.attention_fraction:.0%} of the attention forward recomputed"
         )
+
+    def hfu_label(self) -> str:
+        """What the HFU beside the MFU counts, in a few words ("selective, gpuperf convention")."""
+        if self.kind == "selective":
+            return f"selective, {self.convention} convention"
+        return {"none": "no recompute", "full": "full recompute"}.get(self.kind, "custom recompute")
 
 
 def hardware_flops_per_token(
@@ -174,9 +204,11 @@ def hardware_flops_per_token(
     causal: bool = False,
     recompute: Recompute = Recompute(),
 ) -> float:
-    """Model FLOPs plus the recomputed forward: + 2·r_d·N + 4·r_a·L·H·Q·T (halved if causal)."""
+    """Model FLOPs plus the recomputed forward: + 2·r_d·N + 4·r_a·L·H·Q·T (halved if causal; the
+    attention part ×3 under the korthikanti2022 selective convention)."""
     extra = 2.0 * recompute.dense_fraction * n_params
-    extra += recompute.attention_fraction * attention_flops_per_token(attention, causal=causal) / 3.0
+    extra += (recompute.attention_fraction * recompute.attention_passes
+              * attention_flops_per_token(attention, causal=causal) / 3.0)
     return model_flops_per_token(n_params, attention, causal=causal) + extra
 
 
@@ -308,6 +340,7 @@ class Peak:
     precision: str | None = None
     device_id: str | None = None
     sparse: bool = False  # a 2:4-sparse datasheet figure: never a valid MFU denominator
+    above_known: bool = False  # an explicit peak above every dense figure of the database (its precision)
 
 
 def peak_from_device(device: Device, precision: str) -> Peak:
@@ -318,9 +351,13 @@ def peak_from_device(device: Device, precision: str) -> Peak:
 
 
 def explicit_peak(
-    flops_per_s_per_gpu: float, device: Device | None = None, precision: str | None = None
+    flops_per_s_per_gpu: float, device: Device | None = None, precision: str | None = None,
+    known_devices: Sequence[Device] = (),
 ) -> Peak:
-    """A peak typed by the user; checked against ``device``'s sparse figures when one is known."""
+    """A peak typed by the user; checked against ``device``'s sparse figures when one is known, else
+    against every ``known_devices`` (the database) at ``precision``: equal to one of their sparse
+    figures and to none of their dense ones is a sparse figure; above all their dense ones is
+    flagged too (:attr:`Peak.above_known`)."""
     if not math.isfinite(flops_per_s_per_gpu) or flops_per_s_per_gpu <= 0:
         raise MfuInputError("peak", "peak FLOP/s must be positive")
     sparse = False
@@ -338,15 +375,35 @@ def explicit_peak(
             flops_per_s_per_gpu, 2.0 * dense[precision], rel_tol=0.02
         ):
             sparse = True
-    return Peak(flops_per_s_per_gpu, "explicit", precision, getattr(device, "id", None), sparse)
+        return Peak(flops_per_s_per_gpu, "explicit", precision, getattr(device, "id", None), sparse)
+    sparse, above = _against_known(flops_per_s_per_gpu, precision, known_devices)
+    return Peak(flops_per_s_per_gpu, "explicit", precision, None, sparse, above)
+
+
+def _against_known(flops: float, precision: str | None, devices: Sequence[Device]) -> tuple[bool, bool]:
+    """(a known sparse figure, above every known dense one) at ``precision`` (every precision
+    without one). Per precision: H100's sparse bf16 1979e12 equals its dense fp8 figure."""
+    def figures(kind: str) -> list[float]:
+        out = []
+        for d in devices:
+            table = dict(getattr(d, kind, {}) or {})
+            out += [v for p, v in table.items() if precision is None or p == precision]
+        return out
+    dense, sparse = figures("dense_flops_per_s"), figures("sparse_flops_per_s")
+    is_dense = any(math.isclose(flops, v, rel_tol=0.005) for v in dense)
+    is_sparse = any(math.isclose(flops, v, rel_tol=0.005) for v in sparse) and not is_dense
+    above = bool(dense) and flops > 1.02 * max(dense) and not is_sparse
+    return is_sparse, above
 
 
 def resolve_peak(
-    device: Device | None, precision: str | None, explicit_flops_per_s: float | None = None
+    device: Device | None, precision: str | None, explicit_flops_per_s: float | None = None,
+    known_devices: Sequence[Device] = (),
 ) -> Peak:
-    """The denominator: an explicit per-GPU peak (checked against ``device``), else the device's dense peak."""
+    """The denominator: an explicit per-GPU peak (checked against ``device``, else against
+    ``known_devices``), else the device's dense peak."""
     if explicit_flops_per_s is not None:
-        return explicit_peak(explicit_flops_per_s, device, precision)
+        return explicit_peak(explicit_flops_per_s, device, precision, known_devices)
     if device is None or precision is None:
         raise MfuInputError("peak", "give a device and a precision, or an explicit peak")
     try:
@@ -470,6 +527,11 @@ class MfuInputs:
 
     step_time_source: str = "given"  # one of STEP_TIME_SOURCES
     profiler_overhead: float | None = None  # profiled / unprofiled step time − 1, where both were measured
+    timed_steps: int | None = None  # steps behind a single step time (a trace's steady steps); None: unknown
+    tokens_given: bool = False  # tokens per step typed, not micro-batch × sequence × accumulation × DP
+    grad_accum: int = 1  # as given (ignored when tokens_given)
+    data_parallel: int = 1
+    config_n_params: float | None = None  # N of the configuration given beside an explicit N
 
     def validate(self) -> None:
         """Raise :class:`MfuInputError` naming the first input that is not a positive, finite number
@@ -545,6 +607,8 @@ class MfuResult:
             "tokens_per_step": i.tokens_per_step,
             "step_time_s": i.step_time_s,
             "recompute": i.recompute.kind,
+            "recompute_convention": i.recompute.convention,
+            "hfu_convention": i.recompute.hfu_label(),
             "attention_term": i.attention is not None,
             "causal_halving": i.causal and i.attention is not None,
             "headroom_to_50pct": self.headroom_to_target,
@@ -555,13 +619,13 @@ class MfuResult:
             "mfu_ceiling": self.mfu_ceiling,
             "step_time_stats": asdict(i.step_stats) if i.step_stats else None,
             "step_time_source": i.step_time_source,
-            "profiler_overhead": i.profiler_overhead,
+            "profiler_overhead": i.profiler_overhead if (i.profiler_overhead or 0.0) > 0 else None,
         }
 
     def _rows(self) -> list[tuple[str, str]]:
         rows = [
             ("MFU", f"{self.mfu:.1%}"),
-            ("HFU", f"{self.hfu:.1%}"),
+            ("HFU", f"{self.hfu:.1%} ({self.inputs.recompute.hfu_label()})"),
             ("Achieved per GPU", format_si(self.achieved_flops_per_s_per_gpu, "FLOP/s")),
             ("Peak per GPU", f"{format_si(self.peak_flops_per_s_per_gpu, 'FLOP/s', 4)} "
              f"({self.inputs.peak.source}) × {self.inputs.gpus} GPU(s)"),
@@ -693,7 +757,15 @@ def require_plausible(result: MfuResult) -> MfuResult:
     need.append(f"step time ≥ {format_duration(i.step_time_s * factor)} "
                 f"(given {format_duration(i.step_time_s)})")
     need.append(f"GPUs ≥ {math.ceil(i.gpus * factor - 1e-9):,} (given {i.gpus:,})")
-    if i.step_time_source == "trace":
+    ratio = _precision_ratio(i)
+    if i.training_precision and i.peak.precision and ratio is not None and ratio > 1.01:
+        likely = (f"Likely the peak: it is the {i.peak.precision} one, but training runs in "
+                  f"{i.training_precision}, whose peak is {ratio:.3g}× higher"
+                  + (f" (MFU {_percent(result.mfu / ratio)} against it)" if result.mfu / ratio <= 1 else "")
+                  + f": use the {i.training_precision} peak.")
+        field_name = "precision"
+        need.insert(0, f"the {i.training_precision} peak")
+    elif i.step_time_source == "trace":
         likely = ("The step time and the GPUs come from the trace, so the model size or the tokens "
                   "per step are likely wrong: enter those of the traced run.")
         field_name = "tokens_per_step"
@@ -725,29 +797,88 @@ def check_result(result: MfuResult) -> list[MfuWarning]:
             f"The peak {format_si(i.peak.flops_per_s_per_gpu, 'FLOP/s')} is a 2:4-sparse "
             "datasheet figure (twice the dense one). Dense training cannot use sparsity: MFU against "
             "it is halved. Use the dense peak.", "error"))
-    if (i.training_precision and i.peak.precision
-            and i.training_precision != i.peak.precision):
-        direction = ""
-        if i.training_precision_peak_flops_per_s:
-            ratio = i.training_precision_peak_flops_per_s / i.peak.flops_per_s_per_gpu
-            if ratio > 1.01:
-                direction = f" The {i.training_precision} peak is {ratio:.2g}× higher: this MFU is overstated."
-            elif ratio < 0.99:
-                direction = f" The {i.training_precision} peak is {ratio:.2g}× lower: this MFU is understated."
+    if i.peak.above_known:
         warnings.append(MfuWarning(
-            "precision_mismatch",
-            f"Training runs in {i.training_precision} but the peak is the {i.peak.precision} one."
-            f"{direction} Use the peak of the precision the GEMMs run in.",
-        ))
+            "peak_above_known",
+            f"The peak {format_si(i.peak.flops_per_s_per_gpu, 'FLOP/s')} per GPU is above every dense "
+            f"{i.peak.precision or ''} peak in the device database: likely a sparse or a multi-GPU "
+            "figure (a superchip, a node). Use one GPU's dense peak."))
+    warnings += _precision_warnings(i)
     if i.recompute.kind == "selective" and i.attention is None:
         warnings.append(MfuWarning(
             "recompute_needs_attention",
             "Selective recompute repeats the attention core, which is only counted with the "
             "attention shape (layers, heads, head dim, sequence): HFU = MFU here."))
     warnings += _plausibility_warnings(result)
-    warnings += _step_time_warnings(i.step_stats)
+    warnings += _step_time_warnings(i.step_stats, i.timed_steps)
+    warnings += _batch_warnings(i)
+    warnings += _n_params_warnings(result)
     warnings += _profiler_warnings(i)
     return warnings
+
+
+def _precision_ratio(i: MfuInputs) -> float | None:
+    """The training precision's peak over the peak used (None: not known)."""
+    if not i.training_precision_peak_flops_per_s:
+        return None
+    return i.training_precision_peak_flops_per_s / i.peak.flops_per_s_per_gpu
+
+
+def _precision_warnings(i: MfuInputs) -> list[MfuWarning]:
+    """The peak's precision is not the training precision, and (where both peaks are known) they
+    differ: fp16 and bf16 on an H100 are the same 989.4 TFLOP/s, so nothing to warn about."""
+    if not (i.training_precision and i.peak.precision and i.training_precision != i.peak.precision):
+        return []
+    ratio, direction = _precision_ratio(i), ""
+    if ratio is not None:
+        if 0.99 <= ratio <= 1.01:
+            return []
+        word = "higher: this MFU is overstated" if ratio > 1 else "lower: this MFU is understated"
+        shown = f"{ratio:.2g}×" if ratio > 1 else f"{1 / ratio:.2g}×"
+        direction = f" The {i.training_precision} peak is {shown} {word}."
+    return [MfuWarning(
+        "precision_mismatch",
+        f"Training runs in {i.training_precision} but the peak is the {i.peak.precision} one."
+        f"{direction} Use the peak of the precision the GEMMs run in.")]
+
+
+def _batch_warnings(i: MfuInputs) -> list[MfuWarning]:
+    if not i.tokens_given or (i.grad_accum == 1 and i.data_parallel == 1):
+        return []
+    factor = i.grad_accum * i.data_parallel
+    return [MfuWarning(
+        "batch_options_ignored",
+        f"Gradient accumulation {i.grad_accum} and data parallel {i.data_parallel} are not used: the "
+        f"tokens per step ({format_count(i.tokens_per_step)}) are taken as the whole optimizer step's, all "
+        f"micro-batches of all replicas. If they are one micro-batch's, the step has {factor}× as many "
+        f"({format_count(i.tokens_per_step * factor)}): give the micro-batch instead.")]
+
+
+RECOMPUTE_AS_N = 8.0 / 6.0
+"""N over the configuration's N when full recompute's 8·N was counted as 6·N (N taken 4/3 too large)."""
+
+
+def _n_params_warnings(result: MfuResult) -> list[MfuWarning]:
+    """N given beside a configuration is checked against the configuration's own count."""
+    i = result.inputs
+    if not i.config_n_params:
+        return []
+    ratio = i.n_params / i.config_n_params
+    counted = {RECOMPUTE_AS_N}
+    if i.recompute.kind != "none":
+        counted.add(result.hfu_over_mfu or 1.0)
+    if any(r > 1.01 and math.isclose(ratio, r, rel_tol=0.02) for r in counted):
+        return [MfuWarning(
+            "recompute_counted_as_useful",
+            f"N = {format_count(i.n_params)} is {ratio:.3f}× the configuration's "
+            f"{format_count(i.config_n_params)}, the factor recompute adds to the FLOPs: recompute FLOPs "
+            "seem counted as useful (e.g. 8·N of full recompute taken as 6·N). MFU uses the model's N.")]
+    if not 0.97 <= ratio <= 1.03:
+        return [MfuWarning(
+            "n_params_differs",
+            f"N = {format_count(i.n_params)} is {ratio:.3g}× the {format_count(i.config_n_params)} the "
+            "configuration gives: check which parameters N counts (embeddings, all or active experts).")]
+    return []
 
 
 # Profiled vs unprofiled median steps of the H200 runs in tests/data/shared_traces/h200 (meta.json has
@@ -759,6 +890,10 @@ PROFILER_SLOWDOWN = "+4 % for a GEMM-bound GPT to +28 % for a launch-bound model
 def _profiler_warnings(i: MfuInputs) -> list[MfuWarning]:
     overhead = (f" On this run the profiled steps took {i.profiler_overhead:+.1%} longer than unprofiled ones."
                 if i.profiler_overhead is not None else "")
+    if i.profiler_overhead is not None and i.profiler_overhead <= 0:  # the profiler adds work, never removes it
+        overhead = (f" The trace's profiled steps are {-i.profiler_overhead:.0%} shorter than the step time given: "
+                    "the two were not timed on the same run or under the same conditions, so the profiler's "
+                    "overhead is not measurable from them.")
     if i.step_time_source == "trace":
         return [MfuWarning(
             "profiled_step_time",
@@ -810,8 +945,14 @@ def _plausibility_warnings(result: MfuResult) -> list[MfuWarning]:
     return warnings
 
 
-def _step_time_warnings(stats: StepTimeStats | None) -> list[MfuWarning]:
+def _step_time_warnings(stats: StepTimeStats | None, timed_steps: int | None = None) -> list[MfuWarning]:
     if stats is None:
+        if timed_steps == 1:
+            return [MfuWarning(
+                "single_step",
+                "The step time is one step's (the trace has one steady step). A single step includes "
+                "noise and, if it is the first, compilation and warm-up. Time 10 or more steps and take "
+                "the median.")]
         return []
     if stats.n_used == 1:
         return [MfuWarning(

@@ -30,7 +30,7 @@ __all__ = [
 
 CAUSES: tuple[tuple[str, str], ...] = (
     ("pipeline_bubble", "Pipeline bubble"),
-    ("exposed_comm", "Exposed communication"),
+    ("exposed_comm", "Communication wait"),
     ("data_stall", "Data stall"),
     ("memory_bound", "Memory-bound kernels"),
     ("launch_gaps", "Launch gaps"),

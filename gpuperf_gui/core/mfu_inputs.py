@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from gpuperf_gui.core.hardware import DeviceDatabase
     from gpuperf_gui.core.trace.figures import TraceMfuFigures
 
-__all__ = ["MfuForm", "TraceRun", "build_inputs", "evaluate", "example_form", "example_step_time_s",
-           "load_trace_run"]
+__all__ = ["ExampleCheck", "MfuForm", "TraceRun", "build_inputs", "evaluate", "example_check", "example_form",
+           "example_step_time_s", "load_trace_run"]
 
 INT_LIMITS = {"micro_batch": 100_000_000, "grad_accum": 1_000_000, "data_parallel": 10_000_000,
               "warmup_steps": 1_000_000}
@@ -41,6 +41,8 @@ class MfuForm:
     shape is known" (always with a preset or a configuration; with N only if a shape is given).
     Tokens: ``tokens_per_step``, or ``micro_batch`` × sequence × ``grad_accum`` × ``data_parallel``.
     Peak: ``peak_flops_per_s`` (explicit, per GPU) or ``device_id`` + ``precision``.
+    ``n_params`` beside a ``preset`` or ``config``: N is the one given, the attention shape the
+    configuration's, and N is checked against the configuration's count.
     """
 
     n_params: float | None = None
@@ -71,6 +73,8 @@ class MfuForm:
     recompute: str = "none"
     recompute_dense: float | None = None
     recompute_attention: float | None = None
+    recompute_convention: str = "gpuperf"  # how HFU counts selective recompute (mfu.SELECTIVE_CONVENTIONS)
+    timed_steps: int | None = None  # steps behind a single step time (a trace's steady steps)
     counted_flops_per_step: float | None = None
     train_tokens: float | None = None
     price_per_gpu_hour: float | None = None
@@ -88,11 +92,12 @@ def build_inputs(form: MfuForm, database: DeviceDatabase | None = None) -> MfuIn
     for name in ("layers", "heads", "head_dim", "seq_len"):
         if getattr(form, name) is not None:
             mfu.check_limit(name, getattr(form, name))
-    n, note, shape = _model(form)
+    n, note, shape, config_n = _model(form)
     tokens = _tokens(form, shape)
     step_time, stats = _step_time(form)
     peak, training_peak = _peak(form, database)
-    recompute = mfu.Recompute.of(form.recompute, form.recompute_dense, form.recompute_attention)
+    recompute = mfu.Recompute.of(form.recompute, form.recompute_dense, form.recompute_attention,
+                                 form.recompute_convention)
     overhead = None
     if form.trace_step_time_s is not None and form.step_time_source != "trace":
         overhead = form.trace_step_time_s / step_time - 1.0
@@ -104,6 +109,9 @@ def build_inputs(form: MfuForm, database: DeviceDatabase | None = None) -> MfuIn
         step_stats=stats, counted_flops_per_step=form.counted_flops_per_step,
         train_tokens=form.train_tokens, price_per_gpu_hour=form.price_per_gpu_hour,
         ceiling=form.ceiling, step_time_source=form.step_time_source, profiler_overhead=overhead,
+        timed_steps=form.timed_steps if len(form.step_times_s) == 1 else None,
+        tokens_given=form.tokens_per_step is not None, grad_accum=form.grad_accum,
+        data_parallel=form.data_parallel, config_n_params=config_n,
     )
     inputs.validate()
     return inputs
@@ -115,25 +123,30 @@ def evaluate(form: MfuForm, database: DeviceDatabase | None = None) -> MfuResult
     return mfu.require_plausible(mfu.compute_mfu(build_inputs(form, database)))
 
 
-def _model(form: MfuForm) -> tuple[float, str, AttentionShape | None]:
-    given = [x for x in (form.n_params, form.preset, form.config) if x is not None]
-    if len(given) > 1:
-        raise MfuInputError("n_params", "give one of N, a preset or a model configuration")
-    if not given:
+def _model(form: MfuForm) -> tuple[float, str, AttentionShape | None, float | None]:
+    """(N, what N is, the attention shape, the configuration's N when N was given beside one)."""
+    configs = [x for x in (form.preset, form.config) if x is not None]
+    if len(configs) > 1:
+        raise MfuInputError("n_params", "give one of a preset or a model configuration")
+    if form.n_params is None and not configs:
         raise MfuInputError("n_params", "the model size is missing: give N (parameters) or a preset")
-    if form.n_params is not None:
-        return form.n_params, "N given", _shape_for_n(form)
+    if not configs:
+        return form.n_params, "N given", _shape_for_n(form), None  # type: ignore[return-value]
     config = get_preset(form.preset) if form.preset is not None else form.config
     assert config is not None
     config.validate()
     n, note = mfu.n_params_from_config(config, exclude_embeddings=not form.include_embeddings)
+    config_n = None
+    if form.n_params is not None:
+        config_n, n = n, form.n_params
+        note = f"N given; the attention shape from {config.name or 'the configuration'} ({note})"
     if form.attention is False:
-        return n, note, None
+        return n, note, None, config_n
     shape = AttentionShape.from_config(config, form.seq_len)
     if any(v is not None for v in (form.layers, form.heads, form.head_dim)):
         shape = AttentionShape(form.layers or shape.layers, form.heads or shape.heads,
                                form.head_dim or shape.head_dim, shape.seq_len)
-    return n, note, shape
+    return n, note, shape, config_n
 
 
 def _shape_for_n(form: MfuForm) -> AttentionShape | None:
@@ -200,9 +213,16 @@ def _peak(form: MfuForm, database: DeviceDatabase | None) -> tuple[mfu.Peak, flo
         device = database.get(form.device_id)  # UnknownDeviceError (a KeyError) lists close matches
     elif form.peak_flops_per_s is None:
         raise MfuInputError("peak", "the peak is missing: give a device and a precision, or a peak FLOP/s")
+    known: tuple = ()
     if form.peak_flops_per_s is not None:
         mfu.check_limit("peak", form.peak_flops_per_s)
-    peak = mfu.resolve_peak(device, form.precision, form.peak_flops_per_s)
+        if device is None:  # no device to check it against: check it against them all
+            if database is None:
+                from gpuperf_gui.core.hardware import load_database
+
+                database = load_database()
+            known = tuple(d for d in database.devices() if d.origin != "measured")
+    peak = mfu.resolve_peak(device, form.precision, form.peak_flops_per_s, known)
     if form.peak_note and form.peak_flops_per_s is not None:
         peak = replace(peak, source=form.peak_note)
     return peak, mfu.training_precision_peak(device, form.training_precision)
@@ -250,6 +270,64 @@ def example_form(preset: str) -> MfuForm:
         peak_note=f"{run.hardware}, the example run's hardware" if run.peak_flops_per_s else None,
         recompute=run.recompute, recompute_dense=dense, recompute_attention=attention,
     )
+
+
+@dataclass(frozen=True)
+class ExampleCheck:
+    """A preset's example run under this tool's default convention and under its source's, beside
+    what the source prints (issue 21.8: Llama-3 8B is 55.19 % here, 58.2 % in torchtitan, which
+    counts the embeddings: 58.19 % so)."""
+
+    preset: str
+    ours: MfuResult
+    source_convention: MfuResult
+    source_mfu: float | None
+    source_hfu: float | None
+    source_differs: bool
+    """The source's convention is not the default one (embeddings or the recompute count)."""
+    convention_text: str
+    """What the source counts, in words ("embeddings counted")."""
+
+    ours_text: str = "embedding lookups excluded from N"
+    """What this tool's default counts, in the same words."""
+
+    def describe(self) -> str:
+        """One sentence: both figures and which the source used."""
+        if self.source_mfu is None:
+            return ""
+        printed = f"it prints {_pct(self.source_mfu)} MFU" + (
+            f", {_pct(self.source_hfu)} HFU" if self.source_hfu is not None else "")
+        ours = f"MFU {self.ours.mfu:.2%}, HFU {self.ours.hfu:.2%}".replace("%", " %")
+        if not self.source_differs:
+            return f"{ours} with this tool's convention ({self.ours_text}), the one the source used: {printed}."
+        theirs = f"MFU {self.source_convention.mfu:.2%}, HFU {self.source_convention.hfu:.2%}".replace("%", " %")
+        return (f"{ours} with this tool's convention ({self.ours_text}); {theirs} with the source's convention "
+                f"({self.convention_text}), the one it used: {printed}.")
+
+
+def _pct(fraction: float) -> str:
+    return f"{100 * fraction:.4g} %"
+
+
+def _counts(embeddings: bool, selective: str | None) -> str:
+    parts = ["embedding lookups counted in N" if embeddings else "embedding lookups excluded from N"]
+    if selective:
+        parts.append(f"selective recompute in the {selective} convention")
+    return ", ".join(parts)
+
+
+def example_check(preset: str, database: DeviceDatabase | None = None) -> ExampleCheck:
+    """The example run of ``preset`` computed both ways (see :class:`ExampleCheck`)."""
+    run = EXAMPLE_RUNS[preset]
+    form = example_form(preset)
+    theirs = replace(form, include_embeddings=run.source_counts_embeddings,
+                     recompute_convention=run.source_recompute_convention)
+    selective = run.recompute == "selective" and run.source_hfu is not None  # the HFU is compared
+    differs = run.source_counts_embeddings or run.source_recompute_convention != form.recompute_convention
+    return ExampleCheck(preset, evaluate(form, database), evaluate(theirs, database), run.source_mfu,
+                        run.source_hfu, differs,
+                        _counts(run.source_counts_embeddings, run.source_recompute_convention if selective else None),
+                        _counts(False, form.recompute_convention if selective else None))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -340,6 +340,10 @@ class ExampleRun:
     step_time_s: float | None = None
     achieved_flops_per_s_per_gpu: float | None = None
     published_mfu: float | None = None
+    source_mfu: float | None = None  # the MFU the source prints (a fraction), to compare with ours
+    source_hfu: float | None = None  # the HFU it prints, where it does
+    source_counts_embeddings: bool = False  # the source's N keeps the embedding lookup tables
+    source_recompute_convention: str = "gpuperf"  # how the source counts selective recompute in HFU
 
     @property
     def tokens_per_step(self) -> int:
@@ -357,28 +361,28 @@ class ExampleRun:
 EXAMPLE_RUNS: dict[str, ExampleRun] = {
     "GPT-2 124M": ExampleRun(
         micro_batch=20, grad_accum=5, data_parallel=1, seq_len=1024, gpus=1, hardware="1× A100",
-        device_id="a100-sxm-40gb", step_time_s=0.755,
+        device_id="a100-sxm-40gb", step_time_s=0.755, source_mfu=0.3714,
         source="karpathy/nanoGPT transformer_sizing.ipynb: batch 20 × gradient accumulation 5 of "
         "1024 tokens, 755 ms per iteration on one A100 (it reports 37.14 % of the A100's 312 "
         "TFLOP/s for the model without biases)"),
     "GPT-3 175B": ExampleRun(
         micro_batch=1, grad_accum=96, data_parallel=16, seq_len=2048, gpus=1024,
         hardware="1024× A100 SXM 80GB", device_id="a100-sxm-80gb", recompute="selective",
-        published_mfu=0.514,
+        published_mfu=0.514, source_mfu=0.514, source_hfu=0.528, source_recompute_convention="korthikanti2022",
         source="NVIDIA/Megatron-LM README (Korthikanti et al. 2022): 175B at 51.4 % MFU, 52.8 % HFU "
         "with selective recompute on A100 80GB. Assumed here: batch 1536 × 2048 tokens (≈ GPT-3's "
         "3.2M) on 1024 GPUs (TP 8 × PP 8 × DP 16); the step time is computed from that MFU"),
     "Llama-3 8B": ExampleRun(
         micro_batch=1, grad_accum=1, data_parallel=64, seq_len=8192, gpus=64,
         hardware="64× A100 SXM 80GB", device_id="a100-sxm-80gb", recompute="selective",
-        step_time_s=8192 / 2973,
+        step_time_s=8192 / 2973, source_mfu=0.582, source_counts_embeddings=True,
         source="pytorch/torchtitan docs/performance.md (commit 0413364): FSDP2 on 64 A100 80GB, local "
         "batch 1 × 8192 tokens, selective op recompute: 2,973 tokens/s per GPU, so a step takes "
         "8192 / 2973 s (torchtitan's own count gives 58.2 % MFU)"),
     "Llama-3 70B": ExampleRun(
         micro_batch=1, grad_accum=1, data_parallel=64, seq_len=8192, gpus=64,
         hardware="64× A100 SXM 80GB", device_id="a100-sxm-80gb", recompute="full",
-        step_time_s=8192 / 331,
+        step_time_s=8192 / 331, source_mfu=0.517, source_counts_embeddings=True,
         source="pytorch/torchtitan docs/performance.md (commit 0413364): FSDP2 on 64 A100 80GB, local "
         "batch 1 × 8192 tokens, full recompute: 331 tokens/s per GPU, so a step takes 8192 / 331 s "
         "(torchtitan's own count gives 51.7 % MFU)"),
@@ -391,7 +395,7 @@ EXAMPLE_RUNS: dict[str, ExampleRun] = {
     "PaLM 540B": ExampleRun(
         micro_batch=4, grad_accum=1, data_parallel=512, seq_len=2048, gpus=6144,
         hardware="6144 TPU v4 chips", peak_flops_per_s=275e12, recompute="custom",
-        recompute_fractions=(0.75, 1.0), step_time_s=2048 * 2048 / 238.3e3,
+        recompute_fractions=(0.75, 1.0), step_time_s=2048 * 2048 / 238.3e3, source_mfu=0.462, source_hfu=0.578,
         source="Chowdhery et al. 2022 (PaLM) §4.1, Table 3 and App. B: 238.3k tokens/s on 6144 TPU "
         "v4 chips (275 TFLOP/s bf16 each), 46.2 % MFU, 57.8 % HFU with rematerialization; batch "
         "2048 × 2048 tokens, so a step takes 4.19M / 238.3k s"),

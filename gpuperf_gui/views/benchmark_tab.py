@@ -149,7 +149,8 @@ class ResultsModel(QAbstractTableModel):
             return None
         run, p = self.rows[index.row()]
         if role == Qt.ItemDataRole.ToolTipRole:
-            return f"{p.label}: {p.method}, {p.samples} samples, L2 flushed: {p.l2_flushed}"
+            return (f"{p.label}: {p.method}, {p.samples} samples, L2 flushed: {p.l2_flushed}"
+                    + ("" if p.reliable else "\nunreliable: spread too wide (a busy machine?), not used as a ceiling"))
         size = (f"{p.size}³" if p.kernel == "matmul" else
                 f"k={p.fma_per_element}" if p.kernel == "fma_chain" else format_bytes(p.working_set_bytes))
         bandwidth = format_si(p.busbw_bytes_per_s or p.bytes_per_s, "B/s")
@@ -157,7 +158,8 @@ class ResultsModel(QAbstractTableModel):
             run, p.kernel, p.dtype, size,
             format_si(p.flops_per_s, "FLOP/s") if p.flops else "",
             f"{bandwidth} busbw" if p.busbw_bytes_per_s else bandwidth,
-            format_si(p.seconds, "s"), f"{p.iqr_fraction / 2:.1%}", str(p.samples),
+            format_si(p.seconds, "s"), f"{p.iqr_fraction / 2:.1%}" + ("" if p.reliable else " unreliable"),
+            str(p.samples),
             f"{p.ai_flops_per_byte:.3g}" if p.flops else "0", p.method,
             str(p.threads) if p.threads else "",
             f"{p.sm_clock_hz / 1e6:.0f}" if p.sm_clock_hz else "",

@@ -53,7 +53,7 @@ from gpuperf_gui.views.workers import TaskRunner
 
 DEFAULT_ADDRESS = "local:2"
 _SETTINGS_KEY = "cluster/address"
-COLUMNS = ("rank", "file", "events", "step ms", "busy", "exposed comm", "signature")
+COLUMNS = ("rank", "file", "events", "step ms", "busy", "comm wait", "signature")
 
 
 class ClusterOpenDialog(QDialog):
@@ -281,9 +281,9 @@ class ClusterJobWindow(QWidget):
 
 
 def exposed_comm(a: RankAnalysis) -> float:
-    """Exposed communication of a rank as the Trace tab's ranks table shows it: NCCL kernels not
-    hidden by compute, or host-side (gloo) collectives while the compute stream idles, the larger."""
-    return max(a.comm_exposed_fraction, a.cpu_collective_exposed_fraction)
+    """The communication wait of a rank as the Trace tab's ranks table shows it
+    (:data:`~gpuperf_gui.core.trace.glossary.COMM_WAIT`)."""
+    return a.idle_causes.communication
 
 
 def ask_cluster_job(parent: QWidget | None) -> tuple[Path, str] | None:

@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 
 from gpuperf_gui.core import mfu, mfu_gap
 from gpuperf_gui.core.hardware import PRECISIONS
-from gpuperf_gui.core.mfu_inputs import MfuForm, TraceRun, evaluate, example_form
+from gpuperf_gui.core.mfu_inputs import MfuForm, TraceRun, evaluate, example_check, example_form
 from gpuperf_gui.core.mfu_report import report
 from gpuperf_gui.core.model_presets import (
     EXAMPLE_RUNS,
@@ -380,6 +380,13 @@ class MfuTab(QWidget):
         self.recompute_combo.currentTextChanged.connect(self._recompute)
         grid.addWidget(QLabel("Activation recompute"), 0, 0)
         grid.addWidget(self.recompute_combo, 0, 1)
+        self.recompute_convention_combo = QComboBox()
+        self.recompute_convention_combo.addItems(list(mfu.SELECTIVE_CONVENTIONS))
+        self.recompute_convention_combo.setToolTip("How HFU counts selective recompute:\n" + "\n".join(
+            f"{k}: {v}" for k, v in mfu.SELECTIVE_CONVENTIONS.items()))
+        self.recompute_convention_combo.currentTextChanged.connect(self._recompute)
+        grid.addWidget(QLabel("convention"), 0, 2)
+        grid.addWidget(self.recompute_convention_combo, 0, 3)
         grid.addWidget(QLabel("custom: GEMM fwd %"), 1, 0)
         grid.addWidget(self._field("recompute_dense", "", "e.g. 75",
                                    "custom: % of the GEMM (dense) forward recomputed (PaLM 540B: 75)"), 1, 1)
@@ -634,11 +641,16 @@ class MfuTab(QWidget):
             self.example_label.setVisible(bool(link))
             return
         step = format_duration_s(example_form(name).step_times_s[0])  # type: ignore[arg-type]
+        try:
+            check = example_check(name, self.context.database).describe()  # type: ignore[arg-type]
+        except (ValueError, KeyError):
+            check = ""
         self.example_label.setText(
             f"<b>Example run of {_html(name)}</b> ({run.step_time_basis}): {run.hardware}, "
             f"{format_count(run.tokens_per_step)} tokens per step, step {step}, "
-            f"{run.recompute} recompute. <i>{_html(run.source)}.</i> Type your own run's figures to "
-            "replace it (the peak then follows the toolbar's device).")
+            f"{run.recompute} recompute. <i>{_html(run.source)}.</i> "
+            + (f"<br><b>Against the source:</b> {_html(check)}<br>" if check else "")
+            + "Type your own run's figures to replace it (the peak then follows the toolbar's device).")
         self.example_label.setToolTip(run.source)
         self.example_label.show()
 
@@ -989,6 +1001,8 @@ class MfuTab(QWidget):
             training_precision=None if training == "same as peak" else training,
             recompute=self.recompute_combo.currentText(), recompute_dense=p.get("recompute_dense"),
             recompute_attention=p.get("recompute_attention"),
+            recompute_convention=self.recompute_convention_combo.currentText(),
+            timed_steps=(self.trace_run.figures.steady_steps or None) if source == "trace" and self.trace_run else None,
             counted_flops_per_step=p["counted_flops"], train_tokens=p["train_tokens"],
             price_per_gpu_hour=p["price"], ceiling=self._ceiling(),
         )
@@ -1182,7 +1196,7 @@ class MfuTab(QWidget):
         self._set_kpi("mfu", f"{r.mfu:.1%}", f"practical ceiling {r.mfu_ceiling:.0%} MFU")
         self.kpi_values["mfu"].setStyleSheet("color: #c62828;" if _implausible(r) else "")
         ratio = f"{r.hfu_over_mfu:.3g}×" if r.hfu_over_mfu is not None else "n/a ×"
-        self._set_kpi("hfu", f"{r.hfu:.1%}", f"{ratio} model FLOPs ({i.recompute.kind})")
+        self._set_kpi("hfu", f"{r.hfu:.1%}", f"{ratio} model FLOPs ({i.recompute.hfu_label()})")
         self._set_kpi("headroom", f"{r.headroom_to_target:.1%}" if r.headroom_to_target else "none",
                       f"needs {r.speedup_to_target:.2f}× faster steps" if r.headroom_to_target
                       else "at or above 50 %")

@@ -46,11 +46,13 @@ from gpuperf_gui.views.trace_style import KERNEL_CLASS_COLORS, format_duration_u
 from gpuperf_gui.views.workers import TaskRunner
 from gpuperf_gui.views import settings_store
 
+from gpuperf_gui.core.trace.diff import CALLS_WORDS
+
 if TYPE_CHECKING:
     from gpuperf_gui.core.trace.diff import TraceDiff
 
 TOP_OPS = 25
-OP_COLUMNS = ("Name", "Kind", "Change", "Calls before", "Calls after", "Before", "After", "Δ")
+OP_COLUMNS = ("Name", "Kind", "Calls", "Calls before", "Calls after", "Before", "After", "Δ")
 
 
 class _Cell(QTableWidgetItem):
@@ -88,7 +90,8 @@ def _excess(ratio: float | None) -> float | None:
 
 
 def _overhead(ratio: float | None) -> str:
-    return "–" if ratio is None else f"{100 * (ratio - 1):+.0f} %"
+    """Recorded / unprofiled as the extra share; "not measurable" where core gives none."""
+    return "not measurable" if ratio is None else f"{100 * (ratio - 1):+.0f} %"
 
 
 class ClassBars(pg.PlotWidget):
@@ -321,23 +324,24 @@ class TraceCompare(QWidget):
 
     @staticmethod
     def _headline(d: TraceDiff) -> str:
-        unprofiled = d.speedup_unprofiled is not None
-        b, a = ((d.before.unprofiled_step_time_s, d.after.unprofiled_step_time_s) if unprofiled
-                else (d.step_time_before_s, d.step_time_after_s))
-        step = (f"step time{' without the profiler' if unprofiled else ''} <b>{_duration(b)}</b> → "
-                f"<b>{_duration(a)}</b>")
-        speed = "" if d.speedup is None else f" · {_speedup_html(d.speedup, '14pt')}"
+        """Core's headline (:mod:`~gpuperf_gui.core.trace.diff_headline`), the ratio coloured, then
+        where the speedup comes from."""
+        h = d.headline
+        big = ""
+        if h.ratio is not None and h.unit == "s":
+            big = f" · {_speedup_html(h.ratio, '14pt')}" + ("" if h.conclusive else " <b>(not conclusive)</b>")
         source = f"<br><span style='color:#666'>speedup from {html.escape(d.speedup_source or '–')}"
-        if unprofiled and d.speedup_profiled is not None:
+        if d.speedup_unprofiled is not None and d.speedup_profiled is not None:
             source += (f"; profiled trace {_duration(d.step_time_before_s)} → {_duration(d.step_time_after_s)} "
                        f"({d.speedup_profiled:.2f}×), profiler overhead {_overhead(d.before.profiler_overhead)} "
                        f"before, {_overhead(d.after.profiler_overhead)} after")
-        elif not unprofiled:
+        elif d.speedup_unprofiled is None:
             source += ("; record both runs with <code>gpuperf profile</code> (File ▸ Profile a script…) for the "
                        "speedup without the profiler's overhead")
         names = (f"<br><span style='color:#666'>before: {html.escape(d.before.label)} · after: "
                  f"{html.escape(d.after.label)}</span>")
-        return f"<span style='font-size:12pt'>{step}{speed}</span>{source}</span>{names}"
+        return (f"<span style='font-size:12pt'>{html.escape(h.quantity)}{big}</span><br>"
+                f"<span style='color:#444'>{html.escape(h.text)}</span>{source}</span>{names}")
 
     def _fill_figures(self, d: TraceDiff) -> None:
         rows = diff_figures(d)
@@ -369,8 +373,9 @@ class TraceCompare(QWidget):
             device = o.kind == "device"
             before, after, delta = ((o.device_before_s, o.device_after_s, o.device_delta_s) if device
                                     else (o.before_s, o.after_s, o.delta_s))
-            cells = [_Cell(display_kernel_name(o.name), o.name.lower(), right=False),
-                     _Cell(o.kind, o.kind, right=False), _Cell(o.change, o.change, right=False),
+            calls = CALLS_WORDS[o.change]
+            cells = [_Cell(display_kernel_name(o.label), o.name.lower(), right=False),
+                     _Cell(o.kind, o.kind, right=False), _Cell(calls, calls, right=False),
                      _Cell(f"{o.calls_before:.4g}", o.calls_before), _Cell(f"{o.calls_after:.4g}", o.calls_after),
                      _Cell(format_duration_us(before * 1e6), before), _Cell(format_duration_us(after * 1e6), after),
                      _Cell(_signed_ms(delta), delta)]

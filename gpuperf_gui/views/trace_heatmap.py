@@ -15,6 +15,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF, QSignalBlocker, Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
+from gpuperf_gui.core.trace.glossary import STEP_EXPOSED_COMM
 from gpuperf_gui.core.trace.overview import HEATMAP_METRICS, Overview
 from gpuperf_gui.views.trace_style import format_duration_us, format_percent
 
@@ -56,7 +57,7 @@ class RankStepHeatmap(QWidget):
         self.display_rows = np.zeros(0, np.int64)
         self.metric_combo = QComboBox()
         self.metric_combo.addItems(list(HEATMAP_METRICS))
-        self.metric_combo.setToolTip("What the colour shows")
+        self.metric_combo.setToolTip("What the colour shows. exposed comm: " + STEP_EXPOSED_COMM.tooltip())
         self.caption = QLabel()
         self.caption.setWordWrap(True)
         top = QHBoxLayout()

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from gpuperf_gui.core.hardware import PRECISIONS, Device
 from gpuperf_gui.core.trace.kernel_roof import GemmRoof, kernel_roof_fraction
+from gpuperf_gui.core.trace.glossary import COMM_KERNELS_EXPOSED, COMM_WAIT, HTA_IDLE_SPLIT, hta_idle_label
 from gpuperf_gui.core.trace.overview import IDLE_CAUSES, KernelRow, RankOverview, display_kernel_name
 from gpuperf_gui.core.trace.session import LoadedTrace
 from gpuperf_gui.core.units import format_si
@@ -44,9 +45,9 @@ from gpuperf_gui.views.trace_style import (
 
 PART_COLORS = {
     "compute": KERNEL_CLASS_COLORS["gemm"],
-    "exposed comm": KERNEL_CLASS_COLORS["communication"],
+    COMM_KERNELS_EXPOSED.name: KERNEL_CLASS_COLORS["communication"],
     "copy": KERNEL_CLASS_COLORS["copy"],
-    **{f"idle: {c.replace('_', ' ')}": IDLE_CAUSE_COLORS[c] for c in IDLE_CAUSES},
+    **{hta_idle_label(c): IDLE_CAUSE_COLORS[c] for c in IDLE_CAUSES},
 }
 KERNEL_COLUMNS = ("Kernel", "Class", "Calls", "Device time", "Share", "Tensor cores", "Achieved", "% of roof",
                   "Precision")
@@ -135,6 +136,7 @@ class TraceOverview(QWidget):
         self.cards = QLabel()
         self.cards.setTextFormat(Qt.TextFormat.RichText)
         self.cards.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.cards.setToolTip(COMM_WAIT.tooltip())
         top = QHBoxLayout()
         top.addWidget(self.cards, 1)
         top.addWidget(self.rank_combo, 0, Qt.AlignmentFlag.AlignTop)
@@ -144,6 +146,7 @@ class TraceOverview(QWidget):
         prec.addWidget(self.precision_label, 1)
         self.step_plot = StepBreakdownPlot()
         self.step_plot.setMinimumHeight(220)
+        self.step_plot.setToolTip(f"{COMM_KERNELS_EXPOSED.tooltip()}\n{HTA_IDLE_SPLIT.tooltip()}")
         self.kernel_title = QLabel()
         self.kernels = QTableWidget(0, len(KERNEL_COLUMNS))
         self.kernels.setHorizontalHeaderLabels(list(KERNEL_COLUMNS))
@@ -165,7 +168,7 @@ class TraceOverview(QWidget):
         lv = QVBoxLayout(left)
         lv.setContentsMargins(0, 0, 0, 0)
         lv.addWidget(QLabel("<b>Step-time breakdown</b> <span style='color:#666'>each step split into "
-                            "compute, exposed communication, copies and GPU idle by cause; the bar's "
+                            f"compute, {COMM_KERNELS_EXPOSED.name}, copies and GPU idle in {HTA_IDLE_SPLIT.name}; the bar's "
                             "height is the step time</span>"))
         lv.addWidget(self.step_plot, 2)
         lv.addWidget(self.kernel_title)
@@ -269,7 +272,8 @@ class TraceOverview(QWidget):
         cards = [("GPU utilisation", format_percent(r.gpu_busy_fraction), "busy share of the steady-state steps"),
                  ("Tensor cores", tc, "share of kernel time in tensor-core kernels"),
                  ("Step time", step, "median of the steady-state steps"),
-                 ("Exposed comm", format_percent(r.comm_exposed_fraction), "communication not hidden by compute"),
+                 (COMM_WAIT.name.capitalize(), format_percent(r.comm_wait_fraction),
+                  "compute idle waiting on communication"),
                  ("GEMMs", self._gemm_text(), "of roof, time-weighted (GEMM/attention kernels)"),
                  ("Kernel time", format_duration_us(r.kernel_seconds * 1e6), "all kernels, whole trace")]
         cells = "".join(

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gpuperf_gui.core.trace.glossary import COMM_KERNELS_EXPOSED, COMM_WAIT
 from gpuperf_gui.core.trace.overview import display_kernel_name
 from gpuperf_gui.core.trace.session import DiagnosisView, EventDetails, OpTable
 from gpuperf_gui.core.units import format_si
@@ -370,7 +371,8 @@ def _rank_figures_html(r: dict) -> str:
         ("GPU busy", format_percent(r.get("gpu_busy_fraction"))),
         ("compute busy", format_percent(r.get("compute_busy_fraction"))),
         ("communication", format_percent(r.get("comm_fraction"))),
-        ("exposed communication", format_percent(r.get("comm_exposed_fraction"))),
+        (COMM_WAIT.name, format_percent(_comm_wait(r))),
+        (COMM_KERNELS_EXPOSED.name, format_percent(r.get("comm_exposed_fraction"))),
         ("host collectives, GPU idle", format_percent(r.get("cpu_collective_exposed_fraction"))),
         ("comm/compute overlap", format_percent(r.get("comm_overlap_fraction"))),
         ("step time (median)", format_duration_us(r["step_median_us"]) if r.get("step_median_us") else "–"),
@@ -389,7 +391,8 @@ def _rank_figures_html(r: dict) -> str:
             f"<tr><th>{_esc(LAUNCH_RATE_LABEL)}</th><td class=num>{launch.get('launches_per_ms', 0):.3g}</td></tr>"
             + launch_rate_note(launch))
     return (f"<h3>Figures <span class='muted'>(steady-state window)</span></h3><table>{body}{launch_rows}"
-            f"</table><h3>Idle time split</h3><table>{idle_rows}</table>")
+            f"</table><h3>Idle time split <span class='muted'>(HTA's: share of the idle time)</span></h3>"
+            f"<table>{idle_rows}</table>")
 
 
 LAUNCH_RATE_LABEL = "launch calls per ms (host, in the window)"
@@ -405,17 +408,19 @@ def launch_rate_note(launch: dict) -> str:
             "the host queued them earlier (it runs ahead of the GPU)</td></tr>")
 
 
-def _exposed_comm(r: dict) -> float | None:
-    """Exposed communication of a rank: NCCL kernels not hidden by compute, or host-side (gloo)
-    collectives while the compute stream idles, whichever is larger (never their sum: a host that
-    waits on an NCCL collective would be counted twice)."""
-    values = [v for v in (r.get("comm_exposed_fraction"), r.get("cpu_collective_exposed_fraction")) if v is not None]
-    return max(values) if values else None
+def _comm_wait(r: dict) -> float | None:
+    """:data:`~gpuperf_gui.core.trace.glossary.COMM_WAIT` of a rank: the compute idle the diagnosis
+    gives to communication, GPU collectives or host-side (gloo) ones, each µs once."""
+    causes = r.get("idle_causes") or {}
+    return causes.get("communication")
+
+
+_exposed_comm = _comm_wait  # the ranks table's column (tests and older callers use this name)
 
 
 def _ranks_table_html(ranks: list[dict], late: list[int], lag_us: dict[int, float]) -> str:
     """Per-rank figures, the late ranks first and marked, with their collective lag."""
-    head = ("<tr><th>rank</th><th>step time</th><th>GPU busy</th><th>exp. comm</th>"
+    head = ("<tr><th>rank</th><th>step time</th><th>GPU busy</th><th>comm wait</th>"
             "<th>host wait</th><th>coll. lag</th></tr>")
     order = sorted(ranks, key=lambda r: (late.index(r.get("rank")) if r.get("rank") in late else len(late),
                                          r.get("rank") or 0))

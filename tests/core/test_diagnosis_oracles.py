@@ -36,7 +36,7 @@ def _result(path: Path) -> TraceResult:
 
 
 def _first_pct(text: str) -> float:
-    return float(re.search(r"(\d+) %", text).group(1)) / 100
+    return float(re.search(r"(\d+(?:\.\d+)?) %", text).group(1)) / 100
 
 
 def assert_evidence_agrees(result: TraceResult) -> None:
@@ -45,10 +45,10 @@ def assert_evidence_agrees(result: TraceResult) -> None:
     text = " ".join(d.evidence)
     assert d.evidence and d.fix
     if d.signature == "comm_bound":
-        headline = next(e for e in d.evidence if e.startswith("compute idles while communication runs"))
+        headline = next(e for e in d.evidence if e.startswith("communication wait (compute idle while communication runs)"))
         assert _first_pct(headline) >= THRESHOLDS["comm_exposed_min"] - 0.005
         # The loss is never read as exposed GPU communication that is ~0 (gloo: the CPU blocks).
-        assert not re.search(r"exposed 0 %", text) or "CPU-side collectives" in text
+        assert not re.search(r"exposed comm kernels 0.0 %", text) or "CPU-side collectives" in text
         assert "send/recv" not in text
     elif d.signature == "data_starved":
         assert "DataLoader" in text or "host stall" in text

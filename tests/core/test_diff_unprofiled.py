@@ -63,7 +63,8 @@ def test_speedup_is_the_ratio_of_the_unprofiled_medians(pair: tuple[Path, Path])
     assert d.speedup_profiled == pytest.approx(1.0)
     assert d.step_time_before_s == d.step_time_after_s  # the traces' own step times are kept
     assert d.before.profiler_overhead == pytest.approx(14 / 11)
-    assert d.after.profiler_overhead == pytest.approx(6 / 5.5)
+    # 6 ms recorded against idle steps of 5-6 ms: within their noise, not a +9 % overhead
+    assert d.after.profiler_overhead is None and "not measurable" in d.after.overhead.describe()
     assert d.before.unprofiled_steps == 3 and d.after.unprofiled_steps == 4
     assert not [w for w in d.warnings if "profiler" in w]  # nothing to warn about: the headline is unprofiled
     assert any("without the profiler 11.00 ms -> 5.50 ms: 2.00x faster" in c and SOURCE_UNPROFILED in c
@@ -78,7 +79,8 @@ def test_cli_json_and_text(pair: tuple[Path, Path], capsys: pytest.CaptureFixtur
     assert out["unprofiled_step_time_before_s"] == pytest.approx(0.011)
     assert out["unprofiled_step_time_after_s"] == pytest.approx(0.0055)
     assert out["profiler_overhead_before"] == pytest.approx(14 / 11)
-    assert out["profiler_overhead_after"] == pytest.approx(6 / 5.5)
+    assert out["profiler_overhead_after"] is None
+    assert out["after"]["profiler_overhead_measured"]["measurable"] is False
     for key in ("step_time_before_s", "step_time_after_s", "kernel_classes", "ops", "diagnosis_before",
                 "diagnosis_after"):  # the docs/cli.md contract stays
         assert key in out
@@ -87,7 +89,7 @@ def test_cli_json_and_text(pair: tuple[Path, Path], capsys: pytest.CaptureFixtur
     text = capsys.readouterr().out
     assert f"speedup 2.000x ({SOURCE_UNPROFILED})" in text
     assert "step time unprofiled ms" in text and "11.000" in text and "5.500" in text
-    assert "+27.3 %" in text and "+9.1 %" in text  # 14/11 - 1, 6/5.5 - 1
+    assert "+27 %" in text and "not measurable" in text  # 14/11 - 1; 6 among 5-6
 
 
 def test_one_side_only_keeps_the_profiled_speedup_and_says_so(tmp_path: Path, capsys) -> None:
@@ -142,8 +144,9 @@ def test_h200_unprofiled_speedup_within_10_percent_of_plain_runs(before: str, af
         assert d.speedup_source == SOURCE_UNPROFILED
         # the trace carries what gpuperf profile measured (the meta keeps a copy read on the device)
         assert d.before.unprofiled_step_time_s == pytest.approx(statistics.median(kb["step_times_s"]))
-        assert d.after.profiler_overhead == pytest.approx(statistics.median(ka["profiled_step_times_s"])
-                                                          / statistics.median(ka["step_times_s"]))
+        ratio = statistics.median(ka["profiled_step_times_s"]) / statistics.median(ka["step_times_s"])
+        measurable = statistics.median(ka["profiled_step_times_s"]) > max(ka["step_times_s"])
+        assert d.after.profiler_overhead == (pytest.approx(ratio) if measurable else None)
         assert (d.diagnosis_before.signature, d.diagnosis_after.signature) == (mb["expected_signature"],
                                                                                ma["expected_signature"])
         speedups.append(d.speedup)

@@ -149,3 +149,58 @@ def test_cpu_estimate_counts_physical_cores_not_threads():
     block = "processor : {n}\nphysical id : 0\ncore id : {core}\ncpu MHz : 2000.0\nflags : avx2 fma\n"
     text = "\n".join(block.format(n=n, core=n // 2) for n in range(8))  # 4 cores, 2 threads each
     assert estimate_cpu_peak(text).cores == 4
+
+
+# Issue 21.9: what an independent check of the database found --------------------------------------
+
+def test_h200_l2_and_memory_as_the_device_itself_reports(db):
+    """The H200 of tests/data/shared_traces/h200/ceilings.json (torch.cuda.get_device_properties on
+    the device) reports L2 62,914,560 B (60 MiB, not 50) and 150,109,880,320 B of memory: more than
+    141e9, so the datasheet's "141 GB" means GiB (151.4e9 B, some of it reserved)."""
+    import json
+    from pathlib import Path
+    seen = json.loads((Path(__file__).parents[1] / "data/shared_traces/h200/ceilings.json").read_text())
+    h200 = db.get("h200")
+    assert h200.l2_bytes == seen["l2_bytes"] == 62_914_560
+    assert h200.memory_unit == "GiB" and h200.memory_bytes == 141 * 2**30
+    assert 141e9 < seen["mem_bytes"] <= h200.memory_bytes
+
+
+def test_gpu_capacities_are_stated_in_the_vendor_unit(db):
+    for device in db.devices():
+        if device.vendor in ("nvidia", "amd") and device.memory_bytes:
+            assert device.memory_unit == "GiB", device.id  # HBM/GDDR capacities are binary
+
+
+@pytest.mark.parametrize("device_id,precision,dense_tflops,sparse_tflops", [
+    ("b200", "fp4", 9000, 18000),    # hardware.md: B200 "FP4 9 PF (18*)"
+    ("gb200", "fp4", 10000, 20000),  # hardware.md: GB200 "FP4 10 PF (20*)"
+])
+def test_fp4_peaks(db, device_id, precision, dense_tflops, sparse_tflops):
+    device = db.get(device_id)
+    assert device.peak_flops_per_s(precision) == pytest.approx(dense_tflops * 1e12)
+    assert device.sparse_flops_per_s[precision] == pytest.approx(sparse_tflops * 1e12)
+
+
+def test_mi250x_fp32_matrix_per_gcd(db):
+    # hardware.md: per package FP32 vector 47.9, FP32 matrix 95.7; torch sees one GCD (half)
+    mi = db.get("mi250x")
+    assert mi.peak_flops_per_s("fp32") == pytest.approx(23.95e12)
+    assert mi.peak_flops_per_s("fp32_tensor") == pytest.approx(95.7e12 / 2, rel=1e-3)
+
+
+def test_a100_pcie_40gb(db):
+    # hardware.md: A100 PCIe 40 GB: 40 GB HBM2, 1.555 TB/s, same datasheet compute as SXM
+    assert match_device_name("NVIDIA A100-PCIE-40GB", db) == "a100-pcie-40gb"
+    pcie = db.get("a100-pcie-40gb")
+    assert pcie.memory_bandwidth_bytes_per_s == pytest.approx(1.555e12)
+    assert pcie.memory_bytes == 40 * 2**30 and pcie.sources
+    assert pcie.peak_flops_per_s("bf16") == db.get("a100-sxm-40gb").peak_flops_per_s("bf16") == 312e12
+
+
+def test_memory_unit_must_be_known(tmp_path):
+    from gpuperf_gui.core.hardware import parse_devices
+    with pytest.raises(Exception, match="memory_unit"):
+        parse_devices('[x]\nname = "x"\nmemory_gb = 8\nmemory_unit = "MB"\n', "user file", "devices.toml")
+    (dev,) = parse_devices('[x]\nname = "x"\nmemory_gb = 8\n', "user file", "devices.toml").values()
+    assert dev.memory_bytes == 8e9 and dev.memory_unit == "GB"

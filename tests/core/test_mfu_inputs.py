@@ -42,9 +42,13 @@ def test_n_given_attention_shape_from_d_model_or_head_dim_is_the_same() -> None:
     assert info.value.field == "heads"
 
 
-def test_one_of_n_preset_or_config() -> None:
+def test_one_of_preset_or_config_and_n_beside_one_is_checked_against_it() -> None:
+    from gpuperf_gui.core.model_presets import get_preset
     with pytest.raises(mfu.MfuInputError, match="one of"):
-        build_inputs(MfuForm(**GPT2, n_params=1e8))
+        build_inputs(MfuForm(**GPT2, config=get_preset("GPT-2 124M")))
+    beside = build_inputs(MfuForm(**GPT2, n_params=1e8))  # N given, the shape from the preset
+    assert beside.n_params == 1e8 and beside.attention is not None
+    assert beside.config_n_params == build_inputs(MfuForm(**GPT2)).n_params
     with pytest.raises(mfu.MfuInputError, match="model size is missing"):
         build_inputs(MfuForm(tokens_per_step=1, step_times_s=(1,), peak_flops_per_s=1e15))
 

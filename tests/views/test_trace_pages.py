@@ -32,7 +32,8 @@ def test_overview_page_draws_the_step_breakdown_and_top_kernels(qtbot, tab, tmp_
     # two steps: 1100 µs and 1000 µs tall (hand-counted in tests/core/test_trace_session.py)
     assert plot.totals_ms == pytest.approx([1.1, 1.0])
     legend = {item[1].text for item in plot.legend.items}
-    assert {"compute", "exposed comm", "idle: host wait", "idle: kernel wait", "idle: other"} <= legend
+    assert {"compute", "exposed comm kernels", "idle (HTA's): host wait", "idle (HTA's): kernel wait",
+            "idle (HTA's): other"} <= legend
     table = tab.overview.kernels
     names = {table.item(r, 0).toolTip() for r in range(table.rowCount())}
     from gpuperf_gui.core.trace.synth import ALLREDUCE, ELEMENTWISE, GEMM

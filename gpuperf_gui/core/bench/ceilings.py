@@ -59,6 +59,7 @@ class MeasuredCeilings:
     collective_busbw_bytes_per_s: dict[str, float] = field(default_factory=dict)
     method: str = ""                                 # timer family: "cpu-perf_counter", "cuda-events"
     throttled_points: int = 0
+    unreliable_points: int = 0                       # spread too wide (noise.py): never a ceiling
     complete: bool = True                            # False: the run was stopped early
     measured_at: float = 0.0                         # Unix time (saved file: of its newest entry)
     # Where each entry came from (run file name, "" when the run kept no file) and when (Unix time):
@@ -116,10 +117,12 @@ class MeasuredCeilings:
             parts.append(f"{format_si(self.bandwidth_bytes_per_s, 'B/s')}{cache}{share}")
         for op, rate in self.collective_busbw_bytes_per_s.items():
             parts.append(f"{op} busbw {format_si(rate, 'B/s')}")
+        noisy = (f"; {self.unreliable_points} unreliable point{'s' if self.unreliable_points != 1 else ''} "
+                 "(spread too wide) left out" if self.unreliable_points else "")
         if not parts:
-            return "no ceilings measured"
+            return "no ceilings measured" + noisy
         how = self.measured_with()
-        return " · ".join(parts) + (f" ({how})" if how else "")
+        return " · ".join(parts) + (f" ({how})" if how else "") + noisy
 
     def sources(self, format_time: Callable[[float], str] | None = None) -> list[str]:
         """One line per entry: where (which point of which run) and when it was measured
@@ -191,11 +194,11 @@ def _check_field(key: str, value: Any) -> None:
     elif key == "bandwidth_fraction_of_datasheet":
         if value is not None and not (_is_number(value) and value >= 0):
             raise bad("a number ≥ 0 or null")
-    elif key in ("throttled_points", "threads"):
+    elif key in ("throttled_points", "threads", "unreliable_points"):
         whole = isinstance(value, int) and not isinstance(value, bool)
         if key == "threads" and not (value is None or whole and value > 0):
             raise bad("a positive whole number or null")
-        if key == "throttled_points" and not (whole and value >= 0):
+        if key in ("throttled_points", "unreliable_points") and not (whole and value >= 0):
             raise bad("a whole number ≥ 0")
     elif key in _RATE_TABLES | _NUMBER_TABLES | _STRING_TABLES:
         _check_table(key, value)
@@ -247,8 +250,13 @@ def compute_ceilings(
 
     Bandwidth comes from memory kernels whose working set is beyond the last-level cache; when the
     run measured none, the largest in-cache point is used and flagged (``bandwidth_beyond_cache``).
+    Points whose spread is too wide (:func:`.noise.is_reliable`) are left out of every ceiling and
+    counted in ``unreliable_points``.
     """
-    points = list(points)
+    from gpuperf_gui.core.bench.noise import is_reliable
+
+    every = list(points)
+    points = [p for p in every if is_reliable(p)]
     matmul: dict[str, MeasuredPoint] = {}
     for point in points:
         if point.kernel == "matmul" and point.seconds > 0:
@@ -283,6 +291,7 @@ def compute_ceilings(
         collective_busbw_bytes_per_s=collectives,
         method=", ".join(methods),
         throttled_points=sum(1 for p in points if p.throttled),
+        unreliable_points=len(every) - len(points),
         complete=complete,
         measured_at=now,
         matmul_runs={d: run for d in matmul},

@@ -180,6 +180,11 @@ def iter_measurements(
             if writer:
                 writer.write_message(message)
             yield message
+        busy = _busy_message(measured, sampler)
+        if busy is not None:
+            if writer:
+                writer.write_message(busy)
+            yield busy
         ceilings = compute_ceilings(measured, info.device_id, info.name, info.torch_device,
                                     complete=not (stopped or stop.is_set()), run=run_name(plan))
         if writer:
@@ -192,6 +197,18 @@ def iter_measurements(
             writer.close()
         if info.kind == "cpu":
             torch.set_num_threads(threads_before)
+
+
+def _busy_message(measured: list[MeasuredPoint], sampler: NvmlSampler | None) -> BenchMessage | None:
+    """A warning when some points are too noisy to be ceilings, saying what shared the machine."""
+    from gpuperf_gui.core.bench import noise
+    from gpuperf_gui.core.bench.nvml import base_sm_clock_hz, other_gpu_processes
+
+    if all(noise.is_reliable(p) for p in measured):
+        return None
+    report = noise.busy_report(measured, base_sm_clock_hz=base_sm_clock_hz(sampler),
+                               other_gpu_processes=other_gpu_processes(sampler, os.getpid()))
+    return BenchMessage("warning", noise.unreliable_message(measured, report), len(measured), len(measured))
 
 
 def run_name(plan: BenchPlan) -> str:

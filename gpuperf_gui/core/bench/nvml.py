@@ -102,3 +102,24 @@ class NvmlSampler:
             temperature_c=float(temperature) if temperature is not None else None,
             throttle_reasons=int(reasons) if reasons is not None else None,
         )
+
+
+def base_sm_clock_hz(sampler: NvmlSampler | None) -> float | None:
+    """The device's default application SM clock (its base for sustained work), where NVML gives it."""
+    if sampler is None or not sampler.available:
+        return None
+    mhz = sampler._call("nvmlDeviceGetDefaultApplicationsClock", sampler._nvml.NVML_CLOCK_SM)
+    return mhz * 1e6 if mhz else None
+
+
+def other_gpu_processes(sampler: NvmlSampler | None, own_pid: int) -> int | None:
+    """Compute and graphics processes on the device other than ``own_pid`` (None: not known)."""
+    if sampler is None or not sampler.available:
+        return None
+    pids = set()
+    for name in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
+        got = sampler._call(name)
+        if got is None:
+            return None
+        pids |= {getattr(p, "pid", None) for p in got}
+    return len(pids - {own_pid, None})

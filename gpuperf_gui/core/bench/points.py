@@ -15,6 +15,10 @@ DESIGN_KEYS = ("kernel", "dtype", "size", "flops", "bytes", "seconds", "flops_pe
                "ai_flops_per_byte")
 
 
+UNRELIABLE_IQR_FRACTION = 0.5
+"""IQR over median above which a point is unreliable (why 0.5: :mod:`.noise`)."""
+
+
 @dataclass(frozen=True)
 class MeasuredPoint:
     """One measured kernel: median time, its spread and how it was measured (SI units).
@@ -81,12 +85,20 @@ class MeasuredPoint:
         """Interquartile range over the median (the run-to-run spread)."""
         return (self.iqr_high_s - self.iqr_low_s) / self.seconds if self.seconds > 0 else math.nan
 
+    @property
+    def reliable(self) -> bool:
+        """Its calls ran alike: IQR / median within :data:`UNRELIABLE_IQR_FRACTION` (unknown:
+        reliable); only such points are ceilings (:mod:`.noise`)."""
+        spread = self.iqr_fraction
+        return not (math.isfinite(spread) and spread > UNRELIABLE_IQR_FRACTION)
+
     def to_json_dict(self) -> dict[str, Any]:
         """docs/cli.md keys first, then everything else (rates included)."""
         data = asdict(self)
         head = {key: (data[key] if key in data else getattr(self, key)) for key in DESIGN_KEYS}
         head.update({key: value for key, value in data.items() if key not in head})
         head["iqr_s"] = [self.iqr_low_s, self.iqr_high_s]
+        head["reliable"] = self.reliable
         return head
 
     @classmethod

@@ -219,6 +219,9 @@ class RankAnalysis:
     """HTA's idle split per stream (every stream, seconds), as ``get_idle_time_breakdown`` gives it."""
     kernels: object | None = None
     """The rank's :class:`.kernel_roof.RankKernels` (precision, FLOPs per kernel), set by the engines."""
+    profiler_overhead: dict | None = None
+    """The profiler's cost where the trace carries unprofiled step timings (``gpuperf profile``):
+    :meth:`.profiler_overhead.ProfilerOverhead.to_json`, with its spread; None otherwise."""
 
     @property
     def window_s(self) -> float:
@@ -257,6 +260,8 @@ class RankAnalysis:
         }
         if self.truncation:
             out["truncation"] = self.truncation
+        if self.profiler_overhead is not None:
+            out["profiler_overhead"] = dict(self.profiler_overhead)
         return out
 
 
@@ -417,7 +422,14 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
         p2p_cpu_ops=_count_cpu(rt, _CPU_P2P_RE, t0, t1),
         hta_idle_by_stream_s={k: {c: v / 1e6 for c, v in d.items()} for k, d in hta_idle_streams.items()},
         optimizer_kernel_share=_share_matching(rt, dev, in_window, t0, t1, _OPTIMIZER_KERNEL_RE),
+        profiler_overhead=_overhead_json(rt),
     )
+
+
+def _overhead_json(rt: RankTrace) -> dict | None:
+    from .profiler_overhead import overhead_of  # small module; kept out of the import-time path
+    o = overhead_of(rt)
+    return o.to_json() if o is not None else None
 
 
 def _world_size(rt: RankTrace) -> int | None:

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .analysis import LAUNCH_SPACING_MAX_US, IdleCauses, RankAnalysis
+from .glossary import COMM_KERNELS_EXPOSED, COMM_WAIT, format_fraction
 
 SIGNATURES = ("healthy", "launch_bound", "comm_bound", "data_starved", "memory_bound", "pipeline_bubble",
               "straggler", "inconclusive")
@@ -209,11 +210,11 @@ def _comm_finding(a: RankAnalysis) -> Finding:
     c = a.idle_causes
     loss = c.communication
     gpu_part = loss - c.communication_cpu
-    evidence = [f"compute idles while communication runs: {_pct(loss)} of the step"]
+    evidence = [f"{COMM_WAIT.name} (compute idle while communication runs): {format_fraction(loss)} of the step"]
     if gpu_part > 0.005 or a.comm_fraction > 0:
         evidence.append(f"GPU collectives: {_pct(a.comm_fraction)} of the step, "
                         f"{_pct(a.comm_overlap_fraction or 0.0)} of it overlapped with compute, "
-                        f"exposed {_pct(a.comm_exposed_fraction)}")
+                        f"{COMM_KERNELS_EXPOSED.name} {format_fraction(a.comm_exposed_fraction)}")
     if c.communication_cpu > 0.005:
         evidence.append(f"CPU-side collectives (gloo, c10d waits) block the host for "
                         f"{_pct(c.communication_cpu)} of the step while no compute kernel runs")

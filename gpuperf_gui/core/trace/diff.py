@@ -11,6 +11,8 @@ API::
     d.kernel_classes   # [ClassDelta(cls, before_s, after_s, delta_s)], per step
     d.ops              # [OpDelta(...)], per step, largest change first
     d.ops_diff()       # HTA's five lists: added, deleted, increased, decreased, unchanged
+    d.headline         # what it leads with (diff_headline: throughput for different workloads,
+                       # unprofiled step time, or profiled with the range the profiler allows)
     d.changes()        # human lines: what changed (step time, busy, idle, classes, diagnosis)
     d.to_json(top=20)  # the `gpuperf diff --json` object (docs/cli.md contract)
 
@@ -70,9 +72,16 @@ from .decode import DEFAULT_MAX_BYTES
 from .diagnose import Diagnosis
 from .model import GPU_ACTIVITY_KINDS, KERNEL_CLASSES, RankTrace
 from .optable import op_table, starts_in
+from .diff_headline import Headline, headline
+from .glossary import COMM_KERNELS_EXPOSED, COMM_WAIT
+from .profiler_overhead import ProfilerOverhead, merge, overhead_of
 
 CHANGE_CATEGORIES = ("added", "deleted", "increased", "decreased", "unchanged")
-"""HTA ``TraceDiff.ops_diff``'s categories, by call count."""
+"""HTA ``TraceDiff.ops_diff``'s categories, by call count (the JSON keeps HTA's names)."""
+CALLS_WORDS = {"added": "added", "deleted": "deleted", "increased": "more calls", "decreased": "fewer calls",
+               "unchanged": "same calls"}
+"""How text and the Compare page name them: a category is about call counts only, so an op whose
+calls stayed while its time fell 72 ms reads "same calls", never "unchanged"."""
 _SAME = 1e-9
 UNPROFILED_KEY = "gpuperf_unprofiled"
 """The trace key `gpuperf profile` writes (:data:`gpuperf_gui.core.profile_script.UNPROFILED_KEY`)."""
@@ -114,6 +123,13 @@ class Side:
     """Median wall time of the recorded steps, timed the same way."""
     unprofiled_steps: int = 0
     """Unprofiled steps timed (summed over ranks)."""
+    flops_per_step: float | None = None
+    """FLOPs of the GEMM/attention ops (from the recorded shapes) that launched kernels, per step
+    (mean over ranks); None when no op has a count (record_shapes off)."""
+    overhead: ProfilerOverhead | None = None
+    """The profiler's cost measured from both sets of steps, with its spread (all ranks' steps)."""
+    comm_wait_fraction: float = 0.0
+    """:data:`.glossary.COMM_WAIT` (the diagnosis's communication share of the step), mean over ranks."""
 
     @property
     def kernel_time_s(self) -> float:
@@ -121,18 +137,23 @@ class Side:
 
     @property
     def profiler_overhead(self) -> float | None:
-        """Recorded over unprofiled step wall time (1.25: the profiler made the step 25 % longer)."""
-        u, p = self.unprofiled_step_time_s, self.profiled_wall_step_time_s
-        return p / u if u and p else None
+        """Recorded over unprofiled step wall time (1.25: the profiler made the step 25 % longer),
+        where measurable: None when the recorded median is within the unprofiled steps' own range
+        (:mod:`.profiler_overhead`; never below 1)."""
+        o = self.overhead
+        return None if o is None or o.fraction is None else 1.0 + o.fraction
 
     def to_json(self) -> dict:
         return {"label": self.label, "per_step": self.per_step, "step_time_s": self.step_time_s,
                 "gpu_busy_fraction": self.gpu_busy_fraction, "comm_exposed_fraction": self.comm_exposed_fraction,
+                "comm_wait_fraction": self.comm_wait_fraction,
                 "idle_breakdown": dict(self.idle_breakdown), "kernel_time_s": self.kernel_time_s,
                 "host_events_per_step": self.host_events_per_step,
                 "unprofiled_step_time_s": self.unprofiled_step_time_s, "unprofiled_steps": self.unprofiled_steps,
                 "profiled_wall_step_time_s": self.profiled_wall_step_time_s,
                 "profiler_overhead": self.profiler_overhead,
+                "profiler_overhead_measured": self.overhead.to_json() if self.overhead else None,
+                "flops_per_step": self.flops_per_step,
                 "ranks": [{"rank": r.rank, "file": r.file, "steps": r.steps,
                            "host_windows_ts_us": [list(w) for w in r.host_windows_ts_us],
                            "device_windows_ts_us": [list(w) for w in r.device_windows_ts_us]}
@@ -172,6 +193,14 @@ class OpDelta:
         return self.after_s - self.before_s
 
     @property
+    def label(self) -> str:
+        """The name to show: the two ``ProfilerStep*`` rows say which span they are (the CPU's
+        step annotation; the GPU's, from the first to the last kernel the step launched)."""
+        if self.name == "ProfilerStep*":
+            return "ProfilerStep* (CPU step span)" if self.kind == "host" else "ProfilerStep* (GPU step span)"
+        return self.name
+
+    @property
     def device_delta_s(self) -> float:
         return self.device_after_s - self.device_before_s
 
@@ -207,6 +236,13 @@ class TraceDiff:
     diagnosis_before: Diagnosis
     diagnosis_after: Diagnosis
     warnings: list[str] = field(default_factory=list)
+    tokens_per_step: tuple[float | None, float | None] = (None, None)
+    """Tokens per step of each side where the user gave them (a trace does not record them)."""
+
+    @property
+    def headline(self) -> Headline:
+        """What the comparison leads with (:mod:`.diff_headline`)."""
+        return headline(self)
 
     @property
     def step_time_before_s(self) -> float | None:
@@ -259,6 +295,8 @@ class TraceDiff:
         return json_safe({
             "step_time_before_s": self.step_time_before_s, "step_time_after_s": self.step_time_after_s,
             "speedup": self.speedup, "speedup_source": self.speedup_source,
+            "headline": self.headline.to_json(), "same_workload": self.headline.same_workload,
+            "flops_per_step_before": self.before.flops_per_step, "flops_per_step_after": self.after.flops_per_step,
             "speedup_unprofiled": self.speedup_unprofiled, "speedup_profiled": self.speedup_profiled,
             "unprofiled_step_time_before_s": self.before.unprofiled_step_time_s,
             "unprofiled_step_time_after_s": self.after.unprofiled_step_time_s,
@@ -279,7 +317,8 @@ class TraceDiff:
 
 def diff_paths(before: Sequence[Path | str], after: Sequence[Path | str], *,
                before_steps: Sequence[int] | None = None, after_steps: Sequence[int] | None = None,
-               max_bytes: int = DEFAULT_MAX_BYTES, workers: int | None = None) -> TraceDiff:
+               max_bytes: int = DEFAULT_MAX_BYTES, workers: int | None = None,
+               tokens_per_step: tuple[float | None, float | None] = (None, None)) -> TraceDiff:
     """Load and analyse both traces (files or rank folders), then :func:`diff_results`.
 
     Raises :class:`.model.TraceFormatError` for a file that is not a trace and ``ValueError`` for
@@ -288,12 +327,12 @@ def diff_paths(before: Sequence[Path | str], after: Sequence[Path | str], *,
     b = analyse_paths(list(before), max_bytes=max_bytes, workers=workers)
     a = analyse_paths(list(after), max_bytes=max_bytes, workers=workers)
     return diff_results(b, a, before_steps=before_steps, after_steps=after_steps,
-                        labels=(_label(before), _label(after)))
+                        labels=(_label(before), _label(after)), tokens_per_step=tokens_per_step)
 
 
 def diff_results(before: TraceResult, after: TraceResult, *, before_steps: Sequence[int] | None = None,
-                 after_steps: Sequence[int] | None = None, labels: tuple[str, str] = ("before", "after")
-                 ) -> TraceDiff:
+                 after_steps: Sequence[int] | None = None, labels: tuple[str, str] = ("before", "after"),
+                 tokens_per_step: tuple[float | None, float | None] = (None, None)) -> TraceDiff:
     """Compare two analysed traces (see the module docstring for every definition)."""
     b = _side(before, before_steps, labels[0])
     a = _side(after, after_steps, labels[1])
@@ -308,7 +347,7 @@ def diff_results(before: TraceResult, after: TraceResult, *, before_steps: Seque
     if b.per_step != a.per_step:
         which = labels[0] if not b.per_step else labels[1]
         warnings.append(f"{which} has no ProfilerStep annotations: its figures are per trace, not per step")
-    return TraceDiff(b, a, classes, ops, before.diagnosis, after.diagnosis, warnings)
+    return TraceDiff(b, a, classes, ops, before.diagnosis, after.diagnosis, warnings, tuple(tokens_per_step))
 
 
 HOST_BOUND_BUSY_MAX = 0.7
@@ -375,6 +414,7 @@ def _side(result: TraceResult, steps: Sequence[int] | None, label: str) -> Side:
     ops: dict[tuple[str, str], np.ndarray] = {}
     per_step = True
     host_events = 0.0
+    flops = 0.0
     for r in result.ranks:
         host_w, dev_w, numbers = _windows(r.trace, r.analysis, steps)
         keep = device_selection(r.trace, host_w, dev_w)
@@ -387,6 +427,8 @@ def _side(result: TraceResult, steps: Sequence[int] | None, label: str) -> Side:
             acc += np.array([row.calls, dur, row.device_total_s]) / n
             if row.kind == "host":
                 host_events += row.calls / n
+                if row.flops and row.self_device_s > 0:  # the op that launched the math (not aten::linear over addmm)
+                    flops += row.flops / n
         durations = [s.duration_s for s in r.analysis.steps if s.number in numbers]
         if durations:
             step_times.append(float(np.median(durations)))
@@ -402,12 +444,14 @@ def _side(result: TraceResult, steps: Sequence[int] | None, label: str) -> Side:
         step_time_s=float(np.median(step_times)) if step_times else None,
         gpu_busy_fraction=_mean(analyses, lambda a: a.gpu_busy_fraction),
         comm_exposed_fraction=_mean(analyses, lambda a: a.comm_exposed_fraction),
+        comm_wait_fraction=_mean(analyses, lambda a: a.idle_causes.communication),
         idle_breakdown={key: _mean(analyses, lambda a, key=key: a.idle_breakdown.get(key, 0.0))
                         for key in ("host_wait", "kernel_wait", "other")},
         kernel_class_s={c: float(classes[i]) / k for i, c in enumerate(KERNEL_CLASSES)},
         ops={key: tuple(float(x) / k for x in v) for key, v in ops.items()},
         host_events_per_step=host_events / k, unprofiled_step_time_s=unprofiled_s,
-        profiled_wall_step_time_s=profiled_wall_s, unprofiled_steps=unprofiled_steps)
+        profiled_wall_step_time_s=profiled_wall_s, unprofiled_steps=unprofiled_steps,
+        flops_per_step=flops / k if flops > 0 else None, overhead=merge([overhead_of(r.trace) for r in result.ranks]))
 
 
 def _mean(analyses: list[RankAnalysis], get) -> float:  # noqa: ANN001 (callable)
@@ -494,25 +538,15 @@ def _faster(speedup: float) -> str:
     return f"{speedup:.2f}x faster" if speedup >= 1 else f"{1 / speedup:.2f}x slower"
 
 
-def _overhead(side: Side) -> str:
-    o = side.profiler_overhead
-    return "-" if o is None else f"{100 * (o - 1):+.0f} %"
-
-
 def _changes(d: TraceDiff) -> list[str]:
     b, a = d.before, d.after
     unit = "per step" if b.per_step and a.per_step else "per trace"
-    out = []
-    if d.speedup_unprofiled is not None:
-        out.append(f"step time without the profiler {_ms(b.unprofiled_step_time_s)} -> "
-                   f"{_ms(a.unprofiled_step_time_s)}: {_faster(d.speedup_unprofiled)} ({SOURCE_UNPROFILED})")
-        if d.speedup_profiled is not None:
-            overhead = ", ".join(f"{tag} {_overhead(side)}" for tag, side in (("before", b), ("after", a)))
-            out.append(f"profiled step time {_ms(b.step_time_s)} -> {_ms(a.step_time_s)}: "
-                       f"{_faster(d.speedup_profiled)} (profiler overhead {overhead})")
-    elif d.speedup_profiled is not None:
-        out.append(f"step time {_ms(b.step_time_s)} -> {_ms(a.step_time_s)}: {_faster(d.speedup_profiled)} "
-                   "(profiled; record with gpuperf profile for the speedup without the profiler)")
+    out = [d.headline.text]
+    if d.speedup_unprofiled is not None and d.speedup_profiled is not None:
+        overhead = "; ".join(f"{tag}: {side.overhead.describe() if side.overhead else '-'}"
+                             for tag, side in (("before", b), ("after", a)))
+        out.append(f"profiled step time {_ms(b.step_time_s)} -> {_ms(a.step_time_s)}: "
+                   f"{_faster(d.speedup_profiled)} ({overhead})")
     sb, sa = d.diagnosis_before, d.diagnosis_after
     if sb.signature != sa.signature:
         out.append(f"diagnosis {sb.signature} -> {sa.signature}")
@@ -520,8 +554,10 @@ def _changes(d: TraceDiff) -> list[str]:
         out.append(f"diagnosis unchanged: {sa.signature}")
     out.append(f"GPU busy {_pct(b.gpu_busy_fraction)} -> {_pct(a.gpu_busy_fraction)} "
                f"({100 * (a.gpu_busy_fraction - b.gpu_busy_fraction):+.1f} points)")
+    if max(b.comm_wait_fraction, a.comm_wait_fraction) > 0:
+        out.append(f"{COMM_WAIT.name} {_pct(b.comm_wait_fraction)} -> {_pct(a.comm_wait_fraction)}")
     if max(b.comm_exposed_fraction, a.comm_exposed_fraction) > 0:
-        out.append(f"exposed communication {_pct(b.comm_exposed_fraction)} -> {_pct(a.comm_exposed_fraction)}")
+        out.append(f"{COMM_KERNELS_EXPOSED.name} {_pct(b.comm_exposed_fraction)} -> {_pct(a.comm_exposed_fraction)}")
     out.append(f"kernel time {unit} {_ms(b.kernel_time_s)} -> {_ms(a.kernel_time_s)} "
                f"({1e3 * (a.kernel_time_s - b.kernel_time_s):+.2f} ms)")
     for c in d.kernel_classes[:2]:
@@ -530,8 +566,8 @@ def _changes(d: TraceDiff) -> list[str]:
     if d.ops:
         top = d.ops[0]
         delta = top.delta_s if abs(top.delta_s) >= abs(top.device_delta_s) else top.device_delta_s
-        out.append(f"largest op change: {top.name} ({top.kind}) {1e3 * delta:+.2f} ms {unit}")
+        out.append(f"largest op change: {top.label} ({top.kind}) {1e3 * delta:+.2f} ms {unit}")
     cats = d.ops_diff()
     if cats["added"] or cats["deleted"]:
-        out.append(f"ops added {len(cats['added'])}, deleted {len(cats['deleted'])} (see ops_diff)")
+        out.append(f"ops added {len(cats['added'])}, deleted {len(cats['deleted'])} (named in the ops table)")
     return out

@@ -27,6 +27,7 @@ from .analysis import KERNEL_WAIT_MAX_US, cpu_collective_union, device_events
 from .kernel_roof import rank_kernels
 from .kernel_table import (CUDA_CORE_TOKENS, TENSOR_CORE_TOKENS, TOP_KERNELS, KernelRow, kernel_rows,  # noqa: F401
                            uses_tensor_cores)
+from .glossary import COMM_KERNELS_EXPOSED, hta_idle_label
 from .model import KERNEL_CLASSES, RankTrace
 
 IDLE_CAUSES = ("host_wait", "kernel_wait", "other")
@@ -95,8 +96,9 @@ class StepBreakdown:
 
     def parts(self) -> list[tuple[str, float]]:
         """(part name, µs) in drawing order: compute, exposed comm, copy, idle by cause."""
-        return ([("compute", self.compute_us), ("exposed comm", self.comm_exposed_us), ("copy", self.copy_us)]
-                + [(f"idle: {c.replace('_', ' ')}", self.idle_us.get(c, 0.0)) for c in IDLE_CAUSES])
+        return ([("compute", self.compute_us), (COMM_KERNELS_EXPOSED.name, self.comm_exposed_us),
+                 ("copy", self.copy_us)]
+                + [(hta_idle_label(c), self.idle_us.get(c, 0.0)) for c in IDLE_CAUSES])
 
 
 @dataclass
@@ -115,10 +117,12 @@ class RankOverview:
     top_kernels: list[KernelRow] = field(default_factory=list)
     kernels: object | None = None
     """The rank's :class:`.kernel_roof.RankKernels` (precision, every math kernel), when known."""
+    comm_wait_fraction: float = 0.0
+    """:data:`.glossary.COMM_WAIT`: the diagnosis's communication share of the step."""
 
     def to_json(self) -> dict:
         return {"rank": self.rank, "device": self.device or None, "gpu_busy_fraction": self.gpu_busy_fraction,
-                "comm_exposed_fraction": self.comm_exposed_fraction, "tensor_core_share": self.tensor_core_share,
+                "comm_exposed_fraction": self.comm_exposed_fraction, "comm_wait_fraction": self.comm_wait_fraction, "tensor_core_share": self.tensor_core_share,
                 "kernel_time_s": self.kernel_seconds, "step_time_median_s": self.step_time_median_s,
                 "steps": [s.to_json() for s in self.steps], "top_kernels": [k.to_json() for k in self.top_kernels],
                 "precision": self.kernels.precision.to_json() if self.kernels is not None else None}  # type: ignore[attr-defined]
@@ -185,7 +189,7 @@ def rank_overview(rt: RankTrace, a, steps: list[StepBreakdown]) -> RankOverview:
     return RankOverview(rank=rt.rank, device=rt.device_name, gpu_busy_fraction=a.gpu_busy_fraction,
                         comm_exposed_fraction=a.comm_exposed_fraction, tensor_core_share=k.tensor_core_share,
                         kernel_seconds=k.kernel_seconds, step_time_median_s=a.step_time_median_s, steps=steps,
-                        top_kernels=list(k.top), kernels=k)
+                        top_kernels=list(k.top), kernels=k, comm_wait_fraction=a.idle_causes.communication)
 
 
 # -- step breakdown ---------------------------------------------------------------------------------

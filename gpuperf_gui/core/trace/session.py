@@ -774,11 +774,14 @@ class FigureDelta:
 def diff_figures(d) -> list[FigureDelta]:  # noqa: ANN001 (diff.TraceDiff)
     """The headline figures of both sides (step time, GPU busy, exposed comm, idle split, kernel time)."""
     b, a = d.before, d.after
+    from .glossary import COMM_KERNELS_EXPOSED, COMM_WAIT, hta_idle_label
+
     rows = [FigureDelta("step time", "s", b.step_time_s, a.step_time_s),
             FigureDelta("GPU busy", "fraction", b.gpu_busy_fraction, a.gpu_busy_fraction),
-            FigureDelta("exposed communication", "fraction", b.comm_exposed_fraction, a.comm_exposed_fraction)]
+            FigureDelta(COMM_WAIT.name, "fraction", b.comm_wait_fraction, a.comm_wait_fraction),
+            FigureDelta(COMM_KERNELS_EXPOSED.name, "fraction", b.comm_exposed_fraction, a.comm_exposed_fraction)]
     for cause in sorted(set(b.idle_breakdown) | set(a.idle_breakdown)):
-        rows.append(FigureDelta(f"idle: {cause.replace('_', ' ')} (share of idle)", "fraction",
+        rows.append(FigureDelta(f"{hta_idle_label(cause)} (share of idle)", "fraction",
                                 b.idle_breakdown.get(cause), a.idle_breakdown.get(cause)))
     rows.append(FigureDelta("kernel time" + (" per step" if b.per_step and a.per_step else ""), "s",
                             b.kernel_time_s, a.kernel_time_s))
