@@ -58,7 +58,7 @@ over the name (case-insensitive), a kernel class (device events of that class)."
 
 __all__ = ["DEFAULT_IDLE_THRESHOLD_US", "EventRef", "LaneSpec", "RankSpec", "DiagnosisView", "EventDetails",
            "AnalysisUpdate", "LoadProgress", "LoadedTrace", "Matches", "OpTable", "RooflineUpdate", "build_loaded_trace",
-           "iter_loaded_trace"]
+           "iter_loaded_trace", "load_trace"]
 
 
 @dataclass
@@ -70,40 +70,31 @@ class LoadProgress:
     total: int
 
 
-@dataclass
+@dataclass(frozen=True)
 class RooflineUpdate:
-    """The roofline points of the :class:`LoadedTrace` yielded just before (found after it, so the
-    lanes show sooner); :func:`iter_loaded_trace` has already put them into that trace."""
+    """Roofline points ready: those of the :class:`LoadedTrace` yielded before (found after it, so
+    the lanes show sooner). A snapshot: :meth:`LoadedTrace.with_roofline` makes the trace that has
+    them, on the thread that holds the trace (the GUI thread); the worker changes nothing it sent."""
 
-    points: list[RooflinePoint]
-    notes: list[str]
+    points: tuple[RooflinePoint, ...]
+    notes: tuple[str, ...]
     seconds: float = 0.0
 
 
-@dataclass
+@dataclass(frozen=True)
 class AnalysisUpdate:
-    """The analysis of the :class:`LoadedTrace` yielded just before without it (one file: its lanes
-    are shown while the analysis runs); :func:`iter_loaded_trace` has already put it in that trace."""
+    """Analysis ready: that of the :class:`LoadedTrace` yielded before without it (one file: its
+    lanes are shown while the analysis runs). A snapshot: :meth:`LoadedTrace.with_analysis` makes
+    the analysed trace on the thread that holds the lanes; nothing the worker sent is patched."""
 
-    analysis: list[RankAnalysis]
+    analysis: tuple[RankAnalysis, ...]
     diagnosis: DiagnosisView | None
     op_tables: dict[int, dict[str, OpTable]]
     mfu_figures: TraceMfuFigures | None
     overview: Overview | None
-    stragglers: list[int]
-    notes: list[str]
+    stragglers: tuple[int, ...]
+    notes: tuple[str, ...]
     seconds: float = 0.0
-
-    def apply_to(self, loaded: LoadedTrace) -> None:
-        loaded.analysis, loaded.diagnosis, loaded.op_tables = self.analysis, self.diagnosis, self.op_tables
-        loaded.mfu_figures, loaded.overview = self.mfu_figures, self.overview
-        for spec, rank, analysis in zip(loaded.ranks, loaded.model.ranks, self.analysis):
-            spec.step_durations_us = {s.number: s.duration_s * 1e6 for s in analysis.steps}
-            if rank.rank in self.stragglers:
-                spec.straggler = True
-                spec.title += " ⚠ late (straggler)"
-        loaded.notes += self.notes
-        loaded.analysis_pending = False
 
 
 @dataclass
@@ -206,6 +197,36 @@ class LoadedTrace:
     """Where the loading time went: ``engine_s`` (load, analyse, diagnose), ``build_s`` (this
     object), ``transfer_s`` (from the helper interpreter to this process), ``spilled_bytes``,
     ``roofline_s`` (the roofline points, found after the rest)."""
+
+    # -- the next snapshot (made on the thread that holds this trace) ------------------------------
+    def with_analysis(self, update: AnalysisUpdate) -> LoadedTrace:
+        """This trace with ``update``'s analysis, as a new object: this one is left as it is, so a
+        trace another thread holds is never patched. The rank headers that change (step times, a
+        late rank's mark) are new RankSpecs; lanes, model and caches are shared, read-only."""
+        ranks = []
+        for spec, rank, analysis in zip(self.ranks, self.model.ranks, update.analysis):
+            late = rank.rank in update.stragglers
+            ranks.append(replace(spec, step_durations_us={s.number: s.duration_s * 1e6 for s in analysis.steps},
+                                 straggler=spec.straggler or late,
+                                 title=spec.title + (" ⚠ late (straggler)" if late else "")))
+        ranks += self.ranks[len(ranks):]
+        return replace(self, ranks=ranks, analysis=list(update.analysis), diagnosis=update.diagnosis,
+                       op_tables=update.op_tables, mfu_figures=update.mfu_figures, overview=update.overview,
+                       notes=[*self.notes, *update.notes], analysis_pending=False,
+                       timings_s={**self.timings_s, "analysis_s": update.seconds})
+
+    def with_roofline(self, update: RooflineUpdate) -> LoadedTrace:
+        """This trace with ``update``'s roofline points, as a new object (see :meth:`with_analysis`)."""
+        return replace(self, roofline_points=list(update.points), notes=[*self.notes, *update.notes],
+                       timings_s={**self.timings_s, "roofline_s": update.seconds})
+
+    def then(self, item: object) -> LoadedTrace:
+        """The trace after ``item`` of :func:`iter_loaded_trace` (itself for progress items)."""
+        if isinstance(item, AnalysisUpdate):
+            return self.with_analysis(item)
+        if isinstance(item, RooflineUpdate):
+            return self.with_roofline(item)
+        return self
 
     # -- events -------------------------------------------------------------------------------------
     def event_span_us(self, ref: EventRef) -> tuple[float, float]:
@@ -426,7 +447,9 @@ def iter_loaded_trace(paths: Sequence[Path | str], idle_threshold_us: float, sto
                       isolate: bool | None = None, memory_budget: int | None = None
                       ) -> Iterator[LoadProgress | LoadedTrace | RooflineUpdate]:
     """The loading worker's generator: progress, one :class:`LoadedTrace` (nothing if stopped), then
-    its :class:`RooflineUpdate` (whose points are put into the trace here before it is yielded).
+    snapshots for it: an :class:`AnalysisUpdate` (one file: its lanes came first) and a
+    :class:`RooflineUpdate`. Nothing yielded is changed afterwards: the receiver folds the
+    snapshots into new traces (:meth:`LoadedTrace.then`, :func:`load_trace`) on its own thread.
 
     With ``isolate`` (the default unless ``GPUPERF_TRACE_INPROCESS=1``) :func:`iter_built_trace` runs
     in a helper interpreter (:mod:`..child_stream`): decoding, analysing and building hold the GIL
@@ -443,7 +466,6 @@ def iter_loaded_trace(paths: Sequence[Path | str], idle_threshold_us: float, sto
                               nice=HELPER_NICE, stats=stats)
     else:
         items = iter_built_trace(*args, stop, memory_budget=memory_budget)
-    loaded: LoadedTrace | None = None
     for item in items:
         if stop.is_set():
             return
@@ -451,17 +473,23 @@ def iter_loaded_trace(paths: Sequence[Path | str], idle_threshold_us: float, sto
             if not item.relay:
                 continue
             item = item.item
+        if isinstance(item, LoadedTrace):   # timed before it is handed over, never touched after
+            item.timings_s.update(stats)
+        yield item
+
+
+def load_trace(paths: Sequence[Path | str], idle_threshold_us: float = DEFAULT_IDLE_THRESHOLD_US,
+               stop: threading.Event | None = None, isolate: bool | None = None,
+               memory_budget: int | None = None) -> LoadedTrace | None:
+    """:func:`iter_loaded_trace` to its end: the trace with its analysis and roofline points
+    (None if stopped). Scripts and tests; the tab folds the same snapshots as they come."""
+    loaded: LoadedTrace | None = None
+    for item in iter_loaded_trace(paths, idle_threshold_us, stop or threading.Event(), isolate, memory_budget):
         if isinstance(item, LoadedTrace):
             loaded = item
-            loaded.timings_s.update(stats)
-        elif isinstance(item, AnalysisUpdate) and loaded is not None:
-            item.apply_to(loaded)
-            loaded.timings_s.update(stats, analysis_s=item.seconds)
-        elif isinstance(item, RooflineUpdate) and loaded is not None:
-            loaded.notes += item.notes
-            loaded.roofline_points = item.points
-            loaded.timings_s.update(stats, roofline_s=item.seconds)
-        yield item
+        elif loaded is not None:
+            loaded = loaded.then(item)
+    return loaded
 
 
 def iter_built_trace(paths: Sequence[str], idle_threshold_us: float, stop: threading.Event | None = None,
@@ -515,7 +543,7 @@ def _roofline_update(loaded: LoadedTrace, found: Sequence[list[OpPoint] | None],
     notes: list[str] = []
     points = roofline_points(loaded.model.ranks, notes, found)
     if not stop.is_set():
-        yield RooflineUpdate(points, notes, time.perf_counter() - started)
+        yield RooflineUpdate(tuple(points), tuple(notes), time.perf_counter() - started)
 
 
 LANES_FIRST = os.environ.get("GPUPERF_LANES_FIRST", "1") != "0"
@@ -597,8 +625,8 @@ def build_loaded_trace(result: TraceResult, idle_threshold_us: float = DEFAULT_I
                        stop: threading.Event | None = None, roofline: bool = True) -> LoadedTrace:
     """Turn the engine's TraceResult into what the tab draws and shows (without the roofline points
     unless ``roofline``: :func:`roofline_points` finds them)."""
-    loaded = lanes_trace(result.model, idle_threshold_us, stop)
-    analysis_update(result).apply_to(loaded)
+    loaded = lanes_trace(result.model, idle_threshold_us, stop).with_analysis(analysis_update(result))
+    loaded.timings_s.pop("analysis_s", None)   # part of the engine's time here
     if roofline:
         loaded.roofline_points = roofline_points(result.model.ranks, loaded.notes, [r.points for r in result.ranks])
     return loaded
@@ -634,8 +662,8 @@ def analysis_update(result: TraceResult, seconds: float = 0.0) -> AnalysisUpdate
         overview = build_overview(result)
     except Exception as exc:  # noqa: BLE001 - shown as a note; the lanes still open
         notes.append(f"overview failed: {type(exc).__name__}: {exc}")
-    return AnalysisUpdate(analyses, _diagnosis_view(result, stragglers), _op_tables(result), mfu_figures,
-                          overview, stragglers, notes, seconds)
+    return AnalysisUpdate(tuple(analyses), _diagnosis_view(result, stragglers), _op_tables(result), mfu_figures,
+                          overview, tuple(stragglers), tuple(notes), seconds)
 
 
 def _op_tables(result: TraceResult) -> dict[int, dict[str, OpTable]]:

@@ -1,0 +1,73 @@
+"""The loading worker hands the Trace tab snapshots; it never patches a trace the GUI thread holds.
+
+The race this pins down: one file's lanes arrive first, its analysis after them. When the GUI thread
+is busy (here: stalled ~100 ms) while the worker finishes the analysis, both items wait in the
+event queue. Before, the worker had already written the analysis into the LoadedTrace the first
+item carried, so the tab saw "analysis done" on the lanes item *and* on the analysis item:
+``trace_loaded`` fired twice and the diagnosis was drawn twice (issue 19: [1, 1, 2, 2, 1] over five
+opens). Each open must show its analysis exactly once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from gpuperf_gui.core.trace import session
+
+TRACES = ("eager_tiny", "attention", "nested_sum", "compiled_tiny", "packed_elementwise")
+LOAD_TIMEOUT_MS = 60_000
+STALL_S = 0.1
+
+
+@pytest.fixture
+def analysed_signal(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Set (on the worker thread) when a file's analysis has been computed."""
+    monkeypatch.setenv("GPUPERF_TRACE_INPROCESS", "1")   # the worker thread runs the generator here
+    done = threading.Event()
+    real = session.analyse_loaded
+
+    def analyse(model):  # noqa: ANN001, ANN202
+        result = real(model)
+        done.set()
+        return result
+
+    monkeypatch.setattr(session, "analyse_loaded", analyse)
+    return done
+
+
+def test_each_open_shows_its_analysis_once_with_the_gui_thread_stalled(qtbot, tab, test_data: Path,
+                                                                        analysed_signal: threading.Event) -> None:
+    loaded_counts, diagnosis_counts = [], []
+    fired: list[str] = []
+    shown: list[object] = []
+    tab.trace_loaded.connect(lambda: fired.append("loaded"))
+    real_show = tab.diagnosis.show_diagnosis
+
+    def show_diagnosis(view):  # noqa: ANN001, ANN202
+        if view is not None:
+            shown.append(view)
+        return real_show(view)
+
+    tab.diagnosis.show_diagnosis = show_diagnosis
+    for name in TRACES:
+        fired.clear()
+        shown.clear()
+        analysed_signal.clear()
+        tab.open_paths([test_data / "h200" / f"{name}.json.gz"])
+        # The GUI thread does not run its event loop until the worker has analysed the file and
+        # had another STALL_S to hand the analysis over: lanes and analysis wait in the queue together.
+        assert analysed_signal.wait(30)
+        time.sleep(STALL_S)
+        qtbot.waitUntil(lambda: not tab.is_busy(), timeout=LOAD_TIMEOUT_MS)
+        qtbot.wait(50)     # anything queued late would land now
+        loaded_counts.append(len(fired))
+        diagnosis_counts.append(len(shown))
+        assert tab.loaded is not None and not tab.loaded.analysis_pending
+        assert tab.loaded.diagnosis is not None and tab.diagnosis.signature == tab.loaded.diagnosis.signature
+        assert Path(tab.loaded.files[0]).name == f"{name}.json.gz"
+    assert loaded_counts == [1] * len(TRACES)
+    assert diagnosis_counts == [1] * len(TRACES)
