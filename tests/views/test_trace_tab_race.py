@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace import session
+from gpuperf_gui.core.trace.trace import Trace
 
 TRACES = ("eager_tiny", "attention", "nested_sum", "compiled_tiny", "packed_elementwise")
 LOAD_TIMEOUT_MS = 60_000
@@ -28,14 +28,14 @@ def analysed_signal(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
     """Set (on the worker thread) when a file's analysis has been computed."""
     monkeypatch.setenv("GPUPERF_TRACE_INPROCESS", "1")   # the worker thread runs the generator here
     done = threading.Event()
-    real = session.analyse_loaded
+    real = Trace._analyse_model
 
     def analyse(model):  # noqa: ANN001, ANN202
         result = real(model)
         done.set()
         return result
 
-    monkeypatch.setattr(session, "analyse_loaded", analyse)
+    monkeypatch.setattr(Trace, "_analyse_model", staticmethod(analyse))
     return done
 
 

@@ -1,7 +1,7 @@
 """A loaded trace as the Trace tab reads it, and every query the tab makes on it (no Qt).
 
 :func:`iter_loaded_trace` is the loading worker's generator. :func:`iter_built_trace` runs the engine's
-load + analyse + diagnose (:func:`.api.iter_load_and_analyse`), then :func:`build_loaded_trace` turns
+load + analyse + diagnose (:class:`.trace.Trace`), then :func:`build_loaded_trace` turns
 the :class:`~.api.TraceResult` into a :class:`LoadedTrace`: lane specs for drawing, the op tables, the
 diagnosis panel's figures, the overview page (:mod:`.overview`), the MFU figures and roofline points.
 Both run in a helper interpreter by default, so none of that work holds the GUI process's GIL; the
@@ -17,7 +17,6 @@ search, the summary of a selected range, idle gaps at a new threshold) is a meth
 from __future__ import annotations
 
 import os
-import re
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -31,7 +30,7 @@ from ..roofline import RooflinePoint
 from ..units import format_duration_us, format_si
 from . import figures
 from .analysis import RankAnalysis
-from .api import Progress, RankResult, TraceResult, analyse_loaded, iter_load_and_analyse, load_one
+from .api import Progress, RankResult, TraceResult
 from .figures import TraceMfuFigures
 from .lanes import (
     DEFAULT_IDLE_THRESHOLD_US,
@@ -44,21 +43,18 @@ from .lanes import (
 )
 from .model import KERNEL_CLASSES, RankTrace, TraceModel
 from .op_points import OpPoint
+from .trace import Trace
+from .queries import MAX_PARTNERS, SEARCH_MODES, Matches, event_partners, find_events, op_row_name
 from .overview import ActivityProfile, Overview, SelectionSummary, activity_profile, build_overview, selection_summary
 
 BUILDER = "gpuperf_gui.core.trace.session:iter_built_trace"
 HELPER_NICE = 5
 """The loading helper's CPU priority below the window's (POSIX): on a busy machine the GUI thread
 gets a core when it needs one (on two cores the helper's decoder and roofline work starved it)."""
-MAX_PARTNERS = 40
 MINIMAP_BINS = 800
-SEARCH_MODES = ("name", "exact", "regex", "class")
-"""``find`` modes: substring of the name (case-insensitive), the exact name, a regular expression
-over the name (case-insensitive), a kernel class (device events of that class)."""
-
 __all__ = ["DEFAULT_IDLE_THRESHOLD_US", "EventRef", "LaneSpec", "RankSpec", "DiagnosisView", "EventDetails",
            "AnalysisUpdate", "LoadProgress", "LoadedTrace", "Matches", "OpTable", "RooflineUpdate", "build_loaded_trace",
-           "iter_loaded_trace", "load_trace"]
+           "iter_loaded_trace", "load_trace", "MAX_PARTNERS", "SEARCH_MODES", "op_row_name"]
 
 
 @dataclass
@@ -146,33 +142,6 @@ class EventDetails:
 
 
 @dataclass
-class Matches:
-    """Events found by :meth:`LoadedTrace.find`, in time order.
-
-    ``rank_index``, ``lane_id``, ``index`` and ``start_us`` are parallel arrays; ``masks`` marks the
-    matches per (rank_index, lane_id) for highlighting; ``names`` the distinct names matched (the op
-    table filter)."""
-
-    rank_index: np.ndarray
-    lane_id: np.ndarray
-    index: np.ndarray
-    start_us: np.ndarray
-    masks: dict[tuple[int, int], np.ndarray]
-    names: set[str]
-
-    def __len__(self) -> int:
-        return int(self.index.size)
-
-    def ref(self, k: int) -> EventRef:
-        return EventRef(int(self.rank_index[k]), int(self.lane_id[k]), int(self.index[k]))
-
-    @classmethod
-    def empty(cls) -> Matches:
-        z = np.zeros(0, dtype=np.int64)
-        return cls(z, z, z, np.zeros(0), {}, set())
-
-
-@dataclass
 class LoadedTrace:
     """Everything the Trace tab shows, built off the GUI thread, and the queries it answers."""
 
@@ -239,30 +208,8 @@ class LoadedTrace:
         return rank.strings[int(rank.lanes[ref.lane_id].name_id[ref.index])]
 
     def partners(self, ref: EventRef) -> list[EventRef]:
-        """The launch <-> device-work partners of an event.
-
-        Through the launch flows (correlation id) first: a kernel's launch call, a launch call's
-        kernels. An event without flows (a CPU op such as ``aten::mm``) gets the device events that
-        carry its Kineto "External id" instead. At most :data:`MAX_PARTNERS` per direction.
-        """
-        rank = self.model.ranks[ref.rank_index]
-        flows = rank.flows
-        out: list[EventRef] = []
-        if len(flows):
-            for src, dst in (((flows.src_lane, flows.src_index), (flows.dst_lane, flows.dst_index)),
-                             ((flows.dst_lane, flows.dst_index), (flows.src_lane, flows.src_index))):
-                m = (src[0] == ref.lane_id) & (src[1] == ref.index)
-                pairs = zip(dst[0][m][:MAX_PARTNERS].tolist(), dst[1][m][:MAX_PARTNERS].tolist())
-                out += [EventRef(ref.rank_index, int(lane_id), int(i)) for lane_id, i in pairs]
-        if out:
-            return out
-        lane = rank.lanes[ref.lane_id]
-        ext = int(lane.external_id[ref.index]) if len(lane.external_id) else -1
-        if lane.kind == "cpu" and ext >= 0:
-            for other in rank.gpu_lanes:
-                hits = np.flatnonzero(other.external_id == ext)[:MAX_PARTNERS]
-                out += [EventRef(ref.rank_index, other.lane_id, int(i)) for i in hits.tolist()]
-        return out[:MAX_PARTNERS]
+        """The launch <-> device-work partners of an event (:func:`.queries.event_partners`)."""
+        return event_partners(self.model, ref)
 
     def details(self, ref: EventRef, partners: list[EventRef] | None = None) -> EventDetails:
         """Name, category, lane, times (from the trace start), ids, FLOPs, shapes and partner links."""
@@ -305,45 +252,11 @@ class LoadedTrace:
 
     # -- search ------------------------------------------------------------------------------------
     def find(self, query: str, mode: str = "name", lanes: Sequence[tuple[int, int]] | None = None) -> Matches:
-        """Events whose name matches ``query`` (see :data:`SEARCH_MODES`), in time order.
-
-        ``lanes`` limits the search to those (rank_index, lane_id) pairs (default: the drawn lanes).
-        A regular expression that does not compile raises ``re.error``; an unknown kernel class
-        ``ValueError``."""
-        if mode not in SEARCH_MODES:
-            raise ValueError(f"unknown search mode {mode!r}; choose one of {', '.join(SEARCH_MODES)}")
-        shown = set(lanes) if lanes is not None else {(s.rank_index, s.lane_id) for s in self.lanes}
-        predicate = _name_predicate(query, mode)
-        kernel_class = KERNEL_CLASSES.index(query.strip().lower()) if mode == "class" else -1
-        if mode == "class" and kernel_class < 0:  # pragma: no cover - index() raises first
-            raise ValueError(query)
-        masks: dict[tuple[int, int], np.ndarray] = {}
-        parts: list[tuple[np.ndarray, ...]] = []
-        names: set[str] = set()
-        for ri, rank in enumerate(self.model.ranks):
-            ids = None if predicate is None else rank.strings.ids_matching(predicate)
-            if ids is not None and not ids.any():
-                continue
-            for lane in rank.lanes:
-                if (ri, lane.lane_id) not in shown or not len(lane):
-                    continue
-                if ids is None:
-                    if lane.kind == "cpu":
-                        continue
-                    mask = lane.kernel_class == kernel_class
-                else:
-                    mask = ids[lane.name_id]
-                if not mask.any():
-                    continue
-                masks[(ri, lane.lane_id)] = mask
-                idx = np.flatnonzero(mask)
-                names.update(rank.strings[int(n)] for n in np.unique(lane.name_id[idx]).tolist())
-                parts.append((np.full(idx.size, ri), np.full(idx.size, lane.lane_id), idx, lane.start_us[idx]))
-        if not parts:
-            return Matches.empty()
-        rk, ln, ix, st = (np.concatenate([p[k] for p in parts]) for k in range(4))
-        order = np.argsort(st, kind="stable")
-        return Matches(rk[order], ln[order], ix[order], st[order], masks, names)
+        """Events whose name matches ``query`` (see :data:`SEARCH_MODES`), in time order
+        (:func:`.queries.find_events`); ``lanes`` limits the search to those (rank_index, lane_id)
+        pairs (default: the drawn lanes)."""
+        shown = [(s.rank_index, s.lane_id) for s in self.lanes] if lanes is None else lanes
+        return find_events(self.model, query, mode, shown)
 
     def op_table_names(self, matches: Matches) -> set[str]:
         """The op-table rows that hold the matched events (``ProfilerStep#3`` is in ``ProfilerStep*``)."""
@@ -421,27 +334,6 @@ class LoadedTrace:
         return sum(len(lane) for r in self.model.ranks for lane in r.lanes)
 
 
-_STEP_NAME = re.compile(r"^ProfilerStep\s*#\s*\d+$")
-
-
-def op_row_name(name: str) -> str:
-    """The op-table row of an event name: torch's key_averages groups ``ProfilerStep#N`` as
-    ``ProfilerStep*`` (the rule of :mod:`.optable`; a test keeps the two in step)."""
-    return "ProfilerStep*" if _STEP_NAME.match(name) else name
-
-
-def _name_predicate(query: str, mode: str) -> Callable[[str], bool] | None:
-    if mode == "class":
-        return None
-    if mode == "exact":
-        return lambda s: s == query
-    if mode == "regex":
-        pattern = re.compile(query, re.IGNORECASE)
-        return lambda s: pattern.search(s) is not None
-    needle = query.lower()
-    return lambda s: needle in s.lower()
-
-
 # -- building -------------------------------------------------------------------------------------------
 def iter_loaded_trace(paths: Sequence[Path | str], idle_threshold_us: float, stop: threading.Event,
                       isolate: bool | None = None, memory_budget: int | None = None
@@ -504,7 +396,7 @@ def iter_built_trace(paths: Sequence[str], idle_threshold_us: float, stop: threa
         return
     started = time.perf_counter()
     result: TraceResult | None = None
-    for item in iter_load_and_analyse([Path(p) for p in paths], stop, memory_budget=memory_budget):
+    for item in Trace(paths, memory_budget=memory_budget).iter_result(stop):  # the Trace is dropped here
         if stop.is_set():
             return
         if isinstance(item, Progress):
@@ -570,17 +462,19 @@ def _iter_lanes_first(path: Path, idle_threshold_us: float, stop: threading.Even
     the lanes are on screen meanwhile."""
     started = time.perf_counter()
     yield LoadProgress(f"reading {path.name}", 0, 1000)
-    model = TraceModel.aligned([load_one(path, memory_budget=memory_budget)])
+    trace = Trace([path], memory_budget=memory_budget)
+    model = trace.model()        # loaded, not analysed yet
     if stop.is_set():
         return
     engine_s = time.perf_counter() - started
     yield LoadProgress("preparing the lanes", 700, 1000)
     twin = yield SendMapped(model, relay=False)   # the helper's columns go to the transfer file once
     if twin is not None:
+        trace.adopt_model(twin)
         model = twin
         release_freed_memory()
     started = time.perf_counter()
-    loaded = lanes_trace(model, idle_threshold_us, stop)
+    loaded = _lanes_trace(model, idle_threshold_us, stop)
     if stop.is_set():
         return
     loaded.timings_s.update(engine_s=engine_s, build_s=time.perf_counter() - started)
@@ -590,10 +484,11 @@ def _iter_lanes_first(path: Path, idle_threshold_us: float, stop: threading.Even
         release_freed_memory()
     yield LoadProgress("analysing", 850, 1000)
     started = time.perf_counter()
-    result = analyse_loaded(loaded.model)
+    trace.adopt_model(loaded.model)   # in the helper: the mapped twin the GUI process maps too
+    result = trace.result()
     if stop.is_set():
         return
-    yield analysis_update(result, time.perf_counter() - started)
+    yield _analysis_update(result, time.perf_counter() - started)
     yield from _roofline_update(loaded, [r.points for r in result.ranks], stop)
 
 
@@ -625,17 +520,17 @@ def build_loaded_trace(result: TraceResult, idle_threshold_us: float = DEFAULT_I
                        stop: threading.Event | None = None, roofline: bool = True) -> LoadedTrace:
     """Turn the engine's TraceResult into what the tab draws and shows (without the roofline points
     unless ``roofline``: :func:`roofline_points` finds them)."""
-    loaded = lanes_trace(result.model, idle_threshold_us, stop).with_analysis(analysis_update(result))
+    loaded = _lanes_trace(result.model, idle_threshold_us, stop).with_analysis(_analysis_update(result))
     loaded.timings_s.pop("analysis_s", None)   # part of the engine's time here
     if roofline:
         loaded.roofline_points = roofline_points(result.model.ranks, loaded.notes, [r.points for r in result.ranks])
     return loaded
 
 
-def lanes_trace(model: TraceModel, idle_threshold_us: float = DEFAULT_IDLE_THRESHOLD_US,
+def _lanes_trace(model: TraceModel, idle_threshold_us: float = DEFAULT_IDLE_THRESHOLD_US,
                 stop: threading.Event | None = None) -> LoadedTrace:
     """The lanes of ``model`` as the tab draws them, without the analysis (``analysis_pending``:
-    :func:`analysis_update` fills it in)."""
+    :func:`_analysis_update` fills it in)."""
     notes: list[str] = list(model.notes)  # run-folder files skipped or broken (core/trace/load.py)
     rank_specs, lanes = prepare_lanes(model, idle_threshold_us, stop)
     for rank in model.ranks:
@@ -651,7 +546,7 @@ def lanes_trace(model: TraceModel, idle_threshold_us: float = DEFAULT_IDLE_THRES
     return loaded
 
 
-def analysis_update(result: TraceResult, seconds: float = 0.0) -> AnalysisUpdate:
+def _analysis_update(result: TraceResult, seconds: float = 0.0) -> AnalysisUpdate:
     """What the engine found, as the tab shows it: figures, diagnosis, op tables, overview."""
     notes: list[str] = []
     analyses = [r.analysis for r in result.ranks]
@@ -751,7 +646,7 @@ def iter_diff(before: Sequence[str], after: Sequence[str], stop: threading.Event
     results = []
     for k, (paths, label) in enumerate(((before, "before"), (after, "after"))):
         result = None
-        for item in iter_load_and_analyse([Path(p) for p in paths], stop):
+        for item in Trace(paths).iter_result(stop):
             if isinstance(item, Progress):
                 yield Progress(0.5 * k + 0.45 * item.fraction, f"{label}: {item.message}")
             else:
