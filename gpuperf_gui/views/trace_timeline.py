@@ -479,8 +479,8 @@ class TraceTimeline(pg.PlotWidget):
         """The same ranks' headers, newer (the analysis gives step times, a late rank's mark):
         redrawn without rebuilding the lanes unless a title or a mark changed."""
         ranks = list(ranks)
-        if len(ranks) != len(self.rank_specs):
-            raise ValueError("set_rank_specs takes the same ranks")
+        if len(ranks) != len(self.rank_specs):   # not the ranks drawn (none yet): nothing to redraw
+            return
         relabel = any((a.title, a.straggler) != (b.title, b.straggler) for a, b in zip(ranks, self.rank_specs))
         newer = {id(old): new for old, new in zip(self.rank_specs, ranks)}
         self.rank_specs = ranks
