@@ -116,12 +116,13 @@ def measure_one(path: Path, budget_bytes: int | None) -> dict:
     marks: dict[str, float] = {}
     receive = tab._on_item_produced  # noqa: SLF001 - the benchmark marks the result's arrival
 
-    def receive_marked(item) -> None:  # noqa: ANN001
+    def receive_marked(tagged) -> None:  # noqa: ANN001
+        item = getattr(tagged, "item", tagged)   # a RunItem
         if isinstance(item, LoadedTrace) and "arrived_s" not in marks:
             marks["arrived_s"] = clock.elapsed() / 1e3
             marks["arrived_cpu_s"] = time.process_time() - cpu_at_open
             marks["events"] = item.n_events
-        receive(item)
+        receive(tagged)
 
     tab.task.item_produced.disconnect(receive)
     tab.task.item_produced.connect(receive_marked)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib.resources
 import re
 import tempfile
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -51,7 +52,7 @@ from PySide6.QtWidgets import (
 from gpuperf_gui.core.trace.lanes import DEFAULT_IDLE_THRESHOLD_US, EventRef
 from gpuperf_gui.core.trace.model import KERNEL_CLASSES
 from gpuperf_gui.core.child_stream import discard_spare_helper
-from gpuperf_gui.core.trace.load_state import Ending, Failure, LoadState
+from gpuperf_gui.core.trace.load_state import Ending, Failure, LoadState, tag_items
 from gpuperf_gui.core.trace.session import (AnalysisUpdate, LoadedTrace, LoadProgress, Matches, RooflineUpdate, load_job,
                                             warm_helper)
 from gpuperf_gui.core.units import format_count
@@ -415,9 +416,9 @@ class TraceTab(QWidget):
         if not paths or (self.open_elsewhere is not None and self.open_elsewhere(paths)):
             return
         self._show_message("")
-        self.state.open()
-        self.task.restart(load_job(paths, float(self.idle_spin.value()),
-                                   memory_budget=self.memory_budget_bytes))
+        run = self.state.open()
+        self.task.restart(tag_items(load_job(paths, float(self.idle_spin.value()),
+                                             memory_budget=self.memory_budget_bytes), run))
         self.progress.setRange(0, 0)
         self.progress.setFormat(f"opening {', '.join(p.name for p in paths)}")
         self.progress_row.show()
@@ -469,8 +470,10 @@ class TraceTab(QWidget):
         self.shutdown()
         super().closeEvent(event)
 
-    def _on_item_produced(self, item: object) -> None:
-        """The worker's items, folded by the state (core/trace/load_state.py): draw what it says."""
+    def _on_item_produced(self, tagged: object) -> None:
+        """The worker's items, folded by the state (core/trace/load_state.py): draw what it says.
+        Those of a replaced open (still queued when the next one started) are dropped."""
+        item = self.state.current(tagged)
         if isinstance(item, LoadProgress):
             show_progress(self.progress, item.done, item.total, item.text)
         elif isinstance(item, LoadedTrace):
@@ -649,7 +652,7 @@ class TraceTab(QWidget):
 
     def _apply_idle_threshold(self, threshold: float) -> None:
         """Redraw the idle gaps of the compute lanes at ``threshold`` µs."""
-        self.loaded.idle_threshold_us = threshold
+        self.state.update_trace(replace(self.loaded, idle_threshold_us=threshold))
         for spec in self.loaded.lanes:
             if spec.kind == "gpu_compute":
                 spec.set_gaps(self.loaded.idle_gaps(spec.rank_index, spec.lane_id, threshold))

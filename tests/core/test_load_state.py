@@ -3,13 +3,14 @@ then its analysis exactly once, and ends ready, failed or cancelled; snapshots r
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from pathlib import Path
 
 import pytest
 
 from gpuperf_gui.core.trace.load_state import (TRANSITIONS, Ending, Failure, IllegalTransition, LoadState,
-                                               Phase)
+                                               Phase, RunItem, tag_items)
 from gpuperf_gui.core.trace.session import AnalysisUpdate, LoadedTrace, RooflineUpdate, iter_loaded_trace
 
 TRACE = Path(__file__).resolve().parents[1] / "data" / "h200" / "eager_tiny.json.gz"
@@ -33,6 +34,8 @@ def test_one_open_goes_idle_loading_lanes_analysing_ready(items: list) -> None:
     assert state.trace is not lanes and lanes.analysis_pending and lanes.diagnosis is None  # not patched
     assert state.trace.diagnosis is analysis.diagnosis and state.phase is Phase.ANALYSING
     assert state.analysis_ready(analysis) is False     # the same analysis again: shown once
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        lanes.diagnosis = analysis.diagnosis             # a trace handed over cannot be patched
     assert state.roofline_ready(roofline) and not state.roofline_pending
     assert state.trace.roofline_points == list(roofline.points)
     assert state.analysis_shown() is True and state.phase is Phase.READY
@@ -92,3 +95,14 @@ def test_illegal_moves_raise() -> None:
         state._go(Phase.READY)   # noqa: SLF001 - idle -> ready skips the load
     assert all(Phase.LOADING in targets for phase, targets in TRANSITIONS.items())  # a new open from anywhere
     assert set(TRANSITIONS) == set(Phase)
+
+
+def test_items_of_a_replaced_open_are_dropped(items: list) -> None:
+    lanes = items[0]
+    state = LoadState()
+    first, second = state.open(), state.open()
+    assert state.current(RunItem(first, lanes)) is None       # still queued from the replaced open
+    assert state.current(RunItem(second, lanes)) is lanes
+    assert state.current(lanes) is None                       # untagged: no open's
+    tagged = list(tag_items(lambda stop: iter([1, 2]), second)(threading.Event()))
+    assert tagged == [RunItem(second, 1), RunItem(second, 2)]

@@ -71,3 +71,30 @@ def test_each_open_shows_its_analysis_once_with_the_gui_thread_stalled(qtbot, ta
         assert Path(tab.loaded.files[0]).name == f"{name}.json.gz"
     assert loaded_counts == [1] * len(TRACES)
     assert diagnosis_counts == [1] * len(TRACES)
+
+
+def test_a_replaced_opens_late_lanes_are_not_shown(qtbot, tab, test_data: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Open A; A's lanes are queued for the GUI thread; B is opened before the GUI thread takes
+    them. A's lanes belong to a replaced run: only B is shown, and ``trace_loaded`` fires once."""
+    monkeypatch.setenv("GPUPERF_TRACE_INPROCESS", "1")
+    entered, gate = threading.Event(), threading.Event()
+    real = Trace._analyse_model
+
+    def analyse(model):  # noqa: ANN001, ANN202 - A's worker waits here, its lanes already sent
+        if not entered.is_set():
+            entered.set()
+            gate.wait(30)
+        return real(model)
+
+    monkeypatch.setattr(Trace, "_analyse_model", staticmethod(analyse))
+    shown: list[str] = []
+    tab.lanes_shown.connect(lambda: shown.append(("lanes", Path(tab.loaded.files[0]).name)))
+    tab.trace_loaded.connect(lambda: shown.append(("loaded", Path(tab.loaded.files[0]).name)))
+    tab.open_paths([test_data / "h200" / "eager_tiny.json.gz"])
+    assert entered.wait(30)          # A's lanes wait in the GUI thread's queue
+    tab.open_paths([test_data / "h200" / "attention.json.gz"])   # before the GUI thread took them
+    gate.set()
+    qtbot.waitUntil(lambda: not tab.is_busy(), timeout=LOAD_TIMEOUT_MS)
+    qtbot.wait(50)
+    assert shown == [("lanes", "attention.json.gz"), ("loaded", "attention.json.gz")]

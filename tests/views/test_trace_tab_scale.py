@@ -23,8 +23,9 @@ def _built(path: Path):
 
 def _receive(tab, loaded) -> None:  # noqa: ANN001
     """An open whose worker yields ``loaded`` (what the task runner's item calls)."""
-    tab.state.open()
-    tab._on_item_produced(loaded)   # noqa: SLF001
+    from gpuperf_gui.core.trace.load_state import RunItem
+
+    tab._on_item_produced(RunItem(tab.state.open(), loaded))   # noqa: SLF001
 
 
 def test_a_trace_is_shown_in_event_loop_slices(qtbot, tab, shared_traces):

@@ -24,10 +24,31 @@ saw it twice). Every method returns what the tab must do; the tab only draws.
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Iterator
 
 if TYPE_CHECKING:
     from .session import AnalysisUpdate, LoadedTrace, RooflineUpdate
+
+
+@dataclass(frozen=True)
+class RunItem:
+    """An item of the worker, with the open it belongs to (:meth:`LoadState.open`'s number): a
+    replaced open's items can still be in the GUI thread's queue when the next open starts."""
+
+    run: int
+    item: object
+
+
+def tag_items(produce: Callable[[threading.Event], Iterator[object]], run: int
+              ) -> Callable[[threading.Event], Iterator[RunItem]]:
+    """``produce(stop)`` whose items come as :class:`RunItem` of ``run``."""
+    def tagged(stop: threading.Event) -> Iterator[RunItem]:
+        for item in produce(stop):
+            yield RunItem(run, item)
+
+    return tagged
 
 
 class Phase(enum.Enum):
@@ -83,6 +104,8 @@ class LoadState:
         """The trace on screen: the previous one while LOADING, then this open's latest snapshot."""
         self.roofline_pending = False
         self.cancelling = False
+        self.run = 0
+        """The number of the current open; items of another are dropped (:meth:`current`)."""
         self.history: list[Phase] = [Phase.IDLE]
 
     def _go(self, phase: Phase) -> None:
@@ -92,12 +115,21 @@ class LoadState:
         self.history.append(phase)
 
     # -- the tab's requests ----------------------------------------------------------------------------
-    def open(self) -> None:
-        """A new load starts (any phase: the newest request wins)."""
+    def open(self) -> int:
+        """A new load starts (any phase: the newest request wins). Returns its number: tag its
+        items with it (:func:`tag_items`)."""
         self._go(Phase.LOADING)
         self.roofline_pending = False
         self.cancelling = False
         self.history = [Phase.LOADING]
+        self.run += 1
+        return self.run
+
+    def current(self, item: object) -> object | None:
+        """The item inside ``item`` (a :class:`RunItem`) if it is the current open's, else None."""
+        if isinstance(item, RunItem) and item.run == self.run:
+            return item.item
+        return None
 
     def cancel(self) -> None:
         """Cancel requested: later items of this run are dropped (the analysis being drawn stays)."""
@@ -143,6 +175,11 @@ class LoadState:
         self.trace = self.trace.with_roofline(update)
         self.roofline_pending = False
         return True
+
+    def update_trace(self, trace: LoadedTrace) -> None:
+        """The tab's own change of the trace shown (a new idle threshold): a new trace, on its thread."""
+        if self.trace is not None:
+            self.trace = trace
 
     def analysis_shown(self) -> bool:
         """The tab has drawn the analysis. Returns True once per open: emit ``trace_loaded``."""

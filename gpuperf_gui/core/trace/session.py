@@ -141,9 +141,14 @@ class EventDetails:
     partner_title: str = ""
 
 
-@dataclass
+@dataclass(frozen=True)
 class LoadedTrace:
-    """Everything the Trace tab shows, built off the GUI thread, and the queries it answers."""
+    """Everything the Trace tab shows, built off the GUI thread, and the queries it answers.
+
+    Frozen: once handed to the GUI thread it is never patched; a change is a new trace
+    (:meth:`with_analysis`, :meth:`with_roofline`, ``dataclasses.replace``) that replaces it there.
+    Its caches (``activity_cache``, ``timings_s``) and the drawn lanes' gaps belong to the thread
+    that holds it."""
 
     model: TraceModel
     ranks: list[RankSpec]
@@ -523,7 +528,8 @@ def build_loaded_trace(result: TraceResult, idle_threshold_us: float = DEFAULT_I
     loaded = _lanes_trace(result.model, idle_threshold_us, stop).with_analysis(_analysis_update(result))
     loaded.timings_s.pop("analysis_s", None)   # part of the engine's time here
     if roofline:
-        loaded.roofline_points = roofline_points(result.model.ranks, loaded.notes, [r.points for r in result.ranks])
+        loaded = replace(loaded, roofline_points=roofline_points(result.model.ranks, loaded.notes,
+                                                                 [r.points for r in result.ranks]))
     return loaded
 
 
