@@ -38,7 +38,6 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from ..child_stream import iter_in_child
 from . import intervals as iv
 from .analysis import RankAnalysis, analyse_rank
 from .api import MultiRankSummary, Progress, job_json, multi_rank_summary, rank_collectives, rank_json
@@ -438,24 +437,3 @@ def iter_compact_analyse(paths: Sequence[Path | str], stop: threading.Event | No
             yield Progress(0.95 * count / n, f"analysed {files[i].name}")
     if not stop.is_set():
         yield from _assembled(summaries, failures, n)
-
-
-COMPACT_ENGINE = "gpuperf_gui.core.trace.cluster:iter_compact_analyse"
-
-
-def iter_job_overview(paths: Sequence[Path | str], stop: threading.Event, *, address: str | None = None,
-                      memory_budget: int | None = None, isolate: bool | None = None
-                      ) -> Iterator[Progress | ClusterResult]:
-    """The job window's generator: :func:`iter_compact_analyse` with the overview.
-
-    On the local pool it runs in a helper interpreter (:mod:`..child_stream`, as the Trace tab's
-    loader does: the window's process never forks, decodes nor holds a rank's events, and a stop
-    kills the helper and its pool at once) unless ``isolate`` is False or
-    ``GPUPERF_TRACE_INPROCESS=1``. A Dask client runs here (its own threads do the waiting)."""
-    if isolate is None:
-        isolate = is_local_pool(address) and os.environ.get("GPUPERF_TRACE_INPROCESS", "") != "1"
-    kwargs = {"address": address, "memory_budget": memory_budget, "overview": True}
-    if isolate:
-        yield from iter_in_child(COMPACT_ENGINE, ([str(p) for p in paths],), kwargs, stop=stop, grace_s=0.0)
-    else:
-        yield from iter_compact_analyse(paths, stop, **kwargs)

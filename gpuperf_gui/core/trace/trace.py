@@ -20,6 +20,7 @@ local pool with ``compact=True``; a :class:`.cluster.ClusterResult`, no events k
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -27,7 +28,8 @@ from typing import Iterator, Sequence
 from .analysis import RankAnalysis, analyse_rank
 from .api import Progress, RankResult, TraceResult, assemble_job, iter_load_and_analyse
 from .budget import MemoryBudget
-from .cluster import ClusterRank, ClusterResult, iter_cluster_analyse, iter_compact_analyse
+from ..child_stream import iter_in_child
+from .cluster import ClusterRank, ClusterResult, is_local_pool, iter_cluster_analyse, iter_compact_analyse
 from .decode import DEFAULT_MAX_BYTES
 from .diagnose import Diagnosis
 from .lanes import EventRef
@@ -37,7 +39,7 @@ from .op_points import op_table_and_points
 from .optable import OpRow
 from .queries import Matches, event_partners, find_events
 
-__all__ = ["Trace"]
+__all__ = ["Trace", "iter_job_overview"]
 
 
 class Trace:
@@ -187,3 +189,35 @@ class Trace:
         """``gpuperf diagnose --json``'s object (``top`` op-table rows per rank, default the
         constructor's)."""
         return self.result().to_json(top=self.top if top is None else top)
+
+
+# -- the job window (many ranks, compact results) -------------------------------------------------------
+COMPACT_ENGINE = "gpuperf_gui.core.trace.trace:iter_compact_trace"
+
+
+def iter_compact_trace(paths: Sequence[Path | str], stop: threading.Event | None = None, *,
+                       address: str | None = None, memory_budget: int | None = None, overview: bool = True
+                       ) -> Iterator[Progress | ClusterResult]:
+    """A compact :class:`Trace`'s progress and result: the local process pool (``address`` None or
+    :data:`.cluster.LOCAL_POOL`) or the Dask scheduler at ``address``."""
+    trace = Trace(paths, compact=True, dask_scheduler=None if is_local_pool(address) else address,
+                  memory_budget=memory_budget, overview=overview)
+    yield from trace.iter_result(stop)
+
+
+def iter_job_overview(paths: Sequence[Path | str], stop: threading.Event, *, address: str | None = None,
+                      memory_budget: int | None = None, isolate: bool | None = None
+                      ) -> Iterator[Progress | ClusterResult]:
+    """The job window's generator: :func:`iter_compact_trace` with the overview.
+
+    On the local pool it runs in a helper interpreter (:mod:`..child_stream`, as the Trace tab's
+    loader does: the window's process never forks, decodes nor holds a rank's events, and a stop
+    kills the helper and its pool at once) unless ``isolate`` is False or
+    ``GPUPERF_TRACE_INPROCESS=1``. A Dask client runs here (its own threads do the waiting)."""
+    if isolate is None:
+        isolate = is_local_pool(address) and os.environ.get("GPUPERF_TRACE_INPROCESS", "") != "1"
+    kwargs = {"address": address, "memory_budget": memory_budget, "overview": True}
+    if isolate:
+        yield from iter_in_child(COMPACT_ENGINE, ([str(p) for p in paths],), kwargs, stop=stop, grace_s=0.0)
+    else:
+        yield from iter_compact_trace(paths, stop, **kwargs)
