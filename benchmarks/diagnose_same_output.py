@@ -14,7 +14,7 @@ The C scanner is built in this checkout only: it is copied into both worktrees w
     nice .venv/bin/python benchmarks/diagnose_same_output.py 286eeec           # base vs HEAD
     nice .venv/bin/python benchmarks/diagnose_same_output.py 286eeec --tree    # base vs this tree
 
-Prints IDENTICAL, or the jobs that differ (their outputs are under /tmp/diagnose_same_output/).
+Prints IDENTICAL, or the jobs that differ (their outputs stay in the run's folder, printed).
 Modelled on benchmarks/post_load_same_output.py (which compares the Trace tab's objects as well).
 """
 from __future__ import annotations
@@ -27,10 +27,12 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-WORK = Path("/tmp/diagnose_same_output")
+WORK_PREFIX = "diagnose_same_output-"
+"""Each run works in a fresh folder of its own under the temp folder (runs side by side never meet)."""
 SCAN_C = "gpuperf_gui/core/trace/_scan.c"
 NOT_TRACES = (".key_averages.json", ".meta.json")   # reference figures beside the traces
 FOLDERS = ("dlrm_kineto", "gloo_cpu_allreduce", "ddp_straggler_gloo")
@@ -101,12 +103,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.base:
         parser.error("give the base commit")
-    for side in ("before", "after", "base", "head"):
-        _remove_worktree(WORK / side)
-    shutil.rmtree(WORK, ignore_errors=True)
-    WORK.mkdir(parents=True)
-    trees = {"before": _worktree(args.base, WORK / "base"),
-             "after": ROOT if args.tree else _worktree(args.head, WORK / "head")}
+    work = Path(tempfile.mkdtemp(prefix=WORK_PREFIX))
+    trees = {"before": _worktree(args.base, work / "base"),
+             "after": ROOT if args.tree else _worktree(args.head, work / "head")}
     built = sorted((ROOT / "gpuperf_gui" / "core" / "trace").glob("_scan.*.so"))
     use_scanner = bool(built) and all(_scanner_fits(t) for t in trees.values())
     env = dict(os.environ, GPUPERF_C_SCAN="1" if use_scanner else "0")
@@ -118,21 +117,25 @@ def main(argv: list[str] | None = None) -> int:
         runs = []
         for side, tree in trees.items():
             side_env = dict(env, PYTHONPATH=str(tree))
-            runs.append(subprocess.Popen([sys.executable, __file__, "--snapshot", str(WORK / side),
-                                          *(["--dask"] if args.dask else [])], env=side_env, cwd=WORK))
+            runs.append(subprocess.Popen([sys.executable, __file__, "--snapshot", str(work / side),
+                                          *(["--dask"] if args.dask else [])], env=side_env, cwd=work))
         if any(p.wait() for p in runs):
             print("a snapshot failed")
             return 1
     finally:
         for side in ("base", "head"):
-            _remove_worktree(WORK / side)
-    before, after = sorted((WORK / "before").iterdir()), sorted((WORK / "after").iterdir())
+            _remove_worktree(work / side)
+    before, after = sorted((work / "before").iterdir()), sorted((work / "after").iterdir())
     differ = sorted({a.name.rsplit(".", 1)[0] for b, a in zip(before, after) if b.read_bytes() != a.read_bytes()})
     if [p.name for p in before] != [p.name for p in after]:
         differ.append("(the job lists differ)")
     n_jobs = len(after) // 3
     ok = sum(1 for p in after if p.suffix == ".rc" and p.read_text() == "0")
     print(f"{n_jobs} runs ({ok} exit 0): " + ("IDENTICAL" if not differ else "DIFFER: " + ", ".join(differ)))
+    if differ:
+        print(f"outputs: {work}/before and {work}/after")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
     return 1 if differ else 0
 
 
