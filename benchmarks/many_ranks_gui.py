@@ -5,7 +5,7 @@ Usage: nice python benchmarks/many_ranks_gui.py [--ranks 64,256] [--modes overvi
 Each case runs in a fresh interpreter with the main window offscreen: ``open_traces([FOLDER])`` as
 File ▸ Open does, then waits until the window is idle. ``overview``: what a folder of more than
 MANY_RANKS (32) rank files gets now, the job overview from compact per-rank results on the local
-process pool (views/cluster_dialog.py, core/trace/cluster.py ``iter_job_overview``). ``full``: what
+process pool (views/cluster_dialog.py, core/trace/trace.py ``iter_job_overview``). ``full``: what
 it got before, every rank's events and lanes loaded into the Trace tab (the route to the overview
 switched off). Folders: R rank files tiled from tests/data/h200/eager_tiny.json.gz (11,801 events
 each, clocks 13 µs apart; core/trace/tile.py). Columns: the window process's peak RSS

@@ -105,7 +105,7 @@ def run_phases(rt: RankTrace) -> dict[str, tuple[float, float]]:
     analysis = timed("analyse_rank", lambda: analyse_rank(rt))
     ops, points = timed("op_table", lambda: op_table_and_points(rt))
     loaded_one = (rt, analysis, ops) if points is None else (rt, analysis, ops, points)
-    result = timed("diagnose", lambda: api._assemble([loaded_one]))
+    result = timed("diagnose", lambda: api.assemble_job([loaded_one]))
     notes: list[str] = []
     analyses = [r.analysis for r in result.ranks]
     timed("mfu", lambda: session._mfu_figures(analyses, notes))

@@ -144,11 +144,12 @@ def _child(kind: str, path: str, workers: int) -> dict:
         out["events"] = sum(rt.n_events for rt in result.model.ranks)
         out["verdict"] = result.diagnosis.signature
     elif kind == "dask":
-        from gpuperf_gui.core.trace.cluster import analyse_on_cluster, dask_client
+        from gpuperf_gui.core.trace.cluster import dask_client
+        from gpuperf_gui.core.trace.trace import Trace
         with dask_client(f"local:{workers}") as client:
             out["startup_s"] = time.perf_counter() - t0
             t1 = time.perf_counter()
-            result = analyse_on_cluster([path], client.scheduler.address, memory_budget=_budget())
+            result = Trace([path], dask_scheduler=client.scheduler.address, memory_budget=_budget()).result()
             json.dumps(result.to_json())
             out["analysis_s"] = time.perf_counter() - t1
         out["events"] = result.n_events

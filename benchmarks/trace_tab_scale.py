@@ -102,6 +102,7 @@ def measure_one(path: Path, budget_bytes: int | None) -> dict:
     from PySide6.QtCore import QElapsedTimer, QEventLoop, QTimer
     from PySide6.QtWidgets import QApplication
 
+    from gpuperf_gui.core.trace.session import LoadedTrace
     from gpuperf_gui.views.trace_tab import TraceTab
 
     app = QApplication.instance() or QApplication(sys.argv)
@@ -113,15 +114,18 @@ def measure_one(path: Path, budget_bytes: int | None) -> dict:
     clock = QElapsedTimer()
     ticks: list[int] = []
     marks: dict[str, float] = {}
-    show = tab._show_loaded  # noqa: SLF001 - the benchmark marks the result's arrival
+    receive = tab._on_item_produced  # noqa: SLF001 - the benchmark marks the result's arrival
 
-    def show_marked(loaded) -> None:  # noqa: ANN001
-        marks["arrived_s"] = clock.elapsed() / 1e3
-        marks["arrived_cpu_s"] = time.process_time() - cpu_at_open
-        marks["events"] = loaded.n_events
-        show(loaded)
+    def receive_marked(tagged) -> None:  # noqa: ANN001
+        item = getattr(tagged, "item", tagged)   # a RunItem
+        if isinstance(item, LoadedTrace) and "arrived_s" not in marks:
+            marks["arrived_s"] = clock.elapsed() / 1e3
+            marks["arrived_cpu_s"] = time.process_time() - cpu_at_open
+            marks["events"] = item.n_events
+        receive(tagged)
 
-    tab._show_loaded = show_marked  # noqa: SLF001
+    tab.task.item_produced.disconnect(receive)
+    tab.task.item_produced.connect(receive_marked)
     tab.trace_loaded.connect(lambda: marks.setdefault("shown_s", clock.elapsed() / 1e3))
     tab.lanes_shown.connect(lambda: (marks.setdefault("lanes_s", clock.elapsed() / 1e3),
                                      marks.setdefault("lanes_cpu_s", time.process_time() - cpu_at_open)))

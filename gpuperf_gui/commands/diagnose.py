@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 
 from gpuperf_gui.commands._output import fail, print_json
-from gpuperf_gui.core.trace.api import TraceResult, analyse_paths
+from gpuperf_gui.core.trace.api import TraceResult
+from gpuperf_gui.core.trace.cluster import ClusterError
 from gpuperf_gui.core.trace.budget import DEFAULT_MEMORY_BUDGET_BYTES, MemoryBudget, format_bytes
 from gpuperf_gui.core.units import parse_bytes
 from gpuperf_gui.core.trace.decode import DEFAULT_MAX_BYTES
 from gpuperf_gui.core.trace.diagnose import SIGNATURES
 from gpuperf_gui.core.trace.model import TraceFormatError
+from gpuperf_gui.core.trace.trace import Trace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -43,21 +45,16 @@ def run(args: argparse.Namespace) -> int:
         budget = MemoryBudget(parse_bytes(args.memory_budget)) if args.memory_budget else None
     except ValueError as exc:
         return fail(f"--memory-budget: {exc}")
+    trace = Trace(args.paths, dask_scheduler=args.dask_scheduler, max_bytes=args.max_bytes, workers=args.workers,
+                  memory_budget=budget, top=args.top)
     try:
-        if args.dask_scheduler:
-            from gpuperf_gui.core.trace.cluster import ClusterError, analyse_on_cluster  # noqa: PLC0415
-            try:
-                result = analyse_on_cluster(args.paths, args.dask_scheduler, max_bytes=args.max_bytes,
-                                            memory_budget=budget, top=args.top)
-            except ClusterError as exc:
-                return fail(f"--dask-scheduler: {exc}")
-        else:
-            result = analyse_paths(args.paths, max_bytes=args.max_bytes, workers=args.workers,
-                                   memory_budget=budget)
+        result = trace.result()
+    except ClusterError as exc:
+        return fail(f"--dask-scheduler: {exc}")
     except TraceFormatError as exc:
         return fail(str(exc))
     if args.json:
-        print_json(result.to_json(top=args.top))
+        print_json(trace.to_json())
     else:
         print(format_report(result, args.top))
     return 0

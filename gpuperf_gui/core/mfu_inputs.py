@@ -388,8 +388,8 @@ class TraceRun:
 
 def load_trace_run(path: Path | str) -> TraceRun:
     """Load and analyse a trace file or a folder of rank files (``TraceFormatError`` if it is not one)."""
-    from gpuperf_gui.core.trace.api import analyse_paths
     from gpuperf_gui.core.trace.figures import mfu_figures
+    from gpuperf_gui.core.trace.trace import Trace
 
-    result = analyse_paths([Path(path)], workers=1)
+    result = Trace([Path(path)], workers=1).result()
     return TraceRun.from_figures(mfu_figures([r.analysis for r in result.ranks]))

@@ -4,7 +4,7 @@ open of a folder with many rank files (the main window shows either in a job tab
 :class:`ClusterOpenDialog` asks for the folder of rank files and the scheduler address
 (``tcp://host:8786`` or ``local[:N]``). :class:`ClusterJobWindow` (a tab of the main window, or
 a window of its own) runs
-:func:`~gpuperf_gui.core.trace.cluster.iter_job_overview` in a worker thread, on that Dask
+:func:`~gpuperf_gui.core.trace.trace.iter_job_overview` in a worker thread, on that Dask
 scheduler or (``address`` None) on the local process pool, and shows what comes back: the job's
 verdict, the Trace tab's rank × step heatmap (late ranks first) and a table of ranks. No rank's
 events are held here; opening a rank (a click on the heatmap, a double click in the table, Open
@@ -45,9 +45,9 @@ from gpuperf_gui.core.trace.cluster import (
     RankSummary,
     engine_label,
     is_local_pool,
-    iter_job_overview,
     parse_address,
 )
+from gpuperf_gui.core.trace.trace import iter_job_overview
 from gpuperf_gui.views.trace_heatmap import RankLanePreview, RankStepHeatmap
 from gpuperf_gui.views.workers import TaskRunner
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib.resources
 import re
 import tempfile
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -51,6 +52,7 @@ from PySide6.QtWidgets import (
 from gpuperf_gui.core.trace.lanes import DEFAULT_IDLE_THRESHOLD_US, EventRef
 from gpuperf_gui.core.trace.model import KERNEL_CLASSES
 from gpuperf_gui.core.child_stream import discard_spare_helper
+from gpuperf_gui.core.trace.load_state import Ending, Failure, LoadState, tag_items
 from gpuperf_gui.core.trace.session import (AnalysisUpdate, LoadedTrace, LoadProgress, Matches, RooflineUpdate, load_job,
                                             warm_helper)
 from gpuperf_gui.core.units import format_count
@@ -90,7 +92,7 @@ class TraceTab(QWidget):
     def __init__(self, context: AppContext | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.context = context
-        self.loaded: LoadedTrace | None = None
+        self.state = LoadState()   # the phase of the open and the trace shown (core/trace/load_state.py)
         self.memory_budget_bytes: int | None = None   # None: core's default (core/trace/budget.py)
         self.open_elsewhere: Callable[[list[Path]], bool] | None = None  # main window: many ranks -> job overview
         self.task = TaskRunner(self)
@@ -107,8 +109,6 @@ class TraceTab(QWidget):
         self._selected_range: tuple[float, float] | None = None
         self._search_args: tuple[str, str] | None = None
         self._setup_steps: list[Callable[[], None]] = []   # what is left of showing a trace
-        self._shown_by_task = False    # the running load has shown its trace (its roofline points follow)
-        self._roofline_pending = False   # ... and they have not come yet
         self._setup_timer = QTimer(self)
         self._setup_timer.setSingleShot(True)
         self._setup_timer.setInterval(0)
@@ -119,6 +119,11 @@ class TraceTab(QWidget):
             context.device_changed.connect(lambda _d: self._update_roof())
             context.precision_changed.connect(lambda _p: self._update_roof())
         self._update_roof()
+
+    @property
+    def loaded(self) -> LoadedTrace | None:
+        """The trace shown (None before the first): the state's latest snapshot, replaced, never patched."""
+        return self.state.trace
 
     @property
     def prepared(self) -> LoadedTrace | None:
@@ -389,7 +394,7 @@ class TraceTab(QWidget):
         self.mfu_button.setEnabled(loaded is not None and loaded.mfu_figures is not None)
         self.roofline_button.setEnabled(loaded is not None and bool(loaded.roofline_points))
         self.roofline_button.setToolTip("Finding the FLOPs and bytes of the trace's kernels…"
-                                        if self._roofline_pending else ROOFLINE_TIP)
+                                        if self.state.roofline_pending else ROOFLINE_TIP)
         self.pages.setTabEnabled(self.pages.indexOf(self.heatmap),
                                  loaded is not None and len(loaded.model.ranks) > 1)
 
@@ -407,9 +412,9 @@ class TraceTab(QWidget):
         if not paths or (self.open_elsewhere is not None and self.open_elsewhere(paths)):
             return
         self._show_message("")
-        self._shown_by_task = False
-        self.task.restart(load_job(paths, float(self.idle_spin.value()),
-                                   memory_budget=self.memory_budget_bytes))
+        run = self.state.open()
+        self.task.restart(tag_items(load_job(paths, float(self.idle_spin.value()),
+                                             memory_budget=self.memory_budget_bytes), run))
         self.progress.setRange(0, 0)
         self.progress.setFormat(f"opening {', '.join(p.name for p in paths)}")
         self.progress_row.show()
@@ -424,6 +429,7 @@ class TraceTab(QWidget):
     def cancel(self) -> None:
         """Stop loading after the current file or stage; the trace shown before stays."""
         if self.task.cancel():
+            self.state.cancel()
             self.progress.setFormat("cancelling…")
             self.cancel_button.setEnabled(False)
 
@@ -460,18 +466,22 @@ class TraceTab(QWidget):
         self.shutdown()
         super().closeEvent(event)
 
-    def _on_item_produced(self, item: object) -> None:
+    def _on_item_produced(self, tagged: object) -> None:
+        """The worker's items, folded by the state (core/trace/load_state.py): draw what it says.
+        Those of a replaced open (still queued when the next one started) are dropped."""
+        item = self.state.current(tagged)
         if isinstance(item, LoadProgress):
             show_progress(self.progress, item.done, item.total, item.text)
-        elif isinstance(item, LoadedTrace) and not self.task.cancel_requested:
-            self._shown_by_task = self._roofline_pending = True
-            self._show_loaded(item)
-        elif isinstance(item, AnalysisUpdate) and self._shown_by_task and self.loaded is not None:
-            self._queue_setup(self._analysis_steps())   # in the trace already (core's iter_loaded_trace)
-        elif isinstance(item, RooflineUpdate) and self._shown_by_task:
-            self._roofline_pending = False
-            if not self._setup_steps:
-                self._update_enabled()     # the points are in the trace already (core's iter_loaded_trace)
+        elif isinstance(item, LoadedTrace):
+            with_analysis = self.state.lanes_ready(item)
+            if with_analysis is not None:
+                self._show_loaded(with_analysis)
+        elif isinstance(item, AnalysisUpdate):
+            if self.state.analysis_ready(item):
+                self._queue_setup(self._analysis_steps())
+        elif isinstance(item, RooflineUpdate):
+            if self.state.roofline_ready(item) and not self._setup_steps:
+                self._update_enabled()
 
     def _on_run_failed(self, message: str) -> None:
         kind, _, detail = message.partition(": ")
@@ -479,7 +489,7 @@ class TraceTab(QWidget):
             text = detail
         else:  # a bug, not a bad file: say so, keep the detail for the report
             text = f"an unexpected error in the loader ({message}); please report it with the file"
-        if self._analysis_pending():
+        if self.state.failed() is Failure.ANALYSIS_FAILED:
             self._show_message(f"The lanes are shown, but the analysis failed: {text}", error=True)
             self.diagnosis.show_diagnosis(None)
             self._update_enabled()
@@ -491,17 +501,18 @@ class TraceTab(QWidget):
         if self.task.is_running():        # a newer request is queued and starts now
             return
         self._warm_helper()               # and the next one
-        if self._roofline_pending:
-            self._roofline_pending = False
+        pending = self.state.roofline_pending
+        ending = self.state.finished(self.task.cancel_requested)
+        if pending:
             self._update_enabled()
         self.progress_row.hide()
-        if self.task.cancel_requested and self._analysis_pending():
+        if ending is Ending.CANCELLED_BEFORE_ANALYSIS:
             self._show_message("Cancelled before the analysis (open the trace again to analyse it).", note=True)
             self.diagnosis.show_diagnosis(None)
-        elif self.task.cancel_requested and self._shown_by_task:
+        elif ending is Ending.CANCELLED_BEFORE_ROOFLINE:
             self._show_message("Cancelled before the kernels were placed on the roofline "
                                "(open the trace again to place them).", note=True)
-        elif self.task.cancel_requested:
+        elif ending is Ending.CANCELLED_BEFORE_LANES:
             self._show_message("Loading cancelled." + (" The trace shown before is still open."
                                                       if self.loaded is not None else ""))
 
@@ -522,10 +533,11 @@ class TraceTab(QWidget):
     # -- showing a trace --------------------------------------------------------------------------
     # A trace is shown in slices, one per turn of the event loop, so that no single slice keeps the
     # window from responding for long (the timeline first: it is what a person looks at).
-    def _show_loaded(self, loaded: LoadedTrace) -> None:
-        self.loaded = loaded
+    def _show_loaded(self, with_analysis: bool) -> None:
+        """Draw the state's new trace: its lanes, and its analysis when it came with them (else an
+        AnalysisUpdate follows)."""
         self._setup_steps = [self._show_timeline, self._show_minimap, self._reveal_timeline, self._clear_panels]
-        if not loaded.analysis_pending:    # else the analysis follows (AnalysisUpdate), the lanes first
+        if with_analysis:
             self._setup_steps += self._analysis_steps()
         self._setup_timer.start()   # not now: the worker has just held the GIL to unpickle the trace
 
@@ -536,9 +548,6 @@ class TraceTab(QWidget):
         self._setup_steps += steps
         if not self._setup_timer.isActive():
             self._setup_timer.start()
-
-    def _analysis_pending(self) -> bool:
-        return self._shown_by_task and self.loaded is not None and self.loaded.analysis_pending
 
     def _run_setup_step(self) -> None:
         if self._setup_steps:
@@ -576,6 +585,7 @@ class TraceTab(QWidget):
         self.lanes_shown.emit()
 
     def _show_steps(self) -> None:
+        self.timeline.set_rank_specs(self.loaded.ranks)   # the analysed headers: step times, late ranks
         self.step_combo.clear()
         self.step_combo.addItem("Zoom to step…", None)
         for n in self.loaded.step_numbers():
@@ -617,7 +627,8 @@ class TraceTab(QWidget):
         if abs(self.idle_spin.value() - loaded.idle_threshold_us) > 1e-9:
             self._apply_idle_threshold(float(self.idle_spin.value()))
         self.timeline.setFocus()
-        self.trace_loaded.emit()
+        if self.state.analysis_shown():
+            self.trace_loaded.emit()
 
     def _fill_op_table(self) -> None:
         if self.loaded is None:
@@ -638,7 +649,7 @@ class TraceTab(QWidget):
 
     def _apply_idle_threshold(self, threshold: float) -> None:
         """Redraw the idle gaps of the compute lanes at ``threshold`` µs."""
-        self.loaded.idle_threshold_us = threshold
+        self.state.update_trace(replace(self.loaded, idle_threshold_us=threshold))
         for spec in self.loaded.lanes:
             if spec.kind == "gpu_compute":
                 spec.set_gaps(self.loaded.idle_gaps(spec.rank_index, spec.lane_id, threshold))

@@ -487,6 +487,21 @@ class TraceTimeline(pg.PlotWidget):
         self._layout(refold=False)   # reset_view folds at the new range
         self.reset_view()
 
+    def set_rank_specs(self, ranks: list[RankSpec]) -> None:
+        """The same ranks' headers, newer (the analysis gives step times, a late rank's mark):
+        redrawn without rebuilding the lanes unless a title or a mark changed."""
+        ranks = list(ranks)
+        if len(ranks) != len(self.rank_specs):   # not the ranks drawn (none yet): nothing to redraw
+            return
+        relabel = any((a.title, a.straggler) != (b.title, b.straggler) for a, b in zip(ranks, self.rank_specs))
+        newer = {id(old): new for old, new in zip(self.rank_specs, ranks)}
+        self.rank_specs = ranks
+        if relabel:
+            self._layout()
+            return
+        self.backdrop.set_layout([(y0, y1, newer.get(id(spec), spec), boxes)
+                                  for y0, y1, spec, boxes in self.backdrop.ranks], self.full_range)
+
     def rank_order(self) -> list[int]:
         """Rank indices in drawing order: pinned first (in pin order), then the rest; filtered ranks
         are left out."""

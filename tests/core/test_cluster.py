@@ -122,9 +122,9 @@ def test_summary_size_does_not_grow_with_events(tmp_path: Path) -> None:
 
 
 def test_cluster_overview_matches_local(jobs: dict[str, Path], scheduler: str) -> None:
-    from gpuperf_gui.core.trace.cluster import analyse_on_cluster
     from gpuperf_gui.core.trace.overview import build_overview
-    remote = analyse_on_cluster([jobs["straggler"]], scheduler, overview=True).overview()
+    from gpuperf_gui.core.trace.trace import Trace
+    remote = Trace([jobs["straggler"]], dask_scheduler=scheduler, overview=True).result().overview()
     local = build_overview(analyse_paths([jobs["straggler"]], workers=1))
     for metric in ("busy", "exposed comm", "idle", "step time"):
         r_ranks, r_steps, r_values = remote.rank_step_matrix(metric)

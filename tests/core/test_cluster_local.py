@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from gpuperf_gui.core.trace.api import analyse_paths
-from gpuperf_gui.core.trace.cluster import (LANE_BINS, LOCAL_POOL, ClusterResult, analyse_compact, engine_label,
-                                            iter_compact_analyse)
+from gpuperf_gui.core.trace.cluster import LANE_BINS, LOCAL_POOL, ClusterResult, engine_label, iter_compact_analyse
 from gpuperf_gui.core.trace.model import Flows, Lane, RankTrace, StringTable, TraceModel
 from gpuperf_gui.core.trace.overview import build_overview
+from gpuperf_gui.core.trace.trace import Trace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from many_ranks import RECORDED_LATE_MS, reachable, tiled_straggler_job  # noqa: E402
@@ -32,7 +32,7 @@ def test_local_pool_equals_the_full_local_run(job16: Path) -> None:
     """Per-rank figures, op tables, roofline points, the straggler lags and the verdict: the same
     ``--json`` as the full load; the heatmap's matrices the same as the full overview's."""
     full = analyse_paths([job16], workers=1)
-    compact = analyse_compact([job16], workers=2, overview=True)
+    compact = Trace([job16], workers=2, overview=True, compact=True).result()
     assert compact.to_json(top=5) == full.to_json(top=5)
     assert compact.diagnosis.signature == "straggler" and compact.multi_rank.stragglers == [11]
     # the recording's rank 0 waits ~40 ms per step for the late rank: the lag found is that sleep
@@ -85,7 +85,7 @@ FIXED_BYTES, PER_STEP_BYTES, PER_LANE_BYTES = 8 * 1024, 2 * 1024, 512
 
 def test_256_ranks_come_back_compact(tmp_path: Path) -> None:
     job = tiled_straggler_job(tmp_path / "job256", 256, 200, steps=2, compress=False)
-    result = analyse_compact([job], workers=2, overview=True)
+    result = Trace([job], workers=2, overview=True, compact=True).result()
     assert len(result.ranks) == 256 and result.multi_rank.stragglers == [200]
     assert result.diagnosis.signature == "straggler"
     for r in result.ranks:

@@ -43,7 +43,12 @@ def test_one_file_lanes_then_analysis_then_roofline_as_the_one_step_path(
     items = _items([path], isolate)
     kinds = [type(i) for i in items if isinstance(i, (LoadedTrace, AnalysisUpdate, RooflineUpdate))]
     assert kinds == [LoadedTrace, AnalysisUpdate, RooflineUpdate]
-    loaded = next(i for i in items if isinstance(i, LoadedTrace))
+    lanes = next(i for i in items if isinstance(i, LoadedTrace))
+    assert lanes.analysis_pending and lanes.diagnosis is None   # handed over, never patched after
+    loaded = lanes
+    for item in items:
+        loaded = loaded.then(item)
+    assert loaded is not lanes and lanes.analysis_pending and lanes.diagnosis is None and not lanes.roofline_points
     assert not loaded.analysis_pending and loaded.diagnosis is not None and loaded.op_tables
     assert {"engine_s", "build_s", "analysis_s", "roofline_s"} <= set(loaded.timings_s)
     monkeypatch.setattr(session, "LANES_FIRST", False)
@@ -51,6 +56,8 @@ def test_one_file_lanes_then_analysis_then_roofline_as_the_one_step_path(
     one_step = _items([path], isolate)
     assert not any(isinstance(i, AnalysisUpdate) for i in one_step)
     reference = next(i for i in one_step if isinstance(i, LoadedTrace))
+    for item in one_step:
+        reference = reference.then(item)   # its roofline points come as a snapshot too
     assert _figures(loaded) == _figures(reference)
     for a, b in zip(loaded.model.ranks, reference.model.ranks, strict=True):
         for la, lb in zip(a.lanes, b.lanes, strict=True):
@@ -69,8 +76,9 @@ def test_the_lanes_come_without_the_analysis(shared_traces: Path) -> None:
             assert item.lanes and item.activity_cache   # the lanes and the minimap are ready
         if isinstance(item, AnalysisUpdate):
             assert first is not None   # after the lanes
-            item.apply_to(first)
-    assert first is not None and not first.analysis_pending and first.diagnosis.signature
+            analysed = first.with_analysis(item)
+    assert first is not None and first.analysis_pending and first.diagnosis is None
+    assert not analysed.analysis_pending and analysed.diagnosis.signature
 
 
 def test_folders_and_several_files_keep_the_one_step_path(shared_traces: Path) -> None:

@@ -18,7 +18,8 @@ import pytest
 from gpuperf_gui.core.trace.api import analyse_paths
 from gpuperf_gui.core.trace.lanes import EventRef
 from gpuperf_gui.core.trace.overview import uses_tensor_cores
-from gpuperf_gui.core.trace.session import LoadedTrace, RooflineUpdate, build_loaded_trace, iter_loaded_trace
+from gpuperf_gui.core.trace.session import (LoadedTrace, RooflineUpdate, build_loaded_trace, iter_loaded_trace,
+                                            load_trace)
 from gpuperf_gui.core.trace.synth import ALLREDUCE, ELEMENTWISE, GEMM
 from trace_builders import hand_trace, straggler_job
 
@@ -232,8 +233,10 @@ def test_iter_loaded_trace_in_process_and_stop(tmp_path):
     items = list(iter_loaded_trace([path], 10.0, threading.Event(), isolate=False))
     loaded = [i for i in items if isinstance(i, LoadedTrace)]
     assert len(loaded) == 1 and loaded[0].title() == "hand.json"
-    assert isinstance(items[-1], RooflineUpdate)   # found after the lanes, already in the trace
-    assert loaded[0].roofline_points is items[-1].points
+    assert isinstance(items[-1], RooflineUpdate)   # found after the lanes: a snapshot to fold in
+    assert loaded[0].analysis_pending and not loaded[0].roofline_points and loaded[0].diagnosis is None
+    final = load_trace([path], 10.0, isolate=False)  # the snapshots folded, as the tab does
+    assert final.roofline_points == list(items[-1].points) and final.diagnosis is not None
     stop = threading.Event()
     stop.set()
     assert not any(isinstance(i, LoadedTrace) for i in iter_loaded_trace([path], 10.0, stop, isolate=False))
@@ -252,8 +255,7 @@ def test_overview_json_is_in_seconds(hand):
 
 
 def _shown(paths: list[Path], isolate: bool) -> LoadedTrace:
-    items = list(iter_loaded_trace(paths, 10.0, threading.Event(), isolate=isolate))
-    return next(i for i in items if isinstance(i, LoadedTrace))
+    return load_trace(paths, 10.0, isolate=isolate)
 
 
 def test_a_trace_built_in_the_helper_equals_one_built_here(shared_traces):

@@ -353,12 +353,12 @@ def test_one_files_lanes_show_before_its_analysis(qtbot, tab, shared_traces, mon
     panel says so; the diagnosis, steps and op table follow, and only then ``trace_loaded``."""
     import threading
 
-    from gpuperf_gui.core.trace import session
+    from gpuperf_gui.core.trace.trace import Trace
 
     monkeypatch.setenv("GPUPERF_TRACE_INPROCESS", "1")   # the analysis held back here, by a gate
     gate = threading.Event()
-    real = session.analyse_loaded
-    monkeypatch.setattr(session, "analyse_loaded", lambda model: (gate.wait(30), real(model))[1])
+    real = Trace._analyse_model
+    monkeypatch.setattr(Trace, "_analyse_model", staticmethod(lambda model: (gate.wait(30), real(model))[1]))
     seen: list = []
     tab.lanes_shown.connect(lambda: seen.append(("lanes", tab.diagnosis.toPlainText(), tab.op_panel.model.rowCount())))
     tab.trace_loaded.connect(lambda: seen.append(("loaded", tab.diagnosis.signature)))

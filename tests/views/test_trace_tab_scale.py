@@ -21,13 +21,20 @@ def _built(path: Path):
     return build_loaded_trace(analyse_paths([path], workers=1), 10.0)
 
 
+def _receive(tab, loaded) -> None:  # noqa: ANN001
+    """An open whose worker yields ``loaded`` (what the task runner's item calls)."""
+    from gpuperf_gui.core.trace.load_state import RunItem
+
+    tab._on_item_produced(RunItem(tab.state.open(), loaded))   # noqa: SLF001
+
+
 def test_a_trace_is_shown_in_event_loop_slices(qtbot, tab, shared_traces):
-    """_show_loaded does the timeline's part and returns; the panels follow on later turns of the
+    """The lanes item does the timeline's part and returns; the panels follow on later turns of the
     event loop, and the tab stays busy (what --screenshot and the tests wait on) until the end."""
     loaded = _built(shared_traces / "h200" / "healthy_gpt_small.json.gz")
     shown = []
     tab.trace_loaded.connect(lambda: shown.append(True))
-    tab._show_loaded(loaded)   # noqa: SLF001 - what the loading worker's result calls
+    _receive(tab, loaded)
     assert tab.loaded is loaded and tab.is_busy() and not tab.timeline.lanes   # nothing drawn yet
     tab._run_setup_step()      # noqa: SLF001 - one slice, as the event loop would run it
     assert tab.timeline.lanes                                   # the lanes first...
@@ -43,8 +50,8 @@ def test_a_trace_is_shown_in_event_loop_slices(qtbot, tab, shared_traces):
 def test_a_newer_trace_replaces_a_set_up_in_progress(qtbot, tab, shared_traces):
     first = _built(shared_traces / "h200" / "healthy_gpt_small.json.gz")
     second = _built(shared_traces / "h200" / "memory_bound_visible.json.gz")
-    tab._show_loaded(first)    # noqa: SLF001
-    tab._show_loaded(second)   # noqa: SLF001 - before the first one's slices have run
+    _receive(tab, first)
+    _receive(tab, second)      # a newer open, before the first one's slices have run
     qtbot.waitUntil(lambda: not tab.is_busy(), timeout=LOAD_TIMEOUT_MS)
     assert tab.loaded is second
     assert tab.op_panel.tables is second.op_tables[second.model.ranks[0].rank]

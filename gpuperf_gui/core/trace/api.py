@@ -1,6 +1,7 @@
-"""Entry points for the GUI and the CLI: load + analyse + diagnose, with progress and cancel.
+"""The local engine: load + analyse + diagnose, with progress and cancel, and the JSON it prints.
 
->>> result = analyse_paths([Path("job/")])                     # doctest: +SKIP
+The program asks :class:`.trace.Trace`, which runs this (or the compact engine of :mod:`.cluster`).
+
 >>> for item in iter_load_and_analyse([Path("t.json.gz")], stop):  # worker thread  # doctest: +SKIP
 ...     ...  # Progress(fraction, message) items, then one TraceResult
 """
@@ -155,12 +156,14 @@ def iter_load_and_analyse(paths: Sequence[Path | str], stop: threading.Event | N
         return
     notes = failure_notes(failures, n)
     yield Progress(0.95, "diagnosing")
-    result = _assemble([x for x in loaded if x is not None])
+    result = assemble_job([x for x in loaded if x is not None])
     result.model.notes = notes
     yield result
 
 
-def _assemble(loaded: list[_Loaded]) -> TraceResult:
+def assemble_job(loaded: list[_Loaded]) -> TraceResult:
+    """The job from its ranks' (trace, analysis, op table, points): ranks deduplicated and aligned,
+    each diagnosed, then the straggler summary and the job's verdict."""
     traces = dedupe_ranks([rt for rt, *_ in loaded])
     for rt, a, *_ in loaded:
         a.rank = rt.rank
@@ -175,27 +178,10 @@ def _assemble(loaded: list[_Loaded]) -> TraceResult:
     return TraceResult(model, ranks, diagnosis, summary)
 
 
-def load_one(path: Path, *, max_bytes: int | None = DEFAULT_MAX_BYTES,
-             memory_budget: MemoryBudget | int | None = None) -> RankTrace:
-    """One file loaded, not analysed (the Trace tab shows a big file's lanes before its analysis:
-    :func:`analyse_loaded` follows)."""
-    _, budget = plan_workers([path], MemoryBudget.of(memory_budget), 1)
-    return load_rank(path, max_bytes=max_bytes, memory_budget=budget)
-
-
-def analyse_loaded(model: TraceModel) -> TraceResult:
-    """:func:`iter_load_and_analyse`'s result for the one rank of ``model``, loaded by :func:`load_one`
-    (its own clock is the model's: nothing is shifted and ``model`` is kept)."""
-    if len(model.ranks) != 1:
-        raise ValueError("analyse_loaded takes a model of one rank")
-    result = _assemble([(rt, attach_kernels(rt, analyse_rank(rt)), *op_table_and_points(rt)) for rt in model.ranks])
-    result.model = model   # the same rank, in the model the tab holds (its notes)
-    return result
-
-
 def analyse_paths(paths: Sequence[Path | str], *, max_bytes: int | None = DEFAULT_MAX_BYTES,
                   workers: int | None = None, memory_budget: MemoryBudget | int | None = None) -> TraceResult:
-    """Blocking version of :func:`iter_load_and_analyse` (returns the result)."""
+    """Blocking version of :func:`iter_load_and_analyse` (returns the result): the tests' and
+    benchmarks' shorthand for ``Trace(paths).result()`` (:mod:`.trace`, which the program uses)."""
     result = None
     for item in iter_load_and_analyse(paths, None, max_bytes=max_bytes, workers=workers,
                                       memory_budget=memory_budget):

@@ -18,9 +18,11 @@ The same compact path runs without Dask on the local process pool (:func:`iter_c
 ``address=None``, the loader's :func:`.load.iter_per_file`): the GUI opens a folder of many ranks
 that way, holding a few kB per rank instead of every rank's lanes.
 
->>> result = analyse_on_cluster([Path("job/")], "local:4")      # doctest: +SKIP
+Callers ask :class:`.trace.Trace` (``Trace(paths, dask_scheduler=...)``, ``Trace(paths, compact=True)``):
+
+>>> result = Trace([Path("job/")], dask_scheduler="local:4").result()   # doctest: +SKIP
 >>> result.to_json(top=10)                                       # same as TraceResult.to_json
->>> result = analyse_compact([Path("job/")])                     # local process pool, no Dask
+>>> result = Trace([Path("job/")], compact=True).result()        # local process pool, no Dask
 """
 from __future__ import annotations
 
@@ -36,7 +38,6 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from ..child_stream import iter_in_child
 from . import intervals as iv
 from .analysis import RankAnalysis, analyse_rank
 from .api import MultiRankSummary, Progress, job_json, multi_rank_summary, rank_collectives, rank_json
@@ -45,7 +46,7 @@ from .decode import DEFAULT_MAX_BYTES
 from .diagnose import Diagnosis, diagnose_job, diagnose_rank
 from .load import (FileFailure, _failure, dedupe_ranks, discover_files, failure_notes, iter_per_file, load_rank,
                    plan_workers)
-from .model import RankTrace, TraceFormatError
+from .model import RankTrace
 from .source import text_size_hint
 from .op_points import op_table_and_points
 from .optable import OpRow
@@ -228,7 +229,7 @@ class ClusterResult:
 
 
 def assemble(summaries: Sequence[RankSummary], notes: list[str] | None = None) -> ClusterResult:
-    """What :func:`.api._assemble` does, from compact results (``summaries`` in file order)."""
+    """What :func:`.api.assemble_job` does, from compact results (``summaries`` in file order)."""
     summaries = dedupe_ranks(sorted(summaries, key=lambda s: s.order_index))
     ordered = sorted(summaries, key=lambda s: s.rank)  # TraceModel.aligned
     origin = min((s.origin_us for s in ordered), default=0.0)
@@ -358,20 +359,6 @@ def _result(fut: Any, path: Path) -> RankSummary | FileFailure:  # noqa: ANN401 
         return FileFailure(path, f"{path}: the Dask task failed: {type(exc).__name__}: {exc}", False)
 
 
-def analyse_on_cluster(paths: Sequence[Path | str], address: str, *, max_bytes: int | None = DEFAULT_MAX_BYTES,
-                       memory_budget: MemoryBudget | int | None = None, top: int = 10,
-                       overview: bool = False) -> ClusterResult:
-    """Blocking version of :func:`iter_cluster_analyse`."""
-    result = None
-    for item in iter_cluster_analyse(paths, address, None, max_bytes=max_bytes, memory_budget=memory_budget,
-                                     top=top, overview=overview):
-        if isinstance(item, ClusterResult):
-            result = item
-    if result is None:
-        raise TraceFormatError("no result")
-    return result
-
-
 # -- when a job opens as an overview ------------------------------------------------------------------
 MANY_RANKS = 32
 """More rank files than this open as a job overview from compact results, a rank's lanes on demand.
@@ -447,38 +434,3 @@ def iter_compact_analyse(paths: Sequence[Path | str], stop: threading.Event | No
             yield Progress(0.95 * count / n, f"analysed {files[i].name}")
     if not stop.is_set():
         yield from _assembled(summaries, failures, n)
-
-
-COMPACT_ENGINE = "gpuperf_gui.core.trace.cluster:iter_compact_analyse"
-
-
-def iter_job_overview(paths: Sequence[Path | str], stop: threading.Event, *, address: str | None = None,
-                      memory_budget: int | None = None, isolate: bool | None = None
-                      ) -> Iterator[Progress | ClusterResult]:
-    """The job window's generator: :func:`iter_compact_analyse` with the overview.
-
-    On the local pool it runs in a helper interpreter (:mod:`..child_stream`, as the Trace tab's
-    loader does: the window's process never forks, decodes nor holds a rank's events, and a stop
-    kills the helper and its pool at once) unless ``isolate`` is False or
-    ``GPUPERF_TRACE_INPROCESS=1``. A Dask client runs here (its own threads do the waiting)."""
-    if isolate is None:
-        isolate = is_local_pool(address) and os.environ.get("GPUPERF_TRACE_INPROCESS", "") != "1"
-    kwargs = {"address": address, "memory_budget": memory_budget, "overview": True}
-    if isolate:
-        yield from iter_in_child(COMPACT_ENGINE, ([str(p) for p in paths],), kwargs, stop=stop, grace_s=0.0)
-    else:
-        yield from iter_compact_analyse(paths, stop, **kwargs)
-
-
-def analyse_compact(paths: Sequence[Path | str], *, address: str | None = None, workers: int | None = None,
-                    max_bytes: int | None = DEFAULT_MAX_BYTES, memory_budget: MemoryBudget | int | None = None,
-                    top: int = 10, overview: bool = False) -> ClusterResult:
-    """Blocking version of :func:`iter_compact_analyse`."""
-    result = None
-    for item in iter_compact_analyse(paths, None, address=address, workers=workers, max_bytes=max_bytes,
-                                     memory_budget=memory_budget, top=top, overview=overview):
-        if isinstance(item, ClusterResult):
-            result = item
-    if result is None:
-        raise TraceFormatError("no result")
-    return result

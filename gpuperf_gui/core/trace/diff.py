@@ -67,8 +67,9 @@ import numpy as np
 from gpuperf_gui.core.units import json_safe
 
 from .analysis import RankAnalysis, step_bounds
-from .api import TraceResult, analyse_paths
+from .api import TraceResult
 from .decode import DEFAULT_MAX_BYTES
+from .trace import Trace
 from .diagnose import Diagnosis
 from .model import GPU_ACTIVITY_KINDS, KERNEL_CLASSES, RankTrace
 from .optable import op_table, starts_in
@@ -324,8 +325,8 @@ def diff_paths(before: Sequence[Path | str], after: Sequence[Path | str], *,
     Raises :class:`.model.TraceFormatError` for a file that is not a trace and ``ValueError`` for
     step numbers a trace does not have.
     """
-    b = analyse_paths(list(before), max_bytes=max_bytes, workers=workers)
-    a = analyse_paths(list(after), max_bytes=max_bytes, workers=workers)
+    b = Trace(list(before), max_bytes=max_bytes, workers=workers).result()
+    a = Trace(list(after), max_bytes=max_bytes, workers=workers).result()
     return diff_results(b, a, before_steps=before_steps, after_steps=after_steps,
                         labels=(_label(before), _label(after)), tokens_per_step=tokens_per_step)
 

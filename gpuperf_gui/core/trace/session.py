@@ -1,7 +1,7 @@
 """A loaded trace as the Trace tab reads it, and every query the tab makes on it (no Qt).
 
 :func:`iter_loaded_trace` is the loading worker's generator. :func:`iter_built_trace` runs the engine's
-load + analyse + diagnose (:func:`.api.iter_load_and_analyse`), then :func:`build_loaded_trace` turns
+load + analyse + diagnose (:class:`.trace.Trace`), then :func:`build_loaded_trace` turns
 the :class:`~.api.TraceResult` into a :class:`LoadedTrace`: lane specs for drawing, the op tables, the
 diagnosis panel's figures, the overview page (:mod:`.overview`), the MFU figures and roofline points.
 Both run in a helper interpreter by default, so none of that work holds the GUI process's GIL; the
@@ -17,7 +17,6 @@ search, the summary of a selected range, idle gaps at a new threshold) is a meth
 from __future__ import annotations
 
 import os
-import re
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -31,7 +30,7 @@ from ..roofline import RooflinePoint
 from ..units import format_duration_us, format_si
 from . import figures
 from .analysis import RankAnalysis
-from .api import Progress, RankResult, TraceResult, analyse_loaded, iter_load_and_analyse, load_one
+from .api import Progress, RankResult, TraceResult
 from .figures import TraceMfuFigures
 from .lanes import (
     DEFAULT_IDLE_THRESHOLD_US,
@@ -44,21 +43,18 @@ from .lanes import (
 )
 from .model import KERNEL_CLASSES, RankTrace, TraceModel
 from .op_points import OpPoint
+from .trace import Trace
+from .queries import MAX_PARTNERS, SEARCH_MODES, Matches, event_partners, find_events, op_row_name
 from .overview import ActivityProfile, Overview, SelectionSummary, activity_profile, build_overview, selection_summary
 
 BUILDER = "gpuperf_gui.core.trace.session:iter_built_trace"
 HELPER_NICE = 5
 """The loading helper's CPU priority below the window's (POSIX): on a busy machine the GUI thread
 gets a core when it needs one (on two cores the helper's decoder and roofline work starved it)."""
-MAX_PARTNERS = 40
 MINIMAP_BINS = 800
-SEARCH_MODES = ("name", "exact", "regex", "class")
-"""``find`` modes: substring of the name (case-insensitive), the exact name, a regular expression
-over the name (case-insensitive), a kernel class (device events of that class)."""
-
 __all__ = ["DEFAULT_IDLE_THRESHOLD_US", "EventRef", "LaneSpec", "RankSpec", "DiagnosisView", "EventDetails",
            "AnalysisUpdate", "LoadProgress", "LoadedTrace", "Matches", "OpTable", "RooflineUpdate", "build_loaded_trace",
-           "iter_loaded_trace"]
+           "iter_loaded_trace", "load_trace", "MAX_PARTNERS", "SEARCH_MODES", "op_row_name"]
 
 
 @dataclass
@@ -70,40 +66,31 @@ class LoadProgress:
     total: int
 
 
-@dataclass
+@dataclass(frozen=True)
 class RooflineUpdate:
-    """The roofline points of the :class:`LoadedTrace` yielded just before (found after it, so the
-    lanes show sooner); :func:`iter_loaded_trace` has already put them into that trace."""
+    """Roofline points ready: those of the :class:`LoadedTrace` yielded before (found after it, so
+    the lanes show sooner). A snapshot: :meth:`LoadedTrace.with_roofline` makes the trace that has
+    them, on the thread that holds the trace (the GUI thread); the worker changes nothing it sent."""
 
-    points: list[RooflinePoint]
-    notes: list[str]
+    points: tuple[RooflinePoint, ...]
+    notes: tuple[str, ...]
     seconds: float = 0.0
 
 
-@dataclass
+@dataclass(frozen=True)
 class AnalysisUpdate:
-    """The analysis of the :class:`LoadedTrace` yielded just before without it (one file: its lanes
-    are shown while the analysis runs); :func:`iter_loaded_trace` has already put it in that trace."""
+    """Analysis ready: that of the :class:`LoadedTrace` yielded before without it (one file: its
+    lanes are shown while the analysis runs). A snapshot: :meth:`LoadedTrace.with_analysis` makes
+    the analysed trace on the thread that holds the lanes; nothing the worker sent is patched."""
 
-    analysis: list[RankAnalysis]
+    analysis: tuple[RankAnalysis, ...]
     diagnosis: DiagnosisView | None
     op_tables: dict[int, dict[str, OpTable]]
     mfu_figures: TraceMfuFigures | None
     overview: Overview | None
-    stragglers: list[int]
-    notes: list[str]
+    stragglers: tuple[int, ...]
+    notes: tuple[str, ...]
     seconds: float = 0.0
-
-    def apply_to(self, loaded: LoadedTrace) -> None:
-        loaded.analysis, loaded.diagnosis, loaded.op_tables = self.analysis, self.diagnosis, self.op_tables
-        loaded.mfu_figures, loaded.overview = self.mfu_figures, self.overview
-        for spec, rank, analysis in zip(loaded.ranks, loaded.model.ranks, self.analysis):
-            spec.step_durations_us = {s.number: s.duration_s * 1e6 for s in analysis.steps}
-            if rank.rank in self.stragglers:
-                spec.straggler = True
-                spec.title += " ⚠ late (straggler)"
-        loaded.notes += self.notes
-        loaded.analysis_pending = False
 
 
 @dataclass
@@ -154,36 +141,14 @@ class EventDetails:
     partner_title: str = ""
 
 
-@dataclass
-class Matches:
-    """Events found by :meth:`LoadedTrace.find`, in time order.
-
-    ``rank_index``, ``lane_id``, ``index`` and ``start_us`` are parallel arrays; ``masks`` marks the
-    matches per (rank_index, lane_id) for highlighting; ``names`` the distinct names matched (the op
-    table filter)."""
-
-    rank_index: np.ndarray
-    lane_id: np.ndarray
-    index: np.ndarray
-    start_us: np.ndarray
-    masks: dict[tuple[int, int], np.ndarray]
-    names: set[str]
-
-    def __len__(self) -> int:
-        return int(self.index.size)
-
-    def ref(self, k: int) -> EventRef:
-        return EventRef(int(self.rank_index[k]), int(self.lane_id[k]), int(self.index[k]))
-
-    @classmethod
-    def empty(cls) -> Matches:
-        z = np.zeros(0, dtype=np.int64)
-        return cls(z, z, z, np.zeros(0), {}, set())
-
-
-@dataclass
+@dataclass(frozen=True)
 class LoadedTrace:
-    """Everything the Trace tab shows, built off the GUI thread, and the queries it answers."""
+    """Everything the Trace tab shows, built off the GUI thread, and the queries it answers.
+
+    Frozen: once handed to the GUI thread it is never patched; a change is a new trace
+    (:meth:`with_analysis`, :meth:`with_roofline`, ``dataclasses.replace``) that replaces it there.
+    Its caches (``activity_cache``, ``timings_s``) and the drawn lanes' gaps belong to the thread
+    that holds it."""
 
     model: TraceModel
     ranks: list[RankSpec]
@@ -207,6 +172,36 @@ class LoadedTrace:
     object), ``transfer_s`` (from the helper interpreter to this process), ``spilled_bytes``,
     ``roofline_s`` (the roofline points, found after the rest)."""
 
+    # -- the next snapshot (made on the thread that holds this trace) ------------------------------
+    def with_analysis(self, update: AnalysisUpdate) -> LoadedTrace:
+        """This trace with ``update``'s analysis, as a new object: this one is left as it is, so a
+        trace another thread holds is never patched. The rank headers that change (step times, a
+        late rank's mark) are new RankSpecs; lanes, model and caches are shared, read-only."""
+        ranks = []
+        for spec, rank, analysis in zip(self.ranks, self.model.ranks, update.analysis):
+            late = rank.rank in update.stragglers
+            ranks.append(replace(spec, step_durations_us={s.number: s.duration_s * 1e6 for s in analysis.steps},
+                                 straggler=spec.straggler or late,
+                                 title=spec.title + (" ⚠ late (straggler)" if late else "")))
+        ranks += self.ranks[len(ranks):]
+        return replace(self, ranks=ranks, analysis=list(update.analysis), diagnosis=update.diagnosis,
+                       op_tables=update.op_tables, mfu_figures=update.mfu_figures, overview=update.overview,
+                       notes=[*self.notes, *update.notes], analysis_pending=False,
+                       timings_s={**self.timings_s, "analysis_s": update.seconds})
+
+    def with_roofline(self, update: RooflineUpdate) -> LoadedTrace:
+        """This trace with ``update``'s roofline points, as a new object (see :meth:`with_analysis`)."""
+        return replace(self, roofline_points=list(update.points), notes=[*self.notes, *update.notes],
+                       timings_s={**self.timings_s, "roofline_s": update.seconds})
+
+    def then(self, item: object) -> LoadedTrace:
+        """The trace after ``item`` of :func:`iter_loaded_trace` (itself for progress items)."""
+        if isinstance(item, AnalysisUpdate):
+            return self.with_analysis(item)
+        if isinstance(item, RooflineUpdate):
+            return self.with_roofline(item)
+        return self
+
     # -- events -------------------------------------------------------------------------------------
     def event_span_us(self, ref: EventRef) -> tuple[float, float]:
         lane = self.model.ranks[ref.rank_index].lanes[ref.lane_id]
@@ -218,30 +213,8 @@ class LoadedTrace:
         return rank.strings[int(rank.lanes[ref.lane_id].name_id[ref.index])]
 
     def partners(self, ref: EventRef) -> list[EventRef]:
-        """The launch <-> device-work partners of an event.
-
-        Through the launch flows (correlation id) first: a kernel's launch call, a launch call's
-        kernels. An event without flows (a CPU op such as ``aten::mm``) gets the device events that
-        carry its Kineto "External id" instead. At most :data:`MAX_PARTNERS` per direction.
-        """
-        rank = self.model.ranks[ref.rank_index]
-        flows = rank.flows
-        out: list[EventRef] = []
-        if len(flows):
-            for src, dst in (((flows.src_lane, flows.src_index), (flows.dst_lane, flows.dst_index)),
-                             ((flows.dst_lane, flows.dst_index), (flows.src_lane, flows.src_index))):
-                m = (src[0] == ref.lane_id) & (src[1] == ref.index)
-                pairs = zip(dst[0][m][:MAX_PARTNERS].tolist(), dst[1][m][:MAX_PARTNERS].tolist())
-                out += [EventRef(ref.rank_index, int(lane_id), int(i)) for lane_id, i in pairs]
-        if out:
-            return out
-        lane = rank.lanes[ref.lane_id]
-        ext = int(lane.external_id[ref.index]) if len(lane.external_id) else -1
-        if lane.kind == "cpu" and ext >= 0:
-            for other in rank.gpu_lanes:
-                hits = np.flatnonzero(other.external_id == ext)[:MAX_PARTNERS]
-                out += [EventRef(ref.rank_index, other.lane_id, int(i)) for i in hits.tolist()]
-        return out[:MAX_PARTNERS]
+        """The launch <-> device-work partners of an event (:func:`.queries.event_partners`)."""
+        return event_partners(self.model, ref)
 
     def details(self, ref: EventRef, partners: list[EventRef] | None = None) -> EventDetails:
         """Name, category, lane, times (from the trace start), ids, FLOPs, shapes and partner links."""
@@ -284,45 +257,11 @@ class LoadedTrace:
 
     # -- search ------------------------------------------------------------------------------------
     def find(self, query: str, mode: str = "name", lanes: Sequence[tuple[int, int]] | None = None) -> Matches:
-        """Events whose name matches ``query`` (see :data:`SEARCH_MODES`), in time order.
-
-        ``lanes`` limits the search to those (rank_index, lane_id) pairs (default: the drawn lanes).
-        A regular expression that does not compile raises ``re.error``; an unknown kernel class
-        ``ValueError``."""
-        if mode not in SEARCH_MODES:
-            raise ValueError(f"unknown search mode {mode!r}; choose one of {', '.join(SEARCH_MODES)}")
-        shown = set(lanes) if lanes is not None else {(s.rank_index, s.lane_id) for s in self.lanes}
-        predicate = _name_predicate(query, mode)
-        kernel_class = KERNEL_CLASSES.index(query.strip().lower()) if mode == "class" else -1
-        if mode == "class" and kernel_class < 0:  # pragma: no cover - index() raises first
-            raise ValueError(query)
-        masks: dict[tuple[int, int], np.ndarray] = {}
-        parts: list[tuple[np.ndarray, ...]] = []
-        names: set[str] = set()
-        for ri, rank in enumerate(self.model.ranks):
-            ids = None if predicate is None else rank.strings.ids_matching(predicate)
-            if ids is not None and not ids.any():
-                continue
-            for lane in rank.lanes:
-                if (ri, lane.lane_id) not in shown or not len(lane):
-                    continue
-                if ids is None:
-                    if lane.kind == "cpu":
-                        continue
-                    mask = lane.kernel_class == kernel_class
-                else:
-                    mask = ids[lane.name_id]
-                if not mask.any():
-                    continue
-                masks[(ri, lane.lane_id)] = mask
-                idx = np.flatnonzero(mask)
-                names.update(rank.strings[int(n)] for n in np.unique(lane.name_id[idx]).tolist())
-                parts.append((np.full(idx.size, ri), np.full(idx.size, lane.lane_id), idx, lane.start_us[idx]))
-        if not parts:
-            return Matches.empty()
-        rk, ln, ix, st = (np.concatenate([p[k] for p in parts]) for k in range(4))
-        order = np.argsort(st, kind="stable")
-        return Matches(rk[order], ln[order], ix[order], st[order], masks, names)
+        """Events whose name matches ``query`` (see :data:`SEARCH_MODES`), in time order
+        (:func:`.queries.find_events`); ``lanes`` limits the search to those (rank_index, lane_id)
+        pairs (default: the drawn lanes)."""
+        shown = [(s.rank_index, s.lane_id) for s in self.lanes] if lanes is None else lanes
+        return find_events(self.model, query, mode, shown)
 
     def op_table_names(self, matches: Matches) -> set[str]:
         """The op-table rows that hold the matched events (``ProfilerStep#3`` is in ``ProfilerStep*``)."""
@@ -400,33 +339,14 @@ class LoadedTrace:
         return sum(len(lane) for r in self.model.ranks for lane in r.lanes)
 
 
-_STEP_NAME = re.compile(r"^ProfilerStep\s*#\s*\d+$")
-
-
-def op_row_name(name: str) -> str:
-    """The op-table row of an event name: torch's key_averages groups ``ProfilerStep#N`` as
-    ``ProfilerStep*`` (the rule of :mod:`.optable`; a test keeps the two in step)."""
-    return "ProfilerStep*" if _STEP_NAME.match(name) else name
-
-
-def _name_predicate(query: str, mode: str) -> Callable[[str], bool] | None:
-    if mode == "class":
-        return None
-    if mode == "exact":
-        return lambda s: s == query
-    if mode == "regex":
-        pattern = re.compile(query, re.IGNORECASE)
-        return lambda s: pattern.search(s) is not None
-    needle = query.lower()
-    return lambda s: needle in s.lower()
-
-
 # -- building -------------------------------------------------------------------------------------------
 def iter_loaded_trace(paths: Sequence[Path | str], idle_threshold_us: float, stop: threading.Event,
                       isolate: bool | None = None, memory_budget: int | None = None
                       ) -> Iterator[LoadProgress | LoadedTrace | RooflineUpdate]:
     """The loading worker's generator: progress, one :class:`LoadedTrace` (nothing if stopped), then
-    its :class:`RooflineUpdate` (whose points are put into the trace here before it is yielded).
+    snapshots for it: an :class:`AnalysisUpdate` (one file: its lanes came first) and a
+    :class:`RooflineUpdate`. Nothing yielded is changed afterwards: the receiver folds the
+    snapshots into new traces (:meth:`LoadedTrace.then`, :func:`load_trace`) on its own thread.
 
     With ``isolate`` (the default unless ``GPUPERF_TRACE_INPROCESS=1``) :func:`iter_built_trace` runs
     in a helper interpreter (:mod:`..child_stream`): decoding, analysing and building hold the GIL
@@ -443,7 +363,6 @@ def iter_loaded_trace(paths: Sequence[Path | str], idle_threshold_us: float, sto
                               nice=HELPER_NICE, stats=stats)
     else:
         items = iter_built_trace(*args, stop, memory_budget=memory_budget)
-    loaded: LoadedTrace | None = None
     for item in items:
         if stop.is_set():
             return
@@ -451,17 +370,23 @@ def iter_loaded_trace(paths: Sequence[Path | str], idle_threshold_us: float, sto
             if not item.relay:
                 continue
             item = item.item
+        if isinstance(item, LoadedTrace):   # timed before it is handed over, never touched after
+            item.timings_s.update(stats)
+        yield item
+
+
+def load_trace(paths: Sequence[Path | str], idle_threshold_us: float = DEFAULT_IDLE_THRESHOLD_US,
+               stop: threading.Event | None = None, isolate: bool | None = None,
+               memory_budget: int | None = None) -> LoadedTrace | None:
+    """:func:`iter_loaded_trace` to its end: the trace with its analysis and roofline points
+    (None if stopped). Scripts and tests; the tab folds the same snapshots as they come."""
+    loaded: LoadedTrace | None = None
+    for item in iter_loaded_trace(paths, idle_threshold_us, stop or threading.Event(), isolate, memory_budget):
         if isinstance(item, LoadedTrace):
             loaded = item
-            loaded.timings_s.update(stats)
-        elif isinstance(item, AnalysisUpdate) and loaded is not None:
-            item.apply_to(loaded)
-            loaded.timings_s.update(stats, analysis_s=item.seconds)
-        elif isinstance(item, RooflineUpdate) and loaded is not None:
-            loaded.notes += item.notes
-            loaded.roofline_points = item.points
-            loaded.timings_s.update(stats, roofline_s=item.seconds)
-        yield item
+        elif loaded is not None:
+            loaded = loaded.then(item)
+    return loaded
 
 
 def iter_built_trace(paths: Sequence[str], idle_threshold_us: float, stop: threading.Event | None = None,
@@ -476,7 +401,7 @@ def iter_built_trace(paths: Sequence[str], idle_threshold_us: float, stop: threa
         return
     started = time.perf_counter()
     result: TraceResult | None = None
-    for item in iter_load_and_analyse([Path(p) for p in paths], stop, memory_budget=memory_budget):
+    for item in Trace(paths, memory_budget=memory_budget).iter_result(stop):  # the Trace is dropped here
         if stop.is_set():
             return
         if isinstance(item, Progress):
@@ -515,7 +440,7 @@ def _roofline_update(loaded: LoadedTrace, found: Sequence[list[OpPoint] | None],
     notes: list[str] = []
     points = roofline_points(loaded.model.ranks, notes, found)
     if not stop.is_set():
-        yield RooflineUpdate(points, notes, time.perf_counter() - started)
+        yield RooflineUpdate(tuple(points), tuple(notes), time.perf_counter() - started)
 
 
 LANES_FIRST = os.environ.get("GPUPERF_LANES_FIRST", "1") != "0"
@@ -542,17 +467,19 @@ def _iter_lanes_first(path: Path, idle_threshold_us: float, stop: threading.Even
     the lanes are on screen meanwhile."""
     started = time.perf_counter()
     yield LoadProgress(f"reading {path.name}", 0, 1000)
-    model = TraceModel.aligned([load_one(path, memory_budget=memory_budget)])
+    trace = Trace([path], memory_budget=memory_budget)
+    model = trace.model()        # loaded, not analysed yet
     if stop.is_set():
         return
     engine_s = time.perf_counter() - started
     yield LoadProgress("preparing the lanes", 700, 1000)
     twin = yield SendMapped(model, relay=False)   # the helper's columns go to the transfer file once
     if twin is not None:
+        trace.adopt_model(twin)
         model = twin
         release_freed_memory()
     started = time.perf_counter()
-    loaded = lanes_trace(model, idle_threshold_us, stop)
+    loaded = _lanes_trace(model, idle_threshold_us, stop)
     if stop.is_set():
         return
     loaded.timings_s.update(engine_s=engine_s, build_s=time.perf_counter() - started)
@@ -562,10 +489,11 @@ def _iter_lanes_first(path: Path, idle_threshold_us: float, stop: threading.Even
         release_freed_memory()
     yield LoadProgress("analysing", 850, 1000)
     started = time.perf_counter()
-    result = analyse_loaded(loaded.model)
+    trace.adopt_model(loaded.model)   # in the helper: the mapped twin the GUI process maps too
+    result = trace.result()
     if stop.is_set():
         return
-    yield analysis_update(result, time.perf_counter() - started)
+    yield _analysis_update(result, time.perf_counter() - started)
     yield from _roofline_update(loaded, [r.points for r in result.ranks], stop)
 
 
@@ -597,17 +525,18 @@ def build_loaded_trace(result: TraceResult, idle_threshold_us: float = DEFAULT_I
                        stop: threading.Event | None = None, roofline: bool = True) -> LoadedTrace:
     """Turn the engine's TraceResult into what the tab draws and shows (without the roofline points
     unless ``roofline``: :func:`roofline_points` finds them)."""
-    loaded = lanes_trace(result.model, idle_threshold_us, stop)
-    analysis_update(result).apply_to(loaded)
+    loaded = _lanes_trace(result.model, idle_threshold_us, stop).with_analysis(_analysis_update(result))
+    loaded.timings_s.pop("analysis_s", None)   # part of the engine's time here
     if roofline:
-        loaded.roofline_points = roofline_points(result.model.ranks, loaded.notes, [r.points for r in result.ranks])
+        loaded = replace(loaded, roofline_points=roofline_points(result.model.ranks, loaded.notes,
+                                                                 [r.points for r in result.ranks]))
     return loaded
 
 
-def lanes_trace(model: TraceModel, idle_threshold_us: float = DEFAULT_IDLE_THRESHOLD_US,
+def _lanes_trace(model: TraceModel, idle_threshold_us: float = DEFAULT_IDLE_THRESHOLD_US,
                 stop: threading.Event | None = None) -> LoadedTrace:
     """The lanes of ``model`` as the tab draws them, without the analysis (``analysis_pending``:
-    :func:`analysis_update` fills it in)."""
+    :func:`_analysis_update` fills it in)."""
     notes: list[str] = list(model.notes)  # run-folder files skipped or broken (core/trace/load.py)
     rank_specs, lanes = prepare_lanes(model, idle_threshold_us, stop)
     for rank in model.ranks:
@@ -623,7 +552,7 @@ def lanes_trace(model: TraceModel, idle_threshold_us: float = DEFAULT_IDLE_THRES
     return loaded
 
 
-def analysis_update(result: TraceResult, seconds: float = 0.0) -> AnalysisUpdate:
+def _analysis_update(result: TraceResult, seconds: float = 0.0) -> AnalysisUpdate:
     """What the engine found, as the tab shows it: figures, diagnosis, op tables, overview."""
     notes: list[str] = []
     analyses = [r.analysis for r in result.ranks]
@@ -634,8 +563,8 @@ def analysis_update(result: TraceResult, seconds: float = 0.0) -> AnalysisUpdate
         overview = build_overview(result)
     except Exception as exc:  # noqa: BLE001 - shown as a note; the lanes still open
         notes.append(f"overview failed: {type(exc).__name__}: {exc}")
-    return AnalysisUpdate(analyses, _diagnosis_view(result, stragglers), _op_tables(result), mfu_figures,
-                          overview, stragglers, notes, seconds)
+    return AnalysisUpdate(tuple(analyses), _diagnosis_view(result, stragglers), _op_tables(result), mfu_figures,
+                          overview, tuple(stragglers), tuple(notes), seconds)
 
 
 def _op_tables(result: TraceResult) -> dict[int, dict[str, OpTable]]:
@@ -723,7 +652,7 @@ def iter_diff(before: Sequence[str], after: Sequence[str], stop: threading.Event
     results = []
     for k, (paths, label) in enumerate(((before, "before"), (after, "after"))):
         result = None
-        for item in iter_load_and_analyse([Path(p) for p in paths], stop):
+        for item in Trace(paths).iter_result(stop):
             if isinstance(item, Progress):
                 yield Progress(0.5 * k + 0.45 * item.fraction, f"{label}: {item.message}")
             else:

@@ -1,0 +1,143 @@
+"""Check that ``gpuperf diagnose --json`` prints the same bytes at a base commit and at HEAD.
+
+For every trace in tests/data (each ``.json`` / ``.json.gz`` file on its own, the multi-rank folders
+and the unprofiled jobs as jobs; the few files there that are not traces too: their error text and
+exit status must not change either), ``gpuperf diagnose --json`` (``--top`` 10, and ``--top``
+1000000000 for the whole op table) runs in a ``git worktree`` of BASE and one of HEAD (``--tree``:
+this working tree as it is, uncommitted changes included), each side in its own interpreter; the
+stdout, stderr and exit status of every run are compared byte for byte. ``--dask`` adds the folder
+jobs through ``--dask-scheduler local:1`` (needs the 'cluster' extra).
+
+The C scanner is built in this checkout only: it is copied into both worktrees when their
+``_scan.c`` is the one it was built from, else both sides run without it (``GPUPERF_C_SCAN=0``).
+
+    nice .venv/bin/python benchmarks/diagnose_same_output.py 286eeec           # base vs HEAD
+    nice .venv/bin/python benchmarks/diagnose_same_output.py 286eeec --tree    # base vs this tree
+
+Prints IDENTICAL, or the jobs that differ (their outputs stay in the run's folder, printed).
+Modelled on benchmarks/post_load_same_output.py (which compares the Trace tab's objects as well).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORK_PREFIX = "diagnose_same_output-"
+"""Each run works in a fresh folder of its own under the temp folder (runs side by side never meet)."""
+SCAN_C = "gpuperf_gui/core/trace/_scan.c"
+NOT_TRACES = (".key_averages.json", ".meta.json")   # reference figures beside the traces
+FOLDERS = ("dlrm_kineto", "gloo_cpu_allreduce", "ddp_straggler_gloo")
+UNPROFILED = ("compiled_tiny", "eager_tiny", "loader_fed", "loader0")
+
+
+def jobs(dask: bool) -> list[tuple[str, list[str]]]:
+    """(name, the diagnose command's arguments after ``diagnose``) for every trace of tests/data."""
+    data = ROOT / "tests" / "data"
+    files = sorted(p for p in data.rglob("*") if p.is_file() and p.name.endswith((".json", ".json.gz"))
+                   and not p.name.endswith(NOT_TRACES))
+    out = [(str(p.relative_to(data)).replace("/", "_"), [str(p)]) for p in files]
+    folders = sorted(p for p in data.rglob("*") if p.is_dir() and p.name in FOLDERS)
+    out += [(f"dir_{p.name}", [str(p)]) for p in folders]
+    for job in UNPROFILED:
+        ranks = sorted(str(p) for p in (data / "h200" / "unprofiled").glob(f"{job}.r*.json.gz"))
+        if ranks:
+            out.append((f"unprof_{job}", ranks))
+    with_top = [(f"{name}.top{top}", ["--json", "--top", str(top), *paths])
+                for name, paths in out for top in (10, 10**9)]
+    if dask:
+        with_top += [(f"dask_{p.name}", ["--json", "--dask-scheduler", "local:1", str(p)]) for p in folders]
+    return with_top
+
+
+def snapshot(out_dir: Path, dask: bool) -> None:
+    """Run every job through the CLI's ``main`` in this interpreter (the side being compared)."""
+    from gpuperf_gui.cli import main
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, args in jobs(dask):
+        stdout, stderr = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            try:
+                rc = main(["diagnose", *args])
+            except SystemExit as exc:     # argparse and fail() exit
+                rc = exc.code
+        (out_dir / f"{name}.out").write_text(stdout.getvalue())
+        (out_dir / f"{name}.err").write_text(stderr.getvalue())
+        (out_dir / f"{name}.rc").write_text(json.dumps(rc))
+
+
+def _worktree(rev: str, where: Path) -> Path:
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--force", str(where), rev],
+                   check=True, capture_output=True, text=True)
+    return where
+
+
+def _remove_worktree(where: Path) -> None:
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(where)], capture_output=True)
+
+
+def _scanner_fits(tree: Path) -> bool:
+    """The scanner built here was built from this tree's _scan.c."""
+    return (tree / SCAN_C).read_bytes() == (ROOT / SCAN_C).read_bytes()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("base", nargs="?", help="the commit whose output is 'before'")
+    parser.add_argument("--head", default="HEAD", help="the commit whose output is 'after' (default HEAD)")
+    parser.add_argument("--tree", action="store_true", help="'after' is this working tree, as it is")
+    parser.add_argument("--dask", action="store_true", help="also the folders through --dask-scheduler local:1")
+    parser.add_argument("--snapshot", type=Path, help=argparse.SUPPRESS)  # the child's job
+    args = parser.parse_args(argv)
+    if args.snapshot:
+        snapshot(args.snapshot, args.dask)
+        return 0
+    if not args.base:
+        parser.error("give the base commit")
+    work = Path(tempfile.mkdtemp(prefix=WORK_PREFIX))
+    trees = {"before": _worktree(args.base, work / "base"),
+             "after": ROOT if args.tree else _worktree(args.head, work / "head")}
+    built = sorted((ROOT / "gpuperf_gui" / "core" / "trace").glob("_scan.*.so"))
+    use_scanner = bool(built) and all(_scanner_fits(t) for t in trees.values())
+    env = dict(os.environ, GPUPERF_C_SCAN="1" if use_scanner else "0")
+    for tree in trees.values():
+        if use_scanner and tree != ROOT:
+            shutil.copy2(built[0], tree / "gpuperf_gui" / "core" / "trace" / built[0].name)
+    print(f"scanner: {'on, both sides' if use_scanner else 'off, both sides'}")
+    try:
+        runs = []
+        for side, tree in trees.items():
+            side_env = dict(env, PYTHONPATH=str(tree))
+            runs.append(subprocess.Popen([sys.executable, __file__, "--snapshot", str(work / side),
+                                          *(["--dask"] if args.dask else [])], env=side_env, cwd=work))
+        if any(p.wait() for p in runs):
+            print("a snapshot failed")
+            return 1
+    finally:
+        for side in ("base", "head"):
+            _remove_worktree(work / side)
+    before, after = sorted((work / "before").iterdir()), sorted((work / "after").iterdir())
+    differ = sorted({a.name.rsplit(".", 1)[0] for b, a in zip(before, after) if b.read_bytes() != a.read_bytes()})
+    if [p.name for p in before] != [p.name for p in after]:
+        differ.append("(the job lists differ)")
+    n_jobs = len(after) // 3
+    ok = sum(1 for p in after if p.suffix == ".rc" and p.read_text() == "0")
+    print(f"{n_jobs} runs ({ok} exit 0): " + ("IDENTICAL" if not differ else "DIFFER: " + ", ".join(differ)))
+    if differ:
+        print(f"outputs: {work}/before and {work}/after")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
