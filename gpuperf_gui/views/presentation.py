@@ -43,6 +43,7 @@ from PySide6.QtWidgets import (
 from gpuperf_gui.core import roofline
 from gpuperf_gui.core.mfu_gap import CAUSE_LABELS, GapCauses, GapSlice, gap_breakdown, pipeline_bubble_fraction
 from gpuperf_gui.core.trace.model import KERNEL_CLASSES
+from gpuperf_gui.core.trace.signatures import REGISTRY
 from gpuperf_gui.core.units import format_si
 from gpuperf_gui.views.context import AppContext
 from gpuperf_gui.views.gap_bar import HATCHED, SLICE_COLOURS
@@ -393,13 +394,7 @@ class SignaturesPage(QWidget):
     """The five signatures side by side, each a small trace and the verdict core gave it."""
 
     title = "Five trace signatures: read the lanes"
-    HINTS = {
-        "launch_bound": "tiny kernels, gaps between them: the CPU cannot launch fast enough",
-        "comm_bound": "compute waits while the communication stream runs",
-        "data_starved": "the GPU idles between steps while the CPU prepares data",
-        "memory_bound": "the GPU is busy, but with elementwise/norm kernels, not GEMMs",
-        "pipeline_bubble": "stages wait for each other: idle at the start and end of the step",
-    }
+    HINTS = {name: REGISTRY[name].hint for name in SIGNATURES_SHOWN}
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)

@@ -28,20 +28,24 @@ from PySide6.QtWidgets import (
 )
 
 from gpuperf_gui.core.trace.overview import display_kernel_name
+from gpuperf_gui.core.trace.signatures import REGISTRY
 from gpuperf_gui.core.trace.session import DiagnosisView, EventDetails, OpTable
 from gpuperf_gui.core.units import format_si
 from gpuperf_gui.views.trace_style import format_duration_us, format_percent
 
-SIGNATURE_TEXT = {
-    "healthy": ("Healthy", "#2e7d32"),
-    "launch_bound": ("Launch-bound", "#c62828"),
-    "comm_bound": ("Communication-bound", "#ad1457"),
-    "data_starved": ("Data-starved", "#e65100"),
-    "memory_bound": ("Memory-bound", "#b8860b"),
-    "pipeline_bubble": ("Pipeline bubble", "#6a1b9a"),
-    "straggler": ("Straggler: a late rank", "#d84315"),
-    "inconclusive": ("Inconclusive", "#546e7a"),
+SIGNATURE_COLOURS = {
+    "healthy": "#2e7d32",
+    "launch_bound": "#c62828",
+    "comm_bound": "#ad1457",
+    "data_starved": "#e65100",
+    "memory_bound": "#b8860b",
+    "pipeline_bubble": "#6a1b9a",
+    "straggler": "#d84315",
+    "inconclusive": "#546e7a",
 }
+"""The verdict's colour per signature (the label comes from the registry; a test checks every
+signature has a colour)."""
+SIGNATURE_TEXT = {name: (sig.label, SIGNATURE_COLOURS.get(name, "#333")) for name, sig in REGISTRY.items()}
 
 _CSS = """
 <style>
