@@ -296,7 +296,7 @@ def test_a_late_rank_that_only_sleeps_is_named_host_bound_not_data_starved(tmp_p
 
 def _all_trace_files(shared: Path) -> list[Path]:
     files = [p for p in shared.rglob("*") if p.is_file() and p.name.endswith((".json", ".json.gz"))
-             and not p.name.endswith(".meta.json") and p.name != "ceilings.json"]
+             and not p.name.endswith(".meta.json") and p.name not in ("ceilings.json", "meta.json")]
     return sorted(files) + [_trace_path(m) for m in METAS if _trace_path(m).is_file()]
 
 

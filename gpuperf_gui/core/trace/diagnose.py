@@ -200,6 +200,26 @@ def straggler_diagnosis(per_rank: list[tuple[RankAnalysis, Diagnosis]], late: li
                      {"straggler": min(loss, 1.0)}, [s.rank for s in late])
 
 
+def late_rank_diagnoses(per_rank: list[tuple[RankAnalysis, Diagnosis]], late: list[StragglerEvidence]
+                        ) -> dict[int, Diagnosis]:
+    """The late ranks' own verdicts in a straggler job: ``straggler``, with what their lanes show as
+    the cause of their lateness (a host stall without launches, a DataLoader, slower kernels) in
+    place of a verdict of their own (``data_starved`` with advice it may have no tell for). The
+    rank's own signature is kept first in ``secondary``; its scores are kept."""
+    out = {}
+    others = [(a, d) for a, d in per_rank if a.rank not in {s.rank for s in late}]
+    for s in late:
+        a, d = next((a, d) for a, d in per_rank if a.rank == s.rank)
+        cause, fix = _late_rank_lane((a, d), others)
+        share = f" ({pct(s.lag_s / s.step_s)} of the step)" if s.step_s else ""
+        ev = [f"rank {s.rank} is the straggler: its collectives start {ms(s.lag_s)} after the other ranks'{share}, "
+              f"and they wait for it inside the collective", "cause of its lateness: " + cause, *d.evidence]
+        secondary = [d.signature, *[x for x in d.secondary if x != d.signature]]
+        out[s.rank] = Diagnosis("straggler", d.confidence, ev, fix, secondary, d.loss_fraction, dict(d.scores),
+                                [s.rank])
+    return out
+
+
 def _late_rank_lane(late: tuple[RankAnalysis, Diagnosis], others: list[tuple[RankAnalysis, Diagnosis]]
                     ) -> tuple[str, str]:
     """What the late rank's own lane shows, and the fix that follows."""

@@ -14,7 +14,9 @@ copy); ``data_starved_loader`` waits in ``DataLoader.__next__``; ``launch_bound`
 (a wall of small ops); ``launch_bound_compiled`` a ``torch.compile``d graph whose Python wrapper
 launches tiny Triton kernels through ``cuLaunchKernel``. ``straggler`` is a job (a folder of
 ranks): DDP over NCCL where one rank prepares its batch late every step and the others wait in the
-all-reduce; ``pipeline_gpipe`` is a job too: two GPipe stages, two micro-batches, NCCL send/recv. :data:`SCENARIO_SIGNATURE` maps each scenario to the diagnosis it must get.
+all-reduce; ``straggler_nccl`` (:mod:`.synth_nccl`) is the same over NCCL as it really waits: the
+others' all-reduce *kernels* spin until the late rank (``late_rank``) joins, and without a host sync
+their hosts run ahead of their GPUs; ``pipeline_gpipe`` is a job too: two GPipe stages, two micro-batches, NCCL send/recv. :data:`SCENARIO_SIGNATURE` maps each scenario to the diagnosis it must get.
 """
 from __future__ import annotations
 
@@ -25,15 +27,18 @@ from pathlib import Path
 
 import msgspec
 
+from .synth_nccl import prologue as nccl_prologue
+from .synth_nccl import step_straggler_nccl
+
 SCENARIO_SIGNATURE = {
     "healthy": "healthy", "launch_bound": "launch_bound", "launch_bound_compiled": "launch_bound",
     "comm_bound": "comm_bound", "data_starved": "data_starved", "data_starved_loader": "data_starved",
     "memory_bound": "memory_bound", "memory_bound_optimizer": "memory_bound",
     "pipeline_bubble": "pipeline_bubble", "pipeline_gpipe": "pipeline_bubble", "straggler": "straggler",
-    "inconclusive": "inconclusive",
+    "straggler_nccl": "straggler", "inconclusive": "inconclusive",
 }
 SCENARIOS = tuple(SCENARIO_SIGNATURE)
-MULTI_RANK_SCENARIOS = {"straggler": 4, "pipeline_gpipe": 2}
+MULTI_RANK_SCENARIOS = {"straggler": 4, "pipeline_gpipe": 2, "straggler_nccl": 2}
 """Scenarios written as a folder of rank files, with their world size."""
 STRAGGLER_RANK = 2
 STRAGGLER_DELAY_US = 4000.0
@@ -65,6 +70,12 @@ class _Writer:
     ext: int = 1
     cpu_t: float = 0.0
     gpu_free: dict[int, float] = field(default_factory=dict)
+    late_rank: int = 0
+    """straggler_nccl: the rank whose host sleeps before each step."""
+    steps: int = 1
+    step_index: int = 0
+    sync: str = "lagged"
+    """straggler_nccl: when each rank's host waits for its GPU (:mod:`.synth_nccl`)."""
 
     def jitter(self, us: float) -> float:
         return us if self.exact else us * (1.0 + 0.05 * (self.rng.random() - 0.5))
@@ -261,13 +272,17 @@ _STEPS = {"healthy": _step_healthy, "launch_bound": _step_launch_bound,
           "data_starved": _step_data_starved, "data_starved_loader": _step_data_starved_loader,
           "memory_bound": _step_memory_bound, "memory_bound_optimizer": _step_memory_bound_optimizer,
           "pipeline_bubble": _step_pipeline_bubble, "pipeline_gpipe": _step_pipeline_gpipe,
-          "straggler": _step_straggler,
+          "straggler": _step_straggler, "straggler_nccl": step_straggler_nccl,
           "inconclusive": _step_cpu_only}
 
 
+_PROLOGUES = {"straggler_nccl": nccl_prologue}
+"""What a scenario writes before its first step (device work launched before the window)."""
+
+
 def synth_trace(scenario: str, *, steps: int = 5, seed: int = 0, size: int = 1, rank: int = 0,
-                world_size: int = 1) -> dict:
-    """Build the trace as a JSON-ready dict."""
+                world_size: int = 1, late_rank: int = 0, sync: str = "lagged") -> dict:
+    """Build the trace as a JSON-ready dict (``late_rank``, ``sync``: ``straggler_nccl`` only)."""
     if scenario not in _STEPS:
         raise ValueError(f"unknown scenario {scenario!r}; choose one of {', '.join(SCENARIOS)}")
     if steps < 1 or size < 1:
@@ -275,8 +290,10 @@ def synth_trace(scenario: str, *, steps: int = 5, seed: int = 0, size: int = 1, 
     if scenario in MULTI_RANK_SCENARIOS:
         world_size = max(world_size, MULTI_RANK_SCENARIOS[scenario])
     w = _Writer(random.Random(seed), rank=rank, world_size=world_size,
-                exact=scenario in MULTI_RANK_SCENARIOS)
+                exact=scenario in MULTI_RANK_SCENARIOS, late_rank=late_rank, steps=steps, sync=sync)
     w.cpu_t = 10.0
+    if scenario in _PROLOGUES:
+        _PROLOGUES[scenario](w)
     for n in range(steps):
         step_start = w.cpu_t
         ext = w.ext
@@ -307,7 +324,7 @@ def synth_trace(scenario: str, *, steps: int = 5, seed: int = 0, size: int = 1, 
     }
 
 
-def write_synth_trace(scenario: str, path: Path | str, **kwargs: int) -> Path:
+def write_synth_trace(scenario: str, path: Path | str, **kwargs: int | str) -> Path:
     """Write a synthetic trace; gzip it when the name ends in ``.gz``.
 
     A multi-rank scenario (:data:`MULTI_RANK_SCENARIOS`) writes a folder at ``path`` (a ``.json`` /
