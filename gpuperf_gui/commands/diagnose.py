@@ -109,7 +109,7 @@ def format_report(result: TraceResult, top: int) -> str:
             lines.append(f"{name:<60} {row.calls:>7} {_ms(row.self_cpu_s):>11} {_ms(row.cpu_total_s):>12} "
                          f"{_ms(row.self_device_s):>11} {_ms(row.device_total_s):>12}")
     d = result.diagnosis
-    lines += ["", f"Diagnosis: {d.signature} (confidence {d.confidence:.2f})"]
+    lines += ["", f"Diagnosis: {d.headline} (confidence {d.confidence:.2f})"]
     if d.signature == "straggler":
         lines.append(f"Late rank{'s' if len(d.ranks) > 1 else ''}: {', '.join(map(str, d.ranks))}")
     lines += [f"  - {e}" for e in d.evidence]

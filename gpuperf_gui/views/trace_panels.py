@@ -38,6 +38,7 @@ SIGNATURE_COLOURS = {
     "launch_bound": "#c62828",
     "comm_bound": "#ad1457",
     "data_starved": "#e65100",
+    "host_sync_bound": "#8d6e63",
     "memory_bound": "#b8860b",
     "pipeline_bubble": "#6a1b9a",
     "straggler": "#d84315",

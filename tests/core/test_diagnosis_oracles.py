@@ -63,7 +63,9 @@ def assert_evidence_agrees(result: TraceResult) -> None:
     elif d.signature == "healthy":
         assert all(1 - r.analysis.gpu_busy_fraction <= ISSUE_HEALTHY_IDLE_MAX for r in result.ranks)
     elif d.signature == "memory_bound":
-        assert "elementwise" in text
+        assert "elementwise" in text or "skinny GEMMs" in text
+    elif d.signature == "host_sync_bound":
+        assert "blocking syncs" in text and ".item()" in d.fix
     for r in result.ranks:  # never healthy with a GPU idle more than ~15 % of the step
         if r.diagnosis.signature == "healthy":
             assert 1 - r.analysis.gpu_busy_fraction <= ISSUE_HEALTHY_IDLE_MAX

@@ -30,6 +30,7 @@ from .signatures import REGISTRY, data_starved, launch_bound
 from .signatures import SIGNATURES as REGISTRY_SIGNATURES
 from .signatures import thresholds as signature_thresholds
 from .signatures._base import Finding, ms, pct
+from .signatures._rules import CLOSE_CALL_POINTS, LOSS_MIN
 from .signatures.data_starved import data_tells
 from .signatures.memory_bound import short_kernel_name
 
@@ -59,9 +60,34 @@ class Diagnosis:
     scores: dict[str, float] = field(default_factory=dict)
     ranks: list[int] = field(default_factory=list)
     """For a job: the ranks the verdict names (the late ranks of a straggler, the ranks showing it)."""
+    close_call: list[str] = field(default_factory=list)
+    """The two causes, when their losses differ by less than ``close_call_points``: the headline names
+    both, and the confidence is at most 0.5 (:func:`close_call`)."""
+
+    @property
+    def headline(self) -> str:
+        """``comm_bound``, or ``comm_bound ~ launch_bound`` for a close call."""
+        return " ~ ".join(self.close_call) if self.close_call else self.signature
 
     def to_json(self) -> dict:
         return asdict(self)
+
+
+def close_call(d: Diagnosis, first: tuple[str, float], second: tuple[str, float] | None, unit: str) -> Diagnosis:
+    """Mark ``d`` a close call when ``second``'s loss is within ``close_call_points`` of ``first``'s
+    (fractions of the step; ``unit`` says what they are the mean of, for the evidence)."""
+    if second is None or first[1] - second[1] >= CLOSE_CALL_POINTS or second[1] < LOSS_MIN:
+        return d
+    d.close_call = [first[0], second[0]]
+    gap = max(first[1] - second[1], 0.0)
+    d.confidence = round(min(d.confidence, 0.25 + 0.25 * gap / CLOSE_CALL_POINTS), 2)
+    d.evidence.insert(0, f"close call: {first[0]} costs {100 * first[1]:.1f} % of the step{unit}, {second[0]} "
+                         f"{100 * second[1]:.1f} %: fix both (either alone leaves the other)")
+    d.fix = f"{d.fix} Close behind, {second[0]}: {FIXES[second[0]]}"
+    if second[0] in d.secondary:
+        d.secondary.remove(second[0])
+    d.secondary.insert(0, second[0])
+    return d
 
 
 def findings(a: RankAnalysis) -> list[Finding]:
@@ -79,9 +105,18 @@ _data_finding = data_starved.evidence
 _launch_finding = launch_bound.evidence
 
 
+UNLAUNCHED_NOTE_MIN = 0.05
+"""Kernel time without a launch record worth a line in the evidence (5 % of GPU time)."""
+
+
 def diagnose_rank(a: RankAnalysis) -> Diagnosis:
     """Pick the primary signature for one rank."""
     d = _diagnose_rank(a)
+    k = a.kernels
+    if k.unlaunched_share >= UNLAUNCHED_NOTE_MIN and a.has_device_work:
+        d.evidence.append(f"{k.unlaunched_kernels} kernels ({pct(k.unlaunched_share)} of GPU time) have no launch "
+                          "record in the window (launched before it, e.g. during warm-up): the op table's device "
+                          "totals and the launch statistics leave them out; busy time and idle gaps count them")
     if a.truncation and not (a.truncation_gpu_missing and not a.has_device_work):
         d.evidence.append("the trace is truncated: these figures cover only the part that was kept"
                           + ("; GPU events may be missing" if a.truncation_gpu_missing else ""))
@@ -115,7 +150,7 @@ def _diagnose_rank(a: RankAnalysis) -> Diagnosis:
     real = [f for f in found if f.loss_fraction >= t["loss_min"]]
     idle = 1.0 - a.gpu_busy_fraction
     c = a.idle_causes
-    untold = c.data >= t["starved_min"] and not any(f.signature == "data_starved" for f in found)
+    untold = c.data >= t["starved_min"] and not any(f.signature in ("data_starved", "host_sync_bound") for f in found)
     if untold and c.data > c.launch and (not real or c.data >= t["untold_stall_dominance"] * real[0].loss_fraction):
         f = _data_finding(a)  # a host stall with no data tell that dwarfs every other cause
         f.confidence = round(f.confidence / 2, 2)
@@ -142,8 +177,11 @@ def _diagnose_rank(a: RankAnalysis) -> Diagnosis:
     for f in found:
         if f.signature != primary.signature and f.signature not in secondary and f.loss_fraction >= t["loss_min"] / 2:
             secondary.append(f.signature)
-    return Diagnosis(primary.signature, round(primary.confidence, 2), list(primary.evidence),
-                     primary.fix or FIXES[primary.signature], secondary, primary.loss_fraction, scores)
+    d = Diagnosis(primary.signature, round(primary.confidence, 2), list(primary.evidence),
+                  primary.fix or FIXES[primary.signature], secondary, primary.loss_fraction, scores)
+    runner = next((f for f in real[1:] if f.signature != primary.signature), None)
+    return close_call(d, (primary.signature, primary.loss_fraction),
+                      (runner.signature, runner.loss_fraction) if runner else None, "")
 
 
 def _idle_evidence(a: RankAnalysis) -> list[str]:
@@ -284,8 +322,12 @@ def diagnose_job(per_rank: list[tuple[RankAnalysis, Diagnosis]],
         evidence.insert(0, f"{len(ranks)} of {len(per_rank)} ranks show {signature} "
                            f"(worst: rank {worst_a.rank})")
     secondary = sorted({s for _, d in per_rank for s in [d.signature, *d.secondary]} - {signature})
-    return Diagnosis(signature, worst.confidence, evidence, worst.fix, secondary,
-                     worst.loss_fraction, dict(worst.scores), ranks)
+    job = Diagnosis(signature, worst.confidence, evidence, worst.fix, secondary,
+                    worst.loss_fraction, dict(worst.scores), ranks)
+    ranked = sorted(totals.items(), key=lambda kv: -kv[1])
+    n = len(per_rank)
+    return close_call(job, (signature, totals[signature] / n),
+                      (ranked[1][0], ranked[1][1] / n) if len(ranked) > 1 else None, f" (mean over {n} ranks)")
 
 
 def _job_from_rank(per_rank: list[tuple[RankAnalysis, Diagnosis]], a: RankAnalysis, signature: str) -> Diagnosis:

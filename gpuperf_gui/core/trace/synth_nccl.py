@@ -102,7 +102,7 @@ def plan(world_size: int, late_rank: int, steps: int, sync: str, delay_us: float
 
 
 def _plan(w: _Writer) -> tuple:
-    return plan(w.world_size, w.late_rank, w.steps + 1, w.sync)[w.rank]  # step 0: before the window
+    return plan(w.world_size, w.late_rank, w.steps + 1, w.sync_mode)[w.rank]  # step 0: before the window
 
 
 def prologue(w: _Writer) -> None:
@@ -133,7 +133,7 @@ def step_straggler_nccl(w: _Writer, size: int) -> None:
         if x.stream == "comm":
             w.cpu("nccl:all_reduce", w.cpu_t, OP_US - 1.0, cat="user_annotation")
         w.launch(x.op, x.kernel, x.end_us - x.start_us, stream=stream, not_before=x.start_us, end_at=x.end_us)
-    if w.sync != "none":
+    if w.sync_mode != "none":
         dur = max(cpu_end - 1.0 - w.cpu_t, 1.0)
         w.cpu("aten::item", w.cpu_t, dur)
         w.cpu("cudaStreamSynchronize", w.cpu_t + 0.5, dur - 1.0, cat="cuda_runtime", correlation=w.corr)

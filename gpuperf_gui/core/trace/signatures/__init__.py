@@ -15,7 +15,7 @@ from importlib import import_module
 
 from ._base import Signature, Threshold
 
-_MODULES = ("healthy", "comm_bound", "data_starved", "launch_bound", "memory_bound", "pipeline_bubble",
+_MODULES = ("healthy", "comm_bound", "data_starved", "host_sync_bound", "launch_bound", "memory_bound", "pipeline_bubble",
             "straggler", "inconclusive")
 """The order rules are tried in (a tie in loss keeps it) and outcomes listed in."""
 
