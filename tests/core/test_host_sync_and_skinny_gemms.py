@@ -26,7 +26,7 @@ def test_item_after_each_micro_batch_is_host_sync_bound(tmp_path: Path) -> None:
     steps = sum(not s.warmup for s in result.ranks[0].analysis.steps)
     assert c.sync_stalls == 4 * steps and c.sync_issuers == [("aten::item", 4 * steps)]
     assert c.sync_idle_median_s == pytest.approx(1.5e-3, rel=0.05)
-    assert "4.0 per step" in d.evidence[0]
+    assert "4.0 blocking syncs per step, 4.0 followed by a stall" in d.evidence[0]
 
 
 @pytest.mark.parametrize(("path", "signature"), [

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from gpuperf_gui.core.trace.api import analyse_paths
-from gpuperf_gui.core.trace.synth import write_synth_trace
+from gpuperf_gui.core.trace.synth import _NCCL_NAMES, write_synth_trace
 from gpuperf_gui.core.trace.synth_nccl import plan
 
 NCCL = Path(__file__).resolve().parents[1] / "data" / "shared_traces" / "h200_nccl"
@@ -17,7 +17,7 @@ NCCL = Path(__file__).resolve().parents[1] / "data" / "shared_traces" / "h200_nc
 def _planned_lag_us(world: int, late: int, steps: int, sync: str) -> float:
     """The lag by construction: per recorded step, the late rank's start of the all-reduce the
     others spin longest in, minus the others' median start (the plan, not the rule's reading)."""
-    job = plan(world, late, steps + 1, sync)
+    job = plan(world, late, steps + 1, sync, _NCCL_NAMES)
     lags = []
     for s in range(1, steps + 1):
         comm = [[x for x in job[r][s][0] if x.stream == "comm"] for r in range(world)]

@@ -148,6 +148,8 @@ class IdleCauses:
     sync_recoverable: float = 0.0
     """Of ``stall_after_sync``, what reading the values later would give back (:mod:`.host_sync`)."""
     sync_stalls: int = 0
+    syncs: int = 0
+    """Blocking runtime syncs in the window (stream/device/event synchronize, synchronous cudaMemcpy)."""
     sync_idle_median_s: float = 0.0
     sync_issuers: list[tuple[str, int]] = field(default_factory=list)
     """(op, stalls it issued) of the stalls after a sync, most first."""
@@ -677,9 +679,9 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, window
     sg, se = ogs[piece_gap[gap_index]], oge[piece_gap[gap_index]]  # the gap each stretch lies in
     before = (np.searchsorted(h_start, se, side="right") - np.searchsorted(h_start, sg, side="left")) > 0
     out.stall_before_htod = float(r[before].sum()) * scale / span
-    sync = sync_stalls(rt, stall_s, r, before, scale, span)
+    sync = sync_stalls(rt, stall_s, r, before, scale, span, (t0, t1))
     out.stall_after_sync, out.sync_recoverable, out.sync_stalls = sync.fraction, sync.recoverable, sync.stalls
-    out.sync_idle_median_s, out.sync_issuers = sync.idle_median_s, sync.issuers
+    out.sync_idle_median_s, out.sync_issuers, out.syncs = sync.idle_median_s, sync.issuers, sync.syncs
     if op_s.size:
         order = np.argsort(stall_s)
         stretches = (stall_s[order], stall_e[order])

@@ -9,7 +9,7 @@ from ..roofline import RooflinePoint
 from .analysis import RankAnalysis
 from .model import RankTrace
 from .op_points import op_points
-from .signatures.host_sync_bound import THRESHOLDS
+from .signatures import host_sync_bound as host_sync
 
 
 @dataclass(frozen=True)
@@ -71,11 +71,8 @@ def _rank_parts(a: RankAnalysis) -> list[float]:
 
 
 def host_sync_share(a: RankAnalysis) -> float:
-    """The host-sync cause's share of the step: the idle after syncs that reading later gives back,
-    where most host stalls follow a sync (the host_sync_bound rule's own condition), else 0."""
-    c = a.idle_causes
-    share_min = THRESHOLDS["sync_stall_share_min"].value
-    return c.sync_recoverable if c.host_stall > 0 and c.stall_after_sync >= share_min * c.host_stall else 0.0
+    """The host-sync cause's share of the step (:func:`.signatures.host_sync_bound.share`)."""
+    return host_sync.share(a.idle_causes)
 
 
 def roofline_points(rt: RankTrace, *, min_seconds: float = 0.0) -> list[RooflinePoint]:

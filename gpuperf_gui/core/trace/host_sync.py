@@ -42,18 +42,25 @@ class HostSyncStalls:
     GPU still worked): what reading the value later would give back, the host's work then overlapping
     the GPU's. Host work longer than the GPU's between syncs stays exposed without them."""
     stalls: int = 0
+    syncs: int = 0
+    """Blocking runtime syncs (stream/device/event synchronize, synchronous cudaMemcpy) in the window."""
     idle_median_s: float = 0.0
     issuers: list[tuple[str, int]] = field(default_factory=list)
     """(op name, stalls it issued), most first: the outermost sync-holding op at each stall's start."""
 
 
+_RUNTIME_SYNC_RE = re.compile(r"^(cuda|hip)(Stream|Device|Event|Ctx)Synchroni[sz]e|^(cuda|hip)Memcpy(2D|3D)?$", re.I)
+
+
 def sync_stalls(rt: RankTrace, stall_s: np.ndarray, stall_len: np.ndarray, data_tell: np.ndarray,
-                scale: float, span: float) -> HostSyncStalls:
+                scale: float, span: float, window: tuple[float, float] = (-np.inf, np.inf)) -> HostSyncStalls:
     """Of the host-stall stretches starting at ``stall_s`` (idle ``stall_len`` µs each, ``scale``
     the analysis's cap to the gaps), those that begin as a blocking sync returns and carry no data
     tell (``data_tell``: the stall ends with an HtoD copy or lies in the DataLoader)."""
     out = HostSyncStalls()
     calls = _events(rt, pattern_mask(rt.strings, SYNC_CALL_RE))
+    runtime = _events(rt, pattern_mask(rt.strings, _RUNTIME_SYNC_RE))[0]
+    out.syncs = int(((runtime >= window[0]) & (runtime < window[1])).sum())
     if not calls[0].size or not stall_s.size:
         return out
     touching, waited = _touching(calls, stall_s)

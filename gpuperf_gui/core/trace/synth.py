@@ -25,12 +25,12 @@ from __future__ import annotations
 import gzip
 import random
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import msgspec
 
-from .synth_nccl import prologue as nccl_prologue
-from .synth_nccl import step_straggler_nccl
+from . import synth_nccl
 
 SCENARIO_SIGNATURE = {
     "healthy": "healthy", "launch_bound": "launch_bound", "launch_bound_compiled": "launch_bound",
@@ -328,17 +328,18 @@ def _step_cpu_only(w: _Writer, size: int) -> None:
         w.cpu_t += 55.0
 
 
+_NCCL_NAMES = synth_nccl.Names(GEMM, ALLREDUCE, ADAMW, COMPUTE_STREAM, COMM_STREAM, DEVICE)
 _STEPS = {"healthy": _step_healthy, "launch_bound": _step_launch_bound,
           "launch_bound_compiled": _step_launch_bound_compiled, "comm_bound": _step_comm_bound,
           "data_starved": _step_data_starved, "data_starved_loader": _step_data_starved_loader,
           "memory_bound": _step_memory_bound, "memory_bound_optimizer": _step_memory_bound_optimizer,
           "pipeline_bubble": _step_pipeline_bubble, "pipeline_gpipe": _step_pipeline_gpipe,
-          "straggler": _step_straggler, "straggler_nccl": step_straggler_nccl,
+          "straggler": _step_straggler, "straggler_nccl": partial(synth_nccl.step_straggler_nccl, names=_NCCL_NAMES),
           "host_sync_bound": _step_host_sync_bound, "memory_bound_decode_graph": _step_memory_bound_decode_graph,
           "inconclusive": _step_cpu_only}
 
 
-_PROLOGUES = {"straggler_nccl": nccl_prologue}
+_PROLOGUES = {"straggler_nccl": partial(synth_nccl.prologue, names=_NCCL_NAMES)}
 """What a scenario writes before its first step (device work launched before the window)."""
 
 

@@ -19,10 +19,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import Any
 
-if TYPE_CHECKING:
-    from .synth import _Writer
+
+@dataclass(frozen=True)
+class Names:
+    """What :mod:`.synth` calls its kernels and streams (given by it: this module imports it not)."""
+
+    gemm: str
+    allreduce: str
+    adamw: str
+    compute_stream: int
+    comm_stream: int
+    device: int
 
 DELAY_US = 20000.0
 FWD_US, BWD_US, OPT_US = 400.0, 800.0, 200.0
@@ -48,10 +57,10 @@ class Launch:
 
 
 @lru_cache(maxsize=16)
-def plan(world_size: int, late_rank: int, steps: int, sync: str, delay_us: float = DELAY_US
+def plan(world_size: int, late_rank: int, steps: int, sync: str, names: Names, delay_us: float = DELAY_US
          ) -> tuple[tuple[tuple[tuple[Launch, ...], float, float], ...], ...]:
     """Per rank, per step: (launches, the step's CPU start, its CPU end) for the whole job."""
-    from .synth import ADAMW, ALLREDUCE, GEMM
+    GEMM, ALLREDUCE, ADAMW = names.gemm, names.allreduce, names.adamw  # noqa: N806
 
     cpu = [10.0] * world_size
     compute_free = [0.0] * world_size
@@ -101,16 +110,16 @@ def plan(world_size: int, late_rank: int, steps: int, sync: str, delay_us: float
     return tuple(tuple(rank) for rank in out)
 
 
-def _plan(w: _Writer) -> tuple:
-    return plan(w.world_size, w.late_rank, w.steps + 1, w.sync_mode)[w.rank]  # step 0: before the window
+def _plan(w: Any, names: Names) -> tuple:
+    return plan(w.world_size, w.late_rank, w.steps + 1, w.sync_mode, names)[w.rank]  # step 0: before the window
 
 
-def prologue(w: _Writer) -> None:
+def prologue(w: Any, names: Names) -> None:
     """The window opens at the first recorded step's CPU start; the kernels of the step before that
-    still run then are in the trace, without their launch calls (launched before the window)."""
-    from .synth import COMM_STREAM, COMPUTE_STREAM, DEVICE
-
-    steps = _plan(w)
+    still run then are in the trace, without their launch calls (launched before the window).
+    ``w`` is :mod:`.synth`'s writer."""
+    COMM_STREAM, COMPUTE_STREAM, DEVICE = names.comm_stream, names.compute_stream, names.device  # noqa: N806
+    steps = _plan(w, names)
     opens = steps[1][1]
     w.cpu_t = opens
     for x in steps[0][0]:
@@ -122,11 +131,10 @@ def prologue(w: _Writer) -> None:
             w.corr += 1
 
 
-def step_straggler_nccl(w: _Writer, size: int) -> None:
+def step_straggler_nccl(w: Any, size: int, names: Names) -> None:
     """One rank's step ``w.step_index`` of the planned job (``size`` is not used: the plan is fixed)."""
-    from .synth import COMM_STREAM, COMPUTE_STREAM
-
-    launches, _, cpu_end = _plan(w)[w.step_index + 1]
+    COMM_STREAM, COMPUTE_STREAM = names.comm_stream, names.compute_stream  # noqa: N806
+    launches, _, cpu_end = _plan(w, names)[w.step_index + 1]
     for x in launches:
         w.cpu_t = max(w.cpu_t, x.cpu_us)
         stream = COMM_STREAM if x.stream == "comm" else COMPUTE_STREAM
