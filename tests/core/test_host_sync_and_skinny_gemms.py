@@ -82,3 +82,10 @@ def test_close_call_names_both_causes(shared_traces: Path) -> None:
     d = analyse_paths([shared_traces / "param" / "dlrm_kineto"], workers=1).diagnosis
     assert d.close_call == ["comm_bound", "launch_bound"] and d.headline == "comm_bound ~ launch_bound"
     assert d.confidence <= 0.5 and d.evidence[0].startswith("close call:") and d.secondary[0] == "launch_bound"
+
+
+def test_eager_decode_stays_launch_bound_and_names_its_skinny_gemms(shared_traces: Path) -> None:
+    """The eager H200 bf16 decode (batch 1): 88 % idle between launches; its GEMMs are 64x8/256x8 tiles."""
+    d = analyse_paths([shared_traces / "h200" / "decode_bf16.json.gz"], workers=1).diagnosis
+    assert d.signature == "launch_bound"
+    assert any("skinny GEMMs" in e and "memory-bound" in e for e in d.evidence)

@@ -40,6 +40,9 @@ def evidence(a: RankAnalysis) -> Finding:
     if c.data > c.launch:
         ev.insert(0, f"GPU compute idle {pct(c.host)} of the step waiting on the host: launching work "
                      f"{pct(c.launch)}, host work between launches that launches nothing {pct(c.data)}")
+    if a.kernels.skinny_gemm_share >= 0.5:   # memory_bound's skinny_gemm_min: a decode of a few tokens
+        ev.append(f"{pct(a.kernels.skinny_gemm_share)} of kernel time is skinny GEMMs (GEMV, a tile side <= 16: "
+                  "a decode of a few tokens): with the launches gone (CUDA graphs) the GPU will be memory-bound")
     fix = ""
     if launch.graph_launches:
         ev.append(f"the step already replays CUDA graphs ({launch.graph_launches} graph launches in the window)")
