@@ -334,6 +334,8 @@ def diagnosis_html(d: DiagnosisView) -> str:
     parts = []
     if d.signature:
         title, color = SIGNATURE_TEXT.get(d.signature, (d.signature, "#333"))
+        if d.close_call:   # a close call: the headline names both causes
+            title = " ~ ".join(SIGNATURE_TEXT.get(s, (s, ""))[0] for s in d.close_call)
         conf = f" <span class='muted'>confidence {d.confidence:.0%}</span>" if d.confidence is not None else ""
         parts.append(f"<h2 style='color:{color}'>{_esc(title)}</h2>"
                      f"<div class='muted'>signature <code>{_esc(d.signature)}</code>{conf}</div>")

@@ -22,3 +22,12 @@ def test_heatmap_metrics_and_gap_causes_come_from_the_registry() -> None:
             assert sig.heatmap_metric in HEATMAP_METRICS
         if sig.gap_cause:   # the MFU tab's bar draws the cause in its own colour
             assert sig.gap_cause in SLICE_COLOURS
+
+
+def test_a_close_call_headline_names_both_labels() -> None:
+    from gpuperf_gui.core.trace.session import DiagnosisView
+    from gpuperf_gui.views.trace_panels import diagnosis_html
+
+    d = DiagnosisView("comm_bound", 0.29, ["close call: ..."], "fix", [], [], [],
+                      close_call=["comm_bound", "launch_bound"])
+    assert f"{REGISTRY['comm_bound'].label} ~ {REGISTRY['launch_bound'].label}</h2>" in diagnosis_html(d)

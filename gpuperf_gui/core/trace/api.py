@@ -237,7 +237,7 @@ def multi_rank_summary(ranks: list[RankResult], spans: dict[int, tuple[np.ndarra
     matched = per_step_lags(by_step) if per_step and by_step else {}
     if matched:
         lags = {rk: (lag / 1e6, wait / 1e6, n) for rk, (lag, wait, n) in matched.items()}
-        counted = "steps (each step's collective the ranks wait in)"
+        counted = "steps, each at the collective the ranks wait in"
     else:
         spans = _collective_spans(ranks) if spans is None else spans  # given: cluster.py, from compact results
         counted = "steps' first collectives" if per_step else "collectives"
