@@ -6,7 +6,6 @@ import argparse
 
 from gpuperf_gui.commands._output import fail, print_json
 from gpuperf_gui.core.trace.api import TraceResult
-from gpuperf_gui.core.trace.cluster import ClusterError
 from gpuperf_gui.core.trace.budget import DEFAULT_MEMORY_BUDGET_BYTES, MemoryBudget, format_bytes
 from gpuperf_gui.core.units import parse_bytes
 from gpuperf_gui.core.trace.decode import DEFAULT_MAX_BYTES
@@ -45,11 +44,16 @@ def run(args: argparse.Namespace) -> int:
         budget = MemoryBudget(parse_bytes(args.memory_budget)) if args.memory_budget else None
     except ValueError as exc:
         return fail(f"--memory-budget: {exc}")
+    cluster_errors: tuple[type[Exception], ...] = ()
+    if args.dask_scheduler:   # only a Dask run raises it (the engine is not imported otherwise)
+        from gpuperf_gui.core.trace.cluster import ClusterError
+
+        cluster_errors = (ClusterError,)
     trace = Trace(args.paths, dask_scheduler=args.dask_scheduler, max_bytes=args.max_bytes, workers=args.workers,
                   memory_budget=budget, top=args.top)
     try:
         result = trace.result()
-    except ClusterError as exc:
+    except cluster_errors as exc:
         return fail(f"--dask-scheduler: {exc}")
     except TraceFormatError as exc:
         return fail(str(exc))
@@ -121,7 +125,7 @@ def format_report(result: TraceResult, top: int) -> str:
             lines.append(f"{name:<60} {row.calls:>7} {_ms(row.self_cpu_s):>11} {_ms(row.cpu_total_s):>12} "
                          f"{_ms(row.self_device_s):>11} {_ms(row.device_total_s):>12}")
     d = result.diagnosis
-    lines += ["", f"Diagnosis: {d.signature} (confidence {d.confidence:.2f})"]
+    lines += ["", f"Diagnosis: {d.headline} (confidence {d.confidence:.2f})"]
     if d.signature == "straggler":
         lines.append(f"Late rank{'s' if len(d.ranks) > 1 else ''}: {', '.join(map(str, d.ranks))}")
     lines += [f"  - {e}" for e in d.evidence]

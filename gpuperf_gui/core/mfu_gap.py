@@ -1,7 +1,7 @@
 """Where the rest of 100 % went: the MFU gap attributed to named causes, the pipeline bubble, Amdahl.
 
 The gap 1 − MFU is split into named causes (pipeline bubble, exposed communication, data stall,
-memory-bound kernels, launch gaps, recompute, GEMM inefficiency) and what is left unexplained
+host syncs, memory-bound kernels, launch gaps, recompute, GEMM inefficiency) and what is left unexplained
 (docs/reference/metrics.md §2.8). Fractions are 0..1. No Qt here (R1).
 """
 from __future__ import annotations
@@ -32,6 +32,7 @@ CAUSES: tuple[tuple[str, str], ...] = (
     ("pipeline_bubble", "Pipeline bubble"),
     ("exposed_comm", "Communication wait"),
     ("data_stall", "Data stall"),
+    ("host_sync", "Host syncs"),
     ("memory_bound", "Memory-bound kernels"),
     ("launch_gaps", "Launch gaps"),
     ("recompute", "Recompute (HFU − MFU)"),
@@ -64,6 +65,8 @@ class GapCauses:
     pipeline_bubble: float = 0.0
     exposed_comm: float = 0.0
     data_stall: float = 0.0
+    host_sync: float = 0.0
+    """The GPU idle after blocking syncs (``.item()``, ``.cpu()``) that reading later would give back."""
     memory_bound: float = 0.0
     launch_gaps: float = 0.0
     gemm_inefficiency: float = 0.0
@@ -113,7 +116,7 @@ def gap_breakdown(
 ) -> GapBreakdown:
     """Attribute the gap 1 − MFU to named causes; the rest is unexplained.
 
-    Idle causes (bubble, exposed comm, data stall, launch gaps) lose their whole time share;
+    Idle causes (bubble, exposed comm, data stall, host syncs, launch gaps) lose their whole time share;
     memory-bound time loses ``time × (1 − memory_efficiency)``; recompute loses HFU − MFU.
     """
     causes.validate()
@@ -121,6 +124,7 @@ def gap_breakdown(
         "pipeline_bubble": causes.pipeline_bubble,
         "exposed_comm": causes.exposed_comm,
         "data_stall": causes.data_stall,
+        "host_sync": causes.host_sync,
         "memory_bound": causes.memory_bound * (1.0 - memory_efficiency),
         "launch_gaps": causes.launch_gaps,
         "recompute": max(0.0, hfu - mfu),
@@ -141,7 +145,8 @@ def gap_breakdown(
     return GapBreakdown(mfu, slices, gap - named, 0.0, None)
 
 
-TIME_CAUSES: tuple[str, ...] = ("pipeline_bubble", "exposed_comm", "data_stall", "memory_bound", "launch_gaps")
+TIME_CAUSES: tuple[str, ...] = ("pipeline_bubble", "exposed_comm", "data_stall", "host_sync", "memory_bound",
+                                "launch_gaps")
 REST_OF_STEP = "rest_of_step"
 
 

@@ -13,6 +13,7 @@ SLICE_COLOURS = {
     "pipeline_bubble": "#8e6cc4",
     "exposed_comm": "#e07b39",
     "data_stall": "#d8b033",
+    "host_sync": "#9c6b30",
     "memory_bound": "#3a86c8",
     "launch_gaps": "#c8513a",
     "recompute": "#8fb8de",

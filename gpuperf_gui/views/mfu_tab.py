@@ -70,7 +70,7 @@ EXAMPLE_STYLE = ("QLabel { background: #eef5ee; color: #1b4d1b; border: 1px soli
                  "border-radius: 3px; padding: 4px; }")
 TIME_CAUSES = mfu_gap.TIME_CAUSES
 RECOMPUTE_FIELDS = ("recompute_dense", "recompute_attention")
-TRACE_FRACTIONS = ("exposed_comm", "data_stall", "launch_gaps", "pipeline_bubble", "memory_bound")
+TRACE_FRACTIONS = ("exposed_comm", "data_stall", "host_sync", "launch_gaps", "pipeline_bubble", "memory_bound")
 RUN_FIELDS = ("micro_batch", "seq_len", "grad_accum", "data_parallel", "tokens_per_step", "step_times")
 
 

@@ -7,7 +7,7 @@ Three pages, each drawn from core (R2), never from numbers typed here:
    :mod:`gpuperf_gui.core.roofline`.
 2. **Where MFU goes** — the MFU gap bar (:class:`~gpuperf_gui.views.gap_bar.GapBar`) filling cause
    by cause for a worked example (:data:`GAP_EXAMPLE`) through :func:`core.mfu_gap.gap_breakdown`.
-3. **Trace signatures** — five synthetic traces (:mod:`core.trace.synth`), written to a temporary
+3. **Trace signatures** — six synthetic traces (:mod:`core.trace.synth`), written to a temporary
    folder, read back by the trace loader and diagnosed by core in a background task; each drawn small
    as its CPU and GPU lanes with the compute stream's idle gaps in red.
 
@@ -44,6 +44,7 @@ from PySide6.QtWidgets import (
 from gpuperf_gui.core import roofline
 from gpuperf_gui.core.mfu_gap import CAUSE_LABELS, GapCauses, GapSlice, gap_breakdown, pipeline_bubble_fraction
 from gpuperf_gui.core.trace.model import KERNEL_CLASSES
+from gpuperf_gui.core.trace.signatures import REGISTRY
 from gpuperf_gui.core.units import format_duration_us, format_number, format_si
 from gpuperf_gui.views.context import AppContext
 from gpuperf_gui.views.gap_bar import HATCHED, SLICE_COLOURS
@@ -56,7 +57,7 @@ AXIS_PT = 16
 LINE_SCALE = 2.2      # roof lines and markers, thicker than in the tab
 AI_SLIDER_RANGE = (-1.0, 4.0)   # log10 FLOP/byte
 AI_SLIDER_STEPS_PER_DECADE = 20
-SIGNATURES_SHOWN = ("launch_bound", "comm_bound", "data_starved", "memory_bound", "pipeline_bubble")
+SIGNATURES_SHOWN = ("launch_bound", "comm_bound", "data_starved", "host_sync_bound", "memory_bound", "pipeline_bubble")
 WINDOW_SIZE = (1600, 1000)
 LANE_ROW_PX = 56     # one lane height in every signature panel
 ZOOM_KERNELS = 40    # a panel too dense to show its kernels one by one shows the first this many
@@ -452,16 +453,10 @@ def nice_step(rough: float) -> float:
 
 
 class SignaturesPage(QWidget):
-    """The five signatures side by side, each a small trace and the verdict core gave it."""
+    """The signatures side by side, each a small trace and the verdict core gave it."""
 
-    title = "Five trace signatures: read the lanes"
-    HINTS = {
-        "launch_bound": "tiny kernels, gaps between them: the CPU cannot launch fast enough",
-        "comm_bound": "compute waits while the communication stream runs",
-        "data_starved": "the GPU idles between steps while the CPU prepares data",
-        "memory_bound": "the GPU is busy, but with elementwise/norm kernels, not GEMMs",
-        "pipeline_bubble": "stages wait for each other: idle at the start and end of the step",
-    }
+    title = f"{len(SIGNATURES_SHOWN)} trace signatures: read the lanes"
+    HINTS = {name: REGISTRY[name].hint for name in SIGNATURES_SHOWN}
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -471,7 +466,7 @@ class SignaturesPage(QWidget):
         self.task.item_produced.connect(self._on_lanes_ready)
         self.task.run_failed.connect(self._on_failed)
         self.grid = QGridLayout()
-        self.status = _big(QLabel("Writing and reading five synthetic traces…"), FONT_PT - 4)
+        self.status = _big(QLabel(f"Writing and reading {len(SIGNATURES_SHOWN)} synthetic traces…"), FONT_PT - 4)
         legend = _big(QLabel(f"<span style='color:{_CPU_COLOUR}'>■</span> CPU op   "
                              f"<span style='color:{_CLASS_COLOURS['gemm']}'>■</span> GEMM   "
                              f"<span style='color:{_CLASS_COLOURS['elementwise']}'>■</span> elementwise   "

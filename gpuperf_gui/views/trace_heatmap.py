@@ -17,11 +17,11 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidg
 
 from gpuperf_gui.core.trace.glossary import STEP_EXPOSED_COMM
 from gpuperf_gui.core.trace.overview import HEATMAP_METRICS, Overview
+from gpuperf_gui.core.trace.signatures import REGISTRY
 from gpuperf_gui.views.trace_style import format_duration_us, format_percent
 
 MAX_ROW_LABELS = 64
-METRIC_OF_SIGNATURE = {"straggler": "exposed comm", "comm_bound": "exposed comm", "pipeline_bubble": "idle",
-                       "data_starved": "idle", "launch_bound": "idle"}
+METRIC_OF_SIGNATURE = {name: sig.heatmap_metric for name, sig in REGISTRY.items() if sig.heatmap_metric}
 """The heatmap's first metric for a job's diagnosis (the user's choice is kept otherwise)."""
 ROW_LABEL_PX = 14
 """Least height between two row labels (font height and a little air): more ranks than fit get

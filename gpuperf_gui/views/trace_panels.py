@@ -29,20 +29,25 @@ from PySide6.QtWidgets import (
 
 from gpuperf_gui.core.trace.glossary import COMM_KERNELS_EXPOSED, COMM_WAIT
 from gpuperf_gui.core.trace.overview import display_kernel_name
+from gpuperf_gui.core.trace.signatures import REGISTRY
 from gpuperf_gui.core.trace.session import DiagnosisView, EventDetails, OpTable
 from gpuperf_gui.core.units import format_si
 from gpuperf_gui.views.trace_style import format_duration_us, format_percent
 
-SIGNATURE_TEXT = {
-    "healthy": ("Healthy", "#2e7d32"),
-    "launch_bound": ("Launch-bound", "#c62828"),
-    "comm_bound": ("Communication-bound", "#ad1457"),
-    "data_starved": ("Data-starved", "#e65100"),
-    "memory_bound": ("Memory-bound", "#b8860b"),
-    "pipeline_bubble": ("Pipeline bubble", "#6a1b9a"),
-    "straggler": ("Straggler: a late rank", "#d84315"),
-    "inconclusive": ("Inconclusive", "#546e7a"),
+SIGNATURE_COLOURS = {
+    "healthy": "#2e7d32",
+    "launch_bound": "#c62828",
+    "comm_bound": "#ad1457",
+    "data_starved": "#e65100",
+    "host_sync_bound": "#8d6e63",
+    "memory_bound": "#b8860b",
+    "pipeline_bubble": "#6a1b9a",
+    "straggler": "#d84315",
+    "inconclusive": "#546e7a",
 }
+"""The verdict's colour per signature (the label comes from the registry; a test checks every
+signature has a colour)."""
+SIGNATURE_TEXT = {name: (sig.label, SIGNATURE_COLOURS.get(name, "#333")) for name, sig in REGISTRY.items()}
 
 _CSS = """
 <style>
@@ -330,6 +335,8 @@ def diagnosis_html(d: DiagnosisView) -> str:
     parts = []
     if d.signature:
         title, color = SIGNATURE_TEXT.get(d.signature, (d.signature, "#333"))
+        if d.close_call:   # a close call: the headline names both causes
+            title = " ~ ".join(SIGNATURE_TEXT.get(s, (s, ""))[0] for s in d.close_call)
         conf = f" <span class='muted'>confidence {d.confidence:.0%}</span>" if d.confidence is not None else ""
         parts.append(f"<h2 style='color:{color}'>{_esc(title)}</h2>"
                      f"<div class='muted'>signature <code>{_esc(d.signature)}</code>{conf}</div>")

@@ -28,7 +28,12 @@ def test_default_plan_on_cpu_is_gloo_with_two_ranks() -> None:
     assert plan.backend == "gloo" and plan.world_size == 2 and plan.sizes_bytes[0] < plan.sizes_bytes[-1]
 
 
-def test_gloo_collectives_with_two_processes() -> None:
+def test_gloo_collectives_with_two_processes(monkeypatch) -> None:
+    from gpuperf_gui.core.bench import points as point_module
+
+    # three 3-sample points on a shared CI machine can spread wide: the noise rule that keeps such points
+    # out of the ceilings has its own tests (test_bench_noise.py); here every op must reach its ceiling
+    monkeypatch.setattr(point_module, "UNRELIABLE_IQR_FRACTION", float("inf"))
     plan = CollectivePlan(backend="gloo", world_size=2, sizes_bytes=(4096, 1 << 20), iters=3, samples=3)
     items = list(iter_collective_measurements(plan, threading.Event()))
     points = [i for i in items if isinstance(i, MeasuredPoint)]

@@ -66,8 +66,9 @@ def test_cluster_json_equals_local(jobs: dict[str, Path], scheduler: str, capsys
 
 def test_rank_without_step_collectives_is_left_out_as_locally(scheduler: str, tmp_path: Path,
                                                                capsys: pytest.CaptureFixture) -> None:
-    """A rank whose collectives all run before its first step has none to compare (an empty list,
-    not None): both engines leave it out and still find the late rank among the others."""
+    """A rank whose collective kernels all run before its first step: matched by the steps that
+    launched them (not by where their kernels fall), both engines still compare it alike and find
+    the late rank among the others."""
     job = tmp_path / "job"
     job.mkdir()
     for rank in range(4):
@@ -80,7 +81,6 @@ def test_rank_without_step_collectives_is_left_out_as_locally(scheduler: str, tm
     local = _json(capsys, ["diagnose", str(job), "--json", "--workers", "1"])
     remote = _json(capsys, ["diagnose", str(job), "--json", "--dask-scheduler", scheduler])
     assert remote == local
-    assert "3" not in local["multi_rank"]["collective_start_lag_s"]
     assert local["multi_rank"]["stragglers"] == [synth.STRAGGLER_RANK]
 
 

@@ -63,7 +63,9 @@ def assert_evidence_agrees(result: TraceResult) -> None:
     elif d.signature == "healthy":
         assert all(1 - r.analysis.gpu_busy_fraction <= ISSUE_HEALTHY_IDLE_MAX for r in result.ranks)
     elif d.signature == "memory_bound":
-        assert "elementwise" in text
+        assert "elementwise" in text or "skinny GEMMs" in text
+    elif d.signature == "host_sync_bound":
+        assert "blocking syncs" in text and ".item()" in d.fix
     for r in result.ranks:  # never healthy with a GPU idle more than ~15 % of the step
         if r.diagnosis.signature == "healthy":
             assert 1 - r.analysis.gpu_busy_fraction <= ISSUE_HEALTHY_IDLE_MAX
@@ -296,7 +298,7 @@ def test_a_late_rank_that_only_sleeps_is_named_host_bound_not_data_starved(tmp_p
 
 def _all_trace_files(shared: Path) -> list[Path]:
     files = [p for p in shared.rglob("*") if p.is_file() and p.name.endswith((".json", ".json.gz"))
-             and not p.name.endswith(".meta.json") and p.name != "ceilings.json"]
+             and not p.name.endswith(".meta.json") and p.name not in ("ceilings.json", "meta.json")]
     return sorted(files) + [_trace_path(m) for m in METAS if _trace_path(m).is_file()]
 
 

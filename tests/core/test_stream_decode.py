@@ -24,7 +24,7 @@ from gpuperf_gui.core.trace.model import RankTrace, TraceFormatError
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TRACE_FILES = sorted(p for p in DATA.rglob("*") if p.is_file() and p.name.endswith((".json", ".gz", ".tmp"))
-                     and not p.name.endswith(".meta.json") and p.name != "ceilings.json")
+                     and not p.name.endswith(".meta.json") and p.name not in ("ceilings.json", "meta.json"))
 SHARED = [p for p in TRACE_FILES if "shared_traces" in p.parts]
 
 

@@ -154,6 +154,12 @@ KNOWN_DIFFERENCES = {
     # the trace) under the main thread; one falls inside an aten::layer_norm, which then has two
     # children and keeps its nested aten::layer_norm as a second call (53 calls, self CPU -10.0 µs).
     ("loader_fed", "aten::layer_norm"),
+    # The CUDA-graph decode: torch's table does not credit graph-replayed kernels to the ops around
+    # their cudaGraphLaunch (ProfilerStep* device total 55.7 µs, only the .item() copies), where ours
+    # credits the replay's kernels to the step that launched them (82.7 ms); and torch nests two
+    # runtime calls under "Activity Buffer Request" that the trace places beside it. Calls agree.
+    ("decode_cudagraph", "ProfilerStep*"),
+    ("decode_cudagraph", "Activity Buffer Request"),
 }
 
 

@@ -339,10 +339,15 @@ def test_stop_with_the_real_helper_process_keeps_and_saves_partial_ceilings(qtbo
     assert tab.status_label.text() == f"Stopped after {done} of {total} points"
     assert tab.progress_bar.value() == done
     assert len(ceilings) == 1 and not tab.current_ceilings.complete
-    best = max(p.flops_per_s for p in tab.current_points)
-    assert ceilings[0].matmul_flops_per_s["fp32"] == pytest.approx(best)
+    # the best reliable point becomes the ceiling (a point whose calls spread wide on a busy machine
+    # never does: core/bench/noise.py); with none reliable there is no fp32 ceiling to save
+    reliable = [p.flops_per_s for p in tab.current_points if p.reliable]
+    if not reliable:
+        assert "fp32" not in ceilings[0].matmul_flops_per_s
+        return
+    assert ceilings[0].matmul_flops_per_s["fp32"] == pytest.approx(max(reliable))
     saved = load_ceilings("cpu", tmp_path / "bench")
-    assert saved is not None and saved.matmul_flops_per_s["fp32"] == pytest.approx(best)
+    assert saved is not None and saved.matmul_flops_per_s["fp32"] == pytest.approx(max(reliable))
 
 
 def test_unreadable_runs_and_failed_exports_go_to_the_status_line(qtbot, make_tab, monkeypatch,

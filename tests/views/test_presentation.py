@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 
 from gpuperf_gui.core.hardware import load_database
 from gpuperf_gui.views.context import AppContext
-from gpuperf_gui.views.presentation import AI_SLIDER_STEPS_PER_DECADE, PresentationWindow
+from gpuperf_gui.views.presentation import AI_SLIDER_STEPS_PER_DECADE, SIGNATURES_SHOWN, PresentationWindow
 
 
 @pytest.fixture
@@ -56,9 +56,9 @@ def test_the_gap_bar_fills_cause_by_cause(window, qtbot):
     assert window.pages.currentWidget() is window.signatures_page
 
 
-def test_five_signatures_are_loaded_and_diagnosed_as_themselves(window, qtbot):
+def test_every_shown_signature_is_loaded_and_diagnosed_as_itself(window, qtbot):
     window.show_page(2)
-    qtbot.waitUntil(lambda: len(window.signatures_page.panels) == 5 and not window.is_busy(), timeout=60_000)
+    qtbot.waitUntil(lambda: len(window.signatures_page.panels) == len(SIGNATURES_SHOWN) and not window.is_busy(), timeout=60_000)
     for scenario, lanes in window.signatures_page.panels.items():
         assert lanes.signature == scenario
         assert any(label == "GPU compute" for label, *_ in lanes.lanes)
@@ -82,7 +82,7 @@ def test_closing_while_the_signatures_load_stops_and_cleans_up(window, qtbot):
     assert not window.is_busy() and not folder.exists()
     window.show()
     window.show_page(2)                               # shown again: it loads what it lacks
-    qtbot.waitUntil(lambda: len(window.signatures_page.panels) == 5 and not window.is_busy(), timeout=60_000)
+    qtbot.waitUntil(lambda: len(window.signatures_page.panels) == len(SIGNATURES_SHOWN) and not window.is_busy(), timeout=60_000)
 
 
 @pytest.mark.parametrize("key", [Qt.Key.Key_PageDown, Qt.Key.Key_Right, Qt.Key.Key_Space])

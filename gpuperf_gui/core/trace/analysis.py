@@ -37,6 +37,8 @@ import numpy as np
 
 from . import intervals as iv
 from .build import LAUNCH_CATEGORIES
+from .host_sync import sync_stalls
+from .kernel_evidence import KernelEvidence, kernel_evidence
 from .model import KERNEL_CLASSES, RankTrace
 from .name_masks import member_mask, pattern_mask, predicate_mask
 
@@ -141,6 +143,16 @@ class IdleCauses:
     unattributed: float = 0.0
     """Host-side idle of a trace without launch calls (no CPU runtime events): cause unknown."""
     cpu_ops_in_stall: list[tuple[str, float]] = field(default_factory=list)
+    stall_after_sync: float = 0.0
+    """The part of ``host_stall`` that follows a blocking sync and has no data tell (:mod:`.host_sync`)."""
+    sync_recoverable: float = 0.0
+    """Of ``stall_after_sync``, what reading the values later would give back (:mod:`.host_sync`)."""
+    sync_stalls: int = 0
+    syncs: int = 0
+    """Blocking runtime syncs in the window (stream/device/event synchronize, synchronous cudaMemcpy)."""
+    sync_idle_median_s: float = 0.0
+    sync_issuers: list[tuple[str, int]] = field(default_factory=list)
+    """(op, stalls it issued) of the stalls after a sync, most first."""
 
     @property
     def host(self) -> float:
@@ -222,6 +234,8 @@ class RankAnalysis:
     profiler_overhead: dict | None = None
     """The profiler's cost where the trace carries unprofiled step timings (``gpuperf profile``):
     :meth:`.profiler_overhead.ProfilerOverhead.to_json`, with its spread; None otherwise."""
+    kernel_evidence: KernelEvidence = field(default_factory=KernelEvidence)
+    """Skinny GEMMs by name, graph-replayed and unlaunched kernel time (:mod:`.kernel_evidence`)."""
 
     @property
     def window_s(self) -> float:
@@ -253,6 +267,7 @@ class RankAnalysis:
             "p2p_adjacent_idle_fraction": self.p2p_adjacent_idle_fraction,
             "idle_causes": _causes_json(self.idle_causes),
             "optimizer_kernel_share": self.optimizer_kernel_share,
+            "kernel_evidence": self.kernel_evidence.to_json(),
             "hta": {"temporal_idle_fraction": self.hta_temporal_idle_fraction,
                     "comm_comp_overlap_fraction": self.hta_comm_overlap_fraction,
                     "idle_by_stream_s": {str(k): dict(v) for k, v in self.hta_idle_by_stream_s.items()}},
@@ -268,6 +283,7 @@ class RankAnalysis:
 def _causes_json(c: IdleCauses) -> dict:
     out = asdict(c)
     out["cpu_ops_in_stall"] = [{"name": n, "seconds": sec} for n, sec in c.cpu_ops_in_stall]
+    out["sync_issuers"] = [{"name": n, "stalls": k} for n, k in c.sync_issuers]
     return out
 
 
@@ -396,6 +412,9 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
     steady = [s for s in steps if not s.warmup]
     durations = np.array([s.duration_s for s in steady])
     hta_idle, hta_overlap = _hta_figures(rt, dev, is_comm, is_compute)
+    kernels = kernel_evidence(rt, dev, in_window, t0, t1)
+    launch = _launch_stats(rt, dev, in_window, t0, t1)
+    launch.graph_launches = max(launch.graph_launches, kernels.graph_launches)  # a replay begun before the window
     return RankAnalysis(
         rank=rt.rank, file=rt.file, device=rt.device_name, window_us=(t0, t1), steps=steps,
         step_time_median_s=_median(durations) if durations.size else None,
@@ -405,7 +424,7 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
         comm_overlap_fraction=(overlap_us / comm_us) if comm_us > 0 else None,
         idle_breakdown=idle_frac, idle_breakdown_s={k: v / 1e6 for k, v in idle_s.items()},
         kernel_time_share=share, kernel_time_s=share_s,
-        launch=_launch_stats(rt, dev, in_window, t0, t1),
+        launch=launch,
         dataloader_fraction=dataloader_fraction,
         host_starved_fraction=causes.data,
         p2p_adjacent_idle_fraction=causes.pipeline, p2p_kernels=p2p_count,
@@ -423,6 +442,7 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
         hta_idle_by_stream_s={k: {c: v / 1e6 for c, v in d.items()} for k, d in hta_idle_streams.items()},
         optimizer_kernel_share=_share_matching(rt, dev, in_window, t0, t1, _OPTIMIZER_KERNEL_RE),
         profiler_overhead=_overhead_json(rt),
+        kernel_evidence=kernels,
     )
 
 
@@ -673,6 +693,9 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, window
     sg, se = ogs[piece_gap[gap_index]], oge[piece_gap[gap_index]]  # the gap each stretch lies in
     before = (np.searchsorted(h_start, se, side="right") - np.searchsorted(h_start, sg, side="left")) > 0
     out.stall_before_htod = float(r[before].sum()) * scale / span
+    sync = sync_stalls(rt, stall_s, r, before, scale, span, (t0, t1))
+    out.stall_after_sync, out.sync_recoverable, out.sync_stalls = sync.fraction, sync.recoverable, sync.stalls
+    out.sync_idle_median_s, out.sync_issuers, out.syncs = sync.idle_median_s, sync.issuers, sync.syncs
     if op_s.size:
         order = np.argsort(stall_s)
         stretches = (stall_s[order], stall_e[order])

@@ -19,16 +19,17 @@ import numpy as np
 from gpuperf_gui.core.units import json_safe
 
 from .kernel_roof import attach_kernels
-from .analysis import RankAnalysis, analyse_rank
+from .analysis import RankAnalysis, analyse_rank, device_events
 from .decode import DEFAULT_MAX_BYTES
 from .analysis import CPU_COLLECTIVE_RE
-from .diagnose import THRESHOLDS, Diagnosis, StragglerEvidence, diagnose_job, diagnose_rank
+from .diagnose import THRESHOLDS, Diagnosis, StragglerEvidence, diagnose_job, diagnose_rank, late_rank_diagnoses
 from .budget import MemoryBudget
 from .load import FileFailure, dedupe_ranks, discover_files, failure_notes, iter_per_file, load_rank, plan_workers
 from .model import RankTrace, TraceModel
 from .name_masks import pattern_mask, predicate_mask
 from .op_points import OpPoint, op_points, op_table_and_points
 from .optable import OpRow
+from .stragglers import RankCollectives, launch_steps, per_step_lags
 
 
 @dataclass(frozen=True)
@@ -175,6 +176,9 @@ def assemble_job(loaded: list[_Loaded]) -> TraceResult:
         ranks.append(RankResult(rt, a, diagnose_rank(a), ops, points))
     summary = multi_rank_summary(ranks)
     diagnosis = diagnose_job([(r.analysis, r.diagnosis) for r in ranks], summary.evidence)
+    late = late_rank_diagnoses([(r.analysis, r.diagnosis) for r in ranks], summary.evidence)
+    for r in ranks:
+        r.diagnosis = late.get(r.analysis.rank, r.diagnosis)
     return TraceResult(model, ranks, diagnosis, summary)
 
 
@@ -191,50 +195,70 @@ def analyse_paths(paths: Sequence[Path | str], *, max_bytes: int | None = DEFAUL
     return result
 
 
-def multi_rank_summary(ranks: list[RankResult], spans: dict[int, tuple[np.ndarray, np.ndarray]] | None = None
-                       ) -> MultiRankSummary:
+def multi_rank_summary(ranks: list[RankResult], spans: dict[int, tuple[np.ndarray, np.ndarray]] | None = None,
+                       by_step: dict[int, RankCollectives] | None = None) -> MultiRankSummary:
     """Step-time skew across ranks and straggler ranks.
 
-    Straggler rule (after HTA ``get_potential_stragglers``): the k-th collective of every rank is the
+    Straggler rule (after HTA ``get_potential_stragglers``): the n-th collective of every rank is the
     same collective (GPU communication kernels; CPU-side collectives where a rank has none, as with
-    gloo). Where the ranks' steps are known, only the first collective of each step counts: a late
-    rank makes the others wait in the step's first collective (DDP's first bucket), the later ones
-    queue behind it on every rank and start together. A rank's lag is the median over collectives of its start minus the median start of the
-    other ranks. A rank is a straggler when its lag exceeds ``straggler_lag_min_step`` of the median
-    step and ``straggler_lag_min_s``, *and* the other ranks' collectives last longer than its own by
-    at least ``straggler_wait_explained_min`` of the lag: they wait inside the collective for it, so
-    the lag explains their exposed communication. Ranks that exchange point-to-point send/recv
-    (pipeline stages, offset by design) are never stragglers.
+    gloo). Where the ranks' steps are known, collectives are matched step by step, each in the step
+    that launched it, and in each step the one whose duration differs most across ranks counts
+    (:mod:`.stragglers`): the one the others waited in. Without steps, every collective counts. A
+    rank's lag is the median of its start minus the median start of the other ranks. A rank is a
+    straggler when its lag exceeds ``straggler_lag_min_step`` of the median step and
+    ``straggler_lag_min_s``, *and* the other ranks' collectives last longer than its own by at least
+    ``straggler_wait_explained_min`` of the lag: they wait inside the collective for it (over NCCL
+    their kernels spin), so the lag explains their exposed communication. Ranks that exchange
+    point-to-point send/recv (pipeline stages, offset by design) are never stragglers.
+    ``spans`` and ``by_step`` are given by the Dask path (compact results), else found here.
     """
     if len(ranks) < 2:
         return MultiRankSummary(None, [])
     medians = [r.analysis.step_time_median_s for r in ranks if r.analysis.step_time_median_s]
     skew = float(max(medians) - min(medians)) if len(medians) >= 2 else None
     pipeline = any(r.analysis.p2p_kernels or r.analysis.p2p_cpu_ops for r in ranks)
-    spans = _collective_spans(ranks) if spans is None else spans  # given: cluster.py, from compact results
-    per_step = all(len(r.analysis.steps) >= 2 for r in ranks)  # rank_collectives kept one per step
-    counted = "steps' first collectives" if per_step else "collectives"
-    if len(spans) < 2:
-        return MultiRankSummary(skew, [], pipeline=pipeline)
-    k = min(len(v[0]) for v in spans.values())
-    if k == 0:
-        return MultiRankSummary(skew, [], pipeline=pipeline)
-    order = list(spans)
-    start = np.stack([spans[rk][0][:k] for rk in order])
-    dur = np.stack([spans[rk][1][:k] - spans[rk][0][:k] for rk in order])
-    lag_by_rank, evidence = {}, []
     step = float(np.median(medians)) if medians else 0.0
     t = THRESHOLDS
     threshold_s = max(t["straggler_lag_min_step"] * step, t["straggler_lag_min_s"])
+    per_step = all(len(r.analysis.steps) >= 2 for r in ranks)
+    if per_step and by_step is None and spans is None:
+        by_step = {r.trace.rank: c for r in ranks if (c := rank_collectives_by_step(r.trace)) is not None}
+    matched = per_step_lags(by_step) if per_step and by_step else {}
+    if matched:
+        lags = {rk: (lag / 1e6, wait / 1e6, n) for rk, (lag, wait, n) in matched.items()}
+        counted = "steps, each at the collective the ranks wait in"
+    else:
+        spans = _collective_spans(ranks) if spans is None else spans  # given: cluster.py, from compact results
+        counted = "steps' first collectives" if per_step else "collectives"
+        lags = _lags_in_order(spans)
+    if not lags:
+        return MultiRankSummary(skew, [], pipeline=pipeline)
+    lag_by_rank, evidence = {}, []
+    for rank, (lag_s, wait_s, n) in lags.items():
+        lag_by_rank[rank] = lag_s
+        if not pipeline and lag_s > threshold_s and wait_s >= t["straggler_wait_explained_min"] * lag_s:
+            evidence.append(StragglerEvidence(rank, lag_s, wait_s, n, step, counted))
+    evidence.sort(key=lambda e: -e.lag_s)
+    return MultiRankSummary(skew, [e.rank for e in evidence], lag_by_rank, evidence, pipeline)
+
+
+def _lags_in_order(spans: dict[int, tuple[np.ndarray, np.ndarray]]) -> dict[int, tuple[float, float, int]]:
+    """Per rank (lag_s, wait_s, collectives compared): the k-th collective of every rank matched."""
+    if len(spans) < 2:
+        return {}
+    k = min(len(v[0]) for v in spans.values())
+    if k == 0:
+        return {}
+    order = list(spans)
+    start = np.stack([spans[rk][0][:k] for rk in order])
+    dur = np.stack([spans[rk][1][:k] - spans[rk][0][:k] for rk in order])
+    out = {}
     for i, rank in enumerate(order):
         others = np.delete(np.arange(len(order)), i)
         lag_s = float(np.median(start[i] - np.median(start[others], axis=0))) / 1e6
-        lag_by_rank[rank] = lag_s
         wait_s = float(np.median(np.median(dur[others], axis=0) - dur[i])) / 1e6
-        if not pipeline and lag_s > threshold_s and wait_s >= t["straggler_wait_explained_min"] * lag_s:
-            evidence.append(StragglerEvidence(rank, lag_s, wait_s, k, step, counted))
-    evidence.sort(key=lambda e: -e.lag_s)
-    return MultiRankSummary(skew, [e.rank for e in evidence], lag_by_rank, evidence, pipeline)
+        out[rank] = (lag_s, wait_s, k)
+    return out
 
 
 def _collective_spans(ranks: list[RankResult]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
@@ -248,13 +272,43 @@ def _collective_spans(ranks: list[RankResult]) -> dict[int, tuple[np.ndarray, np
 
 
 def rank_collectives(rt: RankTrace) -> tuple[np.ndarray | None, np.ndarray | None, bool]:
-    """The collectives the straggler rule compares, in start order: (start_us, duration_us, whether
-    they are GPU kernels). GPU communication kernels, else CPU-side collective ops (gloo). With two
-    or more ProfilerSteps, only each step's first collective: a late rank makes the others wait in
-    the step's first collective (DDP's first bucket); the later ones queue behind it on every rank
-    and start together, so their lags say nothing. Runs rank-side in the Dask path too."""
+    """The collectives the straggler rule compares without steps, in start order: (start_us,
+    duration_us, whether they are GPU kernels). GPU communication kernels, else CPU-side collective
+    ops (gloo). With two or more ProfilerSteps, only each step's first collective (the rule itself
+    then matches them step by step: :func:`rank_collectives_by_step`). Runs rank-side in the Dask
+    path too."""
+    found = _all_collectives(rt)
+    if found is None:
+        return None, None, False
+    starts, durations, _, on_gpu = found
+    if len(rt.steps) >= 2:
+        bounds = np.array([st.cpu_start_us for st in rt.steps] + [np.inf])
+        first = np.searchsorted(starts, bounds[:-1], side="left")
+        ok = (first < starts.size) & (starts[np.minimum(first, max(starts.size - 1, 0))] < bounds[1:])
+        starts, durations = starts[first[ok]], durations[first[ok]]
+    return starts, durations, on_gpu
+
+
+def rank_collectives_by_step(rt: RankTrace) -> RankCollectives | None:
+    """Every collective with the step that launched it (:mod:`.stragglers`); None without any."""
+    found = _all_collectives(rt)
+    if found is None:
+        return None
+    starts, durations, launch, on_gpu = found
+    step = launch_steps(rt, launch)
+    order = np.lexsort((starts, step))
+    return RankCollectives(starts[order], durations[order], step[order], on_gpu)
+
+
+def _all_collectives(rt: RankTrace) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool] | None:
+    """(start_us, duration_us, launch_us, on GPU) of every collective, in start order: GPU
+    communication kernels (launch: their launch call, NaN without one), else CPU-side collective
+    ops (launch: their start)."""
     comm = [lane for lane in rt.gpu_lanes if lane.kind == "gpu_comm"]
     if comm:
+        dev = device_events(rt)
+        ids = np.array([lane.lane_id for lane in comm])
+        launch = dev.launch_start_us[np.isin(dev.lane, ids)]  # device_events keeps the lanes' order
         starts = np.concatenate([lane.start_us for lane in comm])
         durations = np.concatenate([lane.duration_us for lane in comm])
     else:
@@ -266,14 +320,11 @@ def rank_collectives(rt: RankTrace) -> tuple[np.ndarray | None, np.ndarray | Non
         picked = [(lane.start_us[matches[lane.name_id]], lane.duration_us[matches[lane.name_id]])
                   for lane in rt.cpu_lanes if matches[lane.name_id].any()]
         if not picked:
-            return None, None, False
+            return None
         starts = np.concatenate([p[0] for p in picked])
         durations = np.concatenate([p[1] for p in picked])
+        launch = starts
+    if not starts.size and not comm:
+        return None
     order = np.argsort(starts, kind="stable")
-    starts, durations = starts[order], durations[order]
-    if len(rt.steps) >= 2:
-        bounds = np.array([st.cpu_start_us for st in rt.steps] + [np.inf])
-        first = np.searchsorted(starts, bounds[:-1], side="left")
-        ok = (first < starts.size) & (starts[np.minimum(first, max(starts.size - 1, 0))] < bounds[1:])
-        starts, durations = starts[first[ok]], durations[first[ok]]
-    return starts, durations, bool(comm)
+    return starts[order], durations[order], launch[order], bool(comm)

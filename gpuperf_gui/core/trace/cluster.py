@@ -40,10 +40,12 @@ import numpy as np
 
 from . import intervals as iv
 from .analysis import RankAnalysis, analyse_rank
-from .api import MultiRankSummary, Progress, job_json, multi_rank_summary, rank_collectives, rank_json
+from .api import (MultiRankSummary, Progress, job_json, multi_rank_summary, rank_collectives,
+                  rank_collectives_by_step, rank_json)
 from .budget import MemoryBudget
 from .decode import DEFAULT_MAX_BYTES
-from .diagnose import Diagnosis, diagnose_job, diagnose_rank
+from .diagnose import Diagnosis, diagnose_job, diagnose_rank, late_rank_diagnoses
+from .stragglers import RankCollectives
 from .load import (FileFailure, _failure, dedupe_ranks, discover_files, failure_notes, iter_per_file, load_rank,
                    plan_workers)
 from .model import RankTrace
@@ -110,6 +112,8 @@ class RankSummary:
     collective_duration_us: np.ndarray | None
     has_comm_lanes: bool
     overview: RankOverview | None = None
+    collectives: RankCollectives | None = None
+    """Every collective with the step that launched it (:func:`.api.rank_collectives_by_step`)."""
     lanes: list[LaneSummary] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     truncation: str | None = None
@@ -142,7 +146,8 @@ def _summary(rt: RankTrace, order_index: int, top: int, with_overview: bool, lan
         origin_us=rt.origin_us, span_us=rt.span_us, device_name=rt.device_name, n_events=rt.n_events,
         analysis=analysis, ops=ops[:top], roofline_points=[p.to_json() for p in points],
         collective_start_us=starts, collective_duration_us=durations, has_comm_lanes=has_comm,
-        overview=ov, lanes=lane_summaries(rt, lane_bins), warnings=list(rt.warnings),
+        overview=ov, collectives=rank_collectives_by_step(rt) if len(rt.steps) >= 2 else None,
+        lanes=lane_summaries(rt, lane_bins), warnings=list(rt.warnings),
         truncation=rt.truncation.describe() if rt.truncation else None)
 
 
@@ -233,7 +238,7 @@ def assemble(summaries: Sequence[RankSummary], notes: list[str] | None = None) -
     summaries = dedupe_ranks(sorted(summaries, key=lambda s: s.order_index))
     ordered = sorted(summaries, key=lambda s: s.rank)  # TraceModel.aligned
     origin = min((s.origin_us for s in ordered), default=0.0)
-    ranks, spans = [], {}
+    ranks, spans, by_step = [], {}, {}
     for s in ordered:
         s.analysis.rank = s.rank
         shift = s.origin_us - origin
@@ -241,8 +246,15 @@ def assemble(summaries: Sequence[RankSummary], notes: list[str] | None = None) -
         if s.collective_start_us is not None and s.collective_start_us.size:  # as api._collective_spans
             start = s.collective_start_us + shift if shift != 0 else s.collective_start_us
             spans[s.rank] = (start, start + s.collective_duration_us)  # in start order already
-    summary = multi_rank_summary(ranks, spans=spans)  # type: ignore[arg-type] (reads .analysis only)
+        if s.collectives is not None:
+            c = s.collectives
+            by_step[s.rank] = RankCollectives(c.start_us + shift if shift != 0 else c.start_us, c.duration_us,
+                                              c.step, c.on_gpu)
+    summary = multi_rank_summary(ranks, spans=spans, by_step=by_step or None)  # type: ignore[arg-type]
     diagnosis = diagnose_job([(r.analysis, r.diagnosis) for r in ranks], summary.evidence)
+    late = late_rank_diagnoses([(r.analysis, r.diagnosis) for r in ranks], summary.evidence)
+    for r in ranks:
+        r.diagnosis = late.get(r.analysis.rank, r.diagnosis)
     return ClusterResult(ranks, diagnosis, summary, list(notes or []), origin)
 
 

@@ -10,6 +10,7 @@ from .analysis import RankAnalysis
 from .kernel_roof import TraceKernels
 from .model import RankTrace
 from .op_points import op_points
+from .signatures import host_sync_bound as host_sync
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,8 @@ class TraceMfuFigures:
     """``deviceProperties`` name of the first rank's GPU ("NVIDIA H200"), None when not recorded."""
     ranks_loaded: int = 0
     """Ranks the figures were computed from (files loaded), whatever the job's world size."""
+    host_sync: float = 0.0
+    """GPU idle after blocking syncs that reading later would give back (taken out of ``data_stall``)."""
     steady_steps: int = 0
     """Steady (non-warm-up) ``ProfilerStep`` steps behind the median step time (fewest of any rank).
     They ran under the profiler, so they are slower than unprofiled steps."""
@@ -62,7 +65,8 @@ def mfu_figures(analyses: list[RankAnalysis]) -> TraceMfuFigures:
     """
     if not analyses:
         return TraceMfuFigures(None, 0.0, 0.0, 0.0, 0.0, 0.0)
-    parts = np.array([_rank_parts(a) for a in analyses]).mean(axis=0)
+    all_parts = np.array([_rank_parts(a) for a in analyses]).mean(axis=0)
+    parts, host_sync = all_parts[:5], float(all_parts[5])
     steps = [a.step_time_median_s for a in analyses if a.step_time_median_s]
     source = analyses[0].file if len(analyses) == 1 else f"{len(analyses)} ranks"
     recorded = [a.world_size for a in analyses if a.world_size]
@@ -70,7 +74,7 @@ def mfu_figures(analyses: list[RankAnalysis]) -> TraceMfuFigures:
     return TraceMfuFigures(float(np.median(steps)) if steps else None, *map(float, parts), source=source,
                            world_size=max(recorded) if recorded else None,
                            device_name=analyses[0].device or None, ranks_loaded=len(analyses),
-                           steady_steps=steady,
+                           steady_steps=steady, host_sync=host_sync,
                            kernels=TraceKernels.of([a.kernels for a in analyses if a.kernels is not None]))
 
 
@@ -78,9 +82,15 @@ def _rank_parts(a: RankAnalysis) -> list[float]:
     c = a.idle_causes  # the diagnosis's own attribution of the compute idle (one cause per µs)
     comm, stall, launch, bubble = c.communication, c.data, c.launch, c.pipeline
     memory = a.gpu_busy_fraction * a.kernel_time_share.get("elementwise", 0.0)
-    parts = [comm, stall, launch, bubble, memory]
+    sync = host_sync_share(a)
+    parts = [comm, stall - sync, launch, bubble, memory, sync]
     total = sum(parts)
     return [p / total for p in parts] if total > 1.0 else parts
+
+
+def host_sync_share(a: RankAnalysis) -> float:
+    """The host-sync cause's share of the step (:func:`.signatures.host_sync_bound.share`)."""
+    return host_sync.share(a.idle_causes)
 
 
 def roofline_points(rt: RankTrace, *, min_seconds: float = 0.0) -> list[RooflinePoint]:

@@ -123,6 +123,8 @@ class DiagnosisView:
     """Every late rank (the engine's MultiRankSummary), latest first; ``straggler`` is the first."""
     collective_lag_us: dict[int, float] = field(default_factory=dict)
     """Median lateness of each rank's collectives vs the median rank (µs)."""
+    close_call: list[str] = field(default_factory=list)
+    """The two causes of a close call (the headline names both), else empty."""
 
 
 @dataclass
@@ -609,7 +611,7 @@ def _diagnosis_view(result: TraceResult, stragglers: list[int]) -> DiagnosisView
     return DiagnosisView(signature=d.signature, confidence=d.confidence, evidence=list(d.evidence),
                          fix=d.fix, secondary=list(d.secondary), per_rank=per_rank, steps=steps,
                          straggler=stragglers[0] if stragglers else None, notes=notes,
-                         stragglers=stragglers, collective_lag_us=lag)
+                         stragglers=stragglers, collective_lag_us=lag, close_call=list(d.close_call))
 
 
 def _mfu_figures(analyses: list[RankAnalysis], notes: list[str]) -> TraceMfuFigures | None:

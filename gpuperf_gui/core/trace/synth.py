@@ -12,28 +12,36 @@ Host-bound scenarios as real loops make them: ``data_starved`` is plain-Python b
 with no DataLoader (nothing on the CPU lane, then a blocking pageable ``aten::to`` and its HtoD
 copy); ``data_starved_loader`` waits in ``DataLoader.__next__``; ``launch_bound`` is eager PyTorch
 (a wall of small ops); ``launch_bound_compiled`` a ``torch.compile``d graph whose Python wrapper
-launches tiny Triton kernels through ``cuLaunchKernel``. ``straggler`` is a job (a folder of
+launches tiny Triton kernels through ``cuLaunchKernel``; ``memory_bound_decode_graph`` a batch-1
+decode replayed as one CUDA graph (skinny GEMMs, no shapes); ``host_sync_bound`` reads the loss with
+``.item()`` after each micro-batch, then works in Python without launching. ``straggler`` is a job (a folder of
 ranks): DDP over NCCL where one rank prepares its batch late every step and the others wait in the
-all-reduce; ``pipeline_gpipe`` is a job too: two GPipe stages, two micro-batches, NCCL send/recv. :data:`SCENARIO_SIGNATURE` maps each scenario to the diagnosis it must get.
+all-reduce; ``straggler_nccl`` (:mod:`.synth_nccl`) is the same over NCCL as it really waits: the
+others' all-reduce *kernels* spin until the late rank (``late_rank``) joins, and without a host sync
+their hosts run ahead of their GPUs; ``pipeline_gpipe`` is a job too: two GPipe stages, two micro-batches, NCCL send/recv. :data:`SCENARIO_SIGNATURE` maps each scenario to the diagnosis it must get.
 """
 from __future__ import annotations
 
 import gzip
 import random
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import msgspec
+
+from . import synth_nccl
 
 SCENARIO_SIGNATURE = {
     "healthy": "healthy", "launch_bound": "launch_bound", "launch_bound_compiled": "launch_bound",
     "comm_bound": "comm_bound", "data_starved": "data_starved", "data_starved_loader": "data_starved",
     "memory_bound": "memory_bound", "memory_bound_optimizer": "memory_bound",
     "pipeline_bubble": "pipeline_bubble", "pipeline_gpipe": "pipeline_bubble", "straggler": "straggler",
-    "inconclusive": "inconclusive",
+    "straggler_nccl": "straggler", "host_sync_bound": "host_sync_bound",
+    "memory_bound_decode_graph": "memory_bound", "inconclusive": "inconclusive",
 }
 SCENARIOS = tuple(SCENARIO_SIGNATURE)
-MULTI_RANK_SCENARIOS = {"straggler": 4, "pipeline_gpipe": 2}
+MULTI_RANK_SCENARIOS = {"straggler": 4, "pipeline_gpipe": 2, "straggler_nccl": 2}
 """Scenarios written as a folder of rank files, with their world size."""
 STRAGGLER_RANK = 2
 STRAGGLER_DELAY_US = 4000.0
@@ -65,6 +73,12 @@ class _Writer:
     ext: int = 1
     cpu_t: float = 0.0
     gpu_free: dict[int, float] = field(default_factory=dict)
+    late_rank: int = 0
+    """straggler_nccl: the rank whose host sleeps before each step."""
+    steps: int = 1
+    step_index: int = 0
+    sync_mode: str = "lagged"
+    """straggler_nccl: when each rank's host waits for its GPU (:mod:`.synth_nccl`)."""
 
     def jitter(self, us: float) -> float:
         return us if self.exact else us * (1.0 + 0.05 * (self.rng.random() - 0.5))
@@ -104,6 +118,20 @@ class _Writer:
         self.gpu_free[stream] = k_start + k_dur
         return k_start + k_dur
 
+    def item(self) -> None:
+        """``loss.item()``: aten::item > aten::_local_scalar_dense, a 4-byte device-to-host copy and
+        cudaStreamSynchronize: the host waits until the GPU has run everything queued."""
+        start = self.cpu_t
+        self.launch("aten::copy_", "Memcpy DtoH (Device -> Pageable)", 2.0, call="cudaMemcpyAsync",
+                    kernel_cat="gpu_memcpy")
+        end = max(self.gpu_free.values(), default=self.cpu_t) + 6.0
+        dur = max(end - self.cpu_t, 1.0)
+        self.cpu("cudaStreamSynchronize", self.cpu_t, dur, cat="cuda_runtime", correlation=self.corr)
+        self.corr += 1
+        self.cpu("aten::item", start - 2.0, end - start + 4.0)
+        self.cpu("aten::_local_scalar_dense", start - 1.0, end - start + 2.0)
+        self.cpu_t = end + 3.0
+
     def sync(self) -> None:
         """cudaDeviceSynchronize: the CPU waits for every stream."""
         end = max(self.gpu_free.values(), default=self.cpu_t)
@@ -118,6 +146,50 @@ def _step_healthy(w: _Writer, size: int) -> None:
         w.launch("aten::mm", GEMM, 600.0)
         w.launch("aten::gelu", ELEMENTWISE, 60.0)
     w.sync()  # loss.item(): the CPU waits once per step, as a real training loop does
+
+
+def _step_host_sync_bound(w: _Writer, size: int) -> None:
+    """Gradient accumulation over 4 micro-batches, each followed by ``loss.item()`` and 1.5 ms of
+    Python metric work (no ops): the GPU drains at every read and idles while the host works."""
+    for _ in range(4):
+        for _ in range(3 * size):
+            w.launch("aten::mm", GEMM, 400.0)
+        w.launch("aten::add", ELEMENTWISE, 20.0)
+        w.item()
+        w.cpu_t += 1500.0 * size
+
+
+SKINNY_GEMMS = ("nvjet_sm90_tst_128x8_64x8_2x1_v_bz_splitK_TNT", "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_bias_TNT",
+                "void gemv2T_kernel_val<int, int, __nv_bfloat16, __nv_bfloat16, float, 128, 16, 4, 4, false>")
+
+
+def _step_memory_bound_decode_graph(w: _Writer, size: int) -> None:
+    """One decoded token of a batch-1 bf16 model replayed as one CUDA graph: a single cudaGraphLaunch
+    launches every layer's skinny GEMMs (a tile side of 8, GEMV) and norms; no CPU op launches them,
+    so no shapes; then the next token id is read with .item()."""
+    call = w.cpu_t + 1.0
+    corr = w.corr
+    w.corr += 1
+    w.cpu("CUDAGraph.replay", w.cpu_t, 12.0, cat="user_annotation")
+    w.events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": PID, "tid": TID,
+                     "ts": round(call, 3), "dur": 9.0, "args": {"cbid": 311, "correlation": corr}})
+    t = max(call + 12.0, w.gpu_free.get(COMPUTE_STREAM, 0.0))
+    for layer in range(12 * size):
+        for kernel, us in ((LAYERNORM, 4.0), (SKINNY_GEMMS[layer % 3], 48.0), (SKINNY_GEMMS[(layer + 1) % 3], 40.0),
+                           (ELEMENTWISE, 3.0), (SKINNY_GEMMS[(layer + 2) % 3], 64.0)):
+            dur = w.jitter(us)
+            w.events.append({"ph": "X", "cat": "kernel", "name": kernel, "pid": DEVICE, "tid": COMPUTE_STREAM,
+                             "ts": round(t, 3), "dur": round(dur, 3),
+                             "args": {"device": DEVICE, "stream": COMPUTE_STREAM, "correlation": corr,
+                                      "grid": [132, 1, 1], "block": [128, 1, 1]}})
+            w.events.append({"ph": "f", "id": corr, "pid": DEVICE, "tid": COMPUTE_STREAM, "ts": round(t, 3),
+                             "cat": "ac2g", "name": "ac2g", "bp": "e"})
+            t += dur + 1.0  # kernels of one graph follow each other within a microsecond
+    w.events.append({"ph": "s", "id": corr, "pid": PID, "tid": TID, "ts": round(call, 3), "cat": "ac2g",
+                     "name": "ac2g"})
+    w.gpu_free[COMPUTE_STREAM] = t
+    w.cpu_t += 14.0
+    w.item()  # the sampled token id: the host waits for the replay
 
 
 def _step_launch_bound(w: _Writer, size: int) -> None:
@@ -256,18 +328,24 @@ def _step_cpu_only(w: _Writer, size: int) -> None:
         w.cpu_t += 55.0
 
 
+_NCCL_NAMES = synth_nccl.Names(GEMM, ALLREDUCE, ADAMW, COMPUTE_STREAM, COMM_STREAM, DEVICE)
 _STEPS = {"healthy": _step_healthy, "launch_bound": _step_launch_bound,
           "launch_bound_compiled": _step_launch_bound_compiled, "comm_bound": _step_comm_bound,
           "data_starved": _step_data_starved, "data_starved_loader": _step_data_starved_loader,
           "memory_bound": _step_memory_bound, "memory_bound_optimizer": _step_memory_bound_optimizer,
           "pipeline_bubble": _step_pipeline_bubble, "pipeline_gpipe": _step_pipeline_gpipe,
-          "straggler": _step_straggler,
+          "straggler": _step_straggler, "straggler_nccl": partial(synth_nccl.step_straggler_nccl, names=_NCCL_NAMES),
+          "host_sync_bound": _step_host_sync_bound, "memory_bound_decode_graph": _step_memory_bound_decode_graph,
           "inconclusive": _step_cpu_only}
 
 
+_PROLOGUES = {"straggler_nccl": partial(synth_nccl.prologue, names=_NCCL_NAMES)}
+"""What a scenario writes before its first step (device work launched before the window)."""
+
+
 def synth_trace(scenario: str, *, steps: int = 5, seed: int = 0, size: int = 1, rank: int = 0,
-                world_size: int = 1) -> dict:
-    """Build the trace as a JSON-ready dict."""
+                world_size: int = 1, late_rank: int = 0, sync: str = "lagged") -> dict:
+    """Build the trace as a JSON-ready dict (``late_rank``, ``sync``: ``straggler_nccl`` only)."""
     if scenario not in _STEPS:
         raise ValueError(f"unknown scenario {scenario!r}; choose one of {', '.join(SCENARIOS)}")
     if steps < 1 or size < 1:
@@ -275,8 +353,10 @@ def synth_trace(scenario: str, *, steps: int = 5, seed: int = 0, size: int = 1, 
     if scenario in MULTI_RANK_SCENARIOS:
         world_size = max(world_size, MULTI_RANK_SCENARIOS[scenario])
     w = _Writer(random.Random(seed), rank=rank, world_size=world_size,
-                exact=scenario in MULTI_RANK_SCENARIOS)
+                exact=scenario in MULTI_RANK_SCENARIOS, late_rank=late_rank, steps=steps, sync_mode=sync)
     w.cpu_t = 10.0
+    if scenario in _PROLOGUES:
+        _PROLOGUES[scenario](w)
     for n in range(steps):
         step_start = w.cpu_t
         ext = w.ext
@@ -307,7 +387,7 @@ def synth_trace(scenario: str, *, steps: int = 5, seed: int = 0, size: int = 1, 
     }
 
 
-def write_synth_trace(scenario: str, path: Path | str, **kwargs: int) -> Path:
+def write_synth_trace(scenario: str, path: Path | str, **kwargs: int | str) -> Path:
     """Write a synthetic trace; gzip it when the name ends in ``.gz``.
 
     A multi-rank scenario (:data:`MULTI_RANK_SCENARIOS`) writes a folder at ``path`` (a ``.json`` /

@@ -23,22 +23,24 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from .analysis import RankAnalysis, analyse_rank
 from .api import Progress, RankResult, TraceResult, assemble_job, iter_load_and_analyse
 from .budget import MemoryBudget
 from .kernel_roof import attach_kernels
-from ..child_stream import iter_in_child
-from .cluster import ClusterRank, ClusterResult, is_local_pool, iter_cluster_analyse, iter_compact_analyse
 from .decode import DEFAULT_MAX_BYTES
 from .diagnose import Diagnosis
-from .lanes import EventRef
 from .load import load_rank, plan_workers
 from .model import TraceFormatError, TraceModel
 from .op_points import op_table_and_points
 from .optable import OpRow
-from .queries import Matches, event_partners, find_events
+
+if TYPE_CHECKING:   # the Dask/compact engine, the helper process and the lane queries load on first use:
+    # a local `gpuperf diagnose` of one file never needs them (tests/core/test_diagnose_imports.py)
+    from .cluster import ClusterRank, ClusterResult
+    from .lanes import EventRef
+    from .queries import Matches
 
 __all__ = ["Trace", "iter_job_overview"]
 
@@ -81,6 +83,8 @@ class Trace:
             return
         stop = stop or threading.Event()
         if self.compact:
+            from .cluster import iter_cluster_analyse, iter_compact_analyse
+
             items = (iter_cluster_analyse(self.paths, self.dask_scheduler, stop, max_bytes=self.max_bytes,
                                           memory_budget=self.memory_budget, top=self.top, overview=self.overview)
                      if self.dask_scheduler else
@@ -174,6 +178,8 @@ class Trace:
 
     def roofline_points(self, rank: int) -> list[dict]:
         """A rank's ops with known FLOPs and bytes, as ``roofline_points`` in the JSON (SI units)."""
+        from .cluster import ClusterRank
+
         r = self._rank(rank)
         if isinstance(r, ClusterRank):
             return list(r.summary.roofline_points)
@@ -181,10 +187,14 @@ class Trace:
 
     def find(self, query: str, mode: str = "name", lanes: Sequence[tuple[int, int]] | None = None) -> Matches:
         """Events whose name matches ``query`` (modes: :data:`.queries.SEARCH_MODES`), time order."""
+        from .queries import find_events
+
         return find_events(self.model(), query, mode, lanes)
 
     def partners(self, ref: EventRef) -> list[EventRef]:
         """An event's launch <-> device-work partners (correlation ids, else Kineto external ids)."""
+        from .queries import event_partners
+
         return event_partners(self.model(), ref)
 
     def to_json(self, top: int | None = None) -> dict:
@@ -202,6 +212,8 @@ def iter_compact_trace(paths: Sequence[Path | str], stop: threading.Event | None
                        ) -> Iterator[Progress | ClusterResult]:
     """A compact :class:`Trace`'s progress and result: the local process pool (``address`` None or
     :data:`.cluster.LOCAL_POOL`) or the Dask scheduler at ``address``."""
+    from .cluster import is_local_pool
+
     trace = Trace(paths, compact=True, dask_scheduler=None if is_local_pool(address) else address,
                   memory_budget=memory_budget, overview=overview)
     yield from trace.iter_result(stop)
@@ -216,6 +228,9 @@ def iter_job_overview(paths: Sequence[Path | str], stop: threading.Event, *, add
     loader does: the window's process never forks, decodes nor holds a rank's events, and a stop
     kills the helper and its pool at once) unless ``isolate`` is False or
     ``GPUPERF_TRACE_INPROCESS=1``. A Dask client runs here (its own threads do the waiting)."""
+    from ..child_stream import iter_in_child
+    from .cluster import is_local_pool
+
     if isolate is None:
         isolate = is_local_pool(address) and os.environ.get("GPUPERF_TRACE_INPROCESS", "") != "1"
     kwargs = {"address": address, "memory_budget": memory_budget, "overview": True}

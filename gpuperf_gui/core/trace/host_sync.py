@@ -1,0 +1,113 @@
+"""Host stalls that follow a blocking sync: the GPU drains at ``.item()`` / ``.cpu()`` /
+``.tolist()`` / ``torch.cuda.synchronize()``, then idles while the host works on the value without
+launching anything.
+
+A host stall (a stretch of a compute-idle gap with no launch call, :mod:`.analysis`) *follows a
+sync* when a blocking call is still running, or has just returned, at the moment the stretch
+begins: the host waited for the GPU to finish (so the GPU drained) and then did host work before
+its next launch. A stall that ends with a host-to-device copy or lies in the DataLoader is a data
+stall, not counted here. Which op issued the sync is the outermost matching CPU event at that
+moment (``aten::item`` over its ``aten::_local_scalar_dense`` and ``cudaStreamSynchronize``).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .model import RankTrace
+from .name_masks import pattern_mask
+
+SYNC_CALL_RE = re.compile(r"synchroni[sz]e|^(cuda|hip)Memcpy(2D|3D)?$|^aten::(item|_local_scalar_dense)$", re.I)
+"""Calls that block the host until the GPU is done: stream/device/event syncs, the synchronous
+cudaMemcpy, and the scalar read behind ``.item()``."""
+SYNC_ISSUER_RE = re.compile(r"synchroni[sz]e|^(cuda|hip)Memcpy|^aten::(item|_local_scalar_dense|tolist|to|_to_copy"
+                            r"|copy_|cpu|nonzero|masked_select|unique\w*)$", re.I)
+"""CPU events that may hold a sync (``.cpu()``/``.tolist()`` are ``aten::to``/``_to_copy``/``copy_``
+with a device-to-host copy inside; ``nonzero`` and friends read a size back)."""
+TOUCH_US = 100.0
+"""A sync ending at most this long before a stall begins (or still running) is the stall's cause:
+the host returns from a sync a few to tens of µs after the GPU's last kernel ends."""
+
+
+@dataclass
+class HostSyncStalls:
+    """Host stalls that follow a blocking sync (fractions of the analysis window, like
+    :class:`.analysis.IdleCauses`)."""
+
+    fraction: float = 0.0
+    recoverable: float = 0.0
+    """Per stall, the lesser of the stall and the time the host waited in the sync before it (while the
+    GPU still worked): what reading the value later would give back, the host's work then overlapping
+    the GPU's. Host work longer than the GPU's between syncs stays exposed without them."""
+    stalls: int = 0
+    syncs: int = 0
+    """Blocking runtime syncs (stream/device/event synchronize, synchronous cudaMemcpy) in the window."""
+    idle_median_s: float = 0.0
+    issuers: list[tuple[str, int]] = field(default_factory=list)
+    """(op name, stalls it issued), most first: the outermost sync-holding op at each stall's start."""
+
+
+_RUNTIME_SYNC_RE = re.compile(r"^(cuda|hip)(Stream|Device|Event|Ctx)Synchroni[sz]e|^(cuda|hip)Memcpy(2D|3D)?$", re.I)
+
+
+def sync_stalls(rt: RankTrace, stall_s: np.ndarray, stall_len: np.ndarray, data_tell: np.ndarray,
+                scale: float, span: float, window: tuple[float, float] = (-np.inf, np.inf)) -> HostSyncStalls:
+    """Of the host-stall stretches starting at ``stall_s`` (idle ``stall_len`` µs each, ``scale``
+    the analysis's cap to the gaps), those that begin as a blocking sync returns and carry no data
+    tell (``data_tell``: the stall ends with an HtoD copy or lies in the DataLoader)."""
+    out = HostSyncStalls()
+    calls = _events(rt, pattern_mask(rt.strings, SYNC_CALL_RE))
+    runtime = _events(rt, pattern_mask(rt.strings, _RUNTIME_SYNC_RE))[0]
+    out.syncs = int(((runtime >= window[0]) & (runtime < window[1])).sum())
+    if not calls[0].size or not stall_s.size:
+        return out
+    touching, waited = _touching(calls, stall_s)
+    after = touching & ~data_tell & (stall_len > 0)
+    if not after.any():
+        return out
+    out.fraction = float(stall_len[after].sum()) * scale / span
+    out.recoverable = float(np.minimum(stall_len[after] * scale, waited[after]).sum()) / span
+    out.stalls = int(after.sum())
+    out.idle_median_s = float(np.median(stall_len[after])) * scale / 1e6
+    starts, ends, names = _events(rt, pattern_mask(rt.strings, SYNC_ISSUER_RE))
+    counts: dict[int, int] = {}
+    for s in stall_s[after].tolist():
+        hit = np.flatnonzero((starts <= s + TOUCH_US) & (ends >= s - TOUCH_US))
+        if hit.size:
+            outer = hit[np.argmax(ends[hit] - starts[hit])]
+            counts[int(names[outer])] = counts.get(int(names[outer]), 0) + 1
+    out.issuers = [(rt.strings[n], c) for n, c in sorted(counts.items(), key=lambda kv: -kv[1])[:4]]
+    return out
+
+
+def _touching(calls: tuple[np.ndarray, np.ndarray, np.ndarray], at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Whether a call runs at, or ended within TOUCH_US before, each instant of ``at``; and how long
+    before that instant the host entered it (µs: its wait while the GPU worked, 0 where none)."""
+    starts, ends, _ = calls
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], ends[order]
+    latest = np.maximum.accumulate(ends)  # the latest end of the calls started so far
+    k = np.searchsorted(starts, at + TOUCH_US, side="right") - 1
+    hit = (k >= 0) & (latest[np.maximum(k, 0)] >= at - TOUCH_US)
+    waited = np.zeros(at.size)
+    for i in np.flatnonzero(hit).tolist():   # one per stall after a sync: a few per step
+        j = np.flatnonzero((starts[: k[i] + 1] <= at[i] + TOUCH_US) & (ends[: k[i] + 1] >= at[i] - TOUCH_US))
+        waited[i] = max(float(at[i] - starts[j].min()), 0.0)
+    return hit, waited
+
+
+def _events(rt: RankTrace, names: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start_us, end_us, name_id) of the CPU events whose name ``names`` marks."""
+    s, e, n = [], [], []
+    for lane in rt.cpu_lanes:
+        m = names[lane.name_id]
+        if m.any():
+            s.append(lane.start_us[m])
+            e.append(lane.start_us[m] + lane.duration_us[m])
+            n.append(lane.name_id[m])
+    if not s:
+        z = np.zeros(0)
+        return z, z, np.zeros(0, dtype=np.int64)
+    return np.concatenate(s), np.concatenate(e), np.concatenate(n)

@@ -1,0 +1,33 @@
+"""Every signature of the registry has a colour in the views and a label the window shows."""
+from __future__ import annotations
+
+from gpuperf_gui.core.trace.signatures import REGISTRY
+from gpuperf_gui.views.gap_bar import SLICE_COLOURS
+from gpuperf_gui.views.trace_heatmap import METRIC_OF_SIGNATURE
+from gpuperf_gui.views.trace_panels import SIGNATURE_COLOURS, SIGNATURE_TEXT
+
+
+def test_every_signature_has_a_colour_and_its_registry_label() -> None:
+    assert set(SIGNATURE_COLOURS) == set(REGISTRY)
+    for name, sig in REGISTRY.items():
+        assert SIGNATURE_TEXT[name] == (sig.label, SIGNATURE_COLOURS[name])
+
+
+def test_heatmap_metrics_and_gap_causes_come_from_the_registry() -> None:
+    from gpuperf_gui.core.trace.overview import HEATMAP_METRICS
+
+    for name, sig in REGISTRY.items():
+        assert METRIC_OF_SIGNATURE.get(name) == sig.heatmap_metric
+        if sig.heatmap_metric:
+            assert sig.heatmap_metric in HEATMAP_METRICS
+        if sig.gap_cause:   # the MFU tab's bar draws the cause in its own colour
+            assert sig.gap_cause in SLICE_COLOURS
+
+
+def test_a_close_call_headline_names_both_labels() -> None:
+    from gpuperf_gui.core.trace.session import DiagnosisView
+    from gpuperf_gui.views.trace_panels import diagnosis_html
+
+    d = DiagnosisView("comm_bound", 0.29, ["close call: ..."], "fix", [], [], [],
+                      close_call=["comm_bound", "launch_bound"])
+    assert f"{REGISTRY['comm_bound'].label} ~ {REGISTRY['launch_bound'].label}</h2>" in diagnosis_html(d)
