@@ -33,6 +33,8 @@ $app --tab mfu --device h200 --screenshot $out/mfu.png
 $app --tab trace --device h200 --screenshot $out/trace.png $traces/param/dlrm_kineto
 $app --tab trace --device h200 --screenshot $out/trace_launch_bound.png $traces/h200/launch_bound_tiny.json.gz
 .venv/bin/python docs/screenshots/trace_pages.py $out  # Trace tab: overview, compare, straggler, ranks, range
+# File ▸ Profile a script… started from the Roofline tab: progress in the status bar, then its trace
+.venv/bin/python docs/screenshots/profile_states.py $out
 # A folder of 256 ranks (a real gloo straggler recording tiled, rank 173 late) opens as a job overview
 .venv/bin/python -c "import sys; sys.path.insert(0, 'tests/core'); from pathlib import Path; \
 from many_ranks import tiled_straggler_job; tiled_straggler_job(Path('$data/job256'), 256, 173)"
