@@ -762,7 +762,9 @@ class RooflineTab(QWidget):
             notes.append(f"not drawn on this roof: {hidden} (tick 'Also show points measured on "
                          f"other devices' to judge them against it)")
         if not roofs:
-            cpu = "" if "cpu" in self.context.database else " (the cpu: run a benchmark on it first)"
+            database = self.context.database
+            measured = "cpu" in database and bool(database.get("cpu").dense_flops_per_s)
+            cpu = "" if measured else " (the cpu's are known once a benchmark measured it: Benchmarks, device cpu)"
             notes.append(f"nothing to draw: pick a device and precision with known ceilings{cpu}")
         self.status_label.setText("; ".join(notes))
 

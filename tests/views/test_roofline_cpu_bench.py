@@ -156,3 +156,14 @@ def test_a_measured_only_device_draws_its_measured_precisions(qtbot, window):
     assert memory == ["cpu fp32 measured", "cpu bf16 measured"]
     text = roofline.status_label.text()
     assert "no fp8 measured" in text and "known only after" not in text
+
+
+def test_before_any_cpu_run_the_note_says_how_to_get_its_roofs(qtbot):
+    from gpuperf_gui.core.hardware import load_database
+    from gpuperf_gui.views.context import AppContext
+    from gpuperf_gui.views.roofline_tab import RooflineTab
+
+    tab = RooflineTab(AppContext(database=load_database(), device_id="cpu", precision="fp32"))
+    qtbot.addWidget(tab)
+    assert tab.roofs() == []
+    assert "once a benchmark measured it: Benchmarks, device cpu" in tab.status_label.text()
