@@ -166,6 +166,8 @@ class ProfileResult:
     """Wall time of the wait steps (profiler idle), as written under :data:`UNPROFILED_KEY`."""
     profiled_step_times_s: list[float] = field(default_factory=list)
     """Wall time of the recorded (active) steps, measured the same way."""
+    partial_last_step: bool = False
+    """The trace ends in the step in progress when the script stopped (cut short; not in the median)."""
 
     def timing_summary(self) -> str:
         """One line: median step time with the profiler idle and recording, and their ratio ("" if none)."""
@@ -562,6 +564,7 @@ class _Session:
         """The :data:`UNPROFILED_KEY` object."""
         spec = self.spec
         return {"step_times_s": list(self.unprofiled_s), "profiled_step_times_s": list(self.profiled_s),
+                "last_step_partial": self.partial_step,  # the trace's last ProfilerStep was cut short
                 "steps_skipped": spec["skip_first"],
                 "schedule": {"skip_first": spec["skip_first"], "wait": spec["wait"], "warmup": spec["warmup"],
                              "active": spec["steps"]},
@@ -684,7 +687,7 @@ def _outcome(session: _Session | None, code: int, error: str | None) -> dict:
     res = {"ok": False, "message": "", "trace_path": None, "mode": None, "steps_recorded": 0,
            "optimizer_steps": 0, "script_exit_code": code, "script_error": error, "stopped_early": False,
            "profiler_left_running": False, "activities": [], "unprofiled_step_times_s": [],
-           "profiled_step_times_s": []}
+           "profiled_step_times_s": [], "partial_last_step": False}
     if session is None:
         res["message"] = error or "the profiler could not start"
         return res
@@ -693,7 +696,8 @@ def _outcome(session: _Session | None, code: int, error: str | None) -> dict:
                stopped_early=session.stopped_early, profiler_left_running=session.profiler_running(),
                activities=[a.name for a in session.activities],
                unprofiled_step_times_s=list(session.unprofiled_s), profiled_step_times_s=list(session.profiled_s),
-               trace_path=str(session.out) if session.trace_written else None)
+               trace_path=str(session.out) if session.trace_written else None,
+               partial_last_step=session.mode == "steps" and session.partial_step)
     if session.trace_written:
         what = (f"{res['steps_recorded']} complete step(s)" if session.mode == "steps"
                 else "a wall-clock window (no optimizer step)")

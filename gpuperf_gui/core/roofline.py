@@ -85,6 +85,7 @@ class RooflinePoint:
     kind: str = "custom"  # "gemm" | "elementwise" | "custom" | "measured" | "trace"
     device_id: str = ""   # the device it ran on ("" for a point typed in: it belongs under any roof)
     precision: str = ""   # the precision it ran in ("" when unknown or mixed)
+    cache_level: str = ""  # a benchmark point whose working set fits in "L1"/"L2"/"L3" (else "")
 
     def belongs_to(self, device_id: str) -> bool:
         """Whether the point may be judged against ``device_id``'s roof: it ran there, or it is a

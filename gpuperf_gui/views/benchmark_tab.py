@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gpuperf_gui.core.bench.cache_levels import cache_roofs, run_cache_levels, with_residency
 from gpuperf_gui.core.bench.ceilings import (
     MeasuredCeilings,
     list_saved_ceilings,
@@ -191,6 +192,8 @@ class BenchmarkTab(QWidget):
     point_measured = Signal(object)      # RooflinePoint (kind "measured"), for the Roofline tab
     ceilings_measured = Signal(object)   # MeasuredCeilings
     benchmark_finished = Signal()        # GUI-thread relay of the worker's run_finished (R19)
+    cache_roofs_measured = Signal(str, object)  # device id, [CacheRoof]: the current run's cache roofs
+    run_measured = Signal(str)           # device id of the run shown: just measured, or the latest opened
 
     def __init__(self, context: Any, parent: QWidget | None = None, *,
                  measurements_factory: MeasurementsFactory | None = None,
@@ -450,6 +453,8 @@ class BenchmarkTab(QWidget):
             self.progress_bar.setValue(min(self.progress_bar.value() + 1, self.progress_bar.maximum()))
             if item.flops > 0 and item.bytes > 0:
                 self.point_measured.emit(item.to_roofline_point())
+            elif item.cache_level:  # a streaming point: it measures a cache roof
+                self._emit_cache_roofs(self.current_points)
         elif isinstance(item, MeasuredCeilings):
             self.current_ceilings = item
             self._show_ceilings(item, self._run_path.stem if self._run_path else "this run")
@@ -514,7 +519,15 @@ class BenchmarkTab(QWidget):
                 self.progress_bar.setRange(0, 1)
             self.progress_bar.setValue(self.progress_bar.maximum())
         self._on_redraw_timer()
+        if self.current_points and self.current_points[-1].device_id:
+            self.run_measured.emit(self.current_points[-1].device_id)
         self.benchmark_finished.emit()
+
+    def _emit_cache_roofs(self, points: list[MeasuredPoint]) -> None:
+        """The cache roofs (L1, L2, L3 bandwidth) the run's streaming points measured."""
+        device_id = next((p.device_id for p in points if p.device_id), "")
+        if device_id:
+            self.cache_roofs_measured.emit(device_id, cache_roofs(points))
 
     # plots (R7, R8) ----------------------------------------------------------------------------
     def _add_point(self, run: str, point: MeasuredPoint) -> None:
@@ -608,6 +621,7 @@ class BenchmarkTab(QWidget):
     def open_run(self, path: Path, as_current: bool = False) -> BenchRun:
         """Show a saved run: as the current one, or beside it (dashed) for comparison."""
         run = read_run(Path(path))
+        run.points = with_residency(run.points, run_cache_levels(run.header), run.header.get("threads"))
         label = "this run" if as_current else run.name
         if as_current:
             self._clear_current()
@@ -621,6 +635,9 @@ class BenchmarkTab(QWidget):
                 self.point_measured.emit(point.to_roofline_point(str(run.header.get("device_id", ""))))
         if as_current:  # a run opened for comparison leaves the ceilings alone
             self._show_ceilings(run.ceilings, run.name)
+            self._emit_cache_roofs(self.current_points)
+            if run.points and run.points[-1].device_id:  # the latest run's points: drawn at once
+                self.run_measured.emit(run.points[-1].device_id)
         if as_current:
             self.progress_bar.setRange(0, 1)
             self.progress_bar.setValue(1)

@@ -108,6 +108,8 @@ class MainWindow(QMainWindow):
         trace.trace_loaded.connect(self._on_trace_loaded)
         trace.open_elsewhere = lambda paths: self.open_job_overview(paths)   # the tab's own drops too
         bench.point_measured.connect(roofline.append_measured_point)
+        bench.cache_roofs_measured.connect(roofline.set_cache_roofs)
+        bench.run_measured.connect(roofline.offer_device)  # a run just made: its device's roofs at once
         # one path: the catalog takes them, then the context tells every tab (ceilings_changed)
         bench.ceilings_measured.connect(self.context.add_measured_ceilings)
         self.context.ceilings_changed.connect(self._on_ceilings_changed)

@@ -43,6 +43,7 @@ from PySide6.QtWidgets import (
 )
 
 from gpuperf_gui.core import roofline
+from gpuperf_gui.core.bench.cache_levels import CacheRoof, describe
 from gpuperf_gui.core.bench.ceilings import MeasuredCeilings
 from gpuperf_gui.core.hardware import PRECISIONS, Device
 from gpuperf_gui.core.roofline import BYTES_PER_ELEMENT, PointAnalysis, RooflinePoint
@@ -62,6 +63,8 @@ DEVICE_COLOURS = ("#4e79a7", "#e15759", "#59a14f", "#f28e2b", "#76b7b2", "#b07aa
                   "#ff9da7", "#9c755f", "#bab0ac")
 PRECISION_STYLES = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashDotLine, Qt.PenStyle.DotLine,
                     Qt.PenStyle.DashDotDotLine)
+# cache roofs, one pattern per level (their ridges sit close together: the legend names them)
+CACHE_STYLES = {"L1": Qt.PenStyle.DotLine, "L2": Qt.PenStyle.DashDotLine, "L3": Qt.PenStyle.DashDotDotLine}
 INVALID_STYLE = "QLineEdit { border: 2px solid #d73027; background: #fdecea; }"
 POINT_COLUMNS = ("point", "device", "AI", "achieved", "% of roof", "band")
 BAND_COLUMN_PX = 120
@@ -82,6 +85,7 @@ class Roof:
     measured: bool = False
     device_id: str = ""
     precision: str = ""
+    level: str = ""       # a cache roof ("L1", "L2", "L3": that level's measured bandwidth); "": memory
 
     @property
     def ridge(self) -> float:
@@ -159,11 +163,14 @@ def roofline_title(roofs: list[Roof]) -> str:
     kinds = []
     if any(not r.measured for r in roofs):
         kinds.append("datasheet dense peaks" + (" (solid)" if any(r.measured for r in roofs) else ""))
-    if any(r.measured for r in roofs):
+    if any(r.measured and not r.level for r in roofs):
         kinds.append("measured ceilings (dashed)")
+    if any(r.level for r in roofs):
+        kinds.append("cache roofs (dash-dot)")
     devices = list(dict.fromkeys(r.device_id for r in roofs))
     where = devices[0] if len(devices) == 1 else f"{len(devices)} devices"
-    return f"Roofline of {where} — {' and '.join(kinds)}; ● ridge point"
+    said = " and ".join(kinds) if len(kinds) < 3 else ", ".join(kinds[:-1]) + " and " + kinds[-1]
+    return f"Roofline of {where} — {said}; ● ridge point"
 
 
 def _check_writable(path: Path) -> None:
@@ -197,6 +204,7 @@ class RooflineCanvas(pg.PlotWidget):
         self._pair_items: list[pg.GraphicsObject] = []
         # streamed benchmark points: one buffer and one item per series (R7), made on first use
         self._measured: dict[str, tuple[XYBuffer, pg.ScatterPlotItem]] = {}
+        self._measured_tips: dict[str, list[str]] = {}   # each point's hover text, in buffer order
         self._dirty: set[str] = set()
         self._redraw_timer = QTimer(self)
         self._redraw_timer.setInterval(REDRAW_INTERVAL_MS)
@@ -221,19 +229,23 @@ class RooflineCanvas(pg.PlotWidget):
                 colour = DEVICE_COLOURS[devices.index(roof.device_id) % len(DEVICE_COLOURS)]
                 style = (Qt.PenStyle.DashLine if roof.measured else
                          PRECISION_STYLES[precisions.index(roof.precision) % len(PRECISION_STYLES)])
-            pen = pg.mkPen(colour, width=(1.8 if roof.measured else 2.5) * self.line_scale, style=style)
+            if roof.level:  # a cache roof (cache-aware roofline): thinner, its precision's colour
+                style = CACHE_STYLES.get(roof.level, Qt.PenStyle.DotLine)
+            pen = pg.mkPen(colour, width=(1.2 if roof.level else 1.8 if roof.measured else 2.5) * self.line_scale,
+                           style=style)
             x, y = roofline.roof_polyline(roof.peak_flops_per_s, roof.bandwidth_bytes_per_s, AI_RANGE)
             # the ridge goes into the legend: labels beside several ridges would overprint
-            curve = pg.PlotDataItem(x, y, pen=pen, name=f"{roof.label} · ridge {roof.ridge:.0f} FLOP/B")
+            curve = pg.PlotDataItem(x, y, pen=pen, name=f"{roof.label} · ridge {_format_ai(roof.ridge)} FLOP/B")
             self.plot_item.addItem(curve)
             ridge = pg.ScatterPlotItem([math.log10(roof.ridge)], [math.log10(roof.peak_flops_per_s)],
                                        symbol="o", size=9 * self.line_scale, pen=pg.mkPen(colour),
                                        brush=pg.mkBrush(colour))
             self.plot_item.addItem(ridge)
             self._roof_items += [curve, ridge]
-        if len(roofs) == 1:  # one roof, one ridge: its text on the plot and the two regions
-            self._label_ridge(roofs[0])
-            self._shade_regions(roofs[0])
+        memory_roofs = [r for r in roofs if not r.level]
+        if len(memory_roofs) == 1:  # one roof, one ridge: its text on the plot and the two regions
+            self._label_ridge(memory_roofs[0])
+            self._shade_regions(memory_roofs[0])
         self.plot_item.setTitle(roofline_title(roofs))
         self.plot_item.setXRange(math.log10(lo), math.log10(hi), padding=0)
         self._fit_y()
@@ -319,16 +331,20 @@ class RooflineCanvas(pg.PlotWidget):
             self.legend.removeItem(item)
             self.plot_item.removeItem(item)
 
-    def append_measured(self, series: str, ai: float, flops_per_s: float, foreign: bool = False) -> None:
+    def append_measured(self, series: str, ai: float, flops_per_s: float, foreign: bool = False,
+                        tip: str = "") -> None:
         """Only appends and marks dirty: the timer redraws (R8). ``foreign``: measured on another
         device than the roof's, drawn hollow."""
         if series not in self._measured:
             brush = pg.mkBrush(*FOREIGN_BRUSH) if foreign else pg.mkBrush("#7b3294")
             item = pg.ScatterPlotItem(symbol="d", size=9, pen=pg.mkPen("#7b3294" if foreign else "#333",
-                                                                       width=1.5), brush=brush)
+                                                                       width=1.5), brush=brush,
+                                      hoverable=True, tip=lambda x, y, data: str(data))
             self.plot_item.addItem(item)  # once per series, never per point
             self._measured[series] = (XYBuffer(), item)
+            self._measured_tips[series] = []
         self._measured[series][0].append(ai, flops_per_s)
+        self._measured_tips[series].append(tip)
         self._dirty.add(series)
 
     def clear_measured(self) -> None:
@@ -336,11 +352,17 @@ class RooflineCanvas(pg.PlotWidget):
             self.legend.removeItem(item)
             self.plot_item.removeItem(item)
         self._measured.clear()
+        self._measured_tips.clear()
         self._dirty.clear()
 
     def measured_series(self) -> dict[str, int]:
         """Drawn benchmark series and their point counts (tests)."""
         return {name: len(item.data) for name, (_buffer, item) in self._measured.items()}
+
+    def measured_tips(self, series: str) -> list[str]:
+        """The hover texts of a drawn benchmark series' points (what the tooltip shows; tests)."""
+        item = self._measured[series][1]
+        return [str(spot.data()) for spot in item.points()]
 
     def _on_redraw_timer(self) -> None:
         for series in self._dirty:
@@ -348,7 +370,7 @@ class RooflineCanvas(pg.PlotWidget):
             n = buffer.count
             if n and self.legend.getLabel(item) is None:
                 self.legend.addItem(item, series)
-            item.setData(np.log10(buffer.x[:n]), np.log10(buffer.y[:n]))
+            item.setData(np.log10(buffer.x[:n]), np.log10(buffer.y[:n]), data=self._measured_tips[series][:n])
         self._dirty.clear()
 
     def draw_pair(self, before: tuple[float, float], after: tuple[float, float], text: str) -> None:
@@ -394,6 +416,14 @@ class RooflineTab(QWidget):
         self._external: dict[str, list[RooflinePoint]] = {}
         self.measured_points: list[RooflinePoint] = []  # benchmark points, each with its device
         self._hidden_points: dict[str, int] = {}       # device id -> points not drawn on this roof
+        self._hidden_dtypes: dict[str, int] = {}       # "cpu bf16" -> its points, that roof not drawn
+        self._cache_roofs: dict[str, list[CacheRoof]] = {}  # device id -> L1/L2/L3 bandwidth measured
+        self._roof_notes: list[str] = []               # what roofs() drew instead, or left out
+        self._offered = ""                             # the device a benchmark run added just now
+        self._table_timer = QTimer(self)               # streamed points refill the table once per burst
+        self._table_timer.setSingleShot(True)
+        self._table_timer.setInterval(REDRAW_INTERVAL_MS)
+        self._table_timer.timeout.connect(self._redraw_points)
         self.canvas = RooflineCanvas(self)
         self.hover_label = QLabel("Move the mouse over the plot to read the roof.")
         self.hover_label.setObjectName("hover_readout")
@@ -626,8 +656,9 @@ class RooflineTab(QWidget):
     def roofs(self) -> list[Roof]:
         roofs: list[Roof] = []
         skipped: list[str] = []
+        self._roof_notes = []
         for device_id in self.selected_device_ids():
-            for precision in self.selected_precisions():
+            for precision in self._precisions_of(device_id):
                 drawn = [roof_for(source, precision, measured)
                          for source, measured in self._roof_sources(device_id)
                          if precision in source.dense_flops_per_s and source.memory_bandwidth_bytes_per_s]
@@ -635,7 +666,67 @@ class RooflineTab(QWidget):
                 if not drawn:
                     skipped.append(f"{device_id} {precision}")
         self._skipped = skipped
-        return roofs
+        return roofs + self._cache_roofs_under(roofs)
+
+    def _precisions_of(self, device_id: str) -> list[str]:
+        """The precisions ticked; for a device known only by measurement (the cpu) of which none was
+        measured, the ones that were (a cpu run measures fp32 and bf16; the toolbar may say fp8)."""
+        chosen = self.selected_precisions()
+        device = self.context.database.get(device_id)
+        if device.origin != "measured" or any(p in device.dense_flops_per_s for p in chosen):
+            return chosen
+        measured = [p for p in PRECISIONS if p in device.dense_flops_per_s]
+        if measured:
+            self._roof_notes.append(f"{device_id}: no {'/'.join(chosen)} measured, its measured "
+                                    f"{', '.join(measured)} roofs drawn")
+        return measured or chosen
+
+    def _cache_roofs_under(self, roofs: list[Roof]) -> list[Roof]:
+        """Beside each measured roof, its device's cache roofs (the L1/L2/L3 bandwidth its copy
+        benchmark measured, capped by the same compute peak): the cache-aware roofline."""
+        out: list[Roof] = []
+        for roof in roofs:
+            if not roof.measured or not self.measured_box.isChecked():
+                continue
+            for cache in self._cache_roofs.get(roof.device_id, []):
+                if cache.bandwidth_bytes_per_s <= roof.bandwidth_bytes_per_s:
+                    note = (f"{roof.device_id} {cache.level} roof not drawn: its copy ran no faster than "
+                            f"memory ({describe(cache)}; a busy machine?)")
+                    if note not in self._roof_notes:
+                        self._roof_notes.append(note)
+                    continue
+                out.append(Roof(f"{roof.device_id} {roof.precision} {cache.level} measured",
+                                roof.peak_flops_per_s, cache.bandwidth_bytes_per_s, True,
+                                roof.device_id, roof.precision, cache.level))
+        return out
+
+    def set_cache_roofs(self, device_id: str, roofs: object) -> None:
+        """The cache roofs a benchmark run measured on ``device_id`` (core.bench.cache_levels)."""
+        self._cache_roofs[device_id] = list(roofs)  # type: ignore[call-overload]
+        self.refresh()
+
+    def cache_roof_sources(self, device_id: str) -> list[str]:
+        """Where each of a device's cache roofs comes from (the Roofs table's source column)."""
+        return [describe(c) for c in self._cache_roofs.get(device_id, [])]
+
+    def offer_device(self, device_id: str) -> None:
+        """A benchmark run just measured ``device_id``: its measured roofs are drawn at once, beside
+        the toolbar's device (ticked in the comparison list), so its points are not hidden."""
+        if device_id in self.selected_device_ids() or device_id not in self.context.database:
+            return
+        device = self.context.database.get(device_id)
+        if not (device.memory_bandwidth_bytes_per_s and device.dense_flops_per_s):
+            return
+        if self._list_item(device_id) is None:
+            self._add_to_device_list(device)
+        self._offered = device_id
+        self._list_item(device_id).setCheckState(Qt.CheckState.Checked)  # itemChanged: refresh
+
+    def _list_item(self, device_id: str) -> QListWidgetItem | None:
+        for i in range(self.device_list.count()):
+            if self.device_list.item(i).data(Qt.ItemDataRole.UserRole) == device_id:
+                return self.device_list.item(i)
+        return None
 
     def _roof_sources(self, device_id: str) -> list[tuple[Device, bool]]:
         """(device, is_measured) pairs to draw: the datasheet entry, and beside it the ceilings
@@ -657,6 +748,14 @@ class RooflineTab(QWidget):
 
     def _show_notes(self, roofs: list[Roof]) -> None:
         notes = []
+        if self._offered and self._offered in self.selected_device_ids()[1:]:
+            notes.append(f"{self._offered} drawn beside {self.context.device_id}: the latest benchmark run "
+                         f"measured it")
+        notes += self._roof_notes
+        if self._hidden_dtypes:
+            hidden = ", ".join(f"{n} {key}" for key, n in self._hidden_dtypes.items())
+            notes.append(f"not drawn: {hidden} points (a point is drawn only against its own precision's "
+                         f"roof: tick that precision)")
         if self._skipped:
             notes.append("no known ceiling: " + ", ".join(self._skipped))
         if self._hidden_points:
@@ -664,8 +763,10 @@ class RooflineTab(QWidget):
             notes.append(f"not drawn on this roof: {hidden} (tick 'Also show points measured on "
                          f"other devices' to judge them against it)")
         if not roofs:
-            notes.append("nothing to draw: pick a device and precision with known ceilings "
-                         "(the cpu is known only after a benchmark run)")
+            database = self.context.database
+            measured = "cpu" in database and bool(database.get("cpu").dense_flops_per_s)
+            cpu = "" if measured else " (the cpu's are known once a benchmark measured it: Benchmarks, device cpu)"
+            notes.append(f"nothing to draw: pick a device and precision with known ceilings{cpu}")
         self.status_label.setText("; ".join(notes))
 
     def _fill_balance_table(self, roofs: list[Roof]) -> None:
@@ -674,10 +775,16 @@ class RooflineTab(QWidget):
             n = roofline.square_matmul_balance_dimension(roof.ridge, roof.precision)
             values = [roof.label, format_si(roof.peak_flops_per_s, "FLOP/s"),
                       format_si(roof.bandwidth_bytes_per_s, "B/s"), f"{roof.ridge:.1f}",
-                      f"{n:,.0f}", "measured" if roof.measured else "datasheet"]
+                      f"{n:,.0f}", self._roof_source(roof)]
             for col, value in enumerate(values):
                 self.balance_table.setItem(row, col, QTableWidgetItem(value))
         self._fit_bottom_tabs()
+
+    def _roof_source(self, roof: Roof) -> str:
+        if roof.level:
+            cache = next((c for c in self._cache_roofs.get(roof.device_id, []) if c.level == roof.level), None)
+            return f"measured, {describe(cache)}" if cache else "measured"
+        return "measured" if roof.measured else "datasheet"
 
     def _fit_bottom_tabs(self) -> None:
         """The tables under the plot: VISIBLE_TABLE_ROWS whole rows (the roofs of a comparison all
@@ -698,8 +805,13 @@ class RooflineTab(QWidget):
         roof is drawn), else the primary roof (a point typed in, or one shown on request from
         another device)."""
         device_id = point.device_id or self.context.device_id
-        own = [r for r in self.canvas._roofs if r.device_id == device_id]
+        own = [r for r in self.canvas._roofs if r.device_id == device_id and not r.level]
         same_precision = [r for r in own if r.precision == point.precision]
+        if point.cache_level:  # cache-resident: its data comes from that cache, judged by its roof
+            cache = [r for r in self.canvas._roofs if r.device_id == device_id and r.level == point.cache_level
+                     and r.precision == point.precision]
+            if cache:
+                return cache[0]
         return (same_precision or own or [self._primary_roof()])[0]
 
     def placement(self, point: RooflinePoint) -> str | None:
@@ -709,6 +821,9 @@ class RooflineTab(QWidget):
         if not drawn:
             return None
         if not point.device_id or point.device_id in drawn:
+            if point.kind == "measured" and point.precision and not any(
+                    r.device_id == point.device_id and r.precision == point.precision for r in self.canvas._roofs):
+                return None  # a benchmark point is judged only against its own precision's roof
             return "own"
         return "foreign" if self.foreign_box.isChecked() else None
 
@@ -788,7 +903,8 @@ class RooflineTab(QWidget):
                                   p.device_id, p.precision)
                     for name, points in self._external.items() for p in points
                     if self.placement(p) is not None]
-        return self.placed + external
+        measured = [p for p in self.measured_points if self.placement(p) is not None]
+        return self.placed + external + measured
 
     def _band_colour(self, fraction: float | None) -> str:
         if fraction is None:
@@ -801,6 +917,7 @@ class RooflineTab(QWidget):
         roof = self._primary_roof()
         rows = self.table_points() if roof else []
         self._hidden_points = {}
+        self._hidden_dtypes = {}
         for points in self._external.values():
             self._count_hidden(points)
         self._count_hidden(self.measured_points)
@@ -825,7 +942,15 @@ class RooflineTab(QWidget):
     def _count_hidden(self, points: Iterable[RooflinePoint]) -> None:
         for point in points:
             if self.placement(point) is None and point.device_id:
-                self._hidden_points[point.device_id] = self._hidden_points.get(point.device_id, 0) + 1
+                self._note_hidden(point)
+
+    def _note_hidden(self, point: RooflinePoint) -> None:
+        """Count a point not drawn: its device's roofs are not shown, or not at its precision."""
+        if point.device_id in {r.device_id for r in self.canvas._roofs}:
+            key = f"{point.device_id} {point.precision}"
+            self._hidden_dtypes[key] = self._hidden_dtypes.get(key, 0) + 1
+        else:
+            self._hidden_points[point.device_id] = self._hidden_points.get(point.device_id, 0) + 1
 
     def _fill_point_row(self, row: int, point: RooflinePoint, a: PointAnalysis, colour: str) -> None:
         foreign = self.placement(point) == "foreign"
@@ -833,6 +958,8 @@ class RooflineTab(QWidget):
         device = point.device_id or "—"
         name = next((point.label[len(n) + 2:] for n in self._external if point.label.startswith(f"{n}: ")),
                     point.label)  # the series is named in the tooltip
+        if point.cache_level:
+            name += f" · in {point.cache_level}"  # cache-resident: judged against that cache's roof
         cells = [roofline.short_label(name, 64), f"on {device}" if foreign else device,
                  _format_ai(a.ai_flops_per_byte),
                  format_si(a.achieved_flops_per_s, "FLOP/s") if a.achieved_flops_per_s else "—",
@@ -841,7 +968,7 @@ class RooflineTab(QWidget):
         where = (f"measured on {device}, judged against the {roof.label} roof shown" if foreign
                  else f"judged against the {roof.label} roof")
         tip = (f"{point.label}\n{where}" + (f" ({point.precision})" if point.precision else "")
-               + (f"\n{a.band}" if a.band else ""))
+               + (f"\n{a.band}" if a.band else "") + self._residency_note(point, roof))
         for col, value in enumerate(cells):
             item = QTableWidgetItem(value)
             item.setToolTip(tip)
@@ -850,6 +977,14 @@ class RooflineTab(QWidget):
             if col >= 2:
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             self.points_table.setItem(row, col, item)
+
+    @staticmethod
+    def _residency_note(point: RooflinePoint, roof: Roof) -> str:
+        if not point.cache_level:
+            return ""
+        against = (f"judged against its {roof.level} roof" if roof.level == point.cache_level
+                   else f"no {point.cache_level} roof measured: judged against memory's")
+        return f"\ncache-resident: its working set fits in {point.cache_level} ({against})"
 
     def _draw_external(self, name: str, points: list[RooflinePoint]) -> None:
         """``points`` have FLOPs, bytes and a time (filtered by set_point_series). Those of the
@@ -883,8 +1018,14 @@ class RooflineTab(QWidget):
         device = point.device_id or self.context.device_id
         series = (f"benchmark points ({device})" if placement == "own"
                   else f"benchmark points measured on {device}")
+        a = self.analyse(point)
+        roof = self.roof_for_point(point)
+        share = (f", {100 * a.fraction_of_roof:.1f} % of the {roof.label} roof"
+                 if a is not None and a.fraction_of_roof is not None else "")
+        tip = (f"{point.label} on {device}: {format_si(point.achieved_flops_per_s, 'FLOP/s')}{share}"
+               + self._residency_note(point, roof))
         self.canvas.append_measured(series, point.ai_flops_per_byte, point.achieved_flops_per_s,
-                                    foreign=placement == "foreign")
+                                    foreign=placement == "foreign", tip=tip)
 
     def clear_point_series(self) -> None:
         """Forget the points of other instruments (a new trace replaces the last one's kernels,
@@ -919,8 +1060,10 @@ class RooflineTab(QWidget):
             self.measured_points.append(point)
             self._draw_measured(point)
             if self.placement(point) is None:
-                self._hidden_points[point.device_id] = self._hidden_points.get(point.device_id, 0) + 1
+                self._note_hidden(point)
                 self._show_notes(self.canvas._roofs)
+            else:
+                self._table_timer.start()  # the Points table lists it (once per burst of points)
 
     def set_measured_ceilings(self, ceilings: MeasuredCeilings) -> None:
         """Measured ceilings of a device, drawn dashed beside the datasheet roofs (they go into the

@@ -15,11 +15,12 @@ import shlex
 import tempfile
 import threading
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
+    QMainWindow,
     QComboBox,
     QDialog,
     QDialogButtonBox,
@@ -207,6 +208,7 @@ class ProfileRunner(QWidget):
     """The progress row of a profiled script: status, progress, its output, Stop."""
 
     trace_written = Signal(Path)     # the trace of a finished run (GUI thread)
+    trace_opened = Signal()          # that trace is shown now (the Trace tab turns to its Timeline)
     profile_failed = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -217,6 +219,11 @@ class ProfileRunner(QWidget):
         self.task.run_finished.connect(self._on_finished)
         self.last_request: ProfileRequest | None = None
         self.result: ProfileResult | None = None
+        self.trace_path: Path | None = None   # the trace this banner belongs to (written, opening)
+        self._opening = False                 # trace_opened still to come for it
+        self._stop_asked = False              # the user pressed Stop (not: the steps were all recorded)
+        self._written_text = ""               # the banner's line about the trace written
+        self._window_row: WindowProgress | None = None   # the main window's status-bar progress
         self.status = QLabel("")
         self.status.setTextFormat(Qt.TextFormat.RichText)
         self.status.setWordWrap(True)
@@ -274,6 +281,7 @@ class ProfileRunner(QWidget):
             self.profile_failed.emit(str(exc))
             return False
         self.last_request, self.result = req, None
+        self.trace_path, self._opening, self._stop_asked = None, False, False
         self.output.clear()
         self.progress.setRange(0, 0)
         self.progress.setFormat("starting")
@@ -283,6 +291,7 @@ class ProfileRunner(QWidget):
         name = req.script if req.module else Path(req.script).name
         self._set_status(f"{html.escape(name)} {html.escape(shlex.join(req.args))}")
         self.show()
+        self._tell_window(f"Profiling {name}", "starting")
 
         def produce(stop: threading.Event) -> Iterator[object]:
             return iter_profile(req, stop, grace_s=STOP_GRACE_S)
@@ -291,6 +300,8 @@ class ProfileRunner(QWidget):
 
     def stop(self) -> None:
         if self.task.cancel():
+            self._stop_asked = True
+            self._tell_window(None, "stopping: writing the steps recorded so far")
             self.progress.setFormat("stopping: writing the steps recorded so far")
             self.stop_button.setEnabled(False)
 
@@ -313,35 +324,136 @@ class ProfileRunner(QWidget):
     def _on_progress(self, p: ProfileProgress) -> None:
         n = p.fields.get("n")
         if p.target:
-            show_progress(self.progress, p.recorded, p.target, f"recorded {p.recorded} of {p.target} steps"
-                          + (f" (optimizer step {n})" if n else ""))
+            text = f"recorded {p.recorded} of {p.target} steps" + (f" (optimizer step {n})" if n else "")
+            show_progress(self.progress, p.recorded, p.target, text)
         else:
-            self.progress.setFormat(p.event + (f" (optimizer step {n})" if n else ""))
+            text = p.event + (f" (optimizer step {n})" if n else "")
+            self.progress.setFormat(text)
+        self._tell_window(None, text, p.recorded, p.target)
 
     def _on_result(self, r: ProfileResult) -> None:
         self.result = r
         trace = Path(r.trace_path) if r.trace_path else None
         if r.ok and trace is not None and trace.exists():
-            what = (f"{r.steps_recorded} step{'s' if r.steps_recorded != 1 else ''}" if r.mode == "steps"
-                    else "a wall-clock window (no optimizer step)")
-            stopped = " (stopped early)" if r.stopped_early else ""
             timing = f"; {html.escape(r.timing_summary())}" if r.timing_summary() else ""
-            self._set_status(f"wrote {html.escape(trace.name)}: {what}{stopped}{timing}; opening it")
+            self._written_text = f"wrote {html.escape(trace.name)}: {html.escape(self.recorded_text(r))}{timing}"
+            self._set_status(f"{self._written_text}; opening it")
+            self.trace_path, self._opening = trace, True
+            self._tell_window(None, f"wrote {trace.name}; opening it", done=True)
             self.trace_written.emit(trace)
             return
         detail = f" — the script raised: {html.escape(r.script_error)}" if r.script_error else ""
+        self._tell_window(None, f"failed: {r.message}", done=True)
         self._set_status(f"{html.escape(r.message)}{detail}", error=True)
         self.output_button.setChecked(True)
         self.profile_failed.emit(r.message)
+
+    def recorded_text(self, r: ProfileResult) -> str:
+        """What the trace holds, in words: all the steps asked for, or the ones recorded before a Stop
+        (never "stopped early" for a run that recorded what it was asked to)."""
+        if r.mode != "steps":
+            return "a wall-clock window (no optimizer step)"
+        n = r.steps_recorded
+        text = f"{n} step{'s' if n != 1 else ''}"
+        asked = self.last_request.steps if self.last_request is not None else n
+        if n >= asked:
+            text = f"the {text} asked for" if n != 1 else "the 1 step asked for"
+            if r.stopped_early:
+                text += " (the script was ended there, as planned)"
+        elif self._stop_asked:
+            text += f" of {asked} (stopped when you asked)"
+        else:
+            text += f" of {asked} (the script ended first)"
+        if r.partial_last_step:
+            text += "; the step in progress then is in the trace, cut short, and left out of the median step time"
+        return text
+
+    def trace_shown(self, files: list[str]) -> None:
+        """The Trace tab shows ``files``: this banner and output belong to this run's trace only. Its
+        own trace turns the tab to the Timeline (once); another trace clears and hides them (a run
+        still in progress keeps them)."""
+        if self.task.is_running():
+            return
+        ours = self.trace_path is not None and [Path(f).resolve() for f in files] == [self.trace_path.resolve()]
+        if ours:
+            if self._opening:
+                self._opening = False
+                self._set_status(self._written_text)     # opened: no more "opening it"
+                self._tell_window(None, f"{self.trace_path.name} opened on the Trace tab", done=True)
+                if self._window_row is not None:
+                    self._window_row.finish()
+                self.trace_opened.emit()
+            return
+        self.trace_path, self._opening = None, False
+        self.output.clear()
+        self.output_button.setChecked(False)
+        self.hide()
+
+    def _tell_window(self, title: str | None, text: str, done_steps: int = 0, total: int = 0,
+                     done: bool = False) -> None:
+        """The run's progress in the main window's status bar, where the user is whatever the tab."""
+        window = self.window()
+        if not isinstance(window, QMainWindow):
+            return
+        if self._window_row is None:
+            self._window_row = WindowProgress(self.stop)
+            window.statusBar().addPermanentWidget(self._window_row)
+        self._window_row.show_progress(title, text, done_steps, total, done)
 
     def _on_failed(self, message: str) -> None:
         self._set_status(html.escape(message.split(": ", 1)[-1]), error=True)
         self.profile_failed.emit(message)
 
     def _on_finished(self) -> None:
+        if self._window_row is not None:
+            self._window_row.finish()
         self.progress.hide()
         self.stop_button.setEnabled(False)
         self.close_button.setEnabled(True)
 
     def _set_status(self, text: str, error: bool = False) -> None:
         self.status.setText(f"<span style='color:#8b1a1a'>{text}</span>" if error else text)
+
+
+class WindowProgress(QWidget):
+    """A profiled script's progress in the main window's status bar: its name, what it does, a small
+    bar and Stop; it stays while the script runs and says the outcome for a while after."""
+
+    LINGER_MS = 10_000
+
+    def __init__(self, stop: Callable[[], None]) -> None:
+        super().__init__()
+        self.label = QLabel("")
+        self.bar = QProgressBar()
+        self.bar.setMaximumWidth(160)
+        self.bar.setMaximumHeight(16)
+        self.bar.setTextVisible(False)
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setToolTip("Stop the script; the steps recorded so far are written and opened")
+        self.stop_button.clicked.connect(stop)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.label)
+        row.addWidget(self.bar)
+        row.addWidget(self.stop_button)
+        self._title = "Profiling"
+        self._hide_timer = QTimer(self)
+        self._hide_timer.setSingleShot(True)
+        self._hide_timer.timeout.connect(self.hide)
+
+    def show_progress(self, title: str | None, text: str, done_steps: int, total: int, done: bool) -> None:
+        self._hide_timer.stop()
+        if title:
+            self._title = title
+        self.label.setText(f"{self._title}: {text}")
+        self.bar.setVisible(not done)
+        self.stop_button.setVisible(not done)
+        if not done:
+            show_progress(self.bar, done_steps, total, text)
+        self.show()
+
+    def finish(self) -> None:
+        """The run ended: the bar and Stop go; the outcome stays for a while."""
+        self.bar.hide()
+        self.stop_button.hide()
+        self._hide_timer.start(self.LINGER_MS)

@@ -370,6 +370,8 @@ class TraceTab(QWidget):
             return None
         runner = ProfileRunner(self)
         runner.trace_written.connect(lambda path: self.open_paths([path]))
+        runner.trace_opened.connect(lambda: self.show_page("timeline"))   # where the user was, the trace
+        self.trace_loaded.connect(lambda: runner.trace_shown(list(self.loaded.files) if self.loaded else []))
         layout = self.layout()
         if layout is not None:
             layout.insertWidget(2, runner)    # its progress row, under the tab's own

@@ -63,6 +63,7 @@ def test_small_cpu_plan_yields_points_ceilings_and_a_run_file(tmp_path: Path) ->
     assert load_ceilings("cpu", tmp_path) == ceilings
     run = read_run(tmp_path / "runs" / "run.jsonl")
     assert run.points == points and run.ceilings == ceilings and run.header["device"] == "cpu"
+    _check_cache_levels(points, run.header)
     started = [i for i in items if isinstance(i, BenchMessage) and i.kind == "started"]
     assert [m.index for m in started] == list(range(len(SMALL_POINTS)))
     assert all(m.eta_s is not None and m.eta_s >= 0 for m in started)
@@ -369,3 +370,21 @@ def test_iter_run_and_save_plans_the_collectives_from_a_suite_name(tmp_path: Pat
     list(sweep.iter_run_and_save(_plan(tmp_path), threading.Event(), results_dir=tmp_path, collectives="quick"))
     assert seen == [collectives.default_collective_plan("quick")]
     assert load_ceilings("cpu", tmp_path).collective_busbw_bytes_per_s == {"all_reduce": 2.5e9}
+
+
+
+def _check_cache_levels(points: list[MeasuredPoint], header: dict) -> None:
+    """Each CPU point says which cache holds its working set: with one thread, one core's caches as
+    sysfs lists them (read here line by line, as `lscpu -C` prints them)."""
+    base = Path("/sys/devices/system/cpu/cpu0/cache")
+    sizes = {}
+    for index in sorted(base.glob("index*")):
+        if (index / "type").read_text().strip() != "Instruction":
+            text = (index / "size").read_text().strip()
+            sizes[int((index / "level").read_text())] = int(text.rstrip("KM")) * (1024 if text[-1] == "K" else 1024**2)
+    for point in points:
+        expected = next((f"L{level}" for level, size in sorted(sizes.items()) if point.working_set_bytes <= size),
+                        "memory") if sizes else None
+        assert point.cache_level == expected, (point.label, point.working_set_bytes, sizes)
+    assert [(d["name"], d["size_bytes"]) for d in header["cache_levels"]] == [
+        (f"L{level}", size) for level, size in sorted(sizes.items())]

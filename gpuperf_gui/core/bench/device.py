@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpuperf_gui.core.bench.cache_levels import CacheLevel, read_cpu_caches
 from gpuperf_gui.core.bench.plans import DeviceLimits
 
 _GIB = 1024**3
@@ -32,6 +33,7 @@ class DeviceInfo:
     threads: int | None = None   # torch CPU threads
     cuda_index: int | None = None
     uuid: str | None = None
+    cache_levels: tuple[CacheLevel, ...] = ()   # the CPU's data caches, smallest first
 
 
 def _cpu_cache_bytes() -> int:
@@ -94,7 +96,8 @@ def resolve_device(requested: str) -> DeviceInfo:
     want_cuda = requested.startswith("cuda") or (requested == "auto" and torch.cuda.is_available())
     if not want_cuda:
         return DeviceInfo("cpu", "cpu", _cpu_name(), "cpu", _cpu_cache_bytes(), _cpu_available_bytes(),
-                          ("fp32", "bf16", "fp16"), threads=torch.get_num_threads())
+                          ("fp32", "bf16", "fp16"), threads=torch.get_num_threads(),
+                          cache_levels=read_cpu_caches())
     if not torch.cuda.is_available():
         raise SkipPoint("CUDA is not available on this machine (torch "
                         f"{torch.__version__}); run with --device cpu")

@@ -33,6 +33,7 @@ from gpuperf_gui.core.bench.plans import (
     estimate_point_cost_s,
     expand_plan,
 )
+from gpuperf_gui.core.bench.cache_levels import residency
 from gpuperf_gui.core.bench.points import BenchMessage, MeasuredPoint
 from gpuperf_gui.core.bench.results import ResultsWriter
 from gpuperf_gui.core.bench.timing import Cancelled, Timing, time_cpu, time_cuda
@@ -64,6 +65,8 @@ def measure_point(point: PlannedPoint, info: DeviceInfo, timing: TimingPolicy,
         iqr_low_s=result.p25_s, iqr_high_s=result.p75_s, samples=result.samples,
         device=info.torch_device, device_id=info.device_id, working_set_bytes=point.working_set_bytes,
         beyond_cache=point.working_set_bytes > info.cache_bytes, l2_flushed=result.l2_flushed,
+        cache_level=(residency(point.working_set_bytes, info.cache_levels, info.threads)
+                     if info.cache_levels else None),
         fma_per_element=point.fma_per_element,
         counted_flops=counted,
         threads=info.threads, sm_clock_hz=gpu.sm_clock_hz, max_sm_clock_hz=gpu.max_sm_clock_hz,
@@ -84,6 +87,7 @@ def _header(plan: BenchPlan, info: DeviceInfo, total: int) -> dict[str, Any]:
     return {
         "device": info.torch_device, "device_id": info.device_id, "device_name": info.name,
         "suite": plan.suite, "planned_points": total, "cache_bytes": info.cache_bytes,
+        "cache_levels": [level.to_json_dict() for level in info.cache_levels],
         "memory_bytes": info.memory_bytes, "threads": info.threads, "torch": torch.__version__,
         "cuda": torch.version.cuda, "gpuperf": __version__, "host": platform.node(),
         "pid": os.getpid(), "started_at": time.time(),

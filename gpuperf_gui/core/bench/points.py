@@ -42,6 +42,8 @@ class MeasuredPoint:
     device_id: str = ""                 # hardware database id ("cpu", "h200"); "" in older runs
     working_set_bytes: int = 0
     beyond_cache: bool | None = None    # working set larger than the last-level cache
+    cache_level: str | None = None      # where the working set fits: "L1", "L2", "L3", "memory"
+                                        # (CPU runs, core.bench.cache_levels); None: not known
     l2_flushed: bool = False
     fma_per_element: int = 0
     counted_flops: float | None = None  # FlopCounterMode's count (matmul)
@@ -114,7 +116,7 @@ class MeasuredPoint:
         owner = self.device_id or device_id or ("cpu" if self.device == "cpu" else "")
         return RooflinePoint(label=self.label, flops=self.flops, bytes=self.bytes,
                              seconds=self.seconds, kind="measured", device_id=owner,
-                             precision=self.dtype)
+                             precision=self.dtype, cache_level=self.cache_level or "")
 
 
 @dataclass(frozen=True)

@@ -198,7 +198,7 @@ def list_runs(results_dir: Path | None = None) -> list[Path]:
 CSV_COLUMNS = (*DESIGN_KEYS, "method", "iqr_low_s", "iqr_high_s", "samples", "device",
                "working_set_bytes", "beyond_cache", "l2_flushed", "fma_per_element", "counted_flops",
                "threads", "sm_clock_hz", "power_w", "temperature_c", "throttled", "launch_bound",
-               "world_size", "busbw_bytes_per_s")
+               "world_size", "busbw_bytes_per_s", "cache_level")
 
 
 def export_csv(points: Iterable[MeasuredPoint], path: Path) -> None:

@@ -95,6 +95,7 @@ class StepStats:
     gpu_busy_fraction: float
     gpu_idle_s: float
     warmup: bool = False
+    partial: bool = False   # the step in progress when `gpuperf profile` stopped: cut short, not steady
 
 
 @dataclass
@@ -409,7 +410,7 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
     p2p_count = _p2p_kernel_count(rt, dev, in_window)
     causes = _idle_causes(rt, dev, in_window, (t0, t1), compute, comm, comm_blocking_cpu, dataloader)
     steps = _step_stats(rt, dev, warmup)
-    steady = [s for s in steps if not s.warmup]
+    steady = [s for s in steps if not s.warmup and not s.partial]
     durations = np.array([s.duration_s for s in steady])
     hta_idle, hta_overlap = _hta_figures(rt, dev, is_comm, is_compute)
     kernels = kernel_evidence(rt, dev, in_window, t0, t1)
@@ -782,6 +783,8 @@ def _step_stats(rt: RankTrace, dev: DeviceEvents, warmup: list[int]) -> list[Ste
     us, ue = iv.union(dev.start_us, dev.end_us)
     steps = rt.steps
     bounds = step_bounds(steps)
+    # `gpuperf profile` stopped mid-step (Stop, or the script ended): its last step is cut short
+    last_partial = bool((rt.gpuperf_unprofiled or {}).get("last_step_partial"))
     # Each step clips only the busy intervals that can reach into it (sorted, disjoint: the ones
     # ending after its start and starting before its end), not the whole union per step.
     lo = np.searchsorted(ue, [s for s, _ in bounds], side="right")
@@ -795,7 +798,8 @@ def _step_stats(rt: RankTrace, dev: DeviceEvents, warmup: list[int]) -> list[Ste
         busy = iv.length(*iv.clip(us[lo[i]:max(hi[i], lo[i])], ue[lo[i]:max(hi[i], lo[i])], s, e))
         span = max(e - s, 1e-9)
         out.append(StepStats(number=step.number, duration_s=duration / 1e6, gpu_busy_fraction=busy / span,
-                             gpu_idle_s=(span - busy) / 1e6, warmup=step.number in warmup))
+                             gpu_idle_s=(span - busy) / 1e6, warmup=step.number in warmup,
+                             partial=last_partial and i == len(steps) - 1))
     return out
 
 

@@ -70,7 +70,7 @@ def mfu_figures(analyses: list[RankAnalysis]) -> TraceMfuFigures:
     steps = [a.step_time_median_s for a in analyses if a.step_time_median_s]
     source = analyses[0].file if len(analyses) == 1 else f"{len(analyses)} ranks"
     recorded = [a.world_size for a in analyses if a.world_size]
-    steady = min(sum(not s.warmup for s in a.steps) for a in analyses)
+    steady = min(sum(not s.warmup and not s.partial for s in a.steps) for a in analyses)
     return TraceMfuFigures(float(np.median(steps)) if steps else None, *map(float, parts), source=source,
                            world_size=max(recorded) if recorded else None,
                            device_name=analyses[0].device or None, ranks_loaded=len(analyses),
