@@ -10,6 +10,7 @@ from gpuperf_gui.core.trace.budget import DEFAULT_MEMORY_BUDGET_BYTES, MemoryBud
 from gpuperf_gui.core.units import parse_bytes
 from gpuperf_gui.core.trace.decode import DEFAULT_MAX_BYTES
 from gpuperf_gui.core.trace.diagnose import SIGNATURES
+from gpuperf_gui.core.trace.load import discover_files
 from gpuperf_gui.core.trace.model import TraceFormatError
 
 
@@ -51,6 +52,10 @@ def run(args: argparse.Namespace) -> int:
                                             memory_budget=budget, top=args.top)
             except ClusterError as exc:
                 return fail(f"--dask-scheduler: {exc}")
+        elif len(discover_files(args.paths)) > 1:  # ranks: compact results, as the GUI's job overview
+            from gpuperf_gui.core.trace.cluster import analyse_compact  # noqa: PLC0415
+            result = analyse_compact(args.paths, workers=args.workers, max_bytes=args.max_bytes,
+                                     memory_budget=budget, top=args.top)
         else:
             result = analyse_paths(args.paths, max_bytes=args.max_bytes, workers=args.workers,
                                    memory_budget=budget)

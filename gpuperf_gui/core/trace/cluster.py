@@ -306,9 +306,14 @@ def iter_cluster_analyse(paths: Sequence[Path | str], address: str, stop: thread
     """Like :func:`.api.iter_load_and_analyse` on a Dask cluster: :class:`.api.Progress` items, then
     one :class:`ClusterResult` (nothing when ``stop`` is set: the pending tasks are cancelled).
 
-    Paths are made absolute: the workers read them from the shared filesystem."""
+    The workers read the files by their absolute paths (from the shared filesystem); the result
+    names them as the local run does, as given (:func:`_as_given`).
+
+    The client takes the results as they finish, in batches (``distributed.as_completed``): its work
+    per rank is constant, where waiting on every pending future after each one finishes was
+    quadratic in the ranks (1,024 ranks: 16.5 s of client CPU)."""
     stop = stop or threading.Event()
-    files = [f.resolve() for f in discover_files(paths)]
+    files = discover_files(paths)
     n = len(files)
     budget = MemoryBudget.of(memory_budget).limit_bytes
     yield Progress(0.0, f"connecting to {address}")
@@ -316,29 +321,31 @@ def iter_cluster_analyse(paths: Sequence[Path | str], address: str, stop: thread
     with dask_client(address, connect_timeout_s) as client:
         distributed = _import_distributed()
         yield Progress(0.02, f"analysing {n} file{'s' if n != 1 else ''} on {address}")
-        futures = [client.submit(summarize_rank, str(f), i, max_bytes=max_bytes, memory_budget=budget,
-                                 top=top, overview=overview, pure=False, key=f"gpuperf-rank-{i}-{run_id}")
-                   for i, f in enumerate(files)]
+        futures = client.map(partial(summarize_rank, max_bytes=max_bytes, memory_budget=budget, top=top,
+                                     overview=overview),
+                             [str(f.resolve()) for f in files], range(n), pure=False,
+                             key=[f"gpuperf-rank-{i}-{run_id}" for i in range(n)])
         index = {fut.key: i for i, fut in enumerate(futures)}
+        done = distributed.as_completed(futures, with_results=True, raise_errors=False)
+        del futures  # as_completed holds the pending ones; a finished one is released at once
         summaries: list[RankSummary] = []
         failures: list[FileFailure] = []
-        pending = list(futures)
         count = 0
-        while pending:
+        while not done.is_empty() or done.has_ready():
             if stop.is_set():  # looked at every _POLL_S, also while tasks run
-                client.cancel(pending)
+                client.cancel(list(done.futures))
                 return
-            try:
-                done, not_done = distributed.wait(pending, timeout=_POLL_S, return_when="FIRST_COMPLETED")
-            except TimeoutError:
+            batch = done.next_batch(block=False)
+            if not batch:
+                stop.wait(_POLL_S)
                 continue
-            pending = list(not_done)
-            for fut in sorted(done, key=lambda f: index[f.key]):
-                item = _result(fut, files[index[fut.key]])
+            for fut, value in sorted(batch, key=lambda pair: index[pair[0].key]):
+                i = index[fut.key]
+                item = _as_given(_result(fut, value, files[i]), files[i])
                 fut.release()  # the cluster forgets it: nothing of the rank stays there
                 (failures if isinstance(item, FileFailure) else summaries).append(item)
                 count += 1
-                yield Progress(0.02 + 0.93 * count / n, f"analysed {files[index[fut.key]].name}")
+            yield Progress(0.02 + 0.93 * count / n, f"analysed {files[i].name}")
     if not stop.is_set():
         yield from _assembled(summaries, failures, n)
 
@@ -353,12 +360,24 @@ def _assembled(summaries: list[RankSummary], failures: list[FileFailure], n_file
     yield assemble(summaries, notes)
 
 
-def _result(fut: Any, path: Path) -> RankSummary | FileFailure:  # noqa: ANN401 (a distributed.Future)
-    """A task's result; a task that failed outside the loader (its worker died) names the file."""
-    try:
-        return fut.result()
-    except Exception as exc:  # noqa: BLE001 - KilledWorker, CommClosedError...: one rank's failure
-        return FileFailure(path, f"{path}: the Dask task failed: {type(exc).__name__}: {exc}", False)
+def _result(fut: Any, value: Any, path: Path) -> RankSummary | FileFailure:  # noqa: ANN401 (distributed's)
+    """A task's result (``value``, as ``as_completed(with_results=True, raise_errors=False)`` gives
+    it); a task that failed outside the loader (its worker died) names the file."""
+    if fut.status == "finished":
+        return value
+    exc = value[1] if isinstance(value, tuple) and len(value) == 3 else value  # (type, exception, traceback)
+    return FileFailure(path, f"{path}: the Dask task failed: {type(exc).__name__}: {exc}", False)
+
+
+def _as_given(item: RankSummary | FileFailure, given: Path) -> RankSummary | FileFailure:
+    """The result named by the path as given (relative paths stay relative), as the local run names
+    it: the worker read the absolute path, which the JSON's ``file`` and the notes do not show."""
+    absolute = str(given.resolve())
+    if isinstance(item, FileFailure):
+        return FileFailure(given, item.message.replace(absolute, str(given)), item.not_a_trace)
+    if item.file == absolute:
+        item.file = item.analysis.file = str(given)
+    return item
 
 
 def analyse_on_cluster(paths: Sequence[Path | str], address: str, *, max_bytes: int | None = DEFAULT_MAX_BYTES,
