@@ -81,6 +81,11 @@ def snapshot(side: str, package_root: Path) -> None:
     out = WORK / side
     out.mkdir(parents=True)
     env = dict(os.environ, PYTHONPATH=str(package_root), GPUPERF_TRACE_INPROCESS="1")
+    where = subprocess.run([sys.executable, "-c", "import gpuperf_gui; print(gpuperf_gui.__file__)"], cwd=DATA,
+                           env=env, capture_output=True, text=True, check=True).stdout.strip()
+    if not Path(where).is_relative_to(package_root):  # the side must run the code it names
+        raise SystemExit(f"{side}: gpuperf_gui imports from {where}, not from {package_root}")
+    (out / "package.txt").write_text(f"{side}: {package_root}\n")
     for name, args in jobs():
         variants = [("full.json", ["--top", "1000000"])]  # the whole op table (--top 10 prints its head)
         if len(args) > 1 or (DATA / args[0]).is_dir():
@@ -103,10 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(WORK / "after", ignore_errors=True)
     snapshot("after", ROOT)
     before, after = sorted((WORK / "before").iterdir()), sorted((WORK / "after").iterdir())
-    differ = [a.name for b, a in zip(before, after) if b.read_bytes() != a.read_bytes()]
+    differ = [a.name for b, a in zip(before, after) if b.read_bytes() != a.read_bytes() and a.name != "package.txt"]
     if [p.name for p in before] != [p.name for p in after]:
         differ.append("(the file lists differ)")
-    print(f"{len(after)} outputs of {len(jobs())} jobs: " + ("IDENTICAL" if not differ else "DIFFER: " + ", ".join(differ)))
+    print(f"{len(after) - 1} outputs of {len(jobs())} jobs: " + ("IDENTICAL" if not differ else "DIFFER: " + ", ".join(differ)))
     return 1 if differ else 0
 
 
