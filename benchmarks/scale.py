@@ -76,6 +76,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import resource
 import subprocess
 import sys
@@ -156,18 +157,25 @@ def _child(kind: str, path: str, workers: int) -> dict:
             out["analysis_s"] = time.perf_counter() - t1
         out["events"] = result.n_events
         out["verdict"] = result.diagnosis.signature
-    elif kind in ("cli-local", "cli-dask"):  # what `gpuperf diagnose FOLDER --json [--dask-scheduler A]` does
-        from gpuperf_gui.core.trace.cluster import analyse_compact, analyse_on_cluster
+    elif kind in ("cli-local", "cli-dask"):  # `gpuperf diagnose FOLDER --json [--dask-scheduler A]` itself
+        from gpuperf_gui.cli import main as cli_main
+        argv = ["diagnose", path, "--json"]
+        argv += ["--workers", str(workers)] if kind == "cli-local" else \
+            ["--dask-scheduler", os.environ["GPUPERF_BENCH_SCHEDULER"]]
+        sink, real_stdout = _HashingSink(), sys.stdout
         t1 = time.perf_counter()
-        if kind == "cli-local":
-            result = analyse_compact([path], workers=workers, memory_budget=_budget())
-        else:
-            result = analyse_on_cluster([path], os.environ["GPUPERF_BENCH_SCHEDULER"], memory_budget=_budget())
-        text = json.dumps(result.to_json(), indent=2, allow_nan=False)
+        sys.stdout = sink  # type: ignore[assignment]
+        try:
+            status = cli_main(argv)
+        finally:
+            sys.stdout = real_stdout
         out["analysis_s"] = time.perf_counter() - t1
-        out["json_sha1"] = hashlib.sha1(text.encode()).hexdigest()
-        out["events"] = result.n_events
-        out["verdict"] = result.diagnosis.signature
+        if status != 0:
+            raise SystemExit(f"gpuperf {' '.join(argv)}: exit {status}")
+        out["json_sha1"] = sink.sha1.hexdigest()
+        out["events"] = 0
+        found = re.search(r'"signature": "(\w+)"', sink.head)  # the job's verdict comes first
+        out["verdict"] = found.group(1) if found else "?"
         pool = resource.getrusage(resource.RUSAGE_CHILDREN)  # the pool's processes, reaped when it shut down
         out["pool_cpu_s"] = pool.ru_utime + pool.ru_stime
     out["wall_s"] = time.perf_counter() - t0
@@ -175,6 +183,23 @@ def _child(kind: str, path: str, workers: int) -> dict:
     own = resource.getrusage(resource.RUSAGE_SELF)
     out["client_cpu_s"] = own.ru_utime + own.ru_stime
     return out
+
+
+class _HashingSink:
+    """Stands in for stdout: hashes what is written and keeps its first 4 kB (holding the text
+    would add to the client's peak)."""
+
+    def __init__(self) -> None:
+        self.sha1, self.head = hashlib.sha1(), ""
+
+    def write(self, text: str) -> int:
+        self.sha1.update(text.encode())
+        if len(self.head) < 4096:
+            self.head += text[:4096]
+        return len(text)
+
+    def flush(self) -> None:
+        pass
 
 
 def _self_peak() -> int:

@@ -116,7 +116,9 @@ class RankSummary:
 def summarize_rank(path: str, order_index: int, *, max_bytes: int | None = DEFAULT_MAX_BYTES,
                    memory_budget: int | None = None, top: int = 10, overview: bool = False,
                    lane_bins: int = LANE_BINS) -> RankSummary | FileFailure:
-    """Load, analyse and summarise one rank file (the task a Dask worker runs).
+    """Load, analyse and summarise one rank file (the task a Dask worker runs). The overview's parts
+    (step breakdown, top kernels, lane summaries: what the job window draws) only with ``overview``:
+    the CLI's JSON reads none of them, and they were half of what a rank sent back.
 
     A file that fails gives a :class:`.load.FileFailure` (as the local loop collects them), so one
     broken rank never fails the job."""
@@ -144,7 +146,7 @@ def _summary(rt: RankTrace, order_index: int, top: int, with_overview: bool, lan
         origin_us=rt.origin_us, span_us=rt.span_us, device_name=rt.device_name, n_events=rt.n_events,
         analysis=analysis, ops=ops[:top], roofline_points=[p.to_json() for p in points],
         collective_start_us=starts, collective_duration_us=durations, has_comm_lanes=has_comm,
-        overview=ov, lanes=lane_summaries(rt, lane_bins), warnings=list(rt.warnings),
+        overview=ov, lanes=lane_summaries(rt, lane_bins) if with_overview else [], warnings=list(rt.warnings),
         truncation=rt.truncation.describe() if rt.truncation else None)
 
 
@@ -321,11 +323,12 @@ def iter_cluster_analyse(paths: Sequence[Path | str], address: str, stop: thread
     with dask_client(address, connect_timeout_s) as client:
         distributed = _import_distributed()
         yield Progress(0.02, f"analysing {n} file{'s' if n != 1 else ''} on {address}")
-        futures = client.map(partial(summarize_rank, max_bytes=max_bytes, memory_budget=budget, top=top,
+        batches = task_batches(files, _worker_threads(client))
+        futures = client.map(partial(summarize_ranks, max_bytes=max_bytes, memory_budget=budget, top=top,
                                      overview=overview),
-                             [str(f.resolve()) for f in files], range(n), pure=False,
-                             key=[f"gpuperf-rank-{i}-{run_id}" for i in range(n)])
-        index = {fut.key: i for i, fut in enumerate(futures)}
+                             [[str(files[i].resolve()) for i in b] for b in batches], batches, pure=False,
+                             key=[f"gpuperf-ranks-{b[0]}-{run_id}" for b in batches])
+        index = {fut.key: k for k, fut in enumerate(futures)}
         done = distributed.as_completed(futures, with_results=True, raise_errors=False)
         del futures  # as_completed holds the pending ones; a finished one is released at once
         summaries: list[RankSummary] = []
@@ -335,19 +338,56 @@ def iter_cluster_analyse(paths: Sequence[Path | str], address: str, stop: thread
             if stop.is_set():  # looked at every _POLL_S, also while tasks run
                 client.cancel(list(done.futures))
                 return
-            batch = done.next_batch(block=False)
-            if not batch:
+            finished = done.next_batch(block=False)
+            if not finished:
                 stop.wait(_POLL_S)
                 continue
-            for fut, value in sorted(batch, key=lambda pair: index[pair[0].key]):
-                i = index[fut.key]
-                item = _as_given(_result(fut, value, files[i]), files[i])
+            for fut, value in sorted(finished, key=lambda pair: index[pair[0].key]):
+                batch = batches[index[fut.key]]
+                for i, item in zip(batch, _results(fut, value, [files[i] for i in batch])):
+                    item = _as_given(item, files[i])
+                    (failures if isinstance(item, FileFailure) else summaries).append(item)
                 fut.release()  # the cluster forgets it: nothing of the rank stays there
-                (failures if isinstance(item, FileFailure) else summaries).append(item)
-                count += 1
-            yield Progress(0.02 + 0.93 * count / n, f"analysed {files[i].name}")
+                count += len(batch)
+            yield Progress(0.02 + 0.93 * count / n, f"analysed {files[batch[-1]].name}")
     if not stop.is_set():
         yield from _assembled(summaries, failures, n)
+
+
+TASK_MAX_FILES = 16
+TASK_MAX_TEXT_BYTES = 32 << 20
+TASKS_PER_THREAD = 8
+"""Rank files share a task up to TASK_MAX_FILES and TASK_MAX_TEXT_BYTES of JSON, while there are
+still TASKS_PER_THREAD tasks for each worker thread (the tail stays short). Why: a Dask task costs
+the worker ~4 ms of CPU and the scheduler more, as much as analysing a 3k-event rank (8 ms); a big
+rank still gets a task of its own."""
+
+
+def task_batches(files: Sequence[Path], threads: int) -> list[list[int]]:
+    """The files' indices grouped into tasks (in file order; see :data:`TASK_MAX_FILES`)."""
+    per_task = max(1, min(TASK_MAX_FILES, len(files) // max(1, TASKS_PER_THREAD * threads)))
+    batches: list[list[int]] = []
+    text = 0
+    for i, f in enumerate(files):
+        size = text_size_hint(Path(f))
+        if not batches or len(batches[-1]) >= per_task or text + size > TASK_MAX_TEXT_BYTES:
+            batches.append([])
+            text = 0
+        batches[-1].append(i)
+        text += size
+    return batches
+
+
+def _worker_threads(client: Any) -> int:  # noqa: ANN401 (a distributed.Client)
+    """Threads of the cluster's workers now (1 when it reports none yet)."""
+    workers = client.scheduler_info().get("workers", {})
+    return max(1, sum(int(w.get("nthreads", 1)) for w in workers.values()))
+
+
+def summarize_ranks(paths: Sequence[str], order_indices: Sequence[int], **kwargs: Any
+                    ) -> list[RankSummary | FileFailure]:
+    """:func:`summarize_rank` for each file of one task, in order."""
+    return [summarize_rank(p, i, **kwargs) for p, i in zip(paths, order_indices)]
 
 
 def _assembled(summaries: list[RankSummary], failures: list[FileFailure], n_files: int
@@ -360,13 +400,14 @@ def _assembled(summaries: list[RankSummary], failures: list[FileFailure], n_file
     yield assemble(summaries, notes)
 
 
-def _result(fut: Any, value: Any, path: Path) -> RankSummary | FileFailure:  # noqa: ANN401 (distributed's)
-    """A task's result (``value``, as ``as_completed(with_results=True, raise_errors=False)`` gives
-    it); a task that failed outside the loader (its worker died) names the file."""
+def _results(fut: Any, value: Any, paths: Sequence[Path]  # noqa: ANN401 (distributed's)
+             ) -> list[RankSummary | FileFailure]:
+    """A task's results (``value``, as ``as_completed(with_results=True, raise_errors=False)`` gives
+    it); a task that failed outside the loader (its worker died) names each of its files."""
     if fut.status == "finished":
         return value
     exc = value[1] if isinstance(value, tuple) and len(value) == 3 else value  # (type, exception, traceback)
-    return FileFailure(path, f"{path}: the Dask task failed: {type(exc).__name__}: {exc}", False)
+    return [FileFailure(p, f"{p}: the Dask task failed: {type(exc).__name__}: {exc}", False) for p in paths]
 
 
 def _as_given(item: RankSummary | FileFailure, given: Path) -> RankSummary | FileFailure:
