@@ -1,6 +1,13 @@
 """Scale: events vs time and peak memory, one file and many ranks, locally and on a Dask LocalCluster.
 
 Usage: nice python benchmarks/scale.py [--big] [--many] [--cluster-workers 2] [--workdir /tmp/gpuperf-scale]
+       nice python benchmarks/scale.py --dask [--dask-ranks 64,256,1024]
+
+``--dask``: only folders of small ranks (tests/data/h200/ddp_straggler_gloo tiled, 3,245 events a
+rank), `gpuperf diagnose FOLDER --json` run by the CLI itself in a fresh process on the local pool
+(``--workers``) and on a real ``dask scheduler`` with ``--cluster-workers`` ``dask worker`` processes
+(one thread each) on 127.0.0.1, which it starts and stops: wall, the client's CPU and peak RSS, the
+workers' CPU, and whether both printed the same bytes. Figures: docs/scaling.md.
 
 Every case runs in a fresh interpreter (imports counted, as the CLI pays them). Peak memory: the
 child's own peak RSS (exact), and for a process tree (pool or Dask workers) the peak of the summed
