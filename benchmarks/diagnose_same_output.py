@@ -10,7 +10,7 @@ with the same arguments (paths relative to tests/data, and the multi-rank folder
 
     nice .venv/bin/python benchmarks/diagnose_same_output.py 286eeec
 
-Prints IDENTICAL, or the jobs that differ (both sides' text under /tmp/diagnose_same_output/).
+Prints IDENTICAL, or the jobs that differ (both sides' text under /tmp/gpuperf-diagnose-same-output/BASE/).
 """
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
-WORK = Path("/tmp/diagnose_same_output")
+WORK = Path("/tmp/gpuperf-diagnose-same-output")
+"""Where both sides' outputs go (``--workdir``; each run of a base commit in a folder of its own)."""
 SCANNER = "gpuperf_gui/core/trace/_scan.c"
 SKIP_NAMES = ("ceilings.json", "hta_idle_breakdown.json")
 
@@ -60,9 +61,9 @@ def _is_trace(p: Path) -> bool:
             and name not in SKIP_NAMES and "scripts" not in p.relative_to(DATA).parts)
 
 
-def base_tree(base: str) -> Path:
-    """``BASE``'s package under WORK/base, with a C scanner."""
-    tree = WORK / "base"
+def base_tree(base: str, work: Path) -> Path:
+    """``BASE``'s package under ``work``/base, with a C scanner."""
+    tree = work / "base"
     data = subprocess.run(["git", "-C", str(ROOT), "archive", base, "gpuperf_gui", "setup.py", "pyproject.toml"],
                           check=True, capture_output=True).stdout
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
@@ -77,8 +78,8 @@ def base_tree(base: str) -> Path:
     return tree
 
 
-def snapshot(side: str, package_root: Path) -> None:
-    out = WORK / side
+def snapshot(side: str, package_root: Path, work: Path) -> None:
+    out = work / side
     out.mkdir(parents=True)
     env = dict(os.environ, PYTHONPATH=str(package_root), GPUPERF_TRACE_INPROCESS="1")
     where = subprocess.run([sys.executable, "-c", "import gpuperf_gui; print(gpuperf_gui.__file__)"], cwd=DATA,
@@ -101,13 +102,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("base", help="the commit whose output is 'before'")
     parser.add_argument("--keep-before", action="store_true",
                         help="reuse the 'before' outputs of the last run (same BASE): only 'after' runs")
+    parser.add_argument("--workdir", type=Path, default=WORK)
     args = parser.parse_args(argv)
-    if not (args.keep_before and (WORK / "before").is_dir()):
-        shutil.rmtree(WORK, ignore_errors=True)
-        snapshot("before", base_tree(args.base))
-    shutil.rmtree(WORK / "after", ignore_errors=True)
-    snapshot("after", ROOT)
-    before, after = sorted((WORK / "before").iterdir()), sorted((WORK / "after").iterdir())
+    work = args.workdir / args.base
+    if not (args.keep_before and (work / "before").is_dir()):
+        shutil.rmtree(work, ignore_errors=True)
+        snapshot("before", base_tree(args.base, work), work)
+    shutil.rmtree(work / "after", ignore_errors=True)
+    snapshot("after", ROOT, work)
+    before, after = sorted((work / "before").iterdir()), sorted((work / "after").iterdir())
     differ = [a.name for b, a in zip(before, after) if b.read_bytes() != a.read_bytes() and a.name != "package.txt"]
     if [p.name for p in before] != [p.name for p in after]:
         differ.append("(the file lists differ)")
