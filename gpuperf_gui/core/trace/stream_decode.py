@@ -430,7 +430,10 @@ class _Splitter:
             return False
         buf = self._pending
         for end in _array_end_candidates(buf):
-            run = scan_run(buf, end)
+            try:
+                run = scan_run(buf, end)
+            except Exception:  # noqa: BLE001 - (a B/E/M event msgspec refuses) as _merge_oldest: msgspec's path decides
+                return False
             if run is None:
                 continue
             entries, kept, self.structs_in_flight = add_scanned(self.columns, run)
