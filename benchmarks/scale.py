@@ -1,6 +1,13 @@
 """Scale: events vs time and peak memory, one file and many ranks, locally and on a Dask LocalCluster.
 
 Usage: nice python benchmarks/scale.py [--big] [--many] [--cluster-workers 2] [--workdir /tmp/gpuperf-scale]
+       nice python benchmarks/scale.py --dask [--dask-ranks 64,256,1024]
+
+``--dask``: only folders of small ranks (tests/data/h200/ddp_straggler_gloo tiled, 3,245 events a
+rank), `gpuperf diagnose FOLDER --json` run by the CLI itself in a fresh process on the local pool
+(``--workers``) and on a real ``dask scheduler`` with ``--cluster-workers`` ``dask worker`` processes
+(one thread each) on 127.0.0.1, which it starts and stops: wall, the client's CPU and peak RSS, the
+workers' CPU, and whether both printed the same bytes. Figures: docs/scaling.md.
 
 Every case runs in a fresh interpreter (imports counted, as the CLI pays them). Peak memory: the
 child's own peak RSS (exact), and for a process tree (pool or Dask workers) the peak of the summed
@@ -72,15 +79,19 @@ the events it holds); every verdict agrees.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
+import re
 import resource
 import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 try:  # an installed package first (its gpuperf_gui.resources), else this checkout
@@ -154,9 +165,49 @@ def _child(kind: str, path: str, workers: int) -> dict:
             out["analysis_s"] = time.perf_counter() - t1
         out["events"] = result.n_events
         out["verdict"] = result.diagnosis.signature
+    elif kind in ("cli-local", "cli-dask"):  # `gpuperf diagnose FOLDER --json [--dask-scheduler A]` itself
+        from gpuperf_gui.cli import main as cli_main
+        argv = ["diagnose", path, "--json"]
+        argv += ["--workers", str(workers)] if kind == "cli-local" else \
+            ["--dask-scheduler", os.environ["GPUPERF_BENCH_SCHEDULER"]]
+        sink, real_stdout = _HashingSink(), sys.stdout
+        t1 = time.perf_counter()
+        sys.stdout = sink  # type: ignore[assignment]
+        try:
+            status = cli_main(argv)
+        finally:
+            sys.stdout = real_stdout
+        out["analysis_s"] = time.perf_counter() - t1
+        if status != 0:
+            raise SystemExit(f"gpuperf {' '.join(argv)}: exit {status}")
+        out["json_sha1"] = sink.sha1.hexdigest()
+        out["events"] = 0
+        found = re.search(r'"signature": "(\w+)"', sink.head)  # the job's verdict comes first
+        out["verdict"] = found.group(1) if found else "?"
+        pool = resource.getrusage(resource.RUSAGE_CHILDREN)  # the pool's processes, reaped when it shut down
+        out["pool_cpu_s"] = pool.ru_utime + pool.ru_stime
     out["wall_s"] = time.perf_counter() - t0
     out["client_peak_rss_bytes"] = _self_peak()
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    out["client_cpu_s"] = own.ru_utime + own.ru_stime
     return out
+
+
+class _HashingSink:
+    """Stands in for stdout: hashes what is written and keeps its first 4 kB (holding the text
+    would add to the client's peak)."""
+
+    def __init__(self) -> None:
+        self.sha1, self.head = hashlib.sha1(), ""
+
+    def write(self, text: str) -> int:
+        self.sha1.update(text.encode())
+        if len(self.head) < 4096:
+            self.head += text[:4096]
+        return len(text)
+
+    def flush(self) -> None:
+        pass
 
 
 def _self_peak() -> int:
@@ -200,9 +251,9 @@ class TreeRss:
         self._thread.join()
 
 
-def measure(kind: str, path: Path, workers: int = 1) -> dict:
+def measure(kind: str, path: Path, workers: int = 1, env: dict | None = None) -> dict:
     proc = subprocess.Popen([sys.executable, __file__, "--child", kind, str(path), str(workers)],
-                            stdout=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, text=True, env=env)
     with TreeRss(proc.pid) as sampler:
         stdout, _ = proc.communicate()
     if proc.returncode != 0:
@@ -230,6 +281,98 @@ def _ranks_input(workdir: Path, ranks: int) -> Path:
         tile_rank_folder([SMALL_RANK], folder, ranks, shift_us=13)
         (folder / "done").write_text("")
     return folder
+
+
+# -- --dask: a real scheduler and two workers on 127.0.0.1 ----------------------------------------------
+STRAGGLER_SOURCES = (ROOT / "tests/data/h200/ddp_straggler_gloo/rank0.json.gz",
+                     ROOT / "tests/data/h200/ddp_straggler_gloo/rank1.json.gz")
+"""The small ranks of the --dask runs: a real two-rank DDP recording of 3,245 events a rank."""
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far (/proc/PID/stat), 0 once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextmanager
+def dask_processes(workdir: Path, n_workers: int) -> Iterator[tuple[str, list[int]]]:
+    """A ``dask scheduler`` and ``n_workers`` ``dask worker`` processes (one thread each) on
+    127.0.0.1, as a user starts them; yields the address and the workers' pids; stops them all."""
+    sched_file = workdir / "scheduler.json"
+    sched_file.unlink(missing_ok=True)
+    log = (workdir / "dask.log").open("w")
+    py = [sys.executable, "-m"]
+    procs = [subprocess.Popen([*py, "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+                               "--no-dashboard", "--scheduler-file", str(sched_file)], stdout=log, stderr=log)]
+    try:
+        deadline = time.monotonic() + 60
+        while not sched_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        address = json.loads(sched_file.read_text())["address"]
+        for _ in range(n_workers):
+            procs.append(subprocess.Popen([*py, "distributed.cli.dask_worker", address, "--nworkers", "1",
+                                           "--nthreads", "1", "--no-dashboard", "--memory-limit", "0",
+                                           "--local-directory", str(workdir / "dask-worker-space")],
+                                          stdout=log, stderr=log))
+        import distributed
+        with distributed.Client(address, timeout="30s") as client:
+            client.wait_for_workers(n_workers, timeout=60)
+            pids = list(client.run(os.getpid).values())
+        yield address, pids
+    finally:
+        for proc in reversed(procs):  # workers first, then the scheduler
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        log.close()
+
+
+def _straggler_folder(workdir: Path, ranks: int) -> Path:
+    from gpuperf_gui.core.trace.tile import tile_rank_folder
+    folder = workdir / f"ddp_ranks_{ranks}"
+    if not (folder / "done").exists():
+        tile_rank_folder(list(STRAGGLER_SOURCES), folder, ranks, shift_us=13)
+        (folder / "done").write_text("")
+    return folder
+
+
+def dask_table(workdir: Path, ranks: list[int], n_workers: int) -> None:
+    """Local process pool (``n_workers`` processes) against Dask (``n_workers`` workers), per rank count."""
+    print(f"\n--dask: folders of small ranks ({STRAGGLER_SOURCES[0].parent.name} tiled, 3,245 events a rank); "
+          f"`gpuperf diagnose --json` on the local pool (--workers {n_workers}) and on a `dask scheduler` with "
+          f"{n_workers} `dask worker`s on 127.0.0.1")
+    print(f"{'ranks':>6} {'engine':>7} {'wall s':>7} {'client CPU s':>12} {'ms/rank':>8} {'client peak':>11} "
+          f"{'work CPU s':>10} {'ms/rank':>8}  same JSON  verdict")
+    with dask_processes(workdir, n_workers) as (address, worker_pids):
+        env = dict(os.environ, GPUPERF_BENCH_SCHEDULER=address)
+        for r in ranks:
+            folder = _straggler_folder(workdir, r)
+            runs = {}
+            for kind in ("cli-local", "cli-dask"):
+                before = sum(_cpu_s(p) for p in worker_pids)
+                run = measure(kind, folder, n_workers, env)
+                worker_cpu = sum(_cpu_s(p) for p in worker_pids) - before
+                # the pool's processes are the child's children (their CPU is not the client's);
+                # the Dask workers' CPU is read from /proc around the run
+                run["work_cpu_s"] = worker_cpu if kind == "cli-dask" else run.get("pool_cpu_s", 0.0)
+                runs[kind] = run
+            same = runs["cli-local"]["json_sha1"] == runs["cli-dask"]["json_sha1"]
+            for kind, run in runs.items():
+                print(f"{r:>6} {kind[4:]:>7} {run['wall_s']:>7.2f} {run['client_cpu_s']:>12.2f} "
+                      f"{1e3 * run['client_cpu_s'] / r:>8.2f} {_gb(run['client_peak_rss_bytes']):>11} "
+                      f"{run['work_cpu_s']:>10.2f} {1e3 * run['work_cpu_s'] / r:>8.2f}  {'yes' if same else 'NO':>9}"
+                      f"  {run['verdict']}", flush=True)
+    print("client: the process that runs `gpuperf diagnose` (for the local pool, the parent of its worker "
+          "processes); work CPU: the worker processes' CPU (the pool's, or the two Dask workers'); "
+          "same JSON: the two engines printed the same bytes.")
 
 
 def _gb(b: float) -> str:
@@ -261,6 +404,9 @@ def main() -> None:
     ap.add_argument("--ranks", type=str, default="8,64", help="rank counts (default 8,64)")
     ap.add_argument("--cluster-workers", type=int, default=2, help="LocalCluster worker processes")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/gpuperf-scale"))
+    ap.add_argument("--dask", action="store_true",
+                    help="only the rank folders, local pool vs a real `dask scheduler` + workers on 127.0.0.1")
+    ap.add_argument("--dask-ranks", type=str, default="64,256,1024", help="rank counts of --dask")
     args = ap.parse_args()
     if args.child:
         kind, path, workers = args.child
@@ -270,6 +416,9 @@ def main() -> None:
     sizes = [int(x) for x in args.files.split(",") if x] + ([10] if args.big else [])
     ranks = [int(x) for x in args.ranks.split(",") if x] + ([256] if args.many else [])
     print(f"machine: {machine()}")
+    if args.dask:
+        dask_table(args.workdir, [int(x) for x in args.dask_ranks.split(",") if x], args.cluster_workers)
+        return
     print(f"\none file ({FILE_SOURCE.name} repeated; plain JSON)")
     print(f"{'events':>10} {'MB':>7} {'decode s':>9} {'load s':>7} {'load/dec':>8} {'1-core s':>8} "
           f"{'1-core/dec':>10} {'whole s':>7} {'whole/dec':>9} {'diagnose s':>10} {'µs/ev':>6} {'tree peak':>9} "

@@ -3,6 +3,11 @@
 Runs `python -m gpuperf_gui` in a fresh process N times with GPUPERF_STARTUP_PROBE=1 (the app prints
 the moment its window is shown, then quits) and prints the median and the worst. Budget: 1.5 s.
 
+The floor, measured in the same run (runs alternate, so a shared machine's load weighs on both
+alike): a bare PySide6 ``QMainWindow`` at 1600x1000 in a process that has imported pyqtgraph, timed
+the same way (the first turn of the event loop after ``show()``). The ratio app / floor is the
+figure to compare across machines.
+
     python benchmarks/startup.py [--runs 5]
 """
 
@@ -17,12 +22,31 @@ import sys
 import time
 
 
-def one_run() -> tuple[float, bool]:
+FLOOR = """
+import json, sys, time
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication, QLabel, QMainWindow
+import pyqtgraph  # noqa: F401 - the app's plotting library, imported as the app imports it
+app = QApplication(sys.argv[:1])
+window = QMainWindow()
+window.setCentralWidget(QLabel("floor"))
+window.resize(1600, 1000)
+window.show()
+def report():
+    print(json.dumps({"window_shown_perf_counter_s": time.perf_counter(), "torch_imported": "torch" in sys.modules}),
+          flush=True)
+    app.exit(0)
+QTimer.singleShot(0, report)
+app.exec()
+"""
+
+
+def one_run(floor: bool = False) -> tuple[float, bool]:
     env = dict(os.environ, GPUPERF_STARTUP_PROBE="1")
     env.setdefault("QT_QPA_PLATFORM", "offscreen")
+    command = [sys.executable, "-c", FLOOR] if floor else [sys.executable, "-m", "gpuperf_gui"]
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "gpuperf_gui"], env=env, capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, cwd=os.path.dirname(__file__))
     ended = time.perf_counter()
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode != 0 or not lines:
@@ -39,13 +63,18 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     one_run()  # warm the file cache
-    times, torch_seen = [], False
+    one_run(floor=True)
+    times, floors, torch_seen = [], [], False
     for _ in range(args.runs):
         shown_s, torch_imported = one_run()
         times.append(shown_s)
         torch_seen |= torch_imported
-    print(f"process start -> window shown: median {statistics.median(times):.3f} s, "
+        floors.append(one_run(floor=True)[0])
+    app_s, floor_s = statistics.median(times), statistics.median(floors)
+    print(f"process start -> window shown: median {app_s:.3f} s, "
           f"worst {max(times):.3f} s over {args.runs} runs (budget 1.5 s)")
+    print(f"floor (bare PySide6 window, pyqtgraph imported): median {floor_s:.3f} s, worst {max(floors):.3f} s; "
+          f"app / floor {app_s / floor_s:.2f} (medians; runs alternate)")
     print(f"torch imported at start-up: {torch_seen} (must be False)")
 
 

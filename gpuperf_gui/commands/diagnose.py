@@ -10,6 +10,7 @@ from gpuperf_gui.core.trace.budget import DEFAULT_MEMORY_BUDGET_BYTES, MemoryBud
 from gpuperf_gui.core.units import parse_bytes
 from gpuperf_gui.core.trace.decode import DEFAULT_MAX_BYTES
 from gpuperf_gui.core.trace.diagnose import SIGNATURES
+from gpuperf_gui.core.trace.load import discover_files
 from gpuperf_gui.core.trace.model import TraceFormatError
 from gpuperf_gui.core.trace.trace import Trace
 
@@ -49,8 +50,11 @@ def run(args: argparse.Namespace) -> int:
         from gpuperf_gui.core.trace.cluster import ClusterError
 
         cluster_errors = (ClusterError,)
-    trace = Trace(args.paths, dask_scheduler=args.dask_scheduler, max_bytes=args.max_bytes, workers=args.workers,
-                  memory_budget=budget, top=args.top)
+    # several files (ranks): compact per-rank results, as the window's job overview and Dask give (the
+    # same JSON; the parent never holds every rank's events)
+    compact = len(discover_files(args.paths)) > 1
+    trace = Trace(args.paths, dask_scheduler=args.dask_scheduler, compact=compact, max_bytes=args.max_bytes,
+                  workers=args.workers, memory_budget=budget, top=args.top)
     try:
         result = trace.result()
     except cluster_errors as exc:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from PySide6 import __version__ as pyside_version
-from PySide6.QtCore import QSize, Signal, qVersion
+from PySide6.QtCore import QSize, QTimer, Signal, qVersion
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QComboBox,
@@ -26,25 +28,62 @@ from gpuperf_gui import __version__
 from gpuperf_gui.core import state_files
 from gpuperf_gui.core.hardware import PRECISIONS, Device, match_device_name
 from gpuperf_gui.core.trace.budget import MemoryBudget
-from gpuperf_gui.core.trace.cluster import overview_reason
-from gpuperf_gui.core.trace.load import discover_files
 from gpuperf_gui.core.trace.model import TraceFormatError
 from gpuperf_gui.core.units import format_si, parse_bytes
-from gpuperf_gui.views import cluster_dialog, settings_store
-from gpuperf_gui.views.benchmark_tab import BenchmarkTab
+from gpuperf_gui.views import settings_store
 from gpuperf_gui.views.context import AppContext
-from gpuperf_gui.views.mfu_tab import MfuTab
-from gpuperf_gui.views.roofline_tab import RooflineTab
-from gpuperf_gui.views.trace_tab import TraceTab
+
+if TYPE_CHECKING:  # the tabs' modules (and the trace engine under them) load when a tab is built
+    from gpuperf_gui.views.benchmark_tab import BenchmarkTab
+    from gpuperf_gui.views.cluster_dialog import ClusterJobWindow
+    from gpuperf_gui.views.mfu_tab import MfuTab
+    from gpuperf_gui.views.roofline_tab import RooflineTab
+    from gpuperf_gui.views.trace_tab import TraceTab
 
 WINDOW_SIZE = QSize(1600, 1000)
-# tab key -> (class, title)
+# tab key -> ("module:class" under gpuperf_gui.views, title)
 TABS = (
-    ("roofline", RooflineTab, "Roofline"),
-    ("mfu", MfuTab, "MFU"),
-    ("trace", TraceTab, "Trace"),
-    ("bench", BenchmarkTab, "Benchmarks"),
+    ("roofline", "roofline_tab:RooflineTab", "Roofline"),
+    ("mfu", "mfu_tab:MfuTab", "MFU"),
+    ("trace", "trace_tab:TraceTab", "Trace"),
+    ("bench", "benchmark_tab:BenchmarkTab", "Benchmarks"),
 )
+DEFERRED_BUILD_MS = 150
+"""The tabs not shown are built this long after the window is (one per turn of the event loop), so
+the first paint does not wait for them: the Trace tab alone and its modules were ~0.4 s of a 1.3 s
+start-up on a 2-core machine (benchmarks/startup.py)."""
+_CLUSTER_DIALOG = "gpuperf_gui.views.cluster_dialog"
+TRACE_FILE_ACTIONS = ("&Compare two traces (before/after)…", "&Profile a script…")
+"""The File menu's entries of the Trace tab (``TraceTab.file_actions``), there before the tab is built."""
+
+
+def _cluster_dialog():  # noqa: ANN202 (the module)
+    """views.cluster_dialog, imported on first use (it imports the trace engine)."""
+    return importlib.import_module(_CLUSTER_DIALOG)
+
+
+def _is_job_window(widget: QWidget | None) -> bool:
+    """A job overview's tab (none exists before views.cluster_dialog is imported)."""
+    module = sys.modules.get(_CLUSTER_DIALOG)
+    return module is not None and isinstance(widget, module.ClusterJobWindow)
+
+
+class _Tabs(Mapping):
+    """``MainWindow.tab_by_key``: a tab is built when it is first asked for."""
+
+    def __init__(self, window: MainWindow) -> None:
+        self._window = window
+
+    def __getitem__(self, key: str) -> QWidget:
+        if key not in self._window._titles:
+            raise KeyError(key)
+        return self._window._tab(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._window._titles)
+
+    def __len__(self) -> int:
+        return len(self._window._titles)
 
 
 class MainWindow(QMainWindow):
@@ -59,19 +98,26 @@ class MainWindow(QMainWindow):
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
         self.setCentralWidget(self.tabs)
-        self.tab_by_key: dict[str, QWidget] = {}
-        for key, cls, title in TABS:
-            tab = cls(self.context, self)
-            self.tab_by_key[key] = tab
-            self.tabs.addTab(tab, title)
+        self._titles = {key: title for key, _where, title in TABS}
+        self._built: dict[str, QWidget] = {}           # the tabs built so far
+        self._placeholders: dict[str, QWidget] = {}     # where the others will go
+        self._replacing = False
+        self._trace_memory_budget: int | None = None    # given to the Trace tab when it is built
+        self.tab_by_key: Mapping[str, QWidget] = _Tabs(self)
+        for key, _where, title in TABS:
+            self._placeholders[key] = QWidget()
+            self.tabs.addTab(self._placeholders[key], title)
+        self.tabs.currentChanged.connect(self._on_current_changed)
+        self._deferred = QTimer(self)
+        self._deferred.setSingleShot(True)
+        self._deferred.timeout.connect(self._build_next_deferred)
         self._build_toolbar()
         self.presentation_window = None  # View ▸ Presentation, made on first use
         self._build_menus()
-        self._wire_tabs()
+        self.context.ceilings_changed.connect(self._on_ceilings_changed)
         self.tabs.setTabsClosable(True)   # job overviews close; the four instruments do not
         for index in range(self.tabs.count()):
-            for side in (QTabBar.ButtonPosition.RightSide, QTabBar.ButtonPosition.LeftSide):
-                self.tabs.tabBar().setTabButton(index, side, None)
+            self._unclosable(index)
         self.tabs.tabCloseRequested.connect(self.close_job_tab)
         self.setAcceptDrops(True)
         self._pending_recent: list[Path] = []
@@ -81,8 +127,59 @@ class MainWindow(QMainWindow):
         state_files.set_reporter(self._reporter)
         self.statusBar().showMessage(self._database_status())
         self._restore_settings()
+        self._tab(self.current_tab_key())   # the tab the first paint shows; the others after it
         for item in state_files.take_pending():  # set aside before the window existed (the catalog)
             self._on_state_file_set_aside(item)
+
+    def showEvent(self, event) -> None:  # noqa: N802, ANN001
+        super().showEvent(event)
+        if self._placeholders and not self._deferred.isActive():
+            self._deferred.start(DEFERRED_BUILD_MS)
+
+    def _build_next_deferred(self) -> None:
+        """Build one tab not built yet; the next one on the next turn of the event loop."""
+        if self._placeholders:
+            self._tab(next(iter(self._placeholders)))
+        if self._placeholders:
+            self._deferred.start(0)
+
+    def _unclosable(self, index: int) -> None:
+        for side in (QTabBar.ButtonPosition.RightSide, QTabBar.ButtonPosition.LeftSide):
+            self.tabs.tabBar().setTabButton(index, side, None)
+
+    def _tab(self, key: str) -> QWidget:
+        """The tab of ``key``, built (its module imported) and wired in its place on first use."""
+        tab = self._built.get(key)
+        if tab is not None:
+            return tab
+        where = dict((k, w) for k, w, _t in TABS)[key]
+        module, name = where.split(":")
+        cls = getattr(importlib.import_module(f"gpuperf_gui.views.{module}"), name)
+        tab = self._built[key] = cls(self.context, self)
+        placeholder = self._placeholders.pop(key)
+        index = self.tabs.indexOf(placeholder)
+        current = self.tabs.currentIndex() == index
+        self._replacing = True
+        try:
+            self.tabs.removeTab(index)
+            self.tabs.insertTab(index, tab, self._titles[key])
+            self._unclosable(index)
+            if current:
+                self.tabs.setCurrentIndex(index)
+        finally:
+            self._replacing = False
+        placeholder.deleteLater()
+        self._wire(key, tab)
+        return tab
+
+    def _on_current_changed(self, index: int) -> None:
+        """A placeholder brought to the front (a click before it was built): build it now."""
+        if self._replacing:
+            return
+        widget = self.tabs.widget(index)
+        key = next((k for k, w in self._placeholders.items() if w is widget), None)
+        if key is not None:
+            self._tab(key)
 
     # tabs -------------------------------------------------------------------------------
     @property
@@ -101,18 +198,24 @@ class MainWindow(QMainWindow):
     def bench_tab(self) -> BenchmarkTab:
         return self.tab_by_key["bench"]  # type: ignore[return-value]
 
-    def _wire_tabs(self) -> None:
-        roofline, trace, bench = self.roofline_tab, self.trace_tab, self.bench_tab
-        trace.mfu_figures_ready.connect(self._on_mfu_figures_ready)
-        trace.roofline_points_ready.connect(self._on_roofline_points_ready)
-        trace.trace_loaded.connect(self._on_trace_loaded)
-        trace.open_elsewhere = lambda paths: self.open_job_overview(paths)   # the tab's own drops too
-        bench.point_measured.connect(roofline.append_measured_point)
-        bench.cache_roofs_measured.connect(roofline.set_cache_roofs)
-        bench.run_measured.connect(roofline.offer_device)  # a run just made: its device's roofs at once
-        # one path: the catalog takes them, then the context tells every tab (ceilings_changed)
-        bench.ceilings_measured.connect(self.context.add_measured_ceilings)
-        self.context.ceilings_changed.connect(self._on_ceilings_changed)
+    def _wire(self, key: str, tab: QWidget) -> None:
+        """Connect a tab just built to the window and, through it, to the others."""
+        if key == "trace":
+            tab.mfu_figures_ready.connect(self._on_mfu_figures_ready)
+            tab.roofline_points_ready.connect(self._on_roofline_points_ready)
+            tab.trace_loaded.connect(self._on_trace_loaded)
+            tab.open_elsewhere = lambda paths: self.open_job_overview(paths)   # the tab's own drops too
+            tab.memory_budget_bytes = self._trace_memory_budget
+            has = {a.text() for a in self._trace_tab_actions()}   # an entry the tab lacks goes away
+            for action in getattr(self, "_trace_file_actions", []):
+                action.setVisible(action.text() in has)
+        elif key == "bench":
+            tab.point_measured.connect(lambda point: self.roofline_tab.append_measured_point(point))
+            # one path: the catalog takes them, then the context tells every tab (ceilings_changed)
+            tab.ceilings_measured.connect(self.context.add_measured_ceilings)
+            tab.cache_roofs_measured.connect(lambda *roofs: self.roofline_tab.set_cache_roofs(*roofs))
+            # a run just made: its device's roofs at once
+            tab.run_measured.connect(lambda *run: self.roofline_tab.offer_device(*run))
 
     def _on_mfu_figures_ready(self, figures: object) -> None:
         self.mfu_tab.apply_trace_figures(figures)
@@ -185,18 +288,20 @@ class MainWindow(QMainWindow):
         return f"{device.name}  [{device.id}]"
 
     def show_tab(self, key: str) -> None:
-        if key in self.tab_by_key:
-            self.tabs.setCurrentWidget(self.tab_by_key[key])
+        if key in self._titles:
+            self.tabs.setCurrentWidget(self._tab(key))
 
     def current_tab_key(self) -> str:
         current = self.tabs.currentWidget()
-        if isinstance(current, cluster_dialog.ClusterJobWindow):
+        if _is_job_window(current):
             return "trace"   # a job overview is not kept between sessions: reopen on the Trace tab
-        return next((k for k, w in self.tab_by_key.items() if w is current), "roofline")
+        shown = {**self._placeholders, **self._built}
+        return next((k for k, w in shown.items() if w is current), "roofline")
 
     def is_busy(self) -> bool:
-        """True while any tab still loads or measures (``--screenshot`` waits for False)."""
-        return (any(tab.is_busy() for tab in self.tab_by_key.values())
+        """True while any tab still loads or measures (``--screenshot`` waits for False); a tab
+        not built yet is not busy."""
+        return (any(tab.is_busy() for tab in self._built.values())
                 or any(w.is_busy() for w in self.job_windows))
 
     def open_traces(self, paths: list[Path], remember: bool = True) -> None:
@@ -213,6 +318,8 @@ class MainWindow(QMainWindow):
         would not fit the memory budget (core's ``overview_reason``), show the job's overview from
         compact results (local process pool) in a job tab and return True; else False (the Trace
         tab loads them; a path that cannot be read is its error to report)."""
+        from gpuperf_gui.core.trace.cluster import overview_reason  # noqa: PLC0415 - the engine, on first use
+        from gpuperf_gui.core.trace.load import discover_files  # noqa: PLC0415
         try:
             files = discover_files(paths)
         except (TraceFormatError, OSError):
@@ -228,15 +335,15 @@ class MainWindow(QMainWindow):
         return True
 
     @property
-    def job_windows(self) -> list[cluster_dialog.ClusterJobWindow]:
+    def job_windows(self) -> list[ClusterJobWindow]:
         """The job overviews open, as tabs after the four instruments."""
         widgets = (self.tabs.widget(i) for i in range(self.tabs.count()))
-        return [w for w in widgets if isinstance(w, cluster_dialog.ClusterJobWindow)]
+        return [w for w in widgets if _is_job_window(w)]  # type: ignore[misc]
 
-    def add_job_tab(self, paths: list[Path], address: str | None) -> cluster_dialog.ClusterJobWindow:
+    def add_job_tab(self, paths: list[Path], address: str | None) -> ClusterJobWindow:
         """A job overview of ``paths`` (``address`` None: the local process pool, else a Dask
         scheduler) in a new tab, started; an opened rank loads in the Trace tab."""
-        window = cluster_dialog.ClusterJobWindow(paths, address, memory_budget=self.trace_tab.memory_budget_bytes)
+        window = _cluster_dialog().ClusterJobWindow(paths, address, memory_budget=self.trace_tab.memory_budget_bytes)
         window.rank_file_opened.connect(lambda path: self.open_traces([path], remember=False))
         index = self.tabs.addTab(window, f"Job: {window.folder.name}")
         self.tabs.setTabToolTip(index, window.windowTitle())
@@ -247,14 +354,14 @@ class MainWindow(QMainWindow):
     def close_job_tab(self, index: int) -> None:
         """Close a job overview's tab (its run stops); the instruments' tabs stay."""
         window = self.tabs.widget(index)
-        if isinstance(window, cluster_dialog.ClusterJobWindow):
+        if _is_job_window(window):
             window.close()          # closeEvent stops and joins its worker
             self.tabs.removeTab(index)
             window.deleteLater()
 
     def _open_on_cluster(self) -> None:
         """File ▸ Open on a Dask cluster…: ask for the folder and the scheduler, then a job tab."""
-        asked = cluster_dialog.ask_cluster_job(self)
+        asked = _cluster_dialog().ask_cluster_job(self)
         if asked is not None:
             self.add_job_tab([asked[0]], asked[1])
 
@@ -316,26 +423,26 @@ class MainWindow(QMainWindow):
         file_menu.addAction(self._action("Open on a &Dask cluster…", self._open_on_cluster))  # cluster_dialog.py
         self.recent_menu = file_menu.addMenu("Open &recent")
         self._fill_recent_menu()
-        file_menu.addActions(self.trace_tab.file_actions(self))  # Compare two traces…, Profile a script…
+        self._trace_file_actions = [self._action(text, lambda _=False, t=text: self._run_trace_file_action(t))
+                                    for text in TRACE_FILE_ACTIONS]
+        file_menu.addActions(self._trace_file_actions)
         file_menu.addAction(self._action("Trace &memory budget…", self._on_memory_budget))
         file_menu.addSeparator()
-        file_menu.addAction(self._action("Export roofline as &PNG…", self.roofline_tab._on_export_png))
-        file_menu.addAction(self._action("Export roofline as &SVG…", self.roofline_tab._on_export_svg))
+        file_menu.addAction(self._action("Export roofline as &PNG…", lambda: self.roofline_tab._on_export_png()))
+        file_menu.addAction(self._action("Export roofline as &SVG…", lambda: self.roofline_tab._on_export_svg()))
         file_menu.addSeparator()
         file_menu.addAction(self._action("&Quit", self.close, QKeySequence.StandardKey.Quit))
 
         view_menu = self.menuBar().addMenu("&View")
-        for index, (key, _cls, title) in enumerate(TABS):
+        for index, (key, _where, title) in enumerate(TABS):
             view_menu.addAction(self._action(title, lambda _=False, k=key: self.show_tab(k),
                                              f"Ctrl+{index + 1}"))
         view_menu.addSeparator()
         view_menu.addAction(self._action("&Presentation", self.open_presentation, "F5"))
 
         help_menu = self.menuBar().addMenu("&Help")
-        demos = help_menu.addMenu("&Demo traces")
-        for name, materialise in self.trace_tab.demo_entries():  # its temp files go at shutdown
-            demos.addAction(self._action(
-                name, lambda _=False, m=materialise: self.open_traces(m(), remember=False)))
+        self.demo_menu = help_menu.addMenu("&Demo traces")
+        self.demo_menu.aboutToShow.connect(self._fill_demo_menu)
         help_menu.addAction(self._action("&Keyboard shortcuts", self.show_shortcuts, "?"))
         help_menu.addAction(self._action("&How to read a trace", self.show_how_to_read))
         help_menu.addAction(self._action("&About gpuperf", self._on_about))
@@ -350,6 +457,25 @@ class MainWindow(QMainWindow):
         from gpuperf_gui.views import help_pages
 
         self.help_dialog = help_pages.show_page(self, "How to read a trace", help_pages.HOW_TO_READ_A_TRACE)
+
+    def _run_trace_file_action(self, text: str) -> None:
+        """A Trace tab entry of the File menu: the tab's own action (the tab is built first)."""
+        for action in self._trace_tab_actions():
+            if action.text() == text:
+                action.trigger()
+
+    def _trace_tab_actions(self) -> list[QAction]:
+        if getattr(self, "_tab_file_actions", None) is None:
+            self._tab_file_actions = self.trace_tab.file_actions(self)
+        return self._tab_file_actions
+
+    def _fill_demo_menu(self) -> None:
+        """Help ▸ Demo traces, filled when it first opens (the Trace tab owns their temp files)."""
+        if self.demo_menu.actions():
+            return
+        for name, materialise in self.trace_tab.demo_entries():  # its temp files go at shutdown
+            self.demo_menu.addAction(self._action(
+                name, lambda _=False, m=materialise: self.open_traces(m(), remember=False)))
 
     def open_presentation(self) -> None:
         """View ▸ Presentation: large-print pages for teaching (views/presentation.py)."""
@@ -436,9 +562,11 @@ class MainWindow(QMainWindow):
             self.device_combo.setCurrentIndex(self.device_combo.findData(device_id))
         if precision in PRECISIONS:
             self.precision_combo.setCurrentText(precision)
+        self._trace_memory_budget = settings_store.trace_memory_budget_bytes()
+        if "trace" in self._built:
+            self.trace_tab.memory_budget_bytes = self._trace_memory_budget
         if tab:
             self.show_tab(tab)
-        self.trace_tab.memory_budget_bytes = settings_store.trace_memory_budget_bytes()
 
     def _on_memory_budget(self) -> None:
         """Ask for the most memory one trace load may use (core/trace/budget.py), and keep it."""
@@ -457,6 +585,7 @@ class MainWindow(QMainWindow):
         except ValueError as exc:
             self.statusBar().showMessage(f"Trace memory budget not changed: {exc}", 10000)
             return False
+        self._trace_memory_budget = limit
         self.trace_tab.memory_budget_bytes = limit
         settings_store.save_trace_memory_budget(limit)
         self.statusBar().showMessage(f"Trace memory budget: {MemoryBudget.of(limit).describe()}", 10000)
@@ -466,7 +595,8 @@ class MainWindow(QMainWindow):
         current = state_files.set_reporter(None)
         if current is not self._reporter:  # another window took over meanwhile: it keeps reporting
             state_files.set_reporter(current)
-        for tab in self.tab_by_key.values():
+        self._deferred.stop()
+        for tab in self._built.values():
             tab.shutdown()
         for window in self.job_windows:
             window.close()

@@ -158,3 +158,37 @@ def test_without_dask_the_cli_says_how_to_install(jobs: dict[str, Path], capsys:
     monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
     assert main(["diagnose", str(jobs["mixed"]), "--dask-scheduler", "local:2"]) == 2
     assert "gpuperf-gui[cluster]" in capsys.readouterr().err
+
+
+def test_relative_paths_print_as_given_on_both_engines(scheduler: str, tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """One form of ``file``: the path as given (here relative), on the local pool, on Dask (whose
+    workers read the absolute path) and in the full load, byte for byte; a broken rank's note too."""
+    job = tile_rank_folder([H200 / "attention.json.gz"], tmp_path / "job", 4)
+    (job / "rank00002.json.gz").write_bytes(b"\x1f\x8b not a gzip stream")
+    monkeypatch.chdir(tmp_path)
+    full = json.dumps(analyse_paths([Path("job")], workers=1).to_json(top=10), indent=2) + "\n"
+    assert main(["diagnose", "job", "--json", "--workers", "1"]) == 0
+    local = capsys.readouterr().out
+    assert main(["diagnose", "job", "--json", "--dask-scheduler", scheduler]) == 0
+    remote = capsys.readouterr().out
+    assert local == full and remote == local
+    files = [r["file"] for r in json.loads(remote)["ranks"]]
+    assert files == ["job/rank00000.json.gz", "job/rank00001.json.gz", "job/rank00003.json.gz"]
+    assert str(tmp_path) not in remote and "rank00002.json.gz" in json.loads(remote)["load_notes"][0]
+
+
+def test_stop_cancels_and_returns_without_a_result(jobs: dict[str, Path], scheduler: str) -> None:
+    """Set while the tasks run: the generator cancels what is pending and ends with no result."""
+    import threading
+
+    from gpuperf_gui.core.trace.api import Progress
+    from gpuperf_gui.core.trace.cluster import ClusterResult, iter_cluster_analyse
+    stop = threading.Event()
+    items = []
+    for item in iter_cluster_analyse([jobs["gloo"]], scheduler, stop):
+        items.append(item)
+        if isinstance(item, Progress) and item.message.startswith("analysing"):
+            stop.set()
+    assert items and not any(isinstance(i, ClusterResult) for i in items)
+    assert not any(isinstance(i, Progress) and i.message.startswith("analysed") for i in items)

@@ -118,3 +118,37 @@ def test_when_a_job_opens_as_an_overview(tmp_path: Path) -> None:
     many = [files[0]] * (MANY_RANKS + 1)
     assert overview_reason(many, roomy) == f"{MANY_RANKS + 1} rank files"
     assert overview_reason(many[:MANY_RANKS], roomy) is None
+
+
+def test_small_ranks_share_dask_tasks_big_ones_do_not(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """100 files on 2 worker threads: 100 // (8 tasks x 2 threads) = 6 files a task, in file order;
+    a file over the task's text bound gets a task of its own."""
+    from gpuperf_gui.core.trace import cluster
+    files = []
+    for i in range(100):
+        f = tmp_path / f"rank{i:03d}.json"
+        f.write_text("x" * (5000 if i == 40 else 100))
+        files.append(f)
+    monkeypatch.setattr(cluster, "TASK_MAX_TEXT_BYTES", 1000)
+    batches = cluster.task_batches(files, threads=2)
+    assert [i for b in batches for i in b] == list(range(100))
+    assert [40] in batches and batches[0] == [0, 1, 2, 3, 4, 5]
+    assert max(len(b) for b in batches) == 6
+    assert cluster.task_batches(files[:3], threads=64) == [[0], [1], [2]]
+
+
+def test_a_task_that_failed_outside_the_loader_names_each_of_its_files() -> None:
+    """What ``as_completed(with_results=True, raise_errors=False)`` hands over for a task whose
+    worker died (the (type, exception, traceback) triple) or that was cancelled (the exception)."""
+    from types import SimpleNamespace
+
+    from gpuperf_gui.core.trace import cluster
+    from gpuperf_gui.core.trace.load import FileFailure
+    paths = [Path("job/rank0.json"), Path("job/rank1.json")]
+    died = RuntimeError("worker died")
+    for status, value in (("error", (RuntimeError, died, None)), ("cancelled", died)):
+        out = cluster._results(SimpleNamespace(status=status), value, paths)  # noqa: SLF001
+        assert [type(f) for f in out] == [FileFailure, FileFailure] and [f.path for f in out] == paths
+        assert out[1].message == "job/rank1.json: the Dask task failed: RuntimeError: worker died"
+    finished = [object()]
+    assert cluster._results(SimpleNamespace(status="finished"), finished, paths) is finished  # noqa: SLF001

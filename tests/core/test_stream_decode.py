@@ -329,3 +329,24 @@ def test_streamed_load_holds_neither_the_whole_text_nor_every_struct(tmp_path: P
         del rt
     assert peaks["streamed"] / n <= 200, peaks  # measured 2026-12-01: 155 streamed, 596 whole
     assert peaks["whole"] > path.stat().st_size, peaks
+
+
+def test_last_run_scanned_to_the_array_end_reads_as_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last run is scanned up to the events array's end (the keys Kineto writes after it left
+    out): the same rank as the whole-file path, with no msgspec decode of the run; and a B/E/M
+    event there that msgspec refuses (a tid that is an object) still goes msgspec's way, as before."""
+    events = [_event(i) for i in range(50)] + [{"ph": "M", "name": "thread_name", "pid": 1, "tid": 2,
+                                                "args": {"name": "main"}}]
+    doc = {"schemaVersion": 1, "traceEvents": events, "traceName": "t", "deviceProperties": [{"id": 0}],
+           "displayTimeUnit": "ms", "baseTimeNanoseconds": 5}
+    path = _write(tmp_path / "t.json", json.dumps(doc))
+    decoded: list = []
+    real = stream_decode._CHUNK_DECODER  # noqa: SLF001
+    monkeypatch.setattr(stream_decode, "_CHUNK_DECODER", type("Spy", (), {
+        "decode": staticmethod(lambda text: (decoded.append(len(text)), real.decode(text))[1])})())
+    rt = _streamed(path)
+    assert rt is not None and rt.n_events == 51 and rt.metadata["baseTimeNanoseconds"] == 5
+    assert decoded == [] and fingerprint(rt) == fingerprint(load_rank_whole(path))
+    events[-1]["tid"] = {"not": "an id"}
+    bad = _write(tmp_path / "bad.json", json.dumps(doc))
+    assert _streamed(bad) is None       # not streamable: the whole-file path decides, as before

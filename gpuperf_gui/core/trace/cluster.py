@@ -122,7 +122,9 @@ class RankSummary:
 def summarize_rank(path: str, order_index: int, *, max_bytes: int | None = DEFAULT_MAX_BYTES,
                    memory_budget: int | None = None, top: int = 10, overview: bool = False,
                    lane_bins: int = LANE_BINS) -> RankSummary | FileFailure:
-    """Load, analyse and summarise one rank file (the task a Dask worker runs).
+    """Load, analyse and summarise one rank file (the task a Dask worker runs). The overview's parts
+    (step breakdown, top kernels, lane summaries: what the job window draws) only with ``overview``:
+    the CLI's JSON reads none of them, and they were half of what a rank sent back.
 
     A file that fails gives a :class:`.load.FileFailure` (as the local loop collects them), so one
     broken rank never fails the job."""
@@ -147,7 +149,7 @@ def _summary(rt: RankTrace, order_index: int, top: int, with_overview: bool, lan
         analysis=analysis, ops=ops[:top], roofline_points=[p.to_json() for p in points],
         collective_start_us=starts, collective_duration_us=durations, has_comm_lanes=has_comm,
         overview=ov, collectives=rank_collectives_by_step(rt) if len(rt.steps) >= 2 else None,
-        lanes=lane_summaries(rt, lane_bins), warnings=list(rt.warnings),
+        lanes=lane_summaries(rt, lane_bins) if with_overview else [], warnings=list(rt.warnings),
         truncation=rt.truncation.describe() if rt.truncation else None)
 
 
@@ -316,9 +318,15 @@ def iter_cluster_analyse(paths: Sequence[Path | str], address: str, stop: thread
     """Like :func:`.api.iter_load_and_analyse` on a Dask cluster: :class:`.api.Progress` items, then
     one :class:`ClusterResult` (nothing when ``stop`` is set: the pending tasks are cancelled).
 
-    Paths are made absolute: the workers read them from the shared filesystem."""
+    The workers read the files by their absolute paths (from the shared filesystem); the result
+    names them as the local run does, as given (:func:`_as_given`).
+
+    The client takes the results as they finish, in batches (``distributed.as_completed``): its work
+    per rank is constant, where waiting on every pending future after each one finishes was
+    quadratic in the ranks (1,024 small ranks on two workers, benchmarks/scale.py --dask: the
+    client's CPU 7.2 s before, 1.5 s after; docs/scaling.md)."""
     stop = stop or threading.Event()
-    files = [f.resolve() for f in discover_files(paths)]
+    files = discover_files(paths)
     n = len(files)
     budget = MemoryBudget.of(memory_budget).limit_bytes
     yield Progress(0.0, f"connecting to {address}")
@@ -326,31 +334,71 @@ def iter_cluster_analyse(paths: Sequence[Path | str], address: str, stop: thread
     with dask_client(address, connect_timeout_s) as client:
         distributed = _import_distributed()
         yield Progress(0.02, f"analysing {n} file{'s' if n != 1 else ''} on {address}")
-        futures = [client.submit(summarize_rank, str(f), i, max_bytes=max_bytes, memory_budget=budget,
-                                 top=top, overview=overview, pure=False, key=f"gpuperf-rank-{i}-{run_id}")
-                   for i, f in enumerate(files)]
-        index = {fut.key: i for i, fut in enumerate(futures)}
+        batches = task_batches(files, _worker_threads(client))
+        futures = client.map(partial(summarize_ranks, max_bytes=max_bytes, memory_budget=budget, top=top,
+                                     overview=overview),
+                             [[str(files[i].resolve()) for i in b] for b in batches], batches, pure=False,
+                             key=[f"gpuperf-ranks-{b[0]}-{run_id}" for b in batches])
+        index = {fut.key: k for k, fut in enumerate(futures)}
+        done = distributed.as_completed(futures, with_results=True, raise_errors=False)
+        del futures  # as_completed holds the pending ones; a finished one is released at once
         summaries: list[RankSummary] = []
         failures: list[FileFailure] = []
-        pending = list(futures)
         count = 0
-        while pending:
+        while not done.is_empty() or done.has_ready():
             if stop.is_set():  # looked at every _POLL_S, also while tasks run
-                client.cancel(pending)
+                client.cancel(list(done.futures))
                 return
-            try:
-                done, not_done = distributed.wait(pending, timeout=_POLL_S, return_when="FIRST_COMPLETED")
-            except TimeoutError:
+            finished = done.next_batch(block=False)
+            if not finished:
+                stop.wait(_POLL_S)
                 continue
-            pending = list(not_done)
-            for fut in sorted(done, key=lambda f: index[f.key]):
-                item = _result(fut, files[index[fut.key]])
+            for fut, value in sorted(finished, key=lambda pair: index[pair[0].key]):
+                batch = batches[index[fut.key]]
+                for i, item in zip(batch, _results(fut, value, [files[i] for i in batch])):
+                    item = _as_given(item, files[i])
+                    (failures if isinstance(item, FileFailure) else summaries).append(item)
                 fut.release()  # the cluster forgets it: nothing of the rank stays there
-                (failures if isinstance(item, FileFailure) else summaries).append(item)
-                count += 1
-                yield Progress(0.02 + 0.93 * count / n, f"analysed {files[index[fut.key]].name}")
+                count += len(batch)
+            yield Progress(0.02 + 0.93 * count / n, f"analysed {files[batch[-1]].name}")
     if not stop.is_set():
         yield from _assembled(summaries, failures, n)
+
+
+TASK_MAX_FILES = 16
+TASK_MAX_TEXT_BYTES = 32 << 20
+TASKS_PER_THREAD = 8
+"""Rank files share a task up to TASK_MAX_FILES and TASK_MAX_TEXT_BYTES of JSON, while there are
+still TASKS_PER_THREAD tasks for each worker thread (the tail stays short). Why: a Dask task costs
+the worker ~4 ms of CPU and the scheduler more, as much as analysing a 3k-event rank (8 ms); a big
+rank still gets a task of its own."""
+
+
+def task_batches(files: Sequence[Path], threads: int) -> list[list[int]]:
+    """The files' indices grouped into tasks (in file order; see :data:`TASK_MAX_FILES`)."""
+    per_task = max(1, min(TASK_MAX_FILES, len(files) // max(1, TASKS_PER_THREAD * threads)))
+    batches: list[list[int]] = []
+    text = 0
+    for i, f in enumerate(files):
+        size = text_size_hint(Path(f))
+        if not batches or len(batches[-1]) >= per_task or text + size > TASK_MAX_TEXT_BYTES:
+            batches.append([])
+            text = 0
+        batches[-1].append(i)
+        text += size
+    return batches
+
+
+def _worker_threads(client: Any) -> int:  # noqa: ANN401 (a distributed.Client)
+    """Threads of the cluster's workers now (1 when it reports none yet)."""
+    workers = client.scheduler_info().get("workers", {})
+    return max(1, sum(int(w.get("nthreads", 1)) for w in workers.values()))
+
+
+def summarize_ranks(paths: Sequence[str], order_indices: Sequence[int], **kwargs: Any
+                    ) -> list[RankSummary | FileFailure]:
+    """:func:`summarize_rank` for each file of one task, in order."""
+    return [summarize_rank(p, i, **kwargs) for p, i in zip(paths, order_indices)]
 
 
 def _assembled(summaries: list[RankSummary], failures: list[FileFailure], n_files: int
@@ -363,12 +411,25 @@ def _assembled(summaries: list[RankSummary], failures: list[FileFailure], n_file
     yield assemble(summaries, notes)
 
 
-def _result(fut: Any, path: Path) -> RankSummary | FileFailure:  # noqa: ANN401 (a distributed.Future)
-    """A task's result; a task that failed outside the loader (its worker died) names the file."""
-    try:
-        return fut.result()
-    except Exception as exc:  # noqa: BLE001 - KilledWorker, CommClosedError...: one rank's failure
-        return FileFailure(path, f"{path}: the Dask task failed: {type(exc).__name__}: {exc}", False)
+def _results(fut: Any, value: Any, paths: Sequence[Path]  # noqa: ANN401 (distributed's)
+             ) -> list[RankSummary | FileFailure]:
+    """A task's results (``value``, as ``as_completed(with_results=True, raise_errors=False)`` gives
+    it); a task that failed outside the loader (its worker died) names each of its files."""
+    if fut.status == "finished":
+        return value
+    exc = value[1] if isinstance(value, tuple) and len(value) == 3 else value  # (type, exception, traceback)
+    return [FileFailure(p, f"{p}: the Dask task failed: {type(exc).__name__}: {exc}", False) for p in paths]
+
+
+def _as_given(item: RankSummary | FileFailure, given: Path) -> RankSummary | FileFailure:
+    """The result named by the path as given (relative paths stay relative), as the local run names
+    it: the worker read the absolute path, which the JSON's ``file`` and the notes do not show."""
+    absolute = str(given.resolve())
+    if isinstance(item, FileFailure):
+        return FileFailure(given, item.message.replace(absolute, str(given)), item.not_a_trace)
+    if item.file == absolute:
+        item.file = item.analysis.file = str(given)
+    return item
 
 
 # -- when a job opens as an overview ------------------------------------------------------------------

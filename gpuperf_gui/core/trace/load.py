@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -31,6 +32,10 @@ if TYPE_CHECKING:  # imported when a pool starts: a single-file load never pays 
     from concurrent.futures import ProcessPoolExecutor
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".gz", ".tmp", ".json.tmp")
+REUSED_HEAP_MIN_BYTES = 32 << 20
+"""Files of less JSON than this load without :func:`.heap.reused_heap`: what it saves (fresh pages for
+columns of tens of MB) a small load does not have, and its ``mallopt`` calls and ``malloc_trim`` at the
+end were a fixed cost per small rank."""
 
 
 def load_rank(path: Path | str, *, max_bytes: int | None = DEFAULT_MAX_BYTES, order_index: int = 0,
@@ -49,7 +54,8 @@ def load_rank(path: Path | str, *, max_bytes: int | None = DEFAULT_MAX_BYTES, or
     """
     path = Path(path)
     budget = MemoryBudget.of(memory_budget)
-    with reused_heap():
+    heap = reused_heap() if text_size_hint(path) >= REUSED_HEAP_MIN_BYTES else nullcontext()
+    with heap:
         if stream_decode.ENABLED:  # clean files: chunk by chunk, straight into columns
             rank = stream_decode.load_rank_streamed(path, budget=budget, max_bytes=max_bytes, order_index=order_index)
             if rank is not None:

@@ -120,10 +120,21 @@ class TraceStream:
             if self.compressed:
                 yield from self._gunzip()
             else:
-                while chunk := self._fh.read(OUT_CHUNK_BYTES):
+                while chunk := self._fh.read(self.read_size()):
                     yield chunk
         except OSError as exc:
             raise TraceFormatError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
+
+    def read_size(self, most: int | None = None) -> int:
+        """Bytes to read next from a plain file: ``most``, or what is left of it (and one more, to
+        see its end) when that is less; ``most`` defaults to :data:`OUT_CHUNK_BYTES`. A buffer sized
+        to the file, not to the chunk: a 0.9 MB rank file used to allocate and zero a 9 MiB one."""
+        most = OUT_CHUNK_BYTES if most is None else most
+        try:
+            left = self.file_bytes - self._fh.tell()
+        except OSError:
+            return most
+        return max(1, min(most, left + 1))
 
     def readinto(self, view: memoryview) -> int:
         """Read the next bytes of a plain (not compressed) file into ``view``; 0 at its end. Reads
