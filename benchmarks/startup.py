@@ -1,6 +1,6 @@
 """Time from process start to the shown main window, and whether torch was imported (it must not be).
 
-Runs `python -m gpuperf_gui` in a fresh process N times with GPUPERF_STARTUP_PROBE=1 (the app prints
+Runs `python -m gpuperf_gui --startup-probe` in a fresh process N times (the app prints
 the moment its window is shown, then quits) and prints the median and the worst. Budget: 1.5 s.
 
     python benchmarks/startup.py [--runs 5]
@@ -18,10 +18,10 @@ import time
 
 
 def one_run() -> tuple[float, bool]:
-    env = dict(os.environ, GPUPERF_STARTUP_PROBE="1")
+    env = dict(os.environ)
     env.setdefault("QT_QPA_PLATFORM", "offscreen")
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "gpuperf_gui"], env=env, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "gpuperf_gui", "--startup-probe"], env=env, capture_output=True,
                           text=True, timeout=60)
     ended = time.perf_counter()
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
