@@ -51,7 +51,7 @@ class ScannedRun:
 
 def scan_run(text: bytes | bytearray | memoryview, end: int) -> ScannedRun | None:
     """``text[:end]`` (a JSON list of events) scanned; None when not scanned (see the module)."""
-    if not ENABLED:
+    if not ENABLED or _scan is None:  # (ENABLED set True where it is not built: msgspec, not a crash)
         return None
     result = _scan.scan(text, end)
     return None if result is None else ScannedRun(result, text)
