@@ -8,9 +8,9 @@ Adding a field of the trace format starts here. From :data:`FIELDS` are derived
   and which columns every event has (``dense``) and which only some kinds of events keep.
 
 The C scanner (``_scan.c``) cannot import this table; ``tests/core/test_trace_schema.py`` parses its
-key lists, column order, float defaults and skipped phases and fails when they disagree with it. A new
-key the scanner does not know is skipped by it (so a run holding it is still read, without the
-field): add it to ``field_index``/``arg_index`` and ``emit_x`` there too, or the test says so.
+key lists, column order, defaults and skipped phases and fails when they disagree with it. The
+scanner skips a key it does not know, so the runs it reads would lack a new field while msgspec's
+have it: add the key to ``field_index``/``arg_index`` (and ``emit_x``) there too.
 """
 from __future__ import annotations
 
