@@ -1,21 +1,22 @@
-"""Check that ``gpuperf diagnose --json`` prints the same bytes at a base commit as at HEAD.
+"""Check that ``gpuperf diagnose --json`` prints the same bytes at a base commit and at HEAD.
 
-Every trace under tests/data (each ``*.json`` / ``*.json.gz`` file, and each folder holding more than one
-trace, as a multi-rank job) is diagnosed by both trees: the base checked out with ``git worktree add``
-into /tmp (its C scanner copied from this tree when ``_scan.c`` is the same, else built there), HEAD as
-this tree is. Each side runs in one interpreter that calls ``gpuperf_gui.cli.main(["diagnose", "--json",
-path])`` per trace and keeps stdout, stderr and the exit status (``--subprocess``: one ``gpuperf``
-process per trace, slower, the console script exactly). A trace the command refuses (not a trace) is
-compared too: its message and status must be the same.
+For every trace in tests/data (each ``.json`` / ``.json.gz`` file on its own, the multi-rank folders
+and the unprofiled jobs as jobs; the few files there that are not traces too: their error text and
+exit status must not change either), ``gpuperf diagnose --json`` (``--top`` 10, and ``--top``
+1000000000 for the whole op table) runs in a ``git worktree`` of BASE and one of HEAD (``--tree``:
+this working tree as it is, uncommitted changes included), each side in its own interpreter; the
+stdout, stderr and exit status of every run are compared byte for byte. ``--dask`` adds the folder
+jobs through ``--dask-scheduler local:1`` (needs the 'cluster' extra).
 
-    nice .venv/bin/python benchmarks/diagnose_same_output.py main           # base: main, HEAD: this tree
-    nice .venv/bin/python benchmarks/diagnose_same_output.py 12c19a1 --subprocess
+The C scanner is built in this checkout only: it is copied into both worktrees when their
+``_scan.c`` is the one it was built from, else both sides run without it (each side's interpreter
+cannot import the extension: a machine without a compiler, docs/environment.md).
 
-Prints ``IDENTICAL: n of n outputs`` or the traces whose output differs (both sides' files are kept
-under /tmp/diagnose_same_output.*/). A differing trace is diagnosed 3 times more by each side: when
-one side's outputs vary from run to run, the output is not stable. It is printed as UNSTABLE and not
-counted as a difference (at 12c19a1: the order of the notes on the unloadable rank files of a folder
-of unrelated traces, h200/ and h200/pairs/). The exit status is 1 when any output differs stably.
+    nice .venv/bin/python benchmarks/diagnose_same_output.py 286eeec           # base vs HEAD
+    nice .venv/bin/python benchmarks/diagnose_same_output.py 286eeec --tree    # base vs this tree
+
+Prints IDENTICAL, or the jobs that differ (their outputs stay in the run's folder, printed).
+Modelled on benchmarks/post_load_same_output.py (which compares the Trace tab's objects as well).
 """
 from __future__ import annotations
 
@@ -31,117 +32,118 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "tests" / "data"
-WORK = Path(tempfile.mkdtemp(prefix="diagnose_same_output."))  # its own: other checkouts run this too
+WORK_PREFIX = "diagnose_same_output-"
+"""Each run works in a fresh folder of its own under the temp folder (runs side by side never meet)."""
 SCAN_C = "gpuperf_gui/core/trace/_scan.c"
-RERUNS = 3
+NOT_TRACES = (".key_averages.json", ".meta.json")   # reference figures beside the traces
+FOLDERS = ("dlrm_kineto", "gloo_cpu_allreduce", "ddp_straggler_gloo")
+UNPROFILED = ("compiled_tiny", "eager_tiny", "loader_fed", "loader0")
 
 
-def jobs() -> list[str]:
-    """The traces (paths relative to tests/data): every trace file, and every folder of several."""
-    files = sorted(p for p in DATA.rglob("*") if p.is_file() and p.name.endswith((".json", ".json.gz")))
-    folders = sorted({p.parent for p in files if sum(q.parent == p.parent for q in files) > 1} - {DATA})
-    return [str(p.relative_to(DATA)) for p in files + folders]
+def jobs(dask: bool) -> list[tuple[str, list[str]]]:
+    """(name, the diagnose command's arguments after ``diagnose``) for every trace of tests/data."""
+    data = ROOT / "tests" / "data"
+    files = sorted(p for p in data.rglob("*") if p.is_file() and p.name.endswith((".json", ".json.gz"))
+                   and not p.name.endswith(NOT_TRACES))
+    out = [(str(p.relative_to(data)).replace("/", "_"), [str(p)]) for p in files]
+    folders = sorted(p for p in data.rglob("*") if p.is_dir() and p.name in FOLDERS)
+    out += [(f"dir_{p.name}", [str(p)]) for p in folders]
+    for job in UNPROFILED:
+        ranks = sorted(str(p) for p in (data / "h200" / "unprofiled").glob(f"{job}.r*.json.gz"))
+        if ranks:
+            out.append((f"unprof_{job}", ranks))
+    with_top = [(f"{name}.top{top}", ["--json", "--top", str(top), *paths])
+                for name, paths in out for top in (10, 10**9)]
+    if dask:
+        with_top += [(f"dask_{p.name}", ["--json", "--dask-scheduler", "local:1", str(p)]) for p in folders]
+    return with_top
 
 
-def snapshot(out_dir: Path, use_subprocess: bool, only: set[int] | None = None) -> None:
-    """Diagnose every job (or those numbered ``only``) with the gpuperf_gui on ``sys.path``; one
-    JSON file of outputs per job."""
+def snapshot(out_dir: Path, dask: bool, scanner: bool = True) -> None:
+    """Run every job through the CLI's ``main`` in this interpreter (the side being compared);
+    without ``scanner`` the C extension's import fails here, as where it is not built."""
+    if not scanner:
+        sys.modules["gpuperf_gui.core.trace._scan"] = None  # type: ignore[assignment]
+    from gpuperf_gui.cli import main
+
     out_dir.mkdir(parents=True, exist_ok=True)
-    from gpuperf_gui import cli
-
-    for i, rel in enumerate(jobs()):
-        if only is not None and i not in only:
-            continue
-        argv = ["diagnose", "--json", str(DATA / rel)]
-        if use_subprocess:
-            done = subprocess.run([sys.executable, "-c", "from gpuperf_gui.cli import entry; entry()", *argv],
-                                  capture_output=True, text=True, cwd=out_dir)
-            out, err, rc = done.stdout, done.stderr, done.returncode
-        else:
-            stdout, stderr = io.StringIO(), io.StringIO()
-            with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-                try:
-                    rc = cli.main(argv)
-                except SystemExit as exc:  # argparse / a command that exits
-                    rc = exc.code if isinstance(exc.code, int) else 1
-            out, err = stdout.getvalue(), stderr.getvalue()
-        (out_dir / f"{i:04d}.json").write_text(json.dumps({"trace": rel, "rc": rc, "stdout": out, "stderr": err}))
+    for name, args in jobs(dask):
+        stdout, stderr = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            try:
+                rc = main(["diagnose", *args])
+            except SystemExit as exc:     # argparse and fail() exit
+                rc = exc.code
+        (out_dir / f"{name}.out").write_text(stdout.getvalue())
+        (out_dir / f"{name}.err").write_text(stderr.getvalue())
+        (out_dir / f"{name}.rc").write_text(json.dumps(rc))
 
 
-def base_tree(base: str) -> Path:
-    """The base commit checked out into /tmp, with its C scanner in place."""
-    tree = WORK / "base"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)
-    shutil.rmtree(tree, ignore_errors=True)
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "prune"], check=True)
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), base], check=True,
-                   capture_output=True)
-    same_c = subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", base, "--", SCAN_C]).returncode == 0
-    built = sorted((ROOT / SCAN_C).parent.glob("_scan*.so"))
-    if same_c and built:  # (``git diff base`` compares the working tree's file)
-        for so in built:
-            shutil.copy2(so, tree / SCAN_C.rsplit("/", 1)[0] / so.name)
-    else:
-        subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=tree, check=True,
-                       capture_output=True)
-    return tree
+def _worktree(rev: str, where: Path) -> Path:
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--force", str(where), rev],
+                   check=True, capture_output=True, text=True)
+    return where
 
 
-def _side_env(tree: Path) -> dict[str, str]:
-    return dict(os.environ, PYTHONPATH=str(tree), QT_QPA_PLATFORM="offscreen")
+def _remove_worktree(where: Path) -> None:
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(where)], capture_output=True)
+
+
+def _scanner_fits(tree: Path) -> bool:
+    """The scanner built here was built from this tree's _scan.c."""
+    return (tree / SCAN_C).read_bytes() == (ROOT / SCAN_C).read_bytes()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("base", nargs="?", help="the commit to compare HEAD (this tree) with")
-    parser.add_argument("--subprocess", action="store_true", help="one gpuperf process per trace")
-    parser.add_argument("--snapshot", type=Path, help=argparse.SUPPRESS)  # a side's job
-    parser.add_argument("--only", help=argparse.SUPPRESS)  # the jobs a side runs again: "3,17"
+    parser.add_argument("base", nargs="?", help="the commit whose output is 'before'")
+    parser.add_argument("--head", default="HEAD", help="the commit whose output is 'after' (default HEAD)")
+    parser.add_argument("--tree", action="store_true", help="'after' is this working tree, as it is")
+    parser.add_argument("--dask", action="store_true", help="also the folders through --dask-scheduler local:1")
+    parser.add_argument("--snapshot", type=Path, help=argparse.SUPPRESS)  # the child's job
+    parser.add_argument("--no-scanner", action="store_true", help=argparse.SUPPRESS)  # the child's too
     args = parser.parse_args(argv)
     if args.snapshot:
-        WORK.rmdir()
-        snapshot(args.snapshot, args.subprocess, {int(i) for i in args.only.split(",")} if args.only else None)
+        snapshot(args.snapshot, args.dask, scanner=not args.no_scanner)
         return 0
     if not args.base:
         parser.error("give the base commit")
-    WORK.mkdir(parents=True, exist_ok=True)
-    sides = {"before": base_tree(args.base), "after": ROOT}
-    flag = ["--subprocess"] if args.subprocess else []
-    runs = []
-    for side, tree in sides.items():
-        shutil.rmtree(WORK / side, ignore_errors=True)
-        # the script of this tree, so both sides diagnose the same list of traces
-        runs.append(subprocess.Popen([sys.executable, __file__, "--snapshot", str(WORK / side), *flag],
-                                     env=_side_env(tree), cwd=tree))
-    if any(p.wait() for p in runs):
-        print("a side failed")
-        return 1
-    names = sorted(p.name for p in (WORK / "after").iterdir())
-    differ = [name for name in names if (WORK / "before" / name).read_bytes() != (WORK / "after" / name).read_bytes()]
-    unstable: set[str] = set()
-    if differ:  # run those again, 3 times a side: an output that varies from run to run is not stable
-        only = ",".join(str(int(n.split(".")[0])) for n in differ)
-        seen = {n: {side: {(WORK / side / n).read_bytes()} for side in sides} for n in differ}
-        for again in range(RERUNS):
-            for side, tree in sides.items():
-                out = WORK / f"{side}_again{again}"
-                subprocess.run([sys.executable, __file__, "--snapshot", str(out), *flag, "--only", only],
-                               env=_side_env(tree), cwd=tree, check=True)
-                for n in differ:
-                    seen[n][side].add((out / n).read_bytes())
-        unstable = {n for n in differ if any(len(outputs) > 1 for outputs in seen[n].values())}
-    for name in differ:
-        print("UNSTABLE (its output varies between runs of one side):" if name in unstable else "DIFFERS:",
-              json.loads((WORK / "after" / name).read_text())["trace"],
-              f"({WORK / 'before' / name} vs {WORK / 'after' / name})")
-    refused = sum(json.loads((WORK / "after" / n).read_text())["rc"] != 0 for n in names)
-    print(f"{'IDENTICAL' if not differ else 'SAME'}: {len(names) - len(differ)} of {len(names)} outputs "
-          f"({refused} refusals, compared too)")
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(sides["before"])],
-                   capture_output=True)
-    return 1 if set(differ) - unstable else 0
+    work = Path(tempfile.mkdtemp(prefix=WORK_PREFIX))
+    trees = {"before": _worktree(args.base, work / "base"),
+             "after": ROOT if args.tree else _worktree(args.head, work / "head")}
+    built = sorted((ROOT / "gpuperf_gui" / "core" / "trace").glob("_scan.*.so"))
+    use_scanner = bool(built) and all(_scanner_fits(t) for t in trees.values())
+    env = dict(os.environ)
+    for tree in trees.values():
+        if use_scanner and tree != ROOT:
+            shutil.copy2(built[0], tree / "gpuperf_gui" / "core" / "trace" / built[0].name)
+    print(f"scanner: {'on, both sides' if use_scanner else 'off, both sides'}")
+    try:
+        runs = []
+        for side, tree in trees.items():
+            side_env = dict(env, PYTHONPATH=str(tree))
+            runs.append(subprocess.Popen([sys.executable, __file__, "--snapshot", str(work / side),
+                                          *(["--dask"] if args.dask else []),
+                                          *([] if use_scanner else ["--no-scanner"])], env=side_env, cwd=work))
+        if any(p.wait() for p in runs):
+            print("a snapshot failed")
+            return 1
+    finally:
+        for side in ("base", "head"):
+            _remove_worktree(work / side)
+    before, after = sorted((work / "before").iterdir()), sorted((work / "after").iterdir())
+    differ = sorted({a.name.rsplit(".", 1)[0] for b, a in zip(before, after) if b.read_bytes() != a.read_bytes()})
+    if [p.name for p in before] != [p.name for p in after]:
+        differ.append("(the job lists differ)")
+    n_jobs = len(after) // 3
+    ok = sum(1 for p in after if p.suffix == ".rc" and p.read_text() == "0")
+    print(f"{n_jobs} runs ({ok} exit 0): " + ("IDENTICAL" if not differ else "DIFFER: " + ", ".join(differ)))
+    if differ:
+        print(f"outputs: {work}/before and {work}/after")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+    return 1 if differ else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())
