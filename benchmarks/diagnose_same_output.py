@@ -9,7 +9,8 @@ stdout, stderr and exit status of every run are compared byte for byte. ``--dask
 jobs through ``--dask-scheduler local:1`` (needs the 'cluster' extra).
 
 The C scanner is built in this checkout only: it is copied into both worktrees when their
-``_scan.c`` is the one it was built from, else both sides run without it (``GPUPERF_C_SCAN=0``).
+``_scan.c`` is the one it was built from, else both sides run without it (each side's interpreter
+cannot import the extension: a machine without a compiler, docs/environment.md).
 
     nice .venv/bin/python benchmarks/diagnose_same_output.py 286eeec           # base vs HEAD
     nice .venv/bin/python benchmarks/diagnose_same_output.py 286eeec --tree    # base vs this tree
@@ -58,8 +59,11 @@ def jobs(dask: bool) -> list[tuple[str, list[str]]]:
     return with_top
 
 
-def snapshot(out_dir: Path, dask: bool) -> None:
-    """Run every job through the CLI's ``main`` in this interpreter (the side being compared)."""
+def snapshot(out_dir: Path, dask: bool, scanner: bool = True) -> None:
+    """Run every job through the CLI's ``main`` in this interpreter (the side being compared);
+    without ``scanner`` the C extension's import fails here, as where it is not built."""
+    if not scanner:
+        sys.modules["gpuperf_gui.core.trace._scan"] = None  # type: ignore[assignment]
     from gpuperf_gui.cli import main
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -97,9 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tree", action="store_true", help="'after' is this working tree, as it is")
     parser.add_argument("--dask", action="store_true", help="also the folders through --dask-scheduler local:1")
     parser.add_argument("--snapshot", type=Path, help=argparse.SUPPRESS)  # the child's job
+    parser.add_argument("--no-scanner", action="store_true", help=argparse.SUPPRESS)  # the child's too
     args = parser.parse_args(argv)
     if args.snapshot:
-        snapshot(args.snapshot, args.dask)
+        snapshot(args.snapshot, args.dask, scanner=not args.no_scanner)
         return 0
     if not args.base:
         parser.error("give the base commit")
@@ -108,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
              "after": ROOT if args.tree else _worktree(args.head, work / "head")}
     built = sorted((ROOT / "gpuperf_gui" / "core" / "trace").glob("_scan.*.so"))
     use_scanner = bool(built) and all(_scanner_fits(t) for t in trees.values())
-    env = dict(os.environ, GPUPERF_C_SCAN="1" if use_scanner else "0")
+    env = dict(os.environ)
     for tree in trees.values():
         if use_scanner and tree != ROOT:
             shutil.copy2(built[0], tree / "gpuperf_gui" / "core" / "trace" / built[0].name)
@@ -118,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         for side, tree in trees.items():
             side_env = dict(env, PYTHONPATH=str(tree))
             runs.append(subprocess.Popen([sys.executable, __file__, "--snapshot", str(work / side),
-                                          *(["--dask"] if args.dask else [])], env=side_env, cwd=work))
+                                          *(["--dask"] if args.dask else []),
+                                          *([] if use_scanner else ["--no-scanner"])], env=side_env, cwd=work))
         if any(p.wait() for p in runs):
             print("a snapshot failed")
             return 1

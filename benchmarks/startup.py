@@ -1,6 +1,6 @@
 """Time from process start to the shown main window, and whether torch was imported (it must not be).
 
-Runs `python -m gpuperf_gui` in a fresh process N times with GPUPERF_STARTUP_PROBE=1 (the app prints
+Runs `python -m gpuperf_gui --startup-probe` in a fresh process N times (the app prints
 the moment its window is shown, then quits) and prints the median and the worst. Budget: 1.5 s.
 
 The floor, measured in the same run (runs alternate, so a shared machine's load weighs on both
@@ -42,9 +42,9 @@ app.exec()
 
 
 def one_run(floor: bool = False) -> tuple[float, bool]:
-    env = dict(os.environ, GPUPERF_STARTUP_PROBE="1")
+    env = dict(os.environ)
     env.setdefault("QT_QPA_PLATFORM", "offscreen")
-    command = [sys.executable, "-c", FLOOR] if floor else [sys.executable, "-m", "gpuperf_gui"]
+    command = [sys.executable, "-c", FLOOR] if floor else [sys.executable, "-m", "gpuperf_gui", "--startup-probe"]
     started = time.perf_counter()
     proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, cwd=os.path.dirname(__file__))
     ended = time.perf_counter()

@@ -3,7 +3,7 @@
 Usage: python benchmarks/trace_load.py [--shared tests/data/shared_traces] [--repeat 5] [--ranks 8]
 
 1. hta/df_index_resolver (216 k events, 3 MB gz) loaded (``load_rank``: the streamed decode, its C
-   scanner where built; ``GPUPERF_C_SCAN=0`` for msgspec alone), analysed, diagnosed and op-tabled in
+   scanner where built; ``--no-scanner`` for msgspec alone), analysed, diagnosed and op-tabled in
    this process: first run and median of the repeats, with the split load / analyse.
 2. The same file tiled into a folder of N ranks (ranks rewritten in distributedInfo), analysed in
    parallel processes: wall time and the peak RSS of the whole process tree (sampled every 20 ms).
@@ -32,6 +32,7 @@ from gpuperf_gui.core.trace.load import load_rank  # noqa: E402
 from gpuperf_gui.core.trace.optable import op_table  # noqa: E402
 
 DF_INDEX = "hta/df_index_resolver/df_index_resolver.json.gz"
+_NO_SCANNER: list[str] = []
 
 
 def _rss_tree_kib(pid: int, field: str = "Pss:") -> int:
@@ -119,7 +120,7 @@ def many_ranks(src: Path, ranks: int) -> None:
             for r in range(n):
                 os.link(folder / f"rank-{r}.json.gz", sub / f"rank-{r}.json.gz")
             # A fresh interpreter per configuration, so earlier runs do not inflate its memory.
-            proc = subprocess.Popen([sys.executable, __file__, "--child", str(sub)], stdout=subprocess.PIPE, text=True)
+            proc = subprocess.Popen([sys.executable, __file__, "--child", str(sub), *_NO_SCANNER], stdout=subprocess.PIPE, text=True)
             with PeakSampler(proc.pid) as sampler:
                 out, _ = proc.communicate()
             print(f"  {n} rank(s), {os.cpu_count()} CPUs: {out.strip()}; peak memory of the process tree "
@@ -154,8 +155,12 @@ def main() -> None:
     ap.add_argument("--shared", type=Path, default=Path(__file__).resolve().parents[1] / "tests" / "data" / "shared_traces")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--ranks", type=int, default=8)
+    ap.add_argument("--no-scanner", action="store_true", help="msgspec alone (scan.ENABLED False; docs/environment.md)")
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.no_scanner:
+        scan.ENABLED = False
+        _NO_SCANNER.append("--no-scanner")  # the children of the many-ranks run too
     if args.child:
         child(args.child)
         return

@@ -197,7 +197,7 @@ def test_a_helper_started_before_a_setting_changed_is_not_used(monkeypatch):
     child_stream.discard_spare_helper()
     child_stream.prestart_helper(("child_targets_preloaded",))
     spare = child_stream._spare
-    monkeypatch.setenv("GPUPERF_C_SCAN", "0")         # a helper must see the environment of now
+    monkeypatch.setenv("GPUPERF_DECODE_WORKERS", "1")  # a helper must see the environment of now
     [(pid, _)] = list(iter_in_child("child_targets:whoami", ahead=True))
     assert pid != spare.pid
     assert spare.wait(5) is not None                    # the stale one was ended, not left behind

@@ -46,6 +46,9 @@ def test_loads_on_threads_leave_the_defaults_back() -> None:
     assert heap._depth == 0 and _numpy_hugepages() is before
 
 
-def test_it_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("GPUPERF_REUSED_HEAP", "0")
-    assert heap._glibc() is None
+def test_without_glibc_it_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Off (no glibc, or turned off by setting ``_LIBC`` None): the heap and numpy left as they are."""
+    before = _numpy_hugepages()
+    monkeypatch.setattr(heap, "_LIBC", None)
+    with heap.reused_heap():
+        assert _numpy_hugepages() is before and heap._depth == 0

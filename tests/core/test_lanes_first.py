@@ -1,5 +1,5 @@
 """One file's lanes are sent before its analysis (core/trace/session.py ``_iter_lanes_first``): the
-trace the tab ends with must be the one the one-step path builds (GPUPERF_LANES_FIRST=0), figure
+trace the tab ends with must be the one the one-step path builds (``session.LANES_FIRST = False``), figure
 for figure, in this process and through the helper interpreter's mapped file."""
 from __future__ import annotations
 
@@ -51,9 +51,10 @@ def test_one_file_lanes_then_analysis_then_roofline_as_the_one_step_path(
     assert loaded is not lanes and lanes.analysis_pending and lanes.diagnosis is None and not lanes.roofline_points
     assert not loaded.analysis_pending and loaded.diagnosis is not None and loaded.op_tables
     assert {"engine_s", "build_s", "analysis_s", "roofline_s"} <= set(loaded.timings_s)
+    # the one-step path (an internal switch, so in this process): the lanes-first trace of either
+    # mode must be the one it builds
     monkeypatch.setattr(session, "LANES_FIRST", False)
-    monkeypatch.setenv("GPUPERF_LANES_FIRST", "0")   # the helper interpreter reads it
-    one_step = _items([path], isolate)
+    one_step = _items([path], False)
     assert not any(isinstance(i, AnalysisUpdate) for i in one_step)
     reference = next(i for i in one_step if isinstance(i, LoadedTrace))
     for item in one_step:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 import numpy as np
 
+from . import schema
 from .decode import BEvent, Decoded, EEvent, Event, MEvent, TraceFile, XEvent
 from .flops import SHAPED_OP_RE, estimate_op
 from .precision import code_of, dtype_precision
@@ -274,12 +275,11 @@ class EventColumns:
     of non-CPU events (sparse, by event index) and the input shapes of GEMM/attention CPU ops.
     """
 
-    _DTYPES = {"cat": np.int32, "name": np.int32, "pid": np.int32, "tid": np.int32, "ts": np.float64,
-               "dur": np.float64, "correlation": np.int64, "external": np.int64, "external_2021": np.int64,
-               "flops": np.float64, "device_rows": np.int64, "bytes": np.float64, "device": np.float64,
-               "stream": np.float64}
+    _DTYPES = {**{key: schema.column_dtype(key) for key in schema.columns("dense", "sparse", "device")},
+               "device_rows": np.int64}
+    """The columns' dtypes (:data:`.schema.FIELDS`), and the event index of each ``device`` row."""
 
-    _DENSE = ("cat", "name", "pid", "tid", "ts", "dur", "correlation", "external")
+    _DENSE = schema.columns("dense")
     """Columns every event has: written in place into one array each (:meth:`_write_dense`)."""
 
     def __init__(self, capacity_events: int = 0) -> None:

@@ -21,6 +21,7 @@ import msgspec
 
 import numpy as np
 
+from . import schema
 from .budget import MemoryBudget, format_bytes
 from .model import NotATraceError, TraceFormatError, Truncation
 from .source import GZIP_MAGIC, read_trace_text
@@ -40,32 +41,14 @@ keys); measured 420 B on 1M tiny events and 200-350 B on real Kineto traces, rou
 _LEADING_SPACE = re.compile(rb"\s*")
 
 
-class Args(msgspec.Struct, gc=False):
-    """The ``args`` keys the analysis uses; every other key is skipped by the decoder."""
+Args = msgspec.defstruct("Args", schema.struct_fields("args"), gc=False, module=__name__)
+Args.__doc__ = """The ``args`` keys the analysis uses (:data:`.schema.FIELDS`); every other key is skipped."""
 
-    external_id: int = msgspec.field(default=-1, name="External id")
-    external_id_2021: int = msgspec.field(default=-1, name="external id")
-    correlation: int = -1
-    stream: Union[int, str] = -1  # ROCm writes "0x0" on runtime calls
-    device: Union[int, str] = -1
-    bytes: Union[float, str] = -1.0  # ROCm writes "128" on hipMemcpyAsync
-    flops: float = -1.0
-    input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Dims")
-    input_type: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input type")
-    concrete_inputs: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Concrete Inputs")  # is_causal (flops.py)
-    name: Union[str, None] = None  # M events: process_name / thread_name
-
-
-class Event(msgspec.Struct, gc=False, tag_field="ph"):
-    """One trace event with the fields we use. Subclasses are tagged by phase (``ph``)."""
-
-    cat: str = ""
-    name: str = ""
-    pid: Union[int, str] = 0
-    tid: Union[int, str] = 0
-    ts: float = float("nan")  # absent: NaN, so an event without a timestamp is never placed at 0
-    dur: float = 0.0
-    args: Args = msgspec.field(default_factory=Args)
+Event = msgspec.defstruct("Event", [*schema.struct_fields("event"),
+                                    (schema.ARGS_KEY, Args, msgspec.field(default_factory=Args))],
+                          gc=False, tag_field=schema.EVENT_TAG, module=__name__)
+Event.__doc__ = """One trace event with the fields we use (:data:`.schema.FIELDS`). Subclasses are
+tagged by phase (``ph``)."""
 
 
 class XEvent(Event, tag="X"):
@@ -85,7 +68,7 @@ class MEvent(Event, tag="M"):
 
 
 # Phases we do not use: decoded into empty structs, which skips their fields cheaply.
-_SKIPPED_PHASES = "iIsftCbenSTpFPNODRcVv"
+_SKIPPED_PHASES = schema.SKIPPED_PHASES
 _SKIPPED = tuple(msgspec.defstruct(f"Skipped_{ph}", [], gc=False, tag_field="ph", tag=ph)
                  for ph in _SKIPPED_PHASES)
 AnyEvent = Union[(XEvent, BEvent, EEvent, MEvent, *_SKIPPED)]  # type: ignore[valid-type]

@@ -9,7 +9,7 @@ blocks on the heap while a load runs, so a freed column's pages serve the next o
 free pages back to the system when the load ends (``malloc_trim``): the load's peak is unchanged,
 and the process holds less after it than before (glibc had kept ~0.5 GB of a 10M load's freed blocks).
 
-``GPUPERF_REUSED_HEAP=0`` turns it off; elsewhere than glibc it does nothing.
+Elsewhere than glibc it does nothing (:data:`_LIBC` None; a test sets it None to see that case).
 """
 from __future__ import annotations
 
@@ -37,8 +37,6 @@ _numpy_hugepages_before = True
 
 
 def _glibc() -> ctypes.CDLL | None:
-    if os.environ.get("GPUPERF_REUSED_HEAP", "1") == "0":
-        return None
     try:   # glibc says so itself (platform.libc_ver() would read the whole executable)
         if not os.confstr("CS_GNU_LIBC_VERSION").startswith("glibc"):
             return None

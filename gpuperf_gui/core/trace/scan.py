@@ -4,16 +4,16 @@ The streamed decoder (:mod:`.stream_decode`) hands each run of events to :func:`
 it returns None where the extension is not built (the package installs without a compiler: the
 msgspec path then does all the work) or where the run holds anything the scanner does not read
 exactly as the typed msgspec structs of :mod:`.decode` do — then the run is decoded by msgspec as
-before. ``GPUPERF_C_SCAN=0`` turns the scanner off (for comparisons).
+before. :data:`ENABLED` False turns the scanner off (tests and benchmarks compare both readers that way).
 """
 from __future__ import annotations
 
 import json
-import os
 
 import msgspec
 import numpy as np
 
+from . import schema
 from .decode import AnyEvent
 
 try:
@@ -21,14 +21,11 @@ try:
 except ImportError:  # built without a C compiler: msgspec decodes every run
     _scan = None
 
-ENABLED = _scan is not None and os.environ.get("GPUPERF_C_SCAN", "1") != "0"
-"""Whether :func:`scan_run` scans (the extension is built and not turned off)."""
+ENABLED = _scan is not None
+"""Whether :func:`scan_run` scans (the extension is built; an internal switch: docs/environment.md)."""
 
-_COLUMNS = (("cat", np.int32), ("name", np.int32), ("pid", np.int32), ("tid", np.int32),
-            ("ts", np.float64), ("dur", np.float64), ("correlation", np.int64), ("external", np.int64),
-            ("external_2021", np.int64), ("flops", np.float64), ("bytes", np.float64),
-            ("device", np.float64), ("stream", np.float64), ("shape", np.int32))
-"""The scanner's columns, in its order (``_scan.c`` ``C_CAT`` ... ``C_SHAPE``)."""
+_COLUMNS = tuple((key, schema.column_dtype(key)) for key in schema.SCAN_COLUMNS)
+"""The scanner's columns, in its order (``_scan.c`` ``C_CAT`` ... ``C_SHAPE``), and their dtypes."""
 _EVENT_DECODER = msgspec.json.Decoder(AnyEvent)
 
 
@@ -54,7 +51,7 @@ class ScannedRun:
 
 def scan_run(text: bytes | bytearray | memoryview, end: int) -> ScannedRun | None:
     """``text[:end]`` (a JSON list of events) scanned; None when not scanned (see the module)."""
-    if not ENABLED:
+    if not ENABLED or _scan is None:  # (ENABLED set True where it is not built: msgspec, not a crash)
         return None
     result = _scan.scan(text, end)
     return None if result is None else ScannedRun(result, text)

@@ -445,8 +445,11 @@ def _roofline_update(loaded: LoadedTrace, found: Sequence[list[OpPoint] | None],
         yield RooflineUpdate(tuple(points), tuple(notes), time.perf_counter() - started)
 
 
-LANES_FIRST = os.environ.get("GPUPERF_LANES_FIRST", "1") != "0"
-"""One file: its lanes are sent to the tab as soon as they are built, its analysis after them."""
+LANES_FIRST = True
+"""One file: its lanes are sent to the tab as soon as they are built, its analysis after them (an
+internal switch: False, in this process, is the one-step path tests compare with)."""
+HELPER_AHEAD = True
+"""Start the next load's helper interpreter ahead (:func:`warm_helper`); internal (docs/environment.md)."""
 
 
 def _one_file(paths: Sequence[str]) -> Path | None:
@@ -509,8 +512,8 @@ def _use_model(result: TraceResult, model: TraceModel) -> None:
 def warm_helper() -> None:
     """Start the next load's helper interpreter now, with this module imported: its start and
     imports (~0.35 s) are then not part of opening a trace. Nothing when loads run in this process
-    (``GPUPERF_TRACE_INPROCESS=1``) or ``GPUPERF_HELPER_AHEAD=0``."""
-    if os.environ.get("GPUPERF_TRACE_INPROCESS", "") != "1" and os.environ.get("GPUPERF_HELPER_AHEAD", "1") != "0":
+    (``GPUPERF_TRACE_INPROCESS=1``) or :data:`HELPER_AHEAD` is False."""
+    if os.environ.get("GPUPERF_TRACE_INPROCESS", "") != "1" and HELPER_AHEAD:
         prestart_helper((__name__,))
 
 

@@ -50,9 +50,9 @@ if TYPE_CHECKING:  # the pool's modules are imported only when a pool starts (~2
     from concurrent.futures import Future, ProcessPoolExecutor
     from multiprocessing.context import BaseContext
 
-ENABLED = os.environ.get("GPUPERF_STREAM_DECODE", "1") != "0"
-"""The switch: :func:`.load.load_rank` tries the streamed decode first when True (the environment
-variable ``GPUPERF_STREAM_DECODE=0`` turns it off, for comparisons)."""
+ENABLED = True
+""":func:`.load.load_rank` tries the streamed decode first when True (an internal switch: a test or a
+benchmark sets it False to compare with the whole-file path; docs/environment.md)."""
 
 MIN_DECODE_BYTES = 4 << 20
 """Events are decoded once this much undecoded text has arrived (and at the end)."""
