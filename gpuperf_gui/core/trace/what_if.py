@@ -1,0 +1,322 @@
+"""What if a cause were gone: the step time with its edges shrunk on the dependency graph.
+
+Each projection changes the durations or edges of :mod:`.critical_path`'s graph the way the fix
+would, re-walks the graph (:func:`.critical_path.replay`) and measures the replayed steps. It is an
+upper bound of what the fix gives: it removes the cause completely and leaves everything else as
+traced (the work that overlapped the cause, the launches behind it, now show on the path). The
+speedup is the ratio of the replayed window without and with the change (both walked by the same
+graph, so the graph's own error cancels); the projected step time is the measured median step
+divided by it.
+
+Causes and what each assumes (the ``assumption`` string says it to the user):
+
+``data_stall``       the DataLoader's time on the host is 0 ("data ready when the step starts").
+``host_syncs``       blocking calls (``.item()``, synchronize, a synchronous copy) neither wait for
+                     the device nor take time.
+``launch_overhead``  the host issues the kernels for free (a CUDA graph replays them): launch calls
+                     and the ops around them take no host time, kernels start as soon as their stream
+                     and inputs allow; the host's Python between ops and its syncs stay.
+``exposed_comm``     collectives fully overlapped: communication kernels and host collectives cost 0.
+``pipeline_bubble``  send/recv kernels cost 0 (stages never wait for each other).
+``late_rank``        the late rank arrives with the others: its host time outside ops and in the
+                     DataLoader is 0.
+``gemm_ceiling``     GEMMs at 70 % of the device's dense peak (those whose FLOPs the trace gives).
+``memory_bound``     not projected: the trace records no bytes for elementwise kernels.
+
+:func:`project` also combines the two causes with the largest gains.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from . import critical_path as cp
+from .model import KERNEL_CLASSES, RankTrace
+
+GEMM_CEILING_FRACTION = 0.70
+"""A realistic GEMM ceiling: 70 % of the dense peak (cuBLAS reaches 70-80 % on large H100/H200
+GEMMs; metrics.md's efficiency bands call > 70 % good)."""
+
+ASSUMPTIONS = {
+    "data_stall": "data ready when the step starts (the DataLoader and host work that launches nothing "
+                  "take no time)",
+    "host_syncs": "no host sync: .item()/synchronize/synchronous copies neither wait for the device nor take time",
+    "launch_overhead": "kernels issued at no host cost (CUDA graph replay): launch calls, the ops that "
+                       "issue them and the Python between them take no host time",
+    "exposed_comm": "collectives fully overlapped (communication costs nothing on the path)",
+    "pipeline_bubble": "no pipeline bubble: send/recv kernels take no time",
+    "late_rank": "the late rank arrives with the others (its host time outside ops, host stalls and "
+                 "DataLoader removed)",
+    "gemm_ceiling": f"GEMMs at {GEMM_CEILING_FRACTION:.0%} of the dense peak",
+}
+FIX_LABELS = {
+    "data_stall": "DataLoader workers",
+    "host_syncs": "no host syncs",
+    "launch_overhead": "CUDA graphs / torch.compile",
+    "exposed_comm": "overlap communication",
+    "pipeline_bubble": "more micro-batches",
+    "late_rank": "fix the late rank",
+    "gemm_ceiling": "faster GEMMs",
+}
+SIGNATURE_CAUSE = {"data_starved": "data_stall", "launch_bound": "launch_overhead", "comm_bound": "exposed_comm",
+                   "pipeline_bubble": "pipeline_bubble", "straggler": "late_rank", "memory_bound": "gemm_ceiling"}
+"""The projection that goes with a diagnosis's signature (its "Try first" fix)."""
+
+_C = cp.CATEGORIES.index
+
+
+@dataclass
+class Projection:
+    """One cause removed: the step it leaves, the speedup, and the MFU that would give."""
+
+    cause: str
+    assumption: str
+    step_time_s: float
+    speedup_upper_bound: float
+    mfu: float | None = None
+    new_dominant: str | None = None
+    """The largest category on the new critical path."""
+
+    def to_json(self) -> dict:
+        return {"cause": self.cause, "assumption": self.assumption, "step_time_s": self.step_time_s,
+                "speedup_upper_bound": self.speedup_upper_bound, "mfu": self.mfu,
+                "new_dominant": self.new_dominant}
+
+
+@dataclass
+class WhatIf:
+    """The graph's baseline and every projection, largest gain first."""
+
+    step_time_s: float
+    critical_path: cp.CriticalPath
+    projections: list[Projection] = field(default_factory=list)
+    mfu: float | None = None
+    replay_error: float = 0.0
+    """|replayed window - traced window| / traced window: how well the graph explains the trace."""
+    graph: cp.Graph | None = None
+    times_us: np.ndarray | None = None
+
+    def for_cause(self, cause: str) -> Projection | None:
+        return next((p for p in self.projections if p.cause == cause), None)
+
+    def to_json(self) -> dict:
+        return {"what_if": [p.to_json() for p in self.projections],
+                "critical_path": {**self.critical_path.to_json(), "replay_error": self.replay_error}}
+
+
+Change = tuple[np.ndarray, np.ndarray, np.ndarray]  # d, w, edge_on
+
+
+def _base(g: cp.Graph) -> Change:
+    return g.dcat.copy(), g.e_w.copy(), np.ones(g.e_src.size, dtype=bool)
+
+
+def _data_stall(g: cp.Graph, ctx: dict) -> Change | None:
+    dc, w, on = _base(g)
+    cols = [_C("dataloader"), _C("host_stall")]
+    if dc[:, cols].sum() <= 0:
+        return None
+    dc[:, cols] = 0.0
+    return dc, w, on
+
+
+def _host_syncs(g: cp.Graph, ctx: dict) -> Change | None:
+    dc, w, on = _base(g)
+    sync = g.e_kind == cp.EDGE_KINDS.index("sync")
+    if not sync.any() and dc[:, _C("sync")].sum() <= 0:
+        return None
+    dc[:, _C("sync")] = 0.0
+    on &= ~sync
+    return dc, w, on
+
+
+def _launch_overhead(g: cp.Graph, ctx: dict) -> Change | None:
+    dc, w, on = _base(g)
+    launch = g.e_kind == cp.EDGE_KINDS.index("launch")
+    if not launch.any():
+        return None
+    for col in ("launch", "cpu_op", "dispatch"):
+        dc[:, _C(col)] = 0.0
+    w[launch] = 0.0
+    return dc, w, on
+
+
+def _exposed_comm(g: cp.Graph, ctx: dict) -> Change | None:
+    dc, w, on = _base(g)
+    comm = g.is_gpu & (g.kernel_class == KERNEL_CLASSES.index("communication")) & ~g.p2p
+    if not comm.any() and dc[:, _C("collective_cpu")].sum() <= 0:
+        return None
+    dc[comm] = 0.0
+    dc[:, _C("collective_cpu")] = 0.0
+    return dc, w, on
+
+
+def _pipeline_bubble(g: cp.Graph, ctx: dict) -> Change | None:
+    if not g.p2p.any():
+        return None
+    dc, w, on = _base(g)
+    dc[g.p2p] = 0.0
+    return dc, w, on
+
+
+def _late_rank(g: cp.Graph, ctx: dict) -> Change | None:
+    late = ctx.get("late_ranks") or []
+    if not late:
+        return None
+    dc, w, on = _base(g)
+    m = np.isin(g.node_rank, late) & ~g.is_gpu
+    for col in ("cpu_gap", "dataloader", "host_stall"):
+        dc[m, _C(col)] = 0.0
+    return dc, w, on
+
+
+def _gemm_ceiling(g: cp.Graph, ctx: dict) -> Change | None:
+    ideal = ctx.get("gemm_ideal_us")
+    if ideal is None or not np.isfinite(ideal).any():
+        return None
+    dc, w, on = _base(g)
+    col = cp.N_CPU + KERNEL_CLASSES.index("gemm")
+    ok = np.isfinite(ideal)
+    dc[ok, col] = np.minimum(dc[ok, col], ideal[ok])
+    return dc, w, on
+
+
+SCENARIOS: dict[str, Callable[[cp.Graph, dict], Change | None]] = {
+    "data_stall": _data_stall, "host_syncs": _host_syncs, "launch_overhead": _launch_overhead,
+    "exposed_comm": _exposed_comm, "pipeline_bubble": _pipeline_bubble, "late_rank": _late_rank,
+    "gemm_ceiling": _gemm_ceiling,
+}
+
+
+def _combine(a: Change, b: Change, base: Change) -> Change:
+    """Both changes: the smaller of each duration and weight, an edge only if both keep it."""
+    return np.minimum(a[0], b[0]), np.minimum(a[1], b[1]), a[2] & b[2]
+
+
+_HALF_RE = re.compile(r"bf16|f16|fp16|half|_h_|hgemm|s16816|h1688", re.I)
+_TF32_RE = re.compile(r"tf32|1688gemm", re.I)
+
+
+def gemm_ideal_us(g: cp.Graph, ranks: list[RankTrace], ceiling_fraction: float = GEMM_CEILING_FRACTION
+                  ) -> np.ndarray | None:
+    """Per graph node, the time a GEMM kernel would take at ``ceiling_fraction`` of the device's
+    dense peak (NaN where unknown): its launching op's FLOPs (recorded or estimated from shapes),
+    shared among the op's GEMM kernels by their duration."""
+    from gpuperf_gui.core.hardware import load_database, match_device_name  # noqa: PLC0415
+
+    out = np.full(len(g), np.nan)
+    db = None
+    found = False
+    for rt in ranks:
+        device_id = match_device_name(rt.device_name) if rt.device_name else None
+        if device_id is None:
+            continue
+        db = db or load_database()
+        device = db.get(device_id)
+        flops_by_ext: dict[int, float] = {}
+        for lane in rt.cpu_lanes:
+            m = np.isfinite(lane.flops) & (lane.external_id >= 0) & (lane.flops > 0)
+            for ext, f in zip(lane.external_id[m].tolist(), lane.flops[m].tolist()):
+                flops_by_ext[ext] = max(flops_by_ext.get(ext, 0.0), f)
+        if not flops_by_ext:
+            continue
+        gemm = KERNEL_CLASSES.index("gemm")
+        nodes = np.flatnonzero(g.is_gpu & (g.node_rank == rt.rank) & (g.kernel_class == gemm))
+        if not nodes.size:
+            continue
+        ext = np.array([rt.lanes[int(g.node_lane[i])].external_id[int(g.node_index[i])] for i in nodes])
+        flops = np.array([flops_by_ext.get(int(e), np.nan) for e in ext])
+        dur = g.dcat[nodes, cp.N_CPU + gemm]
+        # Share an op's FLOPs among its GEMM kernels by duration (split-K GEMM + its reduction).
+        total = {}
+        for e, dd in zip(ext.tolist(), dur.tolist()):
+            total[e] = total.get(e, 0.0) + dd
+        share = np.array([dd / total[e] if total[e] > 0 else 1.0 for e, dd in zip(ext.tolist(), dur.tolist())])
+        names = [rt.strings[rt.lanes[int(g.node_lane[i])].name_id[int(g.node_index[i])]] for i in nodes]
+        peak = np.array([_peak(device, n) for n in names])
+        out[nodes] = flops * share / (ceiling_fraction * peak) * 1e6
+        found = found or bool(np.isfinite(out[nodes]).any())
+    return out if found else None
+
+
+def _peak(device, kernel_name: str) -> float:  # noqa: ANN001 (hardware.Device)
+    for precision, test in (("bf16", _HALF_RE), ("tf32", _TF32_RE)):
+        if test.search(kernel_name):
+            try:
+                return device.peak_flops_per_s(precision)
+            except Exception:  # noqa: BLE001 (a device without that precision)
+                break
+    try:
+        return device.peak_flops_per_s("fp32")
+    except Exception:  # noqa: BLE001
+        return float("nan")
+
+
+def _dominant(cpath: cp.CriticalPath) -> str | None:
+    return max(cpath.share, key=cpath.share.get) if cpath.share else None
+
+
+def project(ranks: list[RankTrace], step_time_s: float | None, *, late_ranks: list[int] | None = None,
+            model_flops_per_step: float | None = None, peak_flops_per_s: float | None = None,
+            gpus: int = 1, keep_graph: bool = False) -> WhatIf | None:
+    """Build the graph of ``ranks`` (one job), walk it as traced and without each cause.
+
+    ``step_time_s``: the measured median step (the projections divide it by their speedup). MFU is
+    given when the model's FLOPs per step and the per-GPU peak are.
+    """
+    g = cp.build_graph(ranks)
+    if not len(g) or not step_time_s:
+        return None
+    t = cp.replay(g)
+    base_span = cp.step_span_us(g, t)
+    orig_span = cp.step_span_us(g, g.t_orig)
+    if base_span <= 0:
+        return None
+    path = cp.critical_path(g, t)
+
+    def mfu_at(step_s: float) -> float | None:
+        if not model_flops_per_step or not peak_flops_per_s or step_s <= 0:
+            return None
+        return model_flops_per_step / (step_s * peak_flops_per_s * max(gpus, 1))
+
+    ctx = {"late_ranks": late_ranks or []}
+    if any(rt.device_name for rt in ranks):
+        ctx["gemm_ideal_us"] = gemm_ideal_us(g, ranks)
+    changes: dict[str, Change] = {}
+    out: list[Projection] = []
+    for cause, make in SCENARIOS.items():
+        ch = make(g, ctx)
+        if ch is None:
+            continue
+        changes[cause] = ch
+        out.append(_walk(g, cause, ASSUMPTIONS[cause], ch, base_span, step_time_s, mfu_at))
+    out.sort(key=lambda p: -p.speedup_upper_bound)
+    real = [p for p in out if p.speedup_upper_bound > 1.0 + 1e-3]
+    if len(real) >= 2:
+        a, b = real[0].cause, real[1].cause
+        both = _combine(changes[a], changes[b], _base(g))
+        combo = _walk(g, f"{a}+{b}", f"{ASSUMPTIONS[a]}; and {ASSUMPTIONS[b]}", both, base_span, step_time_s, mfu_at)
+        out.append(combo)
+    wi = WhatIf(step_time_s, path, out, mfu_at(step_time_s),
+                abs(base_span - orig_span) / orig_span if orig_span > 0 else 0.0)
+    if keep_graph:
+        wi.graph, wi.times_us = g, t
+    return wi
+
+
+def _walk(g: cp.Graph, cause: str, assumption: str, ch: Change, base_span: float, step_time_s: float,
+          mfu_at: Callable[[float], float | None]) -> Projection:
+    dc, w, on = ch
+    d = dc.sum(axis=1)
+    t = cp.replay(g, d, w, on)
+    span = cp.step_span_us(g, t)
+    speedup = base_span / span if span > 0 else float("inf")
+    speedup = max(speedup, 1.0)  # removing a cause never slows the step (the graph's rounding aside)
+    step = step_time_s / speedup
+    sub = cp.Graph(**{**g.__dict__, "dcat": dc, "e_w": w})  # the changed graph, for its new path
+    on_w = np.where(on, w, -np.inf)
+    new_path = cp.critical_path(sub, t, d, on_w)
+    return Projection(cause, assumption, step, speedup, mfu_at(step), _dominant(new_path))
