@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from gpuperf_gui.commands import what_if_cli
 from gpuperf_gui.commands._output import fail, print_json
 from gpuperf_gui.core.trace.api import TraceResult, analyse_paths
 from gpuperf_gui.core.trace.budget import DEFAULT_MEMORY_BUDGET_BYTES, MemoryBudget, format_bytes
@@ -33,6 +34,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="analyse the ranks as Dask tasks next to the files (shared filesystem) and bring back "
                         "compact per-rank results: tcp://host:port, or local[:N] for a LocalCluster of N "
                         "worker processes (needs the 'cluster' extra); the memory budget then applies per task")
+    p.add_argument("--params", type=float, default=None, metavar="N",
+                   help="model parameters: with --tokens-per-step, each what-if projection gives the MFU it would reach")
+    p.add_argument("--tokens-per-step", type=float, default=None, metavar="T", help="tokens per optimizer step")
+    p.add_argument("--precision", default="bf16", help="precision of the peak for MFU (default bf16)")
+    p.add_argument("--peak-flops", type=float, default=None, metavar="F",
+                   help="peak FLOP/s per GPU for MFU (default: the trace's device at --precision)")
     p.set_defaults(func=run)
 
 
@@ -55,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
             result = analyse_paths(args.paths, max_bytes=args.max_bytes, workers=args.workers,
                                    memory_budget=budget)
     except TraceFormatError as exc:
+        return fail(str(exc))
+    try:
+        result.mfu_model = what_if_cli.mfu_model(args, result)
+    except ValueError as exc:
         return fail(str(exc))
     if args.json:
         print_json(result.to_json(top=args.top))
@@ -114,6 +125,7 @@ def format_report(result: TraceResult, top: int) -> str:
         lines.append(f"Late rank{'s' if len(d.ranks) > 1 else ''}: {', '.join(map(str, d.ranks))}")
     lines += [f"  - {e}" for e in d.evidence]
     lines.append(f"Fix to try first: {d.fix}")
+    lines += what_if_cli.report_lines(result)
     if d.secondary:
         lines.append(f"Also seen: {', '.join(d.secondary)}")
     return "\n".join(lines)

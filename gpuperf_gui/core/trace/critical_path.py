@@ -835,21 +835,27 @@ def _scan(chains: list[Chain], r: np.ndarray, d: np.ndarray) -> np.ndarray:
 
 
 def step_span_us(g: Graph, t: np.ndarray) -> float:
-    """The replayed window of the job: per rank from its first step's start to the last step's end
-    (its CPU end or its device work's end, whichever is later); the job's is the longest rank's."""
+    """The replayed step of the job, µs: per rank, from the end of its first replayed step to the end
+    of its last, over the steps between (a step ends at its CPU end or its device work's end,
+    whichever is later), so every step measured starts where the one before it left the device;
+    with one step, that step from its start. The job's step is its slowest rank's."""
     best = 0.0
-    for rank, steps in g.steps.items():
+    for steps in g.steps.values():
         if not steps:
             continue
-        first = steps[0][0]
-        end = -np.inf
+        ends = []
         for _, hi, gpu in steps:
-            if hi >= 0:
-                end = max(end, t[hi])
+            end = t[hi] if hi >= 0 else -np.inf
             if gpu.size:
                 end = max(end, float(t[gpu].max()))
-        if np.isfinite(end):
-            best = max(best, float(end - t[first]))
+            ends.append(end)
+        if len(ends) >= 2 and np.isfinite(ends[0]) and np.isfinite(ends[-1]):
+            per = (ends[-1] - ends[0]) / (len(ends) - 1)
+        elif np.isfinite(ends[-1]):
+            per = ends[-1] - t[steps[0][0]]
+        else:
+            continue
+        best = max(best, float(per))
     return best
 
 
