@@ -16,6 +16,7 @@ import pytest
 
 from gpuperf_gui.cli import main as cli_main
 from gpuperf_gui.core.trace import critical_path as cp
+from gpuperf_gui.core.trace import what_if
 from gpuperf_gui.core.trace.api import analyse_paths
 from gpuperf_gui.core.trace.what_if import for_result
 
@@ -72,6 +73,13 @@ NO_DATA_STEP_US = 935.0
 NO_SYNC_STEP_US = 1090.0
 
 
+@pytest.fixture
+def no_profiler_correction(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hand counts are of the graph alone: no host time taken out per event for the profiler
+    (what_if.PROFILER_US_PER_EVENT, checked against the H200 pairs below)."""
+    monkeypatch.setattr(what_if, "PROFILER_US_PER_EVENT", 0.0)
+
+
 @pytest.fixture(scope="module")
 def hand(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
     path = _hand_trace(tmp_path_factory.mktemp("hand") / "hand.json")
@@ -85,7 +93,7 @@ def test_replay_gives_the_hand_trace_back(hand) -> None:  # noqa: ANN001
     assert cp.step_span_us(g, t) == pytest.approx(STEP_US, abs=0.5)
 
 
-def test_projections_match_the_hand_count(hand) -> None:  # noqa: ANN001
+def test_projections_match_the_hand_count(hand, no_profiler_correction) -> None:  # noqa: ANN001
     wi = for_result(hand)
     step = hand.ranks[0].analysis.step_time_median_s
     data = wi.for_cause("data_stall")
@@ -97,7 +105,7 @@ def test_projections_match_the_hand_count(hand) -> None:  # noqa: ANN001
     assert wi.projections[0].cause == "data_stall"  # the largest gain first (combinations after)
 
 
-def test_critical_path_of_the_hand_trace(hand) -> None:  # noqa: ANN001
+def test_critical_path_of_the_hand_trace(hand, no_profiler_correction) -> None:  # noqa: ANN001
     wi = for_result(hand)
     path = wi.critical_path
     # Steps 1-4 are replayed (step 0 is warm-up); the path runs from step 1's start through every
@@ -109,7 +117,8 @@ def test_critical_path_of_the_hand_trace(hand) -> None:  # noqa: ANN001
     assert sum(path.share.values()) == pytest.approx(1.0)
 
 
-def test_diagnose_json_has_what_if_and_critical_path(hand, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:  # noqa: ANN001
+def test_diagnose_json_has_what_if_and_critical_path(no_profiler_correction, tmp_path: Path,  # noqa: ANN001
+                                                    capsys: pytest.CaptureFixture) -> None:
     trace = _hand_trace(tmp_path / "t.json")
     assert cli_main(["diagnose", str(trace), "--json", "--top", "0", "--params", "1e9",
                      "--tokens-per-step", "1000"]) == 0
@@ -133,20 +142,43 @@ def _meta(name: str) -> dict:
     return json.loads((H200 / f"{name}.meta.json").read_text())
 
 
-PAIRS = [
-    # (before, after, cause, stated factor: projection / measured at most this)
-    ("data_starved_loader0", "loader_fed", "data_stall", 1.25),
-    ("eager_tiny", "compiled_tiny_cudagraphs", "launch_overhead", 5.0),
-]
+PAIRS_DIR = H200 / "pairs"
+# The stated factor per cause: measured <= projected <= factor x measured (aim: 1.25). memory_bound
+# is the exception: the fused kernel plus compiled host code beat the shortest eager kernel plus the
+# profiled host time between steps, so its projection is 0.95x of the measured speedup (stated, not
+# an upper bound: docs/what-if.md).
+FACTORS = {"data_stall": (1.0, 1.25), "launch_overhead": (1.0, 1.25), "host_syncs": (1.0, 1.25),
+           "late_rank": (1.0, 1.25), "memory_bound": (0.9, 1.25)}
+
+
+def _pairs() -> list[dict]:
+    return json.loads((PAIRS_DIR / "pairs.json").read_text())["pairs"]
+
+
+def _trace(rel: str) -> Path:
+    p = PAIRS_DIR / rel
+    return p if p.is_dir() else p.with_name(p.name + ".json.gz")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("before", "after", "cause", "factor"), PAIRS)
-def test_projection_bounds_the_measured_speedup(before: str, after: str, cause: str, factor: float) -> None:
-    measured = _meta(before)["unprofiled_step_time_s"] / _meta(after)["unprofiled_step_time_s"]
-    wi = for_result(analyse_paths([H200 / f"{before}.json.gz"]))
-    projected = wi.for_cause(cause).speedup_upper_bound
-    assert measured <= projected <= factor * measured, (measured, projected)
+@pytest.mark.parametrize("pair", _pairs(), ids=lambda p: p["cause"])
+def test_projection_bounds_the_measured_speedup(pair: dict) -> None:
+    """The pairs recorded on the H200 (pairs.json: unprofiled medians of 10 synced steps)."""
+    before, after = _trace(pair["before"]), _trace(pair["after"])
+    meta = lambda p: json.loads((p.parent / (p.name.removesuffix(".json.gz") + ".meta.json")).read_text())  # noqa: E731
+    measured = meta(before)["unprofiled_step_time_s"] / meta(after)["unprofiled_step_time_s"]
+    assert measured == pytest.approx(pair["unprofiled_speedup"], rel=1e-3)
+    wi = for_result(analyse_paths([before]))
+    projected = wi.for_cause(pair["cause"]).speedup_upper_bound
+    lo, hi = FACTORS[pair["cause"]]
+    assert lo * measured <= projected <= hi * measured, (measured, projected)
+
+
+def test_eager_tiny_to_cuda_graphs_is_bounded() -> None:
+    """eager_tiny -> compiled_tiny_cudagraphs (issue 14's pair): 6.54 -> 2.92 ms unprofiled."""
+    measured = _meta("eager_tiny")["unprofiled_step_time_s"] / _meta("compiled_tiny_cudagraphs")["unprofiled_step_time_s"]
+    projected = for_result(analyse_paths([H200 / "eager_tiny.json.gz"])).for_cause("launch_overhead")
+    assert measured <= projected.speedup_upper_bound <= 3.0 * measured
 
 
 def _unprofiled_median(path: Path) -> float:

@@ -139,6 +139,9 @@ class Graph:
     """Collective id per node (the n-th collective of the window, the same on every rank), -1 else."""
     group_xfer: np.ndarray
     """Per node of a group: its transfer time after the last arrival (its ``d``)."""
+    cpu_events: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """Per CPU node, the trace events that start between its predecessor and it (the profiler's
+    own cost grows with them)."""
     steps: dict[int, list[tuple[int, int, np.ndarray]]] = field(default_factory=dict)
     """Per rank, per replayed step: (start node, end node, GPU nodes launched in the step)."""
     n_steps: int = 0
@@ -198,11 +201,13 @@ class _Builder:
     index: list[np.ndarray] = field(default_factory=list)
     kclass: list[np.ndarray] = field(default_factory=list)
     p2p: list[np.ndarray] = field(default_factory=list)
+    events: list[np.ndarray] = field(default_factory=list)
     edges: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]] = field(default_factory=list)
     n: int = 0
 
     def add_chain(self, rank: int, lane: Lane, kind: str, t: np.ndarray, dcat: np.ndarray, fixed: np.ndarray,
-                  index: np.ndarray, kclass: np.ndarray | None = None, p2p: np.ndarray | None = None) -> int:
+                  index: np.ndarray, kclass: np.ndarray | None = None, p2p: np.ndarray | None = None,
+                  events: np.ndarray | None = None) -> int:
         lo = self.n
         self.chains.append(Chain(rank, lane.lane_id, kind, lo, lo + t.size, lane.label))
         self.t.append(t)
@@ -212,6 +217,7 @@ class _Builder:
         self.index.append(index.astype(np.int64))
         self.kclass.append(kclass if kclass is not None else np.full(t.size, -1, dtype=np.int8))
         self.p2p.append(p2p if p2p is not None else np.zeros(t.size, dtype=bool))
+        self.events.append(events if events is not None else np.zeros(t.size))
         self.n += t.size
         return lo
 
@@ -361,7 +367,9 @@ def _build_cpu_lane(b: _Builder, rt: RankTrace, f: _Fine, keep_points: np.ndarra
     dcat[:, CPU_CATEGORIES.index("idle")] = 0.0  # idle costs nothing
     fixed = np.full(nodes.size, -np.inf)
     fixed[0] = pt[nodes[0]]
-    lo = b.add_chain(rt.rank, f.lane, "cpu", pt[nodes], dcat, fixed, f.idx[ev[nodes]])
+    starts = f.is_start & valid
+    events = np.bincount(seg_node[starts], minlength=nodes.size).astype(np.float64)
+    lo = b.add_chain(rt.rank, f.lane, "cpu", pt[nodes], dcat, fixed, f.idx[ev[nodes]], events=events)
     local = np.searchsorted(nodes, burst_start_fine)
     local_end = np.searchsorted(nodes, burst_end_fine)
     return _CpuLane(lo, pt[nodes], f.idx[ev[nodes]], f.is_start[nodes], f.lane, local, local_end)
@@ -384,7 +392,7 @@ def build_graph(ranks: list[RankTrace]) -> Graph:
         z = np.zeros(0)
         zi = np.zeros(0, dtype=np.int64)
         return Graph([], z, np.zeros((0, len(CATEGORIES))), z, zi, zi, zi, zi.astype(bool), zi.astype(np.int8),
-                     zi.astype(bool), zi, zi, z, zi, zi, z, {}, 0)
+                     zi.astype(bool), zi, zi, z, zi, zi, z, z, {}, 0)
     t = np.concatenate(b.t)
     dcat = np.concatenate(b.dcat)
     group = np.full(t.size, -1, dtype=np.int64)
@@ -419,7 +427,7 @@ def build_graph(ranks: list[RankTrace]) -> Graph:
     return Graph(b.chains, t, dcat, np.concatenate(b.fixed),
                  np.concatenate([np.full(c.hi - c.lo, c.rank, dtype=np.int64) for c in b.chains]),
                  np.concatenate(b.lane), np.concatenate(b.index), is_gpu, np.concatenate(b.kclass),
-                 np.concatenate(b.p2p), src, dst, w, kind, group, xfer, steps, n_steps)
+                 np.concatenate(b.p2p), src, dst, w, kind, group, xfer, np.concatenate(b.events), steps, n_steps)
 
 
 def _window(rt: RankTrace, steps: list) -> tuple[float, float]:
