@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .analysis import CPU_COLLECTIVE_RE, LAUNCH_SPACING_MAX_US, analysis_window, device_events, main_thread
+from .analysis import CPU_COLLECTIVE_RE, LAUNCH_SPACING_MAX_US, _median, analysis_window, device_events, main_thread
 from .build import LAUNCH_CATEGORIES
 from .model import KERNEL_CLASSES, Lane, RankTrace
 from .name_masks import member_mask, pattern_mask
@@ -167,6 +167,16 @@ def _replay_steps(rt: RankTrace) -> list:
     (_, _), warmup = analysis_window(rt, dev)
     kept = [s for s in rt.steps if s.number not in warmup] or list(rt.steps)
     return kept[:MAX_STEPS]
+
+
+def _distinct(values: np.ndarray) -> list[int]:
+    """The distinct non-negative ints of ``values``, sorted (np.unique would import numpy.ma)."""
+    return np.flatnonzero(np.bincount(values)).tolist() if values.size else []
+
+
+def _sorted_distinct(values: np.ndarray) -> np.ndarray:
+    v = np.sort(values)
+    return v[np.r_[True, v[1:] != v[:-1]]] if v.size else v
 
 
 def _parents(lane: Lane, m: np.ndarray) -> np.ndarray:
@@ -449,7 +459,7 @@ def _build_rank(b: _Builder, rt: RankTrace):  # noqa: ANN202, C901 (one pass ove
     launch_of: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # gpu lane -> (dst idx, cpu lane, cpu idx)
     launch_points: dict[int, np.ndarray] = {lane.lane_id: np.zeros(len(lane), bool) for lane in rt.cpu_lanes}
     if len(fl):
-        for cl in np.unique(fl.src_lane).tolist():
+        for cl in _distinct(fl.src_lane):
             lane = rt.lanes[cl]
             if lane.kind != "cpu":
                 continue
@@ -457,7 +467,7 @@ def _build_rank(b: _Builder, rt: RankTrace):  # noqa: ANN202, C901 (one pass ove
             s_idx = fl.src_index[sel]
             inwin = (lane.start_us[s_idx] >= w0) & (lane.start_us[s_idx] < w1)
             launch_points[cl][s_idx[inwin]] = True
-        for gl in np.unique(fl.dst_lane).tolist():
+        for gl in _distinct(fl.dst_lane):
             sel = fl.dst_lane == gl
             launch_of[gl] = (fl.dst_index[sel], fl.src_lane[sel], fl.src_index[sel])
     # Which CPU events are nodes: launches, blocking calls, step annotations, collectives, DataLoader.
@@ -490,7 +500,7 @@ def _build_rank(b: _Builder, rt: RankTrace):  # noqa: ANN202, C901 (one pass ove
         l_node = np.full(n, -1, dtype=np.int64)
         if lane.lane_id in launch_of:
             d_idx, c_lane, c_idx = launch_of[lane.lane_id]
-            for cl in np.unique(c_lane).tolist():
+            for cl in _distinct(c_lane):
                 if cl not in cpu:
                     continue
                 c = cpu[cl]
@@ -541,7 +551,7 @@ def _thread_edges(b: _Builder, cpu: dict[int, _CpuLane], main: Lane | None) -> N
     all_t, all_node, all_lane = all_t[order], all_node[order], all_lane[order]
     for lid, c in cpu.items():
         starts = np.concatenate([[0], c.burst_start]) if main is None or lid != main.lane_id else c.burst_start
-        starts = np.unique(starts)
+        starts = _sorted_distinct(starts)
         if starts.size and (main is None or lid != main.lane_id):
             ts = c.t[starts]
             src, dst, w = [], [], []
@@ -559,8 +569,8 @@ def _thread_edges(b: _Builder, cpu: dict[int, _CpuLane], main: Lane | None) -> N
         # Joins: another thread that had nothing to do across this thread's whole burst and goes on
         # just after it ends was waiting for it (the main thread in backward(), for the autograd
         # thread).
-        ends = np.unique(np.r_[c.burst_end, c.t.size - 1])
-        b_starts = np.unique(np.r_[0, c.burst_start])
+        ends = _sorted_distinct(np.r_[c.burst_end, c.t.size - 1])
+        b_starts = _sorted_distinct(np.r_[0, c.burst_start])
         first = b_starts[np.maximum(np.searchsorted(b_starts, ends, side="right") - 1, 0)]
         for oid, o in cpu.items():
             if oid == lid:
@@ -609,7 +619,7 @@ def _gpu_edges(b: _Builder, rt: RankTrace, cpu: dict[int, _CpuLane], gpu_nodes: 
         lat_all.append((s - ls)[waited_launch])
         info.append((lid, lo, idx, s, e, prev_end, ln, ls))
     lat = np.concatenate(lat_all) if lat_all else np.zeros(0)
-    typ = float(np.median(lat[lat >= 0])) if (lat >= 0).any() else DEFAULT_LAUNCH_LATENCY_US
+    typ = _median(lat[lat >= 0]) if (lat >= 0).any() else DEFAULT_LAUNCH_LATENCY_US
     # All kernels of the rank by end (for cross-stream inference).
     ends = np.concatenate([x[4] for x in info]) if info else np.zeros(0)
     nodes = np.concatenate([x[1] + np.arange(x[2].size) for x in info]) if info else np.zeros(0, np.int64)

@@ -303,33 +303,35 @@ def gemm_ideal_us(g: cp.Graph, ranks: list[RankTrace], ceiling_fraction: float =
     """Per graph node, the time a GEMM kernel would take at ``ceiling_fraction`` of the device's
     dense peak (NaN where unknown): its launching op's FLOPs (recorded or estimated from shapes),
     shared among the op's GEMM kernels by their duration."""
-    from gpuperf_gui.core.hardware import load_database, match_device_name  # noqa: PLC0415
-
     out = np.full(len(g), np.nan)
     db = None
     found = False
+    gemm = KERNEL_CLASSES.index("gemm")
     for rt in ranks:
-        device_id = match_device_name(rt.device_name) if rt.device_name else None
-        if device_id is None:
+        nodes = np.flatnonzero(g.is_gpu & (g.node_rank == rt.rank) & (g.kernel_class == gemm))
+        if not nodes.size or not rt.device_name:
             continue
-        db = db or load_database()
-        device = db.get(device_id)
         flops_by_ext: dict[int, float] = {}
         for lane in rt.cpu_lanes:
             m = np.isfinite(lane.flops) & (lane.external_id >= 0) & (lane.flops > 0)
             for ext, f in zip(lane.external_id[m].tolist(), lane.flops[m].tolist()):
                 flops_by_ext[ext] = max(flops_by_ext.get(ext, 0.0), f)
         if not flops_by_ext:
-            continue
-        gemm = KERNEL_CLASSES.index("gemm")
-        nodes = np.flatnonzero(g.is_gpu & (g.node_rank == rt.rank) & (g.kernel_class == gemm))
-        if not nodes.size:
-            continue
+            continue  # no FLOPs: the hardware database is not even read
         ext = np.array([rt.lanes[int(g.node_lane[i])].external_id[int(g.node_index[i])] for i in nodes])
         flops = np.array([flops_by_ext.get(int(e), np.nan) for e in ext])
+        if not np.isfinite(flops).any():
+            continue
+        from gpuperf_gui.core.hardware import load_database, match_device_name  # noqa: PLC0415
+
+        device_id = match_device_name(rt.device_name)
+        if device_id is None:
+            continue
+        db = db or load_database()
+        device = db.get(device_id)
         dur = g.dcat[nodes, cp.N_CPU + gemm]
         # Share an op's FLOPs among its GEMM kernels by duration (split-K GEMM + its reduction).
-        total = {}
+        total: dict[int, float] = {}
         for e, dd in zip(ext.tolist(), dur.tolist()):
             total[e] = total.get(e, 0.0) + dd
         share = np.array([dd / total[e] if total[e] > 0 else 1.0 for e, dd in zip(ext.tolist(), dur.tolist())])
