@@ -19,6 +19,7 @@ Public API (used by the main window)::
 
 from __future__ import annotations
 
+from dataclasses import replace
 import importlib.resources
 import re
 import tempfile
@@ -67,6 +68,7 @@ from gpuperf_gui.views.trace_panels import (
 )
 from gpuperf_gui.views.trace_style import format_duration_us, legend_entries, make_palette
 from gpuperf_gui.views.trace_timeline import TraceTimeline
+from gpuperf_gui.views.what_if_view import critical_path_masks, what_if_of
 from gpuperf_gui.views.workers import TaskRunner
 
 if TYPE_CHECKING:
@@ -173,6 +175,9 @@ class TraceTab(QWidget):
         self.mfu_button.setToolTip("Fill the MFU tab's gap causes and step time from this trace")
         self.roofline_button = QPushButton("Show on roofline")
         self.roofline_button.setToolTip(ROOFLINE_TIP)
+        self.path_button = QPushButton("Critical path")
+        self.path_button.setCheckable(True)
+        self.path_button.setToolTip("Highlight the events on the step's critical path (docs/what-if.md)")
 
         bar = QHBoxLayout()
         bar.setContentsMargins(4, 2, 4, 2)
@@ -188,6 +193,7 @@ class TraceTab(QWidget):
         bar.addSpacing(8)
         bar.addWidget(self.mfu_button)
         bar.addWidget(self.roofline_button)
+        bar.addWidget(self.path_button)
 
         self.progress = QProgressBar()
         self.progress.setTextVisible(True)
@@ -303,6 +309,7 @@ class TraceTab(QWidget):
         self.idle_spin.editingFinished.connect(self._on_idle_threshold_changed)
         self.mfu_button.clicked.connect(self.send_to_mfu)
         self.roofline_button.clicked.connect(self.show_on_roofline)
+        self.path_button.toggled.connect(self.show_critical_path)
         self.cancel_button.clicked.connect(self.cancel)
         self.timeline.event_clicked.connect(self.select_event)
         self.timeline.range_selected.connect(self._on_range_selected)
@@ -922,7 +929,12 @@ class TraceTab(QWidget):
     def send_to_mfu(self) -> None:
         figures = self.loaded.mfu_figures if self.loaded else None
         if figures is not None:
-            self.mfu_figures_ready.emit(figures)
+            wi = what_if_of(self.loaded)
+            self.mfu_figures_ready.emit(replace(figures, what_if=tuple(wi.projections)) if wi else figures)
+
+    def show_critical_path(self, on: bool) -> None:
+        """Highlight (or clear) the critical path on the lanes."""
+        self.timeline.set_highlight(critical_path_masks(self.loaded) or None if on and self.loaded else None)
 
     def show_on_roofline(self) -> None:
         points = self.loaded.roofline_points if self.loaded else None

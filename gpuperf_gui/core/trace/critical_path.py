@@ -976,3 +976,20 @@ def critical_path(g: Graph, t: np.ndarray, d: np.ndarray | None = None, w: np.nd
     share = {k: v * 1e6 / total for k, v in seconds.items()} if total > 0 else {}
     nodes = np.sort(np.concatenate(on_path)) if on_path else np.zeros(0, np.int64)
     return CriticalPath(length, share, seconds, nodes)
+
+
+def path_masks(g: Graph, nodes: np.ndarray, ranks: list[RankTrace]) -> dict[tuple[int, int], np.ndarray]:
+    """The critical path as masks over lane events, keyed ``(rank index in ranks, lane id)`` (the
+    timeline's keys): a GPU node's kernel, a CPU node's event (the op or call whose boundary it is)."""
+    index_of = {rt.rank: i for i, rt in enumerate(ranks)}
+    out: dict[tuple[int, int], np.ndarray] = {}
+    for rank, lane_id, ev in zip(g.node_rank[nodes].tolist(), g.node_lane[nodes].tolist(),
+                                 g.node_index[nodes].tolist()):
+        if rank not in index_of or ev < 0:
+            continue
+        key = (index_of[rank], lane_id)
+        mask = out.get(key)
+        if mask is None:
+            mask = out[key] = np.zeros(len(ranks[index_of[rank]].lanes[lane_id]), dtype=bool)
+        mask[ev] = True
+    return out

@@ -36,6 +36,9 @@ class TraceMfuFigures:
     steady_steps: int = 0
     """Steady (non-warm-up) ``ProfilerStep`` steps behind the median step time (fewest of any rank).
     They ran under the profiler, so they are slower than unprofiled steps."""
+    what_if: tuple = ()
+    """:class:`.what_if.Projection` per cause, largest gain first (the MFU tab's "What if"), when
+    the Trace tab has found them."""
 
 
 def mfu_figures(analyses: list[RankAnalysis]) -> TraceMfuFigures:

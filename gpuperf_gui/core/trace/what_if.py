@@ -486,3 +486,17 @@ def diff_check(wi: WhatIf | None, signature_before: str, measured_speedup: float
             "projected_step_time_s": p.step_time_s, "measured_speedup": measured_speedup,
             "within_bound": (measured_speedup <= p.speedup_upper_bound * (1 + 1e-9)) if measured_speedup else None,
             "ratio": ratio}
+
+
+def for_model(ranks: list[RankTrace], analyses: list, late_ranks: list[int] | None = None  # noqa: ANN001
+              ) -> WhatIf | None:
+    """:func:`project` for what the Trace tab holds (the model's ranks and their analyses), with
+    the graph kept for drawing the path."""
+    steps = [a.step_time_median_s for a in analyses if a.step_time_median_s]
+    step = max(steps) if steps else (max((a.window_s for a in analyses), default=0.0) or None)
+    return project(ranks, step, late_ranks=late_ranks, keep_graph=True)
+
+
+def mfu_after(mfu: float | None, p: Projection) -> float | None:
+    """The MFU a projection gives from the MFU measured now: MFU scales as 1 / step time."""
+    return None if mfu is None else mfu * p.speedup_upper_bound
