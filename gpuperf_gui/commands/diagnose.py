@@ -63,10 +63,11 @@ def run(args: argparse.Namespace) -> int:
                                    memory_budget=budget)
     except TraceFormatError as exc:
         return fail(str(exc))
-    try:
-        result.mfu_model = what_if_cli.mfu_model(args, result)
-    except ValueError as exc:
-        return fail(str(exc))
+    if hasattr(result, "what_if"):  # a Dask run brings back no traces to walk
+        try:
+            result.mfu_model = what_if_cli.mfu_model(args, result)
+        except ValueError as exc:
+            return fail(str(exc))
     if args.json:
         print_json(result.to_json(top=args.top))
     else:

@@ -175,9 +175,7 @@ class TraceTab(QWidget):
         self.mfu_button.setToolTip("Fill the MFU tab's gap causes and step time from this trace")
         self.roofline_button = QPushButton("Show on roofline")
         self.roofline_button.setToolTip(ROOFLINE_TIP)
-        self.path_button = QPushButton("Critical path")
-        self.path_button.setCheckable(True)
-        self.path_button.setToolTip("Highlight the events on the step's critical path (docs/what-if.md)")
+        self.path_shown = False  # the Lanes menu's "Highlight the critical path" (docs/what-if.md)
 
         bar = QHBoxLayout()
         bar.setContentsMargins(4, 2, 4, 2)
@@ -193,7 +191,6 @@ class TraceTab(QWidget):
         bar.addSpacing(8)
         bar.addWidget(self.mfu_button)
         bar.addWidget(self.roofline_button)
-        bar.addWidget(self.path_button)
 
         self.progress = QProgressBar()
         self.progress.setTextVisible(True)
@@ -309,7 +306,6 @@ class TraceTab(QWidget):
         self.idle_spin.editingFinished.connect(self._on_idle_threshold_changed)
         self.mfu_button.clicked.connect(self.send_to_mfu)
         self.roofline_button.clicked.connect(self.show_on_roofline)
-        self.path_button.toggled.connect(self.show_critical_path)
         self.cancel_button.clicked.connect(self.cancel)
         self.timeline.event_clicked.connect(self.select_event)
         self.timeline.range_selected.connect(self._on_range_selected)
@@ -675,6 +671,8 @@ class TraceTab(QWidget):
         cpu_lanes = {(spec.rank_index, spec.lane_id) for spec in loaded.lanes if spec.kind == "cpu"}
         toggle(menu, "Fold every CPU thread to its outermost row (double-click one to fold it)",
                bool(cpu_lanes) and cpu_lanes <= timeline.collapsed_lanes, lambda on: self._fold_threads(cpu_lanes, on))
+        toggle(menu, "Highlight the critical path (the step's longest chain of dependencies)", self.path_shown,
+               self.show_critical_path)
         for group, text in (("CPU", "Collapse every rank's CPU threads"), ("GPU", "Collapse every rank's GPU streams")):
             toggle(menu, text, all((i, group) in timeline.collapsed_groups for i in range(n)),
                    lambda on, g=group: timeline.set_group_collapsed(None, g, on))
@@ -934,6 +932,7 @@ class TraceTab(QWidget):
 
     def show_critical_path(self, on: bool) -> None:
         """Highlight (or clear) the critical path on the lanes."""
+        self.path_shown = on
         self.timeline.set_highlight(critical_path_masks(self.loaded) or None if on and self.loaded else None)
 
     def show_on_roofline(self) -> None:

@@ -26,12 +26,14 @@ def _load(qtbot, tab, paths: list[Path]) -> None:  # noqa: ANN001
 @pytest.mark.slow
 def test_critical_path_toggle_and_overview_list(qtbot, tab) -> None:  # noqa: ANN001
     _load(qtbot, tab, [TRACE])
-    tab.path_button.setChecked(True)
+    tab._build_ranks_menu()  # noqa: SLF001 (the menu is made when it opens)
+    action = next(a for a in tab.ranks_menu.actions() if a.text().startswith("Highlight the critical path"))
+    action.setChecked(True)
     masks = tab.timeline._highlight_masks  # noqa: SLF001
     assert masks and any(m.any() for m in masks.values())
     gpu_lanes = {lid for (ri, lid) in masks if tab.loaded.model.ranks[ri].lanes[lid].kind != "cpu"}
     assert gpu_lanes  # kernels are on a data-starved step's path too (62 % DataLoader, the rest GPU)
-    tab.path_button.setChecked(False)
+    tab.show_critical_path(False)
     assert tab.timeline._highlight_masks is None  # noqa: SLF001
     tab.show_page("overview")
     table = tab.overview.what_if.table

@@ -10,7 +10,9 @@ divided by it.
 
 Causes and what each assumes (the ``assumption`` string says it to the user):
 
-``data_stall``       the DataLoader's time on the host is 0 ("data ready when the step starts").
+``data_stall``       the DataLoader's time on the host, host ops that launch nothing for longer than
+                     333 µs and longer stretches of code no op covers are 0 ("data ready when the
+                     step starts": the analysis's host stalls).
 ``host_syncs``       blocking calls (``.item()``, synchronize, a synchronous copy) neither wait for
                      the device nor take time.
 ``launch_overhead``  the host issues the kernels for free (a CUDA graph replays them): launch calls
@@ -44,8 +46,8 @@ GEMM_CEILING_FRACTION = 0.70
 GEMMs; metrics.md's efficiency bands call > 70 % good)."""
 
 ASSUMPTIONS = {
-    "data_stall": "data ready when the step starts (the DataLoader and host work that launches nothing "
-                  "take no time)",
+    "data_stall": "data ready when the step starts (the DataLoader, host work that launches nothing and "
+                  "long stretches of the host's own code take no time)",
     "host_syncs": "no host sync: .item()/synchronize/synchronous copies neither wait for the device nor take time",
     "launch_overhead": "kernels issued at no host cost (CUDA graph replay): launch calls, the ops that "
                        "issue them and the Python between them take no host time",
@@ -145,7 +147,7 @@ def _base(g: cp.Graph) -> Change:
 
 def _data_stall(g: cp.Graph, ctx: dict) -> Change | None:
     dc, w, on = _base(g)
-    cols = [_C("dataloader"), _C("host_stall")]
+    cols = [_C("dataloader"), _C("host_stall"), _C("cpu_gap")]
     if dc[:, cols].sum() <= 0:
         return None
     dc[:, cols] = 0.0
