@@ -18,7 +18,7 @@ from gpuperf_gui.cli import main as cli_main
 from gpuperf_gui.core.trace import critical_path as cp
 from gpuperf_gui.core.trace import what_if
 from gpuperf_gui.core.trace.api import analyse_paths
-from gpuperf_gui.core.trace.what_if import for_result
+from gpuperf_gui.core.trace.what_if import cause_for_signature, for_result
 
 H200 = Path(__file__).resolve().parents[1] / "data" / "h200"
 
@@ -208,7 +208,10 @@ def test_multi_rank_what_if_and_late_rank() -> None:
     meta = _meta("ddp_straggler_gloo")
     saved_s = wi.step_time_s - late.step_time_s
     assert saved_s == pytest.approx(meta["expected"]["late_ms"] / 1e3, rel=0.1)
-    assert wi.projections[0].cause == "late_rank"
+    # The late rank's sleep is its host's own code, so data_stall (which removes long stretches of
+    # it on every rank) gains as much; the straggler verdict's fix is late_rank.
+    assert late.cause in {p.cause for p in wi.projections[:2]}
     assert wi.replay_error < 0.05
+    assert cause_for_signature(wi, result.diagnosis.signature) is late
     obj = result.to_json(top=0)
-    assert obj["what_if"][0]["cause"] == "late_rank" and obj["critical_path"]["share"]
+    assert "late_rank" in {r["cause"] for r in obj["what_if"]} and obj["critical_path"]["share"]
