@@ -796,8 +796,14 @@ def _collective_nodes(rt: RankTrace, b: _Builder, cpu: dict[int, _CpuLane], gpu_
 
 
 def replay(g: Graph, d: np.ndarray | None = None, w: np.ndarray | None = None,
-           edge_on: np.ndarray | None = None, max_iter: int = 10_000) -> np.ndarray:
-    """Every node's time under durations ``d`` and edge weights ``w`` (default: the trace's)."""
+           edge_on: np.ndarray | None = None, max_iter: int = 100_000) -> np.ndarray:
+    """Every node's time under durations ``d`` and edge weights ``w`` (default: the trace's).
+
+    Chain by chain (a closed-form scan each), using the newest times of the chains before it, until
+    nothing moves. Every edge runs forward in the trace's time (a node depends only on nodes that
+    happened before it, within the trace's rounding), so once nothing before time T changed, what is
+    before T is final: each pass walks only the nodes from the earliest change of the pass before.
+    """
     d = g.d if d is None else d
     w = g.e_w if w is None else w
     if edge_on is not None:
@@ -808,32 +814,84 @@ def replay(g: Graph, d: np.ndarray | None = None, w: np.ndarray | None = None,
     t = np.full(n, -np.inf)
     if n == 0:
         return t
-    # Edges grouped by destination (sorted): the ready time of a node is the max over its slice.
-    starts = np.flatnonzero(np.r_[True, dst[1:] != dst[:-1]]) if dst.size else np.zeros(0, np.int64)
-    dst_u = dst[starts] if dst.size else np.zeros(0, np.int64)
+    t_orig = g.t_orig
+    # How far an edge may run back in the trace's time (sync edges allow TOL_US): the frontier's slack.
+    slack = float(max((t_orig[src] - t_orig[dst]).max(), 0.0)) if src.size else 0.0
+    reach = [np.maximum.accumulate(t_orig[c.lo:c.hi]) for c in g.chains]
     grp = np.flatnonzero(g.group >= 0)
     grp_id = g.group[grp]
-    prev_idx = grp - 1  # the node before a collective's end on its chain (same chain: checked below)
     chain_lo = np.zeros(n, dtype=bool)
     for c in g.chains:
         chain_lo[c.lo] = True
-    first_in_chain = chain_lo[grp]
-    fixed = g.fixed
+    in_group = np.full(n, -1, dtype=np.int64)
+    in_group[grp] = grp_id
+    n_groups = int(grp_id.max()) + 1 if grp.size else 0
+    frontier = -np.inf
     for _ in range(max_iter):
-        ready = np.full(n, -np.inf)
-        if dst.size:
-            ready[dst_u] = np.maximum.reduceat(t[src] + w, starts)
-        r = np.maximum(ready, fixed)
-        if grp.size:
-            arrival = np.maximum(np.where(first_in_chain, -np.inf, t[np.maximum(prev_idx, 0)]), r[grp])
-            last = np.full(int(grp_id.max()) + 1, -np.inf)
+        last = None
+        if n_groups:  # collectives: every rank's arrival, from the newest times
+            r_grp = _ready_of(grp, src, dst, w, t, g.fixed)
+            arrival = np.maximum(np.where(chain_lo[grp], -np.inf, t[np.maximum(grp - 1, 0)]), r_grp)
+            last = np.full(n_groups, -np.inf)
             np.maximum.at(last, grp_id, arrival)
-            r[grp] = np.maximum(r[grp], last[grp_id])
-        new = _scan(g.chains, r, d)
-        if np.array_equal(new, t) or np.allclose(new, t, rtol=0, atol=1e-6, equal_nan=False):
-            return new
-        t = new
+        earliest = np.inf
+        for c, rc in zip(g.chains, reach):
+            k = c.lo + int(np.searchsorted(rc, frontier, side="left"))
+            if k >= c.hi:
+                continue
+            nodes = np.arange(k, c.hi)
+            r = _ready_of(nodes, src, dst, w, t, g.fixed)
+            if last is not None:
+                gi = in_group[k:c.hi]
+                m = gi >= 0
+                if m.any():
+                    r[m] = np.maximum(r[m], last[gi[m]])
+            carry = t[k - 1] if k > c.lo else -np.inf
+            dd = d[k:c.hi]
+            D = np.cumsum(dd)
+            a = r - (D - dd)
+            a[0] = max(a[0], carry)
+            new = D + np.maximum.accumulate(a)
+            old = t[k:c.hi]
+            with np.errstate(invalid="ignore"):  # -inf against -inf: not moved
+                moved = (new != old) & ~(np.abs(new - old) <= 1e-6)
+            if moved.any():
+                earliest = min(earliest, float(t_orig[k + int(np.argmax(moved))]))
+                t[k:c.hi] = new
+        if earliest == np.inf:
+            return t
+        frontier = earliest - slack - 1e-6
     return t
+
+
+def _ready_of(nodes: np.ndarray, src: np.ndarray, dst: np.ndarray, w: np.ndarray, t: np.ndarray,
+              fixed: np.ndarray) -> np.ndarray:
+    """max(fixed, the latest incoming edge) for ``nodes`` (sorted; edges sorted by destination)."""
+    r = fixed[nodes].copy()
+    if not dst.size or not nodes.size:
+        return r
+    lo = int(np.searchsorted(dst, nodes[0], side="left"))
+    hi = int(np.searchsorted(dst, nodes[-1], side="right"))
+    if hi <= lo:
+        return r
+    dd = dst[lo:hi]
+    if nodes.size == nodes[-1] - nodes[0] + 1:  # a contiguous run: positions by offset
+        pos = dd - nodes[0]
+    else:
+        pos = np.searchsorted(nodes, dd)
+        keep = (pos < nodes.size) & (nodes[np.minimum(pos, nodes.size - 1)] == dd)
+        dd, pos = dd[keep], pos[keep]
+        if not dd.size:
+            return r
+        sel = np.flatnonzero(keep) + lo
+        vals = t[src[sel]] + w[sel]
+        out = np.full(nodes.size, -np.inf)
+        np.maximum.at(out, pos, vals)
+        return np.maximum(r, out)
+    vals = t[src[lo:hi]] + w[lo:hi]
+    starts = np.flatnonzero(np.r_[True, dd[1:] != dd[:-1]])
+    r[pos[starts]] = np.maximum(r[pos[starts]], np.maximum.reduceat(vals, starts))
+    return r
 
 
 def _scan(chains: list[Chain], r: np.ndarray, d: np.ndarray) -> np.ndarray:
