@@ -215,3 +215,17 @@ def test_multi_rank_what_if_and_late_rank() -> None:
     assert cause_for_signature(wi, result.diagnosis.signature) is late
     obj = result.to_json(top=0)
     assert "late_rank" in {r["cause"] for r in obj["what_if"]} and obj["critical_path"]["share"]
+
+
+@pytest.mark.slow
+def test_diff_checks_the_projection_against_the_measured_speedup(capsys: pytest.CaptureFixture) -> None:
+    """`gpuperf diff`: the before-trace's data_stall projection against the speedup the after-trace
+    measured (profiled steps here: these two traces carry no unprofiled times)."""
+    before, after = H200 / "data_starved_loader0.json.gz", H200 / "loader_fed.json.gz"
+    assert cli_main(["diff", str(before), str(after), "--json"]) == 0
+    check = json.loads(capsys.readouterr().out)["what_if_check"]
+    projected = for_result(analyse_paths([before])).for_cause("data_stall").speedup_upper_bound
+    assert check["cause"] == "data_stall"
+    assert check["projected_speedup_upper_bound"] == pytest.approx(projected)
+    assert check["within_bound"] is (check["measured_speedup"] <= projected)
+    assert check["ratio"] == pytest.approx(projected / check["measured_speedup"])
