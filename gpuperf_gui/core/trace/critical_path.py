@@ -82,6 +82,8 @@ returns from ``backward()`` a few hundred µs after the autograd thread's last o
 IDLE_GAP_US = 20.0
 """On a helper thread, a stretch this long with no event open is idle (waiting for work)."""
 DEFAULT_LAUNCH_LATENCY_US = 5.0
+CAUSALITY_TOL_US = 50.0
+"""An edge whose source the trace has later than its destination by more than this is dropped."""
 KERNEL_GAP_MAX_US = 30.0
 """A queued kernel starting this soon after the previous one on its stream waited for nothing but
 the device's own gap between kernels (HTA's kernel-wait threshold, ``consecutive_kernel_delay``);
@@ -97,6 +99,10 @@ _COMM = KERNEL_CLASSES.index("communication")
 
 _ANNOTATION_CATEGORIES = frozenset({"user_annotation", "python_function"})
 EDGE_KINDS = ("launch", "stream_wait", "sync", "trigger", "join", "collective")
+
+
+class NotSettled(RuntimeError):
+    """The replay did not settle: the edges make a cycle (data that breaks causality)."""
 
 
 @dataclass
@@ -389,7 +395,7 @@ def build_graph(ranks: list[RankTrace]) -> Graph:
     """The dependency graph of the replayed steps of every rank (times on the model's clock)."""
     b = _Builder()
     steps: dict[int, list] = {}
-    group_nodes: list[tuple[int, np.ndarray, np.ndarray]] = []  # (rank, nodes, arrival-ready unused)
+    group_nodes: list[tuple[int, np.ndarray, np.ndarray, list]] = []  # (rank, nodes, arrivals, keys)
     n_steps = 0
     for rt in ranks:
         info = _build_rank(b, rt)
@@ -397,7 +403,7 @@ def build_graph(ranks: list[RankTrace]) -> Graph:
             continue
         steps[rt.rank] = info[0]
         n_steps = max(n_steps, len(info[0]))
-        group_nodes.append((rt.rank, info[1], info[2]))
+        group_nodes.append((rt.rank, info[1], info[2], info[3]))
     if not b.chains:
         z = np.zeros(0)
         zi = np.zeros(0, dtype=np.int64)
@@ -408,25 +414,42 @@ def build_graph(ranks: list[RankTrace]) -> Graph:
     group = np.full(t.size, -1, dtype=np.int64)
     xfer = np.zeros(t.size)
     if len(group_nodes) >= 2:
-        k = min(g[1].size for g in group_nodes)
-        if k:
-            arrive = np.stack([g[2][:k] for g in group_nodes])  # original arrival of each rank
-            last = arrive.max(axis=0)
-            for _, nodes, _arr in group_nodes:
-                nodes = nodes[:k]
-                group[nodes] = np.arange(k)
-                # What is left of the collective once the last rank arrived is the transfer.
-                xfer[nodes] = np.maximum(t[nodes] - last, 0.0)
+        # The n-th collective of a step on each rank is the same collective (keys present on every
+        # rank only: a rank whose collectives fall outside its steps matches nothing).
+        common = set.intersection(*(set(keys) for _, _, _, keys in group_nodes))
+        gid = {key: i for i, key in enumerate(sorted(common))}
+        if gid:
+            last = np.full(len(gid), -np.inf)
+            for _, nodes, arr, keys in group_nodes:
+                for node, a, key in zip(nodes.tolist(), arr.tolist(), keys):
+                    if key in gid:
+                        last[gid[key]] = max(last[gid[key]], a)
+            for _, nodes, _arr, keys in group_nodes:
+                for node, key in zip(nodes.tolist(), keys):
+                    if key in gid:
+                        group[node] = gid[key]
+                        # What is left of the collective once the last rank arrived is the transfer.
+                        xfer[node] = max(t[node] - last[gid[key]], 0.0)
             col = np.flatnonzero(group >= 0)
-            wait = dcat[col].sum(axis=1) - xfer[col]
-            scale = np.where(dcat[col].sum(axis=1) > 0, xfer[col] / np.maximum(dcat[col].sum(axis=1), 1e-12), 0.0)
+            total = dcat[col].sum(axis=1)
+            scale = np.where(total > 0, xfer[col] / np.maximum(total, 1e-12), 0.0)
             dcat[col] *= scale[:, None]
-            del wait
     if b.edges:
         src = np.concatenate([e[0] for e in b.edges])
         dst = np.concatenate([e[1] for e in b.edges])
         w = np.concatenate([e[2] for e in b.edges])
         kind = np.concatenate([np.full(e[0].size, e[3], dtype=np.int8) for e in b.edges])
+        # An edge that runs back in the trace's time is data that breaks causality (a kernel that
+        # ends before its launch call starts, clocks of different hosts): drop it and keep the node
+        # where the trace has it.
+        bad = t[src] - t[dst] > CAUSALITY_TOL_US
+        if bad.any():
+            fixed_all = np.concatenate(b.fixed)
+            d_all = dcat.sum(axis=1)
+            nodes = dst[bad]
+            fixed_all[nodes] = np.maximum(fixed_all[nodes], t[nodes] - d_all[nodes])
+            b.fixed = [fixed_all]
+            src, dst, w, kind = src[~bad], dst[~bad], w[~bad], kind[~bad]
         order = np.argsort(dst, kind="stable")
         src, dst, w, kind = src[order], dst[order], w[order], kind[order]
     else:
@@ -529,8 +552,8 @@ def _build_rank(b: _Builder, rt: RankTrace):  # noqa: ANN202, C901 (one pass ove
     _gpu_edges(b, rt, cpu, gpu_nodes, launch_node)
     _sync_edges(b, rt, cpu, gpu_nodes, launch_node)
     step_info = _step_nodes(rt, steps, cpu, main, gpu_nodes, launch_node)
-    coll_nodes, coll_arrive = _collective_nodes(rt, b, cpu, gpu_nodes)
-    return step_info, coll_nodes, coll_arrive
+    coll_nodes, coll_arrive, coll_issue = _collective_nodes(rt, b, cpu, gpu_nodes, launch_node)
+    return step_info, coll_nodes, coll_arrive, _collective_keys(steps, coll_issue)
 
 
 def _step_lane(rt: RankTrace) -> Lane | None:
@@ -753,19 +776,37 @@ def _step_nodes(rt: RankTrace, steps: list, cpu: dict[int, _CpuLane], main: Lane
     return out
 
 
-def _collective_nodes(rt: RankTrace, b: _Builder, cpu: dict[int, _CpuLane], gpu_nodes: dict
-                      ) -> tuple[np.ndarray, np.ndarray]:
-    """The rank's collectives in start order: their end nodes and original arrival (start) times.
-    GPU communication kernels (point-to-point ones left out), else gloo ops on CPU threads."""
+def _collective_keys(steps: list, issued_us: np.ndarray) -> list[tuple[int, int]]:
+    """(step number, n-th collective of that step) per collective, by when the host issued it."""
+    if not steps:
+        return [(-1, i) for i in range(issued_us.size)]
+    starts = np.array([s.cpu_start_us for s in steps])
+    at = np.searchsorted(starts, issued_us, side="right") - 1
+    seen: dict[int, int] = {}
+    keys = []
+    for i in at.tolist():
+        number = steps[i].number if i >= 0 else -1
+        keys.append((number, seen.get(number, 0)))
+        seen[number] = seen.get(number, 0) + 1
+    return keys
+
+
+def _collective_nodes(rt: RankTrace, b: _Builder, cpu: dict[int, _CpuLane], gpu_nodes: dict,
+                      launch_node: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rank's collectives in start order: their end nodes, original arrival (start) times and
+    when the host issued them (the launch call; a gloo op's own start). GPU communication kernels
+    (point-to-point ones left out), else gloo ops on CPU threads."""
     t_all = np.concatenate(b.t)
     kc = np.concatenate(b.kclass)
     p2p = np.concatenate(b.p2p)
-    nodes, arrive = [], []
+    nodes, arrive, issued = [], [], []
     for lid, (lo, idx) in gpu_nodes.items():
         lane = rt.lanes[lid]
         sel = (kc[lo:lo + idx.size] == _COMM) & ~p2p[lo:lo + idx.size]
         nodes.append(lo + np.flatnonzero(sel))
         arrive.append(lane.start_us[idx[sel]])
+        ln = launch_node[lid][sel]
+        issued.append(np.where(ln >= 0, t_all[np.maximum(ln, 0)], lane.start_us[idx[sel]]))
     nodes_a = np.concatenate(nodes) if nodes else np.zeros(0, np.int64)
     if not nodes_a.size:
         gloo = pattern_mask(rt.strings, re.compile(r"^gloo:(?!.*(send|recv))"))
@@ -782,13 +823,14 @@ def _collective_nodes(rt: RankTrace, b: _Builder, cpu: dict[int, _CpuLane], gpu_
                 k = i + 1 + int(np.argmax(np.diff(c.t[i:j + 1])))
                 nodes.append(np.array([c.lo + k]))
                 arrive.append(np.array([c.t[k - 1]]))
+                issued.append(np.array([c.t[i]]))
         nodes_a = np.concatenate(nodes) if nodes else np.zeros(0, np.int64)
     if not nodes_a.size:
-        return np.zeros(0, np.int64), np.zeros(0)
+        return np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
     arr = np.concatenate(arrive)
+    iss = np.concatenate(issued)
     order = np.argsort(arr, kind="stable")
-    del t_all
-    return nodes_a[order].astype(np.int64), arr[order]
+    return nodes_a[order].astype(np.int64), arr[order], iss[order]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -796,7 +838,7 @@ def _collective_nodes(rt: RankTrace, b: _Builder, cpu: dict[int, _CpuLane], gpu_
 
 
 def replay(g: Graph, d: np.ndarray | None = None, w: np.ndarray | None = None,
-           edge_on: np.ndarray | None = None, max_iter: int = 100_000) -> np.ndarray:
+           edge_on: np.ndarray | None = None, max_iter: int = 1_000) -> np.ndarray:
     """Every node's time under durations ``d`` and edge weights ``w`` (default: the trace's).
 
     Chain by chain (a closed-form scan each), using the newest times of the chains before it, until
@@ -861,7 +903,7 @@ def replay(g: Graph, d: np.ndarray | None = None, w: np.ndarray | None = None,
         if earliest == np.inf:
             return t
         frontier = earliest - slack - 1e-6
-    return t
+    raise NotSettled(f"the graph's times still move after {max_iter} passes (a cycle the trace's data makes)")
 
 
 def _ready_of(nodes: np.ndarray, src: np.ndarray, dst: np.ndarray, w: np.ndarray, t: np.ndarray,

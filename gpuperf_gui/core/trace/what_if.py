@@ -378,11 +378,14 @@ def project(ranks: list[RankTrace], step_time_s: float | None, *, late_ranks: li
     g = cp.build_graph(ranks)
     if not len(g) or not step_time_s:
         return None
-    t = cp.replay(g)
+    try:
+        t = cp.replay(g)
+        b_dc, b_w, b_on = _base(g)
+        base_span = cp.step_span_us(g, cp.replay(g, b_dc.sum(axis=1), b_w, b_on))
+    except cp.NotSettled:
+        return None  # the trace's data makes a cycle: no projection rather than a wrong one
     orig_span = cp.step_span_us(g, g.t_orig)
     replayed = cp.step_span_us(g, t)
-    b_dc, b_w, b_on = _base(g)
-    base_span = cp.step_span_us(g, cp.replay(g, b_dc.sum(axis=1), b_w, b_on))
     if base_span <= 0 or replayed <= 0:
         return None
     path = cp.critical_path(g, t)
@@ -401,15 +404,21 @@ def project(ranks: list[RankTrace], step_time_s: float | None, *, late_ranks: li
         ch = make(g, ctx)
         if ch is None:
             continue
+        try:
+            out.append(_walk(g, cause, ASSUMPTIONS[cause], ch, base_span, step_time_s, mfu_at))
+        except cp.NotSettled:
+            continue
         changes[cause] = ch
-        out.append(_walk(g, cause, ASSUMPTIONS[cause], ch, base_span, step_time_s, mfu_at))
     out.sort(key=lambda p: -p.speedup_upper_bound)
     real = [p for p in out if p.speedup_upper_bound > 1.0 + 1e-3]
     if len(real) >= 2:
         a, b = real[0].cause, real[1].cause
         both = _combine(changes[a], changes[b], _base(g))
-        combo = _walk(g, f"{a}+{b}", f"{ASSUMPTIONS[a]}; and {ASSUMPTIONS[b]}", both, base_span, step_time_s, mfu_at)
-        out.append(combo)
+        try:
+            out.append(_walk(g, f"{a}+{b}", f"{ASSUMPTIONS[a]}; and {ASSUMPTIONS[b]}", both, base_span,
+                             step_time_s, mfu_at))
+        except cp.NotSettled:
+            pass
     wi = WhatIf(step_time_s, path, out, mfu_at(step_time_s),
                 abs(replayed - orig_span) / orig_span if orig_span > 0 else 0.0)
     if keep_graph:
