@@ -14,6 +14,7 @@ Measured 2026-12-01 on the shared 2-core VM (8 agents on 2 cores), defaults (1,0
 eager_small repeated, 272 MB), --repeat 3:
 
     diagnose 2.78 s (runs 3.49, 2.78, 2.74)  what-if 0.355 s (runs 0.471, 0.297, 0.355)  12.8 %
+    diagnose 0.67 s (runs 0.70, 0.65, 0.67)  what-if 0.091 s (runs 0.112, 0.086, 0.091)  13.7 %  (VM quieter, 23:45 UTC)
 """
 from __future__ import annotations
 
