@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 
+from gpuperf_gui.commands import what_if_cli
 from gpuperf_gui.commands._output import fail, print_json
 from gpuperf_gui.core.trace.api import TraceResult
 from gpuperf_gui.core.trace.budget import DEFAULT_MEMORY_BUDGET_BYTES, MemoryBudget, format_bytes
 from gpuperf_gui.core.units import parse_bytes
 from gpuperf_gui.core.trace.decode import DEFAULT_MAX_BYTES
 from gpuperf_gui.core.trace.diagnose import SIGNATURES
-from gpuperf_gui.core.trace.load import discover_files
+from gpuperf_gui.core.trace.load import MANY_RANKS, discover_files
 from gpuperf_gui.core.trace.model import TraceFormatError
 from gpuperf_gui.core.trace.trace import Trace
 
@@ -35,6 +36,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="analyse the ranks as Dask tasks next to the files (shared filesystem) and bring back "
                         "compact per-rank results: tcp://host:port, or local[:N] for a LocalCluster of N "
                         "worker processes (needs the 'cluster' extra); the memory budget then applies per task")
+    p.add_argument("--params", type=float, default=None, metavar="N",
+                   help="model parameters: with --tokens-per-step, each what-if projection gives the MFU it would reach")
+    p.add_argument("--tokens-per-step", type=float, default=None, metavar="T", help="tokens per optimizer step")
+    p.add_argument("--precision", default="bf16", help="precision of the peak for MFU (default bf16)")
+    p.add_argument("--peak-flops", type=float, default=None, metavar="F",
+                   help="peak FLOP/s per GPU for MFU (default: the trace's device at --precision)")
     p.set_defaults(func=run)
 
 
@@ -50,9 +57,9 @@ def run(args: argparse.Namespace) -> int:
         from gpuperf_gui.core.trace.cluster import ClusterError
 
         cluster_errors = (ClusterError,)
-    # several files (ranks): compact per-rank results, as the window's job overview and Dask give (the
-    # same JSON; the parent never holds every rank's events)
-    compact = len(discover_files(args.paths)) > 1
+    # more rank files than the window shows as lanes: compact per-rank results, as its job overview and
+    # Dask give (the parent never holds every rank's events; no what-if, which walks them all together)
+    compact = len(discover_files(args.paths)) > MANY_RANKS
     trace = Trace(args.paths, dask_scheduler=args.dask_scheduler, compact=compact, max_bytes=args.max_bytes,
                   workers=args.workers, memory_budget=budget, top=args.top)
     try:
@@ -61,6 +68,11 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"--dask-scheduler: {exc}")
     except TraceFormatError as exc:
         return fail(str(exc))
+    if hasattr(result, "what_if"):  # a Dask run brings back no traces to walk
+        try:
+            result.mfu_model = what_if_cli.mfu_model(args, result)
+        except ValueError as exc:
+            return fail(str(exc))
     if args.json:
         print_json(trace.to_json())
     else:
@@ -134,6 +146,7 @@ def format_report(result: TraceResult, top: int) -> str:
         lines.append(f"Late rank{'s' if len(d.ranks) > 1 else ''}: {', '.join(map(str, d.ranks))}")
     lines += [f"  - {e}" for e in d.evidence]
     lines.append(f"Fix to try first: {d.fix}")
+    lines += what_if_cli.report_lines(result)
     if d.secondary:
         lines.append(f"Also seen: {', '.join(d.secondary)}")
     return "\n".join(lines)

@@ -94,6 +94,12 @@ def format_report(d: TraceDiff, top: int | None) -> str:
         lines.append("  (record both runs with gpuperf profile: it times steps with the profiler idle, "
                      "and the speedup then leaves the profiler's overhead out)")
     lines.append("")
+    if d.what_if_check and d.what_if_check.get("measured_speedup"):
+        c = d.what_if_check
+        verdict = "within the bound" if c["within_bound"] else "ABOVE the bound: something else changed too"
+        lines += [f"what-if check: the before-trace projected <= {c['projected_speedup_upper_bound']:.2f}x for "
+                  f"{c['cause']}; measured {c['measured_speedup']:.2f}x ({verdict}; projection/measured "
+                  f"{c['ratio']:.2f})", ""]
     lines += [f"{'':<28}{'before':>14}{'after':>14}{'change':>14}", "-" * 70]
     if d.speedup_unprofiled is not None:
         lines.append(f"{'step time unprofiled ms':<28}{_ms(b.unprofiled_step_time_s):>14}"

@@ -51,6 +51,7 @@ from gpuperf_gui.core.units import (
     parse_quantity_list,
 )
 from gpuperf_gui.views.gap_bar import SLICE_COLOURS, GapBar
+from gpuperf_gui.views.what_if_view import WhatIfSelector
 
 if TYPE_CHECKING:
     from gpuperf_gui.views.context import AppContext
@@ -458,6 +459,8 @@ class MfuTab(QWidget):
         box = QVBoxLayout(group)
         self.gap_bar = GapBar()
         box.addWidget(self.gap_bar)
+        self.what_if = WhatIfSelector()  # a trace's projections: remove a cause (views/what_if_view.py)
+        box.addWidget(self.what_if)
         grid = QGridLayout()
         self.cause_spins: dict[str, QDoubleSpinBox] = {}
         self.slice_labels: dict[str, QLabel] = {}
@@ -715,6 +718,7 @@ class MfuTab(QWidget):
         describe another run), so the tab asks for them in place and shows no MFU until given.
         """
         run = TraceRun.from_figures(figures)
+        self.what_if.set_projections(getattr(figures, "what_if", ()))
         name = _trace_name(figures)
         origin = f"from the trace {name}"
         keep_tokens = self.run_source == "user"
@@ -1093,6 +1097,7 @@ class MfuTab(QWidget):
                                            memory_efficiency=inputs.ceiling.memory_efficiency)
         self._show_result(result)
         self._show_breakdown(self.breakdown, result)
+        self.what_if.set_mfu(result.mfu)
         self._show_amdahl(inputs.step_time_s)
         self._waiting_for = None
         self._refresh_banner()

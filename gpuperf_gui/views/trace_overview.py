@@ -42,6 +42,7 @@ from gpuperf_gui.views.trace_style import (
     format_duration_us,
     format_percent,
 )
+from gpuperf_gui.views.what_if_view import WhatIfTable, what_if_of
 
 PART_COLORS = {
     "compute": KERNEL_CLASS_COLORS["gemm"],
@@ -174,6 +175,8 @@ class TraceOverview(QWidget):
         lv.addWidget(self.kernel_title)
         lv.addLayout(prec)
         lv.addWidget(self.kernels, 2)
+        self.what_if = WhatIfTable()  # the causes by projected gain (views/what_if_view.py)
+        lv.addWidget(self.what_if, 1)
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(left)
         split.addWidget(self.diagnosis)
@@ -237,6 +240,7 @@ class TraceOverview(QWidget):
         """Draw the current trace (the tab calls it lazily: the page costs nothing while hidden)."""
         self._dirty = False
         loaded = self.loaded
+        self.what_if.show_what_if(what_if_of(loaded))
         self.rank_combo.clear()
         ranks = loaded.overview.ranks if loaded is not None and loaded.overview is not None else []
         late = set(loaded.overview.stragglers) if ranks else set()

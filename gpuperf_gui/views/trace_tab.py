@@ -19,6 +19,7 @@ Public API (used by the main window)::
 
 from __future__ import annotations
 
+from dataclasses import replace
 import importlib.resources
 import re
 import tempfile
@@ -69,6 +70,7 @@ from gpuperf_gui.views.trace_panels import (
 )
 from gpuperf_gui.views.trace_style import format_duration_us, legend_entries, make_palette
 from gpuperf_gui.views.trace_timeline import TraceTimeline
+from gpuperf_gui.views.what_if_view import critical_path_masks, what_if_of
 from gpuperf_gui.views.workers import TaskRunner
 
 if TYPE_CHECKING:
@@ -178,6 +180,7 @@ class TraceTab(QWidget):
         self.mfu_button.setToolTip("Fill the MFU tab's gap causes and step time from this trace")
         self.roofline_button = QPushButton("Show on roofline")
         self.roofline_button.setToolTip(ROOFLINE_TIP)
+        self.path_shown = False  # the Lanes menu's "Highlight the critical path" (docs/what-if.md)
 
         bar = QHBoxLayout()
         bar.setContentsMargins(4, 2, 4, 2)
@@ -678,6 +681,8 @@ class TraceTab(QWidget):
         cpu_lanes = {(spec.rank_index, spec.lane_id) for spec in loaded.lanes if spec.kind == "cpu"}
         toggle(menu, "Fold every CPU thread to its outermost row (double-click one to fold it)",
                bool(cpu_lanes) and cpu_lanes <= timeline.collapsed_lanes, lambda on: self._fold_threads(cpu_lanes, on))
+        toggle(menu, "Highlight the critical path (the step's longest chain of dependencies)", self.path_shown,
+               self.show_critical_path)
         for group, text in (("CPU", "Collapse every rank's CPU threads"), ("GPU", "Collapse every rank's GPU streams")):
             toggle(menu, text, all((i, group) in timeline.collapsed_groups for i in range(n)),
                    lambda on, g=group: timeline.set_group_collapsed(None, g, on))
@@ -933,7 +938,14 @@ class TraceTab(QWidget):
         """The trace's MFU figures, at the precision the Overview shows (detected, or the one chosen)."""
         figures = self.loaded.mfu_figures if self.loaded else None
         if figures is not None:
-            self.mfu_figures_ready.emit(figures.with_precision_override(self.overview.precision_override))
+            wi = what_if_of(self.loaded)
+            figures = figures.with_precision_override(self.overview.precision_override)
+            self.mfu_figures_ready.emit(replace(figures, what_if=tuple(wi.projections)) if wi else figures)
+
+    def show_critical_path(self, on: bool) -> None:
+        """Highlight (or clear) the critical path on the lanes."""
+        self.path_shown = on
+        self.timeline.set_highlight(critical_path_masks(self.loaded) or None if on and self.loaded else None)
 
     def show_on_roofline(self) -> None:
         points = self.loaded.roofline_points if self.loaded else None

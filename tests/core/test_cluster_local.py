@@ -33,7 +33,10 @@ def test_local_pool_equals_the_full_local_run(job16: Path) -> None:
     ``--json`` as the full load; the heatmap's matrices the same as the full overview's."""
     full = analyse_paths([job16], workers=1)
     compact = Trace([job16], workers=2, overview=True, compact=True).result()
-    assert compact.to_json(top=5) == full.to_json(top=5)
+    full_json = full.to_json(top=5)
+    # the what-if walks every rank's events together: the compact engine has none (docs/what-if.md)
+    full_json.pop("what_if"), full_json.pop("critical_path")
+    assert compact.to_json(top=5) == full_json
     assert compact.diagnosis.signature == "straggler" and compact.multi_rank.stragglers == [11]
     # the recording's rank 0 waits ~40 ms per step for the late rank: the lag found is that sleep
     assert compact.multi_rank.collective_start_lag_s[11] == pytest.approx(RECORDED_LATE_MS / 1e3, rel=0.25)

@@ -73,7 +73,9 @@ def test_the_cli_prints_the_trace_s_json(test_data: Path) -> None:
 def test_a_compact_trace_keeps_no_events(test_data: Path) -> None:
     path = test_data / "h200" / "nested_sum.json.gz"
     compact = Trace([path], compact=True, workers=1)
-    assert compact.to_json(top=5) == Trace([path]).to_json(top=5)   # the same figures as the full run
+    full = Trace([path]).to_json(top=5)
+    full.pop("what_if"), full.pop("critical_path")   # the what-if walks the events: a compact run has none
+    assert compact.to_json(top=5) == full              # the same figures as the full run
     assert compact.ranks == [0] and compact.roofline_points(0) == Trace([path]).roofline_points(0)
     with pytest.raises(ValueError, match="keeps no events"):
         compact.find("gemm")

@@ -30,6 +30,7 @@ from .name_masks import pattern_mask, predicate_mask
 from .op_points import OpPoint, op_points, op_table_and_points
 from .optable import OpRow
 from .stragglers import RankCollectives, launch_steps, per_step_lags
+from .what_if import MfuModel, WhatIf, for_result
 
 
 @dataclass(frozen=True)
@@ -85,12 +86,26 @@ class TraceResult:
     ranks: list[RankResult]
     diagnosis: Diagnosis
     multi_rank: MultiRankSummary
+    mfu_model: MfuModel | None = None
+    """The model's FLOPs and the peak, when given (``--params/--tokens-per-step``): MFU per projection."""
+    _what_if: WhatIf | None = field(default=None, repr=False)
+    _what_if_done: bool = field(default=False, repr=False)
+
+    def what_if(self) -> WhatIf | None:
+        """The critical path and the projection per cause (:mod:`.what_if`), found once."""
+        if not self._what_if_done:
+            self._what_if = for_result(self, self.mfu_model, keep_graph=True)
+            self._what_if_done = True
+        return self._what_if
 
     def to_json(self, top: int = 10) -> dict:
         """The ``gpuperf diagnose --json`` object (docs/cli.md contract, plus extra keys)."""
         ranks = [rank_json(r.analysis, r.diagnosis, r.ops[:top], [p.to_json() for p in r.op_points()])
                  for r in self.ranks]  # the points are the ones "Show on roofline" draws
-        return job_json(self.diagnosis, ranks, self.multi_rank, self.model.notes)
+        obj = job_json(self.diagnosis, ranks, self.multi_rank, self.model.notes)
+        wi = self.what_if()
+        obj.update(json_safe(wi.to_json() if wi else {"what_if": [], "critical_path": None}))
+        return obj
 
 
 def rank_json(analysis: RankAnalysis, diagnosis: Diagnosis, top_ops: list[OpRow], roofline_points: list[dict]

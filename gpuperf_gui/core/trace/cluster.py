@@ -46,6 +46,7 @@ from .budget import MemoryBudget
 from .decode import DEFAULT_MAX_BYTES
 from .diagnose import Diagnosis, diagnose_job, diagnose_rank, late_rank_diagnoses
 from .stragglers import RankCollectives
+from .load import MANY_RANKS  # noqa: F401 (the views and tests read it here)
 from .load import (FileFailure, _failure, dedupe_ranks, discover_files, failure_notes, iter_per_file, load_rank,
                    plan_workers)
 from .model import RankTrace
@@ -433,12 +434,6 @@ def _as_given(item: RankSummary | FileFailure, given: Path) -> RankSummary | Fil
 
 
 # -- when a job opens as an overview ------------------------------------------------------------------
-MANY_RANKS = 32
-"""More rank files than this open as a job overview from compact results, a rank's lanes on demand.
-Why 32: the lanes of more ranks cannot be read side by side (a rank has 4 to 20 lanes: 32 ranks
-already stack 130+), and holding them costs the window every rank's events, where a compact result
-is ~20 kB a rank whatever its events (benchmarks/many_ranks_gui.py: 256 ranks of 11.8k events grow
-the window 619 MB loaded in full, 24 MB as an overview)."""
 HELD_BYTES_PER_TEXT_BYTE = 0.8
 """What a window holding loaded lanes keeps per byte of the traces' JSON text: ~205 bytes per event
 (benchmarks/many_ranks_gui.py, full load of 3.02M events: +619 MB) over ~250 bytes of JSON an event."""

@@ -68,6 +68,7 @@ from gpuperf_gui.core.units import json_safe
 
 from .analysis import RankAnalysis, step_bounds
 from .api import TraceResult
+from .what_if import diff_check
 from .decode import DEFAULT_MAX_BYTES
 from .trace import Trace
 from .diagnose import Diagnosis
@@ -244,6 +245,9 @@ class TraceDiff:
     def headline(self) -> Headline:
         """What the comparison leads with (:mod:`.diff_headline`)."""
         return headline(self)
+    what_if_check: dict | None = None
+    """The before-trace's projection for its diagnosed cause against the measured speedup
+    (:func:`.what_if.diff_check`)."""
 
     @property
     def step_time_before_s(self) -> float | None:
@@ -313,6 +317,7 @@ class TraceDiff:
             "changes": self.changes(),
             "before": self.before.to_json(), "after": self.after.to_json(),
             "warnings": list(self.warnings),
+            "what_if_check": self.what_if_check,
         })
 
 
@@ -348,7 +353,10 @@ def diff_results(before: TraceResult, after: TraceResult, *, before_steps: Seque
     if b.per_step != a.per_step:
         which = labels[0] if not b.per_step else labels[1]
         warnings.append(f"{which} has no ProfilerStep annotations: its figures are per trace, not per step")
-    return TraceDiff(b, a, classes, ops, before.diagnosis, after.diagnosis, warnings, tuple(tokens_per_step))
+    d = TraceDiff(b, a, classes, ops, before.diagnosis, after.diagnosis, warnings, tuple(tokens_per_step))
+    what_if = getattr(before, "what_if", None)  # a cluster result has no traces to walk
+    d.what_if_check = diff_check(what_if() if callable(what_if) else None, before.diagnosis.signature, d.speedup)
+    return d
 
 
 HOST_BOUND_BUSY_MAX = 0.7

@@ -56,6 +56,9 @@ class TraceMfuFigures:
     def gemm(self, device):  # noqa: ANN001, ANN201 (hardware.Device | None -> kernel_roof.GemmRoof)
         """The GEMMs against their roofs on ``device``, at the chosen precision if any."""
         return self.kernels.gemm(device, self.kernels.precision.override)
+    what_if: tuple = ()
+    """:class:`.what_if.Projection` per cause, largest gain first (the MFU tab's "What if"), when
+    the Trace tab has found them."""
 
 
 def mfu_figures(analyses: list[RankAnalysis]) -> TraceMfuFigures:

@@ -31,6 +31,14 @@ from .source import read_trace_text, text_size_hint
 if TYPE_CHECKING:  # imported when a pool starts: a single-file load never pays for them
     from concurrent.futures import ProcessPoolExecutor
 
+MANY_RANKS = 32
+"""More rank files than this open as a job overview from compact results, a rank's lanes on demand;
+`gpuperf diagnose` of more rank files analyses them as compact results too.
+Why 32: the lanes of more ranks cannot be read side by side (a rank has 4 to 20 lanes: 32 ranks
+already stack 130+), and holding them costs the window every rank's events, where a compact result
+is ~20 kB a rank whatever its events (benchmarks/many_ranks_gui.py: 256 ranks of 11.8k events grow
+the window 619 MB loaded in full, 24 MB as an overview)."""
+
 TRACE_SUFFIXES = (".json", ".json.gz", ".gz", ".tmp", ".json.tmp")
 REUSED_HEAP_MIN_BYTES = 32 << 20
 """Files of less JSON than this load without :func:`.heap.reused_heap`: what it saves (fresh pages for

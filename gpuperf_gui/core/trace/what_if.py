@@ -1,0 +1,519 @@
+"""What if a cause were gone: the step time with its edges shrunk on the dependency graph.
+
+Each projection changes the durations or edges of :mod:`.critical_path`'s graph the way the fix
+would, re-walks the graph (:func:`.critical_path.replay`) and measures the replayed steps. It is an
+upper bound of what the fix gives: it removes the cause completely and leaves everything else as
+traced (the work that overlapped the cause, the launches behind it, now show on the path). The
+speedup is the ratio of the replayed window without and with the change (both walked by the same
+graph, so the graph's own error cancels); the projected step time is the measured median step
+divided by it.
+
+Causes and what each assumes (the ``assumption`` string says it to the user):
+
+``data_stall``       the DataLoader's time on the host, host ops that launch nothing for longer than
+                     333 µs and longer stretches of code no op covers are 0 ("data ready when the
+                     step starts": the analysis's host stalls).
+``host_syncs``       blocking calls (``.item()``, synchronize, a synchronous copy) neither wait for
+                     the device nor take time.
+``launch_overhead``  the host issues the kernels for free (a CUDA graph replays them): launch calls
+                     and the ops around them take no host time, kernels start as soon as their stream
+                     and inputs allow; the host's Python between ops and its syncs stay.
+``exposed_comm``     collectives fully overlapped: communication kernels and host collectives cost 0.
+``pipeline_bubble``  send/recv kernels cost 0 (stages never wait for each other).
+``late_rank``        the late rank arrives with the others: its host time outside ops and in the
+                     DataLoader is 0.
+``gemm_ceiling``     GEMMs at 70 % of the device's dense peak (those whose FLOPs the trace gives).
+``memory_bound``     each run of back-to-back elementwise kernels fused into one pass over the data
+                     (the run costs its shortest kernel). Not "each kernel at its roof": the trace
+                     records no bytes per elementwise kernel, and fusion is the fix that pays (the
+                     H200 chain: 10.5x measured, against ~1.1x for kernels already near the roof).
+
+:func:`project` also combines the two causes with the largest gains.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from . import critical_path as cp
+from .model import KERNEL_CLASSES, RankTrace
+
+GEMM_CEILING_FRACTION = 0.70
+"""A realistic GEMM ceiling: 70 % of the dense peak (cuBLAS reaches 70-80 % on large H100/H200
+GEMMs; metrics.md's efficiency bands call > 70 % good)."""
+
+ASSUMPTIONS = {
+    "data_stall": "data ready when the step starts (the DataLoader, host work that launches nothing and "
+                  "long stretches of the host's own code take no time)",
+    "host_syncs": "no host sync: .item()/synchronize/synchronous copies neither wait for the device nor take time",
+    "launch_overhead": "kernels issued at no host cost (CUDA graph replay): launch calls, the ops that "
+                       "issue them and the Python between them take no host time",
+    "exposed_comm": "collectives fully overlapped (communication costs nothing on the path)",
+    "pipeline_bubble": "no pipeline bubble: send/recv kernels take no time",
+    "late_rank": "the late rank arrives with the others (its host time outside ops, host stalls and "
+                 "DataLoader removed)",
+    "gemm_ceiling": f"GEMMs at {GEMM_CEILING_FRACTION:.0%} of the dense peak",
+    "memory_bound": "each run of back-to-back elementwise kernels fused into one pass over the data "
+                    "(it costs as much as the run's shortest kernel; the host issues one op for it)",
+}
+FIX_LABELS = {
+    "data_stall": "DataLoader workers",
+    "host_syncs": "no host syncs",
+    "launch_overhead": "CUDA graphs / torch.compile",
+    "exposed_comm": "overlap communication",
+    "pipeline_bubble": "more micro-batches",
+    "late_rank": "fix the late rank",
+    "gemm_ceiling": "faster GEMMs",
+    "memory_bound": "fuse the elementwise chain (torch.compile)",
+}
+SIGNATURE_CAUSE = {"data_starved": "data_stall", "launch_bound": "launch_overhead", "comm_bound": "exposed_comm",
+                   "pipeline_bubble": "pipeline_bubble", "straggler": "late_rank", "memory_bound": "memory_bound"}
+"""The projection that goes with a diagnosis's signature (its "Try first" fix)."""
+
+_C = cp.CATEGORIES.index
+
+
+@dataclass
+class Projection:
+    """One cause removed: the step it leaves, the speedup, and the MFU that would give."""
+
+    cause: str
+    assumption: str
+    step_time_s: float
+    speedup_upper_bound: float
+    mfu: float | None = None
+    new_dominant: str | None = None
+    """The largest category on the new critical path."""
+
+    def to_json(self) -> dict:
+        return {"cause": self.cause, "assumption": self.assumption, "step_time_s": self.step_time_s,
+                "speedup_upper_bound": self.speedup_upper_bound, "mfu": self.mfu,
+                "new_dominant": self.new_dominant}
+
+
+@dataclass
+class WhatIf:
+    """The graph's baseline and every projection, largest gain first."""
+
+    step_time_s: float
+    critical_path: cp.CriticalPath
+    projections: list[Projection] = field(default_factory=list)
+    mfu: float | None = None
+    replay_error: float = 0.0
+    """|replayed window - traced window| / traced window: how well the graph explains the trace."""
+    graph: cp.Graph | None = None
+    times_us: np.ndarray | None = None
+
+    def for_cause(self, cause: str) -> Projection | None:
+        return next((p for p in self.projections if p.cause == cause), None)
+
+    def to_json(self) -> dict:
+        return {"what_if": [p.to_json() for p in self.projections],
+                "critical_path": {**self.critical_path.to_json(), "replay_error": self.replay_error}}
+
+
+Change = tuple[np.ndarray, np.ndarray, np.ndarray]  # d, w, edge_on
+
+
+PROFILER_US_PER_EVENT = 4.0
+"""Host time the profiler adds per recorded CPU event, taken out of the host's op time (launch
+calls, ops, the Python between them) in the baseline and every projection. Measured as (profiled -
+unprofiled step) / CPU events per step on host-bound H200 traces that carry both: eager_tiny 2.5-4.3
+µs (five runs), compiled_tiny 4.5-4.7 µs (two runs), mlp_eager 4.6 µs. The bounds are sensitive to
+it: with 3.5 the .item() pair's projection falls under its measured speedup (0.98x of it), with 4.7
+the CUDA-graph pair's does (0.95x); docs/what-if.md has the table."""
+
+
+def _base(g: cp.Graph) -> Change:
+    """The graph as traced, less the profiler's own cost: the host time per recorded event
+    (:data:`PROFILER_US_PER_EVENT`), and the gap between queued kernels of a stream: the profiler's own
+    (CUPTI records every kernel: 2-4 µs between queued kernels on the H200 traces, about 1 µs
+    without it). Every projection and the baseline it is measured against walk without it, so a
+    fix that leaves the device on the path is not charged the profiler's gaps (the H200 fed step:
+    0.9 ms of 47 ms), and a cause with no effect still reads 1.0x."""
+    key = (id(g.dcat), PROFILER_US_PER_EVENT)
+    cached = getattr(g, "_base_dcat", None)
+    if cached is None or cached[0] != key:
+        dc = g.dcat.copy()
+        dc[:, _C("kernel_gap")] = 0.0
+        host = [_C("launch"), _C("cpu_op"), _C("dispatch")]
+        part = dc[:, host]
+        total = part.sum(axis=1)
+        cut = np.minimum(g.cpu_events * PROFILER_US_PER_EVENT, total)
+        scale = np.where(total > 0, 1.0 - cut / np.maximum(total, 1e-12), 1.0)
+        dc[:, host] = part * scale[:, None]
+        cached = (key, dc)
+        g._base_dcat = cached  # noqa: SLF001 (every projection starts from it)
+    return cached[1].copy(), g.e_w.copy(), np.ones(g.e_src.size, dtype=bool)
+
+
+def _data_stall(g: cp.Graph, ctx: dict) -> Change | None:
+    dc, w, on = _base(g)
+    cols = [_C("dataloader"), _C("host_stall"), _C("cpu_gap")]
+    if dc[:, cols].sum() <= 0:
+        return None
+    dc[:, cols] = 0.0
+    return dc, w, on
+
+
+def _host_syncs(g: cp.Graph, ctx: dict) -> Change | None:
+    dc, w, on = _base(g)
+    sync = g.e_kind == cp.EDGE_KINDS.index("sync")
+    if not sync.any() and dc[:, _C("sync")].sum() <= 0:
+        return None
+    dc[:, _C("sync")] = 0.0
+    on &= ~sync
+    return dc, w, on
+
+
+def _launch_overhead(g: cp.Graph, ctx: dict) -> Change | None:
+    dc, w, on = _base(g)
+    launch = g.e_kind == cp.EDGE_KINDS.index("launch")
+    if not launch.any():
+        return None
+    for col in ("launch", "cpu_op", "dispatch"):
+        dc[:, _C(col)] = 0.0
+    w[launch] = 0.0
+    return dc, w, on
+
+
+def _exposed_comm(g: cp.Graph, ctx: dict) -> Change | None:
+    dc, w, on = _base(g)
+    comm = g.is_gpu & (g.kernel_class == KERNEL_CLASSES.index("communication")) & ~g.p2p
+    if not comm.any() and dc[:, _C("collective_cpu")].sum() <= 0:
+        return None
+    dc[comm] = 0.0
+    dc[:, _C("collective_cpu")] = 0.0
+    return dc, w, on
+
+
+def _pipeline_bubble(g: cp.Graph, ctx: dict) -> Change | None:
+    if not g.p2p.any():
+        return None
+    dc, w, on = _base(g)
+    dc[g.p2p] = 0.0
+    return dc, w, on
+
+
+def _late_rank(g: cp.Graph, ctx: dict) -> Change | None:
+    late = ctx.get("late_ranks") or []
+    if not late:
+        return None
+    dc, w, on = _base(g)
+    m = np.isin(g.node_rank, late) & ~g.is_gpu
+    for col in ("cpu_gap", "dataloader", "host_stall"):
+        dc[m, _C(col)] = 0.0
+    return dc, w, on
+
+
+def _gemm_ceiling(g: cp.Graph, ctx: dict) -> Change | None:
+    ideal = ctx.get("gemm_ideal_us")
+    if ideal is None or not np.isfinite(ideal).any():
+        return None
+    dc, w, on = _base(g)
+    col = cp.N_CPU + KERNEL_CLASSES.index("gemm")
+    ok = np.isfinite(ideal)
+    dc[ok, col] = np.minimum(dc[ok, col], ideal[ok])
+    return dc, w, on
+
+
+def _memory_bound(g: cp.Graph, ctx: dict) -> Change | None:
+    """Fuse each run of back-to-back elementwise kernels of a stream into one pass over the data:
+    the run costs as much as its shortest kernel (a unary op reads and writes the data once, as the
+    fused kernel does; the others read two inputs or more)."""
+    ew = g.is_gpu & (g.kernel_class == KERNEL_CLASSES.index("elementwise"))
+    if ew.sum() < 2:
+        return None
+    dc, w, on = _base(g)
+    col = cp.N_CPU + KERNEL_CLASSES.index("elementwise")
+    changed = False
+    launch = g.e_kind == cp.EDGE_KINDS.index("launch")
+    src_of = np.full(len(g), -1, dtype=np.int64)
+    src_of[g.e_dst[launch]] = g.e_src[launch]
+    host_cols = [_C("launch"), _C("cpu_op"), _C("dispatch")]
+    for c in g.chains:
+        if c.kind != "gpu":
+            continue
+        m = ew[c.lo:c.hi]
+        if m.sum() < 2:
+            continue
+        # Runs: maximal stretches of consecutive elementwise nodes, cut where the kernel names repeat
+        # with a period (a loop over the same chain: each turn is one chain to fuse).
+        edges = np.diff(np.r_[0, m.astype(np.int8), 0])
+        starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+        names = ctx.get("kernel_names")
+        runs = []
+        for a, z in zip(starts.tolist(), ends.tolist()):
+            period = _period(names[c.lo + a:c.lo + z]) if names is not None else 0
+            step = period or (z - a)
+            runs += [(x, min(x + step, z)) for x in range(a, z, step)]
+        for a, z in runs:
+            if z - a < 2:
+                continue
+            seg = slice(c.lo + a, c.lo + z)
+            dur = dc[seg, col]
+            keep = int(np.argmin(dur))
+            new = np.zeros_like(dur)
+            new[keep] = dur[keep]
+            dc[seg, col] = new
+            dc[seg, _C("kernel_gap")] = 0.0
+            # ... and the host issues one op for it: the ops that launched the run cost nothing.
+            src = src_of[seg]
+            src = src[src >= 0]
+            if src.size:
+                dc[max(src.min() - 1, 0):src.max() + 2, host_cols] = 0.0  # and the Python that called it
+            changed = True
+    return (dc, w, on) if changed else None
+
+
+def _period(names: np.ndarray, max_period: int = 64, min_match: float = 0.9) -> int:
+    """The smallest p with names[i] == names[i + p] for ``min_match`` of the run (0: none)."""
+    n = names.size
+    for p in range(2, min(max_period, n // 2) + 1):
+        if np.mean(names[:-p] == names[p:]) >= min_match:
+            return p
+    return 0
+
+
+def kernel_name_ids(g: cp.Graph, ranks: list[RankTrace]) -> np.ndarray:
+    """Per graph node, its event's name id (-1 for none): GPU nodes name their kernel."""
+    out = np.full(len(g), -1, dtype=np.int64)
+    by_rank = {rt.rank: rt for rt in ranks}
+    for c in g.chains:
+        if c.kind == "gpu":
+            lane = by_rank[c.rank].lanes[c.lane_id]
+            out[c.lo:c.hi] = lane.name_id[g.node_index[c.lo:c.hi]]
+    return out
+
+
+SCENARIOS: dict[str, Callable[[cp.Graph, dict], Change | None]] = {
+    "data_stall": _data_stall, "host_syncs": _host_syncs, "launch_overhead": _launch_overhead,
+    "exposed_comm": _exposed_comm, "pipeline_bubble": _pipeline_bubble, "late_rank": _late_rank,
+    "gemm_ceiling": _gemm_ceiling, "memory_bound": _memory_bound,
+}
+
+
+def _combine(a: Change, b: Change, base: Change) -> Change:
+    """Both changes: the smaller of each duration and weight, an edge only if both keep it."""
+    return np.minimum(a[0], b[0]), np.minimum(a[1], b[1]), a[2] & b[2]
+
+
+_HALF_RE = re.compile(r"bf16|f16|fp16|half|_h_|hgemm|s16816|h1688", re.I)
+_TF32_RE = re.compile(r"tf32|1688gemm", re.I)
+
+
+def gemm_ideal_us(g: cp.Graph, ranks: list[RankTrace], ceiling_fraction: float = GEMM_CEILING_FRACTION
+                  ) -> np.ndarray | None:
+    """Per graph node, the time a GEMM kernel would take at ``ceiling_fraction`` of the device's
+    dense peak (NaN where unknown): its launching op's FLOPs (recorded or estimated from shapes),
+    shared among the op's GEMM kernels by their duration."""
+    out = np.full(len(g), np.nan)
+    db = None
+    found = False
+    gemm = KERNEL_CLASSES.index("gemm")
+    for rt in ranks:
+        nodes = np.flatnonzero(g.is_gpu & (g.node_rank == rt.rank) & (g.kernel_class == gemm))
+        if not nodes.size or not rt.device_name:
+            continue
+        flops_by_ext: dict[int, float] = {}
+        for lane in rt.cpu_lanes:
+            m = np.isfinite(lane.flops) & (lane.external_id >= 0) & (lane.flops > 0)
+            for ext, f in zip(lane.external_id[m].tolist(), lane.flops[m].tolist()):
+                flops_by_ext[ext] = max(flops_by_ext.get(ext, 0.0), f)
+        if not flops_by_ext:
+            continue  # no FLOPs: the hardware database is not even read
+        ext = np.array([rt.lanes[int(g.node_lane[i])].external_id[int(g.node_index[i])] for i in nodes])
+        flops = np.array([flops_by_ext.get(int(e), np.nan) for e in ext])
+        if not np.isfinite(flops).any():
+            continue
+        from gpuperf_gui.core.hardware import load_database, match_device_name  # noqa: PLC0415
+
+        device_id = match_device_name(rt.device_name)
+        if device_id is None:
+            continue
+        db = db or load_database()
+        device = db.get(device_id)
+        dur = g.dcat[nodes, cp.N_CPU + gemm]
+        # Share an op's FLOPs among its GEMM kernels by duration (split-K GEMM + its reduction).
+        total: dict[int, float] = {}
+        for e, dd in zip(ext.tolist(), dur.tolist()):
+            total[e] = total.get(e, 0.0) + dd
+        share = np.array([dd / total[e] if total[e] > 0 else 1.0 for e, dd in zip(ext.tolist(), dur.tolist())])
+        names = [rt.strings[rt.lanes[int(g.node_lane[i])].name_id[int(g.node_index[i])]] for i in nodes]
+        peak = np.array([_peak(device, n) for n in names])
+        out[nodes] = flops * share / (ceiling_fraction * peak) * 1e6
+        found = found or bool(np.isfinite(out[nodes]).any())
+    return out if found else None
+
+
+def _peak(device, kernel_name: str) -> float:  # noqa: ANN001 (hardware.Device)
+    for precision, test in (("bf16", _HALF_RE), ("tf32", _TF32_RE)):
+        if test.search(kernel_name):
+            try:
+                return device.peak_flops_per_s(precision)
+            except Exception:  # noqa: BLE001 (a device without that precision)
+                break
+    try:
+        return device.peak_flops_per_s("fp32")
+    except Exception:  # noqa: BLE001
+        return float("nan")
+
+
+def _dominant(cpath: cp.CriticalPath) -> str | None:
+    return max(cpath.share, key=cpath.share.get) if cpath.share else None
+
+
+def project(ranks: list[RankTrace], step_time_s: float | None, *, late_ranks: list[int] | None = None,
+            model_flops_per_step: float | None = None, peak_flops_per_s: float | None = None,
+            gpus: int = 1, keep_graph: bool = False) -> WhatIf | None:
+    """Build the graph of ``ranks`` (one job), walk it as traced and without each cause.
+
+    ``step_time_s``: the measured median step (the projections divide it by their speedup). MFU is
+    given when the model's FLOPs per step and the per-GPU peak are.
+    """
+    g = cp.build_graph(ranks)
+    if not len(g) or not step_time_s:
+        return None
+    try:
+        t = cp.replay(g)
+        b_dc, b_w, b_on = _base(g)
+        base_span = cp.step_span_us(g, cp.replay(g, b_dc.sum(axis=1), b_w, b_on))
+    except cp.NotSettled:
+        return None  # the trace's data makes a cycle: no projection rather than a wrong one
+    orig_span = cp.step_span_us(g, g.t_orig)
+    replayed = cp.step_span_us(g, t)
+    if base_span <= 0 or replayed <= 0:
+        return None
+    path = cp.critical_path(g, t)
+
+    def mfu_at(step_s: float) -> float | None:
+        if not model_flops_per_step or not peak_flops_per_s or step_s <= 0:
+            return None
+        return model_flops_per_step / (step_s * peak_flops_per_s * max(gpus, 1))
+
+    ctx = {"late_ranks": late_ranks or [], "kernel_names": kernel_name_ids(g, ranks)}
+    if any(rt.device_name for rt in ranks):
+        ctx["gemm_ideal_us"] = gemm_ideal_us(g, ranks)
+    changes: dict[str, Change] = {}
+    out: list[Projection] = []
+    for cause, make in SCENARIOS.items():
+        ch = make(g, ctx)
+        if ch is None:
+            continue
+        try:
+            out.append(_walk(g, cause, ASSUMPTIONS[cause], ch, base_span, step_time_s, mfu_at))
+        except cp.NotSettled:
+            continue
+        changes[cause] = ch
+    out.sort(key=lambda p: -p.speedup_upper_bound)
+    real = [p for p in out if p.speedup_upper_bound > 1.0 + 1e-3]
+    if len(real) >= 2:
+        a, b = real[0].cause, real[1].cause
+        both = _combine(changes[a], changes[b], _base(g))
+        try:
+            out.append(_walk(g, f"{a}+{b}", f"{ASSUMPTIONS[a]}; and {ASSUMPTIONS[b]}", both, base_span,
+                             step_time_s, mfu_at))
+        except cp.NotSettled:
+            pass
+    wi = WhatIf(step_time_s, path, out, mfu_at(step_time_s),
+                abs(replayed - orig_span) / orig_span if orig_span > 0 else 0.0)
+    if keep_graph:
+        wi.graph, wi.times_us = g, t
+    return wi
+
+
+def _walk(g: cp.Graph, cause: str, assumption: str, ch: Change, base_span: float, step_time_s: float,
+          mfu_at: Callable[[float], float | None]) -> Projection:
+    dc, w, on = ch
+    d = dc.sum(axis=1)
+    t = cp.replay(g, d, w, on)
+    span = cp.step_span_us(g, t)
+    speedup = base_span / span if span > 0 else float("inf")
+    speedup = max(speedup, 1.0)  # removing a cause never slows the step (the graph's rounding aside)
+    step = step_time_s / speedup
+    sub = dataclasses.replace(g, dcat=dc, e_w=w)  # the changed graph, for its new path
+    on_w = np.where(on, w, -np.inf)
+    new_path = cp.critical_path(sub, t, d, on_w)
+    return Projection(cause, assumption, step, speedup, mfu_at(step), _dominant(new_path))
+
+
+# ----------------------------------------------------------------------------------------------
+# A job's projections, the "Try first" line and the before/after check
+
+
+@dataclass(frozen=True)
+class MfuModel:
+    """What MFU needs beyond the trace: the model's FLOPs per step (6·N·tokens) and the peak per GPU."""
+
+    model_flops_per_step: float
+    peak_flops_per_s: float
+    gpus: int = 1
+
+
+def for_result(result, mfu_model: MfuModel | None = None, *, keep_graph: bool = False  # noqa: ANN001
+               ) -> WhatIf | None:
+    """:func:`project` for an analysed job (an :class:`.api.TraceResult`): every rank's trace, the
+    median step of the slowest rank, the late ranks the straggler rule found."""
+    ranks = [r.trace for r in result.ranks]
+    steps = [r.analysis.step_time_median_s for r in result.ranks if r.analysis.step_time_median_s]
+    step = max(steps) if steps else (max(r.analysis.window_s for r in result.ranks) if result.ranks else None)
+    late = list(result.multi_rank.stragglers)
+    m = mfu_model
+    return project(ranks, step, late_ranks=late, model_flops_per_step=m.model_flops_per_step if m else None,
+                   peak_flops_per_s=m.peak_flops_per_s if m else None, gpus=m.gpus if m else 1,
+                   keep_graph=keep_graph)
+
+
+def cause_for_signature(wi: WhatIf, signature: str) -> Projection | None:
+    """The projection of the diagnosis's own fix, else the largest one."""
+    cause = SIGNATURE_CAUSE.get(signature)
+    p = wi.for_cause(cause) if cause else None
+    singles = [q for q in wi.projections if "+" not in q.cause]
+    return p or (singles[0] if singles else None)
+
+
+def try_first_line(wi: WhatIf, signature: str) -> str | None:
+    """``fix: DataLoader workers — projected <= 2.4x faster (step 134 ms -> 56 ms), MFU 12 % -> 29 %``."""
+    p = cause_for_signature(wi, signature)
+    if p is None:
+        return None
+    text = (f"fix: {FIX_LABELS.get(p.cause, p.cause)} — projected <= {p.speedup_upper_bound:.2f}x faster "
+            f"(step {wi.step_time_s * 1e3:.3g} ms -> {p.step_time_s * 1e3:.3g} ms")
+    text += f"; assumes {p.assumption})"
+    if wi.mfu is not None and p.mfu is not None:
+        text += f", MFU {100 * wi.mfu:.0f} % -> {100 * p.mfu:.0f} %"
+    return text
+
+
+def diff_check(wi: WhatIf | None, signature_before: str, measured_speedup: float | None) -> dict | None:
+    """The before-trace's projection for the cause it was diagnosed with, against the speedup the
+    after-trace measured: ``within_bound`` when the measured speedup does not exceed the projection,
+    ``ratio`` = projected / measured (1.0: the fix got all the projection promised)."""
+    if wi is None:
+        return None
+    p = cause_for_signature(wi, signature_before)
+    if p is None:
+        return None
+    ratio = p.speedup_upper_bound / measured_speedup if measured_speedup else None
+    return {"cause": p.cause, "assumption": p.assumption, "projected_speedup_upper_bound": p.speedup_upper_bound,
+            "projected_step_time_s": p.step_time_s, "measured_speedup": measured_speedup,
+            "within_bound": (measured_speedup <= p.speedup_upper_bound * (1 + 1e-9)) if measured_speedup else None,
+            "ratio": ratio}
+
+
+def for_model(ranks: list[RankTrace], analyses: list, late_ranks: list[int] | None = None  # noqa: ANN001
+              ) -> WhatIf | None:
+    """:func:`project` for what the Trace tab holds (the model's ranks and their analyses), with
+    the graph kept for drawing the path."""
+    steps = [a.step_time_median_s for a in analyses if a.step_time_median_s]
+    step = max(steps) if steps else (max((a.window_s for a in analyses), default=0.0) or None)
+    return project(ranks, step, late_ranks=late_ranks, keep_graph=True)
+
+
+def mfu_after(mfu: float | None, p: Projection) -> float | None:
+    """The MFU a projection gives from the MFU measured now: MFU scales as 1 / step time."""
+    return None if mfu is None else mfu * p.speedup_upper_bound

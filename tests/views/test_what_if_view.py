@@ -1,0 +1,62 @@
+"""The what-if in the window: the critical path on the lanes, the Overview's projections, the MFU
+tab's "What if" (pytest-qt). The numbers are core's (tests/core/test_what_if.py checks them)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from gpuperf_gui.core.trace.api import analyse_paths
+from gpuperf_gui.core.trace.figures import mfu_figures
+from gpuperf_gui.core.trace.what_if import for_result
+
+H200 = Path(__file__).resolve().parents[1] / "data" / "h200"
+TRACE = H200 / "data_starved_loader0.json.gz"
+LOAD_TIMEOUT_MS = 60_000
+
+
+def _load(qtbot, tab, paths: list[Path]) -> None:  # noqa: ANN001
+    with qtbot.waitSignal(tab.trace_loaded, timeout=LOAD_TIMEOUT_MS):
+        tab.open_paths(paths)
+    qtbot.waitUntil(lambda: not tab.is_busy(), timeout=LOAD_TIMEOUT_MS)
+
+
+@pytest.mark.slow
+def test_critical_path_toggle_and_overview_list(qtbot, tab) -> None:  # noqa: ANN001
+    _load(qtbot, tab, [TRACE])
+    tab._build_ranks_menu()  # noqa: SLF001 (the menu is made when it opens)
+    action = next(a for a in tab.ranks_menu.actions() if a.text().startswith("Highlight the critical path"))
+    action.setChecked(True)
+    masks = tab.timeline._highlight_masks  # noqa: SLF001
+    assert masks and any(m.any() for m in masks.values())
+    gpu_lanes = {lid for (ri, lid) in masks if tab.loaded.model.ranks[ri].lanes[lid].kind != "cpu"}
+    assert gpu_lanes  # kernels are on a data-starved step's path too (62 % DataLoader, the rest GPU)
+    tab.show_critical_path(False)
+    assert tab.timeline._highlight_masks is None  # noqa: SLF001
+    tab.show_page("overview")
+    table = tab.overview.what_if.table
+    causes = [table.item(r, 0).text() for r in range(table.rowCount())]
+    expected = [p.cause for p in for_result(analyse_paths([TRACE])).projections]
+    assert causes == expected and causes[0] == "data_stall"
+
+
+def test_mfu_tab_what_if_selector(qtbot) -> None:  # noqa: ANN001
+    from gpuperf_gui.views.context import AppContext
+    from gpuperf_gui.views.mfu_tab import MfuTab
+
+    tab = MfuTab(AppContext(device_id="h200", precision="bf16"))
+    qtbot.addWidget(tab)
+    result = analyse_paths([H200 / "eager_tiny.json.gz"])
+    wi = for_result(result)
+    figures = replace(mfu_figures([r.analysis for r in result.ranks]), what_if=tuple(wi.projections))
+    tab.apply_trace_figures(figures)
+    sel = tab.what_if
+    assert sel.combo.count() == len(wi.projections) + 1
+    sel.set_mfu(0.10)
+    sel.combo.setCurrentIndex(1)  # the largest gain first
+    p = wi.projections[0]
+    assert sel.selected() is p
+    assert f"MFU 10.0 % → {10 * p.speedup_upper_bound:.1f} %" in sel.readout.text()
+    assert f"then dominant: {p.new_dominant}" in sel.readout.text()
