@@ -449,10 +449,13 @@ def decode_into(columns: EventColumns, buf: bytearray, end: int) -> tuple[int, i
     """Decode ``buf[:end]`` (a JSON list of events) into ``columns``: by the C scanner where it
     reads the run (:mod:`.scan`), else by msgspec. Returns ``(entries, events kept as structs,
     structs decoded)``; raises msgspec's errors when the run does not decode."""
-    run = scan_run(buf, end)
-    if run is not None:
-        return add_scanned(columns, run)
-    events = _CHUNK_DECODER.decode(memoryview(buf)[:end])
+    try:
+        run = scan_run(buf, end)
+        if run is not None:
+            return add_scanned(columns, run)
+        events = _CHUNK_DECODER.decode(memoryview(buf)[:end])
+    except RecursionError:  # a value nested ~1000 deep: the whole-file path says "nested too deeply"
+        raise NotStreamable("JSON nested too deeply") from None
     return len(events), add_events(columns, events), len(events)
 
 
