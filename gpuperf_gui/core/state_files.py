@@ -8,12 +8,21 @@ wait in :func:`take_pending`.
 """
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import stat
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import IO, Any, Callable, Iterator
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: saves are not locked there
+    fcntl = None
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -21,6 +30,117 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 BAD_SUFFIX = ".bad"
+MAX_STATE_FILE_BYTES = 64 << 20
+"""Largest state file read (saved ceilings, devices.toml, settings; run files have their own bound):
+a FIFO, a device such as ``/dev/zero`` or a file this big is refused before a byte is read."""
+STALE_TMP_SECONDS = 600
+"""A save's temporary file older than this was left by a killed save (a save takes milliseconds)."""
+
+
+class UnusableStateFile(OSError):
+    """A state file that is not a regular file, or is over its size bound (``strerror`` says which)."""
+
+    def __init__(self, path: Path | str, problem: str) -> None:
+        super().__init__(errno.EINVAL, problem, str(path))
+
+
+def kind_of(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    for test, kind in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "a special file"
+
+
+def _problem(st: os.stat_result, max_bytes: int | None) -> str | None:
+    if not stat.S_ISREG(st.st_mode):
+        return f"{kind_of(st.st_mode)}, not a regular file"
+    if max_bytes is not None and st.st_size > max_bytes:
+        return f"{st.st_size:,} bytes, over the {max_bytes:,} bytes a file of this kind may have"
+    return None
+
+
+def open_regular(path: Path | str, max_bytes: int | None = MAX_STATE_FILE_BYTES) -> IO[bytes]:
+    """The one way a file we read is opened: non-blocking (a FIFO without a writer cannot block the
+    open), then ``fstat`` on the open descriptor (no race with a file swapped in between) must say
+    a regular file of at most ``max_bytes``. Raises ``FileNotFoundError`` and other ``OSError``s
+    of the open as they are, :class:`UnusableStateFile` (an ``OSError``) for anything else."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags)
+    try:
+        problem = _problem(os.fstat(fd), max_bytes)
+        if problem is not None:
+            raise UnusableStateFile(path, problem)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_state_text(path: Path | str, max_bytes: int = MAX_STATE_FILE_BYTES) -> str:
+    """A state file's text (UTF-8) through :func:`open_regular`; never reads more than ``max_bytes``
+    (a file growing while it is read is cut there, and then fails to parse as what it should be)."""
+    with open_regular(path, max_bytes) as handle:
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise UnusableStateFile(path, f"grew over the {max_bytes:,} bytes a file of this kind may have")
+    return data.decode("utf-8")
+
+
+def state_file_problem(path: Path | str, max_bytes: int | None = MAX_STATE_FILE_BYTES) -> str | None:
+    """For a file another library opens itself (Qt's settings file): what makes it unusable, from
+    ``stat`` (following links), or None (usable, or absent)."""
+    try:
+        return _problem(os.stat(path), max_bytes)
+    except OSError:
+        return None
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on the folder of ``path`` while the block runs: two processes reading,
+    changing and writing a file there at once then take turns (without it one's entry was lost).
+    The folder, not a lock file, so nothing is left beside the state files. Where ``flock`` is
+    missing (Windows) or refused (some network file systems) the block runs unlocked."""
+    folder = Path(path).parent
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = None
+    if fcntl is not None:
+        try:
+            fd = os.open(folder, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            if fd is not None:
+                os.close(fd)
+            fd = None
+    try:
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)  # closing releases the lock
+
+
+def remove_stale_temporaries(path: Path, older_than_s: float = STALE_TMP_SECONDS) -> list[Path]:
+    """Delete the temporaries (``.<name>.*.tmp``) a killed :func:`atomic_write_text` of ``path``
+    left, those older than ``older_than_s`` (a save in progress is younger); returns them."""
+    path = Path(path)
+    removed = []
+    now = time.time()
+    try:
+        candidates = list(path.parent.glob(f".{path.name}.*.tmp"))
+    except OSError:
+        return removed
+    for tmp in candidates:
+        try:
+            st = os.lstat(tmp)
+            if stat.S_ISREG(st.st_mode) and now - st.st_mtime > older_than_s:
+                tmp.unlink()
+                removed.append(tmp)
+        except OSError:
+            continue
+    return removed
 
 
 @dataclass(frozen=True)
@@ -96,6 +216,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     file in the same folder, flushed and fsync'ed, then ``os.replace`` (and the folder fsync'ed)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(path)
     handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from gpuperf_gui.core.bench.plans import MEMORY_KERNELS
 from gpuperf_gui.core.hardware import Device, DeviceDatabase, load_database
 from gpuperf_gui.core.paths import default_results_dir
-from gpuperf_gui.core.state_files import atomic_write_text, set_aside
+from gpuperf_gui.core.state_files import atomic_write_text, locked, read_state_text, set_aside
 from gpuperf_gui.core.units import format_si, json_safe
 
 if TYPE_CHECKING:
@@ -403,7 +403,7 @@ def load_ceiling_entries(device_id: str, results_dir: Path | None = None) -> lis
     read as saved ceilings is set aside (``<device>.json.bad``) and reported once."""
     path = ceilings_path(device_id, results_dir)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_state_text(path)  # a FIFO or /dev/zero here is refused, not read
     except FileNotFoundError:
         return []
     except (OSError, UnicodeDecodeError) as exc:
@@ -452,7 +452,13 @@ def _write_entries(device_id: str, entries: list[MeasuredCeilings], results_dir:
 def save_ceilings(ceilings: MeasuredCeilings, results_dir: Path | None = None) -> Path:
     """Write exactly these ceilings as their device's entry for their key (threads, method),
     replacing that entry and keeping the others; returns the path. Runs use
-    :func:`update_saved_ceilings`, which merges instead."""
+    :func:`update_saved_ceilings`, which merges instead. The read, change and write hold the
+    file's lock (:func:`.state_files.locked`): two saves at once both keep their entry."""
+    with locked(ceilings_path(ceilings.device_id, results_dir)):
+        return _save_unlocked(ceilings, results_dir)
+
+
+def _save_unlocked(ceilings: MeasuredCeilings, results_dir: Path | None) -> Path:
     entries = load_ceiling_entries(ceilings.device_id, results_dir)
     kept = [ceilings if entry.key == ceilings.key else entry for entry in entries]
     if ceilings not in kept:
@@ -464,21 +470,25 @@ def update_saved_ceilings(ceilings: MeasuredCeilings, results_dir: Path | None =
                           database: DeviceDatabase | None = None) -> MeasuredCeilings:
     """Merge a run's ceilings into the saved entry with the same key (:func:`merge_ceilings`),
     write the result and return it. A run that measured nothing changes nothing (and returns the
-    saved entry with its key, else the device's preferred one)."""
-    entries = load_ceiling_entries(ceilings.device_id, results_dir)
-    saved = next((entry for entry in entries if entry.key == ceilings.key), None)
-    if not (ceilings.matmul_flops_per_s or ceilings.bandwidth_bytes_per_s
-            or ceilings.collective_busbw_bytes_per_s):
-        return saved or preferred_entry(entries) or ceilings
-    merged = merge_ceilings(saved, ceilings, database)
-    save_ceilings(merged, results_dir)
-    return merged
+    saved entry with its key, else the device's preferred one). Under the file's lock, as
+    :func:`save_ceilings`."""
+    with locked(ceilings_path(ceilings.device_id, results_dir)):
+        entries = load_ceiling_entries(ceilings.device_id, results_dir)
+        saved = next((entry for entry in entries if entry.key == ceilings.key), None)
+        if not (ceilings.matmul_flops_per_s or ceilings.bandwidth_bytes_per_s
+                or ceilings.collective_busbw_bytes_per_s):
+            return saved or preferred_entry(entries) or ceilings
+        merged = merge_ceilings(saved, ceilings, database)
+        _save_unlocked(merged, results_dir)
+        return merged
 
 
 def reset_saved_ceilings(device_id: str, results_dir: Path | None = None) -> bool:
     """Forget a device's saved ceilings (every entry); True when there were some."""
+    path = ceilings_path(device_id, results_dir)
     try:
-        ceilings_path(device_id, results_dir).unlink()
+        with locked(path):
+            path.unlink()
     except FileNotFoundError:
         return False
     return True
