@@ -188,3 +188,26 @@ def test_20000_devices_parse_in_linear_time() -> None:
     assert len(parse_devices(big, "user file", "big.toml")) == 20_000
     t2 = time.process_time()
     assert (t2 - t1) < 40 * max(t1 - t0, 0.02), (t1 - t0, t2 - t1)
+
+
+# ---- rank folders ---------------------------------------------------------------------------
+def test_a_rank_named_file_that_is_not_a_file_gets_a_note_and_the_others_load(tmp_path: Path, capsys) -> None:
+    """A FIFO, a folder and a dangling link named like rank files were dropped without a note."""
+    from gpuperf_gui.core.trace.load import load_trace
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    assert main(["synth", "healthy", "--steps", "2", "-o", str(folder / "rank1.json")]) == 0
+    os.mkfifo(folder / "rank0.json")
+    (folder / "rank2.json").mkdir()
+    (folder / "rank3.json").symlink_to("gone.json")
+    capsys.readouterr()
+    model = load_trace(folder, workers=1)
+    assert len(model.ranks) == 1
+    notes = {note.split()[2]: note for note in model.notes}  # "rank file rank0.json could not be loaded..."
+    assert sorted(notes) == ["rank0.json", "rank2.json", "rank3.json"]
+    assert "a named pipe (FIFO), not a regular file" in notes["rank0.json"]
+    assert "a folder, not a regular file" in notes["rank2.json"]
+    assert "a link to gone.json, which does not exist" in notes["rank3.json"]
+    assert main(["diagnose", str(folder), "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["load_notes"]) == 3

@@ -76,7 +76,9 @@ def discover_files(paths: Iterable[Path | str]) -> list[Path]:
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            found = sorted(f for f in p.iterdir() if f.is_file() and _looks_like_trace(f))
+            # Named like a trace but not a regular file (a FIFO, a folder, a dangling link): kept, so
+            # that opening it fails and the load notes it as it notes a broken rank, never drops it.
+            found = sorted(f for f in p.iterdir() if _looks_like_trace(f))
             if not found:
                 raise TraceFormatError(f"{p}: folder holds no .json or .json.gz trace files")
             files.extend(found)

@@ -48,6 +48,8 @@ def open_regular_file(path: Path) -> BinaryIO:
     except UnusableStateFile as exc:
         raise TraceFormatError(f"{path}: {exc.strerror}: only trace files are read") from None
     except OSError as exc:
+        if os.path.islink(path) and not os.path.exists(path):
+            raise TraceFormatError(f"{path}: a link to {os.readlink(path)}, which does not exist") from None
         raise TraceFormatError(f"{path}: cannot open: {exc.strerror or exc}") from None
 
 
