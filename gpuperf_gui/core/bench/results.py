@@ -147,6 +147,9 @@ def _named_by_us(path: Path) -> bool:
 
 
 _POINT_NUMBERS = ("flops", "bytes", "seconds", "iqr_low_s", "iqr_high_s")
+MIN_POINT_SECONDS = 1e-12
+"""Shortest time a point may claim (a picosecond, as `gpuperf roofline --seconds`): a run file with
+``seconds`` 1e-300 gave rates of 1e300+ FLOP/s (or inf) that broke the Benchmarks tab's plots."""
 
 
 def _check_point(record: dict[str, Any]) -> None:
@@ -162,6 +165,8 @@ def _check_point(record: dict[str, Any]) -> None:
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
         if not (number and math.isfinite(value) and value >= 0):
             raise ValueError(f"{key} must be a number ≥ 0, got {value!r:.40}")
+    if record["seconds"] < MIN_POINT_SECONDS:
+        raise ValueError(f"seconds must be at least {MIN_POINT_SECONDS:g} s, got {record['seconds']!r:.40}")
 
 
 def _read_record(run: BenchRun, line: str, number: int = 0) -> None:

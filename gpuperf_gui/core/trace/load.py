@@ -164,8 +164,8 @@ def plan_workers(files: Sequence[Path], budget: MemoryBudget, workers: int | Non
     wanted = max(1, min(wanted, n))
     largest = max((text_size_hint(f) for f in files), default=0)
     events = largest // stream_decode.TYPICAL_EVENT_BYTES
-    need = (stream_decode.streamed_load_bytes(events, 0, 0) if stream_decode.ENABLED
-            else estimated_load_bytes(largest, events))
+    need = budget.tree_bytes(stream_decode.streamed_load_bytes(events, 0, 0) if stream_decode.ENABLED
+                             else estimated_load_bytes(largest, events), events)
     fits = int(budget.limit_bytes // need) if need > 0 else wanted
     n_workers = max(1, min(wanted, fits))
     return n_workers, budget.share(n_workers)

@@ -199,7 +199,7 @@ def read_trace_text(path: Path, budget: MemoryBudget, cost: LoadCost, max_bytes:
             data += chunk  # grows in place (realloc), so no second copy of the text
             counter.feed(chunk)
             _check_max(path, len(data), max_bytes, stream.compressed)
-            budget.check(path, cost(len(data), counter.events),
+            budget.check(path, cost(len(data), counter.events), events=counter.events, what=
                          f"loading this trace ({format_bytes(len(data))} of JSON "
                          f"{'decompressed so far' if stream.compressed else 'read so far'}, "
                          f"at least {counter.events:,} events)")

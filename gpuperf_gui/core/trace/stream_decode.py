@@ -258,13 +258,13 @@ def _check_budget(path: Path, budget: MemoryBudget, splitter: _Splitter, total_b
     in_flight = total_bytes - decoded_bytes + splitter.workers_bytes
     if file_bytes and decoded_bytes:
         projected = int(events * file_bytes / decoded_bytes)
-        need = streamed_load_bytes(projected, in_flight, splitter.structs_in_flight)
+        need = budget.tree_bytes(streamed_load_bytes(projected, in_flight, splitter.structs_in_flight), projected)
         if need > budget.limit_bytes:
             budget.refuse(path, need, f"loading this {format_bytes(file_bytes)} file (about "
                           f"{projected:,} events, projected from the {format_bytes(decoded_bytes)} decoded)")
         return
     need = streamed_load_bytes(events, in_flight, splitter.structs_in_flight)
-    budget.check(path, need, f"loading this trace ({format_bytes(total_bytes)} of JSON so far, "
+    budget.check(path, need, events=events, what=f"loading this trace ({format_bytes(total_bytes)} of JSON so far, "
                  f"{events:,} events decoded)")
 
 
