@@ -122,3 +122,15 @@ def test_a_run_file_with_seconds_1e_300_does_not_break_the_plots(qtbot, make_tab
     labels = [label.text() for label in tab.findChildren(QLabel)]
     assert not [t for t in cells + labels if "inf" in t.lower() or "nan" in t.lower()]
     assert "2 unreadable line(s) skipped" in tab.status_label.text()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_as_the_newest_run_file_does_not_hang_the_tab(qtbot, make_tab, tmp_path: Path) -> None:
+    """The tab reads the newest run at start: a FIFO there hung the window."""
+    runs = tmp_path / "bench" / "runs"
+    runs.mkdir(parents=True)
+    os.mkfifo(runs / "20260101-000000-cpu.jsonl")
+    tab = make_tab(fake_factory([64]), autoload_latest=True)
+    qtbot.waitUntil(lambda: not tab.is_busy(), timeout=5000)
+    text = tab.status_label.text()
+    assert "Could not open the latest run" in text and "a named pipe (FIFO), not a regular file" in text
