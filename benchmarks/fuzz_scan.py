@@ -196,17 +196,6 @@ def replay(paths: list[str]) -> int:
     return 0
 
 
-def _export_libfuzzer(atheris) -> None:  # noqa: ANN001
-    """Make the coverage hooks of atheris's libFuzzer (``__sanitizer_cov_trace_pc``, ...) visible to
-    extensions loaded later: a scanner built with ``-fsanitize-coverage`` calls them. atheris loads
-    its core itself at Setup, locally; loaded here first, globally, that load gets this handle."""
-    if hasattr(ctypes.CDLL(None), "LLVMFuzzerRunDriver"):  # preloaded (asan_with_fuzzer.so): atheris uses it
-        return
-    core = Path(atheris.__file__).parent.glob("core_with_libfuzzer*.so")
-    for path in core:
-        ctypes.CDLL(str(path), mode=os.RTLD_NOW | os.RTLD_GLOBAL)
-
-
 def main() -> None:
     ours = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], add_help=True)
     ours.add_argument("--corpus", default=os.path.join(tempfile.gettempdir(), "gpuperf_fuzz_scan_corpus"))
@@ -215,7 +204,6 @@ def main() -> None:
     args, libfuzzer_args = ours.parse_known_args()
     if not args.replay:
         import atheris
-        _export_libfuzzer(atheris)
     if args.scan_so:
         from run_with_scan_build import preload
         preload(args.scan_so)
