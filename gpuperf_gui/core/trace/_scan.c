@@ -8,7 +8,8 @@
  * It accepts only what the typed msgspec decoder accepts and reads it to the same values: on
  * anything it does not handle exactly (a syntax error, a field of an unexpected type, an escape
  * in a key, a \u escape in a string it keeps, a number out of int64 range, a duplicate field,
- * nesting deeper than MAX_DEPTH) it returns None and the caller decodes the run with msgspec,
+ * nesting deeper than MAX_DEPTH, invalid UTF-8 in a kept string, a key lookup past MAX_PROBES:
+ * names crafted to collide) it returns None and the caller decodes the run with msgspec,
  * which then accepts, repairs or refuses it as before. The scan itself runs without the GIL.
  */
 #define PY_SSIZE_T_CLEAN
