@@ -111,6 +111,8 @@ def test_a_run_file_with_seconds_1e_300_does_not_break_the_plots(qtbot, make_tab
         writer.write_header({"device": "cpu"})
         for point in [fake_point(8192, 1e-300), *good, fake_point(1 << 20, 1e-300, "copy")]:
             writer.write_point(point)
+        writer.write("ceilings", {"device_id": "cpu", "device_name": "cpu", "method": "fake", "threads": 1,
+                                  "matmul_flops_per_s": {"fp32": 1e305}, "bandwidth_bytes_per_s": 1e-300})
     tab = make_tab(fake_factory([64]), autoload_latest=True)
     qtbot.waitUntil(lambda: not tab.is_busy(), timeout=5000)
     tab.resize(1600, 1000)
@@ -121,7 +123,8 @@ def test_a_run_file_with_seconds_1e_300_does_not_break_the_plots(qtbot, make_tab
     cells = [str(model.data(model.index(r, c))) for r in range(model.rowCount()) for c in range(model.columnCount())]
     labels = [label.text() for label in tab.findChildren(QLabel)]
     assert not [t for t in cells + labels if "inf" in t.lower() or "nan" in t.lower()]
-    assert "2 unreadable line(s) skipped" in tab.status_label.text()
+    assert "3 unreadable line(s) skipped" in tab.status_label.text()  # and the impossible ceilings
+    assert "EFLOP/s" not in " ".join(labels)
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")

@@ -165,6 +165,15 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+RATE_RANGE = (1.0, 1e21)
+"""Measured rates a file may give (FLOP/s, bytes/s): 1/s to a zettaFLOP/s, far beyond any device. A
+run file whose ceilings claimed 1e287 EFLOP/s (from points of 1e-300 s) was shown and kept."""
+
+
+def _is_rate(value: Any) -> bool:
+    return _is_number(value) and RATE_RANGE[0] <= value <= RATE_RANGE[1]
+
+
 def _check_field(key: str, value: Any) -> None:
     """Raise :class:`CeilingsFileError` when ``value`` is not what field ``key`` holds."""
     def bad(what: str) -> CeilingsFileError:
@@ -183,8 +192,8 @@ def _check_field(key: str, value: Any) -> None:
         if not _is_number(value) or value < 0:
             raise bad("a Unix time (a number ≥ 0)")
     elif key == "bandwidth_bytes_per_s":
-        if value is not None and not (_is_number(value) and value > 0):
-            raise bad("a positive number of bytes/s or null")
+        if value is not None and not _is_rate(value):
+            raise bad(f"a number of bytes/s in {RATE_RANGE[0]:g}..{RATE_RANGE[1]:g} or null")
     elif key == "bandwidth_fraction_of_datasheet":
         if value is not None and not (_is_number(value) and value >= 0):
             raise bad("a number ≥ 0 or null")
@@ -205,12 +214,12 @@ def _check_table(key: str, value: Any) -> None:
         if key in _STRING_TABLES:
             ok = isinstance(item, str)
         elif key in _RATE_TABLES:
-            ok = _is_number(item) and item > 0
+            ok = _is_rate(item)
         else:
             ok = _is_number(item) and item >= 0
         if not ok:
-            what = "a string" if key in _STRING_TABLES else ("a positive number" if key in _RATE_TABLES
-                                                              else "a number ≥ 0")
+            what = "a string" if key in _STRING_TABLES else (
+                f"a rate in {RATE_RANGE[0]:g}..{RATE_RANGE[1]:g} per second" if key in _RATE_TABLES else "a number ≥ 0")
             raise CeilingsFileError(f"{key}.{name}", f"must be {what}, got {_shown(item)}")
 
 
