@@ -68,8 +68,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if state_files is None and command not in NO_STATE_FILE_COMMANDS:
         from gpuperf_gui.core import state_files  # noqa: PLC0415
     previous = state_files.set_reporter(_warn_state_file) if state_files else None
+    from gpuperf_gui.commands._output import bidi_safe_output  # noqa: PLC0415 - every command imports it
+
     try:
-        return int(args.func(args) or 0)
+        with bidi_safe_output():  # names from traces: no bidi control reaches the terminal
+            return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -2,11 +2,45 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
-from typing import Any
+from typing import Any, Iterator, TextIO
 
 from gpuperf_gui.core.units import format_si
+
+BIDI_CONTROLS = {cp: f"<U+{cp:04X}>" for cp in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+"""Bidirectional embedding, override and isolate controls (U+202A..U+202E, U+2066..U+2069): a
+kernel name holding U+202E prints the rest of the line reversed in a terminal ("Trojan Source")."""
+
+
+def neutralise_bidi(text: str) -> str:
+    """``text`` with every bidi control written out as ``<U+202E>`` (JSON output escapes them)."""
+    return text.translate(BIDI_CONTROLS)
+
+
+class _BidiSafe:
+    """A text stream that writes through :func:`neutralise_bidi`; everything else is the stream's."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(text.translate(BIDI_CONTROLS))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def bidi_safe_output() -> Iterator[None]:
+    """Names printed by a command (from traces) cannot reorder the terminal's text."""
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _BidiSafe(out), _BidiSafe(err)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = out, err
 
 
 _JOIN_PIECES = 8192

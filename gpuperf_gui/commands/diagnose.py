@@ -35,7 +35,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--dask-scheduler", default=None, metavar="ADDRESS",
                    help="analyse the ranks as Dask tasks next to the files (shared filesystem) and bring back "
                         "compact per-rank results: tcp://host:port, or local[:N] for a LocalCluster of N "
-                        "worker processes (needs the 'cluster' extra); the memory budget then applies per task")
+                        "worker processes (needs the 'cluster' extra); the memory budget then applies per task. "
+                        "Security: a tcp:// scheduler is unauthenticated and its clients and workers exchange "
+                        "pickles (running code on each other): use one only on a trusted network, or a tls:// "
+                        "address with distributed's security options (docs/robustness.md)")
     p.add_argument("--params", type=float, default=None, metavar="N",
                    help="model parameters: with --tokens-per-step, each what-if projection gives the MFU it would reach")
     p.add_argument("--tokens-per-step", type=float, default=None, metavar="T", help="tokens per optimizer step")

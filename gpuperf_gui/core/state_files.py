@@ -8,12 +8,23 @@ wait in :func:`take_pending`.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: saves are not locked there
+    fcntl = None
+
+from .regular_files import (MAX_STATE_FILE_BYTES, UnusableStateFile, _problem, kind_of,  # noqa: F401
+                            open_regular)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -21,6 +32,72 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 BAD_SUFFIX = ".bad"
+STALE_TMP_SECONDS = 600
+"""A save's temporary file older than this was left by a killed save (a save takes milliseconds)."""
+
+
+def read_state_text(path: Path | str, max_bytes: int = MAX_STATE_FILE_BYTES) -> str:
+    """A state file's text (UTF-8) through :func:`open_regular`; never reads more than ``max_bytes``
+    (a file growing while it is read is cut there, and then fails to parse as what it should be)."""
+    with open_regular(path, max_bytes) as handle:
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise UnusableStateFile(path, f"grew over the {max_bytes:,} bytes a file of this kind may have")
+    return data.decode("utf-8")
+
+
+def state_file_problem(path: Path | str, max_bytes: int | None = MAX_STATE_FILE_BYTES) -> str | None:
+    """For a file another library opens itself (Qt's settings file): what makes it unusable, from
+    ``stat`` (following links), or None (usable, or absent)."""
+    try:
+        return _problem(os.stat(path), max_bytes)
+    except OSError:
+        return None
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on the folder of ``path`` while the block runs: two processes reading,
+    changing and writing a file there at once then take turns (without it one's entry was lost).
+    The folder, not a lock file, so nothing is left beside the state files. Where ``flock`` is
+    missing (Windows) or refused (some network file systems) the block runs unlocked."""
+    folder = Path(path).parent
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = None
+    if fcntl is not None:
+        try:
+            fd = os.open(folder, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            if fd is not None:
+                os.close(fd)
+            fd = None
+    try:
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)  # closing releases the lock
+
+
+def remove_stale_temporaries(path: Path, older_than_s: float = STALE_TMP_SECONDS) -> list[Path]:
+    """Delete the temporaries (``.<name>.*.tmp``) a killed :func:`atomic_write_text` of ``path``
+    left, those older than ``older_than_s`` (a save in progress is younger); returns them."""
+    path = Path(path)
+    removed = []
+    now = time.time()
+    try:
+        candidates = list(path.parent.glob(f".{path.name}.*.tmp"))
+    except OSError:
+        return removed
+    for tmp in candidates:
+        try:
+            st = os.lstat(tmp)
+            if stat.S_ISREG(st.st_mode) and now - st.st_mtime > older_than_s:
+                tmp.unlink()
+                removed.append(tmp)
+        except OSError:
+            continue
+    return removed
 
 
 @dataclass(frozen=True)
@@ -96,6 +173,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     file in the same folder, flushed and fsync'ed, then ``os.replace`` (and the folder fsync'ed)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(path)
     handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:

@@ -52,6 +52,7 @@ from gpuperf_gui.core.bench.results import (
 )
 from gpuperf_gui.core.units import format_bytes, format_clock, format_si, parse_whole_list
 from gpuperf_gui.views.plotting import XYBuffer, log_si_axes
+from gpuperf_gui.views.rich_text import plain_tooltip
 from gpuperf_gui.views.workers import TaskRunner
 
 Produce = Callable[[threading.Event], Iterator[object]]
@@ -150,8 +151,9 @@ class ResultsModel(QAbstractTableModel):
             return None
         run, p = self.rows[index.row()]
         if role == Qt.ItemDataRole.ToolTipRole:
-            return (f"{p.label}: {p.method}, {p.samples} samples, L2 flushed: {p.l2_flushed}"
-                    + ("" if p.reliable else "\nunreliable: spread too wide (a busy machine?), not used as a ceiling"))
+            return plain_tooltip(f"{p.label}: {p.method}, {p.samples} samples, L2 flushed: {p.l2_flushed}"
+                                 + ("" if p.reliable else "\nunreliable: spread too wide (a busy machine?), "
+                                    "not used as a ceiling"))
         size = (f"{p.size}³" if p.kernel == "matmul" else
                 f"k={p.fma_per_element}" if p.kernel == "fma_chain" else format_bytes(p.working_set_bytes))
         bandwidth = format_si(p.busbw_bytes_per_s or p.bytes_per_s, "B/s")

@@ -51,6 +51,7 @@ from gpuperf_gui.core.units import format_si, parse_positive
 from gpuperf_gui.views.context import AppContext
 from gpuperf_gui.views.plotting import XYBuffer, log_si_axes
 from gpuperf_gui.views import settings_store
+from gpuperf_gui.views.rich_text import plain_tooltip
 
 AI_RANGE = (1e-2, 1e4)  # FLOP/byte shown on the x axis
 REDRAW_INTERVAL_MS = 33  # ~30 Hz for streamed points
@@ -298,7 +299,7 @@ class RooflineCanvas(pg.PlotWidget):
         item = self._series.get(name)
         if item is None:
             item = pg.ScatterPlotItem(symbol=symbol, size=size, pen=pg.mkPen("#222"),
-                                      hoverable=True, tip=lambda x, y, data: str(data))
+                                      hoverable=True, tip=lambda x, y, data: plain_tooltip(str(data)))
             self.plot_item.addItem(item)
             self._series[name] = item
         xs, ys = np.asarray(list(x), float), np.asarray(list(y), float)
@@ -971,7 +972,7 @@ class RooflineTab(QWidget):
                + (f"\n{a.band}" if a.band else "") + self._residency_note(point, roof))
         for col, value in enumerate(cells):
             item = QTableWidgetItem(value)
-            item.setToolTip(tip)
+            item.setToolTip(plain_tooltip(tip))  # point names come from traces
             if col == 5 and a.fraction_of_roof is not None:
                 item.setBackground(QColor(colour))
             if col >= 2:

@@ -12,15 +12,33 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable
 
-from PySide6.QtCore import QByteArray, QSettings
+from PySide6.QtCore import QByteArray, QCoreApplication, QSettings
 
-from gpuperf_gui.core.state_files import SetAside, bad_name, report, set_aside
+from gpuperf_gui.core.state_files import SetAside, bad_name, report, set_aside, state_file_problem
 
 MAX_RECENT = 10
 _backups: dict[str, Path | None] = {}   # settings file -> its .bad copy made this session
 
 
+_PROBE_APP = "gpuperf-settings-probe"
+
+
+def _settings_file() -> Path:
+    """Where ``QSettings()`` keeps this application's values, found without opening that file: a
+    QSettings of another (absent) application name in the same folder and format tells."""
+    probe = QSettings(QSettings.defaultFormat(), QSettings.Scope.UserScope,
+                      QCoreApplication.organizationName(), _PROBE_APP)
+    path = Path(probe.fileName())
+    return path.with_name(path.name.replace(_PROBE_APP, QCoreApplication.applicationName(), 1))
+
+
 def _settings() -> QSettings:
+    # Qt opens its settings file blocking, and reads all of it: a FIFO there hung the window at
+    # start, /dev/zero filled the memory. Such a file is set aside before Qt sees it.
+    path = _settings_file()
+    problem = state_file_problem(path)
+    if problem is not None:
+        set_aside(path, "", problem)
     settings = QSettings()
     if settings.status() == QSettings.Status.FormatError:  # the file itself cannot be parsed
         path = Path(settings.fileName())

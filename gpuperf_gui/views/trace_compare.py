@@ -43,6 +43,7 @@ from gpuperf_gui.views.plotting import make_static_plot
 from gpuperf_gui.views.progress import show_progress
 from gpuperf_gui.views.trace_panels import PANEL_CSS, diagnosis_html
 from gpuperf_gui.views.trace_style import KERNEL_CLASS_COLORS, format_duration_us, format_percent
+from gpuperf_gui.views.rich_text import plain_tooltip
 from gpuperf_gui.views.workers import TaskRunner
 from gpuperf_gui.views import settings_store
 
@@ -379,7 +380,7 @@ class TraceCompare(QWidget):
                      _Cell(f"{o.calls_before:.4g}", o.calls_before), _Cell(f"{o.calls_after:.4g}", o.calls_after),
                      _Cell(format_duration_us(before * 1e6), before), _Cell(format_duration_us(after * 1e6), after),
                      _Cell(_signed_ms(delta), delta)]
-            cells[0].setToolTip(o.name)
+            cells[0].setToolTip(plain_tooltip(o.name))
             color = QColor("#c62828") if delta > 0 else QColor("#2e7d32")
             cells[-1].setForeground(color)
             for c, cell in enumerate(cells):

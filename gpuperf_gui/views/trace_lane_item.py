@@ -20,6 +20,7 @@ from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPainter, QPen
 
 from gpuperf_gui.core.trace.lod import MIN_BLOCK_PX, FoldedRow, LaneRows, RowIndex, fold_row
 from gpuperf_gui.core.units import format_duration_us
+from gpuperf_gui.views.rich_text import plain_tooltip
 
 ROW_HEIGHT_PX = 18.0
 LABEL_MIN_PX = 46.0        # write an event's name into rectangles at least this wide
@@ -257,7 +258,7 @@ class TraceLaneItem(pg.GraphicsObject):
 
     def hoverMoveEvent(self, ev) -> None:  # noqa: N802 (Qt override)
         pos = ev.pos()
-        self.setToolTip(self._describe_at(pos.x(), pos.y()))
+        self.setToolTip(plain_tooltip(self._describe_at(pos.x(), pos.y())))  # names from the trace
 
     # -- painting -------------------------------------------------------------------------------
     def _visible_left_px(self, sx: float, dx: float) -> float:

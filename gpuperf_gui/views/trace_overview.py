@@ -36,6 +36,7 @@ from gpuperf_gui.core.trace.session import LoadedTrace
 from gpuperf_gui.core.units import format_si
 from gpuperf_gui.views.plotting import make_static_plot
 from gpuperf_gui.views.trace_panels import PANEL_CSS, diagnosis_html
+from gpuperf_gui.views.rich_text import plain_tooltip
 from gpuperf_gui.views.trace_style import (
     IDLE_CAUSE_COLORS,
     KERNEL_CLASS_COLORS,
@@ -324,7 +325,7 @@ class TraceOverview(QWidget):
                 _SortItem(format_percent(frac) if frac is not None else "–", frac if frac is not None else -1.0),
                 _SortItem(shown_precision or "–", shown_precision or ""),
             ]
-            cells[0].setToolTip(k.name)
+            cells[0].setToolTip(plain_tooltip(k.name))
             for c in range(2, len(cells)):
                 cells[c].setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             cells[1].setForeground(QColor(KERNEL_CLASS_COLORS.get(k.kernel_class, "#333")))

@@ -32,6 +32,7 @@ from gpuperf_gui.core.trace.overview import display_kernel_name
 from gpuperf_gui.core.trace.signatures import REGISTRY
 from gpuperf_gui.core.trace.session import DiagnosisView, EventDetails, OpTable
 from gpuperf_gui.core.units import format_si
+from gpuperf_gui.views.rich_text import plain_tooltip
 from gpuperf_gui.views.trace_style import format_duration_us, format_percent
 
 SIGNATURE_COLOURS = {
@@ -149,7 +150,7 @@ class OpTableModel(QAbstractTableModel):
             n = _num(value)
             return -1.0 if n is None else n
         if role == Qt.ItemDataRole.ToolTipRole and kind == "text":
-            return str(value)
+            return plain_tooltip(str(value))  # an op name from the trace, never read as markup
         if role == Qt.ItemDataRole.TextAlignmentRole and kind != "text":
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
@@ -195,6 +196,7 @@ class OpTablePanel(QWidget):
         self.filter_edit.setPlaceholderText("filter names")
         self.filter_edit.setClearButtonEnabled(True)
         self.note = QLabel("")
+        self.note.setTextFormat(Qt.TextFormat.PlainText)  # notes carry file and op names
         self.note.setStyleSheet("color: #666")
         top = QHBoxLayout()
         top.addWidget(self.op_button)

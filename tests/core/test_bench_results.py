@@ -25,6 +25,7 @@ from gpuperf_gui.core.bench.results import (
     default_results_dir,
     export_csv,
     list_runs,
+    RUN_NAME,
     new_run_path,
     read_run,
 )
@@ -109,7 +110,7 @@ def test_results_dir_override_and_run_listing(tmp_path: Path, monkeypatch: pytes
     first = new_run_path("cuda:0")
     ResultsWriter(first).close()
     assert list_runs() == [first]
-    assert first.name.endswith("cuda0.jsonl")
+    assert "-cuda0-" in first.name and RUN_NAME.fullmatch(first.name)
 
 
 def test_export_csv(tmp_path: Path) -> None:

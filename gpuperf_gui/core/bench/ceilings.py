@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from gpuperf_gui.core.bench.plans import MEMORY_KERNELS
 from gpuperf_gui.core.hardware import Device, DeviceDatabase, load_database
 from gpuperf_gui.core.paths import default_results_dir
-from gpuperf_gui.core.state_files import atomic_write_text, set_aside
+from gpuperf_gui.core.state_files import atomic_write_text, locked, read_state_text, set_aside
 from gpuperf_gui.core.units import format_si, json_safe
 
 if TYPE_CHECKING:
@@ -171,6 +171,15 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+RATE_RANGE = (1.0, 1e21)
+"""Measured rates a file may give (FLOP/s, bytes/s): 1/s to a zettaFLOP/s, far beyond any device. A
+run file whose ceilings claimed 1e287 EFLOP/s (from points of 1e-300 s) was shown and kept."""
+
+
+def _is_rate(value: Any) -> bool:
+    return _is_number(value) and RATE_RANGE[0] <= value <= RATE_RANGE[1]
+
+
 def _check_field(key: str, value: Any) -> None:
     """Raise :class:`CeilingsFileError` when ``value`` is not what field ``key`` holds."""
     def bad(what: str) -> CeilingsFileError:
@@ -189,8 +198,8 @@ def _check_field(key: str, value: Any) -> None:
         if not _is_number(value) or value < 0:
             raise bad("a Unix time (a number ≥ 0)")
     elif key == "bandwidth_bytes_per_s":
-        if value is not None and not (_is_number(value) and value > 0):
-            raise bad("a positive number of bytes/s or null")
+        if value is not None and not _is_rate(value):
+            raise bad(f"a number of bytes/s in {RATE_RANGE[0]:g}..{RATE_RANGE[1]:g} or null")
     elif key == "bandwidth_fraction_of_datasheet":
         if value is not None and not (_is_number(value) and value >= 0):
             raise bad("a number ≥ 0 or null")
@@ -211,12 +220,12 @@ def _check_table(key: str, value: Any) -> None:
         if key in _STRING_TABLES:
             ok = isinstance(item, str)
         elif key in _RATE_TABLES:
-            ok = _is_number(item) and item > 0
+            ok = _is_rate(item)
         else:
             ok = _is_number(item) and item >= 0
         if not ok:
-            what = "a string" if key in _STRING_TABLES else ("a positive number" if key in _RATE_TABLES
-                                                              else "a number ≥ 0")
+            what = "a string" if key in _STRING_TABLES else (
+                f"a rate in {RATE_RANGE[0]:g}..{RATE_RANGE[1]:g} per second" if key in _RATE_TABLES else "a number ≥ 0")
             raise CeilingsFileError(f"{key}.{name}", f"must be {what}, got {_shown(item)}")
 
 
@@ -415,7 +424,7 @@ def load_ceiling_entries(device_id: str, results_dir: Path | None = None) -> lis
     read as saved ceilings is set aside (``<device>.json.bad``) and reported once."""
     path = ceilings_path(device_id, results_dir)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_state_text(path)  # a FIFO or /dev/zero here is refused, not read
     except FileNotFoundError:
         return []
     except (OSError, UnicodeDecodeError) as exc:
@@ -464,7 +473,13 @@ def _write_entries(device_id: str, entries: list[MeasuredCeilings], results_dir:
 def save_ceilings(ceilings: MeasuredCeilings, results_dir: Path | None = None) -> Path:
     """Write exactly these ceilings as their device's entry for their key (threads, method),
     replacing that entry and keeping the others; returns the path. Runs use
-    :func:`update_saved_ceilings`, which merges instead."""
+    :func:`update_saved_ceilings`, which merges instead. The read, change and write hold the
+    file's lock (:func:`.state_files.locked`): two saves at once both keep their entry."""
+    with locked(ceilings_path(ceilings.device_id, results_dir)):
+        return _save_unlocked(ceilings, results_dir)
+
+
+def _save_unlocked(ceilings: MeasuredCeilings, results_dir: Path | None) -> Path:
     entries = load_ceiling_entries(ceilings.device_id, results_dir)
     kept = [ceilings if entry.key == ceilings.key else entry for entry in entries]
     if ceilings not in kept:
@@ -476,21 +491,25 @@ def update_saved_ceilings(ceilings: MeasuredCeilings, results_dir: Path | None =
                           database: DeviceDatabase | None = None) -> MeasuredCeilings:
     """Merge a run's ceilings into the saved entry with the same key (:func:`merge_ceilings`),
     write the result and return it. A run that measured nothing changes nothing (and returns the
-    saved entry with its key, else the device's preferred one)."""
-    entries = load_ceiling_entries(ceilings.device_id, results_dir)
-    saved = next((entry for entry in entries if entry.key == ceilings.key), None)
-    if not (ceilings.matmul_flops_per_s or ceilings.bandwidth_bytes_per_s
-            or ceilings.collective_busbw_bytes_per_s):
-        return saved or preferred_entry(entries) or ceilings
-    merged = merge_ceilings(saved, ceilings, database)
-    save_ceilings(merged, results_dir)
-    return merged
+    saved entry with its key, else the device's preferred one). Under the file's lock, as
+    :func:`save_ceilings`."""
+    with locked(ceilings_path(ceilings.device_id, results_dir)):
+        entries = load_ceiling_entries(ceilings.device_id, results_dir)
+        saved = next((entry for entry in entries if entry.key == ceilings.key), None)
+        if not (ceilings.matmul_flops_per_s or ceilings.bandwidth_bytes_per_s
+                or ceilings.collective_busbw_bytes_per_s):
+            return saved or preferred_entry(entries) or ceilings
+        merged = merge_ceilings(saved, ceilings, database)
+        _save_unlocked(merged, results_dir)
+        return merged
 
 
 def reset_saved_ceilings(device_id: str, results_dir: Path | None = None) -> bool:
     """Forget a device's saved ceilings (every entry); True when there were some."""
+    path = ceilings_path(device_id, results_dir)
     try:
-        ceilings_path(device_id, results_dir).unlink()
+        with locked(path):
+            path.unlink()
     except FileNotFoundError:
         return False
     return True

@@ -8,10 +8,12 @@ loses at most the point in progress; :func:`read_run` skips a torn last line.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
 import re
+import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,23 +22,25 @@ from typing import Any, Iterable
 from gpuperf_gui.core.bench.ceilings import MeasuredCeilings
 from gpuperf_gui.core.bench.points import DESIGN_KEYS, BenchMessage, MeasuredPoint
 from gpuperf_gui.core.paths import default_results_dir
-from gpuperf_gui.core.state_files import set_aside
+from gpuperf_gui.core.state_files import open_regular, set_aside
 from gpuperf_gui.core.units import json_safe
 
-RUN_NAME = re.compile(r"\d{8}-\d{6}-[A-Za-z0-9]+(-\d+)?\.jsonl")  # what new_run_path names
+RUN_NAME = re.compile(r"\d{8}-\d{6}-[A-Za-z0-9]+(-[0-9a-f]+)?\.jsonl")  # what new_run_path names (and named)
+MAX_RUN_FILE_BYTES = 1 << 30
+"""Largest run file read (a point is ~400 bytes: millions of points); a FIFO or device never is."""
 
 
 def new_run_path(device: str, results_dir: Path | None = None) -> Path:
-    """A fresh file name for a run: ``<dir>/runs/20260101-120000-cuda0.jsonl``."""
+    """A fresh file name for a run: ``<dir>/runs/20260101-120000-cuda0-3fa9c2.jsonl``, the last part
+    random: two runs started in the same second (two windows, a window and the CLI) once both
+    found ``...-cuda0.jsonl`` free and appended to it, read back as one run with both runs' points."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     safe = "".join(ch for ch in device if ch.isalnum()) or "device"
     folder = (results_dir or default_results_dir()) / "runs"
-    path = folder / f"{stamp}-{safe}.jsonl"
-    counter = 1
-    while path.exists():
-        counter += 1
-        path = folder / f"{stamp}-{safe}-{counter}.jsonl"
-    return path
+    while True:
+        path = folder / f"{stamp}-{safe}-{secrets.token_hex(3)}.jsonl"
+        if not os.path.lexists(path):
+            return path
 
 
 class ResultsWriter:
@@ -121,8 +125,8 @@ def read_run(path: Path, *, set_aside_bad: bool | None = None) -> BenchRun:
     file the user picked elsewhere."""
     path = Path(path)
     run = BenchRun(path=path)
-    try:
-        with path.open(encoding="utf-8", errors="replace") as handle:
+    try:  # a FIFO, a folder or /dev/zero is refused here, never read (state_files.open_regular)
+        with io.TextIOWrapper(open_regular(path, MAX_RUN_FILE_BYTES), encoding="utf-8", errors="replace") as handle:
             for number, line in enumerate(handle, start=1):
                 if line.strip():
                     _read_record(run, line, number)
@@ -143,6 +147,9 @@ def _named_by_us(path: Path) -> bool:
 
 
 _POINT_NUMBERS = ("flops", "bytes", "seconds", "iqr_low_s", "iqr_high_s")
+MIN_POINT_SECONDS = 1e-12
+"""Shortest time a point may claim (a picosecond, as `gpuperf roofline --seconds`): a run file with
+``seconds`` 1e-300 gave rates of 1e300+ FLOP/s (or inf) that broke the Benchmarks tab's plots."""
 
 
 def _check_point(record: dict[str, Any]) -> None:
@@ -158,6 +165,8 @@ def _check_point(record: dict[str, Any]) -> None:
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
         if not (number and math.isfinite(value) and value >= 0):
             raise ValueError(f"{key} must be a number ≥ 0, got {value!r:.40}")
+    if record["seconds"] < MIN_POINT_SECONDS:
+        raise ValueError(f"seconds must be at least {MIN_POINT_SECONDS:g} s, got {record['seconds']!r:.40}")
 
 
 def _read_record(run: BenchRun, line: str, number: int = 0) -> None:
@@ -192,7 +201,15 @@ def list_runs(results_dir: Path | None = None) -> list[Path]:
     folder = (results_dir or default_results_dir()) / "runs"
     if not folder.is_dir():
         return []
-    return sorted(folder.glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True)
+    return sorted(folder.glob("*.jsonl"), key=_mtime, reverse=True)
+
+
+def _mtime(path: Path) -> float:
+    """A run file's time, 0 for a dangling link (it is then refused, with a note, when read)."""
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 CSV_COLUMNS = (*DESIGN_KEYS, "method", "iqr_low_s", "iqr_high_s", "samples", "device",

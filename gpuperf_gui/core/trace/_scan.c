@@ -8,7 +8,8 @@
  * It accepts only what the typed msgspec decoder accepts and reads it to the same values: on
  * anything it does not handle exactly (a syntax error, a field of an unexpected type, an escape
  * in a key, a \u escape in a string it keeps, a number out of int64 range, a duplicate field,
- * nesting deeper than MAX_DEPTH) it returns None and the caller decodes the run with msgspec,
+ * nesting deeper than MAX_DEPTH, invalid UTF-8 in a kept string, a key lookup past MAX_PROBES:
+ * names crafted to collide) it returns None and the caller decodes the run with msgspec,
  * which then accepts, repairs or refuses it as before. The scan itself runs without the GIL.
  */
 #define PY_SSIZE_T_CLEAN
@@ -64,20 +65,37 @@ typedef struct {
     Slot *slots; size_t cap, count;
     Slot **order;          /* slots by code */
     size_t order_cap;
+    size_t longest;        /* the most slots one lookup probed */
+    int flooded;           /* a lookup passed MAX_PROBES: the run goes to msgspec */
 } Table;
 
 static inline uint64_t load8(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
 
+/* Hash flooding: names crafted to collide would make interning quadratic (40k names measured 2.65 s
+ * against 0.05 s random, with the unseeded hash this scanner had). So the hash is keyed by a secret
+ * drawn per process (module init, os.urandom) and finished by murmur3's fmix64, and no lookup probes
+ * more than MAX_PROBES slots: a run that would is handed back to msgspec (stats() counts them). At a
+ * load factor of at most 1/2, a run of 128 used slots with a random hash has odds ~1e-11 per slot. */
+#define MAX_PROBES 128
+static uint64_t SEED0 = 0x243F6A8885A308D3ULL, SEED1 = 0x13198A2E03707344ULL;
+static Py_ssize_t probe_fallbacks = 0;  /* runs handed back for MAX_PROBES (under the GIL) */
+static size_t longest_probe = 0;        /* the most slots one lookup probed, over all runs */
+
+static inline uint64_t fmix64(uint64_t h) {
+    h ^= h >> 33; h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33; h *= 0xc4ceb9fe1a85ec53ULL;
+    return h ^ (h >> 33);
+}
+
 static uint64_t hash_bytes(const unsigned char *s, size_t n) {  /* a word at a time: names are long */
-    uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
+    uint64_t h = SEED0 ^ (n * 0x9E3779B97F4A7C15ULL);
     for (; n >= 8; s += 8, n -= 8) { h = (h ^ load8(s)) * 0xff51afd7ed558ccdULL; h ^= h >> 32; }
     if (n) { uint64_t w = 0; memcpy(&w, s, n); h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL; }
-    return h ^ (h >> 29);
+    return fmix64(h ^ SEED1);
 }
 
 static uint64_t hash_int(int64_t v) {
-    uint64_t h = (uint64_t)v * 0x9E3779B97F4A7C15ULL;
-    return (h ^ (h >> 31)) | 1ULL << 63; /* ints and strings never compare equal: is_int checked too */
+    return fmix64((uint64_t)v ^ SEED1) | 1ULL << 63; /* ints and strings never compare equal: is_int checked too */
 }
 
 static int table_grow(Table *t) {
@@ -116,14 +134,16 @@ static int32_t table_insert(Table *t, size_t j, uint64_t h, const unsigned char 
 static int32_t table_code(Table *t, const unsigned char *text, size_t len, int64_t ival, int is_int) {
     if ((t->count + 1) * 2 > t->cap && table_grow(t)) return -1;
     uint64_t h = is_int ? hash_int(ival) : hash_bytes(text, len);
-    size_t j = h & (t->cap - 1);
+    size_t j = h & (t->cap - 1), probes = 0;
     while (t->slots[j].used) {
         Slot *s = &t->slots[j];
+        if (++probes > MAX_PROBES) { t->flooded = 1; return -1; }
         if (s->hash == h && s->is_int == is_int &&
             (is_int ? s->ival == ival : (s->len == len && memcmp(s->text, text, len) == 0)))
             return s->code;
         j = (j + 1) & (t->cap - 1);
     }
+    if (probes > t->longest) t->longest = probes;
     return table_insert(t, j, h, text, len, ival, is_int);
 }
 
@@ -136,14 +156,16 @@ static int32_t shape_code(Table *t, const Span parts[3]) {
     h = (h ^ hash_bytes(parts[1].text, parts[1].len)) * 0x9E3779B97F4A7C15ULL;
     h = (h ^ hash_bytes(parts[2].text, parts[2].len)) * 0x9E3779B97F4A7C15ULL;
     h ^= h >> 29;
-    size_t j = h & (t->cap - 1);
+    size_t j = h & (t->cap - 1), probes = 0;
     while (t->slots[j].used) {
         Slot *s = &t->slots[j];
+        if (++probes > MAX_PROBES) { t->flooded = 1; return -1; }
         if (s->hash == h && same_span((Span){s->text, s->len}, parts[0]) && same_span(s->more[0], parts[1])
             && same_span(s->more[1], parts[2]))
             return s->code;
         j = (j + 1) & (t->cap - 1);
     }
+    if (probes > t->longest) t->longest = probes;
     int32_t code = table_insert(t, j, h, parts[0].text, parts[0].len, 0, 0);
     if (code >= 0) { t->slots[j].more[0] = parts[1]; t->slots[j].more[1] = parts[2]; }
     return code;
@@ -710,6 +732,35 @@ static PyObject *escaped_flags(Table *t) {
     return list;
 }
 
+/* The run's columns and keys as Python objects; NULL with the exception set on the first failure
+ * (each step runs only when the ones before it succeeded: a call with an exception pending is a
+ * SystemError, which two invalid UTF-8 strings in one event once raised). */
+static PyObject *run_result(Run *r) {
+    PyObject *cols = NULL, *cats = NULL, *names = NULL, *pids = NULL, *tids = NULL, *rest = NULL;
+    PyObject *escaped = NULL, *shapes = NULL;
+    int ok = (cols = PyTuple_New(N_COLS)) != NULL;
+    for (int i = 0; ok && i < N_COLS; i++) {
+        PyObject *b = col_bytes(&r->cols[i]);
+        if (!b) ok = 0;
+        else PyTuple_SET_ITEM(cols, i, b);
+    }
+    ok = ok && (cats = key_list(&r->cats)) && (names = key_list(&r->names)) && (pids = key_list(&r->pids))
+         && (tids = key_list(&r->tids)) && (rest = col_bytes(&r->rest)) && (shapes = shape_list(&r->shapes))
+         && (escaped = PyTuple_New(4));
+    Table *tables[4] = {&r->cats, &r->names, &r->pids, &r->tids};
+    for (int i = 0; ok && i < 4; i++) {
+        PyObject *e = escaped_flags(tables[i]);
+        if (!e) ok = 0;
+        else PyTuple_SET_ITEM(escaped, i, e);
+    }
+    if (!ok) {
+        Py_XDECREF(cols); Py_XDECREF(cats); Py_XDECREF(names); Py_XDECREF(pids); Py_XDECREF(tids);
+        Py_XDECREF(rest); Py_XDECREF(escaped); Py_XDECREF(shapes);
+        return NULL;
+    }
+    return Py_BuildValue("(nnNNNNNNNN)", r->entries, r->xs, cols, cats, names, pids, tids, rest, escaped, shapes);
+}
+
 static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *args) {
     PyObject *obj;
     Py_ssize_t end;
@@ -735,47 +786,44 @@ static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *args) {
     failed = reserve_columns(&r, (size_t)end) || scan_run(&r, (const unsigned char *)view.buf, end);
     Py_END_ALLOW_THREADS
     PyObject *result = NULL;
+    Table *tables[5] = {&r.cats, &r.names, &r.pids, &r.tids, &r.shapes};
+    for (int i = 0; i < 5; i++) {
+        if (tables[i]->longest > longest_probe) longest_probe = tables[i]->longest;
+        if (tables[i]->flooded) { probe_fallbacks++; break; }
+    }
     if (failed) {
         result = Py_NewRef(Py_None);
         goto done;
     }
-    PyObject *cols = PyTuple_New(N_COLS);
-    if (!cols) goto done;
-    for (int i = 0; i < N_COLS; i++) {
-        PyObject *b = col_bytes(&r.cols[i]);
-        if (!b) { Py_DECREF(cols); goto done; }
-        PyTuple_SET_ITEM(cols, i, b);
+    result = run_result(&r);
+    if (!result && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+        PyErr_Clear();
+        result = Py_NewRef(Py_None);   /* invalid UTF-8 in a kept string: msgspec says so */
     }
-    PyObject *cats = key_list(&r.cats), *names = key_list(&r.names);
-    PyObject *pids = key_list(&r.pids), *tids = key_list(&r.tids);
-    PyObject *rest = col_bytes(&r.rest), *shapes = shape_list(&r.shapes);
-    PyObject *escaped = PyTuple_New(4);
-    if (escaped) {
-        Table *tables[4] = {&r.cats, &r.names, &r.pids, &r.tids};
-        for (int i = 0; i < 4; i++) {
-            PyObject *e = escaped_flags(tables[i]);
-            if (!e) { Py_CLEAR(escaped); break; }
-            PyTuple_SET_ITEM(escaped, i, e);
-        }
-    }
-    if (!cats || !names || !pids || !tids || !rest || !escaped || !shapes) {
-        PyObject *err_type, *err_value, *err_tb;
-        PyErr_Fetch(&err_type, &err_value, &err_tb);
-        Py_DECREF(cols); Py_XDECREF(cats); Py_XDECREF(names); Py_XDECREF(pids); Py_XDECREF(tids);
-        Py_XDECREF(rest); Py_XDECREF(escaped); Py_XDECREF(shapes);
-        if (err_type && PyErr_GivenExceptionMatches(err_type, PyExc_UnicodeDecodeError)) {
-            Py_XDECREF(err_type); Py_XDECREF(err_value); Py_XDECREF(err_tb);
-            result = Py_NewRef(Py_None);   /* invalid UTF-8 in a kept string: msgspec says so */
-        } else {
-            PyErr_Restore(err_type, err_value, err_tb);
-        }
-        goto done;
-    }
-    result = Py_BuildValue("(nnNNNNNNNN)", r.entries, r.xs, cols, cats, names, pids, tids, rest, escaped, shapes);
 done:
     run_free(&r);
     PyBuffer_Release(&view);
     return result;
+}
+
+/* stats() -> (runs handed back to msgspec for a lookup past MAX_PROBES, the most slots one lookup
+ * probed): for tests and benchmarks of the hash. */
+static PyObject *stats(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(args)) {
+    return Py_BuildValue("(nn)", probe_fallbacks, (Py_ssize_t)longest_probe);
+}
+
+static PyObject *reset_stats(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(args)) {
+    probe_fallbacks = 0; longest_probe = 0;
+    Py_RETURN_NONE;
+}
+
+/* _hash(bytes) -> the keyed hash of a string key (tests craft collisions with it). */
+static PyObject *py_hash(PyObject *Py_UNUSED(module), PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE)) return NULL;
+    uint64_t h = hash_bytes((const unsigned char *)view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLongLong(h);
 }
 
 static PyMethodDef METHODS[] = {
@@ -783,8 +831,30 @@ static PyMethodDef METHODS[] = {
      "scan(buf, end) -> (entries, xs, columns, cats, names, pids, tids, rest, escaped, shapes) or None.\n\n"
      "buf[:end] is a JSON list of trace events. None when it is not one this scanner reads exactly\n"
      "as the msgspec structs do (the caller then decodes it with msgspec)."},
+    {"stats", stats, METH_NOARGS,
+     "stats() -> (runs handed back to msgspec because a key lookup passed the probe cap, the most\n"
+     "slots one lookup probed), over this process."},
+    {"_reset_stats", reset_stats, METH_NOARGS, "Zero the counts of stats() (tests)."},
+    {"_hash", py_hash, METH_O, "_hash(bytes) -> the scanner's keyed hash of a string key (tests)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_scan", NULL, -1, METHODS};
 
-PyMODINIT_FUNC PyInit__scan(void) { return PyModule_Create(&MODULE); }
+/* The hash keys: 16 bytes of os.urandom, drawn once per process. */
+static int seed_hash(void) {
+    PyObject *os = PyImport_ImportModule("os");
+    if (!os) return -1;
+    PyObject *b = PyObject_CallMethod(os, "urandom", "i", 16);
+    Py_DECREF(os);
+    if (!b) return -1;
+    if (!PyBytes_Check(b) || PyBytes_GET_SIZE(b) != 16) { Py_DECREF(b); PyErr_SetString(PyExc_RuntimeError, "urandom"); return -1; }
+    memcpy(&SEED0, PyBytes_AS_STRING(b), 8);
+    memcpy(&SEED1, PyBytes_AS_STRING(b) + 8, 8);
+    Py_DECREF(b);
+    return 0;
+}
+
+PyMODINIT_FUNC PyInit__scan(void) {
+    if (seed_hash()) return NULL;
+    return PyModule_Create(&MODULE);
+}

@@ -12,7 +12,7 @@ budget and how to raise it; peak memory of a load stays under the budget plus a 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NoReturn
 
@@ -24,6 +24,12 @@ MIN_MEMORY_BUDGET_BYTES = 16_000_000
 """Smallest budget accepted (16 MB): below it not even a small trace loads."""
 MAX_MEMORY_BUDGET_BYTES = 10**15
 """Largest budget accepted (1 PB): anything above is a typo, not a machine."""
+WINDOW_EVENT_BYTES = 60.0
+"""Memory per event that the window's process and the transfer file (``/dev/shm``) hold while the
+helper interpreter loads for the window (:meth:`MemoryBudget.for_window`): the tree's peak grew
+200 B per event, the helper's 140 B (benchmarks/trace_tab_scale.py, 1M and 2M tiny events,
+2026-12-01: tree 0.41 -> 0.61 GB, helper 0.22 -> 0.36 GB). Unseen by the helper's own cost model,
+10^7 tiny events passed a 2 GB budget and the tree peaked at 2.25 GB."""
 HOW_TO_RAISE = ("raise it with the --memory-budget option (e.g. --memory-budget 8GB), or in the window "
                 "with File ▸ Trace memory budget…")
 
@@ -45,6 +51,9 @@ class MemoryBudget:
     """The most memory one load may use, in bytes (validated on creation)."""
 
     limit_bytes: int = DEFAULT_MEMORY_BUDGET_BYTES
+    event_bytes_elsewhere: float = 0.0
+    """Memory per event loaded that other processes of the tree hold (the window, for a load in its
+    helper): counted with the loading process's own in :meth:`check` (``events``)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.limit_bytes, bool) or not isinstance(self.limit_bytes, int):
@@ -65,12 +74,24 @@ class MemoryBudget:
 
     def share(self, parts: int) -> MemoryBudget:
         """The budget of one of ``parts`` loads running at once (never below the minimum)."""
-        return MemoryBudget(max(MIN_MEMORY_BUDGET_BYTES, self.limit_bytes // max(1, parts)))
+        return replace(self, limit_bytes=max(MIN_MEMORY_BUDGET_BYTES, self.limit_bytes // max(1, parts)))
 
-    def check(self, path: Path | str, need_bytes: float, what: str) -> None:
-        """Refuse (:class:`MemoryBudgetError`) when ``need_bytes`` is over the budget."""
-        if need_bytes > self.limit_bytes:
-            self.refuse(path, need_bytes, what)
+    def for_window(self) -> MemoryBudget:
+        """This budget for a load in the window's helper interpreter: the window's share of each
+        event (:data:`WINDOW_EVENT_BYTES`) counts too, so the budget holds for the process tree."""
+        return replace(self, event_bytes_elsewhere=WINDOW_EVENT_BYTES)
+
+    def tree_bytes(self, need_bytes: float, events: int = 0) -> float:
+        """What the process tree needs: the loading process's ``need_bytes`` plus the other
+        processes' share of ``events`` events."""
+        return need_bytes + self.event_bytes_elsewhere * events
+
+    def check(self, path: Path | str, need_bytes: float, what: str, events: int = 0) -> None:
+        """Refuse (:class:`MemoryBudgetError`) when ``need_bytes`` (and the other processes' share
+        of ``events``) is over the budget."""
+        total = self.tree_bytes(need_bytes, events)
+        if total > self.limit_bytes:
+            self.refuse(path, total, what)
 
     def refuse(self, path: Path | str, need_bytes: float, what: str) -> NoReturn:
         raise MemoryBudgetError(

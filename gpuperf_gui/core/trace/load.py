@@ -90,7 +90,9 @@ def discover_files(paths: Iterable[Path | str]) -> list[Path]:
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            found = sorted(f for f in p.iterdir() if f.is_file() and _looks_like_trace(f))
+            # Named like a trace but not a regular file (a FIFO, a folder, a dangling link): kept, so
+            # that opening it fails and the load notes it as it notes a broken rank, never drops it.
+            found = sorted(f for f in p.iterdir() if _looks_like_trace(f))
             if not found:
                 raise TraceFormatError(f"{p}: folder holds no .json or .json.gz trace files")
             files.extend(found)
@@ -176,8 +178,8 @@ def plan_workers(files: Sequence[Path], budget: MemoryBudget, workers: int | Non
     wanted = max(1, min(wanted, n))
     largest = max((text_size_hint(f) for f in files), default=0)
     events = largest // stream_decode.TYPICAL_EVENT_BYTES
-    need = (stream_decode.streamed_load_bytes(events, 0, 0) if stream_decode.ENABLED
-            else estimated_load_bytes(largest, events))
+    need = budget.tree_bytes(stream_decode.streamed_load_bytes(events, 0, 0) if stream_decode.ENABLED
+                             else estimated_load_bytes(largest, events), events)
     fits = int(budget.limit_bytes // need) if need > 0 else wanted
     n_workers = max(1, min(wanted, fits))
     return n_workers, budget.share(n_workers)

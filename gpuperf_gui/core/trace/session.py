@@ -31,6 +31,7 @@ from ..units import format_duration_us, format_si
 from . import figures
 from .analysis import RankAnalysis
 from .api import Progress, RankResult, TraceResult
+from .budget import MemoryBudget
 from .figures import TraceMfuFigures
 from .lanes import (
     DEFAULT_IDLE_THRESHOLD_US,
@@ -360,8 +361,9 @@ def iter_loaded_trace(paths: Sequence[Path | str], idle_threshold_us: float, sto
         isolate = os.environ.get("GPUPERF_TRACE_INPROCESS", "") != "1"
     stats: dict[str, float] = {}
     args = ([str(p) for p in paths], idle_threshold_us)
-    if isolate:
-        items = iter_in_child(BUILDER, args, {"memory_budget": memory_budget}, stop=stop, grace_s=0.0, ahead=True,
+    if isolate:  # the budget counts the window's share of each event too (budget.WINDOW_EVENT_BYTES)
+        tree_budget = MemoryBudget.of(memory_budget).for_window()
+        items = iter_in_child(BUILDER, args, {"memory_budget": tree_budget}, stop=stop, grace_s=0.0, ahead=True,
                               nice=HELPER_NICE, stats=stats)
     else:
         items = iter_built_trace(*args, stop, memory_budget=memory_budget)
@@ -392,7 +394,7 @@ def load_trace(paths: Sequence[Path | str], idle_threshold_us: float = DEFAULT_I
 
 
 def iter_built_trace(paths: Sequence[str], idle_threshold_us: float, stop: threading.Event | None = None,
-                     memory_budget: int | None = None) -> Iterator[LoadProgress | LoadedTrace | RooflineUpdate]:
+                     memory_budget: MemoryBudget | int | None = None) -> Iterator[LoadProgress | LoadedTrace | RooflineUpdate]:
     """Load, analyse and build: progress, one :class:`LoadedTrace` (nothing if stopped), then its
     :class:`RooflineUpdate` (the FLOP counts of a big trace's ops take a while to find: the lanes
     are shown meanwhile). The helper interpreter's target (:func:`iter_loaded_trace`)."""
@@ -464,7 +466,7 @@ def _one_file(paths: Sequence[str]) -> Path | None:
         return None
 
 
-def _iter_lanes_first(path: Path, idle_threshold_us: float, stop: threading.Event, memory_budget: int | None
+def _iter_lanes_first(path: Path, idle_threshold_us: float, stop: threading.Event, memory_budget: MemoryBudget | int | None
                       ) -> Iterator[LoadProgress | LoadedTrace | AnalysisUpdate | RooflineUpdate]:
     """One file: load it, send its lanes (:class:`LoadedTrace` with ``analysis_pending``), then
     analyse the rank the tab already shows (:class:`AnalysisUpdate`) and place its ops on the

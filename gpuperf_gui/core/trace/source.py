@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator
 
+from ..regular_files import UnusableStateFile, open_regular
 from .budget import MemoryBudget, format_bytes
 from .model import TraceFormatError
 
@@ -43,28 +43,14 @@ def open_regular_file(path: Path) -> BinaryIO:
     Opened non-blocking, so a named pipe without a writer cannot block the open; ``fstat`` on the
     open descriptor decides (no race with a file replaced between a check and the open).
     """
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
     try:
-        fd = os.open(path, flags)
+        return open_regular(path, max_bytes=None)  # the check every state file gets (regular_files)
+    except UnusableStateFile as exc:
+        raise TraceFormatError(f"{path}: {exc.strerror}: only trace files are read") from None
     except OSError as exc:
+        if os.path.islink(path) and not os.path.exists(path):
+            raise TraceFormatError(f"{path}: a link to {os.readlink(path)}, which does not exist") from None
         raise TraceFormatError(f"{path}: cannot open: {exc.strerror or exc}") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise TraceFormatError(f"{path}: {_kind_of(mode)}, not a regular file: only trace files are read")
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def _kind_of(mode: int) -> str:
-    for test, kind in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return kind
-    return "a special file"
 
 
 class EventCounter:
@@ -180,11 +166,8 @@ def text_size_hint(path: Path) -> int:
     """Bytes of JSON text a file probably holds (a gzip member records its size modulo 4 GiB; a
     recorded size below the compressed one is taken as 10x the compressed size)."""
     try:
-        st = path.stat()
-        size = st.st_size
-        if not stat.S_ISREG(st.st_mode):
-            return 0  # refused when it is opened; never open a pipe here
-        with path.open("rb") as fh:
+        with open_regular(path, max_bytes=None) as fh:  # a pipe is refused when it is opened, later
+            size = os.fstat(fh.fileno()).st_size
             if fh.read(2) != GZIP_MAGIC or size < 18:
                 return size
             fh.seek(-4, os.SEEK_END)
@@ -227,7 +210,7 @@ def read_trace_text(path: Path, budget: MemoryBudget, cost: LoadCost, max_bytes:
             data += chunk  # grows in place (realloc), so no second copy of the text
             counter.feed(chunk)
             _check_max(path, len(data), max_bytes, stream.compressed)
-            budget.check(path, cost(len(data), counter.events),
+            budget.check(path, cost(len(data), counter.events), events=counter.events, what=
                          f"loading this trace ({format_bytes(len(data))} of JSON "
                          f"{'decompressed so far' if stream.compressed else 'read so far'}, "
                          f"at least {counter.events:,} events)")

@@ -258,13 +258,13 @@ def _check_budget(path: Path, budget: MemoryBudget, splitter: _Splitter, total_b
     in_flight = total_bytes - decoded_bytes + splitter.workers_bytes
     if file_bytes and decoded_bytes:
         projected = int(events * file_bytes / decoded_bytes)
-        need = streamed_load_bytes(projected, in_flight, splitter.structs_in_flight)
+        need = budget.tree_bytes(streamed_load_bytes(projected, in_flight, splitter.structs_in_flight), projected)
         if need > budget.limit_bytes:
             budget.refuse(path, need, f"loading this {format_bytes(file_bytes)} file (about "
                           f"{projected:,} events, projected from the {format_bytes(decoded_bytes)} decoded)")
         return
     need = streamed_load_bytes(events, in_flight, splitter.structs_in_flight)
-    budget.check(path, need, f"loading this trace ({format_bytes(total_bytes)} of JSON so far, "
+    budget.check(path, need, events=events, what=f"loading this trace ({format_bytes(total_bytes)} of JSON so far, "
                  f"{events:,} events decoded)")
 
 
@@ -482,10 +482,13 @@ def decode_into(columns: EventColumns, buf: bytearray, end: int) -> tuple[int, i
     """Decode ``buf[:end]`` (a JSON list of events) into ``columns``: by the C scanner where it
     reads the run (:mod:`.scan`), else by msgspec. Returns ``(entries, events kept as structs,
     structs decoded)``; raises msgspec's errors when the run does not decode."""
-    run = scan_run(buf, end)
-    if run is not None:
-        return add_scanned(columns, run)
-    events = _CHUNK_DECODER.decode(memoryview(buf)[:end])
+    try:
+        run = scan_run(buf, end)
+        if run is not None:
+            return add_scanned(columns, run)
+        events = _CHUNK_DECODER.decode(memoryview(buf)[:end])
+    except RecursionError:  # a value nested ~1000 deep: the whole-file path says "nested too deeply"
+        raise NotStreamable("JSON nested too deeply") from None
     return len(events), add_events(columns, events), len(events)
 
 
