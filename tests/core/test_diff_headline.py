@@ -36,6 +36,10 @@ def _real(before: str, after: str) -> float:
     return _meta(before)["unprofiled_step_time_s"] / _meta(after)["unprofiled_step_time_s"]
 
 
+HELD_OUT = {"decode_cudagraph", "item_per_microbatch"}
+"""tests/data/h200 runs 5-6 (SOURCES.md), recorded after PROFILER_STRETCH was set from runs 2-4."""
+
+
 @pytest.mark.slow
 def test_profiler_stretch_is_what_the_h200_scenarios_measure() -> None:
     got: dict[str, list[float]] = {"gpu_bound": [], "host_bound": []}
@@ -48,6 +52,10 @@ def test_profiler_stretch_is_what_the_h200_scenarios_measure() -> None:
         r = analyse_paths([trace]).ranks[0]
         step = statistics.median(s.duration_s for s in r.analysis.steps if not s.warmup)
         key = "gpu_bound" if r.analysis.gpu_busy_fraction >= GPU_BOUND_BUSY_MIN else "host_bound"
+        if name in HELD_OUT:   # recorded after the range was set: each must fall inside it
+            lo, hi = PROFILER_STRETCH[key]
+            assert lo <= step / unprofiled <= hi, (name, key, step / unprofiled)
+            continue
         got[key].append(step / unprofiled)
         times = m["unprofiled_step_times_s"]
         spread[key].append((max(times) - min(times)) / statistics.median(times))
