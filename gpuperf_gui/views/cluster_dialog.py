@@ -13,6 +13,8 @@ rank) loads only that rank's file in the Trace tab.
 
 from __future__ import annotations
 
+import html
+
 import threading
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
@@ -50,6 +52,7 @@ from gpuperf_gui.core.trace.cluster import (
 from gpuperf_gui.core.trace.trace import iter_job_overview
 from gpuperf_gui.views.trace_heatmap import RankLanePreview, RankStepHeatmap
 from gpuperf_gui.views.workers import TaskRunner
+from gpuperf_gui.views.trace_panels import verdict_words
 
 DEFAULT_ADDRESS = "local:2"
 _SETTINGS_KEY = "cluster/address"
@@ -226,7 +229,9 @@ class ClusterJobWindow(QWidget):
             if d.signature == "straggler" else ""
         evidence = "".join(f"<li>{e}</li>" for e in d.evidence[:4])
         notes = "".join(f"<li style='color:#666'>{n}</li>" for n in result.notes[:5])
-        self.verdict.setText(f"<b>Diagnosis: {d.signature}</b> (confidence {d.confidence:.2f}){late}"
+        words = verdict_words(d.signature, d.confidence, getattr(d, "close_call", None) or ())
+        self.verdict.setText(f"<b>Diagnosis: {html.escape(words)}</b> <span style='color:#666'>(signature "
+                             f"<code>{d.signature}</code> · the % is the confidence)</span>{late}"
                              f"<ul>{evidence}{notes}</ul>Fix to try first: {d.fix}")
         self.heatmap.set_overview(result.overview(), d.signature)
         self._fill_table(result)

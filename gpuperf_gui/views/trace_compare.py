@@ -256,6 +256,14 @@ class TraceCompare(QWidget):
             return
         files = loaded.files
         self.before_edit.setText(str(Path(files[0]).parent) if len(files) > 1 else files[0])
+        self.before_from_open_trace = self.before_edit.text()
+
+    def follow_open_trace(self) -> None:
+        """A trace opened in the tab: "Before" becomes it, unless the user chose another "Before"
+        (typed, browsed or compared): an earlier trace's path never stays there unasked."""
+        typed = self.before_edit.text().strip()
+        if not typed or typed == getattr(self, "before_from_open_trace", None):
+            self.use_open_trace()
 
     def compare_paths(self, before: list[Path], after: list[Path]) -> None:
         """Load both traces in a worker and show their comparison (a running one is replaced)."""

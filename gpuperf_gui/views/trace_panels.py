@@ -50,6 +50,14 @@ SIGNATURE_COLOURS = {
 signature has a colour)."""
 SIGNATURE_TEXT = {name: (sig.label, SIGNATURE_COLOURS.get(name, "#333")) for name, sig in REGISTRY.items()}
 
+
+def verdict_words(signature: str, confidence: float | None, close_call: Sequence[str] = ()) -> str:
+    """One wording of a verdict everywhere it is shown (the Trace tab, the job overview):
+    "Communication-bound, 100 %", or both causes of a close call ("… ~ …, 29 %")."""
+    names = close_call or (signature,)
+    title = " ~ ".join(SIGNATURE_TEXT.get(s, (s, ""))[0] for s in names)
+    return title if confidence is None else f"{title}, {100 * confidence:.0f} %"
+
 _CSS = """
 <style>
 body { font-size: 9pt; }
@@ -336,12 +344,11 @@ class DiagnosisPanel(QTextBrowser):
 def diagnosis_html(d: DiagnosisView) -> str:
     parts = []
     if d.signature:
-        title, color = SIGNATURE_TEXT.get(d.signature, (d.signature, "#333"))
-        if d.close_call:   # a close call: the headline names both causes
-            title = " ~ ".join(SIGNATURE_TEXT.get(s, (s, ""))[0] for s in d.close_call)
-        conf = f" <span class='muted'>confidence {d.confidence:.0%}</span>" if d.confidence is not None else ""
+        _title, color = SIGNATURE_TEXT.get(d.signature, (d.signature, "#333"))
+        # the headline names both causes of a close call; the confidence beside it, as everywhere
+        title = verdict_words(d.signature, d.confidence, d.close_call or ())
         parts.append(f"<h2 style='color:{color}'>{_esc(title)}</h2>"
-                     f"<div class='muted'>signature <code>{_esc(d.signature)}</code>{conf}</div>")
+                     f"<div class='muted'>signature <code>{_esc(d.signature)}</code> · the % is the confidence</div>")
     else:
         parts.append("<h2>No diagnosis</h2>")
     if d.stragglers:

@@ -563,7 +563,10 @@ class TraceTab(QWidget):
     def _show_timeline(self) -> None:
         loaded = self.loaded
         self._clear_search()                  # the old trace's matches index the old lanes
+        self.search_edit.clear()              # nor its query, its selected range or their panels
         self._selected_range = None
+        self.timeline.view_box.selection.hide()
+        self._clear_panels()
         self.timeline.set_lanes(loaded.ranks, loaded.lanes, self._palette, loaded.full_range_us,
                                 loaded.full_range_us[0])
 
@@ -608,8 +611,8 @@ class TraceTab(QWidget):
         loaded = self.loaded
         self.overview.set_trace(loaded)
         self._update_roof()
-        if self.compare is not None and not self.compare.before_edit.text().strip():
-            self.compare.use_open_trace()        # the open trace is the natural "before"
+        if self.compare is not None:
+            self.compare.follow_open_trace()     # the open trace is the natural "before"
         self.heatmap.set_overview(loaded.overview if len(loaded.model.ranks) > 1 else None,
                                   loaded.diagnosis.signature if loaded.diagnosis else None)
         self.rank_combo.clear()

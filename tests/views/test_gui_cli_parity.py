@@ -115,7 +115,7 @@ def test_trace_diagnosis_panel_equals_gpuperf_diagnose_json(qtbot, trace_tab, sh
     (rank,) = cli["ranks"]
     signature = cli["diagnosis"]["signature"]
     assert signature == LABELS[name]
-    assert f"signature {signature} confidence {100 * cli['diagnosis']['confidence']:.0f}%" in text
+    assert f"signature {signature} ·" in text and f", {100 * cli['diagnosis']['confidence']:.0f} %\n" in text
     assert float(_panel_figure(text, "GPU busy").rstrip(" %")) == round(100 * rank["gpu_busy_fraction"], 1)
     assert float(_panel_figure(text, "compute busy").rstrip(" %")) == round(100 * rank["compute_busy_fraction"], 1)
     step_ms = float(_panel_figure(text, "step time (median)").removesuffix(" ms"))

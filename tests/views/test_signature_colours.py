@@ -30,4 +30,4 @@ def test_a_close_call_headline_names_both_labels() -> None:
 
     d = DiagnosisView("comm_bound", 0.29, ["close call: ..."], "fix", [], [], [],
                       close_call=["comm_bound", "launch_bound"])
-    assert f"{REGISTRY['comm_bound'].label} ~ {REGISTRY['launch_bound'].label}</h2>" in diagnosis_html(d)
+    assert f"{REGISTRY['comm_bound'].label} ~ {REGISTRY['launch_bound'].label}, 29 %</h2>" in diagnosis_html(d)
