@@ -455,8 +455,9 @@ def _ranks_table_html(ranks: list[dict], late: list[int], lag_us: dict[int, floa
             f"<td class=num>{format_percent(idle.get('host_wait'))}</td>"
             f"<td class=num>{format_duration_us(lag) if lag is not None else '–'}</td></tr>")
     return (f"<h3>Ranks</h3><table>{head}{''.join(rows)}</table>"
-            "<p class='muted'>exp. comm: communication the GPU's compute waits for, on GPU streams "
-            "(NCCL) or in host-side collectives (gloo), whichever is larger · host wait: share of the compute stream's idle time spent waiting for "
+            "<p class='muted'>comm wait: compute idle waiting on communication, GPU collectives (NCCL) "
+            "or host-side ones (gloo), share of the step (the diagnosis's figure) · host wait (HTA's "
+            "split): share of the compute stream's idle time spent waiting for "
             "the CPU to launch · coll. lag: how much later than the median rank this rank's "
             "collectives start (median over collectives)</p>")
 
