@@ -26,7 +26,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE = ROOT / "tests/data/h200/eager_small.json.gz"
 LEVELS = (1, 10, 100, 1_000, 10_000, 100_000)
 """The visible span at each zoom level: the whole trace over this."""
 PANS, ZOOMS = 6, 2
@@ -36,15 +35,11 @@ SETTLE_S = 0.08
 
 
 def make_input(folder: Path, millions: int) -> Path:
-    from gpuperf_gui.core.trace.tile import repeat_events
+    """The tiled real trace of ``millions`` M events that trace_tab_scale.py also opens (made once)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from trace_tab_scale import make_input as make_tiled
 
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"e{millions}M.json"
-    if not path.exists():
-        tmp = path.with_suffix(".part")
-        repeat_events(SOURCE, tmp, millions * 1_000_000)
-        tmp.rename(path)
-    return path
+    return make_tiled(folder, millions)
 
 
 def _frame(app, timeline, change) -> tuple[float, float, float]:  # noqa: ANN001

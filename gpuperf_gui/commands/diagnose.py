@@ -12,7 +12,7 @@ from gpuperf_gui.core.units import parse_bytes
 from gpuperf_gui.core.trace.decode import DEFAULT_MAX_BYTES
 from gpuperf_gui.core.trace.diagnose import SIGNATURES
 from gpuperf_gui.core.trace.load import MANY_RANKS, discover_files
-from gpuperf_gui.core.trace.model import TraceFormatError
+from gpuperf_gui.core.trace.model import ClusterError, TraceFormatError
 from gpuperf_gui.core.trace.trace import Trace
 
 
@@ -55,11 +55,6 @@ def run(args: argparse.Namespace) -> int:
         budget = MemoryBudget(parse_bytes(args.memory_budget)) if args.memory_budget else None
     except ValueError as exc:
         return fail(f"--memory-budget: {exc}")
-    cluster_errors: tuple[type[Exception], ...] = ()
-    if args.dask_scheduler:   # only a Dask run raises it (the engine is not imported otherwise)
-        from gpuperf_gui.core.trace.cluster import ClusterError
-
-        cluster_errors = (ClusterError,)
     # more rank files than the window shows as lanes: compact per-rank results, as its job overview and
     # Dask give (the parent never holds every rank's events; no what-if, which walks them all together)
     compact = len(discover_files(args.paths)) > MANY_RANKS
@@ -67,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
                   workers=args.workers, memory_budget=budget, top=args.top)
     try:
         result = trace.result()
-    except cluster_errors as exc:
+    except ClusterError as exc:
         return fail(f"--dask-scheduler: {exc}")
     except TraceFormatError as exc:
         return fail(str(exc))

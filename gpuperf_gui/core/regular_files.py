@@ -31,7 +31,8 @@ def kind_of(mode: int) -> str:
     return "a special file"
 
 
-def _problem(st: os.stat_result, max_bytes: int | None) -> str | None:
+def regular_file_problem(st: os.stat_result, max_bytes: int | None) -> str | None:
+    """What makes a file of this ``stat`` unusable (not a regular file, over ``max_bytes``), or None."""
     if not stat.S_ISREG(st.st_mode):
         return f"{kind_of(st.st_mode)}, not a regular file"
     if max_bytes is not None and st.st_size > max_bytes:
@@ -47,7 +48,7 @@ def open_regular(path: Path | str, max_bytes: int | None = MAX_STATE_FILE_BYTES)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
     fd = os.open(path, flags)
     try:
-        problem = _problem(os.fstat(fd), max_bytes)
+        problem = regular_file_problem(os.fstat(fd), max_bytes)
         if problem is not None:
             raise UnusableStateFile(path, problem)
         return os.fdopen(fd, "rb")

@@ -23,8 +23,8 @@ try:
 except ImportError:  # pragma: no cover - Windows: saves are not locked there
     fcntl = None
 
-from .regular_files import (MAX_STATE_FILE_BYTES, UnusableStateFile, _problem, kind_of,  # noqa: F401
-                            open_regular)
+# open_regular is re-exported: the run files (bench.results) are opened through here too
+from .regular_files import MAX_STATE_FILE_BYTES, UnusableStateFile, open_regular, regular_file_problem  # noqa: F401
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -50,7 +50,7 @@ def state_file_problem(path: Path | str, max_bytes: int | None = MAX_STATE_FILE_
     """For a file another library opens itself (Qt's settings file): what makes it unusable, from
     ``stat`` (following links), or None (usable, or absent)."""
     try:
-        return _problem(os.stat(path), max_bytes)
+        return regular_file_problem(os.stat(path), max_bytes)
     except OSError:
         return None
 

@@ -19,7 +19,6 @@ Public API (used by the main window)::
 
 from __future__ import annotations
 
-from dataclasses import replace
 import importlib.resources
 import re
 import tempfile

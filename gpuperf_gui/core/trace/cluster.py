@@ -49,7 +49,7 @@ from .stragglers import RankCollectives
 from .load import MANY_RANKS  # noqa: F401 (the views and tests read it here)
 from .load import (FileFailure, _failure, dedupe_ranks, discover_files, failure_notes, iter_per_file, load_rank,
                    plan_workers)
-from .model import RankTrace
+from .model import ClusterError, RankTrace  # noqa: F401 (ClusterError: raised here, caught through here too)
 from .source import text_size_hint
 from .op_points import op_table_and_points
 from .optable import OpRow
@@ -64,10 +64,6 @@ _POLL_S = 0.2
 _LOCAL_RE = re.compile(r"^local(?::(\d+))?$")
 LOCAL_POOL = "local-pool"
 """The ``address`` of :func:`iter_compact_analyse` that means the local process pool (no Dask)."""
-
-
-class ClusterError(RuntimeError):
-    """Dask is not installed, the address is not valid, or the scheduler cannot be reached."""
 
 
 # -- the compact per-rank result ---------------------------------------------------------------------

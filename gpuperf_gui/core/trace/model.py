@@ -48,6 +48,11 @@ class TraceFormatError(ValueError):
     """The file is not a trace we can read. The message names the file and the reason."""
 
 
+class ClusterError(RuntimeError):
+    """Dask is not installed, the address is not valid, or the scheduler cannot be reached
+    (:mod:`.cluster` raises it; here so a caller catches it without importing the engine)."""
+
+
 class NotATraceError(TraceFormatError):
     """The file is valid JSON but not a trace (a config, a ``meta.json`` beside the rank traces)."""
 
