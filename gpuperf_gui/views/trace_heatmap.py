@@ -195,7 +195,11 @@ class RankStepHeatmap(QWidget):
 
     def resizeEvent(self, event) -> None:  # noqa: N802, ANN001 (Qt override)
         super().resizeEvent(event)
-        if self.ranks:
+        if not self.ranks:
+            return
+        if np.array_equal(self._display_rows(), self.display_rows):
+            self._set_row_ticks()
+        else:
             self._draw()   # the late rows' repeat depends on the height
 
     def _label_cells(self) -> None:

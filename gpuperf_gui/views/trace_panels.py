@@ -431,9 +431,6 @@ def _comm_wait(r: dict) -> float | None:
     return causes.get("communication")
 
 
-_exposed_comm = _comm_wait  # the ranks table's column (tests and older callers use this name)
-
-
 def _ranks_table_html(ranks: list[dict], late: list[int], lag_us: dict[int, float]) -> str:
     """Per-rank figures, the late ranks first and marked, with their collective lag."""
     head = ("<tr><th>rank</th><th>step time</th><th>GPU busy</th><th>comm wait</th>"
@@ -451,7 +448,7 @@ def _ranks_table_html(ranks: list[dict], late: list[int], lag_us: dict[int, floa
             f"<tr{style}><td>{r.get('rank')}{mark}</td>"
             f"<td class=num>{format_duration_us(r['step_median_us']) if r.get('step_median_us') else '–'}</td>"
             f"<td class=num>{format_percent(r.get('gpu_busy_fraction'))}</td>"
-            f"<td class=num>{format_percent(_exposed_comm(r))}</td>"
+            f"<td class=num>{format_percent(_comm_wait(r))}</td>"
             f"<td class=num>{format_percent(idle.get('host_wait'))}</td>"
             f"<td class=num>{format_duration_us(lag) if lag is not None else '–'}</td></tr>")
     return (f"<h3>Ranks</h3><table>{head}{''.join(rows)}</table>"

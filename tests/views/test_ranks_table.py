@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gpuperf_gui.core.trace.api import analyse_paths
-from gpuperf_gui.views.trace_panels import _exposed_comm, _ranks_table_html
+from gpuperf_gui.views.trace_panels import _comm_wait, _ranks_table_html
 
 H200 = Path(__file__).resolve().parents[1] / "data" / "h200"
 
@@ -20,6 +20,6 @@ def test_gloo_ranks_show_the_exposed_communication_of_the_recording() -> None:
     ranks = analyse_paths([H200 / "ddp_straggler_gloo"]).to_json()["ranks"]
     rank0 = next(r for r in ranks if r["rank"] == 0)
     assert rank0["comm_exposed_fraction"] == pytest.approx(0.0, abs=0.01)   # no NCCL kernels
-    assert _exposed_comm(rank0) == pytest.approx(meta["expected"]["comm_exposed_fraction_rank0"], abs=0.05)
+    assert _comm_wait(rank0) == pytest.approx(meta["expected"]["comm_exposed_fraction_rank0"], abs=0.05)
     html = _ranks_table_html(ranks, late=[1], lag_us={1: 40.1e3})
-    assert f"{100 * _exposed_comm(rank0):.1f} %" in html
+    assert f"{100 * _comm_wait(rank0):.1f} %" in html

@@ -136,9 +136,14 @@ def _analyse_one(path: Path, *, max_bytes: int | None, order_index: int,
     op table and roofline points (found together: they share the op nesting). All read the rank's
     own clock, before :meth:`TraceModel.aligned` shifts it."""
     rt = load_rank(path, max_bytes=max_bytes, order_index=order_index, memory_budget=memory_budget)
-    analysis = attach_kernels(rt, analyse_rank(rt))
-    ops, points = op_table_and_points(rt)
-    return rt, analysis, ops, points
+    return (rt, *analyse_loaded_rank(rt))
+
+
+def analyse_loaded_rank(rt: RankTrace) -> tuple[RankAnalysis, list[OpRow], list[OpPoint]]:
+    """What every engine finds of a loaded rank (the local pool, Dask's compact summaries, a model
+    whose lanes were loaded first): its analysis with its kernels' precision and roofs, its op table
+    and its roofline points."""
+    return (attach_kernels(rt, analyse_rank(rt)), *op_table_and_points(rt))
 
 
 def iter_load_and_analyse(paths: Sequence[Path | str], stop: threading.Event | None = None, *,

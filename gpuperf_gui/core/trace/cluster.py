@@ -39,8 +39,8 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from . import intervals as iv
-from .analysis import RankAnalysis, analyse_rank
-from .api import (MultiRankSummary, Progress, job_json, multi_rank_summary, rank_collectives,
+from .analysis import RankAnalysis
+from .api import (MultiRankSummary, Progress, analyse_loaded_rank, job_json, multi_rank_summary, rank_collectives,
                   rank_collectives_by_step, rank_json)
 from .budget import MemoryBudget
 from .decode import DEFAULT_MAX_BYTES
@@ -51,9 +51,7 @@ from .load import (FileFailure, _failure, dedupe_ranks, discover_files, failure_
                    plan_workers)
 from .model import ClusterError, RankTrace  # noqa: F401 (ClusterError: raised here, caught through here too)
 from .source import text_size_hint
-from .op_points import op_table_and_points
 from .optable import OpRow
-from .kernel_roof import attach_kernels
 from .overview import Overview, RankOverview, rank_overview, step_breakdown
 
 LANE_BINS = 256
@@ -133,8 +131,7 @@ def summarize_rank(path: str, order_index: int, *, max_bytes: int | None = DEFAU
 
 
 def _summary(rt: RankTrace, order_index: int, top: int, with_overview: bool, lane_bins: int) -> RankSummary:
-    analysis = attach_kernels(rt, analyse_rank(rt))
-    ops, points = op_table_and_points(rt)   # the points from the table's rows: one nesting search
+    analysis, ops, points = analyse_loaded_rank(rt)
     starts, durations, has_comm = _collective_raw(rt)
     ov = None
     if with_overview:

@@ -25,15 +25,13 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Sequence
 
-from .analysis import RankAnalysis, analyse_rank
-from .api import Progress, RankResult, TraceResult, assemble_job, iter_load_and_analyse
+from .analysis import RankAnalysis
+from .api import Progress, RankResult, TraceResult, analyse_loaded_rank, assemble_job, iter_load_and_analyse
 from .budget import MemoryBudget
-from .kernel_roof import attach_kernels
 from .decode import DEFAULT_MAX_BYTES
 from .diagnose import Diagnosis
 from .load import load_rank, plan_workers
 from .model import TraceFormatError, TraceModel
-from .op_points import op_table_and_points
 from .optable import OpRow
 
 if TYPE_CHECKING:   # the Dask/compact engine, the helper process and the lane queries load on first use:
@@ -141,8 +139,7 @@ class Trace:
         is kept): what :func:`.api.iter_load_and_analyse` gives for that file."""
         if len(model.ranks) != 1:
             raise ValueError("a loaded model is analysed here when it has one rank")
-        result = assemble_job([(rt, attach_kernels(rt, analyse_rank(rt)), *op_table_and_points(rt))
-                               for rt in model.ranks])
+        result = assemble_job([(rt, *analyse_loaded_rank(rt)) for rt in model.ranks])
         result.model = model   # the same rank, in the model the tab holds (its notes)
         return result
 
