@@ -48,6 +48,10 @@ SCENARIOS = (
     "decode_cudagraph", "item_per_microbatch", "item_none", "mlp_eager", "mlp_cudagraph",
     "elementwise_eager", "elementwise_compiled", "ddp_healthy_gloo", "decode_eager", "ddp_item_gloo",
     "pipeline_8mb_gloo", "ddp_item",
+    # held-out before/after pairs (issue 25): the pairs' kinds at other sizes, recorded once, never tuned on
+    "heldout_loader0", "heldout_loader4", "heldout_mlp_eager", "heldout_mlp_cudagraph", "heldout_item_each",
+    "heldout_item_none", "heldout_elementwise_eager", "heldout_elementwise_compiled", "heldout_late_rank0_gloo",
+    "heldout_ontime_gloo",
 )
 
 
@@ -335,14 +339,14 @@ def _cpu_heavy_dataset(ctx: Ctx, cfg: dict, item_s: float):
     return TokenDataset(calibrate_cpu_work(item_s))
 
 
-def _loader_scenario(ctx: Ctx, name: str, workers: int) -> dict:
+def _loader_scenario(ctx: Ctx, name: str, workers: int, host_factor: float = 1.2) -> dict:
     import torch
     from torch.utils.data import DataLoader
 
     cfg, model, opt = _gpt_mid(ctx)
     gpu_s = _gpu_only_step_time(ctx, cfg, model, opt)
-    # host time per batch = 1.2 x the GPU's step: starved at 0 workers, fed at 8.
-    ds = _cpu_heavy_dataset(ctx, cfg, 1.2 * gpu_s / cfg["batch"])
+    # host time per batch = host_factor x the GPU's step: starved at 0 workers, fed with enough of them.
+    ds = _cpu_heavy_dataset(ctx, cfg, host_factor * gpu_s / cfg["batch"])
     kw: dict = dict(batch_size=cfg["batch"], num_workers=workers, pin_memory=ctx.cuda)
     if workers:
         kw.update(prefetch_factor=4, persistent_workers=True)
@@ -358,13 +362,13 @@ def _loader_scenario(ctx: Ctx, name: str, workers: int) -> dict:
     fed = workers > 0
     return dict(prof=prof, what=f"GPT (bf16, fused AdamW) fed by DataLoader(num_workers={workers}"
                 + (", pin_memory, prefetch_factor=4, persistent_workers" if fed else "")
-                + ") whose __getitem__ does plain-Python CPU work; host time per batch = 1.2 x GPU step",
+                + f") whose __getitem__ does plain-Python CPU work; host time per batch = {host_factor} x GPU step",
                 model=cfg, n_params=n_params(model), tokens_per_step=cfg["batch"] * cfg["seq"],
                 num_workers=workers, unprofiled=unprof, profiled=prof_times,
                 expected_signature="healthy" if fed else "data_starved",
                 expected={"gpu_idle_fraction": 1 - gpu_s / median(unprof),
                           "gpu_step_s_with_device_batches": gpu_s,
-                          "host_s_per_batch_one_process": 1.2 * gpu_s,
+                          "host_s_per_batch_one_process": host_factor * gpu_s,
                           "how": "idle = 1 - (synced step time with batches already on the GPU) / "
                                  "(unprofiled step time fed by the DataLoader)"})
 
@@ -750,13 +754,13 @@ def sc_decode_eager(ctx: Ctx, name: str) -> dict:
     return _decode(ctx, name, graphed=False)
 
 
-def _deep_mlp(ctx: Ctx, name: str, graphed: bool) -> dict:
+def _deep_mlp(ctx: Ctx, name: str, graphed: bool, shape: tuple[int, int, int, int] = (256, 48, 32, 8)) -> dict:
     """A deep small MLP (48 x Linear(256,256)+ReLU, batch 32, fp32), 8 forwards per step: eager is
     launch-bound; the same forwards replayed as one CUDA graph each."""
     import torch
     import torch.nn as nn
 
-    width, layers, rows, fwd = (32, 4, 8, 2) if ctx.dry else (256, 48, 32, 8)
+    width, layers, rows, fwd = (32, 4, 8, 2) if ctx.dry else shape
     torch.manual_seed(0)
     mods: list = []
     for _ in range(layers):
@@ -803,7 +807,7 @@ def sc_mlp_cudagraph(ctx: Ctx, name: str) -> dict:
     return _deep_mlp(ctx, name, graphed=True)
 
 
-def _micro_batch_loop(ctx: Ctx, name: str, item_each: bool) -> dict:
+def _micro_batch_loop(ctx: Ctx, name: str, item_each: bool, micro: int = 4, host_factor: float = 0.8) -> dict:
     """GPT (bf16) with 4 micro-batches of gradient accumulation per step; after each micro-batch Python
     metric work (an LCG, ~0.8 x the micro-batch's GPU time) that launches nothing. `item_each`: the loss
     is read with .item() before that work (the host waits for the GPU, then the GPU waits for the host);
@@ -813,7 +817,6 @@ def _micro_batch_loop(ctx: Ctx, name: str, item_each: bool) -> dict:
     # d=2048 x 2 layers, 16 x 512 tokens: ~10 ms of GEMMs per micro-batch against ~1 ms of launches
     cfg = dict(vocab=512, d=64, layers=1, heads=2, seq=16, batch=2) if ctx.dry else \
         dict(vocab=8192, d=2048, layers=2, heads=16, seq=512, batch=16)
-    micro = 4
     torch.manual_seed(0)
     model = make_gpt(cfg["vocab"], cfg["d"], cfg["layers"], cfg["heads"], cfg["seq"]).to(ctx.dev())
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=ctx.cuda)
@@ -827,7 +830,7 @@ def _micro_batch_loop(ctx: Ctx, name: str, item_each: bool) -> dict:
         return loss
 
     mb_gpu_s = median(time_steps(fwd_bwd, ctx.cuda, n=10, warm=3))
-    n_iter = calibrate_cpu_work(0.8 * mb_gpu_s)
+    n_iter = calibrate_cpu_work(host_factor * mb_gpu_s)
     metric: list[float] = []
 
     def step() -> float:
@@ -845,10 +848,10 @@ def _micro_batch_loop(ctx: Ctx, name: str, item_each: bool) -> dict:
 
     unprof = time_steps(step, ctx.cuda, n=10, warm=3)
     prof, prof_times = profile_steps(step, ctx.cuda, 3, ctx.out / f"{name}.json.gz")
-    host_s = micro * 0.8 * mb_gpu_s
+    host_s = micro * host_factor * mb_gpu_s
     return dict(prof=prof, what=f"GPT d={cfg['d']} x {cfg['layers']} layers bf16 autocast, fused AdamW, {micro} "
                 f"micro-batches of {cfg['batch']} x {cfg['seq']} per step; after each micro-batch Python work of "
-                f"~0.8 x its GPU time" + (", preceded by loss.item()" if item_each else
+                f"~{host_factor} x its GPU time" + (", preceded by loss.item()" if item_each else
                                          "; losses kept on the GPU, one .item() per step"),
                 model=cfg, n_params=n_params(model), tokens_per_step=micro * cfg["batch"] * cfg["seq"],
                 micro_batches=micro, unprofiled=unprof, profiled=prof_times,
@@ -868,12 +871,12 @@ def sc_item_none(ctx: Ctx, name: str) -> dict:
     return _micro_batch_loop(ctx, name, item_each=False)
 
 
-def _elementwise_chain(ctx: Ctx, name: str, compiled: bool) -> dict:
+def _elementwise_chain(ctx: Ctx, name: str, compiled: bool, heldout: bool = False) -> dict:
     """An unfused chain of 8 elementwise ops over 64 M fp32 values (eager: 8 kernels, 8 reads + 8 writes);
     torch.compile fuses it into one kernel (1 read + 1 write)."""
     import torch
 
-    n = 1 << 12 if ctx.dry else 1 << 26
+    n = 1 << 12 if ctx.dry else (1 << 25 if heldout else 1 << 26)
 
     def chain(x):
         y = x * 1.5 + 0.25
@@ -882,19 +885,29 @@ def _elementwise_chain(ctx: Ctx, name: str, compiled: bool) -> dict:
         y = torch.exp(-y.abs()) * y
         return y
 
+    def chain_heldout(x):  # 7 kernels eager: tanh, mul, sigmoid, add, mul, sub, clamp
+        y = torch.tanh(x) * 0.5
+        y = torch.sigmoid(y) + x
+        y = y * y - 0.3
+        return torch.clamp(y, -1.0, 1.0)
+
+    chain = chain_heldout if heldout else chain
+    per_step = 12 if heldout else 10
+
     fn = torch.compile(chain, backend="eager" if ctx.dry else "inductor") if compiled else chain
     x = torch.randn(n, device=ctx.dev())
 
     def step() -> None:
-        for _ in range(10):
+        for _ in range(per_step):
             fn(x)
         sync(ctx.cuda)
 
     unprof = time_steps(step, ctx.cuda, n=10, warm=3)
     prof, prof_times = profile_steps(step, ctx.cuda, 4, ctx.out / f"{name}.json.gz")
+    ops = "tanh, mul, sigmoid, add, mul, sub, clamp" if heldout else "mul-add, sin, mul, relu, sub, abs, neg, exp, mul"
     return dict(prof=prof, what=f"{'torch.compile (inductor) of ' if compiled else 'eager '}an elementwise chain "
-                f"(mul-add, sin, mul, relu, sub, abs, neg, exp, mul) over {n} fp32 values, 10 per step",
-                model=dict(elements=n, chains_per_step=10), tokens_per_step=None, unprofiled=unprof,
+                f"({ops}) over {n} fp32 values, {per_step} per step",
+                model=dict(elements=n, chains_per_step=per_step), tokens_per_step=None, unprofiled=unprof,
                 profiled=prof_times, expected_signature="memory_bound",
                 expected={"bytes_per_chain_fused": 8 * n, "bytes_per_chain_eager_min": 8 * n * 10,
                           "how": "memory-bound elementwise kernels back to back; eager moves ~10x the bytes of "
@@ -907,6 +920,39 @@ def sc_elementwise_eager(ctx: Ctx, name: str) -> dict:
 
 def sc_elementwise_compiled(ctx: Ctx, name: str) -> dict:
     return _elementwise_chain(ctx, name, compiled=True)
+
+
+# Held-out pairs: the five fixes of issue 25 at other sizes and loads, recorded to check projections once.
+def sc_heldout_loader0(ctx: Ctx, name: str) -> dict:
+    return _loader_scenario(ctx, name, 0, host_factor=1.6)
+
+
+def sc_heldout_loader4(ctx: Ctx, name: str) -> dict:
+    return _loader_scenario(ctx, name, 4, host_factor=1.6)
+
+
+def sc_heldout_mlp_eager(ctx: Ctx, name: str) -> dict:
+    return _deep_mlp(ctx, name, graphed=False, shape=(512, 24, 64, 6))
+
+
+def sc_heldout_mlp_cudagraph(ctx: Ctx, name: str) -> dict:
+    return _deep_mlp(ctx, name, graphed=True, shape=(512, 24, 64, 6))
+
+
+def sc_heldout_item_each(ctx: Ctx, name: str) -> dict:
+    return _micro_batch_loop(ctx, name, item_each=True, micro=6, host_factor=0.5)
+
+
+def sc_heldout_item_none(ctx: Ctx, name: str) -> dict:
+    return _micro_batch_loop(ctx, name, item_each=False, micro=6, host_factor=0.5)
+
+
+def sc_heldout_elementwise_eager(ctx: Ctx, name: str) -> dict:
+    return _elementwise_chain(ctx, name, compiled=False, heldout=True)
+
+
+def sc_heldout_elementwise_compiled(ctx: Ctx, name: str) -> dict:
+    return _elementwise_chain(ctx, name, compiled=True, heldout=True)
 
 
 # ----------------------------------------------------------------------------- 2-rank scenarios
@@ -1043,6 +1089,14 @@ def rank_ddp_straggler_gloo(ctx, name, rank, world):
 
 
 def rank_ddp_healthy_gloo(ctx, name, rank, world):
+    return _ddp_run(ctx, name, rank, world, "gloo", None, 0.0)
+
+
+def rank_heldout_late_rank0_gloo(ctx, name, rank, world):
+    return _ddp_run(ctx, name, rank, world, "gloo", 0, 0.025)
+
+
+def rank_heldout_ontime_gloo(ctx, name, rank, world):
     return _ddp_run(ctx, name, rank, world, "gloo", None, 0.0)
 
 
@@ -1211,6 +1265,9 @@ MULTI_RANK = {
                           "10 % threshold"),
     "ddp_healthy_gloo": ("healthy", "as ddp_straggler_gloo with no late rank (the after-trace of the late-rank "
                          "pair)"),
+    "heldout_late_rank0_gloo": ("straggler", "held out: DDP over gloo on the ddp_straggler_gloo model; rank 0's "
+                                "host sleeps 25 ms before its forward every step (one GPU: both ranks share it)"),
+    "heldout_ontime_gloo": ("healthy", "held out: heldout_late_rank0_gloo with no late rank (its after-trace)"),
     "ddp_item": ("host_sync_bound", "DDP (NCCL) as ddp_healthy, 4 micro-batches of 4 x its rows (no_sync but the last); after "
                  "each, loss.item() then Python metric work of ~0.8 x its GPU time that launches nothing"),
     "ddp_item_gloo": ("host_sync_bound", "ddp_item over gloo on 4 x Linear(1024,1024) (the ddp_straggler_gloo "
@@ -1237,9 +1294,11 @@ def run_multi(ctx_args: argparse.Namespace, name: str) -> dict:
     r0 = ranks[0]
     step_s = median(r0["unprofiled"])
     expected: dict = {}
-    if name.startswith("ddp"):
+    if name.startswith(("ddp", "heldout_")):
         expected = {"comm_exposed_fraction_rank0": max(0.0, 1 - r0["compute_only_step_s"] / step_s),
                     "how": "exposed comm ~ 1 - (same step without DDP: compute only) / (DDP step)"}
+    if name == "heldout_late_rank0_gloo":
+        expected.update(late_rank=0, late_ms=25.0, late_how="rank 0 sleeps 25 ms on the host before each forward")
     if name.startswith("ddp_straggler"):
         expected.update(late_rank=1, late_ms=40.0,
                         late_how="rank 1 sleeps 40 ms on the host before each forward; rank 0's first "
