@@ -5,7 +5,7 @@ Three pages, each drawn from core (R2), never from numbers typed here:
 1. **Roofline** — the toolbar device's roof at the toolbar precision, and one point you move along
    the arithmetic-intensity axis with a slider: its attainable rate and bound come from
    :mod:`gpuperf_gui.core.roofline`.
-2. **Where MFU goes** — the MFU gap bar (:class:`~gpuperf_gui.views.gap_bar.GapBar`) filling cause
+2. **Where MFU goes** — the MFU gap bar (:class:`~gpuperf_gui.views.mfu.gap_bar.GapBar`) filling cause
    by cause for a worked example (:data:`GAP_EXAMPLE`) through :func:`core.mfu_gap.gap_breakdown`.
 3. **Trace signatures** — six synthetic traces (:mod:`core.trace.synth`), written to a temporary
    folder, read back by the trace loader and diagnosed by core in a background task; each drawn small
@@ -47,7 +47,7 @@ from gpuperf_gui.core.trace.model import KERNEL_CLASSES
 from gpuperf_gui.core.trace.signatures import REGISTRY
 from gpuperf_gui.core.units import format_duration_us, format_number, format_si
 from gpuperf_gui.views.context import AppContext
-from gpuperf_gui.views.gap_bar import HATCHED, SLICE_COLOURS
+from gpuperf_gui.views.mfu.gap_bar import HATCHED, SLICE_COLOURS
 from gpuperf_gui.views.roofline_tab import Roof, RooflineCanvas, roof_for
 from gpuperf_gui.views.workers import TaskRunner
 

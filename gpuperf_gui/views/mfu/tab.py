@@ -50,8 +50,8 @@ from gpuperf_gui.core.units import (
     parse_quantity,
     parse_quantity_list,
 )
-from gpuperf_gui.views.gap_bar import SLICE_COLOURS, GapBar
-from gpuperf_gui.views.what_if_view import WhatIfSelector
+from gpuperf_gui.views.mfu.gap_bar import SLICE_COLOURS, GapBar
+from gpuperf_gui.views.trace.what_if_view import WhatIfSelector
 
 if TYPE_CHECKING:
     from gpuperf_gui.views.context import AppContext
@@ -459,7 +459,7 @@ class MfuTab(QWidget):
         box = QVBoxLayout(group)
         self.gap_bar = GapBar()
         box.addWidget(self.gap_bar)
-        self.what_if = WhatIfSelector()  # a trace's projections: remove a cause (views/what_if_view.py)
+        self.what_if = WhatIfSelector()  # a trace's projections: remove a cause (views/trace/what_if_view.py)
         box.addWidget(self.what_if)
         grid = QGridLayout()
         self.cause_spins: dict[str, QDoubleSpinBox] = {}

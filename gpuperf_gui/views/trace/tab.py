@@ -57,19 +57,19 @@ from gpuperf_gui.core.trace.session import (AnalysisUpdate, LoadedTrace, LoadPro
                                             warm_helper)
 from gpuperf_gui.core.units import format_count
 from gpuperf_gui.views.progress import show_progress
-from gpuperf_gui.views.trace_heatmap import RankStepHeatmap
-from gpuperf_gui.views.trace_minimap import TraceMinimap
-from gpuperf_gui.views.trace_overview import TraceOverview
-from gpuperf_gui.views.trace_panels import (
+from gpuperf_gui.views.trace.heatmap import RankStepHeatmap
+from gpuperf_gui.views.trace.minimap import TraceMinimap
+from gpuperf_gui.views.trace.overview import TraceOverview
+from gpuperf_gui.views.trace.panels import (
     DetailsPanel,
     DiagnosisPanel,
     OpTablePanel,
     SearchResults,
     SelectionSummaryPanel,
 )
-from gpuperf_gui.views.trace_style import format_duration_us, legend_entries, make_palette
-from gpuperf_gui.views.trace_timeline import TraceTimeline
-from gpuperf_gui.views.what_if_view import critical_path_masks, what_if_of
+from gpuperf_gui.views.trace.style import format_duration_us, legend_entries, make_palette
+from gpuperf_gui.views.trace.timeline import TraceTimeline
+from gpuperf_gui.views.trace.what_if_view import critical_path_masks, what_if_of
 from gpuperf_gui.views.workers import TaskRunner
 
 if TYPE_CHECKING:
@@ -328,7 +328,7 @@ class TraceTab(QWidget):
     def _make_compare_page(self) -> QWidget | None:
         """The Compare page when core has the diff API (core/trace/diff.py)."""
         try:
-            from gpuperf_gui.views.trace_compare import TraceCompare
+            from gpuperf_gui.views.trace.compare import TraceCompare
         except ImportError:
             return None
         page = TraceCompare(self)
@@ -367,7 +367,7 @@ class TraceTab(QWidget):
     def _make_profiler(self) -> QWidget | None:
         """File ▸ Profile a script… when core has the profiler runner (core/profile_script.py)."""
         try:
-            from gpuperf_gui.views.trace_profile import ProfileRunner
+            from gpuperf_gui.views.trace.profile import ProfileRunner
         except ImportError:
             return None
         runner = ProfileRunner(self)
