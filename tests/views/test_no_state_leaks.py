@@ -24,11 +24,11 @@ def test_a_second_trace_starts_clean(qtbot, tab, shared_traces, test_data):
     band.setRegion((a + 0.1 * (b - a), a + 0.3 * (b - a)))
     band.show()
     tab.timeline.view_box.range_selected.emit(a + 0.1 * (b - a), a + 0.3 * (b - a))
-    assert tab._selected_range is not None and tab.timeline.view_box.selection.isVisible()
+    assert tab.state.selected_range is not None and tab.timeline.view_box.selection.isVisible()
 
     _load(qtbot, tab, [second])
     assert tab.search_edit.text() == "" and len(tab.matches) == 0
-    assert tab._selected_range is None and not tab.timeline.view_box.selection.isVisible()
+    assert tab.state.selected_range is None and not tab.timeline.view_box.selection.isVisible()
     assert tab.compare.before_edit.text() == str(second)     # not the session's first trace
 
     tab.compare.before_edit.setText(str(first))             # a "Before" the user chose stays

@@ -330,9 +330,9 @@ def test_prepared_trace_has_typed_figures_and_the_engines_kernel_shares(qtbot, t
         assert mean_us == pytest.approx(rows[name].mean_device_s * 1e6)
     assert sum(r[4] for r in kernels.rows) == pytest.approx(1.0)
     tab.search_edit.setText("nccl")
-    assert tab._last_query is None
+    assert tab.state.last_query is None
     tab._on_search_entered()
-    assert tab._last_query == ("name", "nccl")
+    assert tab.state.last_query == ("name", "nccl")
 
 
 def test_the_tabs_synthetic_demo_traces_are_removed_at_shutdown(qtbot):
