@@ -138,3 +138,29 @@ def test_the_tabs_messages():
     assert ending_text(Ending.DONE, True) is None
     assert notes_text(["a", "file truncated at 3 MB", "b"]) == "Truncated trace: file truncated at 3 MB"
     assert notes_text(["a", "b", "c", "d"]) == "a; b; c" and notes_text([]) == ""
+
+
+def test_kernels_are_judged_on_the_traces_gpu_else_the_toolbars(items):
+    from gpuperf_gui.core.hardware import load_database
+    from gpuperf_gui.core.trace.tab_state import roof_device
+
+    database = load_database()
+    toolbar = database.get("h100-sxm")
+    device, label = roof_device(items[0], database, toolbar)   # the trace ran on an H200 (its deviceProperties)
+    assert device.id == "h200" and label.endswith("(the trace's GPU)")
+    device, label = roof_device(None, database, toolbar)
+    assert device is toolbar and "the trace names no GPU" in label
+    assert roof_device(None, database, None) == (None, "")
+
+
+def test_the_demo_menu_lists_every_scenario_and_writes_one_when_opened(tmp_path):
+    from gpuperf_gui.core.trace import synth
+    from gpuperf_gui.core.trace.demos import SHIPPED_DEMOS, demo_entries
+
+    entries = dict(demo_entries(lambda: tmp_path))
+    assert "Synthetic: launch bound" in entries and "Synthetic: straggler (4 ranks)" in entries
+    assert "Synthetic: inconclusive (a CPU-only profile)" in entries
+    assert len(entries) == len(synth.SCENARIOS) + len(SHIPPED_DEMOS)     # every shipped demo is in the wheel
+    assert not any(tmp_path.iterdir())                                  # nothing written before it is opened
+    (path,) = entries["Synthetic: launch bound"]()
+    assert path.parent == tmp_path and path.is_file()

@@ -225,7 +225,7 @@ def test_send_to_mfu_and_show_on_roofline(qtbot, tab, shared_traces):
 
 def test_demo_entries_materialise_and_synthetic_scenarios_diagnose_as_named(qtbot, tab):
     from gpuperf_gui.core.trace.synth import SCENARIOS
-    from gpuperf_gui.views.trace.tab import demo_entries
+    from gpuperf_gui.core.trace.demos import demo_entries
 
     entries = demo_entries()
     assert len(entries) >= len(SCENARIOS) + 3
@@ -266,7 +266,7 @@ def _drawn_axis_labels(axis) -> set[str]:
 
 
 def test_every_lane_of_the_two_rank_demo_has_a_visible_label(qtbot, tab):
-    from gpuperf_gui.views.trace.tab import demo_entries
+    from gpuperf_gui.core.trace.demos import demo_entries
 
     materialise = dict(demo_entries())["Real: two ranks of a sampled production job (HTA)"]
     _load(qtbot, tab, materialise())

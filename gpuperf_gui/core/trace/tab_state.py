@@ -24,7 +24,10 @@ from .load_state import Ending, LoadState
 from .queries import Matches
 
 if TYPE_CHECKING:
+    from gpuperf_gui.core.hardware import Device, DeviceDatabase
+
     from .lanes import LaneSpec
+    from .session import LoadedTrace
 
 MAX_LISTED_MATCHES = 500
 """The Search tab lists this many matches' texts (all are highlighted and counted)."""
@@ -106,6 +109,22 @@ def reveal_range(span_us: tuple[float, float], view_us: tuple[float, float]
         c = (s + e) / 2
         return ("pan", c - width / 2, c + width / 2)
     return None
+
+
+def roof_device(trace: LoadedTrace | None, database: DeviceDatabase | None, toolbar: Device | None
+                ) -> tuple[Device | None, str]:
+    """(device, label) the trace's kernels are judged on: its GPU when the database knows it, else
+    the toolbar's device (and why)."""
+    from .kernel_roof import trace_device
+
+    names = [r.device_name for r in trace.model.ranks if r.device_name] if trace is not None else []
+    device = trace_device(names[0], database) if names else None
+    if device is not None:
+        return device, f"{device.name} (the trace's GPU)"
+    if toolbar is None:
+        return None, ""
+    why = f"the trace's GPU ({names[0]}) is not in the database" if names else "the trace names no GPU"
+    return toolbar, f"{toolbar.name}, the toolbar's device ({why})"
 
 
 def ranks_shown_after(shown: set[int] | None, n_ranks: int, rank_index: int, on: bool) -> set[int] | None:

@@ -14,18 +14,15 @@ Public API (used by the main window)::
     tab.loaded                                # the LoadedTrace shown (None before the first)
     tab.mfu_figures_ready  -> Signal(object)        # the engine's TraceMfuFigures
     tab.roofline_points_ready -> Signal(str, object)  # (series name, list[RooflinePoint])
-    tab.demo_entries() -> list[(name, materialise)]  # for Help ▸ Demo traces; the synthetic ones
-                                                     # are written to a folder the tab removes at shutdown
-    demo_entries()     -> the same, written to a folder removed when the process exits
+    tab.demo_entries() -> list[(name, materialise)]  # for Help ▸ Demo traces (core/trace/demos.py); the
+                                                     # synthetic ones go to a folder removed at shutdown
 """
 
 from __future__ import annotations
 
-import importlib.resources
 import re
 import tempfile
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -51,6 +48,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gpuperf_gui.core.trace.demos import demo_entries
 from gpuperf_gui.core.trace.lanes import DEFAULT_IDLE_THRESHOLD_US, EventRef
 from gpuperf_gui.core.trace.model import KERNEL_CLASSES
 from gpuperf_gui.core.child_stream import discard_spare_helper
@@ -58,7 +56,7 @@ from gpuperf_gui.core.trace.load_state import Ending, Failure, tag_items
 from gpuperf_gui.core.trace.session import (AnalysisUpdate, LoadedTrace, LoadProgress, RooflineUpdate, load_job,
                                             warm_helper)
 from gpuperf_gui.core.trace.tab_state import (TraceTabState, ending_text, failure_text, notes_text, ranks_shown_after,
-                                              reveal_range)
+                                              reveal_range, roof_device)
 from gpuperf_gui.core.units import format_count
 from gpuperf_gui.views.progress import show_progress
 from gpuperf_gui.views.trace.heatmap import RankStepHeatmap
@@ -411,7 +409,9 @@ class TraceTab(QWidget):
     def _update_roof(self) -> None:
         """The overview's "% of roof": the trace's GPU when the database knows it, else the toolbar's
         device (said so); each kernel at its own precision (core/trace/kernel_roof.py)."""
-        device, label = roof_device(self.loaded, self.context)
+        context = self.context
+        device, label = roof_device(self.loaded, context.database if context is not None else None,
+                                    context.device if context is not None else None)
         self.overview.set_roof(device, label)
 
     # -- opening ------------------------------------------------------------------------------------
@@ -931,85 +931,3 @@ class TraceTab(QWidget):
         if paths:
             event.acceptProposedAction()
             self.open_paths(paths)
-
-
-# -- demos ----------------------------------------------------------------------------------------------
-SHIPPED_DEMOS = (
-    ("Real: GPT on H200, healthy (h200)", "healthy_gpt_small.json.gz"),
-    ("Real: LayerNorm/GELU stack, memory-bound (h200)", "memory_bound_visible.json.gz"),
-    ("Real: small BERT inference, launch-bound (H100, TraceLens)", "bert_small_h100.json.gz"),
-    ("Real: two ranks of a sampled production job (HTA)", "two_ranks"),
-)
-
-
-def roof_device(loaded: LoadedTrace | None, context: AppContext | None):  # noqa: ANN201 (Device | None, str)
-    """(device, label) the trace's kernels are judged on: its GPU, else the toolbar's device."""
-    from gpuperf_gui.core.trace.kernel_roof import trace_device  # noqa: PLC0415
-
-    names = [r.device_name for r in loaded.model.ranks if r.device_name] if loaded is not None else []
-    database = context.database if context is not None else None
-    device = trace_device(names[0], database) if names else None
-    if device is not None:
-        return device, f"{device.name} (the trace's GPU)"
-    if context is None:
-        return None, ""
-    why = f"the trace's GPU ({names[0]}) is not in the database" if names else "the trace names no GPU"
-    return context.device, f"{context.device.name}, the toolbar's device ({why})"
-
-
-def _shipped(name: str) -> list[Path]:
-    root = importlib.resources.files("gpuperf_gui.resources") / "demo"
-    return [Path(str(root / name))]
-
-
-_SESSION_DEMO_DIR: tempfile.TemporaryDirectory | None = None
-
-
-def _session_demo_folder() -> Path:
-    """One folder for the synthetic demos of :func:`demo_entries` called without a folder; the
-    TemporaryDirectory's finalizer removes it when the process exits."""
-    global _SESSION_DEMO_DIR
-    if _SESSION_DEMO_DIR is None:
-        _SESSION_DEMO_DIR = tempfile.TemporaryDirectory(prefix="gpuperf-demo-")
-    return Path(_SESSION_DEMO_DIR.name)
-
-
-def _synthetic(scenario: str, folder: Callable[[], Path]) -> list[Path]:
-    from gpuperf_gui.core.trace import synth
-
-    # a multi-rank scenario (straggler) is written as a folder of ranks: open what was written
-    return [synth.write_synth_trace(scenario, folder() / f"{scenario}.json.gz")]
-
-
-def synth_module():  # noqa: ANN201 (module)
-    from gpuperf_gui.core.trace import synth
-
-    return synth
-
-
-def _synth_scenarios() -> list[str]:
-    try:
-        from gpuperf_gui.core.trace import synth
-    except ImportError:
-        return []
-    return list(synth.SCENARIOS)
-
-
-def demo_entries(folder: Callable[[], Path] = _session_demo_folder) -> list[tuple[str, Callable[[], list[Path]]]]:
-    """Demo traces for Help ▸ Demo traces: (menu text, function returning the paths to open).
-
-    Synthetic traces are written to ``folder()`` (made on first use): :meth:`TraceTab.demo_entries`
-    passes a folder the tab removes at shutdown."""
-    entries: list[tuple[str, Callable[[], list[Path]]]] = []
-    for scenario in _synth_scenarios():
-        title = f"Synthetic: {scenario.replace('_', ' ')}"
-        if scenario == "inconclusive":
-            title += " (a CPU-only profile)"
-        elif scenario in getattr(synth_module(), "MULTI_RANK_SCENARIOS", {}):
-            title += f" ({synth_module().MULTI_RANK_SCENARIOS[scenario]} ranks)"
-        entries.append((title, partial(_synthetic, scenario, folder=folder)))
-    root = importlib.resources.files("gpuperf_gui.resources") / "demo"
-    for title, name in SHIPPED_DEMOS:
-        if (root / name).is_file() or (root / name).is_dir():
-            entries.append((title, partial(_shipped, name)))
-    return entries
