@@ -23,7 +23,6 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
     QPushButton,
     QScrollArea,
     QSpinBox,
@@ -55,15 +54,13 @@ from gpuperf_gui.core.mfu_state import (
 from gpuperf_gui.core.model_presets import EXAMPLE_RUNS, preset_names
 from gpuperf_gui.core.trace.figures import TraceMfuFigures
 from gpuperf_gui.core.units import format_count, format_duration_s, format_si
+from gpuperf_gui.views.mfu.fields import FROM_TRACE_STYLE, NumberField, kpi_card, percent_spin
 from gpuperf_gui.views.mfu.gap_bar import SLICE_COLOURS, GapBar
 from gpuperf_gui.views.trace.what_if_view import WhatIfSelector
 
 if TYPE_CHECKING:
     from gpuperf_gui.views.context import AppContext
 
-INVALID_STYLE = "QLineEdit { border: 2px solid #d73027; background: #fdecea; }"
-NEEDED_STYLE = "QLineEdit { border: 2px solid #e0a000; background: #fff8e1; }"
-FROM_TRACE_STYLE = "background: #e3f2fd;"  # every figure that came from a trace
 EARLIER_TRACE_STYLE = "background: #fff3cd;"  # typed for an earlier trace: to check
 GAP_TITLE = "Where the rest of 100 % went (shares of peak × step time)"
 TIME_TITLE = "Step time by cause (shares of the step, not of peak: {why})"
@@ -74,57 +71,8 @@ EXAMPLE_STYLE = ("QLabel { background: #eef5ee; color: #1b4d1b; border: 1px soli
 TIME_CAUSES = mfu_gap.TIME_CAUSES
 
 
-class NumberField(QLineEdit):
-    """A line edit for a number (``124M``, ``6e9``); marks itself red with the reason as tooltip."""
-
-    def __init__(self, text: str = "", placeholder: str = "", tooltip: str = "") -> None:
-        super().__init__(text)
-        self.setPlaceholderText(placeholder)
-        self._tooltip = self._plain_tooltip = tooltip
-        self._base_style = ""
-        self.setToolTip(tooltip)
-        self.error: str | None = None
-        self.setProperty("from_trace", False)
-
-    def mark(self, error: str | None, *, needed: bool = False) -> None:
-        """Red with the reason as tooltip; ``needed``: amber, an input still to give (not a mistake)."""
-        self.error = error
-        self.setProperty("invalid", bool(error))
-        self.setProperty("needed", bool(error) and needed)
-        self.setStyleSheet((NEEDED_STYLE if needed else INVALID_STYLE) if error else self._base_style)
-        self.setToolTip(error or self._tooltip)
-
-    def set_origin(self, tooltip: str | None) -> None:
-        """Mark the field as filled from a trace (tinted, tooltip naming the trace), or clear it."""
-        self._base_style = f"QLineEdit {{ {FROM_TRACE_STYLE} }}" if tooltip else ""
-        self._tooltip = tooltip or self._plain_tooltip
-        self.setProperty("from_trace", bool(tooltip))
-        if not self.error:
-            self.setStyleSheet(self._base_style)
-            self.setToolTip(self._tooltip)
-
-
 def _html(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _kpi(title: str) -> tuple[QFrame, QLabel, QLabel]:
-    frame = QFrame()
-    frame.setFrameShape(QFrame.Shape.StyledPanel)
-    layout = QVBoxLayout(frame)
-    layout.setContentsMargins(10, 6, 10, 6)
-    caption = QLabel(title)
-    value = QLabel("—")
-    font = value.font()
-    font.setPointSizeF(font.pointSizeF() * 1.9)
-    font.setBold(True)
-    value.setFont(font)
-    detail = QLabel("")
-    detail.setStyleSheet("color: palette(mid);")
-    detail.setWordWrap(True)
-    for widget in (caption, value, detail):
-        layout.addWidget(widget)
-    return frame, value, detail
 
 
 def _gemm_tip(origin: str, gemm) -> str:  # noqa: ANN001 (kernel_roof.GemmRoof)
@@ -134,16 +82,6 @@ def _gemm_tip(origin: str, gemm) -> str:  # noqa: ANN001 (kernel_roof.GemmRoof)
                 "GPU or precision unknown), so GEMMs below their roof stay in Unexplained")
     return (f"{origin}: GEMM/attention kernels at {gemm.fraction:.1%} of their roof (the Overview's GEMMs "
             f"card) × their {gemm.time_fraction_of_step:.1%} share of the step")
-
-
-def _spin(value: float, maximum: float = 100.0, decimals: int = 1, suffix: str = " %") -> QDoubleSpinBox:
-    spin = QDoubleSpinBox()
-    spin.setRange(0.0, maximum)
-    spin.setDecimals(decimals)
-    spin.setValue(value)
-    spin.setSuffix(suffix)
-    spin.setKeyboardTracking(True)
-    return spin
 
 
 class MfuTab(QWidget):
@@ -395,7 +333,7 @@ class MfuTab(QWidget):
                   ("headroom", "Headroom to 50 % MFU"), ("tokens", "Tokens/s"),
                   ("tokens_gpu", "Tokens/s per GPU"), ("time", "Time to train"), ("cost", "Cost per M tokens"))
         for index, (key, title) in enumerate(titles):
-            frame, value, detail = _kpi(title)
+            frame, value, detail = kpi_card(title)
             self.kpi_values[key], self.kpi_details[key] = value, detail
             kpis.addWidget(frame, index // 4, index % 4)
         box.addLayout(kpis)
@@ -454,7 +392,7 @@ class MfuTab(QWidget):
             grid.addWidget(swatch, row, col)
             grid.addWidget(QLabel(label), row, col + 1)
             if key in TIME_CAUSES or key == "gemm_inefficiency":
-                spin = _spin(0.0)
+                spin = percent_spin(0.0)
                 spin.setMaximumWidth(110)
                 spin.setToolTip("% of peak lost to GEMMs running below peak (entered as share of peak)"
                                 if key == "gemm_inefficiency" else
@@ -502,7 +440,7 @@ class MfuTab(QWidget):
             grid.addWidget(QLabel(label), index, 0)
             for col, suffix in ((1, "time_fraction"), (2, "efficiency")):
                 name = f"{key}_{suffix}"
-                spin = _spin(getattr(defaults, name) * 100)
+                spin = percent_spin(getattr(defaults, name) * 100)
                 spin.valueChanged.connect(self._recompute)
                 self.ceiling_spins[name] = spin
                 grid.addWidget(spin, index, col)
@@ -520,8 +458,8 @@ class MfuTab(QWidget):
             self.amdahl_part_combo.addItem(mfu_gap.CAUSE_LABELS[key], key)
         self.amdahl_part_combo.currentIndexChanged.connect(self._on_amdahl_part_chosen)
         form.addRow("Part", self.amdahl_part_combo)
-        self.amdahl_share_spin = _spin(10.0)
-        self.amdahl_speedup_spin = _spin(2.0, maximum=1e6, decimals=2, suffix=" ×")
+        self.amdahl_share_spin = percent_spin(10.0)
+        self.amdahl_speedup_spin = percent_spin(2.0, maximum=1e6, decimals=2, suffix=" ×")
         self.amdahl_speedup_spin.setMinimum(0.01)
         for spin in (self.amdahl_share_spin, self.amdahl_speedup_spin):
             spin.valueChanged.connect(self._recompute)
