@@ -119,6 +119,15 @@ class MfuInputs:
     def text(self, key: str) -> str:
         return self.texts.get(key, "").strip()
 
+    def used_inputs(self) -> dict[str, bool]:
+        """The inputs these choices switch on or off (the tab enables them so): the tokens per step or
+        the batch, the explicit peak, the custom recompute percentages, the bubble typed or from stages."""
+        used = {"pipeline_bubble": self.stages is None, "tokens_per_step": self.direct_tokens,
+                "peak_tflops": self.explicit_peak}
+        used.update(dict.fromkeys(("micro_batch", "grad_accum", "data_parallel"), not self.direct_tokens))
+        used.update(dict.fromkeys(RECOMPUTE_FIELDS, self.recompute == "custom"))
+        return used
+
 
 @dataclass(frozen=True)
 class MfuOutcome:

@@ -166,3 +166,12 @@ def test_n_given_directly_needs_n(database):
     state = MfuState()
     outcome = state.evaluate(example_inputs(state, mode=N_GIVEN), database)
     assert outcome.errors == {"n_params": FieldError("required: N of the run", needed=True)}
+
+
+def test_the_choices_switch_their_inputs_on_and_off():
+    used = MfuInputs(texts={}, direct_tokens=True, recompute="custom", stages=(4, 16, 1)).used_inputs()
+    assert used["tokens_per_step"] and not used["micro_batch"] and not used["data_parallel"]
+    assert used["recompute_dense"] and used["recompute_attention"]
+    assert not used["pipeline_bubble"] and not used["peak_tflops"]   # the bubble comes from the stages
+    default = MfuInputs(texts={}).used_inputs()
+    assert not default["tokens_per_step"] and default["grad_accum"] and not default["recompute_dense"]

@@ -788,17 +788,11 @@ class MfuTab(QWidget):
             field.mark(None)
         for spin in self.ceiling_spins.values():
             spin.setStyleSheet("")
-        self.cause_spins["pipeline_bubble"].setEnabled(not self.bubble_from_stages_check.isChecked())
-        self.fields["tokens_per_step"].setEnabled(self.direct_tokens_check.isChecked())
-        for key in ("micro_batch", "grad_accum", "data_parallel"):  # not used with tokens given directly
-            self.fields[key].setEnabled(not self.direct_tokens_check.isChecked())
-        self.fields["peak_tflops"].setEnabled(self.explicit_peak_check.isChecked())
-        custom = self.recompute_combo.currentText() == "custom"
-        for key in RECOMPUTE_FIELDS:
-            self.fields[key].setEnabled(custom)
+        inputs = self._inputs()
+        for key, used in inputs.used_inputs().items():   # the choices decide which inputs count
+            (self.cause_spins[key] if key in self.cause_spins else self.fields[key]).setEnabled(used)
         self._show_device()
         self.peak_readout.setText("")
-        inputs = self._inputs()
         outcome = self.state.evaluate(inputs, self.context.database)
         if outcome.result is None:
             for key, error in outcome.errors.items():
