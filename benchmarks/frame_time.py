@@ -65,8 +65,8 @@ def measure(path: Path, budget_bytes: int) -> dict:
     from PySide6.QtCore import QEventLoop, QTimer
     from PySide6.QtWidgets import QApplication
 
-    from gpuperf_gui.views.trace_tab import TraceTab
-    from gpuperf_gui.views.trace_timeline import PAN_FRACTION, ZOOM_STEP
+    from gpuperf_gui.views.trace.tab import TraceTab
+    from gpuperf_gui.views.trace.timeline import PAN_FRACTION, ZOOM_STEP
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     tab = TraceTab(None)

@@ -121,8 +121,8 @@ def repaint_figures(model: TraceModel | None = None, title: str = "synthetic") -
     from PySide6.QtWidgets import QApplication
 
     from gpuperf_gui.core.trace.lanes import full_range, prepare_lanes
-    from gpuperf_gui.views.trace_style import make_palette
-    from gpuperf_gui.views.trace_timeline import TraceTimeline
+    from gpuperf_gui.views.trace.style import make_palette
+    from gpuperf_gui.views.trace.timeline import TraceTimeline
 
     app = QApplication.instance() or QApplication(sys.argv)
     model = synthetic_model() if model is None else model

@@ -26,7 +26,7 @@ def measure(paths: list[Path], repeats: int = 3) -> list[tuple[float, float, flo
     from PySide6.QtCore import QElapsedTimer, QTimer
     from PySide6.QtWidgets import QApplication
 
-    from gpuperf_gui.views.trace_tab import TraceTab
+    from gpuperf_gui.views.trace.tab import TraceTab
 
     app = QApplication.instance() or QApplication(sys.argv)
     tab = TraceTab(None)

@@ -103,7 +103,7 @@ def measure_one(path: Path, budget_bytes: int | None) -> dict:
     from PySide6.QtWidgets import QApplication
 
     from gpuperf_gui.core.trace.session import LoadedTrace
-    from gpuperf_gui.views.trace_tab import TraceTab
+    from gpuperf_gui.views.trace.tab import TraceTab
 
     app = QApplication.instance() or QApplication(sys.argv)
     tab = TraceTab(None)

@@ -50,9 +50,9 @@ from gpuperf_gui.core.trace.cluster import (
     parse_address,
 )
 from gpuperf_gui.core.trace.trace import iter_job_overview
-from gpuperf_gui.views.trace_heatmap import RankLanePreview, RankStepHeatmap
+from gpuperf_gui.views.trace.heatmap import RankLanePreview, RankStepHeatmap
 from gpuperf_gui.views.workers import TaskRunner
-from gpuperf_gui.views.trace_panels import verdict_words
+from gpuperf_gui.views.trace.panels import verdict_words
 
 DEFAULT_ADDRESS = "local:2"
 _SETTINGS_KEY = "cluster/address"

@@ -36,16 +36,16 @@ from gpuperf_gui.views.context import AppContext
 if TYPE_CHECKING:  # the tabs' modules (and the trace engine under them) load when a tab is built
     from gpuperf_gui.views.benchmark_tab import BenchmarkTab
     from gpuperf_gui.views.cluster_dialog import ClusterJobWindow
-    from gpuperf_gui.views.mfu_tab import MfuTab
+    from gpuperf_gui.views.mfu.tab import MfuTab
     from gpuperf_gui.views.roofline_tab import RooflineTab
-    from gpuperf_gui.views.trace_tab import TraceTab
+    from gpuperf_gui.views.trace.tab import TraceTab
 
 WINDOW_SIZE = QSize(1600, 1000)
 # tab key -> ("module:class" under gpuperf_gui.views, title)
 TABS = (
     ("roofline", "roofline_tab:RooflineTab", "Roofline"),
-    ("mfu", "mfu_tab:MfuTab", "MFU"),
-    ("trace", "trace_tab:TraceTab", "Trace"),
+    ("mfu", "mfu.tab:MfuTab", "MFU"),
+    ("trace", "trace.tab:TraceTab", "Trace"),
     ("bench", "benchmark_tab:BenchmarkTab", "Benchmarks"),
 )
 DEFERRED_BUILD_MS = 150

@@ -5,7 +5,7 @@ Three pages, each drawn from core (R2), never from numbers typed here:
 1. **Roofline** — the toolbar device's roof at the toolbar precision, and one point you move along
    the arithmetic-intensity axis with a slider: its attainable rate and bound come from
    :mod:`gpuperf_gui.core.roofline`.
-2. **Where MFU goes** — the MFU gap bar (:class:`~gpuperf_gui.views.gap_bar.GapBar`) filling cause
+2. **Where MFU goes** — the MFU gap bar (:class:`~gpuperf_gui.views.mfu.gap_bar.GapBar`) filling cause
    by cause for a worked example (:data:`GAP_EXAMPLE`) through :func:`core.mfu_gap.gap_breakdown`.
 3. **Trace signatures** — six synthetic traces (:mod:`core.trace.synth`), written to a temporary
    folder, read back by the trace loader and diagnosed by core in a background task; each drawn small
@@ -20,12 +20,9 @@ import argparse
 import math
 import sys
 import tempfile
-import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
-import numpy as np
 from PySide6.QtCore import QEvent, QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QImage, QKeyEvent, QPainter, QPen
 from PySide6.QtWidgets import (
@@ -42,12 +39,25 @@ from PySide6.QtWidgets import (
 )
 
 from gpuperf_gui.core import roofline
-from gpuperf_gui.core.mfu_gap import CAUSE_LABELS, GapCauses, GapSlice, gap_breakdown, pipeline_bubble_fraction
+from gpuperf_gui.core.mfu_gap import (
+    CAUSE_LABELS,
+    GapCauses,
+    GapSlice,
+    gap_breakdown,
+    pipeline_bubble_fraction,
+)
 from gpuperf_gui.core.trace.model import KERNEL_CLASSES
+from gpuperf_gui.core.trace.signature_lanes import (
+    CPU_CLASS,
+    ZOOM_KERNELS,
+    SignatureLanes,
+    iter_signature_lanes,
+    view_span_us,
+)
 from gpuperf_gui.core.trace.signatures import REGISTRY
 from gpuperf_gui.core.units import format_duration_us, format_number, format_si
 from gpuperf_gui.views.context import AppContext
-from gpuperf_gui.views.gap_bar import HATCHED, SLICE_COLOURS
+from gpuperf_gui.views.mfu.gap_bar import HATCHED, SLICE_COLOURS
 from gpuperf_gui.views.roofline_tab import Roof, RooflineCanvas, roof_for
 from gpuperf_gui.views.workers import TaskRunner
 
@@ -60,7 +70,6 @@ AI_SLIDER_STEPS_PER_DECADE = 20
 SIGNATURES_SHOWN = ("launch_bound", "comm_bound", "data_starved", "host_sync_bound", "memory_bound", "pipeline_bubble")
 WINDOW_SIZE = (1600, 1000)
 LANE_ROW_PX = 56     # one lane height in every signature panel
-ZOOM_KERNELS = 40    # a panel too dense to show its kernels one by one shows the first this many
 LEGEND_LINES = 3    # the gap page's legend keeps room for this many lines: the buttons under it stay put
 
 
@@ -300,56 +309,6 @@ class GapPage(QWidget):
 
 
 # page 3 ------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class SignatureLanes:
-    """What one small trace panel draws: rectangles (start_us, duration_us) per lane, and the
-    diagnosis core gave the trace."""
-
-    scenario: str
-    signature: str
-    lanes: tuple[tuple[str, np.ndarray, np.ndarray, np.ndarray], ...]  # label, start, duration, class
-    idle: tuple[np.ndarray, np.ndarray]   # compute-stream gaps: start, duration
-    span_us: tuple[float, float]
-
-
-def iter_signature_lanes(folder: Path, stop: threading.Event,
-                         scenarios: tuple[str, ...] = SIGNATURES_SHOWN) -> Iterator[SignatureLanes]:
-    """Write each synthetic trace, read it back with the trace loader, diagnose it (worker thread)."""
-    from gpuperf_gui.core.trace.analysis import analyse_rank
-    from gpuperf_gui.core.trace.diagnose import diagnose_rank
-    from gpuperf_gui.core.trace.intervals import complement, union
-    from gpuperf_gui.core.trace.load import load_rank
-    from gpuperf_gui.core.trace.synth import write_synth_trace
-
-    for scenario in scenarios:
-        if stop.is_set():
-            return
-        path = write_synth_trace(scenario, folder / f"{scenario}.json", steps=2)
-        rank = load_rank(path)
-        signature = diagnose_rank(analyse_rank(rank)).signature
-        lanes = []
-        compute: list[tuple[np.ndarray, np.ndarray]] = []
-        step_ids = [i for i, text in enumerate(rank.strings) if str(text).startswith("ProfilerStep#")]
-        for lane in rank.lanes:
-            if lane.kind == "cpu":  # the outermost ops inside the ProfilerStep annotations
-                ops = ~np.isin(lane.name_id, step_ids)
-                keep = ops & (lane.depth == (lane.depth[ops].min() if ops.any() else 0))
-                lanes.append(("CPU", lane.start_us[keep], lane.duration_us[keep],
-                              np.full(int(keep.sum()), -1, np.int8)))
-            elif lane.kind in ("gpu_compute", "gpu_comm"):
-                name = "GPU compute" if lane.kind == "gpu_compute" else "GPU comm"
-                lanes.append((name, lane.start_us, lane.duration_us, lane.kernel_class))
-                if lane.kind == "gpu_compute":
-                    compute.append((lane.start_us, lane.start_us + lane.duration_us))
-        span = rank.span_us
-        if compute:
-            busy = union(np.concatenate([s for s, _ in compute]), np.concatenate([e for _, e in compute]))
-            gaps_start, gaps_end = complement(busy[0], busy[1], span[0], span[1])
-        else:
-            gaps_start, gaps_end = np.array([span[0]]), np.array([span[1]])
-        yield SignatureLanes(scenario, signature, tuple(lanes), (gaps_start, gaps_end - gaps_start), span)
-
-
 _CLASS_COLOURS = dict(zip(KERNEL_CLASSES, ("#2e8b57", "#17a2a2", "#e0a100", "#c2185b", "#8c6d31", "#6b7fa8")))
 _CPU_COLOUR = "#4e79a7"
 _IDLE_COLOUR = "#e23c3c"
@@ -377,7 +336,7 @@ class SignatureLanesView(QWidget):
         rows = self.lanes.lanes
         row_h = min(LANE_ROW_PX, area.height() / max(1, len(rows)))  # one lane height in every panel
         area.moveTop(area.top() + max(0.0, (area.height() - len(rows) * row_h) / 2))  # the block centred
-        t0, t1 = self.view_span_us(area.width())
+        t0, t1 = view_span_us(self.lanes, area.width())
         scale = area.width() / max(t1 - t0, 1e-9)
         painter.setClipRect(QRectF(area.left(), 0, area.width() + 1, self.height()))
         for index, (label, starts, durations, classes) in enumerate(rows):
@@ -395,7 +354,7 @@ class SignatureLanesView(QWidget):
                     painter.drawRect(QRectF(area.left() + (start - t0) * scale, top + row_h * 0.2,
                                             max(duration * scale, 1.0), row_h * 0.6))
             for start, duration, kernel_class in zip(starts, durations, classes):
-                colour = _CPU_COLOUR if kernel_class < 0 else _CLASS_COLOURS.get(
+                colour = _CPU_COLOUR if kernel_class == CPU_CLASS else _CLASS_COLOURS.get(
                     KERNEL_CLASSES[int(kernel_class)], "#6b7fa8")
                 painter.setPen(Qt.PenStyle.NoPen)
                 painter.setBrush(QColor(colour))
@@ -409,17 +368,6 @@ class SignatureLanesView(QWidget):
             painter.drawText(QRectF(area.left(), axis_top + metrics.height() + 6, area.width(), metrics.height()),
                              Qt.AlignmentFlag.AlignLeft, f"first {ZOOM_KERNELS} kernels")
         painter.end()
-
-    def view_span_us(self, width_px: float) -> tuple[float, float]:
-        """The whole trace, or, where the compute lane has too many kernels to tell apart (a
-        launch-bound trace: a solid bar), its first ZOOM_KERNELS kernels and the gaps between them."""
-        gaps = len(self.lanes.idle[0])
-        for label, starts, durations, _classes in self.lanes.lanes:
-            if label == "GPU compute" and len(starts) > width_px / 6 and gaps > width_px / 6:
-                order = np.argsort(starts, kind="stable")[:ZOOM_KERNELS]
-                first, last = order[0], order[-1]
-                return float(starts[first]), float(starts[last] + durations[last])
-        return self.lanes.span_us
 
     @staticmethod
     def _draw_time_axis(painter: QPainter, left: float, top: float, width: float, span_us: float) -> None:
@@ -483,7 +431,7 @@ class SignaturesPage(QWidget):
             if self._folder is None:
                 self._folder = tempfile.TemporaryDirectory(prefix="gpuperf-presentation-")
             folder = Path(self._folder.name)
-            self.task.start(lambda stop: iter_signature_lanes(folder, stop))
+            self.task.start(lambda stop: iter_signature_lanes(folder, stop, SIGNATURES_SHOWN))
 
     def is_busy(self) -> bool:
         return self.task.is_running()

@@ -26,7 +26,7 @@ def make_main_window(qtbot):
 @pytest.fixture
 def tab(qtbot):
     """A shown Trace tab, shut down after the test (the tests of the other tabs define their own)."""
-    from gpuperf_gui.views.trace_tab import TraceTab
+    from gpuperf_gui.views.trace.tab import TraceTab
 
     widget = TraceTab(None)
     qtbot.addWidget(widget)

@@ -107,13 +107,13 @@ def make_roofline(qtbot, tmp_path: Path) -> QWidget:
 
 
 def make_mfu(qtbot, tmp_path: Path) -> QWidget:
-    from gpuperf_gui.views.mfu_tab import MfuTab
+    from gpuperf_gui.views.mfu.tab import MfuTab
 
     return _show(qtbot, MfuTab(AppContext(device_id="h100-sxm", precision="bf16")))
 
 
 def make_trace(qtbot, tmp_path: Path) -> QWidget:
-    from gpuperf_gui.views.trace_tab import TraceTab
+    from gpuperf_gui.views.trace.tab import TraceTab
 
     tab = _show(qtbot, TraceTab(AppContext(device_id="h200", precision="bf16")))
     tab.open_paths([TRACE])

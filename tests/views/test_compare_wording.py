@@ -14,7 +14,7 @@ PAIR = [H200 / "eager_small.json.gz", H200 / "compiled_small.json.gz"]
 
 
 def test_compare_page_words_and_headline(qtbot, capsys) -> None:
-    from gpuperf_gui.views.trace_compare import OP_COLUMNS, TraceCompare
+    from gpuperf_gui.views.trace.compare import OP_COLUMNS, TraceCompare
 
     d = diff_paths([PAIR[0]], [PAIR[1]])
     page = TraceCompare()

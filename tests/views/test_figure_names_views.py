@@ -10,8 +10,8 @@ from gpuperf_gui.core.trace.overview import build_overview
 
 
 def test_overview_cards_and_figures_table(qtbot, shared_traces: Path) -> None:
-    from gpuperf_gui.views.trace_overview import TraceOverview
-    from gpuperf_gui.views.trace_panels import _rank_figures_html
+    from gpuperf_gui.views.trace.overview import TraceOverview
+    from gpuperf_gui.views.trace.panels import _rank_figures_html
 
     result = analyse_paths([shared_traces / "hta/df_index_resolver/df_index_resolver.json.gz"])
     a = result.ranks[0].analysis

@@ -85,7 +85,7 @@ def test_roofline_placed_point_equals_gpuperf_roofline_flops_bytes_seconds(qtbot
 
 @pytest.fixture
 def trace_tab(qtbot):
-    from gpuperf_gui.views.trace_tab import TraceTab
+    from gpuperf_gui.views.trace.tab import TraceTab
 
     tab = TraceTab(None)
     qtbot.addWidget(tab)

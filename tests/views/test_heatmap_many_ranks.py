@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpuperf_gui.views.trace_heatmap import LATE_ROW_MIN_PX, ROW_LABEL_PX, RankStepHeatmap
+from gpuperf_gui.views.trace.heatmap import LATE_ROW_MIN_PX, ROW_LABEL_PX, RankStepHeatmap
 
 N_RANKS, LATE = 256, 173
 

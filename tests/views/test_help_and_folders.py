@@ -38,7 +38,8 @@ def test_help_has_a_shortcut_sheet_and_a_reading_guide(make_main_window, qtbot):
 def test_the_sheet_lists_every_key_the_timeline_and_presentation_handle():
     import inspect
 
-    from gpuperf_gui.views import presentation, trace_tab, trace_timeline
+    from gpuperf_gui.views import presentation
+    from gpuperf_gui.views.trace import tab as trace_tab, timeline as trace_timeline
 
     sheet = " ".join(keys for _, keys, _ in help_pages.SHORTCUTS)
     handled = {"W": trace_timeline, "S": trace_timeline, "A": trace_timeline, "D": trace_timeline,

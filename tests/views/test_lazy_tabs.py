@@ -19,7 +19,7 @@ from gpuperf_gui.views.context import AppContext
 from gpuperf_gui.views.main_window import MainWindow
 window = MainWindow(AppContext())
 engine = [m for m in {ENGINE!r} if "gpuperf_gui.core.trace." + m in sys.modules]
-print("built", sorted(window._built), "engine", engine, "trace_tab", "gpuperf_gui.views.trace_tab" in sys.modules)
+print("built", sorted(window._built), "engine", engine, "trace_tab", "gpuperf_gui.views.trace.tab" in sys.modules)
 window.show()
 QTimer.singleShot(2000, app.quit)
 app.exec()

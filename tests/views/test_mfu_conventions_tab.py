@@ -7,7 +7,7 @@ import pytest
 
 from gpuperf_gui.cli import main
 from gpuperf_gui.views.context import AppContext
-from gpuperf_gui.views.mfu_tab import MfuTab
+from gpuperf_gui.views.mfu.tab import MfuTab
 
 
 @pytest.fixture

@@ -19,11 +19,12 @@ from PySide6.QtWidgets import QPushButton
 from gpuperf_gui.cli import main as cli_main
 from gpuperf_gui.core import mfu_gap
 from gpuperf_gui.core.mfu_inputs import load_trace_run
+from gpuperf_gui.core.mfu_state import N_GIVEN, NO_MODEL
 from gpuperf_gui.core.model_presets import EXAMPLE_RUNS, PRESETS
 from gpuperf_gui.core.trace.figures import TraceMfuFigures
 from gpuperf_gui.core.trace.synth import write_synth_trace
 from gpuperf_gui.views.context import AppContext
-from gpuperf_gui.views.mfu_tab import N_GIVEN, NO_MODEL, MfuTab
+from gpuperf_gui.views.mfu.tab import MfuTab
 
 # Llama-3 8B: 8,030,261,248 parameters (model card), the 128256 × 4096 input table excluded;
 # attention 12·L·H·Q·T = 12·32·32·128·8192 per token.

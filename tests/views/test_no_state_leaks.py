@@ -24,11 +24,11 @@ def test_a_second_trace_starts_clean(qtbot, tab, shared_traces, test_data):
     band.setRegion((a + 0.1 * (b - a), a + 0.3 * (b - a)))
     band.show()
     tab.timeline.view_box.range_selected.emit(a + 0.1 * (b - a), a + 0.3 * (b - a))
-    assert tab._selected_range is not None and tab.timeline.view_box.selection.isVisible()
+    assert tab.state.selected_range is not None and tab.timeline.view_box.selection.isVisible()
 
     _load(qtbot, tab, [second])
     assert tab.search_edit.text() == "" and len(tab.matches) == 0
-    assert tab._selected_range is None and not tab.timeline.view_box.selection.isVisible()
+    assert tab.state.selected_range is None and not tab.timeline.view_box.selection.isVisible()
     assert tab.compare.before_edit.text() == str(second)     # not the session's first trace
 
     tab.compare.before_edit.setText(str(first))             # a "Before" the user chose stays
@@ -38,14 +38,15 @@ def test_a_second_trace_starts_clean(qtbot, tab, shared_traces, test_data):
 
 def test_one_wording_of_a_verdict_in_the_tab_and_the_job_overview():
     from gpuperf_gui.core.trace.signatures import REGISTRY
-    from gpuperf_gui.views.trace_panels import verdict_words
+    from gpuperf_gui.views.trace.panels import verdict_words
 
     assert verdict_words("comm_bound", 1.0) == f"{REGISTRY['comm_bound'].label}, 100 %"
     assert verdict_words("comm_bound", 0.29, ("comm_bound", "launch_bound")) == (
         f"{REGISTRY['comm_bound'].label} ~ {REGISTRY['launch_bound'].label}, 29 %")
     import inspect
 
-    from gpuperf_gui.views import cluster_dialog, trace_panels
+    from gpuperf_gui.views import cluster_dialog
+    from gpuperf_gui.views.trace import panels as trace_panels
 
     for module in (cluster_dialog, trace_panels):   # both screens word it through the one function
         assert "verdict_words(" in inspect.getsource(module)

@@ -122,23 +122,3 @@ def test_roofline_readout_prints_numbers_for_people(window):
     text = window.roofline_page.readout.text()
     assert "e+0" not in text and "1,995 FLOP/byte" in text, text
 
-
-def test_the_launch_bound_panel_zooms_to_show_its_tiny_kernels(qtbot, tmp_path):
-    # Over two whole steps hundreds of few-µs kernels and the gaps between them fill every pixel (a
-    # solid bar); the panel shows its first kernels instead. The packed panels keep the whole span.
-    import threading
-
-    from gpuperf_gui.views.presentation import ZOOM_KERNELS, SignatureLanesView, iter_signature_lanes
-
-    panels = {lanes.scenario: lanes for lanes in iter_signature_lanes(
-        tmp_path, threading.Event(), ("launch_bound", "comm_bound"))}
-    launch = SignatureLanesView(panels["launch_bound"])
-    qtbot.addWidget(launch)
-    t0, t1 = launch.view_span_us(300.0)
-    full0, full1 = panels["launch_bound"].span_us
-    assert t1 - t0 < 0.5 * (full1 - full0)
-    compute = next(lane for lane in panels["launch_bound"].lanes if lane[0] == "GPU compute")
-    assert int(((compute[1] >= t0) & (compute[1] < t1)).sum()) == ZOOM_KERNELS
-    comm = SignatureLanesView(panels["comm_bound"])
-    qtbot.addWidget(comm)
-    assert comm.view_span_us(300.0) == panels["comm_bound"].span_us

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from gpuperf_gui.core.trace.signatures import REGISTRY
-from gpuperf_gui.views.gap_bar import SLICE_COLOURS
-from gpuperf_gui.views.trace_heatmap import METRIC_OF_SIGNATURE
-from gpuperf_gui.views.trace_panels import SIGNATURE_COLOURS, SIGNATURE_TEXT
+from gpuperf_gui.views.mfu.gap_bar import SLICE_COLOURS
+from gpuperf_gui.views.trace.heatmap import METRIC_OF_SIGNATURE
+from gpuperf_gui.views.trace.panels import SIGNATURE_COLOURS, SIGNATURE_TEXT
 
 
 def test_every_signature_has_a_colour_and_its_registry_label() -> None:
@@ -26,7 +26,7 @@ def test_heatmap_metrics_and_gap_causes_come_from_the_registry() -> None:
 
 def test_a_close_call_headline_names_both_labels() -> None:
     from gpuperf_gui.core.trace.session import DiagnosisView
-    from gpuperf_gui.views.trace_panels import diagnosis_html
+    from gpuperf_gui.views.trace.panels import diagnosis_html
 
     d = DiagnosisView("comm_bound", 0.29, ["close call: ..."], "fix", [], [], [],
                       close_call=["comm_bound", "launch_bound"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QPointF, Qt
 
-from gpuperf_gui.views.trace_lane_item import sticky_label_span
+from gpuperf_gui.views.trace.lane_item import sticky_label_span
 
 LOAD_TIMEOUT_MS = 60_000
 

@@ -173,7 +173,7 @@ def test_late_rank_is_highlighted_and_listed_first(qtbot, tab, tmp_path):
     assert [s.straggler for s in specs] == [False, True]
     assert "late" in specs[1].title
     # the backdrop paints the late rank's header in its own colour
-    from gpuperf_gui.views.trace_timeline import STRAGGLER_HEADER
+    from gpuperf_gui.views.trace.timeline import STRAGGLER_HEADER
 
     image = tab.timeline.grab().toImage()
     header_y = next(y0 for y0, _, ri in tab.timeline.header_spans if ri == 1)

@@ -103,7 +103,7 @@ def test_a_failing_script_says_why(qtbot, tab, tmp_path):
 
 
 def test_the_dialog_builds_the_request(qtbot, tmp_path):
-    from gpuperf_gui.views.trace_profile import ProfileDialog
+    from gpuperf_gui.views.trace.profile import ProfileDialog
 
     dialog = ProfileDialog()
     qtbot.addWidget(dialog)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPointF, Qt
 
-from gpuperf_gui.views.trace_timeline import EventRef
+from gpuperf_gui.views.trace.timeline import EventRef
 
 H200 = ("healthy_gpt_small", "launch_bound_tiny", "decode_bf16", "memory_bound_visible")
 LOAD_TIMEOUT_MS = 60_000
@@ -225,7 +225,7 @@ def test_send_to_mfu_and_show_on_roofline(qtbot, tab, shared_traces):
 
 def test_demo_entries_materialise_and_synthetic_scenarios_diagnose_as_named(qtbot, tab):
     from gpuperf_gui.core.trace.synth import SCENARIOS
-    from gpuperf_gui.views.trace_tab import demo_entries
+    from gpuperf_gui.core.trace.demos import demo_entries
 
     entries = demo_entries()
     assert len(entries) >= len(SCENARIOS) + 3
@@ -266,7 +266,7 @@ def _drawn_axis_labels(axis) -> set[str]:
 
 
 def test_every_lane_of_the_two_rank_demo_has_a_visible_label(qtbot, tab):
-    from gpuperf_gui.views.trace_tab import demo_entries
+    from gpuperf_gui.core.trace.demos import demo_entries
 
     materialise = dict(demo_entries())["Real: two ranks of a sampled production job (HTA)"]
     _load(qtbot, tab, materialise())
@@ -283,8 +283,8 @@ def test_every_lane_of_the_two_rank_demo_has_a_visible_label(qtbot, tab):
 
 
 def test_step_header_and_steps_table_show_the_same_step_time(qtbot, tab, shared_traces):
-    from gpuperf_gui.views.trace_panels import STEP_TIME_NOTE
-    from gpuperf_gui.views.trace_timeline import step_label_variants
+    from gpuperf_gui.views.trace.panels import STEP_TIME_NOTE
+    from gpuperf_gui.views.trace.timeline import step_label_variants
 
     _load(qtbot, tab, [shared_traces / "h200" / "healthy_gpt_small.json.gz"])
     spec = tab.timeline.backdrop.ranks[0][2]
@@ -330,13 +330,13 @@ def test_prepared_trace_has_typed_figures_and_the_engines_kernel_shares(qtbot, t
         assert mean_us == pytest.approx(rows[name].mean_device_s * 1e6)
     assert sum(r[4] for r in kernels.rows) == pytest.approx(1.0)
     tab.search_edit.setText("nccl")
-    assert tab._last_query is None
+    assert tab.state.last_query is None
     tab._on_search_entered()
-    assert tab._last_query == ("name", "nccl")
+    assert tab.state.last_query == ("name", "nccl")
 
 
 def test_the_tabs_synthetic_demo_traces_are_removed_at_shutdown(qtbot):
-    from gpuperf_gui.views.trace_tab import TraceTab
+    from gpuperf_gui.views.trace.tab import TraceTab
 
     widget = TraceTab(None)
     qtbot.addWidget(widget)

@@ -82,7 +82,7 @@ def _steps(n: int, span_us: float) -> np.ndarray:
 def test_step_bands_are_bounded_by_the_width_not_the_step_count(qapp, n_steps, dense):
     from PySide6.QtGui import QColor
 
-    from gpuperf_gui.views.trace_timeline import BackdropItem
+    from gpuperf_gui.views.trace.timeline import BackdropItem
 
     lanes = [(0.0, 100.0, False), (110.0, 130.0, True)]   # one CPU lane, one GPU lane
     painter = _CountingPainter()
@@ -98,7 +98,7 @@ def test_step_bands_are_bounded_by_the_width_not_the_step_count(qapp, n_steps, d
 def test_only_the_steps_in_view_are_drawn(qapp):
     from PySide6.QtGui import QColor
 
-    from gpuperf_gui.views.trace_timeline import BackdropItem
+    from gpuperf_gui.views.trace.timeline import BackdropItem
 
     painter = _CountingPainter()
     # 1000 steps of 10 µs; the view shows [2000, 2100) µs at 10 px per µs: 10 steps (+1 at each edge)
@@ -110,7 +110,7 @@ def test_only_the_steps_in_view_are_drawn(qapp):
 def test_band_shade_over_white_is_the_blended_colour(qapp):
     from PySide6.QtGui import QColor
 
-    from gpuperf_gui.views.trace_timeline import over
+    from gpuperf_gui.views.trace.timeline import over
 
     # (90, 120, 170) at alpha 28/255 over white: 255 - 28/255 * (255 - c), by hand: 236.9, 240.2, 245.7
     c = over(QColor(90, 120, 170, 28), QColor(255, 255, 255))
@@ -119,7 +119,7 @@ def test_band_shade_over_white_is_the_blended_colour(qapp):
 
 def test_the_diagnosis_panel_lists_a_bounded_number_of_steps():
     from gpuperf_gui.core.trace.session import DiagnosisView
-    from gpuperf_gui.views.trace_panels import MAX_STEP_ROWS, diagnosis_html
+    from gpuperf_gui.views.trace.panels import MAX_STEP_ROWS, diagnosis_html
 
     steps = [(n, 1000.0 + n, 0.5, n < 2) for n in range(3000)]
     d = DiagnosisView("healthy", 0.9, [], "", [], [], steps)

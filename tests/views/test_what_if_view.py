@@ -44,7 +44,7 @@ def test_critical_path_toggle_and_overview_list(qtbot, tab) -> None:  # noqa: AN
 
 def test_mfu_tab_what_if_selector(qtbot) -> None:  # noqa: ANN001
     from gpuperf_gui.views.context import AppContext
-    from gpuperf_gui.views.mfu_tab import MfuTab
+    from gpuperf_gui.views.mfu.tab import MfuTab
 
     tab = MfuTab(AppContext(device_id="h200", precision="bf16"))
     qtbot.addWidget(tab)

@@ -2,7 +2,9 @@
 
 Everything it shows is a :class:`~gpuperf_gui.core.trace.session.LoadedTrace` built in a worker
 (core's :func:`~gpuperf_gui.core.trace.session.load_job` run by the views' :class:`TaskRunner`); the
-tab draws it and turns clicks into the loaded trace's queries (partners, details, find, range summary).
+tab's state (the load's phase, the trace shown, the range, the search, its rules) is
+:class:`~gpuperf_gui.core.trace.tab_state.TraceTabState`, without Qt. The tab draws what it holds
+and turns clicks into calls on it and on the loaded trace's queries (partners, details, range summary).
 
 Public API (used by the main window)::
 
@@ -12,18 +14,15 @@ Public API (used by the main window)::
     tab.loaded                                # the LoadedTrace shown (None before the first)
     tab.mfu_figures_ready  -> Signal(object)        # the engine's TraceMfuFigures
     tab.roofline_points_ready -> Signal(str, object)  # (series name, list[RooflinePoint])
-    tab.demo_entries() -> list[(name, materialise)]  # for Help ▸ Demo traces; the synthetic ones
-                                                     # are written to a folder the tab removes at shutdown
-    demo_entries()     -> the same, written to a folder removed when the process exits
+    tab.demo_entries() -> list[(name, materialise)]  # for Help ▸ Demo traces (core/trace/demos.py); the
+                                                     # synthetic ones go to a folder removed at shutdown
 """
 
 from __future__ import annotations
 
-import importlib.resources
 import re
 import tempfile
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -49,33 +48,35 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gpuperf_gui.core.trace.demos import demo_entries
 from gpuperf_gui.core.trace.lanes import DEFAULT_IDLE_THRESHOLD_US, EventRef
 from gpuperf_gui.core.trace.model import KERNEL_CLASSES
 from gpuperf_gui.core.child_stream import discard_spare_helper
-from gpuperf_gui.core.trace.load_state import Ending, Failure, LoadState, tag_items
-from gpuperf_gui.core.trace.session import (AnalysisUpdate, LoadedTrace, LoadProgress, Matches, RooflineUpdate, load_job,
+from gpuperf_gui.core.trace.load_state import Ending, Failure, tag_items
+from gpuperf_gui.core.trace.session import (AnalysisUpdate, LoadedTrace, LoadProgress, RooflineUpdate, load_job,
                                             warm_helper)
+from gpuperf_gui.core.trace.tab_state import (TraceTabState, ending_text, failure_text, notes_text, ranks_shown_after,
+                                              reveal_range, roof_device)
 from gpuperf_gui.core.units import format_count
 from gpuperf_gui.views.progress import show_progress
-from gpuperf_gui.views.trace_heatmap import RankStepHeatmap
-from gpuperf_gui.views.trace_minimap import TraceMinimap
-from gpuperf_gui.views.trace_overview import TraceOverview
-from gpuperf_gui.views.trace_panels import (
+from gpuperf_gui.views.trace.heatmap import RankStepHeatmap
+from gpuperf_gui.views.trace.minimap import TraceMinimap
+from gpuperf_gui.views.trace.overview import TraceOverview
+from gpuperf_gui.views.trace.panels import (
     DetailsPanel,
     DiagnosisPanel,
     OpTablePanel,
     SearchResults,
     SelectionSummaryPanel,
 )
-from gpuperf_gui.views.trace_style import format_duration_us, legend_entries, make_palette
-from gpuperf_gui.views.trace_timeline import TraceTimeline
-from gpuperf_gui.views.what_if_view import critical_path_masks, what_if_of
+from gpuperf_gui.views.trace.style import format_duration_us, legend_entries, make_palette
+from gpuperf_gui.views.trace.timeline import TraceTimeline
+from gpuperf_gui.views.trace.what_if_view import critical_path_masks, what_if_of
 from gpuperf_gui.views.workers import TaskRunner
 
 if TYPE_CHECKING:
     from gpuperf_gui.views.context import AppContext
 
-MAX_LISTED_MATCHES = 500
 ROOFLINE_TIP = "Place the trace's kernels with known FLOPs and bytes on the roofline"
 SEARCH_MODE_LABELS = (("name", "name contains"), ("exact", "exact name"), ("regex", "regex"),
                       ("class", "kernel class"))
@@ -93,7 +94,7 @@ class TraceTab(QWidget):
     def __init__(self, context: AppContext | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.context = context
-        self.state = LoadState()   # the phase of the open and the trace shown (core/trace/load_state.py)
+        self.state = TraceTabState()   # the open's phase, the trace shown, its selection (core/trace/tab_state.py)
         self.memory_budget_bytes: int | None = None   # None: core's default (core/trace/budget.py)
         self.open_elsewhere: Callable[[list[Path]], bool] | None = None  # main window: many ranks -> job overview
         self.task = TaskRunner(self)
@@ -102,13 +103,8 @@ class TraceTab(QWidget):
         self.task.run_finished.connect(self._on_run_finished)
         self._warm_helpers = True
         QTimer.singleShot(0, self._warm_helper)   # the first trace opened finds its helper started
-        self.matches = Matches.empty()
-        self._match_pos = -1
-        self._last_query: tuple[str, str] | None = None   # (mode, text) of the last search (Enter again: next)
         self._demo_dir: tempfile.TemporaryDirectory | None = None   # synthetic demo traces
         self._palette = make_palette()
-        self._selected_range: tuple[float, float] | None = None
-        self._search_args: tuple[str, str] | None = None
         self._setup_steps: list[Callable[[], None]] = []   # what is left of showing a trace
         self._setup_timer = QTimer(self)
         self._setup_timer.setSingleShot(True)
@@ -130,6 +126,16 @@ class TraceTab(QWidget):
     def prepared(self) -> LoadedTrace | None:
         """The loaded trace (the main window's name for it)."""
         return self.loaded
+
+    @property
+    def matches(self):  # noqa: ANN201 (queries.Matches)
+        """The current search's matches (the state's)."""
+        return self.state.matches
+
+    @property
+    def path_shown(self) -> bool:
+        """The critical path is highlighted (the Lanes menu's check mark)."""
+        return self.state.path_shown
 
     # -- layout -------------------------------------------------------------------------------------
     def _build(self) -> None:
@@ -179,7 +185,6 @@ class TraceTab(QWidget):
         self.mfu_button.setToolTip("Fill the MFU tab's gap causes and step time from this trace")
         self.roofline_button = QPushButton("Show on roofline")
         self.roofline_button.setToolTip(ROOFLINE_TIP)
-        self.path_shown = False  # the Lanes menu's "Highlight the critical path" (docs/what-if.md)
 
         bar = QHBoxLayout()
         bar.setContentsMargins(4, 2, 4, 2)
@@ -328,7 +333,7 @@ class TraceTab(QWidget):
     def _make_compare_page(self) -> QWidget | None:
         """The Compare page when core has the diff API (core/trace/diff.py)."""
         try:
-            from gpuperf_gui.views.trace_compare import TraceCompare
+            from gpuperf_gui.views.trace.compare import TraceCompare
         except ImportError:
             return None
         page = TraceCompare(self)
@@ -367,7 +372,7 @@ class TraceTab(QWidget):
     def _make_profiler(self) -> QWidget | None:
         """File ▸ Profile a script… when core has the profiler runner (core/profile_script.py)."""
         try:
-            from gpuperf_gui.views.trace_profile import ProfileRunner
+            from gpuperf_gui.views.trace.profile import ProfileRunner
         except ImportError:
             return None
         runner = ProfileRunner(self)
@@ -392,20 +397,21 @@ class TraceTab(QWidget):
                 self.reset_button)
 
     def _update_enabled(self) -> None:
-        loaded = self.loaded
+        controls = self.state.controls()
         for w in (*self._lane_controls(), self.filter_ops_check, self.step_combo, self.ranks_button):
-            w.setEnabled(loaded is not None)
-        self.mfu_button.setEnabled(loaded is not None and loaded.mfu_figures is not None)
-        self.roofline_button.setEnabled(loaded is not None and bool(loaded.roofline_points))
+            w.setEnabled(controls.lanes)
+        self.mfu_button.setEnabled(controls.send_to_mfu)
+        self.roofline_button.setEnabled(controls.roofline)
         self.roofline_button.setToolTip("Finding the FLOPs and bytes of the trace's kernels…"
-                                        if self.state.roofline_pending else ROOFLINE_TIP)
-        self.pages.setTabEnabled(self.pages.indexOf(self.heatmap),
-                                 loaded is not None and len(loaded.model.ranks) > 1)
+                                        if controls.roofline_pending else ROOFLINE_TIP)
+        self.pages.setTabEnabled(self.pages.indexOf(self.heatmap), controls.ranks_page)
 
     def _update_roof(self) -> None:
         """The overview's "% of roof": the trace's GPU when the database knows it, else the toolbar's
         device (said so); each kernel at its own precision (core/trace/kernel_roof.py)."""
-        device, label = roof_device(self.loaded, self.context)
+        context = self.context
+        device, label = roof_device(self.loaded, context.database if context is not None else None,
+                                    context.device if context is not None else None)
         self.overview.set_roof(device, label)
 
     # -- opening ------------------------------------------------------------------------------------
@@ -488,11 +494,7 @@ class TraceTab(QWidget):
                 self._update_enabled()
 
     def _on_run_failed(self, message: str) -> None:
-        kind, _, detail = message.partition(": ")
-        if kind in _CLEAR_ERRORS:  # the core's message says what and where: it is the text
-            text = detail
-        else:  # a bug, not a bad file: say so, keep the detail for the report
-            text = f"an unexpected error in the loader ({message}); please report it with the file"
+        text = failure_text(message)   # core's words when they are for the user, else a bug to report
         if self.state.failed() is Failure.ANALYSIS_FAILED:
             self._show_message(f"The lanes are shown, but the analysis failed: {text}", error=True)
             self.diagnosis.show_diagnosis(None)
@@ -510,15 +512,11 @@ class TraceTab(QWidget):
         if pending:
             self._update_enabled()
         self.progress_row.hide()
+        said = ending_text(ending, self.loaded is not None)
+        if said is not None:
+            self._show_message(said[0], note=said[1])
         if ending is Ending.CANCELLED_BEFORE_ANALYSIS:
-            self._show_message("Cancelled before the analysis (open the trace again to analyse it).", note=True)
             self.diagnosis.show_diagnosis(None)
-        elif ending is Ending.CANCELLED_BEFORE_ROOFLINE:
-            self._show_message("Cancelled before the kernels were placed on the roofline "
-                               "(open the trace again to place them).", note=True)
-        elif ending is Ending.CANCELLED_BEFORE_LANES:
-            self._show_message("Loading cancelled." + (" The trace shown before is still open."
-                                                      if self.loaded is not None else ""))
 
     def _show_message(self, text: str, error: bool = False, note: bool = False) -> None:
         if not text:
@@ -563,7 +561,7 @@ class TraceTab(QWidget):
         loaded = self.loaded
         self._clear_search()                  # the old trace's matches index the old lanes
         self.search_edit.clear()              # nor its query, its selected range or their panels
-        self._selected_range = None
+        self.state.selected_range = None
         self.timeline.view_box.selection.hide()
         self._clear_panels()
         self.timeline.set_lanes(loaded.ranks, loaded.lanes, self._palette, loaded.full_range_us,
@@ -621,17 +619,10 @@ class TraceTab(QWidget):
 
     def _finish_show(self) -> None:
         loaded = self.loaded
-        notes = [n for n in loaded.notes if "truncated" in n]
-        others = [n for n in loaded.notes if "truncated" not in n]
-        if notes:
-            self._show_message("Truncated trace: " + "; ".join(notes), note=True)
-        elif others:
-            self._show_message("; ".join(others[:3]), note=True)
-        else:
-            self._show_message("")
+        self._show_message(notes_text(loaded.notes), note=True)
         self._update_enabled()
         # A threshold typed while the trace loaded was not applied (busy): draw with the spin's value.
-        if abs(self.idle_spin.value() - loaded.idle_threshold_us) > 1e-9:
+        if self.state.threshold_differs(float(self.idle_spin.value())):
             self._apply_idle_threshold(float(self.idle_spin.value()))
         self.timeline.setFocus()
         if self.state.analysis_shown():
@@ -650,19 +641,15 @@ class TraceTab(QWidget):
     def _on_idle_threshold_changed(self) -> None:
         if self.loaded is None or self.task.is_running():
             return  # a trace still loading gets the spin's value in _show_loaded
-        if abs(self.idle_spin.value() - self.loaded.idle_threshold_us) < 1e-9:
-            return
-        self._apply_idle_threshold(float(self.idle_spin.value()))
+        if self.state.threshold_differs(float(self.idle_spin.value())):
+            self._apply_idle_threshold(float(self.idle_spin.value()))
 
     def _apply_idle_threshold(self, threshold: float) -> None:
         """Redraw the idle gaps of the compute lanes at ``threshold`` µs."""
-        self.state.update_trace(replace(self.loaded, idle_threshold_us=threshold))
-        for spec in self.loaded.lanes:
-            if spec.kind == "gpu_compute":
-                spec.set_gaps(self.loaded.idle_gaps(spec.rank_index, spec.lane_id, threshold))
-                item = self.timeline.lane_item(spec.rank_index, spec.lane_id)
-                if item is not None:
-                    item.set_gaps(spec.gaps)
+        for spec in self.state.apply_idle_threshold(threshold):
+            item = self.timeline.lane_item(spec.rank_index, spec.lane_id)
+            if item is not None:
+                item.set_gaps(spec.gaps)
 
     # -- lanes: collapse, pin, filter -------------------------------------------------------------------
     def _build_ranks_menu(self) -> None:
@@ -709,10 +696,8 @@ class TraceTab(QWidget):
                 sub.addAction("Show only this rank", lambda i=ri: self.filter_ranks({i}))
 
     def _show_rank(self, rank_index: int, shown: bool) -> None:
-        current = set(range(len(self.timeline.rank_specs))) if self.timeline.shown_ranks is None \
-            else set(self.timeline.shown_ranks)
-        (current.add if shown else current.discard)(rank_index)
-        self.filter_ranks(None if len(current) == len(self.timeline.rank_specs) else current)
+        self.filter_ranks(ranks_shown_after(self.timeline.shown_ranks, len(self.timeline.rank_specs),
+                                            rank_index, shown))
 
     def filter_ranks(self, rank_indices: set[int] | None) -> None:
         """Draw only these ranks (indices into the model's ranks); None draws all."""
@@ -737,9 +722,7 @@ class TraceTab(QWidget):
 
     def open_rank(self, rank: int) -> None:
         """Show a rank's lanes (from the Ranks page): pinned on top, expanded, the timeline page."""
-        if self.loaded is None:
-            return
-        ri = next((i for i, r in enumerate(self.loaded.model.ranks) if r.rank == rank), None)
+        ri = self.state.rank_index(rank)
         if ri is None:
             return
         self.timeline.bring_rank_first(ri)
@@ -760,8 +743,7 @@ class TraceTab(QWidget):
         self.timeline.zoom_to(x0, x1, pad_fraction=0.0)
 
     def _on_range_selected(self, t0: float, t1: float) -> None:
-        self._selected_range = (t0, t1) if t1 > t0 else None
-        if self._selected_range is None or self.loaded is None:
+        if not self.state.select_range(t0, t1):
             return
         self.match_label.setText(f"range {format_duration_us(t1 - t0)}")
         summary = self.loaded.summarize_range(t0, t1, self.timeline.rank_order())
@@ -770,23 +752,22 @@ class TraceTab(QWidget):
 
     def zoom_to_selection(self) -> None:
         """Zoom to the right-dragged range, else to the selected event and its partners."""
-        if self._selected_range is not None:
-            self.timeline.zoom_to(*self._selected_range, pad_fraction=0.0)
-            self._selected_range = None
+        selected = self.state.take_range()
+        if selected is not None:
+            self.timeline.zoom_to(*selected, pad_fraction=0.0)
             self.timeline.view_box.selection.hide()
             return
         ref = self.timeline.selected
         if ref is None or self.loaded is None:
             return
-        spans = [self.loaded.event_span_us(r) for r in [ref] + self.loaded.partners(ref)]
-        self.timeline.zoom_to(min(a for a, _ in spans), max(b for _, b in spans), pad_fraction=0.5)
+        self.timeline.zoom_to(*self.state.selection_span_us(ref), pad_fraction=0.5)
 
     def keyPressEvent(self, event) -> None:  # noqa: N802, ANN001
         if event.key() == Qt.Key.Key_F:
             self.zoom_to_selection()
         elif event.key() == Qt.Key.Key_Escape:
             self.select_event(None)
-            self._selected_range = None
+            self.state.selected_range = None
             self.timeline.view_box.selection.hide()
         else:
             super().keyPressEvent(event)
@@ -798,7 +779,7 @@ class TraceTab(QWidget):
             self.timeline.set_selected(None)
             self.details.show_details(None)
             return
-        partners = self.loaded.partners(ref)
+        partners = self.state.partners(ref)
         self.timeline.set_selected(ref, partners)
         self.details.show_details(self.loaded.details(ref, partners))
         self.bottom_tabs.setCurrentWidget(self.details)
@@ -808,8 +789,7 @@ class TraceTab(QWidget):
         return self.timeline.selected
 
     def selected_partners(self) -> list[EventRef]:
-        ref = self.timeline.selected
-        return [] if ref is None or self.loaded is None else self.loaded.partners(ref)
+        return self.state.partners(self.timeline.selected)
 
     def _on_partner_link(self, href: str) -> None:
         parts = href.split(":")
@@ -820,14 +800,12 @@ class TraceTab(QWidget):
 
     def _reveal(self, ref: EventRef) -> None:
         """Bring an event into view (keep the zoom if it fits, else zoom around it)."""
-        s, e = self.loaded.event_span_us(ref)
         (x0, x1), _ = self.timeline.view_box.viewRange()
-        width = x1 - x0
-        if e - s > width:
-            self.timeline.zoom_to(s, e, pad_fraction=0.2)
-        elif not (x0 <= s and e <= x1):
-            c = (s + e) / 2
-            self.timeline.view_box.setXRange(c - width / 2, c + width / 2, padding=0.0)
+        move = reveal_range(self.loaded.event_span_us(ref), (x0, x1))
+        if move is not None and move[0] == "zoom":
+            self.timeline.zoom_to(move[1], move[2], pad_fraction=0.2)
+        elif move is not None:
+            self.timeline.view_box.setXRange(move[1], move[2], padding=0.0)
         y = self.timeline.lane_y(ref.rank_index, ref.lane_id)
         if y is not None:
             self.timeline.scroll_to_y(y)
@@ -839,8 +817,7 @@ class TraceTab(QWidget):
         return [self.matches.ref(k) for k in range(len(self.matches))]
 
     def _clear_search(self) -> None:
-        self.matches, self._match_pos = Matches.empty(), -1
-        self._last_query = None
+        self.state.clear_search()
         self.match_label.setText("")
         self.search_results.set_matches([], 0)
         self.timeline.set_highlight(None)
@@ -855,49 +832,36 @@ class TraceTab(QWidget):
             self.search(self.search_edit.text().strip(), mode)
 
     def _on_search_entered(self) -> None:
-        text = self.search_edit.text().strip()
-        if not text:
+        text, mode = self.search_edit.text().strip(), self.search_mode.currentData()
+        action = self.state.enter(text, mode)
+        if action == "clear":
             self._clear_search()
-            return
-        mode = self.search_mode.currentData()
-        if len(self.matches) and self._last_query == (mode, text):
+        elif action == "next":
             self.step_match(+1)
-            return
-        self.search(text, mode)
-        self._last_query = (mode, text)
+        else:
+            self.search(text, mode)
+            self.state.last_query = (mode, text)
 
     def search(self, text: str, mode: str = "name") -> int:
         """Highlight and list the drawn events matching ``text`` (core's ``find``); returns the count."""
-        self._last_query = None
         if self.loaded is None:
+            self.state.last_query = None
             return 0
-        try:
-            self.matches = self.loaded.find(text, mode, [(s.rank_index, s.lane_id) for s in self.timeline.lane_specs])
-        except (re.error, ValueError) as exc:
-            self.matches = Matches.empty()
-            self.timeline.set_highlight(None)
-            self.search_results.set_matches([], 0)
-            self.match_label.setText(f"bad {'regex' if mode == 'regex' else 'query'}: {exc}"[:60])
-            self._apply_op_filter()
-            return 0
-        self._match_pos = -1
-        self._search_args = (text, mode)
-        self.timeline.set_highlight(self.matches.masks or None)
-        texts = [self.loaded.match_text(self.matches, k) for k in range(min(len(self.matches), MAX_LISTED_MATCHES))]
-        self.search_results.set_matches(texts, len(self.matches))
-        self.match_label.setText(f"{len(self.matches):,} matches" if len(self.matches) else "no match")
+        found = self.state.search(text, mode, [(s.rank_index, s.lane_id) for s in self.timeline.lane_specs])
+        self.timeline.set_highlight(found.matches.masks or None)
+        self.search_results.set_matches(list(found.texts), len(found.matches))
+        self.match_label.setText(found.label)
         self._apply_op_filter()
-        return len(self.matches)
+        return len(found.matches)
 
     def _rerun_search(self) -> None:
-        args = self._search_args
-        if args is not None and len(self.matches):
+        args = self.state.rerun_search()
+        if args is not None:
             self.search(*args)
 
     def _apply_op_filter(self) -> None:
         """"filter op table": only the rows named like the search's matches."""
-        on = self.filter_ops_check.isChecked() and self.loaded is not None and bool(len(self.matches))
-        names = self.loaded.op_table_names(self.matches) if on else None
+        names = self.state.op_filter(self.filter_ops_check.isChecked())
         self.op_panel.set_name_filter(names, f"{len(names)} matching names" if names is not None else "")
 
     def find_kernel(self, name: str) -> None:
@@ -906,20 +870,19 @@ class TraceTab(QWidget):
         self.search_edit.setText(name)
         self.show_page("timeline")
         if self.search(name, "exact"):
-            self._last_query = ("exact", name)
+            self.state.last_query = ("exact", name)
             self.step_match(+1)
 
     def step_match(self, direction: int) -> None:
         """Select the next (+1) or previous (-1) search match and bring it into view."""
-        if not len(self.matches):
-            return
-        self._go_to_match((self._match_pos + direction) % len(self.matches))
+        k = self.state.step_match(direction)
+        if k is not None:
+            self._go_to_match(k)
 
     def _go_to_match(self, k: int) -> None:
-        if not (0 <= k < len(self.matches)):
+        ref = self.state.go_to_match(k)
+        if ref is None:
             return
-        self._match_pos = k
-        ref = self.matches.ref(k)
         self.select_event(ref)
         self._reveal(ref)
         self.match_label.setText(f"{k + 1:,} / {len(self.matches):,}")
@@ -946,7 +909,7 @@ class TraceTab(QWidget):
 
     def show_critical_path(self, on: bool) -> None:
         """Highlight (or clear) the critical path on the lanes."""
-        self.path_shown = on
+        self.state.path_shown = on
         self.timeline.set_highlight(critical_path_masks(self.loaded) or None if on and self.loaded else None)
 
     def show_on_roofline(self) -> None:
@@ -968,89 +931,3 @@ class TraceTab(QWidget):
         if paths:
             event.acceptProposedAction()
             self.open_paths(paths)
-
-
-# -- demos ----------------------------------------------------------------------------------------------
-SHIPPED_DEMOS = (
-    ("Real: GPT on H200, healthy (h200)", "healthy_gpt_small.json.gz"),
-    ("Real: LayerNorm/GELU stack, memory-bound (h200)", "memory_bound_visible.json.gz"),
-    ("Real: small BERT inference, launch-bound (H100, TraceLens)", "bert_small_h100.json.gz"),
-    ("Real: two ranks of a sampled production job (HTA)", "two_ranks"),
-)
-
-
-def roof_device(loaded: LoadedTrace | None, context: AppContext | None):  # noqa: ANN201 (Device | None, str)
-    """(device, label) the trace's kernels are judged on: its GPU, else the toolbar's device."""
-    from gpuperf_gui.core.trace.kernel_roof import trace_device  # noqa: PLC0415
-
-    names = [r.device_name for r in loaded.model.ranks if r.device_name] if loaded is not None else []
-    database = context.database if context is not None else None
-    device = trace_device(names[0], database) if names else None
-    if device is not None:
-        return device, f"{device.name} (the trace's GPU)"
-    if context is None:
-        return None, ""
-    why = f"the trace's GPU ({names[0]}) is not in the database" if names else "the trace names no GPU"
-    return context.device, f"{context.device.name}, the toolbar's device ({why})"
-
-
-def _shipped(name: str) -> list[Path]:
-    root = importlib.resources.files("gpuperf_gui.resources") / "demo"
-    return [Path(str(root / name))]
-
-
-_SESSION_DEMO_DIR: tempfile.TemporaryDirectory | None = None
-
-
-_CLEAR_ERRORS = frozenset({"TraceFormatError", "NotATraceError", "MemoryBudgetError", "HelperProcessError"})
-"""Exceptions whose message is written for the user (core/trace/model.py, budget.py, child_stream.py)."""
-
-
-def _session_demo_folder() -> Path:
-    """One folder for the synthetic demos of :func:`demo_entries` called without a folder; the
-    TemporaryDirectory's finalizer removes it when the process exits."""
-    global _SESSION_DEMO_DIR
-    if _SESSION_DEMO_DIR is None:
-        _SESSION_DEMO_DIR = tempfile.TemporaryDirectory(prefix="gpuperf-demo-")
-    return Path(_SESSION_DEMO_DIR.name)
-
-
-def _synthetic(scenario: str, folder: Callable[[], Path]) -> list[Path]:
-    from gpuperf_gui.core.trace import synth
-
-    # a multi-rank scenario (straggler) is written as a folder of ranks: open what was written
-    return [synth.write_synth_trace(scenario, folder() / f"{scenario}.json.gz")]
-
-
-def synth_module():  # noqa: ANN201 (module)
-    from gpuperf_gui.core.trace import synth
-
-    return synth
-
-
-def _synth_scenarios() -> list[str]:
-    try:
-        from gpuperf_gui.core.trace import synth
-    except ImportError:
-        return []
-    return list(synth.SCENARIOS)
-
-
-def demo_entries(folder: Callable[[], Path] = _session_demo_folder) -> list[tuple[str, Callable[[], list[Path]]]]:
-    """Demo traces for Help ▸ Demo traces: (menu text, function returning the paths to open).
-
-    Synthetic traces are written to ``folder()`` (made on first use): :meth:`TraceTab.demo_entries`
-    passes a folder the tab removes at shutdown."""
-    entries: list[tuple[str, Callable[[], list[Path]]]] = []
-    for scenario in _synth_scenarios():
-        title = f"Synthetic: {scenario.replace('_', ' ')}"
-        if scenario == "inconclusive":
-            title += " (a CPU-only profile)"
-        elif scenario in getattr(synth_module(), "MULTI_RANK_SCENARIOS", {}):
-            title += f" ({synth_module().MULTI_RANK_SCENARIOS[scenario]} ranks)"
-        entries.append((title, partial(_synthetic, scenario, folder=folder)))
-    root = importlib.resources.files("gpuperf_gui.resources") / "demo"
-    for title, name in SHIPPED_DEMOS:
-        if (root / name).is_file() or (root / name).is_dir():
-            entries.append((title, partial(_shipped, name)))
-    return entries

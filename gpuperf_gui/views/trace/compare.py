@@ -41,8 +41,8 @@ from gpuperf_gui.core.trace.overview import display_kernel_name
 from gpuperf_gui.core.trace.session import FigureDelta, LoadProgress, diagnosis_view, diff_figures, diff_job
 from gpuperf_gui.views.plotting import make_static_plot
 from gpuperf_gui.views.progress import show_progress
-from gpuperf_gui.views.trace_panels import PANEL_CSS, diagnosis_html
-from gpuperf_gui.views.trace_style import KERNEL_CLASS_COLORS, format_duration_us, format_percent
+from gpuperf_gui.views.trace.panels import PANEL_CSS, diagnosis_html
+from gpuperf_gui.views.trace.style import KERNEL_CLASS_COLORS, format_duration_us, format_percent
 from gpuperf_gui.views.rich_text import plain_tooltip
 from gpuperf_gui.views.workers import TaskRunner
 from gpuperf_gui.views import settings_store

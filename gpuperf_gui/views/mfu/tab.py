@@ -1,14 +1,14 @@
 """The MFU tab: the calculator, the gap from 100 % attributed to named causes, and the checks.
 
-Thin view (STYLE.md R2): every number comes from :mod:`gpuperf_gui.core.mfu`; this module parses
-text, marks invalid inputs in place, and draws. Every edit recomputes at once (the arithmetic takes
-microseconds). :meth:`MfuTab.apply_trace_figures` fills the step time and the causes from a trace.
+Thin view (STYLE.md R2): the widgets are read into a :class:`~gpuperf_gui.core.mfu_state.MfuInputs`,
+and :class:`~gpuperf_gui.core.mfu_state.MfuState` (no Qt) parses them, applies the input rules and
+computes; this module marks the inputs it names in place and draws the outcome. Every edit
+recomputes at once (the arithmetic takes microseconds). :meth:`MfuTab.apply_trace_figures` fills the
+step time and the causes from a trace, as the state's :class:`~gpuperf_gui.core.mfu_state.TraceFill` says.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import replace
-from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
@@ -23,7 +23,6 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
     QPushButton,
     QScrollArea,
     QSpinBox,
@@ -33,36 +32,36 @@ from PySide6.QtWidgets import (
 
 from gpuperf_gui.core import mfu, mfu_gap
 from gpuperf_gui.core.hardware import PRECISIONS
-from gpuperf_gui.core.mfu_inputs import MfuForm, TraceRun, evaluate, example_check, example_form
+from gpuperf_gui.core.mfu_inputs import MfuForm, TraceRun, example_check, example_form
 from gpuperf_gui.core.mfu_report import report
-from gpuperf_gui.core.model_presets import (
-    EXAMPLE_RUNS,
-    ConfigError,
-    ModelConfig,
-    get_preset,
-    preset_names,
+from gpuperf_gui.core.mfu_state import (
+    CONFIG_FIELDS,
+    CUSTOM_CONFIG,
+    DEFAULT_PRESET,
+    EARLIER_TRACE_FIELDS,
+    N_GIVEN,
+    NO_MODEL,
+    RECOMPUTE_FIELDS,
+    RUN_FIELDS,
+    FieldError,
+    MfuInputs,
+    MfuOutcome,
+    MfuState,
+    TraceFill,
+    brief,
+    implausible,
 )
+from gpuperf_gui.core.model_presets import EXAMPLE_RUNS, preset_names
 from gpuperf_gui.core.trace.figures import TraceMfuFigures
-from gpuperf_gui.core.units import (
-    format_count,
-    format_duration_s,
-    format_si,
-    parse_quantity,
-    parse_quantity_list,
-)
-from gpuperf_gui.views.gap_bar import SLICE_COLOURS, GapBar
-from gpuperf_gui.views.what_if_view import WhatIfSelector
+from gpuperf_gui.core.units import format_count, format_duration_s, format_si
+from gpuperf_gui.views.mfu.fields import FROM_TRACE_STYLE, NumberField, kpi_card, percent_spin
+from gpuperf_gui.views.mfu.gap_bar import SLICE_COLOURS, GapBar
+from gpuperf_gui.views.trace.what_if_view import WhatIfSelector
 
 if TYPE_CHECKING:
     from gpuperf_gui.views.context import AppContext
 
-INVALID_STYLE = "QLineEdit { border: 2px solid #d73027; background: #fdecea; }"
-NEEDED_STYLE = "QLineEdit { border: 2px solid #e0a000; background: #fff8e1; }"
-FROM_TRACE_STYLE = "background: #e3f2fd;"  # every figure that came from a trace
 EARLIER_TRACE_STYLE = "background: #fff3cd;"  # typed for an earlier trace: to check
-N_GIVEN, CUSTOM_CONFIG = "N given directly", "Custom configuration"
-NO_MODEL = "Choose the traced run's model…"
-DEFAULT_PRESET = "Llama-3 8B"
 GAP_TITLE = "Where the rest of 100 % went (shares of peak × step time)"
 TIME_TITLE = "Step time by cause (shares of the step, not of peak: {why})"
 NOTE_STYLE = ("QLabel { background: #fff8e1; color: #6d4c00; border: 1px solid #ffe08a; "
@@ -70,93 +69,10 @@ NOTE_STYLE = ("QLabel { background: #fff8e1; color: #6d4c00; border: 1px solid #
 EXAMPLE_STYLE = ("QLabel { background: #eef5ee; color: #1b4d1b; border: 1px solid #b7d7b7; "
                  "border-radius: 3px; padding: 4px; }")
 TIME_CAUSES = mfu_gap.TIME_CAUSES
-RECOMPUTE_FIELDS = ("recompute_dense", "recompute_attention")
-TRACE_FRACTIONS = ("exposed_comm", "data_stall", "host_sync", "launch_gaps", "pipeline_bubble", "memory_bound")
-RUN_FIELDS = ("micro_batch", "seq_len", "grad_accum", "data_parallel", "tokens_per_step", "step_times")
-
-
-class _Invalid(Exception):
-    """A field could not be parsed; it is already marked."""
-
-
-class NumberField(QLineEdit):
-    """A line edit for a number (``124M``, ``6e9``); marks itself red with the reason as tooltip."""
-
-    def __init__(self, text: str = "", placeholder: str = "", tooltip: str = "") -> None:
-        super().__init__(text)
-        self.setPlaceholderText(placeholder)
-        self._tooltip = self._plain_tooltip = tooltip
-        self._base_style = ""
-        self.setToolTip(tooltip)
-        self.error: str | None = None
-        self.setProperty("from_trace", False)
-
-    def mark(self, error: str | None, *, needed: bool = False) -> None:
-        """Red with the reason as tooltip; ``needed``: amber, an input still to give (not a mistake)."""
-        self.error = error
-        self.setProperty("invalid", bool(error))
-        self.setProperty("needed", bool(error) and needed)
-        self.setStyleSheet((NEEDED_STYLE if needed else INVALID_STYLE) if error else self._base_style)
-        self.setToolTip(error or self._tooltip)
-
-    def set_origin(self, tooltip: str | None) -> None:
-        """Mark the field as filled from a trace (tinted, tooltip naming the trace), or clear it."""
-        self._base_style = f"QLineEdit {{ {FROM_TRACE_STYLE} }}" if tooltip else ""
-        self._tooltip = tooltip or self._plain_tooltip
-        self.setProperty("from_trace", bool(tooltip))
-        if not self.error:
-            self.setStyleSheet(self._base_style)
-            self.setToolTip(self._tooltip)
-
-
-def _implausible(r: mfu.MfuResult) -> bool:
-    """MFU above 100 % or far above the practical ceiling: its gap against peak means nothing."""
-    return r.mfu > 1.0 or any(w.code in ("mfu_above_100", "mfu_above_ceiling") for w in r.warnings)
-
-
-def _brief(message: str) -> str:
-    """A few words for the bar's flag; the Checks box has the whole message."""
-    if "impossible" in message:
-        return "an input error, see Checks"
-    if "missing" in message or message.startswith("choose"):
-        return "inputs still missing, marked in amber"
-    return message if len(message) < 60 else "see Checks"
 
 
 def _html(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _trace_name(figures: object) -> str:
-    """A short name for the trace the figures come from (file name, or "N ranks")."""
-    name = getattr(figures, "trace_name", None)
-    if isinstance(name, str) and name:
-        return name
-    source = getattr(figures, "source", None)
-    if not isinstance(source, str) or not source:
-        return "the loaded trace"
-    if "/" in source or "\\" in source or source.endswith((".json", ".gz")):
-        return PurePath(source).name
-    return f"the loaded trace ({source})"
-
-
-def _kpi(title: str) -> tuple[QFrame, QLabel, QLabel]:
-    frame = QFrame()
-    frame.setFrameShape(QFrame.Shape.StyledPanel)
-    layout = QVBoxLayout(frame)
-    layout.setContentsMargins(10, 6, 10, 6)
-    caption = QLabel(title)
-    value = QLabel("—")
-    font = value.font()
-    font.setPointSizeF(font.pointSizeF() * 1.9)
-    font.setBold(True)
-    value.setFont(font)
-    detail = QLabel("")
-    detail.setStyleSheet("color: palette(mid);")
-    detail.setWordWrap(True)
-    for widget in (caption, value, detail):
-        layout.addWidget(widget)
-    return frame, value, detail
 
 
 def _gemm_tip(origin: str, gemm) -> str:  # noqa: ANN001 (kernel_roof.GemmRoof)
@@ -168,16 +84,6 @@ def _gemm_tip(origin: str, gemm) -> str:  # noqa: ANN001 (kernel_roof.GemmRoof)
             f"card) × their {gemm.time_fraction_of_step:.1%} share of the step")
 
 
-def _spin(value: float, maximum: float = 100.0, decimals: int = 1, suffix: str = " %") -> QDoubleSpinBox:
-    spin = QDoubleSpinBox()
-    spin.setRange(0.0, maximum)
-    spin.setDecimals(decimals)
-    spin.setValue(value)
-    spin.setSuffix(suffix)
-    spin.setKeyboardTracking(True)
-    return spin
-
-
 class MfuTab(QWidget):
     """MFU calculator tab. ``result`` and ``breakdown`` hold the latest core objects (None if invalid)."""
 
@@ -186,19 +92,12 @@ class MfuTab(QWidget):
     def __init__(self, context: AppContext, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.context = context
+        self.state = MfuState()   # where the run comes from, what is marked (core/mfu_state.py)
         self.result: mfu.MfuResult | None = None
         self.breakdown: mfu_gap.GapBreakdown | None = None
         self.amdahl_result: mfu_gap.AmdahlResult | None = None
         self.fields: dict[str, NumberField] = {}
         self._filling = False
-        self._base_config: ModelConfig = get_preset(DEFAULT_PRESET)
-        self.run_source = "example"  # "example" (a preset's published run) | "user" | "trace"
-        self.example: str | None = None  # the preset whose example run fills the run fields
-        self.trace_run: TraceRun | None = None
-        self._earlier_trace: str | None = None  # the trace the model fields were entered for
-        self._waiting_for: str | None = None  # what the last evaluation said was missing
-        self._model_confirmed = False  # the user picked or typed the model (not just the default)
-        self._exact: dict[str, tuple[str, float]] = {}  # field → (text shown, exact value)
         self._banner_args: tuple[str, TraceRun, bool] | None = None
         layout = QHBoxLayout(self)
         layout.addWidget(self._build_inputs(), 0)
@@ -207,6 +106,20 @@ class MfuTab(QWidget):
         if hasattr(context, "precision_changed"):
             context.precision_changed.connect(self._on_device_changed)
         self._apply_preset(DEFAULT_PRESET)
+
+    @property
+    def run_source(self) -> str:
+        """Where the run's figures come from: "example" (a preset's published run), "user", "trace"."""
+        return self.state.run_source
+
+    @property
+    def example(self) -> str | None:
+        """The preset whose example run fills the run fields."""
+        return self.state.example
+
+    @property
+    def trace_run(self) -> TraceRun | None:
+        return self.state.trace_run
 
     # ------------------------------------------------------------------ building the inputs
     def _field(self, key: str, text: str = "", placeholder: str = "", tooltip: str = "") -> NumberField:
@@ -420,7 +333,7 @@ class MfuTab(QWidget):
                   ("headroom", "Headroom to 50 % MFU"), ("tokens", "Tokens/s"),
                   ("tokens_gpu", "Tokens/s per GPU"), ("time", "Time to train"), ("cost", "Cost per M tokens"))
         for index, (key, title) in enumerate(titles):
-            frame, value, detail = _kpi(title)
+            frame, value, detail = kpi_card(title)
             self.kpi_values[key], self.kpi_details[key] = value, detail
             kpis.addWidget(frame, index // 4, index % 4)
         box.addLayout(kpis)
@@ -459,7 +372,7 @@ class MfuTab(QWidget):
         box = QVBoxLayout(group)
         self.gap_bar = GapBar()
         box.addWidget(self.gap_bar)
-        self.what_if = WhatIfSelector()  # a trace's projections: remove a cause (views/what_if_view.py)
+        self.what_if = WhatIfSelector()  # a trace's projections: remove a cause (views/trace/what_if_view.py)
         box.addWidget(self.what_if)
         grid = QGridLayout()
         self.cause_spins: dict[str, QDoubleSpinBox] = {}
@@ -479,7 +392,7 @@ class MfuTab(QWidget):
             grid.addWidget(swatch, row, col)
             grid.addWidget(QLabel(label), row, col + 1)
             if key in TIME_CAUSES or key == "gemm_inefficiency":
-                spin = _spin(0.0)
+                spin = percent_spin(0.0)
                 spin.setMaximumWidth(110)
                 spin.setToolTip("% of peak lost to GEMMs running below peak (entered as share of peak)"
                                 if key == "gemm_inefficiency" else
@@ -527,7 +440,7 @@ class MfuTab(QWidget):
             grid.addWidget(QLabel(label), index, 0)
             for col, suffix in ((1, "time_fraction"), (2, "efficiency")):
                 name = f"{key}_{suffix}"
-                spin = _spin(getattr(defaults, name) * 100)
+                spin = percent_spin(getattr(defaults, name) * 100)
                 spin.valueChanged.connect(self._recompute)
                 self.ceiling_spins[name] = spin
                 grid.addWidget(spin, index, col)
@@ -545,8 +458,8 @@ class MfuTab(QWidget):
             self.amdahl_part_combo.addItem(mfu_gap.CAUSE_LABELS[key], key)
         self.amdahl_part_combo.currentIndexChanged.connect(self._on_amdahl_part_chosen)
         form.addRow("Part", self.amdahl_part_combo)
-        self.amdahl_share_spin = _spin(10.0)
-        self.amdahl_speedup_spin = _spin(2.0, maximum=1e6, decimals=2, suffix=" ×")
+        self.amdahl_share_spin = percent_spin(10.0)
+        self.amdahl_speedup_spin = percent_spin(2.0, maximum=1e6, decimals=2, suffix=" ×")
         self.amdahl_speedup_spin.setMinimum(0.01)
         for spin in (self.amdahl_share_spin, self.amdahl_speedup_spin):
             spin.valueChanged.connect(self._recompute)
@@ -569,7 +482,7 @@ class MfuTab(QWidget):
     # ------------------------------------------------------------------ presets and signals
     def _on_preset_chosen(self, name: str) -> None:
         if not self._filling:
-            self._model_confirmed = name != NO_MODEL
+            self.state.model_confirmed = name != NO_MODEL
             self._apply_preset(name)
 
     def _apply_preset(self, name: str) -> None:
@@ -578,9 +491,8 @@ class MfuTab(QWidget):
         self._filling = True
         try:
             self.preset_combo.setCurrentText(name)
-            if name not in (N_GIVEN, CUSTOM_CONFIG, NO_MODEL):
-                config = get_preset(name)
-                self._base_config = config
+            config = self.state.choose_preset(name)
+            if config is not None:
                 values = {
                     "layers": config.layers, "d_model": config.d_model, "heads": config.heads,
                     "kv_heads": config.kv_heads, "head_dim": config.head_dim, "ffn_size": config.ffn_size,
@@ -608,28 +520,21 @@ class MfuTab(QWidget):
 
     def _fill_example(self, name: str) -> None:
         """The example run of preset ``name`` into the run fields (called while filling)."""
-        run, form = EXAMPLE_RUNS[name], example_form(name)
-        self.example = name
-        values = {"micro_batch": run.micro_batch, "seq_len": run.seq_len, "grad_accum": run.grad_accum,
-                  "data_parallel": run.data_parallel}
-        for key, value in values.items():
-            self.fields[key].setText(str(value))
+        fill = self.state.example_run(name)
+        for key, text in fill.texts.items():
+            self.fields[key].setText(text)
         self.direct_tokens_check.setChecked(False)
-        self.fields["tokens_per_step"].setText("")
-        self._set_exact("step_times", form.step_times_s[0])
+        self._set_exact("step_times", fill.step_time_s)
         self.warmup_spin.setValue(-1)
-        self.gpus_spin.setValue(run.gpus)
-        self.recompute_combo.setCurrentText(run.recompute)
-        dense, attention = run.recompute_fractions or (None, None)
-        self.fields["recompute_dense"].setText("" if dense is None else f"{dense * 100:g}")
-        self.fields["recompute_attention"].setText("" if attention is None else f"{attention * 100:g}")
+        self.gpus_spin.setValue(fill.gpus)
+        self.recompute_combo.setCurrentText(fill.recompute)
 
     def load_example(self) -> None:
         """Replace the run fields by the current preset's example run (the "Example run" link)."""
         name = self.preset_combo.currentText()
         if name not in EXAMPLE_RUNS:
             return
-        self.run_source = "example"
+        self.state.use_example()
         self._clear_trace_marks()
         self._apply_preset(name)
 
@@ -661,11 +566,11 @@ class MfuTab(QWidget):
         """The user typed a run figure: the run is theirs now (no example), the field no longer a trace's."""
         if self._filling:
             return
-        if self.run_source == "example":
-            self.run_source, self.example = "user", None
+        if self.state.leave_example():
             self._show_example()
             self._recompute()  # the peak now follows the toolbar's device
         self._clear_earlier_mark(key)
+        self.state.run_edited(key)
         if key == "gpus":
             self.gpus_spin.setStyleSheet("")
             self.gpus_spin.setToolTip("All GPUs of the job (TP × PP × DP)")
@@ -674,18 +579,17 @@ class MfuTab(QWidget):
 
     def _on_config_edited(self, *_args: object) -> None:
         if not self._filling:
-            self._model_confirmed = True
+            self.state.model_confirmed = True
         if not self._filling and self.preset_combo.currentText() not in (N_GIVEN, CUSTOM_CONFIG):
             self._filling = True
             self.preset_combo.setCurrentText(CUSTOM_CONFIG)
             self._filling = False
-            if self.run_source == "example":
-                self.run_source, self.example = "user", None
+            if self.state.leave_example():
                 self._show_example()
             self._recompute()
 
     def _on_n_edited(self, _text: str) -> None:
-        self._model_confirmed = True
+        self.state.model_confirmed = True
         self._clear_earlier_mark("n_params")
         if self.preset_combo.currentText() == NO_MODEL:
             self._filling = True
@@ -706,7 +610,7 @@ class MfuTab(QWidget):
     def _on_amdahl_part_chosen(self, *_args: object) -> None:
         key = self.amdahl_part_combo.currentData()
         if key is not None and self.breakdown is not None:
-            self.amdahl_share_spin.setValue(self._cause_time_fraction(key) * 100)
+            self.amdahl_share_spin.setValue(getattr(self._inputs().gap_causes(), key) * 100)
         self._recompute()
 
     # ------------------------------------------------------------------ a trace's figures
@@ -715,96 +619,88 @@ class MfuTab(QWidget):
 
         GPUs follow the trace's world size (else the ranks loaded). The model and the tokens per
         step are not in a trace: the ones the user typed are kept; an example run's are not (they
-        describe another run), so the tab asks for them in place and shows no MFU until given.
+        describe another run), so the tab asks for them in place and shows no MFU until given
+        (the rules: :meth:`MfuState.take_trace`).
         """
-        run = TraceRun.from_figures(figures)
         self.what_if.set_projections(getattr(figures, "what_if", ()))
-        name = _trace_name(figures)
-        origin = f"from the trace {name}"
-        keep_tokens = self.run_source == "user"
-        previous = _trace_name(self.trace_run.figures) if self.trace_run is not None else None
-        if self.run_source == "trace" and previous is not None and previous != name:
-            keep_tokens = True   # typed for the previous trace: kept, and marked as that trace's
-            self._earlier_trace = self._earlier_trace or previous
+        fill = self.state.take_trace(figures, self.context.database)
         self._clear_trace_marks()
         self._filling = True
         try:
-            if run.step_time_s is not None and math.isfinite(run.step_time_s) and run.step_time_s > 0:
-                self._set_exact("step_times", run.step_time_s)
-                self.fields["step_times"].set_origin(
-                    f"{origin}: median of the steady profiled steps (profiled steps run slower)")
-                self.warmup_spin.setValue(-1)
-            elif self.run_source == "trace":   # an earlier trace's step time says nothing of this one
-                self.fields["step_times"].setText("")
-                self.fields["step_times"].setPlaceholderText("this trace has no ProfilerStep: enter its step time")
-            for key in TRACE_FRACTIONS:
-                value = getattr(figures, key)
-                self.cause_spins[key].setValue(min(max(float(value), 0.0), 1.0) * 100)
-                self.cause_spins[key].setStyleSheet(f"QDoubleSpinBox {{ {FROM_TRACE_STYLE} }}")
-                self.cause_spins[key].setToolTip(f"{origin} (share of the step time)")
-            gemm = figures.gemm(self._trace_device(figures))
-            self.cause_spins["gemm_inefficiency"].setValue(gemm.inefficiency * 100)
-            self.cause_spins["gemm_inefficiency"].setStyleSheet(f"QDoubleSpinBox {{ {FROM_TRACE_STYLE} }}")
-            self.cause_spins["gemm_inefficiency"].setToolTip(_gemm_tip(origin, gemm))
-            self.bubble_from_stages_check.setChecked(False)
-            self.gpus_spin.setValue(run.gpus)
-            self.gpus_spin.setStyleSheet(f"QSpinBox {{ {FROM_TRACE_STYLE} }}")
-            self.gpus_spin.setToolTip(f"{origin}: " + ("the recorded world size" if run.world_size else
-                                      "the ranks loaded (the trace records no world size)"))
-            if not keep_tokens:  # the example's sequence, tokens and recompute describe another run
-                self.fields["seq_len"].setText("")
-                self.recompute_combo.setCurrentText("none")
-                self.direct_tokens_check.setChecked(True)
-                self.fields["tokens_per_step"].setText("")
-                self.fields["tokens_per_step"].setPlaceholderText("tokens per step of the traced run")
-            if not self._model_confirmed:
-                if self.preset_combo.findText(NO_MODEL) < 0:
-                    self.preset_combo.insertItem(0, NO_MODEL)
-                self.preset_combo.setCurrentText(NO_MODEL)
-                for key in ("layers", "d_model", "heads", "kv_heads", "head_dim", "ffn_size",
-                            "vocab_size", "experts", "top_k"):
-                    self.fields[key].setText("")
-                self.fields["n_params"].setText("")
-                self.fields["n_params"].setEnabled(True)
-                self.fields["n_params"].setPlaceholderText("N of the traced run, or choose a preset")
+            self._fill_from_trace(fill)
         finally:
             self._filling = False
-        self.run_source, self.example, self.trace_run = "trace", None, run
         self._mark_earlier_model()
-        self.trace_label.setText(f"causes filled from the loaded trace ({name})")
-        self.trace_label.setToolTip(str(figures.source or name))
-        self._banner_args = (name, run, keep_tokens)
-        self._show_trace_banner(name, run, keep_tokens)
+        self.trace_label.setText(f"causes filled from the loaded trace ({fill.name})")
+        self.trace_label.setToolTip(str(figures.source or fill.name))
+        self._banner_args = (fill.name, fill.run, fill.kept)
+        self._show_trace_banner(fill.name, fill.run, fill.kept)
         self._show_example()
         self._recompute()
 
+    def _fill_from_trace(self, fill: TraceFill) -> None:
+        """Write a trace's figures into the widgets, each tinted with where it came from."""
+        origin, run = fill.origin, fill.run
+        if fill.step_time_s is not None:
+            self._set_exact("step_times", fill.step_time_s)
+            self.fields["step_times"].set_origin(
+                f"{origin}: median of the steady profiled steps (profiled steps run slower)")
+            self.warmup_spin.setValue(-1)
+        elif fill.clear_step_time:   # an earlier trace's step time says nothing of this one
+            self.fields["step_times"].setText("")
+            self.fields["step_times"].setPlaceholderText("this trace has no ProfilerStep: enter its step time")
+        for key, fraction in fill.fractions.items():
+            self.cause_spins[key].setValue(fraction * 100)
+            self.cause_spins[key].setStyleSheet(f"QDoubleSpinBox {{ {FROM_TRACE_STYLE} }}")
+            self.cause_spins[key].setToolTip(f"{origin} (share of the step time)")
+        self.cause_spins["gemm_inefficiency"].setValue(fill.gemm.inefficiency * 100)
+        self.cause_spins["gemm_inefficiency"].setStyleSheet(f"QDoubleSpinBox {{ {FROM_TRACE_STYLE} }}")
+        self.cause_spins["gemm_inefficiency"].setToolTip(_gemm_tip(origin, fill.gemm))
+        self.bubble_from_stages_check.setChecked(False)
+        self.gpus_spin.setValue(run.gpus)
+        self.gpus_spin.setStyleSheet(f"QSpinBox {{ {FROM_TRACE_STYLE} }}")
+        self.gpus_spin.setToolTip(f"{origin}: " + ("the recorded world size" if run.world_size else
+                                  "the ranks loaded (the trace records no world size)"))
+        if fill.reset_run:  # the example's sequence, tokens and recompute describe another run
+            self.fields["seq_len"].setText("")
+            self.recompute_combo.setCurrentText("none")
+            self.direct_tokens_check.setChecked(True)
+            self.fields["tokens_per_step"].setText("")
+            self.fields["tokens_per_step"].setPlaceholderText("tokens per step of the traced run")
+        if fill.ask_model:
+            if self.preset_combo.findText(NO_MODEL) < 0:
+                self.preset_combo.insertItem(0, NO_MODEL)
+            self.preset_combo.setCurrentText(NO_MODEL)
+            for key in CONFIG_FIELDS:
+                self.fields[key].setText("")
+            self.fields["n_params"].setText("")
+            self.fields["n_params"].setEnabled(True)
+            self.fields["n_params"].setPlaceholderText("N of the traced run, or choose a preset")
+
     def _trace_device(self, figures: TraceMfuFigures | None = None):  # noqa: ANN202 (Device | None)
         """The trace's GPU when the database knows it, else None (the toolbar's device is used)."""
-        from gpuperf_gui.core.trace.kernel_roof import trace_device  # noqa: PLC0415
-
-        figures = figures or (self.trace_run.figures if self.trace_run is not None else None)
-        return trace_device(figures.device_name, self.context.database) if figures is not None else None
+        return self.state.trace_device(self.context.database, figures)
 
     def _mark_earlier_model(self) -> None:
         """Model and tokens typed for an earlier trace are kept but marked until the user edits them."""
-        if self._earlier_trace is None:
+        filled = [key for key in EARLIER_TRACE_FIELDS
+                  if self.fields[key].text().strip() and self.fields[key].isEnabled()]
+        marked = self.state.mark_earlier(filled)
+        if not marked:
             return
-        tip = (f"entered for the earlier trace {self._earlier_trace}, not for this one: check it "
+        tip = (f"entered for the earlier trace {self.state.earlier_trace}, not for this one: check it "
                "describes this trace's run (edit it to confirm)")
-        for key in ("n_params", "tokens_per_step", "micro_batch", "seq_len", "grad_accum", "data_parallel"):
-            if self.fields[key].text().strip() and self.fields[key].isEnabled():
-                self.fields[key].setStyleSheet(f"QLineEdit {{ {EARLIER_TRACE_STYLE} }}")
-                self.fields[key].setToolTip(tip)
-                self.fields[key].setProperty("earlier_trace", True)
+        for key in marked:
+            self.fields[key].setStyleSheet(f"QLineEdit {{ {EARLIER_TRACE_STYLE} }}")
+            self.fields[key].setToolTip(tip)
+            self.fields[key].setProperty("earlier_trace", True)
 
     def _clear_earlier_mark(self, key: str) -> None:
-        field = self.fields.get(key)
-        if field is not None and field.property("earlier_trace"):
+        if self.state.clear_earlier(key):
+            field = self.fields[key]
             field.setProperty("earlier_trace", False)
             field.setStyleSheet("")
             field.setToolTip("")
-        if not any(f.property("earlier_trace") for f in self.fields.values()):
-            self._earlier_trace = None
 
     def _clear_trace_marks(self) -> None:
         for field in self.fields.values():
@@ -824,10 +720,10 @@ class MfuTab(QWidget):
         else:
             gpus = (f"GPUs {run.gpus}: the ranks loaded{device}; the trace records no world size, so "
                     "if the job had more GPUs, enter them")
-        given = self._model_and_tokens_given()
-        if self._earlier_trace is not None:
+        given = self.state.model_and_tokens_given(self._inputs())
+        if self.state.earlier_trace is not None:
             asked = (f"<b>The model and tokens per step were entered for the earlier trace "
-                     f"{_html(self._earlier_trace)}</b> (marked in amber): check that they describe this one.")
+                     f"{_html(self.state.earlier_trace)}</b> (marked in amber): check that they describe this one.")
         elif kept:
             asked = ("The model and tokens per step you entered are kept: check that they describe the "
                      "traced run.")
@@ -837,7 +733,7 @@ class MfuTab(QWidget):
             asked = ("<b>Enter the model (a preset or N) and the tokens per step of the traced run</b>, "
                      "marked below: a trace records neither.")
         if self.result is None and given:   # never "entered" beside KPIs that show "—"
-            asked += f" <b>No MFU yet:</b> {_html(_brief(self._waiting_for or 'fix the inputs marked below'))}"
+            asked += f" <b>No MFU yet:</b> {_html(brief(self.state.waiting_for or 'fix the inputs marked below'))}"
         precision = run.figures.precision
         prec = (f" Peak precision {_html(precision.effective)}: {_html(precision.describe())}."
                 if precision.effective else " The trace's precision is unknown: the toolbar's is used.")
@@ -847,12 +743,6 @@ class MfuTab(QWidget):
             "<a href='dismiss'>Dismiss</a>")
         self.trace_banner.show()
 
-    def _model_and_tokens_given(self) -> bool:
-        model = self.preset_combo.currentText() != NO_MODEL and (
-            self.preset_combo.currentText() != N_GIVEN or bool(self.fields["n_params"].text().strip()))
-        tokens = (not self.direct_tokens_check.isChecked()) or bool(self.fields["tokens_per_step"].text().strip())
-        return model and tokens
-
     def is_busy(self) -> bool:
         return False
 
@@ -860,206 +750,35 @@ class MfuTab(QWidget):
         """Nothing runs in the background here."""
 
     # ------------------------------------------------------------------ reading the inputs
-    def _number(self, key: str, *, required: bool = True, integer: bool = False,
-                minimum: float | None = None) -> float | None:
-        field = self.fields[key]
-        text = field.text().strip()
-        if key in RECOMPUTE_FIELDS:
-            text = text.rstrip("%").strip()
-        if not text:
-            if required:
-                field.mark("required", needed=True)
-                raise _Invalid(key)
-            return None
-        try:
-            value = parse_quantity(text)
-        except ValueError as exc:
-            field.mark(str(exc))
-            raise _Invalid(key) from None
-        if integer and value != int(value):
-            field.mark("must be a whole number")
-            raise _Invalid(key)
-        if minimum is not None and value < minimum:
-            field.mark(f"must be at least {minimum:g}")
-            raise _Invalid(key)
-        return int(value) if integer else value
-
-    def _parse_fields(self) -> dict[str, float | None]:
-        """Every field as a number (None: empty), each bad one marked in place."""
-        parsed: dict[str, float | None] = {}
-        bad = False
-        optional = {"kv_heads", "head_dim", "ffn_size", "experts", "top_k", "counted_flops",
-                    "train_tokens", "price", "n_params", "tokens_per_step", "peak_tflops",
-                    "recompute_dense", "recompute_attention"}
-        mode = self.preset_combo.currentText()
-        if mode in (N_GIVEN, NO_MODEL):  # only the attention shape is read
-            optional |= {"d_model", "vocab_size"}
-            if not self.attention_check.isChecked():
-                optional |= {"layers", "heads"}
-        if self.direct_tokens_check.isChecked():
-            optional |= {"micro_batch", "grad_accum", "data_parallel"}
-            if not self.attention_check.isChecked():
-                optional.add("seq_len")   # nothing uses it: no attention term, tokens given
-        integers = {"layers", "d_model", "heads", "kv_heads", "head_dim", "ffn_size", "vocab_size",
-                    "experts", "top_k", "micro_batch", "seq_len", "grad_accum", "data_parallel"}
-        custom = self.recompute_combo.currentText() == "custom"
-        for key in self.fields:
-            if key == "step_times" or (key in RECOMPUTE_FIELDS and not custom):
-                continue
-            try:
-                parsed[key] = self._number(key, required=key not in optional, integer=key in integers,
-                                           minimum=0 if key in ("price", "train_tokens", *RECOMPUTE_FIELDS)
-                                           else (1 if key in integers else None))
-            except _Invalid:
-                bad = True
-        try:
-            parsed.update(self._recompute_fractions(parsed))
-        except _Invalid:
-            bad = True
-        for key, needed in (("tokens_per_step", self.direct_tokens_check.isChecked()),
-                            ("n_params", mode in (N_GIVEN, NO_MODEL))):
-            if needed and key in parsed and parsed[key] is None:
-                self.fields[key].mark(f"required: {'the tokens per step' if key != 'n_params' else 'N'}"
-                                      " of the run", needed=True)
-                bad = True
-        if bad:
-            raise _Invalid("fields")
-        return parsed
-
-    def _set_exact(self, key: str, value: float) -> None:
-        """Show ``value`` rounded to 6 digits but compute with it exactly while the text is unchanged."""
-        text = f"{value:.6g}"
-        self.fields[key].setText(text)
-        self._exact[key] = (text, value)
-
-    def _exact_times(self) -> tuple[float, ...]:
-        text = self.fields["step_times"].text()
-        exact = self._exact.get("step_times")
-        if exact is not None and exact[0] == text.strip():
-            return (exact[1],)
-        return tuple(parse_quantity_list(text))
-
-    def _recompute_fractions(self, p: dict[str, float | None]) -> dict[str, float | None]:
-        """Custom recompute needs both percentages (0..100); marks a missing or bad one in place."""
-        if self.recompute_combo.currentText() != "custom":
-            return {}
-        bad = False
-        for key in RECOMPUTE_FIELDS:
-            if key not in p:
-                continue  # did not parse: already marked
-            if p[key] is None:
-                self.fields[key].mark("required for custom recompute (% of that forward recomputed)")
-                bad = True
-            elif p[key] > 100:  # type: ignore[operator]
-                self.fields[key].mark("a percentage: 0 to 100")
-                bad = True
-        if bad or any(key not in p for key in RECOMPUTE_FIELDS):
-            raise _Invalid("recompute")
-        return {key: p[key] / 100 for key in RECOMPUTE_FIELDS}  # type: ignore[operator]
+    def _inputs(self) -> MfuInputs:
+        """The widgets' values, unparsed (the state parses them and says what is wrong)."""
+        stages = ((self.stages_spin.value(), self.microbatches_spin.value(), self.virtual_spin.value())
+                  if self.bubble_from_stages_check.isChecked() else None)
+        return MfuInputs(
+            texts={key: field.text() for key, field in self.fields.items()},
+            mode=self.preset_combo.currentText(), device_id=self.context.device_id,
+            precision=self.context.precision, attention=self.attention_check.isChecked(),
+            causal=self.causal_check.isChecked(), exclude_embeddings=self.exclude_embeddings_check.isChecked(),
+            gated_mlp=self.gated_check.isChecked(), tied_embeddings=self.tied_check.isChecked(),
+            bias=self.bias_check.isChecked(), direct_tokens=self.direct_tokens_check.isChecked(),
+            explicit_peak=self.explicit_peak_check.isChecked(), warmup_steps=self.warmup_spin.value(),
+            gpus=self.gpus_spin.value(), training_precision=self.training_precision_combo.currentText(),
+            recompute=self.recompute_combo.currentText(),
+            recompute_convention=self.recompute_convention_combo.currentText(),
+            ceiling={k: s.value() / 100 for k, s in self.ceiling_spins.items()},
+            causes={k: s.value() / 100 for k, s in self.cause_spins.items()}, stages=stages,
+            amdahl_share=self.amdahl_share_spin.value() / 100, amdahl_speedup=self.amdahl_speedup_spin.value())
 
     def form(self) -> MfuForm:
         """The tab's inputs as the core input model (the one ``gpuperf mfu`` builds from its options).
 
-        Raises ``_Invalid`` when a field does not parse (it is marked), ``MfuInputError`` /
-        ``ConfigError`` when the inputs are inconsistent."""
-        p = self._parse_fields()
-        try:
-            times = self._exact_times()
-        except ValueError as exc:
-            self.fields["step_times"].mark(str(exc))
-            raise _Invalid("step_times") from None
-        mode = self.preset_combo.currentText()
-        model: dict[str, object] = {}
-        if mode == NO_MODEL:
-            raise mfu.MfuInputError("model", "choose the model of the traced run (a preset, or N given "
-                                    "directly with its attention shape): a trace does not record it")
-        if mode == N_GIVEN:
-            model = dict(n_params=p["n_params"], layers=p["layers"], heads=p["heads"],
-                         head_dim=p["head_dim"], d_model=p["d_model"])
-            if p["n_params"] is None:
-                raise mfu.MfuInputError("n_params", "the model size is missing: give N")
-        elif mode in EXAMPLE_RUNS and not self._config_edited(p):
-            model = dict(preset=mode)
-        else:
-            model = dict(config=self._custom_config(p, mode))
-        if self.direct_tokens_check.isChecked():
-            if p["tokens_per_step"] is None:
-                raise mfu.MfuInputError("tokens_per_step", "the tokens per step are missing")
-            batch = dict(tokens_per_step=p["tokens_per_step"])
-        else:
-            batch = dict(micro_batch=p["micro_batch"], grad_accum=p["grad_accum"],
-                         data_parallel=p["data_parallel"])
-        warmup = self.warmup_spin.value()
-        training = self.training_precision_combo.currentText()
-        source = {"example": "example", "trace": "trace"}.get(self.run_source, "given")
-        if source == "trace" and "step_times" in self.fields and not self.fields["step_times"].property(
-                "from_trace"):
-            source = "given"
-        return MfuForm(
-            **model, include_embeddings=not self.exclude_embeddings_check.isChecked(),  # type: ignore[arg-type]
-            attention=self.attention_check.isChecked(),
-            seq_len=None if p["seq_len"] is None else int(p["seq_len"]),  # type: ignore[arg-type]
-            causal=self.causal_check.isChecked(), **batch,  # type: ignore[arg-type]
-            step_times_s=times, warmup_steps=None if warmup < 0 else warmup, step_time_source=source,
-            gpus=self.gpus_spin.value(), **self._peak_fields(p),  # type: ignore[arg-type]
-            training_precision=None if training == "same as peak" else training,
-            recompute=self.recompute_combo.currentText(), recompute_dense=p.get("recompute_dense"),
-            recompute_attention=p.get("recompute_attention"),
-            recompute_convention=self.recompute_convention_combo.currentText(),
-            timed_steps=(self.trace_run.figures.steady_steps or None) if source == "trace" and self.trace_run else None,
-            counted_flops_per_step=p["counted_flops"], train_tokens=p["train_tokens"],
-            price_per_gpu_hour=p["price"], ceiling=self._ceiling(),
-        )
+        Raises :class:`~gpuperf_gui.core.mfu_state.InvalidInputs` when a field does not parse,
+        ``MfuInputError`` / ``ConfigError`` when the inputs are inconsistent."""
+        return self.state.form(self._inputs(), self.context.database)
 
-    def _config_edited(self, p: dict[str, float | None]) -> bool:
-        c = self._base_config
-        return any(p[k] != v for k, v in (("layers", c.layers), ("d_model", c.d_model), ("heads", c.heads),
-                                          ("kv_heads", c.kv_heads), ("head_dim", c.head_dim),
-                                          ("ffn_size", c.ffn_size), ("vocab_size", c.vocab_size)))
-
-    def _custom_config(self, p: dict[str, float | None], mode: str) -> ModelConfig:
-        return replace(
-            self._base_config,
-            name=mode if mode != CUSTOM_CONFIG else "custom model",
-            layers=int(p["layers"]), d_model=int(p["d_model"]), heads=int(p["heads"]),  # type: ignore[arg-type]
-            kv_heads=p["kv_heads"], head_dim=p["head_dim"], ffn_size=p["ffn_size"],  # type: ignore[arg-type]
-            vocab_size=int(p["vocab_size"]), experts=int(p["experts"] or 1),  # type: ignore[arg-type]
-            top_k=int(p["top_k"] or 1), gated_mlp=self.gated_check.isChecked(),
-            tied_embeddings=self.tied_check.isChecked(), bias=self.bias_check.isChecked(),
-            seq_len=int(p["seq_len"]) if p["seq_len"] is not None else self._base_config.seq_len,  # type: ignore[arg-type]
-        )
-
-    def _peak_fields(self, p: dict[str, float | None]) -> dict[str, object]:
-        """An example run's own hardware; else the explicit peak, or the toolbar's device."""
-        if self.run_source == "example" and self.example:
-            example = example_form(self.example)
-            return dict(device_id=example.device_id, precision=example.precision,
-                        peak_flops_per_s=example.peak_flops_per_s, peak_note=example.peak_note)
-        explicit = None
-        if self.explicit_peak_check.isChecked():
-            if p["peak_tflops"] is None:
-                raise mfu.MfuInputError("peak_tflops", "required")
-            explicit = float(p["peak_tflops"]) * 1e12
-        if self.run_source == "trace" and self.trace_run is not None:
-            # the trace's GPU and precision (its GEMMs'), not whatever the toolbar says
-            device = self._trace_device()
-            return dict(device_id=device.id if device is not None else self.context.device_id,
-                        precision=self.trace_run.precision or self.context.precision, peak_flops_per_s=explicit)
-        return dict(device_id=self.context.device_id, precision=self.context.precision,
-                    peak_flops_per_s=explicit)
-
-    def _ceiling(self) -> mfu.CeilingModel:
-        return mfu.CeilingModel(**{k: s.value() / 100 for k, s in self.ceiling_spins.items()})
-
-    def _causes(self) -> mfu_gap.GapCauses:
-        values = {k: s.value() / 100 for k, s in self.cause_spins.items()}
-        if self.bubble_from_stages_check.isChecked():
-            values["pipeline_bubble"] = mfu_gap.pipeline_bubble_fraction(
-                self.stages_spin.value(), self.microbatches_spin.value(), self.virtual_spin.value())
-        return mfu_gap.GapCauses(**values)
-
-    def _cause_time_fraction(self, key: str) -> float:
-        return getattr(self._causes(), key)
+    def _set_exact(self, key: str, value: float) -> None:
+        """Show ``value`` rounded to 6 digits but compute with it exactly while the text is unchanged."""
+        self.fields[key].setText(self.state.exact_text(key, value))
 
     # ------------------------------------------------------------------ computing and showing
     def _recompute(self, *_args: object) -> None:
@@ -1069,37 +788,24 @@ class MfuTab(QWidget):
             field.mark(None)
         for spin in self.ceiling_spins.values():
             spin.setStyleSheet("")
-        self.cause_spins["pipeline_bubble"].setEnabled(not self.bubble_from_stages_check.isChecked())
-        self.fields["tokens_per_step"].setEnabled(self.direct_tokens_check.isChecked())
-        for key in ("micro_batch", "grad_accum", "data_parallel"):  # not used with tokens given directly
-            self.fields[key].setEnabled(not self.direct_tokens_check.isChecked())
-        self.fields["peak_tflops"].setEnabled(self.explicit_peak_check.isChecked())
-        custom = self.recompute_combo.currentText() == "custom"
-        for key in RECOMPUTE_FIELDS:
-            self.fields[key].setEnabled(custom)
+        inputs = self._inputs()
+        for key, used in inputs.used_inputs().items():   # the choices decide which inputs count
+            (self.cause_spins[key] if key in self.cause_spins else self.fields[key]).setEnabled(used)
         self._show_device()
         self.peak_readout.setText("")
-        try:
-            result = evaluate(self.form(), self.context.database)
-        except _Invalid:
-            needed = [f for f in self.fields.values() if f.property("needed")]
-            self._show_invalid("some inputs are missing: give the ones marked in amber" if needed and all(
-                f.property("needed") for f in self.fields.values() if f.error) else
-                "Fix the inputs marked in red.")
+        outcome = self.state.evaluate(inputs, self.context.database)
+        if outcome.result is None:
+            for key, error in outcome.errors.items():
+                self._mark_error(key, error)
+            self._show_invalid(outcome.message, implausible=outcome.implausible)
             return
-        except (mfu.MfuInputError, ConfigError) as exc:
-            self._mark_error(exc.field, str(exc), needed="missing" in str(exc) or exc.field == "model")
-            self._show_invalid(str(exc), implausible=isinstance(exc, mfu.ImplausibleMfuError))
-            return
-        inputs = result.inputs
+        result = outcome.result
         self.result = result
-        self.breakdown = mfu_gap.gap_breakdown(result.mfu, result.hfu, self._causes(),
-                                           memory_efficiency=inputs.ceiling.memory_efficiency)
+        self.breakdown = outcome.breakdown
         self._show_result(result)
-        self._show_breakdown(self.breakdown, result)
+        self._show_breakdown(outcome.breakdown, result, inputs)
         self.what_if.set_mfu(result.mfu)
-        self._show_amdahl(inputs.step_time_s)
-        self._waiting_for = None
+        self._show_amdahl(outcome, result.inputs.step_time_s)
         self._refresh_banner()
         self.result_changed.emit(result)
 
@@ -1108,23 +814,18 @@ class MfuTab(QWidget):
         if self._banner_args is not None and not self.trace_banner.isHidden():
             self._show_trace_banner(*self._banner_args)
 
-    def _mark_error(self, key: str, message: str, *, needed: bool = False) -> None:
-        """Mark the field behind ``key`` (red; amber when it is an input still to give)."""
-        aliases = {"step_time_s": "step_times", "warmup_steps": "step_times", "peak": "peak_tflops",
-                   "seq": "seq_len", "model": "n_params"}
-        key = aliases.get(key, key)
-        if key == "tokens_per_step" and not self.direct_tokens_check.isChecked():
-            key = "micro_batch"
+    def _mark_error(self, key: str, error: FieldError) -> None:
+        """Mark the input ``key`` the state named (red; amber when it is an input still to give)."""
         if key in self.fields:
-            self.fields[key].mark(message, needed=needed)
+            self.fields[key].mark(error.message, needed=error.needed)
         elif key == "recompute":
             for name in RECOMPUTE_FIELDS:
-                self.fields[name].mark(message)
+                self.fields[name].mark(error.message)
         elif key.startswith("ceiling."):
             for spin in self.ceiling_spins.values():
                 spin.setStyleSheet("QDoubleSpinBox { border: 2px solid #d73027; }")
         if key == "peak_tflops" and not self.explicit_peak_check.isChecked():
-            self.peak_readout.setText(f"<span style='color:#d73027'>{message}</span>")
+            self.peak_readout.setText(f"<span style='color:#d73027'>{error.message}</span>")
 
     def _show_invalid(self, message: str, *, implausible: bool = False) -> None:
         """No result: every KPI "—", and one line saying what is missing or wrong."""
@@ -1151,7 +852,6 @@ class MfuTab(QWidget):
         title = ("Not a result, an input error" if implausible else
                  "Waiting for inputs" if waiting else "No result")
         self.warnings_label.setText(f"<span style='color:{colour}'><b>{title}:</b> {_html(message)}</span>")
-        self._waiting_for = message
         self._refresh_banner()
         self.result_changed.emit(None)
 
@@ -1199,7 +899,7 @@ class MfuTab(QWidget):
         self._set_kpi("achieved", fmt(r.achieved_flops_per_s_per_gpu, "FLOP/s"),
                       f"of {fmt(r.peak_flops_per_s_per_gpu, 'FLOP/s', 4)} {i.peak.precision or ''} peak")
         self._set_kpi("mfu", f"{r.mfu:.1%}", f"practical ceiling {r.mfu_ceiling:.0%} MFU")
-        self.kpi_values["mfu"].setStyleSheet("color: #c62828;" if _implausible(r) else "")
+        self.kpi_values["mfu"].setStyleSheet("color: #c62828;" if implausible(r) else "")
         ratio = f"{r.hfu_over_mfu:.3g}×" if r.hfu_over_mfu is not None else "n/a ×"
         self._set_kpi("hfu", f"{r.hfu:.1%}", f"{ratio} model FLOPs ({i.recompute.hfu_label()})")
         self._set_kpi("headroom", f"{r.headroom_to_target:.1%}" if r.headroom_to_target else "none",
@@ -1247,13 +947,13 @@ class MfuTab(QWidget):
             for w in warnings)
         self.warnings_label.setText(f"<ul style='margin-left:-20px'>{items}</ul>")
 
-    def _show_breakdown(self, breakdown: mfu_gap.GapBreakdown, r: mfu.MfuResult) -> None:
-        if _implausible(r):
+    def _show_breakdown(self, breakdown: mfu_gap.GapBreakdown, r: mfu.MfuResult, inputs: MfuInputs) -> None:
+        if implausible(r):
             # No gap against peak to attribute: show what was measured (the causes as shares of the
             # step time), so a trace's causes stay visible while the model or batch is fixed.
             self.gap_group.setTitle(TIME_TITLE.format(why="the MFU is not plausible"))
             self.gap_bar.set_slices(
-                mfu_gap.step_time_slices(self._causes()), [],
+                mfu_gap.step_time_slices(inputs.gap_causes()), [],
                 f"MFU {r.mfu:.0%} is not plausible: check the model, tokens per step and GPUs. "
                 "The bar shows the causes as shares of the step time.")
         else:
@@ -1268,28 +968,26 @@ class MfuTab(QWidget):
             label.setText(f"{shares.get(key, 0.0):.1%}")
         if self.bubble_from_stages_check.isChecked():
             self.cause_spins["pipeline_bubble"].blockSignals(True)
-            self.cause_spins["pipeline_bubble"].setValue(self._causes().pipeline_bubble * 100)
+            self.cause_spins["pipeline_bubble"].setValue(inputs.gap_causes().pipeline_bubble * 100)
             self.cause_spins["pipeline_bubble"].blockSignals(False)
         self.breakdown_message.setText(breakdown.message or "")
 
     def _show_time_bar_or_nothing(self, message: str) -> None:
         """Without a result: the entered (or trace) causes as shares of the step time, if any."""
-        causes = mfu_gap.GapCauses(**{k: s.value() / 100 for k, s in self.cause_spins.items()})
+        causes = self._inputs().entered_causes()
         if not any(getattr(causes, key) > 0 for key in TIME_CAUSES):
             self.gap_group.setTitle(GAP_TITLE)
             self.gap_bar.set_slices([], [])
             return
         self.gap_group.setTitle(TIME_TITLE.format(why="no MFU yet"))
         self.gap_bar.set_slices(mfu_gap.step_time_slices(causes), [],
-                                f"No MFU ({_brief(message)}): the bar shows the causes as shares of the step time.")
+                                f"No MFU ({brief(message)}): the bar shows the causes as shares of the step time.")
 
-    def _show_amdahl(self, step_time_s: float) -> None:
-        try:
-            self.amdahl_result = mfu_gap.amdahl(self.amdahl_share_spin.value() / 100,
-                                            self.amdahl_speedup_spin.value(), step_time_s)
-        except mfu.MfuInputError as exc:
-            self.amdahl_readout.setText(str(exc))
+    def _show_amdahl(self, outcome: MfuOutcome, step_time_s: float) -> None:
+        if outcome.amdahl is None:
+            self.amdahl_readout.setText(outcome.amdahl_error or "")
             return
+        self.amdahl_result = outcome.amdahl
         a = self.amdahl_result
         self.amdahl_readout.setText(
             f"Overall <b>{a.overall_speedup:.3f}×</b> ({a.overall_speedup - 1:.1%} faster): step "

@@ -35,15 +35,15 @@ from gpuperf_gui.core.trace.overview import IDLE_CAUSES, KernelRow, RankOverview
 from gpuperf_gui.core.trace.session import LoadedTrace
 from gpuperf_gui.core.units import format_si
 from gpuperf_gui.views.plotting import make_static_plot
-from gpuperf_gui.views.trace_panels import PANEL_CSS, diagnosis_html
+from gpuperf_gui.views.trace.panels import PANEL_CSS, diagnosis_html
 from gpuperf_gui.views.rich_text import plain_tooltip
-from gpuperf_gui.views.trace_style import (
+from gpuperf_gui.views.trace.style import (
     IDLE_CAUSE_COLORS,
     KERNEL_CLASS_COLORS,
     format_duration_us,
     format_percent,
 )
-from gpuperf_gui.views.what_if_view import WhatIfTable, what_if_of
+from gpuperf_gui.views.trace.what_if_view import WhatIfTable, what_if_of
 
 PART_COLORS = {
     "compute": KERNEL_CLASS_COLORS["gemm"],
@@ -176,7 +176,7 @@ class TraceOverview(QWidget):
         lv.addWidget(self.kernel_title)
         lv.addLayout(prec)
         lv.addWidget(self.kernels, 2)
-        self.what_if = WhatIfTable()  # the causes by projected gain (views/what_if_view.py)
+        self.what_if = WhatIfTable()  # the causes by projected gain (views/trace/what_if_view.py)
         lv.addWidget(self.what_if, 1)
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(left)

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidg
 from gpuperf_gui.core.trace.glossary import STEP_EXPOSED_COMM
 from gpuperf_gui.core.trace.overview import HEATMAP_METRICS, Overview
 from gpuperf_gui.core.trace.signatures import REGISTRY
-from gpuperf_gui.views.trace_style import format_duration_us, format_percent
+from gpuperf_gui.views.trace.style import format_duration_us, format_percent
 
 MAX_ROW_LABELS = 64
 METRIC_OF_SIGNATURE = {name: sig.heatmap_metric for name, sig in REGISTRY.items() if sig.heatmap_metric}

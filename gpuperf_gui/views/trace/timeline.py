@@ -1,7 +1,7 @@
 """The timeline: stacked lanes of all ranks on one time axis, navigated like Perfetto.
 
 Wheel or W/S zoom around the cursor, drag (or A/D) pans, right-drag selects a time range, a click
-selects an event. Each lane is one :class:`~gpuperf_gui.views.trace_lane_item.TraceLaneItem`; the view
+selects an event. Each lane is one :class:`~gpuperf_gui.views.trace.lane_item.TraceLaneItem`; the view
 refolds the visible lanes at most 30 times a second (``pg.SignalProxy``, STYLE.md R12).
 
 The y axis is in pixels (rows have a fixed height); x is µs relative to the model's origin.
@@ -29,8 +29,8 @@ from PySide6.QtGui import (
 
 from gpuperf_gui.core.trace.lanes import EventRef, LaneSpec, RankSpec  # noqa: F401 - views import them here
 from gpuperf_gui.core.trace.lod import LaneRows
-from gpuperf_gui.views.trace_lane_item import ROW_HEIGHT_PX, Palette, TraceLaneItem
-from gpuperf_gui.views.trace_style import format_duration_us, time_unit_for
+from gpuperf_gui.views.trace.lane_item import ROW_HEIGHT_PX, Palette, TraceLaneItem
+from gpuperf_gui.views.trace.style import format_duration_us, time_unit_for
 
 HEADER_PX = 22.0          # rank header strip (rank name, step labels)
 LANE_GAP_PX = 6.0

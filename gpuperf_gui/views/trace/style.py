@@ -9,7 +9,7 @@ from PySide6.QtGui import QColor
 from gpuperf_gui.core.trace.lanes import CPU_COLOR_BASES, SHADES, cpu_base, gpu_base_offset  # noqa: F401
 from gpuperf_gui.core.trace.model import KERNEL_CLASSES
 from gpuperf_gui.core.units import format_duration_us  # noqa: F401 - the views import it from here
-from gpuperf_gui.views.trace_lane_item import Palette
+from gpuperf_gui.views.trace.lane_item import Palette
 
 # base colours: CPU categories, then GPU kernel classes, in core's colour-base order
 # (core/trace/lanes.py: CPU_COLOR_BASES, then KERNEL_CLASSES)

@@ -33,7 +33,7 @@ from gpuperf_gui.core.trace.signatures import REGISTRY
 from gpuperf_gui.core.trace.session import DiagnosisView, EventDetails, OpTable
 from gpuperf_gui.core.units import format_si
 from gpuperf_gui.views.rich_text import plain_tooltip
-from gpuperf_gui.views.trace_style import format_duration_us, format_percent
+from gpuperf_gui.views.trace.style import format_duration_us, format_percent
 
 SIGNATURE_COLOURS = {
     "healthy": "#2e7d32",
