@@ -53,14 +53,17 @@ from .model import KERNEL_CLASSES, Lane, RankTrace
 from .name_masks import member_mask, pattern_mask
 
 CPU_CATEGORIES = ("dataloader", "collective_cpu", "sync", "launch", "cpu_op", "dispatch", "host_stall", "cpu_gap",
-                  "idle")
+                  "profiler", "idle")
 """What a CPU thread does between two nodes, in priority order (an op inside the DataLoader is the
 DataLoader's). ``cpu_op``: ops that issue device work (and short ones around them); ``host_stall``:
 an op that launches nothing for longer than ``analysis.LAUNCH_SPACING_MAX_US`` (host work: CPU
 preprocessing, a sleep in an op); ``dispatch``: a short stretch (under ``LAUNCH_SPACING_MAX_US``)
 of code no op covers on a thread that launches, the Python between the ops that issue kernels;
 ``cpu_gap``: code no op covers (Python, directly under a
-``record_function`` annotation or ``ProfilerStep``); ``idle``: a helper thread waiting for work
+``record_function`` annotation or ``ProfilerStep``); ``profiler``: torch.profiler's own
+``prof.step()`` between two steps (from the end of a step's last event to the next step's first:
+the ``ProfilerStep`` range is closed and reopened there, and its bookkeeping grows with the step's
+events; an unprofiled loop has none of it); ``idle``: a helper thread waiting for work
 (never on the critical path)."""
 EDGE_CATEGORIES = ("kernel_gap", "launch_latency", "gpu_wait", "cpu_wait")
 """Time on the path between device work: the gap between two queued kernels of a stream (HTA's
@@ -325,12 +328,30 @@ def _fine_points(rt: RankTrace, lane: Lane, w0: float, w1: float, is_main: bool)
     owner = np.where(is_start, ev, parent[ev])
     seg_cat = np.where(owner >= 0, cat[np.maximum(owner, 0)], CPU_CATEGORIES.index("cpu_gap"))
     seg_len = np.diff(pt, append=pt[-1])
+    seg_cat[_profiler_segments(rt, lane, idx, ev, is_start, owner)] = CPU_CATEGORIES.index("profiler")
     idle = (owner < 0) & (seg_len > IDLE_GAP_US) & (not is_main)
     gap = seg_cat == CPU_CATEGORIES.index("cpu_gap")
     if (cat == CPU_CATEGORIES.index("launch")).any():
         seg_cat[gap & (seg_len < LAUNCH_SPACING_MAX_US)] = CPU_CATEGORIES.index("dispatch")
     seg_cat[idle] = CPU_CATEGORIES.index("idle")
     return _Fine(lane, idx, pt, ev, is_start, seg_cat, seg_len, idle, cat)
+
+
+def _profiler_segments(rt: RankTrace, lane: Lane, idx: np.ndarray, ev: np.ndarray, is_start: np.ndarray,
+                       owner: np.ndarray) -> np.ndarray:
+    """The segments (from each point to the next) that are ``prof.step()``: a ``ProfilerStep``'s
+    tail after its last inner event ends, and the gap from its end to the next step's start."""
+    step = pattern_mask(rt.strings, _STEP_RE)[lane.name_id[idx]]
+    out = np.zeros(ev.size, dtype=bool)
+    if not step.any() or ev.size < 2:
+        return out
+    nxt_ev, nxt_start = np.r_[ev[1:], -1], np.r_[is_start[1:], False]
+    own_step = (owner >= 0) & step[np.maximum(owner, 0)]
+    tail = own_step & (nxt_ev == owner) & ~nxt_start          # up to the step's own end
+    at_step_end = ~is_start & step[ev]
+    gap = (owner < 0) & at_step_end & nxt_start & step[np.maximum(nxt_ev, 0)]
+    out[tail | gap] = True
+    return out
 
 
 def _refine_idle(fine: dict[int, _Fine]) -> None:
