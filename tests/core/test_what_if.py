@@ -7,8 +7,10 @@ within the factor stated per pair.
 """
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +20,7 @@ from gpuperf_gui.cli import main as cli_main
 from gpuperf_gui.core.trace import critical_path as cp
 from gpuperf_gui.core.trace import what_if
 from gpuperf_gui.core.trace.api import analyse_paths
+from gpuperf_gui.core.trace.session import LoadedTrace
 from gpuperf_gui.core.trace.synth import GPIPE_STEP_UNITS, write_synth_trace
 from gpuperf_gui.core.trace.what_if import cause_for_signature, for_result
 
@@ -83,9 +86,13 @@ def no_profiler_correction(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="module")
-def hand(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
-    path = _hand_trace(tmp_path_factory.mktemp("hand") / "hand.json")
-    return analyse_paths([path])
+def hand_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _hand_trace(tmp_path_factory.mktemp("hand") / "hand.json")
+
+
+@pytest.fixture(scope="module")
+def hand(hand_path: Path):  # noqa: ANN201
+    return analyse_paths([hand_path])
 
 
 def test_replay_gives_the_hand_trace_back(hand) -> None:  # noqa: ANN001
@@ -299,3 +306,29 @@ def test_gloo_pipeline_bubble_is_projected_across_ranks() -> None:
     assert projected >= 1 / (1 - meta["expected"]["bubble_fraction_theory"])
     assert projected <= 1 / (1 - max(meta["expected"]["bubble_fraction_measured_per_rank"]))
     assert wi.replay_error < 0.05
+
+
+# ---------------------------------------------------------------------------------------------
+# The window's snapshot: made where the analysis is, sent with it
+
+
+def test_analysis_update_carries_the_what_if(hand_path: Path) -> None:
+    """The loading worker's AnalysisUpdate (and so the LoadedTrace) holds the projections and the
+    critical path's lane masks, the same as diagnose finds; the tab only draws them."""
+    from gpuperf_gui.core.trace.session import AnalysisUpdate, iter_loaded_trace  # noqa: PLC0415
+
+    items = list(iter_loaded_trace([hand_path], 10.0, threading.Event(), isolate=False))
+    update = next(i for i in items if isinstance(i, AnalysisUpdate))
+    shown = update.what_if
+    expected = for_result(analyse_paths([hand_path]))
+    assert [(r.cause, r.speedup_upper_bound) for r in shown.rows] == [
+        (p.cause, p.speedup_upper_bound) for p in expected.projections]
+    assert shown.rows[0].fix == "DataLoader workers"
+    # The path is on the lanes: the DataLoader calls (CPU) and the GEMM kernels (GPU) of steps 1-4.
+    lanes = items[[isinstance(i, LoadedTrace) for i in items].index(True)].model.ranks[0].lanes
+    marked = {"cpu": 0, "gpu": 0}
+    for (_, lid), m in shown.path_masks.items():
+        marked["cpu" if lanes[lid].kind == "cpu" else "gpu"] += int(m.sum())
+    assert marked["gpu"] == (STEPS - 1) * 3 and marked["cpu"] > 0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        shown.rows = ()  # type: ignore[misc]

@@ -19,7 +19,9 @@ Causes and what each assumes (the ``assumption`` string says it to the user):
                      and the ops around them take no host time, kernels start as soon as their stream
                      and inputs allow; the host's Python between ops and its syncs stay.
 ``exposed_comm``     collectives fully overlapped: communication kernels and host collectives cost 0.
-``pipeline_bubble``  send/recv kernels cost 0 (stages never wait for each other).
+``pipeline_bubble``  stages never wait for each other: send/recv cost 0 and a recv no longer waits
+                     for the matched send of the other rank (the n-th send of a step from a to b
+                     with the n-th recv on b from a: critical_path's point-to-point groups).
 ``late_rank``        the late rank arrives with the others: its host time outside ops and in the
                      DataLoader is 0.
 ``gemm_ceiling``     GEMMs at 70 % of the device's dense peak (those whose FLOPs the trace gives).
@@ -53,7 +55,8 @@ ASSUMPTIONS = {
     "launch_overhead": "kernels issued at no host cost (CUDA graph replay): launch calls, the ops that "
                        "issue them and the Python between them take no host time",
     "exposed_comm": "collectives fully overlapped (communication costs nothing on the path)",
-    "pipeline_bubble": "no pipeline bubble: send/recv kernels take no time",
+    "pipeline_bubble": "no pipeline bubble: stages never wait for each other (send/recv take no time and a "
+                       "recv does not wait for the other stage's send)",
     "late_rank": "the late rank arrives with the others (its host time outside ops, host stalls and "
                  "DataLoader removed)",
     "gemm_ceiling": f"GEMMs at {GEMM_CEILING_FRACTION:.0%} of the dense peak",
@@ -116,7 +119,7 @@ class WhatIf:
                 "critical_path": {**self.critical_path.to_json(), "replay_error": self.replay_error}}
 
 
-Change = tuple[np.ndarray, np.ndarray, np.ndarray]  # d, w, edge_on
+Change = tuple  # (d by category, edge weights, edges kept[, collective groups when a change unbinds some])
 
 
 PROFILER_US_PER_EVENT = 4.0
@@ -201,10 +204,16 @@ def _exposed_comm(g: cp.Graph, ctx: dict) -> Change | None:
 
 
 def _pipeline_bubble(g: cp.Graph, ctx: dict) -> Change | None:
+    """Stages never wait for each other: send/recv cost nothing and a recv no longer waits for the
+    other rank's send (the matched pairs are unbound)."""
     if not g.p2p.any():
         return None
     dc, w, on = _base(g)
     dc[g.p2p] = 0.0
+    if g.p2p_groups.size:
+        group = g.group.copy()
+        group[np.isin(group, g.p2p_groups)] = -1
+        return dc, w, on, group
     return dc, w, on
 
 
@@ -375,8 +384,14 @@ SCENARIOS: dict[str, Callable[[cp.Graph, dict], Change | None]] = {
 
 
 def _combine(a: Change, b: Change, base: Change) -> Change:
-    """Both changes: the smaller of each duration and weight, an edge only if both keep it."""
-    return np.minimum(a[0], b[0]), np.minimum(a[1], b[1]), a[2] & b[2]
+    """Both changes: the smaller of each duration and weight, an edge only if both keep it, a
+    group only if both keep it."""
+    out = (np.minimum(a[0], b[0]), np.minimum(a[1], b[1]), a[2] & b[2])
+    ga, gb = (a[3] if len(a) > 3 else None), (b[3] if len(b) > 3 else None)
+    if ga is None and gb is None:
+        return out
+    group = ga if gb is None else gb if ga is None else np.where((ga < 0) | (gb < 0), -1, ga)
+    return (*out, group)
 
 
 _HALF_RE = re.compile(r"bf16|f16|fp16|half|_h_|hgemm|s16816|h1688", re.I)
@@ -506,9 +521,9 @@ def project(ranks: list[RankTrace], step_time_s: float | None, *, late_ranks: li
 
 def _walk(g: cp.Graph, cause: str, assumption: str, ch: Change, base_span: float, step_time_s: float,
           mfu_at: Callable[[float], float | None]) -> Projection:
-    dc, w, on = ch
+    dc, w, on = ch[:3]
     d = dc.sum(axis=1)
-    t = cp.replay(g, d, w, on)
+    t = cp.replay(g, d, w, on, group=ch[3] if len(ch) > 3 else None)
     span = cp.step_span_us(g, t)
     speedup = base_span / span if span > 0 else float("inf")
     speedup = max(speedup, 1.0)  # removing a cause never slows the step (the graph's rounding aside)
@@ -581,17 +596,3 @@ def diff_check(wi: WhatIf | None, signature_before: str, measured_speedup: float
             "projected_step_time_s": p.step_time_s, "measured_speedup": measured_speedup,
             "within_bound": (measured_speedup <= p.speedup_upper_bound * (1 + 1e-9)) if measured_speedup else None,
             "ratio": ratio}
-
-
-def for_model(ranks: list[RankTrace], analyses: list, late_ranks: list[int] | None = None  # noqa: ANN001
-              ) -> WhatIf | None:
-    """:func:`project` for what the Trace tab holds (the model's ranks and their analyses), with
-    the graph kept for drawing the path."""
-    steps = [a.step_time_median_s for a in analyses if a.step_time_median_s]
-    step = max(steps) if steps else (max((a.window_s for a in analyses), default=0.0) or None)
-    return project(ranks, step, late_ranks=late_ranks, keep_graph=True)
-
-
-def mfu_after(mfu: float | None, p: Projection) -> float | None:
-    """The MFU a projection gives from the MFU measured now: MFU scales as 1 / step time."""
-    return None if mfu is None else mfu * p.speedup_upper_bound
