@@ -157,8 +157,20 @@ FACTORS = {"data_stall": (1.0, 1.25), "launch_overhead": (1.0, 1.25), "host_sync
            "late_rank": (1.0, 1.25), "memory_bound": (1.0, 1.25)}
 
 
-def _pairs() -> list[dict]:
-    return json.loads((PAIRS_DIR / "pairs.json").read_text())["pairs"]
+def _pairs(held_out: bool = False) -> list[dict]:
+    return [p for p in json.loads((PAIRS_DIR / "pairs.json").read_text())["pairs"]
+            if bool(p.get("held_out")) == held_out]
+
+
+HELD_OUT_MISSES = {
+    "launch_overhead": "held out: 1.03x projected for 4.13x measured at 2b405bd: the profiler's 4 µs per "
+                       "CPU event (PROFILER_US_PER_EVENT, measured on the other pairs' traces) is 0.64 µs here",
+    "late_rank": "held out: 3.18x projected for 3.31x measured at 2b405bd (0.96): the on-time ranks "
+                 "stage their all-reduce through the host while the backward runs, which the late "
+                 "trace's graph does not hold",
+}
+"""The held-out pairs whose projection was not an upper bound when they were first evaluated (the
+model as it stood, docs/what-if.md): strict, so a change that makes them hold must say so here."""
 
 
 def _trace(rel: str) -> Path:
@@ -170,6 +182,10 @@ def _trace(rel: str) -> Path:
 @pytest.mark.parametrize("pair", _pairs(), ids=lambda p: p["cause"])
 def test_projection_bounds_the_measured_speedup(pair: dict) -> None:
     """The pairs recorded on the H200 (pairs.json: unprofiled medians of 10 synced steps)."""
+    _check_pair(pair)
+
+
+def _check_pair(pair: dict) -> None:
     before, after = _trace(pair["before"]), _trace(pair["after"])
     meta = lambda p: json.loads((p.parent / (p.name.removesuffix(".json.gz") + ".meta.json")).read_text())  # noqa: E731
     measured = meta(before)["unprofiled_step_time_s"] / meta(after)["unprofiled_step_time_s"]
@@ -178,6 +194,19 @@ def test_projection_bounds_the_measured_speedup(pair: dict) -> None:
     projected = wi.for_cause(pair["cause"]).speedup_upper_bound
     lo, hi = FACTORS[pair["cause"]]
     assert lo * measured <= projected <= hi * measured, (measured, projected)
+
+
+def _held_out_case(pair: dict):  # noqa: ANN202
+    miss = HELD_OUT_MISSES.get(pair["cause"])
+    return pytest.param(pair, marks=pytest.mark.xfail(strict=True, reason=miss)) if miss else pair
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pair", [_held_out_case(p) for p in _pairs(held_out=True)], ids=lambda p: p["cause"])
+def test_projection_bounds_the_held_out_pairs(pair: dict) -> None:
+    """The held-out pairs (recorded after the model was made, never used to tune it): the same
+    property as the pairs above, measured <= projected <= 1.25 x measured."""
+    _check_pair(pair)
 
 
 def test_eager_tiny_to_cuda_graphs_is_bounded() -> None:
