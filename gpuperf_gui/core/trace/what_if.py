@@ -25,12 +25,18 @@ Causes and what each assumes (the ``assumption`` string says it to the user):
 ``late_rank``        the late rank arrives with the others: its host time outside ops and in the
                      DataLoader is 0.
 ``gemm_ceiling``     GEMMs at 70 % of the device's dense peak (those whose FLOPs the trace gives).
-``memory_bound``     each run of back-to-back elementwise kernels fused into one pass over the data
-                     (the run costs its shortest kernel). Not "each kernel at its roof": the trace
-                     records no bytes per elementwise kernel, and fusion is the fix that pays (the
-                     H200 chain: 10.5x measured, against ~1.1x for kernels already near the roof).
+``memory_bound``     each run of back-to-back elementwise kernels fused into one pass over the data:
+                     one kernel reading the run's input once and writing its output once at the
+                     device's peak bandwidth (sizes from the recorded shapes; else the run's
+                     shortest kernel), issued by the host as one launch. Only what fusion removes:
+                     the other ops' host work stays (that is launch overhead's). Not "each kernel at
+                     its roof": fusion is the fix that pays (the H200 chain: 10.5x measured, against
+                     ~1.1x for kernels already near the roof).
 
-:func:`project` also combines the two causes with the largest gains.
+Every projection leaves the profiler's own cost out of the baseline and the changed graph alike
+(:data:`PROFILER_US_PER_EVENT`, :data:`PROFILER_STEP_CUT`); its cost per event is a range, and the
+projection is the largest speedup over it. :func:`project` also combines the two causes with the
+largest gains.
 """
 from __future__ import annotations
 
@@ -61,7 +67,8 @@ ASSUMPTIONS = {
                  "DataLoader removed)",
     "gemm_ceiling": f"GEMMs at {GEMM_CEILING_FRACTION:.0%} of the dense peak",
     "memory_bound": "each run of back-to-back elementwise kernels fused into one pass over the data "
-                    "(it costs as much as the run's shortest kernel; the host issues one op for it)",
+                    "(its input read once and its output written once at the peak memory bandwidth; "
+                    "the host issues one launch for it, the other ops' host work stays)",
 }
 FIX_LABELS = {
     "data_stall": "DataLoader workers",
