@@ -921,8 +921,7 @@ def _launching_op_kind(rt: RankTrace, cpu: dict[int, _CpuLane], launch: int, op_
         if c.lo <= launch < c.lo + c.t.size:
             lane, call = c.lane, int(c.event[launch - c.lo])
             t0 = lane.start_us[call]
-            lo = int(np.searchsorted(lane.start_us, t0 - 1e7, side="left"))
-            cand = np.arange(lo, call + 1)
+            cand = np.arange(max(call - 256, 0), call + 1)   # the op around a launch starts just before it
             around = cand[(lane.start_us[cand] <= t0) & (lane.start_us[cand] + lane.duration_us[cand] >= t0)
                           & op_kind[lane.name_id[cand]]]
             if not around.size:

@@ -383,23 +383,56 @@ def kernel_io_bytes(g: cp.Graph, ranks: list[RankTrace], devices: _Devices | Non
         nodes = np.flatnonzero(ew & (g.node_rank == rt.rank))
         if not nodes.size or not rt.device_name:
             continue
-        by_ext: dict[int, float] = {}
-        for lane in rt.cpu_lanes:
-            if not len(lane.io_bytes):
-                continue
-            m = np.isfinite(lane.io_bytes) & (lane.external_id >= 0) & (lane.io_bytes > 0)
-            for ext, b in zip(lane.external_id[m].tolist(), lane.io_bytes[m].tolist()):
-                by_ext[ext] = max(by_ext.get(ext, 0.0), b)
-        if not by_ext:
+        ext = _node_external_ids(g, rt, nodes)
+        got = _max_by_external_id(rt, "io_bytes", ext)
+        if not np.isfinite(got).any():
             continue
         device = devices.of(rt.device_name)
         if device is None or not device.memory_bandwidth_bytes_per_s:
             continue
-        ext = np.array([rt.lanes[int(g.node_lane[i])].external_id[int(g.node_index[i])] for i in nodes])
-        io[nodes] = [by_ext.get(int(e), np.nan) for e in ext]
+        io[nodes] = got
         bw[nodes] = float(device.memory_bandwidth_bytes_per_s)
         found = True
     return (io, bw) if found else (None, None)
+
+
+def _node_external_ids(g: cp.Graph, rt: RankTrace, nodes: np.ndarray) -> np.ndarray:
+    """The External id of each (GPU) node's event, -1 where none."""
+    out = np.full(nodes.size, -1, dtype=np.int64)
+    lanes = g.node_lane[nodes]
+    for lid in np.flatnonzero(np.bincount(lanes)).tolist() if nodes.size else []:
+        sel = lanes == lid
+        out[sel] = rt.lanes[lid].external_id[g.node_index[nodes[sel]]]
+    return out
+
+
+def _max_by_external_id(rt: RankTrace, column: str, ext: np.ndarray) -> np.ndarray:
+    """Per External id in ``ext``, the largest positive ``column`` value of the rank's CPU events
+    with that id (NaN: none), without a Python loop over the trace's events."""
+    need = np.sort(ext[ext >= 0])
+    keys, vals = [], []
+    for lane in rt.cpu_lanes:
+        v = getattr(lane, column)
+        if not len(v) or not need.size:
+            continue
+        m = np.isfinite(v) & (v > 0) & (lane.external_id >= 0)
+        e = lane.external_id[m]
+        pos = np.minimum(np.searchsorted(need, e), need.size - 1)
+        hit = need[pos] == e
+        keys.append(e[hit])
+        vals.append(v[m][hit].astype(np.float64))
+    out = np.full(ext.size, np.nan)
+    if not keys or not sum(k.size for k in keys):
+        return out
+    k, v = np.concatenate(keys), np.concatenate(vals)
+    order = np.lexsort((v, k))
+    k, v = k[order], v[order]
+    last = np.r_[k[1:] != k[:-1], True]          # the largest value of each id
+    k, v = k[last], v[last]
+    pos = np.minimum(np.searchsorted(k, ext), k.size - 1)
+    ok = (ext >= 0) & (k[pos] == ext)
+    out[ok] = v[pos[ok]]
+    return out
 
 
 SCENARIOS: dict[str, Callable[[cp.Graph, dict], Change | None]] = {
@@ -437,17 +470,10 @@ def gemm_ideal_us(g: cp.Graph, ranks: list[RankTrace], ceiling_fraction: float =
         nodes = np.flatnonzero(g.is_gpu & (g.node_rank == rt.rank) & (g.kernel_class == gemm))
         if not nodes.size or not rt.device_name:
             continue
-        flops_by_ext: dict[int, float] = {}
-        for lane in rt.cpu_lanes:
-            m = np.isfinite(lane.flops) & (lane.external_id >= 0) & (lane.flops > 0)
-            for ext, f in zip(lane.external_id[m].tolist(), lane.flops[m].tolist()):
-                flops_by_ext[ext] = max(flops_by_ext.get(ext, 0.0), f)
-        if not flops_by_ext:
-            continue  # no FLOPs: the hardware database is not even read
-        ext = np.array([rt.lanes[int(g.node_lane[i])].external_id[int(g.node_index[i])] for i in nodes])
-        flops = np.array([flops_by_ext.get(int(e), np.nan) for e in ext])
+        ext = _node_external_ids(g, rt, nodes)
+        flops = _max_by_external_id(rt, "flops", ext)
         if not np.isfinite(flops).any():
-            continue
+            continue  # no FLOPs: the hardware database is not even read
         device = devices.of(rt.device_name)
         if device is None:
             continue
@@ -458,7 +484,8 @@ def gemm_ideal_us(g: cp.Graph, ranks: list[RankTrace], ceiling_fraction: float =
             total[e] = total.get(e, 0.0) + dd
         share = np.array([dd / total[e] if total[e] > 0 else 1.0 for e, dd in zip(ext.tolist(), dur.tolist())])
         names = [rt.strings[rt.lanes[int(g.node_lane[i])].name_id[int(g.node_index[i])]] for i in nodes]
-        peak = np.array([_peak(device, n) for n in names])
+        peaks = {n: _peak(device, n) for n in set(names)}
+        peak = np.array([peaks[n] for n in names])
         out[nodes] = flops * share / (ceiling_fraction * peak) * 1e6
         found = found or bool(np.isfinite(out[nodes]).any())
     return out if found else None
