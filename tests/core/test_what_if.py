@@ -365,3 +365,15 @@ def test_analysis_update_carries_the_what_if(hand_path: Path) -> None:
     assert marked["gpu"] == (STEPS - 1) * 3 and marked["cpu"] > 0
     with pytest.raises(dataclasses.FrozenInstanceError):
         shown.rows = ()  # type: ignore[misc]
+
+
+def test_largest_input_bytes_counts_the_largest_tensor() -> None:
+    """pipeline_8mb_gloo's activation: one (2048, 4096) bf16 tensor = 16 MiB (hand count); the
+    Python scalars beside it ("Scalar", dims []) are not tensors of a known dtype; a list of
+    tensors ("TensorList") counts none (its dtype is not recorded)."""
+    from gpuperf_gui.core.trace.flops import largest_input_bytes  # noqa: PLC0415
+
+    assert largest_input_bytes(b"[[2048, 4096], []]", b'["c10::BFloat16", "Scalar"]') == 2048 * 4096 * 2
+    assert largest_input_bytes(b"[[67108864], [67108864]]", b'["float", "float"]') == 67108864 * 4
+    assert largest_input_bytes(b"[[[2048, 4096]], [], []]", b'["TensorList", "", "Scalar"]') == 0.0
+    assert largest_input_bytes(b"not json", b"") == 0.0
