@@ -36,6 +36,10 @@ docs/what-if.md says where we differ):
 * **collectives across ranks**: the n-th collective of the window on each rank (GPU communication
   kernels, else gloo ops) ends, on every rank, when the last rank has arrived plus the transfer (the
   shortest rank's duration after the last arrival).
+* **point-to-point across ranks**: the n-th send of a step from rank a to rank b and the n-th recv
+  of that step on b from a (NCCL SendRecv kernels, which one by the op that launched them; else
+  gloo's send/recv spans) are a group of two, as a collective (two-rank jobs: the trace does not
+  name a send's peer).
 
 The critical path (:func:`critical_path`) is walked back from the window's last node: through a
 node's chain while its predecessor was later than its ready edges, through the edge otherwise.
@@ -47,7 +51,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .analysis import CPU_COLLECTIVE_RE, LAUNCH_SPACING_MAX_US, _median, analysis_window, device_events, main_thread
+from .analysis import CPU_COLLECTIVE_RE, LAUNCH_SPACING_MAX_US, analysis_window, device_events, main_thread
 from .build import LAUNCH_CATEGORIES
 from .model import KERNEL_CLASSES, Lane, RankTrace
 from .name_masks import member_mask, pattern_mask
