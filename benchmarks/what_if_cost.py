@@ -15,6 +15,12 @@ eager_small repeated, 272 MB), --repeat 3:
 
     diagnose 2.78 s (runs 3.49, 2.78, 2.74)  what-if 0.355 s (runs 0.471, 0.297, 0.355)  12.8 %
     diagnose 0.67 s (runs 0.70, 0.65, 0.67)  what-if 0.091 s (runs 0.112, 0.086, 0.091)  13.7 %  (VM quieter, 23:45 UTC)
+
+2026-12-02, every projection walked at both ends of the profiler's cost range (what_if.PROFILER_US_PER_EVENT):
+
+    diagnose 4.73 s (runs 5.78, 4.73, 3.66)  what-if 1.080 s (runs 1.550, 0.956, 1.080)  22.8 %  (dict lookups)
+    diagnose 4.62 s (runs 4.60, 4.62, 4.76)  what-if 0.682 s (runs 0.723, 0.682, 0.543)  14.8 %  (array lookups)
+    diagnose 3.68 s (runs 4.28, 3.68, 2.89)  what-if 0.617 s (runs 0.735, 0.617, 0.359)  16.8 %
 """
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The what-if in the window: the critical path on the lanes, the Overview's projections, the MFU
-tab's "What if" (pytest-qt). The numbers are core's (tests/core/test_what_if.py checks them)."""
+tab's "What if" (pytest-qt). The numbers are core's (tests/core/test_what_if.py checks them), and
+the loading worker finds them: the views only draw the snapshot (core/trace/what_if_shown.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,13 @@ from pathlib import Path
 
 import pytest
 
+import grimp
+
+from gpuperf_gui.core.trace import critical_path, what_if
 from gpuperf_gui.core.trace.api import analyse_paths
 from gpuperf_gui.core.trace.figures import mfu_figures
 from gpuperf_gui.core.trace.what_if import for_result
+from gpuperf_gui.core.trace.what_if_shown import what_if_shown
 
 H200 = Path(__file__).resolve().parents[1] / "data" / "h200"
 TRACE = H200 / "data_starved_loader0.json.gz"
@@ -23,9 +28,26 @@ def _load(qtbot, tab, paths: list[Path]) -> None:  # noqa: ANN001
     qtbot.waitUntil(lambda: not tab.is_busy(), timeout=LOAD_TIMEOUT_MS)
 
 
+def _no_walking(*_args: object, **_kwargs: object) -> None:
+    raise AssertionError("the GUI walked the dependency graph (the loading worker does)")
+
+
+def test_views_never_import_the_graph() -> None:
+    """No view module imports the what-if's or the critical path's engine: what they show comes
+    with the loaded trace (AnalysisUpdate.what_if), found off the GUI thread."""
+    graph = grimp.build_graph("gpuperf_gui")
+    views = [m for m in graph.modules if m.startswith("gpuperf_gui.views")]
+    for engine in ("gpuperf_gui.core.trace.what_if", "gpuperf_gui.core.trace.critical_path"):
+        assert not [m for m in views if graph.direct_import_exists(importer=m, imported=engine)], engine
+
+
 @pytest.mark.slow
-def test_critical_path_toggle_and_overview_list(qtbot, tab) -> None:  # noqa: ANN001
+def test_critical_path_toggle_and_overview_list(qtbot, tab, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
     _load(qtbot, tab, [TRACE])
+    expected = [p.cause for p in for_result(analyse_paths([TRACE])).projections]   # what diagnose finds
+    # Everything below draws what the worker sent: walking the graph now would fail.
+    for module, name in ((what_if, "project"), (critical_path, "build_graph"), (critical_path, "replay")):
+        monkeypatch.setattr(module, name, _no_walking)
     tab._build_ranks_menu()  # noqa: SLF001 (the menu is made when it opens)
     action = next(a for a in tab.ranks_menu.actions() if a.text().startswith("Highlight the critical path"))
     action.setChecked(True)
@@ -38,7 +60,6 @@ def test_critical_path_toggle_and_overview_list(qtbot, tab) -> None:  # noqa: AN
     tab.show_page("overview")
     table = tab.overview.what_if.table
     causes = [table.item(r, 0).text() for r in range(table.rowCount())]
-    expected = [p.cause for p in for_result(analyse_paths([TRACE])).projections]
     assert causes == expected and causes[0] == "data_stall"
 
 
@@ -49,14 +70,14 @@ def test_mfu_tab_what_if_selector(qtbot) -> None:  # noqa: ANN001
     tab = MfuTab(AppContext(device_id="h200", precision="bf16"))
     qtbot.addWidget(tab)
     result = analyse_paths([H200 / "eager_tiny.json.gz"])
-    wi = for_result(result)
-    figures = replace(mfu_figures([r.analysis for r in result.ranks]), what_if=tuple(wi.projections))
+    wi = what_if_shown(result)
+    figures = replace(mfu_figures([r.analysis for r in result.ranks]), what_if=wi.rows)
     tab.apply_trace_figures(figures)
     sel = tab.what_if
-    assert sel.combo.count() == len(wi.projections) + 1
+    assert sel.combo.count() == len(wi.rows) + 1
     sel.set_mfu(0.10)
     sel.combo.setCurrentIndex(1)  # the largest gain first
-    p = wi.projections[0]
+    p = wi.rows[0]
     assert sel.selected() is p
     assert f"MFU 10.0 % → {10 * p.speedup_upper_bound:.1f} %" in sel.readout.text()
     assert f"then dominant: {p.new_dominant}" in sel.readout.text()

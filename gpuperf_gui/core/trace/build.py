@@ -16,7 +16,7 @@ import numpy as np
 
 from . import schema
 from .decode import BEvent, Decoded, EEvent, Event, MEvent, TraceFile, XEvent
-from .flops import SHAPED_OP_RE, estimate_op
+from .flops import IO_OP_RE, SHAPED_OP_RE, estimate_op, largest_input_bytes
 from .precision import code_of, dtype_precision
 from .kernel_classes import COPY_CATEGORIES, class_code, classify_kernel
 from .model import Flows, Lane, RankTrace, StepWindow, StringTable, TraceFormatError, Truncation
@@ -214,6 +214,7 @@ def _fill_lanes(rt: RankTrace, columns: EventColumns, names_meta: dict[tuple, st
     if columns.recorded("flops"):
         _fill_recorded_flops(columns.take("flops"), order, flops)
     _fill_shaped_ops(rt, columns, order, names_sorted, roles[order], flops, nbytes, shapes, op_precision)
+    io_bytes = _io_bytes(columns, order, n)
 
     bounds = np.searchsorted(lane_sorted, np.arange(len(ordered) + 1))
     slices = [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
@@ -225,7 +226,7 @@ def _fill_lanes(rt: RankTrace, columns: EventColumns, names_meta: dict[tuple, st
                     category_id=cats_sorted[sl], depth=depths[lane_id],
                     correlation=corr_sorted[sl], external_id=ext_sorted[sl],
                     kernel_class=kernel_class[sl], bytes=nbytes[sl], flops=flops[sl],
-                    shapes_id=shapes[sl], op_precision=op_precision[sl])
+                    shapes_id=shapes[sl], op_precision=op_precision[sl], io_bytes=io_bytes[sl])
         first = order[sl][:1]
         device_stream = None if key[0] == _ROLE_CPU or not first.size else (
             float(columns.device_arg("device", first)[0]), float(columns.device_arg("stream", first)[0]))
@@ -413,7 +414,8 @@ class EventColumns:
             new = [role_of_category(c) for c in islice(self._cats, len(self._cat_role), None)]
             self._cat_role = np.concatenate([self._cat_role, np.array(new, dtype=np.int8)])
         if len(self._shaped_name) < len(self._names):
-            new = [bool(SHAPED_OP_RE.match(s)) for s in islice(self._names, len(self._shaped_name), None)]
+            new = [bool(SHAPED_OP_RE.match(s) or IO_OP_RE.match(s))  # shapes kept: FLOPs, input bytes
+                   for s in islice(self._names, len(self._shaped_name), None)]
             self._shaped_name = np.concatenate([self._shaped_name, np.array(new, dtype=bool)])
 
     def keep_paired_and_meta(self, events: list[Event]) -> None:
@@ -787,6 +789,23 @@ def _fill_shaped_ops(rt: RankTrace, columns: EventColumns, order: np.ndarray, na
     set_f = (f > 0) & np.isnan(flops[done_rows])
     flops[done_rows[set_f]] = f[set_f]
     nbytes[done_rows[b > 0]] = b[b > 0]
+
+
+def _io_bytes(columns: EventColumns, order: np.ndarray, n: int) -> np.ndarray:
+    """Per event (in ``order``), the bytes of its largest recorded input tensor (NaN: none recorded),
+    sized once per distinct (dims, types) key."""
+    out = np.full(n, np.nan, dtype=np.float32)
+    shape_rows, shape_codes, shape_keys = columns.shapes()
+    if not shape_rows.size:
+        return out
+    per_code = np.array([largest_input_bytes(dims, types) for dims, types, _ in shape_keys], dtype=np.float32)
+    inverse = np.empty(columns.n, dtype=np.int64)  # event index -> its row in ``order`` (-1: dropped)
+    inverse.fill(-1)
+    inverse[order] = np.arange(n)
+    rows = inverse[shape_rows]
+    ok = rows >= 0
+    out[rows[ok]] = per_code[shape_codes[ok]]
+    return out
 
 
 def _launch_flows(rt: RankTrace, lane_sorted: np.ndarray, bounds: np.ndarray,

@@ -36,6 +36,10 @@ docs/what-if.md says where we differ):
 * **collectives across ranks**: the n-th collective of the window on each rank (GPU communication
   kernels, else gloo ops) ends, on every rank, when the last rank has arrived plus the transfer (the
   shortest rank's duration after the last arrival).
+* **point-to-point across ranks**: the n-th send of a step from rank a to rank b and the n-th recv
+  of that step on b from a (NCCL SendRecv kernels, which one by the op that launched them; else
+  gloo's send/recv spans) are a group of two, as a collective (two-rank jobs: the trace does not
+  name a send's peer).
 
 The critical path (:func:`critical_path`) is walked back from the window's last node: through a
 node's chain while its predecessor was later than its ready edges, through the edge otherwise.
@@ -47,20 +51,23 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .analysis import CPU_COLLECTIVE_RE, LAUNCH_SPACING_MAX_US, _median, analysis_window, device_events, main_thread
+from .analysis import CPU_COLLECTIVE_RE, LAUNCH_SPACING_MAX_US, analysis_window, device_events, main_thread
 from .build import LAUNCH_CATEGORIES
 from .model import KERNEL_CLASSES, Lane, RankTrace
 from .name_masks import member_mask, pattern_mask
 
 CPU_CATEGORIES = ("dataloader", "collective_cpu", "sync", "launch", "cpu_op", "dispatch", "host_stall", "cpu_gap",
-                  "idle")
+                  "profiler", "idle")
 """What a CPU thread does between two nodes, in priority order (an op inside the DataLoader is the
 DataLoader's). ``cpu_op``: ops that issue device work (and short ones around them); ``host_stall``:
 an op that launches nothing for longer than ``analysis.LAUNCH_SPACING_MAX_US`` (host work: CPU
 preprocessing, a sleep in an op); ``dispatch``: a short stretch (under ``LAUNCH_SPACING_MAX_US``)
 of code no op covers on a thread that launches, the Python between the ops that issue kernels;
 ``cpu_gap``: code no op covers (Python, directly under a
-``record_function`` annotation or ``ProfilerStep``); ``idle``: a helper thread waiting for work
+``record_function`` annotation or ``ProfilerStep``); ``profiler``: torch.profiler's own
+``prof.step()`` between two steps (from the end of a step's last event to the next step's first:
+the ``ProfilerStep`` range is closed and reopened there, and its bookkeeping grows with the step's
+events; an unprofiled loop has none of it); ``idle``: a helper thread waiting for work
 (never on the critical path)."""
 EDGE_CATEGORIES = ("kernel_gap", "launch_latency", "gpu_wait", "cpu_wait")
 """Time on the path between device work: the gap between two queued kernels of a stream (HTA's
@@ -95,6 +102,10 @@ _MEMCPY_ASYNC_RE = re.compile(r"^(cuda|hip)MemcpyAsync$")
 _LAUNCH_NAME_RE = re.compile(r"launch|memcpy|memset", re.I)
 _STEP_RE = re.compile(r"^ProfilerStep#")
 _P2P_KERNEL_RE = re.compile(r"sendrecv|_send|_recv|nccl:send|nccl:recv", re.I)
+_P2P_HOST_RE = re.compile(r"^gloo:(send|recv)$", re.I)
+"""A gloo point-to-point transfer: the span from the call to the transfer's end (on the host)."""
+_P2P_OP_RE = re.compile(r"(send|recv)", re.I)
+"""The op that launched a NCCL SendRecv kernel says which it is (nccl:send, c10d::recv_)."""
 _COMM = KERNEL_CLASSES.index("communication")
 
 _ANNOTATION_CATEGORIES = frozenset({"user_annotation", "python_function"})
@@ -152,6 +163,8 @@ class Graph:
     """Per rank, per replayed step: (start node, end node, GPU nodes launched in the step)."""
     n_steps: int = 0
     late_ranks: list[int] = field(default_factory=list)
+    p2p_groups: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    """Group ids (of :attr:`group`) that are a point-to-point send matched with its recv."""
 
     @property
     def d(self) -> np.ndarray:
@@ -325,12 +338,30 @@ def _fine_points(rt: RankTrace, lane: Lane, w0: float, w1: float, is_main: bool)
     owner = np.where(is_start, ev, parent[ev])
     seg_cat = np.where(owner >= 0, cat[np.maximum(owner, 0)], CPU_CATEGORIES.index("cpu_gap"))
     seg_len = np.diff(pt, append=pt[-1])
+    seg_cat[_profiler_segments(rt, lane, idx, ev, is_start, owner)] = CPU_CATEGORIES.index("profiler")
     idle = (owner < 0) & (seg_len > IDLE_GAP_US) & (not is_main)
     gap = seg_cat == CPU_CATEGORIES.index("cpu_gap")
     if (cat == CPU_CATEGORIES.index("launch")).any():
         seg_cat[gap & (seg_len < LAUNCH_SPACING_MAX_US)] = CPU_CATEGORIES.index("dispatch")
     seg_cat[idle] = CPU_CATEGORIES.index("idle")
     return _Fine(lane, idx, pt, ev, is_start, seg_cat, seg_len, idle, cat)
+
+
+def _profiler_segments(rt: RankTrace, lane: Lane, idx: np.ndarray, ev: np.ndarray, is_start: np.ndarray,
+                       owner: np.ndarray) -> np.ndarray:
+    """The segments (from each point to the next) that are ``prof.step()``: a ``ProfilerStep``'s
+    tail after its last inner event ends, and the gap from its end to the next step's start."""
+    step = pattern_mask(rt.strings, _STEP_RE)[lane.name_id[idx]]
+    out = np.zeros(ev.size, dtype=bool)
+    if not step.any() or ev.size < 2:
+        return out
+    nxt_ev, nxt_start = np.r_[ev[1:], -1], np.r_[is_start[1:], False]
+    own_step = (owner >= 0) & step[np.maximum(owner, 0)]
+    tail = own_step & (nxt_ev == owner) & ~nxt_start          # up to the step's own end
+    at_step_end = ~is_start & step[ev]
+    gap = (owner < 0) & at_step_end & nxt_start & step[np.maximum(nxt_ev, 0)]
+    out[tail | gap] = True
+    return out
 
 
 def _refine_idle(fine: dict[int, _Fine]) -> None:
@@ -396,6 +427,7 @@ def build_graph(ranks: list[RankTrace]) -> Graph:
     b = _Builder()
     steps: dict[int, list] = {}
     group_nodes: list[tuple[int, np.ndarray, np.ndarray, list]] = []  # (rank, nodes, arrivals, keys)
+    p2p_nodes: dict[int, list[tuple[str, int, float, int]]] = {}
     n_steps = 0
     for rt in ranks:
         info = _build_rank(b, rt)
@@ -404,6 +436,7 @@ def build_graph(ranks: list[RankTrace]) -> Graph:
         steps[rt.rank] = info[0]
         n_steps = max(n_steps, len(info[0]))
         group_nodes.append((rt.rank, info[1], info[2], info[3]))
+        p2p_nodes[rt.rank] = info[4]
     if not b.chains:
         z = np.zeros(0)
         zi = np.zeros(0, dtype=np.int64)
@@ -430,10 +463,12 @@ def build_graph(ranks: list[RankTrace]) -> Graph:
                         group[node] = gid[key]
                         # What is left of the collective once the last rank arrived is the transfer.
                         xfer[node] = max(t[node] - last[gid[key]], 0.0)
-            col = np.flatnonzero(group >= 0)
-            total = dcat[col].sum(axis=1)
-            scale = np.where(total > 0, xfer[col] / np.maximum(total, 1e-12), 0.0)
-            dcat[col] *= scale[:, None]
+    p2p_groups = _match_p2p(p2p_nodes, [rt.rank for rt in ranks], t, group, xfer)
+    col = np.flatnonzero(group >= 0)
+    if col.size:
+        total = dcat[col].sum(axis=1)
+        scale = np.where(total > 0, xfer[col] / np.maximum(total, 1e-12), 0.0)
+        dcat[col] *= scale[:, None]
     if b.edges:
         src = np.concatenate([e[0] for e in b.edges])
         dst = np.concatenate([e[1] for e in b.edges])
@@ -457,10 +492,13 @@ def build_graph(ranks: list[RankTrace]) -> Graph:
         w = np.zeros(0)
         kind = np.zeros(0, dtype=np.int8)
     is_gpu = np.concatenate([np.full(c.hi - c.lo, c.kind == "gpu") for c in b.chains])
+    p2p = np.concatenate(b.p2p)
+    p2p[np.isin(group, p2p_groups)] = True   # a gloo transfer's end on the host
     return Graph(b.chains, t, dcat, np.concatenate(b.fixed),
                  np.concatenate([np.full(c.hi - c.lo, c.rank, dtype=np.int64) for c in b.chains]),
                  np.concatenate(b.lane), np.concatenate(b.index), is_gpu, np.concatenate(b.kclass),
-                 np.concatenate(b.p2p), src, dst, w, kind, group, xfer, np.concatenate(b.events), steps, n_steps)
+                 p2p, src, dst, w, kind, group, xfer, np.concatenate(b.events), steps, n_steps,
+                 p2p_groups=p2p_groups)
 
 
 def _window(rt: RankTrace, steps: list) -> tuple[float, float]:
@@ -495,7 +533,8 @@ def _build_rank(b: _Builder, rt: RankTrace):  # noqa: ANN202, C901 (one pass ove
             launch_of[gl] = (fl.dst_index[sel], fl.src_lane[sel], fl.src_index[sel])
     # Which CPU events are nodes: launches, blocking calls, step annotations, collectives, DataLoader.
     interesting = (pattern_mask(rt.strings, _BLOCKING_RE) | pattern_mask(rt.strings, CPU_COLLECTIVE_RE)
-                   | pattern_mask(rt.strings, _STEP_RE) | pattern_mask(rt.strings, _DATALOADER_RE))
+                   | pattern_mask(rt.strings, _STEP_RE) | pattern_mask(rt.strings, _DATALOADER_RE)
+                   | pattern_mask(rt.strings, _P2P_HOST_RE))
     fine = {lane.lane_id: f for lane in rt.cpu_lanes
             if (f := _fine_points(rt, lane, w0, w1, lane is main)) is not None}
     _refine_idle(fine)
@@ -553,7 +592,8 @@ def _build_rank(b: _Builder, rt: RankTrace):  # noqa: ANN202, C901 (one pass ove
     _sync_edges(b, rt, cpu, gpu_nodes, launch_node)
     step_info = _step_nodes(rt, steps, cpu, main, gpu_nodes, launch_node)
     coll_nodes, coll_arrive, coll_issue = _collective_nodes(rt, b, cpu, gpu_nodes, launch_node)
-    return step_info, coll_nodes, coll_arrive, _collective_keys(steps, coll_issue)
+    p2p = _p2p_nodes(rt, b, cpu, gpu_nodes, launch_node, steps)
+    return step_info, coll_nodes, coll_arrive, _collective_keys(steps, coll_issue), p2p
 
 
 def _step_lane(rt: RankTrace) -> Lane | None:
@@ -642,7 +682,9 @@ def _gpu_edges(b: _Builder, rt: RankTrace, cpu: dict[int, _CpuLane], gpu_nodes: 
         lat_all.append((s - ls)[waited_launch])
         info.append((lid, lo, idx, s, e, prev_end, ln, ls))
     lat = np.concatenate(lat_all) if lat_all else np.zeros(0)
-    typ = _median(lat[lat >= 0]) if (lat >= 0).any() else DEFAULT_LAUNCH_LATENCY_US
+    # The typical launch latency: the lower quartile of the kernels that waited for their launch (a
+    # median would count the ones that also waited for an event on another stream).
+    typ = float(np.percentile(lat[lat >= 0], 25)) if (lat >= 0).any() else DEFAULT_LAUNCH_LATENCY_US
     # All kernels of the rank by end (for cross-stream inference).
     ends = np.concatenate([x[4] for x in info]) if info else np.zeros(0)
     nodes = np.concatenate([x[1] + np.arange(x[2].size) for x in info]) if info else np.zeros(0, np.int64)
@@ -664,15 +706,24 @@ def _gpu_edges(b: _Builder, rt: RankTrace, cpu: dict[int, _CpuLane], gpu_nodes: 
         b.dcat[ci][queued, gap_col] = np.maximum(gap[queued], 0.0)
         # Anything else waited on another stream: the kernel of another stream (launched before it)
         # that ended last before it started.
+        # A kernel launched onto an idle stream that started long after its launch, just as a kernel
+        # of another stream ended, waited for that kernel (an event: a send after the compute that
+        # makes its data), not for its launch.
+        late = idle_launch & (lat > typ + KERNEL_GAP_MAX_US)
         src_n, dst_n, w_n = [], [], []
-        for i in np.flatnonzero(~idle_launch & ~queued).tolist():
+        for i in np.flatnonzero((~idle_launch & ~queued) | late).tolist():
             k = int(np.searchsorted(ends, s[i] + TOL_US, side="right")) - 1
             found = -1
-            while k >= 0 and ends[k] > prev_end[i]:
+            floor = max(prev_end[i], ls[i]) if late[i] else prev_end[i]
+            while k >= 0 and ends[k] > floor:
                 if lanes[k] != lid and (not has[i] or not (launch_t[k] > ls[i])):
                     found = k
                     break
                 k -= 1
+            if late[i] and (found < 0 or s[i] - ends[found] > KERNEL_GAP_MAX_US):
+                continue   # nothing ended just before it: the launch edge keeps the wait
+            if late[i]:
+                w[i] = min(lat[i], typ)
             if found >= 0:
                 src_n.append(nodes[found])
                 dst_n.append(lo + i)
@@ -833,12 +884,96 @@ def _collective_nodes(rt: RankTrace, b: _Builder, cpu: dict[int, _CpuLane], gpu_
     return nodes_a[order].astype(np.int64), arr[order], iss[order]
 
 
+def _p2p_nodes(rt: RankTrace, b: _Builder, cpu: dict[int, _CpuLane], gpu_nodes: dict, launch_node: dict,
+               steps: list) -> list[tuple[str, int, float, int]]:
+    """The rank's point-to-point transfers: (``send``/``recv``, completion node, arrival time, step
+    number), in arrival order. NCCL SendRecv kernels (which one: the op that launched them), else
+    gloo's send/recv spans on the host (arriving at the call, completing at the span's end)."""
+    out: list[tuple[str, int, float]] = []
+    p2p = np.concatenate(b.p2p)
+    op_kind = pattern_mask(rt.strings, _P2P_OP_RE)
+    for lid, (lo, idx) in gpu_nodes.items():
+        lane = rt.lanes[lid]
+        ln = launch_node[lid]
+        for k in np.flatnonzero(p2p[lo:lo + idx.size]).tolist():
+            kind = _launching_op_kind(rt, cpu, int(ln[k]), op_kind) if ln[k] >= 0 else None
+            if kind is not None:
+                out.append((kind, lo + k, float(lane.start_us[idx[k]])))
+    if not out:
+        host = pattern_mask(rt.strings, _P2P_HOST_RE)
+        for c in cpu.values():
+            names = c.lane.name_id[c.event]
+            for i in np.flatnonzero(c.is_start & host[names]).tolist():
+                j = i + 1
+                while j < c.t.size and not (c.event[j] == c.event[i] and not c.is_start[j]):
+                    j += 1
+                if j < c.t.size:
+                    kind = "send" if "send" in rt.strings[int(names[i])].lower() else "recv"
+                    out.append((kind, c.lo + j, float(c.t[i])))
+    out.sort(key=lambda x: x[2])
+    starts = np.array([s.cpu_start_us for s in steps]) if steps else np.zeros(0)
+    keyed = []
+    for kind, node, arrive in out:
+        at = int(np.searchsorted(starts, arrive, side="right")) - 1 if starts.size else -1
+        keyed.append((kind, node, arrive, steps[at].number if at >= 0 else -1))
+    return keyed
+
+
+def _launching_op_kind(rt: RankTrace, cpu: dict[int, _CpuLane], launch: int, op_kind: np.ndarray) -> str | None:
+    """``send``/``recv`` from the innermost event around the launch call whose name says which."""
+    for c in cpu.values():
+        if c.lo <= launch < c.lo + c.t.size:
+            lane, call = c.lane, int(c.event[launch - c.lo])
+            t0 = lane.start_us[call]
+            cand = np.arange(max(call - 256, 0), call + 1)   # the op around a launch starts just before it
+            around = cand[(lane.start_us[cand] <= t0) & (lane.start_us[cand] + lane.duration_us[cand] >= t0)
+                          & op_kind[lane.name_id[cand]]]
+            if not around.size:
+                return None
+            name = rt.strings[int(lane.name_id[around[-1]])].lower()
+            return "send" if "send" in name else "recv" if "recv" in name else None
+    return None
+
+
+def _match_p2p(p2p_nodes: dict[int, list[tuple[str, int, float, int]]], ranks: list[int], t: np.ndarray,
+               group: np.ndarray, xfer: np.ndarray) -> np.ndarray:
+    """The n-th send of a step on rank a to rank b with the n-th recv of that step on rank b from
+    rank a: one group (both end when the later of the two arrived, plus their own transfer). The
+    peer is the other rank of a two-rank job (the trace does not say whom a send is to)."""
+    if len(ranks) != 2 or not all(p2p_nodes.get(r) for r in ranks):
+        return np.zeros(0, np.int64)
+    keyed: dict[tuple, tuple[int, float]] = {}
+    for rank in ranks:
+        peer = ranks[1] if rank == ranks[0] else ranks[0]
+        seen: dict[tuple, int] = {}
+        for kind, node, arrive, step in p2p_nodes[rank]:
+            pair = (rank, peer) if kind == "send" else (peer, rank)
+            base = (step, *pair, kind)
+            n = seen.get(base, 0)
+            seen[base] = n + 1
+            keyed[(step, *pair, n, kind)] = (node, arrive)
+    gid = int(group.max()) + 1 if group.size else 0
+    out = []
+    for key, (s_node, s_arrive) in keyed.items():
+        if key[-1] != "send" or (*key[:-1], "recv") not in keyed:
+            continue
+        r_node, r_arrive = keyed[(*key[:-1], "recv")]
+        last = max(s_arrive, r_arrive)
+        if t[s_node] < last - TOL_US or t[r_node] < last - TOL_US:
+            continue   # one side ended before the other arrived: it did not wait for it
+        group[[s_node, r_node]] = gid
+        xfer[s_node], xfer[r_node] = t[s_node] - last, t[r_node] - last
+        out.append(gid)
+        gid += 1
+    return np.array(out, dtype=np.int64)
+
+
 # ----------------------------------------------------------------------------------------------
 # Replay
 
 
 def replay(g: Graph, d: np.ndarray | None = None, w: np.ndarray | None = None,
-           edge_on: np.ndarray | None = None, max_iter: int = 1_000) -> np.ndarray:
+           edge_on: np.ndarray | None = None, max_iter: int = 1_000, group: np.ndarray | None = None) -> np.ndarray:
     """Every node's time under durations ``d`` and edge weights ``w`` (default: the trace's).
 
     Chain by chain (a closed-form scan each), using the newest times of the chains before it, until
@@ -860,8 +995,9 @@ def replay(g: Graph, d: np.ndarray | None = None, w: np.ndarray | None = None,
     # How far an edge may run back in the trace's time (sync edges allow TOL_US): the frontier's slack.
     slack = float(max((t_orig[src] - t_orig[dst]).max(), 0.0)) if src.size else 0.0
     reach = [np.maximum.accumulate(t_orig[c.lo:c.hi]) for c in g.chains]
-    grp = np.flatnonzero(g.group >= 0)
-    grp_id = g.group[grp]
+    group = g.group if group is None else group   # a projection may unbind some (no pipeline waits)
+    grp = np.flatnonzero(group >= 0)
+    grp_id = group[grp]
     chain_lo = np.zeros(n, dtype=bool)
     for c in g.chains:
         chain_lo[c.lo] = True

@@ -57,8 +57,8 @@ class TraceMfuFigures:
         """The GEMMs against their roofs on ``device``, at the chosen precision if any."""
         return self.kernels.gemm(device, self.kernels.precision.override)
     what_if: tuple = ()
-    """:class:`.what_if.Projection` per cause, largest gain first (the MFU tab's "What if"), when
-    the Trace tab has found them."""
+    """:class:`.what_if_shown.WhatIfRow` per cause, largest gain first (the MFU tab's "What if"),
+    when the trace came with them."""
 
 
 def mfu_figures(analyses: list[RankAnalysis]) -> TraceMfuFigures:

@@ -42,6 +42,9 @@ SHAPED_OP_RE = re.compile(
     r"^aten::(mm|addmm|bmm|baddbmm|linear|matmul|_scaled_mm|"
     r"_scaled_dot_product_\w*attention\w*|_(flash|efficient|cudnn)_attention_(forward|backward))$")
 """Ops whose FLOPs and bytes :func:`estimate_op` can estimate from their input shapes."""
+IO_OP_RE = re.compile(r"^aten::")
+"""Ops whose largest input the loader sizes (:func:`largest_input_bytes`): the what-if's floor for a
+fused elementwise chain (core/trace/what_if.py) reads the first op's input and writes the last's."""
 
 CAUSAL_NOTE = " (causal: FLOPs halved)"
 """Appended to an attention op's shapes text when it ran with a causal mask."""
@@ -125,6 +128,23 @@ def estimate_op(name: str, dims_raw: bytes, types_raw: bytes = b"", concrete_raw
         return OpEstimate(0.0, 0.0, text)
     flops, elements, type_index = got
     return OpEstimate(flops, elements * _elem_bytes(types, type_index, 1 if op == "_scaled_mm" else 2), text)
+
+
+def largest_input_bytes(dims_raw: bytes, types_raw: bytes = b"") -> float:
+    """Bytes of the largest tensor among an op's recorded inputs (numel x its dtype's size; 0 when
+    no input is a tensor of a known dtype, so a floor made from it is never too high)."""
+    dims = _decode(dims_raw)
+    types = _decode(types_raw) if types_raw else []
+    if not isinstance(dims, list):
+        return 0.0
+    types = types if isinstance(types, list) else []
+    best = 0.0
+    for i, d in enumerate(dims):
+        shape = _shape(d)
+        size = DTYPE_BYTES.get(types[i], 0) if i < len(types) and isinstance(types[i], str) else 0
+        if shape is not None and size:
+            best = max(best, float(_prod(shape)) * size)
+    return best
 
 
 def _decode(raw: bytes) -> object:

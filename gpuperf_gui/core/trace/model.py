@@ -130,6 +130,8 @@ class Lane:
         for GEMM/conv/attention-like CPU ops), -1 otherwise.
     op_precision : int8 code (:data:`.precision.PRECISION_CODES`) of the narrowest floating type in a
         GEMM/attention op's "Input type", -1 otherwise (and for other events).
+    io_bytes : float32 bytes of an ATen op's largest recorded input tensor (``record_shapes``), NaN
+        where none was recorded (the what-if's floor for a fused elementwise chain).
     """
 
     lane_id: int
@@ -151,6 +153,7 @@ class Lane:
     flops: np.ndarray = field(default_factory=lambda: _empty(np.float64))
     shapes_id: np.ndarray = field(default_factory=lambda: _empty(np.int32))
     op_precision: np.ndarray = field(default_factory=lambda: _empty(np.int8))
+    io_bytes: np.ndarray = field(default_factory=lambda: _empty(np.float32))
 
     def __len__(self) -> int:
         return int(self.start_us.shape[0])

@@ -47,6 +47,7 @@ from .op_points import OpPoint
 from .trace import Trace
 from .queries import MAX_PARTNERS, SEARCH_MODES, Matches, event_partners, find_events, op_row_name
 from .overview import ActivityProfile, Overview, SelectionSummary, activity_profile, build_overview, selection_summary
+from .what_if_shown import WhatIfShown, what_if_shown
 
 BUILDER = "gpuperf_gui.core.trace.session:iter_built_trace"
 HELPER_NICE = 5
@@ -92,6 +93,9 @@ class AnalysisUpdate:
     stragglers: tuple[int, ...]
     notes: tuple[str, ...]
     seconds: float = 0.0
+    what_if: WhatIfShown | None = None
+    """The projections per cause and the critical path's lane masks, found here in the worker
+    (:mod:`.what_if_shown`): the views only draw them."""
 
 
 @dataclass
@@ -170,6 +174,8 @@ class LoadedTrace:
     """Activity profiles by bin count (the minimap's is made in the worker)."""
     analysis_pending: bool = False
     """The lanes without the analysis yet: an :class:`AnalysisUpdate` follows."""
+    what_if: WhatIfShown | None = None
+    """The what-if and the critical path, ready to draw (:class:`AnalysisUpdate`'s)."""
     timings_s: dict[str, float] = field(default_factory=dict)
     """Where the loading time went: ``engine_s`` (load, analyse, diagnose), ``build_s`` (this
     object), ``transfer_s`` (from the helper interpreter to this process), ``spilled_bytes``,
@@ -189,7 +195,7 @@ class LoadedTrace:
         ranks += self.ranks[len(ranks):]
         return replace(self, ranks=ranks, analysis=list(update.analysis), diagnosis=update.diagnosis,
                        op_tables=update.op_tables, mfu_figures=update.mfu_figures, overview=update.overview,
-                       notes=[*self.notes, *update.notes], analysis_pending=False,
+                       notes=[*self.notes, *update.notes], analysis_pending=False, what_if=update.what_if,
                        timings_s={**self.timings_s, "analysis_s": update.seconds})
 
     def with_roofline(self, update: RooflineUpdate) -> LoadedTrace:
@@ -570,8 +576,13 @@ def _analysis_update(result: TraceResult, seconds: float = 0.0) -> AnalysisUpdat
         overview = build_overview(result)
     except Exception as exc:  # noqa: BLE001 - shown as a note; the lanes still open
         notes.append(f"overview failed: {type(exc).__name__}: {exc}")
+    shown = None
+    try:
+        shown = what_if_shown(result)   # the graph is walked here, not on the GUI thread
+    except Exception as exc:  # noqa: BLE001 - shown as a note; the lanes still open
+        notes.append(f"what-if failed: {type(exc).__name__}: {exc}")
     return AnalysisUpdate(tuple(analyses), _diagnosis_view(result, stragglers), _op_tables(result), mfu_figures,
-                          overview, tuple(stragglers), tuple(notes), seconds)
+                          overview, tuple(stragglers), tuple(notes), seconds, shown)
 
 
 def _op_tables(result: TraceResult) -> dict[int, dict[str, OpTable]]:

@@ -79,6 +79,8 @@ class _Writer:
     step_index: int = 0
     sync_mode: str = "lagged"
     """straggler_nccl: when each rank's host waits for its GPU (:mod:`.synth_nccl`)."""
+    gpipe_origin: float | None = None
+    """pipeline_gpipe: where the current step's schedule starts (the same on every rank)."""
 
     def jitter(self, us: float) -> float:
         return us if self.exact else us * (1.0 + 0.05 * (self.rng.random() - 0.5))
@@ -294,7 +296,8 @@ def _step_pipeline_bubble(w: _Writer, size: int) -> None:
 
 # GPipe, 2 stages x 2 micro-batches, forward = backward = 1 unit per stage, 0.05 unit per p2p hop:
 # (stage, op, kernel, stream, start, end) in units from the step's start. Each stage idles
-# (p-1)/(m+p-1) = 1/3 of the step plus the hops, next to its recv/send.
+# (p-1)/(m+p-1) = 1/3 of the step plus the hops, next to its recv/send. A step of the schedule is
+# GPIPE_STEP_UNITS: the last stage-0 kernel ends at 6.1, and the host needs ~0.1 to issue the next.
 _GPIPE = (
     (0, "aten::mm", GEMM, COMPUTE_STREAM, 0.0, 1.0), (0, "nccl:send", SENDRECV, COMM_STREAM, 1.0, 1.05),
     (0, "aten::mm", GEMM, COMPUTE_STREAM, 1.0, 2.0), (0, "nccl:send", SENDRECV, COMM_STREAM, 2.0, 2.05),
@@ -310,14 +313,18 @@ GPIPE_STEP_UNITS = 6.2
 
 def _step_pipeline_gpipe(w: _Writer, size: int) -> None:
     """One GPipe step of stage ``w.rank`` (0 or 1): all ops issued up front (NCCL p2p is
-    asynchronous), kernels at the schedule's times; both stages' steps last the same."""
+    asynchronous), then the host waits for its GPU. Compute and sends run at the schedule's times
+    (the same on both ranks: step n starts :data:`GPIPE_STEP_UNITS` after step n-1); a recv kernel
+    starts when its stream reaches it and ends when the other stage's data is there (NCCL's recv
+    waits inside the kernel), so the stage that finishes early waits in its next step's first recv."""
     unit = 1000.0 * size
-    origin = w.cpu_t + 100.0  # the ops are issued within the first ~80 µs
+    origin = w.cpu_t + 100.0 if w.gpipe_origin is None else w.gpipe_origin + GPIPE_STEP_UNITS * unit
+    w.gpipe_origin = origin   # the ops are issued within the first ~80 µs of step 0
     for stage, op, kernel, stream, start, end in _GPIPE:
         if stage == w.rank % 2:
-            w.launch(op, kernel, (end - start) * unit, stream=stream, not_before=origin + start * unit,
-                     end_at=origin + end * unit)
-    w.cpu_t = origin + GPIPE_STEP_UNITS * unit
+            recv = op == "nccl:recv"
+            w.launch(op, kernel, (end - start) * unit, stream=stream,
+                     not_before=0.0 if recv else origin + start * unit, end_at=origin + end * unit)
     w.sync()
 
 

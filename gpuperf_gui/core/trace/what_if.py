@@ -19,16 +19,24 @@ Causes and what each assumes (the ``assumption`` string says it to the user):
                      and the ops around them take no host time, kernels start as soon as their stream
                      and inputs allow; the host's Python between ops and its syncs stay.
 ``exposed_comm``     collectives fully overlapped: communication kernels and host collectives cost 0.
-``pipeline_bubble``  send/recv kernels cost 0 (stages never wait for each other).
+``pipeline_bubble``  stages never wait for each other: send/recv cost 0 and a recv no longer waits
+                     for the matched send of the other rank (the n-th send of a step from a to b
+                     with the n-th recv on b from a: critical_path's point-to-point groups).
 ``late_rank``        the late rank arrives with the others: its host time outside ops and in the
                      DataLoader is 0.
 ``gemm_ceiling``     GEMMs at 70 % of the device's dense peak (those whose FLOPs the trace gives).
-``memory_bound``     each run of back-to-back elementwise kernels fused into one pass over the data
-                     (the run costs its shortest kernel). Not "each kernel at its roof": the trace
-                     records no bytes per elementwise kernel, and fusion is the fix that pays (the
-                     H200 chain: 10.5x measured, against ~1.1x for kernels already near the roof).
+``memory_bound``     each run of back-to-back elementwise kernels fused into one pass over the data:
+                     one kernel reading the run's input once and writing its output once at the
+                     device's peak bandwidth (sizes from the recorded shapes; else the run's
+                     shortest kernel), issued by the host as one launch. Only what fusion removes:
+                     the other ops' host work stays (that is launch overhead's). Not "each kernel at
+                     its roof": fusion is the fix that pays (the H200 chain: 10.5x measured, against
+                     ~1.1x for kernels already near the roof).
 
-:func:`project` also combines the two causes with the largest gains.
+Every projection leaves the profiler's own cost out of the baseline and the changed graph alike
+(:data:`PROFILER_US_PER_EVENT`, :data:`PROFILER_STEP_CUT`); its cost per event is a range, and the
+projection is the largest speedup over it. :func:`project` also combines the two causes with the
+largest gains.
 """
 from __future__ import annotations
 
@@ -53,12 +61,14 @@ ASSUMPTIONS = {
     "launch_overhead": "kernels issued at no host cost (CUDA graph replay): launch calls, the ops that "
                        "issue them and the Python between them take no host time",
     "exposed_comm": "collectives fully overlapped (communication costs nothing on the path)",
-    "pipeline_bubble": "no pipeline bubble: send/recv kernels take no time",
+    "pipeline_bubble": "no pipeline bubble: stages never wait for each other (send/recv take no time and a "
+                       "recv does not wait for the other stage's send)",
     "late_rank": "the late rank arrives with the others (its host time outside ops, host stalls and "
                  "DataLoader removed)",
     "gemm_ceiling": f"GEMMs at {GEMM_CEILING_FRACTION:.0%} of the dense peak",
     "memory_bound": "each run of back-to-back elementwise kernels fused into one pass over the data "
-                    "(it costs as much as the run's shortest kernel; the host issues one op for it)",
+                    "(its input read once and its output written once at the peak memory bandwidth; "
+                    "the host issues one launch for it, the other ops' host work stays)",
 }
 FIX_LABELS = {
     "data_stall": "DataLoader workers",
@@ -116,43 +126,57 @@ class WhatIf:
                 "critical_path": {**self.critical_path.to_json(), "replay_error": self.replay_error}}
 
 
-Change = tuple[np.ndarray, np.ndarray, np.ndarray]  # d, w, edge_on
+Change = tuple  # (d by category, edge weights, edges kept[, collective groups when a change unbinds some])
 
 
-PROFILER_US_PER_EVENT = 4.0
-"""Host time the profiler adds per recorded CPU event, taken out of the host's op time (launch
-calls, ops, the Python between them) in the baseline and every projection. Measured as (profiled -
-unprofiled step) / CPU events per step on host-bound H200 traces that carry both: eager_tiny 2.5-4.3
-µs (five runs), compiled_tiny 4.5-4.7 µs (two runs), mlp_eager 4.6 µs. The bounds are sensitive to
-it: with 3.5 the .item() pair's projection falls under its measured speedup (0.98x of it), with 4.7
-the CUDA-graph pair's does (0.95x); docs/what-if.md has the table."""
+PROFILER_US_PER_EVENT = (0.0, 5.0)
+"""The range of host time the profiler adds per recorded CPU event (µs), taken out of the host's op
+time (launch calls, ops, the Python between them) in the baseline and every projection alike; each
+projection is the largest speedup over the range (the cost is not in the trace, and which end makes
+a projection larger depends on whether the host is on its path). 0: the profiler adds nothing;
+5.0: the most measured on the H200 traces, as (profiled - unprofiled step) / CPU events per step on
+host-bound steps: mlp_eager 5.0, eager_tiny 2.5-4.3, compiled_tiny 4.5-4.7, the held-out MLP 0.64
+(a single 4.0 was used until that held-out pair: its projection fell to 0.25x of the measured
+speedup; docs/what-if.md)."""
 
 
-def _base(g: cp.Graph) -> Change:
+PROFILER_STEP_CUT = True
+"""Leave ``prof.step()`` out of the baseline and every projection: the host time from the end of a
+step's last event to the next step's first (critical_path's ``profiler`` category). The H200
+elementwise chain spends 190 µs of each 14.3 ms step there (109 µs after the last sync inside the
+step, 85 µs between steps), its compiled twin 60 µs: the unprofiled loop has none of it."""
+
+
+def _base(g: cp.Graph, ctx: dict | float | None = None) -> Change:
     """The graph as traced, less the profiler's own cost: the host time per recorded event
     (:data:`PROFILER_US_PER_EVENT`), and the gap between queued kernels of a stream: the profiler's own
     (CUPTI records every kernel: 2-4 µs between queued kernels on the H200 traces, about 1 µs
     without it). Every projection and the baseline it is measured against walk without it, so a
     fix that leaves the device on the path is not charged the profiler's gaps (the H200 fed step:
     0.9 ms of 47 ms), and a cause with no effect still reads 1.0x."""
-    key = (id(g.dcat), PROFILER_US_PER_EVENT)
-    cached = getattr(g, "_base_dcat", None)
-    if cached is None or cached[0] != key:
+    us = ctx.get("profiler_us", PROFILER_US_PER_EVENT[0]) if isinstance(ctx, dict) else (
+        PROFILER_US_PER_EVENT[0] if ctx is None else float(ctx))
+    key = (id(g.dcat), us, PROFILER_STEP_CUT)
+    cache = getattr(g, "_base_dcat", None) or {}
+    cached = cache.get(key)
+    if cached is None:
         dc = g.dcat.copy()
         dc[:, _C("kernel_gap")] = 0.0
+        if PROFILER_STEP_CUT:
+            dc[:, _C("profiler")] = 0.0
         host = [_C("launch"), _C("cpu_op"), _C("dispatch")]
         part = dc[:, host]
         total = part.sum(axis=1)
-        cut = np.minimum(g.cpu_events * PROFILER_US_PER_EVENT, total)
+        cut = np.minimum(g.cpu_events * us, total)
         scale = np.where(total > 0, 1.0 - cut / np.maximum(total, 1e-12), 1.0)
         dc[:, host] = part * scale[:, None]
-        cached = (key, dc)
-        g._base_dcat = cached  # noqa: SLF001 (every projection starts from it)
-    return cached[1].copy(), g.e_w.copy(), np.ones(g.e_src.size, dtype=bool)
+        cached = cache[key] = dc
+        g._base_dcat = cache  # noqa: SLF001 (every projection starts from it)
+    return cached.copy(), g.e_w.copy(), np.ones(g.e_src.size, dtype=bool)
 
 
 def _data_stall(g: cp.Graph, ctx: dict) -> Change | None:
-    dc, w, on = _base(g)
+    dc, w, on = _base(g, ctx)
     cols = [_C("dataloader"), _C("host_stall"), _C("cpu_gap")]
     if dc[:, cols].sum() <= 0:
         return None
@@ -161,7 +185,7 @@ def _data_stall(g: cp.Graph, ctx: dict) -> Change | None:
 
 
 def _host_syncs(g: cp.Graph, ctx: dict) -> Change | None:
-    dc, w, on = _base(g)
+    dc, w, on = _base(g, ctx)
     sync = g.e_kind == cp.EDGE_KINDS.index("sync")
     if not sync.any() and dc[:, _C("sync")].sum() <= 0:
         return None
@@ -171,7 +195,7 @@ def _host_syncs(g: cp.Graph, ctx: dict) -> Change | None:
 
 
 def _launch_overhead(g: cp.Graph, ctx: dict) -> Change | None:
-    dc, w, on = _base(g)
+    dc, w, on = _base(g, ctx)
     launch = g.e_kind == cp.EDGE_KINDS.index("launch")
     if not launch.any():
         return None
@@ -182,7 +206,7 @@ def _launch_overhead(g: cp.Graph, ctx: dict) -> Change | None:
 
 
 def _exposed_comm(g: cp.Graph, ctx: dict) -> Change | None:
-    dc, w, on = _base(g)
+    dc, w, on = _base(g, ctx)
     comm = g.is_gpu & (g.kernel_class == KERNEL_CLASSES.index("communication")) & ~g.p2p
     if not comm.any() and dc[:, _C("collective_cpu")].sum() <= 0:
         return None
@@ -192,10 +216,16 @@ def _exposed_comm(g: cp.Graph, ctx: dict) -> Change | None:
 
 
 def _pipeline_bubble(g: cp.Graph, ctx: dict) -> Change | None:
+    """Stages never wait for each other: send/recv cost nothing and a recv no longer waits for the
+    other rank's send (the matched pairs are unbound)."""
     if not g.p2p.any():
         return None
-    dc, w, on = _base(g)
+    dc, w, on = _base(g, ctx)
     dc[g.p2p] = 0.0
+    if g.p2p_groups.size:
+        group = g.group.copy()
+        group[np.isin(group, g.p2p_groups)] = -1
+        return dc, w, on, group
     return dc, w, on
 
 
@@ -203,7 +233,7 @@ def _late_rank(g: cp.Graph, ctx: dict) -> Change | None:
     late = ctx.get("late_ranks") or []
     if not late:
         return None
-    dc, w, on = _base(g)
+    dc, w, on = _base(g, ctx)
     m = np.isin(g.node_rank, late) & ~g.is_gpu
     for col in ("cpu_gap", "dataloader", "host_stall"):
         dc[m, _C(col)] = 0.0
@@ -214,7 +244,7 @@ def _gemm_ceiling(g: cp.Graph, ctx: dict) -> Change | None:
     ideal = ctx.get("gemm_ideal_us")
     if ideal is None or not np.isfinite(ideal).any():
         return None
-    dc, w, on = _base(g)
+    dc, w, on = _base(g, ctx)
     col = cp.N_CPU + KERNEL_CLASSES.index("gemm")
     ok = np.isfinite(ideal)
     dc[ok, col] = np.minimum(dc[ok, col], ideal[ok])
@@ -222,52 +252,84 @@ def _gemm_ceiling(g: cp.Graph, ctx: dict) -> Change | None:
 
 
 def _memory_bound(g: cp.Graph, ctx: dict) -> Change | None:
-    """Fuse each run of back-to-back elementwise kernels of a stream into one pass over the data:
-    the run costs as much as its shortest kernel (a unary op reads and writes the data once, as the
-    fused kernel does; the others read two inputs or more)."""
+    """Fuse each run of back-to-back elementwise kernels of a stream into one pass over the data,
+    removing only what fusion removes (docs/what-if.md):
+
+    * the device: the fused kernel reads the run's input once and writes its output once, so it
+      takes at least (the first op's largest input + the last op's output, sized as its largest
+      input) / the device's peak bandwidth; without recorded shapes or a known device, the run's
+      shortest kernel (a unary kernel reads and writes the data once, as the fused one does);
+    * the host: the ops that issue the run and the Python between them become one launch (the
+      run's shortest launch call); the host work before the run's first launch, and every other op,
+      stays (launch overhead is its own cause)."""
     ew = g.is_gpu & (g.kernel_class == KERNEL_CLASSES.index("elementwise"))
     if ew.sum() < 2:
         return None
-    dc, w, on = _base(g)
+    dc, w, on = _base(g, ctx)
     col = cp.N_CPU + KERNEL_CLASSES.index("elementwise")
     changed = False
     launch = g.e_kind == cp.EDGE_KINDS.index("launch")
     src_of = np.full(len(g), -1, dtype=np.int64)
     src_of[g.e_dst[launch]] = g.e_src[launch]
-    host_cols = [_C("launch"), _C("cpu_op"), _C("dispatch")]
+    io, bw = ctx.get("io_bytes"), ctx.get("bandwidth")
     for c in g.chains:
         if c.kind != "gpu":
             continue
         m = ew[c.lo:c.hi]
         if m.sum() < 2:
             continue
-        # Runs: maximal stretches of consecutive elementwise nodes, cut where the kernel names repeat
-        # with a period (a loop over the same chain: each turn is one chain to fuse).
-        edges = np.diff(np.r_[0, m.astype(np.int8), 0])
-        starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
-        names = ctx.get("kernel_names")
-        runs = []
-        for a, z in zip(starts.tolist(), ends.tolist()):
-            period = _period(names[c.lo + a:c.lo + z]) if names is not None else 0
-            step = period or (z - a)
-            runs += [(x, min(x + step, z)) for x in range(a, z, step)]
-        for a, z in runs:
+        for a, z in _runs(m, ctx.get("kernel_names"), c.lo):
             if z - a < 2:
                 continue
             seg = slice(c.lo + a, c.lo + z)
             dur = dc[seg, col]
             keep = int(np.argmin(dur))
+            fused = float(dur[keep])
+            if io is not None and bw is not None:
+                floor = (io[c.lo + a] + io[c.lo + z - 1]) / bw[c.lo + a] * 1e6
+                if np.isfinite(floor) and floor > 0:
+                    fused = min(fused, float(floor))
             new = np.zeros_like(dur)
-            new[keep] = dur[keep]
+            new[keep] = fused
             dc[seg, col] = new
             dc[seg, _C("kernel_gap")] = 0.0
-            # ... and the host issues one op for it: the ops that launched the run cost nothing.
-            src = src_of[seg]
-            src = src[src >= 0]
-            if src.size:
-                dc[max(src.min() - 1, 0):src.max() + 2, host_cols] = 0.0  # and the Python that called it
+            _fuse_host(g, dc, src_of[seg])
             changed = True
     return (dc, w, on) if changed else None
+
+
+def _runs(m: np.ndarray, names: np.ndarray | None, lo: int) -> list[tuple[int, int]]:
+    """Maximal stretches of consecutive elementwise nodes of a stream, cut where the kernel names
+    repeat with a period (a loop over the same chain: each turn is one chain to fuse)."""
+    edges = np.diff(np.r_[0, m.astype(np.int8), 0])
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    runs = []
+    for a, z in zip(starts.tolist(), ends.tolist()):
+        period = _period(names[lo + a:lo + z]) if names is not None else 0
+        step = period or (z - a)
+        runs += [(x, min(x + step, z)) for x in range(a, z, step)]
+    return runs
+
+
+_HOST_ISSUE = [_C("launch"), _C("cpu_op"), _C("dispatch")]
+
+
+def _fuse_host(g: cp.Graph, dc: np.ndarray, src: np.ndarray) -> None:
+    """The host issues the fused run as one launch: on each thread that launched it, the host time
+    from its first launch call to the end of its last (ops, launches, the Python between them) is
+    that thread's shortest launch call of the run."""
+    src = np.sort(src[src >= 0])
+    if not src.size:
+        return
+    chain_lo = np.array([c.lo for c in g.chains])
+    chain = np.searchsorted(chain_lo, src, side="right") - 1
+    for ci in np.unique(chain).tolist():
+        s = src[chain == ci]
+        hi = min(int(s[-1]) + 2, g.chains[ci].hi)   # through the last launch call's end node
+        ends = np.minimum(s + 1, hi - 1)
+        one = float(dc[ends, _C("launch")].min())
+        dc[int(s[0]) + 1:hi, _HOST_ISSUE] = 0.0
+        dc[int(s[0]) + 1, _C("launch")] = one
 
 
 def _period(names: np.ndarray, max_period: int = 64, min_match: float = 0.9) -> int:
@@ -290,6 +352,89 @@ def kernel_name_ids(g: cp.Graph, ranks: list[RankTrace]) -> np.ndarray:
     return out
 
 
+class _Devices:
+    """The device database, read once per projection (its TOML parse costs more than the walks)."""
+
+    def __init__(self) -> None:
+        self._db = None
+        self._found: dict[str, object] = {}
+
+    def of(self, device_name: str):  # noqa: ANN201 (hardware.Device | None)
+        if device_name not in self._found:
+            from gpuperf_gui.core.hardware import load_database, match_device_name  # noqa: PLC0415
+
+            self._db = self._db or load_database()
+            device_id = match_device_name(device_name, self._db)
+            self._found[device_name] = self._db.get(device_id) if device_id is not None else None
+        return self._found[device_name]
+
+
+def kernel_io_bytes(g: cp.Graph, ranks: list[RankTrace], devices: _Devices | None = None
+                    ) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Per elementwise kernel node, the bytes of its launching op's largest recorded input (NaN:
+    unknown; by External id), and per node its device's peak memory bandwidth (B/s, NaN: unknown
+    device). (None, None) when no rank recorded shapes."""
+    ew = g.is_gpu & (g.kernel_class == KERNEL_CLASSES.index("elementwise"))
+    io = np.full(len(g), np.nan)
+    bw = np.full(len(g), np.nan)
+    found = False
+    devices = devices or _Devices()
+    for rt in ranks:
+        nodes = np.flatnonzero(ew & (g.node_rank == rt.rank))
+        if not nodes.size or not rt.device_name:
+            continue
+        ext = _node_external_ids(g, rt, nodes)
+        got = _max_by_external_id(rt, "io_bytes", ext)
+        if not np.isfinite(got).any():
+            continue
+        device = devices.of(rt.device_name)
+        if device is None or not device.memory_bandwidth_bytes_per_s:
+            continue
+        io[nodes] = got
+        bw[nodes] = float(device.memory_bandwidth_bytes_per_s)
+        found = True
+    return (io, bw) if found else (None, None)
+
+
+def _node_external_ids(g: cp.Graph, rt: RankTrace, nodes: np.ndarray) -> np.ndarray:
+    """The External id of each (GPU) node's event, -1 where none."""
+    out = np.full(nodes.size, -1, dtype=np.int64)
+    lanes = g.node_lane[nodes]
+    for lid in np.flatnonzero(np.bincount(lanes)).tolist() if nodes.size else []:
+        sel = lanes == lid
+        out[sel] = rt.lanes[lid].external_id[g.node_index[nodes[sel]]]
+    return out
+
+
+def _max_by_external_id(rt: RankTrace, column: str, ext: np.ndarray) -> np.ndarray:
+    """Per External id in ``ext``, the largest positive ``column`` value of the rank's CPU events
+    with that id (NaN: none), without a Python loop over the trace's events."""
+    need = np.sort(ext[ext >= 0])
+    keys, vals = [], []
+    for lane in rt.cpu_lanes:
+        v = getattr(lane, column)
+        if not len(v) or not need.size:
+            continue
+        m = np.isfinite(v) & (v > 0) & (lane.external_id >= 0)
+        e = lane.external_id[m]
+        pos = np.minimum(np.searchsorted(need, e), need.size - 1)
+        hit = need[pos] == e
+        keys.append(e[hit])
+        vals.append(v[m][hit].astype(np.float64))
+    out = np.full(ext.size, np.nan)
+    if not keys or not sum(k.size for k in keys):
+        return out
+    k, v = np.concatenate(keys), np.concatenate(vals)
+    order = np.lexsort((v, k))
+    k, v = k[order], v[order]
+    last = np.r_[k[1:] != k[:-1], True]          # the largest value of each id
+    k, v = k[last], v[last]
+    pos = np.minimum(np.searchsorted(k, ext), k.size - 1)
+    ok = (ext >= 0) & (k[pos] == ext)
+    out[ok] = v[pos[ok]]
+    return out
+
+
 SCENARIOS: dict[str, Callable[[cp.Graph, dict], Change | None]] = {
     "data_stall": _data_stall, "host_syncs": _host_syncs, "launch_overhead": _launch_overhead,
     "exposed_comm": _exposed_comm, "pipeline_bubble": _pipeline_bubble, "late_rank": _late_rank,
@@ -298,45 +443,40 @@ SCENARIOS: dict[str, Callable[[cp.Graph, dict], Change | None]] = {
 
 
 def _combine(a: Change, b: Change, base: Change) -> Change:
-    """Both changes: the smaller of each duration and weight, an edge only if both keep it."""
-    return np.minimum(a[0], b[0]), np.minimum(a[1], b[1]), a[2] & b[2]
+    """Both changes: the smaller of each duration and weight, an edge only if both keep it, a
+    group only if both keep it."""
+    out = (np.minimum(a[0], b[0]), np.minimum(a[1], b[1]), a[2] & b[2])
+    ga, gb = (a[3] if len(a) > 3 else None), (b[3] if len(b) > 3 else None)
+    if ga is None and gb is None:
+        return out
+    group = ga if gb is None else gb if ga is None else np.where((ga < 0) | (gb < 0), -1, ga)
+    return (*out, group)
 
 
 _HALF_RE = re.compile(r"bf16|f16|fp16|half|_h_|hgemm|s16816|h1688", re.I)
 _TF32_RE = re.compile(r"tf32|1688gemm", re.I)
 
 
-def gemm_ideal_us(g: cp.Graph, ranks: list[RankTrace], ceiling_fraction: float = GEMM_CEILING_FRACTION
-                  ) -> np.ndarray | None:
+def gemm_ideal_us(g: cp.Graph, ranks: list[RankTrace], ceiling_fraction: float = GEMM_CEILING_FRACTION,
+                  devices: _Devices | None = None) -> np.ndarray | None:
     """Per graph node, the time a GEMM kernel would take at ``ceiling_fraction`` of the device's
     dense peak (NaN where unknown): its launching op's FLOPs (recorded or estimated from shapes),
     shared among the op's GEMM kernels by their duration."""
     out = np.full(len(g), np.nan)
-    db = None
+    devices = devices or _Devices()
     found = False
     gemm = KERNEL_CLASSES.index("gemm")
     for rt in ranks:
         nodes = np.flatnonzero(g.is_gpu & (g.node_rank == rt.rank) & (g.kernel_class == gemm))
         if not nodes.size or not rt.device_name:
             continue
-        flops_by_ext: dict[int, float] = {}
-        for lane in rt.cpu_lanes:
-            m = np.isfinite(lane.flops) & (lane.external_id >= 0) & (lane.flops > 0)
-            for ext, f in zip(lane.external_id[m].tolist(), lane.flops[m].tolist()):
-                flops_by_ext[ext] = max(flops_by_ext.get(ext, 0.0), f)
-        if not flops_by_ext:
-            continue  # no FLOPs: the hardware database is not even read
-        ext = np.array([rt.lanes[int(g.node_lane[i])].external_id[int(g.node_index[i])] for i in nodes])
-        flops = np.array([flops_by_ext.get(int(e), np.nan) for e in ext])
+        ext = _node_external_ids(g, rt, nodes)
+        flops = _max_by_external_id(rt, "flops", ext)
         if not np.isfinite(flops).any():
+            continue  # no FLOPs: the hardware database is not even read
+        device = devices.of(rt.device_name)
+        if device is None:
             continue
-        from gpuperf_gui.core.hardware import load_database, match_device_name  # noqa: PLC0415
-
-        device_id = match_device_name(rt.device_name)
-        if device_id is None:
-            continue
-        db = db or load_database()
-        device = db.get(device_id)
         dur = g.dcat[nodes, cp.N_CPU + gemm]
         # Share an op's FLOPs among its GEMM kernels by duration (split-K GEMM + its reduction).
         total: dict[int, float] = {}
@@ -344,7 +484,8 @@ def gemm_ideal_us(g: cp.Graph, ranks: list[RankTrace], ceiling_fraction: float =
             total[e] = total.get(e, 0.0) + dd
         share = np.array([dd / total[e] if total[e] > 0 else 1.0 for e, dd in zip(ext.tolist(), dur.tolist())])
         names = [rt.strings[rt.lanes[int(g.node_lane[i])].name_id[int(g.node_index[i])]] for i in nodes]
-        peak = np.array([_peak(device, n) for n in names])
+        peaks = {n: _peak(device, n) for n in set(names)}
+        peak = np.array([peaks[n] for n in names])
         out[nodes] = flops * share / (ceiling_fraction * peak) * 1e6
         found = found or bool(np.isfinite(out[nodes]).any())
     return out if found else None
@@ -380,13 +521,11 @@ def project(ranks: list[RankTrace], step_time_s: float | None, *, late_ranks: li
         return None
     try:
         t = cp.replay(g)
-        b_dc, b_w, b_on = _base(g)
-        base_span = cp.step_span_us(g, cp.replay(g, b_dc.sum(axis=1), b_w, b_on))
     except cp.NotSettled:
         return None  # the trace's data makes a cycle: no projection rather than a wrong one
     orig_span = cp.step_span_us(g, g.t_orig)
     replayed = cp.step_span_us(g, t)
-    if base_span <= 0 or replayed <= 0:
+    if replayed <= 0:
         return None
     path = cp.critical_path(g, t)
 
@@ -396,9 +535,52 @@ def project(ranks: list[RankTrace], step_time_s: float | None, *, late_ranks: li
         return model_flops_per_step / (step_s * peak_flops_per_s * max(gpus, 1))
 
     ctx = {"late_ranks": late_ranks or [], "kernel_names": kernel_name_ids(g, ranks)}
+    devices = _Devices()
+    ctx["io_bytes"], ctx["bandwidth"] = kernel_io_bytes(g, ranks, devices)
     if any(rt.device_name for rt in ranks):
-        ctx["gemm_ideal_us"] = gemm_ideal_us(g, ranks)
-    changes: dict[str, Change] = {}
+        ctx["gemm_ideal_us"] = gemm_ideal_us(g, ranks, devices=devices)
+    best: dict[str, Projection] = {}
+    for pair in (None, "top two"):   # each cause, then the two largest together
+        if pair is not None:
+            real = sorted((p for p in best.values() if p.speedup_upper_bound > 1.0 + 1e-3),
+                          key=lambda p: -p.speedup_upper_bound)
+            if len(real) < 2:
+                break
+            pair = (real[0].cause, real[1].cause)
+        for us in PROFILER_US_PER_EVENT:   # the largest speedup over the profiler's unknown cost
+            try:
+                found = _project_at(g, {**ctx, "profiler_us": us}, step_time_s, mfu_at, pair)
+            except cp.NotSettled:
+                return None
+            for p in found:
+                if p.cause not in best or p.speedup_upper_bound > best[p.cause].speedup_upper_bound:
+                    best[p.cause] = p
+    out = sorted(best.values(), key=lambda p: ("+" in p.cause, -p.speedup_upper_bound))
+    wi = WhatIf(step_time_s, path, out, mfu_at(step_time_s),
+                abs(replayed - orig_span) / orig_span if orig_span > 0 else 0.0)
+    if keep_graph:
+        wi.graph, wi.times_us = g, t
+    return wi
+
+
+def _project_at(g: cp.Graph, ctx: dict, step_time_s: float, mfu_at: Callable[[float], float | None],
+                pair: tuple[str, str] | None = None) -> list[Projection]:
+    """Every cause's projection (or, with ``pair``, those two causes together) at one profiler cost
+    per event (``ctx["profiler_us"]``); the baseline is walked at the same cost."""
+    b_dc, b_w, b_on = _base(g, ctx)
+    base_span = cp.step_span_us(g, cp.replay(g, b_dc.sum(axis=1), b_w, b_on))
+    if base_span <= 0:
+        return []
+    if pair is not None:
+        a, b = (SCENARIOS[c](g, ctx) for c in pair)
+        if a is None or b is None:
+            return []
+        both = _combine(a, b, _base(g, ctx))
+        try:
+            return [_walk(g, "+".join(pair), f"{ASSUMPTIONS[pair[0]]}; and {ASSUMPTIONS[pair[1]]}", both,
+                          base_span, step_time_s, mfu_at)]
+        except cp.NotSettled:
+            return []
     out: list[Projection] = []
     for cause, make in SCENARIOS.items():
         ch = make(g, ctx)
@@ -408,29 +590,14 @@ def project(ranks: list[RankTrace], step_time_s: float | None, *, late_ranks: li
             out.append(_walk(g, cause, ASSUMPTIONS[cause], ch, base_span, step_time_s, mfu_at))
         except cp.NotSettled:
             continue
-        changes[cause] = ch
-    out.sort(key=lambda p: -p.speedup_upper_bound)
-    real = [p for p in out if p.speedup_upper_bound > 1.0 + 1e-3]
-    if len(real) >= 2:
-        a, b = real[0].cause, real[1].cause
-        both = _combine(changes[a], changes[b], _base(g))
-        try:
-            out.append(_walk(g, f"{a}+{b}", f"{ASSUMPTIONS[a]}; and {ASSUMPTIONS[b]}", both, base_span,
-                             step_time_s, mfu_at))
-        except cp.NotSettled:
-            pass
-    wi = WhatIf(step_time_s, path, out, mfu_at(step_time_s),
-                abs(replayed - orig_span) / orig_span if orig_span > 0 else 0.0)
-    if keep_graph:
-        wi.graph, wi.times_us = g, t
-    return wi
+    return out
 
 
 def _walk(g: cp.Graph, cause: str, assumption: str, ch: Change, base_span: float, step_time_s: float,
           mfu_at: Callable[[float], float | None]) -> Projection:
-    dc, w, on = ch
+    dc, w, on = ch[:3]
     d = dc.sum(axis=1)
-    t = cp.replay(g, d, w, on)
+    t = cp.replay(g, d, w, on, group=ch[3] if len(ch) > 3 else None)
     span = cp.step_span_us(g, t)
     speedup = base_span / span if span > 0 else float("inf")
     speedup = max(speedup, 1.0)  # removing a cause never slows the step (the graph's rounding aside)
@@ -503,17 +670,3 @@ def diff_check(wi: WhatIf | None, signature_before: str, measured_speedup: float
             "projected_step_time_s": p.step_time_s, "measured_speedup": measured_speedup,
             "within_bound": (measured_speedup <= p.speedup_upper_bound * (1 + 1e-9)) if measured_speedup else None,
             "ratio": ratio}
-
-
-def for_model(ranks: list[RankTrace], analyses: list, late_ranks: list[int] | None = None  # noqa: ANN001
-              ) -> WhatIf | None:
-    """:func:`project` for what the Trace tab holds (the model's ranks and their analyses), with
-    the graph kept for drawing the path."""
-    steps = [a.step_time_median_s for a in analyses if a.step_time_median_s]
-    step = max(steps) if steps else (max((a.window_s for a in analyses), default=0.0) or None)
-    return project(ranks, step, late_ranks=late_ranks, keep_graph=True)
-
-
-def mfu_after(mfu: float | None, p: Projection) -> float | None:
-    """The MFU a projection gives from the MFU measured now: MFU scales as 1 / step time."""
-    return None if mfu is None else mfu * p.speedup_upper_bound

@@ -43,7 +43,7 @@ from gpuperf_gui.views.trace.style import (
     format_duration_us,
     format_percent,
 )
-from gpuperf_gui.views.trace.what_if_view import WhatIfTable, what_if_of
+from gpuperf_gui.views.trace.what_if_view import WhatIfTable
 
 PART_COLORS = {
     "compute": KERNEL_CLASS_COLORS["gemm"],
@@ -241,7 +241,7 @@ class TraceOverview(QWidget):
         """Draw the current trace (the tab calls it lazily: the page costs nothing while hidden)."""
         self._dirty = False
         loaded = self.loaded
-        self.what_if.show_what_if(what_if_of(loaded))
+        self.what_if.show_what_if(loaded.what_if if loaded is not None else None)  # made by the worker
         self.rank_combo.clear()
         ranks = loaded.overview.ranks if loaded is not None and loaded.overview is not None else []
         late = set(loaded.overview.stragglers) if ranks else set()

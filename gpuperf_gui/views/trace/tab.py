@@ -71,7 +71,6 @@ from gpuperf_gui.views.trace.panels import (
 )
 from gpuperf_gui.views.trace.style import format_duration_us, legend_entries, make_palette
 from gpuperf_gui.views.trace.timeline import TraceTimeline
-from gpuperf_gui.views.trace.what_if_view import critical_path_masks, what_if_of
 from gpuperf_gui.views.workers import TaskRunner
 
 if TYPE_CHECKING:
@@ -903,14 +902,15 @@ class TraceTab(QWidget):
         """The trace's MFU figures, at the precision the Overview shows (detected, or the one chosen)."""
         figures = self.loaded.mfu_figures if self.loaded else None
         if figures is not None:
-            wi = what_if_of(self.loaded)
+            wi = self.loaded.what_if   # the worker's (core/trace/what_if_shown.py)
             figures = figures.with_precision_override(self.overview.precision_override)
-            self.mfu_figures_ready.emit(replace(figures, what_if=tuple(wi.projections)) if wi else figures)
+            self.mfu_figures_ready.emit(replace(figures, what_if=wi.rows) if wi else figures)
 
     def show_critical_path(self, on: bool) -> None:
         """Highlight (or clear) the critical path on the lanes."""
         self.state.path_shown = on
-        self.timeline.set_highlight(critical_path_masks(self.loaded) or None if on and self.loaded else None)
+        wi = self.loaded.what_if if on and self.loaded else None
+        self.timeline.set_highlight(wi.path_masks or None if wi else None)
 
     def show_on_roofline(self) -> None:
         points = self.loaded.roofline_points if self.loaded else None

@@ -1,43 +1,15 @@
-"""What-if widgets: the projections per cause (Overview page), the cause selector of the MFU tab's
-gap bar, and the critical path's highlight masks for the timeline. Thin: every number comes from
-:mod:`gpuperf_gui.core.trace.what_if`."""
+"""What-if widgets: the projections per cause (Overview page) and the cause selector of the MFU
+tab's gap bar. Thin: they draw :class:`~gpuperf_gui.core.trace.what_if_shown.WhatIfShown`, which
+the loading worker made (the critical path's masks too: the Trace tab hands them to the timeline)."""
 from __future__ import annotations
-
-import weakref
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QTableWidget,
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
-from gpuperf_gui.core.trace import critical_path as cp
-from gpuperf_gui.core.trace.what_if import FIX_LABELS, Projection, WhatIf, for_model, mfu_after
+from gpuperf_gui.core.trace.what_if_shown import WhatIfRow, WhatIfShown
 
 COLUMNS = ("cause", "fix", "speedup ≤", "step", "then dominant", "assumes")
-
-
-_FOUND: dict[int, WhatIf | None] = {}
-"""Each shown trace's projections by the trace's id, dropped with the trace (it is frozen: a snapshot
-the worker made, so the view keeps what it finds beside it)."""
-
-
-def what_if_of(loaded) -> WhatIf | None:  # noqa: ANN001 (session.LoadedTrace)
-    """The loaded trace's projections, found once per trace (a few hundred ms for a big job)."""
-    if loaded is None or not loaded.analysis:
-        return None
-    key = id(loaded)
-    if key not in _FOUND:
-        late = list(loaded.overview.stragglers) if loaded.overview is not None else []
-        _FOUND[key] = for_model(loaded.model.ranks, loaded.analysis, late)
-        weakref.finalize(loaded, _FOUND.pop, key, None)
-    return _FOUND[key]
-
-
-def critical_path_masks(loaded) -> dict:  # noqa: ANN001 (session.LoadedTrace)
-    """Masks over lane events for the timeline's highlight (empty without a path)."""
-    wi = what_if_of(loaded)
-    if wi is None or wi.graph is None:
-        return {}
-    return cp.path_masks(wi.graph, wi.critical_path.nodes, loaded.model.ranks)
 
 
 class WhatIfTable(QWidget):
@@ -57,18 +29,17 @@ class WhatIfTable(QWidget):
         layout.addWidget(self.table)
         self.show_what_if(None)
 
-    def show_what_if(self, wi: WhatIf | None) -> None:
-        rows = wi.projections if wi is not None else []
+    def show_what_if(self, wi: WhatIfShown | None) -> None:
+        rows = wi.rows if wi is not None else ()
         if wi is None:
             self.title.setText("<b>What if</b> <span style='color:#666'>no steps to walk</span>")
         else:
-            share = sorted(wi.critical_path.share.items(), key=lambda kv: -kv[1])[:4]
-            path = ", ".join(f"{k} {100 * v:.0f} %" for k, v in share)
+            path = ", ".join(f"{k} {100 * v:.0f} %" for k, v in wi.path_share[:4])
             self.title.setText(f"<b>What if</b> <span style='color:#666'>each cause removed on the step's "
                                f"dependency graph (upper bounds); critical path: {path}</span>")
         self.table.setRowCount(len(rows))
         for i, p in enumerate(rows):
-            cells = (p.cause, FIX_LABELS.get(p.cause, "both"), f"{p.speedup_upper_bound:.2f}x",
+            cells = (p.cause, p.fix, f"{p.speedup_upper_bound:.2f}x",
                      f"{p.step_time_s * 1e3:.3g} ms", p.new_dominant or "-", p.assumption)
             for j, text in enumerate(cells):
                 item = QTableWidgetItem(text)
@@ -92,12 +63,12 @@ class WhatIfSelector(QWidget):
         row.addWidget(QLabel("What if:"))
         row.addWidget(self.combo)
         row.addWidget(self.readout, 1)
-        self.projections: list[Projection] = []
+        self.projections: list[WhatIfRow] = []
         self.mfu: float | None = None
         self.combo.currentIndexChanged.connect(lambda _i: self._show())
         self.set_projections(())
 
-    def set_projections(self, projections) -> None:  # noqa: ANN001 (a sequence of Projection)
+    def set_projections(self, projections) -> None:  # noqa: ANN001 (a sequence of WhatIfRow)
         self.projections = list(projections)
         self.combo.blockSignals(True)
         self.combo.clear()
@@ -112,7 +83,7 @@ class WhatIfSelector(QWidget):
         self.mfu = mfu
         self._show()
 
-    def selected(self) -> Projection | None:
+    def selected(self) -> WhatIfRow | None:
         cause = self.combo.currentData()
         return next((p for p in self.projections if p.cause == cause), None)
 
@@ -121,7 +92,7 @@ class WhatIfSelector(QWidget):
         if p is None:
             self.readout.setText("" if self.mfu is None else f"MFU {100 * self.mfu:.1f} %")
             return
-        after = mfu_after(self.mfu, p)
+        after = p.mfu_after(self.mfu)
         mfu = "" if after is None else f"MFU {100 * self.mfu:.1f} % → {100 * after:.1f} %; "
         self.readout.setText(f"{mfu}step ≤ {p.speedup_upper_bound:.2f}x faster; then dominant: "
                              f"{p.new_dominant or '-'} ({p.assumption})")
