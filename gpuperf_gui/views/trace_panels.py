@@ -41,6 +41,7 @@ SIGNATURE_COLOURS = {
     "comm_bound": "#ad1457",
     "data_starved": "#e65100",
     "host_sync_bound": "#8d6e63",
+    "host_bound": "#00838f",
     "memory_bound": "#b8860b",
     "pipeline_bubble": "#6a1b9a",
     "straggler": "#d84315",

@@ -14,7 +14,8 @@ copy); ``data_starved_loader`` waits in ``DataLoader.__next__``; ``launch_bound`
 (a wall of small ops); ``launch_bound_compiled`` a ``torch.compile``d graph whose Python wrapper
 launches tiny Triton kernels through ``cuLaunchKernel``; ``memory_bound_decode_graph`` a batch-1
 decode replayed as one CUDA graph (skinny GEMMs, no shapes); ``host_sync_bound`` reads the loss with
-``.item()`` after each micro-batch, then works in Python without launching. ``straggler`` is a job (a folder of
+``.item()`` after each micro-batch, then works in Python without launching; ``host_bound`` launches its
+GEMMs, then works in Python without launching (no sync, no input copy) longer than the GPU's queue. ``straggler`` is a job (a folder of
 ranks): DDP over NCCL where one rank prepares its batch late every step and the others wait in the
 all-reduce; ``straggler_nccl`` (:mod:`.synth_nccl`) is the same over NCCL as it really waits: the
 others' all-reduce *kernels* spin until the late rank (``late_rank``) joins, and without a host sync
@@ -37,7 +38,7 @@ SCENARIO_SIGNATURE = {
     "comm_bound": "comm_bound", "data_starved": "data_starved", "data_starved_loader": "data_starved",
     "memory_bound": "memory_bound", "memory_bound_optimizer": "memory_bound",
     "pipeline_bubble": "pipeline_bubble", "pipeline_gpipe": "pipeline_bubble", "straggler": "straggler",
-    "straggler_nccl": "straggler", "host_sync_bound": "host_sync_bound",
+    "straggler_nccl": "straggler", "host_sync_bound": "host_sync_bound", "host_bound": "host_bound",
     "memory_bound_decode_graph": "memory_bound", "inconclusive": "inconclusive",
 }
 SCENARIOS = tuple(SCENARIO_SIGNATURE)
@@ -157,6 +158,14 @@ def _step_host_sync_bound(w: _Writer, size: int) -> None:
         w.launch("aten::add", ELEMENTWISE, 20.0)
         w.item()
         w.cpu_t += 1500.0 * size
+
+
+def _step_host_bound(w: _Writer, size: int) -> None:
+    """A step's GEMMs launched, then 6 ms of Python per size (metric and logging work: no op, no sync,
+    no input copy) while the GPU runs the 3.6 ms queued: the GPU idles the rest, waiting on the host."""
+    for _ in range(6 * size):
+        w.launch("aten::mm", GEMM, 600.0)
+    w.cpu_t += 6000.0 * size
 
 
 SKINNY_GEMMS = ("nvjet_sm90_tst_128x8_64x8_2x1_v_bz_splitK_TNT", "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_bias_TNT",
@@ -335,7 +344,8 @@ _STEPS = {"healthy": _step_healthy, "launch_bound": _step_launch_bound,
           "memory_bound": _step_memory_bound, "memory_bound_optimizer": _step_memory_bound_optimizer,
           "pipeline_bubble": _step_pipeline_bubble, "pipeline_gpipe": _step_pipeline_gpipe,
           "straggler": _step_straggler, "straggler_nccl": partial(synth_nccl.step_straggler_nccl, names=_NCCL_NAMES),
-          "host_sync_bound": _step_host_sync_bound, "memory_bound_decode_graph": _step_memory_bound_decode_graph,
+          "host_sync_bound": _step_host_sync_bound, "host_bound": _step_host_bound,
+          "memory_bound_decode_graph": _step_memory_bound_decode_graph,
           "inconclusive": _step_cpu_only}
 
 
