@@ -13,7 +13,8 @@ with no DataLoader (nothing on the CPU lane, then a blocking pageable ``aten::to
 copy); ``data_starved_loader`` waits in ``DataLoader.__next__``; ``launch_bound`` is eager PyTorch
 (a wall of small ops); ``launch_bound_compiled`` a ``torch.compile``d graph whose Python wrapper
 launches tiny Triton kernels through ``cuLaunchKernel``; ``memory_bound_decode_graph`` a batch-1
-decode replayed as one CUDA graph (skinny GEMMs, no shapes); ``host_sync_bound`` reads the loss with
+decode replayed as one CUDA graph (skinny GEMMs, no shapes), ``memory_bound_decode_warm`` the same
+after one token decoded eagerly in the trace (the kernels' shapes known from it); ``host_sync_bound`` reads the loss with
 ``.item()`` after each micro-batch, then works in Python without launching; ``host_bound`` launches its
 GEMMs, then works in Python without launching (no sync, no input copy) longer than the GPU's queue. ``straggler`` is a job (a folder of
 ranks): DDP over NCCL where one rank prepares its batch late every step and the others wait in the
@@ -39,7 +40,8 @@ SCENARIO_SIGNATURE = {
     "memory_bound": "memory_bound", "memory_bound_optimizer": "memory_bound",
     "pipeline_bubble": "pipeline_bubble", "pipeline_gpipe": "pipeline_bubble", "straggler": "straggler",
     "straggler_nccl": "straggler", "host_sync_bound": "host_sync_bound", "host_bound": "host_bound",
-    "memory_bound_decode_graph": "memory_bound", "inconclusive": "inconclusive",
+    "memory_bound_decode_graph": "memory_bound", "memory_bound_decode_warm": "memory_bound",
+    "inconclusive": "inconclusive",
 }
 SCENARIOS = tuple(SCENARIO_SIGNATURE)
 MULTI_RANK_SCENARIOS = {"straggler": 4, "pipeline_gpipe": 2, "straggler_nccl": 2}
@@ -93,12 +95,13 @@ class _Writer:
     def launch(self, op: str, kernel: str, kernel_us: float, *, stream: int = COMPUTE_STREAM,
                call_us: float = 5.0, op_us: float = 8.0, not_before: float = 0.0,
                call: str = "cudaLaunchKernel", call_cat: str = "cuda_runtime", kernel_cat: str = "kernel",
-               end_at: float | None = None) -> float:
+               end_at: float | None = None, op_args: dict | None = None) -> float:
         """An op on the CPU launching one kernel; returns the kernel end time. ``end_at`` fixes the
-        kernel's end (a collective that waits for the last rank)."""
+        kernel's end (a collective that waits for the last rank); ``op_args`` go to the op's args
+        (``Input Dims``, ``Input type``)."""
         start = self.cpu_t
         ext = self.ext
-        self.cpu(op, start, max(op_us, call_us + 2.0))
+        self.cpu(op, start, max(op_us, call_us + 2.0), **(op_args or {}))
         call_start = start + 1.0
         corr = self.corr
         self.corr += 1
@@ -199,6 +202,19 @@ def _step_memory_bound_decode_graph(w: _Writer, size: int) -> None:
     w.gpu_free[COMPUTE_STREAM] = t
     w.cpu_t += 14.0
     w.item()  # the sampled token id: the host waits for the replay
+
+
+SKINNY_SHAPES = ([[1, 8192], [8192, 10240]], [[1, 10240], [10240, 8192]], [[1, 8192], [8192, 8192]])
+"""The (M, K) x (K, N) shapes of the eager calls of :data:`SKINNY_GEMMS` in the warm-up token: the
+weights of an 8192-wide model, which the graph's ~51 µs per GEMM stream at about 3 TB/s."""
+
+
+def _prologue_decode_warm_token(w: _Writer) -> None:
+    """One token decoded eagerly before the graph was captured (inside the trace, before its first
+    step): each skinny GEMM kernel once, launched by an ``aten::mm`` with its bf16 shapes."""
+    for kernel, dims in zip(SKINNY_GEMMS, SKINNY_SHAPES):
+        w.launch("aten::mm", kernel, 50.0, op_args={"Input Dims": dims, "Input type": ["c10::BFloat16"] * 2})
+    w.cpu_t = max(w.cpu_t, w.gpu_free[COMPUTE_STREAM]) + 50.0
 
 
 def _step_launch_bound(w: _Writer, size: int) -> None:
@@ -346,10 +362,11 @@ _STEPS = {"healthy": _step_healthy, "launch_bound": _step_launch_bound,
           "straggler": _step_straggler, "straggler_nccl": partial(synth_nccl.step_straggler_nccl, names=_NCCL_NAMES),
           "host_sync_bound": _step_host_sync_bound, "host_bound": _step_host_bound,
           "memory_bound_decode_graph": _step_memory_bound_decode_graph,
-          "inconclusive": _step_cpu_only}
+          "memory_bound_decode_warm": _step_memory_bound_decode_graph, "inconclusive": _step_cpu_only}
 
 
-_PROLOGUES = {"straggler_nccl": partial(synth_nccl.prologue, names=_NCCL_NAMES)}
+_PROLOGUES = {"straggler_nccl": partial(synth_nccl.prologue, names=_NCCL_NAMES),
+              "memory_bound_decode_warm": _prologue_decode_warm_token}
 """What a scenario writes before its first step (device work launched before the window)."""
 
 
