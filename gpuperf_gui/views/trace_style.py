@@ -78,6 +78,15 @@ def legend_entries() -> list[tuple[str, str]]:
     return out
 
 
+def legend_html() -> str:
+    """The Trace tab's legend: the colours of :func:`legend_entries`, then the idle, folded and late-rank
+    marks (the late rank's colour and label: the straggler signature's)."""
+    items = "".join(f"<span style='color:{c}'>■</span>&nbsp;{name}&nbsp;&nbsp; " for name, c in legend_entries())
+    return (f"{items}<span style='color:{IDLE_HEX}'>■</span>&nbsp;GPU idle ≥ threshold&nbsp;&nbsp; "
+            f"<span style='color:#5a5f6a'>■</span>&nbsp;folded: darker, opacity = busy fraction&nbsp;&nbsp; "
+            f"<span style='color:{SIGNATURE_COLOURS['straggler']}'>▌</span>&nbsp;{REGISTRY['straggler'].label}")
+
+
 def gap_kind_label(kind: str) -> str:
     """The legend's words for idle gaps of ``kind`` ("Host-sync-bound idle": the GPU idle after a
     blocking sync), named by its signature's registry label."""
