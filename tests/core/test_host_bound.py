@@ -55,3 +55,20 @@ def test_reduce_overhead_compile_is_host_bound_between_graph_replays() -> None:
     d = analyse_paths([path], workers=1).diagnosis
     assert d.signature == "host_bound", d.evidence
     assert any("replays CUDA graphs" in e for e in d.evidence) and "already replays CUDA graphs" in d.fix
+
+
+def test_try_first_follows_the_host_signatures(capsys: pytest.CaptureFixture) -> None:
+    """The "Try first" projection is the diagnosis's own fix: host_sync_bound's is no host syncs, an upper
+    bound of the pair's unprofiled speedup (pairs/pairs.json: item_per_microbatch -> item_none 1.289x);
+    host_bound's is the host stalls removed, in its own words (never "DataLoader workers")."""
+    from gpuperf_gui.cli import main
+
+    pairs = json.loads((H200 / "pairs" / "pairs.json").read_text())["pairs"]
+    measured = next(p["unprofiled_speedup"] for p in pairs if p["cause"] == "host_syncs")
+    assert main(["diagnose", "--top", "0", str(H200 / "item_per_microbatch.json.gz")]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("Try first"))
+    bound = float(line.split("projected <= ")[1].split("x")[0])
+    assert line.startswith("Try first: fix: no host syncs") and measured <= bound < 1.5 * measured
+    assert main(["diagnose", "--top", "0", str(H200 / "pairs" / "item_none.json.gz")]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("Try first"))
+    assert line.startswith("Try first: fix: host work off the step") and "DataLoader" not in line.split("—")[0]
