@@ -349,7 +349,8 @@ def diagnosis_html(d: DiagnosisView) -> str:
     if d.fix:
         parts.append(f"<h3>Try first</h3><p>{_esc(d.fix)}</p>")
     if d.secondary:
-        parts.append("<h3>Also seen</h3><p>" + ", ".join(_esc(s) for s in d.secondary) + "</p>")
+        parts.append("<h3>Also seen</h3><p>" + ", ".join(_esc(SIGNATURE_TEXT.get(s, (s, ""))[0]) for s in d.secondary)
+                     + "</p>")
     for r in d.per_rank[:1] if len(d.per_rank) == 1 else []:
         parts.append(_rank_figures_html(r))
     if len(d.per_rank) > 1:
