@@ -142,6 +142,7 @@ class TraceLaneItem(pg.GraphicsObject):
         self._selected: int | None = None
         self._folded: list[FoldedRow] = [FoldedRow.empty()] * rows.n_rows
         self._folded_gaps = FoldedRow.empty()
+        self._folded_gap_kind = np.zeros(0, np.uint8)
         self._folded_highlight: list[FoldedRow] = [FoldedRow.empty()] * rows.n_rows
         starts = [r.starts[0] for r in rows.rows if len(r)]
         ends = [r.running_max_end[-1] for r in rows.rows if len(r)]
@@ -181,6 +182,7 @@ class TraceLaneItem(pg.GraphicsObject):
         else:
             self._gaps = RowIndex(gaps[0], gaps[1]) if gaps is not None and len(gaps[0]) else None
         self._folded_gaps = FoldedRow.empty()
+        self._folded_gap_kind = np.zeros(0, np.uint8)
         self._refold()
 
     def set_highlight(self, mask: np.ndarray | None) -> None:
@@ -218,6 +220,8 @@ class TraceLaneItem(pg.GraphicsObject):
         vs, ve, w = self._view
         self._folded = [fold_row(r, None, vs, ve, w) for r in self._rows.rows]
         self._folded_gaps = fold_row(self._gaps, None, vs, ve, w) if self._gaps else FoldedRow.empty()
+        self._folded_gap_kind = block_kind(self._gap_kind, self._gaps, self._folded_gaps) \
+            if self._gap_kind is not None and self._gaps else np.zeros(len(self._folded_gaps), np.uint8)
         self._folded_highlight = [fold_row(h, None, vs, ve, w) if h is not None else FoldedRow.empty()
                                   for h in self._highlight]
         self.update()
@@ -326,7 +330,7 @@ class TraceLaneItem(pg.GraphicsObject):
             levels = density_levels(fg.density())
             single = fg.count == 1
             levels[single] = DENSITY_LEVELS - 1
-            kinds = block_kind(self._gap_kind, self._gaps, fg) if self._gap_kind is not None else np.zeros(len(fg), np.uint8)
+            kinds = self._folded_gap_kind
             for kind in np.unique(kinds).tolist():   # plain idle, then each kind in its own brushes
                 brushes = self._palette.idle if kind == 0 or kind > len(self._palette.idle_kinds) \
                     else self._palette.idle_kinds[kind - 1]
