@@ -9,6 +9,9 @@ import html
 
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextBrowser, QVBoxLayout, QWidget
 
+from gpuperf_gui.core.trace.signatures import REGISTRY
+from gpuperf_gui.views.trace.style import SIGNATURE_COLOURS
+
 SHORTCUTS: tuple[tuple[str, str, str], ...] = (
     # (where, keys, what)
     ("Anywhere", "Ctrl+O", "open a trace (a file; File ▸ Open trace folder for one file per rank)"),
@@ -31,7 +34,11 @@ SHORTCUTS: tuple[tuple[str, str, str], ...] = (
     ("Presentation", "Esc", "close"),
 )
 
-HOW_TO_READ_A_TRACE = """
+GAP_SIGNATURES = ("launch_bound", "data_starved", "host_bound", "host_sync_bound", "comm_bound", "straggler",
+                  "pipeline_bubble")
+"""The signatures the page teaches by their gaps, in its order (labels, hints and colours: the registry's)."""
+
+_HOW_TO_READ_A_TRACE = """
 <h2>How to read a trace</h2>
 <p>A torch.profiler trace has two sides: the <b>host</b> (CPU threads running Python and PyTorch ops,
 which <i>launch</i> kernels) and the <b>device</b> (GPU streams running those kernels). gpuperf draws
@@ -42,23 +49,12 @@ one lane per thread and per stream, each rank under its own header, the steps
 compilation): gpuperf leaves them out of the figures and says which steps it used.</li>
 <li><b>Look at the GPU compute lane first.</b> Red marks the time the compute stream was idle. The
 question is always: what was the GPU waiting for?</li>
-<li><b>Read the gap against the host lane above it.</b>
+<li><b>Read the gap against the host lane above it.</b> What the lanes look like, by the signature
+the diagnosis names (the colour is its colour in the window):
 <ul>
-<li>Many tiny kernels with small gaps, the host busy launching: <b>launch-bound</b>
-(fix: CUDA graphs, <code>torch.compile</code>, bigger batches).</li>
-<li>Long gaps while the host is in the data loader or in Python the profiler does not see:
-<b>data-starved</b> (fix: DataLoader workers, pinned memory, prefetch).</li>
-<li>A gap after <code>aten::item</code>, <code>.cpu()</code> or <code>cudaStreamSynchronize</code>,
-then host work that launches nothing: <b>host syncs</b> (keep values on the GPU, read them
-every N steps).</li>
-<li>Compute waiting while the communication stream runs (<code>nccl*</code> kernels):
-<b>communication-bound</b>; if one rank starts its collectives late and the others' collectives
-are long, that rank is a <b>straggler</b> and the fix is on that rank.</li>
-<li>Stages idle at the start and end of a step: a <b>pipeline bubble</b> (more micro-batches,
-interleaved schedules).</li>
+{gap_signatures}
 </ul></li>
-<li><b>A busy GPU is not the end.</b> If the lane is packed but with elementwise, norm or skinny
-GEMM kernels, the work is <b>memory-bound</b>: the Overview's % of roof and the Roofline tab say how
+<li><b>A busy GPU is not the end.</b> {memory_bound}: the Overview's % of roof and the Roofline tab say how
 far each kernel is from its ceiling.</li>
 <li><b>Click an event</b> to see its details and the arrow from its launch to its kernel; the op
 table lists where the time went by operator; the diagnosis names the signature, its evidence and
@@ -67,6 +63,21 @@ what to try first.</li>
 <p>Profiling slows the host: step times in a trace are longer than without the profiler. Compare
 runs with unprofiled timings where you have them (<code>gpuperf profile</code> records both).</p>
 """
+
+
+def _signature_item(name: str) -> str:
+    sig = REGISTRY[name]
+    return (f"<span style='color:{SIGNATURE_COLOURS[name]}'>■</span> <b>{html.escape(sig.label)}</b>: "
+            f"{html.escape(sig.hint)}")
+
+
+def how_to_read_a_trace_html() -> str:
+    """Help ▸ How to read a trace, with each signature's label, hint and colour from the registry."""
+    items = "\n".join(f"<li>{_signature_item(n)}.</li>" for n in GAP_SIGNATURES)
+    return _HOW_TO_READ_A_TRACE.format(gap_signatures=items, memory_bound=_signature_item("memory_bound"))
+
+
+HOW_TO_READ_A_TRACE = how_to_read_a_trace_html()
 
 
 def shortcuts_html() -> str:

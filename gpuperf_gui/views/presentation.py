@@ -55,10 +55,12 @@ from gpuperf_gui.core.trace.signature_lanes import (
     view_span_us,
 )
 from gpuperf_gui.core.trace.signatures import REGISTRY
+from gpuperf_gui.core.trace.signatures import label as signature_label
 from gpuperf_gui.core.units import format_duration_us, format_number, format_si
 from gpuperf_gui.views.context import AppContext
 from gpuperf_gui.views.mfu.gap_bar import HATCHED, SLICE_COLOURS
 from gpuperf_gui.views.roofline_tab import Roof, RooflineCanvas, roof_for
+from gpuperf_gui.views.trace.style import CPU_BASES, IDLE_HEX, KERNEL_CLASS_COLORS
 from gpuperf_gui.views.workers import TaskRunner
 
 FONT_PT = 20          # body text
@@ -67,7 +69,8 @@ AXIS_PT = 16
 LINE_SCALE = 2.2      # roof lines and markers, thicker than in the tab
 AI_SLIDER_RANGE = (-1.0, 4.0)   # log10 FLOP/byte
 AI_SLIDER_STEPS_PER_DECADE = 20
-SIGNATURES_SHOWN = ("launch_bound", "comm_bound", "data_starved", "host_sync_bound", "memory_bound", "pipeline_bubble")
+SIGNATURES_SHOWN = ("launch_bound", "comm_bound", "data_starved", "host_bound", "host_sync_bound", "memory_bound",
+                    "pipeline_bubble")
 WINDOW_SIZE = (1600, 1000)
 LANE_ROW_PX = 56     # one lane height in every signature panel
 LEGEND_LINES = 3    # the gap page's legend keeps room for this many lines: the buttons under it stay put
@@ -309,9 +312,9 @@ class GapPage(QWidget):
 
 
 # page 3 ------------------------------------------------------------------------------------------
-_CLASS_COLOURS = dict(zip(KERNEL_CLASSES, ("#2e8b57", "#17a2a2", "#e0a100", "#c2185b", "#8c6d31", "#6b7fa8")))
-_CPU_COLOUR = "#4e79a7"
-_IDLE_COLOUR = "#e23c3c"
+_CLASS_COLOURS = KERNEL_CLASS_COLORS   # the Trace tab's colours (views/trace/style.py)
+_CPU_COLOUR = dict(CPU_BASES)["cpu_op"]
+_IDLE_COLOUR = IDLE_HEX
 
 
 class SignatureLanesView(QWidget):
@@ -439,8 +442,8 @@ class SignaturesPage(QWidget):
     def _on_lanes_ready(self, lanes: SignatureLanes) -> None:
         column = len(self.panels)
         self.panels[lanes.scenario] = lanes
-        title = _big(QLabel(lanes.scenario.replace("_", "-")), FONT_PT - 2, bold=True)
-        verdict = lanes.signature.replace("_", "-") + (" ✓" if lanes.signature == lanes.scenario else "")
+        title = _big(QLabel(signature_label(lanes.scenario)), FONT_PT - 2, bold=True)
+        verdict = signature_label(lanes.signature) + (" ✓" if lanes.signature == lanes.scenario else "")
         hint = _big(QLabel(f"{self.HINTS.get(lanes.scenario, '')}<br><i>gpuperf diagnoses: {verdict}</i>"), 13)
         hint.setWordWrap(True)
         hint.setAlignment(Qt.AlignmentFlag.AlignTop)

@@ -34,7 +34,7 @@ def test_a_gpu_idle_on_host_work_is_host_bound_not_inconclusive(shared_traces: P
     for seconds) and launches nothing. Issue 9: never inconclusive when the idle is clearly host wait."""
     _, a = loaded(shared_traces / "hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz")
     d = diagnose_rank(a)
-    assert d.signature == "data_starved" and d.confidence <= 0.5, d.evidence
+    assert d.signature == "host_bound" and d.confidence <= 0.5, d.evidence
     assert re.match(r"GPU (compute )?idle (99|100) % of the step", d.evidence[0]), d.evidence  # busy 0.5 %
     assert any("no data tell" in e for e in d.evidence)
     assert any("aten::cudnn_convolution" in e for e in d.evidence)

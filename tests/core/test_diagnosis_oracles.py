@@ -66,6 +66,8 @@ def assert_evidence_agrees(result: TraceResult) -> None:
         assert "elementwise" in text or "skinny GEMMs" in text
     elif d.signature == "host_sync_bound":
         assert "blocking syncs" in text and ".item()" in d.fix
+    elif d.signature == "host_bound":  # never the DataLoader advice it has no tell for
+        assert "no data tell" in text and "without launching" in text and "DataLoader" not in d.fix
     for r in result.ranks:  # never healthy with a GPU idle more than ~15 % of the step
         if r.diagnosis.signature == "healthy":
             assert 1 - r.analysis.gpu_busy_fraction <= ISSUE_HEALTHY_IDLE_MAX

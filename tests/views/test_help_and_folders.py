@@ -32,7 +32,9 @@ def test_help_has_a_shortcut_sheet_and_a_reading_guide(make_main_window, qtbot):
     window.help_dialog.close()
     window.show_how_to_read()
     text = window.help_dialog.findChild(help_pages.QTextBrowser).toPlainText()
-    assert "launch-bound" in text and "data-starved" in text and "straggler" in text
+    from gpuperf_gui.core.trace.signatures import REGISTRY   # the page's labels and hints are the registry's
+    for name in help_pages.GAP_SIGNATURES + ("memory_bound",):
+        assert REGISTRY[name].label in text and REGISTRY[name].hint in text, name
 
 
 def test_the_sheet_lists_every_key_the_timeline_and_presentation_handle():

@@ -31,3 +31,12 @@ def test_a_close_call_headline_names_both_labels() -> None:
     d = DiagnosisView("comm_bound", 0.29, ["close call: ..."], "fix", [], [], [],
                       close_call=["comm_bound", "launch_bound"])
     assert f"{REGISTRY['comm_bound'].label} ~ {REGISTRY['launch_bound'].label}, 29 %</h2>" in diagnosis_html(d)
+
+
+def test_also_seen_names_the_secondary_signatures_by_their_labels() -> None:
+    from gpuperf_gui.core.trace.session import DiagnosisView
+    from gpuperf_gui.views.trace.panels import diagnosis_html
+
+    d = DiagnosisView("straggler", 0.9, ["rank 1 arrives late"], "fix", ["host_bound", "comm_bound"], [], [])
+    html = diagnosis_html(d)
+    assert f"{REGISTRY['host_bound'].label}, {REGISTRY['comm_bound'].label}</p>" in html

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .analysis import RankAnalysis
-from .signatures import REGISTRY, data_starved, launch_bound
+from .signatures import REGISTRY, data_starved, host_bound, launch_bound
 from .signatures import SIGNATURES as REGISTRY_SIGNATURES
 from .signatures import thresholds as signature_thresholds
 from .signatures._base import Finding, ms, pct
@@ -143,19 +143,12 @@ def _diagnose_rank(a: RankAnalysis) -> Diagnosis:
                               f"kernel{'s' if a.launch.kernels != 1 else ''}, "
                               f"{busy_s * 1e6:.0f} µs of device work in a {a.window_s * 1e3:.3g} ms window",
                               f"GPU busy {pct(a.gpu_busy_fraction)} of the window"])
-    found = sorted(findings(a), key=lambda f: -f.loss_fraction)
+    found = _without_weak_host_bound(sorted(findings(a), key=lambda f: -f.loss_fraction))
     scores: dict[str, float] = {}
     for f in found:
         scores[f.signature] = max(scores.get(f.signature, 0.0), f.loss_fraction)
     real = [f for f in found if f.loss_fraction >= t["loss_min"]]
     idle = 1.0 - a.gpu_busy_fraction
-    c = a.idle_causes
-    untold = c.data >= t["starved_min"] and not any(f.signature in ("data_starved", "host_sync_bound") for f in found)
-    if untold and c.data > c.launch and (not real or c.data >= t["untold_stall_dominance"] * real[0].loss_fraction):
-        f = _data_finding(a)  # a host stall with no data tell that dwarfs every other cause
-        f.confidence = round(f.confidence / 2, 2)
-        scores["data_starved"] = f.loss_fraction
-        real = [f, *real]
     if not real:
         c = a.idle_causes
         if idle <= t["healthy_idle_max"]:
@@ -164,7 +157,8 @@ def _diagnose_rank(a: RankAnalysis) -> Diagnosis:
             return Diagnosis("healthy", round(min(1.0, a.gpu_busy_fraction), 2), ev, FIXES["healthy"],
                              [f.signature for f in found], 0.0, scores)
         if c.compute_idle > 0 and c.host >= t["host_share_min"] * c.compute_idle:
-            f = _launch_finding(a) if c.launch >= c.data else _data_finding(a)
+            f = _launch_finding(a) if c.launch >= c.data else \
+                _data_finding(a) if data_tells(c) >= t["data_tells_min"] * c.data else host_bound.evidence(a)
             f.evidence.insert(0, f"GPU idle {pct(idle)} of the step; the host explains "
                                  f"{pct(c.host / c.compute_idle)} of the compute-idle time")
             f.confidence = round(f.confidence / 2, 2)
@@ -182,6 +176,16 @@ def _diagnose_rank(a: RankAnalysis) -> Diagnosis:
     runner = next((f for f in real[1:] if f.signature != primary.signature), None)
     return close_call(d, (primary.signature, primary.loss_fraction),
                       (runner.signature, runner.loss_fraction) if runner else None, "")
+
+
+def _without_weak_host_bound(found: list[Finding]) -> list[Finding]:
+    """``found`` (largest loss first) without host_bound when another cause has its own evidence and the
+    untold stall is not ``untold_stall_dominance`` times it (the sampled production ranks: comm_bound)."""
+    others = [f for f in found if f.signature != "host_bound" and f.loss_fraction >= THRESHOLDS["loss_min"]]
+    if others and any(f.signature == "host_bound" and f.loss_fraction < THRESHOLDS["untold_stall_dominance"]
+                      * others[0].loss_fraction for f in found):
+        return [f for f in found if f.signature != "host_bound"]
+    return found
 
 
 def _idle_evidence(a: RankAnalysis) -> list[str]:

@@ -29,6 +29,13 @@ with a device-to-host copy inside; ``nonzero`` and friends read a size back)."""
 TOUCH_US = 100.0
 """A sync ending at most this long before a stall begins (or still running) is the stall's cause:
 the host returns from a sync a few to tens of µs after the GPU's last kernel ends."""
+HTOD_NAME_RE = re.compile(r"HtoD|Host to Device|H2D", re.I)
+"""A host-to-device copy: one that ends a GPU-idle gap is a data tell (the next batch), not a sync's idle."""
+GAP_KINDS = ("idle", "host_sync")
+"""What a compute stream's idle gap is in the Trace lanes (index = the gap's kind): plain idle, or
+idle after a blocking sync (:class:`SyncGapClassifier`)."""
+GAP_KIND_SIGNATURE = {"host_sync": "host_sync_bound"}
+"""The signature whose colour and label a gap kind is drawn with (the registry's)."""
 
 
 @dataclass
@@ -111,3 +118,44 @@ def _events(rt: RankTrace, names: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
         z = np.zeros(0)
         return z, z, np.zeros(0, dtype=np.int64)
     return np.concatenate(s), np.concatenate(e), np.concatenate(n)
+
+
+class SyncGapClassifier:
+    """Which of a compute stream's idle gaps follow a blocking sync (kind 1 of :data:`GAP_KINDS`).
+
+    A gap follows a sync when a blocking call (:data:`SYNC_CALL_RE`: ``cudaStreamSynchronize``,
+    ``aten::item`` / ``_local_scalar_dense``, a synchronous ``cudaMemcpy``, ...) runs at its start or
+    ended at most :data:`TOUCH_US` before it, as :func:`sync_stalls` reads a host stall: the host
+    waited in it for the GPU to drain, and the GPU then idled while the host worked. A gap that a
+    host-to-device copy ends (within :data:`TOUCH_US`) is a data stall, never a sync's. Built once per
+    rank (the call intervals), it classifies any set of gaps (another idle threshold) without the
+    events; it pickles, so lane specs made in the loading helper carry it to the window."""
+
+    __slots__ = ("call_start_us", "call_end_us", "htod_start_us")
+
+    def __init__(self, call_start_us: np.ndarray, call_end_us: np.ndarray, htod_start_us: np.ndarray) -> None:
+        self.call_start_us, self.call_end_us = call_start_us, call_end_us
+        self.htod_start_us = np.sort(htod_start_us)
+
+    def __call__(self, gap_start_us: np.ndarray, gap_end_us: np.ndarray) -> np.ndarray:
+        """The kind (uint8 index into :data:`GAP_KINDS`) of each gap ``[gap_start_us, gap_end_us]``."""
+        gs, ge = np.asarray(gap_start_us, dtype=np.float64), np.asarray(gap_end_us, dtype=np.float64)
+        kind = np.zeros(gs.size, dtype=np.uint8)
+        if not gs.size or not self.call_start_us.size:
+            return kind
+        after = _touching((self.call_start_us, self.call_end_us, self.call_start_us), gs)[0]
+        h = self.htod_start_us
+        told = (np.searchsorted(h, ge + TOUCH_US, side="right") - np.searchsorted(h, gs, side="left")) > 0
+        kind[after & ~told] = GAP_KINDS.index("host_sync")
+        return kind
+
+    def __reduce__(self) -> tuple:
+        return SyncGapClassifier, (self.call_start_us, self.call_end_us, self.htod_start_us)
+
+
+def sync_gap_classifier(rt: RankTrace) -> SyncGapClassifier:
+    """The :class:`SyncGapClassifier` of one rank: its blocking calls and its host-to-device copies."""
+    s, e, _ = _events(rt, pattern_mask(rt.strings, SYNC_CALL_RE))
+    htod = pattern_mask(rt.strings, HTOD_NAME_RE)
+    starts = [lane.start_us[htod[lane.name_id]] for lane in rt.gpu_lanes if len(lane)]
+    return SyncGapClassifier(s, e, np.concatenate(starts) if starts else np.zeros(0))

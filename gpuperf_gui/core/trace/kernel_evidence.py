@@ -8,6 +8,14 @@ kernels carry no input shapes (no CPU op launches them), so their FLOPs are unkn
 tile shape is the evidence that is left. Kernels with no launch call in the window (launched during
 warm-up, before the profiler's window opened) have no op either: they are missing from the op table's
 device totals and from the launch statistics.
+
+**Bytes.** Where a skinny GEMM kernel's call was launched by an op with shapes (``aten::mm``,
+``addmm``, ``linear``: :mod:`.flops` gives the bytes a GEMM of that shape must move, ``(M·K + K·N +
+M·N) × bytes per element``), that call's bytes are known. A graph-replayed call of the same kernel
+name takes the mean bytes per call of that name's calls with shapes in the same trace (the graph
+replays the GEMMs the eager calls ran). Their bytes over their time is the rate they move bytes at,
+which the memory-bound rule sets against the device's HBM bandwidth. With no call of the name with
+shapes (a graph captured before the profiler started), only the names tell.
 """
 from __future__ import annotations
 
@@ -16,8 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .kernel_table import op_counts_by_external_id
 from .model import KERNEL_CLASSES, RankTrace
 from .name_masks import predicate_mask
+from .precision import is_math_kernel
 
 SKINNY_TILE_MAX = 16
 """A GEMM tile with a side of at most this many rows/columns is a skinny GEMM's (decode: 1-16 tokens)."""
@@ -49,6 +59,26 @@ class KernelEvidence:
     """Graph launch calls that launched device work in the window (a call before the window counts:
     one replay of a whole decode starts before its first kernel)."""
     skinny_examples: tuple[str, ...] = ()
+    skinny_seconds: float = 0.0
+    """Skinny GEMM kernel time in the window."""
+    skinny_shaped_seconds: float = 0.0
+    """Of it, the calls whose bytes are known: their own op's shapes, or (graph replays) the mean of
+    their kernel name's calls with shapes in the trace."""
+    skinny_borrowed_seconds: float = 0.0
+    """Of ``skinny_shaped_seconds``, the calls that took their bytes from other calls of their name."""
+    skinny_bytes: float = 0.0
+    """The bytes the shaped skinny calls must move (``(M·K + K·N + M·N) ×`` bytes per element each)."""
+
+    @property
+    def skinny_bytes_per_s(self) -> float | None:
+        """The rate the shaped skinny calls move their bytes at while they run (None: no shapes)."""
+        return self.skinny_bytes / self.skinny_shaped_seconds if self.skinny_shaped_seconds > 0 and \
+            self.skinny_bytes > 0 else None
+
+    @property
+    def skinny_names_only(self) -> bool:
+        """Shapes are known for less than half the skinny GEMM time: the names are the evidence."""
+        return self.skinny_shaped_seconds < 0.5 * self.skinny_seconds
 
     @property
     def no_shapes_share(self) -> float:
@@ -59,7 +89,10 @@ class KernelEvidence:
         return {"skinny_gemm_share": self.skinny_gemm_share, "graph_replay_share": self.graph_replay_share,
                 "unlaunched_share": self.unlaunched_share, "unlaunched_kernels": self.unlaunched_kernels,
                 "graph_launches": self.graph_launches,
-                "no_shapes_share": self.no_shapes_share, "skinny_examples": list(self.skinny_examples)}
+                "no_shapes_share": self.no_shapes_share, "skinny_examples": list(self.skinny_examples),
+                "skinny_seconds": self.skinny_seconds, "skinny_shaped_seconds": self.skinny_shaped_seconds,
+                "skinny_borrowed_seconds": self.skinny_borrowed_seconds, "skinny_bytes": self.skinny_bytes,
+                "skinny_bytes_per_s": self.skinny_bytes_per_s}
 
 
 def kernel_evidence(rt: RankTrace, dev, in_window: np.ndarray, t0: float, t1: float) -> KernelEvidence:  # noqa: ANN001
@@ -80,6 +113,8 @@ def kernel_evidence(rt: RankTrace, dev, in_window: np.ndarray, t0: float, t1: fl
         top = [int(i) for i in np.argsort(-per)[:3] if per[i] > 0]
         out.skinny_examples = tuple(rt.strings[i][:80] for i in top)
     graph, sources = _graph_launched(rt, dev.start_us.size)
+    if skinny.any():
+        _skinny_bytes(rt, dev, skinny, skinny_names, dur, graph, out)
     out.graph_replay_share = float(dur[m & graph].sum()) / total
     out.graph_launches = len({sources[i] for i in np.flatnonzero(m & graph).tolist()})
     if len(rt.flows.src_lane):  # a trace with launch calls: the kernels without one were launched before it
@@ -113,3 +148,39 @@ def _graph_launched(rt: RankTrace, n: int) -> tuple[np.ndarray, dict[int, tuple[
     out[pos[hit]] = True
     sources = dict(zip(pos[hit].tolist(), zip(src_lane[hit].tolist(), src_index[hit].tolist())))
     return out, sources
+
+
+def _skinny_bytes(rt: RankTrace, dev, skinny: np.ndarray, skinny_names: np.ndarray, dur: np.ndarray,  # noqa: ANN001
+                  graph: np.ndarray, out: KernelEvidence) -> None:
+    """Fill ``out``'s skinny byte figures (see the module docstring) for the window's skinny calls
+    ``skinny`` (``dur``: their time in the window): each call's bytes from its op (split over the op's
+    math kernels by duration, as :func:`.kernel_table.kernel_rows` does), else, for a graph-replayed
+    call, its name's mean bytes per call with shapes anywhere in the trace (a warm-up before the
+    window counts)."""
+    out.skinny_seconds = float(dur[skinny].sum()) / 1e6
+    ext = np.concatenate([lane.external_id if len(lane.external_id) else np.full(len(lane), -1)
+                          for lane in rt.gpu_lanes]).astype(np.int64) if rt.gpu_lanes else np.zeros(0, np.int64)
+    op_ext, _, op_bytes, _ = op_counts_by_external_id(rt)
+    if not op_ext.size or ext.size != dev.start_us.size:
+        return
+    math_names = predicate_mask(rt.strings, "math_gemm", lambda s: is_math_kernel(s, "gemm"))
+    math = (dev.kernel_class == _GEMM) & math_names[dev.name_id]
+    pos = np.clip(np.searchsorted(op_ext, ext), 0, op_ext.size - 1)
+    joined = math & (ext >= 0) & (op_ext[pos] == ext) & (op_bytes[pos] > 0)
+    own = np.zeros(dev.start_us.size)
+    if joined.any():   # an op's bytes split over its math kernels by (whole) duration
+        full = dev.end_us - dev.start_us
+        uniq, group = np.unique(ext[joined], return_inverse=True)
+        total = np.bincount(group, weights=full[joined], minlength=uniq.size)
+        own[joined] = op_bytes[pos[joined]] * np.where(total[group] > 0, full[joined] / np.maximum(total[group], 1e-30), 0.0)
+    shaped = skinny & joined
+    anywhere = joined & (dev.kernel_class == _GEMM) & skinny_names[dev.name_id]
+    n = len(rt.strings)
+    calls = np.bincount(dev.name_id[anywhere], minlength=n) if anywhere.any() else np.zeros(n)
+    per_call = np.bincount(dev.name_id[anywhere], weights=own[anywhere], minlength=n) / np.maximum(calls, 1)
+    borrowed = skinny & graph & ~joined & (calls[dev.name_id] > 0)
+    out.skinny_shaped_seconds = float(dur[shaped | borrowed].sum()) / 1e6
+    out.skinny_borrowed_seconds = float(dur[borrowed].sum()) / 1e6
+    # a call clipped by the window moves the part of its bytes that lies in it
+    frac = np.where(dev.end_us > dev.start_us, dur / np.maximum(dev.end_us - dev.start_us, 1e-30), 0.0)
+    out.skinny_bytes = float((own[shaped] * frac[shaped]).sum() + (per_call[dev.name_id[borrowed]] * frac[borrowed]).sum())

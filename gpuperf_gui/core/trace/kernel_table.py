@@ -89,7 +89,7 @@ class KernelRow:
 
 
 # -- kernels -------------------------------------------------------------------------------------------
-def _op_counts_by_external_id(rt: RankTrace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def op_counts_by_external_id(rt: RankTrace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(sorted external ids, FLOPs, bytes, precision codes) of the CPU ops that have a FLOP count."""
     ids, fl, by, pr = [], [], [], []
     for lane in rt.cpu_lanes:
@@ -134,7 +134,7 @@ def kernel_rows(rt: RankTrace) -> tuple[list[KernelRow], float | None, float]:
     math_name = np.array([is_math_kernel(t, KERNEL_CLASSES[c] if c >= 0 else "other")
                           for t, c in zip(texts, cls_of.tolist())], dtype=bool)
     math = math_name[inv]
-    op_ext, op_flops, op_bytes, op_prec = _op_counts_by_external_id(rt)
+    op_ext, op_flops, op_bytes, op_prec = op_counts_by_external_id(rt)
     k_flops = np.zeros(dur.size)
     k_bytes = np.where(cls == _COPY, np.nan_to_num(own_bytes), 0.0)
     k_prec = np.full(dur.size, -1, np.int64)

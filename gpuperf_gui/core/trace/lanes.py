@@ -18,6 +18,7 @@ from typing import Callable
 
 import numpy as np
 
+from .host_sync import GAP_KINDS, SyncGapClassifier, sync_gap_classifier  # noqa: F401 - GAP_KINDS for the views
 from .lod import LaneRows, RowIndex, idle_gaps, row_index
 from .model import KERNEL_CLASSES, Lane, RankTrace, StringTable, TraceModel
 
@@ -58,6 +59,29 @@ class EventRef:
     index: int
 
 
+class IdleGaps(tuple):
+    """A lane's idle gaps ``(start_us, end_us)`` with ``kind`` per gap (an index into
+    :data:`~.host_sync.GAP_KINDS`: plain idle, idle after a blocking sync). A pair, so it unpacks
+    and indexes as the plain ``(start_us, end_us)`` it replaces."""
+
+    kind: np.ndarray
+
+    def __new__(cls, start_us: np.ndarray, end_us: np.ndarray, kind: np.ndarray | None = None) -> IdleGaps:
+        self = super().__new__(cls, (start_us, end_us))
+        self.kind = np.zeros(len(start_us), dtype=np.uint8) if kind is None else np.asarray(kind, dtype=np.uint8)
+        return self
+
+    def __reduce__(self) -> tuple:
+        return IdleGaps, (self[0], self[1], self.kind)
+
+
+def classified_gaps(gaps: tuple[np.ndarray, np.ndarray], classify: SyncGapClassifier | None) -> IdleGaps:
+    """``gaps`` with each gap's kind (all plain idle without a classifier)."""
+    if isinstance(gaps, IdleGaps):
+        return gaps
+    return IdleGaps(gaps[0], gaps[1], classify(gaps[0], gaps[1]) if classify is not None else None)
+
+
 @dataclass
 class LaneSpec:
     """What the timeline needs to draw one lane."""
@@ -74,10 +98,18 @@ class LaneSpec:
     """Lanes of one rank with the same group collapse together ("CPU", "GPU")."""
     gap_index: RowIndex | None = None
     """``gaps`` indexed for folding (built with them off the GUI thread; None: build it from ``gaps``)."""
+    classify_gaps: SyncGapClassifier | None = None
+    """Gives each idle gap its kind (:data:`~.host_sync.GAP_KINDS`); compute lanes only."""
 
     def set_gaps(self, gaps: tuple[np.ndarray, np.ndarray] | None) -> None:
-        """New idle gaps (another threshold); their index is built when drawn."""
-        self.gaps, self.gap_index = gaps, None
+        """New idle gaps (another threshold), each given its kind; their index is built when drawn."""
+        self.gaps = classified_gaps(gaps, self.classify_gaps) if gaps is not None else None
+        self.gap_index = None
+
+    @property
+    def gap_kind(self) -> np.ndarray | None:
+        """Per idle gap, its kind (index into :data:`~.host_sync.GAP_KINDS`), None without gaps."""
+        return getattr(self.gaps, "kind", None)
 
 
 @dataclass
@@ -181,6 +213,7 @@ def prepare_lanes(model: TraceModel, idle_threshold_us: float = DEFAULT_IDLE_THR
                                                          lane.depth if lane.kind == "cpu" else None,
                                                          max_rows if lane.kind == "cpu" else None)))
     n_workers = max(1, workers or min(os.cpu_count() or 1, 8))
+    classifiers = {ri: sync_gap_classifier(rank) for ri, rank, lane, _ in plans if lane.kind == "gpu_compute"}
     with ThreadPoolExecutor(n_workers, thread_name_prefix="lanes") as pool:
         jobs = [([pool.submit(row_index, s, e, idx) for idx in indices],
                  pool.submit(color_keys, rank, lane),
@@ -188,11 +221,13 @@ def prepare_lanes(model: TraceModel, idle_threshold_us: float = DEFAULT_IDLE_THR
                 for _, rank, lane, (s, e, indices) in plans]
         lanes: list[LaneSpec] = []
         for (ri, rank, lane, (_, _, indices)), (rows, keys, gaps_job) in zip(plans, jobs):
-            gaps = gaps_job.result() if gaps_job is not None else None
+            classify = classifiers.get(ri) if gaps_job is not None else None
+            gaps = classified_gaps(gaps_job.result(), classify) if gaps_job is not None else None
             lanes.append(LaneSpec(ri, lane.lane_id, lane_label(lane), lane.kind,
                                   LaneRows(tuple(r.result() for r in rows), tuple(indices)), keys.result(), gaps,
                                   _name_lookup(rank, lane.name_id), "CPU" if lane.kind == "cpu" else "GPU",
-                                  RowIndex(*gaps) if gaps is not None and len(gaps[0]) else None))
+                                  RowIndex(gaps[0], gaps[1]) if gaps is not None and len(gaps[0]) else None,
+                                  classify))
     return ranks, lanes
 
 

@@ -292,6 +292,25 @@ def visible_range(
     return i0, max(i0, i1)
 
 
+def block_kind(kind: np.ndarray, index: RowIndex, f: FoldedRow) -> np.ndarray:
+    """Per rectangle of ``f`` (folded from ``index``), the kind its events are drawn with: a single
+    event's own; a folded block's first non-zero kind when events of non-zero kinds hold at least half
+    of its summed duration, else 0 (the Trace lanes' idle gaps: a block of launch gaps with one sync
+    gap in it stays plain idle unless the sync's idle dominates it)."""
+    if not len(f):
+        return np.zeros(0, dtype=kind.dtype)
+    dur = index.ends - index.starts
+    marked = np.concatenate(([0.0], np.cumsum(np.where(kind != 0, dur, 0.0))))
+    total = np.concatenate(([0.0], np.cumsum(dur)))
+    hi = f.first + f.count
+    part, whole = marked[hi] - marked[f.first], total[hi] - total[f.first]
+    nonzero = np.flatnonzero(kind)
+    k = np.searchsorted(nonzero, f.first)   # the first non-zero kind at or after each block's start
+    first_kind = np.where(k < nonzero.size, kind[nonzero[np.minimum(k, max(nonzero.size - 1, 0))]], 0) \
+        if nonzero.size else np.zeros(len(f), dtype=kind.dtype)
+    return np.where((part > 0) & (2 * part >= whole), first_kind, 0).astype(kind.dtype)
+
+
 def fold_row(
     starts: np.ndarray | RowIndex,
     ends: np.ndarray | None = None,

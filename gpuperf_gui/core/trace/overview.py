@@ -28,6 +28,7 @@ from .kernel_roof import rank_kernels
 from .kernel_table import (CUDA_CORE_TOKENS, TENSOR_CORE_TOKENS, TOP_KERNELS, KernelRow, kernel_rows,  # noqa: F401
                            uses_tensor_cores)
 from .glossary import COMM_KERNELS_EXPOSED, hta_idle_label
+from .host_sync import sync_gap_classifier
 from .model import KERNEL_CLASSES, RankTrace
 
 IDLE_CAUSES = ("host_wait", "kernel_wait", "other")
@@ -75,6 +76,9 @@ class StepBreakdown:
     warmup: bool = False
     host_comm_idle_us: float = 0.0
     """GPU idle while a host-side collective (gloo, c10d waits) runs: part of ``idle_us``, not added."""
+    host_sync_idle_us: float = 0.0
+    """GPU idle in gaps that follow a blocking sync (:class:`.host_sync.SyncGapClassifier`, the gaps the
+    Trace lanes draw in the host-sync colour): part of ``idle_us``, not added."""
 
     @property
     def busy_us(self) -> float:
@@ -92,7 +96,8 @@ class StepBreakdown:
         return {"number": self.number, "step_time_s": self.duration_us / 1e6, "compute_s": self.compute_us / 1e6,
                 "comm_exposed_s": self.comm_exposed_us / 1e6, "copy_s": self.copy_us / 1e6,
                 "idle_s": {k: v / 1e6 for k, v in self.idle_us.items()},
-                "host_collective_gpu_idle_s": self.host_comm_idle_us / 1e6, "warmup": self.warmup}
+                "host_collective_gpu_idle_s": self.host_comm_idle_us / 1e6,
+                "host_sync_gpu_idle_s": self.host_sync_idle_us / 1e6, "warmup": self.warmup}
 
     def parts(self) -> list[tuple[str, float]]:
         """(part name, µs) in drawing order: compute, exposed comm, copy, idle by cause."""
@@ -128,7 +133,9 @@ class RankOverview:
                 "precision": self.kernels.precision.to_json() if self.kernels is not None else None}  # type: ignore[attr-defined]
 
 
-HEATMAP_METRICS = ("busy", "exposed comm", "idle", "step time")
+HEATMAP_METRICS = ("busy", "exposed comm", "idle", "host-sync idle", "step time")
+HEATMAP_METRIC_SIGNATURE = {"host-sync idle": "host_sync_bound"}
+"""A heatmap metric that is one signature's own figure (drawn in that signature's colour)."""
 
 
 @dataclass
@@ -146,7 +153,8 @@ class Overview:
     def rank_step_matrix(self, metric: str) -> tuple[list[int], list[int], np.ndarray]:
         """A rank × step heatmap: (ranks, step numbers, values) with late ranks first, then by rank.
 
-        ``metric``: "busy", "exposed comm", "idle" (fractions of the step) or "step time" (seconds);
+        ``metric``: "busy", "exposed comm", "idle", "host-sync idle" (fractions of the step) or "step
+        time" (seconds);
         NaN where a rank lacks the step. Warm-up steps are left out.
         """
         if metric not in HEATMAP_METRICS:
@@ -170,6 +178,8 @@ def _metric(s: StepBreakdown, metric: str) -> float:
         return s.busy_us / s.duration_us
     if metric == "exposed comm":
         return s.comm_wait_us / s.duration_us
+    if metric == "host-sync idle":
+        return s.host_sync_idle_us / s.duration_us
     return sum(s.idle_us.values()) / s.duration_us
 
 
@@ -220,6 +230,7 @@ def step_breakdown(rt: RankTrace, warmup: set[int] | frozenset[int] = frozenset(
         "copy": iv.union(starts[is_copy], ends[is_copy]),
         "host comm": cpu_collective_union(rt, -np.inf, np.inf),
     }
+    classify = sync_gap_classifier(rt)
     windows = [step_window(rt, i) for i in range(len(rt.steps))]
     w0s, w1s = np.array([w[0] for w in windows]), np.array([w[1] for w in windows])
     # Each union's part in each step, bisected for all the steps at once (the clip stays per step).
@@ -237,8 +248,9 @@ def step_breakdown(rt: RankTrace, warmup: set[int] | frozenset[int] = frozenset(
         gaps = iv.complement(*clip["all"], w0, w1)
         idle = _idle_by_cause(gaps, starts, launch)
         host_comm = iv.intersection_length(gaps, clip["host comm"])
+        after_sync = float((gaps[1] - gaps[0])[classify(*gaps) != 0].sum()) if gaps[0].size else 0.0
         out.append(StepBreakdown(step.number, w0, w1 - w0, compute, comm_exposed, max(copy, 0.0), idle,
-                                 step.number in warmup, host_comm))
+                                 step.number in warmup, host_comm, after_sync))
     return out
 
 

@@ -13,8 +13,10 @@ with no DataLoader (nothing on the CPU lane, then a blocking pageable ``aten::to
 copy); ``data_starved_loader`` waits in ``DataLoader.__next__``; ``launch_bound`` is eager PyTorch
 (a wall of small ops); ``launch_bound_compiled`` a ``torch.compile``d graph whose Python wrapper
 launches tiny Triton kernels through ``cuLaunchKernel``; ``memory_bound_decode_graph`` a batch-1
-decode replayed as one CUDA graph (skinny GEMMs, no shapes); ``host_sync_bound`` reads the loss with
-``.item()`` after each micro-batch, then works in Python without launching. ``straggler`` is a job (a folder of
+decode replayed as one CUDA graph (skinny GEMMs, no shapes), ``memory_bound_decode_warm`` the same
+after one token decoded eagerly in the trace (the kernels' shapes known from it); ``host_sync_bound`` reads the loss with
+``.item()`` after each micro-batch, then works in Python without launching; ``host_bound`` launches its
+GEMMs, then works in Python without launching (no sync, no input copy) longer than the GPU's queue. ``straggler`` is a job (a folder of
 ranks): DDP over NCCL where one rank prepares its batch late every step and the others wait in the
 all-reduce; ``straggler_nccl`` (:mod:`.synth_nccl`) is the same over NCCL as it really waits: the
 others' all-reduce *kernels* spin until the late rank (``late_rank``) joins, and without a host sync
@@ -37,8 +39,9 @@ SCENARIO_SIGNATURE = {
     "comm_bound": "comm_bound", "data_starved": "data_starved", "data_starved_loader": "data_starved",
     "memory_bound": "memory_bound", "memory_bound_optimizer": "memory_bound",
     "pipeline_bubble": "pipeline_bubble", "pipeline_gpipe": "pipeline_bubble", "straggler": "straggler",
-    "straggler_nccl": "straggler", "host_sync_bound": "host_sync_bound",
-    "memory_bound_decode_graph": "memory_bound", "inconclusive": "inconclusive",
+    "straggler_nccl": "straggler", "host_sync_bound": "host_sync_bound", "host_bound": "host_bound",
+    "memory_bound_decode_graph": "memory_bound", "memory_bound_decode_warm": "memory_bound",
+    "inconclusive": "inconclusive",
 }
 SCENARIOS = tuple(SCENARIO_SIGNATURE)
 MULTI_RANK_SCENARIOS = {"straggler": 4, "pipeline_gpipe": 2, "straggler_nccl": 2}
@@ -94,12 +97,13 @@ class _Writer:
     def launch(self, op: str, kernel: str, kernel_us: float, *, stream: int = COMPUTE_STREAM,
                call_us: float = 5.0, op_us: float = 8.0, not_before: float = 0.0,
                call: str = "cudaLaunchKernel", call_cat: str = "cuda_runtime", kernel_cat: str = "kernel",
-               end_at: float | None = None) -> float:
+               end_at: float | None = None, op_args: dict | None = None) -> float:
         """An op on the CPU launching one kernel; returns the kernel end time. ``end_at`` fixes the
-        kernel's end (a collective that waits for the last rank)."""
+        kernel's end (a collective that waits for the last rank); ``op_args`` go to the op's args
+        (``Input Dims``, ``Input type``)."""
         start = self.cpu_t
         ext = self.ext
-        self.cpu(op, start, max(op_us, call_us + 2.0))
+        self.cpu(op, start, max(op_us, call_us + 2.0), **(op_args or {}))
         call_start = start + 1.0
         corr = self.corr
         self.corr += 1
@@ -161,6 +165,14 @@ def _step_host_sync_bound(w: _Writer, size: int) -> None:
         w.cpu_t += 1500.0 * size
 
 
+def _step_host_bound(w: _Writer, size: int) -> None:
+    """A step's GEMMs launched, then 6 ms of Python per size (metric and logging work: no op, no sync,
+    no input copy) while the GPU runs the 3.6 ms queued: the GPU idles the rest, waiting on the host."""
+    for _ in range(6 * size):
+        w.launch("aten::mm", GEMM, 600.0)
+    w.cpu_t += 6000.0 * size
+
+
 SKINNY_GEMMS = ("nvjet_sm90_tst_128x8_64x8_2x1_v_bz_splitK_TNT", "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_bias_TNT",
                 "void gemv2T_kernel_val<int, int, __nv_bfloat16, __nv_bfloat16, float, 128, 16, 4, 4, false>")
 
@@ -192,6 +204,19 @@ def _step_memory_bound_decode_graph(w: _Writer, size: int) -> None:
     w.gpu_free[COMPUTE_STREAM] = t
     w.cpu_t += 14.0
     w.item()  # the sampled token id: the host waits for the replay
+
+
+SKINNY_SHAPES = ([[1, 8192], [8192, 10240]], [[1, 10240], [10240, 8192]], [[1, 8192], [8192, 8192]])
+"""The (M, K) x (K, N) shapes of the eager calls of :data:`SKINNY_GEMMS` in the warm-up token: the
+weights of an 8192-wide model, which the graph's ~51 µs per GEMM stream at about 3 TB/s."""
+
+
+def _prologue_decode_warm_token(w: _Writer) -> None:
+    """One token decoded eagerly before the graph was captured (inside the trace, before its first
+    step): each skinny GEMM kernel once, launched by an ``aten::mm`` with its bf16 shapes."""
+    for kernel, dims in zip(SKINNY_GEMMS, SKINNY_SHAPES):
+        w.launch("aten::mm", kernel, 50.0, op_args={"Input Dims": dims, "Input type": ["c10::BFloat16"] * 2})
+    w.cpu_t = max(w.cpu_t, w.gpu_free[COMPUTE_STREAM]) + 50.0
 
 
 def _step_launch_bound(w: _Writer, size: int) -> None:
@@ -342,11 +367,13 @@ _STEPS = {"healthy": _step_healthy, "launch_bound": _step_launch_bound,
           "memory_bound": _step_memory_bound, "memory_bound_optimizer": _step_memory_bound_optimizer,
           "pipeline_bubble": _step_pipeline_bubble, "pipeline_gpipe": _step_pipeline_gpipe,
           "straggler": _step_straggler, "straggler_nccl": partial(synth_nccl.step_straggler_nccl, names=_NCCL_NAMES),
-          "host_sync_bound": _step_host_sync_bound, "memory_bound_decode_graph": _step_memory_bound_decode_graph,
-          "inconclusive": _step_cpu_only}
+          "host_sync_bound": _step_host_sync_bound, "host_bound": _step_host_bound,
+          "memory_bound_decode_graph": _step_memory_bound_decode_graph,
+          "memory_bound_decode_warm": _step_memory_bound_decode_graph, "inconclusive": _step_cpu_only}
 
 
-_PROLOGUES = {"straggler_nccl": partial(synth_nccl.prologue, names=_NCCL_NAMES)}
+_PROLOGUES = {"straggler_nccl": partial(synth_nccl.prologue, names=_NCCL_NAMES),
+              "memory_bound_decode_warm": _prologue_decode_warm_token}
 """What a scenario writes before its first step (device work launched before the window)."""
 
 

@@ -81,8 +81,12 @@ FIX_LABELS = {
     "memory_bound": "fuse the elementwise chain (torch.compile)",
 }
 SIGNATURE_CAUSE = {"data_starved": "data_stall", "launch_bound": "launch_overhead", "comm_bound": "exposed_comm",
-                   "pipeline_bubble": "pipeline_bubble", "straggler": "late_rank", "memory_bound": "memory_bound"}
-"""The projection that goes with a diagnosis's signature (its "Try first" fix)."""
+                   "pipeline_bubble": "pipeline_bubble", "straggler": "late_rank", "memory_bound": "memory_bound",
+                   "host_sync_bound": "host_syncs", "host_bound": "data_stall"}
+"""The projection that goes with a diagnosis's signature (its "Try first" fix). host_bound's is the
+data stall's (host stalls that launch nothing take no time), under its own words (SIGNATURE_FIX_LABELS)."""
+SIGNATURE_FIX_LABELS = {"host_bound": "host work off the step"}
+"""A signature whose fix is not its projection's usual one (FIX_LABELS)."""
 
 _C = cp.CATEGORIES.index
 
@@ -648,7 +652,8 @@ def try_first_line(wi: WhatIf, signature: str) -> str | None:
     p = cause_for_signature(wi, signature)
     if p is None:
         return None
-    text = (f"fix: {FIX_LABELS.get(p.cause, p.cause)} — projected <= {p.speedup_upper_bound:.2f}x faster "
+    own = SIGNATURE_FIX_LABELS.get(signature) if p.cause == SIGNATURE_CAUSE.get(signature) else None
+    text = (f"fix: {own or FIX_LABELS.get(p.cause, p.cause)} — projected <= {p.speedup_upper_bound:.2f}x faster "
             f"(step {wi.step_time_s * 1e3:.3g} ms -> {p.step_time_s * 1e3:.3g} ms")
     text += f"; assumes {p.assumption})"
     if wi.mfu is not None and p.mfu is not None:

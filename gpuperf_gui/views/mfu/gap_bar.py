@@ -7,13 +7,14 @@ from PySide6.QtGui import QBrush, QColor, QPainter, QPalette, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from gpuperf_gui.core.mfu_gap import REST_OF_STEP, GapSlice
+from gpuperf_gui.views.trace.style import SIGNATURE_COLOURS
 
 SLICE_COLOURS = {
     "mfu": "#2e9d4e",
     "pipeline_bubble": "#8e6cc4",
     "exposed_comm": "#e07b39",
     "data_stall": "#d8b033",
-    "host_sync": "#9c6b30",
+    "host_sync": SIGNATURE_COLOURS["host_sync_bound"],   # one colour of host syncs: lanes, heatmap, this bar
     "memory_bound": "#3a86c8",
     "launch_gaps": "#c8513a",
     "recompute": "#8fb8de",

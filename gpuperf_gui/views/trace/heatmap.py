@@ -16,13 +16,21 @@ from PySide6.QtCore import QRectF, QSignalBlocker, Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from gpuperf_gui.core.trace.glossary import STEP_EXPOSED_COMM
-from gpuperf_gui.core.trace.overview import HEATMAP_METRICS, Overview
+from gpuperf_gui.core.trace.overview import HEATMAP_METRIC_SIGNATURE, HEATMAP_METRICS, Overview
 from gpuperf_gui.core.trace.signatures import REGISTRY
-from gpuperf_gui.views.trace.style import format_duration_us, format_percent
+from gpuperf_gui.views.trace.style import SIGNATURE_COLOURS, format_duration_us, format_percent
 
 MAX_ROW_LABELS = 64
 METRIC_OF_SIGNATURE = {name: sig.heatmap_metric for name, sig in REGISTRY.items() if sig.heatmap_metric}
 """The heatmap's first metric for a job's diagnosis (the user's choice is kept otherwise)."""
+METRIC_COLOURS = {metric: SIGNATURE_COLOURS[name] for metric, name in HEATMAP_METRIC_SIGNATURE.items()}
+"""A metric that is one signature's own figure runs from white to that signature's colour (others: viridis)."""
+
+
+def metric_colormap(metric: str) -> pg.ColorMap:
+    """The heatmap's colours for ``metric``."""
+    colour = METRIC_COLOURS.get(metric)
+    return pg.ColorMap([0.0, 1.0], ["#ffffff", colour]) if colour else pg.colormap.get("viridis")
 ROW_LABEL_PX = 14
 """Least height between two row labels (font height and a little air): more ranks than fit get
 every k-th label, the late ranks always."""
@@ -129,6 +137,7 @@ class RankStepHeatmap(QWidget):
         else:
             lo, hi = 0.0, 1.0
         self.image.setImage(np.nan_to_num(data, nan=lo), autoLevels=False, levels=(lo, hi))
+        self.colorbar.setColorMap(metric_colormap(self.metric))
         self.colorbar.setLevels((lo, hi))
         self._label_cells()
         n_rows, n_cols = data.shape
@@ -214,7 +223,8 @@ class RankStepHeatmap(QWidget):
         for i in range(n_rows):
             for j in range(n_cols):
                 v = float(self.values[i, j])
-                bright = math.isfinite(v) and (v - lo) > 0.6 * (hi - lo)   # viridis turns yellow: dark text
+                high = math.isfinite(v) and (v - lo) > 0.6 * (hi - lo)
+                bright = high != (self.metric in METRIC_COLOURS)   # viridis turns yellow high; white->colour low
                 item = pg.TextItem(self.value_text(i, j), color=(20, 20, 20) if bright else (255, 255, 255),
                                    anchor=(0.5, 0.5))
                 rows_drawn = np.flatnonzero(self.display_rows == i)

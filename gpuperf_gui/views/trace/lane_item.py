@@ -3,7 +3,8 @@
 The item holds a lane's depth rows (:class:`~gpuperf_gui.core.trace.lod.LaneRows`), folds them for
 the visible window when the timeline tells it the view changed (rate limited by the timeline), and
 paints the result in device pixels: per brush one ``QPainter.drawRects`` call, folded blocks in their
-own brush, names written into rectangles wide enough to hold them, idle gaps in red underneath,
+own brush, names written into rectangles wide enough to hold them, idle gaps in red underneath (those after
+a blocking sync in the host-sync colour),
 search matches and the selection on top.
 """
 
@@ -18,7 +19,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPainter, QPen
 
-from gpuperf_gui.core.trace.lod import MIN_BLOCK_PX, FoldedRow, LaneRows, RowIndex, fold_row
+from gpuperf_gui.core.trace.lod import MIN_BLOCK_PX, FoldedRow, LaneRows, RowIndex, block_kind, fold_row
 from gpuperf_gui.core.units import format_duration_us
 from gpuperf_gui.views.rich_text import plain_tooltip
 
@@ -55,9 +56,13 @@ class Palette:
     text: tuple[QColor, ...]
     family: np.ndarray
     idle: tuple[QBrush, ...]
+    idle_kinds: tuple[tuple[QBrush, ...], ...] = ()
+    """``idle_kinds[kind - 1][level]``: the brushes of idle gaps of kind >= 1 (core's
+    ``host_sync.GAP_KINDS``: idle after a blocking sync), shaded like ``idle``."""
 
     @classmethod
-    def from_colors(cls, colors: Sequence[QColor], family: Sequence[int]) -> Palette:
+    def from_colors(cls, colors: Sequence[QColor], family: Sequence[int],
+                    idle_kind_colors: Sequence[QColor] = ()) -> Palette:
         normal, folded, text = [], [], []
         for c in colors:
             normal.append(QBrush(c))
@@ -68,12 +73,17 @@ class Palette:
                 levels.append(QBrush(f))
             folded.append(tuple(levels))
             text.append(QColor(20, 20, 20) if c.lightnessF() > 0.6 else QColor(255, 255, 255))
-        idle = []
-        for level in range(DENSITY_LEVELS):
-            r = QColor(IDLE_COLOR)
-            r.setAlpha(_alpha_for_level(level, IDLE_COLOR.alpha()))
-            idle.append(QBrush(r))
-        return cls(tuple(normal), tuple(folded), tuple(text), np.asarray(family, dtype=np.int64), tuple(idle))
+        idle, kinds = _idle_brushes(IDLE_COLOR), tuple(_idle_brushes(c) for c in idle_kind_colors)
+        return cls(tuple(normal), tuple(folded), tuple(text), np.asarray(family, dtype=np.int64), idle, kinds)
+
+
+def _idle_brushes(color: QColor) -> tuple[QBrush, ...]:
+    out = []
+    for level in range(DENSITY_LEVELS):
+        r = QColor(color)
+        r.setAlpha(_alpha_for_level(level, IDLE_COLOR.alpha()))
+        out.append(QBrush(r))
+    return tuple(out)
 
 
 def _rects(x0: np.ndarray, y0: np.ndarray, w: np.ndarray, h: float) -> list[QRectF]:
@@ -105,12 +115,16 @@ class TraceLaneItem(pg.GraphicsObject):
         Where the lane starts on the timeline's y axis (pixel units) and each row's height.
     gaps
         Optional (start_us, end_us) idle gaps drawn in red under row 0, or their RowIndex.
+    gap_kind
+        Per gap, its kind (core's ``host_sync.GAP_KINDS``; default: ``gaps.kind`` when it has one,
+        else all plain idle): gaps of kind k >= 1 are drawn with ``palette.idle_kinds[k - 1]``.
     """
 
     def __init__(self, rows: LaneRows, color_key: np.ndarray, palette: Palette,
                  name_of: Callable[[int], str], y0_px: float,
                  row_height_px: float = ROW_HEIGHT_PX,
-                 gaps: tuple[np.ndarray, np.ndarray] | RowIndex | None = None) -> None:
+                 gaps: tuple[np.ndarray, np.ndarray] | RowIndex | None = None,
+                 gap_kind: np.ndarray | None = None) -> None:
         super().__init__()
         self._rows = rows
         self._color_key = np.asarray(color_key)   # any integer type (core's is int16): no copy
@@ -119,14 +133,16 @@ class TraceLaneItem(pg.GraphicsObject):
         self.y0_px = float(y0_px)
         self.row_height_px = float(row_height_px)
         self._gaps: RowIndex | None = None
+        self._gap_kind: np.ndarray | None = None
         self._has_gap_strip = gaps is not None
         self._view: tuple[float, float, float] | None = None
-        self.set_gaps(gaps)
+        self.set_gaps(gaps, gap_kind)
         self._highlight: list[RowIndex | None] = [None] * rows.n_rows
         self._highlight_index: list[np.ndarray | None] = [None] * rows.n_rows
         self._selected: int | None = None
         self._folded: list[FoldedRow] = [FoldedRow.empty()] * rows.n_rows
         self._folded_gaps = FoldedRow.empty()
+        self._folded_gap_kind = np.zeros(0, np.uint8)
         self._folded_highlight: list[FoldedRow] = [FoldedRow.empty()] * rows.n_rows
         starts = [r.starts[0] for r in rows.rows if len(r)]
         ends = [r.running_max_end[-1] for r in rows.rows if len(r)]
@@ -155,13 +171,18 @@ class TraceLaneItem(pg.GraphicsObject):
         return row if 0 <= row < self.n_rows else None
 
     # -- state set by the timeline ----------------------------------------------------------------
-    def set_gaps(self, gaps: tuple[np.ndarray, np.ndarray] | RowIndex | None) -> None:
-        """Idle gaps as (start_us, end_us), or already indexed (built off the GUI thread)."""
+    def set_gaps(self, gaps: tuple[np.ndarray, np.ndarray] | RowIndex | None,
+                 gap_kind: np.ndarray | None = None) -> None:
+        """Idle gaps as (start_us, end_us), or already indexed (built off the GUI thread), with
+        their kinds (``gap_kind``, else ``gaps.kind``)."""
+        kind = gap_kind if gap_kind is not None else getattr(gaps, "kind", None)
+        self._gap_kind = kind if kind is not None and np.any(kind) else None
         if isinstance(gaps, RowIndex):
             self._gaps = gaps if len(gaps) else None
         else:
             self._gaps = RowIndex(gaps[0], gaps[1]) if gaps is not None and len(gaps[0]) else None
         self._folded_gaps = FoldedRow.empty()
+        self._folded_gap_kind = np.zeros(0, np.uint8)
         self._refold()
 
     def set_highlight(self, mask: np.ndarray | None) -> None:
@@ -199,6 +220,8 @@ class TraceLaneItem(pg.GraphicsObject):
         vs, ve, w = self._view
         self._folded = [fold_row(r, None, vs, ve, w) for r in self._rows.rows]
         self._folded_gaps = fold_row(self._gaps, None, vs, ve, w) if self._gaps else FoldedRow.empty()
+        self._folded_gap_kind = block_kind(self._gap_kind, self._gaps, self._folded_gaps) \
+            if self._gap_kind is not None and self._gaps else np.zeros(len(self._folded_gaps), np.uint8)
         self._folded_highlight = [fold_row(h, None, vs, ve, w) if h is not None else FoldedRow.empty()
                                   for h in self._highlight]
         self.update()
@@ -307,14 +330,20 @@ class TraceLaneItem(pg.GraphicsObject):
             levels = density_levels(fg.density())
             single = fg.count == 1
             levels[single] = DENSITY_LEVELS - 1
-            for level in np.unique(levels).tolist():
-                m = levels == level
-                painter.setBrush(self._palette.idle[level])
-                painter.drawRects(_rects(a[m], np.full(int(m.sum()), strip_top), w[m], strip_h))
-            if single.any():
-                painter.setBrush(self._palette.idle[0])
-                painter.drawRects(_rects(a[single], np.full(int(single.sum()), rows_top), w[single],
-                                         abs(self.n_rows * self.row_height_px * sy)))
+            kinds = self._folded_gap_kind
+            for kind in np.unique(kinds).tolist():   # plain idle, then each kind in its own brushes
+                brushes = self._palette.idle if kind == 0 or kind > len(self._palette.idle_kinds) \
+                    else self._palette.idle_kinds[kind - 1]
+                of_kind = kinds == kind
+                for level in np.unique(levels[of_kind]).tolist():
+                    m = of_kind & (levels == level)
+                    painter.setBrush(brushes[level])
+                    painter.drawRects(_rects(a[m], np.full(int(m.sum()), strip_top), w[m], strip_h))
+                alone = single & of_kind
+                if alone.any():
+                    painter.setBrush(brushes[0])
+                    painter.drawRects(_rects(a[alone], np.full(int(alone.sum()), rows_top), w[alone],
+                                             abs(self.n_rows * self.row_height_px * sy)))
 
         per_brush: dict[tuple[int, int], list[np.ndarray]] = {}
         labels: list[tuple[float, float, float, int, int]] = []

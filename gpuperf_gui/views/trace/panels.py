@@ -33,21 +33,8 @@ from gpuperf_gui.core.trace.signatures import REGISTRY
 from gpuperf_gui.core.trace.session import DiagnosisView, EventDetails, OpTable
 from gpuperf_gui.core.units import format_si
 from gpuperf_gui.views.rich_text import plain_tooltip
-from gpuperf_gui.views.trace.style import format_duration_us, format_percent
+from gpuperf_gui.views.trace.style import SIGNATURE_COLOURS, format_duration_us, format_percent
 
-SIGNATURE_COLOURS = {
-    "healthy": "#2e7d32",
-    "launch_bound": "#c62828",
-    "comm_bound": "#ad1457",
-    "data_starved": "#e65100",
-    "host_sync_bound": "#8d6e63",
-    "memory_bound": "#b8860b",
-    "pipeline_bubble": "#6a1b9a",
-    "straggler": "#d84315",
-    "inconclusive": "#546e7a",
-}
-"""The verdict's colour per signature (the label comes from the registry; a test checks every
-signature has a colour)."""
 SIGNATURE_TEXT = {name: (sig.label, SIGNATURE_COLOURS.get(name, "#333")) for name, sig in REGISTRY.items()}
 
 
@@ -362,7 +349,8 @@ def diagnosis_html(d: DiagnosisView) -> str:
     if d.fix:
         parts.append(f"<h3>Try first</h3><p>{_esc(d.fix)}</p>")
     if d.secondary:
-        parts.append("<h3>Also seen</h3><p>" + ", ".join(_esc(s) for s in d.secondary) + "</p>")
+        parts.append("<h3>Also seen</h3><p>" + ", ".join(_esc(SIGNATURE_TEXT.get(s, (s, ""))[0]) for s in d.secondary)
+                     + "</p>")
     for r in d.per_rank[:1] if len(d.per_rank) == 1 else []:
         parts.append(_rank_figures_html(r))
     if len(d.per_rank) > 1:

@@ -6,10 +6,31 @@ import math
 
 from PySide6.QtGui import QColor
 
+from gpuperf_gui.core.trace.host_sync import GAP_KIND_SIGNATURE, GAP_KINDS
 from gpuperf_gui.core.trace.lanes import CPU_COLOR_BASES, SHADES, cpu_base, gpu_base_offset  # noqa: F401
 from gpuperf_gui.core.trace.model import KERNEL_CLASSES
+from gpuperf_gui.core.trace.signatures import REGISTRY
 from gpuperf_gui.core.units import format_duration_us  # noqa: F401 - the views import it from here
 from gpuperf_gui.views.trace.lane_item import Palette
+
+SIGNATURE_COLOURS = {
+    "healthy": "#2e7d32",
+    "launch_bound": "#c62828",
+    "comm_bound": "#ad1457",
+    "data_starved": "#e65100",
+    "host_sync_bound": "#8d6e63",
+    "host_bound": "#00838f",
+    "memory_bound": "#b8860b",
+    "pipeline_bubble": "#6a1b9a",
+    "straggler": "#d84315",
+    "inconclusive": "#546e7a",
+}
+"""The colour per signature, wherever one is drawn: the verdict, the lanes' gaps of that kind, the
+heatmap metric that tells it (labels and hints come from the registry; a test checks every
+signature has a colour)."""
+GAP_KIND_COLORS = {kind: SIGNATURE_COLOURS[GAP_KIND_SIGNATURE[kind]] for kind in GAP_KINDS[1:]}
+"""Idle gaps of a kind other than plain idle, in their signature's colour (core/trace/host_sync.py)."""
+IDLE_HEX = "#e23c3c"   # the lanes' plain idle (trace_lane_item.IDLE_COLOR without its alpha)
 
 # base colours: CPU categories, then GPU kernel classes, in core's colour-base order
 # (core/trace/lanes.py: CPU_COLOR_BASES, then KERNEL_CLASSES)
@@ -42,7 +63,7 @@ def make_palette() -> Palette:
         for shade in range(SHADES):
             colors.append(base.lighter(118) if shade == 0 else base if shade == 1 else base.darker(118))
             family.append(b * SHADES + 1)
-    return Palette.from_colors(colors, family)
+    return Palette.from_colors(colors, family, [QColor(GAP_KIND_COLORS[k]) for k in GAP_KINDS[1:]])
 
 
 def legend_entries() -> list[tuple[str, str]]:
@@ -53,7 +74,28 @@ def legend_entries() -> list[tuple[str, str]]:
               "communication": "communication", "copy": "copy / memset", "other_gpu": "other kernel"}
     out = [(labels[k], c) for k, c in CPU_BASES[:4]]
     out += [(labels[k] if k != "other" else labels["other_gpu"], c) for k, c in GPU_BASES]
+    out += [(gap_kind_label(k), GAP_KIND_COLORS[k]) for k in GAP_KINDS[1:]]
     return out
+
+
+def legend_html() -> str:
+    """The Trace tab's legend: the colours of :func:`legend_entries`, then the idle, folded and late-rank
+    marks (the late rank's colour and label: the straggler signature's)."""
+    items = "".join(f"<span style='color:{c}'>■</span>&nbsp;{name}&nbsp;&nbsp; " for name, c in legend_entries())
+    return (f"{items}<span style='color:{IDLE_HEX}'>■</span>&nbsp;GPU idle ≥ threshold&nbsp;&nbsp; "
+            f"<span style='color:#5a5f6a'>■</span>&nbsp;folded: darker, opacity = busy fraction&nbsp;&nbsp; "
+            f"<span style='color:{SIGNATURE_COLOURS['straggler']}'>▌</span>&nbsp;{REGISTRY['straggler'].label}")
+
+
+def gap_kind_label(kind: str) -> str:
+    """The legend's words for idle gaps of ``kind`` ("Host-sync-bound idle": the GPU idle after a
+    blocking sync), named by its signature's registry label."""
+    return f"{REGISTRY[GAP_KIND_SIGNATURE[kind]].label} idle"
+
+
+def gap_kind_hint(kind: str) -> str:
+    """What idle gaps of ``kind`` look like in the lanes: the registry's hint of its signature."""
+    return REGISTRY[GAP_KIND_SIGNATURE[kind]].hint
 
 
 def format_percent(fraction: float | None) -> str:

@@ -69,7 +69,7 @@ from gpuperf_gui.views.trace.panels import (
     SearchResults,
     SelectionSummaryPanel,
 )
-from gpuperf_gui.views.trace.style import format_duration_us, legend_entries, make_palette
+from gpuperf_gui.views.trace.style import format_duration_us, legend_html, make_palette
 from gpuperf_gui.views.trace.timeline import TraceTimeline
 from gpuperf_gui.views.workers import TaskRunner
 
@@ -385,10 +385,7 @@ class TraceTab(QWidget):
 
     @staticmethod
     def _legend_html() -> str:
-        items = "".join(f"<span style='color:{c}'>■</span>&nbsp;{name}&nbsp;&nbsp; " for name, c in legend_entries())
-        return (f"{items}<span style='color:#e23c3c'>■</span>&nbsp;GPU idle ≥ threshold&nbsp;&nbsp; "
-                f"<span style='color:#5a5f6a'>■</span>&nbsp;folded: darker, opacity = busy fraction&nbsp;&nbsp; "
-                f"<span style='color:#d84315'>▌</span>&nbsp;late rank (straggler)")
+        return legend_html()
 
     def _lane_controls(self) -> tuple[QWidget, ...]:
         """The controls the lanes alone answer (search and zoom), before the analysis too."""

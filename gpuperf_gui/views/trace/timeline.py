@@ -538,7 +538,7 @@ class TraceTimeline(pg.PlotWidget):
                 one_row = (rank_index, spec.lane_id) in self.collapsed_lanes and spec.rows.n_rows > 1
                 rows = LaneRows(spec.rows.rows[:1], spec.rows.event_index[:1]) if one_row else spec.rows
                 item = TraceLaneItem(rows, spec.color_key, palette, spec.name_of, y, ROW_HEIGHT_PX,
-                                     spec.gaps if spec.gap_index is None else spec.gap_index)
+                                     spec.gaps if spec.gap_index is None else spec.gap_index, spec.gap_kind)
                 self.view_box.addItem(item, ignoreBounds=True)
                 self.lanes.append(item)
                 self.lane_specs.append(spec)

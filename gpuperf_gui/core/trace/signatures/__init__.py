@@ -15,8 +15,8 @@ from importlib import import_module
 
 from ._base import Signature, Threshold
 
-_MODULES = ("healthy", "comm_bound", "data_starved", "host_sync_bound", "launch_bound", "memory_bound", "pipeline_bubble",
-            "straggler", "inconclusive")
+_MODULES = ("healthy", "comm_bound", "data_starved", "host_sync_bound", "host_bound", "launch_bound", "memory_bound",
+            "pipeline_bubble", "straggler", "inconclusive")
 """The order rules are tried in (a tie in loss keeps it) and outcomes listed in."""
 
 REGISTRY: dict[str, Signature] = {}

@@ -17,13 +17,8 @@ THRESHOLDS = {
     "data_tells_min": Threshold(
         0.5, "... and at least half of that loss must carry a data tell: the DataLoader, a blocking sync/copy "
              "call, or a stall that ends with a host-to-device copy (the batch made on the CPU). A stall with "
-             "no tell (a sampled trace, host work the profiler does not see) names data_starved only through "
-             "the host-share rule, at half the confidence."),
-    "untold_stall_dominance": Threshold(
-        2.0, "... unless that stall is at least twice the largest cause that has its evidence (a host that "
-             "sleeps or works 78 % of the step, against 16 % of collectives): then it is named, at half the "
-             "confidence. The sampled production ranks (host stall 28-29 % with events dropped, against "
-             "25-28 % of exposed NCCL) stay comm_bound."),
+             "no tell (host work the profiler does not see, CPU ops that launch nothing) is host_bound, never "
+             "data_starved: the DataLoader advice would have no evidence."),
 }
 STARVED_MIN = THRESHOLDS["starved_min"].value
 TELLS_MIN = THRESHOLDS["data_tells_min"].value

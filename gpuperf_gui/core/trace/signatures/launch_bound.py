@@ -7,6 +7,7 @@ from ..analysis import LAUNCH_SPACING_MAX_US
 from ._base import Finding, Signature, Threshold, pct
 from ._rules import LOSS_MIN
 from .data_starved import data_tells
+from .memory_bound import skinny_bytes_lines
 
 if TYPE_CHECKING:
     from ..analysis import RankAnalysis
@@ -43,6 +44,7 @@ def evidence(a: RankAnalysis) -> Finding:
     if a.kernel_evidence.skinny_gemm_share >= 0.5:   # memory_bound's skinny_gemm_min: a decode of a few tokens
         ev.append(f"{pct(a.kernel_evidence.skinny_gemm_share)} of kernel time is skinny GEMMs (GEMV, a tile side <= 16: "
                   "a decode of a few tokens): with the launches gone (CUDA graphs) the GPU will be memory-bound")
+        ev.extend(skinny_bytes_lines(a)[:1])
     fix = ""
     if launch.graph_launches:
         ev.append(f"the step already replays CUDA graphs ({launch.graph_launches} graph launches in the window)")
