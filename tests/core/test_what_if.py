@@ -175,7 +175,7 @@ def test_projection_bounds_the_measured_speedup(pair: dict) -> None:
 
 
 def test_eager_tiny_to_cuda_graphs_is_bounded() -> None:
-    """eager_tiny -> compiled_tiny_cudagraphs (issue 14's pair): 6.54 -> 2.92 ms unprofiled."""
+    """eager_tiny -> compiled_tiny_cudagraphs (a pair recorded on the H200, tests/data/h200/SOURCES.md): 6.54 -> 2.92 ms unprofiled."""
     measured = _meta("eager_tiny")["unprofiled_step_time_s"] / _meta("compiled_tiny_cudagraphs")["unprofiled_step_time_s"]
     projected = for_result(analyse_paths([H200 / "eager_tiny.json.gz"])).for_cause("launch_overhead")
     assert measured <= projected.speedup_upper_bound <= 3.0 * measured
