@@ -136,3 +136,11 @@ def prints(stop: threading.Event) -> Iterator[str]:
 
 def failing_initializer() -> None:
     raise RuntimeError("the initializer failed")
+
+
+def big_arrays_forever(n: int, stop: threading.Event) -> Iterator[object]:
+    """Big items without end, whatever ``stop`` says (a transfer cancelled midway)."""
+    import numpy as np
+
+    while True:
+        yield os.getpid(), np.ones(n)

@@ -254,3 +254,23 @@ def test_stray_prints_in_the_helper_go_to_stderr(capfd):
     assert list(iter_in_child("child_targets:prints")) == ["after the print"]
     out, err = capfd.readouterr()
     assert "stray print" not in out and "stray print" in err
+
+
+def test_a_transfer_of_big_arrays_cancelled_midway_leaves_no_file_and_no_helper(tmp_path, monkeypatch):
+    from gpuperf_gui.core import child_stream
+
+    if not child_stream.CAN_SPILL:
+        pytest.skip("out-of-band transfer is POSIX only")
+    monkeypatch.setattr(child_stream, "spill_root", lambda: str(tmp_path))
+    stop = threading.Event()
+    got = []
+    for pid, array in iter_in_child("child_targets:big_arrays_forever", (500_000,), stop=stop, grace_s=0.0):
+        got.append(float(array.sum()))
+        if len(got) == 2:
+            stop.set()
+    assert got[:2] == [500_000.0, 500_000.0]
+    assert list(tmp_path.iterdir()) == []            # the transfer file and its folder are gone
+    deadline = time.monotonic() + 5
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)
