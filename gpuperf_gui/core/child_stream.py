@@ -247,22 +247,23 @@ class Helper:
         self.process = _CONTEXT.Process(target=helper_main, name="gpuperf-helper", daemon=False,
                                         args=(task_end, item_end, tuple(preload), initializer))
         self.process.start()
+        self.pid = int(self.process.pid or 0)
+        self.exitcode: int | None = None   # kept once known: the process object is closed at the end
         with _live_lock:
             _live.add(self)
         task_end.close()   # the child's ends: `items` reads EOF once the child is gone
         item_end.close()
 
-    @property
-    def pid(self) -> int:
-        return int(self.process.pid or 0)
-
     def poll(self) -> int | None:
         """Its exit code, None while it runs."""
-        return self.process.exitcode
+        if self.exitcode is None:
+            self.exitcode = self.process.exitcode
+        return self.exitcode
 
     def wait(self, timeout_s: float | None = 5.0) -> int | None:
-        self.process.join(timeout_s)
-        return self.process.exitcode
+        if self.exitcode is None:
+            self.process.join(timeout_s)
+        return self.poll()
 
     def ask_to_stop(self) -> None:
         """Close the task pipe: the child's stop event is set (see :func:`_watch_parent`)."""
@@ -297,6 +298,8 @@ class Helper:
         self.wait()
         with _live_lock:
             _live.discard(self)
+        if self.exitcode is not None:
+            self.process.close()   # its sentinel pipe now, not when the object is collected
 
 
 def _close(conn: Connection) -> None:
