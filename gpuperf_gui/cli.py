@@ -106,9 +106,9 @@ def entry() -> NoReturn:
             gc.enable()
         gc.freeze()
     if command in LOAD_COMMANDS:
-        from gpuperf_gui.core.trace.heap import tune_process_for_loads  # noqa: PLC0415
+        from gpuperf_gui.core.trace.heap import enable_reused_heap  # noqa: PLC0415
 
-        tune_process_for_loads()
+        enable_reused_heap()
     code = main()
     try:
         sys.stdout.flush()

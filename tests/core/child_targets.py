@@ -103,11 +103,13 @@ def whoami(stop: threading.Event) -> Iterator[tuple[int, bool]]:
 
 
 def heap_settings(stop: threading.Event) -> Iterator[tuple[bool, bool]]:
-    """Whether this helper was set up for loads, and numpy's huge-page advice in it."""
+    """Whether this helper may set its heap up for loads, and numpy's huge-page advice inside a load."""
     from gpuperf_gui.core.trace import heap
 
-    before = heap._set_numpy_hugepages(True)
-    yield heap._tuned, before
+    with heap.reused_heap():
+        inside = heap._set_numpy_hugepages(False)
+        heap._set_numpy_hugepages(inside)
+    yield heap._enabled, inside
 
 
 def killed(stop: threading.Event) -> Iterator[int]:

@@ -1,29 +1,49 @@
-"""Allocator settings for a process made to load traces: fewer fresh pages to fault in and zero.
+"""Big loads on a reused heap: fewer fresh pages to fault in and zero.
 
 A load writes each event's columns several times (scanned, joined, sorted into lanes), each time into
 a new array of tens of megabytes. glibc maps every block over its mmap threshold afresh and unmaps it
 on free, and numpy asks for transparent huge pages on big arrays: every new array is page-faulted and
-zeroed by the kernel again (on a 10M-event trace 3.5 s of system time out of 13 s of CPU, in
-``clear_page_erms`` under ``do_huge_pmd_anonymous_page``). :func:`tune_process_for_loads` keeps big
-blocks on the heap, so a freed column's pages serve the next one; the load's peak is unchanged.
+zeroed by the kernel again. On a 10M-event trace that was 3.5 s of system time out of 13 s of CPU
+(``perf``: ``clear_page_erms`` under ``do_huge_pmd_anonymous_page``). :func:`reused_heap` keeps big
+blocks on the heap while a load runs, so a freed column's pages serve the next one, and gives the
+free pages back to the system when the load ends (``malloc_trim``): the load's peak is unchanged,
+and the process holds less after it than before (glibc had kept ~0.5 GB of a 10M load's freed blocks).
 
-These settings are process-wide and kept for the process's life (the freed pages go back to the
-system when it ends), so they are made only by processes that exist for the load: the loading helper
-(``child_stream``'s initializer :data:`HELPER_INITIALIZER`) and the ``gpuperf`` console command
-(``cli.entry``), never by the window's process nor by a library user's (a notebook's ``Trace``).
-A forked decoding worker inherits them. Elsewhere than glibc they do nothing (:data:`_LIBC` None).
+These are process-wide settings, so only a process that exists for loads makes them: it calls
+:func:`enable_reused_heap` first (the loading helper, through its initializer
+:data:`HELPER_INITIALIZER`, and the ``gpuperf`` console command, ``cli.entry``). In any other process
+(the window's, a notebook's ``Trace``) :func:`reused_heap` changes nothing. Why not for the whole
+life of the process (``GLIBC_TUNABLES=glibc.malloc.mmap_max=0`` at start): the analysis after a load
+would then keep every freed block too; ``gpuperf diagnose`` of 1M events peaked 10 % higher
+(189 MB instead of 171 MB).
+
+Elsewhere than glibc it does nothing (:data:`_LIBC` None; a test sets it None to see that case).
 """
 from __future__ import annotations
 
 import ctypes
 import os
+import threading
+from contextlib import contextmanager
+from typing import Iterator
 
-_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4       # mallopt parameters (malloc.h)
-_KEEP_FREED_BYTES = 2**31 - 1                 # mallopt takes an int: freed pages stay on the heap
-HELPER_INITIALIZER = f"{__name__}:tune_process_for_loads"
+
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_MMAP_MAX = -1, -3, -4   # mallopt parameters (malloc.h)
+_KEEP_FREED_BYTES = 2**31 - 1                 # mallopt takes an int: no trim while a load runs
+# After a load: glibc's own settings once it has seen big blocks freed (its dynamic mmap threshold
+# rises to at most 32 MiB, the trim threshold to twice that). Any mallopt call turns that
+# adjustment off for good, so they are set as it would have left them: an analysis's temporaries
+# up to 32 MiB then come from the heap again, not from fresh mappings.
+_AFTER_MMAP_THRESHOLD_BYTES = 32 * 2**20
+_AFTER_TRIM_THRESHOLD_BYTES = 64 * 2**20
+_DEFAULT_MMAP_MAX = 65536
+
+_lock = threading.Lock()
+_depth = 0
+_numpy_hugepages_before = True
+_enabled = False
+HELPER_INITIALIZER = f"{__name__}:enable_reused_heap"
 """The loading helper's initializer (``child_stream.iter_in_child(..., initializer=...)``)."""
-
-_tuned = False
 
 
 def _glibc() -> ctypes.CDLL | None:
@@ -40,22 +60,45 @@ _LIBC = _glibc()
 
 def _set_numpy_hugepages(enabled: bool) -> bool:
     """numpy's madvise(MADV_HUGEPAGE) of big arrays on or off; the setting before."""
-    import numpy as np
+    import numpy as np   # here: `gpuperf mfu` enables the heap at start and may never load a trace
 
     core = getattr(np, "_core", None) or np.core
     return bool(core.multiarray._set_madvise_hugepage(enabled))
 
 
-def tune_process_for_loads() -> bool:
-    """Big blocks from the heap, freed ones kept there, numpy's huge-page advice off, for the rest
-    of this process's life (glibc's ``GLIBC_TUNABLES=glibc.malloc.mmap_max=0:...`` and numpy's
-    ``NUMPY_MADVISE_HUGEPAGE=0`` at start would do the same). Whether anything was set (False
-    without glibc); a second call does nothing."""
-    global _tuned
-    if _LIBC is None or _tuned:
-        return _tuned
-    _LIBC.mallopt(_M_MMAP_MAX, 0)
-    _LIBC.mallopt(_M_TRIM_THRESHOLD, _KEEP_FREED_BYTES)
-    _set_numpy_hugepages(False)
-    _tuned = True
-    return True
+def enable_reused_heap() -> bool:
+    """Let :func:`reused_heap` set this process's heap up (a process made for loads); whether it
+    will (False without glibc)."""
+    global _enabled
+    _enabled = _LIBC is not None
+    return _enabled
+
+
+@contextmanager
+def reused_heap() -> Iterator[None]:
+    """Keep freed big blocks on the heap while the block runs; give them back at its end.
+
+    Loads may nest or overlap on threads: the first to enter sets the heap up, the last to leave
+    sets glibc's thresholds as its own adjustment would have (see above) and trims. Nothing unless
+    :func:`enable_reused_heap` was called in this process."""
+    global _depth, _numpy_hugepages_before
+    if _LIBC is None or not _enabled:
+        yield
+        return
+    with _lock:
+        _depth += 1
+        if _depth == 1:
+            _LIBC.mallopt(_M_MMAP_MAX, 0)
+            _LIBC.mallopt(_M_TRIM_THRESHOLD, _KEEP_FREED_BYTES)
+            _numpy_hugepages_before = _set_numpy_hugepages(False)
+    try:
+        yield
+    finally:
+        with _lock:
+            _depth -= 1
+            if _depth == 0:
+                _LIBC.mallopt(_M_MMAP_MAX, _DEFAULT_MMAP_MAX)
+                _LIBC.mallopt(_M_MMAP_THRESHOLD, _AFTER_MMAP_THRESHOLD_BYTES)
+                _LIBC.mallopt(_M_TRIM_THRESHOLD, _AFTER_TRIM_THRESHOLD_BYTES)
+                _set_numpy_hugepages(_numpy_hugepages_before)
+                _LIBC.malloc_trim(0)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence, TypeVa
 from .budget import MemoryBudget
 from . import stream_decode
 from .build import build_rank
+from .heap import reused_heap
 from .decode import DEFAULT_MAX_BYTES, decode_trace, estimated_load_bytes, gc_paused
 from .model import NotATraceError, RankTrace, TraceFormatError, TraceModel
 from .source import read_trace_text, text_size_hint
@@ -38,6 +40,12 @@ is ~20 kB a rank whatever its events (benchmarks/many_ranks_gui.py: 256 ranks of
 the window 619 MB loaded in full, 24 MB as an overview)."""
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".gz", ".tmp", ".json.tmp")
+REUSED_HEAP_MIN_BYTES = 32 << 20
+"""Files of less JSON than this load without :func:`.heap.reused_heap`: what it saves (fresh pages for
+columns of tens of MB) a small load does not have, and its ``mallopt`` calls and ``malloc_trim`` at the
+end were a fixed cost per small rank."""
+
+
 def load_rank(path: Path | str, *, max_bytes: int | None = DEFAULT_MAX_BYTES, order_index: int = 0,
               memory_budget: MemoryBudget | int | None = None) -> RankTrace:
     """Load one trace file (plain or gzip JSON) into a :class:`RankTrace`.
@@ -54,11 +62,13 @@ def load_rank(path: Path | str, *, max_bytes: int | None = DEFAULT_MAX_BYTES, or
     """
     path = Path(path)
     budget = MemoryBudget.of(memory_budget)
-    if stream_decode.ENABLED:  # clean files: chunk by chunk, straight into columns
-        rank = stream_decode.load_rank_streamed(path, budget=budget, max_bytes=max_bytes, order_index=order_index)
-        if rank is not None:
-            return rank
-    return load_rank_whole(path, max_bytes=max_bytes, order_index=order_index, memory_budget=budget)
+    heap = reused_heap() if text_size_hint(path) >= REUSED_HEAP_MIN_BYTES else nullcontext()
+    with heap:
+        if stream_decode.ENABLED:  # clean files: chunk by chunk, straight into columns
+            rank = stream_decode.load_rank_streamed(path, budget=budget, max_bytes=max_bytes, order_index=order_index)
+            if rank is not None:
+                return rank
+        return load_rank_whole(path, max_bytes=max_bytes, order_index=order_index, memory_budget=budget)
 
 
 def load_rank_whole(path: Path | str, *, max_bytes: int | None = DEFAULT_MAX_BYTES, order_index: int = 0,
