@@ -41,7 +41,6 @@ from __future__ import annotations
 import atexit
 import importlib
 import mmap
-import multiprocessing
 import os
 import pickle
 import shutil
@@ -50,16 +49,17 @@ import sys
 import tempfile
 import threading
 import time
-from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+if TYPE_CHECKING:   # multiprocessing is imported when the first helper starts (the window's start-up)
+    from multiprocessing.connection import Connection
 
 SPILL_MIN_BYTES = 1 << 16
 """Buffers at least this large travel out of band (through the spill file); smaller ones in the pickle."""
 _ALIGN = 64  # each spilled buffer starts at a multiple of this (numpy's SIMD loops like aligned data)
 CAN_SPILL = os.name == "posix"  # elsewhere a mapped file cannot be unlinked: everything goes in band
 SHM_MIN_FREE_BYTES = 4 << 30    # /dev/shm holds the transfer file when it has this much room
-_CONTEXT = multiprocessing.get_context("spawn")
 _POLL_S = 0.05   # how often the parent looks at its stop event while no item comes
 
 _spare_lock = threading.Lock()
@@ -240,12 +240,16 @@ class Helper:
     """One helper process and this side's ends of its two pipes."""
 
     def __init__(self, preload: tuple[str, ...] = (), initializer: str | None = None) -> None:
-        task_end, self.tasks = _CONTEXT.Pipe(duplex=False)
-        self.items, item_end = _CONTEXT.Pipe(duplex=False)
+        import multiprocessing
+
+        _register_exit_hook()
+        context = multiprocessing.get_context("spawn")
+        task_end, self.tasks = context.Pipe(duplex=False)
+        self.items, item_end = context.Pipe(duplex=False)
         self.started_in = _started_in(initializer)
         # not a daemon: a daemonic process may not start workers (the trace engine's process pool)
-        self.process = _CONTEXT.Process(target=helper_main, name="gpuperf-helper", daemon=False,
-                                        args=(task_end, item_end, tuple(preload), initializer))
+        self.process = context.Process(target=helper_main, name="gpuperf-helper", daemon=False,
+                                       args=(task_end, item_end, tuple(preload), initializer))
         self.process.start()
         self.pid = int(self.process.pid or 0)
         self.exitcode: int | None = None   # kept once known: the process object is closed at the end
@@ -320,7 +324,20 @@ def _end_all_helpers() -> None:
         helper.end()
 
 
-atexit.register(_end_all_helpers)   # after multiprocessing's own exit hook, so it runs before it
+_exit_hook_registered = False
+
+
+def _register_exit_hook() -> None:
+    """Register :func:`_end_all_helpers` after multiprocessing's own exit hook, so it runs first
+    (exit hooks run last registered first): that one waits for every child process to end, and a
+    helper started ahead waits for a task that will never come."""
+    global _exit_hook_registered
+    import multiprocessing.util  # noqa: F401 - registers its exit hook on import
+
+    with _live_lock:
+        if not _exit_hook_registered:
+            atexit.register(_end_all_helpers)
+            _exit_hook_registered = True
 
 
 def prestart_helper(preload: tuple[str, ...] = (), initializer: str | None = None) -> None:

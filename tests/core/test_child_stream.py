@@ -274,3 +274,22 @@ def test_a_transfer_of_big_arrays_cancelled_midway_leaves_no_file_and_no_helper(
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(pid)
+
+
+def test_an_app_that_exits_with_a_helper_started_ahead_does_not_wait_for_it():
+    import subprocess
+    import sys
+
+    code = ("from gpuperf_gui.core.child_stream import prestart_helper, _spare\n"
+            "import gpuperf_gui.core.child_stream as cs\n"
+            "cs.prestart_helper()\n"
+            "print(cs._spare.pid, flush=True)\n")   # exits with the spare still waiting for a task
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - started < 15
+    pid = int(done.stdout.split()[0])
+    deadline = time.monotonic() + 5
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)
