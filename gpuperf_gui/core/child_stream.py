@@ -391,7 +391,6 @@ def iter_in_child(target: str, args: tuple = (), kwargs: dict | None = None,
     ``"module:function"`` the helper calls before the task (process-wide settings for the work).
     """
     stop = stop or threading.Event()
-    spill_dir = Path(tempfile.mkdtemp(prefix="gpuperf-transfer-", dir=spill_root())) if CAN_SPILL else None
     helper = (_take_spare(initializer) if ahead else None) or Helper(initializer=initializer)
     if nice and hasattr(os, "setpriority"):
         try:
@@ -399,7 +398,10 @@ def iter_in_child(target: str, args: tuple = (), kwargs: dict | None = None,
         except OSError:
             pass
     stop_sent_at: float | None = None
+    spill_dir: Path | None = None
     try:
+        if CAN_SPILL:   # after the start, inside the try: a failed start or mkdtemp leaves nothing
+            spill_dir = Path(tempfile.mkdtemp(prefix="gpuperf-transfer-", dir=spill_root()))
         try:
             helper.tasks.send((target, tuple(args), dict(kwargs or {}), None if spill_dir is None else str(spill_dir)))
         except OSError:   # it died before its task (a helper started ahead, killed while it waited)

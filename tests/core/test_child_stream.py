@@ -293,3 +293,17 @@ def test_an_app_that_exits_with_a_helper_started_ahead_does_not_wait_for_it():
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(pid)
+
+
+def test_a_helper_that_cannot_start_leaves_no_transfer_folder(tmp_path, monkeypatch):
+    """A script without the spawn rule's main guard fails so (docs/helper-process.md)."""
+    from gpuperf_gui.core import child_stream
+
+    def cannot_start(*_args, **_kwargs):
+        raise RuntimeError("An attempt has been made to start a new process before ...")
+
+    monkeypatch.setattr(child_stream, "spill_root", lambda: str(tmp_path))
+    monkeypatch.setattr(child_stream, "Helper", cannot_start)
+    with pytest.raises(RuntimeError, match="start a new process"):
+        list(iter_in_child("child_targets:count", (2,)))
+    assert list(tmp_path.iterdir()) == []
