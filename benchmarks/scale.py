@@ -112,6 +112,9 @@ def _budget() -> int:
 def _child(kind: str, path: str, workers: int) -> dict:
     t0 = time.perf_counter()
     out: dict = {}
+    if kind != "decode":   # a process made for the load, as the `gpuperf` command and the GUI's helper are
+        from gpuperf_gui.core.trace.heap import enable_reused_heap
+        enable_reused_heap()
     if kind == "decode":
         import gc
 

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import argparse
+from functools import partial
 
 from gpuperf_gui.commands import what_if_cli
 from gpuperf_gui.commands._output import fail, print_json
 from gpuperf_gui.core.trace.api import TraceResult
-from gpuperf_gui.core.trace.budget import DEFAULT_MEMORY_BUDGET_BYTES, MemoryBudget, format_bytes
-from gpuperf_gui.core.units import parse_bytes
+from gpuperf_gui.core.trace.budget import DEFAULT_MEMORY_BUDGET_BYTES, MemoryBudget
 from gpuperf_gui.core.trace.decode import DEFAULT_MAX_BYTES
 from gpuperf_gui.core.trace.diagnose import SIGNATURES
 from gpuperf_gui.core.trace.load import MANY_RANKS, discover_files
 from gpuperf_gui.core.trace.model import ClusterError, TraceFormatError
 from gpuperf_gui.core.trace.trace import Trace
+from gpuperf_gui.core.units import format_bytes, format_ms, format_percent, parse_bytes
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--workers", type=int, default=None, help="processes for multi-rank folders")
     p.add_argument("--memory-budget", default=None, metavar="SIZE",
                    help="most memory loading may use, e.g. 4GB (default "
-                        f"{format_bytes(DEFAULT_MEMORY_BUDGET_BYTES)}); a trace that needs more is refused early")
+                        f"{format_bytes(DEFAULT_MEMORY_BUDGET_BYTES, decimal=True)}); a trace that needs more is refused early")
     p.add_argument("--dask-scheduler", default=None, metavar="ADDRESS",
                    help="analyse the ranks as Dask tasks next to the files (shared filesystem) and bring back "
                         "compact per-rank results: tcp://host:port, or local[:N] for a LocalCluster of N "
@@ -78,12 +79,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:5.1f}%"
-
-
-def _ms(x: float | None) -> str:
-    return "-" if x is None else f"{1e3 * x:8.2f}"
+# the tables' columns (their headers name the unit; the callers align them)
+_pct = partial(format_percent, missing="-", space=False)
+_ms = partial(format_ms, missing="-", unit=False)
 
 
 def _kernel_lines(result: TraceResult) -> list[str]:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from functools import partial
 
 from gpuperf_gui.commands._output import fail, print_json
 from gpuperf_gui.core.trace.decode import DEFAULT_MAX_BYTES
 from gpuperf_gui.core.trace.diff import CALLS_WORDS, TraceDiff, diff_paths
 from gpuperf_gui.core.trace.glossary import COMM_KERNELS_EXPOSED, COMM_WAIT, hta_idle_label
 from gpuperf_gui.core.trace.model import TraceFormatError
+from gpuperf_gui.core.units import format_ms, format_percent
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -58,8 +60,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ms(x: float | None) -> str:
-    return "-" if x is None else f"{1e3 * x:.3f}"
+_ms = partial(format_ms, decimals=3, missing="-", unit=False)   # a column headed ms
 
 
 def _x(x: float | None) -> str:
@@ -78,8 +79,7 @@ def _si(x: float | None) -> str:
     return "-" if not x else format_si(x, "FLOP")
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f} %"
+_pct = format_percent
 
 
 def format_report(d: TraceDiff, top: int | None) -> str:

@@ -4,60 +4,67 @@ Why: work that holds the GIL for long stretches (msgspec decoding a 50 MB trace,
 ``torch.compile``) freezes the GUI thread even from a worker thread. In a separate process it cannot,
 and a crash there (a CUDA fault, an out-of-memory kill) leaves the app running.
 
-Protocol over the child's stdin/stdout, length-prefixed pickles:
-parent → child: one frame ``(target, args, kwargs, spill_dir)``; then closing stdin asks the child to stop.
+The helper is a ``multiprocessing`` process of the *spawn* context (a fresh interpreter: no copy of
+the GUI's threads, Qt state or locks; it sees this process's ``sys.path``, environment and working
+folder) with two one-way pipes (``multiprocessing.Pipe``):
+parent → child: one message ``(target, args, kwargs, spill_dir)``; then closing that pipe asks the
+child to stop (it also ends a child whose parent died).
 child → parent: ``("item", x)`` per yielded item, then ``("done", None)`` or ``("error", exc)``.
 
-Big items do not go through the pipe. Pickle protocol 5 hands the child each large contiguous buffer
-(a numpy array's data) out of band; the child appends them to one transfer file in ``spill_dir`` (a
-folder the parent made in /dev/shm where it has room, and removes with the file at the end) and sends
-``("spilled", (pickle, file name, spans, write_s))``. The parent maps the file copy-on-write and
-unpickles the arrays as views of the mapping: no copy, no second set of the arrays in the parent,
-pages read only where the GUI looks (a column never read costs no memory). A generator with more to
-do after a big item yields ``SendMapped(item)``: it is resumed with a twin of the item whose arrays
-are read-only views of the file, so it drops its own copy and goes on with the twin (the pages serve
-both processes); an array of a twin sent again is referenced in the file, not written twice. A child
-that cannot write the file (no room) sends the item through the pipe.
-A helper can be started ahead (:func:`prestart_helper`): it imports the modules it is told to and
-waits for its task, and the next :func:`iter_in_child` asked to (``ahead``) takes it instead of
-starting one (the Trace tab keeps one ready: a helper's start and imports are ~0.35 s of every trace
-opened).
+Big items do not go through the pipe; this is the one layer of our own. Pickle protocol 5 hands the
+child each large contiguous buffer (a numpy array's data) out of band; the child appends them to one
+transfer file in ``spill_dir`` (a folder the parent made in /dev/shm where it has room, and removes
+with the file at the end) and sends ``("spilled", (pickle, file name, spans, write_s))``. The parent
+maps the file copy-on-write and unpickles the arrays as views of the mapping: no copy, no second set
+of the arrays in the parent, pages read only where the GUI looks (a column never read costs no
+memory). A generator with more to do after a big item yields ``SendMapped(item)``: it is resumed
+with a twin of the item whose arrays are read-only views of the file, so it drops its own copy and
+goes on with the twin (the pages serve both processes); an array of a twin sent again is referenced
+in the file, not written twice. A child that cannot write the file (no room) sends the item through
+the pipe.
+
+A helper can be started ahead (:func:`prestart_helper`): it runs its initializer, imports the modules
+it is told to and waits for its task, and the next :func:`iter_in_child` asked to (``ahead``) takes
+it instead of starting one (the Trace tab keeps one ready: a helper's start and imports are ~0.35 s
+of every trace opened). The initializer (``"package.module:function"``, called with no arguments)
+is where process-wide settings for the work go (the trace loader's allocator settings,
+``core/trace/heap.py``): they then hold in the helper only, never in the GUI's process.
 The target is ``"package.module:function"`` called as ``function(*args, stop, **kwargs)`` with a
 ``threading.Event`` that is set when the parent asks to stop, so the generator ends cleanly (and
-keeps what it measured); after ``grace_s`` the parent kills it.
+keeps what it measured); after ``grace_s`` the parent kills it and whatever it started (the helper
+leads its own process group). A helper that dies (killed, a segfault, out of memory) is a
+:class:`HelperProcessError` that says how it ended.
 """
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import mmap
 import os
 import pickle
-import select
 import shutil
 import signal
-import struct
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-_HEADER = struct.Struct("<Q")
-CHILD_FLAG = "--gpuperf-child"  # frozen builds: the app's own executable runs child_main()
+if TYPE_CHECKING:   # multiprocessing is imported when the first helper starts (the window's start-up)
+    from multiprocessing.connection import Connection
+
 SPILL_MIN_BYTES = 1 << 16
 """Buffers at least this large travel out of band (through the spill file); smaller ones in the pickle."""
 _ALIGN = 64  # each spilled buffer starts at a multiple of this (numpy's SIMD loops like aligned data)
 CAN_SPILL = os.name == "posix"  # elsewhere a mapped file cannot be unlinked: everything goes in band
 SHM_MIN_FREE_BYTES = 4 << 30    # /dev/shm holds the transfer file when it has this much room
-PRELOAD_ENV = "GPUPERF_HELPER_PRELOAD"
-"""Modules (comma-separated) a helper started ahead imports while it waits for its task."""
+_POLL_S = 0.05   # how often the parent looks at its stop event while no item comes
 
 _spare_lock = threading.Lock()
-_spare: subprocess.Popen | None = None
-_spare_started_in: tuple[dict[str, str], str] | None = None   # its environment and working folder
+_spare: Helper | None = None     # the helper started ahead, waiting for its task
+_live: set[Helper] = set()       # every helper started and not yet ended (ended at exit)
 
 
 class SendMapped:
@@ -99,29 +106,6 @@ def spill_root() -> str:
 
 class HelperProcessError(RuntimeError):
     """The helper process died without saying why (killed, segfault, out of memory)."""
-
-
-def write_frame(out: BinaryIO, payload: Any) -> None:
-    data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
-    out.write(_HEADER.pack(len(data)))
-    out.write(data)
-    out.flush()
-
-
-def _read_exact(stream: BinaryIO, n: int) -> bytes:
-    chunks, got = [], 0
-    while got < n:
-        chunk = stream.read(n - got)
-        if not chunk:
-            raise EOFError
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
-
-
-def read_frame(stream: BinaryIO) -> Any:
-    (size,) = _HEADER.unpack(_read_exact(stream, _HEADER.size))
-    return pickle.loads(_read_exact(stream, size))  # noqa: S301 - our own child process
 
 
 def _address(raw: memoryview) -> int:
@@ -242,125 +226,199 @@ def load_spilled(data: bytes, name: str | None, spans: list[tuple[int, int]], fo
     return pickle.loads(data, buffers=[view[o:o + n] for o, n in spans])  # noqa: S301
 
 
-def _resolve(target: str) -> Callable[..., Iterator[Any]]:
+def _resolve(target: str) -> Callable[..., Any]:
     module_name, _, function_name = target.partition(":")
     return getattr(importlib.import_module(module_name), function_name)
 
 
-def _start_helper(env: dict[str, str]) -> subprocess.Popen:
-    # Its own process group: the helper may start workers (the trace engine's process pool),
-    # and a kill must reach them too.
-    return subprocess.Popen(child_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,  # noqa: S603
-                            env=env, start_new_session=os.name == "posix")
+def _started_in(initializer: str | None) -> tuple:
+    """What a helper's start depends on: one started before any of it changed would not see it."""
+    return dict(os.environ), os.getcwd(), tuple(sys.path), initializer
 
 
-def prestart_helper(preload: tuple[str, ...] = ()) -> None:
-    """Start a helper ahead that imports ``preload`` and waits: the next :func:`iter_in_child` takes
-    it. One at a time; a helper already waiting is kept."""
-    global _spare, _spare_started_in
+class Helper:
+    """One helper process and this side's ends of its two pipes."""
+
+    def __init__(self, preload: tuple[str, ...] = (), initializer: str | None = None) -> None:
+        import multiprocessing
+
+        _register_exit_hook()
+        context = multiprocessing.get_context("spawn")
+        task_end, self.tasks = context.Pipe(duplex=False)
+        self.items, item_end = context.Pipe(duplex=False)
+        self.started_in = _started_in(initializer)
+        # not a daemon: a daemonic process may not start workers (the trace engine's process pool)
+        self.process = context.Process(target=helper_main, name="gpuperf-helper", daemon=False,
+                                       args=(task_end, item_end, tuple(preload), initializer))
+        self.process.start()
+        self.pid = int(self.process.pid or 0)
+        self.exitcode: int | None = None   # kept once known: the process object is closed at the end
+        with _live_lock:
+            _live.add(self)
+        task_end.close()   # the child's ends: `items` reads EOF once the child is gone
+        item_end.close()
+
+    def poll(self) -> int | None:
+        """Its exit code, None while it runs."""
+        if self.exitcode is None:
+            self.exitcode = self.process.exitcode
+        return self.exitcode
+
+    def wait(self, timeout_s: float | None = 5.0) -> int | None:
+        if self.exitcode is None:
+            self.process.join(timeout_s)
+        return self.poll()
+
+    def ask_to_stop(self) -> None:
+        """Close the task pipe: the child's stop event is set (see :func:`_watch_parent`)."""
+        _close(self.tasks)
+
+    def how_it_ended(self) -> str:
+        code = self.wait()
+        if code is not None and code < 0:
+            name = signal.Signals(-code).name
+            why = ": out of memory? (the kernel's OOM killer sends SIGKILL)" if -code == signal.SIGKILL else ""
+            return f"the helper process was killed by {name} (exit code {code}){why}"
+        return f"the helper process ended unexpectedly (exit code {code})"
+
+    def kill(self) -> None:
+        """Kill the helper and whatever it started (its process group), if still running."""
+        if os.name == "posix":
+            try:
+                os.killpg(self.pid, signal.SIGKILL)   # the group outlives a helper that already exited
+                return
+            except (ProcessLookupError, PermissionError):
+                pass                                  # not yet its own group: kill the process
+        if self.poll() is None:
+            self.process.kill()
+
+    def end(self, grace_s: float = 0.0) -> None:
+        """Close the pipes, give it ``grace_s`` to exit, then kill it and its group; reap it."""
+        _close(self.tasks)
+        _close(self.items)
+        if grace_s:
+            self.wait(grace_s)
+        self.kill()
+        self.wait()
+        with _live_lock:
+            _live.discard(self)
+        if self.exitcode is not None:
+            self.process.close()   # its sentinel pipe now, not when the object is collected
+
+
+def _close(conn: Connection) -> None:
+    try:
+        conn.close()
+    except OSError:
+        pass
+
+
+_live_lock = threading.Lock()
+
+
+def _end_all_helpers() -> None:
+    """At exit: no helper outlives the app (multiprocessing would otherwise wait for each to end)."""
+    with _live_lock:
+        helpers = list(_live)
+    for helper in helpers:
+        helper.end()
+
+
+_exit_hook_registered = False
+
+
+def _register_exit_hook() -> None:
+    """Register :func:`_end_all_helpers` after multiprocessing's own exit hook, so it runs first
+    (exit hooks run last registered first): that one waits for every child process to end, and a
+    helper started ahead waits for a task that will never come."""
+    global _exit_hook_registered
+    import multiprocessing.util  # noqa: F401 - registers its exit hook on import
+
+    with _live_lock:
+        if not _exit_hook_registered:
+            atexit.register(_end_all_helpers)
+            _exit_hook_registered = True
+
+
+def prestart_helper(preload: tuple[str, ...] = (), initializer: str | None = None) -> None:
+    """Start a helper ahead that runs ``initializer``, imports ``preload`` and waits: the next
+    :func:`iter_in_child` with ``ahead`` and the same initializer takes it. One at a time; a helper
+    already waiting is kept."""
+    global _spare
     with _spare_lock:
         if _spare is not None and _spare.poll() is None:
             return
-        env = _child_env()
-        _spare = _start_helper({**env, PRELOAD_ENV: ",".join(preload)})
-        _spare_started_in = (env, os.getcwd())
+        _spare = Helper(preload, initializer)
 
 
 def discard_spare_helper() -> None:
-    """End the helper started ahead, if one waits (it exits when its stdin closes)."""
-    proc = _take_spare()
-    if proc is not None:
-        _close_pipes(proc)
-        if _wait(proc, 2.0) is None:
-            _kill_group(proc)
-            _wait(proc)
-
-
-def _take_spare() -> subprocess.Popen | None:
-    """The helper started ahead, if it still waits in the environment and folder a helper would
-    start in now (else None: one started before a setting changed would not see it)."""
+    """End the helper started ahead, if one waits (it exits when its task pipe closes)."""
     global _spare
     with _spare_lock:
-        proc, _spare = _spare, None
-    if proc is None:
+        helper, _spare = _spare, None
+    if helper is not None:
+        helper.end(grace_s=2.0)
+
+
+def _take_spare(initializer: str | None) -> Helper | None:
+    """The helper started ahead, if it still waits, was started with ``initializer`` and in the
+    environment, folder and ``sys.path`` a helper would start in now (else None)."""
+    global _spare
+    with _spare_lock:
+        helper, _spare = _spare, None
+    if helper is None:
         return None
-    if proc.poll() is None and _spare_started_in == (_child_env(), os.getcwd()):
-        return proc
-    _close_pipes(proc)
-    if proc.poll() is None:
-        _kill_group(proc)
-    _wait(proc)
+    if helper.poll() is None and helper.started_in == _started_in(initializer):
+        return helper
+    helper.end()
     return None
-
-
-def _close_pipes(proc: subprocess.Popen) -> None:
-    for pipe in (proc.stdin, proc.stdout):
-        try:
-            if pipe is not None:
-                pipe.close()
-        except OSError:
-            pass
-
-
-def child_command() -> list[str]:
-    if getattr(sys, "frozen", False):
-        return [sys.executable, CHILD_FLAG]
-    return [sys.executable, "-c", "from gpuperf_gui.core.child_stream import child_main; child_main()"]
-
-
-def _child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[2])  # the package's parent, for source checkouts
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return env
-
-
-def _readable(fd: int, timeout_s: float) -> bool:
-    if os.name == "nt":  # select() takes no pipes there: block on the read instead
-        return True
-    return bool(select.select([fd], [], [], timeout_s)[0])
 
 
 def iter_in_child(target: str, args: tuple = (), kwargs: dict | None = None,
                   stop: threading.Event | None = None, grace_s: float = 10.0,
-                  nice: int = 0, stats: dict[str, float] | None = None, ahead: bool = False) -> Iterator[Any]:
+                  nice: int = 0, stats: dict[str, float] | None = None, ahead: bool = False,
+                  initializer: str | None = None) -> Iterator[Any]:
     """Yield what ``target(*args, stop, **kwargs)`` yields, computed in a helper interpreter.
 
     When ``stop`` is set the child is asked to stop and its remaining items are still relayed; if it
-    has not finished ``grace_s`` later it is killed. Errors raised in the child are re-raised here.
-    ``nice`` lowers the child's CPU priority (POSIX) so the GUI wins a contended core. ``stats``, when
-    given, sums over the items ``transfer_s`` (the child's pickling and spill-file writing plus this
-    side's reading and unpickling), ``spilled_bytes`` (what went out of band) and ``file_bytes`` (the
-    transfer file's size: less than spilled_bytes when a twin's arrays were sent again). ``ahead``:
-    run in the helper :func:`prestart_helper` started, if one waits (the work it was started for).
+    has not finished ``grace_s`` later it is killed. Errors raised in the child are re-raised here;
+    a child that dies is a :class:`HelperProcessError`. ``nice`` lowers the child's CPU priority
+    (POSIX) so the GUI wins a contended core. ``stats``, when given, sums over the items
+    ``transfer_s`` (the child's pickling and spill-file writing plus this side's reading and
+    unpickling), ``spilled_bytes`` (what went out of band) and ``file_bytes`` (the transfer file's
+    size: less than spilled_bytes when a twin's arrays were sent again). ``ahead``: run in the helper
+    :func:`prestart_helper` started, if one waits (the work it was started for). ``initializer``:
+    ``"module:function"`` the helper calls before the task (process-wide settings for the work).
     """
     stop = stop or threading.Event()
-    spill_dir = Path(tempfile.mkdtemp(prefix="gpuperf-transfer-", dir=spill_root())) if CAN_SPILL else None
-    proc = (_take_spare() if ahead else None) or _start_helper(_child_env())
+    helper = (_take_spare(initializer) if ahead else None) or Helper(initializer=initializer)
     if nice and hasattr(os, "setpriority"):
         try:
-            os.setpriority(os.PRIO_PROCESS, proc.pid, nice)
+            os.setpriority(os.PRIO_PROCESS, helper.pid, nice)
         except OSError:
             pass
-    assert proc.stdin is not None and proc.stdout is not None
     stop_sent_at: float | None = None
+    spill_dir: Path | None = None
     try:
-        write_frame(proc.stdin, (target, tuple(args), dict(kwargs or {}), None if spill_dir is None else str(spill_dir)))
-        fd = proc.stdout.fileno()
+        if CAN_SPILL:   # after the start, inside the try: a failed start or mkdtemp leaves nothing
+            spill_dir = Path(tempfile.mkdtemp(prefix="gpuperf-transfer-", dir=spill_root()))
+        try:
+            helper.tasks.send((target, tuple(args), dict(kwargs or {}), None if spill_dir is None else str(spill_dir)))
+        except OSError:   # it died before its task (a helper started ahead, killed while it waited)
+            raise HelperProcessError(helper.how_it_ended()) from None
         while True:
             if stop.is_set() and stop_sent_at is None:
                 stop_sent_at = time.monotonic()
-                proc.stdin.close()  # EOF on the child's stdin: its stop event is set
+                helper.ask_to_stop()
             if stop_sent_at is not None and time.monotonic() - stop_sent_at > grace_s:
                 return
-            if not _readable(fd, 0.05):
+            if not helper.items.poll(_POLL_S):
                 continue
             started = time.perf_counter()
             try:
-                kind, payload = read_frame(proc.stdout)
-            except EOFError:
-                code = _wait(proc)
-                raise HelperProcessError(f"the helper process ended unexpectedly (exit code {code})") from None
+                kind, payload = helper.items.recv()
+            except (EOFError, OSError):
+                raise HelperProcessError(helper.how_it_ended()) from None
             if kind == "spilled":
                 data, name, spans, write_s = payload
                 payload = load_spilled(data, name, spans, spill_dir, unlink=False)   # goes with the folder
@@ -381,63 +439,42 @@ def iter_in_child(target: str, args: tuple = (), kwargs: dict | None = None,
             else:
                 return
     finally:
-        for stream in (proc.stdin, proc.stdout):
-            try:
-                stream.close()
-            except (OSError, ValueError):
-                pass
-        _kill_group(proc)
-        _wait(proc)
+        helper.end()
         if spill_dir is not None:
             shutil.rmtree(spill_dir, ignore_errors=True)   # a file the child wrote but we never read
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    """Kill the helper and whatever it started (its process group), if still running."""
-    if os.name == "posix":
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # the group outlives a helper that already exited
-        except (ProcessLookupError, PermissionError):
-            pass
-    elif proc.poll() is None:
-        proc.kill()
+# ----------------------------------------------------------------------------- the helper's side
 
-
-def _wait(proc: subprocess.Popen, timeout_s: float = 5.0) -> int | None:
-    try:
-        return proc.wait(timeout_s)
-    except subprocess.TimeoutExpired:
-        return None
-
-
-def _send_item(out: BinaryIO, item: Any, spill: SpillFile | None, want_twin: bool = False,
+def _send_item(out: Connection, item: Any, spill: SpillFile | None, want_twin: bool = False,
                relay: bool = True) -> Any:
     """Send one item; with ``want_twin``, return its twin mapped from the transfer file (or None).
     Not ``relay``: only store it in the file (nothing when there is no file)."""
     if spill is None:
         if relay:
-            write_frame(out, ("item", item))
+            out.send(("item", item))
         return None
     started = time.perf_counter()
     try:
         data, name, spans, _ = spill.dump(item)   # name None: all of it in ``data``
     except OSError:   # no room for the file: through the pipe
         if relay:
-            write_frame(out, ("item", item))
+            out.send(("item", item))
         return None
     twin = spill.twin(data, spans) if want_twin and name else None
     if relay:
-        write_frame(out, ("spilled", (data, name, spans, time.perf_counter() - started)))
+        out.send(("spilled", (data, name, spans, time.perf_counter() - started)))
     else:
-        write_frame(out, ("stored", time.perf_counter() - started))
+        out.send(("stored", time.perf_counter() - started))
     return twin
 
 
-def _watch_stdin(stdin: BinaryIO, stop: threading.Event) -> None:
+def _watch_parent(tasks: Connection, stop: threading.Event) -> None:
+    """Set ``stop`` when the task pipe reads EOF: the parent closed it (stop) or died."""
     try:
-        while stdin.read(1):
-            pass
-    except (OSError, ValueError):
+        while True:
+            tasks.recv()
+    except (EOFError, OSError):
         pass
     stop.set()
 
@@ -453,59 +490,62 @@ def _open_spill(spill_dir: str | None) -> SpillFile | None:
         return None
 
 
-def _preload(modules: str) -> None:
+def _preload(modules: tuple[str, ...]) -> None:
     """Import what a helper started ahead was told to, while it waits (a failure is the task's to
     report when it imports the module itself)."""
-    for name in filter(None, modules.split(",")):
+    for name in modules:
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001
             pass
 
 
-def child_main() -> None:
-    """Entry point of the helper process (see the module docstring)."""
-    out = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)  # stray prints go to stderr, not into the frame stream
+def _run(target: str, args: tuple, kwargs: dict, spill: SpillFile | None, out: Connection,
+         stop: threading.Event) -> None:
+    items = iter(_resolve(target)(*args, stop, **kwargs))
+    send = getattr(items, "send", None)   # a generator is resumed with the twin it asked for
+    reply = None
+    while True:
+        try:
+            item = send(reply) if send is not None else next(items)
+        except StopIteration:
+            break
+        mapped = isinstance(item, SendMapped)
+        reply = _send_item(out, item.item if mapped else item, spill, want_twin=mapped,
+                           relay=item.relay if mapped else True)
+        del item
+
+
+def helper_main(tasks: Connection, out: Connection, preload: tuple[str, ...], initializer: str | None) -> None:
+    """The helper process (see the module docstring)."""
+    if hasattr(os, "setsid"):
+        os.setsid()   # its own process group: a kill reaches the workers it starts
+    os.dup2(2, 1)     # stray prints go to stderr: the parent's stdout may be a CLI's JSON
     sys.stdout = sys.stderr
-    # Our own handle on the pipe; fd 0 and sys.stdin become /dev/null. A forked worker (the trace
-    # engine's process pool) closes sys.stdin at start-up and would deadlock on the lock the
-    # watcher thread holds while it blocks in read().
-    stdin = os.fdopen(os.dup(0), "rb")
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    sys.stdin = open(os.devnull)  # noqa: SIM115 - lives as long as the process
-    stop = threading.Event()
-    _preload(os.environ.pop(PRELOAD_ENV, ""))
+    init_error: BaseException | None = None
     try:
-        target, args, kwargs, spill_dir = read_frame(stdin)
-        spill = _open_spill(spill_dir)
-        threading.Thread(target=_watch_stdin, args=(stdin, stop), daemon=True).start()
-        items = iter(_resolve(target)(*args, stop, **kwargs))
-        send = getattr(items, "send", None)   # a generator is resumed with the twin it asked for
-        reply = None
-        while True:
-            try:
-                item = send(reply) if send is not None else next(items)
-            except StopIteration:
-                break
-            mapped = isinstance(item, SendMapped)
-            reply = _send_item(out, item.item if mapped else item, spill, want_twin=mapped,
-                               relay=item.relay if mapped else True)
-            del item
-        write_frame(out, ("done", None))
-    except BrokenPipeError:
+        if initializer:
+            _resolve(initializer)()
+    except BaseException as exc:  # noqa: BLE001 - reported as the task's failure
+        init_error = exc
+    _preload(preload)
+    try:
+        target, args, kwargs, spill_dir = tasks.recv()
+    except (EOFError, OSError):
+        return   # discarded before it was given a task
+    stop = threading.Event()
+    threading.Thread(target=_watch_parent, args=(tasks, stop), daemon=True).start()
+    try:
+        if init_error is not None:
+            raise init_error
+        _run(target, args, kwargs, _open_spill(spill_dir), out, stop)
+        out.send(("done", None))
+    except (BrokenPipeError, ConnectionResetError):
         pass  # the parent stopped listening (cancel): nothing to report
     except BaseException as exc:  # noqa: BLE001 - every failure goes back to the parent
         try:
-            write_frame(out, ("error", exc))
-        except BrokenPipeError:
+            out.send(("error", exc))
+        except (BrokenPipeError, ConnectionResetError):
             pass
         except Exception:  # noqa: BLE001 - the exception does not pickle
-            write_frame(out, ("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
-    finally:
-        try:
-            out.close()
-        except BrokenPipeError:
-            pass
+            out.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))

@@ -17,13 +17,24 @@ import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, get_args
+
+import msgspec
+from msgspec import Meta
 
 from gpuperf_gui.core.paths import user_devices_file
 from gpuperf_gui.core.roofline import ridge_flops_per_byte
-from gpuperf_gui.core.state_files import SetAside, loads_toml, read_state_text, report, set_aside
+from gpuperf_gui.core.state_files import (
+    SetAside,
+    checked,
+    loads_toml,
+    read_state_text,
+    report,
+    set_aside,
+)
 
-PRECISIONS = ("fp64", "fp64_tensor", "fp32", "fp32_tensor", "tf32", "bf16", "fp16", "fp8", "fp4", "int8")
+Precision = Literal["fp64", "fp64_tensor", "fp32", "fp32_tensor", "tf32", "bf16", "fp16", "fp8", "fp4", "int8"]
+PRECISIONS: tuple[str, ...] = get_args(Precision)
 """fp32_tensor: FP32 on the matrix units (AMD's "FP32 matrix"; NVIDIA has none, its tensor-core FP32 is tf32)."""
 TERA = 1e12
 GIGA = 1e9
@@ -160,82 +171,65 @@ class DeviceDatabase:
 
 # Largest values a device file may give (far beyond any device; larger is a unit slip):
 MAX_TFLOPS = 1e6   # an exaFLOP/s
-_MAXIMA = {"memory_bandwidth_tbs": 1e4, "memory_gb": 1e7, "l2_mib": 1e6, "boost_mhz": 1e5}
+TFlops = Annotated[float, Meta(gt=0, le=MAX_TFLOPS)]
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def _up_to(limit: float) -> Any:
+    return Annotated[float, Meta(gt=0, le=limit)]
 
 
-def _scaled(table: Any, scale: float, key: str) -> dict[str, float]:
-    if not isinstance(table, dict):
-        raise ValueError(f"{key} must be a table like {{ bf16 = 989.4 }}, got {_shown(table)}")
-    out: dict[str, float] = {}
-    for precision, value in table.items():
-        if precision not in PRECISIONS:
-            raise ValueError(f"unknown precision {precision!r} (use {', '.join(PRECISIONS)})")
-        if not _number(value) or not 0 < value <= MAX_TFLOPS:
-            raise ValueError(f"{precision} must be a number of TFLOP/s in (0, {MAX_TFLOPS:g}], "
-                             f"got {_shown(value)}")
-        out[precision] = float(value) * scale
-    return out
+class DeviceEntry(msgspec.Struct, frozen=True):
+    """One table of a devices file, as written there (TB/s, GB, MiB, MHz, TFLOP/s); other keys are
+    ignored. Checked by :func:`~gpuperf_gui.core.state_files.checked`."""
+
+    name: str | None = None
+    vendor: str = ""
+    arch: str = ""
+    notes: str = ""
+    revision: str = ""
+    memory_bandwidth_tbs: _up_to(1e4) | None = None    # type: ignore[valid-type]
+    memory_gb: _up_to(1e7) | None = None               # type: ignore[valid-type]
+    memory_unit: Literal["GB", "GiB"] = "GB"
+    l2_mib: _up_to(1e6) | None = None                  # type: ignore[valid-type]
+    boost_mhz: _up_to(1e5) | None = None               # type: ignore[valid-type]
+    sm_count: Annotated[int, Meta(gt=0, description="a positive integer")] | None = None
+    tflops: dict[Precision, TFlops] = {}
+    sparse_tflops: dict[Precision, TFlops] = {}
+    sources: str | list[str] = []
+    match: str | list[str] = []
 
 
-def _shown(value: Any) -> str:
-    """A value for an error message, cut short (a 5,000-deep array is not printed whole)."""
-    text = repr(value) if not isinstance(value, list) else "an array"
-    return text if len(text) <= 40 else text[:37] + "..."
+def _scaled(value: float | None, scale: float) -> float | None:
+    return None if value is None else float(value) * scale
 
 
-def _optional(entry: dict[str, Any], key: str, scale: float) -> float | None:
-    value = entry.get(key)
-    if value is None:
-        return None
-    if not _number(value) or not 0 < value <= _MAXIMA[key]:
-        raise ValueError(f"{key} must be a number in (0, {_MAXIMA[key]:g}], got {_shown(value)}")
-    return float(value) * scale
-
-
-def _strings(entry: dict[str, Any], key: str) -> tuple[str, ...]:
-    value = entry.get(key, ())
-    if isinstance(value, str):
-        return (value,)
-    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-        raise ValueError(f"{key} must be a list of strings")
-    return tuple(value)
+def _strings(value: str | list[str]) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
 
 
 def device_from_entry(device_id: str, entry: dict[str, Any], origin: str) -> Device:
-    """Build a :class:`Device` from one TOML table (units as in ``devices.toml``)."""
+    """Build a :class:`Device` from one TOML table (units as in ``devices.toml``); a key that
+    does not fit :class:`DeviceEntry` raises ValueError naming it."""
     if not re.fullmatch(r"[a-z0-9][a-z0-9.-]*", device_id):
         raise ValueError(f"device id {device_id!r} must be lowercase letters, digits and dashes")
-    sm_count = entry.get("sm_count")
-    if sm_count is not None and (not isinstance(sm_count, int) or isinstance(sm_count, bool)
-                                 or sm_count <= 0):
-        raise ValueError(f"sm_count must be a positive integer, got {_shown(sm_count)}")
-    for key in ("name", "vendor", "arch", "notes", "revision"):
-        if key in entry and not isinstance(entry[key], str):
-            raise ValueError(f"{key} must be a string, got {_shown(entry[key])}")
-    memory_unit = entry.get("memory_unit", "GB")
-    if memory_unit not in MEMORY_UNITS:
-        raise ValueError(f"memory_unit must be one of {', '.join(MEMORY_UNITS)}, got {_shown(memory_unit)}")
+    e = checked(entry, DeviceEntry, toml=True)
     return Device(
         id=device_id,
-        name=str(entry.get("name", device_id)),
-        vendor=str(entry.get("vendor", "")),
-        arch=str(entry.get("arch", "")),
-        memory_bandwidth_bytes_per_s=_optional(entry, "memory_bandwidth_tbs", TERA),
-        memory_bytes=_optional(entry, "memory_gb", MEMORY_UNITS[memory_unit]),
-        memory_unit=memory_unit,
-        sm_count=sm_count,
-        l2_bytes=_optional(entry, "l2_mib", MEBI),
-        boost_clock_hz=_optional(entry, "boost_mhz", 1e6),
-        dense_flops_per_s=_scaled(entry.get("tflops", {}), TERA, "tflops"),
-        sparse_flops_per_s=_scaled(entry.get("sparse_tflops", {}), TERA, "sparse_tflops"),
-        sources=_strings(entry, "sources"),
-        match=_strings(entry, "match"),
-        notes=str(entry.get("notes", "")),
-        revision=str(entry.get("revision", "")),
+        name=e.name if e.name is not None else device_id,
+        vendor=e.vendor,
+        arch=e.arch,
+        memory_bandwidth_bytes_per_s=_scaled(e.memory_bandwidth_tbs, TERA),
+        memory_bytes=_scaled(e.memory_gb, MEMORY_UNITS[e.memory_unit]),
+        memory_unit=e.memory_unit,
+        sm_count=e.sm_count,
+        l2_bytes=_scaled(e.l2_mib, MEBI),
+        boost_clock_hz=_scaled(e.boost_mhz, 1e6),
+        dense_flops_per_s={p: float(v) * TERA for p, v in e.tflops.items()},
+        sparse_flops_per_s={p: float(v) * TERA for p, v in e.sparse_tflops.items()},
+        sources=_strings(e.sources),
+        match=_strings(e.match),
+        notes=e.notes,
+        revision=e.revision,
         origin=origin,
     )
 

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from gpuperf_gui.core.model_presets import ModelConfig, count_params
-from gpuperf_gui.core.units import format_count, format_si
+from gpuperf_gui.core.units import format_count, format_percent, format_si
 from gpuperf_gui.core.units import format_duration_s as format_duration
 
 if TYPE_CHECKING:
@@ -781,7 +781,8 @@ def require_plausible(result: MfuResult) -> MfuResult:
 
 
 def _percent(fraction: float) -> str:
-    return f"{fraction:.0%}" if fraction < 100 else f"{fraction:.3g}× the peak"
+    """A fraction as "12%"; far above 1 (a slip in the inputs) as a multiple: "250× the peak"."""
+    return format_percent(fraction, 0, space=False) if fraction < 100 else f"{fraction:.3g}× the peak"
 
 
 def _with_warnings(result: MfuResult) -> MfuResult:

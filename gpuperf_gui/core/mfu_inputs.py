@@ -275,7 +275,7 @@ def example_form(preset: str) -> MfuForm:
 @dataclass(frozen=True)
 class ExampleCheck:
     """A preset's example run under this tool's default convention and under its source's, beside
-    what the source prints (issue 21.8: Llama-3 8B is 55.19 % here, 58.2 % in torchtitan, which
+    what the source prints (docs/conventions.md: Llama-3 8B is 55.19 % here, 58.2 % in torchtitan, which
     counts the embeddings: 58.19 % so)."""
 
     preset: str

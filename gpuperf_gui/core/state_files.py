@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import sys
 import tempfile
 import time
+import types
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Annotated, Any, Callable, Iterator, TypeVar
+
+import msgspec
+from msgspec import Meta
 
 try:
     import fcntl
@@ -24,7 +29,12 @@ except ImportError:  # pragma: no cover - Windows: saves are not locked there
     fcntl = None
 
 # open_regular is re-exported: the run files (bench.results) are opened through here too
-from .regular_files import MAX_STATE_FILE_BYTES, UnusableStateFile, open_regular, regular_file_problem  # noqa: F401
+from .regular_files import (  # noqa: F401
+    MAX_STATE_FILE_BYTES,
+    UnusableStateFile,
+    open_regular,
+    regular_file_problem,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -209,3 +219,120 @@ def loads_toml(text: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except RecursionError:
         raise ValueError("arrays or tables nested too deeply to read") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Records checked against declared types (msgspec), with messages that name the key
+
+T = TypeVar("T")
+FINITE_MAX = sys.float_info.max   # an upper bound that only inf (and nan) fail
+NonNegative = Annotated[float, Meta(ge=0, le=FINITE_MAX, description="a number ≥ 0")]
+
+
+class FieldError(ValueError):
+    """A record whose ``key`` does not hold what its declared type says: ``problem`` is "must be
+    <what the type says>, got <the value>" (or "missing")."""
+
+    def __init__(self, key: str, problem: str) -> None:
+        super().__init__(f"{key} {'is ' if problem == 'missing' else ''}{problem}" if key else problem)
+        self.key = key
+        self.problem = problem
+
+
+def checked(data: Any, cls: type[T], *, toml: bool = False) -> T:
+    """``data`` (parsed JSON or TOML) as a ``cls`` (a msgspec Struct or a dataclass whose fields
+    are annotated with ``Annotated[..., msgspec.Meta(...)]`` constraints); unknown keys ignored.
+    Raises :class:`FieldError` naming the first key that does not fit. A field's words in the
+    message are its ``Meta(description=...)``, else made from its type (in ``toml`` words: a
+    table, and no null)."""
+    try:
+        return msgspec.convert(data, cls)
+    except msgspec.ValidationError as exc:
+        raise _field_error(data, cls, str(exc), _TOML_WORDS if toml else _JSON_WORDS) from None
+
+
+_JSON_WORDS = ("an object", " or null")
+_TOML_WORDS = ("a table", "")   # TOML has no null: an optional key is left out
+
+
+def _field_error(data: Any, cls: type, message: str, words: tuple[str, str]) -> FieldError:
+    import typing
+
+    what, _at, path = message.partition(" - at ")
+    missing = re.match(r"Object missing required field `(\w+)`", what)
+    if missing:
+        return FieldError(missing.group(1), "missing")
+    field_match = re.search(r"\$\.(\w+)", path)
+    if field_match is None or not isinstance(data, dict):   # the record itself
+        return FieldError("", f"must be {words[0]}, got {shown(data)}")
+    key = field_match.group(1)
+    hint = typing.get_type_hints(cls, include_extras=True).get(key)
+    value = data.get(key)
+    if path.startswith("`key` in"):     # a key of a table that the type does not know
+        key_type, _ = typing.get_args(_unwrap(hint))
+        bad = next((k for k in value if not _fits(k, key_type)), None)
+        return FieldError(key, f"has an unknown key {bad!r} (use {_describe(key_type, words)[7:]})")
+    if path.endswith("[...]`") and isinstance(value, dict):   # one value of a table
+        _, value_type = typing.get_args(_unwrap(hint))
+        name, item = next(((k, v) for k, v in value.items() if not _fits(v, value_type)), ("?", None))
+        return FieldError(f"{key}.{name}", f"must be {_describe(value_type, words)}, got {shown(item)}")
+    return FieldError(key, f"must be {_describe(hint, words)}, got {shown(value)}")
+
+
+def _fits(value: Any, tp: Any) -> bool:
+    try:
+        msgspec.convert(value, tp)
+    except msgspec.ValidationError:
+        return False
+    return True
+
+
+def _unwrap(tp: Any) -> Any:
+    """``tp`` without ``Annotated`` and without ``| None``."""
+    import typing
+
+    if typing.get_origin(tp) is typing.Annotated:
+        tp = typing.get_args(tp)[0]
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    return args[0] if typing.get_origin(tp) in (typing.Union, types.UnionType) and len(args) == 1 else tp
+
+
+def _describe(tp: Any, words: tuple[str, str]) -> str:
+    """A declared type in words: its ``Meta(description=...)``, else made from the type."""
+    import typing
+
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_describe(a, words) for a in args if a is not type(None)) + (
+            words[1] if type(None) in args else "")
+    if origin is typing.Annotated:
+        metas = [m for m in args[1:] if isinstance(m, msgspec.Meta)]
+        described = next((m.description for m in metas if m.description), None)
+        return described or _describe(args[0], words) + "".join(_bounds(m) for m in metas)
+    if origin is typing.Literal:
+        return "one of " + ", ".join(str(a) for a in args)
+    if origin is dict or tp is dict:
+        return words[0]
+    if origin in (list, tuple) or tp in (list, tuple):
+        return "a list of strings" if args and args[0] is str else "a list"
+    return {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}.get(tp, str(tp))
+
+
+def _bounds(meta: Any) -> str:
+    low = meta.gt if meta.gt is not None else meta.ge
+    high = meta.lt if meta.lt is not None else meta.le
+    if high is not None and high >= FINITE_MAX:
+        high = None
+    if low is not None and high is not None:
+        return f" in {'(' if meta.gt is not None else '['}{low:g}, {high:g}{')' if meta.lt is not None else ']'}"
+    if low is not None:
+        return f" {'>' if meta.gt is not None else '≥'} {low:g}"
+    if high is not None:
+        return f" {'<' if meta.lt is not None else '≤'} {high:g}"
+    return ""
+
+
+def shown(value: Any) -> str:
+    """A value for an error message, cut short (a 5,000-deep array is not printed whole)."""
+    text = repr(value) if not isinstance(value, list) else "an array"
+    return text if len(text) <= 40 else text[:37] + "..."

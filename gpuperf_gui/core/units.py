@@ -119,16 +119,25 @@ def format_duration_s(seconds: float | None) -> str:
 
 
 # --------------------------------------------------------------------------------------------------
-# Sizes in bytes (binary prefixes, as `gpuperf bench` prints them) and lists of whole numbers.
+# Sizes in bytes (binary prefixes, as `gpuperf bench` prints them), percentages, milliseconds,
+# and lists of whole numbers.
 
 _BINARY = (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024))
+_DECIMAL = (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3))
 
 
-def format_bytes(value: float | None) -> str:
+def format_bytes(value: float | None, *, decimal: bool = False) -> str:
     """A size in bytes with a binary prefix: ``"256 KiB"``, ``"1.5 MiB"``, ``"2 GiB"``, ``"512 B"``
-    (whole numbers without decimals, else one decimal; three significant digits at most)."""
+    (whole numbers without decimals, else one decimal; three significant digits at most).
+    ``decimal``: SI prefixes and three significant digits, as memory budgets are typed
+    (``--memory-budget 16GB``, :func:`parse_bytes`): ``"2 GB"``, ``"512 MB"``, ``"12.6 kB"``."""
     if value is None or not math.isfinite(value):
         return "n/a"
+    if decimal:
+        for unit, scale in _DECIMAL:
+            if abs(value) >= scale:
+                return f"{value / scale:.3g} {unit}"
+        return f"{int(value)} bytes"
     for unit, scale in _BINARY:
         if abs(value) >= scale:
             number = value / scale
@@ -136,6 +145,24 @@ def format_bytes(value: float | None) -> str:
                 return f"{number:.0f} {unit}"
             return f"{number:.1f} {unit}" if abs(number) < 100 else f"{number:.0f} {unit}"
     return f"{value:.0f} B"
+
+
+def format_percent(fraction: float | None, decimals: int = 1, *, missing: str = "n/a", space: bool = True) -> str:
+    """A fraction as a percentage with fixed decimals: 0.1234 -> ``"12.3 %"`` (``space`` False:
+    ``"12.3%"``, for table columns and compact labels); None or not finite: ``missing``."""
+    if fraction is None or not math.isfinite(fraction):
+        return missing
+    return f"{100 * fraction:.{decimals}f}{' ' if space else ''}%"
+
+
+def format_ms(seconds: float | None, decimals: int = 2, *, missing: str = "n/a", unit: bool = True) -> str:
+    """A duration in milliseconds with fixed decimals: 0.01234 -> ``"12.34 ms"`` (``unit`` False:
+    ``"12.34"``, under a column headed ms). For figures read side by side (before and after, a
+    column of step times), where one unit compares better than :func:`format_duration_s`'s
+    scaling; None or not finite: ``missing``."""
+    if seconds is None or not math.isfinite(seconds):
+        return missing
+    return f"{1e3 * seconds:.{decimals}f}" + (" ms" if unit else "")
 
 
 def parse_whole_list(text: str, what: str = "sizes") -> tuple[int, ...]:

@@ -100,3 +100,49 @@ def whoami(stop: threading.Event) -> Iterator[tuple[int, bool]]:
     import sys
 
     yield os.getpid(), "child_targets_preloaded" in sys.modules
+
+
+def heap_settings(stop: threading.Event) -> Iterator[tuple[bool, bool]]:
+    """Whether this helper may set its heap up for loads, and numpy's huge-page advice inside a load."""
+    from gpuperf_gui.core.trace import heap
+
+    with heap.reused_heap():
+        inside = heap._set_numpy_hugepages(False)
+        heap._set_numpy_hugepages(inside)
+    yield heap._enabled, inside
+
+
+def killed(stop: threading.Event) -> Iterator[int]:
+    """Dies as the kernel's out-of-memory killer would end it."""
+    import signal
+
+    yield 1
+    os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(10)
+
+
+class _Unpicklable(Exception):
+    def __reduce__(self):
+        raise TypeError("not picklable")
+
+
+def unpicklable_error(stop: threading.Event) -> Iterator[int]:
+    yield 1
+    raise _Unpicklable("lost in transit")
+
+
+def prints(stop: threading.Event) -> Iterator[str]:
+    print("a stray print in the helper")
+    yield "after the print"
+
+
+def failing_initializer() -> None:
+    raise RuntimeError("the initializer failed")
+
+
+def big_arrays_forever(n: int, stop: threading.Event) -> Iterator[object]:
+    """Big items without end, whatever ``stop`` says (a transfer cancelled midway)."""
+    import numpy as np
+
+    while True:
+        yield os.getpid(), np.ones(n)

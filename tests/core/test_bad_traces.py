@@ -1,4 +1,4 @@
-"""Every reproducer of issue 11's trace input side, as a regression test: a correct load with every
+"""Broken, truncated and hostile trace inputs (docs/robustness.md, Traces), each a regression test: a correct load with every
 figure in range, or a clear error (exit 2, no traceback) that says what was wrong and where."""
 from __future__ import annotations
 

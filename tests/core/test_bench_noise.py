@@ -1,4 +1,4 @@
-"""Ceilings from noisy points (issue 21.10): a point whose interquartile spread is wide is marked
+"""Ceilings from noisy points (docs/conventions.md, Benchmark points that are not trusted): a point whose interquartile spread is wide is marked
 unreliable, is never saved as a ceiling, and the run says the machine was busy."""
 from __future__ import annotations
 

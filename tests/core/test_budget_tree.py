@@ -1,4 +1,4 @@
-"""The memory budget holds for the process tree (issue 22): a load in the window's helper counts
+"""The memory budget holds for the process tree (docs/robustness.md, Memory budget): a load in the window's helper counts
 the window's share of each event (the transfer file and the window's arrays), which the helper's
 own cost model does not see. 10^7 tiny events passed a 2 GB budget and the tree peaked at 2.25 GB
 (figures in core/trace/budget.py: WINDOW_EVENT_BYTES); the test is on the model, not a 10M run."""

@@ -1,5 +1,5 @@
 """DeviceCatalog: datasheet devices and measured ceilings in one place, one change callback, and
-loading the database reads no measurement (issue 13); measured ceilings say how (issue 10)."""
+loading the database reads no measurement; measured ceilings say how (docs/ARCHITECTURE.md, State files and the device catalog)."""
 from __future__ import annotations
 
 import subprocess

@@ -13,7 +13,7 @@ from gpuperf_gui.core.child_stream import HelperProcessError, iter_in_child
 
 @pytest.fixture(autouse=True)
 def _targets_importable(monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))   # a helper sees this process's sys.path
 
 
 def test_items_and_kwargs_are_relayed():
@@ -204,3 +204,106 @@ def test_a_helper_started_before_a_setting_changed_is_not_used(monkeypatch):
     child_stream.prestart_helper()
     child_stream.discard_spare_helper()
     assert child_stream._spare is None
+
+
+def test_a_helper_killed_by_a_signal_says_so_and_the_next_task_runs():
+    seen = []
+    with pytest.raises(HelperProcessError, match="killed by SIGKILL.*out of memory"):
+        for item in iter_in_child("child_targets:killed"):
+            seen.append(item)
+    assert seen == [1]
+    assert list(iter_in_child("child_targets:count", (2,))) == [0, 1]   # the app goes on
+
+
+def test_a_helper_started_ahead_that_died_while_waiting_is_replaced():
+    import os
+    import signal
+
+    from gpuperf_gui.core import child_stream
+
+    child_stream.discard_spare_helper()
+    child_stream.prestart_helper()
+    spare = child_stream._spare
+    os.kill(spare.pid, signal.SIGKILL)
+    assert spare.wait(5) is not None
+    [(pid, _)] = list(iter_in_child("child_targets:whoami", ahead=True))
+    assert pid != spare.pid
+
+
+def test_an_error_that_does_not_pickle_still_arrives_with_its_message():
+    with pytest.raises(RuntimeError, match="_Unpicklable: lost in transit"):
+        list(iter_in_child("child_targets:unpicklable_error"))
+
+
+def test_a_failing_initializer_is_the_task_error():
+    with pytest.raises(RuntimeError, match="the initializer failed"):
+        list(iter_in_child("child_targets:count", (2,), initializer="child_targets:failing_initializer"))
+
+
+def test_a_helper_started_ahead_with_another_initializer_is_not_used():
+    from gpuperf_gui.core import child_stream
+
+    child_stream.discard_spare_helper()
+    child_stream.prestart_helper(initializer="child_targets:count")
+    spare = child_stream._spare
+    [(pid, _)] = list(iter_in_child("child_targets:whoami", ahead=True))
+    assert pid != spare.pid and spare.wait(5) is not None
+
+
+def test_stray_prints_in_the_helper_go_to_stderr(capfd):
+    assert list(iter_in_child("child_targets:prints")) == ["after the print"]
+    out, err = capfd.readouterr()
+    assert "stray print" not in out and "stray print" in err
+
+
+def test_a_transfer_of_big_arrays_cancelled_midway_leaves_no_file_and_no_helper(tmp_path, monkeypatch):
+    from gpuperf_gui.core import child_stream
+
+    if not child_stream.CAN_SPILL:
+        pytest.skip("out-of-band transfer is POSIX only")
+    monkeypatch.setattr(child_stream, "spill_root", lambda: str(tmp_path))
+    stop = threading.Event()
+    got = []
+    for pid, array in iter_in_child("child_targets:big_arrays_forever", (500_000,), stop=stop, grace_s=0.0):
+        got.append(float(array.sum()))
+        if len(got) == 2:
+            stop.set()
+    assert got[:2] == [500_000.0, 500_000.0]
+    assert list(tmp_path.iterdir()) == []            # the transfer file and its folder are gone
+    deadline = time.monotonic() + 5
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)
+
+
+def test_an_app_that_exits_with_a_helper_started_ahead_does_not_wait_for_it():
+    import subprocess
+    import sys
+
+    code = ("from gpuperf_gui.core.child_stream import prestart_helper, _spare\n"
+            "import gpuperf_gui.core.child_stream as cs\n"
+            "cs.prestart_helper()\n"
+            "print(cs._spare.pid, flush=True)\n")   # exits with the spare still waiting for a task
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - started < 15
+    pid = int(done.stdout.split()[0])
+    deadline = time.monotonic() + 5
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)
+
+
+def test_a_helper_that_cannot_start_leaves_no_transfer_folder(tmp_path, monkeypatch):
+    """A script without the spawn rule's main guard fails so (docs/helper-process.md)."""
+    from gpuperf_gui.core import child_stream
+
+    def cannot_start(*_args, **_kwargs):
+        raise RuntimeError("An attempt has been made to start a new process before ...")
+
+    monkeypatch.setattr(child_stream, "spill_root", lambda: str(tmp_path))
+    monkeypatch.setattr(child_stream, "Helper", cannot_start)
+    with pytest.raises(RuntimeError, match="start a new process"):
+        list(iter_in_child("child_targets:count", (2,)))
+    assert list(tmp_path.iterdir()) == []

@@ -1,4 +1,4 @@
-"""`gpuperf roofline` number arguments bounded to what is physically meaningful (issue 11): a clear
+"""`gpuperf roofline` number arguments bounded to what is physically meaningful (docs/cli.md): a clear
 one-line error and exit 2, never a traceback or a figure from a typo; JSON never fails on inf/NaN."""
 from __future__ import annotations
 

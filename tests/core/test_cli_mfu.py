@@ -152,7 +152,7 @@ def test_step_time_error_names_the_unit(capsys) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Issue 11: every number bounded to what is physically meaningful; errors name the option or file
+# Every number bounded to what is physically meaningful (docs/cli.md); errors name the option or file
 
 
 def _error(capsys, argv: list[str]) -> str:

@@ -1,4 +1,4 @@
-"""The --dask-scheduler help says what a tcp:// scheduler exposes (issue 22): it is unauthenticated
+"""The --dask-scheduler help says what a tcp:// scheduler exposes (docs/robustness.md): it is unauthenticated
 and exchanges pickles, so a user reads it before pointing the tool at one."""
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ def test_idle_or_gpu_less_traces_are_inconclusive_never_healthy(shared_traces: P
 
 def test_a_gpu_idle_on_host_work_is_host_bound_not_inconclusive(shared_traces: Path) -> None:
     """alexnet: GPU busy 0.5 %, host wait 100 %: the host runs cuDNN autotuning (aten::cudnn_convolution
-    for seconds) and launches nothing. Issue 9: never inconclusive when the idle is clearly host wait."""
+    for seconds) and launches nothing. Never `inconclusive` when the idle is clearly host wait (docs/signatures.md)."""
     _, a = loaded(shared_traces / "hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz")
     d = diagnose_rank(a)
     assert d.signature == "host_bound" and d.confidence <= 0.5, d.evidence

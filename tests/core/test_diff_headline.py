@@ -1,4 +1,4 @@
-"""`gpuperf diff`'s headline (issue 21.3) against step times measured without the profiler.
+"""`gpuperf diff`'s headline (docs/conventions.md) against step times measured without the profiler.
 
 * The profiler-stretch calibration (diff_headline.PROFILER_STRETCH) is recomputed here from the
   single-rank H200 scenarios of tests/data/h200: trace step over the unprofiled step in meta.json.

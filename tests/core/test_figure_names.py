@@ -1,4 +1,4 @@
-"""One name, one definition, one value per figure (issue 21.5), on the trace that showed
+"""One name, one definition, one value per figure (docs/conventions.md, Two communication figures), on the trace that showed
 "exposed communication" as 21.4 %, 35.8 % and 36 % on three screens: hta/df_index_resolver (rank 1
 of 2, NCCL). Independent values: HTA 0.5.0 measures no comm/compute overlap on it and metrics.md §5
 gives 20.6 % exposed NCCL time; both figures are recomputed here from the raw events where they can be.

@@ -245,7 +245,7 @@ def test_diagnose_json_roofline_points_are_the_views_points(shared_traces: Path,
 
 
 def test_a_trace_with_bad_shapes_loads_and_gives_no_points(tmp_path: Path) -> None:
-    """Issue 11: an ``aten::bmm`` with one input shape and an ``aten::mm`` with a 1e308 dim once
+    """An ``aten::bmm`` with one input shape and an ``aten::mm`` with a 1e308 dim once
     raised IndexError / OverflowError while loading. Now: loaded, no FLOPs, no roofline point."""
     def op(name: str, ts: int, dims: list, corr: int) -> list[dict]:
         return [{"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": 50,

@@ -151,7 +151,7 @@ def test_cpu_estimate_counts_physical_cores_not_threads():
     assert estimate_cpu_peak(text).cores == 4
 
 
-# Issue 21.9: what an independent check of the database found --------------------------------------
+# What an independent check of the database found (docs/conventions.md, Device database) --------------------------------------
 
 def test_h200_l2_and_memory_as_the_device_itself_reports(db):
     """The H200 of tests/data/shared_traces/h200/ceilings.json (torch.cuda.get_device_properties on

@@ -1,4 +1,4 @@
-"""HFU under selective recompute, two conventions (issue 21.7), against the published pairs.
+"""HFU under selective recompute, two conventions (docs/conventions.md, MFU and HFU), against the published pairs.
 
 Korthikanti et al. 2022 (arXiv 2205.05198) as the Megatron-LM README prints them, on A100:
 22B 41.5 -> 43.7 %, 175B 51.4 -> 52.8 %, 530B 56.0 -> 57.0 %, 1T 56.3 -> 57.0 % (MFU -> HFU,
@@ -84,7 +84,7 @@ def test_cli_recompute_convention(capsys) -> None:
     assert (outs[1]["hfu"] - outs[1]["mfu"]) == pytest.approx(3 * (outs[0]["hfu"] - outs[0]["mfu"]))
 
 
-# Issue 21.8: each preset's example run under the convention that reproduces its source -------------
+# Each preset's example run under the convention that reproduces its source -------------
 
 # What each source prints (the papers/READMEs quoted in model_presets.EXAMPLE_RUNS), to its precision
 PRINTED = {"GPT-2 124M": (37.14, None), "GPT-3 175B": (51.4, 52.8), "Llama-3 8B": (58.2, None),

@@ -1,6 +1,6 @@
-"""The MFU lints of issue 21.6 (the seed's five ways to compute MFU wrong), through `gpuperf mfu`:
+"""The MFU checks of docs/conventions.md (five common ways to compute MFU wrong), through `gpuperf mfu`:
 each fires on the wrong input and stays silent on the right one. The figures that make an input
-wrong come from the datasheets (shared/reference/hardware.md) and hand counts, written here."""
+wrong come from the datasheets (docs/reference/hardware.md) and hand counts, written here."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""The profiler's overhead with its spread (issue 21.4): hand-made step sets, then the H200 traces
+"""The profiler's overhead with its spread (docs/conventions.md, Profiler overhead): hand-made step sets, then the H200 traces
 of tests/data/h200/unprofiled (gpuperf profile: steps timed with the profiler idle and recording)."""
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def _key(name: str) -> dict:
 
 
 @pytest.mark.parametrize("name, expected", [
-    # hand-read from each trace's gpuperf_unprofiled lists (SOURCES.md: the H200 runs of issue 14)
+    # hand-read from each trace's gpuperf_unprofiled lists (tests/data/h200/SOURCES.md: the unprofiled H200 runs)
     ("eager_tiny.r0.json.gz", "+77 %"),      # 11.88 / 6.71 ms
     ("loader_fed.r0.json.gz", "+10 %"),      # 50.49 / 45.76 ms, above every idle step (max 46.47)
     ("loader0.r2.json.gz", "not measurable"),  # 92.6 ms recorded within the idle steps' 75.7-104 ms

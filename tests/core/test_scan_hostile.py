@@ -1,4 +1,4 @@
-"""Files made to break the C scanner or the streamed decoder (issue 22): each is read exactly as the
+"""Files made to break the C scanner or the streamed decoder (docs/robustness.md, Traces): each is read exactly as the
 msgspec path reads it, or refused with one clear line and exit 2; never a SystemError, a
 RecursionError or a quadratic interning.
 

@@ -1,4 +1,4 @@
-"""State files that are not regular files, or too big, and state files written at once (issue 22).
+"""State files that are not regular files, or too big, and state files written at once (docs/robustness.md, State files).
 
 Every file we read (saved ceilings, devices.toml, run files, traces) goes through one check before
 a byte is read (:func:`state_files.open_regular`): a FIFO, a folder or a link to ``/dev/zero`` is

@@ -1,6 +1,6 @@
 """Corrupted state files (saved ceilings, the user's devices.toml, run files): every command still
 runs, says once on stderr what it set aside (path, line or key, what is wrong), and the file is
-renamed ``.bad``, never deleted (issue 11's reproducers)."""
+renamed ``.bad``, never deleted (docs/robustness.md, State files)."""
 from __future__ import annotations
 
 import json

@@ -307,8 +307,9 @@ def test_pool_workers_decode_serially_and_small_files_stay_in_process() -> None:
 
 def test_streamed_load_holds_neither_the_whole_text_nor_every_struct(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """Peak traced memory per event under issue 12's 200-byte target; the whole-file path holds
-    the text and every struct at once (more than the file's size)."""
+    """Peak traced memory per event under 200 bytes (docs/performance.md: the streamed load's
+    process tree holds 150 to 199 B per event); the whole-file path holds the text and every
+    struct at once (more than the file's size)."""
     import tracemalloc
 
     monkeypatch.setattr(source, "OUT_CHUNK_BYTES", 256 << 10)

@@ -1,4 +1,4 @@
-"""Analysis against HTA 0.5.0's figures (shared/traces/SOURCES.md) and the H200 runs' meta.json."""
+"""Analysis against HTA 0.5.0's figures (tests/data/shared_traces/SOURCES.md) and the H200 runs' meta.json."""
 from __future__ import annotations
 
 import gzip

@@ -1,4 +1,4 @@
-"""Loader: every dialect in shared/traces, ranks, gzip by magic, truncation, limits, errors."""
+"""Loader: every dialect in tests/data/shared_traces, ranks, gzip by magic, truncation, limits, errors."""
 from __future__ import annotations
 
 import gzip

@@ -1,8 +1,8 @@
 """Precision per kernel and per trace, FLOPs only on the math kernels, % of roof at the kernel's own
-precision (issue 21 items 1, 2, 11).
+precision (docs/precision.md).
 
 Expected values come from the raw trace JSON counted by hand here (2·m·k·n of each GEMM op from its
-"Input Dims", the kernels' "dur") and the H200 SXM datasheet (shared/reference/hardware.md: 989.4
+"Input Dims", the kernels' "dur") and the H200 SXM datasheet (docs/reference/hardware.md: 989.4
 TFLOP/s bf16 dense, 66.9 TFLOP/s fp32, 4.8 TB/s), never from the code under test.
 """
 from __future__ import annotations

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuperf_gui.core.units import format_bytes, format_si, parse_positive, parse_whole_list
+from gpuperf_gui.core.units import format_bytes, format_ms, format_percent, format_si, parse_positive, parse_whole_list
 
 
 @pytest.mark.parametrize("value, text", [
@@ -48,3 +48,28 @@ def test_format_clock_minutes_and_seconds() -> None:
 
     assert [format_clock(s) for s in (None, -3, 0.4, 59.6, 125, 3600)] == ["0:00", "0:00", "0:00", "1:00",
                                                                           "2:05", "60:00"]
+
+
+@pytest.mark.parametrize("value, text", [
+    (2e9, "2 GB"), (512e6, "512 MB"), (12_600, "12.6 kB"), (16 * 10**9, "16 GB"), (999, "999 bytes"),
+    (1.5e12, "1.5 TB"), (None, "n/a"),
+])
+def test_format_bytes_decimal_prefixes_as_budgets_are_typed(value, text) -> None:
+    assert format_bytes(value, decimal=True) == text
+
+
+@pytest.mark.parametrize("fraction, kwargs, text", [
+    (0.1234, {}, "12.3 %"), (1.0, {}, "100.0 %"), (0.125, {"decimals": 0, "space": False}, "12%"),
+    (0.0, {"space": False}, "0.0%"), (None, {}, "n/a"), (None, {"missing": "-"}, "-"),
+    (float("nan"), {"missing": "-"}, "-"), (-0.05, {}, "-5.0 %"),
+])
+def test_format_percent(fraction, kwargs, text) -> None:
+    assert format_percent(fraction, **kwargs) == text
+
+
+@pytest.mark.parametrize("seconds, kwargs, text", [
+    (0.01234, {}, "12.34 ms"), (1.5, {}, "1500.00 ms"), (0.0801234, {"decimals": 3, "unit": False}, "80.123"),
+    (None, {"missing": "-"}, "-"), (float("inf"), {}, "n/a"),
+])
+def test_format_ms(seconds, kwargs, text) -> None:
+    assert format_ms(seconds, **kwargs) == text

@@ -212,7 +212,7 @@ def test_projection_bounds_the_held_out_pairs(pair: dict) -> None:
 
 
 def test_eager_tiny_to_cuda_graphs_is_bounded() -> None:
-    """eager_tiny -> compiled_tiny_cudagraphs (issue 14's pair): 6.54 -> 2.92 ms unprofiled. The
+    """eager_tiny -> compiled_tiny_cudagraphs (a pair recorded on the H200, tests/data/h200/SOURCES.md): 6.54 -> 2.92 ms unprofiled. The
     profiled step is 15.3 ms (the profiler more than doubles this host-bound step), and the bound
     takes the profiler's cost at its least, so it is loose: within 5x."""
     measured = _meta("eager_tiny")["unprofiled_step_time_s"] / _meta("compiled_tiny_cudagraphs")["unprofiled_step_time_s"]

@@ -17,7 +17,7 @@ def loaded(path: Path) -> tuple[RankTrace, RankAnalysis]:
 
 
 def sources_table(shared: Path) -> dict[str, dict]:
-    """Rows of shared/traces/SOURCES.md's file table: events, rank and HTA 0.5.0 figures."""
+    """Rows of the shared traces' SOURCES.md file table (tests/data/shared_traces): events, rank and HTA 0.5.0 figures."""
     rows = {}
     for line in (shared / "SOURCES.md").read_text().splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]

@@ -51,16 +51,19 @@ def test_screenshot_with_a_trace_draws_its_lanes(qapp, tmp_path: Path) -> None:
 
 
 def _child_pids() -> set[int]:
-    """Live processes whose parent is this one (the helper interpreters), zombies included."""
+    """Live processes whose parent is this one (the helper interpreters), zombies included; not
+    multiprocessing's resource tracker, which its first spawned process starts and which lives as
+    long as this process (one per process, not per helper: docs/helper-process.md)."""
     me, found = os.getpid(), set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            tracker = b"multiprocessing.resource_tracker" in (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if int(fields[1]) == me:
+        if int(fields[1]) == me and not tracker:
             found.add(int(entry.name))
     return found
 

@@ -1,4 +1,4 @@
-"""The Compare page's wording (issue 23.13) and its headline = `gpuperf diff`'s (issue 21.3):
+"""The Compare page's wording and its headline = `gpuperf diff`'s (docs/conventions.md, `gpuperf diff`):
 eager_small -> compiled_small of tests/data/h200 prints 0.960x profiled, 1.069x without the profiler."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The window starts with each corrupted state file in place (issue 11) and says once, in the status
+"""The window starts with each corrupted state file in place (docs/robustness.md, State files) and says once, in the status
 bar, what it set aside: QSettings values of the wrong type, a bad ceilings file, a bad devices.toml."""
 from __future__ import annotations
 

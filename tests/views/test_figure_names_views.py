@@ -1,4 +1,4 @@
-"""The Trace tab's screens name and show the two communication figures as core does (issue 21.5):
+"""The Trace tab's screens name and show the two communication figures as core does (docs/conventions.md, Two communication figures):
 hta/df_index_resolver, communication wait 35.8 %, exposed comm kernels 21.4 %."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hostile inputs in the window (issue 22): a settings file that is a FIFO, names from a trace that
+"""Hostile inputs in the window (docs/robustness.md): a settings file that is a FIFO, names from a trace that
 look like HTML, a run file whose points claim 1e-300 s. Each gives a note or is shown as plain
 text; nothing raises in the event loop (pytest-qt fails a test on any exception there)."""
 from __future__ import annotations

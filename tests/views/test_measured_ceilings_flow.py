@@ -1,6 +1,7 @@
 """Measured ceilings reach every tab through one path (bench -> AppContext -> DeviceCatalog ->
-ceilings_changed), whatever the order listeners were connected in (issue 13), and the window says
-how they were measured (issue 10)."""
+ceilings_changed), whatever the order listeners were connected in (the catalog is complete before its one change
+callback runs: docs/ARCHITECTURE.md, State files and the device catalog), and the window says how
+they were measured."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""The MFU tab's HFU convention and the preset-vs-source line (issues 21.7, 21.8), = `gpuperf mfu`."""
+"""The MFU tab's HFU convention and the preset-vs-source line (docs/conventions.md, MFU and HFU), = `gpuperf mfu`."""
 from __future__ import annotations
 
 import json

@@ -14,7 +14,7 @@ import pytest
 from gpuperf_gui import platform_check
 from gpuperf_gui.platform_check import XCB_LIBRARIES, display_problem, missing_libraries
 
-# The issue's wording (issue 23), not the module's constant.
+# The line as docs/user-guide.md gives it, not the module's constant: the test fails if either moves.
 NO_DISPLAY_LINE = "gpuperf-gui: no display: set DISPLAY or use --screenshot/QT_QPA_PLATFORM=offscreen"
 
 

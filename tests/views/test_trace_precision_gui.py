@@ -1,6 +1,6 @@
 """Opening traces of two precisions and two devices one after the other, whatever the toolbar says:
 no kernel shows more than 100 % of its roof, and Send to MFU divides by the trace's own peak
-(issue 21 item 1; issue 23 item 6). Peaks from the datasheets (shared/reference/hardware.md): H200
+(docs/precision.md). Peaks from the datasheets (docs/reference/hardware.md): H200
 SXM and H100 SXM, 989.4 TFLOP/s bf16 dense and 66.9 TFLOP/s fp32; 4.8 and 3.35 TB/s."""
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ The race this pins down: one file's lanes arrive first, its analysis after them.
 is busy (here: stalled ~100 ms) while the worker finishes the analysis, both items wait in the
 event queue. Before, the worker had already written the analysis into the LoadedTrace the first
 item carried, so the tab saw "analysis done" on the lanes item *and* on the analysis item:
-``trace_loaded`` fired twice and the diagnosis was drawn twice (issue 19: [1, 1, 2, 2, 1] over five
-opens). Each open must show its analysis exactly once.
+``trace_loaded`` fired twice and the diagnosis was drawn twice ([1, 1, 2, 2, 1] times over five
+opens; docs/ARCHITECTURE.md, One trace object, snapshots across threads). Each open must show its analysis exactly once.
 """
 
 from __future__ import annotations

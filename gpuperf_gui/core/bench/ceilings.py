@@ -22,17 +22,27 @@ file with a wrong type or a bad value is set aside (``<device>.json.bad``) and r
 from __future__ import annotations
 
 import json
-import math
-import re
 import time
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Iterable
+
+from msgspec import Meta
 
 from gpuperf_gui.core.bench.plans import MEMORY_KERNELS
 from gpuperf_gui.core.hardware import Device, DeviceDatabase, load_database
 from gpuperf_gui.core.paths import default_results_dir
-from gpuperf_gui.core.state_files import atomic_write_text, locked, read_state_text, set_aside
+from gpuperf_gui.core.state_files import (
+    FINITE_MAX,
+    FieldError,
+    NonNegative,
+    atomic_write_text,
+    checked,
+    locked,
+    read_state_text,
+    set_aside,
+    shown,
+)
 from gpuperf_gui.core.units import format_si, json_safe
 
 if TYPE_CHECKING:
@@ -42,33 +52,47 @@ FILE_FORMAT = 2   # {"format": 2, "device_id", "entries": [...]}; format 1 was o
 COLLECTIVE_KERNELS = ("all_reduce", "all_gather", "reduce_scatter")
 
 
+RATE_RANGE = (1.0, 1e21)
+"""Measured rates a file may give (FLOP/s, bytes/s): 1/s to a zettaFLOP/s, far beyond any device. A
+run file whose ceilings claimed 1e287 EFLOP/s (from points of 1e-300 s) was shown and kept."""
+DeviceId = Annotated[str, Meta(pattern=r"^[a-z0-9][a-z0-9.-]*$",
+                               description="a device id (lowercase letters, digits, dashes)")]
+Rate = Annotated[float, Meta(ge=RATE_RANGE[0], le=RATE_RANGE[1],
+                             description=f"a rate in {RATE_RANGE[0]:g}..{RATE_RANGE[1]:g} per second")]
+Bandwidth = Annotated[float, Meta(ge=RATE_RANGE[0], le=RATE_RANGE[1],
+                                  description=f"a number of bytes/s in {RATE_RANGE[0]:g}..{RATE_RANGE[1]:g}")]
+UnixTime = Annotated[float, Meta(ge=0, le=FINITE_MAX, description="a Unix time (a number ≥ 0)")]
+Count = Annotated[int, Meta(ge=0, description="a whole number ≥ 0")]
+
+
 @dataclass(frozen=True)
 class MeasuredCeilings:
     """Best measured rates of one device (SI units) and their fraction of the datasheet."""
 
-    device_id: str                                   # hardware database id ("h200", "cpu")
+    device_id: DeviceId                              # hardware database id ("h200", "cpu")
     device_name: str = ""                            # "NVIDIA H200", CPU model
     torch_device: str = ""                           # "cuda:0", "cpu"
-    matmul_flops_per_s: dict[str, float] = field(default_factory=dict)   # dtype -> best FLOP/s
+    matmul_flops_per_s: dict[str, Rate] = field(default_factory=dict)    # dtype -> best FLOP/s
     matmul_labels: dict[str, str] = field(default_factory=dict)          # dtype -> best point
-    bandwidth_bytes_per_s: float | None = None
+    bandwidth_bytes_per_s: Bandwidth | None = None
     bandwidth_label: str = ""
     bandwidth_beyond_cache: bool = True              # False: only in-cache points were measured
-    flops_fraction_of_datasheet: dict[str, float] = field(default_factory=dict)
-    bandwidth_fraction_of_datasheet: float | None = None
-    collective_busbw_bytes_per_s: dict[str, float] = field(default_factory=dict)
+    flops_fraction_of_datasheet: dict[str, NonNegative] = field(default_factory=dict)
+    bandwidth_fraction_of_datasheet: NonNegative | None = None
+    collective_busbw_bytes_per_s: dict[str, Rate] = field(default_factory=dict)
     method: str = ""                                 # timer family: "cpu-perf_counter", "cuda-events"
-    throttled_points: int = 0
-    unreliable_points: int = 0                       # spread too wide (noise.py): never a ceiling
+    throttled_points: Count = 0
+    unreliable_points: Count = 0                     # spread too wide (noise.py): never a ceiling
     complete: bool = True                            # False: the run was stopped early
-    measured_at: float = 0.0                         # Unix time (saved file: of its newest entry)
+    measured_at: UnixTime = 0.0                      # Unix time (saved file: of its newest entry)
     # Where each entry came from (run file name, "" when the run kept no file) and when (Unix time):
     matmul_runs: dict[str, str] = field(default_factory=dict)            # dtype -> run
-    matmul_measured_at: dict[str, float] = field(default_factory=dict)   # dtype -> Unix time
+    matmul_measured_at: dict[str, NonNegative] = field(default_factory=dict)   # dtype -> Unix time
     bandwidth_run: str = ""
-    bandwidth_measured_at: float = 0.0
+    bandwidth_measured_at: UnixTime = 0.0
     collective_runs: dict[str, str] = field(default_factory=dict)        # op -> run
-    threads: int | None = None                       # torch CPU threads (None: a GPU, or unknown)
+    threads: Annotated[int, Meta(gt=0, description="a positive whole number")] | None = None
+    """torch CPU threads (None: a GPU, or unknown)"""
 
     @property
     def key(self) -> tuple[int | None, str]:
@@ -85,17 +109,13 @@ class MeasuredCeilings:
 
     @classmethod
     def from_json_dict(cls, data: dict[str, Any]) -> MeasuredCeilings:
-        """Checked field by field: a wrong type or value raises :class:`CeilingsFileError` (a
-        ValueError) naming the key; unknown keys are ignored (files of newer versions)."""
-        if not isinstance(data, dict):
-            raise CeilingsFileError("", f"an entry must be an object, got {type(data).__name__}")
-        names = {f.name for f in fields(cls)}
-        values = {key: value for key, value in data.items() if key in names}
-        for key, value in values.items():
-            _check_field(key, value)
-        if "device_id" not in values:
-            raise CeilingsFileError("device_id", "missing")
-        return cls(**values)
+        """Checked against the fields' declared types: a wrong type or value raises
+        :class:`CeilingsFileError` (a ValueError) naming the key; unknown keys are ignored (files
+        of newer versions)."""
+        try:
+            return checked(data, cls)
+        except FieldError as exc:
+            raise CeilingsFileError(exc.key, exc.problem if exc.key else f"an entry {exc.problem}") from None
 
     def to_device(self, database: DeviceDatabase) -> Device:
         """The device with these ceilings as its roofline (``DeviceDatabase.with_measured``)."""
@@ -151,82 +171,6 @@ class CeilingsFileError(ValueError):
         super().__init__(f"{key}: {problem}" if key else problem)
         self.key = key
         self.problem = problem
-
-
-_ID = re.compile(r"[a-z0-9][a-z0-9.-]*")
-_STRINGS = {"device_name", "torch_device", "bandwidth_label", "method", "bandwidth_run"}
-_RATE_TABLES = {"matmul_flops_per_s", "collective_busbw_bytes_per_s"}       # positive
-_NUMBER_TABLES = {"flops_fraction_of_datasheet", "matmul_measured_at"}      # finite, ≥ 0
-_STRING_TABLES = {"matmul_labels", "matmul_runs", "collective_runs"}
-_TIMES = {"measured_at", "bandwidth_measured_at"}
-_BOOLS = {"bandwidth_beyond_cache", "complete"}
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-RATE_RANGE = (1.0, 1e21)
-"""Measured rates a file may give (FLOP/s, bytes/s): 1/s to a zettaFLOP/s, far beyond any device. A
-run file whose ceilings claimed 1e287 EFLOP/s (from points of 1e-300 s) was shown and kept."""
-
-
-def _is_rate(value: Any) -> bool:
-    return _is_number(value) and RATE_RANGE[0] <= value <= RATE_RANGE[1]
-
-
-def _check_field(key: str, value: Any) -> None:
-    """Raise :class:`CeilingsFileError` when ``value`` is not what field ``key`` holds."""
-    def bad(what: str) -> CeilingsFileError:
-        return CeilingsFileError(key, f"must be {what}, got {_shown(value)}")
-
-    if key == "device_id":
-        if not isinstance(value, str) or not _ID.fullmatch(value):
-            raise bad("a device id (lowercase letters, digits, dashes)")
-    elif key in _STRINGS:
-        if not isinstance(value, str):
-            raise bad("a string")
-    elif key in _BOOLS:
-        if not isinstance(value, bool):
-            raise bad("true or false")
-    elif key in _TIMES:
-        if not _is_number(value) or value < 0:
-            raise bad("a Unix time (a number ≥ 0)")
-    elif key == "bandwidth_bytes_per_s":
-        if value is not None and not _is_rate(value):
-            raise bad(f"a number of bytes/s in {RATE_RANGE[0]:g}..{RATE_RANGE[1]:g} or null")
-    elif key == "bandwidth_fraction_of_datasheet":
-        if value is not None and not (_is_number(value) and value >= 0):
-            raise bad("a number ≥ 0 or null")
-    elif key in ("throttled_points", "threads", "unreliable_points"):
-        whole = isinstance(value, int) and not isinstance(value, bool)
-        if key == "threads" and not (value is None or whole and value > 0):
-            raise bad("a positive whole number or null")
-        if key in ("throttled_points", "unreliable_points") and not (whole and value >= 0):
-            raise bad("a whole number ≥ 0")
-    elif key in _RATE_TABLES | _NUMBER_TABLES | _STRING_TABLES:
-        _check_table(key, value)
-
-
-def _check_table(key: str, value: Any) -> None:
-    if not isinstance(value, dict):
-        raise CeilingsFileError(key, f"must be an object, got {_shown(value)}")
-    for name, item in value.items():
-        if key in _STRING_TABLES:
-            ok = isinstance(item, str)
-        elif key in _RATE_TABLES:
-            ok = _is_rate(item)
-        else:
-            ok = _is_number(item) and item >= 0
-        if not ok:
-            what = "a string" if key in _STRING_TABLES else (
-                f"a rate in {RATE_RANGE[0]:g}..{RATE_RANGE[1]:g} per second" if key in _RATE_TABLES else "a number ≥ 0")
-            raise CeilingsFileError(f"{key}.{name}", f"must be {what}, got {_shown(item)}")
 
 
 def timer_family(method: str) -> str:
@@ -448,7 +392,7 @@ def _parse_entries(text: str, device_id: str) -> list[MeasuredCeilings]:
     if raw is None:
         raise CeilingsFileError("", "not a saved-ceilings file (no device_id or entries)")
     if not isinstance(raw, list):
-        raise CeilingsFileError("entries", f"must be a list, got {_shown(raw)}")
+        raise CeilingsFileError("entries", f"must be a list, got {shown(raw)}")
     entries = []
     for index, item in enumerate(raw):
         try:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import os
 import re
 import secrets
@@ -19,10 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+import msgspec
+
 from gpuperf_gui.core.bench.ceilings import MeasuredCeilings
 from gpuperf_gui.core.bench.points import DESIGN_KEYS, BenchMessage, MeasuredPoint
 from gpuperf_gui.core.paths import default_results_dir
-from gpuperf_gui.core.state_files import open_regular, set_aside
+from gpuperf_gui.core.state_files import NonNegative, checked, open_regular, set_aside
 from gpuperf_gui.core.units import json_safe
 
 RUN_NAME = re.compile(r"\d{8}-\d{6}-[A-Za-z0-9]+(-[0-9a-f]+)?\.jsonl")  # what new_run_path names (and named)
@@ -146,26 +147,33 @@ def _named_by_us(path: Path) -> bool:
     return path.parent.name == "runs" and RUN_NAME.fullmatch(path.name) is not None
 
 
-_POINT_NUMBERS = ("flops", "bytes", "seconds", "iqr_low_s", "iqr_high_s")
 MIN_POINT_SECONDS = 1e-12
 """Shortest time a point may claim (a picosecond, as `gpuperf roofline --seconds`): a run file with
 ``seconds`` 1e-300 gave rates of 1e300+ FLOP/s (or inf) that broke the Benchmarks tab's plots."""
 
 
+class PointRecord(msgspec.Struct):
+    """What a point line must hold to be a :class:`MeasuredPoint` (its other keys are read as they
+    are: ``MeasuredPoint.from_json_dict``)."""
+
+    kernel: str
+    dtype: str
+    method: str
+    flops: NonNegative
+    bytes: NonNegative
+    seconds: NonNegative
+    iqr_low_s: NonNegative
+    iqr_high_s: NonNegative
+    size: NonNegative
+    samples: NonNegative
+    device: str = ""
+    device_id: str = ""
+
+
 def _check_point(record: dict[str, Any]) -> None:
     """Raise ValueError naming the key when a point record cannot be a measured point."""
-    for key in ("kernel", "dtype", "method"):                   # required
-        if not isinstance(record.get(key), str):
-            raise ValueError(f"{key} must be a string, got {record.get(key)!r:.40}")
-    for key in ("device", "device_id"):                          # optional
-        if not isinstance(record.get(key, ""), str):
-            raise ValueError(f"{key} must be a string, got {record.get(key)!r:.40}")
-    for key in (*_POINT_NUMBERS, "size", "samples"):
-        value = record.get(key)
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if not (number and math.isfinite(value) and value >= 0):
-            raise ValueError(f"{key} must be a number ≥ 0, got {value!r:.40}")
-    if record["seconds"] < MIN_POINT_SECONDS:
+    point = checked(record, PointRecord)
+    if point.seconds < MIN_POINT_SECONDS:
         raise ValueError(f"seconds must be at least {MIN_POINT_SECONDS:g} s, got {record['seconds']!r:.40}")
 
 

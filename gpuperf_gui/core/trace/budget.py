@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NoReturn
 
+from ..units import format_bytes
 from .model import TraceFormatError
 
 DEFAULT_MEMORY_BUDGET_BYTES = 2_000_000_000
@@ -38,14 +39,6 @@ class MemoryBudgetError(TraceFormatError):
     """Loading would need more memory than the budget allows (the message says how much)."""
 
 
-def format_bytes(n: float) -> str:
-    """Bytes in decimal units, 3 significant digits: ``2 GB``, ``512 MB``, ``12.6 kB``."""
-    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(n) >= scale:
-            return f"{n / scale:.3g} {unit}"
-    return f"{int(n)} bytes"
-
-
 @dataclass(frozen=True)
 class MemoryBudget:
     """The most memory one load may use, in bytes (validated on creation)."""
@@ -59,8 +52,8 @@ class MemoryBudget:
         if isinstance(self.limit_bytes, bool) or not isinstance(self.limit_bytes, int):
             raise ValueError(f"memory budget must be a whole number of bytes, not {self.limit_bytes!r}")
         if not MIN_MEMORY_BUDGET_BYTES <= self.limit_bytes <= MAX_MEMORY_BUDGET_BYTES:
-            raise ValueError(f"memory budget {format_bytes(self.limit_bytes)} is outside "
-                             f"{format_bytes(MIN_MEMORY_BUDGET_BYTES)}..{format_bytes(MAX_MEMORY_BUDGET_BYTES)}")
+            low, high = (format_bytes(b, decimal=True) for b in (MIN_MEMORY_BUDGET_BYTES, MAX_MEMORY_BUDGET_BYTES))
+            raise ValueError(f"memory budget {format_bytes(self.limit_bytes, decimal=True)} is outside {low}..{high}")
 
     @classmethod
     def of(cls, value: MemoryBudget | int | None) -> MemoryBudget:
@@ -70,7 +63,7 @@ class MemoryBudget:
         return cls(DEFAULT_MEMORY_BUDGET_BYTES if value is None else value)
 
     def describe(self) -> str:
-        return format_bytes(self.limit_bytes)
+        return format_bytes(self.limit_bytes, decimal=True)
 
     def share(self, parts: int) -> MemoryBudget:
         """The budget of one of ``parts`` loads running at once (never below the minimum)."""
@@ -95,5 +88,5 @@ class MemoryBudget:
 
     def refuse(self, path: Path | str, need_bytes: float, what: str) -> NoReturn:
         raise MemoryBudgetError(
-            f"{path}: {what} would need about {format_bytes(need_bytes)} of memory, over the "
+            f"{path}: {what} would need about {format_bytes(need_bytes, decimal=True)} of memory, over the "
             f"{self.describe()} memory budget; {HOW_TO_RAISE}")

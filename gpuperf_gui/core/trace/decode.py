@@ -22,7 +22,7 @@ import msgspec
 import numpy as np
 
 from . import schema
-from .budget import MemoryBudget, format_bytes
+from .budget import MemoryBudget
 from .model import NotATraceError, TraceFormatError, Truncation
 from .source import GZIP_MAGIC, read_trace_text
 

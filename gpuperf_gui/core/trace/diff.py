@@ -59,12 +59,13 @@ Definitions
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from gpuperf_gui.core.units import json_safe
+from gpuperf_gui.core.units import format_ms, format_percent, json_safe
 
 from .analysis import RankAnalysis, step_bounds
 from .api import TraceResult
@@ -535,12 +536,8 @@ def _class_time_s(rt: RankTrace, keep: dict[int, np.ndarray]) -> np.ndarray:
 
 # What changed ---------------------------------------------------------------------------------------
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f} %"
-
-
-def _ms(x: float | None) -> str:
-    return "-" if x is None else f"{1e3 * x:.2f} ms"
+_pct = format_percent                      # "12.3 %"
+_ms = partial(format_ms, missing="-")      # "12.34 ms": before and after in one unit
 
 
 def _faster(speedup: float) -> str:

@@ -26,9 +26,10 @@ size (a −72 ms change is a change).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from gpuperf_gui.core.units import format_si
+from gpuperf_gui.core.units import format_ms, format_si
 
 # diff.py imports this module, so its types are not imported here (no circle): a ``Side`` and a
 # ``TraceDiff`` of :mod:`.diff` are what the functions below take.
@@ -193,8 +194,7 @@ def _x(r: float) -> str:
     return f"{r:.2f}x"
 
 
-def _ms(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{seconds * 1e3:.2f} ms"
+_ms = partial(format_ms, missing="-")      # "12.34 ms": before and after in one unit
 
 
 def _si(value: float, unit: str) -> str:

@@ -1,4 +1,4 @@
-"""One name and one definition per trace figure, for every screen that shows it (issue 21.5).
+"""One name and one definition per trace figure, for every screen that shows it (docs/conventions.md).
 
 A trace of hta/df_index_resolver (rank 1 of 2, V100, NCCL) once showed "exposed communication" as
 21.4 %, 35.8 % and 36 % on three screens: two different figures under one name, the second rounded

@@ -9,6 +9,14 @@ blocks on the heap while a load runs, so a freed column's pages serve the next o
 free pages back to the system when the load ends (``malloc_trim``): the load's peak is unchanged,
 and the process holds less after it than before (glibc had kept ~0.5 GB of a 10M load's freed blocks).
 
+These are process-wide settings, so only a process that exists for loads makes them: it calls
+:func:`enable_reused_heap` first (the loading helper, through its initializer
+:data:`HELPER_INITIALIZER`, and the ``gpuperf`` console command, ``cli.entry``). In any other process
+(the window's, a notebook's ``Trace``) :func:`reused_heap` changes nothing. Why not for the whole
+life of the process (``GLIBC_TUNABLES=glibc.malloc.mmap_max=0`` at start): the analysis after a load
+would then keep every freed block too; ``gpuperf diagnose`` of 1M events peaked 10 % higher
+(189 MB instead of 171 MB).
+
 Elsewhere than glibc it does nothing (:data:`_LIBC` None; a test sets it None to see that case).
 """
 from __future__ import annotations
@@ -19,7 +27,6 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator
 
-import numpy as np
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_MMAP_MAX = -1, -3, -4   # mallopt parameters (malloc.h)
 _KEEP_FREED_BYTES = 2**31 - 1                 # mallopt takes an int: no trim while a load runs
@@ -34,6 +41,9 @@ _DEFAULT_MMAP_MAX = 65536
 _lock = threading.Lock()
 _depth = 0
 _numpy_hugepages_before = True
+_enabled = False
+HELPER_INITIALIZER = f"{__name__}:enable_reused_heap"
+"""The loading helper's initializer (``child_stream.iter_in_child(..., initializer=...)``)."""
 
 
 def _glibc() -> ctypes.CDLL | None:
@@ -50,8 +60,18 @@ _LIBC = _glibc()
 
 def _set_numpy_hugepages(enabled: bool) -> bool:
     """numpy's madvise(MADV_HUGEPAGE) of big arrays on or off; the setting before."""
+    import numpy as np   # here: `gpuperf mfu` enables the heap at start and may never load a trace
+
     core = getattr(np, "_core", None) or np.core
     return bool(core.multiarray._set_madvise_hugepage(enabled))
+
+
+def enable_reused_heap() -> bool:
+    """Let :func:`reused_heap` set this process's heap up (a process made for loads); whether it
+    will (False without glibc)."""
+    global _enabled
+    _enabled = _LIBC is not None
+    return _enabled
 
 
 @contextmanager
@@ -59,9 +79,10 @@ def reused_heap() -> Iterator[None]:
     """Keep freed big blocks on the heap while the block runs; give them back at its end.
 
     Loads may nest or overlap on threads: the first to enter sets the heap up, the last to leave
-    sets glibc's thresholds as its own adjustment would have (see above) and trims."""
+    sets glibc's thresholds as its own adjustment would have (see above) and trims. Nothing unless
+    :func:`enable_reused_heap` was called in this process."""
     global _depth, _numpy_hugepages_before
-    if _LIBC is None:
+    if _LIBC is None or not _enabled:
         yield
         return
     with _lock:

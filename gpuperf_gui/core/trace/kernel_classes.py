@@ -8,7 +8,7 @@ normalisation, reduction, indexing, optimizer kernels: the memory-bound family),
 Rules are checked in order, first match wins, on the lower-cased kernel name. They follow HTA's
 regexes for communication and memory (``hta/common/types.py``: ``^nccl``, ``ncclKernel``, ``^hip``-
 ``Memcpy``, ``^(hip)?Memset``, ``^dma``) and extend them with the kernel families seen in the
-traces under ``shared/traces`` (cuBLAS ``nvjet_*``/``*gemm*``, cuDNN ``*scudnn*``/``implicit_convolve``,
+traces of ``tests/data/shared_traces`` (cuBLAS ``nvjet_*``/``*gemm*``, cuDNN ``*scudnn*``/``implicit_convolve``,
 ROCm Tensile ``Cijk_*``, flash/fmha attention, ATen ``*elementwise_kernel*``/``reduce_kernel``,
 Triton ``triton_poi/red/per``).
 """

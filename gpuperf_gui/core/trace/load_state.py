@@ -13,8 +13,8 @@ The worker sends immutable snapshots (:class:`~.session.LoadedTrace` for the lan
 :class:`~.session.AnalysisUpdate` and :class:`~.session.RooflineUpdate`); this object, held by the
 GUI thread, folds each into a new trace (:meth:`~.session.LoadedTrace.then`) and replaces
 :attr:`trace` with it. The analysis is accepted only in ``LANES_SHOWN`` (or arrives with the lanes),
-so it is shown once per open whatever the event queue does (issue 19's race: a stalled GUI thread
-saw it twice). Every method returns what the tab must do; the tab only draws.
+so it is shown once per open whatever the event queue does (a stalled GUI thread once saw it twice:
+tests/views/test_trace_tab_race.py). Every method returns what the tab must do; the tab only draws.
 
 >>> state = LoadState(); state.open(); state.phase                # doctest: +SKIP
 <Phase.LOADING: 'loading'>

@@ -29,6 +29,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Sequence
 
+from gpuperf_gui.core.units import format_duration_s
+
 UNPROFILED_KEY = "gpuperf_unprofiled"
 
 
@@ -80,9 +82,9 @@ class ProfilerOverhead:
 
     def describe(self) -> str:
         """One line: the overhead and its spread, or why there is none."""
-        sets = (f"{len(self.profiled_s)} profiled steps {_ms(min(self.profiled_s))}–{_ms(max(self.profiled_s))} "
-                f"against {len(self.unprofiled_s)} unprofiled {_ms(min(self.unprofiled_s))}–"
-                f"{_ms(max(self.unprofiled_s))}")
+        sets = (f"{len(self.profiled_s)} profiled steps {format_duration_s(min(self.profiled_s))}–{format_duration_s(max(self.profiled_s))} "
+                f"against {len(self.unprofiled_s)} unprofiled {format_duration_s(min(self.unprofiled_s))}–"
+                f"{format_duration_s(max(self.unprofiled_s))}")
         if self.measurable:
             return (f"profiler overhead {_signed(self.ratio - 1)} (spread {_signed(self.low)} to "
                     f"{_signed(self.high)}: {sets})")
@@ -96,10 +98,6 @@ class ProfilerOverhead:
                 "ratio_of_medians": self.ratio, "unprofiled_median_s": self.unprofiled_median_s,
                 "profiled_median_s": self.profiled_median_s, "unprofiled_steps": len(self.unprofiled_s),
                 "profiled_steps": len(self.profiled_s), "text": self.describe()}
-
-
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.3g} ms"
 
 
 def _signed(fraction: float) -> str:

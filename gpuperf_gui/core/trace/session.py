@@ -33,6 +33,7 @@ from .analysis import RankAnalysis
 from .api import Progress, RankResult, TraceResult
 from .budget import MemoryBudget
 from .figures import TraceMfuFigures
+from .heap import HELPER_INITIALIZER
 from .lanes import (
     DEFAULT_IDLE_THRESHOLD_US,
     EventRef,
@@ -370,7 +371,7 @@ def iter_loaded_trace(paths: Sequence[Path | str], idle_threshold_us: float, sto
     if isolate:  # the budget counts the window's share of each event too (budget.WINDOW_EVENT_BYTES)
         tree_budget = MemoryBudget.of(memory_budget).for_window()
         items = iter_in_child(BUILDER, args, {"memory_budget": tree_budget}, stop=stop, grace_s=0.0, ahead=True,
-                              nice=HELPER_NICE, stats=stats)
+                              nice=HELPER_NICE, stats=stats, initializer=HELPER_INITIALIZER)
     else:
         items = iter_built_trace(*args, stop, memory_budget=memory_budget)
     for item in items:
@@ -522,7 +523,7 @@ def warm_helper() -> None:
     imports (~0.35 s) are then not part of opening a trace. Nothing when loads run in this process
     (``GPUPERF_TRACE_INPROCESS=1``) or :data:`HELPER_AHEAD` is False."""
     if os.environ.get("GPUPERF_TRACE_INPROCESS", "") != "1" and HELPER_AHEAD:
-        prestart_helper((__name__,))
+        prestart_helper((__name__,), HELPER_INITIALIZER)
 
 
 def load_job(paths: Sequence[Path | str], idle_threshold_us: float, isolate: bool | None = None,
@@ -691,7 +692,8 @@ def diff_job(before: Sequence[Path | str], after: Sequence[Path | str], isolate:
     args = ([str(p) for p in before], [str(p) for p in after])
 
     def produce(stop: threading.Event) -> Iterator[LoadProgress | object]:
-        items = iter_in_child(DIFF_ENGINE, args, stop=stop, grace_s=0.0) if isolate else iter_diff(*args, stop)
+        items = iter_in_child(DIFF_ENGINE, args, stop=stop, grace_s=0.0,
+                                                initializer=HELPER_INITIALIZER) if isolate else iter_diff(*args, stop)
         for item in items:
             if stop.is_set():
                 return

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator
 
 from ..regular_files import UnusableStateFile, open_regular
-from .budget import MemoryBudget, format_bytes
+from ..units import format_bytes
+from .budget import MemoryBudget
 from .model import TraceFormatError
 
 try:  # python-isal ("isal" on PyPI): zlib's API, decompresses about 2.5x faster; optional
@@ -199,7 +200,7 @@ def read_trace_text(path: Path, budget: MemoryBudget, cost: LoadCost, max_bytes:
     with TraceStream(path) as stream:
         what = "the decompressed data" if stream.compressed else "the data"
         if not stream.compressed:
-            budget.check(path, cost(stream.file_bytes, 0), f"loading this {format_bytes(stream.file_bytes)} file")
+            budget.check(path, cost(stream.file_bytes, 0), f"loading this {format_bytes(stream.file_bytes, decimal=True)} file")
             _check_max(path, stream.file_bytes, max_bytes, stream.compressed)
         data = bytearray()
         counter = EventCounter()
@@ -211,7 +212,7 @@ def read_trace_text(path: Path, budget: MemoryBudget, cost: LoadCost, max_bytes:
             counter.feed(chunk)
             _check_max(path, len(data), max_bytes, stream.compressed)
             budget.check(path, cost(len(data), counter.events), events=counter.events, what=
-                         f"loading this trace ({format_bytes(len(data))} of JSON "
+                         f"loading this trace ({format_bytes(len(data), decimal=True)} of JSON "
                          f"{'decompressed so far' if stream.compressed else 'read so far'}, "
                          f"at least {counter.events:,} events)")
         return TraceText(data, stream.compressed, stream.stream_truncated, counter.events, stream.stream_error)

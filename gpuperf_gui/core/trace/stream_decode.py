@@ -39,7 +39,8 @@ from typing import TYPE_CHECKING, Iterator
 import msgspec
 
 from . import scan, source
-from .budget import MemoryBudget, format_bytes
+from ..units import format_bytes
+from .budget import MemoryBudget
 from .build import EventColumns, build_rank_columns
 from .decode import AnyEvent, BEvent, EEvent, Event, MEvent, TraceFile, XEvent, _content_start, gc_paused
 from .model import RankTrace
@@ -260,11 +261,11 @@ def _check_budget(path: Path, budget: MemoryBudget, splitter: _Splitter, total_b
         projected = int(events * file_bytes / decoded_bytes)
         need = budget.tree_bytes(streamed_load_bytes(projected, in_flight, splitter.structs_in_flight), projected)
         if need > budget.limit_bytes:
-            budget.refuse(path, need, f"loading this {format_bytes(file_bytes)} file (about "
-                          f"{projected:,} events, projected from the {format_bytes(decoded_bytes)} decoded)")
+            budget.refuse(path, need, f"loading this {format_bytes(file_bytes, decimal=True)} file (about "
+                          f"{projected:,} events, projected from the {format_bytes(decoded_bytes, decimal=True)} decoded)")
         return
     need = streamed_load_bytes(events, in_flight, splitter.structs_in_flight)
-    budget.check(path, need, events=events, what=f"loading this trace ({format_bytes(total_bytes)} of JSON so far, "
+    budget.check(path, need, events=events, what=f"loading this trace ({format_bytes(total_bytes, decimal=True)} of JSON so far, "
                  f"{events:,} events decoded)")
 
 

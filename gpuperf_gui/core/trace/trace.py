@@ -226,12 +226,14 @@ def iter_job_overview(paths: Sequence[Path | str], stop: threading.Event, *, add
     kills the helper and its pool at once) unless ``isolate`` is False or
     ``GPUPERF_TRACE_INPROCESS=1``. A Dask client runs here (its own threads do the waiting)."""
     from ..child_stream import iter_in_child
+    from .heap import HELPER_INITIALIZER
     from .cluster import is_local_pool
 
     if isolate is None:
         isolate = is_local_pool(address) and os.environ.get("GPUPERF_TRACE_INPROCESS", "") != "1"
     kwargs = {"address": address, "memory_budget": memory_budget, "overview": True}
     if isolate:
-        yield from iter_in_child(COMPACT_ENGINE, ([str(p) for p in paths],), kwargs, stop=stop, grace_s=0.0)
+        yield from iter_in_child(COMPACT_ENGINE, ([str(p) for p in paths],), kwargs, stop=stop, grace_s=0.0,
+                                 initializer=HELPER_INITIALIZER)
     else:
         yield from iter_compact_trace(paths, stop, **kwargs)
