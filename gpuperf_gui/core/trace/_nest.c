@@ -10,6 +10,10 @@
  * add_at(target, index, values, out, skip_negative): out = target, then out[index[k]] += values[k]
  *     in k order (optable.add_at: np.bincount's additions onto 0.0 + the target's nonzero values);
  *     with skip_negative, entries whose index is negative are left out (a parent of -1: a root).
+ * depths(start, sorted_ends, depth): build._depths' nesting depth of each event of a lane sorted by
+ *     start: its index less the ends at or before its start (np.searchsorted(.., side="right")),
+ *     clipped to [0, 32767], by one merge of the two sorted arrays (binary searches of 2M starts
+ *     cost ~40 ms of cache misses); False when the starts are not in order (NaN, unsorted).
  * subtree_sums(own, parent, total): own plus the descendants' totals, each node's children added
  *     in row order onto 0.0 + own (the additions, so the rounding, of optable._subtree_sums' one
  *     np.bincount per level), in one backward pass over a children index.
@@ -184,6 +188,32 @@ static PyObject *add_at(PyObject *Py_UNUSED(module), PyObject *args) {
     return PyBool_FromLong(ok);
 }
 
+static PyObject *depths(PyObject *Py_UNUSED(module), PyObject *args) {
+    PyObject *so, *eo, *d_o;
+    if (!PyArg_ParseTuple(args, "OOO", &so, &eo, &d_o)) return NULL;
+    Py_buffer sv, ev, dv;
+    Py_ssize_t n = -1;
+    if (get(so, &sv, 0, 8, &n)) return NULL;
+    if (get(eo, &ev, 0, 8, &n)) { PyBuffer_Release(&sv); return NULL; }
+    if (get(d_o, &dv, 1, 2, &n)) { PyBuffer_Release(&sv); PyBuffer_Release(&ev); return NULL; }
+    const double *start = sv.buf, *end = ev.buf;
+    int16_t *depth = dv.buf;
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t closed = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i && !(start[i] >= start[i - 1])) { ok = 0; break; }   /* not sorted, or NaN */
+        while (closed < n && end[closed] <= start[i]) closed++;
+        Py_ssize_t d = i - closed;
+        depth[i] = (int16_t)(d < 0 ? 0 : d > 32767 ? 32767 : d);
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&sv);
+    PyBuffer_Release(&ev);
+    PyBuffer_Release(&dv);
+    return PyBool_FromLong(ok);
+}
+
 static PyMethodDef METHODS[] = {
     {"enclosing", enclosing, METH_VARARGS,
      "enclosing(end, q_start, q_end, parent): the latest earlier event enclosing each query (-1:\n"
@@ -194,6 +224,9 @@ static PyMethodDef METHODS[] = {
     {"add_at", add_at, METH_VARARGS,
      "add_at(target, index, values, out, skip_negative) -> bool: np.bincount's sums onto target's\n"
      "nonzero values, written into out; False (out unusable) for an index out of range."},
+    {"depths", depths, METH_VARARGS,
+     "depths(start, sorted_ends, depth) -> bool: each event's index less the ends at or before its\n"
+     "start, clipped to int16, into depth; False when the starts are not sorted."},
     {"subtree_sums", subtree_sums, METH_VARARGS,
      "subtree_sums(own, parent, total) -> bool: own plus the descendants' into total; False when a\n"
      "parent does not precede its child."},

@@ -1,4 +1,5 @@
-"""The op table's nesting in one pass per lane (``_nest.c``), where the extension is built.
+"""The nesting of a lane's events in one pass (``_nest.c``), where the extension is built: the op
+table's parents, levels, subtree sums and sums by name, and the lanes' depths.
 
 Each function returns None where it does not run (the package installs without a compiler, an
 array too long for int32 indices, a parent that does not precede its child): the caller then runs
@@ -57,3 +58,14 @@ def add_at(target: np.ndarray, index: np.ndarray, values: np.ndarray, skip_negat
     ok = _nest.add_at(np.ascontiguousarray(target, dtype=np.float64), np.ascontiguousarray(index),
                       np.ascontiguousarray(values, dtype=np.float64), out, skip_negative)
     return out if ok else None
+
+
+def depths(start: np.ndarray, sorted_ends: np.ndarray) -> np.ndarray | None:
+    """:func:`.build._depths` of a lane (``start`` sorted, ``sorted_ends`` its ends sorted) by one
+    merge of the two arrays, not a binary search per start."""
+    if _nest is None:
+        return None
+    depth = np.empty(start.size, dtype=np.int16)
+    ok = _nest.depths(np.ascontiguousarray(start, dtype=np.float64), np.ascontiguousarray(sorted_ends, dtype=np.float64),
+                      depth)
+    return depth if ok else None
