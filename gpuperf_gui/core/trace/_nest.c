@@ -14,6 +14,9 @@
  *     start: its index less the ends at or before its start (np.searchsorted(.., side="right")),
  *     clipped to [0, 32767], by one merge of the two sorted arrays (binary searches of 2M starts
  *     cost ~40 ms of cache misses); False when the starts are not in order (NaN, unsorted).
+ * lane_counts(lane, counts) and lane_rows(lane, first, rows): the rows of each lane in row order,
+ *     lane by lane (a stable counting sort; rows of lane -1 left out): build._lane_time_order's
+ *     groups in two passes, not a pass per lane. lane_counts returns False for a lane beyond counts.
  * subtree_sums(own, parent, total): own plus the descendants' totals, each node's children added
  *     in row order onto 0.0 + own (the additions, so the rounding, of optable._subtree_sums' one
  *     np.bincount per level), in one backward pass over a children index.
@@ -214,6 +217,54 @@ static PyObject *depths(PyObject *Py_UNUSED(module), PyObject *args) {
     return PyBool_FromLong(ok);
 }
 
+static PyObject *lane_counts(PyObject *Py_UNUSED(module), PyObject *args) {
+    PyObject *lo, *co;
+    if (!PyArg_ParseTuple(args, "OO", &lo, &co)) return NULL;
+    Py_buffer lv, cv;
+    Py_ssize_t n = -1, m = -1;
+    if (get(lo, &lv, 0, 4, &n)) return NULL;
+    if (get(co, &cv, 1, 8, &m)) { PyBuffer_Release(&lv); return NULL; }
+    const int32_t *lane = lv.buf;
+    int64_t *counts = cv.buf;
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t k = 0; k < m; k++) counts[k] = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t k = lane[i];
+        if (k >= m) { ok = 0; break; }
+        if (k >= 0) counts[k]++;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&lv);
+    PyBuffer_Release(&cv);
+    return PyBool_FromLong(ok);
+}
+
+static PyObject *lane_rows(PyObject *Py_UNUSED(module), PyObject *args) {
+    PyObject *lo, *fo, *ro;
+    if (!PyArg_ParseTuple(args, "OOO", &lo, &fo, &ro)) return NULL;
+    Py_buffer lv, fv, rv;
+    Py_ssize_t n = -1, m = -1, k = -1;
+    if (get(lo, &lv, 0, 4, &n)) return NULL;
+    if (get(fo, &fv, 1, 8, &m)) { PyBuffer_Release(&lv); return NULL; }
+    if (get(ro, &rv, 1, 8, &k)) { PyBuffer_Release(&lv); PyBuffer_Release(&fv); return NULL; }
+    const int32_t *lane = lv.buf;
+    int64_t *next = fv.buf, *rows = rv.buf;   /* next[k]: where lane k's next row goes */
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t l = lane[i];
+        if (l < 0) continue;
+        if (l >= m || next[l] < 0 || next[l] >= k) { ok = 0; break; }
+        rows[next[l]++] = i;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&lv);
+    PyBuffer_Release(&fv);
+    PyBuffer_Release(&rv);
+    return PyBool_FromLong(ok);
+}
+
 static PyMethodDef METHODS[] = {
     {"enclosing", enclosing, METH_VARARGS,
      "enclosing(end, q_start, q_end, parent): the latest earlier event enclosing each query (-1:\n"
@@ -227,6 +278,11 @@ static PyMethodDef METHODS[] = {
     {"depths", depths, METH_VARARGS,
      "depths(start, sorted_ends, depth) -> bool: each event's index less the ends at or before its\n"
      "start, clipped to int16, into depth; False when the starts are not sorted."},
+    {"lane_counts", lane_counts, METH_VARARGS,
+     "lane_counts(lane, counts) -> bool: the rows of each lane (-1 left out) into counts (int64);\n"
+     "False for a lane beyond counts."},
+    {"lane_rows", lane_rows, METH_VARARGS,
+     "lane_rows(lane, next, rows) -> bool: each row index written at next[its lane]++ (int64)."},
     {"subtree_sums", subtree_sums, METH_VARARGS,
      "subtree_sums(own, parent, total) -> bool: own plus the descendants' into total; False when a\n"
      "parent does not precede its child."},

@@ -625,14 +625,20 @@ def _lane_time_order(lane: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> np.nd
     O(n) on a trace's lanes (each nearly in start order already): a counting sort by lane, then per
     lane a stable sort by start (near-linear on nearly sorted input) and equal starts by -dur."""
     n_lanes = int(lane.max()) + 1 if lane.size else 0
-    if n_lanes <= 64:  # a pass per lane beats sorting 10M lane ids
-        per_lane = [np.flatnonzero(lane == k) for k in range(n_lanes)]
-    else:
-        by_lane = np.argsort(lane, kind="stable")
-        bounds = np.searchsorted(lane[by_lane], np.arange(n_lanes + 1))
-        per_lane = [by_lane[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
+    per_lane = nest.rows_by_lane(lane, n_lanes)  # a counting sort in two passes (C), where built
+    if per_lane is None:
+        per_lane = _rows_by_lane(lane, n_lanes)
     ordered = _map_lanes(lambda rows: rows[_time_order(ts[rows], dur[rows])], per_lane, [r.size for r in per_lane])
     return np.concatenate(ordered) if ordered else np.zeros(0, dtype=np.int64)
+
+
+def _rows_by_lane(lane: np.ndarray, n_lanes: int) -> list[np.ndarray]:
+    """The rows of each lane ``0 .. n_lanes - 1`` in row order (lane -1: none)."""
+    if n_lanes <= 64:  # a pass per lane beats sorting 10M lane ids
+        return [np.flatnonzero(lane == k) for k in range(n_lanes)]
+    by_lane = np.argsort(lane, kind="stable")
+    bounds = np.searchsorted(lane[by_lane], np.arange(n_lanes + 1))
+    return [by_lane[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
 
 
 def _time_order(t: np.ndarray, d: np.ndarray) -> np.ndarray:

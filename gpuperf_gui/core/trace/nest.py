@@ -69,3 +69,18 @@ def depths(start: np.ndarray, sorted_ends: np.ndarray) -> np.ndarray | None:
     ok = _nest.depths(np.ascontiguousarray(start, dtype=np.float64), np.ascontiguousarray(sorted_ends, dtype=np.float64),
                       depth)
     return depth if ok else None
+
+
+def rows_by_lane(lane: np.ndarray, n_lanes: int) -> list[np.ndarray] | None:
+    """``[np.flatnonzero(lane == k) for k in range(n_lanes)]`` (``lane`` int32, -1: no lane) by
+    one counting sort: two passes whatever the number of lanes."""
+    if _nest is None or lane.dtype != np.int32:
+        return None
+    counts = np.empty(n_lanes, dtype=np.int64)
+    if not _nest.lane_counts(np.ascontiguousarray(lane), counts):
+        return None
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    rows = np.empty(int(bounds[-1]), dtype=np.int64)
+    if not _nest.lane_rows(np.ascontiguousarray(lane), bounds[:-1].copy(), rows):
+        return None
+    return [rows[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
