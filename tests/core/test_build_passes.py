@@ -3,8 +3,9 @@
 Where every time is usable (most traces) the events kept are found by lane, with no per-event mask
 (:func:`build._kept_by_lane`); elsewhere by the masks that also write the warnings
 (:func:`build._kept_events`), the path every trace took before. The lanes' depths come from one
-merge in C where the extension is built (``nest.depths``), else from binary searches. Each real
-trace and a few hand-made ones must build to the same rank, bit for bit, all ways.
+merge in C where the extension is built (``nest.depths``), else from binary searches, and the
+lane keys from one C pass (``nest.lane_keys``), else numpy's. Each real trace and a few hand-made
+ones must build to the same rank, bit for bit, all three ways.
 """
 from __future__ import annotations
 
@@ -25,11 +26,17 @@ REAL = ["h200/eager_small.json.gz", "h200/compiled_tiny_cudagraphs.json.gz", "h2
         "shared_traces/h200/healthy_gpt_small.json.gz", "h200/ddp_straggler_gloo/rank0.json.gz"]
 
 
-def _with_masks_and_numpy(monkeypatch: pytest.MonkeyPatch, path: Path) -> dict:
+def _with_numpy(monkeypatch: pytest.MonkeyPatch, path: Path, masks: bool = False) -> dict:
+    """The rank without the C extension, by the short path or (``masks``) the masks."""
     with monkeypatch.context() as m:
-        m.setattr(build, "_times_usable", lambda ts, dur: False)
+        if masks:
+            m.setattr(build, "_times_usable", lambda ts, dur: False)
         m.setattr(nest, "_nest", None)
         return fingerprint(load_rank(path))
+
+
+def _with_masks_and_numpy(monkeypatch: pytest.MonkeyPatch, path: Path) -> dict:
+    return _with_numpy(monkeypatch, path, masks=True)
 
 
 @pytest.mark.parametrize("name", REAL)
@@ -37,6 +44,7 @@ def test_a_real_trace_builds_to_the_rank_its_masks_give(name: str, monkeypatch: 
     path = DATA / name
     short = fingerprint(load_rank(path))
     assert short["lanes"] and short == _with_masks_and_numpy(monkeypatch, path)
+    assert short == _with_numpy(monkeypatch, path)
 
 
 def _events(*rows: tuple) -> list[dict]:
@@ -76,5 +84,6 @@ def test_a_hand_made_trace_builds_to_the_rank_its_masks_give(case: str, tmp_path
 
     short = outcome(lambda: fingerprint(load_rank(path)))
     assert short == outcome(lambda: _with_masks_and_numpy(monkeypatch, path))
+    assert short == outcome(lambda: _with_numpy(monkeypatch, path))
     if case == "zero starts of both signs":
         assert repr(short["offset"]) and short["lanes"]

@@ -17,6 +17,10 @@
  * lane_counts(lane, counts) and lane_rows(lane, first, rows): the rows of each lane in row order,
  *     lane by lane (a stable counting sort; rows of lane -1 left out): build._lane_time_order's
  *     groups in two passes, not a pass per lane. lane_counts returns False for a lane beyond counts.
+ * lane_keys(role_base, cat, pid, tid, n_tids, packed, present): each event's lane key
+ *     role_base[cat] + pid * n_tids + tid (role_base: a category's role times pids x tids) into
+ *     packed (int32), and present[key] = 1: EventColumns.lane_ids' packing and counting in one
+ *     pass; False for a code out of range.
  * subtree_sums(own, parent, total): own plus the descendants' totals, each node's children added
  *     in row order onto 0.0 + own (the additions, so the rounding, of optable._subtree_sums' one
  *     np.bincount per level), in one backward pass over a children index.
@@ -265,6 +269,41 @@ static PyObject *lane_rows(PyObject *Py_UNUSED(module), PyObject *args) {
     return PyBool_FromLong(ok);
 }
 
+static PyObject *lane_keys(PyObject *Py_UNUSED(module), PyObject *args) {
+    PyObject *o[7];
+    Py_ssize_t n_tids;
+    if (!PyArg_ParseTuple(args, "OOOOnOO", &o[0], &o[1], &o[2], &o[3], &n_tids, &o[4], &o[5])) return NULL;
+    Py_buffer v[6];
+    Py_ssize_t n_roles = -1, n = -1, bound = -1;
+    int got = get(o[0], &v[0], 0, 8, &n_roles) ? 0 : 1;
+    if (got == 1 && !get(o[1], &v[1], 0, 4, &n)) got = 2;
+    if (got == 2 && !get(o[2], &v[2], 0, 4, &n)) got = 3;
+    if (got == 3 && !get(o[3], &v[3], 0, 4, &n)) got = 4;
+    if (got == 4 && !get(o[4], &v[4], 1, 4, &n)) got = 5;
+    if (got == 5 && !get(o[5], &v[5], 1, 1, &bound)) got = 6;
+    if (got < 6) {
+        while (got--) PyBuffer_Release(&v[got]);
+        return NULL;
+    }
+    const int64_t *role_base = v[0].buf;
+    const int32_t *cat = v[1].buf, *pid = v[2].buf, *tid = v[3].buf;
+    int32_t *packed = v[4].buf;
+    unsigned char *present = v[5].buf;
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t c = cat[i];
+        if (c < 0 || c >= n_roles || pid[i] < 0 || tid[i] < 0 || tid[i] >= n_tids) { ok = 0; break; }
+        int64_t key = role_base[c] + (int64_t)pid[i] * n_tids + tid[i];
+        if (key < 0 || key >= bound) { ok = 0; break; }
+        packed[i] = (int32_t)key;
+        present[key] = 1;
+    }
+    Py_END_ALLOW_THREADS
+    for (int i = 0; i < 6; i++) PyBuffer_Release(&v[i]);
+    return PyBool_FromLong(ok);
+}
+
 static PyMethodDef METHODS[] = {
     {"enclosing", enclosing, METH_VARARGS,
      "enclosing(end, q_start, q_end, parent): the latest earlier event enclosing each query (-1:\n"
@@ -283,6 +322,9 @@ static PyMethodDef METHODS[] = {
      "False for a lane beyond counts."},
     {"lane_rows", lane_rows, METH_VARARGS,
      "lane_rows(lane, next, rows) -> bool: each row index written at next[its lane]++ (int64)."},
+    {"lane_keys", lane_keys, METH_VARARGS,
+     "lane_keys(role_base, cat, pid, tid, n_tids, packed, present) -> bool: each event's lane key\n"
+     "into packed (int32) and present[key] = 1 (uint8); False for a code out of range."},
     {"subtree_sums", subtree_sums, METH_VARARGS,
      "subtree_sums(own, parent, total) -> bool: own plus the descendants' into total; False when a\n"
      "parent does not precede its child."},

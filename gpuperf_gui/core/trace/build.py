@@ -157,12 +157,10 @@ def _fill_lanes(rt: RankTrace, columns: EventColumns, names_meta: dict[tuple, st
     role_lut = np.array([role_of_category(s) for s in strings], dtype=np.int8)
     ts = columns.take("ts")
     dur = columns.take("dur")
-    roles = role_lut[cat_ids]
     if _times_usable(ts, dur):  # most traces: every event kept but those of skipped categories
-        kept = _kept_by_lane(columns, roles, ts, dur)
+        kept = _kept_by_lane(columns, role_lut, cat_ids, ts, dur)
     else:
-        kept = _kept_events(rt, strings, columns, roles, name_ids, ts, dur)
-    del roles
+        kept = _kept_events(rt, strings, columns, role_lut[cat_ids], name_ids, ts, dur)
     if kept is None:
         return
     order, lane_sorted, t0, lane_map, ordered, ts_sample = kept
@@ -242,17 +240,16 @@ def _lane_bounds(lane_sorted: np.ndarray, n_lanes: int) -> np.ndarray:
     return np.searchsorted(lane_sorted, np.arange(n_lanes + 1))
 
 
-def _kept_by_lane(columns: EventColumns, roles: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> tuple | None:
+def _kept_by_lane(columns: EventColumns, role_lut: np.ndarray, cat_ids: np.ndarray, ts: np.ndarray,
+                  dur: np.ndarray) -> tuple | None:
     """:func:`_kept_events` where every time is usable (:func:`_times_usable`): the events kept are
     those of the lanes not of a skipped category's role, so no mask is made (the other lanes'
     events get lane -1, which :func:`_lane_time_order` leaves out), and the earliest start is
     the earliest of the lanes' first starts."""
-    lane_map, lane_raw = columns.lane_ids(roles)
-    ordered = sorted((key for key in lane_map if key[0] != _ROLE_SKIP), key=_lane_sort_key)
+    lane_map, ordered, lane_idx = columns.kept_lane_ids(
+        role_lut, cat_ids, lambda lanes: sorted((key for key in lanes if key[0] != _ROLE_SKIP), key=_lane_sort_key))
     if not ordered:
         return None
-    lane_idx = _lane_numbers(lane_map, ordered)[lane_raw]
-    del lane_raw
     order = _lane_time_order(lane_idx, ts, dur)
     lane_sorted = lane_idx[order]
     t0 = float(ts[order[_lane_bounds(lane_sorted, len(ordered))[:-1]]].min())
@@ -556,14 +553,43 @@ class EventColumns:
         pid and tid are coded apart (they may be ints or strings, as in the file), the three codes
         are packed into one int64 and one 1-D ``np.unique`` finds the lanes.
         """
+        n_pids, n_tids = len(self._pids), len(self._tids)
+        packed = (roles.astype(np.int64) * n_pids + self.take("pid")) * n_tids + self.take("tid")
+        uniq, inverse = _distinct_codes(packed, (_ROLE_SKIP + 1) * n_pids * n_tids)
+        return self._lane_map(uniq), inverse.reshape(-1).astype(np.int32)
+
+    def kept_lane_ids(self, role_lut: np.ndarray, cat_ids: np.ndarray,
+                      kept_in_order: Callable[[dict[tuple, int]], list[tuple]]
+                      ) -> tuple[dict[tuple, int], list[tuple], np.ndarray]:
+        """:meth:`lane_ids` of the roles ``role_lut[cat_ids]``, the lanes kept in their order
+        (``kept_in_order(lane_map)``) and each event's place among them (-1: not kept): the keys
+        packed and counted in one pass where the C extension is built (:mod:`.nest`), and each
+        event's place read through one table."""
+        n_pids, n_tids = len(self._pids), len(self._tids)
+        bound = (_ROLE_SKIP + 1) * n_pids * n_tids
+        found = None
+        if bound <= max(4 * cat_ids.size, 1 << 16):  # as _distinct_codes counts
+            found = nest.lane_keys(role_lut.astype(np.int64) * (n_pids * n_tids), cat_ids, self.column("pid"),
+                                   self.column("tid"), n_tids, bound)
+        if found is None:
+            lane_map, lane_raw = self.lane_ids(role_lut[cat_ids])
+            ordered = kept_in_order(lane_map)
+            return lane_map, ordered, _lane_numbers(lane_map, ordered)[lane_raw]
+        packed, present = found
+        self.take("pid"), self.take("tid")
+        lane_map = self._lane_map(np.flatnonzero(present))
+        ordered = kept_in_order(lane_map)
+        place = np.full(bound, -1, dtype=np.int32)
+        place[np.flatnonzero(present)] = _lane_numbers(lane_map, ordered)  # lane ids: the keys in order
+        return lane_map, ordered, place[packed]
+
+    def _lane_map(self, keys: np.ndarray) -> dict[tuple, int]:
+        """Lane key (role, pid, tid) -> dense id, for the packed keys ``keys`` (ascending)."""
         pids, tids = list(self._pids), list(self._tids)
-        packed = (roles.astype(np.int64) * len(pids) + self.take("pid")) * len(tids) + self.take("tid")
-        uniq, inverse = _distinct_codes(packed, (_ROLE_SKIP + 1) * len(pids) * len(tids))
-        role_pid, tid_of = np.divmod(uniq, len(tids))
+        role_pid, tid_of = np.divmod(keys, len(tids))
         role_of, pid_of = np.divmod(role_pid, len(pids))
-        lane_map = {(r, pids[p], tids[t]): i
-                    for i, (r, p, t) in enumerate(zip(role_of.tolist(), pid_of.tolist(), tid_of.tolist()))}
-        return lane_map, inverse.reshape(-1).astype(np.int32)
+        return {(r, pids[p], tids[t]): i
+                for i, (r, p, t) in enumerate(zip(role_of.tolist(), pid_of.tolist(), tid_of.tolist()))}
 
     def device_arg(self, key: str, rows: np.ndarray) -> np.ndarray:
         """``bytes``/``device``/``stream`` of non-CPU events ``rows`` as numbers (NaN: none or unusable)."""
@@ -705,7 +731,9 @@ def _depths(start: np.ndarray, duration: np.ndarray) -> np.ndarray:
     n = start.size
     if n == 0:
         return np.zeros(0, dtype=np.int16)
-    ends = np.sort(start + duration)
+    # timsort: the ends of a lane sorted by start come in runs (2x numpy's default here); the
+    # counts below read only values, so the order of equal ends (0.0, -0.0) does not matter
+    ends = np.sort(start + duration, kind="stable")
     fast = nest.depths(start, ends)  # one merge of the sorted starts and ends (C), where built
     if fast is not None:
         return fast

@@ -84,3 +84,16 @@ def rows_by_lane(lane: np.ndarray, n_lanes: int) -> list[np.ndarray] | None:
     if not _nest.lane_rows(np.ascontiguousarray(lane), bounds[:-1].copy(), rows):
         return None
     return [rows[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
+
+
+def lane_keys(role_base: np.ndarray, cat: np.ndarray, pid: np.ndarray, tid: np.ndarray, n_tids: int,
+              bound: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each event's lane key ``role_base[cat] + pid * n_tids + tid`` (int32) and which keys below
+    ``bound`` occur (bool), in one pass."""
+    if _nest is None or bound >= 2**31 or any(a.dtype != np.int32 for a in (cat, pid, tid)):
+        return None
+    packed = np.empty(cat.size, dtype=np.int32)
+    present = np.zeros(bound, dtype=np.uint8)
+    ok = _nest.lane_keys(np.ascontiguousarray(role_base, dtype=np.int64), np.ascontiguousarray(cat),
+                         np.ascontiguousarray(pid), np.ascontiguousarray(tid), n_tids, packed, present)
+    return (packed, present.view(bool)) if ok else None
