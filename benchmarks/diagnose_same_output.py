@@ -96,7 +96,7 @@ def _scanner_fits(tree: Path) -> bool:
     return (tree / SCAN_C).read_bytes() == (ROOT / SCAN_C).read_bytes()
 
 
-def _copy_fitting_extensions(tree: Path) -> None:
+def _copy_fitting_extensions(tree: Path, side: str) -> None:
     """Copy each extension built here but the scanner into ``tree`` where its C source is the same."""
     here = ROOT / "gpuperf_gui" / "core" / "trace"
     for so in sorted(here.glob("_*.so")):
@@ -104,8 +104,10 @@ def _copy_fitting_extensions(tree: Path) -> None:
         if source == Path(SCAN_C).name:
             continue
         theirs = tree / "gpuperf_gui" / "core" / "trace" / source
-        if theirs.exists() and theirs.read_bytes() == (here / source).read_bytes():
+        fits = theirs.exists() and theirs.read_bytes() == (here / source).read_bytes()
+        if fits:
             shutil.copy2(so, theirs.parent / so.name)
+        print(f"{source[:-2]}: {'on' if fits else 'off'} for {side}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -128,11 +130,11 @@ def main(argv: list[str] | None = None) -> int:
     built = sorted((ROOT / "gpuperf_gui" / "core" / "trace").glob("_scan.*.so"))
     use_scanner = bool(built) and all(_scanner_fits(t) for t in trees.values())
     env = dict(os.environ)
-    for tree in trees.values():
+    for side, tree in trees.items():
         if use_scanner and tree != ROOT:
             shutil.copy2(built[0], tree / "gpuperf_gui" / "core" / "trace" / built[0].name)
         if tree != ROOT:
-            _copy_fitting_extensions(tree)
+            _copy_fitting_extensions(tree, side)
     print(f"scanner: {'on, both sides' if use_scanner else 'off, both sides'}")
     try:
         runs = []
