@@ -10,7 +10,9 @@ jobs through ``--dask-scheduler local:1`` (needs the 'cluster' extra).
 
 The C scanner is built in this checkout only: it is copied into both worktrees when their
 ``_scan.c`` is the one it was built from, else both sides run without it (each side's interpreter
-cannot import the extension: a machine without a compiler, docs/environment.md).
+cannot import the extension: a machine without a compiler, docs/environment.md). The other
+extensions built here (``_nest``) are copied into each worktree whose source of it is the one it
+was built from; a side without that source, or with another one, runs without it.
 
     nice .venv/bin/python benchmarks/diagnose_same_output.py 286eeec           # base vs HEAD
     nice .venv/bin/python benchmarks/diagnose_same_output.py 286eeec --tree    # base vs this tree
@@ -94,6 +96,20 @@ def _scanner_fits(tree: Path) -> bool:
     return (tree / SCAN_C).read_bytes() == (ROOT / SCAN_C).read_bytes()
 
 
+def _copy_fitting_extensions(tree: Path, side: str) -> None:
+    """Copy each extension built here but the scanner into ``tree`` where its C source is the same."""
+    here = ROOT / "gpuperf_gui" / "core" / "trace"
+    for so in sorted(here.glob("_*.so")):
+        source = so.name.split(".", 1)[0] + ".c"
+        if source == Path(SCAN_C).name:
+            continue
+        theirs = tree / "gpuperf_gui" / "core" / "trace" / source
+        fits = theirs.exists() and theirs.read_bytes() == (here / source).read_bytes()
+        if fits:
+            shutil.copy2(so, theirs.parent / so.name)
+        print(f"{source[:-2]}: {'on' if fits else 'off'} for {side}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("base", nargs="?", help="the commit whose output is 'before'")
@@ -114,9 +130,11 @@ def main(argv: list[str] | None = None) -> int:
     built = sorted((ROOT / "gpuperf_gui" / "core" / "trace").glob("_scan.*.so"))
     use_scanner = bool(built) and all(_scanner_fits(t) for t in trees.values())
     env = dict(os.environ)
-    for tree in trees.values():
+    for side, tree in trees.items():
         if use_scanner and tree != ROOT:
             shutil.copy2(built[0], tree / "gpuperf_gui" / "core" / "trace" / built[0].name)
+        if tree != ROOT:
+            _copy_fitting_extensions(tree, side)
     print(f"scanner: {'on, both sides' if use_scanner else 'off, both sides'}")
     try:
         runs = []

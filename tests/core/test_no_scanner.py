@@ -1,6 +1,8 @@
-"""A machine without a C compiler gets the same results: the C scanner (``_scan.c``) is optional.
+"""A machine without a C compiler gets the same results: the C scanner (``_scan.c``) and the op
+table's one-pass nesting (``_nest.c``) are optional.
 
-Where the extension is not built, ``scan._scan`` is None and msgspec decodes every run. Here that
+Where the extensions are not built, ``scan._scan`` is None and msgspec decodes every run, and
+``nest._nest`` is None and the op table nests with numpy. Here that
 machine is made two ways: in this process (``scan._scan`` set None, the switch left on, as a test
 that forces the scanner on would leave it), and in a fresh interpreter in which the extension's import
 fails, as it does when ``setup.py`` found no compiler. ``gpuperf diagnose --json`` must print the
@@ -28,13 +30,15 @@ from test_stream_decode import fingerprint  # noqa: E402
 DATA = Path(__file__).resolve().parents[1] / "data"
 TRACE = DATA / "h200" / "eager_small.json.gz"
 
-# A fresh interpreter in which `import gpuperf_gui.core.trace._scan` fails (None in sys.modules
-# makes the import raise ImportError), then the CLI.
+# A fresh interpreter in which `import gpuperf_gui.core.trace._scan` and `._nest` fail (None in
+# sys.modules makes the import raise ImportError), then the CLI.
 _WITHOUT_EXTENSION = """
 import sys
 sys.modules["gpuperf_gui.core.trace._scan"] = None
-from gpuperf_gui.core.trace import scan
+sys.modules["gpuperf_gui.core.trace._nest"] = None
+from gpuperf_gui.core.trace import nest, scan
 assert scan._scan is None and not scan.ENABLED, "the extension was imported"
+assert nest._nest is None, "the nesting extension was imported"
 from gpuperf_gui import cli
 sys.exit(cli.main(sys.argv[1:]))
 """

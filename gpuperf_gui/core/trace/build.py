@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 import numpy as np
 
-from . import schema
+from . import nest, schema
 from .decode import BEvent, Decoded, EEvent, Event, MEvent, TraceFile, XEvent
 from .flops import IO_OP_RE, SHAPED_OP_RE, estimate_op, largest_input_bytes
 from .precision import code_of, dtype_precision
@@ -155,39 +155,20 @@ def _fill_lanes(rt: RankTrace, columns: EventColumns, names_meta: dict[tuple, st
     # Strings get ids as first seen: categories first, then names, each in order of appearance.
     cat_ids, name_ids = columns.string_ids(strings)
     role_lut = np.array([role_of_category(s) for s in strings], dtype=np.int8)
-    roles = role_lut[cat_ids]
     ts = columns.take("ts")
     dur = columns.take("dur")
-    keep = (roles != _ROLE_SKIP) & np.isfinite(ts) & np.isfinite(dur)
-    _warn_unplaced(rt, strings, name_ids, roles, ts, dur)
-    keep &= np.abs(ts) <= MAX_ABS_TS_US
-    bad_dur = np.isfinite(dur) & ((dur < 0) | (dur > MAX_EVENT_DURATION_US))
-    if bad_dur.any():
-        rt.warnings.append(f"{int(bad_dur.sum())} events with negative or > 7-day durations set to 0")
-        dur[bad_dur] = 0.0
-    lane_map, lane_raw = columns.lane_ids(roles)
-
-    keep_idx = np.flatnonzero(keep)
-    if keep_idx.size == 0:
+    if _times_usable(ts, dur):  # most traces: every event kept but those of skipped categories
+        kept = _kept_by_lane(columns, role_lut, cat_ids, ts, dur)
+    else:
+        kept = _kept_events(rt, strings, columns, role_lut[cat_ids], name_ids, ts, dur)
+    if kept is None:
         return
-    kept_lanes = set(np.flatnonzero(np.bincount(lane_raw[keep_idx])).tolist())
-    ordered = sorted((k for k, v in lane_map.items() if v in kept_lanes), key=_lane_sort_key)
-    lut = np.full(len(lane_map), -1, dtype=np.int32)
-    for new, key in enumerate(ordered):
-        lut[lane_map[key]] = new
-    lane_idx = lut[lane_raw]
-    keep &= lane_idx >= 0
-    keep_idx = np.flatnonzero(keep)
-
-    t0 = float(ts[keep_idx].min())
-    order = keep_idx[_lane_time_order(lane_idx[keep_idx], ts[keep_idx], dur[keep_idx])]
+    order, lane_sorted, t0, lane_map, ordered, ts_sample = kept
     start = ts[order] - t0
     duration = dur[order]
-    lane_sorted = lane_idx[order]
     names_sorted = name_ids[order]
     cats_sorted = cat_ids[order]
-    ts_sample = ts[keep_idx[:4096]]
-    del ts, dur, keep, keep_idx, lane_idx, lane_raw, name_ids, cat_ids  # each column held once, sorted
+    del ts, dur, name_ids, cat_ids, kept  # each column held once, sorted
     corr_sorted = columns.take("correlation")[order]
     external = columns.take("external")
     if strings.find("external id") >= 0 or any(strings.find(c) >= 0 for c in ("Kernel", "Operator", "Runtime")):
@@ -195,9 +176,14 @@ def _fill_lanes(rt: RankTrace, columns: EventColumns, names_meta: dict[tuple, st
     ext_sorted = external[order]
     del external
     n = order.size
+    # Each lane holds one role, and the lanes are runs of the sorted rows, CPU lanes first
+    # (_lane_sort_key): an event's role is its lane's, and the CPU events are the first cpu_end rows.
+    bounds = _lane_bounds(lane_sorted, len(ordered))
+    slices = [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+    cpu_end = sum(sl.stop - sl.start for sl, key in zip(slices, ordered) if key[0] == _ROLE_CPU)
 
     kernel_class = np.full(n, -1, dtype=np.int8)
-    gpu_rows = np.flatnonzero(roles[order] == _ROLE_GPU)
+    gpu_rows = _rows_of(slices, [key[0] == _ROLE_GPU for key in ordered])
     if gpu_rows.size:  # classify each distinct (name, category) pair once
         pair = names_sorted[gpu_rows].astype(np.int64) * len(strings) + cats_sorted[gpu_rows]
         uniq, inverse = _distinct_codes(pair, len(strings) ** 2)
@@ -213,11 +199,9 @@ def _fill_lanes(rt: RankTrace, columns: EventColumns, names_meta: dict[tuple, st
     nbytes[copy_rows] = columns.device_arg("bytes", order[copy_rows])
     if columns.recorded("flops"):
         _fill_recorded_flops(columns.take("flops"), order, flops)
-    _fill_shaped_ops(rt, columns, order, names_sorted, roles[order], flops, nbytes, shapes, op_precision)
+    _fill_shaped_ops(rt, columns, order, names_sorted, cpu_end, flops, nbytes, shapes, op_precision)
     io_bytes = _io_bytes(columns, order, n)
 
-    bounds = np.searchsorted(lane_sorted, np.arange(len(ordered) + 1))
-    slices = [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
     depths = _map_lanes(lambda sl: _depths(start[sl], duration[sl]), slices, [sl.stop - sl.start for sl in slices])
     for lane_id, key in enumerate(ordered):
         sl = slices[lane_id]
@@ -236,9 +220,94 @@ def _fill_lanes(rt: RankTrace, columns: EventColumns, names_meta: dict[tuple, st
     rt.span_us = (0.0, float(end.max()))
     rt.origin_us += t0
     rt.file_ts_offset_us = t0
-    rt.flows = _launch_flows(rt, lane_sorted, bounds, corr_sorted, cats_sorted)
+    rt.flows = _launch_flows(rt, lane_sorted, bounds, corr_sorted, cats_sorted, cpu_end)
     rt.steps = _steps(rt)
     rt.dialect = _dialect(strings, ts_sample, rt.metadata)
+
+
+def _times_usable(ts: np.ndarray, dur: np.ndarray) -> bool:
+    """Whether every event's time is usable and no duration is to be set to 0 (what the masks of
+    :func:`_kept_events` would find: four reductions, no mask)."""
+    if not ts.size:
+        return False
+    first, last, shortest, longest = float(ts.min()), float(ts.max()), float(dur.min()), float(dur.max())
+    usable = -MAX_ABS_TS_US <= first and last <= MAX_ABS_TS_US       # False for NaN
+    in_range = 0.0 <= shortest and longest <= MAX_EVENT_DURATION_US  # False for NaN
+    return usable and in_range
+
+
+def _lane_bounds(lane_sorted: np.ndarray, n_lanes: int) -> np.ndarray:
+    """Where each lane's rows start in the rows sorted by lane, and the end of the last."""
+    return np.searchsorted(lane_sorted, np.arange(n_lanes + 1))
+
+
+def _kept_by_lane(columns: EventColumns, role_lut: np.ndarray, cat_ids: np.ndarray, ts: np.ndarray,
+                  dur: np.ndarray) -> tuple | None:
+    """:func:`_kept_events` where every time is usable (:func:`_times_usable`): the events kept are
+    those of the lanes not of a skipped category's role, so no mask is made (the other lanes'
+    events get lane -1, which :func:`_lane_time_order` leaves out), and the earliest start is
+    the earliest of the lanes' first starts."""
+    lane_map, ordered, lane_idx = columns.kept_lane_ids(
+        role_lut, cat_ids, lambda lanes: sorted((key for key in lanes if key[0] != _ROLE_SKIP), key=_lane_sort_key))
+    if not ordered:
+        return None
+    order = _lane_time_order(lane_idx, ts, dur)
+    lane_sorted = lane_idx[order]
+    t0 = float(ts[order[_lane_bounds(lane_sorted, len(ordered))[:-1]]].min())
+    kept_idx = None
+    if t0 == 0.0:  # 0.0 or -0.0: the sign np.min gives depends on the order it reads: read as there
+        kept_idx = np.flatnonzero(lane_idx >= 0)
+        t0 = float(ts[kept_idx].min())
+    return order, lane_sorted, t0, lane_map, ordered, ts[_first_kept(lane_idx, 4096, kept_idx)]
+
+
+def _first_kept(lane_idx: np.ndarray, count: int, kept_idx: np.ndarray | None) -> np.ndarray:
+    """The first ``count`` events (file order) of a lane (lane >= 0), reading no more than needed."""
+    if kept_idx is not None:
+        return kept_idx[:count]
+    window = count
+    while True:
+        found = np.flatnonzero(lane_idx[:window] >= 0)
+        if found.size >= count or window >= lane_idx.size:
+            return found[:count]
+        window *= 2
+
+
+def _lane_numbers(lane_map: dict[tuple, int], ordered: list[tuple]) -> np.ndarray:
+    """Lookup table: a lane key's id in ``lane_map`` -> its place in ``ordered`` (-1: not there)."""
+    lut = np.full(len(lane_map), -1, dtype=np.int32)
+    for new, key in enumerate(ordered):
+        lut[lane_map[key]] = new
+    return lut
+
+
+def _kept_events(rt: RankTrace, strings: StringTable, columns: EventColumns, roles: np.ndarray,
+                 name_ids: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> tuple | None:
+    """The events kept where some time is not usable or some durations are set to 0 (``dur``
+    written in place), with the warnings: (their order by lane and time, their lanes in that order,
+    the earliest start, the lane map, the lane keys kept in order, the first 4096 kept starts in
+    file order); None when none is kept."""
+    keep = (roles != _ROLE_SKIP) & np.isfinite(ts) & np.isfinite(dur)
+    _warn_unplaced(rt, strings, name_ids, roles, ts, dur)
+    keep &= np.abs(ts) <= MAX_ABS_TS_US
+    bad_dur = np.isfinite(dur) & ((dur < 0) | (dur > MAX_EVENT_DURATION_US))
+    if bad_dur.any():
+        rt.warnings.append(f"{int(bad_dur.sum())} events with negative or > 7-day durations set to 0")
+        dur[bad_dur] = 0.0
+    lane_map, lane_raw = columns.lane_ids(roles)
+
+    keep_idx = np.flatnonzero(keep)
+    if keep_idx.size == 0:
+        return None
+    kept_lanes = set(np.flatnonzero(np.bincount(lane_raw[keep_idx])).tolist())
+    ordered = sorted((k for k, v in lane_map.items() if v in kept_lanes), key=_lane_sort_key)
+    lane_idx = _lane_numbers(lane_map, ordered)[lane_raw]
+    keep &= lane_idx >= 0
+    keep_idx = np.flatnonzero(keep)
+
+    t0 = float(ts[keep_idx].min())
+    order = keep_idx[_lane_time_order(lane_idx[keep_idx], ts[keep_idx], dur[keep_idx])]
+    return order, lane_idx[order], t0, lane_map, ordered, ts[keep_idx[:4096]]
 
 
 _get_cat, _get_name, _get_ts, _get_dur = (attrgetter(f) for f in ("cat", "name", "ts", "dur"))
@@ -486,14 +555,43 @@ class EventColumns:
         pid and tid are coded apart (they may be ints or strings, as in the file), the three codes
         are packed into one int64 and one 1-D ``np.unique`` finds the lanes.
         """
+        n_pids, n_tids = len(self._pids), len(self._tids)
+        packed = (roles.astype(np.int64) * n_pids + self.take("pid")) * n_tids + self.take("tid")
+        uniq, inverse = _distinct_codes(packed, (_ROLE_SKIP + 1) * n_pids * n_tids)
+        return self._lane_map(uniq), inverse.reshape(-1).astype(np.int32)
+
+    def kept_lane_ids(self, role_lut: np.ndarray, cat_ids: np.ndarray,
+                      kept_in_order: Callable[[dict[tuple, int]], list[tuple]]
+                      ) -> tuple[dict[tuple, int], list[tuple], np.ndarray]:
+        """:meth:`lane_ids` of the roles ``role_lut[cat_ids]``, the lanes kept in their order
+        (``kept_in_order(lane_map)``) and each event's place among them (-1: not kept): the keys
+        packed and counted in one pass where the C extension is built (:mod:`.nest`), and each
+        event's place read through one table."""
+        n_pids, n_tids = len(self._pids), len(self._tids)
+        bound = (_ROLE_SKIP + 1) * n_pids * n_tids
+        found = None
+        if bound <= max(4 * cat_ids.size, 1 << 16):  # as _distinct_codes counts
+            found = nest.lane_keys(role_lut.astype(np.int64) * (n_pids * n_tids), cat_ids, self.column("pid"),
+                                   self.column("tid"), n_tids, bound)
+        if found is None:
+            lane_map, lane_raw = self.lane_ids(role_lut[cat_ids])
+            ordered = kept_in_order(lane_map)
+            return lane_map, ordered, _lane_numbers(lane_map, ordered)[lane_raw]
+        packed, present = found
+        self.take("pid"), self.take("tid")
+        lane_map = self._lane_map(np.flatnonzero(present))
+        ordered = kept_in_order(lane_map)
+        place = np.full(bound, -1, dtype=np.int32)
+        place[np.flatnonzero(present)] = _lane_numbers(lane_map, ordered)  # lane ids: the keys in order
+        return lane_map, ordered, place[packed]
+
+    def _lane_map(self, keys: np.ndarray) -> dict[tuple, int]:
+        """Lane key (role, pid, tid) -> dense id, for the packed keys ``keys`` (ascending)."""
         pids, tids = list(self._pids), list(self._tids)
-        packed = (roles.astype(np.int64) * len(pids) + self.take("pid")) * len(tids) + self.take("tid")
-        uniq, inverse = _distinct_codes(packed, (_ROLE_SKIP + 1) * len(pids) * len(tids))
-        role_pid, tid_of = np.divmod(uniq, len(tids))
+        role_pid, tid_of = np.divmod(keys, len(tids))
         role_of, pid_of = np.divmod(role_pid, len(pids))
-        lane_map = {(r, pids[p], tids[t]): i
-                    for i, (r, p, t) in enumerate(zip(role_of.tolist(), pid_of.tolist(), tid_of.tolist()))}
-        return lane_map, inverse.reshape(-1).astype(np.int32)
+        return {(r, pids[p], tids[t]): i
+                for i, (r, p, t) in enumerate(zip(role_of.tolist(), pid_of.tolist(), tid_of.tolist()))}
 
     def device_arg(self, key: str, rows: np.ndarray) -> np.ndarray:
         """``bytes``/``device``/``stream`` of non-CPU events ``rows`` as numbers (NaN: none or unusable)."""
@@ -555,14 +653,20 @@ def _lane_time_order(lane: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> np.nd
     O(n) on a trace's lanes (each nearly in start order already): a counting sort by lane, then per
     lane a stable sort by start (near-linear on nearly sorted input) and equal starts by -dur."""
     n_lanes = int(lane.max()) + 1 if lane.size else 0
-    if n_lanes <= 64:  # a pass per lane beats sorting 10M lane ids
-        per_lane = [np.flatnonzero(lane == k) for k in range(n_lanes)]
-    else:
-        by_lane = np.argsort(lane, kind="stable")
-        bounds = np.searchsorted(lane[by_lane], np.arange(n_lanes + 1))
-        per_lane = [by_lane[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
+    per_lane = nest.rows_by_lane(lane, n_lanes)  # a counting sort in two passes (C), where built
+    if per_lane is None:
+        per_lane = _rows_by_lane(lane, n_lanes)
     ordered = _map_lanes(lambda rows: rows[_time_order(ts[rows], dur[rows])], per_lane, [r.size for r in per_lane])
     return np.concatenate(ordered) if ordered else np.zeros(0, dtype=np.int64)
+
+
+def _rows_by_lane(lane: np.ndarray, n_lanes: int) -> list[np.ndarray]:
+    """The rows of each lane ``0 .. n_lanes - 1`` in row order (lane -1: none)."""
+    if n_lanes <= 64:  # a pass per lane beats sorting 10M lane ids
+        return [np.flatnonzero(lane == k) for k in range(n_lanes)]
+    by_lane = np.argsort(lane, kind="stable")
+    bounds = np.searchsorted(lane[by_lane], np.arange(n_lanes + 1))
+    return [by_lane[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
 
 
 def _time_order(t: np.ndarray, d: np.ndarray) -> np.ndarray:
@@ -594,6 +698,12 @@ def _map_lanes(fn: Callable, items: list, sizes: list[int]) -> list:
         return [futures[i].result() for i in range(len(items))]
 
 
+def _rows_of(slices: list[slice], chosen: list[bool]) -> np.ndarray:
+    """The rows of the chosen lanes (``slices``: each lane's rows), ascending."""
+    parts = [np.arange(sl.start, sl.stop) for sl, c in zip(slices, chosen) if c]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
 def _int_column(items: list, getter: attrgetter) -> np.ndarray:
     """An int64 column of one attribute; values beyond int64 (some traces write them) become -1."""
     try:
@@ -623,7 +733,12 @@ def _depths(start: np.ndarray, duration: np.ndarray) -> np.ndarray:
     n = start.size
     if n == 0:
         return np.zeros(0, dtype=np.int16)
-    ends = np.sort(start + duration)
+    # timsort: the ends of a lane sorted by start come in runs (2x numpy's default here); the
+    # counts below read only values, so the order of equal ends (0.0, -0.0) does not matter
+    ends = np.sort(start + duration, kind="stable")
+    fast = nest.depths(start, ends)  # one merge of the sorted starts and ends (C), where built
+    if fast is not None:
+        return fast
     closed = np.searchsorted(ends, start, side="right")
     depth = np.arange(n) - closed
     np.clip(depth, 0, 32767, out=depth)
@@ -755,14 +870,15 @@ def _fill_recorded_flops(recorded_flops: np.ndarray, order: np.ndarray, flops: n
 
 
 def _fill_shaped_ops(rt: RankTrace, columns: EventColumns, order: np.ndarray, names_sorted: np.ndarray,
-                     roles_sorted: np.ndarray, flops: np.ndarray, nbytes: np.ndarray,
+                     cpu_end: int, flops: np.ndarray, nbytes: np.ndarray,
                      shapes: np.ndarray, op_precision: np.ndarray) -> None:
     """Estimate FLOPs and minimal bytes of GEMM/attention ops from their recorded input dims, and
-    take their precision from their recorded input types (core/trace/precision.py)."""
+    take their precision from their recorded input types (core/trace/precision.py). The CPU
+    events are the first ``cpu_end`` rows."""
     shaped_names = rt.strings.ids_matching(lambda s: bool(SHAPED_OP_RE.match(s)))
     if not shaped_names.any():
         return
-    rows = np.flatnonzero(shaped_names[names_sorted] & (roles_sorted == _ROLE_CPU))
+    rows = np.flatnonzero(shaped_names[names_sorted[:cpu_end]])
     shape_rows, shape_codes, shape_keys = columns.shapes()
     if not shape_rows.size or not rows.size:
         return
@@ -809,11 +925,14 @@ def _io_bytes(columns: EventColumns, order: np.ndarray, n: int) -> np.ndarray:
 
 
 def _launch_flows(rt: RankTrace, lane_sorted: np.ndarray, bounds: np.ndarray,
-                  corr_sorted: np.ndarray, cats_sorted: np.ndarray) -> Flows:
+                  corr_sorted: np.ndarray, cats_sorted: np.ndarray, cpu_end: int) -> Flows:
+    """Launch call -> device event links by correlation id. Launch calls are CPU events (the
+    first ``cpu_end`` rows), device activity is not (their categories' roles): each is looked for
+    in its part only."""
     launch_cat = rt.strings.ids_matching(lambda s: s in LAUNCH_CATEGORIES)
     gpu_cat = rt.strings.ids_matching(lambda s: s in GPU_ACTIVITY_CATEGORIES)
-    src = np.flatnonzero(launch_cat[cats_sorted] & (corr_sorted >= 0))
-    dst = np.flatnonzero(gpu_cat[cats_sorted] & (corr_sorted >= 0))
+    src = np.flatnonzero(launch_cat[cats_sorted[:cpu_end]] & (corr_sorted[:cpu_end] >= 0))
+    dst = cpu_end + np.flatnonzero(gpu_cat[cats_sorted[cpu_end:]] & (corr_sorted[cpu_end:] >= 0))
     if src.size == 0 or dst.size == 0:
         return Flows()
     src_sorted = src[np.argsort(corr_sorted[src], kind="stable")]

@@ -101,9 +101,10 @@ class PointSums:
         device time launched by the op itself."""
         if got is None:
             return
-        rows, dev_op = got.rows, got.self_device_us
+        launched = np.flatnonzero(got.self_device_us > 0)  # the few rows with device time first
+        rows, dev_op = got.rows[launched], got.self_device_us[launched]
         flops, nbytes = lane.flops[rows], lane.bytes[rows]
-        ok = ~np.isnan(flops) & ~np.isnan(nbytes) & (flops > 0) & (nbytes > 0) & (dev_op > 0)
+        ok = ~np.isnan(flops) & ~np.isnan(nbytes) & (flops > 0) & (nbytes > 0)
         picked = rows[ok]
         self.parts.append((lane.name_id[picked].astype(np.int64), lane.shapes_id[picked].astype(np.int64),
                            flops[ok], nbytes[ok], dev_op[ok] / 1e6))

@@ -36,6 +36,7 @@ from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
+from . import nest
 from .build import GPU_ACTIVITY_CATEGORIES, LAUNCH_CATEGORIES
 from .model import GPU_ACTIVITY_KINDS, Lane, RankTrace
 
@@ -124,8 +125,10 @@ def op_table(rt: RankTrace, host_windows_us: Sequence[tuple[float, float]] | Non
             on_point_rows(lane, _point_rows_from(lane, tree, got, extra, name_group, point_cat, kernel_us,
                                                  launch_ids, group, python_ids))
         rows, level, parent, dur, dev_op, overhead_us = got
-        nested = parent >= 0
-        child_cpu = add_at(overhead_us, parent[nested], dur[nested])
+        child_cpu = nest.add_at(overhead_us, parent, dur, skip_negative=True)  # roots (-1) left out
+        if child_cpu is None:
+            nested = parent >= 0
+            child_cpu = add_at(overhead_us, parent[nested], dur[nested])
         dev_total = _subtree_sums(dev_op, parent, level)
         if host_windows_us is not None:
             keep = starts_in(lane.start_us[rows], host_windows_us)
@@ -168,7 +171,11 @@ def op_table(rt: RankTrace, host_windows_us: Sequence[tuple[float, float]] | Non
 def add_at(target: np.ndarray, index: np.ndarray, values: np.ndarray) -> np.ndarray:
     """``np.add.at(target, index, values)`` on a float64 ``target``, into a new array, with the same
     sums bit for bit: np.bincount adds in input order from 0.0 as add.at adds onto each element,
-    so the target's own nonzero values go first. np.add.at was 20x slower here (numpy 2.4)."""
+    so the target's own nonzero values go first. np.add.at was 20x slower here (numpy 2.4). One
+    pass, the same additions, where the C extension is built (:mod:`.nest`)."""
+    fast = nest.add_at(target, index, values)
+    if fast is not None:
+        return fast
     base = np.flatnonzero(target)  # NaN counts as nonzero; 0.0 + x is x
     if base.size:
         index = np.concatenate([base, index])
@@ -179,7 +186,10 @@ def add_at(target: np.ndarray, index: np.ndarray, values: np.ndarray) -> np.ndar
 def _subtree_sums(own: np.ndarray, parent: np.ndarray, level: np.ndarray) -> np.ndarray:
     """``own`` plus every descendant's, adding each level's rows into their parents from the
     deepest level up, children in row order (the order, so the sums, of ``np.add.at`` level by
-    level)."""
+    level). One pass where the C extension is built (:mod:`.nest`)."""
+    fast = nest.subtree_sums(own, parent)
+    if fast is not None:
+        return fast
     total = own.copy()
     if not level.size:
         return total
@@ -272,16 +282,19 @@ def _host_tree(lane, host_cat: np.ndarray, kernel_us: dict[int, np.ndarray], lau
     rows = np.flatnonzero(host_cat[lane.category_id])
     if rows.size == 0:
         return None
-    start, dur = lane.start_us[rows], lane.duration_us[rows]
+    def of_rows(column: np.ndarray) -> np.ndarray:  # read only: a lane of host rows alone is not copied
+        return column if rows.size == column.size else column[rows]
+
+    start, dur = of_rows(lane.start_us), of_rows(lane.duration_us)
     parent = containment_parents(start, dur)
     own_dev = kernel_us.get(lane.lane_id)
     dev_op = own_dev[rows] if own_dev is not None else np.zeros(rows.size)
-    cats = lane.category_id[rows]
+    cats = of_rows(lane.category_id)
     is_launch = _id_mask(launch_ids, host_cat.size)[cats]
     moved = np.flatnonzero(is_launch & (parent >= 0) & (dev_op > 0))
     if moved.size:
         skip = is_launch | _id_mask(python_ids if python_ids is not None else [], host_cat.size)[cats]
-        target = _kernel_owners(moved, parent, skip, lane.external_id[rows])
+        target = _kernel_owners(moved, parent, skip, of_rows(lane.external_id))
         ok = target >= 0
         dev_op = add_at(dev_op, target[ok], dev_op[moved[ok]])
         dev_op[moved[ok]] = 0.0
@@ -425,13 +438,17 @@ def _enclosing_events(end: np.ndarray, q_start: np.ndarray, q_end: np.ndarray) -
     does not enclose ``c``'s query, so it ends before ``c`` does (minus the slack) or at or before
     ``c``'s start, both at or before what ``i`` needs, as ``c`` ends before ``i``'s query or at
     or before ``i``'s start, which is no earlier than ``c``'s. Siblings and ancestors are skipped
-    in O(log) rounds; memory stays O(n) (a table of running maxima took n log n).
+    in O(log) rounds; memory stays O(n) (a table of running maxima took n log n). Where the C
+    extension is built, one stack walk gives the same parents (:mod:`.nest`).
 
     The first round reads slices, not gathers, and settles the roots at once: an event that no
     earlier end reaches (the running maximum of the ends fails its query) has no enclosing event;
     they took the most rounds (a root walks its whole lane back), a third of the time. Runs of
     siblings are skipped in one step (below), not in log2(run) rounds.
     """
+    fast = nest.enclosing_events(end, q_start, q_end)
+    if fast is not None:
+        return fast
     index = np.int32 if end.size < 2**31 else np.int64  # half the temporaries of a 10M-event lane
     cand = np.arange(-1, end.size - 1, dtype=index)
     if end.size < 2:
@@ -477,7 +494,10 @@ def _enclosing(parents: np.ndarray, end: np.ndarray, pos: np.ndarray, q_start: n
 def _levels(parent: np.ndarray) -> np.ndarray:
     """Depth of each node of a parent-pointer forest (roots 0); parents precede children."""
     # Pointer jumping: O(n log depth), not O(n * depth); in int32 where it fits (half the memory
-    # traffic of int64 on a 4M-row lane).
+    # traffic of int64 on a 4M-row lane). One pass where the C extension is built (:mod:`.nest`).
+    fast = nest.levels(parent)
+    if fast is not None:
+        return fast
     index = np.int32 if parent.size < 2**31 else np.int64
     level = (parent >= 0).astype(index)
     anc = parent.astype(index)
