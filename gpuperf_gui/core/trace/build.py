@@ -10,7 +10,7 @@ from dataclasses import replace
 from itertools import islice
 from operator import attrgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -18,7 +18,7 @@ from . import schema
 from .decode import BEvent, Decoded, EEvent, Event, MEvent, TraceFile, XEvent
 from .flops import SHAPED_OP_RE, estimate_op
 from .precision import code_of, dtype_precision
-from .kernel_classes import COPY_CATEGORIES, class_code, classify_kernel
+from .kernel_classes import class_code, classify_kernel
 from .model import Flows, Lane, RankTrace, StepWindow, StringTable, TraceFormatError, Truncation
 
 if TYPE_CHECKING:
