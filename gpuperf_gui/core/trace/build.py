@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 
 from . import schema
+from .categories import GPU_ACTIVITY_CATEGORIES, LAUNCH_CATEGORIES, SKIPPED_CATEGORIES
 from .decode import BEvent, Decoded, EEvent, Event, MEvent, TraceFile, XEvent
 from .flops import SHAPED_OP_RE, estimate_op
 from .precision import code_of, dtype_precision
@@ -24,9 +25,6 @@ from .model import Flows, Lane, RankTrace, StepWindow, StringTable, TraceFormatE
 if TYPE_CHECKING:
     from .scan import ScannedRun
 
-GPU_ACTIVITY_CATEGORIES = frozenset({"kernel", "Kernel", "gpu_memcpy", "gpu_memset", "Memcpy", "Memset"})
-LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "Runtime"})
-SKIPPED_CATEGORIES = frozenset({"Trace"})
 MAX_EVENT_DURATION_US = 7 * 24 * 3600 * 1e6
 """Durations beyond 7 days are CUPTI overflow (HTA's MAX_EVENT_DURATION_US): set to 0."""
 
