@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.abc
 import io
 import json
 import os
@@ -36,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 WORK_PREFIX = "diagnose_same_output-"
 """Each run works in a fresh folder of its own under the temp folder (runs side by side never meet)."""
-SCAN_C = "gpuperf_gui/core/trace/_scan.c"
+TRACE_DIR = Path("gpuperf_gui", "core", "trace")
 NOT_TRACES = (".key_averages.json", ".meta.json")   # reference figures beside the traces
 FOLDERS = ("dlrm_kineto", "gloo_cpu_allreduce", "ddp_straggler_gloo")
 UNPROFILED = ("compiled_tiny", "eager_tiny", "loader_fed", "loader0")
@@ -61,11 +62,19 @@ def jobs(dask: bool) -> list[tuple[str, list[str]]]:
     return with_top
 
 
+class _NoScanner(importlib.abc.MetaPathFinder):
+    """Fails the C scanner's import (``..._scan``, wherever the side's layout keeps it)."""
+
+    def find_spec(self, name: str, path: object, target: object = None) -> None:
+        if name.startswith("gpuperf_gui.") and name.rsplit(".", 1)[-1] == "_scan":
+            raise ImportError(f"{name}: this side runs without the C scanner")
+
+
 def snapshot(out_dir: Path, dask: bool, scanner: bool = True) -> None:
     """Run every job through the CLI's ``main`` in this interpreter (the side being compared);
     without ``scanner`` the C extension's import fails here, as where it is not built."""
     if not scanner:
-        sys.modules["gpuperf_gui.core.trace._scan"] = None  # type: ignore[assignment]
+        sys.meta_path.insert(0, _NoScanner())
     from gpuperf_gui.cli import main
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -91,22 +100,31 @@ def _remove_worktree(where: Path) -> None:
     subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(where)], capture_output=True)
 
 
+def scanner_source(tree: Path) -> Path | None:
+    """The C scanner's source in ``tree``, wherever its layout keeps it under core/trace (a base
+    before the layers move has it at the top, a later one in its own folder)."""
+    found = sorted((tree / TRACE_DIR).rglob("_scan.c"))
+    return found[0] if found else None
+
+
 def _scanner_fits(tree: Path) -> bool:
     """The scanner built here was built from this tree's _scan.c."""
-    return (tree / SCAN_C).read_bytes() == (ROOT / SCAN_C).read_bytes()
+    mine, theirs = scanner_source(ROOT), scanner_source(tree)
+    return mine is not None and theirs is not None and theirs.read_bytes() == mine.read_bytes()
 
 
 def _copy_fitting_extensions(tree: Path, side: str) -> None:
-    """Copy each extension built here but the scanner into ``tree`` where its C source is the same."""
-    here = ROOT / "gpuperf_gui" / "core" / "trace"
-    for so in sorted(here.glob("_*.so")):
+    """Copy each extension built here but the scanner into ``tree`` where its C source is the same
+    (found wherever each side's layout keeps it under core/trace)."""
+    for so in sorted((ROOT / TRACE_DIR).rglob("_*.so")):
         source = so.name.split(".", 1)[0] + ".c"
-        if source == Path(SCAN_C).name:
+        if source == "_scan.c":
             continue
-        theirs = tree / "gpuperf_gui" / "core" / "trace" / source
-        fits = theirs.exists() and theirs.read_bytes() == (here / source).read_bytes()
+        mine = so.parent / source
+        found = sorted((tree / TRACE_DIR).rglob(source))
+        fits = bool(found) and mine.exists() and found[0].read_bytes() == mine.read_bytes()
         if fits:
-            shutil.copy2(so, theirs.parent / so.name)
+            shutil.copy2(so, found[0].parent / so.name)
         print(f"{source[:-2]}: {'on' if fits else 'off'} for {side}")
 
 
@@ -127,12 +145,13 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix=WORK_PREFIX))
     trees = {"before": _worktree(args.base, work / "base"),
              "after": ROOT if args.tree else _worktree(args.head, work / "head")}
-    built = sorted((ROOT / "gpuperf_gui" / "core" / "trace").glob("_scan.*.so"))
+    source = scanner_source(ROOT)
+    built = sorted(source.parent.glob("_scan.*.so")) if source else []
     use_scanner = bool(built) and all(_scanner_fits(t) for t in trees.values())
     env = dict(os.environ)
     for side, tree in trees.items():
         if use_scanner and tree != ROOT:
-            shutil.copy2(built[0], tree / "gpuperf_gui" / "core" / "trace" / built[0].name)
+            shutil.copy2(built[0], scanner_source(tree).parent / built[0].name)
         if tree != ROOT:
             _copy_fitting_extensions(tree, side)
     print(f"scanner: {'on, both sides' if use_scanner else 'off, both sides'}")

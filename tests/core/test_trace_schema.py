@@ -20,7 +20,7 @@ import pytest
 from gpuperf_gui.core.trace import decode, scan, schema, stream_decode
 from gpuperf_gui.core.trace.build import EventColumns
 
-SCAN_C = (Path(schema.__file__).parent / "_scan.c").read_text()
+SCAN_C = (Path(scan.__file__).parent / "_scan.c").read_text()  # the C source lies beside its Python face
 
 
 def _c_function(name: str) -> str:

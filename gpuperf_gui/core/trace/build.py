@@ -10,23 +10,21 @@ from dataclasses import replace
 from itertools import islice
 from operator import attrgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from . import nest, schema
+from .categories import GPU_ACTIVITY_CATEGORIES, LAUNCH_CATEGORIES, SKIPPED_CATEGORIES
 from .decode import BEvent, Decoded, EEvent, Event, MEvent, TraceFile, XEvent
 from .flops import IO_OP_RE, SHAPED_OP_RE, estimate_op, largest_input_bytes
 from .precision import code_of, dtype_precision
-from .kernel_classes import COPY_CATEGORIES, class_code, classify_kernel
+from .kernel_classes import class_code, classify_kernel
 from .model import Flows, Lane, RankTrace, StepWindow, StringTable, TraceFormatError, Truncation
 
 if TYPE_CHECKING:
     from .scan import ScannedRun
 
-GPU_ACTIVITY_CATEGORIES = frozenset({"kernel", "Kernel", "gpu_memcpy", "gpu_memset", "Memcpy", "Memset"})
-LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "Runtime"})
-SKIPPED_CATEGORIES = frozenset({"Trace"})
 MAX_EVENT_DURATION_US = 7 * 24 * 3600 * 1e6
 """Durations beyond 7 days are CUPTI overflow (HTA's MAX_EVENT_DURATION_US): set to 0."""
 

@@ -568,9 +568,6 @@ def _build_rank(b: _Builder, rt: RankTrace):  # noqa: ANN202, C901 (one pass ove
                 c = cpu[cl]
                 sel = c_lane == cl
                 # The node of the launch call's start: the node whose event is that call, a start.
-                key = c.event * 2 + (~c.is_start)
-                pos = np.searchsorted(key, c_idx[sel] * 2)  # key sorted? not in general: map by dict below
-                del pos, key
                 start_nodes = {ev: i for i, (ev, st) in enumerate(zip(c.event.tolist(), c.is_start.tolist())) if st}
                 nodes = np.array([start_nodes.get(e, -1) for e in c_idx[sel].tolist()], dtype=np.int64)
                 ok = nodes >= 0

@@ -24,7 +24,6 @@ import numpy as np
 from . import schema
 from .budget import MemoryBudget
 from .model import NotATraceError, TraceFormatError, Truncation
-from .source import GZIP_MAGIC, read_trace_text
 
 DEFAULT_MAX_BYTES = 4 * 1024**3
 """Largest (decompressed) trace text accepted by default: 4 GiB. Callers can raise it."""
@@ -135,14 +134,6 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-
-
-def read_trace_bytes(path: Path, max_bytes: int | None = DEFAULT_MAX_BYTES,
-                     budget: MemoryBudget | int | None = None) -> tuple[bytearray, bool]:
-    """``(text, stream_truncated)`` of a file (gunzipped when it starts with the gzip magic bytes),
-    read under the memory budget (:func:`.source.read_trace_text`)."""
-    text = read_trace_text(Path(path), MemoryBudget.of(budget), estimated_load_bytes, max_bytes)
-    return text.data, text.stream_truncated
 
 
 def decode_trace(text: Text, path: Path, stream_truncated: bool = False, *, compressed: bool = False,

@@ -1,6 +1,6 @@
 """Kernel classes by name: the one table of rules.
 
-Classes (see :data:`.model.KERNEL_CLASSES`): ``gemm`` (matrix multiply and convolution, the
+Classes (:data:`KERNEL_CLASSES`): ``gemm`` (matrix multiply and convolution, the
 tensor-core work), ``attention`` (fused attention kernels), ``elementwise`` (elementwise,
 normalisation, reduction, indexing, optimizer kernels: the memory-bound family),
 ``communication`` (NCCL/RCCL/HCCL), ``copy`` (memcpy/memset), ``other``.
@@ -17,9 +17,12 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from .model import KERNEL_CLASSES
+from .categories import COPY_CATEGORIES
 
-COPY_CATEGORIES = frozenset({"gpu_memcpy", "gpu_memset", "Memcpy", "Memset"})
+KERNEL_CLASSES: tuple[str, ...] = (
+    "gemm", "attention", "elementwise", "communication", "copy", "other",
+)
+"""Kernel classes; :attr:`.model.Lane.kernel_class` holds indices into this tuple (-1 = not device work)."""
 
 # (class, pattern); first match wins. Patterns apply to the lower-cased name.
 KERNEL_CLASS_RULES: tuple[tuple[str, str], ...] = (

@@ -3,7 +3,7 @@
 :func:`prepare_lanes` turns a :class:`~.model.TraceModel` into :class:`LaneSpec` objects (depth rows
 indexed for folding, a colour key per event, the idle gaps of compute streams) and :class:`RankSpec`
 headers. A colour key is ``base * SHADES + shade``: ``base`` indexes :data:`CPU_COLOR_BASES` followed
-by :data:`~.model.KERNEL_CLASSES` (the view maps each base to a colour), ``shade`` is one of three
+by :data:`~.kernel_classes.KERNEL_CLASSES` (the view maps each base to a colour), ``shade`` is one of three
 variants so that neighbouring events of one category stay distinguishable.
 """
 

@@ -20,6 +20,8 @@ from typing import Iterator, Literal
 
 import numpy as np
 
+from .kernel_classes import KERNEL_CLASSES  # noqa: F401 (until the layers move points its importers at kernel_classes)
+
 LaneKind = Literal["cpu", "gpu_compute", "gpu_comm", "gpu_copy", "gpu_annotation", "gpu_sync"]
 """Kinds of lanes.
 
@@ -34,14 +36,6 @@ LaneKind = Literal["cpu", "gpu_compute", "gpu_comm", "gpu_copy", "gpu_annotation
 
 GPU_ACTIVITY_KINDS: tuple[str, ...] = ("gpu_compute", "gpu_comm", "gpu_copy")
 """Lane kinds whose events are real device work (kernels, copies, memsets)."""
-
-KERNEL_CLASSES: tuple[str, ...] = (
-    "gemm", "attention", "elementwise", "communication", "copy", "other",
-)
-"""Kernel classes; :attr:`Lane.kernel_class` holds indices into this tuple (-1 = not device work).
-
-The name rules live in :mod:`.kernel_classes`.
-"""
 
 
 class TraceFormatError(ValueError):
@@ -122,7 +116,7 @@ class Lane:
     depth : int16 nesting depth (0 = outermost). Overlapping (not nested) events get stacked depths.
     correlation : int64 CUDA correlation id (runtime call <-> kernel), -1 where absent.
     external_id : int64 Kineto "External id" (op <-> runtime call <-> kernel), -1 where absent.
-    kernel_class : int8 index into :data:`KERNEL_CLASSES` for device work, -1 otherwise.
+    kernel_class : int8 index into :data:`.kernel_classes.KERNEL_CLASSES` for device work, -1 otherwise.
     bytes : float64 bytes moved (memcpy/memset ``bytes`` arg), NaN where absent.
     flops : float64 FLOPs recorded by the profiler (``with_flops``) or estimated from shapes by the
         loader for GEMM-like ops, NaN where unknown.

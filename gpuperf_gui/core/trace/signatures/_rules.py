@@ -15,5 +15,4 @@ THRESHOLDS = {
                                          "either fix alone leaves the other)."),
 }
 LOSS_MIN = THRESHOLDS["loss_min"].value
-HOST_SHARE_MIN = THRESHOLDS["host_share_min"].value
 CLOSE_CALL_POINTS = THRESHOLDS["close_call_points"].value
