@@ -11,11 +11,10 @@ from pathlib import Path
 TRACE = Path(__file__).resolve().parents[1] / "data" / "h200" / "nested_sum.json.gz"
 
 NEVER = ("torch", "PySide6", "pyqtgraph", "dask", "distributed", "pandas", "scipy", "matplotlib",
-         "tomllib", "gpuperf_gui.views", "gpuperf_gui.core.bench", "gpuperf_gui.core.catalog",
+         "gpuperf_gui.views", "gpuperf_gui.core.bench", "gpuperf_gui.core.catalog",
          "gpuperf_gui.core.mfu", "gpuperf_gui.core.mfu_gap", "gpuperf_gui.core.mfu_inputs",
-         "gpuperf_gui.core.mfu_report", "gpuperf_gui.core.model_presets", "gpuperf_gui.core.hardware",
-         "gpuperf_gui.core.profile_script", "gpuperf_gui.core.state_files", "gpuperf_gui.core.child_stream",
-         "gpuperf_gui.core.roofline",
+         "gpuperf_gui.core.mfu_report", "gpuperf_gui.core.model_presets",
+         "gpuperf_gui.core.profile_script", "gpuperf_gui.core.child_stream",
          "gpuperf_gui.core.trace.cluster", "gpuperf_gui.core.trace.diff", "gpuperf_gui.core.trace.synth",
          "gpuperf_gui.core.trace.session", "gpuperf_gui.core.trace.lod",
          "gpuperf_gui.core.trace.lanes", "gpuperf_gui.core.trace.tile", "gpuperf_gui.commands.roofline",
@@ -28,8 +27,9 @@ level-of-detail code, the other commands, numpy's masked arrays (~10 ms: `np.uni
 return_* flags and `np.median` pull them in, so the loader and the analysis avoid both) and the
 process pool (~25 ms: imported only when decoding workers or per-file processes start).
 ``core.trace.overview`` is imported: the JSON carries the Overview's kernel figures (tensor-core
-share, per-kernel FLOPs and precision); the device database only when a kernel has FLOPs to judge
-against its roof (this file's kernels have none)."""
+share, per-kernel FLOPs and precision). So is the device database (hardware, its TOML, roofline): this
+file's back-to-back reduction kernels are a run the what-if fuses, bounded by the device's memory
+bandwidth (docs/what-if.md); a trace with no such run and no kernel FLOPs does not read it."""
 
 CHILD = """
 import contextlib, io, json, sys

@@ -41,6 +41,7 @@ largest gains.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Callable
@@ -275,7 +276,8 @@ def _memory_bound(g: cp.Graph, ctx: dict) -> Change | None:
     launch = g.e_kind == cp.EDGE_KINDS.index("launch")
     src_of = np.full(len(g), -1, dtype=np.int64)
     src_of[g.e_dst[launch]] = g.e_src[launch]
-    io, bw = ctx.get("io_bytes"), ctx.get("bandwidth")
+    io = bw = None
+    looked = False   # the bytes and the device's bandwidth, read once a run to fuse is found
     for c in g.chains:
         if c.kind != "gpu":
             continue
@@ -289,6 +291,9 @@ def _memory_bound(g: cp.Graph, ctx: dict) -> Change | None:
             dur = dc[seg, col]
             keep = int(np.argmin(dur))
             fused = float(dur[keep])
+            if not looked:
+                io, bw = ctx["io_bandwidth"]() if "io_bandwidth" in ctx else (None, None)
+                looked = True
             if io is not None and bw is not None:
                 floor = (io[c.lo + a] + io[c.lo + z - 1]) / bw[c.lo + a] * 1e6
                 if np.isfinite(floor) and floor > 0:
@@ -327,7 +332,7 @@ def _fuse_host(g: cp.Graph, dc: np.ndarray, src: np.ndarray) -> None:
         return
     chain_lo = np.array([c.lo for c in g.chains])
     chain = np.searchsorted(chain_lo, src, side="right") - 1
-    for ci in np.unique(chain).tolist():
+    for ci in sorted(set(chain.tolist())):  # (np.unique would import numpy.ma)
         s = src[chain == ci]
         hi = min(int(s[-1]) + 2, g.chains[ci].hi)   # through the last launch call's end node
         ends = np.minimum(s + 1, hi - 1)
@@ -540,7 +545,8 @@ def project(ranks: list[RankTrace], step_time_s: float | None, *, late_ranks: li
 
     ctx = {"late_ranks": late_ranks or [], "kernel_names": kernel_name_ids(g, ranks)}
     devices = _Devices()
-    ctx["io_bytes"], ctx["bandwidth"] = kernel_io_bytes(g, ranks, devices)
+    # Only a trace with a run of elementwise kernels to fuse reads the device database for them.
+    ctx["io_bandwidth"] = functools.cache(lambda: kernel_io_bytes(g, ranks, devices))
     if any(rt.device_name for rt in ranks):
         ctx["gemm_ideal_us"] = gemm_ideal_us(g, ranks, devices=devices)
     best: dict[str, Projection] = {}
