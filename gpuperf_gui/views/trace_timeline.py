@@ -26,6 +26,7 @@ from PySide6.QtGui import (
     QPen,
     QPolygonF,
 )
+from PySide6.QtWidgets import QGraphicsView
 
 from gpuperf_gui.core.trace.lanes import EventRef, LaneSpec, RankSpec  # noqa: F401 - views import them here
 from gpuperf_gui.core.trace.lod import LaneRows
@@ -430,6 +431,9 @@ class TraceTimeline(pg.PlotWidget):
         self.view_box.disableAutoRange()
         self.view_box.setMouseEnabled(x=True, y=False)
         self.setBackground("w")
+        # every frame repaints the whole view: pyqtgraph's cached background would be one more
+        # full-view image copy a frame (~0.5 ms here), where a plain fill paints the same white
+        self.setCacheMode(QGraphicsView.CacheModeFlag.CacheNone)
         for ax in (self.left_axis, self.time_axis):
             ax.setPen(pg.mkPen(QColor(150, 150, 150)))
             ax.setTextPen(pg.mkPen(QColor(40, 40, 40)))
