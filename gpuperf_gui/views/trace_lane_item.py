@@ -102,7 +102,9 @@ def _qt_reads_rect_arrays() -> bool:
 def _wrap(array: np.ndarray, kind: type) -> object | None:
     """``array``'s first row as a ``kind`` (QRectF, QLineF) that lives in the array's memory;
     None if shiboken answers with a wrapper of another type that it still holds for the address."""
-    first = shiboken6.wrapInstance(array.ctypes.data, kind)
+    # the address from the array interface: ``array.ctypes`` runs an import statement, which
+    # PySide's import hook makes cost ~10 µs a call
+    first = shiboken6.wrapInstance(array.__array_interface__["data"][0], kind)
     return first if type(first) is kind else None
 
 

@@ -81,7 +81,24 @@ class TimeAxisItem(pg.AxisItem):
     def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
         super().__init__(*args, **kwargs)
         self.offset_us = 0.0
+        self._specs = None
         self.enableAutoSIPrefix(False)
+
+    def paint(self, p, opt, widget):  # noqa: ANN001 (pg override)
+        """pyqtgraph's axis paint without its QPicture: the axis changes with every pan and zoom,
+        so recording the ticks and labels into a picture and replaying it drew them twice a frame.
+        The specs are kept until pyqtgraph marks the axis for a redraw (``picture = None``)."""
+        if self.picture is None:
+            p.save()
+            if self.style["tickFont"]:
+                p.setFont(self.style["tickFont"])
+            self._specs = self.generateDrawSpecs(p)
+            p.restore()
+            self.picture = True   # pyqtgraph's "drawn" mark: only paint() reads it
+        if self._specs is not None:
+            p.save()
+            self.drawPicture(p, *self._specs)
+            p.restore()
 
     def tickStrings(self, values, scale, spacing):  # noqa: N802, ANN001, ANN201 (pg override)
         unit, per = time_unit_for(spacing)
