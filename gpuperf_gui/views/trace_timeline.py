@@ -449,8 +449,10 @@ class TraceTimeline(pg.PlotWidget):
         self.view_box.setMouseEnabled(x=True, y=False)
         self.setBackground("w")
         # every frame repaints the whole view: pyqtgraph's cached background would be one more
-        # full-view image copy a frame (~0.5 ms here), where a plain fill paints the same white
+        # full-view image copy a frame (~0.5 ms here), where a plain fill paints the same white;
+        # and the view's background brush covers the viewport, whose own fill under it was another
         self.setCacheMode(QGraphicsView.CacheModeFlag.CacheNone)
+        self.viewport().setAutoFillBackground(False)
         for ax in (self.left_axis, self.time_axis):
             ax.setPen(pg.mkPen(QColor(150, 150, 150)))
             ax.setTextPen(pg.mkPen(QColor(40, 40, 40)))
