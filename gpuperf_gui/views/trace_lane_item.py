@@ -88,7 +88,7 @@ def _qt_reads_rect_arrays() -> bool:
     four qreals (x, y, width, height; x1, y1, x2, y2), double wherever PySide6 ships, and PySide6
     >= 6.4.3 takes ``drawRects(const QRectF *, int)``. Checked once on a known array, not assumed."""
     rects = np.array([[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]])
-    lines = rects.copy()   # another address: shiboken hands back a live wrapper of an address
+    lines = rects.copy()   # its own memory: shiboken hands back the wrapper it holds for an address
     try:
         r = _wrap(rects[1:], QRectF)
         line = _wrap(lines[1:], QLineF)
@@ -526,7 +526,7 @@ class TraceLaneItem(pg.GraphicsObject):
         single = fg.count == 1
         levels[single] = DENSITY_LEVELS - 1
         groups = []
-        for level in np.unique(levels).tolist():
+        for level in np.flatnonzero(np.bincount(levels, minlength=DENSITY_LEVELS)).tolist():   # ascending
             m = levels == level
             groups.append((self._palette.idle[level], xywh_array(a[m], strip_top, w[m], strip_h)))
         if single.any():
