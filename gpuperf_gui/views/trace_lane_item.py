@@ -306,7 +306,8 @@ class TraceLaneItem(pg.GraphicsObject):
             return
         vs, ve, w = self._view
         folded = [refold_row(r, f, vs, ve, w) for r, f in zip(self._rows.rows, self._folded)]
-        self._folded_gaps = refold_row(self._gaps, self._folded_gaps, vs, ve, w) if self._gaps else FoldedRow.empty()
+        gaps = self._gaps
+        self._folded_gaps = refold_row(gaps, self._folded_gaps, vs, ve, w) if gaps else FoldedRow.empty()
         self._folded_highlight = [refold_row(h, f, vs, ve, w) if h is not None else FoldedRow.empty()
                                   for h, f in zip(self._highlight, self._folded_highlight)]
         if any(a is not b for a, b in zip(folded, self._folded)):
@@ -335,7 +336,8 @@ class TraceLaneItem(pg.GraphicsObject):
         # groups in the order a row-by-row walk meets them: by the first row holding one, then key
         n_combos = int(combo.max()) + 1
         first_at = np.full(n_combos, combo.size)
-        first_at[combo[::-1]] = np.arange(combo.size - 1, -1, -1)   # repeated indices: the last write (first rect) wins
+        # repeated indices keep the last value written: written backwards, each brush's first rect
+        first_at[combo[::-1]] = np.arange(combo.size - 1, -1, -1)
         present = np.flatnonzero(first_at < combo.size)
         present = present[np.argsort(row[first_at[present]] * n_combos + present, kind="stable")]
         rank = np.empty(n_combos, dtype=np.int64)
