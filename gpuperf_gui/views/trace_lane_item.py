@@ -86,7 +86,8 @@ class Palette:
 def _qt_reads_rect_arrays() -> bool:
     """Whether Qt reads a float64 (n, 4) array as its ``QRectF`` (and ``QLineF``) array: each is
     four qreals (x, y, width, height; x1, y1, x2, y2), double wherever PySide6 ships, and PySide6
-    >= 6.4.3 takes ``drawRects(const QRectF *, int)``. Checked once on a known array, not assumed."""
+    >= 6.4.3 (pyproject asks 6.6) takes ``drawRects(const QRectF *, int)``. Checked once on a known
+    array, not assumed."""
     rects = np.array([[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]])
     lines = rects.copy()   # its own memory: shiboken hands back the wrapper it holds for an address
     try:
