@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuperf_gui.core.trace.lod import FoldedRow, RowIndex, fold_row, visible_range
+from gpuperf_gui.core.trace.lod import FoldedRow, RowIndex, fold_row, refold_row, visible_range
 
 
 def _reference_fold(starts, ends, view_start, view_end, width_px, min_block_px=3.0, grid_px=None):
@@ -403,3 +403,51 @@ def test_row_index_pickles_out_of_band():
         np.testing.assert_array_equal(getattr(back, name), getattr(index, name), err_msg=name)
     _assert_same_fold(fold_row(back, None, starts[0], ends[-1], 1600),
                       fold_row(index, None, starts[0], ends[-1], 1600), "unpickled")
+
+
+def _assert_refold_equals_fold(again, fresh):
+    for name in ("first", "count", "busy_us", "last_end_us", "start_us"):
+        np.testing.assert_array_equal(getattr(again, name), getattr(fresh, name), err_msg=name)
+    # a kept fold's widening is that of a block width equal to 1e-9 of itself (refold_row)
+    np.testing.assert_allclose(again.end_us, fresh.end_us, rtol=0, atol=1e-9 * max(fresh.end_us.max(initial=0), 1))
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    data=st.lists(
+        st.tuples(st.floats(0, 50, allow_nan=False), st.floats(0, 20, allow_nan=False)),
+        min_size=0,
+        max_size=40,
+    ),
+    view=st.tuples(st.floats(-10, 200, allow_nan=False), st.floats(0.01, 300, allow_nan=False)),
+    width_px=st.integers(1, 2000),
+    moves=st.lists(st.tuples(st.sampled_from(["pan", "zoom"]), st.floats(-0.5, 0.5, allow_nan=False)),
+                   min_size=1, max_size=6),
+)
+def test_refold_row_equals_a_fresh_fold_after_pans_and_zooms(data, view, width_px, moves):
+    gaps = np.array([g for g, _ in data], dtype=float)
+    durs = np.array([d for _, d in data], dtype=float)
+    starts = np.cumsum(gaps) if data else np.empty(0)
+    index = RowIndex(starts, starts + durs)
+    x0, x1 = view[0], view[0] + view[1]
+    folded = fold_row(index, None, x0, x1, width_px)
+    for kind, amount in moves:   # the timeline's A/D pans and W/S zooms
+        d = (x1 - x0) * amount
+        x0, x1 = (x0 + d, x1 + d) if kind == "pan" else (x0 + d / 2, x1 - d / 2)
+        folded = refold_row(index, folded, x0, x1, width_px)
+        _assert_refold_equals_fold(folded, fold_row(index, None, x0, x1, width_px))
+
+
+def test_refold_row_keeps_the_fold_of_a_pan_over_the_same_wide_events():
+    starts = np.array([0.0, 100.0, 200.0, 300.0])
+    index = RowIndex(starts, starts + 50.0)   # 50 µs events 50 µs apart: ~100 px each, none folded
+    first = fold_row(index, None, -10.0, 400.0, 800)
+    assert first.apart == (0, 4, pytest.approx(3.0 * 410.0 / 800))
+    assert refold_row(index, first, -5.0, 405.0, 800) is first       # same events, same zoom: kept
+    moved = refold_row(index, first, 120.0, 530.0, 800)               # the first left the view
+    assert moved is not first and moved.first.tolist() == [1, 2, 3]
+    zoomed = refold_row(index, first, -10.0, 300.0, 800)              # another block width: folded again
+    assert zoomed is not first
+    tiny = RowIndex(np.array([0.0, 0.1, 0.2]), np.array([0.05, 0.15, 0.25]))
+    packed = fold_row(tiny, None, 0.0, 400.0, 800)                     # one folded block: never kept
+    assert packed.apart is None and refold_row(tiny, packed, 0.0, 400.0, 800) is not packed

@@ -68,8 +68,18 @@ class _CountingPainter:
     def setBrush(self, brush) -> None:  # noqa: N802, ANN001
         self.brushes.append(brush)
 
-    def drawRects(self, rects) -> None:  # noqa: N802, ANN001
-        self.rects += list(rects)
+    def drawRects(self, rects, count=None) -> None:  # noqa: N802, ANN001
+        if count is None:
+            self.rects += list(rects)
+            return
+        # Qt's (const QRectF *, int) form (trace_lane_item.draw_rects): read the array it points into
+        import ctypes
+
+        import shiboken6
+
+        address = shiboken6.getCppPointer(rects)[0]
+        values = np.ctypeslib.as_array((ctypes.c_double * (4 * count)).from_address(address))
+        self.rects += [QRectF(*r) for r in values.reshape(count, 4).tolist()]
 
 
 def _steps(n: int, span_us: float) -> np.ndarray:

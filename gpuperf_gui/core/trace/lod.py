@@ -23,7 +23,7 @@ dense: work proportional to ``min(visible events, block boundaries)``, never to 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -87,6 +87,10 @@ class FoldedRow:
     first: np.ndarray
     busy_us: np.ndarray
     last_end_us: np.ndarray   # end of each rectangle's last event (its extent before widening)
+    apart: tuple[int, int, float] | None = None
+    """(i0, i1, block_us) when every pair of the events ``i0..i1-1`` in view was cut by its own
+    key at that block width: the fold then holds no folded block whatever the grid, and
+    :func:`refold_row` keeps it for another view of the same events at the same zoom."""
 
     def density(self) -> np.ndarray:
         """Busy fraction of each rectangle's true extent (1 for single events), in [0, 1]."""
@@ -366,19 +370,56 @@ def fold_row(
     breaks = None
     if index is not None and i1 - i0 >= TREE_MIN_EVENTS:   # from the index, unless dense
         breaks = index.breaks(i0, i1, block_us, max_checked=int(TREE_MAX_CHECKED * (i1 - i0)))
-    direct = breaks is None
-    if breaks is None:
-        key = _pair_keys(s[i0:i1], e[i0:i1], cm[i0:i1])
-        breaks = np.flatnonzero(key >= block_us) + i0
-    if grid_px is not None and grid_px > 0 and i1 - i0 > 1:
-        grid_us = float(grid_px) * span / float(width_px)
-        breaks = np.union1d(breaks, _grid_breaks(s, i0, i1, float(view_start), grid_us, direct=direct))
+    gridded = grid_px is not None and grid_px > 0 and i1 - i0 > 1
+    grid_us = float(grid_px) * span / float(width_px) if gridded else 0.0
+    if breaks is None:   # the slice's keys, and its grid cells, in one pass each
+        cut = _pair_keys(s[i0:i1], e[i0:i1], cm[i0:i1]) >= block_us
+        apart = bool(cut.all())
+        if gridded:
+            cell = _grid_cell(s[i0:i1], float(view_start), grid_us)
+            cut |= cell[1:] != cell[:-1]
+        breaks = np.flatnonzero(cut) + i0
+    else:
+        apart = breaks.size == i1 - i0 - 1
+        if gridded:
+            breaks = _sorted_union(breaks, _grid_breaks(s, i0, i1, float(view_start), grid_us))
     cum_offset = 0
     if cum is None:  # prefix sums over the visible slice only
         cum = np.zeros(i1 - i0 + 1, dtype=np.float64)
         np.cumsum(e[i0:i1] - s[i0:i1], out=cum[1:])
         cum_offset = i0
-    return _blocks_from_breaks(s, e, i0, i1, breaks, block_us, cum, cum_offset)
+    folded = _blocks_from_breaks(s, e, i0, i1, breaks, block_us, cum, cum_offset)
+    # every pair cut by its own key: no folded block whatever the grid (see refold_row)
+    return replace(folded, apart=(i0, i1, block_us)) if apart else folded
+
+
+def refold_row(index: RowIndex, previous: FoldedRow, view_start: float, view_end: float,
+               width_px: float) -> FoldedRow:
+    """:func:`fold_row` of ``index`` for a new view, or ``previous`` (its fold for the last view)
+    when that cannot change: the same events are in view, every neighbouring pair of them is
+    cut by its own key (no folded block whatever the grid, the only input that moves with a pan)
+    and the block width is unchanged. The width is compared to 1e-9 of itself: a pan's span is
+    ``(x1 + d) - (x0 + d)``, rounded apart from ``x1 - x0`` by an ulp, and a difference that small
+    moves no rectangle by a pixel (it widens an event narrower than a block by 1e-9 of a block)."""
+    if previous.apart is not None:
+        i0, i1, block_us = previous.apart
+        span = float(view_end) - float(view_start)
+        if span > 0.0 and width_px > 0.0 and visible_range(
+                index.starts, index.running_max_end, view_start, view_end) == (i0, i1):
+            new_block_us = MIN_BLOCK_PX * span / float(width_px)
+            if new_block_us == block_us or (abs(new_block_us - block_us) <= 1e-9 * block_us and (
+                    new_block_us < block_us or _keys_cut_all(index, i0, i1, new_block_us))):
+                return previous
+    return fold_row(index, None, view_start, view_end, width_px)
+
+
+def _keys_cut_all(index: RowIndex, i0: int, i1: int, block_us: float) -> bool:
+    """Whether every pair of events ``i0..i1-1`` is cut by its key at ``block_us`` (the check
+    :func:`refold_row` needs when the block width moved by an ulp: a key may sit on it)."""
+    if i1 - i0 < 2:
+        return True
+    return bool((_pair_keys(index.starts[i0:i1], index.ends[i0:i1],
+                            index.running_max_end[i0:i1]) >= block_us).all())
 
 
 def _grid_cell(s: np.ndarray, view_start: float, grid_us: float) -> np.ndarray:
@@ -386,19 +427,26 @@ def _grid_cell(s: np.ndarray, view_start: float, grid_us: float) -> np.ndarray:
     return np.floor((np.maximum(s, view_start) - view_start) / grid_us)
 
 
-def _grid_breaks(s: np.ndarray, i0: int, i1: int, view_start: float, grid_us: float,
-                 direct: bool) -> np.ndarray:
-    """Pairs (j, j + 1) in [i0, i1) whose starts fall in different grid cells."""
-    if direct:
-        cell = _grid_cell(s[i0:i1], view_start, grid_us)
-        return (np.flatnonzero(cell[1:] != cell[:-1]) + i0).astype(np.int64)
+def _sorted_union(*arrays: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of a few small integer arrays: ``np.union1d`` without its
+    hashing ``np.unique`` (numpy 2), a third of a fold's time on a row zoomed out."""
+    values = np.concatenate(arrays)
+    values.sort()
+    if values.size > 1:
+        values = values[np.concatenate(([True], values[1:] != values[:-1]))]
+    return values
+
+
+def _grid_breaks(s: np.ndarray, i0: int, i1: int, view_start: float, grid_us: float) -> np.ndarray:
+    """Pairs (j, j + 1) in [i0, i1) whose starts fall in different grid cells, found from the grid
+    lines (a few hundred) rather than from every start in view."""
     last_cell = float(_grid_cell(s[i1 - 1:i1], view_start, grid_us)[0])
     if last_cell < 1:
         return _EMPTY_I
     lines = view_start + np.arange(1, last_cell + 1) * grid_us
     j = np.searchsorted(s[i0:i1], lines, side="left") - 1 + i0
     # check the pair at each line and its neighbours with the exact cell rule (rounding)
-    cand = np.unique(np.concatenate((j - 1, j, j + 1)))
+    cand = _sorted_union(j - 1, j, j + 1)
     cand = cand[(cand >= i0) & (cand < i1 - 1)]
     cells = _grid_cell(s[cand], view_start, grid_us)
     cells_next = _grid_cell(s[cand + 1], view_start, grid_us)

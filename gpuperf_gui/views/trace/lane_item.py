@@ -2,10 +2,15 @@
 
 The item holds a lane's depth rows (:class:`~gpuperf_gui.core.trace.lod.LaneRows`), folds them for
 the visible window when the timeline tells it the view changed (rate limited by the timeline), and
-paints the result in device pixels: per brush one ``QPainter.drawRects`` call, folded blocks in their
-own brush, names written into rectangles wide enough to hold them, idle gaps in red underneath (those after
-a blocking sync in the host-sync colour),
-search matches and the selection on top.
+paints the result in device pixels: per brush one ``QPainter.drawRects`` call over all its rows, folded
+blocks in their own brush, names written into rectangles wide enough to hold them, idle gaps in red
+underneath (those after a blocking sync in the host-sync colour), search matches and the selection on top.
+
+A frame's cost is Python's, not the raster engine's (a few thousand rectangles fill in ~1 ms), so the
+work per frame is a few numpy calls over the whole lane: a fold is sorted into brush groups once
+(:class:`_Batch`), the rectangles go to Qt as one numpy array per brush (:func:`draw_rects`, no
+``QRectF`` object per rectangle), the pixel geometry of one view is kept for the repaints that follow
+it, and a label's text width is measured once per name.
 """
 
 from __future__ import annotations
@@ -16,10 +21,11 @@ from typing import Callable, Sequence
 import numpy as np
 import numpy.ma  # noqa: F401 - np.unique (numpy 2.x) imports it on first use: at start-up, not in a paint
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, Qt
+import shiboken6
+from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPainter, QPen
 
-from gpuperf_gui.core.trace.lod import MIN_BLOCK_PX, FoldedRow, LaneRows, RowIndex, block_kind, fold_row
+from gpuperf_gui.core.trace.lod import MIN_BLOCK_PX, FoldedRow, LaneRows, RowIndex, block_kind, refold_row
 from gpuperf_gui.core.units import format_duration_us
 from gpuperf_gui.views.rich_text import plain_tooltip
 
@@ -86,8 +92,102 @@ def _idle_brushes(color: QColor) -> tuple[QBrush, ...]:
     return tuple(out)
 
 
-def _rects(x0: np.ndarray, y0: np.ndarray, w: np.ndarray, h: float) -> list[QRectF]:
-    return [QRectF(a, b, c, h) for a, b, c in zip(x0.tolist(), y0.tolist(), w.tolist())]
+def _qt_reads_rect_arrays() -> bool:
+    """Whether Qt reads a float64 (n, 4) array as its ``QRectF`` (and ``QLineF``) array: each is
+    four qreals (x, y, width, height; x1, y1, x2, y2), double wherever PySide6 ships, and PySide6
+    >= 6.4.3 (pyproject asks 6.6) takes ``drawRects(const QRectF *, int)``. Checked once on a known
+    array, not assumed."""
+    rects = np.array([[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]])
+    lines = rects.copy()   # its own memory: shiboken hands back the wrapper it holds for an address
+    try:
+        r = _wrap(rects[1:], QRectF)
+        line = _wrap(lines[1:], QLineF)
+        return (r is not None and line is not None
+                and (r.x(), r.y(), r.width(), r.height()) == (5.0, 6.0, 7.0, 8.0)
+                and (line.x1(), line.y1(), line.x2(), line.y2()) == (5.0, 6.0, 7.0, 8.0))
+    except (TypeError, ValueError, OverflowError, AttributeError):
+        return False
+
+
+def _wrap(array: np.ndarray, kind: type) -> object | None:
+    """``array``'s first row as a ``kind`` (QRectF, QLineF) that lives in the array's memory;
+    None if shiboken answers with a wrapper of another type that it still holds for the address."""
+    # the address from the array interface: ``array.ctypes`` runs an import statement, which
+    # PySide's import hook makes cost ~10 µs a call
+    first = shiboken6.wrapInstance(array.__array_interface__["data"][0], kind)
+    return first if type(first) is kind else None
+
+
+_RECT_ARRAYS = _qt_reads_rect_arrays()
+
+
+def draw_rects(painter: QPainter, xywh: np.ndarray) -> None:
+    """Fill the rectangles of an (n, 4) array of x, y, width, height (device pixels) with the
+    painter's brush and pen, in one ``QPainter.drawRects``. Qt reads the array's memory as its
+    ``QRectF`` array: a list of QRectF cost ~0.6 µs of Python per rectangle, the fill itself less."""
+    n = int(xywh.shape[0])
+    if n == 0:
+        return
+    xywh = np.ascontiguousarray(xywh, dtype=np.float64)
+    first = _wrap(xywh, QRectF) if _RECT_ARRAYS else None
+    if first is not None:
+        painter.drawRects(first, n)   # xywh outlives the call
+    else:
+        painter.drawRects([QRectF(*r) for r in xywh.tolist()])
+
+
+def draw_lines(painter: QPainter, lines: np.ndarray) -> None:
+    """Draw an (n, 4) array of x1, y1, x2, y2 lines (device pixels) with the painter's pen in one
+    ``QPainter.drawLines`` (a ``QLineF`` is four qreals too: see :func:`draw_rects`)."""
+    n = int(lines.shape[0])
+    if n == 0:
+        return
+    lines = np.ascontiguousarray(lines, dtype=np.float64)
+    first = _wrap(lines, QLineF) if _RECT_ARRAYS else None
+    if first is not None:
+        painter.drawLines(first, n)
+    else:
+        painter.drawLines([QLineF(*line) for line in lines.tolist()])
+
+
+def xywh_array(x: np.ndarray, y: np.ndarray | float, w: np.ndarray, h: np.ndarray | float) -> np.ndarray:
+    """The (n, 4) rectangle array of :func:`draw_rects` from its columns (scalars broadcast)."""
+    out = np.empty((x.size, 4), dtype=np.float64)
+    out[:, 0], out[:, 1], out[:, 2], out[:, 3] = x, y, w, h
+    return out
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """The rectangles of one fold of a lane's rows, sorted into brush groups in drawing order.
+
+    Group ``g`` is ``[bounds[g], bounds[g + 1])`` of the arrays, drawn with ``brushes[g]``. The
+    groups come in the order in which a row-by-row walk meets them (each row's brushes by colour
+    key), and within a group rectangles keep their row and start order: the order in which one
+    drawRects per brush per row would paint them, so overlaps (widened folded blocks) look the same.
+    """
+
+    start_us: np.ndarray
+    end_us: np.ndarray
+    row: np.ndarray          # depth row of each rectangle
+    single: np.ndarray       # True for one event (not a folded block)
+    event: np.ndarray        # the lane event of a single rectangle (its label, its text colour)
+    bounds: tuple[int, ...]
+    brushes: tuple[QBrush, ...]
+
+    @classmethod
+    def empty(cls) -> _Batch:
+        e = np.empty(0)
+        return cls(e, e, e.astype(np.int64), e.astype(bool), e.astype(np.int64), (0,), ())
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """What one view of the lane draws, in device pixels (kept while the view and fold stay)."""
+
+    groups: tuple[tuple[QBrush, np.ndarray], ...]                   # (brush, xywh)
+    labels: tuple[tuple[QRectF, str, QColor], ...]
+    highlight: np.ndarray                                           # xywh
 
 
 def sticky_label_span(x_px: float, width_px: float, left_px: float) -> tuple[float, float]:
@@ -144,6 +244,10 @@ class TraceLaneItem(pg.GraphicsObject):
         self._folded_gaps = FoldedRow.empty()
         self._folded_gap_kind = np.zeros(0, np.uint8)
         self._folded_highlight: list[FoldedRow] = [FoldedRow.empty()] * rows.n_rows
+        self._batch = _Batch.empty()
+        self._frame: tuple[tuple[float, ...], _Frame] | None = None   # (transform key, what it draws)
+        self._selected_rect: QRectF | None = None
+        self._label_widths: dict[str, tuple[float, float]] = {}       # name: (its width, first char + "…")
         starts = [r.starts[0] for r in rows.rows if len(r)]
         ends = [r.running_max_end[-1] for r in rows.rows if len(r)]
         self._x_range = (min(starts), max(ends)) if starts else (0.0, 1.0)
@@ -200,10 +304,13 @@ class TraceLaneItem(pg.GraphicsObject):
             row = self._rows.rows[r]
             self._highlight[r] = RowIndex(row.starts[sel], row.ends[sel])
             self._highlight_index[r] = idx[sel]
+        self._folded_highlight = [FoldedRow.empty()] * self._rows.n_rows   # folds of the old matches
         self._refold()
 
     def set_selected(self, event_index: int | None) -> None:
         self._selected = event_index
+        # found once here: event_rect searches every row's events
+        self._selected_rect = None if event_index is None else self.event_rect(event_index)
         self.update()
 
     def set_view(self, view_start_us: float, view_end_us: float, width_px: float) -> None:
@@ -215,16 +322,60 @@ class TraceLaneItem(pg.GraphicsObject):
         self._refold()
 
     def _refold(self) -> None:
+        """Fold every row for the view; a row whose fold cannot change keeps it (refold_row)."""
         if self._view is None:
             return
         vs, ve, w = self._view
-        self._folded = [fold_row(r, None, vs, ve, w) for r in self._rows.rows]
-        self._folded_gaps = fold_row(self._gaps, None, vs, ve, w) if self._gaps else FoldedRow.empty()
-        self._folded_gap_kind = block_kind(self._gap_kind, self._gaps, self._folded_gaps) \
-            if self._gap_kind is not None and self._gaps else np.zeros(len(self._folded_gaps), np.uint8)
-        self._folded_highlight = [fold_row(h, None, vs, ve, w) if h is not None else FoldedRow.empty()
-                                  for h in self._highlight]
+        folded = [refold_row(r, f, vs, ve, w) for r, f in zip(self._rows.rows, self._folded)]
+        gaps = self._gaps
+        folded_gaps = refold_row(gaps, self._folded_gaps, vs, ve, w) if gaps else FoldedRow.empty()
+        if folded_gaps is not self._folded_gaps:   # the gaps' kinds follow their fold
+            self._folded_gaps = folded_gaps
+            self._folded_gap_kind = block_kind(self._gap_kind, gaps, folded_gaps) \
+                if self._gap_kind is not None and gaps else np.zeros(len(folded_gaps), np.uint8)
+        self._folded_highlight = [refold_row(h, f, vs, ve, w) if h is not None else FoldedRow.empty()
+                                  for h, f in zip(self._highlight, self._folded_highlight)]
+        if any(a is not b for a, b in zip(folded, self._folded)):
+            self._folded = folded
+            self._batch = self._make_batch()
+        self._frame = None
         self.update()
+
+    def _make_batch(self) -> _Batch:
+        """Sort the fold's rectangles of every row into brush groups (:class:`_Batch`): the rows
+        joined first, so that each step is one numpy call over the lane, not one per row."""
+        rows = [(r, f) for r, f in enumerate(self._folded) if len(f)]
+        if not rows:
+            return _Batch.empty()
+        start, end, count, busy, last_end = (np.concatenate([getattr(f, name) for _, f in rows]) for name in
+                                             ("start_us", "end_us", "count", "busy_us", "last_end_us"))
+        event = np.concatenate([self._rows.event_index[r][f.first] for r, f in rows]).astype(np.int64)
+        row = np.repeat(np.array([r for r, _ in rows]), [len(f) for _, f in rows])
+        folded = count > 1
+        keys = self._color_key[event].astype(np.int64)
+        keys = np.where(folded, self._palette.family[keys], keys)
+        # brush id: -1 for single events, else the folded block's opacity step
+        density = FoldedRow(start, end, count, event, busy, last_end).density()
+        steps = DENSITY_LEVELS + 1
+        combo = keys * steps + np.where(folded, density_levels(density) + 1, 0)
+        # groups in the order a row-by-row walk meets them: by the first row holding one, then key
+        n_combos = int(combo.max()) + 1
+        first_at = np.full(n_combos, combo.size)
+        # repeated indices keep the last value written: written backwards, each brush's first rect
+        first_at[combo[::-1]] = np.arange(combo.size - 1, -1, -1)
+        present = np.flatnonzero(first_at < combo.size)
+        present = present[np.argsort(row[first_at[present]] * n_combos + present, kind="stable")]
+        rank = np.empty(n_combos, dtype=np.int64)
+        rank[present] = np.arange(present.size)
+        group = rank[combo]
+        order = np.argsort(group, kind="stable")
+        bounds = np.concatenate(([0], np.cumsum(np.bincount(group, minlength=present.size)))).tolist()
+        brushes = []
+        for c in present.tolist():
+            k, level = c // steps, c % steps - 1
+            brushes.append(self._palette.normal[k] if level < 0 else self._palette.folded[k][level])
+        return _Batch(start[order], end[order], row[order], ~folded[order], event[order],
+                      tuple(bounds), tuple(brushes))
 
     def rect_counts(self) -> list[int]:
         """Rectangles per row at the last fold (for tests and benchmarks)."""
@@ -300,9 +451,48 @@ class TraceLaneItem(pg.GraphicsObject):
             return
         device = painter.device()
         width_px = float(device.width()) if device is not None else 4000.0
+        key = (sx, dx, sy, dy, width_px, self._visible_left_px(sx, dx))
+        if self._frame is None or self._frame[0] != key:
+            self._frame = (key, self._make_frame(*key))
+        frame = self._frame[1]
         painter.save()
         painter.resetTransform()
         painter.setPen(Qt.PenStyle.NoPen)
+        for brush, xywh in frame.groups:
+            painter.setBrush(brush)
+            draw_rects(painter, xywh)
+        if frame.labels:
+            painter.setFont(self._font)
+            pen = None
+            for rect, text, color in frame.labels:
+                if color is not pen:
+                    painter.setPen(color)
+                    pen = color
+                painter.drawText(rect, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, text)
+            painter.setPen(Qt.PenStyle.NoPen)
+        if frame.highlight.size:   # search / op-table matches on top
+            match_pen = QPen(QColor(120, 90, 0))
+            match_pen.setCosmetic(True)
+            painter.setPen(match_pen)
+            painter.setBrush(QBrush(MATCH_COLOR))
+            draw_rects(painter, frame.highlight)
+        rect = self._selected_rect if self._selected is not None else None
+        if rect is not None:
+            x0 = rect.left() * sx + dx
+            x1 = rect.right() * sx + dx
+            x0, x1 = max(min(x0, x1), -8.0), min(max(x0, x1), width_px + 8.0)
+            y = (rect.top()) * sy + dy
+            y2 = (rect.bottom()) * sy + dy
+            pen = QPen(SELECT_PEN_COLOR, 2.0)
+            painter.setPen(pen)
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            painter.drawRect(QRectF(QPointF(x0 - 1.0, min(y, y2)),
+                                    QPointF(max(x1, x0 + MIN_BLOCK_PX) + 1.0, max(y, y2))))
+        painter.restore()
+
+    def _make_frame(self, sx: float, dx: float, sy: float, dy: float, width_px: float,
+                    left_px: float) -> _Frame:
+        """The fold in device pixels for one view: brush groups, labels, matches."""
         row_h = abs(self.row_height_px * sy)
         inner_h = max(row_h - 2.0, 1.0)
 
@@ -311,105 +501,84 @@ class TraceLaneItem(pg.GraphicsObject):
             b = np.clip(x1_us * sx + dx, -8.0, width_px + 8.0)
             return a, np.maximum(b - a, 1.0)
 
-        def row_top(row: int) -> float:
-            y_a = (self.y0_px + row * self.row_height_px) * sy + dy
-            y_b = (self.y0_px + (row + 1) * self.row_height_px) * sy + dy
-            return min(y_a, y_b) + 1.0
+        rows = np.arange(self.n_rows, dtype=np.float64)
+        y_a = (self.y0_px + rows * self.row_height_px) * sy + dy
+        y_b = (self.y0_px + (rows + 1) * self.row_height_px) * sy + dy
+        row_top = np.minimum(y_a, y_b) + 1.0
+        groups = self._gap_groups(to_px, float(row_top[0]) - 1.0 if rows.size else 0.0, sy, dy)
 
-        # idle gaps, under row 0 and spanning the whole lane height
-        # idle gaps: every gap (folded ones shaded by how idle they are) in the strip under the
-        # kernels; gaps wide enough to be seen alone also fill the kernel rows, where nothing ran
-        fg = self._folded_gaps
-        if len(fg):
-            a, w = to_px(fg.start_us, fg.end_us)
-            rows_top = row_top(0) - 1.0
-            strip_top = (self.y0_px + self.n_rows * self.row_height_px) * sy + dy
-            strip_h = IDLE_STRIP_PX * abs(sy)
-            if sy < 0:
-                strip_top -= strip_h
-            levels = density_levels(fg.density())
-            single = fg.count == 1
-            levels[single] = DENSITY_LEVELS - 1
-            kinds = self._folded_gap_kind
-            for kind in np.unique(kinds).tolist():   # plain idle, then each kind in its own brushes
-                brushes = self._palette.idle if kind == 0 or kind > len(self._palette.idle_kinds) \
-                    else self._palette.idle_kinds[kind - 1]
-                of_kind = kinds == kind
-                for level in np.unique(levels[of_kind]).tolist():
-                    m = of_kind & (levels == level)
-                    painter.setBrush(brushes[level])
-                    painter.drawRects(_rects(a[m], np.full(int(m.sum()), strip_top), w[m], strip_h))
-                alone = single & of_kind
-                if alone.any():
-                    painter.setBrush(brushes[0])
-                    painter.drawRects(_rects(a[alone], np.full(int(alone.sum()), rows_top), w[alone],
-                                             abs(self.n_rows * self.row_height_px * sy)))
+        b = self._batch
+        a, w = to_px(b.start_us, b.end_us)
+        # a one-pixel seam between single events wide enough to spare it (folded blocks cut
+        # by the grid stay seamless: together they read as a density strip)
+        w = np.where(b.single & (w >= 4.0), w - 1.0, w)
+        y = row_top[b.row]
+        xywh = xywh_array(a, y, w, inner_h)
+        groups += [(brush, xywh[b0:b1]) for brush, b0, b1 in zip(b.brushes, b.bounds, b.bounds[1:])]
 
-        per_brush: dict[tuple[int, int], list[np.ndarray]] = {}
-        labels: list[tuple[float, float, float, int, int]] = []
-        for r, f in enumerate(self._folded):
-            if not len(f):
-                continue
-            a, w = to_px(f.start_us, f.end_us)
-            keys = self._color_key[self._rows.event_index[r][f.first]]
-            folded = f.count > 1
-            # a one-pixel seam between single events wide enough to spare it (folded blocks cut
-            # by the grid stay seamless: together they read as a density strip)
-            w = np.where(~folded & (w >= 4.0), w - 1.0, w)
-            keys = np.where(folded, self._palette.family[keys], keys)
-            # brush id: -1 for single events, else the folded block's opacity step
-            level = np.where(folded, density_levels(f.density()), -1)
-            y = row_top(r)
-            combo = keys * (DENSITY_LEVELS + 1) + (level + 1)
-            for c in np.unique(combo).tolist():
-                m = combo == c
-                per_brush.setdefault((c // (DENSITY_LEVELS + 1), c % (DENSITY_LEVELS + 1) - 1), []).append(
-                    np.stack((a[m], np.full(int(m.sum()), y), w[m])))
-            wide = np.flatnonzero(~folded & (w >= LABEL_MIN_PX))
-            for k in wide.tolist():
-                labels.append((float(a[k]), y, float(w[k]), int(f.first[k]), r))
-        for (k, level), chunks in per_brush.items():
-            arr = np.concatenate(chunks, axis=1)
-            painter.setBrush(self._palette.normal[k] if level < 0 else self._palette.folded[k][level])
-            painter.drawRects(_rects(arr[0], arr[1], arr[2], inner_h))
-
-        if labels and inner_h >= 9.0:
-            painter.setFont(self._font)
-            left_px = self._visible_left_px(sx, dx)
-            for x, y, w, j, r in labels:
-                x, w = sticky_label_span(x, w, left_px)  # a slice begun off-screen: its name at the edge
-                event = int(self._rows.event_index[r][j])
-                text = self._font_metrics.elidedText(self._name_of(event), Qt.TextElideMode.ElideRight,
-                                                     w - 6.0)
+        labels = []
+        wide = np.flatnonzero(b.single & (w >= LABEL_MIN_PX))
+        if wide.size and inner_h >= 9.0:
+            wide = wide[np.lexsort((a[wide], b.row[wide]))]   # row by row, left to right
+            for k, x, width, top in zip(wide.tolist(), a[wide].tolist(), w[wide].tolist(), y[wide].tolist()):
+                x, width = sticky_label_span(x, width, left_px)  # a slice begun off-screen: its name at the edge
+                event = int(b.event[k])
+                text = self._label_text(self._name_of(event), width - 6.0)
                 if not text or text == "…":
                     continue
-                painter.setPen(self._palette.text[int(self._color_key[event])])
-                painter.drawText(QRectF(x + 3.0, y, w - 6.0, inner_h),
-                                 Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, text)
-            painter.setPen(Qt.PenStyle.NoPen)
+                labels.append((QRectF(x + 3.0, top, width - 6.0, inner_h), text,
+                               self._palette.text[int(self._color_key[event])]))
 
-        # search / op-table matches on top
-        match_pen = QPen(QColor(120, 90, 0))
-        match_pen.setCosmetic(True)
+        matches = []
         for r, f in enumerate(self._folded_highlight):
-            if not len(f):
-                continue
-            a, w = to_px(f.start_us, f.end_us)
-            w = np.maximum(w, MIN_BLOCK_PX)
-            painter.setPen(match_pen)
-            painter.setBrush(QBrush(MATCH_COLOR))
-            painter.drawRects(_rects(a, np.full(a.size, row_top(r)), w, inner_h))
-        if self._selected is not None:
-            rect = self.event_rect(self._selected)
-            if rect is not None:
-                x0 = rect.left() * sx + dx
-                x1 = rect.right() * sx + dx
-                x0, x1 = max(min(x0, x1), -8.0), min(max(x0, x1), width_px + 8.0)
-                y = (rect.top()) * sy + dy
-                y2 = (rect.bottom()) * sy + dy
-                pen = QPen(SELECT_PEN_COLOR, 2.0)
-                painter.setPen(pen)
-                painter.setBrush(Qt.BrushStyle.NoBrush)
-                painter.drawRect(QRectF(QPointF(x0 - 1.0, min(y, y2)),
-                                        QPointF(max(x1, x0 + MIN_BLOCK_PX) + 1.0, max(y, y2))))
-        painter.restore()
+            if len(f):
+                a, w = to_px(f.start_us, f.end_us)
+                matches.append(xywh_array(a, row_top[r], np.maximum(w, MIN_BLOCK_PX), inner_h))
+        highlight = np.concatenate(matches) if matches else np.empty((0, 4))
+        return _Frame(tuple(groups), tuple(labels), highlight)
+
+    def _gap_groups(self, to_px: Callable, rows_top: float, sy: float,
+                    dy: float) -> list[tuple[QBrush, np.ndarray]]:
+        """Idle gaps: every gap (folded ones shaded by how idle they are) in the strip under the
+        kernels; gaps wide enough to be seen alone also fill the kernel rows, where nothing ran."""
+        fg = self._folded_gaps
+        if not len(fg):
+            return []
+        a, w = to_px(fg.start_us, fg.end_us)
+        strip_top = (self.y0_px + self.n_rows * self.row_height_px) * sy + dy
+        strip_h = IDLE_STRIP_PX * abs(sy)
+        if sy < 0:
+            strip_top -= strip_h
+        levels = density_levels(fg.density())
+        single = fg.count == 1
+        levels[single] = DENSITY_LEVELS - 1
+        kinds = self._folded_gap_kind if len(self._folded_gap_kind) == len(fg) else np.zeros(len(fg), np.uint8)
+        full_h = abs(self.n_rows * self.row_height_px * sy)
+        groups = []
+        for kind in np.flatnonzero(np.bincount(kinds, minlength=1)).tolist():   # plain idle, then each kind
+            brushes = self._palette.idle if kind == 0 or kind > len(self._palette.idle_kinds) \
+                else self._palette.idle_kinds[kind - 1]
+            of_kind = kinds == kind
+            for level in np.flatnonzero(np.bincount(levels[of_kind], minlength=DENSITY_LEVELS)).tolist():
+                m = of_kind & (levels == level)
+                groups.append((brushes[level], xywh_array(a[m], strip_top, w[m], strip_h)))
+            alone = single & of_kind
+            if alone.any():
+                groups.append((brushes[0], xywh_array(a[alone], rows_top, w[alone], full_h)))
+        return groups
+
+    def _label_text(self, name: str, room_px: float) -> str:
+        """``name`` as it fits ``room_px``: whole, elided, or "" when not even its first letter and
+        "…" would. The widths are measured once per name: most labels fit or are far too narrow,
+        and only the ones between go through Qt's elision (whose rounding decides there)."""
+        widths = self._label_widths.get(name)
+        if widths is None:
+            widths = (self._font_metrics.horizontalAdvance(name),
+                      self._font_metrics.horizontalAdvance(name[:1] + "…"))
+            self._label_widths[name] = widths
+        if len(name) > 1:   # Qt never elides a single character
+            if widths[0] <= room_px:
+                return name
+            if room_px < widths[1] - 0.5:
+                return ""
+        return self._font_metrics.elidedText(name, Qt.TextElideMode.ElideRight, room_px)

@@ -26,10 +26,18 @@ from PySide6.QtGui import (
     QPen,
     QPolygonF,
 )
+from PySide6.QtWidgets import QGraphicsView
 
 from gpuperf_gui.core.trace.lanes import EventRef, LaneSpec, RankSpec  # noqa: F401 - views import them here
 from gpuperf_gui.core.trace.lod import LaneRows
-from gpuperf_gui.views.trace.lane_item import ROW_HEIGHT_PX, Palette, TraceLaneItem
+from gpuperf_gui.views.trace.lane_item import (
+    ROW_HEIGHT_PX,
+    Palette,
+    TraceLaneItem,
+    draw_lines,
+    draw_rects,
+    xywh_array,
+)
 from gpuperf_gui.views.trace.style import format_duration_us, time_unit_for
 
 HEADER_PX = 22.0          # rank header strip (rank name, step labels)
@@ -73,7 +81,24 @@ class TimeAxisItem(pg.AxisItem):
     def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
         super().__init__(*args, **kwargs)
         self.offset_us = 0.0
+        self._specs = None
         self.enableAutoSIPrefix(False)
+
+    def paint(self, p, opt, widget):  # noqa: ANN001 (pg override)
+        """pyqtgraph's axis paint without its QPicture: the axis changes with every pan and zoom,
+        so recording the ticks and labels into a picture and replaying it drew them twice a frame.
+        The specs are kept until pyqtgraph marks the axis for a redraw (``picture = None``)."""
+        if self.picture is None:
+            p.save()
+            if self.style["tickFont"]:
+                p.setFont(self.style["tickFont"])
+            self._specs = self.generateDrawSpecs(p)
+            p.restore()
+            self.picture = True   # pyqtgraph's "drawn" mark: only paint() reads it
+        if self._specs is not None:
+            p.save()
+            self.drawPicture(p, *self._specs)
+            p.restore()
 
     def tickStrings(self, values, scale, spacing):  # noqa: N802, ANN001, ANN201 (pg override)
         unit, per = time_unit_for(spacing)
@@ -305,13 +330,15 @@ class BackdropItem(pg.GraphicsObject):
                 painter.drawRects([QRectF(x0, ly0 * sy + dy - LANE_GAP_PX / 2, x1 - x0, (ly1 - ly0 + LANE_GAP_PX) * sy)
                                    for x0, x1 in spans for ly0, ly1 in rows])
                 continue
+            band_y = np.array([ly0 * sy + dy - LANE_GAP_PX / 2 for ly0, _ in rows])
+            band_h = np.array([(ly1 - ly0 + LANE_GAP_PX) * sy for ly0, ly1 in rows])
             for parity, brush in ((0, STEP_BAND_EVEN), (1, STEP_BAND_ODD)):
                 m = (seen % 2 == parity) & (xb > xa)
-                rects = [QRectF(x0, ly0 * sy + dy - LANE_GAP_PX / 2, x1 - x0, (ly1 - ly0 + LANE_GAP_PX) * sy)
-                         for x0, x1 in zip(xa[m].tolist(), xb[m].tolist()) for ly0, ly1 in rows]
-                if rects:
+                n = int(m.sum())
+                if n:   # step by step, each lane's band: one drawRects for all
                     painter.setBrush(over(brush, base))
-                    painter.drawRects(rects)
+                    draw_rects(painter, xywh_array(np.repeat(xa[m], len(rows)), np.tile(band_y, n),
+                                                   np.repeat(xb[m] - xa[m], len(rows)), np.tile(band_h, n)))
         return dense
 
     def _paint_step_labels(self, painter: QPainter, spec: RankSpec, steps: np.ndarray, sx: float, dx: float,
@@ -325,25 +352,27 @@ class BackdropItem(pg.GraphicsObject):
         # a label may use the header up to the next step's tick (the GPU may run later)
         ends = np.append(steps[1:, 1], max(steps[-1, 2], gpu_end[-1]))
         xa, xb = steps[:, 1] * sx + dx, ends * sx + dx
+        in_view = np.flatnonzero((xb > -4.0) & (xa < width_px))
+        ticks = in_view[(xa[in_view] > -4.0) & (xa[in_view] < width_px)]
+        if ticks.size:   # a tick at each step's CPU start: one drawLines
+            x = xa[ticks]
+            painter.setPen(QPen(QColor(90, 110, 150)))
+            draw_lines(painter, np.column_stack((x, np.full(x.size, top + 3), x, np.full(x.size, header_bottom))))
+        left = np.maximum(xa, 0.0) + 4.0
+        room = np.minimum(xb, width_px) - left - 4.0
+        painter.setPen(QColor(40, 50, 70))
         label_end = -1.0
-        tick = QPen(QColor(90, 110, 150))
-        for k in np.flatnonzero((xb > -4.0) & (xa < width_px)).tolist():
-            number, c0, c1 = int(steps[k, 0]), float(steps[k, 1]), float(steps[k, 2])
-            painter.setPen(tick)
-            if -4.0 < xa[k] < width_px:
-                painter.drawLine(QPointF(xa[k], top + 3), QPointF(xa[k], header_bottom))
-            left = max(float(xa[k]), 0.0) + 4.0
-            room = min(float(xb[k]), width_px) - left - 4.0
-            if room <= 40.0 or left <= label_end or left >= width_px:
+        for k in in_view[(room[in_view] > 40.0) & (left[in_view] < width_px)].tolist():
+            if left[k] <= label_end:
                 continue
+            number, c0, c1 = int(steps[k, 0]), float(steps[k, 1]), float(steps[k, 2])
             text = next((t for t in step_label_variants(spec, number, c1 - c0)
-                         if metrics.horizontalAdvance(t) <= room), None)
+                         if metrics.horizontalAdvance(t) <= room[k]), None)
             if text is None:
                 continue
-            painter.setPen(QColor(40, 50, 70))
-            rect = QRectF(left, top, room, header_bottom - top)
+            rect = QRectF(float(left[k]), top, float(room[k]), header_bottom - top)
             painter.drawText(rect, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, text)
-            label_end = left + metrics.horizontalAdvance(text)
+            label_end = float(left[k]) + metrics.horizontalAdvance(text)
 
 
 class FlowArrowItem(pg.GraphicsObject):
@@ -419,6 +448,11 @@ class TraceTimeline(pg.PlotWidget):
         self.view_box.disableAutoRange()
         self.view_box.setMouseEnabled(x=True, y=False)
         self.setBackground("w")
+        # every frame repaints the whole view: pyqtgraph's cached background would be one more
+        # full-view image copy a frame (~0.5 ms here), where a plain fill paints the same white;
+        # and the view's background brush covers the viewport, whose own fill under it was another
+        self.setCacheMode(QGraphicsView.CacheModeFlag.CacheNone)
+        self.viewport().setAutoFillBackground(False)
         for ax in (self.left_axis, self.time_axis):
             ax.setPen(pg.mkPen(QColor(150, 150, 150)))
             ax.setTextPen(pg.mkPen(QColor(40, 40, 40)))
