@@ -96,15 +96,22 @@ def iter_json_text(payload: Any) -> Iterator[str]:  # noqa: ANN401 (any JSON val
     a dict's key and ``": "`` on the line the last newline began): that indentation is where the
     value stands. A part written for that indentation is yielded as it is (no copy)."""
     encoder = _Encoder()
-    indent = ""
+    quoted = encoder.quoted
+    p1 = p2 = p3 = ""   # the last three pieces: the newline before a value is at most three back
     for piece in encoder.iterencode(payload):
-        if piece == encoder.quoted:
-            yield from _encoded_pieces(encoder.pending.pop(0), indent)
+        if piece == quoted:
+            yield from _encoded_pieces(encoder.pending.pop(0), _line_indent((p3, p2, p1)))
             continue
-        newline = piece.rfind("\n")  # only structure holds newlines: strings write them as \n
-        if newline >= 0:
-            indent = piece[newline + 1:]
+        p3, p2, p1 = p2, p1, piece
         yield piece
+
+
+def _line_indent(last: tuple[str, ...]) -> str:
+    """The indentation of the line the last pieces end on: what follows the last newline in them
+    (a list's separator ``",\n    "``, or a dict's ``",\n    "``, key and ``": "``); none at the top."""
+    text = "".join(last)
+    line = text[text.rfind("\n") + 1:] if "\n" in text else ""
+    return line[:len(line) - len(line.lstrip(" "))]
 
 
 def _encoded_pieces(value: EncodedJSON, indent: str) -> Iterator[str]:
