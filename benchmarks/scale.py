@@ -1,13 +1,14 @@
 """Scale: events vs time and peak memory, one file and many ranks, locally and on a Dask LocalCluster.
 
 Usage: nice python benchmarks/scale.py [--big] [--many] [--cluster-workers 2] [--workdir /tmp/gpuperf-scale]
-       nice python benchmarks/scale.py --dask [--dask-ranks 64,256,1024]
+       nice python benchmarks/scale.py --dask [--dask-ranks 64,256,1024] [--repeat 3]
 
 ``--dask``: only folders of small ranks (tests/data/h200/ddp_straggler_gloo tiled, 3,245 events a
 rank), `gpuperf diagnose FOLDER --json` run by the CLI itself in a fresh process on the local pool
 (``--workers``) and on a real ``dask scheduler`` with ``--cluster-workers`` ``dask worker`` processes
 (one thread each) on 127.0.0.1, which it starts and stops: wall, the client's CPU and peak RSS, the
-workers' CPU, and whether both printed the same bytes. Figures: docs/scaling.md.
+workers' CPU, the scheduler's and nannies' CPU, and whether both printed the same bytes; ``--repeat N``
+alternates N pairs and prints the Dask / local ratios pair by pair. Figures: docs/scaling.md.
 
 Every case runs in a fresh interpreter (imports counted, as the CLI pays them). Peak memory: the
 child's own peak RSS (exact), and for a process tree (pool or Dask workers) the peak of the summed
@@ -450,6 +451,10 @@ def main() -> None:
     sizes = [int(x) for x in args.files.split(",") if x] + ([10] if args.big else [])
     ranks = [int(x) for x in args.ranks.split(",") if x] + ([256] if args.many else [])
     print(f"machine: {machine()}")
+    # the package's bytecode, as an install leaves it: with PYTHONDONTWRITEBYTECODE (this VM) every
+    # fresh process would compile its ~80 modules again (~0.45 s of CPU)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "gpuperf_gui")], stdout=subprocess.DEVNULL,
+                   check=False)
     if args.dask:
         dask_table(args.workdir, [int(x) for x in args.dask_ranks.split(",") if x], args.cluster_workers,
                    args.repeat)

@@ -38,13 +38,13 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from ..json_text import EncodedJSON, encode_around
+from ..units import json_safe
 from . import intervals as iv
 from .analysis import RankAnalysis
 from .api import (MultiRankSummary, Progress, analyse_loaded_rank, job_json, multi_rank_summary, rank_collectives,
                   rank_collectives_by_step, rank_json)
 from .budget import MemoryBudget
-from ..json_text import EncodedJSON, encode_around
-from ..units import json_safe
 from .decode import DEFAULT_MAX_BYTES
 from .heap import reused_heap
 from .diagnose import Diagnosis, diagnose_job, diagnose_rank, late_rank_diagnoses
@@ -169,8 +169,12 @@ def _encode_rank_json(summary: RankSummary, top: int) -> None:
     with a hole for its diagnosis: the job's verdict may change it (a late rank)."""
     a = summary.analysis
     a.rank = summary.rank  # as assemble() sets it
-    enc = encode_around(lambda tokens: json_safe(rank_json(a, _DiagnosisHole(tokens[0]), summary.ops[:top],  # type: ignore[arg-type]
-                                                           summary.roofline_points)), 1, RANK_JSON_INDENT)
+
+    def rank_part(tokens: list[str]) -> object:
+        hole = _DiagnosisHole(tokens[0])
+        return json_safe(rank_json(a, hole, summary.ops[:top], summary.roofline_points))  # type: ignore[arg-type]
+
+    enc = encode_around(rank_part, 1, RANK_JSON_INDENT)
     summary.rank_json_parts = enc.parts
     summary.rank_json_as = (summary.rank, a.file, top)
 
