@@ -10,6 +10,19 @@ gpuperf: ``analyse_paths([...])`` (load, analysis, diagnosis and op table of eve
 Compared figures: HTA's idle_time / kernel_time and comp_comm_overlap_pctg against gpuperf's
 ``RankAnalysis.hta_temporal_idle_fraction`` / ``hta_comm_overlap_fraction`` (``"hta"`` in to_json()).
 
+``--dlrm [FOLDER]`` (default param/dlrm_kineto of the shared traces: 8 ranks of ~3.3k events, DLRM on
+V100s) times both tools as whole processes, ``--pairs`` alternating pairs (HTA, gpuperf, HTA, ...):
+HTA's ``TraceAnalysis`` + ``get_temporal_breakdown`` + ``get_comm_comp_overlap`` +
+``get_idle_time_breakdown`` (every rank) against ``gpuperf diagnose FOLDER --json`` (the console
+script: load, analysis, diagnosis, op tables, roofline points, what-if of every rank, the JSON
+printed); wall and CPU (the process and the children it waited for, ``os.wait4``) and their ratios
+pair by pair; the figures side by side (temporal idle, overlap, and the idle split per stream:
+host_wait / kernel_wait / other); and, in the same run, gpuperf's cost per small rank: every rank
+of the folder (and of tests/data/h200/ddp_straggler_gloo) loaded, analysed, diagnosed and
+summarised as a Dask task does it (``cluster.summarize_rank``) in one warm process, CPU per rank.
+Both tools' bytecode is compiled first, as an install leaves it (HTA's venv has it; a checkout run
+with ``PYTHONDONTWRITEBYTECODE`` would compile gpuperf's ~130 modules in every process).
+
 ``--idle [PATH ...]`` compares the idle breakdown instead: HTA's ``get_idle_time_breakdown`` (every
 stream of every rank: host_wait / kernel_wait / other as shares of the stream's idle time) side by
 side with gpuperf's ``hta.idle_by_stream_s`` and the temporal idle, one file or rank folder at a time
@@ -93,6 +106,122 @@ print("RESULT" + json.dumps({"idle_by_stream_us": {str(r.trace.rank): {s: {k: v 
     for s, d in r.analysis.hta_idle_by_stream_s.items()} for r in res.ranks},
     "temporal_idle": {str(r.trace.rank): r.analysis.hta_temporal_idle_fraction for r in res.ranks}}))
 """
+
+
+HTA_DLRM_CHILD = """
+import json, logging, sys
+logging.disable(logging.CRITICAL)
+import warnings
+warnings.simplefilter("ignore")
+from hta.trace_analysis import TraceAnalysis
+a = TraceAnalysis(trace_dir=sys.argv[1])
+tb = a.get_temporal_breakdown(visualize=False)
+ov = a.get_comm_comp_overlap(visualize=False)
+res = a.get_idle_time_breakdown(ranks=sorted(a.t.traces), visualize=False)
+df = res[0] if isinstance(res, tuple) else res
+split = {}
+for row in df.to_dict(orient="records"):
+    split.setdefault(str(int(row["rank"])), {}).setdefault(str(int(row["stream"])), {})[row["idle_category"]] = \
+        float(row["idle_time"])
+print("RESULT" + json.dumps({
+    "temporal_idle": {str(int(r)): float(i) / float(k) for r, i, k in zip(tb["rank"], tb["idle_time(us)"], tb["kernel_time(us)"])},
+    "overlap": {str(int(r)): float(p) / 100 for r, p in zip(ov["rank"], ov["comp_comm_overlap_pctg"])},
+    "idle_by_stream_us": split}))
+"""
+
+PER_RANK_CHILD = """
+import json, sys, time
+from pathlib import Path
+from gpuperf_gui.core.trace.cluster import summarize_rank
+from gpuperf_gui.core.trace.load import discover_files
+out = {}
+for folder in sys.argv[2:]:
+    files = [str(f) for f in discover_files([folder])]
+    for i, f in enumerate(files):  # warm: imports, caches, the file cache
+        summarize_rank(f, i)
+    best = None
+    for _ in range(int(sys.argv[1])):
+        t0 = time.process_time()
+        events = sum(summarize_rank(f, i).n_events for i, f in enumerate(files))
+        cpu = time.process_time() - t0
+        best = cpu if best is None else min(best, cpu)
+    out[folder] = {"ranks": len(files), "events": events, "cpu_s": best}
+print("RESULT" + json.dumps(out))
+"""
+
+
+def whole_process(cmd: list[str]) -> tuple[float, float, str]:
+    """Run ``cmd`` to its end: (wall s, CPU s of it and the children it waited for, stdout)."""
+    with tempfile.TemporaryFile("w+") as out:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL, cwd=REPO)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        text = out.read()
+    if proc.returncode:
+        raise SystemExit(f"{' '.join(cmd[:3])}...: exit {proc.returncode}")
+    return wall, usage.ru_utime + usage.ru_stime, text
+
+
+def compile_bytecode(python: str, package_dir: Path) -> None:
+    """Compile a package's modules (quietly), as ``pip install`` does."""
+    subprocess.run([python, "-m", "compileall", "-q", str(package_dir)], stdout=subprocess.DEVNULL, check=False)
+
+
+def _spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f} (min {min(values):.2f}, max {max(values):.2f})"
+
+
+def compare_dlrm(folder: Path, hta_python: str, gp_python: str, pairs: int, rank_rounds: int) -> None:
+    """Whole-process HTA against whole-process gpuperf on one rank folder, alternating; the figures
+    beside each other; gpuperf's CPU per small rank."""
+    gpuperf = str(Path(gp_python).with_name("gpuperf"))
+    compile_bytecode(gp_python, REPO / "gpuperf_gui")
+    print(f"{folder}: {len(list(folder.glob('*.json*')))} rank files; {pairs} alternating pairs "
+          "(HTA, gpuperf), after one warm-up run of each")
+    whole_process([hta_python, "-c", HTA_DLRM_CHILD, str(folder)])
+    whole_process([gpuperf, "diagnose", str(folder), "--json"])
+    hta_runs, gp_runs = [], []
+    for _ in range(pairs):
+        hta_runs.append(whole_process([hta_python, "-c", HTA_DLRM_CHILD, str(folder)]))
+        gp_runs.append(whole_process([gpuperf, "diagnose", str(folder), "--json"]))
+    wall_ratio = [h[0] / g[0] for h, g in zip(hta_runs, gp_runs)]
+    cpu_ratio = [h[1] / g[1] for h, g in zip(hta_runs, gp_runs)]
+    print(f"  HTA 0.5.0 (load + temporal + overlap + idle breakdown): wall {_spread([h[0] for h in hta_runs])} s, "
+          f"CPU {_spread([h[1] for h in hta_runs])} s")
+    print(f"  gpuperf diagnose --json (everything it prints):        wall {_spread([g[0] for g in gp_runs])} s, "
+          f"CPU {_spread([g[1] for g in gp_runs])} s")
+    print(f"  HTA / gpuperf, pair by pair: wall {_spread(wall_ratio)}x, CPU {_spread(cpu_ratio)}x")
+    hta = json.loads(hta_runs[-1][2].split("RESULT", 1)[1])
+    ranks = json.loads(gp_runs[-1][2])["ranks"]
+    ours = {str(r["rank"]): r["hta"] for r in ranks}
+    print("  figures, HTA / gpuperf: temporal idle, comm/compute overlap, idle split of each stream "
+          "(host_wait / kernel_wait / other, shares of the stream's idle time)")
+    worst = {"idle": 0.0, "overlap": 0.0, "split": 0.0}
+    for rank in sorted(hta["temporal_idle"], key=int):
+        g = ours.get(rank, {})
+        idle_h, idle_g = hta["temporal_idle"][rank], g.get("temporal_idle_fraction")
+        over_h, over_g = hta["overlap"].get(rank), g.get("comm_comp_overlap_fraction")
+        worst["idle"] = max(worst["idle"], abs(idle_h - idle_g) * 100)
+        if over_h is not None and over_g is not None:
+            worst["overlap"] = max(worst["overlap"], abs(over_h - over_g) * 100)
+        print(f"    rank {rank}: idle {pct(idle_h)} / {pct(idle_g)}, overlap {pct(over_h)} / {pct(over_g)}")
+        gp_split = {s: {k: v * 1e6 for k, v in d.items()} for s, d in (g.get("idle_by_stream_s") or {}).items()}
+        for rk, stream, h, gg, diff in idle_rows({"idle_by_stream_us": {rank: hta["idle_by_stream_us"].get(rank, {})}},
+                                                  {"idle_by_stream_us": {rank: gp_split}}):
+            worst["split"] = max(worst["split"], diff)
+            cells = " ".join(f"{pct(h[k])}/{pct(gg[k])}" for k in ("host_wait", "kernel_wait", "other"))
+            print(f"      stream {stream:>3}: {cells}")
+    print(f"  largest differences: idle {worst['idle']:.3f} pp, overlap {worst['overlap']:.3f} pp, "
+          f"idle split {worst['split']:.3f} pp")
+    small = [str(folder), str(REPO / "tests" / "data" / "h200" / "ddp_straggler_gloo")]
+    per = json.loads(whole_process([gp_python, "-c", PER_RANK_CHILD, str(rank_rounds), *small])[2].split("RESULT", 1)[1])
+    for path, r in per.items():
+        print(f"  gpuperf per small rank ({Path(path).name}: {r['ranks']} ranks, {r['events'] / r['ranks']:,.0f} "
+              f"events a rank), one warm process, best of {rank_rounds} rounds: {1e3 * r['cpu_s'] / r['ranks']:.2f} ms "
+              f"CPU a rank ({1e6 * r['cpu_s'] / r['events']:.2f} µs/event)")
 
 
 def idle_ratios(split_us: dict[str, float]) -> dict[str, float]:
@@ -219,6 +348,17 @@ def speed_row(name: str, hta: dict, gp: dict) -> None:
         print(f"  gpuperf's own figures (whole window, all steps): idle {pct(gp['native'][0][0])}, overlap {pct(gp['native'][0][1])}")
 
 
+DLRM = Path("param/dlrm_kineto")
+
+
+def _shared_root(shared: Path) -> Path:
+    """The shared traces' folder holding param/dlrm_kineto (tests/data's copy, else /work/shared/traces)."""
+    for root in (shared, Path("/work/shared/traces")):
+        if (root / DLRM).is_dir():
+            return root
+    raise SystemExit(f"{DLRM} not found under {shared} or /work/shared/traces")
+
+
 def default_idle_paths(shared: Path) -> list[Path]:
     """Every shared trace file (rank folders as one job) and every tests/data/h200 trace."""
     if not shared.is_dir():
@@ -244,11 +384,22 @@ def main() -> None:
     ap.add_argument("--idle", nargs="*", type=Path, default=None, metavar="PATH",
                     help="compare the idle breakdown per stream on these traces (default: all shared and h200 traces)")
     ap.add_argument("--write-oracle", type=Path, default=None, metavar="FILE", help="with --idle: store HTA's figures")
+    ap.add_argument("--dlrm", nargs="?", type=Path, const=DLRM, default=None, metavar="FOLDER",
+                    help="whole-process HTA vs gpuperf on a rank folder (default: the 8-rank DLRM job), "
+                         "the figures beside each other, gpuperf's CPU per small rank")
+    ap.add_argument("--pairs", type=int, default=5, help="with --dlrm: alternating pairs (default 5)")
+    ap.add_argument("--rank-rounds", type=int, default=5, help="with --dlrm: rounds of the per-rank cost (best)")
     args = ap.parse_args()
     if not Path(args.hta_python).exists():
         print(f"HTA interpreter {args.hta_python} not found: skipping the comparison (see the docstring to install it)")
         return
     gp_python = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv").exists() else sys.executable
+    if args.dlrm is not None:
+        print(f"load average before: {_load_average()}")
+        folder = args.dlrm if args.dlrm != DLRM else _shared_root(args.shared) / DLRM
+        compare_dlrm(folder, args.hta_python, gp_python, args.pairs, args.rank_rounds)
+        print(f"load average after: {_load_average()} (2 shared cores: other work slows every figure)")
+        return
     if args.idle is not None:
         paths = args.idle or default_idle_paths(args.shared)
         compare_idle(paths, args.hta_python, gp_python, args.write_oracle)

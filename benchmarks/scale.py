@@ -1,13 +1,14 @@
 """Scale: events vs time and peak memory, one file and many ranks, locally and on a Dask LocalCluster.
 
 Usage: nice python benchmarks/scale.py [--big] [--many] [--cluster-workers 2] [--workdir /tmp/gpuperf-scale]
-       nice python benchmarks/scale.py --dask [--dask-ranks 64,256,1024]
+       nice python benchmarks/scale.py --dask [--dask-ranks 64,256,1024] [--repeat 3]
 
 ``--dask``: only folders of small ranks (tests/data/h200/ddp_straggler_gloo tiled, 3,245 events a
 rank), `gpuperf diagnose FOLDER --json` run by the CLI itself in a fresh process on the local pool
 (``--workers``) and on a real ``dask scheduler`` with ``--cluster-workers`` ``dask worker`` processes
 (one thread each) on 127.0.0.1, which it starts and stops: wall, the client's CPU and peak RSS, the
-workers' CPU, and whether both printed the same bytes. Figures: docs/scaling.md.
+workers' CPU, the scheduler's and nannies' CPU, and whether both printed the same bytes; ``--repeat N``
+alternates N pairs and prints the Dask / local ratios pair by pair. Figures: docs/scaling.md.
 
 Every case runs in a fresh interpreter (imports counted, as the CLI pays them). Peak memory: the
 child's own peak RSS (exact), and for a process tree (pool or Dask workers) the peak of the summed
@@ -86,6 +87,7 @@ import platform
 import re
 import resource
 import subprocess
+import statistics
 import sys
 import threading
 import time
@@ -304,7 +306,8 @@ def _cpu_s(pid: int) -> float:
 @contextmanager
 def dask_processes(workdir: Path, n_workers: int) -> Iterator[tuple[str, list[int]]]:
     """A ``dask scheduler`` and ``n_workers`` ``dask worker`` processes (one thread each) on
-    127.0.0.1, as a user starts them; yields the address and the workers' pids; stops them all."""
+    127.0.0.1, as a user starts them; yields the address, the workers' pids and the pids of the
+    scheduler and the workers' nannies (``dask worker`` runs each worker under one); stops them all."""
     sched_file = workdir / "scheduler.json"
     sched_file.unlink(missing_ok=True)
     log = (workdir / "dask.log").open("w")
@@ -325,7 +328,7 @@ def dask_processes(workdir: Path, n_workers: int) -> Iterator[tuple[str, list[in
         with distributed.Client(address, timeout="30s") as client:
             client.wait_for_workers(n_workers, timeout=60)
             pids = list(client.run(os.getpid).values())
-        yield address, pids
+        yield address, pids, [p.pid for p in procs]  # the scheduler and the workers' nannies
     finally:
         for proc in reversed(procs):  # workers first, then the scheduler
             proc.terminate()
@@ -347,35 +350,66 @@ def _straggler_folder(workdir: Path, ranks: int) -> Path:
     return folder
 
 
-def dask_table(workdir: Path, ranks: list[int], n_workers: int) -> None:
-    """Local process pool (``n_workers`` processes) against Dask (``n_workers`` workers), per rank count."""
+def dask_table(workdir: Path, ranks: list[int], n_workers: int, repeat: int = 1) -> None:
+    """Local process pool (``n_workers`` processes) against Dask (``n_workers`` workers), per rank count:
+    ``repeat`` alternating pairs (local, Dask, local, Dask, ...), each run a row, then the medians and
+    the Dask / local ratios pair by pair (the machine's speed drifts between pairs, less within one)."""
     print(f"\n--dask: folders of small ranks ({STRAGGLER_SOURCES[0].parent.name} tiled, 3,245 events a rank); "
           f"`gpuperf diagnose --json` on the local pool (--workers {n_workers}) and on a `dask scheduler` with "
           f"{n_workers} `dask worker`s on 127.0.0.1")
     print(f"{'ranks':>6} {'engine':>7} {'wall s':>7} {'client CPU s':>12} {'ms/rank':>8} {'client peak':>11} "
-          f"{'work CPU s':>10} {'ms/rank':>8}  same JSON  verdict")
-    with dask_processes(workdir, n_workers) as (address, worker_pids):
+          f"{'work CPU s':>10} {'ms/rank':>8} {'sched CPU s':>11}  same JSON  verdict")
+    with dask_processes(workdir, n_workers) as (address, worker_pids, cluster_pids):
         env = dict(os.environ, GPUPERF_BENCH_SCHEDULER=address)
+        summary = []
         for r in ranks:
             folder = _straggler_folder(workdir, r)
-            runs = {}
-            for kind in ("cli-local", "cli-dask"):
-                before = sum(_cpu_s(p) for p in worker_pids)
-                run = measure(kind, folder, n_workers, env)
-                worker_cpu = sum(_cpu_s(p) for p in worker_pids) - before
-                # the pool's processes are the child's children (their CPU is not the client's);
-                # the Dask workers' CPU is read from /proc around the run
-                run["work_cpu_s"] = worker_cpu if kind == "cli-dask" else run.get("pool_cpu_s", 0.0)
-                runs[kind] = run
-            same = runs["cli-local"]["json_sha1"] == runs["cli-dask"]["json_sha1"]
-            for kind, run in runs.items():
-                print(f"{r:>6} {kind[4:]:>7} {run['wall_s']:>7.2f} {run['client_cpu_s']:>12.2f} "
-                      f"{1e3 * run['client_cpu_s'] / r:>8.2f} {_gb(run['client_peak_rss_bytes']):>11} "
-                      f"{run['work_cpu_s']:>10.2f} {1e3 * run['work_cpu_s'] / r:>8.2f}  {'yes' if same else 'NO':>9}"
-                      f"  {run['verdict']}", flush=True)
+            pairs = []
+            for _ in range(repeat):
+                runs = {}
+                for kind in ("cli-local", "cli-dask"):
+                    before = sum(_cpu_s(p) for p in worker_pids)
+                    others = sum(_cpu_s(p) for p in cluster_pids)
+                    run = measure(kind, folder, n_workers, env)
+                    worker_cpu = sum(_cpu_s(p) for p in worker_pids) - before
+                    # the pool's processes are the child's children (their CPU is not the client's);
+                    # the Dask workers' CPU is read from /proc around the run, the scheduler's and the
+                    # workers' nannies' beside it
+                    run["work_cpu_s"] = worker_cpu if kind == "cli-dask" else run.get("pool_cpu_s", 0.0)
+                    run["sched_cpu_s"] = sum(_cpu_s(p) for p in cluster_pids) - others if kind == "cli-dask" else 0.0
+                    runs[kind] = run
+                same = runs["cli-local"]["json_sha1"] == runs["cli-dask"]["json_sha1"]
+                for kind, run in runs.items():
+                    print(f"{r:>6} {kind[4:]:>7} {run['wall_s']:>7.2f} {run['client_cpu_s']:>12.2f} "
+                          f"{1e3 * run['client_cpu_s'] / r:>8.2f} {_gb(run['client_peak_rss_bytes']):>11} "
+                          f"{run['work_cpu_s']:>10.2f} {1e3 * run['work_cpu_s'] / r:>8.2f} {run['sched_cpu_s']:>11.2f}"
+                          f"  {'yes' if same else 'NO':>9}  {run['verdict']}", flush=True)
+                pairs.append(runs)
+            summary.append((r, pairs))
     print("client: the process that runs `gpuperf diagnose` (for the local pool, the parent of its worker "
-          "processes); work CPU: the worker processes' CPU (the pool's, or the two Dask workers'); "
-          "same JSON: the two engines printed the same bytes.")
+          "processes); work CPU: the worker processes' CPU (the pool's, or the two Dask workers'); sched CPU: "
+          "the Dask scheduler's and the workers' nannies'; same JSON: the two engines printed the same bytes.")
+    if repeat > 1:
+        _dask_summary(summary)
+
+
+def _dask_summary(summary: list[tuple[int, list[dict]]]) -> None:
+    """Medians of each engine's figures and the Dask / local ratios of each pair (min, median, max)."""
+    med = statistics.median
+    print(f"\n{'ranks':>6} {'pairs':>5}  {'wall s local / Dask':>20}  {'Dask/local wall: min med max':>29}  "
+          f"{'client CPU ms/rank':>18}  {'client peak GB':>14}  {'total CPU s local / Dask':>24}")
+    for r, pairs in summary:
+        wall = [p["cli-dask"]["wall_s"] / p["cli-local"]["wall_s"] for p in pairs]
+        total = {k: [p[k]["client_cpu_s"] + p[k]["work_cpu_s"] + p[k]["sched_cpu_s"] for p in pairs]
+                 for k in ("cli-local", "cli-dask")}
+        print(f"{r:>6} {len(pairs):>5}  {med(p['cli-local']['wall_s'] for p in pairs):>9.2f} / "
+              f"{med(p['cli-dask']['wall_s'] for p in pairs):>7.2f}  {min(wall):>11.2f} {med(wall):>8.2f} "
+              f"{max(wall):>6.2f}  {1e3 * med(p['cli-local']['client_cpu_s'] for p in pairs) / r:>8.2f} / "
+              f"{1e3 * med(p['cli-dask']['client_cpu_s'] for p in pairs) / r:>6.2f}  "
+              f"{med(p['cli-local']['client_peak_rss_bytes'] for p in pairs) / 1e9:>6.3f} / "
+              f"{med(p['cli-dask']['client_peak_rss_bytes'] for p in pairs) / 1e9:>5.3f}  "
+              f"{med(total['cli-local']):>11.2f} / {med(total['cli-dask']):>6.2f}", flush=True)
+    print("total CPU: client + workers (+ the Dask scheduler and nannies); a ratio below 1: Dask faster.")
 
 
 def _gb(b: float) -> str:
@@ -410,6 +444,7 @@ def main() -> None:
     ap.add_argument("--dask", action="store_true",
                     help="only the rank folders, local pool vs a real `dask scheduler` + workers on 127.0.0.1")
     ap.add_argument("--dask-ranks", type=str, default="64,256,1024", help="rank counts of --dask")
+    ap.add_argument("--repeat", type=int, default=1, help="--dask: alternating local/Dask pairs per rank count")
     args = ap.parse_args()
     if args.child:
         kind, path, workers = args.child
@@ -419,8 +454,13 @@ def main() -> None:
     sizes = [int(x) for x in args.files.split(",") if x] + ([10] if args.big else [])
     ranks = [int(x) for x in args.ranks.split(",") if x] + ([256] if args.many else [])
     print(f"machine: {machine()}")
+    # the package's bytecode, as an install leaves it: with PYTHONDONTWRITEBYTECODE (this VM) every
+    # fresh process would compile its ~80 modules again (~0.45 s of CPU)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "gpuperf_gui")], stdout=subprocess.DEVNULL,
+                   check=False)
     if args.dask:
-        dask_table(args.workdir, [int(x) for x in args.dask_ranks.split(",") if x], args.cluster_workers)
+        dask_table(args.workdir, [int(x) for x in args.dask_ranks.split(",") if x], args.cluster_workers,
+                   args.repeat)
         return
     print(f"\none file ({FILE_SOURCE.name} repeated; plain JSON)")
     print(f"{'events':>10} {'MB':>7} {'decode s':>9} {'load s':>7} {'load/dec':>8} {'1-core s':>8} "

@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any, Iterator, TextIO
 
+from gpuperf_gui.core.json_text import iter_json_text
 from gpuperf_gui.core.units import format_si
 
 BIDI_CONTROLS = {cp: f"<U+{cp:04X}>" for cp in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}
@@ -45,6 +46,8 @@ def bidi_safe_output() -> Iterator[None]:
 
 _JOIN_PIECES = 8192
 """Encoder pieces joined into one string at a time (a few hundred kB of text)."""
+_KEEP_PIECE_CHARS = 4096
+"""A piece this long (a rank's part encoded by its Dask worker) is written as it is, not joined."""
 
 
 def print_json(payload: Any) -> None:
@@ -52,10 +55,15 @@ def print_json(payload: Any) -> None:
     with ``indent`` json encodes in Python, and ``dumps`` held every piece of the text (a few bytes
     each) in one list before joining them (a 1,024-rank ``diagnose --json``, 11 MB of text: +45 MB
     at the peak). The pieces are joined as they come; nothing is written before the whole text is
-    encoded (a value JSON cannot hold still fails with nothing printed)."""
+    encoded (a value JSON cannot hold still fails with nothing printed). Parts already encoded
+    (:class:`.json_text.EncodedJSON`, a Dask worker's rank) are spliced in as they are."""
     parts: list[str] = []
     pieces: list[str] = []
-    for piece in json.JSONEncoder(indent=2, allow_nan=False).iterencode(payload):
+    for piece in iter_json_text(payload):
+        if len(piece) >= _KEEP_PIECE_CHARS:  # a part encoded beforehand: kept, not copied
+            parts += ["".join(pieces), piece]
+            pieces.clear()
+            continue
         pieces.append(piece)
         if len(pieces) >= _JOIN_PIECES:
             parts.append("".join(pieces))

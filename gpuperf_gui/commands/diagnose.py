@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             return fail(str(exc))
     if args.json:
-        print_json(trace.to_json())
+        print_json(trace.to_json(encoded=True))  # a Dask worker's ranks come encoded
     else:
         print(format_report(result, args.top))
     return 0

@@ -214,3 +214,25 @@ def test_stop_cancels_and_returns_without_a_result(jobs: dict[str, Path], schedu
             stop.set()
     assert items and not any(isinstance(i, ClusterResult) for i in items)
     assert not any(isinstance(i, Progress) and i.message.startswith("analysed") for i in items)
+
+
+def test_worker_encoded_ranks_print_the_client_encoded_bytes(jobs: dict[str, Path], tmp_path: Path) -> None:
+    """A Dask task encodes its ranks' JSON (``encode_json``), leaving a hole for the diagnosis the
+    job's verdict may change (the late rank's); a renumbered rank (two files of one rank) is encoded
+    by the client. Either way the text is json.dumps of the plain object."""
+    from gpuperf_gui.core.json_text import EncodedJSON, iter_json_text
+    from gpuperf_gui.core.trace.cluster import assemble, summarize_ranks
+    from gpuperf_gui.core.trace.diagnose import diagnose_rank
+    from gpuperf_gui.core.trace.load import discover_files
+
+    files = [str(f) for f in discover_files([jobs["straggler"]])]
+    files.append(str(tmp_path / "copy_of_rank0.json"))
+    Path(files[-1]).write_bytes(Path(files[0]).read_bytes())  # same rank number: renumbered
+    result = assemble(summarize_ranks(files, list(range(len(files))), files, top=10, encode_json=True))
+    late = [r for r in result.ranks if r.diagnosis.signature != diagnose_rank(r.analysis).signature]
+    assert [r.rank for r in late] == [synth.STRAGGLER_RANK]   # the hole is filled with the job's verdict
+    encoded = result.to_json(10, encoded=True)
+    kinds = [isinstance(r, EncodedJSON) for r in encoded["ranks"]]
+    assert kinds == [True] * (len(files) - 1) + [False]      # the renumbered copy: encoded by the client
+    assert "".join(iter_json_text(encoded)) == json.dumps(result.to_json(10), indent=2, allow_nan=False)
+    assert not any(isinstance(r, EncodedJSON) for r in result.to_json(5, encoded=True)["ranks"])  # other rows

@@ -38,12 +38,15 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from ..json_text import EncodedJSON, encode_around
+from ..units import json_safe
 from . import intervals as iv
 from .analysis import RankAnalysis
 from .api import (MultiRankSummary, Progress, analyse_loaded_rank, job_json, multi_rank_summary, rank_collectives,
                   rank_collectives_by_step, rank_json)
 from .budget import MemoryBudget
 from .decode import DEFAULT_MAX_BYTES
+from .heap import reused_heap
 from .diagnose import Diagnosis, diagnose_job, diagnose_rank, late_rank_diagnoses
 from .stragglers import RankCollectives
 from .load import MANY_RANKS  # noqa: F401 (the views and tests read it here)
@@ -112,22 +115,68 @@ class RankSummary:
     lanes: list[LaneSummary] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     truncation: str | None = None
+    rank_json_parts: tuple[str, ...] | None = None
+    """The rank's part of ``gpuperf diagnose --json`` encoded where the rank was analysed (a Dask
+    task), as :func:`.api.rank_json` gives it, around a hole for its diagnosis; ``rank_json_as``
+    says for which rank number, file name and op-table rows (the client encodes the rank itself
+    when the job changed any of them: see :meth:`ClusterResult.to_json`)."""
+    rank_json_as: tuple[int, str, int] | None = None
 
 
 def summarize_rank(path: str, order_index: int, *, max_bytes: int | None = DEFAULT_MAX_BYTES,
                    memory_budget: int | None = None, top: int = 10, overview: bool = False,
-                   lane_bins: int = LANE_BINS) -> RankSummary | FileFailure:
+                   lane_bins: int = LANE_BINS, shown: str | None = None, encode_json: bool = False
+                   ) -> RankSummary | FileFailure:
     """Load, analyse and summarise one rank file (the task a Dask worker runs). The overview's parts
     (step breakdown, top kernels, lane summaries: what the job window draws) only with ``overview``:
     the CLI's JSON reads none of them, and they were half of what a rank sent back.
+
+    ``shown``: the file's name in the result (the path as the user gave it; ``path`` is what the
+    worker reads). ``encode_json``: also encode the rank's part of the JSON here
+    (:attr:`RankSummary.rank_json_parts`).
 
     A file that fails gives a :class:`.load.FileFailure` (as the local loop collects them), so one
     broken rank never fails the job."""
     try:
         rt = load_rank(path, max_bytes=max_bytes, order_index=order_index, memory_budget=memory_budget)
-        return _summary(rt, order_index, top, overview, lane_bins)
+        summary = _summary(rt, order_index, top, overview, lane_bins)
     except Exception as exc:  # noqa: BLE001 - reported per file, as iter_per_file does
         return _failure(Path(path), exc)
+    if shown is not None and summary.file == path:  # as _as_given names it on the client
+        summary.file = summary.analysis.file = shown
+    if encode_json:
+        _encode_rank_json(summary, top)
+    return summary
+
+
+RANK_JSON_INDENT = "    "
+"""Where a rank stands in ``gpuperf diagnose --json`` (an item of the top-level object's
+``ranks``): its part is encoded for that line, so the client writes it without a copy."""
+
+
+class _DiagnosisHole:
+    """Stands in for the rank's diagnosis while its JSON is encoded: a hole the client fills."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    def to_json(self) -> str:
+        return self.token
+
+
+def _encode_rank_json(summary: RankSummary, top: int) -> None:
+    """The rank's ``diagnose --json`` part, as the client would write it (JSON-safe, indent 2),
+    with a hole for its diagnosis: the job's verdict may change it (a late rank)."""
+    a = summary.analysis
+    a.rank = summary.rank  # as assemble() sets it
+
+    def rank_part(tokens: list[str]) -> object:
+        hole = _DiagnosisHole(tokens[0])
+        return json_safe(rank_json(a, hole, summary.ops[:top], summary.roofline_points))  # type: ignore[arg-type]
+
+    enc = encode_around(rank_part, 1, RANK_JSON_INDENT)
+    summary.rank_json_parts = enc.parts
+    summary.rank_json_as = (summary.rank, a.file, top)
 
 
 def _summary(rt: RankTrace, order_index: int, top: int, with_overview: bool, lane_bins: int) -> RankSummary:
@@ -209,9 +258,20 @@ class ClusterResult:
     notes: list[str] = field(default_factory=list)
     origin_us: float = 0.0
 
-    def to_json(self, top: int = 10) -> dict:
-        """The ``gpuperf diagnose --json`` object, the same as :meth:`.api.TraceResult.to_json`."""
-        ranks = [rank_json(r.analysis, r.diagnosis, r.ops[:top], r.summary.roofline_points) for r in self.ranks]
+    def to_json(self, top: int = 10, *, encoded: bool = False) -> dict:
+        """The ``gpuperf diagnose --json`` object, the same as :meth:`.api.TraceResult.to_json`.
+
+        ``encoded``: a rank whose part a worker encoded (and whose number, file and op-table rows
+        the job left as the worker had them) is that text around its diagnosis, a
+        :class:`.json_text.EncodedJSON` (what ``print_json`` writes as it is): the client neither
+        builds nor encodes the rank's values."""
+        ranks: list[Any] = []
+        for r in self.ranks:
+            s = r.summary
+            if encoded and s.rank_json_parts is not None and s.rank_json_as == (r.analysis.rank, r.analysis.file, top):
+                ranks.append(EncodedJSON(s.rank_json_parts, [json_safe(r.diagnosis.to_json())], RANK_JSON_INDENT))
+            else:
+                ranks.append(rank_json(r.analysis, r.diagnosis, r.ops[:top], s.roofline_points))
         return job_json(self.diagnosis, ranks, self.multi_rank, self.notes)
 
     def overview(self) -> Overview:
@@ -329,9 +389,12 @@ def iter_cluster_analyse(paths: Sequence[Path | str], address: str, stop: thread
         distributed = _import_distributed()
         yield Progress(0.02, f"analysing {n} file{'s' if n != 1 else ''} on {address}")
         batches = task_batches(files, _worker_threads(client))
+        # the JSON's rank parts are encoded by the workers, in parallel, for the CLI (which takes no
+        # overview); the window reads the figures, not the text
         futures = client.map(partial(summarize_ranks, max_bytes=max_bytes, memory_budget=budget, top=top,
-                                     overview=overview),
-                             [[str(files[i].resolve()) for i in b] for b in batches], batches, pure=False,
+                                     overview=overview, encode_json=not overview),
+                             [[str(files[i].resolve()) for i in b] for b in batches], batches,
+                             [[str(files[i]) for i in b] for b in batches], pure=False,
                              key=[f"gpuperf-ranks-{b[0]}-{run_id}" for b in batches])
         index = {fut.key: k for k, fut in enumerate(futures)}
         done = distributed.as_completed(futures, with_results=True, raise_errors=False)
@@ -345,7 +408,7 @@ def iter_cluster_analyse(paths: Sequence[Path | str], address: str, stop: thread
                 return
             finished = done.next_batch(block=False)
             if not finished:
-                stop.wait(_POLL_S)
+                _wait_ready(done)
                 continue
             for fut, value in sorted(finished, key=lambda pair: index[pair[0].key]):
                 batch = batches[index[fut.key]]
@@ -389,10 +452,30 @@ def _worker_threads(client: Any) -> int:  # noqa: ANN401 (a distributed.Client)
     return max(1, sum(int(w.get("nthreads", 1)) for w in workers.values()))
 
 
-def summarize_ranks(paths: Sequence[str], order_indices: Sequence[int], **kwargs: Any
-                    ) -> list[RankSummary | FileFailure]:
-    """:func:`summarize_rank` for each file of one task, in order."""
-    return [summarize_rank(p, i, **kwargs) for p, i in zip(paths, order_indices)]
+def summarize_ranks(paths: Sequence[str], order_indices: Sequence[int], shown: Sequence[str | None] | None = None,
+                    **kwargs: Any) -> list[RankSummary | FileFailure]:
+    """:func:`summarize_rank` for each file of one task, in order (``shown``: their names in the result).
+
+    On one reused heap (:func:`.heap.reused_heap`, trimmed once at the task's end): ``dask worker``'s
+    nanny starts workers with ``MALLOC_TRIM_THRESHOLD_=65536``, which turns glibc's adaptive mmap
+    threshold off, so every block over 128 kB a small rank's load takes is mapped and zeroed afresh
+    and given back at once (measured 5-10 % of a small rank's CPU)."""
+    names = list(shown) if shown is not None else [None] * len(paths)
+    with reused_heap():
+        return [summarize_rank(p, i, shown=name, **kwargs) for p, i, name in zip(paths, order_indices, names)]
+
+
+def _wait_ready(done: Any) -> None:  # noqa: ANN401 (a distributed.as_completed)
+    """Wait until a task has finished or :data:`_POLL_S` has passed. as_completed notifies its
+    ``thread_condition`` after queueing each result (checked under it: no wake-up is lost); a
+    fixed sleep made the client see each batch up to _POLL_S late, the last one included."""
+    cond = getattr(done, "thread_condition", None)
+    if cond is None:
+        threading.Event().wait(_POLL_S)
+        return
+    with cond:
+        if not done.has_ready():
+            cond.wait(_POLL_S)
 
 
 def _assembled(summaries: list[RankSummary], failures: list[FileFailure], n_files: int

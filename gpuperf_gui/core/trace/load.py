@@ -166,23 +166,35 @@ def failure_notes(failures: Sequence[FileFailure], n_files: int) -> list[str]:
     return notes
 
 
+SMALL_JOB_TEXT_BYTES = 16 << 20
+"""Files of less JSON than this in all load in this process unless ``workers`` is given: their
+work (~1 µs an event, ~70 ms for 16 MiB) is less than starting a pool and sending every rank's
+events back from it (the 8-rank DLRM job, 7.4 MB: see docs/performance.md)."""
+
+
 def plan_workers(files: Sequence[Path], budget: MemoryBudget, workers: int | None) -> tuple[int, MemoryBudget]:
     """How many files to load at once, and each one's share of the budget.
 
     As many as asked (default: one per file, at most the CPU count), but no more than the budget
     holds for the largest file (its size, or a gzip file's recorded uncompressed size), so large
-    ranks load one after another with the whole budget and small ones in parallel.
+    ranks load one after another with the whole budget and small ones in parallel. A small job
+    (:data:`SMALL_JOB_TEXT_BYTES`) loads in this process, one file at a time, each with the share of
+    the budget it would have had in the pool (so the same files fit).
     """
     n = len(files)
     wanted = min(n, os.cpu_count() or 1) if workers is None else max(1, workers)
     wanted = max(1, min(wanted, n))
-    largest = max((text_size_hint(f) for f in files), default=0)
+    sizes = [text_size_hint(f) for f in files]
+    largest = max(sizes, default=0)
     events = largest // stream_decode.TYPICAL_EVENT_BYTES
     need = budget.tree_bytes(stream_decode.streamed_load_bytes(events, 0, 0) if stream_decode.ENABLED
                              else estimated_load_bytes(largest, events), events)
     fits = int(budget.limit_bytes // need) if need > 0 else wanted
     n_workers = max(1, min(wanted, fits))
-    return n_workers, budget.share(n_workers)
+    share = budget.share(n_workers)
+    if workers is None and sum(sizes) < SMALL_JOB_TEXT_BYTES:
+        return 1, share  # in this process, each file with the share it would have had in the pool
+    return n_workers, share
 
 
 _T = TypeVar("_T")

@@ -194,10 +194,12 @@ class Trace:
 
         return event_partners(self.model(), ref)
 
-    def to_json(self, top: int | None = None) -> dict:
+    def to_json(self, top: int | None = None, *, encoded: bool = False) -> dict:
         """``gpuperf diagnose --json``'s object (``top`` op-table rows per rank, default the
-        constructor's)."""
-        return self.result().to_json(top=self.top if top is None else top)
+        constructor's). ``encoded``: compact ranks may come as the text their worker encoded
+        (:meth:`.cluster.ClusterResult.to_json`; for ``print_json``, which writes the same bytes)."""
+        result, top = self.result(), self.top if top is None else top
+        return result.to_json(top=top, encoded=True) if encoded and self.compact else result.to_json(top=top)
 
 
 # -- the job window (many ranks, compact results) -------------------------------------------------------
