@@ -1,4 +1,4 @@
-"""The C scanner of trace events (gpuperf_gui/core/trace/_scan.c) and the op table's one-pass nesting
+"""The C scanner of trace events (gpuperf_gui/core/trace/ingest/scanner/_scan.c) and the op table's one-pass nesting
 (_nest.c). Optional: without a compiler the package installs without them and decodes with msgspec
 alone and nests with numpy (slower on big traces, the same results)."""
 from setuptools import Extension, setup
@@ -16,6 +16,6 @@ class BuildExt(build_ext):
         super().build_extensions()
 
 
-setup(ext_modules=[Extension("gpuperf_gui.core.trace._scan", ["gpuperf_gui/core/trace/_scan.c"], optional=True),
-                   Extension("gpuperf_gui.core.trace._nest", ["gpuperf_gui/core/trace/_nest.c"], optional=True)],
+setup(ext_modules=[Extension("gpuperf_gui.core.trace.ingest.scanner._scan", ["gpuperf_gui/core/trace/ingest/scanner/_scan.c"], optional=True),
+                   Extension("gpuperf_gui.core.trace.model.nesting._nest", ["gpuperf_gui/core/trace/model/nesting/_nest.c"], optional=True)],
       cmdclass={"build_ext": BuildExt})

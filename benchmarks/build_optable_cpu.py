@@ -36,7 +36,8 @@ _CHILD = r"""
 import contextlib, hashlib, io, json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 from gpuperf_gui import cli
-from gpuperf_gui.core.trace import api, build, stream_decode
+from gpuperf_gui.core.trace.engine import api
+from gpuperf_gui.core.trace.ingest import build, stream_decode
 spent = {}
 def timed(key, fn, clock=time.process_time):
     def wrapper(*a, **k):

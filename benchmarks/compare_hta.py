@@ -70,7 +70,7 @@ print("RESULT" + json.dumps({"import_s": t1 - t0, "load_s": t2 - t1, "work_s": t
 GPUPERF_CHILD = """
 import json, sys, time
 t0 = time.perf_counter()
-from gpuperf_gui.core.trace.api import analyse_paths
+from gpuperf_gui.core.trace.engine.api import analyse_paths
 t1 = time.perf_counter()
 res = analyse_paths(sys.argv[1:])
 t2 = time.perf_counter()
@@ -100,7 +100,7 @@ print("RESULT" + json.dumps({"idle_by_stream_us": out, "temporal_idle": temporal
 
 GPUPERF_IDLE_CHILD = """
 import json, sys
-from gpuperf_gui.core.trace.api import analyse_paths
+from gpuperf_gui.core.trace.engine.api import analyse_paths
 res = analyse_paths(sys.argv[1:], workers=1)
 print("RESULT" + json.dumps({"idle_by_stream_us": {str(r.trace.rank): {s: {k: v * 1e6 for k, v in d.items()}
     for s, d in r.analysis.hta_idle_by_stream_s.items()} for r in res.ranks},
@@ -132,8 +132,8 @@ print("RESULT" + json.dumps({
 PER_RANK_CHILD = """
 import json, sys, time
 from pathlib import Path
-from gpuperf_gui.core.trace.cluster import summarize_rank
-from gpuperf_gui.core.trace.load import discover_files
+from gpuperf_gui.core.trace.engine.cluster import summarize_rank
+from gpuperf_gui.core.trace.ingest.load import discover_files
 out = {}
 for folder in sys.argv[2:]:
     files = [str(f) for f in discover_files([folder])]

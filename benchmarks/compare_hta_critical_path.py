@@ -44,8 +44,8 @@ print(json.dumps(out))
 
 
 def ours(path: Path) -> dict:
-    from gpuperf_gui.core.trace.api import analyse_paths
-    from gpuperf_gui.core.trace.what_if import for_result
+    from gpuperf_gui.core.trace.engine.api import analyse_paths
+    from gpuperf_gui.core.trace.analysis.what_if import for_result
 
     result = analyse_paths([path], workers=1)
     wi = for_result(result)

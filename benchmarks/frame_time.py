@@ -9,7 +9,7 @@ waits for. CPU is this process's (``time.process_time``), wall is ``perf_counter
 machine the CPU figure is the one to compare with the 16 ms budget.
 
 Inputs as benchmarks/trace_tab_scale.py makes them (tests/data/h200/eager_small.json.gz's events
-repeated, ``core/trace/tile.py``): e1M.json, e10M.json under ``--workdir``.
+repeated, ``core/trace/synthetic/tile.py``): e1M.json, e10M.json under ``--workdir``.
 
     QT_QPA_PLATFORM=offscreen nice .venv/bin/python benchmarks/frame_time.py            # 1M
     QT_QPA_PLATFORM=offscreen nice .venv/bin/python benchmarks/frame_time.py --sizes 1,10

@@ -1,4 +1,4 @@
-"""Coverage-guided fuzzing of the C scanner (``core/trace/_scan.c``) with atheris (libFuzzer).
+"""Coverage-guided fuzzing of the C scanner (``core/trace/ingest/scanner/_scan.c``) with atheris (libFuzzer).
 
 Each input is one run of trace events as the streamed decoder hands it over (``[`` events ``]``),
 given to ``_scan.scan`` in a buffer of exactly its size (under ASan a read past its end is a
@@ -74,8 +74,9 @@ class Mismatch(AssertionError):
 def _modules():  # noqa: ANN202 - imported after a possible preload of another scanner build
     import msgspec
 
-    from gpuperf_gui.core.trace import _scan, scan, stream_decode
-    from gpuperf_gui.core.trace.build import EventColumns
+    from gpuperf_gui.core.trace.ingest.scanner import _scan, scan
+    from gpuperf_gui.core.trace.ingest import stream_decode
+    from gpuperf_gui.core.trace.ingest.build import EventColumns
     return msgspec, _scan, scan, stream_decode, EventColumns
 
 

@@ -84,7 +84,7 @@ def run_diagnose(path: Path | str, budget: str | None, timeout_s: float = 120.0)
             "traceback": "Traceback" in stderr}
 
 
-_CHILD = ("import sys, time\nfrom gpuperf_gui.cli import main\nimport gpuperf_gui.core.trace.api\n"
+_CHILD = ("import sys, time\nfrom gpuperf_gui.cli import main\nimport gpuperf_gui.core.trace.engine.api\n"
           "t0 = time.perf_counter()\ntry:\n    rc = main()\nfinally:\n"
           "    print(f'command_s {time.perf_counter() - t0:.3f}', file=sys.stderr)\nsys.exit(rc)\n")
 """The command, timed inside the process after the imports (the special files' limit is the
@@ -139,8 +139,8 @@ def main() -> int:
 def _refusal_s(path: Path) -> float:
     """Seconds :func:`load_rank` takes to refuse ``path`` (inf if it does not refuse it)."""
     sys.path.insert(0, str(ROOT))
-    from gpuperf_gui.core.trace.load import load_rank
-    from gpuperf_gui.core.trace.model import TraceFormatError
+    from gpuperf_gui.core.trace.ingest.load import load_rank
+    from gpuperf_gui.core.trace.model.trace_model import TraceFormatError
 
     t0 = time.perf_counter()
     try:

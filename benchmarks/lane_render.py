@@ -17,8 +17,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import numpy as np  # noqa: E402
 
-from gpuperf_gui.core.trace.lod import RowIndex, fold_row  # noqa: E402
-from gpuperf_gui.core.trace.model import Flows, Lane, RankTrace, StepWindow, StringTable, TraceModel  # noqa: E402
+from gpuperf_gui.core.trace.model.lod import RowIndex, fold_row  # noqa: E402
+from gpuperf_gui.core.trace.model.trace_model import Flows, Lane, RankTrace, StepWindow, StringTable, TraceModel  # noqa: E402
 
 REPAINT_BUDGET_MS = 16.0
 FOLD_BUDGET_MS = 30.0
@@ -120,7 +120,7 @@ def fold_figures(n: int = 1_000_000) -> None:
 def repaint_figures(model: TraceModel | None = None, title: str = "synthetic") -> None:
     from PySide6.QtWidgets import QApplication
 
-    from gpuperf_gui.core.trace.lanes import full_range, prepare_lanes
+    from gpuperf_gui.core.trace.model.lanes import full_range, prepare_lanes
     from gpuperf_gui.views.trace.style import make_palette
     from gpuperf_gui.views.trace.timeline import TraceTimeline
 
@@ -169,6 +169,6 @@ if __name__ == "__main__":
     real = os.path.join(os.path.dirname(__file__), "..", "tests", "data", "shared_traces", "hta",
                         "df_index_resolver", "df_index_resolver.json.gz")
     if os.path.exists(real):
-        from gpuperf_gui.core.trace.load import load_trace
+        from gpuperf_gui.core.trace.ingest.load import load_trace
 
         repaint_figures(load_trace(real, workers=1), "hta/df_index_resolver")

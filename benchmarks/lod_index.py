@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gpuperf_gui.core.trace import lod as new_lod
+from gpuperf_gui.core.trace.model import lod as new_lod
 
 REPO = Path(__file__).resolve().parents[1]
 ZOOMS = (1.0, 0.1, 0.01, 1e-3, 1e-4)
@@ -34,7 +34,7 @@ WIDTH_PX = 1600
 
 def committed_lod() -> types.ModuleType:
     """lod.py as committed at HEAD (the argsort index), imported under another name."""
-    source = subprocess.run(["git", "show", "HEAD:gpuperf_gui/core/trace/lod.py"], cwd=REPO,
+    source = subprocess.run(["git", "show", "HEAD:gpuperf_gui/core/trace/model/lod.py"], cwd=REPO,
                             check=True, capture_output=True, text=True).stdout
     module = types.ModuleType("lod_head")
     sys.modules[module.__name__] = module   # dataclasses looks the module up

@@ -5,10 +5,10 @@ Usage: nice python benchmarks/many_ranks_gui.py [--ranks 64,256] [--modes overvi
 Each case runs in a fresh interpreter with the main window offscreen: ``open_traces([FOLDER])`` as
 File ▸ Open does, then waits until the window is idle. ``overview``: what a folder of more than
 MANY_RANKS (32) rank files gets now, the job overview from compact per-rank results on the local
-process pool (views/cluster_dialog.py, core/trace/trace.py ``iter_job_overview``). ``full``: what
+process pool (views/cluster_dialog.py, core/trace/session/trace.py ``iter_job_overview``). ``full``: what
 it got before, every rank's events and lanes loaded into the Trace tab (the route to the overview
 switched off). Folders: R rank files tiled from tests/data/h200/eager_tiny.json.gz (11,801 events
-each, clocks 13 µs apart; core/trace/tile.py). Columns: the window process's peak RSS
+each, clocks 13 µs apart; core/trace/synthetic/tile.py). Columns: the window process's peak RSS
 (``ru_maxrss``) and its RSS before the open (the interpreter, Qt and the window), so ``grew`` is
 what opening the folder cost that process; ``helper`` is the largest child it waited for (the
 loading helper interpreter; the pool workers that decode the ranks are its children), and wall
@@ -94,7 +94,7 @@ def _child(mode: str, folder: str) -> dict:
 
 
 def _folder(workdir: Path, ranks: int) -> Path:
-    from gpuperf_gui.core.trace.tile import tile_rank_folder
+    from gpuperf_gui.core.trace.synthetic.tile import tile_rank_folder
 
     folder = workdir / f"ranks_{ranks}"
     if not (folder / "done").exists():

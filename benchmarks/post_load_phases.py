@@ -1,16 +1,16 @@
 """Seconds of each phase that runs after a rank is loaded (Trace tab and ``gpuperf diagnose``).
 
-Loads the file once (:func:`~gpuperf_gui.core.trace.load.load_rank`, not timed), then times each
+Loads the file once (:func:`~gpuperf_gui.core.trace.ingest.load.load_rank`, not timed), then times each
 phase alone, in the pipeline's order, wall and CPU seconds (CPU: every thread of this process; it
 reads about the same on a busy machine, wall does not):
 
 * the engine's per-rank work: ``analyse_rank``; ``op_table``, the op table with the roofline points
-  found from its rows (:func:`~gpuperf_gui.core.trace.op_points.op_table_and_points`, as the
+  found from its rows (:func:`~gpuperf_gui.core.trace.analysis.op_points.op_table_and_points`, as the
   engine runs it); ``diagnose``, the job assembly (align, diagnose_rank, multi-rank summary);
-* the Trace tab's :func:`~gpuperf_gui.core.trace.session.build_loaded_trace` in parts (``mfu``,
+* the Trace tab's :func:`~gpuperf_gui.core.trace.session.loaded_trace.build_loaded_trace` in parts (``mfu``,
   ``lanes``: prepare_lanes, ``diag_view``, ``overview``, ``op_tables``, ``activity``: the minimap)
   and whole (``build_total``);
-* ``roofline`` (:func:`.session.roofline_points`, the tab's last phase) and ``to_json``
+* ``roofline`` (:func:`.loaded_trace.roofline_points`, the tab's last phase) and ``to_json``
   (``gpuperf diagnose --json``'s object).
 
     nice .venv/bin/python benchmarks/post_load_phases.py /tmp/tabscale/e5M.json
@@ -61,19 +61,20 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, os.environ.get("GPUPERF_ROOT", str(ROOT)))  # another checkout's code, to compare
 
-from gpuperf_gui.core.trace import api, session  # noqa: E402
-from gpuperf_gui.core.trace.analysis import analyse_rank  # noqa: E402
-from gpuperf_gui.core.trace.lanes import prepare_lanes  # noqa: E402
-from gpuperf_gui.core.trace.load import load_rank  # noqa: E402
-from gpuperf_gui.core.trace.model import RankTrace  # noqa: E402
-from gpuperf_gui.core.trace.optable import op_table  # noqa: E402
+from gpuperf_gui.core.trace.engine import api
+from gpuperf_gui.core.trace.session import loaded_trace as session  # noqa: E402
+from gpuperf_gui.core.trace.analysis.rank_analysis import analyse_rank  # noqa: E402
+from gpuperf_gui.core.trace.model.lanes import prepare_lanes  # noqa: E402
+from gpuperf_gui.core.trace.ingest.load import load_rank  # noqa: E402
+from gpuperf_gui.core.trace.model.trace_model import RankTrace  # noqa: E402
+from gpuperf_gui.core.trace.analysis.optable import op_table  # noqa: E402
 
 try:  # the engine's op table, with the roofline points found from its rows
-    from gpuperf_gui.core.trace.op_points import op_table_and_points  # noqa: E402
+    from gpuperf_gui.core.trace.analysis.op_points import op_table_and_points  # noqa: E402
 except ImportError:  # before it existed: the table alone, the points found in "roofline"
     def op_table_and_points(rt: RankTrace) -> tuple[list, None]:
         return op_table(rt), None
-from gpuperf_gui.core.trace.overview import build_overview  # noqa: E402
+from gpuperf_gui.core.trace.analysis.overview import build_overview  # noqa: E402
 
 
 def loaded_rank(path: Path, cache: Path | None) -> tuple[RankTrace, float]:

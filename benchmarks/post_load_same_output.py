@@ -75,8 +75,8 @@ def jobs(big: bool) -> list[tuple[str, list[Path]]]:
 
 def snapshot(out_dir: Path, big: bool) -> None:
     """Write every job's outputs under ``out_dir`` (run in the interpreter whose code is compared)."""
-    from gpuperf_gui.core.trace import session
-    from gpuperf_gui.core.trace.api import analyse_paths
+    from gpuperf_gui.core.trace.session import loaded_trace as session
+    from gpuperf_gui.core.trace.engine.api import analyse_paths
 
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, paths in jobs(big):

@@ -15,7 +15,7 @@ child's own peak RSS (exact), and for a process tree (pool or Dask workers) the 
 RSS, sampled every 50 ms (shared library pages are counted once per process).
 
 * ``file N``: one plain-JSON trace of N events (a real H200 trace's events repeated,
-  core/trace/tile.py). Columns: a plain ``msgspec.json.decode`` of the file with the garbage
+  core/trace/synthetic/tile.py). Columns: a plain ``msgspec.json.decode`` of the file with the garbage
   collector off (the baseline: with it on, decoding 1M events takes ~5x longer), the
   loader alone (``load_rank``) and the whole ``gpuperf diagnose --json`` work (load, analysis,
   diagnosis, op table, roofline points). 1M and 5M events; ``--big`` adds 10M.
@@ -25,7 +25,7 @@ RSS, sampled every 50 ms (shared library pages are counted once per process).
   shown (what comes back is compact: it must not grow with the events). 8 and 64 ranks; ``--many``
   adds 256.
 
-Measured 2026-12-01 with the C scanner, the reused heap and shapes interned in C (core/trace/heap.py,
+Measured 2026-12-01 with the C scanner, the reused heap and shapes interned in C (core/trace/ingest/heap.py,
 _scan.c; ``--files 1,5,10 --ranks ""``), 16-core Xeon GPU host, idle (benchmarks/results/h200_host_scale.txt)::
 
       events    MB  decode s  load s  load/dec  1-core s  1-core/dec  diagnose s  tree peak  B/ev
@@ -115,7 +115,7 @@ def _child(kind: str, path: str, workers: int) -> dict:
     t0 = time.perf_counter()
     out: dict = {}
     if kind != "decode":   # a process made for the load, as the `gpuperf` command and the GUI's helper are
-        from gpuperf_gui.core.trace.heap import enable_reused_heap
+        from gpuperf_gui.core.trace.ingest.heap import enable_reused_heap
         enable_reused_heap()
     if kind == "decode":
         import gc
@@ -127,41 +127,41 @@ def _child(kind: str, path: str, workers: int) -> dict:
         out["events"] = len(obj["traceEvents"])
         del obj, data
     elif kind == "whole":  # the whole-file path (text read whole, then decoded, then built): before
-        from gpuperf_gui.core.trace.load import load_rank_whole
+        from gpuperf_gui.core.trace.ingest.load import load_rank_whole
         t_imp = time.perf_counter()
         rt = load_rank_whole(path, memory_budget=_budget())
         out["load_s"] = time.perf_counter() - t_imp
         out["events"] = rt.n_events
     elif kind == "serial":  # the streamed loader on one core (no decoding workers)
         os.environ["GPUPERF_DECODE_WORKERS"] = "1"
-        from gpuperf_gui.core.trace.load import load_rank
+        from gpuperf_gui.core.trace.ingest.load import load_rank
         t_imp = time.perf_counter()
         rt = load_rank(path, memory_budget=_budget())
         out["load_s"] = time.perf_counter() - t_imp
         out["events"] = rt.n_events
     elif kind == "file":  # the loader alone
-        from gpuperf_gui.core.trace.load import load_rank
+        from gpuperf_gui.core.trace.ingest.load import load_rank
         t_imp = time.perf_counter()
         rt = load_rank(path, memory_budget=_budget())
         out["load_s"] = time.perf_counter() - t_imp
         out["events"] = rt.n_events
         out["imports_s"] = t_imp - t0
     elif kind == "diagnose":  # what `gpuperf diagnose --json` does, in a fresh process of its own
-        from gpuperf_gui.core.trace.api import analyse_paths
+        from gpuperf_gui.core.trace.engine.api import analyse_paths
         t1 = time.perf_counter()
         result = analyse_paths([path], workers=1, memory_budget=_budget())
         json.dumps(result.to_json())
         out["diagnose_s"] = time.perf_counter() - t1
         out["events"] = sum(rt.n_events for rt in result.model.ranks)
     elif kind == "local":
-        from gpuperf_gui.core.trace.api import analyse_paths
+        from gpuperf_gui.core.trace.engine.api import analyse_paths
         result = analyse_paths([path], memory_budget=_budget())
         json.dumps(result.to_json())
         out["events"] = sum(rt.n_events for rt in result.model.ranks)
         out["verdict"] = result.diagnosis.signature
     elif kind == "dask":
-        from gpuperf_gui.core.trace.cluster import dask_client
-        from gpuperf_gui.core.trace.trace import Trace
+        from gpuperf_gui.core.trace.engine.cluster import dask_client
+        from gpuperf_gui.core.trace.session.trace import Trace
         with dask_client(f"local:{workers}") as client:
             out["startup_s"] = time.perf_counter() - t0
             t1 = time.perf_counter()
@@ -270,7 +270,7 @@ def measure(kind: str, path: Path, workers: int = 1, env: dict | None = None) ->
 
 
 def _file_input(workdir: Path, n: int) -> Path:
-    from gpuperf_gui.core.trace.tile import repeat_events
+    from gpuperf_gui.core.trace.synthetic.tile import repeat_events
     path = workdir / f"events_{n // 1_000_000}M.json"
     if not path.exists():
         tmp = path.with_suffix(".part")
@@ -280,7 +280,7 @@ def _file_input(workdir: Path, n: int) -> Path:
 
 
 def _ranks_input(workdir: Path, ranks: int) -> Path:
-    from gpuperf_gui.core.trace.tile import tile_rank_folder
+    from gpuperf_gui.core.trace.synthetic.tile import tile_rank_folder
     folder = workdir / f"ranks_{ranks}"
     if not (folder / "done").exists():
         tile_rank_folder([SMALL_RANK], folder, ranks, shift_us=13)
@@ -342,7 +342,7 @@ def dask_processes(workdir: Path, n_workers: int) -> Iterator[tuple[str, list[in
 
 
 def _straggler_folder(workdir: Path, ranks: int) -> Path:
-    from gpuperf_gui.core.trace.tile import tile_rank_folder
+    from gpuperf_gui.core.trace.synthetic.tile import tile_rank_folder
     folder = workdir / f"ddp_ranks_{ranks}"
     if not (folder / "done").exists():
         tile_rank_folder(list(STRAGGLER_SOURCES), folder, ranks, shift_us=13)

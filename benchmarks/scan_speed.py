@@ -17,8 +17,8 @@ import argparse
 import time
 from pathlib import Path
 
-from gpuperf_gui.core.trace import _scan
-from gpuperf_gui.core.trace.stream_decode import _last_boundary
+from gpuperf_gui.core.trace.ingest.scanner import _scan
+from gpuperf_gui.core.trace.ingest.stream_decode import _last_boundary
 
 
 def runs_of(text: bytes, run_bytes: int) -> list[tuple[bytearray, int]]:

@@ -24,12 +24,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpuperf_gui.core.trace import scan  # noqa: E402
-from gpuperf_gui.core.trace.analysis import analyse_rank  # noqa: E402
-from gpuperf_gui.core.trace.api import analyse_paths  # noqa: E402
-from gpuperf_gui.core.trace.diagnose import diagnose_rank  # noqa: E402
-from gpuperf_gui.core.trace.load import load_rank  # noqa: E402
-from gpuperf_gui.core.trace.optable import op_table  # noqa: E402
+from gpuperf_gui.core.trace.ingest.scanner import scan  # noqa: E402
+from gpuperf_gui.core.trace.analysis.rank_analysis import analyse_rank  # noqa: E402
+from gpuperf_gui.core.trace.engine.api import analyse_paths  # noqa: E402
+from gpuperf_gui.core.trace.diagnosis.diagnose import diagnose_rank  # noqa: E402
+from gpuperf_gui.core.trace.ingest.load import load_rank  # noqa: E402
+from gpuperf_gui.core.trace.analysis.optable import op_table  # noqa: E402
 
 DF_INDEX = "hta/df_index_resolver/df_index_resolver.json.gz"
 _NO_SCANNER: list[str] = []

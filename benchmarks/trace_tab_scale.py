@@ -10,7 +10,7 @@ ticks from ``open_paths`` until the load is done and 0.3 s after; the largest ga
 machine a gap can be mostly waiting for a core, and its CPU part is what it would last on an idle one.
 
 The split: ``engine`` (load + analyse + diagnose, in the helper), ``build`` (lanes, overview, op
-tables, activity: :func:`~gpuperf_gui.core.trace.session.build_loaded_trace`), ``transfer`` (the
+tables, activity: :func:`~gpuperf_gui.core.trace.session.loaded_trace.build_loaded_trace`), ``transfer`` (the
 result from the helper to the GUI process), ``gui`` (from the result's arrival in the GUI thread to
 the shown timeline), ``roofl`` (the roofline points, found in the helper after the lanes are sent).
 ``shown`` counts from ``open_paths`` to the end of the tab's set-up (``trace_loaded``), ``done`` to
@@ -19,7 +19,7 @@ the end of the load (roofline points in); the helper's start-up is in both.
     nice .venv/bin/python benchmarks/trace_tab_scale.py --budget 16GB /tmp/tabscale/e1M.json ...
     nice .venv/bin/python benchmarks/trace_tab_scale.py --make /tmp/tabscale 10   # writes e10M.json
 
-Inputs: ``core/trace/tile.py repeat_events`` of tests/data/h200/eager_small.json.gz (plain JSON,
+Inputs: ``core/trace/synthetic/tile.py repeat_events`` of tests/data/h200/eager_small.json.gz (plain JSON,
 272 MB per million events), as benchmarks/scale.py does.
 
 Figures on this machine (2-core VM, 24 GB, shared with four other agents: load average 2-6, so the
@@ -102,7 +102,7 @@ def measure_one(path: Path, budget_bytes: int | None) -> dict:
     from PySide6.QtCore import QElapsedTimer, QEventLoop, QTimer
     from PySide6.QtWidgets import QApplication
 
-    from gpuperf_gui.core.trace.session import LoadedTrace
+    from gpuperf_gui.core.trace.session.loaded_trace import LoadedTrace
     from gpuperf_gui.views.trace.tab import TraceTab
 
     app = QApplication.instance() or QApplication(sys.argv)
@@ -262,7 +262,7 @@ def _s(x: float | None) -> str:
 
 
 def make_input(folder: Path, millions: int) -> Path:
-    from gpuperf_gui.core.trace.tile import repeat_events
+    from gpuperf_gui.core.trace.synthetic.tile import repeat_events
 
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"e{millions}M.json"

@@ -118,7 +118,7 @@ def all_jobs(every: bool) -> list[tuple[str, list[Path], str | None]]:
 
 def verdicts(jobs: list[tuple[str, list[Path], str | None]]) -> dict[str, dict]:
     """name -> {signature, headline, confidence, loss} of this interpreter's gpuperf (or an error)."""
-    from gpuperf_gui.core.trace.api import analyse_paths
+    from gpuperf_gui.core.trace.engine.api import analyse_paths
 
     out = {}
     for name, paths, _ in jobs:
@@ -141,8 +141,8 @@ def _base_verdicts(rev: str, jobs: list[tuple[str, list[Path], str | None]]) -> 
                        check=True, capture_output=True, text=True)
         try:
             for so in (ROOT / "gpuperf_gui/core/trace").glob("_scan.*.so"):   # same scanner when it fits
-                if (tree / "gpuperf_gui/core/trace/_scan.c").read_bytes() == \
-                        (ROOT / "gpuperf_gui/core/trace/_scan.c").read_bytes():
+                if (tree / "gpuperf_gui/core/trace/ingest/scanner/_scan.c").read_bytes() == \
+                        (ROOT / "gpuperf_gui/core/trace/ingest/scanner/_scan.c").read_bytes():
                     (tree / "gpuperf_gui/core/trace" / so.name).write_bytes(so.read_bytes())
             listing = Path(work) / "jobs.json"
             listing.write_text(json.dumps([[n, [str(p) for p in ps]] for n, ps, _ in jobs]))

@@ -1,9 +1,9 @@
-"""Cost of the what-if projections (core/trace/what_if.py) against the rest of `gpuperf diagnose`.
+"""Cost of the what-if projections (core/trace/analysis/what_if.py) against the rest of `gpuperf diagnose`.
 
 Usage: nice python benchmarks/what_if_cost.py [--events 1000000] [--source tests/data/h200/eager_small.json.gz]
        [--repeat 3] [--workdir /tmp/gpuperf-whatif]
 
-Writes one plain-JSON trace of about N events (the source's events repeated, core/trace/tile.py,
+Writes one plain-JSON trace of about N events (the source's events repeated, core/trace/synthetic/tile.py,
 the same input as benchmarks/scale.py), then in this process: the diagnosis as `gpuperf diagnose`
 makes it (load, analysis, op table, roofline points: ``analyse_paths``) and, apart, the what-if
 (graph, baseline replay, critical path and every projection: ``what_if.for_result``). Prints the
@@ -33,9 +33,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gpuperf_gui.core.trace.api import analyse_paths  # noqa: E402
-from gpuperf_gui.core.trace.tile import repeat_events  # noqa: E402
-from gpuperf_gui.core.trace.what_if import for_result  # noqa: E402
+from gpuperf_gui.core.trace.engine.api import analyse_paths  # noqa: E402
+from gpuperf_gui.core.trace.synthetic.tile import repeat_events  # noqa: E402
+from gpuperf_gui.core.trace.analysis.what_if import for_result  # noqa: E402
 
 
 def main() -> int:

@@ -16,8 +16,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gpuperf_gui.core.trace.api import analyse_paths  # noqa: E402
-from gpuperf_gui.core.trace.what_if import for_result  # noqa: E402
+from gpuperf_gui.core.trace.engine.api import analyse_paths  # noqa: E402
+from gpuperf_gui.core.trace.analysis.what_if import for_result  # noqa: E402
 
 
 def _trace(folder: Path, rel: str) -> Path:

@@ -20,7 +20,7 @@ core (its thread pool is ~30 % of numpy's import on 2 cores, more with more core
 are set the same way). A value the user set is kept."""
 LOAD_COMMANDS = frozenset({"diagnose", "diff", "mfu"})
 """Commands whose process may load traces (`mfu --from-trace`): the console script sets the
-allocator for loads (core/trace/heap.py) before they run; the process ends after the command."""
+allocator for loads (core/trace/ingest/heap.py) before they run; the process ends after the command."""
 NO_STATE_FILE_COMMANDS = NO_BLAS_COMMANDS
 """Commands that read traces and no state file (saved ceilings, devices.toml): they skip importing
 :mod:`gpuperf_gui.core.state_files` (tomllib, tempfile) at start-up."""
@@ -106,7 +106,7 @@ def entry() -> NoReturn:
             gc.enable()
         gc.freeze()
     if command in LOAD_COMMANDS:
-        from gpuperf_gui.core.trace.heap import enable_reused_heap  # noqa: PLC0415
+        from gpuperf_gui.core.trace.ingest.heap import enable_reused_heap  # noqa: PLC0415
 
         enable_reused_heap()
     code = main()

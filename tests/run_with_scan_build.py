@@ -2,7 +2,7 @@
 or ``run_with_scan_build.py SO SCRIPT ARGS`` (CI's ASan + UBSan build, .ci/run).
 
 The build ``SO`` (``setup.py build_ext --build-lib DIR`` with sanitizer flags) is loaded as
-``gpuperf_gui.core.trace._scan`` before anything imports the in-place one, so the package's own
+``gpuperf_gui.core.trace.ingest.scanner._scan`` before anything imports the in-place one, so the package's own
 ``from . import _scan`` finds it; the run fails at once if it did not take.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ import runpy
 import sys
 from pathlib import Path
 
-NAME = "gpuperf_gui.core.trace._scan"
+NAME = "gpuperf_gui.core.trace.ingest.scanner._scan"
 
 
 def preload(so_path: str | Path) -> None:
@@ -25,7 +25,7 @@ def preload(so_path: str | Path) -> None:
     module = importlib.util.module_from_spec(spec)
     sys.modules[NAME] = module
     spec.loader.exec_module(module)
-    from gpuperf_gui.core.trace import _scan
+    from gpuperf_gui.core.trace.ingest.scanner import _scan
 
     if Path(_scan.__file__).resolve() != Path(so_path).resolve():
         raise SystemExit(f"the scanner loaded is {_scan.__file__}, not {so_path}")

@@ -50,7 +50,7 @@ def main() -> int:
     args = p.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    from gpuperf_gui.core.trace.api import analyse_paths
+    from gpuperf_gui.core.trace.engine.api import analyse_paths
 
     lines, rows = [], []
     for mode in args.modes:

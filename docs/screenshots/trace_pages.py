@@ -36,7 +36,7 @@ def _wait(app, busy) -> None:  # noqa: ANN001
 def main(out: str) -> int:
     from PySide6.QtWidgets import QApplication
 
-    from gpuperf_gui.core.trace.synth import write_synth_trace
+    from gpuperf_gui.core.trace.synthetic.synth import write_synth_trace
     from gpuperf_gui.views.context import AppContext
     from gpuperf_gui.views.main_window import WINDOW_SIZE, MainWindow
 

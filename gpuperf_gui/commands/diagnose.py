@@ -7,13 +7,13 @@ from functools import partial
 
 from gpuperf_gui.commands import what_if_cli
 from gpuperf_gui.commands._output import fail, print_json
-from gpuperf_gui.core.trace.api import TraceResult
-from gpuperf_gui.core.trace.budget import DEFAULT_MEMORY_BUDGET_BYTES, MemoryBudget
-from gpuperf_gui.core.trace.decode import DEFAULT_MAX_BYTES
-from gpuperf_gui.core.trace.diagnose import SIGNATURES
-from gpuperf_gui.core.trace.load import MANY_RANKS, discover_files
-from gpuperf_gui.core.trace.model import ClusterError, TraceFormatError
-from gpuperf_gui.core.trace.trace import Trace
+from gpuperf_gui.core.trace.engine.api import TraceResult
+from gpuperf_gui.core.trace.ingest.budget import DEFAULT_MEMORY_BUDGET_BYTES, MemoryBudget
+from gpuperf_gui.core.trace.ingest.decode import DEFAULT_MAX_BYTES
+from gpuperf_gui.core.trace.diagnosis.diagnose import SIGNATURES
+from gpuperf_gui.core.trace.ingest.load import MANY_RANKS, discover_files
+from gpuperf_gui.core.trace.model.trace_model import ClusterError, TraceFormatError
+from gpuperf_gui.core.trace.session.trace import Trace
 from gpuperf_gui.core.units import format_bytes, format_ms, format_percent, parse_bytes
 
 

@@ -6,10 +6,10 @@ import argparse
 from functools import partial
 
 from gpuperf_gui.commands._output import fail, print_json
-from gpuperf_gui.core.trace.decode import DEFAULT_MAX_BYTES
-from gpuperf_gui.core.trace.diff import CALLS_WORDS, TraceDiff, diff_paths
-from gpuperf_gui.core.trace.glossary import COMM_KERNELS_EXPOSED, COMM_WAIT, hta_idle_label
-from gpuperf_gui.core.trace.model import TraceFormatError
+from gpuperf_gui.core.trace.ingest.decode import DEFAULT_MAX_BYTES
+from gpuperf_gui.core.trace.session.diff import CALLS_WORDS, TraceDiff, diff_paths
+from gpuperf_gui.core.trace.vocabulary.glossary import COMM_KERNELS_EXPOSED, COMM_WAIT, hta_idle_label
+from gpuperf_gui.core.trace.model.trace_model import TraceFormatError
 from gpuperf_gui.core.units import format_ms, format_percent
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from gpuperf_gui.commands._output import fail
-from gpuperf_gui.core.trace.synth import MULTI_RANK_SCENARIOS, SCENARIO_SIGNATURE, SCENARIOS, synth_trace, write_synth_trace
+from gpuperf_gui.core.trace.synthetic.synth import MULTI_RANK_SCENARIOS, SCENARIO_SIGNATURE, SCENARIOS, synth_trace, write_synth_trace
 
 MAX_EVENTS = 10_000_000
 """Largest synthetic trace written (about 2.5 GB of JSON): beyond it a typo, not a demo."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from gpuperf_gui.core.trace.what_if import MfuModel, try_first_line
+from gpuperf_gui.core.trace.analysis.what_if import MfuModel, try_first_line
 
 
 def mfu_model(args: argparse.Namespace, result) -> MfuModel | None:  # noqa: ANN001 (TraceResult)

@@ -28,7 +28,7 @@ it is told to and waits for its task, and the next :func:`iter_in_child` asked t
 it instead of starting one (the Trace tab keeps one ready: a helper's start and imports are ~0.35 s
 of every trace opened). The initializer (``"package.module:function"``, called with no arguments)
 is where process-wide settings for the work go (the trace loader's allocator settings,
-``core/trace/heap.py``): they then hold in the helper only, never in the GUI's process.
+``core/trace/ingest/heap.py``): they then hold in the helper only, never in the GUI's process.
 The target is ``"package.module:function"`` called as ``function(*args, stop, **kwargs)`` with a
 ``threading.Event`` that is set when the parent asks to stop, so the generator ends cleanly (and
 keeps what it measured); after ``grace_s`` the parent kills it and whatever it started (the helper

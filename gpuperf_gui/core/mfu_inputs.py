@@ -24,7 +24,7 @@ from gpuperf_gui.core.units import format_duration_s
 
 if TYPE_CHECKING:
     from gpuperf_gui.core.hardware import DeviceDatabase
-    from gpuperf_gui.core.trace.figures import TraceMfuFigures
+    from gpuperf_gui.core.trace.diagnosis.figures import TraceMfuFigures
 
 __all__ = ["ExampleCheck", "MfuForm", "TraceRun", "build_inputs", "evaluate", "example_check", "example_form",
            "example_step_time_s", "load_trace_run"]
@@ -388,8 +388,8 @@ class TraceRun:
 
 def load_trace_run(path: Path | str) -> TraceRun:
     """Load and analyse a trace file or a folder of rank files (``TraceFormatError`` if it is not one)."""
-    from gpuperf_gui.core.trace.figures import mfu_figures
-    from gpuperf_gui.core.trace.trace import Trace
+    from gpuperf_gui.core.trace.diagnosis.figures import mfu_figures
+    from gpuperf_gui.core.trace.session.trace import Trace
 
     result = Trace([Path(path)], workers=1).result()
     return TraceRun.from_figures(mfu_figures([r.analysis for r in result.ranks]))

@@ -32,8 +32,8 @@ from gpuperf_gui.core.units import parse_quantity, parse_quantity_list
 
 if TYPE_CHECKING:
     from gpuperf_gui.core.hardware import Device, DeviceDatabase
-    from gpuperf_gui.core.trace.figures import TraceMfuFigures
-    from gpuperf_gui.core.trace.kernel_roof import GemmRoof
+    from gpuperf_gui.core.trace.diagnosis.figures import TraceMfuFigures
+    from gpuperf_gui.core.trace.analysis.kernel_roof import GemmRoof
 
 N_GIVEN, CUSTOM_CONFIG = "N given directly", "Custom configuration"
 NO_MODEL = "Choose the traced run's model…"
@@ -383,7 +383,7 @@ class MfuState:
     def trace_device(self, database: DeviceDatabase | None, figures: TraceMfuFigures | None = None
                      ) -> Device | None:
         """The trace's GPU when the database knows it, else None (the toolbar's device is used)."""
-        from gpuperf_gui.core.trace.kernel_roof import trace_device  # noqa: PLC0415 - trace loads late
+        from gpuperf_gui.core.trace.analysis.kernel_roof import trace_device  # noqa: PLC0415 - trace loads late
 
         figures = figures or (self.trace_run.figures if self.trace_run is not None else None)
         return trace_device(figures.device_name, database) if figures is not None else None

@@ -4,7 +4,7 @@ open of a folder with many rank files (the main window shows either in a job tab
 :class:`ClusterOpenDialog` asks for the folder of rank files and the scheduler address
 (``tcp://host:8786`` or ``local[:N]``). :class:`ClusterJobWindow` (a tab of the main window, or
 a window of its own) runs
-:func:`~gpuperf_gui.core.trace.trace.iter_job_overview` in a worker thread, on that Dask
+:func:`~gpuperf_gui.core.trace.session.trace.iter_job_overview` in a worker thread, on that Dask
 scheduler or (``address`` None) on the local process pool, and shows what comes back: the job's
 verdict, the Trace tab's rank × step heatmap (late ranks first) and a table of ranks. No rank's
 events are held here; opening a rank (a click on the heatmap, a double click in the table, Open
@@ -39,17 +39,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpuperf_gui.core.trace.analysis import RankAnalysis
-from gpuperf_gui.core.trace.api import Progress
-from gpuperf_gui.core.trace.cluster import (
-    ClusterError,
-    ClusterResult,
-    RankSummary,
-    engine_label,
-    is_local_pool,
-    parse_address,
-)
-from gpuperf_gui.core.trace.trace import iter_job_overview
+from gpuperf_gui.core.trace.analysis.rank_analysis import RankAnalysis
+from gpuperf_gui.core.trace.engine.api import Progress
+from gpuperf_gui.core.trace.engine.cluster import (ClusterError, ClusterResult, RankSummary, engine_label,
+                                                   is_local_pool, parse_address)
+from gpuperf_gui.core.trace.session.trace import iter_job_overview
 from gpuperf_gui.views.trace.heatmap import RankLanePreview, RankStepHeatmap
 from gpuperf_gui.views.workers import TaskRunner
 from gpuperf_gui.views.trace.panels import verdict_words
@@ -287,7 +281,7 @@ class ClusterJobWindow(QWidget):
 
 def exposed_comm(a: RankAnalysis) -> float:
     """The communication wait of a rank as the Trace tab's ranks table shows it
-    (:data:`~gpuperf_gui.core.trace.glossary.COMM_WAIT`)."""
+    (:data:`~gpuperf_gui.core.trace.vocabulary.glossary.COMM_WAIT`)."""
     return a.idle_causes.communication
 
 

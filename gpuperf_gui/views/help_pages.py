@@ -9,7 +9,7 @@ import html
 
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextBrowser, QVBoxLayout, QWidget
 
-from gpuperf_gui.core.trace.signatures import REGISTRY
+from gpuperf_gui.core.trace.diagnosis.signatures import REGISTRY
 from gpuperf_gui.views.trace.style import SIGNATURE_COLOURS
 
 SHORTCUTS: tuple[tuple[str, str, str], ...] = (

@@ -27,8 +27,8 @@ from PySide6.QtWidgets import (
 from gpuperf_gui import __version__
 from gpuperf_gui.core import state_files
 from gpuperf_gui.core.hardware import PRECISIONS, Device, match_device_name
-from gpuperf_gui.core.trace.budget import MemoryBudget
-from gpuperf_gui.core.trace.model import TraceFormatError
+from gpuperf_gui.core.trace.ingest.budget import MemoryBudget
+from gpuperf_gui.core.trace.model.trace_model import TraceFormatError
 from gpuperf_gui.core.units import format_si, parse_bytes
 from gpuperf_gui.views import settings_store
 from gpuperf_gui.views.context import AppContext
@@ -318,8 +318,8 @@ class MainWindow(QMainWindow):
         would not fit the memory budget (core's ``overview_reason``), show the job's overview from
         compact results (local process pool) in a job tab and return True; else False (the Trace
         tab loads them; a path that cannot be read is its error to report)."""
-        from gpuperf_gui.core.trace.cluster import overview_reason  # noqa: PLC0415 - the engine, on first use
-        from gpuperf_gui.core.trace.load import discover_files  # noqa: PLC0415
+        from gpuperf_gui.core.trace.engine.cluster import overview_reason  # noqa: PLC0415 - the engine, on first use
+        from gpuperf_gui.core.trace.ingest.load import discover_files  # noqa: PLC0415
         try:
             files = discover_files(paths)
         except (TraceFormatError, OSError):
@@ -569,7 +569,7 @@ class MainWindow(QMainWindow):
             self.show_tab(tab)
 
     def _on_memory_budget(self) -> None:
-        """Ask for the most memory one trace load may use (core/trace/budget.py), and keep it."""
+        """Ask for the most memory one trace load may use (core/trace/ingest/budget.py), and keep it."""
         current = MemoryBudget.of(self.trace_tab.memory_budget_bytes).describe()
         text, ok = QInputDialog.getText(
             self, "Trace memory budget",

@@ -7,7 +7,7 @@ Three pages, each drawn from core (R2), never from numbers typed here:
    :mod:`gpuperf_gui.core.roofline`.
 2. **Where MFU goes** — the MFU gap bar (:class:`~gpuperf_gui.views.mfu.gap_bar.GapBar`) filling cause
    by cause for a worked example (:data:`GAP_EXAMPLE`) through :func:`core.mfu_gap.gap_breakdown`.
-3. **Trace signatures** — six synthetic traces (:mod:`core.trace.synth`), written to a temporary
+3. **Trace signatures** — six synthetic traces (:mod:`core.trace.synthetic.synth`), written to a temporary
    folder, read back by the trace loader and diagnosed by core in a background task; each drawn small
    as its CPU and GPU lanes with the compute stream's idle gaps in red.
 
@@ -46,16 +46,11 @@ from gpuperf_gui.core.mfu_gap import (
     gap_breakdown,
     pipeline_bubble_fraction,
 )
-from gpuperf_gui.core.trace.model import KERNEL_CLASSES
-from gpuperf_gui.core.trace.signature_lanes import (
-    CPU_CLASS,
-    ZOOM_KERNELS,
-    SignatureLanes,
-    iter_signature_lanes,
-    view_span_us,
-)
-from gpuperf_gui.core.trace.signatures import REGISTRY
-from gpuperf_gui.core.trace.signatures import label as signature_label
+from gpuperf_gui.core.trace.vocabulary.kernel_classes import KERNEL_CLASSES
+from gpuperf_gui.core.trace.session.signature_lanes import (CPU_CLASS, ZOOM_KERNELS, SignatureLanes,
+                                                            iter_signature_lanes, view_span_us)
+from gpuperf_gui.core.trace.diagnosis.signatures import REGISTRY
+from gpuperf_gui.core.trace.diagnosis.signatures import label as signature_label
 from gpuperf_gui.core.units import format_duration_us, format_number, format_si
 from gpuperf_gui.views.context import AppContext
 from gpuperf_gui.views.mfu.gap_bar import HATCHED, SLICE_COLOURS

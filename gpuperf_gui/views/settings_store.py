@@ -126,7 +126,7 @@ def add_recent_file(path: str) -> list[str]:
 
 
 def _is_budget(value: Any) -> bool:
-    from gpuperf_gui.core.trace.budget import MAX_MEMORY_BUDGET_BYTES, MIN_MEMORY_BUDGET_BYTES
+    from gpuperf_gui.core.trace.ingest.budget import MAX_MEMORY_BUDGET_BYTES, MIN_MEMORY_BUDGET_BYTES
 
     try:
         number = int(value)  # QSettings' ini format gives numbers back as text

@@ -104,7 +104,7 @@ def whoami(stop: threading.Event) -> Iterator[tuple[int, bool]]:
 
 def heap_settings(stop: threading.Event) -> Iterator[tuple[bool, bool]]:
     """Whether this helper may set its heap up for loads, and numpy's huge-page advice inside a load."""
-    from gpuperf_gui.core.trace import heap
+    from gpuperf_gui.core.trace.ingest import heap
 
     with heap.reused_heap():
         inside = heap._set_numpy_hugepages(False)

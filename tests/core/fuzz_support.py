@@ -4,7 +4,7 @@ Used by tests/core/test_fuzz_loader.py (a bounded run in CI) and benchmarks/fuzz
 An input passes when the whole path a user takes (load + analyse + diagnose + op table, the
 ``diagnose --json`` object through ``json.dumps(allow_nan=False)``, the Trace tab's lane
 preparation) either works with every figure in its range, or stops with a
-:class:`~gpuperf_gui.core.trace.model.TraceFormatError` that names the file. Anything else is a crash.
+:class:`~gpuperf_gui.core.trace.model.trace_model.TraceFormatError` that names the file. Anything else is a crash.
 """
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from gpuperf_gui.core.trace.api import analyse_paths
-from gpuperf_gui.core.trace.lanes import prepare_lanes
-from gpuperf_gui.core.trace.model import TraceFormatError
+from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.model.lanes import prepare_lanes
+from gpuperf_gui.core.trace.model.trace_model import TraceFormatError
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SHARED = DATA / "shared_traces"

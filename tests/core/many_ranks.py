@@ -15,7 +15,7 @@ from pathlib import Path
 
 import msgspec
 
-from gpuperf_gui.core.trace.tile import read_trace_json, shifted
+from gpuperf_gui.core.trace.synthetic.tile import read_trace_json, shifted
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "h200"
 STRAGGLER_SOURCES = (DATA / "ddp_straggler_gloo" / "rank0.json.gz", DATA / "ddp_straggler_gloo" / "rank1.json.gz")

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from gpuperf_gui.cli import main
-from gpuperf_gui.core.trace.api import analyse_paths
-from gpuperf_gui.core.trace.budget import MemoryBudgetError
-from gpuperf_gui.core.trace.load import load_rank, load_trace
-from gpuperf_gui.core.trace.model import TraceFormatError
-from gpuperf_gui.core.trace.synth import write_synth_trace
+from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.ingest.budget import MemoryBudgetError
+from gpuperf_gui.core.trace.ingest.load import load_rank, load_trace
+from gpuperf_gui.core.trace.model.trace_model import TraceFormatError
+from gpuperf_gui.core.trace.synthetic.synth import write_synth_trace
 
 from fuzz_support import figure_problems
 
@@ -230,11 +230,11 @@ def _peak_rss_bytes(code: str, *args: str) -> tuple[int, float, str]:
     return usage.ru_maxrss * 1024, time.perf_counter() - t0, err
 
 
-_LOAD = ("import sys\nfrom gpuperf_gui.core.trace.load import load_rank\n"
-         "from gpuperf_gui.core.trace.model import TraceFormatError\n"
+_LOAD = ("import sys\nfrom gpuperf_gui.core.trace.ingest.load import load_rank\n"
+         "from gpuperf_gui.core.trace.model.trace_model import TraceFormatError\n"
          "try:\n    load_rank(sys.argv[1], memory_budget=int(sys.argv[2]))\n"
          "except TraceFormatError as e:\n    print(e, file=sys.stderr)\n")
-_IMPORT_ONLY = "import gpuperf_gui.core.trace.load, gpuperf_gui.core.trace.analysis"
+_IMPORT_ONLY = "import gpuperf_gui.core.trace.ingest.load, gpuperf_gui.core.trace.analysis.rank_analysis"
 
 
 @pytest.mark.skipif(not hasattr(os, "wait4"), reason="peak RSS of a child needs wait4")

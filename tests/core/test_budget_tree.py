@@ -1,7 +1,7 @@
 """The memory budget holds for the process tree (docs/robustness.md, Memory budget): a load in the window's helper counts
 the window's share of each event (the transfer file and the window's arrays), which the helper's
 own cost model does not see. 10^7 tiny events passed a 2 GB budget and the tree peaked at 2.25 GB
-(figures in core/trace/budget.py: WINDOW_EVENT_BYTES); the test is on the model, not a 10M run."""
+(figures in core/trace/ingest/budget.py: WINDOW_EVENT_BYTES); the test is on the model, not a 10M run."""
 from __future__ import annotations
 
 import threading
@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace import session, stream_decode
-from gpuperf_gui.core.trace.budget import WINDOW_EVENT_BYTES, MemoryBudget, MemoryBudgetError
-from gpuperf_gui.core.trace.load import load_rank
+from gpuperf_gui.core.trace.session import loaded_trace as session
+from gpuperf_gui.core.trace.ingest import stream_decode
+from gpuperf_gui.core.trace.ingest.budget import WINDOW_EVENT_BYTES, MemoryBudget, MemoryBudgetError
+from gpuperf_gui.core.trace.ingest.load import load_rank
 
 TINY = b'{"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":%d,"dur":1},'
 IN_FLIGHT = stream_decode.MIN_DECODE_BYTES + (8 << 20)  # a decode's text and a read chunk

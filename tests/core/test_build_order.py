@@ -1,11 +1,12 @@
-"""The builder's O(n) orderings (core/trace/build.py) against numpy's sorts, their definition."""
+"""The builder's O(n) orderings (core/trace/ingest/build.py) against numpy's sorts, their definition."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from gpuperf_gui.core.trace import build, nest
-from gpuperf_gui.core.trace.build import _distinct_codes, _lane_time_order
+from gpuperf_gui.core.trace.ingest import build
+from gpuperf_gui.core.trace.model.nesting import nest
+from gpuperf_gui.core.trace.ingest.build import _distinct_codes, _lane_time_order
 
 
 @pytest.mark.parametrize("in_c", [True, False])
@@ -15,7 +16,7 @@ def test_lane_time_order_is_lexsort_by_lane_start_and_longest_first(seed: int, t
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     if threads:  # big traces sort their lanes on two threads
         monkeypatch.setattr(build, "LANE_THREADS_MIN_EVENTS", 0)
-    if not in_c:  # the lanes' rows by numpy, as where the C extension is not built (core/trace/nest.py)
+    if not in_c:  # the lanes' rows by numpy, as where the C extension is not built (core/trace/model/nesting/nest.py)
         monkeypatch.setattr(nest, "_nest", None)
     rng = np.random.default_rng(seed)
     n = int(rng.integers(0, 4000))

@@ -1,4 +1,4 @@
-"""The builder's short path (core/trace/build.py) gives the rank its masks give.
+"""The builder's short path (core/trace/ingest/build.py) gives the rank its masks give.
 
 Where every time is usable (most traces) the events kept are found by lane, with no per-event mask
 (:func:`build._kept_by_lane`); elsewhere by the masks that also write the warnings
@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace import build, nest
-from gpuperf_gui.core.trace.load import load_rank
+from gpuperf_gui.core.trace.ingest import build
+from gpuperf_gui.core.trace.model.nesting import nest
+from gpuperf_gui.core.trace.ingest.load import load_rank
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_stream_decode import fingerprint  # noqa: E402

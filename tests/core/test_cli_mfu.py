@@ -265,7 +265,7 @@ def test_from_trace_without_a_model_size_is_an_error(capsys, shared_traces) -> N
 
 
 def test_from_trace_on_a_rank_folder_takes_the_world_size(capsys, tmp_path) -> None:
-    from gpuperf_gui.core.trace.synth import write_synth_trace
+    from gpuperf_gui.core.trace.synthetic.synth import write_synth_trace
 
     for rank in range(2):
         write_synth_trace("comm_bound", tmp_path / f"rank{rank}.json", rank=rank, world_size=2, steps=6)

@@ -1,4 +1,4 @@
-"""The distributed engine (core/trace/cluster.py): the same ``--json`` and verdict as the local run on
+"""The distributed engine (core/trace/engine/cluster.py): the same ``--json`` and verdict as the local run on
 tiled folders, compact per-rank results, clear errors without Dask or a scheduler."""
 from __future__ import annotations
 
@@ -10,12 +10,11 @@ from pathlib import Path
 import pytest
 
 from gpuperf_gui.cli import main
-from gpuperf_gui.core.trace import synth
-from gpuperf_gui.core.trace.api import analyse_paths
-from gpuperf_gui.core.trace.cluster import (ClusterError, RankSummary, dask_client, parse_address,
-                                            summarize_rank)
-from gpuperf_gui.core.trace.tile import repeat_events, tile_rank_folder
-from gpuperf_gui.core.trace.load import MANY_RANKS
+from gpuperf_gui.core.trace.synthetic import synth
+from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.engine.cluster import ClusterError, RankSummary, dask_client, parse_address, summarize_rank
+from gpuperf_gui.core.trace.synthetic.tile import repeat_events, tile_rank_folder
+from gpuperf_gui.core.trace.ingest.load import MANY_RANKS
 
 pytest.importorskip("distributed")
 
@@ -144,8 +143,8 @@ def test_summary_size_does_not_grow_with_events(tmp_path: Path) -> None:
 
 
 def test_cluster_overview_matches_local(jobs: dict[str, Path], scheduler: str) -> None:
-    from gpuperf_gui.core.trace.overview import build_overview
-    from gpuperf_gui.core.trace.trace import Trace
+    from gpuperf_gui.core.trace.analysis.overview import build_overview
+    from gpuperf_gui.core.trace.session.trace import Trace
     remote = Trace([jobs["straggler"]], dask_scheduler=scheduler, overview=True).result().overview()
     local = build_overview(analyse_paths([jobs["straggler"]], workers=1))
     for metric in ("busy", "exposed comm", "idle", "step time"):
@@ -204,8 +203,8 @@ def test_stop_cancels_and_returns_without_a_result(jobs: dict[str, Path], schedu
     """Set while the tasks run: the generator cancels what is pending and ends with no result."""
     import threading
 
-    from gpuperf_gui.core.trace.api import Progress
-    from gpuperf_gui.core.trace.cluster import ClusterResult, iter_cluster_analyse
+    from gpuperf_gui.core.trace.engine.api import Progress
+    from gpuperf_gui.core.trace.engine.cluster import ClusterResult, iter_cluster_analyse
     stop = threading.Event()
     items = []
     for item in iter_cluster_analyse([jobs["gloo"]], scheduler, stop):
@@ -221,9 +220,9 @@ def test_worker_encoded_ranks_print_the_client_encoded_bytes(jobs: dict[str, Pat
     job's verdict may change (the late rank's); a renumbered rank (two files of one rank) is encoded
     by the client. Either way the text is json.dumps of the plain object."""
     from gpuperf_gui.core.json_text import EncodedJSON, iter_json_text
-    from gpuperf_gui.core.trace.cluster import assemble, summarize_ranks
-    from gpuperf_gui.core.trace.diagnose import diagnose_rank
-    from gpuperf_gui.core.trace.load import discover_files
+    from gpuperf_gui.core.trace.engine.cluster import assemble, summarize_ranks
+    from gpuperf_gui.core.trace.diagnosis.diagnose import diagnose_rank
+    from gpuperf_gui.core.trace.ingest.load import discover_files
 
     files = [str(f) for f in discover_files([jobs["straggler"]])]
     files.append(str(tmp_path / "copy_of_rank0.json"))

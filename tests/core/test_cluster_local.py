@@ -1,4 +1,4 @@
-"""The compact path without Dask (core/trace/cluster.py ``iter_compact_analyse``, local process pool):
+"""The compact path without Dask (core/trace/engine/cluster.py ``iter_compact_analyse``, local process pool):
 the full local run's figures and verdict, Dask never imported, and a 256-rank job brought back as a
 few kB per rank with no per-event array. The late rank comes from the real recording
 (tests/data/h200/ddp_straggler_gloo: rank 1 sleeps 40 ms before each forward), tiled by
@@ -13,11 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpuperf_gui.core.trace.api import analyse_paths
-from gpuperf_gui.core.trace.cluster import LANE_BINS, LOCAL_POOL, ClusterResult, engine_label, iter_compact_analyse
-from gpuperf_gui.core.trace.model import Flows, Lane, RankTrace, StringTable, TraceModel
-from gpuperf_gui.core.trace.overview import build_overview
-from gpuperf_gui.core.trace.trace import Trace
+from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.engine.cluster import (LANE_BINS, LOCAL_POOL, ClusterResult, engine_label,
+                                                   iter_compact_analyse)
+from gpuperf_gui.core.trace.model.trace_model import Flows, Lane, RankTrace, StringTable, TraceModel
+from gpuperf_gui.core.trace.analysis.overview import build_overview
+from gpuperf_gui.core.trace.session.trace import Trace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from many_ranks import RECORDED_LATE_MS, reachable, tiled_straggler_job  # noqa: E402
@@ -59,7 +60,7 @@ def test_local_pool_runs_without_dask(job16: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_importing_the_engine_imports_no_dask() -> None:
-    code = ("import sys, gpuperf_gui.core.trace.cluster; "
+    code = ("import sys, gpuperf_gui.core.trace.engine.cluster; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PATH": ""}).stdout
@@ -106,8 +107,8 @@ def test_when_a_job_opens_as_an_overview(tmp_path: Path) -> None:
     """More than MANY_RANKS files, or several whose lanes would not fit the budget; never one file."""
     import gzip
 
-    from gpuperf_gui.core.trace.cluster import MANY_RANKS, overview_reason
-    from gpuperf_gui.core.trace.source import text_size_hint as text_bytes
+    from gpuperf_gui.core.trace.engine.cluster import MANY_RANKS, overview_reason
+    from gpuperf_gui.core.trace.ingest.source import text_size_hint as text_bytes
 
     job = tiled_straggler_job(tmp_path / "job", 2, 1, steps=2)
     files = sorted(job.iterdir())
@@ -126,7 +127,7 @@ def test_when_a_job_opens_as_an_overview(tmp_path: Path) -> None:
 def test_small_ranks_share_dask_tasks_big_ones_do_not(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """100 files on 2 worker threads: 100 // (8 tasks x 2 threads) = 6 files a task, in file order;
     a file over the task's text bound gets a task of its own."""
-    from gpuperf_gui.core.trace import cluster
+    from gpuperf_gui.core.trace.engine import cluster
     files = []
     for i in range(100):
         f = tmp_path / f"rank{i:03d}.json"
@@ -145,8 +146,8 @@ def test_a_task_that_failed_outside_the_loader_names_each_of_its_files() -> None
     worker died (the (type, exception, traceback) triple) or that was cancelled (the exception)."""
     from types import SimpleNamespace
 
-    from gpuperf_gui.core.trace import cluster
-    from gpuperf_gui.core.trace.load import FileFailure
+    from gpuperf_gui.core.trace.engine import cluster
+    from gpuperf_gui.core.trace.ingest.load import FileFailure
     paths = [Path("job/rank0.json"), Path("job/rank1.json")]
     died = RuntimeError("worker died")
     for status, value in (("error", (RuntimeError, died, None)), ("cancelled", died)):

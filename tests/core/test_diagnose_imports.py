@@ -15,9 +15,9 @@ NEVER = ("torch", "PySide6", "pyqtgraph", "dask", "distributed", "pandas", "scip
          "gpuperf_gui.core.mfu", "gpuperf_gui.core.mfu_gap", "gpuperf_gui.core.mfu_inputs",
          "gpuperf_gui.core.mfu_report", "gpuperf_gui.core.model_presets",
          "gpuperf_gui.core.profile_script", "gpuperf_gui.core.child_stream",
-         "gpuperf_gui.core.trace.cluster", "gpuperf_gui.core.trace.diff", "gpuperf_gui.core.trace.synth",
-         "gpuperf_gui.core.trace.session", "gpuperf_gui.core.trace.lod",
-         "gpuperf_gui.core.trace.lanes", "gpuperf_gui.core.trace.tile", "gpuperf_gui.commands.roofline",
+         "gpuperf_gui.core.trace.engine.cluster", "gpuperf_gui.core.trace.session.diff", "gpuperf_gui.core.trace.synthetic.synth",
+         "gpuperf_gui.core.trace.session.loaded_trace", "gpuperf_gui.core.trace.model.lod",
+         "gpuperf_gui.core.trace.model.lanes", "gpuperf_gui.core.trace.synthetic.tile", "gpuperf_gui.commands.roofline",
          "gpuperf_gui.commands.mfu", "gpuperf_gui.commands.bench", "gpuperf_gui.commands.profile",
          "numpy.ma", "multiprocessing", "concurrent.futures.process")
 """Modules (and their submodules) a local `gpuperf diagnose FILE` of a small file never needs: the
@@ -26,7 +26,7 @@ points need none of it), the state files (devices.toml, ceilings), the GUI's tra
 level-of-detail code, the other commands, numpy's masked arrays (~10 ms: `np.unique(x)` without
 return_* flags and `np.median` pull them in, so the loader and the analysis avoid both) and the
 process pool (~25 ms: imported only when decoding workers or per-file processes start).
-``core.trace.overview`` is imported: the JSON carries the Overview's kernel figures (tensor-core
+``core.trace.analysis.overview`` is imported: the JSON carries the Overview's kernel figures (tensor-core
 share, per-kernel FLOPs and precision). So is the device database (hardware, its TOML, roofline): this
 file's back-to-back reduction kernels are a run the what-if fuses, bounded by the device's memory
 bandwidth (docs/what-if.md); a trace with no such run and no kernel FLOPs does not read it."""
@@ -52,7 +52,7 @@ def test_diagnose_imports_nothing_it_does_not_use() -> None:
     got = json.loads(proc.stdout)
     assert got["rc"] == 0
     assert _unwanted(got["after"], NEVER) == []
-    assert "gpuperf_gui.core.trace.api" in got["before"]  # the check sees the real import path
+    assert "gpuperf_gui.core.trace.engine.api" in got["before"]  # the check sees the real import path
 
 
 def _entry(*argv: str) -> subprocess.CompletedProcess:
@@ -86,7 +86,7 @@ def test_the_analysis_median_is_numpys_to_the_bit() -> None:
     even sizes, ties, integers, a NaN."""
     import numpy as np
 
-    from gpuperf_gui.core.trace.analysis import _median
+    from gpuperf_gui.core.trace.analysis.rank_analysis import _median
 
     rng = np.random.default_rng(7)
     cases = [rng.exponential(3.0, n) for n in (1, 2, 3, 10, 11, 1000, 1001)]

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace.api import analyse_paths
-from gpuperf_gui.core.trace.diagnose import SIGNATURES, diagnose_rank
-from gpuperf_gui.core.trace.synth import write_synth_trace
+from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.diagnosis.diagnose import SIGNATURES, diagnose_rank
+from gpuperf_gui.core.trace.synthetic.synth import write_synth_trace
 from trace_support import loaded
 
 

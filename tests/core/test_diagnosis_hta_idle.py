@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace.api import analyse_paths
+from gpuperf_gui.core.trace.engine.api import analyse_paths
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 ORACLE = json.loads((DATA / "hta_idle_breakdown.json").read_text())

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace.api import TraceResult, analyse_paths
-from gpuperf_gui.core.trace.diagnose import THRESHOLDS, Diagnosis
-from gpuperf_gui.core.trace.synth import SCENARIO_SIGNATURE, write_synth_trace
+from gpuperf_gui.core.trace.engine.api import TraceResult, analyse_paths
+from gpuperf_gui.core.trace.diagnosis.diagnose import THRESHOLDS, Diagnosis
+from gpuperf_gui.core.trace.synthetic.synth import SCENARIO_SIGNATURE, write_synth_trace
 from trace_support import merged_intervals
 
 # The rule under test (docs/signatures.md, healthy): never `healthy` when the GPU is idle more than
@@ -283,7 +283,7 @@ def test_two_stage_gpipe_bubble_is_a_third_and_no_stage_is_a_straggler(tmp_path:
 def test_a_late_rank_that_only_sleeps_is_named_host_bound_not_data_starved(tmp_path: Path) -> None:
     """record_scenarios' ddp_straggler: the late rank's host sleeps before its forward, so its lane
     shows an uninstrumented stall with no data tell (no DataLoader, no copy after it)."""
-    from gpuperf_gui.core.trace.synth import STRAGGLER_RANK
+    from gpuperf_gui.core.trace.synthetic.synth import STRAGGLER_RANK
     folder = write_synth_trace("straggler", tmp_path / "job", steps=5)
     late = folder / f"rank{STRAGGLER_RANK}.json.gz"
     data = json.loads(gzip.decompress(late.read_bytes()))
@@ -307,8 +307,8 @@ def _all_trace_files(shared: Path) -> list[Path]:
 
 def test_idle_causes_add_up_to_the_compute_idle_on_every_real_trace(shared_traces: Path) -> None:
     """Each idle microsecond goes to exactly one cause (the attribution the verdicts compare)."""
-    from gpuperf_gui.core.trace.analysis import analyse_rank
-    from gpuperf_gui.core.trace.load import load_rank
+    from gpuperf_gui.core.trace.analysis.rank_analysis import analyse_rank
+    from gpuperf_gui.core.trace.ingest.load import load_rank
     for path in _all_trace_files(shared_traces):
         c = analyse_rank(load_rank(path)).idle_causes
         parts = [c.pipeline, c.communication, c.gpu_wait, c.dataloader, c.launch, c.host_stall, c.unattributed]

@@ -1,4 +1,4 @@
-"""`gpuperf diff` and core/trace/diff.py on real traces, against the raw events and HTA's TraceDiff."""
+"""`gpuperf diff` and core/trace/session/diff.py on real traces, against the raw events and HTA's TraceDiff."""
 from __future__ import annotations
 
 import gzip
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from gpuperf_gui.cli import main
-from gpuperf_gui.core.trace.api import analyse_paths
-from gpuperf_gui.core.trace.diff import CHANGE_CATEGORIES, diff_paths, diff_results
+from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.session.diff import CHANGE_CATEGORIES, diff_paths, diff_results
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 _DEVICE_CATS = {"kernel", "Kernel", "gpu_memcpy", "gpu_memset", "Memcpy", "Memset"}

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from gpuperf_gui.cli import main
-from gpuperf_gui.core.trace.api import analyse_paths
-from gpuperf_gui.core.trace.diff import diff_paths, diff_results
-from gpuperf_gui.core.trace.diff_headline import GPU_BOUND_BUSY_MIN, PROFILER_STRETCH
+from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.session.diff import diff_paths, diff_results
+from gpuperf_gui.core.trace.session.diff_headline import GPU_BOUND_BUSY_MIN, PROFILER_STRETCH
 
 H200 = Path(__file__).resolve().parents[1] / "data" / "h200"
 UNPROF = H200 / "unprofiled"

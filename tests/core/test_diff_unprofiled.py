@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from gpuperf_gui.cli import main
-from gpuperf_gui.core.trace.diff import SOURCE_PROFILED, SOURCE_UNPROFILED, diff_paths
-from gpuperf_gui.core.trace.load import load_rank, load_rank_whole
+from gpuperf_gui.core.trace.session.diff import SOURCE_PROFILED, SOURCE_UNPROFILED, diff_paths
+from gpuperf_gui.core.trace.ingest.load import load_rank, load_rank_whole
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 H200 = DATA / "h200"

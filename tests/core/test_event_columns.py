@@ -1,4 +1,4 @@
-"""EventColumns writes the columns every event has in place (core/trace/build.py): whatever room it
+"""EventColumns writes the columns every event has in place (core/trace/ingest/build.py): whatever room it
 reserves, it holds the same columns as the events appended one batch after another."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import msgspec
 import numpy as np
 import pytest
 
-from gpuperf_gui.core.trace.build import EventColumns
-from gpuperf_gui.core.trace.decode import XEvent
+from gpuperf_gui.core.trace.ingest.build import EventColumns
+from gpuperf_gui.core.trace.ingest.decode import XEvent
 
 DENSE = ("cat", "name", "pid", "tid", "ts", "dur", "correlation", "external")
 

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from gpuperf_gui.cli import main
-from gpuperf_gui.core.trace import glossary
-from gpuperf_gui.core.trace.api import analyse_paths
-from gpuperf_gui.core.trace.diff import diff_results
-from gpuperf_gui.core.trace.figures import mfu_figures
-from gpuperf_gui.core.trace.overview import build_overview
-from gpuperf_gui.core.trace.session import diff_figures
+from gpuperf_gui.core.trace.vocabulary import glossary
+from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.session.diff import diff_results
+from gpuperf_gui.core.trace.diagnosis.figures import mfu_figures
+from gpuperf_gui.core.trace.analysis.overview import build_overview
+from gpuperf_gui.core.trace.session.loaded_trace import diff_figures
 
 TRACE = "hta/df_index_resolver/df_index_resolver.json.gz"
 

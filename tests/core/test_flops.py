@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from gpuperf_gui.cli import main
-from gpuperf_gui.core.trace.figures import roofline_points
-from gpuperf_gui.core.trace.flops import _ATTENTION, CAUSAL_NOTE, SHAPED_OP_RE, estimate_op
-from gpuperf_gui.core.trace.load import load_rank
-from gpuperf_gui.core.trace.op_points import op_points
+from gpuperf_gui.core.trace.diagnosis.figures import roofline_points
+from gpuperf_gui.core.trace.vocabulary.flops import _ATTENTION, CAUSAL_NOTE, SHAPED_OP_RE, estimate_op
+from gpuperf_gui.core.trace.ingest.load import load_rank
+from gpuperf_gui.core.trace.analysis.op_points import op_points
 from trace_support import loaded
 
 

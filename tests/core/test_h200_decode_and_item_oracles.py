@@ -7,7 +7,7 @@ import gzip
 import json
 from pathlib import Path
 
-from gpuperf_gui.core.trace.api import analyse_paths
+from gpuperf_gui.core.trace.engine.api import analyse_paths
 
 H200 = Path(__file__).resolve().parents[1] / "data" / "h200"
 

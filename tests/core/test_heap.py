@@ -1,4 +1,4 @@
-"""core/trace/heap.py: a load's heap settings are set once, restored by the last load to end, and only
+"""core/trace/ingest/heap.py: a load's heap settings are set once, restored by the last load to end, and only
 in a process made for loads (the helper, the gpuperf command)."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from gpuperf_gui.core import child_stream
-from gpuperf_gui.core.trace import heap
+from gpuperf_gui.core.trace.ingest import heap
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace.api import analyse_paths
-from gpuperf_gui.core.trace.synth import write_synth_trace
+from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.synthetic.synth import write_synth_trace
 
 H200 = Path(__file__).resolve().parents[1] / "data" / "h200"
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace.api import analyse_paths
-from gpuperf_gui.core.trace.kernel_evidence import is_skinny_gemm
-from gpuperf_gui.core.trace.synth import write_synth_trace
+from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.analysis.kernel_evidence import is_skinny_gemm
+from gpuperf_gui.core.trace.synthetic.synth import write_synth_trace
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 VLLM = DATA / "shared_traces" / "tracelens" / "inference" / "vllm_decode_full" / "graph_execution.json.gz"

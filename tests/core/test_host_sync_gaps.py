@@ -1,4 +1,4 @@
-"""The GPU-idle gaps that follow a blocking sync, as the Trace lanes colour them (core/trace/host_sync.py's
+"""The GPU-idle gaps that follow a blocking sync, as the Trace lanes colour them (core/trace/model/host_sync.py's
 SyncGapClassifier over a compute stream's idle gaps) and as the Ranks heatmap sums them per step."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gpuperf_gui.core.trace.session import load_trace
-from gpuperf_gui.core.trace.synth import write_synth_trace
+from gpuperf_gui.core.trace.session.loaded_trace import load_trace
+from gpuperf_gui.core.trace.synthetic.synth import write_synth_trace
 
 H200 = Path(__file__).resolve().parents[1] / "data" / "h200"
 
@@ -57,7 +57,7 @@ def test_a_loop_without_syncs_has_no_host_sync_gap_and_the_heatmap_sums_them(tmp
 def test_a_folded_block_of_gaps_takes_the_kind_that_holds_half_its_idle() -> None:
     """Zoomed out, gaps fold into one block: drawn as host-sync idle only when the sync gaps hold at
     least half of the block's idle time (here 2 x 40 µs of 100 µs, then 2 x 10 µs of 100 µs)."""
-    from gpuperf_gui.core.trace.lod import RowIndex, block_kind, fold_row
+    from gpuperf_gui.core.trace.model.lod import RowIndex, block_kind, fold_row
 
     starts = np.array([0.0, 100.0, 200.0, 300.0])
     for lengths, kind, want in (([10.0, 40.0, 40.0, 10.0], [0, 1, 1, 0], 1), ([40.0, 10.0, 10.0, 40.0], [0, 1, 1, 0], 0)):

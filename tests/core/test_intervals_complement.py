@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpuperf_gui.core.trace import intervals as iv
+from gpuperf_gui.core.trace.analysis import intervals as iv
 
 
 def test_complement_is_the_gaps_inside_the_window() -> None:

@@ -13,7 +13,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from gpuperf_gui.core.trace.kernel_classes import COPY_CATEGORIES, KERNEL_CLASS_RULES, classify_kernel
+from gpuperf_gui.core.trace.vocabulary.categories import COPY_CATEGORIES
+from gpuperf_gui.core.trace.vocabulary.kernel_classes import KERNEL_CLASS_RULES, classify_kernel
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 DEVICE_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset"}

@@ -1,4 +1,4 @@
-"""One file's lanes are sent before its analysis (core/trace/session.py ``_iter_lanes_first``): the
+"""One file's lanes are sent before its analysis (core/trace/session/loaded_trace.py ``_iter_lanes_first``): the
 trace the tab ends with must be the one the one-step path builds (``session.LANES_FIRST = False``), figure
 for figure, in this process and through the helper interpreter's mapped file."""
 from __future__ import annotations
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from gpuperf_gui.core.child_stream import SendMapped
-from gpuperf_gui.core.trace import session
-from gpuperf_gui.core.trace.session import AnalysisUpdate, LoadedTrace, RooflineUpdate, iter_loaded_trace
+from gpuperf_gui.core.trace.session import loaded_trace as session
+from gpuperf_gui.core.trace.session.loaded_trace import AnalysisUpdate, LoadedTrace, RooflineUpdate, iter_loaded_trace
 
 
 def _items(paths: list[Path], isolate: bool) -> list:

@@ -1,4 +1,4 @@
-"""Tests of Tracy-style folding (gpuperf_gui.core.trace.lod); no Qt."""
+"""Tests of Tracy-style folding (gpuperf_gui.core.trace.model.lod); no Qt."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuperf_gui.core.trace.lod import FoldedRow, RowIndex, fold_row, refold_row, visible_range
+from gpuperf_gui.core.trace.model.lod import FoldedRow, RowIndex, fold_row, refold_row, visible_range
 
 
 def _reference_fold(starts, ends, view_start, view_end, width_px, min_block_px=3.0, grid_px=None):
@@ -163,7 +163,7 @@ def test_fast_path_does_not_scan_the_row(monkeypatch):
     rng = np.random.default_rng(1)
     starts, ends = _disjoint_row(rng, 100_000)
     index = RowIndex(starts, ends)
-    import gpuperf_gui.core.trace.lod as lod
+    import gpuperf_gui.core.trace.model.lod as lod
 
     def _boom(*args, **kwargs):
         raise AssertionError("scanned the visible slice")
@@ -175,7 +175,7 @@ def test_fast_path_does_not_scan_the_row(monkeypatch):
 
 
 def test_lane_rows_split_by_depth_and_keep_indices():
-    from gpuperf_gui.core.trace.lod import LaneRows
+    from gpuperf_gui.core.trace.model.lod import LaneRows
 
     start = np.array([0.0, 1.0, 2.0, 10.0, 11.0])
     dur = np.array([9.0, 0.5, 3.0, 5.0, 1.0])
@@ -192,7 +192,7 @@ def test_lane_rows_split_by_depth_and_keep_indices():
 @pytest.mark.parametrize("deepest", [3, 31, 32, 33, 200])
 def test_lane_rows_split_is_a_stable_sort_by_depth(deepest: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Both ways of splitting (a pass per row, a sort of the depths) give numpy's stable grouping."""
-    from gpuperf_gui.core.trace import lod
+    from gpuperf_gui.core.trace.model import lod
 
     rng = np.random.default_rng(deepest)
     depth = rng.integers(0, deepest + 1, 5000).astype(np.int16)
@@ -208,7 +208,7 @@ def test_lane_rows_split_is_a_stable_sort_by_depth(deepest: int, monkeypatch: py
 
 
 def test_idle_gaps_merge_overlaps_and_respect_threshold():
-    from gpuperf_gui.core.trace.lod import idle_gaps
+    from gpuperf_gui.core.trace.model.lod import idle_gaps
 
     s = np.array([0.0, 2.0, 3.0, 20.0])
     e = np.array([5.0, 4.0, 6.0, 25.0])
@@ -350,7 +350,7 @@ _TREE_SETTINGS = {"default": None, "always_descend": (0, 1e9), "always_give_up":
 def test_indexed_fold_equals_direct_fold(monkeypatch):
     """fold_row(RowIndex) on each of its paths against fold_row(starts, ends) (keys of the
     visible slice), array by array, at many zooms and windows."""
-    import gpuperf_gui.core.trace.lod as lod
+    import gpuperf_gui.core.trace.model.lod as lod
 
     defaults = (lod.TREE_MIN_EVENTS, lod.TREE_MAX_CHECKED)
     answers = {"tree": 0, "gave up": 0}

@@ -6,7 +6,7 @@ import pytest
 from gpuperf_gui.core import mfu
 from gpuperf_gui.core.mfu_inputs import MfuForm, TraceRun, build_inputs, evaluate, example_form
 from gpuperf_gui.core.model_presets import EXAMPLE_RUNS, PRESETS, ConfigError, config_from_hf
-from gpuperf_gui.core.trace.figures import TraceMfuFigures
+from gpuperf_gui.core.trace.diagnosis.figures import TraceMfuFigures
 
 GPT2 = dict(preset="GPT-2 124M", micro_batch=20, grad_accum=5, seq_len=1024, step_times_s=(0.755,),
             device_id="a100-sxm-40gb")

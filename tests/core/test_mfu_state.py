@@ -19,7 +19,7 @@ from gpuperf_gui.core.mfu_state import (
     error_input,
     trace_name,
 )
-from gpuperf_gui.core.trace.figures import TraceMfuFigures
+from gpuperf_gui.core.trace.diagnosis.figures import TraceMfuFigures
 
 # Llama-3 8B: 8,030,261,248 parameters (model card), the 128256 × 4096 input table excluded;
 # attention 12·L·H·Q·T = 12·32·32·128·8192 per token. Its torchtitan example: 2,973 tokens/s per

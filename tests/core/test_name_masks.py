@@ -6,8 +6,8 @@ import re
 import numpy as np
 import pytest
 
-from gpuperf_gui.core.trace import name_masks
-from gpuperf_gui.core.trace.model import StringTable
+from gpuperf_gui.core.trace.model import name_masks
+from gpuperf_gui.core.trace.model.trace_model import StringTable
 
 _NAMES = ["ProfilerStep#3", "nccl:all_reduce", "cudaLaunchKernel", "gloo:send", "aten::mm",
           "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "Memcpy HtoD (Pageable -> Device)",

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpuperf_gui.core.trace.api import analyse_paths
-from gpuperf_gui.core.trace.synth import _NCCL_NAMES, write_synth_trace
-from gpuperf_gui.core.trace.synth_nccl import plan
+from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.synthetic.synth import _NCCL_NAMES, write_synth_trace
+from gpuperf_gui.core.trace.synthetic.synth_nccl import plan
 
 NCCL = Path(__file__).resolve().parents[1] / "data" / "shared_traces" / "h200_nccl"
 

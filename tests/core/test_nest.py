@@ -1,7 +1,7 @@
-"""The op table's one-pass nesting (``_nest.c`` through core/trace/nest.py) against its numpy version.
+"""The op table's one-pass nesting (``_nest.c`` through core/trace/model/nesting/nest.py) against its numpy version.
 
 The C extension is optional, as the scanner is: where it is not built (no compiler) the numpy passes
-of core/trace/optable.py run, and both must give the same arrays bit for bit. The parents are also
+of core/trace/analysis/optable.py run, and both must give the same arrays bit for bit. The parents are also
 checked against torch's rule written out as a loop (test_op_containment.py), the sums against
 ``np.add.at`` one addition at a time, and the op table and roofline points of real traces with the
 extension against the same without it.
@@ -14,9 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpuperf_gui.core.trace import nest, optable
-from gpuperf_gui.core.trace.load import load_rank
-from gpuperf_gui.core.trace.op_points import op_table_and_points
+from gpuperf_gui.core.trace.model.nesting import nest
+from gpuperf_gui.core.trace.analysis import optable
+from gpuperf_gui.core.trace.ingest.load import load_rank
+from gpuperf_gui.core.trace.analysis.op_points import op_table_and_points
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_op_containment import _lane, _torch_parents  # noqa: E402

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from gpuperf_gui import cli
-from gpuperf_gui.core.trace import scan
-from gpuperf_gui.core.trace.load import load_rank
+from gpuperf_gui.core.trace.ingest.scanner import scan
+from gpuperf_gui.core.trace.ingest.load import load_rank
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_stream_decode import fingerprint  # noqa: E402
@@ -30,13 +30,14 @@ from test_stream_decode import fingerprint  # noqa: E402
 DATA = Path(__file__).resolve().parents[1] / "data"
 TRACE = DATA / "h200" / "eager_small.json.gz"
 
-# A fresh interpreter in which `import gpuperf_gui.core.trace._scan` and `._nest` fail (None in
+# A fresh interpreter in which `import gpuperf_gui.core.trace.ingest.scanner._scan` and `._nest` fail (None in
 # sys.modules makes the import raise ImportError), then the CLI.
 _WITHOUT_EXTENSION = """
 import sys
-sys.modules["gpuperf_gui.core.trace._scan"] = None
-sys.modules["gpuperf_gui.core.trace._nest"] = None
-from gpuperf_gui.core.trace import nest, scan
+sys.modules["gpuperf_gui.core.trace.ingest.scanner._scan"] = None
+sys.modules["gpuperf_gui.core.trace.model.nesting._nest"] = None
+from gpuperf_gui.core.trace.model.nesting import nest
+from gpuperf_gui.core.trace.ingest.scanner import scan
 assert scan._scan is None and not scan.ENABLED, "the extension was imported"
 assert nest._nest is None, "the nesting extension was imported"
 from gpuperf_gui import cli

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpuperf_gui.core.trace.optable import CONTAINMENT_SLACK_US, _span_owners, containment_parents
+from gpuperf_gui.core.trace.analysis.optable import CONTAINMENT_SLACK_US, _span_owners, containment_parents
 
 
 def _torch_parents(start: np.ndarray, dur: np.ndarray) -> list[int]:

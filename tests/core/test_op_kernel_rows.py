@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace.load import load_rank
-from gpuperf_gui.core.trace.optable import op_table
-from gpuperf_gui.core.trace.synth import DEVICE, synth_trace
+from gpuperf_gui.core.trace.ingest.load import load_rank
+from gpuperf_gui.core.trace.analysis.optable import op_table
+from gpuperf_gui.core.trace.synthetic.synth import DEVICE, synth_trace
 from trace_support import loaded
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpuperf_gui.core.trace.optable import containment_parents, op_table
+from gpuperf_gui.core.trace.analysis.optable import containment_parents, op_table
 from test_trace_optable import _matches, parse_key_averages
 from trace_support import loaded, sources_table
 

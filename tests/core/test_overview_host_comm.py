@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace.api import analyse_paths
-from gpuperf_gui.core.trace.overview import build_overview
+from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.analysis.overview import build_overview
 
 H200 = Path(__file__).resolve().parents[1] / "data" / "h200"
 

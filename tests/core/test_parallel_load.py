@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace.api import Progress, TraceResult, analyse_paths, iter_load_and_analyse
-from gpuperf_gui.core.trace.load import iter_per_file, load_trace
-from gpuperf_gui.core.trace.model import TraceFormatError
-from gpuperf_gui.core.trace.synth import write_synth_trace
+from gpuperf_gui.core.trace.engine.api import Progress, TraceResult, analyse_paths, iter_load_and_analyse
+from gpuperf_gui.core.trace.ingest.load import iter_per_file, load_trace
+from gpuperf_gui.core.trace.model.trace_model import TraceFormatError
+from gpuperf_gui.core.trace.synthetic.synth import write_synth_trace
 
 
 SLOW_S = 20.0

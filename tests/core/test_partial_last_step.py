@@ -11,7 +11,7 @@ import json
 import statistics
 from pathlib import Path
 
-from gpuperf_gui.core.trace.api import analyse_paths
+from gpuperf_gui.core.trace.engine.api import analyse_paths
 
 BASE = Path(__file__).resolve().parents[1] / "data" / "h200" / "profile_launch.json.gz"
 

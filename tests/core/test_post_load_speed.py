@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpuperf_gui.core.trace import intervals as iv
-from gpuperf_gui.core.trace.analysis import LAUNCH_SPACING_MAX_US, _launch_free_stretches, _may_overlap
-from gpuperf_gui.core.trace.load import load_rank
-from gpuperf_gui.core.trace.op_points import op_points, op_table_and_points
-from gpuperf_gui.core.trace.optable import (CONTAINMENT_SLACK_US, _levels, _subtree_sums, add_at, containment_parents,
-                                            op_table)
+from gpuperf_gui.core.trace.analysis import intervals as iv
+from gpuperf_gui.core.trace.analysis.rank_analysis import LAUNCH_SPACING_MAX_US, _launch_free_stretches, _may_overlap
+from gpuperf_gui.core.trace.ingest.load import load_rank
+from gpuperf_gui.core.trace.analysis.op_points import op_points, op_table_and_points
+from gpuperf_gui.core.trace.analysis.optable import (CONTAINMENT_SLACK_US, _levels, _subtree_sums, add_at,
+                                                     containment_parents, op_table)
 
 
 @pytest.mark.parametrize("seed", range(10))

@@ -18,7 +18,7 @@ from gpuperf_gui.core.profile_script import (
     STOP_AT_STEP_WAIT_S,
     ProfileOutput, ProfileProgress, ProfileRequest, ProfileResult, iter_profile, parse_progress,
 )
-from gpuperf_gui.core.trace.api import analyse_paths
+from gpuperf_gui.core.trace.engine.api import analyse_paths
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "data" / "scripts"
 TRAIN = SCRIPTS / "train_tiny.py"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpuperf_gui.cli import main
-from gpuperf_gui.core.trace.profiler_overhead import ProfilerOverhead, from_key
+from gpuperf_gui.core.trace.analysis.profiler_overhead import ProfilerOverhead, from_key
 
 UNPROF = Path(__file__).resolve().parents[1] / "data" / "h200" / "unprofiled"
 

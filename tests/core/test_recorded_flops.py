@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpuperf_gui.core.trace import scan
-from gpuperf_gui.core.trace.load import load_rank
+from gpuperf_gui.core.trace.ingest.scanner import scan
+from gpuperf_gui.core.trace.ingest.load import load_rank
 
 
 @pytest.mark.parametrize("scanner", [True, False])

@@ -101,7 +101,7 @@ def test_roof_polyline_bends_at_the_ridge_and_only_there() -> None:
 def test_short_label_keeps_the_op_its_shapes_and_its_calls() -> None:
     from gpuperf_gui.core.roofline import short_label
 
-    # labels as core/trace/figures.py writes them for the demo H200 trace
+    # labels as core/trace/diagnosis/figures.py writes them for the demo H200 trace
     assert short_label("aten::mm [[16384, 1536], [1536, 50304]] x3") == "aten::mm 16384×1536·1536×50304 x3"
     assert short_label("aten::addmm [[6144], [16384, 1536], [1536, 6144], [], []] x18") == \
         "aten::addmm 16384×1536·1536×6144 x18"                      # the bias vector says little

@@ -1,4 +1,4 @@
-"""The C scanner (core/trace/_scan.c, core/trace/scan.py) against msgspec, the independent reader.
+"""The C scanner (core/trace/ingest/scanner/_scan.c, core/trace/ingest/scanner/scan.py) against msgspec, the independent reader.
 
 A run the scanner reads must give exactly the columns that msgspec's typed decode of the same text
 gives through :meth:`EventColumns.add` (every column, string and id codes, shapes, B/E/M events);
@@ -18,8 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpuperf_gui.core.trace import scan, stream_decode
-from gpuperf_gui.core.trace.build import EventColumns
+from gpuperf_gui.core.trace.ingest.scanner import scan
+from gpuperf_gui.core.trace.ingest import stream_decode
+from gpuperf_gui.core.trace.ingest.build import EventColumns
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_stream_decode import TRACE_FILES, _streamed, fingerprint  # noqa: E402
@@ -205,8 +206,8 @@ def scan_threads_used(monkeypatch: pytest.MonkeyPatch) -> list:
 def test_scanning_threads_identical_to_one_thread_on_the_largest_real_traces(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scan_threads_used: list) -> None:
     """Two threads, 256 kB runs, plain and gzip: every column, string and warning as one thread."""
-    from gpuperf_gui.core.trace import source
-    from gpuperf_gui.core.trace.budget import MemoryBudget
+    from gpuperf_gui.core.trace.ingest import source
+    from gpuperf_gui.core.trace.ingest.budget import MemoryBudget
     from test_stream_decode import SHARED
 
     monkeypatch.setattr(source, "OUT_CHUNK_BYTES", 256 << 10)
@@ -223,7 +224,7 @@ def test_scanning_threads_hand_false_cuts_and_the_array_end_to_the_serial_splitt
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scan_threads_used: list) -> None:
     """The hand-made file of test_stream_decode (false cuts, B/E pairs, metadata after the events)
     read straight into 4 kB buffers by two scanning threads: what the whole-file path gives."""
-    from gpuperf_gui.core.trace import source
+    from gpuperf_gui.core.trace.ingest import source
     from test_stream_decode import check_false_cuts_and_array_end
 
     monkeypatch.setattr(source, "OUT_CHUNK_BYTES", 4096)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from gpuperf_gui.cli import main
-from gpuperf_gui.core.trace import _scan, scan
+from gpuperf_gui.core.trace.ingest.scanner import _scan, scan
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_scan import _decoded, _same  # noqa: E402
@@ -101,7 +101,7 @@ def test_random_names_probe_a_few_slots() -> None:
 
 def test_the_hash_key_differs_between_processes() -> None:
     """Names crafted against one process's hash do not collide in the next one's."""
-    code = "from gpuperf_gui.core.trace import _scan; print(_scan._hash(b'aten::mm'))"
+    code = "from gpuperf_gui.core.trace.ingest.scanner import _scan; print(_scan._hash(b'aten::mm'))"
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     seen = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
             for _ in range(3)}

@@ -1,4 +1,4 @@
-"""The presentation's signature panels, built in core (core/trace/signature_lanes.py), no Qt."""
+"""The presentation's signature panels, built in core (core/trace/session/signature_lanes.py), no Qt."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from gpuperf_gui.core.trace.signature_lanes import ZOOM_KERNELS, compute_idle, iter_signature_lanes, view_span_us
+from gpuperf_gui.core.trace.session.signature_lanes import (ZOOM_KERNELS, compute_idle, iter_signature_lanes,
+                                                            view_span_us)
 
 
 def _lane(starts: list[float], durations: list[float]) -> SimpleNamespace:

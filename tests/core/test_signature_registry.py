@@ -4,14 +4,14 @@ from __future__ import annotations
 from importlib import import_module
 
 from gpuperf_gui.core.mfu_gap import CAUSE_LABELS
-from gpuperf_gui.core.trace import diagnose
-from gpuperf_gui.core.trace.signatures import _MODULES, REGISTRY, _rules
-from gpuperf_gui.core.trace.synth import SCENARIO_SIGNATURE
+from gpuperf_gui.core.trace.diagnosis import diagnose
+from gpuperf_gui.core.trace.diagnosis.signatures import _MODULES, REGISTRY, _rules
+from gpuperf_gui.core.trace.synthetic.synth import SCENARIO_SIGNATURE
 
 
 def test_each_module_declares_one_complete_signature() -> None:
     for name in _MODULES:
-        sig = import_module(f"gpuperf_gui.core.trace.signatures.{name}").SIGNATURE
+        sig = import_module(f"gpuperf_gui.core.trace.diagnosis.signatures.{name}").SIGNATURE
         assert sig.name == name and REGISTRY[name] is sig
         assert sig.label and sig.hint and sig.fix.endswith(".")
         assert sig.scenario is not None and SCENARIO_SIGNATURE[sig.scenario] == name

@@ -193,7 +193,7 @@ def test_20000_devices_parse_in_linear_time() -> None:
 # ---- rank folders ---------------------------------------------------------------------------
 def test_a_rank_named_file_that_is_not_a_file_gets_a_note_and_the_others_load(tmp_path: Path, capsys) -> None:
     """A FIFO, a folder and a dangling link named like rank files were dropped without a note."""
-    from gpuperf_gui.core.trace.load import load_trace
+    from gpuperf_gui.core.trace.ingest.load import load_trace
 
     folder = tmp_path / "run"
     folder.mkdir()

@@ -1,4 +1,4 @@
-"""Streamed decode (core/trace/stream_decode.py) against the whole-file path, on every trace in tests/data.
+"""Streamed decode (core/trace/ingest/stream_decode.py) against the whole-file path, on every trace in tests/data.
 
 The two paths must give identical rank traces: every lane column (hashed with its dtype), the
 string table in order, steps, flows, metadata, event counts and warnings. Files that are not clean
@@ -17,10 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpuperf_gui.core.trace import scan, source, stream_decode
-from gpuperf_gui.core.trace.budget import MemoryBudget, MemoryBudgetError
-from gpuperf_gui.core.trace.load import load_rank, load_rank_whole
-from gpuperf_gui.core.trace.model import RankTrace, TraceFormatError
+from gpuperf_gui.core.trace.ingest.scanner import scan
+from gpuperf_gui.core.trace.ingest import source, stream_decode
+from gpuperf_gui.core.trace.ingest.budget import MemoryBudget, MemoryBudgetError
+from gpuperf_gui.core.trace.ingest.load import load_rank, load_rank_whole
+from gpuperf_gui.core.trace.model.trace_model import RankTrace, TraceFormatError
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TRACE_FILES = sorted(p for p in DATA.rglob("*") if p.is_file() and p.name.endswith((".json", ".gz", ".tmp"))

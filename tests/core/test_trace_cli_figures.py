@@ -8,7 +8,7 @@ import pytest
 
 from gpuperf_gui.cli import main
 from gpuperf_gui.core.roofline import RooflinePoint
-from gpuperf_gui.core.trace.figures import TraceMfuFigures, mfu_figures, roofline_points
+from gpuperf_gui.core.trace.diagnosis.figures import TraceMfuFigures, mfu_figures, roofline_points
 from trace_support import loaded
 
 DATA = Path(__file__).resolve().parents[1] / "data"

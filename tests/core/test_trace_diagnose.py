@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace.api import Progress, TraceResult, analyse_paths, iter_load_and_analyse
-from gpuperf_gui.core.trace.diagnose import SIGNATURES, THRESHOLDS, diagnose_rank
-from gpuperf_gui.core.trace.synth import (SCENARIO_SIGNATURE, SCENARIOS, STRAGGLER_DELAY_US, STRAGGLER_RANK,
-                                          write_synth_trace)
+from gpuperf_gui.core.trace.engine.api import Progress, TraceResult, analyse_paths, iter_load_and_analyse
+from gpuperf_gui.core.trace.diagnosis.diagnose import SIGNATURES, THRESHOLDS, diagnose_rank
+from gpuperf_gui.core.trace.synthetic.synth import (SCENARIO_SIGNATURE, SCENARIOS, STRAGGLER_DELAY_US, STRAGGLER_RANK,
+                                                    write_synth_trace)
 from trace_support import loaded
 
 EXPECTED = {

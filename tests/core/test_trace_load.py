@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpuperf_gui.core.trace.budget import MemoryBudget
-from gpuperf_gui.core.trace import source, stream_decode
-from gpuperf_gui.core.trace.load import load_rank, load_trace, plan_workers
-from gpuperf_gui.core.trace.source import EventCounter
-from gpuperf_gui.core.trace.model import TraceFormatError
+from gpuperf_gui.core.trace.ingest.budget import MemoryBudget
+from gpuperf_gui.core.trace.ingest import source, stream_decode
+from gpuperf_gui.core.trace.ingest.load import load_rank, load_trace, plan_workers
+from gpuperf_gui.core.trace.ingest.source import EventCounter
+from gpuperf_gui.core.trace.model.trace_model import TraceFormatError
 
 from trace_support import loaded, sources_table
 
@@ -161,7 +161,7 @@ def test_plan_workers_loads_large_ranks_one_at_a_time(tmp_path: Path) -> None:
 
 # Peak RSS over the imports, from /proc: ru_maxrss would carry the parent's peak (Linux keeps it
 # across fork and exec), so the high-water mark is reset (clear_refs 5) after the imports.
-_PEAK = ("import sys\nfrom gpuperf_gui.core.trace.api import _analyse_one\n"
+_PEAK = ("import sys\nfrom gpuperf_gui.core.trace.engine.api import _analyse_one\n"
          "def kb(key):\n"
          "    return int(next(l for l in open('/proc/self/status') if l.startswith(key)).split()[1])\n"
          "open('/proc/self/clear_refs', 'w').write('5')\n"

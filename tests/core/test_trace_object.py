@@ -1,4 +1,4 @@
-"""core/trace/trace.Trace: one object per job, HTA-shaped (ranks, analysis, diagnosis, op table, find,
+"""core/trace/session/trace.Trace: one object per job, HTA-shaped (ranks, analysis, diagnosis, op table, find,
 partners, JSON), each answer computed once on demand; the CLI prints what it answers."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace.lanes import EventRef
-from gpuperf_gui.core.trace.trace import Trace
+from gpuperf_gui.core.trace.model.lanes import EventRef
+from gpuperf_gui.core.trace.session.trace import Trace
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

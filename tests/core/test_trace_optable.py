@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace.load import load_rank
-from gpuperf_gui.core.trace.optable import op_table
+from gpuperf_gui.core.trace.ingest.load import load_rank
+from gpuperf_gui.core.trace.analysis.optable import op_table
 from trace_support import loaded
 
 _UNIT = {"us": 1e-6, "ms": 1e-3, "s": 1.0}

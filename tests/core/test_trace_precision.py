@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from gpuperf_gui.cli import main as cli_main
-from gpuperf_gui.core.trace.api import analyse_paths
-from gpuperf_gui.core.trace.precision import (dtype_precision, is_math_kernel, kernel_precision, name_precision,
-                                              trace_precision)
+from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.vocabulary.precision import (dtype_precision, is_math_kernel, kernel_precision,
+                                                         name_precision, trace_precision)
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 H200_BF16 = 989.4e12      # H200 SXM datasheet, dense

@@ -8,12 +8,12 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpuperf_gui.core.trace.budget import MemoryBudgetError
-from gpuperf_gui.core.trace.decode import estimated_load_bytes
-from gpuperf_gui.core.trace.load import load_rank, load_rank_whole
-from gpuperf_gui.core.trace.stream_decode import STREAM_EVENT_COST_BYTES, streamed_load_bytes
-from gpuperf_gui.core.trace.model import TraceFormatError
-from gpuperf_gui.core.trace.source import EventCounter
+from gpuperf_gui.core.trace.ingest.budget import MemoryBudgetError
+from gpuperf_gui.core.trace.ingest.decode import estimated_load_bytes
+from gpuperf_gui.core.trace.ingest.load import load_rank, load_rank_whole
+from gpuperf_gui.core.trace.ingest.stream_decode import STREAM_EVENT_COST_BYTES, streamed_load_bytes
+from gpuperf_gui.core.trace.model.trace_model import TraceFormatError
+from gpuperf_gui.core.trace.ingest.source import EventCounter
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 RAW = gzip.decompress((DATA / "mi250_minitoy_train_ROCm6_2_kineto.json.gz").read_bytes())

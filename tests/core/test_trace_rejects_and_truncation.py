@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from gpuperf_gui.cli import main
-from gpuperf_gui.core.trace.api import analyse_paths
-from gpuperf_gui.core.trace.load import load_rank
-from gpuperf_gui.core.trace.model import TraceFormatError
-from gpuperf_gui.core.trace.synth import synth_trace, write_synth_trace
+from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.ingest.load import load_rank
+from gpuperf_gui.core.trace.model.trace_model import TraceFormatError
+from gpuperf_gui.core.trace.synthetic.synth import synth_trace, write_synth_trace
 
 
 @pytest.mark.parametrize("content, reason", [

@@ -1,4 +1,4 @@
-"""The one table of trace fields (core/trace/schema.py) against the places that read them.
+"""The one table of trace fields (core/trace/vocabulary/schema.py) against the places that read them.
 
 The C scanner cannot import the table: its key lists, column order, defaults and skipped phases are
 parsed out of ``_scan.c`` and must be the table's. The Python side (the msgspec structs, the columns
@@ -17,8 +17,10 @@ import msgspec
 import numpy as np
 import pytest
 
-from gpuperf_gui.core.trace import decode, scan, schema, stream_decode
-from gpuperf_gui.core.trace.build import EventColumns
+from gpuperf_gui.core.trace.ingest import decode, stream_decode
+from gpuperf_gui.core.trace.ingest.scanner import scan
+from gpuperf_gui.core.trace.vocabulary import schema
+from gpuperf_gui.core.trace.ingest.build import EventColumns
 
 SCAN_C = (Path(scan.__file__).parent / "_scan.c").read_text()  # the C source lies beside its Python face
 

@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpuperf_gui.core.trace.api import analyse_paths
-from gpuperf_gui.core.trace.lanes import EventRef
-from gpuperf_gui.core.trace.overview import uses_tensor_cores
-from gpuperf_gui.core.trace.session import (LoadedTrace, RooflineUpdate, build_loaded_trace, iter_loaded_trace,
-                                            load_trace)
-from gpuperf_gui.core.trace.synth import ALLREDUCE, ELEMENTWISE, GEMM
+from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.model.lanes import EventRef
+from gpuperf_gui.core.trace.analysis.overview import uses_tensor_cores
+from gpuperf_gui.core.trace.session.loaded_trace import (LoadedTrace, RooflineUpdate, build_loaded_trace,
+                                                         iter_loaded_trace, load_trace)
+from gpuperf_gui.core.trace.synthetic.synth import ALLREDUCE, ELEMENTWISE, GEMM
 from trace_builders import hand_trace, straggler_job
 
 
@@ -289,7 +289,7 @@ def test_a_trace_built_in_the_helper_equals_one_built_here(shared_traces):
 
 
 def test_lanes_indexed_on_threads_are_the_ones_indexed_on_one(shared_traces):
-    from gpuperf_gui.core.trace.lanes import prepare_lanes
+    from gpuperf_gui.core.trace.model.lanes import prepare_lanes
 
     model = analyse_paths([shared_traces / "hta" / "df_index_resolver" / "df_index_resolver.json.gz"],
                           workers=1).model
@@ -316,8 +316,8 @@ def test_colour_keys_by_hand():
     """key = base * 3 + name_id % 3; CPU bases: cpu_op 0, user_annotation 1, runtime 2, python 3,
     anything else 4; GPU bases follow at 5 in KERNEL_CLASSES order (gemm 5, communication 8,
     other 10, also for events that are not kernels)."""
-    from gpuperf_gui.core.trace.lanes import color_keys
-    from gpuperf_gui.core.trace.model import Lane, RankTrace, StringTable
+    from gpuperf_gui.core.trace.model.lanes import color_keys
+    from gpuperf_gui.core.trace.model.trace_model import Lane, RankTrace, StringTable
 
     strings = StringTable(["cpu_op", "cuda_runtime", "python_function", "something else", "k"])
     rank = RankTrace(0, "f.json", 0.0, (0.0, 1.0), strings, [])

@@ -1,4 +1,4 @@
-"""The Trace tab's state without Qt (core/trace/tab_state.py): the search and its matches, the
+"""The Trace tab's state without Qt (core/trace/session/tab_state.py): the search and its matches, the
 range, the idle threshold, what the trace enables, and the tab's messages."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace.load_state import Ending
-from gpuperf_gui.core.trace.session import AnalysisUpdate, LoadedTrace, iter_loaded_trace
-from gpuperf_gui.core.trace.tab_state import (TraceTabState, ending_text, failure_text, notes_text, ranks_shown_after,
-                                              reveal_range)
+from gpuperf_gui.core.trace.session.load_state import Ending
+from gpuperf_gui.core.trace.session.loaded_trace import AnalysisUpdate, LoadedTrace, iter_loaded_trace
+from gpuperf_gui.core.trace.session.tab_state import (TraceTabState, ending_text, failure_text, notes_text,
+                                                      ranks_shown_after, reveal_range)
 
 TRACE = Path(__file__).resolve().parents[1] / "data" / "h200" / "eager_tiny.json.gz"
 
@@ -142,7 +142,7 @@ def test_the_tabs_messages():
 
 def test_kernels_are_judged_on_the_traces_gpu_else_the_toolbars(items):
     from gpuperf_gui.core.hardware import load_database
-    from gpuperf_gui.core.trace.tab_state import roof_device
+    from gpuperf_gui.core.trace.session.tab_state import roof_device
 
     database = load_database()
     toolbar = database.get("h100-sxm")
@@ -154,8 +154,8 @@ def test_kernels_are_judged_on_the_traces_gpu_else_the_toolbars(items):
 
 
 def test_the_demo_menu_lists_every_scenario_and_writes_one_when_opened(tmp_path):
-    from gpuperf_gui.core.trace import synth
-    from gpuperf_gui.core.trace.demos import SHIPPED_DEMOS, demo_entries
+    from gpuperf_gui.core.trace.synthetic import synth
+    from gpuperf_gui.core.trace.session.demos import SHIPPED_DEMOS, demo_entries
 
     entries = dict(demo_entries(lambda: tmp_path))
     assert "Synthetic: launch bound" in entries and "Synthetic: straggler (4 ranks)" in entries

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from gpuperf_gui.cli import main
-from gpuperf_gui.core.trace.api import analyse_paths
-from gpuperf_gui.core.trace.figures import TraceMfuFigures, mfu_figures
-from gpuperf_gui.core.trace.synth import write_synth_trace
+from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.diagnosis.figures import TraceMfuFigures, mfu_figures
+from gpuperf_gui.core.trace.synthetic.synth import write_synth_trace
 from trace_support import loaded
 
 DATA = Path(__file__).resolve().parents[1] / "data"

@@ -1,4 +1,4 @@
-"""What-if projections and the critical path (core/trace/critical_path.py, what_if.py).
+"""What-if projections and the critical path (core/trace/analysis/critical_path.py, what_if.py).
 
 Expected values: hand counts on a trace written here event by event, and, for the real H200 pairs,
 the step times measured with the profiler off (meta.json / the traces' ``gpuperf_unprofiled``):
@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 
 from gpuperf_gui.cli import main as cli_main
-from gpuperf_gui.core.trace import critical_path as cp
-from gpuperf_gui.core.trace import what_if
-from gpuperf_gui.core.trace.api import analyse_paths
-from gpuperf_gui.core.trace.session import LoadedTrace
-from gpuperf_gui.core.trace.synth import GPIPE_STEP_UNITS, write_synth_trace
-from gpuperf_gui.core.trace.what_if import cause_for_signature, for_result
+from gpuperf_gui.core.trace.analysis import critical_path as cp
+from gpuperf_gui.core.trace.analysis import what_if
+from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.session.loaded_trace import LoadedTrace
+from gpuperf_gui.core.trace.synthetic.synth import GPIPE_STEP_UNITS, write_synth_trace
+from gpuperf_gui.core.trace.analysis.what_if import cause_for_signature, for_result
 
 H200 = Path(__file__).resolve().parents[1] / "data" / "h200"
 
@@ -348,7 +348,7 @@ def test_gloo_pipeline_bubble_is_projected_across_ranks() -> None:
 def test_analysis_update_carries_the_what_if(hand_path: Path) -> None:
     """The loading worker's AnalysisUpdate (and so the LoadedTrace) holds the projections and the
     critical path's lane masks, the same as diagnose finds; the tab only draws them."""
-    from gpuperf_gui.core.trace.session import AnalysisUpdate, iter_loaded_trace  # noqa: PLC0415
+    from gpuperf_gui.core.trace.session.loaded_trace import AnalysisUpdate, iter_loaded_trace  # noqa: PLC0415
 
     items = list(iter_loaded_trace([hand_path], 10.0, threading.Event(), isolate=False))
     update = next(i for i in items if isinstance(i, AnalysisUpdate))
@@ -371,7 +371,7 @@ def test_largest_input_bytes_counts_the_largest_tensor() -> None:
     """pipeline_8mb_gloo's activation: one (2048, 4096) bf16 tensor = 16 MiB (hand count); the
     Python scalars beside it ("Scalar", dims []) are not tensors of a known dtype; a list of
     tensors ("TensorList") counts none (its dtype is not recorded)."""
-    from gpuperf_gui.core.trace.flops import largest_input_bytes  # noqa: PLC0415
+    from gpuperf_gui.core.trace.vocabulary.flops import largest_input_bytes  # noqa: PLC0415
 
     assert largest_input_bytes(b"[[2048, 4096], []]", b'["c10::BFloat16", "Scalar"]') == 2048 * 4096 * 2
     assert largest_input_bytes(b"[[67108864], [67108864]]", b'["float", "float"]') == 67108864 * 4
@@ -382,7 +382,7 @@ def test_largest_input_bytes_counts_the_largest_tensor() -> None:
 def test_lower_quartile_is_numpys_percentile() -> None:
     """The launch latency's lower quartile equals np.percentile(x, 25) bit for bit (numpy is the
     oracle; the copy exists only to keep numpy.ma out of a small file's diagnose)."""
-    from gpuperf_gui.core.trace.critical_path import _lower_quartile
+    from gpuperf_gui.core.trace.analysis.critical_path import _lower_quartile
 
     rng = np.random.default_rng(0)
     for n in (1, 2, 3, 4, 5, 7, 10, 101):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gpuperf_gui.core.trace.synth import ALLREDUCE, ELEMENTWISE, GEMM, synth_trace
+from gpuperf_gui.core.trace.synthetic.synth import ALLREDUCE, ELEMENTWISE, GEMM, synth_trace
 
 PID, TID = 100, 100
 

@@ -5,9 +5,9 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from gpuperf_gui.core.trace.analysis import RankAnalysis, analyse_rank
-from gpuperf_gui.core.trace.load import load_rank
-from gpuperf_gui.core.trace.model import RankTrace
+from gpuperf_gui.core.trace.analysis.rank_analysis import RankAnalysis, analyse_rank
+from gpuperf_gui.core.trace.ingest.load import load_rank
+from gpuperf_gui.core.trace.model.trace_model import RankTrace
 
 
 @lru_cache(maxsize=64)
@@ -36,7 +36,7 @@ def sources_table(shared: Path) -> dict[str, dict]:
 
 def merged_intervals(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
     """The union of ``(start, end)`` intervals, sorted: a plain-Python oracle for the raw-JSON counts
-    (independent of core/trace/intervals.py, which it checks)."""
+    (independent of core/trace/analysis/intervals.py, which it checks)."""
     out: list[list[float]] = []
     for a, b in sorted(intervals):
         if out and a <= out[-1][1]:

@@ -12,7 +12,7 @@ import numpy as np
 from PySide6.QtGui import QImage
 
 from gpuperf_gui.core.bench.results import read_run
-from gpuperf_gui.core.trace.synth import write_synth_trace
+from gpuperf_gui.core.trace.synthetic.synth import write_synth_trace
 
 TRACE = Path(__file__).resolve().parents[1] / "data" / "shared_traces" / "h200" / "launch_bound_tiny.json.gz"
 # The timeline's lane area of the 1600×1000 window (below the time axis, left of the diagnosis panel)

@@ -8,7 +8,7 @@ import pickle
 from pathlib import Path
 
 import pytest
-from gpuperf_gui.core.trace import synth
+from gpuperf_gui.core.trace.synthetic import synth
 
 pytest.importorskip("distributed")
 
@@ -37,7 +37,7 @@ def test_dialog_refuses_bad_inputs(qtbot, job: Path, tmp_path: Path) -> None:
 
 
 def test_job_window_shows_compact_result_and_opens_one_rank(qtbot, job: Path) -> None:
-    from gpuperf_gui.core.trace.cluster import ClusterResult
+    from gpuperf_gui.core.trace.engine.cluster import ClusterResult
     from gpuperf_gui.views.cluster_dialog import ClusterJobWindow
 
     window = ClusterJobWindow(job, "local:2")
@@ -65,7 +65,7 @@ def test_job_window_shows_compact_result_and_opens_one_rank(qtbot, job: Path) ->
 
 
 def test_unreachable_scheduler_is_shown(qtbot, job: Path) -> None:
-    from gpuperf_gui.core.trace.cluster import iter_cluster_analyse
+    from gpuperf_gui.core.trace.engine.cluster import iter_cluster_analyse
     from gpuperf_gui.views.cluster_dialog import ClusterJobWindow
 
     address = "tcp://127.0.0.1:1"

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from gpuperf_gui.cli import main
-from gpuperf_gui.core.trace.diff import diff_paths
+from gpuperf_gui.core.trace.session.diff import diff_paths
 
 H200 = Path(__file__).resolve().parents[1] / "data" / "h200"
 PAIR = [H200 / "eager_small.json.gz", H200 / "compiled_small.json.gz"]

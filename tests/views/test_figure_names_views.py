@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuperf_gui.core.trace import glossary
-from gpuperf_gui.core.trace.api import analyse_paths
-from gpuperf_gui.core.trace.overview import build_overview
+from gpuperf_gui.core.trace.vocabulary import glossary
+from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.analysis.overview import build_overview
 
 
 def test_overview_cards_and_figures_table(qtbot, shared_traces: Path) -> None:

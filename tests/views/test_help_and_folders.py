@@ -32,7 +32,7 @@ def test_help_has_a_shortcut_sheet_and_a_reading_guide(make_main_window, qtbot):
     window.help_dialog.close()
     window.show_how_to_read()
     text = window.help_dialog.findChild(help_pages.QTextBrowser).toPlainText()
-    from gpuperf_gui.core.trace.signatures import REGISTRY   # the page's labels and hints are the registry's
+    from gpuperf_gui.core.trace.diagnosis.signatures import REGISTRY   # the page's labels and hints are the registry's
     for name in help_pages.GAP_SIGNATURES + ("memory_bound",):
         assert REGISTRY[name].label in text and REGISTRY[name].hint in text, name
 

@@ -6,9 +6,9 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QColor
 
-from gpuperf_gui.core.trace.lanes import IdleGaps
-from gpuperf_gui.core.trace.lod import LaneRows, row_index
-from gpuperf_gui.core.trace.signatures import REGISTRY
+from gpuperf_gui.core.trace.model.lanes import IdleGaps
+from gpuperf_gui.core.trace.model.lod import LaneRows, row_index
+from gpuperf_gui.core.trace.diagnosis.signatures import REGISTRY
 from gpuperf_gui.views.trace.heatmap import metric_colormap
 from gpuperf_gui.views.trace.lane_item import IDLE_COLOR, IDLE_STRIP_PX, TraceLaneItem
 from gpuperf_gui.views.trace.style import GAP_KIND_COLORS, SIGNATURE_COLOURS, legend_entries, make_palette

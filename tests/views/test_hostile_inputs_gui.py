@@ -67,7 +67,7 @@ def test_a_fifo_as_the_settings_file_is_set_aside_and_the_window_starts(make_mai
 
 def _hostile_trace(tmp_path: Path) -> Path:
     from gpuperf_gui.cli import main
-    from gpuperf_gui.core.trace.synth import GEMM
+    from gpuperf_gui.core.trace.synthetic.synth import GEMM
 
     out = tmp_path / "healthy.json"
     assert main(["synth", "healthy", "--steps", "2", "-o", str(out)]) == 0
@@ -89,7 +89,7 @@ def test_kernel_names_that_look_like_html_show_as_text(qtbot, tab, tmp_path: Pat
 
 def test_the_cli_neutralises_bidi_controls_in_names(tmp_path: Path, capsys) -> None:
     from gpuperf_gui.cli import main
-    from gpuperf_gui.core.trace.synth import GEMM
+    from gpuperf_gui.core.trace.synthetic.synth import GEMM
 
     out = tmp_path / "healthy.json"
     assert main(["synth", "healthy", "--steps", "2", "-o", str(out)]) == 0

@@ -7,7 +7,7 @@ import pytest
 from PySide6.QtCore import QLineF, QRectF, Qt
 from PySide6.QtGui import QColor, QImage, QPainter, QTransform
 
-from gpuperf_gui.core.trace.lod import LaneRows
+from gpuperf_gui.core.trace.model.lod import LaneRows
 from gpuperf_gui.views.trace import lane_item as trace_lane_item
 from gpuperf_gui.views.trace.lane_item import (
     DENSITY_LEVELS,

@@ -23,7 +23,7 @@ print("built", sorted(window._built), "engine", engine, "trace_tab", "gpuperf_gu
 window.show()
 QTimer.singleShot(2000, app.quit)
 app.exec()
-print("later", sorted(window._built), "engine", "gpuperf_gui.core.trace.api" in sys.modules)
+print("later", sorted(window._built), "engine", "gpuperf_gui.core.trace.engine.api" in sys.modules)
 window.close()
 """
 

@@ -32,9 +32,9 @@ def test_folder_of_many_ranks_opens_as_overview_and_one_rank_on_demand(make_main
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "distributed", None)  # the local engine needs no Dask
     monkeypatch.setitem(sys.modules, "dask", None)
-    from gpuperf_gui.core.trace.cluster import LANE_BINS, ClusterResult
-    from gpuperf_gui.core.trace.lanes import LaneSpec
-    from gpuperf_gui.core.trace.model import Flows, Lane, RankTrace, StringTable, TraceModel
+    from gpuperf_gui.core.trace.engine.cluster import LANE_BINS, ClusterResult
+    from gpuperf_gui.core.trace.model.lanes import LaneSpec
+    from gpuperf_gui.core.trace.model.trace_model import Flows, Lane, RankTrace, StringTable, TraceModel
 
     def alive(types: tuple[type, ...]) -> list[object]:
         return [o for o in gc.get_objects() if issubclass(type(o), types)]  # type(): no lazy module proxy runs
@@ -114,7 +114,7 @@ def test_trace_tab_drop_of_many_ranks_goes_to_the_overview(make_main_window, qtb
 
 
 def test_small_folder_keeps_loading_into_the_trace_tab(make_main_window, qtbot, tmp_path: Path) -> None:
-    from gpuperf_gui.core.trace.cluster import MANY_RANKS
+    from gpuperf_gui.core.trace.engine.cluster import MANY_RANKS
 
     folder = tiled_straggler_job(tmp_path / "job4", 4, 1)
     assert 4 <= MANY_RANKS

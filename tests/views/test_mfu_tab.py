@@ -21,8 +21,8 @@ from gpuperf_gui.core import mfu_gap
 from gpuperf_gui.core.mfu_inputs import load_trace_run
 from gpuperf_gui.core.mfu_state import N_GIVEN, NO_MODEL
 from gpuperf_gui.core.model_presets import EXAMPLE_RUNS, PRESETS
-from gpuperf_gui.core.trace.figures import TraceMfuFigures
-from gpuperf_gui.core.trace.synth import write_synth_trace
+from gpuperf_gui.core.trace.diagnosis.figures import TraceMfuFigures
+from gpuperf_gui.core.trace.synthetic.synth import write_synth_trace
 from gpuperf_gui.views.context import AppContext
 from gpuperf_gui.views.mfu.tab import MfuTab
 

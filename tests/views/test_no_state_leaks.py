@@ -37,7 +37,7 @@ def test_a_second_trace_starts_clean(qtbot, tab, shared_traces, test_data):
 
 
 def test_one_wording_of_a_verdict_in_the_tab_and_the_job_overview():
-    from gpuperf_gui.core.trace.signatures import REGISTRY
+    from gpuperf_gui.core.trace.diagnosis.signatures import REGISTRY
     from gpuperf_gui.views.trace.panels import verdict_words
 
     assert verdict_words("comm_bound", 1.0) == f"{REGISTRY['comm_bound'].label}, 100 %"

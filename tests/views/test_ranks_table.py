@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace.api import analyse_paths
+from gpuperf_gui.core.trace.engine.api import analyse_paths
 from gpuperf_gui.views.trace.panels import _comm_wait, _ranks_table_html
 
 H200 = Path(__file__).resolve().parents[1] / "data" / "h200"

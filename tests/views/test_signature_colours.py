@@ -1,7 +1,7 @@
 """Every signature of the registry has a colour in the views and a label the window shows."""
 from __future__ import annotations
 
-from gpuperf_gui.core.trace.signatures import REGISTRY
+from gpuperf_gui.core.trace.diagnosis.signatures import REGISTRY
 from gpuperf_gui.views.mfu.gap_bar import SLICE_COLOURS
 from gpuperf_gui.views.trace.heatmap import METRIC_OF_SIGNATURE
 from gpuperf_gui.views.trace.panels import SIGNATURE_COLOURS, SIGNATURE_TEXT
@@ -14,7 +14,7 @@ def test_every_signature_has_a_colour_and_its_registry_label() -> None:
 
 
 def test_heatmap_metrics_and_gap_causes_come_from_the_registry() -> None:
-    from gpuperf_gui.core.trace.overview import HEATMAP_METRICS
+    from gpuperf_gui.core.trace.analysis.overview import HEATMAP_METRICS
 
     for name, sig in REGISTRY.items():
         assert METRIC_OF_SIGNATURE.get(name) == sig.heatmap_metric
@@ -25,7 +25,7 @@ def test_heatmap_metrics_and_gap_causes_come_from_the_registry() -> None:
 
 
 def test_a_close_call_headline_names_both_labels() -> None:
-    from gpuperf_gui.core.trace.session import DiagnosisView
+    from gpuperf_gui.core.trace.session.loaded_trace import DiagnosisView
     from gpuperf_gui.views.trace.panels import diagnosis_html
 
     d = DiagnosisView("comm_bound", 0.29, ["close call: ..."], "fix", [], [], [],
@@ -34,7 +34,7 @@ def test_a_close_call_headline_names_both_labels() -> None:
 
 
 def test_also_seen_names_the_secondary_signatures_by_their_labels() -> None:
-    from gpuperf_gui.core.trace.session import DiagnosisView
+    from gpuperf_gui.core.trace.session.loaded_trace import DiagnosisView
     from gpuperf_gui.views.trace.panels import diagnosis_html
 
     d = DiagnosisView("straggler", 0.9, ["rank 1 arrives late"], "fix", ["host_bound", "comm_bound"], [], [])

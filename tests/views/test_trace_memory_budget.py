@@ -1,4 +1,4 @@
-"""File ▸ Trace memory budget…: the window's setting for core/trace/budget.py, kept in QSettings."""
+"""File ▸ Trace memory budget…: the window's setting for core/trace/ingest/budget.py, kept in QSettings."""
 from __future__ import annotations
 
 from pathlib import Path

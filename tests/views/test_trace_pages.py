@@ -36,7 +36,7 @@ def test_overview_page_draws_the_step_breakdown_and_top_kernels(qtbot, tab, tmp_
             "idle (HTA's): other"} <= legend
     table = tab.overview.kernels
     names = {table.item(r, 0).toolTip() for r in range(table.rowCount())}
-    from gpuperf_gui.core.trace.synth import ALLREDUCE, ELEMENTWISE, GEMM
+    from gpuperf_gui.core.trace.synthetic.synth import ALLREDUCE, ELEMENTWISE, GEMM
 
     assert names == {GEMM, ALLREDUCE, ELEMENTWISE}
     gemm_row = next(r for r in range(table.rowCount()) if table.item(r, 0).toolTip() == GEMM)
@@ -258,7 +258,7 @@ def test_collapse_pin_and_filter_ranks(qtbot, tab, shared_traces):
 @pytest.mark.parametrize("isolate", ["1", "0"], ids=["in-process", "helper-process"])
 def test_compare_page_shows_before_and_after(qtbot, tab, test_data, monkeypatch, isolate):
     monkeypatch.setenv("GPUPERF_TRACE_INPROCESS", isolate)
-    from gpuperf_gui.core.trace.diff import diff_paths
+    from gpuperf_gui.core.trace.session.diff import diff_paths
 
     before, after = test_data / "h200" / "eager_small.json.gz", test_data / "h200" / "compiled_small.json.gz"
     page = tab.compare

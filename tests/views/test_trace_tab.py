@@ -25,7 +25,7 @@ def _load(qtbot, tab, paths: list[Path]) -> None:
 
 
 def _engine_signature(paths: list[Path]) -> str:
-    from gpuperf_gui.core.trace.api import analyse_paths
+    from gpuperf_gui.core.trace.engine.api import analyse_paths
 
     return analyse_paths(paths, workers=1).diagnosis.signature
 
@@ -151,7 +151,7 @@ def test_errors_and_truncation_are_shown_in_the_tab(qtbot, tab, tmp_path):
     assert tab.loaded is None
     assert tab.message.isVisible() and "Could not open" in tab.message.text()
 
-    from gpuperf_gui.core.trace.synth import write_synth_trace
+    from gpuperf_gui.core.trace.synthetic.synth import write_synth_trace
 
     whole = write_synth_trace("launch_bound", tmp_path / "whole.json")
     cut = tmp_path / "cut.json"
@@ -224,8 +224,8 @@ def test_send_to_mfu_and_show_on_roofline(qtbot, tab, shared_traces):
 
 
 def test_demo_entries_materialise_and_synthetic_scenarios_diagnose_as_named(qtbot, tab):
-    from gpuperf_gui.core.trace.synth import SCENARIOS
-    from gpuperf_gui.core.trace.demos import demo_entries
+    from gpuperf_gui.core.trace.synthetic.synth import SCENARIOS
+    from gpuperf_gui.core.trace.session.demos import demo_entries
 
     entries = demo_entries()
     assert len(entries) >= len(SCENARIOS) + 3
@@ -266,7 +266,7 @@ def _drawn_axis_labels(axis) -> set[str]:
 
 
 def test_every_lane_of_the_two_rank_demo_has_a_visible_label(qtbot, tab):
-    from gpuperf_gui.core.trace.demos import demo_entries
+    from gpuperf_gui.core.trace.session.demos import demo_entries
 
     materialise = dict(demo_entries())["Real: two ranks of a sampled production job (HTA)"]
     _load(qtbot, tab, materialise())
@@ -299,7 +299,7 @@ def test_step_header_and_steps_table_show_the_same_step_time(qtbot, tab, shared_
 
 
 def test_an_idle_threshold_typed_while_loading_is_applied(qtbot, tab, shared_traces):
-    from gpuperf_gui.core.trace.lod import idle_gaps
+    from gpuperf_gui.core.trace.model.lod import idle_gaps
 
     tab.open_paths([shared_traces / "h200" / "healthy_gpt_small.json.gz"])
     assert tab.is_busy()
@@ -315,8 +315,8 @@ def test_an_idle_threshold_typed_while_loading_is_applied(qtbot, tab, shared_tra
 
 
 def test_prepared_trace_has_typed_figures_and_the_engines_kernel_shares(qtbot, tab, shared_traces):
-    from gpuperf_gui.core.trace.api import analyse_paths
-    from gpuperf_gui.core.trace.figures import TraceMfuFigures
+    from gpuperf_gui.core.trace.engine.api import analyse_paths
+    from gpuperf_gui.core.trace.diagnosis.figures import TraceMfuFigures
 
     path = shared_traces / "h200" / "healthy_gpt_small.json.gz"
     _load(qtbot, tab, [path])
@@ -353,7 +353,7 @@ def test_one_files_lanes_show_before_its_analysis(qtbot, tab, shared_traces, mon
     panel says so; the diagnosis, steps and op table follow, and only then ``trace_loaded``."""
     import threading
 
-    from gpuperf_gui.core.trace.trace import Trace
+    from gpuperf_gui.core.trace.session.trace import Trace
 
     monkeypatch.setenv("GPUPERF_TRACE_INPROCESS", "1")   # the analysis held back here, by a gate
     gate = threading.Event()

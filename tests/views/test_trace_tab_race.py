@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace.trace import Trace
+from gpuperf_gui.core.trace.session.trace import Trace
 
 TRACES = ("eager_tiny", "attention", "nested_sum", "compiled_tiny", "packed_elementwise")
 LOAD_TIMEOUT_MS = 60_000

@@ -15,15 +15,15 @@ LOAD_TIMEOUT_MS = 60_000
 
 
 def _built(path: Path):
-    from gpuperf_gui.core.trace.api import analyse_paths
-    from gpuperf_gui.core.trace.session import build_loaded_trace
+    from gpuperf_gui.core.trace.engine.api import analyse_paths
+    from gpuperf_gui.core.trace.session.loaded_trace import build_loaded_trace
 
     return build_loaded_trace(analyse_paths([path], workers=1), 10.0)
 
 
 def _receive(tab, loaded) -> None:  # noqa: ANN001
     """An open whose worker yields ``loaded`` (what the task runner's item calls)."""
-    from gpuperf_gui.core.trace.load_state import RunItem
+    from gpuperf_gui.core.trace.session.load_state import RunItem
 
     tab._on_item_produced(RunItem(tab.state.open(), loaded))   # noqa: SLF001
 
@@ -128,7 +128,7 @@ def test_band_shade_over_white_is_the_blended_colour(qapp):
 
 
 def test_the_diagnosis_panel_lists_a_bounded_number_of_steps():
-    from gpuperf_gui.core.trace.session import DiagnosisView
+    from gpuperf_gui.core.trace.session.loaded_trace import DiagnosisView
     from gpuperf_gui.views.trace.panels import MAX_STEP_ROWS, diagnosis_html
 
     steps = [(n, 1000.0 + n, 0.5, n < 2) for n in range(3000)]

@@ -1,6 +1,6 @@
 """The what-if in the window: the critical path on the lanes, the Overview's projections, the MFU
 tab's "What if" (pytest-qt). The numbers are core's (tests/core/test_what_if.py checks them), and
-the loading worker finds them: the views only draw the snapshot (core/trace/what_if_shown.py)."""
+the loading worker finds them: the views only draw the snapshot (core/trace/session/what_if_shown.py)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import pytest
 
 import grimp
 
-from gpuperf_gui.core.trace import critical_path, what_if
-from gpuperf_gui.core.trace.api import analyse_paths
-from gpuperf_gui.core.trace.figures import mfu_figures
-from gpuperf_gui.core.trace.what_if import for_result
-from gpuperf_gui.core.trace.what_if_shown import what_if_shown
+from gpuperf_gui.core.trace.analysis import critical_path, what_if
+from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.diagnosis.figures import mfu_figures
+from gpuperf_gui.core.trace.analysis.what_if import for_result
+from gpuperf_gui.core.trace.session.what_if_shown import what_if_shown
 
 H200 = Path(__file__).resolve().parents[1] / "data" / "h200"
 TRACE = H200 / "data_starved_loader0.json.gz"
@@ -37,7 +37,7 @@ def test_views_never_import_the_graph() -> None:
     with the loaded trace (AnalysisUpdate.what_if), found off the GUI thread."""
     graph = grimp.build_graph("gpuperf_gui")
     views = [m for m in graph.modules if m.startswith("gpuperf_gui.views")]
-    for engine in ("gpuperf_gui.core.trace.what_if", "gpuperf_gui.core.trace.critical_path"):
+    for engine in ("gpuperf_gui.core.trace.analysis.what_if", "gpuperf_gui.core.trace.analysis.critical_path"):
         assert not [m for m in views if graph.direct_import_exists(importer=m, imported=engine)], engine
 
 

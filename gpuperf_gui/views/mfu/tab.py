@@ -52,7 +52,7 @@ from gpuperf_gui.core.mfu_state import (
     implausible,
 )
 from gpuperf_gui.core.model_presets import EXAMPLE_RUNS, preset_names
-from gpuperf_gui.core.trace.figures import TraceMfuFigures
+from gpuperf_gui.core.trace.diagnosis.figures import TraceMfuFigures
 from gpuperf_gui.core.units import format_count, format_duration_s, format_si
 from gpuperf_gui.views.mfu.fields import FROM_TRACE_STYLE, NumberField, kpi_card, percent_spin
 from gpuperf_gui.views.mfu.gap_bar import SLICE_COLOURS, GapBar

@@ -1,7 +1,7 @@
 """The Trace tab's Compare page: two traces of one workload, before and after a change.
 
 Pick the two traces (the trace open in the tab is offered as "before"), Compare runs core's
-:func:`~gpuperf_gui.core.trace.session.diff_job` (``gpuperf diff``'s :mod:`~gpuperf_gui.core.trace.diff`)
+:func:`~gpuperf_gui.core.trace.session.loaded_trace.diff_job` (``gpuperf diff``'s :mod:`~gpuperf_gui.core.trace.session.diff`)
 in a worker with progress and stop, and the page shows the step time and speedup (the unprofiled
 one, with its source named, where both traces were recorded by ``gpuperf profile``), the headline
 figures before/after/change, kernel time per class as paired bars, the ops that changed most (HTA
@@ -37,8 +37,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpuperf_gui.core.trace.overview import display_kernel_name
-from gpuperf_gui.core.trace.session import FigureDelta, LoadProgress, diagnosis_view, diff_figures, diff_job
+from gpuperf_gui.core.trace.analysis.overview import display_kernel_name
+from gpuperf_gui.core.trace.session.loaded_trace import (FigureDelta, LoadProgress, diagnosis_view, diff_figures,
+                                                         diff_job)
 from gpuperf_gui.views.plotting import make_static_plot
 from gpuperf_gui.views.progress import show_progress
 from gpuperf_gui.views.trace.panels import PANEL_CSS, diagnosis_html
@@ -47,10 +48,10 @@ from gpuperf_gui.views.rich_text import plain_tooltip
 from gpuperf_gui.views.workers import TaskRunner
 from gpuperf_gui.views import settings_store
 
-from gpuperf_gui.core.trace.diff import CALLS_WORDS
+from gpuperf_gui.core.trace.session.diff import CALLS_WORDS
 
 if TYPE_CHECKING:
-    from gpuperf_gui.core.trace.diff import TraceDiff
+    from gpuperf_gui.core.trace.session.diff import TraceDiff
 
 TOP_OPS = 25
 OP_COLUMNS = ("Name", "Kind", "Calls", "Calls before", "Calls after", "Before", "After", "Δ")
@@ -333,7 +334,7 @@ class TraceCompare(QWidget):
 
     @staticmethod
     def _headline(d: TraceDiff) -> str:
-        """Core's headline (:mod:`~gpuperf_gui.core.trace.diff_headline`), the ratio coloured, then
+        """Core's headline (:mod:`~gpuperf_gui.core.trace.session.diff_headline`), the ratio coloured, then
         where the speedup comes from."""
         h = d.headline
         big = ""

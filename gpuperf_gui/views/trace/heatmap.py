@@ -1,7 +1,7 @@
 """The Trace tab's Ranks page: a rank × step heatmap for jobs with many ranks.
 
 Rows are ranks (late ranks first, then by rank), columns the steady-state steps; the colour is the
-chosen metric from core's :meth:`~gpuperf_gui.core.trace.overview.Overview.rank_step_matrix` (busy,
+chosen metric from core's :meth:`~gpuperf_gui.core.trace.analysis.overview.Overview.rank_step_matrix` (busy,
 exposed comm, idle as fractions of the step, or the step time). Clicking a row asks the tab to show
 that rank's lanes. :class:`RankLanePreview` draws one rank's coarse lane summary (the job window).
 """
@@ -15,9 +15,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF, QSignalBlocker, Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from gpuperf_gui.core.trace.glossary import STEP_EXPOSED_COMM
-from gpuperf_gui.core.trace.overview import HEATMAP_METRIC_SIGNATURE, HEATMAP_METRICS, Overview
-from gpuperf_gui.core.trace.signatures import REGISTRY
+from gpuperf_gui.core.trace.vocabulary.glossary import STEP_EXPOSED_COMM
+from gpuperf_gui.core.trace.analysis.overview import HEATMAP_METRIC_SIGNATURE, HEATMAP_METRICS, Overview
+from gpuperf_gui.core.trace.diagnosis.signatures import REGISTRY
 from gpuperf_gui.views.trace.style import SIGNATURE_COLOURS, format_duration_us, format_percent
 
 MAX_ROW_LABELS = 64
@@ -261,7 +261,7 @@ GPU timeline) mark time, they are not work."""
 
 class RankLanePreview(QWidget):
     """One rank's lanes at a coarse level of detail, from its compact result (no events): each lane's
-    busy fraction in :data:`~gpuperf_gui.core.trace.cluster.LANE_BINS` bins over the rank's span."""
+    busy fraction in :data:`~gpuperf_gui.core.trace.engine.cluster.LANE_BINS` bins over the rank's span."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -286,7 +286,7 @@ class RankLanePreview(QWidget):
         layout.addWidget(self.plot, 1)
 
     def show_rank(self, rank: int | None, summary: object | None) -> None:
-        """Draw ``summary``'s lanes (a :class:`~gpuperf_gui.core.trace.cluster.RankSummary`); None clears."""
+        """Draw ``summary``'s lanes (a :class:`~gpuperf_gui.core.trace.engine.cluster.RankSummary`); None clears."""
         lanes = [lane for lane in getattr(summary, "lanes", []) if lane.events and lane.kind not in PREVIEW_SKIPS]
         self.rank = rank if lanes else None
         if not lanes:

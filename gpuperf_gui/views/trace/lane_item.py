@@ -1,6 +1,6 @@
 """One graphics item per timeline lane (STYLE.md R12): folded rectangles, one drawRects per brush.
 
-The item holds a lane's depth rows (:class:`~gpuperf_gui.core.trace.lod.LaneRows`), folds them for
+The item holds a lane's depth rows (:class:`~gpuperf_gui.core.trace.model.lod.LaneRows`), folds them for
 the visible window when the timeline tells it the view changed (rate limited by the timeline), and
 paints the result in device pixels: per brush one ``QPainter.drawRects`` call over all its rows, folded
 blocks in their own brush, names written into rectangles wide enough to hold them, idle gaps in red
@@ -25,7 +25,7 @@ import shiboken6
 from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPainter, QPen
 
-from gpuperf_gui.core.trace.lod import MIN_BLOCK_PX, FoldedRow, LaneRows, RowIndex, block_kind, refold_row
+from gpuperf_gui.core.trace.model.lod import MIN_BLOCK_PX, FoldedRow, LaneRows, RowIndex, block_kind, refold_row
 from gpuperf_gui.core.units import format_duration_us
 from gpuperf_gui.views.rich_text import plain_tooltip
 

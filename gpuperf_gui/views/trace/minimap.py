@@ -1,6 +1,6 @@
 """The minimap track above the Trace tab's lanes: every rank's GPU activity over the whole trace.
 
-One row per rank (darker = busier, from core's :func:`~gpuperf_gui.core.trace.overview.activity_profile`),
+One row per rank (darker = busier, from core's :func:`~gpuperf_gui.core.trace.analysis.overview.activity_profile`),
 late ranks marked, and a movable window showing the lanes' visible range: drag it to pan, drag its
 edges to zoom, click elsewhere to centre the view there.
 """
@@ -12,7 +12,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 
-from gpuperf_gui.core.trace.overview import ActivityProfile
+from gpuperf_gui.core.trace.analysis.overview import ActivityProfile
 
 ROW_PX = 7
 MIN_HEIGHT_PX = 26

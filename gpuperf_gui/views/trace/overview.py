@@ -3,7 +3,7 @@
 Headline figures (GPU utilisation, tensor-core share of kernel time, median step time, exposed
 communication), the step-time breakdown of every step as a stacked bar (compute, exposed comm, copy,
 idle by cause), the top kernels with their achieved FLOP/s and fraction of the roof, and the diagnosis.
-Every number comes from :mod:`gpuperf_gui.core.trace.overview`; this page only draws.
+Every number comes from :mod:`gpuperf_gui.core.trace.analysis.overview`; this page only draws.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from PySide6.QtWidgets import (
 )
 
 from gpuperf_gui.core.hardware import PRECISIONS, Device
-from gpuperf_gui.core.trace.kernel_roof import GemmRoof, kernel_roof_fraction
-from gpuperf_gui.core.trace.glossary import COMM_KERNELS_EXPOSED, COMM_WAIT, HTA_IDLE_SPLIT, hta_idle_label
-from gpuperf_gui.core.trace.overview import IDLE_CAUSES, KernelRow, RankOverview, display_kernel_name
-from gpuperf_gui.core.trace.session import LoadedTrace
+from gpuperf_gui.core.trace.analysis.kernel_roof import GemmRoof, kernel_roof_fraction
+from gpuperf_gui.core.trace.vocabulary.glossary import COMM_KERNELS_EXPOSED, COMM_WAIT, HTA_IDLE_SPLIT, hta_idle_label
+from gpuperf_gui.core.trace.analysis.overview import IDLE_CAUSES, KernelRow, RankOverview, display_kernel_name
+from gpuperf_gui.core.trace.session.loaded_trace import LoadedTrace
 from gpuperf_gui.core.units import format_si
 from gpuperf_gui.views.plotting import make_static_plot
 from gpuperf_gui.views.trace.panels import PANEL_CSS, diagnosis_html

@@ -1,6 +1,6 @@
 """The panels beside the Trace tab's lanes: event details, op table, diagnosis, search results.
 
-Each panel renders numbers that core computed (core/trace/session.py); none computes a metric.
+Each panel renders numbers that core computed (core/trace/session/loaded_trace.py); none computes a metric.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpuperf_gui.core.trace.glossary import COMM_KERNELS_EXPOSED, COMM_WAIT
-from gpuperf_gui.core.trace.overview import display_kernel_name
-from gpuperf_gui.core.trace.signatures import REGISTRY
-from gpuperf_gui.core.trace.session import DiagnosisView, EventDetails, OpTable
+from gpuperf_gui.core.trace.vocabulary.glossary import COMM_KERNELS_EXPOSED, COMM_WAIT
+from gpuperf_gui.core.trace.analysis.overview import display_kernel_name
+from gpuperf_gui.core.trace.diagnosis.signatures import REGISTRY
+from gpuperf_gui.core.trace.session.loaded_trace import DiagnosisView, EventDetails, OpTable
 from gpuperf_gui.core.units import format_si
 from gpuperf_gui.views.rich_text import plain_tooltip
 from gpuperf_gui.views.trace.style import SIGNATURE_COLOURS, format_duration_us, format_percent
@@ -413,7 +413,7 @@ def launch_rate_note(launch: dict) -> str:
 
 
 def _comm_wait(r: dict) -> float | None:
-    """:data:`~gpuperf_gui.core.trace.glossary.COMM_WAIT` of a rank: the compute idle the diagnosis
+    """:data:`~gpuperf_gui.core.trace.vocabulary.glossary.COMM_WAIT` of a rank: the compute idle the diagnosis
     gives to communication, GPU collectives or host-side (gloo) ones, each µs once."""
     causes = r.get("idle_causes") or {}
     return causes.get("communication")

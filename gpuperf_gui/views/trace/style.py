@@ -6,10 +6,10 @@ import math
 
 from PySide6.QtGui import QColor
 
-from gpuperf_gui.core.trace.host_sync import GAP_KIND_SIGNATURE, GAP_KINDS
-from gpuperf_gui.core.trace.lanes import CPU_COLOR_BASES, SHADES, cpu_base, gpu_base_offset  # noqa: F401
-from gpuperf_gui.core.trace.model import KERNEL_CLASSES
-from gpuperf_gui.core.trace.signatures import REGISTRY
+from gpuperf_gui.core.trace.model.host_sync import GAP_KIND_SIGNATURE, GAP_KINDS
+from gpuperf_gui.core.trace.model.lanes import CPU_COLOR_BASES, SHADES, cpu_base, gpu_base_offset  # noqa: F401
+from gpuperf_gui.core.trace.vocabulary.kernel_classes import KERNEL_CLASSES
+from gpuperf_gui.core.trace.diagnosis.signatures import REGISTRY
 from gpuperf_gui.core.units import format_duration_us  # noqa: F401 - the views import it from here
 from gpuperf_gui.views.trace.lane_item import Palette
 
@@ -29,11 +29,11 @@ SIGNATURE_COLOURS = {
 heatmap metric that tells it (labels and hints come from the registry; a test checks every
 signature has a colour)."""
 GAP_KIND_COLORS = {kind: SIGNATURE_COLOURS[GAP_KIND_SIGNATURE[kind]] for kind in GAP_KINDS[1:]}
-"""Idle gaps of a kind other than plain idle, in their signature's colour (core/trace/host_sync.py)."""
+"""Idle gaps of a kind other than plain idle, in their signature's colour (core/trace/model/host_sync.py)."""
 IDLE_HEX = "#e23c3c"   # the lanes' plain idle (trace_lane_item.IDLE_COLOR without its alpha)
 
 # base colours: CPU categories, then GPU kernel classes, in core's colour-base order
-# (core/trace/lanes.py: CPU_COLOR_BASES, then KERNEL_CLASSES)
+# (core/trace/model/lanes.py: CPU_COLOR_BASES, then KERNEL_CLASSES)
 CPU_BASES: tuple[tuple[str, str], ...] = (
     ("cpu_op", "#4e79a7"),            # ATen ops (2021 dialect: Operator)
     ("user_annotation", "#8e6cc9"),   # record_function ranges, ProfilerStep#N

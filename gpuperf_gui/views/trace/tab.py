@@ -1,9 +1,9 @@
 """The Trace tab: lanes a person can read at a glance, an overview page, the op table, the diagnosis.
 
-Everything it shows is a :class:`~gpuperf_gui.core.trace.session.LoadedTrace` built in a worker
-(core's :func:`~gpuperf_gui.core.trace.session.load_job` run by the views' :class:`TaskRunner`); the
+Everything it shows is a :class:`~gpuperf_gui.core.trace.session.loaded_trace.LoadedTrace` built in a worker
+(core's :func:`~gpuperf_gui.core.trace.session.loaded_trace.load_job` run by the views' :class:`TaskRunner`); the
 tab's state (the load's phase, the trace shown, the range, the search, its rules) is
-:class:`~gpuperf_gui.core.trace.tab_state.TraceTabState`, without Qt. The tab draws what it holds
+:class:`~gpuperf_gui.core.trace.session.tab_state.TraceTabState`, without Qt. The tab draws what it holds
 and turns clicks into calls on it and on the loaded trace's queries (partners, details, range summary).
 
 Public API (used by the main window)::
@@ -14,7 +14,7 @@ Public API (used by the main window)::
     tab.loaded                                # the LoadedTrace shown (None before the first)
     tab.mfu_figures_ready  -> Signal(object)        # the engine's TraceMfuFigures
     tab.roofline_points_ready -> Signal(str, object)  # (series name, list[RooflinePoint])
-    tab.demo_entries() -> list[(name, materialise)]  # for Help ▸ Demo traces (core/trace/demos.py); the
+    tab.demo_entries() -> list[(name, materialise)]  # for Help ▸ Demo traces (core/trace/session/demos.py); the
                                                      # synthetic ones go to a folder removed at shutdown
 """
 
@@ -48,15 +48,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpuperf_gui.core.trace.demos import demo_entries
-from gpuperf_gui.core.trace.lanes import DEFAULT_IDLE_THRESHOLD_US, EventRef
-from gpuperf_gui.core.trace.model import KERNEL_CLASSES
+from gpuperf_gui.core.trace.session.demos import demo_entries
+from gpuperf_gui.core.trace.model.lanes import DEFAULT_IDLE_THRESHOLD_US, EventRef
+from gpuperf_gui.core.trace.vocabulary.kernel_classes import KERNEL_CLASSES
 from gpuperf_gui.core.child_stream import discard_spare_helper
-from gpuperf_gui.core.trace.load_state import Ending, Failure, tag_items
-from gpuperf_gui.core.trace.session import (AnalysisUpdate, LoadedTrace, LoadProgress, RooflineUpdate, load_job,
-                                            warm_helper)
-from gpuperf_gui.core.trace.tab_state import (TraceTabState, ending_text, failure_text, notes_text, ranks_shown_after,
-                                              reveal_range, roof_device)
+from gpuperf_gui.core.trace.session.load_state import Ending, Failure, tag_items
+from gpuperf_gui.core.trace.session.loaded_trace import (AnalysisUpdate, LoadedTrace, LoadProgress, RooflineUpdate,
+                                                         load_job, warm_helper)
+from gpuperf_gui.core.trace.session.tab_state import (TraceTabState, ending_text, failure_text, notes_text,
+                                                      ranks_shown_after, reveal_range, roof_device)
 from gpuperf_gui.core.units import format_count
 from gpuperf_gui.views.progress import show_progress
 from gpuperf_gui.views.trace.heatmap import RankStepHeatmap
@@ -93,8 +93,8 @@ class TraceTab(QWidget):
     def __init__(self, context: AppContext | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.context = context
-        self.state = TraceTabState()   # the open's phase, the trace shown, its selection (core/trace/tab_state.py)
-        self.memory_budget_bytes: int | None = None   # None: core's default (core/trace/budget.py)
+        self.state = TraceTabState()   # the open's phase, the trace shown, its selection (core/trace/session/tab_state.py)
+        self.memory_budget_bytes: int | None = None   # None: core's default (core/trace/ingest/budget.py)
         self.open_elsewhere: Callable[[list[Path]], bool] | None = None  # main window: many ranks -> job overview
         self.task = TaskRunner(self)
         self.task.item_produced.connect(self._on_item_produced)
@@ -330,7 +330,7 @@ class TraceTab(QWidget):
         self._update_enabled()
 
     def _make_compare_page(self) -> QWidget | None:
-        """The Compare page when core has the diff API (core/trace/diff.py)."""
+        """The Compare page when core has the diff API (core/trace/session/diff.py)."""
         try:
             from gpuperf_gui.views.trace.compare import TraceCompare
         except ImportError:
@@ -404,7 +404,7 @@ class TraceTab(QWidget):
 
     def _update_roof(self) -> None:
         """The overview's "% of roof": the trace's GPU when the database knows it, else the toolbar's
-        device (said so); each kernel at its own precision (core/trace/kernel_roof.py)."""
+        device (said so); each kernel at its own precision (core/trace/analysis/kernel_roof.py)."""
         context = self.context
         device, label = roof_device(self.loaded, context.database if context is not None else None,
                                     context.device if context is not None else None)
@@ -473,7 +473,7 @@ class TraceTab(QWidget):
         super().closeEvent(event)
 
     def _on_item_produced(self, tagged: object) -> None:
-        """The worker's items, folded by the state (core/trace/load_state.py): draw what it says.
+        """The worker's items, folded by the state (core/trace/session/load_state.py): draw what it says.
         Those of a replaced open (still queued when the next one started) are dropped."""
         item = self.state.current(tagged)
         if isinstance(item, LoadProgress):
@@ -899,7 +899,7 @@ class TraceTab(QWidget):
         """The trace's MFU figures, at the precision the Overview shows (detected, or the one chosen)."""
         figures = self.loaded.mfu_figures if self.loaded else None
         if figures is not None:
-            wi = self.loaded.what_if   # the worker's (core/trace/what_if_shown.py)
+            wi = self.loaded.what_if   # the worker's (core/trace/session/what_if_shown.py)
             figures = figures.with_precision_override(self.overview.precision_override)
             self.mfu_figures_ready.emit(replace(figures, what_if=wi.rows) if wi else figures)
 

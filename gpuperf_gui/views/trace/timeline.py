@@ -28,8 +28,8 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QGraphicsView
 
-from gpuperf_gui.core.trace.lanes import EventRef, LaneSpec, RankSpec  # noqa: F401 - views import them here
-from gpuperf_gui.core.trace.lod import LaneRows
+from gpuperf_gui.core.trace.model.lanes import EventRef, LaneSpec, RankSpec  # noqa: F401 - views import them here
+from gpuperf_gui.core.trace.model.lod import LaneRows
 from gpuperf_gui.views.trace.lane_item import (
     ROW_HEIGHT_PX,
     Palette,

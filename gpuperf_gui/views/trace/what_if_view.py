@@ -1,5 +1,5 @@
 """What-if widgets: the projections per cause (Overview page) and the cause selector of the MFU
-tab's gap bar. Thin: they draw :class:`~gpuperf_gui.core.trace.what_if_shown.WhatIfShown`, which
+tab's gap bar. Thin: they draw :class:`~gpuperf_gui.core.trace.session.what_if_shown.WhatIfShown`, which
 the loading worker made (the critical path's masks too: the Trace tab hands them to the timeline)."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QTableWidget,
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
-from gpuperf_gui.core.trace.what_if_shown import WhatIfRow, WhatIfShown
+from gpuperf_gui.core.trace.session.what_if_shown import WhatIfRow, WhatIfShown
 
 COLUMNS = ("cause", "fix", "speedup ≤", "step", "then dominant", "assumes")
 

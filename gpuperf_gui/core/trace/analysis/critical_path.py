@@ -1,0 +1,1240 @@
+"""The dependency graph of a step and its critical path, over the trace's columns (numpy, no Qt).
+
+The graph is a set of *chains* (one per CPU thread, one per GPU stream, per rank) and *edges*
+between them. A chain is a row of nodes in time order; node ``i`` of a chain happens at
+
+    t[i] = max(t[i-1], ready[i], fixed[i]) + d[i]
+
+where ``d[i]`` is the work between the node and its predecessor (a kernel's duration, the host time
+between two points of a thread) and ``ready[i] = max(t[src] + w)`` over the edges into it. Walking
+that recurrence chain by chain until nothing moves (:func:`replay`) gives every node's time; with
+the durations of the trace it gives the trace back (the graph is checked against it), with some
+durations shrunk it gives the step a fix would leave (:mod:`.what_if`).
+
+What becomes a node and an edge, and why (HTA's ``critical_path_analysis`` has the same edge kinds;
+docs/what-if.md says where we differ):
+
+* **CPU threads** — the points of a thread that something else depends on: launch calls (their
+  kernels wait for them), blocking calls (start and end: the host waits on the device there), step
+  boundaries, collectives, and the first and last point of each burst of a helper thread. The time
+  between two such points is split by what the thread was doing (the innermost event open:
+  DataLoader, a blocking call, a launch call, another op, or nothing the profiler saw), so a what-if
+  can shrink one kind of host time. On a thread other than the main one, a stretch with no event
+  open is idle (waiting for work), not work: it costs nothing, and the burst after it waits for the
+  latest point of another thread before it (*trigger* edge). An op that ends within
+  ``JOIN_TOL_US`` of another thread's burst, which it spans, waits for that burst (*join* edge).
+* **launch -> kernel** (flows, by correlation id): the kernel waits for its launch call's start plus
+  the launch latency.
+* **stream order**: a kernel waits for the previous one on its stream.
+* **cross-stream waits** (``cudaStreamWaitEvent`` after ``cudaEventRecord``): a kernel that started
+  later than both its stream and its launch allow waits for the kernel of another stream of its rank,
+  launched before it, that ended last before it started.
+* **host blocks on the device** (``cudaDeviceSynchronize``, ``cudaStreamSynchronize``,
+  ``cudaEventSynchronize``, ``cudaMemcpy``, a ``cudaMemcpyAsync`` that returned after its copy):
+  the call ends once the device work launched before it has ended, plus the call's own time after
+  that.
+* **collectives across ranks**: the n-th collective of the window on each rank (GPU communication
+  kernels, else gloo ops) ends, on every rank, when the last rank has arrived plus the transfer (the
+  shortest rank's duration after the last arrival).
+* **point-to-point across ranks**: the n-th send of a step from rank a to rank b and the n-th recv
+  of that step on b from a (NCCL SendRecv kernels, which one by the op that launched them; else
+  gloo's send/recv spans) are a group of two, as a collective (two-rank jobs: the trace does not
+  name a send's peer).
+
+The critical path (:func:`critical_path`) is walked back from the window's last node: through a
+node's chain while its predecessor was later than its ready edges, through the edge otherwise.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .rank_analysis import CPU_COLLECTIVE_RE, LAUNCH_SPACING_MAX_US, analysis_window, device_events, main_thread
+from ..vocabulary.categories import LAUNCH_CATEGORIES
+from ..vocabulary.kernel_classes import KERNEL_CLASSES
+from ..model.trace_model import Lane, RankTrace
+from ..model.name_masks import member_mask, pattern_mask
+
+CPU_CATEGORIES = ("dataloader", "collective_cpu", "sync", "launch", "cpu_op", "dispatch", "host_stall", "cpu_gap",
+                  "profiler", "idle")
+"""What a CPU thread does between two nodes, in priority order (an op inside the DataLoader is the
+DataLoader's). ``cpu_op``: ops that issue device work (and short ones around them); ``host_stall``:
+an op that launches nothing for longer than ``analysis.LAUNCH_SPACING_MAX_US`` (host work: CPU
+preprocessing, a sleep in an op); ``dispatch``: a short stretch (under ``LAUNCH_SPACING_MAX_US``)
+of code no op covers on a thread that launches, the Python between the ops that issue kernels;
+``cpu_gap``: code no op covers (Python, directly under a
+``record_function`` annotation or ``ProfilerStep``); ``profiler``: torch.profiler's own
+``prof.step()`` between two steps (from the end of a step's last event to the next step's first:
+the ``ProfilerStep`` range is closed and reopened there, and its bookkeeping grows with the step's
+events; an unprofiled loop has none of it); ``idle``: a helper thread waiting for work
+(never on the critical path)."""
+EDGE_CATEGORIES = ("kernel_gap", "launch_latency", "gpu_wait", "cpu_wait")
+"""Time on the path between device work: the gap between two queued kernels of a stream (HTA's
+kernel-kernel delay), launch -> kernel latency, a kernel waiting for another stream, a thread
+waiting for another thread."""
+CATEGORIES = CPU_CATEGORIES + KERNEL_CLASSES + EDGE_CATEGORIES
+N_CPU = len(CPU_CATEGORIES)
+
+MAX_STEPS = 8
+"""The replay walks at most this many steady-state steps (the projection is per step, and the cost
+stays bounded for a trace of thousands of steps)."""
+TOL_US = 2.0
+"""Slack when asking whether one time explains another (trace times are rounded to 1 µs or less)."""
+JOIN_TOL_US = 50.0
+JOIN_TOL_FRACTION = 0.1
+"""A thread idle across another thread's whole burst that goes on within the larger of
+``JOIN_TOL_US`` and this fraction of the burst after it ended was waiting for it (the main thread
+returns from ``backward()`` a few hundred µs after the autograd thread's last op)."""
+IDLE_GAP_US = 20.0
+"""On a helper thread, a stretch this long with no event open is idle (waiting for work)."""
+DEFAULT_LAUNCH_LATENCY_US = 5.0
+CAUSALITY_TOL_US = 50.0
+"""An edge whose source the trace has later than its destination by more than this is dropped."""
+KERNEL_GAP_MAX_US = 30.0
+"""A queued kernel starting this soon after the previous one on its stream waited for nothing but
+the device's own gap between kernels (HTA's kernel-wait threshold, ``consecutive_kernel_delay``);
+a longer gap was a wait on something else (another stream's event)."""
+
+_DATALOADER_RE = re.compile(r"enumerate\(DataLoader\)|DataLoader.*__next__|_next_data", re.I)
+_BLOCKING_RE = re.compile(r"^(cuda|hip)(DeviceSynchronize|StreamSynchronize|EventSynchronize|Memcpy|MemcpyAsync)$")
+_MEMCPY_ASYNC_RE = re.compile(r"^(cuda|hip)MemcpyAsync$")
+_LAUNCH_NAME_RE = re.compile(r"launch|memcpy|memset", re.I)
+_STEP_RE = re.compile(r"^ProfilerStep#")
+_P2P_KERNEL_RE = re.compile(r"sendrecv|_send|_recv|nccl:send|nccl:recv", re.I)
+_P2P_HOST_RE = re.compile(r"^gloo:(send|recv)$", re.I)
+"""A gloo point-to-point transfer: the span from the call to the transfer's end (on the host)."""
+_P2P_OP_RE = re.compile(r"(send|recv)", re.I)
+"""The op that launched a NCCL SendRecv kernel says which it is (nccl:send, c10d::recv_)."""
+_COMM = KERNEL_CLASSES.index("communication")
+
+_ANNOTATION_CATEGORIES = frozenset({"user_annotation", "python_function"})
+EDGE_KINDS = ("launch", "stream_wait", "sync", "trigger", "join", "collective")
+
+
+class NotSettled(RuntimeError):
+    """The replay did not settle: the edges make a cycle (data that breaks causality)."""
+
+
+@dataclass
+class Chain:
+    """One thread or stream of one rank: nodes ``lo:hi`` of the graph."""
+
+    rank: int
+    lane_id: int
+    kind: str  # "cpu" or "gpu"
+    lo: int
+    hi: int
+    label: str = ""
+
+
+@dataclass(eq=False)
+class Graph:
+    """Nodes (flat over chains) and edges, with what each node stands for.
+
+    ``dcat`` splits each node's ``d`` by category (columns of :data:`CATEGORIES`); a GPU node's
+    duration is all in its kernel class. ``lane``/``index`` say which trace event a GPU node is (a
+    CPU node: the lane and the event whose boundary it is, -1 for none).
+    """
+
+    chains: list[Chain]
+    t_orig: np.ndarray
+    dcat: np.ndarray
+    fixed: np.ndarray
+    node_rank: np.ndarray
+    node_lane: np.ndarray
+    node_index: np.ndarray
+    is_gpu: np.ndarray
+    kernel_class: np.ndarray
+    p2p: np.ndarray
+    """GPU nodes that are point-to-point send/recv kernels (pipeline stages)."""
+    e_src: np.ndarray
+    e_dst: np.ndarray
+    e_w: np.ndarray
+    e_kind: np.ndarray
+    group: np.ndarray
+    """Collective id per node (the n-th collective of the window, the same on every rank), -1 else."""
+    group_xfer: np.ndarray
+    """Per node of a group: its transfer time after the last arrival (its ``d``)."""
+    cpu_events: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """Per CPU node, the trace events that start between its predecessor and it (the profiler's
+    own cost grows with them)."""
+    steps: dict[int, list[tuple[int, int, np.ndarray]]] = field(default_factory=dict)
+    """Per rank, per replayed step: (start node, end node, GPU nodes launched in the step)."""
+    n_steps: int = 0
+    late_ranks: list[int] = field(default_factory=list)
+    p2p_groups: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    """Group ids (of :attr:`group`) that are a point-to-point send matched with its recv."""
+
+    @property
+    def d(self) -> np.ndarray:
+        return self.dcat.sum(axis=1)
+
+    def __len__(self) -> int:
+        return int(self.t_orig.size)
+
+
+# ----------------------------------------------------------------------------------------------
+# Building
+
+
+def _replay_steps(rt: RankTrace) -> list:
+    """The steady-state steps the replay walks: every step but the warm-up, at most MAX_STEPS."""
+    if not rt.steps:
+        return []
+    dev = device_events(rt)
+    (_, _), warmup = analysis_window(rt, dev)
+    kept = [s for s in rt.steps if s.number not in warmup] or list(rt.steps)
+    return kept[:MAX_STEPS]
+
+
+def _lower_quartile(values: np.ndarray) -> float:
+    """np.percentile(values, 25) (linear, numpy's own interpolation), without the numpy.ma import
+    np.percentile makes (~10 ms of a small file's diagnose)."""
+    v = np.sort(values)
+    pos = 0.25 * (v.size - 1)
+    lo = int(pos)
+    hi = min(lo + 1, v.size - 1)
+    a, b, t = float(v[lo]), float(v[hi]), pos - lo
+    return b - (b - a) * (1 - t) if t >= 0.5 else a + (b - a) * t
+
+
+def _distinct(values: np.ndarray) -> list[int]:
+    """The distinct non-negative ints of ``values``, sorted (np.unique would import numpy.ma)."""
+    return np.flatnonzero(np.bincount(values)).tolist() if values.size else []
+
+
+def _sorted_distinct(values: np.ndarray) -> np.ndarray:
+    v = np.sort(values)
+    return v[np.r_[True, v[1:] != v[:-1]]] if v.size else v
+
+
+def _parents(lane: Lane, m: np.ndarray) -> np.ndarray:
+    """Index (into the masked events) of each event's enclosing event, -1 for top level."""
+    starts = lane.start_us[m]
+    ends = starts + lane.duration_us[m]
+    n = starts.size
+    parent = np.full(n, -1, dtype=np.int64)
+    # Events are sorted by start, parents first on ties: a running stack gives the nesting.
+    stack: list[int] = []
+    s_list, e_list = starts.tolist(), ends.tolist()
+    for i in range(n):
+        s = s_list[i]
+        while stack and e_list[stack[-1]] <= s:
+            stack.pop()
+        if stack:
+            parent[i] = stack[-1]
+        if e_list[i] > s:
+            stack.append(i)
+    return parent
+
+
+@dataclass
+class _Builder:
+    """Accumulates nodes and edges rank by rank."""
+
+    chains: list[Chain] = field(default_factory=list)
+    t: list[np.ndarray] = field(default_factory=list)
+    dcat: list[np.ndarray] = field(default_factory=list)
+    fixed: list[np.ndarray] = field(default_factory=list)
+    lane: list[np.ndarray] = field(default_factory=list)
+    index: list[np.ndarray] = field(default_factory=list)
+    kclass: list[np.ndarray] = field(default_factory=list)
+    p2p: list[np.ndarray] = field(default_factory=list)
+    events: list[np.ndarray] = field(default_factory=list)
+    edges: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]] = field(default_factory=list)
+    n: int = 0
+
+    def add_chain(self, rank: int, lane: Lane, kind: str, t: np.ndarray, dcat: np.ndarray, fixed: np.ndarray,
+                  index: np.ndarray, kclass: np.ndarray | None = None, p2p: np.ndarray | None = None,
+                  events: np.ndarray | None = None) -> int:
+        lo = self.n
+        self.chains.append(Chain(rank, lane.lane_id, kind, lo, lo + t.size, lane.label))
+        self.t.append(t)
+        self.dcat.append(dcat)
+        self.fixed.append(fixed)
+        self.lane.append(np.full(t.size, lane.lane_id, dtype=np.int32))
+        self.index.append(index.astype(np.int64))
+        self.kclass.append(kclass if kclass is not None else np.full(t.size, -1, dtype=np.int8))
+        self.p2p.append(p2p if p2p is not None else np.zeros(t.size, dtype=bool))
+        self.events.append(events if events is not None else np.zeros(t.size))
+        self.n += t.size
+        return lo
+
+    def add_edges(self, src: np.ndarray, dst: np.ndarray, w: np.ndarray, kind: str) -> None:
+        if src.size:
+            self.edges.append((src.astype(np.int64), dst.astype(np.int64), w.astype(np.float64),
+                               EDGE_KINDS.index(kind)))
+
+
+@dataclass
+class _CpuLane:
+    """One CPU thread's nodes: their times, the event each is a boundary of, and masks."""
+
+    lo: int
+    t: np.ndarray
+    event: np.ndarray       # index into the lane of the event whose boundary the node is
+    is_start: np.ndarray
+    lane: Lane
+    burst_start: np.ndarray  # node indices (local) that start a burst after idle
+    burst_end: np.ndarray
+
+
+def _cpu_categories(rt: RankTrace, lane: Lane, m: np.ndarray, parent: np.ndarray, is_main: bool) -> np.ndarray:
+    """Category (index into CPU_CATEGORIES) of the time inside each event (innermost first)."""
+    names, cats = lane.name_id[m], lane.category_id[m]
+    dl = pattern_mask(rt.strings, _DATALOADER_RE)[names]
+    coll = pattern_mask(rt.strings, CPU_COLLECTIVE_RE)[names]
+    block = pattern_mask(rt.strings, _BLOCKING_RE)[names]
+    item = np.isin(names, [rt.strings.find("aten::item"), rt.strings.find("aten::_local_scalar_dense")])
+    launch = member_mask(rt.strings, LAUNCH_CATEGORIES)[cats] & pattern_mask(rt.strings, _LAUNCH_NAME_RE)[names]
+    annotation = member_mask(rt.strings, _ANNOTATION_CATEGORIES)[cats]
+    # An ancestor's kind wins over the event's own (an op inside the DataLoader is the DataLoader's).
+    has_parent = np.flatnonzero(parent >= 0).tolist()  # parents precede children
+    for flag in (dl, coll, item):
+        if flag.any():
+            for i in has_parent:
+                if flag[parent[i]]:
+                    flag[i] = True
+    issues = launch.copy()  # the op or one inside it launches device work
+    for i in reversed(has_parent):
+        if issues[i]:
+            issues[parent[i]] = True
+    dur = lane.duration_us[m]
+    cat = np.full(names.size, CPU_CATEGORIES.index("cpu_op"), dtype=np.int64)
+    cat[~issues & (dur >= LAUNCH_SPACING_MAX_US)] = CPU_CATEGORIES.index("host_stall")
+    # Under an annotation, Python runs: the framework code that issues the kernels inside it (a CUDA
+    # graph replays that away), or, directly under the step or an annotation that issues nothing,
+    # the training loop's own code.
+    step = pattern_mask(rt.strings, _STEP_RE)[names]
+    cat[annotation & (step | ~issues)] = CPU_CATEGORIES.index("cpu_gap")
+    cat[launch] = CPU_CATEGORIES.index("launch")
+    cat[block | item] = CPU_CATEGORIES.index("sync")
+    cat[coll] = CPU_CATEGORIES.index("collective_cpu")
+    cat[dl] = CPU_CATEGORIES.index("dataloader")
+    return cat
+
+
+@dataclass
+class _Fine:
+    """Every event boundary of one thread in the window, with what the thread does after it."""
+
+    lane: Lane
+    idx: np.ndarray      # lane indices of the window's events
+    pt: np.ndarray       # point times, sorted
+    ev: np.ndarray       # event (index into idx) whose boundary each point is
+    is_start: np.ndarray
+    seg_cat: np.ndarray  # category of the time from each point to the next
+    seg_len: np.ndarray
+    idle: np.ndarray     # the time after the point is a helper thread's idle
+    event_cat: np.ndarray  # category of each event (index into idx)
+
+
+def _fine_points(rt: RankTrace, lane: Lane, w0: float, w1: float, is_main: bool) -> _Fine | None:
+    m = (lane.start_us >= w0) & (lane.start_us < w1)
+    if not m.any():
+        return None
+    idx = np.flatnonzero(m)
+    starts = lane.start_us[m]
+    ends = starts + lane.duration_us[m]
+    parent = _parents(lane, m)
+    cat = _cpu_categories(rt, lane, m, parent, is_main)
+    n = idx.size
+    # After a start, the time is that event's; after an end, its parent's (or nothing: a gap).
+    pt = np.concatenate([starts, ends])
+    ev = np.concatenate([np.arange(n), np.arange(n)])
+    is_start = np.concatenate([np.ones(n, bool), np.zeros(n, bool)])
+    order = np.lexsort((is_start, pt))  # at equal times, ends before starts
+    pt, ev, is_start = pt[order], ev[order], is_start[order]
+    owner = np.where(is_start, ev, parent[ev])
+    seg_cat = np.where(owner >= 0, cat[np.maximum(owner, 0)], CPU_CATEGORIES.index("cpu_gap"))
+    seg_len = np.diff(pt, append=pt[-1])
+    seg_cat[_profiler_segments(rt, lane, idx, ev, is_start, owner)] = CPU_CATEGORIES.index("profiler")
+    idle = (owner < 0) & (seg_len > IDLE_GAP_US) & (not is_main)
+    gap = seg_cat == CPU_CATEGORIES.index("cpu_gap")
+    if (cat == CPU_CATEGORIES.index("launch")).any():
+        seg_cat[gap & (seg_len < LAUNCH_SPACING_MAX_US)] = CPU_CATEGORIES.index("dispatch")
+    seg_cat[idle] = CPU_CATEGORIES.index("idle")
+    return _Fine(lane, idx, pt, ev, is_start, seg_cat, seg_len, idle, cat)
+
+
+def _profiler_segments(rt: RankTrace, lane: Lane, idx: np.ndarray, ev: np.ndarray, is_start: np.ndarray,
+                       owner: np.ndarray) -> np.ndarray:
+    """The segments (from each point to the next) that are ``prof.step()``: a ``ProfilerStep``'s
+    tail after its last inner event ends, and the gap from its end to the next step's start."""
+    step = pattern_mask(rt.strings, _STEP_RE)[lane.name_id[idx]]
+    out = np.zeros(ev.size, dtype=bool)
+    if not step.any() or ev.size < 2:
+        return out
+    nxt_ev, nxt_start = np.r_[ev[1:], -1], np.r_[is_start[1:], False]
+    own_step = (owner >= 0) & step[np.maximum(owner, 0)]
+    tail = own_step & (nxt_ev == owner) & ~nxt_start          # up to the step's own end
+    at_step_end = ~is_start & step[ev]
+    gap = (owner < 0) & at_step_end & nxt_start & step[np.maximum(nxt_ev, 0)]
+    out[tail | gap] = True
+    return out
+
+
+def _refine_idle(fine: dict[int, _Fine]) -> None:
+    """A helper thread's gap is idle (waiting for work) only if another thread did something in it
+    that could have woken it; a gap with no other thread's point inside is the thread's own work that
+    the profiler does not show (the autograd engine between two backward ops)."""
+    if len(fine) < 2:
+        for f in fine.values():
+            f.seg_cat[f.idle] = CPU_CATEGORIES.index("cpu_gap")
+            f.idle[:] = False
+        return
+    pts = np.sort(np.concatenate([f.pt for f in fine.values()]))
+    for f in fine.values():
+        k = np.flatnonzero(f.idle)
+        if not k.size:
+            continue
+        a, z = f.pt[k], f.pt[np.minimum(k + 1, f.pt.size - 1)]
+        inside = np.searchsorted(pts, z, side="left") - np.searchsorted(pts, a, side="right")
+        own = k[inside <= 0]
+        f.idle[own] = False
+        f.seg_cat[own] = CPU_CATEGORIES.index("cpu_gap")
+
+
+def _build_cpu_lane(b: _Builder, rt: RankTrace, f: _Fine, keep_points: np.ndarray, before: np.ndarray,
+                    after: np.ndarray) -> _CpuLane:
+    """The thread's nodes: the boundaries of the events in ``keep_points`` (a mask over the lane),
+    the first and last point, the ends of idle stretches, and the last point before each time in
+    ``before`` and the first after each in ``after`` (where other threads' bursts start and end)."""
+    pt, ev = f.pt, f.ev
+    # Every event inside a host collective is a node: the collective completes inside it (gloo's
+    # span holds the wait for the peers between its own copies).
+    keep = keep_points[f.idx][ev] | (f.event_cat == CPU_CATEGORIES.index("collective_cpu"))[ev]
+    keep[0] = keep[-1] = True
+    burst_start_fine = np.flatnonzero(f.idle[:-1]) + 1
+    burst_end_fine = np.flatnonzero(f.idle)
+    keep[burst_start_fine] = True
+    keep[burst_end_fine] = True
+    if before.size:
+        k = np.searchsorted(pt, before, side="right") - 1
+        keep[k[k >= 0]] = True
+    if after.size:
+        k = np.searchsorted(pt, after, side="left")
+        keep[k[k < pt.size]] = True
+    nodes = np.flatnonzero(keep)
+    # A node's d: the fine segments between the previous node and it, by category.
+    seg_node = np.searchsorted(nodes, np.arange(pt.size) + 1, side="left")
+    valid = seg_node < nodes.size
+    dcat = np.zeros((nodes.size, len(CATEGORIES)))
+    np.add.at(dcat, (seg_node[valid], f.seg_cat[valid]), f.seg_len[valid])
+    dcat[:, CPU_CATEGORIES.index("idle")] = 0.0  # idle costs nothing
+    fixed = np.full(nodes.size, -np.inf)
+    fixed[0] = pt[nodes[0]]
+    starts = f.is_start & valid
+    events = np.bincount(seg_node[starts], minlength=nodes.size).astype(np.float64)
+    lo = b.add_chain(rt.rank, f.lane, "cpu", pt[nodes], dcat, fixed, f.idx[ev[nodes]], events=events)
+    local = np.searchsorted(nodes, burst_start_fine)
+    local_end = np.searchsorted(nodes, burst_end_fine)
+    return _CpuLane(lo, pt[nodes], f.idx[ev[nodes]], f.is_start[nodes], f.lane, local, local_end)
+
+
+def build_graph(ranks: list[RankTrace]) -> Graph:
+    """The dependency graph of the replayed steps of every rank (times on the model's clock)."""
+    b = _Builder()
+    steps: dict[int, list] = {}
+    group_nodes: list[tuple[int, np.ndarray, np.ndarray, list]] = []  # (rank, nodes, arrivals, keys)
+    p2p_nodes: dict[int, list[tuple[str, int, float, int]]] = {}
+    n_steps = 0
+    for rt in ranks:
+        info = _build_rank(b, rt)
+        if info is None:
+            continue
+        steps[rt.rank] = info[0]
+        n_steps = max(n_steps, len(info[0]))
+        group_nodes.append((rt.rank, info[1], info[2], info[3]))
+        p2p_nodes[rt.rank] = info[4]
+    if not b.chains:
+        z = np.zeros(0)
+        zi = np.zeros(0, dtype=np.int64)
+        return Graph([], z, np.zeros((0, len(CATEGORIES))), z, zi, zi, zi, zi.astype(bool), zi.astype(np.int8),
+                     zi.astype(bool), zi, zi, z, zi, zi, z, z, {}, 0)
+    t = np.concatenate(b.t)
+    dcat = np.concatenate(b.dcat)
+    group = np.full(t.size, -1, dtype=np.int64)
+    xfer = np.zeros(t.size)
+    if len(group_nodes) >= 2:
+        # The n-th collective of a step on each rank is the same collective (keys present on every
+        # rank only: a rank whose collectives fall outside its steps matches nothing).
+        common = set.intersection(*(set(keys) for _, _, _, keys in group_nodes))
+        gid = {key: i for i, key in enumerate(sorted(common))}
+        if gid:
+            last = np.full(len(gid), -np.inf)
+            for _, nodes, arr, keys in group_nodes:
+                for node, a, key in zip(nodes.tolist(), arr.tolist(), keys):
+                    if key in gid:
+                        last[gid[key]] = max(last[gid[key]], a)
+            for _, nodes, _arr, keys in group_nodes:
+                for node, key in zip(nodes.tolist(), keys):
+                    if key in gid:
+                        group[node] = gid[key]
+                        # What is left of the collective once the last rank arrived is the transfer.
+                        xfer[node] = max(t[node] - last[gid[key]], 0.0)
+    p2p_groups = _match_p2p(p2p_nodes, [rt.rank for rt in ranks], t, group, xfer)
+    col = np.flatnonzero(group >= 0)
+    if col.size:
+        total = dcat[col].sum(axis=1)
+        scale = np.where(total > 0, xfer[col] / np.maximum(total, 1e-12), 0.0)
+        dcat[col] *= scale[:, None]
+    if b.edges:
+        src = np.concatenate([e[0] for e in b.edges])
+        dst = np.concatenate([e[1] for e in b.edges])
+        w = np.concatenate([e[2] for e in b.edges])
+        kind = np.concatenate([np.full(e[0].size, e[3], dtype=np.int8) for e in b.edges])
+        # An edge that runs back in the trace's time is data that breaks causality (a kernel that
+        # ends before its launch call starts, clocks of different hosts): drop it and keep the node
+        # where the trace has it.
+        bad = t[src] - t[dst] > CAUSALITY_TOL_US
+        if bad.any():
+            fixed_all = np.concatenate(b.fixed)
+            d_all = dcat.sum(axis=1)
+            nodes = dst[bad]
+            fixed_all[nodes] = np.maximum(fixed_all[nodes], t[nodes] - d_all[nodes])
+            b.fixed = [fixed_all]
+            src, dst, w, kind = src[~bad], dst[~bad], w[~bad], kind[~bad]
+        order = np.argsort(dst, kind="stable")
+        src, dst, w, kind = src[order], dst[order], w[order], kind[order]
+    else:
+        src = dst = np.zeros(0, dtype=np.int64)
+        w = np.zeros(0)
+        kind = np.zeros(0, dtype=np.int8)
+    is_gpu = np.concatenate([np.full(c.hi - c.lo, c.kind == "gpu") for c in b.chains])
+    p2p = np.concatenate(b.p2p)
+    p2p[np.isin(group, p2p_groups)] = True   # a gloo transfer's end on the host
+    return Graph(b.chains, t, dcat, np.concatenate(b.fixed),
+                 np.concatenate([np.full(c.hi - c.lo, c.rank, dtype=np.int64) for c in b.chains]),
+                 np.concatenate(b.lane), np.concatenate(b.index), is_gpu, np.concatenate(b.kclass),
+                 p2p, src, dst, w, kind, group, xfer, np.concatenate(b.events), steps, n_steps,
+                 p2p_groups=p2p_groups)
+
+
+def _window(rt: RankTrace, steps: list) -> tuple[float, float]:
+    if steps:
+        return steps[0].cpu_start_us, max(max(s.cpu_end_us for s in steps),
+                                          max((s.gpu_end_us for s in steps if not np.isnan(s.gpu_end_us)),
+                                              default=-np.inf))
+    return rt.span_us
+
+
+def _build_rank(b: _Builder, rt: RankTrace):  # noqa: ANN202, C901 (one pass over the rank's columns)
+    steps = _replay_steps(rt)
+    w0, w1 = _window(rt, steps)
+    if not np.isfinite(w0) or w1 <= w0:
+        return None
+    main = _step_lane(rt) or main_thread(rt)
+    # Flows: kernel <- launch call, restricted to launches in the window.
+    fl = rt.flows
+    launch_of: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # gpu lane -> (dst idx, cpu lane, cpu idx)
+    launch_points: dict[int, np.ndarray] = {lane.lane_id: np.zeros(len(lane), bool) for lane in rt.cpu_lanes}
+    if len(fl):
+        for cl in _distinct(fl.src_lane):
+            lane = rt.lanes[cl]
+            if lane.kind != "cpu":
+                continue
+            sel = fl.src_lane == cl
+            s_idx = fl.src_index[sel]
+            inwin = (lane.start_us[s_idx] >= w0) & (lane.start_us[s_idx] < w1)
+            launch_points[cl][s_idx[inwin]] = True
+        for gl in _distinct(fl.dst_lane):
+            sel = fl.dst_lane == gl
+            launch_of[gl] = (fl.dst_index[sel], fl.src_lane[sel], fl.src_index[sel])
+    # Which CPU events are nodes: launches, blocking calls, step annotations, collectives, DataLoader.
+    interesting = (pattern_mask(rt.strings, _BLOCKING_RE) | pattern_mask(rt.strings, CPU_COLLECTIVE_RE)
+                   | pattern_mask(rt.strings, _STEP_RE) | pattern_mask(rt.strings, _DATALOADER_RE)
+                   | pattern_mask(rt.strings, _P2P_HOST_RE))
+    fine = {lane.lane_id: f for lane in rt.cpu_lanes
+            if (f := _fine_points(rt, lane, w0, w1, lane is main)) is not None}
+    _refine_idle(fine)
+    # Where helper threads' bursts start and end: the other threads get a node just before each
+    # start (the trigger's source) and just after each end (where a join may land).
+    b_start = {lid: np.r_[f.pt[:1], f.pt[np.flatnonzero(f.idle[:-1]) + 1]] for lid, f in fine.items()
+               if main is None or lid != main.lane_id}
+    b_end = {lid: np.r_[f.pt[np.flatnonzero(f.idle)], f.pt[-1:]] for lid, f in fine.items()}
+    cpu: dict[int, _CpuLane] = {}
+    for lid, f in fine.items():
+        keep = launch_points[lid] | interesting[f.lane.name_id]
+        before = np.concatenate([v for k, v in b_start.items() if k != lid] or [np.zeros(0)])
+        after = np.concatenate([v for k, v in b_end.items() if k != lid] or [np.zeros(0)])
+        cpu[lid] = _build_cpu_lane(b, rt, f, keep, before, after)
+    if not cpu:
+        return None
+    _thread_edges(b, cpu, main)
+    # GPU chains.
+    gpu_nodes: dict[int, tuple[int, np.ndarray]] = {}  # lane -> (lo, event indices)
+    launch_node: dict[int, np.ndarray] = {}
+    for lane in rt.gpu_lanes:
+        if not len(lane):
+            continue
+        n = len(lane)
+        l_node = np.full(n, -1, dtype=np.int64)
+        if lane.lane_id in launch_of:
+            d_idx, c_lane, c_idx = launch_of[lane.lane_id]
+            for cl in _distinct(c_lane):
+                if cl not in cpu:
+                    continue
+                c = cpu[cl]
+                sel = c_lane == cl
+                # The node of the launch call's start: the node whose event is that call, a start.
+                start_nodes = {ev: i for i, (ev, st) in enumerate(zip(c.event.tolist(), c.is_start.tolist())) if st}
+                nodes = np.array([start_nodes.get(e, -1) for e in c_idx[sel].tolist()], dtype=np.int64)
+                ok = nodes >= 0
+                l_node[d_idx[sel][ok]] = c.lo + nodes[ok]
+        s, e = lane.start_us, lane.start_us + lane.duration_us
+        inwin = (l_node >= 0) | ((s >= w0) & (s < w1))
+        if not inwin.any():
+            continue
+        idx = np.flatnonzero(inwin)
+        dcat = np.zeros((idx.size, len(CATEGORIES)))
+        kc = lane.kernel_class[idx].astype(np.int64)
+        dcat[np.arange(idx.size), N_CPU + np.maximum(kc, 0)] = lane.duration_us[idx]
+        fixed = np.where(l_node[idx] >= 0, -np.inf, s[idx])
+        p2p = pattern_mask(rt.strings, _P2P_KERNEL_RE)[lane.name_id[idx]] & (kc == _COMM)
+        lo = b.add_chain(rt.rank, lane, "gpu", e[idx], dcat, fixed, idx, kc.astype(np.int8), p2p)
+        gpu_nodes[lane.lane_id] = (lo, idx)
+        launch_node[lane.lane_id] = l_node[idx]
+    _gpu_edges(b, rt, cpu, gpu_nodes, launch_node)
+    _sync_edges(b, rt, cpu, gpu_nodes, launch_node)
+    step_info = _step_nodes(rt, steps, cpu, main, gpu_nodes, launch_node)
+    coll_nodes, coll_arrive, coll_issue = _collective_nodes(rt, b, cpu, gpu_nodes, launch_node)
+    p2p = _p2p_nodes(rt, b, cpu, gpu_nodes, launch_node, steps)
+    return step_info, coll_nodes, coll_arrive, _collective_keys(steps, coll_issue), p2p
+
+
+def _step_lane(rt: RankTrace) -> Lane | None:
+    steps = pattern_mask(rt.strings, _STEP_RE)
+    for lane in rt.cpu_lanes:
+        if steps[lane.name_id].any():
+            return lane
+    return None
+
+
+def _thread_edges(b: _Builder, cpu: dict[int, _CpuLane], main: Lane | None) -> None:
+    """Trigger edges (a helper thread's burst waits for the latest point of another thread before
+    it) and join edges (an op that ends just after another thread's burst waits for it)."""
+    all_t = np.concatenate([c.t for c in cpu.values()])
+    all_node = np.concatenate([c.lo + np.arange(c.t.size) for c in cpu.values()])
+    all_lane = np.concatenate([np.full(c.t.size, lid) for lid, c in cpu.items()])
+    order = np.argsort(all_t, kind="stable")
+    all_t, all_node, all_lane = all_t[order], all_node[order], all_lane[order]
+    for lid, c in cpu.items():
+        starts = np.concatenate([[0], c.burst_start]) if main is None or lid != main.lane_id else c.burst_start
+        starts = _sorted_distinct(starts)
+        if starts.size and (main is None or lid != main.lane_id):
+            ts = c.t[starts]
+            src, dst, w = [], [], []
+            for i, t in zip(starts.tolist(), ts.tolist()):
+                k = int(np.searchsorted(all_t, t, side="left")) - 1
+                while k >= 0 and all_lane[k] == lid:
+                    k -= 1
+                if k >= 0:
+                    src.append(all_node[k])
+                    dst.append(c.lo + i)
+                    w.append(t - all_t[k])
+            b.add_edges(np.array(src), np.array(dst), np.array(w), "trigger")
+            if src:
+                b.fixed[_chain_of(b, c.lo)][np.array(dst) - c.lo] = -np.inf
+        # Joins: another thread that had nothing to do across this thread's whole burst and goes on
+        # just after it ends was waiting for it (the main thread in backward(), for the autograd
+        # thread).
+        ends = _sorted_distinct(np.r_[c.burst_end, c.t.size - 1])
+        b_starts = _sorted_distinct(np.r_[0, c.burst_start])
+        first = b_starts[np.maximum(np.searchsorted(b_starts, ends, side="right") - 1, 0)]
+        for oid, o in cpu.items():
+            if oid == lid:
+                continue
+            te = c.t[ends]
+            k = np.searchsorted(o.t, te, side="left")
+            ok = (k < o.t.size) & (k > 0)
+            k, e_loc, f_loc = k[ok], ends[ok], first[ok]
+            tol = np.maximum(JOIN_TOL_US, JOIN_TOL_FRACTION * (c.t[e_loc] - c.t[f_loc]))
+            near = (o.t[k] - c.t[e_loc] <= tol) & (o.t[k - 1] <= c.t[f_loc] + TOL_US)
+            if not near.any():
+                continue
+            dst = o.lo + k[near]
+            src = c.lo + e_loc[near]
+            b.add_edges(src, dst, o.t[k[near]] - c.t[e_loc[near]], "join")
+            # The op's own time is only what follows the burst's end: the rest was waiting.
+            ci = _chain_of(b, o.lo)
+            dc = b.dcat[ci]
+            loc = k[near]
+            prev = np.where(loc > 0, o.t[np.maximum(loc - 1, 0)], o.t[loc])
+            own = o.t[loc] - np.maximum(prev, c.t[e_loc[near]])
+            total = dc[loc].sum(axis=1)
+            scale = np.where(total > 0, np.clip(own / np.maximum(total, 1e-12), 0.0, 1.0), 0.0)
+            dc[loc] *= scale[:, None]
+
+
+def _chain_of(b: _Builder, lo: int) -> int:
+    for i, c in enumerate(b.chains):
+        if c.lo == lo:
+            return i
+    raise KeyError(lo)
+
+
+def _gpu_edges(b: _Builder, rt: RankTrace, cpu: dict[int, _CpuLane], gpu_nodes: dict, launch_node: dict) -> None:
+    """Launch edges and inferred cross-stream waits."""
+    t_cpu = np.concatenate(b.t)  # node times so far (CPU chains come first)
+    lat_all, info = [], []
+    for lid, (lo, idx) in gpu_nodes.items():
+        lane = rt.lanes[lid]
+        s = lane.start_us[idx]
+        e = s + lane.duration_us[idx]
+        prev_end = np.concatenate([[-np.inf], np.maximum.accumulate(e)[:-1]])
+        ln = launch_node[lid]
+        ls = np.where(ln >= 0, t_cpu[np.maximum(ln, 0)] if t_cpu.size else 0.0, np.nan)
+        waited_launch = (ln >= 0) & (ls >= prev_end - TOL_US)
+        lat_all.append((s - ls)[waited_launch])
+        info.append((lid, lo, idx, s, e, prev_end, ln, ls))
+    lat = np.concatenate(lat_all) if lat_all else np.zeros(0)
+    # The typical launch latency: the lower quartile of the kernels that waited for their launch (a
+    # median would count the ones that also waited for an event on another stream).
+    typ = _lower_quartile(lat[lat >= 0]) if (lat >= 0).any() else DEFAULT_LAUNCH_LATENCY_US
+    # All kernels of the rank by end (for cross-stream inference).
+    ends = np.concatenate([x[4] for x in info]) if info else np.zeros(0)
+    nodes = np.concatenate([x[1] + np.arange(x[2].size) for x in info]) if info else np.zeros(0, np.int64)
+    lanes = np.concatenate([np.full(x[2].size, x[0]) for x in info]) if info else np.zeros(0, np.int64)
+    launch_t = np.concatenate([x[7] for x in info]) if info else np.zeros(0)
+    order = np.argsort(ends, kind="stable")
+    ends, nodes, lanes, launch_t = ends[order], nodes[order], lanes[order], launch_t[order]
+    gap_col = CATEGORIES.index("kernel_gap")
+    for lid, lo, idx, s, e, prev_end, ln, ls in info:
+        has = ln >= 0
+        ci = _chain_of(b, lo)
+        gap = s - np.where(np.isfinite(prev_end), prev_end, s)
+        lat = s - ls
+        idle_launch = has & (ls >= prev_end - TOL_US)      # launched onto an idle stream: it waited for it
+        queued = ~idle_launch & (gap <= KERNEL_GAP_MAX_US)  # behind the previous kernel: the device's gap
+        # A queued kernel's launch edge must not bind: at most the time from the launch to the
+        # previous kernel's end.
+        w = np.where(idle_launch, lat, np.where(has, np.minimum(np.minimum(lat, typ), prev_end - ls), 0.0))
+        b.dcat[ci][queued, gap_col] = np.maximum(gap[queued], 0.0)
+        # Anything else waited on another stream: the kernel of another stream (launched before it)
+        # that ended last before it started.
+        # A kernel launched onto an idle stream that started long after its launch, just as a kernel
+        # of another stream ended, waited for that kernel (an event: a send after the compute that
+        # makes its data), not for its launch.
+        late = idle_launch & (lat > typ + KERNEL_GAP_MAX_US)
+        src_n, dst_n, w_n = [], [], []
+        for i in np.flatnonzero((~idle_launch & ~queued) | late).tolist():
+            k = int(np.searchsorted(ends, s[i] + TOL_US, side="right")) - 1
+            found = -1
+            floor = max(prev_end[i], ls[i]) if late[i] else prev_end[i]
+            while k >= 0 and ends[k] > floor:
+                if lanes[k] != lid and (not has[i] or not (launch_t[k] > ls[i])):
+                    found = k
+                    break
+                k -= 1
+            if late[i] and (found < 0 or s[i] - ends[found] > KERNEL_GAP_MAX_US):
+                continue   # nothing ended just before it: the launch edge keeps the wait
+            if late[i]:
+                w[i] = min(lat[i], typ)
+            if found >= 0:
+                src_n.append(nodes[found])
+                dst_n.append(lo + i)
+                w_n.append(max(s[i] - ends[found], 0.0))
+            elif has[i]:
+                w[i] = lat[i]  # nothing else explains the wait: keep it on the launch edge
+        b.add_edges(np.array(src_n, dtype=np.int64), np.array(dst_n, dtype=np.int64), np.array(w_n), "stream_wait")
+        if has.any():
+            b.add_edges(ln[has], lo + np.flatnonzero(has), np.maximum(w[has], 0.0), "launch")
+        # A kernel with no launch in the trace and no wait found keeps its start.
+        no_launch = ~has & ~np.isin(lo + np.arange(idx.size), np.array(dst_n, dtype=np.int64))
+        b.fixed[ci][~has] = np.where(no_launch[~has], s[~has], -np.inf)
+
+
+def _sync_edges(b: _Builder, rt: RankTrace, cpu: dict[int, _CpuLane], gpu_nodes: dict, launch_node: dict) -> None:
+    """Host blocks on the device: a blocking call's end waits for the device work launched before it."""
+    t_all = np.concatenate(b.t)
+    blocking = pattern_mask(rt.strings, _BLOCKING_RE)
+    memcpy_async = pattern_mask(rt.strings, _MEMCPY_ASYNC_RE)
+    # Per GPU lane: kernels in launch order (launch time, node, end).
+    per_stream = []
+    own_copy: dict[tuple[int, int], int] = {}  # (cpu lane, event) -> gpu node launched by it
+    for lid, (lo, idx) in gpu_nodes.items():
+        ln = launch_node[lid]
+        has = ln >= 0
+        if not has.any():
+            continue
+        lt = t_all[ln[has]]
+        order = np.argsort(lt, kind="stable")
+        nodes = lo + np.flatnonzero(has)[order]
+        per_stream.append((lt[order], nodes, t_all[nodes], np.maximum.accumulate(t_all[nodes])))
+        for cn, gn in zip(ln[has].tolist(), (lo + np.flatnonzero(has)).tolist()):
+            own_copy[cn] = gn
+    for lid, c in cpu.items():
+        lane = c.lane
+        ev = c.event
+        is_block = blocking[lane.name_id[ev]] & c.is_start
+        for i in np.flatnonzero(is_block).tolist():
+            # Its end node: the next node that is the end of the same event.
+            j = i + 1
+            while j < c.t.size and not (c.event[j] == ev[i] and not c.is_start[j]):
+                j += 1
+            if j >= c.t.size:
+                continue
+            t_start, t_end = c.t[i], c.t[j]
+            srcs = []
+            if memcpy_async[lane.name_id[ev[i]]]:
+                g = own_copy.get(c.lo + i, -1)
+                if g >= 0 and t_all[g] <= t_end + TOL_US:
+                    srcs.append(g)  # a copy that the call waited for (pageable / DtoH)
+            else:
+                for lt, nodes, ends, _ in per_stream:
+                    k = int(np.searchsorted(lt, t_start, side="left")) - 1
+                    if k >= 0 and ends[k] <= t_end + TOL_US:
+                        srcs.append(int(nodes[k]))  # the stream runs in order: its last launch ends last
+            if not srcs:
+                continue
+            src = np.array(srcs, dtype=np.int64)
+            gpu_end = float(t_all[src].max())
+            floor = t_end - max(t_start, gpu_end)
+            ci = _chain_of(b, c.lo)
+            dc = b.dcat[ci]
+            total = dc[j].sum()
+            if total > 0:
+                dc[j] *= max(floor, 0.0) / total
+            b.add_edges(src, np.full(src.size, c.lo + j), np.zeros(src.size), "sync")
+
+
+def _step_nodes(rt: RankTrace, steps: list, cpu: dict[int, _CpuLane], main: Lane | None,
+                gpu_nodes: dict, launch_node: dict) -> list[tuple[int, int, np.ndarray]]:
+    """Per step: its start node and end node on the thread that holds the steps, and the GPU nodes
+    it launched (the step lasts until the last of them ends)."""
+    lane = _step_lane(rt)
+    if lane is None or lane.lane_id not in cpu or not steps:
+        # No steps: the window is one step from the first to the last node.
+        all_nodes = [c.lo + np.arange(c.t.size) for c in cpu.values()]
+        g = [lo + np.arange(idx.size) for lo, idx in gpu_nodes.values()]
+        allv = np.concatenate(all_nodes + g)
+        return [(int(allv.min()), -1, allv)]
+    c = cpu[lane.lane_id]
+    out = []
+    gl = [(lo, launch_node[lid]) for lid, (lo, _) in gpu_nodes.items()]
+    t_nodes = np.concatenate([cc.t for cc in sorted(cpu.values(), key=lambda cc: cc.lo)])
+    base_lo = min(cc.lo for cc in cpu.values())
+    for s in steps:
+        i = int(np.searchsorted(c.t, s.cpu_start_us - TOL_US, side="left"))
+        j = int(np.searchsorted(c.t, s.cpu_end_us + TOL_US, side="right")) - 1
+        if i >= c.t.size or j < i:
+            continue
+        lo_n, hi_n = c.lo + i, c.lo + j
+        # GPU nodes launched from any CPU node between the step's bounds (by time on any thread).
+        launched = []
+        for lo, ln in gl:
+            ok = ln >= 0
+            sel = np.zeros(ln.size, bool)
+            if ok.any():
+                t_launch = t_nodes[ln[ok] - base_lo]
+                sel[ok] = (t_launch >= s.cpu_start_us - TOL_US) & (t_launch <= s.cpu_end_us + TOL_US)
+            launched.append(lo + np.flatnonzero(sel))
+        out.append((lo_n, hi_n, np.concatenate(launched) if launched else np.zeros(0, np.int64)))
+    return out
+
+
+def _collective_keys(steps: list, issued_us: np.ndarray) -> list[tuple[int, int]]:
+    """(step number, n-th collective of that step) per collective, by when the host issued it."""
+    if not steps:
+        return [(-1, i) for i in range(issued_us.size)]
+    starts = np.array([s.cpu_start_us for s in steps])
+    at = np.searchsorted(starts, issued_us, side="right") - 1
+    seen: dict[int, int] = {}
+    keys = []
+    for i in at.tolist():
+        number = steps[i].number if i >= 0 else -1
+        keys.append((number, seen.get(number, 0)))
+        seen[number] = seen.get(number, 0) + 1
+    return keys
+
+
+def _collective_nodes(rt: RankTrace, b: _Builder, cpu: dict[int, _CpuLane], gpu_nodes: dict,
+                      launch_node: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rank's collectives in start order: their end nodes, original arrival (start) times and
+    when the host issued them (the launch call; a gloo op's own start). GPU communication kernels
+    (point-to-point ones left out), else gloo ops on CPU threads."""
+    t_all = np.concatenate(b.t)
+    kc = np.concatenate(b.kclass)
+    p2p = np.concatenate(b.p2p)
+    nodes, arrive, issued = [], [], []
+    for lid, (lo, idx) in gpu_nodes.items():
+        lane = rt.lanes[lid]
+        sel = (kc[lo:lo + idx.size] == _COMM) & ~p2p[lo:lo + idx.size]
+        nodes.append(lo + np.flatnonzero(sel))
+        arrive.append(lane.start_us[idx[sel]])
+        ln = launch_node[lid][sel]
+        issued.append(np.where(ln >= 0, t_all[np.maximum(ln, 0)], lane.start_us[idx[sel]]))
+    nodes_a = np.concatenate(nodes) if nodes else np.zeros(0, np.int64)
+    if not nodes_a.size:
+        gloo = pattern_mask(rt.strings, re.compile(r"^gloo:(?!.*(send|recv))"))
+        for c in cpu.values():
+            st = c.is_start & gloo[c.lane.name_id[c.event]]
+            for i in np.flatnonzero(st).tolist():
+                j = i + 1
+                while j < c.t.size and not (c.event[j] == c.event[i] and not c.is_start[j]):
+                    j += 1
+                if j >= c.t.size:
+                    continue
+                # The collective completes at the end of the longest stretch inside its span (the
+                # wait for the peers): that node is the group's, the one before it the arrival.
+                k = i + 1 + int(np.argmax(np.diff(c.t[i:j + 1])))
+                nodes.append(np.array([c.lo + k]))
+                arrive.append(np.array([c.t[k - 1]]))
+                issued.append(np.array([c.t[i]]))
+        nodes_a = np.concatenate(nodes) if nodes else np.zeros(0, np.int64)
+    if not nodes_a.size:
+        return np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
+    arr = np.concatenate(arrive)
+    iss = np.concatenate(issued)
+    order = np.argsort(arr, kind="stable")
+    return nodes_a[order].astype(np.int64), arr[order], iss[order]
+
+
+def _p2p_nodes(rt: RankTrace, b: _Builder, cpu: dict[int, _CpuLane], gpu_nodes: dict, launch_node: dict,
+               steps: list) -> list[tuple[str, int, float, int]]:
+    """The rank's point-to-point transfers: (``send``/``recv``, completion node, arrival time, step
+    number), in arrival order. NCCL SendRecv kernels (which one: the op that launched them), else
+    gloo's send/recv spans on the host (arriving at the call, completing at the span's end)."""
+    out: list[tuple[str, int, float]] = []
+    p2p = np.concatenate(b.p2p)
+    op_kind = pattern_mask(rt.strings, _P2P_OP_RE)
+    for lid, (lo, idx) in gpu_nodes.items():
+        lane = rt.lanes[lid]
+        ln = launch_node[lid]
+        for k in np.flatnonzero(p2p[lo:lo + idx.size]).tolist():
+            kind = _launching_op_kind(rt, cpu, int(ln[k]), op_kind) if ln[k] >= 0 else None
+            if kind is not None:
+                out.append((kind, lo + k, float(lane.start_us[idx[k]])))
+    if not out:
+        host = pattern_mask(rt.strings, _P2P_HOST_RE)
+        for c in cpu.values():
+            names = c.lane.name_id[c.event]
+            for i in np.flatnonzero(c.is_start & host[names]).tolist():
+                j = i + 1
+                while j < c.t.size and not (c.event[j] == c.event[i] and not c.is_start[j]):
+                    j += 1
+                if j < c.t.size:
+                    kind = "send" if "send" in rt.strings[int(names[i])].lower() else "recv"
+                    out.append((kind, c.lo + j, float(c.t[i])))
+    out.sort(key=lambda x: x[2])
+    starts = np.array([s.cpu_start_us for s in steps]) if steps else np.zeros(0)
+    keyed = []
+    for kind, node, arrive in out:
+        at = int(np.searchsorted(starts, arrive, side="right")) - 1 if starts.size else -1
+        keyed.append((kind, node, arrive, steps[at].number if at >= 0 else -1))
+    return keyed
+
+
+def _launching_op_kind(rt: RankTrace, cpu: dict[int, _CpuLane], launch: int, op_kind: np.ndarray) -> str | None:
+    """``send``/``recv`` from the innermost event around the launch call whose name says which."""
+    for c in cpu.values():
+        if c.lo <= launch < c.lo + c.t.size:
+            lane, call = c.lane, int(c.event[launch - c.lo])
+            t0 = lane.start_us[call]
+            cand = np.arange(max(call - 256, 0), call + 1)   # the op around a launch starts just before it
+            around = cand[(lane.start_us[cand] <= t0) & (lane.start_us[cand] + lane.duration_us[cand] >= t0)
+                          & op_kind[lane.name_id[cand]]]
+            if not around.size:
+                return None
+            name = rt.strings[int(lane.name_id[around[-1]])].lower()
+            return "send" if "send" in name else "recv" if "recv" in name else None
+    return None
+
+
+def _match_p2p(p2p_nodes: dict[int, list[tuple[str, int, float, int]]], ranks: list[int], t: np.ndarray,
+               group: np.ndarray, xfer: np.ndarray) -> np.ndarray:
+    """The n-th send of a step on rank a to rank b with the n-th recv of that step on rank b from
+    rank a: one group (both end when the later of the two arrived, plus their own transfer). The
+    peer is the other rank of a two-rank job (the trace does not say whom a send is to)."""
+    if len(ranks) != 2 or not all(p2p_nodes.get(r) for r in ranks):
+        return np.zeros(0, np.int64)
+    keyed: dict[tuple, tuple[int, float]] = {}
+    for rank in ranks:
+        peer = ranks[1] if rank == ranks[0] else ranks[0]
+        seen: dict[tuple, int] = {}
+        for kind, node, arrive, step in p2p_nodes[rank]:
+            pair = (rank, peer) if kind == "send" else (peer, rank)
+            base = (step, *pair, kind)
+            n = seen.get(base, 0)
+            seen[base] = n + 1
+            keyed[(step, *pair, n, kind)] = (node, arrive)
+    gid = int(group.max()) + 1 if group.size else 0
+    out = []
+    for key, (s_node, s_arrive) in keyed.items():
+        if key[-1] != "send" or (*key[:-1], "recv") not in keyed:
+            continue
+        r_node, r_arrive = keyed[(*key[:-1], "recv")]
+        last = max(s_arrive, r_arrive)
+        if t[s_node] < last - TOL_US or t[r_node] < last - TOL_US:
+            continue   # one side ended before the other arrived: it did not wait for it
+        group[[s_node, r_node]] = gid
+        xfer[s_node], xfer[r_node] = t[s_node] - last, t[r_node] - last
+        out.append(gid)
+        gid += 1
+    return np.array(out, dtype=np.int64)
+
+
+# ----------------------------------------------------------------------------------------------
+# Replay
+
+
+def replay(g: Graph, d: np.ndarray | None = None, w: np.ndarray | None = None,
+           edge_on: np.ndarray | None = None, max_iter: int = 1_000, group: np.ndarray | None = None) -> np.ndarray:
+    """Every node's time under durations ``d`` and edge weights ``w`` (default: the trace's).
+
+    Chain by chain (a closed-form scan each), using the newest times of the chains before it, until
+    nothing moves. Every edge runs forward in the trace's time (a node depends only on nodes that
+    happened before it, within the trace's rounding), so once nothing before time T changed, what is
+    before T is final: each pass walks only the nodes from the earliest change of the pass before.
+    """
+    d = g.d if d is None else d
+    w = g.e_w if w is None else w
+    if edge_on is not None:
+        src, dst, w = g.e_src[edge_on], g.e_dst[edge_on], w[edge_on]
+    else:
+        src, dst = g.e_src, g.e_dst
+    n = len(g)
+    t = np.full(n, -np.inf)
+    if n == 0:
+        return t
+    t_orig = g.t_orig
+    # How far an edge may run back in the trace's time (sync edges allow TOL_US): the frontier's slack.
+    slack = float(max((t_orig[src] - t_orig[dst]).max(), 0.0)) if src.size else 0.0
+    reach = [np.maximum.accumulate(t_orig[c.lo:c.hi]) for c in g.chains]
+    group = g.group if group is None else group   # a projection may unbind some (no pipeline waits)
+    grp = np.flatnonzero(group >= 0)
+    grp_id = group[grp]
+    chain_lo = np.zeros(n, dtype=bool)
+    for c in g.chains:
+        chain_lo[c.lo] = True
+    in_group = np.full(n, -1, dtype=np.int64)
+    in_group[grp] = grp_id
+    n_groups = int(grp_id.max()) + 1 if grp.size else 0
+    frontier = -np.inf
+    for _ in range(max_iter):
+        last = None
+        if n_groups:  # collectives: every rank's arrival, from the newest times
+            r_grp = _ready_of(grp, src, dst, w, t, g.fixed)
+            arrival = np.maximum(np.where(chain_lo[grp], -np.inf, t[np.maximum(grp - 1, 0)]), r_grp)
+            last = np.full(n_groups, -np.inf)
+            np.maximum.at(last, grp_id, arrival)
+        earliest = np.inf
+        for c, rc in zip(g.chains, reach):
+            k = c.lo + int(np.searchsorted(rc, frontier, side="left"))
+            if k >= c.hi:
+                continue
+            nodes = np.arange(k, c.hi)
+            r = _ready_of(nodes, src, dst, w, t, g.fixed)
+            if last is not None:
+                gi = in_group[k:c.hi]
+                m = gi >= 0
+                if m.any():
+                    r[m] = np.maximum(r[m], last[gi[m]])
+            carry = t[k - 1] if k > c.lo else -np.inf
+            dd = d[k:c.hi]
+            D = np.cumsum(dd)
+            a = r - (D - dd)
+            a[0] = max(a[0], carry)
+            new = D + np.maximum.accumulate(a)
+            old = t[k:c.hi]
+            with np.errstate(invalid="ignore"):  # -inf against -inf: not moved
+                moved = (new != old) & ~(np.abs(new - old) <= 1e-6)
+            if moved.any():
+                earliest = min(earliest, float(t_orig[k + int(np.argmax(moved))]))
+                t[k:c.hi] = new
+        if earliest == np.inf:
+            return t
+        frontier = earliest - slack - 1e-6
+    raise NotSettled(f"the graph's times still move after {max_iter} passes (a cycle the trace's data makes)")
+
+
+def _ready_of(nodes: np.ndarray, src: np.ndarray, dst: np.ndarray, w: np.ndarray, t: np.ndarray,
+              fixed: np.ndarray) -> np.ndarray:
+    """max(fixed, the latest incoming edge) for ``nodes`` (sorted; edges sorted by destination)."""
+    r = fixed[nodes].copy()
+    if not dst.size or not nodes.size:
+        return r
+    lo = int(np.searchsorted(dst, nodes[0], side="left"))
+    hi = int(np.searchsorted(dst, nodes[-1], side="right"))
+    if hi <= lo:
+        return r
+    dd = dst[lo:hi]
+    if nodes.size == nodes[-1] - nodes[0] + 1:  # a contiguous run: positions by offset
+        pos = dd - nodes[0]
+    else:
+        pos = np.searchsorted(nodes, dd)
+        keep = (pos < nodes.size) & (nodes[np.minimum(pos, nodes.size - 1)] == dd)
+        dd, pos = dd[keep], pos[keep]
+        if not dd.size:
+            return r
+        sel = np.flatnonzero(keep) + lo
+        vals = t[src[sel]] + w[sel]
+        out = np.full(nodes.size, -np.inf)
+        np.maximum.at(out, pos, vals)
+        return np.maximum(r, out)
+    vals = t[src[lo:hi]] + w[lo:hi]
+    starts = np.flatnonzero(np.r_[True, dd[1:] != dd[:-1]])
+    r[pos[starts]] = np.maximum(r[pos[starts]], np.maximum.reduceat(vals, starts))
+    return r
+
+
+def _scan(chains: list[Chain], r: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """t[i] = max(t[i-1], r[i]) + d[i] along each chain, in closed form:
+    t[i] = D[i] + max_{j<=i} (r[j] - D[j-1]) with D the running sum of d."""
+    out = np.empty_like(r)
+    for c in chains:
+        dd = d[c.lo:c.hi]
+        D = np.cumsum(dd)
+        a = r[c.lo:c.hi] - (D - dd)
+        out[c.lo:c.hi] = D + np.maximum.accumulate(a)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Measuring a replay and its critical path
+
+
+def step_span_us(g: Graph, t: np.ndarray) -> float:
+    """The replayed step of the job, µs: per rank, from the end of its first replayed step to the end
+    of its last, over the steps between (a step ends at its CPU end or its device work's end,
+    whichever is later), so every step measured starts where the one before it left the device;
+    with one step, that step from its start. The job's step is its slowest rank's."""
+    best = 0.0
+    for steps in g.steps.values():
+        if not steps:
+            continue
+        ends = []
+        for _, hi, gpu in steps:
+            end = t[hi] if hi >= 0 else -np.inf
+            if gpu.size:
+                end = max(end, float(t[gpu].max()))
+            ends.append(end)
+        if len(ends) >= 2 and np.isfinite(ends[0]) and np.isfinite(ends[-1]):
+            per = (ends[-1] - ends[0]) / (len(ends) - 1)
+        elif np.isfinite(ends[-1]):
+            per = ends[-1] - t[steps[0][0]]
+        else:
+            continue
+        best = max(best, float(per))
+    return best
+
+
+@dataclass
+class CriticalPath:
+    """The path's length, its share per category, and its nodes (for drawing)."""
+
+    length_us: float
+    share: dict[str, float]
+    seconds: dict[str, float]
+    nodes: np.ndarray
+    """Graph node indices on the path, in time order."""
+
+    def to_json(self) -> dict:
+        return {"length_s": self.length_us / 1e6, "share": dict(self.share),
+                "seconds": dict(self.seconds)}
+
+
+def _end_node(g: Graph, t: np.ndarray) -> tuple[int, int]:
+    """The node the window ends at (the latest step end or device end of any rank) and the node it
+    starts at."""
+    best, best_t, start = -1, -np.inf, -1
+    for steps in g.steps.values():
+        if not steps:
+            continue
+        cand = [hi for _, hi, _ in steps if hi >= 0] + [int(gp[np.argmax(t[gp])]) for _, _, gp in steps if gp.size]
+        for c in cand:
+            if t[c] > best_t:
+                best, best_t, start = c, t[c], steps[0][0]
+    return best, start
+
+
+def critical_path(g: Graph, t: np.ndarray, d: np.ndarray | None = None, w: np.ndarray | None = None) -> CriticalPath:
+    """Walk back from the window's last node: along the chain while the predecessor set the time,
+    across the binding edge otherwise; sum what each step of the walk costs by category."""
+    d = g.d if d is None else d
+    w = g.e_w if w is None else w
+    end, start = _end_node(g, t)
+    if end < 0:
+        return CriticalPath(0.0, {}, {}, np.zeros(0, np.int64))
+    t0 = t[start]
+    chain_of = np.zeros(len(g), dtype=np.int64)
+    for ci, c in enumerate(g.chains):
+        chain_of[c.lo:c.hi] = ci
+    val = t[g.e_src] + w if g.e_src.size else np.zeros(0)
+    # Per destination: the edge with the latest ready time (edges are sorted by destination).
+    best_edge = np.full(len(g), -1, dtype=np.int64)
+    ready = np.full(len(g), -np.inf)
+    if g.e_src.size:
+        order = np.lexsort((val, g.e_dst))
+        last = np.r_[g.e_dst[order][1:] != g.e_dst[order][:-1], True]
+        best_edge[g.e_dst[order][last]] = order[last]
+        ready[g.e_dst[order][last]] = val[order][last]
+    r = np.maximum(ready, g.fixed)
+    prev_t = np.r_[-np.inf, t[:-1]]
+    lo_mask = np.zeros(len(g), bool)
+    for c in g.chains:
+        lo_mask[c.lo] = True
+    prev_t[lo_mask] = -np.inf
+    jump = (r > prev_t + 1e-9) & (best_edge >= 0) & (ready >= g.fixed)
+    jumps = np.flatnonzero(jump)
+    stop_fixed = np.flatnonzero(lo_mask | (g.fixed > prev_t + 1e-9))
+    secs = np.zeros(len(CATEGORIES))
+    on_path = []
+    node = end
+    guard = 0
+    dcat = g.dcat
+    scale = np.where(g.d > 0, d / np.maximum(g.d, 1e-12), 0.0)
+    while node >= 0 and guard < 1_000_000:
+        guard += 1
+        c = g.chains[chain_of[node]]
+        # The nearest node at or before ``node`` on its chain where the walk leaves the chain.
+        kj = int(np.searchsorted(jumps, node, side="right")) - 1
+        ks = int(np.searchsorted(stop_fixed, node, side="right")) - 1
+        j = jumps[kj] if kj >= 0 and jumps[kj] >= c.lo else -1
+        s = stop_fixed[ks] if ks >= 0 and stop_fixed[ks] >= c.lo else c.lo
+        lo = max(j, s)
+        # Stop at the window start.
+        seg = np.arange(lo, node + 1)
+        inside = t[seg] > t0 - 1e-9
+        seg = seg[inside]
+        if seg.size:
+            secs += (dcat[seg] * scale[seg, None]).sum(axis=0)
+            on_path.append(seg)
+        if not inside.all() or lo != j or t[lo] <= t0:
+            break
+        e = best_edge[lo]
+        kind = EDGE_KINDS[g.e_kind[e]]
+        wt = w[e]
+        if kind == "launch":
+            secs[CATEGORIES.index("launch_latency")] += wt
+        elif kind == "stream_wait":
+            secs[CATEGORIES.index("gpu_wait")] += wt
+        elif kind in ("trigger", "join"):
+            secs[CATEGORIES.index("cpu_wait")] += wt
+        node = int(g.e_src[e])
+    length = float(t[end] - t0)
+    total = float(secs.sum())
+    seconds = {CATEGORIES[i]: float(secs[i]) / 1e6 for i in range(len(CATEGORIES)) if secs[i] > 0}
+    share = {k: v * 1e6 / total for k, v in seconds.items()} if total > 0 else {}
+    nodes = np.sort(np.concatenate(on_path)) if on_path else np.zeros(0, np.int64)
+    return CriticalPath(length, share, seconds, nodes)
+
+
+def path_masks(g: Graph, nodes: np.ndarray, ranks: list[RankTrace]) -> dict[tuple[int, int], np.ndarray]:
+    """The critical path as masks over lane events, keyed ``(rank index in ranks, lane id)`` (the
+    timeline's keys): a GPU node's kernel, a CPU node's event (the op or call whose boundary it is)."""
+    index_of = {rt.rank: i for i, rt in enumerate(ranks)}
+    out: dict[tuple[int, int], np.ndarray] = {}
+    for rank, lane_id, ev in zip(g.node_rank[nodes].tolist(), g.node_lane[nodes].tolist(),
+                                 g.node_index[nodes].tolist()):
+        if rank not in index_of or ev < 0:
+            continue
+        key = (index_of[rank], lane_id)
+        mask = out.get(key)
+        if mask is None:
+            mask = out[key] = np.zeros(len(ranks[index_of[rank]].lanes[lane_id]), dtype=bool)
+        mask[ev] = True
+    return out

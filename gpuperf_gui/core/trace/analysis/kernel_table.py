@@ -1,0 +1,185 @@
+"""The kernels of a rank as the Overview's table shows them: one row per kernel name, with its
+device time, tensor-core use, precision and the FLOPs and bytes of the ops that launched it (no Qt).
+
+* **Tensor-core share** of kernel time (memcpy/memset excluded): the kernel-name allowlist of the
+  TensorBoard plugin (``tensor_core.py``, after NVIDIA PyProf) plus the Hopper/Ampere families it
+  predates (``nvjet``, ``wgmma``, cutlass ``tensorop``, flash attention); names with ``ffma`` (CUDA-core
+  FMA, e.g. ``sm80_xmma_gemm_f32f32..._ffma``) are not tensor-core kernels even when ``xmma`` matches.
+* **FLOPs** where the op that launched a kernel has a FLOP count (Kineto's "External id" joins a
+  kernel to its op): the op's FLOPs and estimated bytes go to its math kernels only, split by
+  duration (see :func:`kernel_rows`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..vocabulary.kernel_classes import KERNEL_CLASSES
+from ..model.trace_model import RankTrace
+from ..vocabulary.precision import PRECISION_CODES, is_math_kernel, kernel_precision
+
+TOP_KERNELS = 15
+_COPY = KERNEL_CLASSES.index("copy")
+
+TENSOR_CORE_TOKENS = (
+    # TensorBoard plugin / PyProf allowlist
+    "h884", "s884", "h1688", "s1688", "hmma", "i8816", "16816", "dgrad_1x1_stride_2x2",
+    "first_layer_wgrad_kernel", "conv1x1", "conv2d_c1_k1", "direct_group", "xmma_implicit_gemm",
+    "xmma_sparse_conv", "xmma_warp_specialized_implicit_gemm", "xmma_gemm", "xmma_sparse_gemm", "c1688",
+    # newer families (Ampere/Hopper cuBLAS, CUTLASS, flash attention)
+    "nvjet", "wgmma", "gmma", "tensorop", "flash_fwd", "flash_bwd", "flash::", "fmha_cutlass", "hgemm",
+    "bf16gemm", "s16816", "cutlass3x_sm90", "cudnn_generated_fort_native_sdpa",
+)
+CUDA_CORE_TOKENS = ("ffma", "sgemm_", "dgemm")
+
+
+def uses_tensor_cores(name: str) -> bool:
+    """Whether a kernel runs on tensor cores, by its name (see the module docstring)."""
+    low = name.lower()
+    if any(t in low for t in CUDA_CORE_TOKENS):
+        return False
+    return any(t in low for t in TENSOR_CORE_TOKENS)
+
+
+@dataclass(frozen=True)
+class KernelRow:
+    """Device time of one kernel name, with FLOPs where its launching op has a count."""
+
+    name: str
+    kernel_class: str
+    calls: int
+    seconds: float
+    share: float
+    tensor_cores: bool
+    flops: float = 0.0
+    """FLOPs of the calls whose op has a FLOP count (``flops_seconds`` is their time)."""
+    flops_seconds: float = 0.0
+    bytes: float = 0.0
+    precision: str | None = None
+    """The precision this kernel ran in (:mod:`.precision`); None for non-math kernels or unknown."""
+    math: bool = False
+    """A GEMM/attention kernel that does its op's multiply-adds (gets its FLOPs)."""
+
+    @property
+    def achieved_flops_per_s(self) -> float | None:
+        return self.flops / self.flops_seconds if self.flops > 0 and self.flops_seconds > 0 else None
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "class": self.kernel_class, "calls": self.calls, "seconds": self.seconds,
+                "share": self.share, "tensor_cores": self.tensor_cores, "flops": self.flops or None,
+                "bytes": self.bytes or None, "achieved_flops_per_s": self.achieved_flops_per_s,
+                "ai_flops_per_byte": self.ai_flops_per_byte, "precision": self.precision, "math": self.math}
+
+    @property
+    def ai_flops_per_byte(self) -> float | None:
+        return self.flops / self.bytes if self.flops > 0 and self.bytes > 0 else None
+
+    def fraction_of_roof(self, peak_flops_per_s: float | None, bandwidth_bytes_per_s: float | None) -> float | None:
+        """Achieved FLOP/s over the roofline's attainable rate at this kernel's intensity
+        (the compute peak alone when the bytes are unknown); None without FLOPs or a peak."""
+        achieved = self.achieved_flops_per_s
+        if achieved is None or not peak_flops_per_s:
+            return None
+        from ...roofline import attainable_flops_per_s  # noqa: PLC0415 - `diagnose` needs it only with a roof
+
+        ai = self.ai_flops_per_byte
+        roof = (attainable_flops_per_s(peak_flops_per_s, bandwidth_bytes_per_s, ai)
+                if ai is not None and bandwidth_bytes_per_s else peak_flops_per_s)
+        return achieved / roof if roof > 0 else None
+
+
+# -- kernels -------------------------------------------------------------------------------------------
+def op_counts_by_external_id(rt: RankTrace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(sorted external ids, FLOPs, bytes, precision codes) of the CPU ops that have a FLOP count."""
+    ids, fl, by, pr = [], [], [], []
+    for lane in rt.cpu_lanes:
+        if not len(lane.flops):
+            continue
+        m = np.isfinite(lane.flops) & (lane.flops > 0) & (lane.external_id >= 0)
+        if m.any():
+            ids.append(lane.external_id[m])
+            fl.append(lane.flops[m])
+            by.append(np.where(np.isfinite(lane.bytes[m]), lane.bytes[m], 0.0))
+            pr.append(lane.op_precision[m].astype(np.int64) if len(lane.op_precision) else np.full(int(m.sum()), -1))
+    if not ids:
+        return np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0, np.int64)
+    e, f, b, p = np.concatenate(ids), np.concatenate(fl), np.concatenate(by), np.concatenate(pr)
+    order = np.argsort(e, kind="stable")
+    return e[order], f[order], b[order], p[order]
+
+
+def kernel_rows(rt: RankTrace) -> tuple[list[KernelRow], float | None, float]:
+    """(kernel rows by device time, tensor-core share, total kernel seconds) over the whole trace.
+
+    An op's FLOPs and its estimated bytes go to its math kernels only (GEMM/attention kernels,
+    :func:`.precision.is_math_kernel`), split over them by duration; the other kernels it launched
+    (a ``Memset`` of the output, cuBLASLt's split-K reduce, a cast) get no FLOPs, and a copy
+    kernel keeps the bytes the profiler recorded for it. Each row has the precision it ran in
+    (:func:`.precision.kernel_precision`: its name, else its op's input types)."""
+    lanes = [lane for lane in rt.gpu_lanes if len(lane)]
+    if not lanes:
+        return [], None, 0.0
+    name = np.concatenate([lane.name_id for lane in lanes]).astype(np.int64)
+    dur = np.concatenate([lane.duration_us for lane in lanes])
+    cls = np.concatenate([lane.kernel_class for lane in lanes]).astype(np.int64)
+    ext = np.concatenate([lane.external_id if len(lane.external_id) else np.full(len(lane), -1)
+                          for lane in lanes]).astype(np.int64)
+    own_bytes = np.concatenate([lane.bytes if len(lane.bytes) else np.full(len(lane), np.nan) for lane in lanes])
+    names, inv = np.unique(name, return_inverse=True)
+    n = names.size
+    cls_of = np.zeros(n, np.int64)
+    cls_of[inv] = cls
+    texts = [rt.strings[int(i)] for i in names.tolist()]
+    tc = np.array([uses_tensor_cores(t) for t in texts], dtype=bool)
+    math_name = np.array([is_math_kernel(t, KERNEL_CLASSES[c] if c >= 0 else "other")
+                          for t, c in zip(texts, cls_of.tolist())], dtype=bool)
+    math = math_name[inv]
+    op_ext, op_flops, op_bytes, op_prec = op_counts_by_external_id(rt)
+    k_flops = np.zeros(dur.size)
+    k_bytes = np.where(cls == _COPY, np.nan_to_num(own_bytes), 0.0)
+    k_prec = np.full(dur.size, -1, np.int64)
+    if op_ext.size:
+        pos = np.clip(np.searchsorted(op_ext, ext), 0, op_ext.size - 1)
+        joined = (ext >= 0) & (op_ext[pos] == ext)
+        k_prec[joined] = op_prec[pos[joined]]
+        known = joined & math
+        if known.any():
+            # an op's FLOPs and bytes split over its math kernels by duration
+            uniq, group = np.unique(ext[known], return_inverse=True)
+            total = np.bincount(group, weights=dur[known], minlength=uniq.size)
+            weight = np.where(total[group] > 0, dur[known] / np.maximum(total[group], 1e-30), 0.0)
+            k_flops[known] = op_flops[pos[known]] * weight
+            k_bytes[known] = op_bytes[pos[known]] * weight
+    seconds = np.bincount(inv, weights=dur, minlength=n) / 1e6
+    calls = np.bincount(inv, minlength=n)
+    flops = np.bincount(inv, weights=k_flops, minlength=n)
+    nbytes = np.bincount(inv, weights=k_bytes, minlength=n)
+    flops_s = np.bincount(inv, weights=np.where(k_flops > 0, dur, 0.0), minlength=n) / 1e6
+    op_prec_of = _majority_code(inv, k_prec, dur, n)
+    total_s = float(seconds.sum())
+    not_copy = cls_of != _COPY
+    kernel_s = float(seconds[not_copy].sum())
+    tc_share = float(seconds[tc & not_copy].sum()) / kernel_s if kernel_s > 0 else None
+    rows = []
+    for j in np.argsort(-seconds, kind="stable").tolist():
+        op_p = PRECISION_CODES[op_prec_of[j]] if op_prec_of[j] >= 0 else None
+        precision = kernel_precision(texts[j], op_p, bool(tc[j])) if math_name[j] else None
+        rows.append(KernelRow(texts[j], KERNEL_CLASSES[cls_of[j]] if cls_of[j] >= 0 else "other",
+                              int(calls[j]), float(seconds[j]), float(seconds[j]) / total_s if total_s > 0 else 0.0,
+                              bool(tc[j]), float(flops[j]), float(flops_s[j]), float(nbytes[j]),
+                              precision=precision, math=bool(math_name[j])))
+    return rows, tc_share, kernel_s
+
+
+def _majority_code(inv: np.ndarray, code: np.ndarray, dur: np.ndarray, n: int) -> np.ndarray:
+    """Per name, the op precision code that holds most of its time (-1 when none is known)."""
+    out = np.full(n, -1, np.int64)
+    has = code >= 0
+    if not has.any():
+        return out
+    k = len(PRECISION_CODES)
+    per = np.bincount(inv[has] * k + code[has], weights=dur[has] + 1e-9, minlength=n * k).reshape(n, k)
+    best = per.argmax(axis=1)
+    out[per.max(axis=1) > 0] = best[per.max(axis=1) > 0]
+    return out

@@ -1,0 +1,590 @@
+"""The op table of ``prof.key_averages().table(sort_by="cuda_time_total")``, rebuilt from a trace.
+
+Rows: host events (``cpu_op``/``Operator``, ``user_annotation``, runtime/driver calls, and the
+``python_function`` frames of a ``with_stack=True`` trace, which torch lists and nests too) grouped by
+name, and device rows (kernels, copies, and ``gpu_user_annotation`` spans, which torch lists with
+their span as "self CUDA" time) grouped by name. ``ProfilerStep#N`` is grouped as ``ProfilerStep*``
+as torch does.
+
+* Nesting is torch's (``EventList._populate_cpu_children``): on one thread, an event's parent is the
+  innermost earlier event that *contains* it (starts no later, ends no earlier, and the child starts
+  before the parent ends). An event that merely overlaps another is not its child.
+* self CPU = duration minus the durations of its direct children, never below 0 (torch prints a
+  negative self time when a parent's children overlap, e.g. a Python frame and a record_function
+  that straddles it); total CPU = duration.
+* Profiler overhead: Kineto writes CUPTI's own overhead ("Command Buffer Full", ``cat: overhead``,
+  ``pid -1``) on a row of its own. torch files these spans under the thread that drives the
+  profiler (the one with the ``ProfilerStep`` annotations), so they count as children of the
+  innermost op of that thread enclosing them and are not that op's self time. We do the same: it is
+  the profiler's time, not the step's (healthy_gpt_small: ``ProfilerStep*`` self CPU 64.015 ms in
+  torch's table; 86.45 ms if the 22.43 ms of overhead were left in).
+* self device = device work launched by the op itself: each kernel goes (through the correlation
+  id) to its launch call and from there, as torch links them, to the enclosing op whose External id
+  the launch call carries; failing that, to the innermost enclosing op that is not a runtime/driver
+  call or a Python frame (torch credits kernels to the op, never to ``cudaLaunchKernel``); total
+  device = self + children's.
+* Nested same-name ops are one call, as in torch's ``EventList._remove_dup_nodes``: an event whose
+  parent has the same (grouped) name and no other child (overhead spans count as children on the
+  profiling thread) is dropped; the parent takes over its children and its kernels (replacing its
+  own, as torch does). ``aten::sum`` calling ``aten::sum`` is 1 call, its device time counted once.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Callable, NamedTuple, Sequence
+
+import numpy as np
+
+from ..model.nesting import nest
+from ..vocabulary.categories import GPU_ACTIVITY_CATEGORIES, LAUNCH_CATEGORIES
+from ..model.trace_model import GPU_ACTIVITY_KINDS, Lane, RankTrace
+
+PYTHON_CATEGORIES = frozenset({"python_function"})
+"""``with_stack=True`` Python frames: rows and tree nodes in torch's table, never owners of kernels."""
+HOST_ROW_CATEGORIES = frozenset({"cpu_op", "Operator", "user_annotation"}) | LAUNCH_CATEGORIES | PYTHON_CATEGORIES
+OVERHEAD_CATEGORIES = frozenset({"overhead"})
+"""Kineto's profiler-overhead spans (CUPTI buffer flushes): children time of the profiling thread."""
+_STEP_RE = re.compile(r"^ProfilerStep\s*#\s*\d+$")
+CONTAINMENT_SLACK_US = 1e-3
+"""A child may end this much after its parent: Kineto writes ``ts`` and ``dur`` rounded to 1 ns
+separately, and ``ts`` near 5e12 µs is a double with a 0.001 µs step, so a child ending with its
+parent can read 1 ns later (torch, on integer ns, sees it inside)."""
+
+
+@dataclass
+class OpRow:
+    """One row; times in seconds. ``kind`` is "host" or "device".
+
+    ``mean_device_s`` is ``device_total_s / calls`` (None without calls). ``device_share`` is, for
+    device rows of kernels/copies/memsets, their device time over the rank's total of that work
+    (``gpu_user_annotation`` time excluded from both; the shares of those rows sum to 1); None for
+    host rows and annotation-only rows, so the kernel view is the rows with a ``device_share``.
+    """
+
+    name: str
+    kind: str
+    calls: int
+    self_cpu_s: float
+    cpu_total_s: float
+    self_device_s: float
+    device_total_s: float
+    flops: float | None = None
+    mean_device_s: float | None = None
+    device_share: float | None = None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def _group_name(name: str) -> str:
+    return "ProfilerStep*" if _STEP_RE.match(name) else name
+
+
+def op_table(rt: RankTrace, host_windows_us: Sequence[tuple[float, float]] | None = None,
+             device_keep: dict[int, np.ndarray] | None = None, *,
+             on_point_rows: Callable[[Lane, HostRows], None] | None = None) -> list[OpRow]:
+    """All rows, sorted by total device time then total CPU time, descending.
+
+    A selection (e.g. some steps): only host events starting in one of ``host_windows_us``
+    (``[t0, t1)``, lane times) and the device events ``device_keep[lane_id]`` marks count (a lane
+    missing from it counts none); nesting is still read from the whole lane.
+
+    ``on_point_rows(lane, rows)`` is called for each CPU lane with FLOP counts with the host rows
+    :mod:`.op_points` reads (:func:`point_rows`), made from this table's own where they are the
+    same (the containment search is most of the time of both).
+    """
+    # Overhead spans are rows too (torch lists "Command Buffer Full"; its "Self CPU time total"
+    # includes them), on their own row of the trace where nothing nests in them.
+    host_cat = rt.strings.ids_matching(lambda s: s in HOST_ROW_CATEGORIES or s in OVERHEAD_CATEGORIES)
+    n_strings = len(rt.strings)
+    self_cpu = np.zeros(n_strings)
+    total_cpu = np.zeros(n_strings)
+    self_dev = np.zeros(n_strings)
+    total_dev = np.zeros(n_strings)
+    calls = np.zeros(n_strings, dtype=np.int64)
+    flops = np.zeros(n_strings)
+    host_rows = np.zeros(n_strings, dtype=bool)
+    device_rows = np.zeros(n_strings, dtype=bool)
+
+    kernel_us = _kernel_time_by_launch(rt)
+    launch_ids = _ids(rt, LAUNCH_CATEGORIES)
+    python_ids = _ids(rt, PYTHON_CATEGORIES)
+    overhead = _overhead_spans(rt)
+    step_lane = _profiling_thread(rt)
+    group = name_groups(rt)
+    point_cat = rt.strings.ids_matching(lambda s: s in HOST_ROW_CATEGORIES) if on_point_rows else None
+    for lane in rt.cpu_lanes:
+        tree = _host_tree(lane, host_cat, kernel_us, launch_ids, python_ids)
+        if tree is None:
+            continue
+        name_group = group[lane.name_id[tree.rows]]
+        with_over, extra = _with_overhead(tree, lane.start_us[tree.rows], overhead if lane is step_lane else None)
+        got = _collapse_same_name(with_over, name_group, extra)
+        if point_cat is not None and has_flops(lane):
+            on_point_rows(lane, _point_rows_from(lane, tree, got, extra, name_group, point_cat, kernel_us,
+                                                 launch_ids, group, python_ids))
+        rows, level, parent, dur, dev_op, overhead_us = got
+        child_cpu = nest.add_at(overhead_us, parent, dur, skip_negative=True)  # roots (-1) left out
+        if child_cpu is None:
+            nested = parent >= 0
+            child_cpu = add_at(overhead_us, parent[nested], dur[nested])
+        dev_total = _subtree_sums(dev_op, parent, level)
+        if host_windows_us is not None:
+            keep = starts_in(lane.start_us[rows], host_windows_us)
+            rows, dur, dev_op, dev_total, child_cpu = (a[keep] for a in (rows, dur, dev_op, dev_total, child_cpu))
+        names = lane.name_id[rows]
+        self_cpu = add_at(self_cpu, names, np.maximum(dur - child_cpu, 0.0))
+        total_cpu = add_at(total_cpu, names, dur)
+        self_dev = add_at(self_dev, names, dev_op)
+        total_dev = add_at(total_dev, names, dev_total)
+        calls += np.bincount(names, minlength=n_strings)
+        f = lane.flops[rows]
+        ok = ~np.isnan(f)
+        flops = add_at(flops, names[ok], f[ok])
+        host_rows[names] = True
+    out = _merge_rows(rt, host_rows, "host", calls, self_cpu, total_cpu, self_dev, total_dev, flops)
+
+    d_calls = np.zeros(n_strings, dtype=np.int64)
+    d_time = np.zeros(n_strings)
+    work_us = np.zeros(n_strings)  # kernels/copies/memsets only, not gpu_user_annotation spans
+    for lane in rt.lanes_of_kind("gpu_compute", "gpu_comm", "gpu_copy", "gpu_annotation"):
+        names, dur = lane.name_id, lane.duration_us
+        if device_keep is not None:
+            keep = device_keep.get(lane.lane_id, np.zeros(len(lane), dtype=bool))
+            names, dur = names[keep], dur[keep]
+        d_calls += np.bincount(names, minlength=n_strings)
+        d_time = add_at(d_time, names, dur)
+        if lane.kind in GPU_ACTIVITY_KINDS:
+            work_us = add_at(work_us, names, dur)
+        device_rows[names] = True
+    zeros = np.zeros(n_strings)
+    device = _merge_rows(rt, device_rows, "device", d_calls, zeros, zeros, d_time, d_time, zeros)
+    _set_device_shares(rt, device, work_us, device_rows)
+    out += device
+    for row in out:
+        row.mean_device_s = row.device_total_s / row.calls if row.calls else None
+    out.sort(key=lambda r: (-r.device_total_s, -r.cpu_total_s, r.name))
+    return out
+
+
+def add_at(target: np.ndarray, index: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``np.add.at(target, index, values)`` on a float64 ``target``, into a new array, with the same
+    sums bit for bit: np.bincount adds in input order from 0.0 as add.at adds onto each element,
+    so the target's own nonzero values go first. np.add.at was 20x slower here (numpy 2.4). One
+    pass, the same additions, where the C extension is built (:mod:`.nest`)."""
+    fast = nest.add_at(target, index, values)
+    if fast is not None:
+        return fast
+    base = np.flatnonzero(target)  # NaN counts as nonzero; 0.0 + x is x
+    if base.size:
+        index = np.concatenate([base, index])
+        values = np.concatenate([target[base], values])
+    return np.bincount(index, weights=values, minlength=target.size)
+
+
+def _subtree_sums(own: np.ndarray, parent: np.ndarray, level: np.ndarray) -> np.ndarray:
+    """``own`` plus every descendant's, adding each level's rows into their parents from the
+    deepest level up, children in row order (the order, so the sums, of ``np.add.at`` level by
+    level). One pass where the C extension is built (:mod:`.nest`)."""
+    fast = nest.subtree_sums(own, parent)
+    if fast is not None:
+        return fast
+    total = own.copy()
+    if not level.size:
+        return total
+    local = np.empty(parent.size, dtype=np.int64)   # a row's position among the rows of its level
+    deepest = int(level.max())
+    at = np.flatnonzero(level == deepest)
+    for d in range(deepest, 0, -1):
+        up = np.flatnonzero(level == d - 1)
+        local[up] = np.arange(up.size)
+        index = local[parent[at]]
+        sums = np.bincount(np.concatenate([np.arange(up.size), index]),
+                           weights=np.concatenate([total[up], total[at]]), minlength=up.size)
+        has = np.bincount(index, minlength=up.size) > 0
+        total[up[has]] = sums[has]
+        at = up
+    return total
+
+
+def starts_in(times_us: np.ndarray, windows_us: Sequence[tuple[float, float]]) -> np.ndarray:
+    """Mask of the times inside any ``[t0, t1)`` of ``windows_us``."""
+    out = np.zeros(times_us.shape, dtype=bool)
+    for t0, t1 in windows_us:
+        out |= (times_us >= t0) & (times_us < t1)
+    return out
+
+
+def _set_device_shares(rt: RankTrace, rows: list[OpRow], work_us: np.ndarray, device_rows: np.ndarray) -> None:
+    """``device_share`` of the rows with device work: their share of the rank's total of it."""
+    by_name: dict[str, float] = {}
+    has_work = np.zeros(work_us.size, dtype=bool)
+    for lane in rt.gpu_lanes:
+        has_work[lane.name_id] = True
+    for i in np.flatnonzero(device_rows & has_work).tolist():
+        name = _group_name(rt.strings[i])
+        by_name[name] = by_name.get(name, 0.0) + float(work_us[i])
+    total_us = sum(by_name.values())
+    for row in rows:
+        if row.name in by_name:
+            row.device_share = by_name[row.name] / total_us if total_us > 0 else 0.0
+
+
+class HostRows(NamedTuple):
+    """Host rows of one CPU lane as torch's event tree (see :func:`host_rows_with_device_time`)."""
+
+    rows: np.ndarray
+    """Indices into the lane."""
+    level: np.ndarray | None
+    """Depth of each row (roots 0); None only between :func:`_host_tree` and the collapse."""
+    parent: np.ndarray
+    """Index into ``rows`` of each row's parent, -1 for roots."""
+    duration_us: np.ndarray
+    self_device_us: np.ndarray
+    overhead_us: np.ndarray
+    """Profiler-overhead time whose innermost enclosing row this is (0 without ``overhead``)."""
+
+
+def name_groups(rt: RankTrace) -> np.ndarray:
+    """Per string id, the id of its group name (every ``ProfilerStep#N`` maps to one id)."""
+    group = np.arange(len(rt.strings), dtype=np.int64)
+    step = np.flatnonzero(rt.strings.ids_matching(lambda s: bool(_STEP_RE.match(s))))
+    if step.size:
+        group[step] = step[0]
+    return group
+
+
+def host_rows_with_device_time(lane, host_cat: np.ndarray, kernel_us: dict[int, np.ndarray],  # noqa: ANN001
+                               launch_ids: np.ndarray, group: np.ndarray,
+                               overhead: tuple[np.ndarray, np.ndarray] | None = None,
+                               python_ids: np.ndarray | None = None) -> HostRows | None:
+    """Host rows of a CPU lane with nesting and the device µs each op launched itself.
+
+    None when the lane has no host rows. ``parent`` follows :func:`containment_parents`; kernels
+    launched by a runtime/driver call are credited to the innermost enclosing op that is not itself
+    a runtime/driver call or a Python frame (``python_ids``: torch links kernels to ops, never to
+    frames). Same-name chains are collapsed as torch does (:func:`_collapse_same_name`;
+    ``group`` from :func:`name_groups`). ``overhead`` spans (start, end sorted) count as children of
+    the row enclosing them.
+    """
+    tree = _host_tree(lane, host_cat, kernel_us, launch_ids, python_ids)
+    if tree is None:
+        return None
+    return _collapse_same_name(*_with_overhead(tree, lane.start_us[tree.rows], overhead),
+                               group[lane.name_id[tree.rows]])
+
+
+def _host_tree(lane, host_cat: np.ndarray, kernel_us: dict[int, np.ndarray], launch_ids: np.ndarray,  # noqa: ANN001
+               python_ids: np.ndarray | None) -> HostRows | None:
+    """:func:`host_rows_with_device_time` before overhead spans and the same-name collapse
+    (``overhead_us`` zeros, ``level`` None: :func:`_collapse_same_name` finds the levels)."""
+    rows = np.flatnonzero(host_cat[lane.category_id])
+    if rows.size == 0:
+        return None
+    def of_rows(column: np.ndarray) -> np.ndarray:  # read only: a lane of host rows alone is not copied
+        return column if rows.size == column.size else column[rows]
+
+    start, dur = of_rows(lane.start_us), of_rows(lane.duration_us)
+    parent = containment_parents(start, dur)
+    own_dev = kernel_us.get(lane.lane_id)
+    dev_op = own_dev[rows] if own_dev is not None else np.zeros(rows.size)
+    cats = of_rows(lane.category_id)
+    is_launch = _id_mask(launch_ids, host_cat.size)[cats]
+    moved = np.flatnonzero(is_launch & (parent >= 0) & (dev_op > 0))
+    if moved.size:
+        skip = is_launch | _id_mask(python_ids if python_ids is not None else [], host_cat.size)[cats]
+        target = _kernel_owners(moved, parent, skip, of_rows(lane.external_id))
+        ok = target >= 0
+        dev_op = add_at(dev_op, target[ok], dev_op[moved[ok]])
+        dev_op[moved[ok]] = 0.0
+    return HostRows(rows, None, parent, dur, dev_op, np.zeros(rows.size))  # levels: after the collapse
+
+
+def _id_mask(ids: np.ndarray | Sequence[int], n_strings: int) -> np.ndarray:
+    """A lookup table over string ids, True at ``ids`` (``mask[col]`` is ``np.isin(col, ids)`` in
+    one gather; one entry more, False, for the id -1)."""
+    mask = np.zeros(n_strings + 1, dtype=bool)
+    mask[np.asarray(ids, dtype=np.int64)] = True
+    return mask
+
+
+def _with_overhead(tree: HostRows, start: np.ndarray, overhead: tuple[np.ndarray, np.ndarray] | None
+                   ) -> tuple[HostRows, np.ndarray]:
+    """``tree`` (rows starting at ``start``) with the ``overhead`` spans (start, end sorted) given
+    to the rows enclosing them: (rows with ``overhead_us``, spans per row)."""
+    if overhead is None or not overhead[0].size:
+        return tree, np.zeros(tree.rows.size, dtype=np.int64)
+    owner = _span_owners(start, tree.duration_us, overhead, parents=tree.parent)
+    ok = owner >= 0
+    over_us = np.bincount(owner[ok], weights=(overhead[1] - overhead[0])[ok], minlength=tree.rows.size)
+    over_n = np.bincount(owner[ok], minlength=tree.rows.size).astype(np.int64)
+    return tree._replace(overhead_us=over_us), over_n
+
+
+def has_flops(lane) -> bool:  # noqa: ANN001 (Lane)
+    """Whether any event of ``lane`` has a FLOP count (only such lanes give roofline points)."""
+    return bool(np.any(~np.isnan(lane.flops)))
+
+
+def point_rows(lane, kernel_us: dict[int, np.ndarray], launch_ids: np.ndarray, group: np.ndarray,  # noqa: ANN001
+               python_ids: np.ndarray, point_cat: np.ndarray) -> HostRows | None:
+    """The host rows :mod:`.op_points` reads: those of :data:`HOST_ROW_CATEGORIES` (``point_cat``),
+    no overhead spans."""
+    return host_rows_with_device_time(lane, point_cat, kernel_us, launch_ids, group, None, python_ids)
+
+
+def _point_rows_from(lane, tree: HostRows, collapsed: HostRows, extra_children: np.ndarray,  # noqa: ANN001
+                     name_group: np.ndarray, point_cat: np.ndarray, kernel_us: dict[int, np.ndarray],
+                     launch_ids: np.ndarray, group: np.ndarray, python_ids: np.ndarray) -> HostRows | None:
+    """:func:`point_rows` from the op table's rows of the lane (``tree`` before, ``collapsed``
+    after the same-name collapse with ``extra_children`` overhead spans): the same rows unless
+    the lane has overhead-category rows (then found afresh); collapsed again without the overhead
+    children where there were some (they can keep a same-name child apart)."""
+    if not point_cat[lane.category_id[tree.rows]].all():
+        return point_rows(lane, kernel_us, launch_ids, group, python_ids, point_cat)
+    if extra_children.any():
+        return _collapse_same_name(tree, name_group, np.zeros(tree.rows.size, dtype=np.int64), levels=False)
+    return collapsed
+
+
+def _kernel_owners(launch: np.ndarray, parent: np.ndarray, skip: np.ndarray, external_id: np.ndarray
+                   ) -> np.ndarray:
+    """The row credited with each launch's kernels (-1: none), as torch links them: the enclosing op
+    whose External id is the launch call's (a CUDA-graph replay inside an ``## Call CompiledFxGraph``
+    annotation belongs to ``CompiledFunction``, the op that launched it); without such an op, the
+    innermost enclosing row that is not a runtime call or a Python frame."""
+    want = external_id[launch]
+    target = parent[launch]
+    fallback = np.full(launch.size, -1, dtype=np.int64)
+    while True:  # one ancestor up per round: every walk ends at a root's parent (-1) at the latest
+        live = target >= 0
+        at = np.maximum(target, 0)
+        usable = live & ~skip[at]
+        fallback = np.where(usable & (fallback < 0), target, fallback)
+        done = ~live | (usable & (want >= 0) & (external_id[at] == want))
+        if done.all():
+            return np.where(target >= 0, target, fallback)
+        target = np.where(done, target, parent[at])
+
+
+def _collapse_same_name(h: HostRows, name_group: np.ndarray, extra_children: np.ndarray,
+                        levels: bool = True) -> HostRows:
+    """torch's ``_remove_dup_nodes``: drop each row whose parent has its name and no other child.
+
+    The parent keeps its own span (so its self CPU becomes its span minus the grandchildren) and
+    takes the dropped row's kernels in place of its own; chains collapse into their top row.
+    The result's ``level`` is found here (None without ``levels``: the roofline points need none).
+    """
+    parent = h.parent
+    has_parent = parent >= 0
+    safe = np.maximum(parent, 0)
+    n_children = np.bincount(parent[has_parent], minlength=parent.size) + extra_children
+    merge = has_parent & (name_group == name_group[safe]) & (n_children[safe] == 1)
+    merged = np.flatnonzero(merge)
+    if not merged.size:
+        if levels and h.level is None:
+            return h._replace(level=_levels(parent))
+        return h
+    top = np.arange(parent.size)
+    top[merged] = parent[merged]
+    chained = merged[merge[top[merged]]]
+    while chained.size:  # pointer jumping: each merged row to the kept row at the top of its chain
+        top[chained] = top[top[chained]]
+        chained = chained[merge[top[chained]]]
+    dev = h.self_device_us.copy()
+    deepest = np.full(parent.size, -1)
+    np.maximum.at(deepest, top[merged], merged)  # a chain is a path: its last row is the deepest
+    owners = np.flatnonzero(deepest >= 0)
+    dev[owners] = h.self_device_us[deepest[owners]]
+    over = add_at(h.overhead_us, top[merged], h.overhead_us[merged])
+    keep = ~merge
+    new_index = np.cumsum(keep) - 1
+    kept_parent = parent[keep]
+    new_parent = np.where(kept_parent >= 0, new_index[top[np.maximum(kept_parent, 0)]], -1)
+    return HostRows(h.rows[keep], _levels(new_parent) if levels else None, new_parent, h.duration_us[keep],
+                    dev[keep], over[keep])
+
+
+def containment_parents(start: np.ndarray, duration: np.ndarray) -> np.ndarray:
+    """Innermost enclosing event of each event of one thread; -1 for roots.
+
+    ``start`` is sorted, ties longest first (as in a :class:`.trace_model.Lane`). The parent of ``i`` is
+    the latest ``j < i`` with ``end[j] >= end[i]`` and ``start[i] < end[j]`` (torch's rule, on integer
+    ns; here within :data:`CONTAINMENT_SLACK_US` of float rounding);
+    events that only overlap are not nested. Vectorised pointer jumping (:func:`_enclosing_events`):
+    a few numpy passes, memory linear in the events, no Python loop per event.
+    """
+    n = start.size
+    if n < 2:
+        return np.full(n, -1, dtype=np.int64)
+    end = start + duration
+    return _enclosing_events(end, start, end - CONTAINMENT_SLACK_US)
+
+
+def _fails(end: np.ndarray, cand: np.ndarray, q_start: np.ndarray, q_end: np.ndarray) -> np.ndarray:
+    """Where event ``cand`` does not enclose the query ``(q_start, q_end)``: it ends before
+    ``q_end``, or at or before ``q_start`` (a zero-length query at exactly its end is not inside)."""
+    e = end[cand]
+    return (e < q_end) | (e <= q_start)
+
+
+def _enclosing_events(end: np.ndarray, q_start: np.ndarray, q_end: np.ndarray) -> np.ndarray:
+    """For each event ``i`` (sorted by start), the latest ``j < i`` that encloses its query (see
+    :func:`_fails`), -1 if none.
+
+    Every candidate starts at ``i - 1``; one that does not enclose is replaced by its own current
+    candidate, all at once (pointer jumping). That skip is safe: what a candidate ``c`` skipped
+    does not enclose ``c``'s query, so it ends before ``c`` does (minus the slack) or at or before
+    ``c``'s start, both at or before what ``i`` needs, as ``c`` ends before ``i``'s query or at
+    or before ``i``'s start, which is no earlier than ``c``'s. Siblings and ancestors are skipped
+    in O(log) rounds; memory stays O(n) (a table of running maxima took n log n). Where the C
+    extension is built, one stack walk gives the same parents (:mod:`.nest`).
+
+    The first round reads slices, not gathers, and settles the roots at once: an event that no
+    earlier end reaches (the running maximum of the ends fails its query) has no enclosing event;
+    they took the most rounds (a root walks its whole lane back), a third of the time. Runs of
+    siblings are skipped in one step (below), not in log2(run) rounds.
+    """
+    fast = nest.enclosing_events(end, q_start, q_end)
+    if fast is not None:
+        return fast
+    index = np.int32 if end.size < 2**31 else np.int64  # half the temporaries of a 10M-event lane
+    cand = np.arange(-1, end.size - 1, dtype=index)
+    if end.size < 2:
+        return cand
+    qs, qe = q_start[1:], q_end[1:]
+    reach = np.maximum.accumulate(end[:-1])
+    root = (reach < qe) | (reach <= qs)
+    cand[1:][root] = -1
+    first = end[:-1]
+    failed = (first < qe) | (first <= qs)
+    failed &= ~root
+    del reach, root, first
+    # A run of events each not enclosed by its predecessor (siblings one after the other): every
+    # event of the run skips to the candidate of the event before the run, settled already (its
+    # parent, or -1), in one step. Safe by the rule above, applied down the run: each event fails
+    # the next one's query, so every one of them, and the event before the run, fails the last's.
+    settled = np.where(failed, 0, np.arange(1, end.size, dtype=index))
+    np.maximum.accumulate(settled, out=settled)   # the latest event at or before each not in a run
+    active = np.flatnonzero(failed).astype(index) + 1
+    cand[active] = cand[settled[active - 1]]
+    del failed, settled
+    active = active[cand[active] >= 0]
+    while active.size:
+        active = active[_fails(end, cand[active], q_start[active], q_end[active])]
+        cand[active] = cand[cand[active]]
+        active = active[cand[active] >= 0]
+    return cand  # int32 where it fits, as the searches and the op table index with it
+
+
+def _enclosing(parents: np.ndarray, end: np.ndarray, pos: np.ndarray, q_start: np.ndarray,
+               q_end: np.ndarray) -> np.ndarray:
+    """For each query, the latest event ``j <= pos`` that encloses it (-1 if none), walking up the
+    ``parents`` chains of :func:`_enclosing_events` (safe skips, as there)."""
+    cand = pos.astype(np.int64, copy=True)
+    active = np.flatnonzero(cand >= 0)
+    while active.size:
+        active = active[_fails(end, cand[active], q_start[active], q_end[active])]
+        cand[active] = parents[cand[active]]
+        active = active[cand[active] >= 0]
+    return cand
+
+
+def _levels(parent: np.ndarray) -> np.ndarray:
+    """Depth of each node of a parent-pointer forest (roots 0); parents precede children."""
+    # Pointer jumping: O(n log depth), not O(n * depth); in int32 where it fits (half the memory
+    # traffic of int64 on a 4M-row lane). One pass where the C extension is built (:mod:`.nest`).
+    fast = nest.levels(parent)
+    if fast is not None:
+        return fast
+    index = np.int32 if parent.size < 2**31 else np.int64
+    level = (parent >= 0).astype(index)
+    anc = parent.astype(index)
+    while True:
+        has = anc >= 0
+        if not has.any():
+            return level
+        up = np.maximum(anc, 0)
+        level = np.where(has, level + level[up], level)
+        anc = np.where(has, anc[up], -1)
+
+
+def _overhead_spans(rt: RankTrace) -> tuple[np.ndarray, np.ndarray]:
+    """(start, end) of Kineto's profiler-overhead spans, sorted by start."""
+    overhead = rt.strings.ids_matching(lambda s: s in OVERHEAD_CATEGORIES)
+    if not overhead.any():  # most traces: no lane to read
+        return np.zeros(0), np.zeros(0)
+    s, e = rt.cpu_spans(overhead, "category_id")
+    order = np.argsort(s, kind="stable")
+    return s[order], e[order]
+
+
+def _profiling_thread(rt: RankTrace):  # noqa: ANN202 (Lane | None)
+    """The CPU lane with the ``ProfilerStep`` annotations (where torch files profiler overhead)."""
+    step = rt.strings.ids_matching(lambda s: bool(_STEP_RE.match(s)))
+    if not step.any():
+        return None
+    for lane in rt.cpu_lanes:
+        if step[lane.name_id].any():
+            return lane
+    return None
+
+
+def _span_owners(start: np.ndarray, duration: np.ndarray, spans: tuple[np.ndarray, np.ndarray],
+                 parents: np.ndarray | None = None) -> np.ndarray:
+    """Per foreign span (sorted by start), the index of its innermost enclosing event, -1 if none.
+    ``parents``: the events' :func:`containment_parents`, when known."""
+    s, e = spans
+    if start.size == 0:
+        return np.full(s.size, -1, dtype=np.int64)
+    end = start + duration
+    pos = np.searchsorted(start, s, side="right") - 1
+    if parents is None:
+        parents = _enclosing_events(end, start, end - CONTAINMENT_SLACK_US)
+    return _enclosing(parents, end, pos, s, e)
+
+
+def _ids(rt: RankTrace, names: frozenset[str]) -> np.ndarray:
+    return np.array([rt.strings.find(n) for n in names if rt.strings.find(n) >= 0], dtype=np.int32)
+
+
+def _merge_rows(rt: RankTrace, mask: np.ndarray, kind: str, calls: np.ndarray, self_cpu: np.ndarray,
+                total_cpu: np.ndarray, self_dev: np.ndarray, total_dev: np.ndarray, flops: np.ndarray
+                ) -> list[OpRow]:
+    merged: dict[str, OpRow] = {}
+    for i in np.flatnonzero(mask).tolist():
+        name = _group_name(rt.strings[i])
+        row = merged.get(name)
+        if row is None:
+            row = merged[name] = OpRow(name, kind, 0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        row.calls += int(calls[i])
+        row.self_cpu_s += float(self_cpu[i]) / 1e6
+        row.cpu_total_s += float(total_cpu[i]) / 1e6
+        row.self_device_s += float(self_dev[i]) / 1e6
+        row.device_total_s += float(total_dev[i]) / 1e6
+        row.flops = (row.flops or 0.0) + float(flops[i])
+    for row in merged.values():
+        row.flops = row.flops or None
+    return list(merged.values())
+
+
+def _kernel_time_by_launch(rt: RankTrace) -> dict[int, np.ndarray]:
+    """Per CPU lane: device µs launched by each of its events (through the launch flows)."""
+    out: dict[int, np.ndarray] = {}
+    flows = rt.flows
+    if not len(flows):
+        return out
+    dur = np.empty(len(flows))
+    gpu_cat = rt.strings.ids_matching(lambda s: s in GPU_ACTIVITY_CATEGORIES)
+    for lane_id in np.flatnonzero(np.bincount(flows.dst_lane)).tolist():  # np.unique imports numpy.ma
+        m = flows.dst_lane == lane_id
+        lane = rt.lanes[lane_id]
+        idx = flows.dst_index[m]
+        dur[m] = np.where(gpu_cat[lane.category_id[idx]], lane.duration_us[idx], 0.0)
+    for lane_id in np.flatnonzero(np.bincount(flows.src_lane)).tolist():
+        m = flows.src_lane == lane_id
+        acc = np.zeros(len(rt.lanes[lane_id]))
+        np.add.at(acc, flows.src_index[m], dur[m])
+        out[lane_id] = acc
+    return out

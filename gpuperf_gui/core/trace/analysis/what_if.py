@@ -1,0 +1,684 @@
+"""What if a cause were gone: the step time with its edges shrunk on the dependency graph.
+
+Each projection changes the durations or edges of :mod:`.critical_path`'s graph the way the fix
+would, re-walks the graph (:func:`.critical_path.replay`) and measures the replayed steps. It is an
+upper bound of what the fix gives: it removes the cause completely and leaves everything else as
+traced (the work that overlapped the cause, the launches behind it, now show on the path). The
+speedup is the ratio of the replayed window without and with the change (both walked by the same
+graph, so the graph's own error cancels); the projected step time is the measured median step
+divided by it.
+
+Causes and what each assumes (the ``assumption`` string says it to the user):
+
+``data_stall``       the DataLoader's time on the host, host ops that launch nothing for longer than
+                     333 µs and longer stretches of code no op covers are 0 ("data ready when the
+                     step starts": the analysis's host stalls).
+``host_syncs``       blocking calls (``.item()``, synchronize, a synchronous copy) neither wait for
+                     the device nor take time.
+``launch_overhead``  the host issues the kernels for free (a CUDA graph replays them): launch calls
+                     and the ops around them take no host time, kernels start as soon as their stream
+                     and inputs allow; the host's Python between ops and its syncs stay.
+``exposed_comm``     collectives fully overlapped: communication kernels and host collectives cost 0.
+``pipeline_bubble``  stages never wait for each other: send/recv cost 0 and a recv no longer waits
+                     for the matched send of the other rank (the n-th send of a step from a to b
+                     with the n-th recv on b from a: critical_path's point-to-point groups).
+``late_rank``        the late rank arrives with the others: its host time outside ops and in the
+                     DataLoader is 0.
+``gemm_ceiling``     GEMMs at 70 % of the device's dense peak (those whose FLOPs the trace gives).
+``memory_bound``     each run of back-to-back elementwise kernels fused into one pass over the data:
+                     one kernel reading the run's input once and writing its output once at the
+                     device's peak bandwidth (sizes from the recorded shapes; else the run's
+                     shortest kernel), issued by the host as one launch. Only what fusion removes:
+                     the other ops' host work stays (that is launch overhead's). Not "each kernel at
+                     its roof": fusion is the fix that pays (the H200 chain: 10.5x measured, against
+                     ~1.1x for kernels already near the roof).
+
+Every projection leaves the profiler's own cost out of the baseline and the changed graph alike
+(:data:`PROFILER_US_PER_EVENT`, :data:`PROFILER_STEP_CUT`); its cost per event is a range, and the
+projection is the largest speedup over it. :func:`project` also combines the two causes with the
+largest gains.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from . import critical_path as cp
+from ..vocabulary.kernel_classes import KERNEL_CLASSES
+from ..model.trace_model import RankTrace
+
+GEMM_CEILING_FRACTION = 0.70
+"""A realistic GEMM ceiling: 70 % of the dense peak (cuBLAS reaches 70-80 % on large H100/H200
+GEMMs; metrics.md's efficiency bands call > 70 % good)."""
+
+ASSUMPTIONS = {
+    "data_stall": "data ready when the step starts (the DataLoader, host work that launches nothing and "
+                  "long stretches of the host's own code take no time)",
+    "host_syncs": "no host sync: .item()/synchronize/synchronous copies neither wait for the device nor take time",
+    "launch_overhead": "kernels issued at no host cost (CUDA graph replay): launch calls, the ops that "
+                       "issue them and the Python between them take no host time",
+    "exposed_comm": "collectives fully overlapped (communication costs nothing on the path)",
+    "pipeline_bubble": "no pipeline bubble: stages never wait for each other (send/recv take no time and a "
+                       "recv does not wait for the other stage's send)",
+    "late_rank": "the late rank arrives with the others (its host time outside ops, host stalls and "
+                 "DataLoader removed)",
+    "gemm_ceiling": f"GEMMs at {GEMM_CEILING_FRACTION:.0%} of the dense peak",
+    "memory_bound": "each run of back-to-back elementwise kernels fused into one pass over the data "
+                    "(its input read once and its output written once at the peak memory bandwidth; "
+                    "the host issues one launch for it, the other ops' host work stays)",
+}
+FIX_LABELS = {
+    "data_stall": "DataLoader workers",
+    "host_syncs": "no host syncs",
+    "launch_overhead": "CUDA graphs / torch.compile",
+    "exposed_comm": "overlap communication",
+    "pipeline_bubble": "more micro-batches",
+    "late_rank": "fix the late rank",
+    "gemm_ceiling": "faster GEMMs",
+    "memory_bound": "fuse the elementwise chain (torch.compile)",
+}
+SIGNATURE_CAUSE = {"data_starved": "data_stall", "launch_bound": "launch_overhead", "comm_bound": "exposed_comm",
+                   "pipeline_bubble": "pipeline_bubble", "straggler": "late_rank", "memory_bound": "memory_bound",
+                   "host_sync_bound": "host_syncs", "host_bound": "data_stall"}
+"""The projection that goes with a diagnosis's signature (its "Try first" fix). host_bound's is the
+data stall's (host stalls that launch nothing take no time), under its own words (SIGNATURE_FIX_LABELS)."""
+SIGNATURE_FIX_LABELS = {"host_bound": "host work off the step"}
+"""A signature whose fix is not its projection's usual one (FIX_LABELS)."""
+
+_C = cp.CATEGORIES.index
+
+
+@dataclass
+class Projection:
+    """One cause removed: the step it leaves, the speedup, and the MFU that would give."""
+
+    cause: str
+    assumption: str
+    step_time_s: float
+    speedup_upper_bound: float
+    mfu: float | None = None
+    new_dominant: str | None = None
+    """The largest category on the new critical path."""
+
+    def to_json(self) -> dict:
+        return {"cause": self.cause, "assumption": self.assumption, "step_time_s": self.step_time_s,
+                "speedup_upper_bound": self.speedup_upper_bound, "mfu": self.mfu,
+                "new_dominant": self.new_dominant}
+
+
+@dataclass
+class WhatIf:
+    """The graph's baseline and every projection, largest gain first."""
+
+    step_time_s: float
+    critical_path: cp.CriticalPath
+    projections: list[Projection] = field(default_factory=list)
+    mfu: float | None = None
+    replay_error: float = 0.0
+    """|replayed window - traced window| / traced window: how well the graph explains the trace."""
+    graph: cp.Graph | None = None
+    times_us: np.ndarray | None = None
+
+    def for_cause(self, cause: str) -> Projection | None:
+        return next((p for p in self.projections if p.cause == cause), None)
+
+    def to_json(self) -> dict:
+        return {"what_if": [p.to_json() for p in self.projections],
+                "critical_path": {**self.critical_path.to_json(), "replay_error": self.replay_error}}
+
+
+Change = tuple  # (d by category, edge weights, edges kept[, collective groups when a change unbinds some])
+
+
+PROFILER_US_PER_EVENT = (0.0, 5.0)
+"""The range of host time the profiler adds per recorded CPU event (µs), taken out of the host's op
+time (launch calls, ops, the Python between them) in the baseline and every projection alike; each
+projection is the largest speedup over the range (the cost is not in the trace, and which end makes
+a projection larger depends on whether the host is on its path). 0: the profiler adds nothing;
+5.0: the most measured on the H200 traces, as (profiled - unprofiled step) / CPU events per step on
+host-bound steps: mlp_eager 5.0, eager_tiny 2.5-4.3, compiled_tiny 4.5-4.7, the held-out MLP 0.64
+(a single 4.0 was used until that held-out pair: its projection fell to 0.25x of the measured
+speedup; docs/what-if.md)."""
+
+
+PROFILER_STEP_CUT = True
+"""Leave ``prof.step()`` out of the baseline and every projection: the host time from the end of a
+step's last event to the next step's first (critical_path's ``profiler`` category). The H200
+elementwise chain spends 190 µs of each 14.3 ms step there (109 µs after the last sync inside the
+step, 85 µs between steps), its compiled twin 60 µs: the unprofiled loop has none of it."""
+
+
+def _base(g: cp.Graph, ctx: dict | float | None = None) -> Change:
+    """The graph as traced, less the profiler's own cost: the host time per recorded event
+    (:data:`PROFILER_US_PER_EVENT`), and the gap between queued kernels of a stream: the profiler's own
+    (CUPTI records every kernel: 2-4 µs between queued kernels on the H200 traces, about 1 µs
+    without it). Every projection and the baseline it is measured against walk without it, so a
+    fix that leaves the device on the path is not charged the profiler's gaps (the H200 fed step:
+    0.9 ms of 47 ms), and a cause with no effect still reads 1.0x."""
+    us = ctx.get("profiler_us", PROFILER_US_PER_EVENT[0]) if isinstance(ctx, dict) else (
+        PROFILER_US_PER_EVENT[0] if ctx is None else float(ctx))
+    key = (id(g.dcat), us, PROFILER_STEP_CUT)
+    cache = getattr(g, "_base_dcat", None) or {}
+    cached = cache.get(key)
+    if cached is None:
+        dc = g.dcat.copy()
+        dc[:, _C("kernel_gap")] = 0.0
+        if PROFILER_STEP_CUT:
+            dc[:, _C("profiler")] = 0.0
+        host = [_C("launch"), _C("cpu_op"), _C("dispatch")]
+        part = dc[:, host]
+        total = part.sum(axis=1)
+        cut = np.minimum(g.cpu_events * us, total)
+        scale = np.where(total > 0, 1.0 - cut / np.maximum(total, 1e-12), 1.0)
+        dc[:, host] = part * scale[:, None]
+        cached = cache[key] = dc
+        g._base_dcat = cache  # noqa: SLF001 (every projection starts from it)
+    return cached.copy(), g.e_w.copy(), np.ones(g.e_src.size, dtype=bool)
+
+
+def _data_stall(g: cp.Graph, ctx: dict) -> Change | None:
+    dc, w, on = _base(g, ctx)
+    cols = [_C("dataloader"), _C("host_stall"), _C("cpu_gap")]
+    if dc[:, cols].sum() <= 0:
+        return None
+    dc[:, cols] = 0.0
+    return dc, w, on
+
+
+def _host_syncs(g: cp.Graph, ctx: dict) -> Change | None:
+    dc, w, on = _base(g, ctx)
+    sync = g.e_kind == cp.EDGE_KINDS.index("sync")
+    if not sync.any() and dc[:, _C("sync")].sum() <= 0:
+        return None
+    dc[:, _C("sync")] = 0.0
+    on &= ~sync
+    return dc, w, on
+
+
+def _launch_overhead(g: cp.Graph, ctx: dict) -> Change | None:
+    dc, w, on = _base(g, ctx)
+    launch = g.e_kind == cp.EDGE_KINDS.index("launch")
+    if not launch.any():
+        return None
+    for col in ("launch", "cpu_op", "dispatch"):
+        dc[:, _C(col)] = 0.0
+    w[launch] = 0.0
+    return dc, w, on
+
+
+def _exposed_comm(g: cp.Graph, ctx: dict) -> Change | None:
+    dc, w, on = _base(g, ctx)
+    comm = g.is_gpu & (g.kernel_class == KERNEL_CLASSES.index("communication")) & ~g.p2p
+    if not comm.any() and dc[:, _C("collective_cpu")].sum() <= 0:
+        return None
+    dc[comm] = 0.0
+    dc[:, _C("collective_cpu")] = 0.0
+    return dc, w, on
+
+
+def _pipeline_bubble(g: cp.Graph, ctx: dict) -> Change | None:
+    """Stages never wait for each other: send/recv cost nothing and a recv no longer waits for the
+    other rank's send (the matched pairs are unbound)."""
+    if not g.p2p.any():
+        return None
+    dc, w, on = _base(g, ctx)
+    dc[g.p2p] = 0.0
+    if g.p2p_groups.size:
+        group = g.group.copy()
+        group[np.isin(group, g.p2p_groups)] = -1
+        return dc, w, on, group
+    return dc, w, on
+
+
+def _late_rank(g: cp.Graph, ctx: dict) -> Change | None:
+    late = ctx.get("late_ranks") or []
+    if not late:
+        return None
+    dc, w, on = _base(g, ctx)
+    m = np.isin(g.node_rank, late) & ~g.is_gpu
+    for col in ("cpu_gap", "dataloader", "host_stall"):
+        dc[m, _C(col)] = 0.0
+    return dc, w, on
+
+
+def _gemm_ceiling(g: cp.Graph, ctx: dict) -> Change | None:
+    ideal = ctx.get("gemm_ideal_us")
+    if ideal is None or not np.isfinite(ideal).any():
+        return None
+    dc, w, on = _base(g, ctx)
+    col = cp.N_CPU + KERNEL_CLASSES.index("gemm")
+    ok = np.isfinite(ideal)
+    dc[ok, col] = np.minimum(dc[ok, col], ideal[ok])
+    return dc, w, on
+
+
+def _memory_bound(g: cp.Graph, ctx: dict) -> Change | None:
+    """Fuse each run of back-to-back elementwise kernels of a stream into one pass over the data,
+    removing only what fusion removes (docs/what-if.md):
+
+    * the device: the fused kernel reads the run's input once and writes its output once, so it
+      takes at least (the first op's largest input + the last op's output, sized as its largest
+      input) / the device's peak bandwidth; without recorded shapes or a known device, the run's
+      shortest kernel (a unary kernel reads and writes the data once, as the fused one does);
+    * the host: the ops that issue the run and the Python between them become one launch (the
+      run's shortest launch call); the host work before the run's first launch, and every other op,
+      stays (launch overhead is its own cause)."""
+    ew = g.is_gpu & (g.kernel_class == KERNEL_CLASSES.index("elementwise"))
+    if ew.sum() < 2:
+        return None
+    dc, w, on = _base(g, ctx)
+    col = cp.N_CPU + KERNEL_CLASSES.index("elementwise")
+    changed = False
+    launch = g.e_kind == cp.EDGE_KINDS.index("launch")
+    src_of = np.full(len(g), -1, dtype=np.int64)
+    src_of[g.e_dst[launch]] = g.e_src[launch]
+    io = bw = None
+    looked = False   # the bytes and the device's bandwidth, read once a run to fuse is found
+    for c in g.chains:
+        if c.kind != "gpu":
+            continue
+        m = ew[c.lo:c.hi]
+        if m.sum() < 2:
+            continue
+        for a, z in _runs(m, ctx.get("kernel_names"), c.lo):
+            if z - a < 2:
+                continue
+            seg = slice(c.lo + a, c.lo + z)
+            dur = dc[seg, col]
+            keep = int(np.argmin(dur))
+            fused = float(dur[keep])
+            if not looked:
+                io, bw = ctx["io_bandwidth"]() if "io_bandwidth" in ctx else (None, None)
+                looked = True
+            if io is not None and bw is not None:
+                floor = (io[c.lo + a] + io[c.lo + z - 1]) / bw[c.lo + a] * 1e6
+                if np.isfinite(floor) and floor > 0:
+                    fused = min(fused, float(floor))
+            new = np.zeros_like(dur)
+            new[keep] = fused
+            dc[seg, col] = new
+            dc[seg, _C("kernel_gap")] = 0.0
+            _fuse_host(g, dc, src_of[seg])
+            changed = True
+    return (dc, w, on) if changed else None
+
+
+def _runs(m: np.ndarray, names: np.ndarray | None, lo: int) -> list[tuple[int, int]]:
+    """Maximal stretches of consecutive elementwise nodes of a stream, cut where the kernel names
+    repeat with a period (a loop over the same chain: each turn is one chain to fuse)."""
+    edges = np.diff(np.r_[0, m.astype(np.int8), 0])
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    runs = []
+    for a, z in zip(starts.tolist(), ends.tolist()):
+        period = _period(names[lo + a:lo + z]) if names is not None else 0
+        step = period or (z - a)
+        runs += [(x, min(x + step, z)) for x in range(a, z, step)]
+    return runs
+
+
+_HOST_ISSUE = [_C("launch"), _C("cpu_op"), _C("dispatch")]
+
+
+def _fuse_host(g: cp.Graph, dc: np.ndarray, src: np.ndarray) -> None:
+    """The host issues the fused run as one launch: on each thread that launched it, the host time
+    from its first launch call to the end of its last (ops, launches, the Python between them) is
+    that thread's shortest launch call of the run."""
+    src = np.sort(src[src >= 0])
+    if not src.size:
+        return
+    chain_lo = np.array([c.lo for c in g.chains])
+    chain = np.searchsorted(chain_lo, src, side="right") - 1
+    for ci in sorted(set(chain.tolist())):  # (np.unique would import numpy.ma)
+        s = src[chain == ci]
+        hi = min(int(s[-1]) + 2, g.chains[ci].hi)   # through the last launch call's end node
+        ends = np.minimum(s + 1, hi - 1)
+        one = float(dc[ends, _C("launch")].min())
+        dc[int(s[0]) + 1:hi, _HOST_ISSUE] = 0.0
+        dc[int(s[0]) + 1, _C("launch")] = one
+
+
+def _period(names: np.ndarray, max_period: int = 64, min_match: float = 0.9) -> int:
+    """The smallest p with names[i] == names[i + p] for ``min_match`` of the run (0: none)."""
+    n = names.size
+    for p in range(2, min(max_period, n // 2) + 1):
+        if np.mean(names[:-p] == names[p:]) >= min_match:
+            return p
+    return 0
+
+
+def kernel_name_ids(g: cp.Graph, ranks: list[RankTrace]) -> np.ndarray:
+    """Per graph node, its event's name id (-1 for none): GPU nodes name their kernel."""
+    out = np.full(len(g), -1, dtype=np.int64)
+    by_rank = {rt.rank: rt for rt in ranks}
+    for c in g.chains:
+        if c.kind == "gpu":
+            lane = by_rank[c.rank].lanes[c.lane_id]
+            out[c.lo:c.hi] = lane.name_id[g.node_index[c.lo:c.hi]]
+    return out
+
+
+class _Devices:
+    """The device database, read once per projection (its TOML parse costs more than the walks)."""
+
+    def __init__(self) -> None:
+        self._db = None
+        self._found: dict[str, object] = {}
+
+    def of(self, device_name: str):  # noqa: ANN201 (hardware.Device | None)
+        if device_name not in self._found:
+            from gpuperf_gui.core.hardware import load_database, match_device_name  # noqa: PLC0415
+
+            self._db = self._db or load_database()
+            device_id = match_device_name(device_name, self._db)
+            self._found[device_name] = self._db.get(device_id) if device_id is not None else None
+        return self._found[device_name]
+
+
+def kernel_io_bytes(g: cp.Graph, ranks: list[RankTrace], devices: _Devices | None = None
+                    ) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Per elementwise kernel node, the bytes of its launching op's largest recorded input (NaN:
+    unknown; by External id), and per node its device's peak memory bandwidth (B/s, NaN: unknown
+    device). (None, None) when no rank recorded shapes."""
+    ew = g.is_gpu & (g.kernel_class == KERNEL_CLASSES.index("elementwise"))
+    io = np.full(len(g), np.nan)
+    bw = np.full(len(g), np.nan)
+    found = False
+    devices = devices or _Devices()
+    for rt in ranks:
+        nodes = np.flatnonzero(ew & (g.node_rank == rt.rank))
+        if not nodes.size or not rt.device_name:
+            continue
+        ext = _node_external_ids(g, rt, nodes)
+        got = _max_by_external_id(rt, "io_bytes", ext)
+        if not np.isfinite(got).any():
+            continue
+        device = devices.of(rt.device_name)
+        if device is None or not device.memory_bandwidth_bytes_per_s:
+            continue
+        io[nodes] = got
+        bw[nodes] = float(device.memory_bandwidth_bytes_per_s)
+        found = True
+    return (io, bw) if found else (None, None)
+
+
+def _node_external_ids(g: cp.Graph, rt: RankTrace, nodes: np.ndarray) -> np.ndarray:
+    """The External id of each (GPU) node's event, -1 where none."""
+    out = np.full(nodes.size, -1, dtype=np.int64)
+    lanes = g.node_lane[nodes]
+    for lid in np.flatnonzero(np.bincount(lanes)).tolist() if nodes.size else []:
+        sel = lanes == lid
+        out[sel] = rt.lanes[lid].external_id[g.node_index[nodes[sel]]]
+    return out
+
+
+def _max_by_external_id(rt: RankTrace, column: str, ext: np.ndarray) -> np.ndarray:
+    """Per External id in ``ext``, the largest positive ``column`` value of the rank's CPU events
+    with that id (NaN: none), without a Python loop over the trace's events."""
+    need = np.sort(ext[ext >= 0])
+    keys, vals = [], []
+    for lane in rt.cpu_lanes:
+        v = getattr(lane, column)
+        if not len(v) or not need.size:
+            continue
+        m = np.isfinite(v) & (v > 0) & (lane.external_id >= 0)
+        e = lane.external_id[m]
+        pos = np.minimum(np.searchsorted(need, e), need.size - 1)
+        hit = need[pos] == e
+        keys.append(e[hit])
+        vals.append(v[m][hit].astype(np.float64))
+    out = np.full(ext.size, np.nan)
+    if not keys or not sum(k.size for k in keys):
+        return out
+    k, v = np.concatenate(keys), np.concatenate(vals)
+    order = np.lexsort((v, k))
+    k, v = k[order], v[order]
+    last = np.r_[k[1:] != k[:-1], True]          # the largest value of each id
+    k, v = k[last], v[last]
+    pos = np.minimum(np.searchsorted(k, ext), k.size - 1)
+    ok = (ext >= 0) & (k[pos] == ext)
+    out[ok] = v[pos[ok]]
+    return out
+
+
+SCENARIOS: dict[str, Callable[[cp.Graph, dict], Change | None]] = {
+    "data_stall": _data_stall, "host_syncs": _host_syncs, "launch_overhead": _launch_overhead,
+    "exposed_comm": _exposed_comm, "pipeline_bubble": _pipeline_bubble, "late_rank": _late_rank,
+    "gemm_ceiling": _gemm_ceiling, "memory_bound": _memory_bound,
+}
+
+
+def _combine(a: Change, b: Change, base: Change) -> Change:
+    """Both changes: the smaller of each duration and weight, an edge only if both keep it, a
+    group only if both keep it."""
+    out = (np.minimum(a[0], b[0]), np.minimum(a[1], b[1]), a[2] & b[2])
+    ga, gb = (a[3] if len(a) > 3 else None), (b[3] if len(b) > 3 else None)
+    if ga is None and gb is None:
+        return out
+    group = ga if gb is None else gb if ga is None else np.where((ga < 0) | (gb < 0), -1, ga)
+    return (*out, group)
+
+
+_HALF_RE = re.compile(r"bf16|f16|fp16|half|_h_|hgemm|s16816|h1688", re.I)
+_TF32_RE = re.compile(r"tf32|1688gemm", re.I)
+
+
+def gemm_ideal_us(g: cp.Graph, ranks: list[RankTrace], ceiling_fraction: float = GEMM_CEILING_FRACTION,
+                  devices: _Devices | None = None) -> np.ndarray | None:
+    """Per graph node, the time a GEMM kernel would take at ``ceiling_fraction`` of the device's
+    dense peak (NaN where unknown): its launching op's FLOPs (recorded or estimated from shapes),
+    shared among the op's GEMM kernels by their duration."""
+    out = np.full(len(g), np.nan)
+    devices = devices or _Devices()
+    found = False
+    gemm = KERNEL_CLASSES.index("gemm")
+    for rt in ranks:
+        nodes = np.flatnonzero(g.is_gpu & (g.node_rank == rt.rank) & (g.kernel_class == gemm))
+        if not nodes.size or not rt.device_name:
+            continue
+        ext = _node_external_ids(g, rt, nodes)
+        flops = _max_by_external_id(rt, "flops", ext)
+        if not np.isfinite(flops).any():
+            continue  # no FLOPs: the hardware database is not even read
+        device = devices.of(rt.device_name)
+        if device is None:
+            continue
+        dur = g.dcat[nodes, cp.N_CPU + gemm]
+        # Share an op's FLOPs among its GEMM kernels by duration (split-K GEMM + its reduction).
+        total: dict[int, float] = {}
+        for e, dd in zip(ext.tolist(), dur.tolist()):
+            total[e] = total.get(e, 0.0) + dd
+        share = np.array([dd / total[e] if total[e] > 0 else 1.0 for e, dd in zip(ext.tolist(), dur.tolist())])
+        names = [rt.strings[rt.lanes[int(g.node_lane[i])].name_id[int(g.node_index[i])]] for i in nodes]
+        peaks = {n: _peak(device, n) for n in set(names)}
+        peak = np.array([peaks[n] for n in names])
+        out[nodes] = flops * share / (ceiling_fraction * peak) * 1e6
+        found = found or bool(np.isfinite(out[nodes]).any())
+    return out if found else None
+
+
+def _peak(device, kernel_name: str) -> float:  # noqa: ANN001 (hardware.Device)
+    for precision, test in (("bf16", _HALF_RE), ("tf32", _TF32_RE)):
+        if test.search(kernel_name):
+            try:
+                return device.peak_flops_per_s(precision)
+            except Exception:  # noqa: BLE001 (a device without that precision)
+                break
+    try:
+        return device.peak_flops_per_s("fp32")
+    except Exception:  # noqa: BLE001
+        return float("nan")
+
+
+def _dominant(cpath: cp.CriticalPath) -> str | None:
+    return max(cpath.share, key=cpath.share.get) if cpath.share else None
+
+
+def project(ranks: list[RankTrace], step_time_s: float | None, *, late_ranks: list[int] | None = None,
+            model_flops_per_step: float | None = None, peak_flops_per_s: float | None = None,
+            gpus: int = 1, keep_graph: bool = False) -> WhatIf | None:
+    """Build the graph of ``ranks`` (one job), walk it as traced and without each cause.
+
+    ``step_time_s``: the measured median step (the projections divide it by their speedup). MFU is
+    given when the model's FLOPs per step and the per-GPU peak are.
+    """
+    g = cp.build_graph(ranks)
+    if not len(g) or not step_time_s:
+        return None
+    try:
+        t = cp.replay(g)
+    except cp.NotSettled:
+        return None  # the trace's data makes a cycle: no projection rather than a wrong one
+    orig_span = cp.step_span_us(g, g.t_orig)
+    replayed = cp.step_span_us(g, t)
+    if replayed <= 0:
+        return None
+    path = cp.critical_path(g, t)
+
+    def mfu_at(step_s: float) -> float | None:
+        if not model_flops_per_step or not peak_flops_per_s or step_s <= 0:
+            return None
+        return model_flops_per_step / (step_s * peak_flops_per_s * max(gpus, 1))
+
+    ctx = {"late_ranks": late_ranks or [], "kernel_names": kernel_name_ids(g, ranks)}
+    devices = _Devices()
+    # Only a trace with a run of elementwise kernels to fuse reads the device database for them.
+    ctx["io_bandwidth"] = functools.cache(lambda: kernel_io_bytes(g, ranks, devices))
+    if any(rt.device_name for rt in ranks):
+        ctx["gemm_ideal_us"] = gemm_ideal_us(g, ranks, devices=devices)
+    best: dict[str, Projection] = {}
+    for pair in (None, "top two"):   # each cause, then the two largest together
+        if pair is not None:
+            real = sorted((p for p in best.values() if p.speedup_upper_bound > 1.0 + 1e-3),
+                          key=lambda p: -p.speedup_upper_bound)
+            if len(real) < 2:
+                break
+            pair = (real[0].cause, real[1].cause)
+        for us in PROFILER_US_PER_EVENT:   # the largest speedup over the profiler's unknown cost
+            try:
+                found = _project_at(g, {**ctx, "profiler_us": us}, step_time_s, mfu_at, pair)
+            except cp.NotSettled:
+                return None
+            for p in found:
+                if p.cause not in best or p.speedup_upper_bound > best[p.cause].speedup_upper_bound:
+                    best[p.cause] = p
+    out = sorted(best.values(), key=lambda p: ("+" in p.cause, -p.speedup_upper_bound))
+    wi = WhatIf(step_time_s, path, out, mfu_at(step_time_s),
+                abs(replayed - orig_span) / orig_span if orig_span > 0 else 0.0)
+    if keep_graph:
+        wi.graph, wi.times_us = g, t
+    return wi
+
+
+def _project_at(g: cp.Graph, ctx: dict, step_time_s: float, mfu_at: Callable[[float], float | None],
+                pair: tuple[str, str] | None = None) -> list[Projection]:
+    """Every cause's projection (or, with ``pair``, those two causes together) at one profiler cost
+    per event (``ctx["profiler_us"]``); the baseline is walked at the same cost."""
+    b_dc, b_w, b_on = _base(g, ctx)
+    base_span = cp.step_span_us(g, cp.replay(g, b_dc.sum(axis=1), b_w, b_on))
+    if base_span <= 0:
+        return []
+    if pair is not None:
+        a, b = (SCENARIOS[c](g, ctx) for c in pair)
+        if a is None or b is None:
+            return []
+        both = _combine(a, b, _base(g, ctx))
+        try:
+            return [_walk(g, "+".join(pair), f"{ASSUMPTIONS[pair[0]]}; and {ASSUMPTIONS[pair[1]]}", both,
+                          base_span, step_time_s, mfu_at)]
+        except cp.NotSettled:
+            return []
+    out: list[Projection] = []
+    for cause, make in SCENARIOS.items():
+        ch = make(g, ctx)
+        if ch is None:
+            continue
+        try:
+            out.append(_walk(g, cause, ASSUMPTIONS[cause], ch, base_span, step_time_s, mfu_at))
+        except cp.NotSettled:
+            continue
+    return out
+
+
+def _walk(g: cp.Graph, cause: str, assumption: str, ch: Change, base_span: float, step_time_s: float,
+          mfu_at: Callable[[float], float | None]) -> Projection:
+    dc, w, on = ch[:3]
+    d = dc.sum(axis=1)
+    t = cp.replay(g, d, w, on, group=ch[3] if len(ch) > 3 else None)
+    span = cp.step_span_us(g, t)
+    speedup = base_span / span if span > 0 else float("inf")
+    speedup = max(speedup, 1.0)  # removing a cause never slows the step (the graph's rounding aside)
+    step = step_time_s / speedup
+    sub = dataclasses.replace(g, dcat=dc, e_w=w)  # the changed graph, for its new path
+    on_w = np.where(on, w, -np.inf)
+    new_path = cp.critical_path(sub, t, d, on_w)
+    return Projection(cause, assumption, step, speedup, mfu_at(step), _dominant(new_path))
+
+
+# ----------------------------------------------------------------------------------------------
+# A job's projections, the "Try first" line and the before/after check
+
+
+@dataclass(frozen=True)
+class MfuModel:
+    """What MFU needs beyond the trace: the model's FLOPs per step (6·N·tokens) and the peak per GPU."""
+
+    model_flops_per_step: float
+    peak_flops_per_s: float
+    gpus: int = 1
+
+
+def for_result(result, mfu_model: MfuModel | None = None, *, keep_graph: bool = False  # noqa: ANN001
+               ) -> WhatIf | None:
+    """:func:`project` for an analysed job (an :class:`.api.TraceResult`): every rank's trace, the
+    median step of the slowest rank, the late ranks the straggler rule found."""
+    ranks = [r.trace for r in result.ranks]
+    steps = [r.analysis.step_time_median_s for r in result.ranks if r.analysis.step_time_median_s]
+    step = max(steps) if steps else (max(r.analysis.window_s for r in result.ranks) if result.ranks else None)
+    late = list(result.multi_rank.stragglers)
+    m = mfu_model
+    return project(ranks, step, late_ranks=late, model_flops_per_step=m.model_flops_per_step if m else None,
+                   peak_flops_per_s=m.peak_flops_per_s if m else None, gpus=m.gpus if m else 1,
+                   keep_graph=keep_graph)
+
+
+def cause_for_signature(wi: WhatIf, signature: str) -> Projection | None:
+    """The projection of the diagnosis's own fix, else the largest one."""
+    cause = SIGNATURE_CAUSE.get(signature)
+    p = wi.for_cause(cause) if cause else None
+    singles = [q for q in wi.projections if "+" not in q.cause]
+    return p or (singles[0] if singles else None)
+
+
+def try_first_line(wi: WhatIf, signature: str) -> str | None:
+    """``fix: DataLoader workers — projected <= 2.4x faster (step 134 ms -> 56 ms), MFU 12 % -> 29 %``."""
+    p = cause_for_signature(wi, signature)
+    if p is None:
+        return None
+    own = SIGNATURE_FIX_LABELS.get(signature) if p.cause == SIGNATURE_CAUSE.get(signature) else None
+    text = (f"fix: {own or FIX_LABELS.get(p.cause, p.cause)} — projected <= {p.speedup_upper_bound:.2f}x faster "
+            f"(step {wi.step_time_s * 1e3:.3g} ms -> {p.step_time_s * 1e3:.3g} ms")
+    text += f"; assumes {p.assumption})"
+    if wi.mfu is not None and p.mfu is not None:
+        text += f", MFU {100 * wi.mfu:.0f} % -> {100 * p.mfu:.0f} %"
+    return text
+
+
+def diff_check(wi: WhatIf | None, signature_before: str, measured_speedup: float | None) -> dict | None:
+    """The before-trace's projection for the cause it was diagnosed with, against the speedup the
+    after-trace measured: ``within_bound`` when the measured speedup does not exceed the projection,
+    ``ratio`` = projected / measured (1.0: the fix got all the projection promised)."""
+    if wi is None:
+        return None
+    p = cause_for_signature(wi, signature_before)
+    if p is None:
+        return None
+    ratio = p.speedup_upper_bound / measured_speedup if measured_speedup else None
+    return {"cause": p.cause, "assumption": p.assumption, "projected_speedup_upper_bound": p.speedup_upper_bound,
+            "projected_step_time_s": p.step_time_s, "measured_speedup": measured_speedup,
+            "within_bound": (measured_speedup <= p.speedup_upper_bound * (1 + 1e-9)) if measured_speedup else None,
+            "ratio": ratio}

@@ -1,0 +1,580 @@
+"""The distributed engine: each rank's analysis runs as a Dask task next to its file, and only a
+compact per-rank result comes back.
+
+For jobs too big for one machine (a thousand ranks of 200k events each). The files stay where they
+are (a shared filesystem, as on SLURM clusters); every task loads one rank, analyses it, diagnoses
+it, and returns a :class:`RankSummary`: the :class:`.rank_analysis.RankAnalysis` (figures, steps,
+diagnosis inputs), the op table's top rows, the roofline points, the collective start times the
+straggler rule needs, the overview's step breakdown and a coarse lane summary. The client then does
+what :func:`.api.iter_load_and_analyse` does after its per-file loop (rank de-duplication, clock
+alignment, the straggler rule, the job diagnosis), so ``gpuperf diagnose --dask-scheduler`` prints
+the same ``--json`` and verdict as the local run while never holding any rank's events.
+
+``address`` is ``tcp://host:8786`` (a running scheduler: ``dask-jobqueue``, ``dask scheduler``) or
+``local[:N]`` (a ``LocalCluster`` of N worker processes, one thread each; N defaults to the CPUs).
+Dask is an optional extra (``pip install 'gpuperf-gui[cluster]'``), imported only here and lazily.
+
+The same compact path runs without Dask on the local process pool (:func:`iter_compact_analyse` with
+``address=None``, the loader's :func:`.load.iter_per_file`): the GUI opens a folder of many ranks
+that way, holding a few kB per rank instead of every rank's lanes.
+
+Callers ask :class:`.trace.Trace` (``Trace(paths, dask_scheduler=...)``, ``Trace(paths, compact=True)``):
+
+>>> result = Trace([Path("job/")], dask_scheduler="local:4").result()   # doctest: +SKIP
+>>> result.to_json(top=10)                                       # same as TraceResult.to_json
+>>> result = Trace([Path("job/")], compact=True).result()        # local process pool, no Dask
+"""
+from __future__ import annotations
+
+import os
+import re
+import threading
+import uuid
+from contextlib import closing, contextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from ...json_text import EncodedJSON, encode_around
+from ...units import json_safe
+from ..analysis import intervals as iv
+from ..analysis.rank_analysis import RankAnalysis
+from .api import (MultiRankSummary, Progress, analyse_loaded_rank, job_json, multi_rank_summary, rank_collectives,
+                  rank_collectives_by_step, rank_json)
+from ..ingest.budget import MemoryBudget
+from ..ingest.decode import DEFAULT_MAX_BYTES
+from ..ingest.heap import reused_heap
+from ..diagnosis.diagnose import Diagnosis, diagnose_job, diagnose_rank, late_rank_diagnoses
+from ..diagnosis.stragglers import RankCollectives
+from ..ingest.load import MANY_RANKS  # noqa: F401 (the views and tests read it here)
+from ..ingest.load import (FileFailure, _failure, dedupe_ranks, discover_files, failure_notes, iter_per_file,
+                           load_rank, plan_workers)
+from ..model.trace_model import ClusterError, RankTrace  # noqa: F401 (ClusterError: raised here, caught through here too)
+from ..ingest.source import text_size_hint
+from ..analysis.optable import OpRow
+from ..analysis.overview import Overview, RankOverview, rank_overview, step_breakdown
+
+LANE_BINS = 256
+"""Time bins of a lane's coarse busy profile (the lane summary)."""
+CONNECT_TIMEOUT_S = 10.0
+_POLL_S = 0.2
+"""How often the client looks at ``stop`` while tasks run."""
+_LOCAL_RE = re.compile(r"^local(?::(\d+))?$")
+LOCAL_POOL = "local-pool"
+"""The ``address`` of :func:`iter_compact_analyse` that means the local process pool (no Dask)."""
+
+
+# -- the compact per-rank result ---------------------------------------------------------------------
+@dataclass
+class LaneSummary:
+    """One lane at a coarse level of detail: its busy fraction in :data:`LANE_BINS` equal bins over
+    the rank's span (the rank's own clock), kept in 1/255 steps (one byte a bin: a rank of 22
+    lanes sends 5.6 kB of them, not 22.5 kB as float32)."""
+
+    kind: str
+    label: str
+    events: int
+    busy_u8: np.ndarray
+
+    @property
+    def busy(self) -> np.ndarray:
+        """Busy fraction per bin (to within 1/510)."""
+        return self.busy_u8.astype(np.float32) / 255.0
+
+
+@dataclass
+class RankSummary:
+    """What a task sends back for one rank file: a few kB, whatever the rank's event count.
+
+    Times are in the rank's own clock (``origin_us``); the client aligns them. ``collective_*`` are
+    the raw start and duration of the rank's collectives (GPU communication kernels, else CPU-side
+    collectives; each step's first), in start order, as :func:`.api.rank_collectives` picks them;
+    None when it has neither.
+    """
+
+    order_index: int
+    file: str
+    rank: int
+    rank_source: str
+    origin_us: float
+    span_us: tuple[float, float]
+    device_name: str
+    n_events: int
+    analysis: RankAnalysis
+    ops: list[OpRow]
+    roofline_points: list[dict]
+    collective_start_us: np.ndarray | None
+    collective_duration_us: np.ndarray | None
+    has_comm_lanes: bool
+    overview: RankOverview | None = None
+    collectives: RankCollectives | None = None
+    """Every collective with the step that launched it (:func:`.api.rank_collectives_by_step`)."""
+    lanes: list[LaneSummary] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    truncation: str | None = None
+    rank_json_parts: tuple[str, ...] | None = None
+    """The rank's part of ``gpuperf diagnose --json`` encoded where the rank was analysed (a Dask
+    task), as :func:`.api.rank_json` gives it, around a hole for its diagnosis; ``rank_json_as``
+    says for which rank number, file name and op-table rows (the client encodes the rank itself
+    when the job changed any of them: see :meth:`ClusterResult.to_json`)."""
+    rank_json_as: tuple[int, str, int] | None = None
+
+
+def summarize_rank(path: str, order_index: int, *, max_bytes: int | None = DEFAULT_MAX_BYTES,
+                   memory_budget: int | None = None, top: int = 10, overview: bool = False,
+                   lane_bins: int = LANE_BINS, shown: str | None = None, encode_json: bool = False
+                   ) -> RankSummary | FileFailure:
+    """Load, analyse and summarise one rank file (the task a Dask worker runs). The overview's parts
+    (step breakdown, top kernels, lane summaries: what the job window draws) only with ``overview``:
+    the CLI's JSON reads none of them, and they were half of what a rank sent back.
+
+    ``shown``: the file's name in the result (the path as the user gave it; ``path`` is what the
+    worker reads). ``encode_json``: also encode the rank's part of the JSON here
+    (:attr:`RankSummary.rank_json_parts`).
+
+    A file that fails gives a :class:`.load.FileFailure` (as the local loop collects them), so one
+    broken rank never fails the job."""
+    try:
+        rt = load_rank(path, max_bytes=max_bytes, order_index=order_index, memory_budget=memory_budget)
+        summary = _summary(rt, order_index, top, overview, lane_bins)
+    except Exception as exc:  # noqa: BLE001 - reported per file, as iter_per_file does
+        return _failure(Path(path), exc)
+    if shown is not None and summary.file == path:  # as _as_given names it on the client
+        summary.file = summary.analysis.file = shown
+    if encode_json:
+        _encode_rank_json(summary, top)
+    return summary
+
+
+RANK_JSON_INDENT = "    "
+"""Where a rank stands in ``gpuperf diagnose --json`` (an item of the top-level object's
+``ranks``): its part is encoded for that line, so the client writes it without a copy."""
+
+
+class _DiagnosisHole:
+    """Stands in for the rank's diagnosis while its JSON is encoded: a hole the client fills."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    def to_json(self) -> str:
+        return self.token
+
+
+def _encode_rank_json(summary: RankSummary, top: int) -> None:
+    """The rank's ``diagnose --json`` part, as the client would write it (JSON-safe, indent 2),
+    with a hole for its diagnosis: the job's verdict may change it (a late rank)."""
+    a = summary.analysis
+    a.rank = summary.rank  # as assemble() sets it
+
+    def rank_part(tokens: list[str]) -> object:
+        hole = _DiagnosisHole(tokens[0])
+        return json_safe(rank_json(a, hole, summary.ops[:top], summary.roofline_points))  # type: ignore[arg-type]
+
+    enc = encode_around(rank_part, 1, RANK_JSON_INDENT)
+    summary.rank_json_parts = enc.parts
+    summary.rank_json_as = (summary.rank, a.file, top)
+
+
+def _summary(rt: RankTrace, order_index: int, top: int, with_overview: bool, lane_bins: int) -> RankSummary:
+    analysis, ops, points = analyse_loaded_rank(rt)
+    starts, durations, has_comm = _collective_raw(rt)
+    ov = None
+    if with_overview:
+        warmup = {s.number for s in analysis.steps if s.warmup}
+        ov = rank_overview(rt, analysis, step_breakdown(rt, warmup))
+    return RankSummary(
+        order_index=order_index, file=rt.file, rank=rt.rank, rank_source=rt.rank_source,
+        origin_us=rt.origin_us, span_us=rt.span_us, device_name=rt.device_name, n_events=rt.n_events,
+        analysis=analysis, ops=ops[:top], roofline_points=[p.to_json() for p in points],
+        collective_start_us=starts, collective_duration_us=durations, has_comm_lanes=has_comm,
+        overview=ov, collectives=rank_collectives_by_step(rt) if len(rt.steps) >= 2 else None,
+        lanes=lane_summaries(rt, lane_bins) if with_overview else [], warnings=list(rt.warnings),
+        truncation=rt.truncation.describe() if rt.truncation else None)
+
+
+def _collective_raw(rt: RankTrace) -> tuple[np.ndarray | None, np.ndarray | None, bool]:
+    """Start and duration of the collectives, as :func:`.api.rank_collectives` picks them (the same
+    function as the local run, so the client's shifted, sorted spans are the local run's, bit for bit)."""
+    return rank_collectives(rt)
+
+
+def lane_summaries(rt: RankTrace, bins: int = LANE_BINS) -> list[LaneSummary]:
+    """Every lane's busy fraction per bin over the rank's span (union of its events)."""
+    t0, t1 = rt.span_us
+    edges = np.linspace(t0, t1, bins + 1)
+    width = max((t1 - t0) / bins, 1e-12)
+    out = []
+    for lane in rt.lanes:
+        busy = np.zeros(bins)
+        if len(lane):
+            s, e = iv.union(lane.start_us, lane.start_us + lane.duration_us)
+            busy = np.clip(np.diff(_busy_before(s, e, edges)) / width, 0.0, 1.0)
+        out.append(LaneSummary(lane.kind, lane.label, len(lane), np.rint(255.0 * busy).astype(np.uint8)))
+    return out
+
+
+def _busy_before(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Busy time of the disjoint sorted intervals (s, e) before each time in ``t``."""
+    cum = np.concatenate(([0.0], np.cumsum(e - s)))
+    k = np.searchsorted(s, t, side="right")
+    prev = np.maximum(k - 1, 0)
+    part = np.where(k > 0, np.minimum(t, e[prev]) - s[prev], 0.0) if s.size else np.zeros(t.size)
+    return (cum[prev] * (k > 0) if s.size else np.zeros(t.size)) + np.maximum(part, 0.0)
+
+
+# -- the job, assembled on the client ----------------------------------------------------------------
+@dataclass
+class ClusterRank:
+    """One rank of a :class:`ClusterResult` (``analysis``, ``diagnosis`` and ``ops`` as in
+    :class:`.api.RankResult`, so :func:`.api.multi_rank_summary` and the CLI report read it)."""
+
+    summary: RankSummary
+    analysis: RankAnalysis
+    diagnosis: Diagnosis
+    ops: list[OpRow]
+    shift_us: float = 0.0
+    """Added to the rank's own times to put it on the job's clock."""
+
+    @property
+    def rank(self) -> int:
+        return self.summary.rank
+
+    @property
+    def file(self) -> str:
+        return self.summary.file
+
+
+@dataclass
+class ClusterResult:
+    """A job analysed on a cluster: per-rank compact results, the straggler summary and the verdict."""
+
+    ranks: list[ClusterRank]
+    diagnosis: Diagnosis
+    multi_rank: MultiRankSummary
+    notes: list[str] = field(default_factory=list)
+    origin_us: float = 0.0
+
+    def to_json(self, top: int = 10, *, encoded: bool = False) -> dict:
+        """The ``gpuperf diagnose --json`` object, the same as :meth:`.api.TraceResult.to_json`.
+
+        ``encoded``: a rank whose part a worker encoded (and whose number, file and op-table rows
+        the job left as the worker had them) is that text around its diagnosis, a
+        :class:`.json_text.EncodedJSON` (what ``print_json`` writes as it is): the client neither
+        builds nor encodes the rank's values."""
+        ranks: list[Any] = []
+        for r in self.ranks:
+            s = r.summary
+            if encoded and s.rank_json_parts is not None and s.rank_json_as == (r.analysis.rank, r.analysis.file, top):
+                ranks.append(EncodedJSON(s.rank_json_parts, [json_safe(r.diagnosis.to_json())], RANK_JSON_INDENT))
+            else:
+                ranks.append(rank_json(r.analysis, r.diagnosis, r.ops[:top], s.roofline_points))
+        return job_json(self.diagnosis, ranks, self.multi_rank, self.notes)
+
+    def overview(self) -> Overview:
+        """The overview (rank × step heatmap) from the ranks' compact step breakdowns."""
+        ranks = []
+        for r in self.ranks:
+            ov = r.summary.overview
+            if ov is not None:
+                ov.rank = r.rank
+                ranks.append(ov)
+        return Overview(ranks, list(self.multi_rank.stragglers))
+
+    @property
+    def n_events(self) -> int:
+        return sum(r.summary.n_events for r in self.ranks)
+
+
+def assemble(summaries: Sequence[RankSummary], notes: list[str] | None = None) -> ClusterResult:
+    """What :func:`.api.assemble_job` does, from compact results (``summaries`` in file order)."""
+    summaries = dedupe_ranks(sorted(summaries, key=lambda s: s.order_index))
+    ordered = sorted(summaries, key=lambda s: s.rank)  # TraceModel.aligned
+    origin = min((s.origin_us for s in ordered), default=0.0)
+    ranks, spans, by_step = [], {}, {}
+    for s in ordered:
+        s.analysis.rank = s.rank
+        shift = s.origin_us - origin
+        ranks.append(ClusterRank(s, s.analysis, diagnose_rank(s.analysis), s.ops, shift))
+        if s.collective_start_us is not None and s.collective_start_us.size:  # as api._collective_spans
+            start = s.collective_start_us + shift if shift != 0 else s.collective_start_us
+            spans[s.rank] = (start, start + s.collective_duration_us)  # in start order already
+        if s.collectives is not None:
+            c = s.collectives
+            by_step[s.rank] = RankCollectives(c.start_us + shift if shift != 0 else c.start_us, c.duration_us,
+                                              c.step, c.on_gpu)
+    summary = multi_rank_summary(ranks, spans=spans, by_step=by_step or None)  # type: ignore[arg-type]
+    diagnosis = diagnose_job([(r.analysis, r.diagnosis) for r in ranks], summary.evidence)
+    late = late_rank_diagnoses([(r.analysis, r.diagnosis) for r in ranks], summary.evidence)
+    for r in ranks:
+        r.diagnosis = late.get(r.analysis.rank, r.diagnosis)
+    return ClusterResult(ranks, diagnosis, summary, list(notes or []), origin)
+
+
+# -- the scheduler -----------------------------------------------------------------------------------
+def parse_address(address: str) -> tuple[str, int | None]:
+    """``("local", n_workers or None)`` or ``("remote", address)``; raises :class:`ClusterError`."""
+    text = address.strip()
+    m = _LOCAL_RE.match(text)
+    if m:
+        n = int(m.group(1)) if m.group(1) else None
+        if n is not None and n < 1:
+            raise ClusterError(f"{address}: local needs at least one worker")
+        return "local", n
+    if re.match(r"^(tcp|tls|ucx|inproc)://[^\s/]+$", text):
+        return "remote", None
+    raise ClusterError(f"{address!r} is not a scheduler address: give tcp://host:port or local[:N]")
+
+
+def _import_distributed() -> Any:  # noqa: ANN401 (the module)
+    try:
+        import distributed  # noqa: PLC0415 - optional extra, imported only when asked for
+    except ImportError as exc:
+        raise ClusterError("Dask is not installed: pip install 'gpuperf-gui[cluster]' "
+                           f"(dask[distributed]) ({exc})") from None
+    return distributed
+
+
+@contextmanager
+def dask_client(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> Iterator[Any]:
+    """A ``distributed.Client`` on ``address``; for ``local[:N]`` a ``LocalCluster`` that lives
+    as long as the client. Raises :class:`ClusterError` when it cannot connect."""
+    kind, n = parse_address(address)
+    distributed = _import_distributed()
+    cluster = None
+    try:
+        if kind == "local":
+            n_workers = n or (os.cpu_count() or 1)
+            cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                                               dashboard_address=":0", silence_logs=40)
+            client = distributed.Client(cluster, timeout=f"{timeout_s}s")
+        else:
+            client = distributed.Client(address.strip(), timeout=f"{timeout_s}s")
+    except (OSError, TimeoutError) as exc:
+        if cluster is not None:
+            cluster.close()
+        raise ClusterError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+    try:
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def iter_cluster_analyse(paths: Sequence[Path | str], address: str, stop: threading.Event | None = None, *,
+                         max_bytes: int | None = DEFAULT_MAX_BYTES, memory_budget: MemoryBudget | int | None = None,
+                         top: int = 10, overview: bool = False, connect_timeout_s: float = CONNECT_TIMEOUT_S
+                         ) -> Iterator[Progress | ClusterResult]:
+    """Like :func:`.api.iter_load_and_analyse` on a Dask cluster: :class:`.api.Progress` items, then
+    one :class:`ClusterResult` (nothing when ``stop`` is set: the pending tasks are cancelled).
+
+    The workers read the files by their absolute paths (from the shared filesystem); the result
+    names them as the local run does, as given (:func:`_as_given`).
+
+    The client takes the results as they finish, in batches (``distributed.as_completed``): its work
+    per rank is constant, where waiting on every pending future after each one finishes was
+    quadratic in the ranks (1,024 small ranks on two workers, benchmarks/scale.py --dask: the
+    client's CPU 7.2 s before, 1.5 s after; docs/scaling.md)."""
+    stop = stop or threading.Event()
+    files = discover_files(paths)
+    n = len(files)
+    budget = MemoryBudget.of(memory_budget).limit_bytes
+    yield Progress(0.0, f"connecting to {address}")
+    run_id = uuid.uuid4().hex[:12]  # task keys unique on a shared scheduler
+    with dask_client(address, connect_timeout_s) as client:
+        distributed = _import_distributed()
+        yield Progress(0.02, f"analysing {n} file{'s' if n != 1 else ''} on {address}")
+        batches = task_batches(files, _worker_threads(client))
+        # the JSON's rank parts are encoded by the workers, in parallel, for the CLI (which takes no
+        # overview); the window reads the figures, not the text
+        futures = client.map(partial(summarize_ranks, max_bytes=max_bytes, memory_budget=budget, top=top,
+                                     overview=overview, encode_json=not overview),
+                             [[str(files[i].resolve()) for i in b] for b in batches], batches,
+                             [[str(files[i]) for i in b] for b in batches], pure=False,
+                             key=[f"gpuperf-ranks-{b[0]}-{run_id}" for b in batches])
+        index = {fut.key: k for k, fut in enumerate(futures)}
+        done = distributed.as_completed(futures, with_results=True, raise_errors=False)
+        del futures  # as_completed holds the pending ones; a finished one is released at once
+        summaries: list[RankSummary] = []
+        failures: list[FileFailure] = []
+        count = 0
+        while not done.is_empty() or done.has_ready():
+            if stop.is_set():  # looked at every _POLL_S, also while tasks run
+                client.cancel(list(done.futures))
+                return
+            finished = done.next_batch(block=False)
+            if not finished:
+                _wait_ready(done)
+                continue
+            for fut, value in sorted(finished, key=lambda pair: index[pair[0].key]):
+                batch = batches[index[fut.key]]
+                for i, item in zip(batch, _results(fut, value, [files[i] for i in batch])):
+                    item = _as_given(item, files[i])
+                    (failures if isinstance(item, FileFailure) else summaries).append(item)
+                fut.release()  # the cluster forgets it: nothing of the rank stays there
+                count += len(batch)
+            yield Progress(0.02 + 0.93 * count / n, f"analysed {files[batch[-1]].name}")
+    if not stop.is_set():
+        yield from _assembled(summaries, failures, n)
+
+
+TASK_MAX_FILES = 16
+TASK_MAX_TEXT_BYTES = 32 << 20
+TASKS_PER_THREAD = 8
+"""Rank files share a task up to TASK_MAX_FILES and TASK_MAX_TEXT_BYTES of JSON, while there are
+still TASKS_PER_THREAD tasks for each worker thread (the tail stays short). Why: a Dask task costs
+the worker ~4 ms of CPU and the scheduler more, as much as analysing a 3k-event rank (8 ms); a big
+rank still gets a task of its own."""
+
+
+def task_batches(files: Sequence[Path], threads: int) -> list[list[int]]:
+    """The files' indices grouped into tasks (in file order; see :data:`TASK_MAX_FILES`)."""
+    per_task = max(1, min(TASK_MAX_FILES, len(files) // max(1, TASKS_PER_THREAD * threads)))
+    batches: list[list[int]] = []
+    text = 0
+    for i, f in enumerate(files):
+        size = text_size_hint(Path(f))
+        if not batches or len(batches[-1]) >= per_task or text + size > TASK_MAX_TEXT_BYTES:
+            batches.append([])
+            text = 0
+        batches[-1].append(i)
+        text += size
+    return batches
+
+
+def _worker_threads(client: Any) -> int:  # noqa: ANN401 (a distributed.Client)
+    """Threads of the cluster's workers now (1 when it reports none yet)."""
+    workers = client.scheduler_info().get("workers", {})
+    return max(1, sum(int(w.get("nthreads", 1)) for w in workers.values()))
+
+
+def summarize_ranks(paths: Sequence[str], order_indices: Sequence[int], shown: Sequence[str | None] | None = None,
+                    **kwargs: Any) -> list[RankSummary | FileFailure]:
+    """:func:`summarize_rank` for each file of one task, in order (``shown``: their names in the result).
+
+    On one reused heap (:func:`.heap.reused_heap`, trimmed once at the task's end): ``dask worker``'s
+    nanny starts workers with ``MALLOC_TRIM_THRESHOLD_=65536``, which turns glibc's adaptive mmap
+    threshold off, so every block over 128 kB a small rank's load takes is mapped and zeroed afresh
+    and given back at once (measured 5-10 % of a small rank's CPU)."""
+    names = list(shown) if shown is not None else [None] * len(paths)
+    with reused_heap():
+        return [summarize_rank(p, i, shown=name, **kwargs) for p, i, name in zip(paths, order_indices, names)]
+
+
+def _wait_ready(done: Any) -> None:  # noqa: ANN401 (a distributed.as_completed)
+    """Wait until a task has finished or :data:`_POLL_S` has passed. as_completed notifies its
+    ``thread_condition`` after queueing each result (checked under it: no wake-up is lost); a
+    fixed sleep made the client see each batch up to _POLL_S late, the last one included."""
+    cond = getattr(done, "thread_condition", None)
+    if cond is None:
+        threading.Event().wait(_POLL_S)
+        return
+    with cond:
+        if not done.has_ready():
+            cond.wait(_POLL_S)
+
+
+def _assembled(summaries: list[RankSummary], failures: list[FileFailure], n_files: int
+               ) -> Iterator[Progress | ClusterResult]:
+    """The job from its ranks' summaries (either engine's): notes for the files that failed (the
+    first file's error raised when none loaded), then the job diagnosis."""
+    failures.sort(key=lambda f: str(f.path))
+    notes = failure_notes(failures, n_files)
+    yield Progress(0.97, "diagnosing")
+    yield assemble(summaries, notes)
+
+
+def _results(fut: Any, value: Any, paths: Sequence[Path]  # noqa: ANN401 (distributed's)
+             ) -> list[RankSummary | FileFailure]:
+    """A task's results (``value``, as ``as_completed(with_results=True, raise_errors=False)`` gives
+    it); a task that failed outside the loader (its worker died) names each of its files."""
+    if fut.status == "finished":
+        return value
+    exc = value[1] if isinstance(value, tuple) and len(value) == 3 else value  # (type, exception, traceback)
+    return [FileFailure(p, f"{p}: the Dask task failed: {type(exc).__name__}: {exc}", False) for p in paths]
+
+
+def _as_given(item: RankSummary | FileFailure, given: Path) -> RankSummary | FileFailure:
+    """The result named by the path as given (relative paths stay relative), as the local run names
+    it: the worker read the absolute path, which the JSON's ``file`` and the notes do not show."""
+    absolute = str(given.resolve())
+    if isinstance(item, FileFailure):
+        return FileFailure(given, item.message.replace(absolute, str(given)), item.not_a_trace)
+    if item.file == absolute:
+        item.file = item.analysis.file = str(given)
+    return item
+
+
+# -- when a job opens as an overview ------------------------------------------------------------------
+HELD_BYTES_PER_TEXT_BYTE = 0.8
+"""What a window holding loaded lanes keeps per byte of the traces' JSON text: ~205 bytes per event
+(benchmarks/many_ranks_gui.py, full load of 3.02M events: +619 MB) over ~250 bytes of JSON an event."""
+
+
+def overview_reason(files: Sequence[Path], budget_bytes: int) -> str | None:
+    """Why ``files`` should open as a job overview (None: load their lanes): more than
+    :data:`MANY_RANKS` rank files, or several files whose lanes would not fit ``budget_bytes``
+    (a single file always loads; the loader's budget guards it)."""
+    if len(files) > MANY_RANKS:
+        return f"{len(files)} rank files"
+    if len(files) < 2:
+        return None
+    held = HELD_BYTES_PER_TEXT_BYTE * sum(text_size_hint(Path(f)) for f in files)
+    if held > budget_bytes:
+        return (f"{len(files)} rank files whose lanes would hold ~{held / 1e9:.1f} GB, over the "
+                f"{budget_bytes / 1e9:.1f} GB memory budget")
+    return None
+
+
+# -- the same compact path without Dask --------------------------------------------------------------
+def is_local_pool(address: str | None) -> bool:
+    """True for the local process pool (``None`` or :data:`LOCAL_POOL`), False for a Dask address."""
+    return address is None or address.strip() == LOCAL_POOL
+
+
+def engine_label(address: str | None, n_workers: int | None = None) -> str:
+    """What ran the ranks, in words (the job window says it)."""
+    if is_local_pool(address):
+        n = f" of {n_workers} process{'es' if n_workers != 1 else ''}" if n_workers else ""
+        return f"the local process pool{n}"
+    kind, n = parse_address(address)  # type: ignore[arg-type]
+    if kind == "local":
+        return f"a Dask LocalCluster ({address.strip()})"  # type: ignore[union-attr]
+    return f"the Dask scheduler at {address.strip()}"  # type: ignore[union-attr]
+
+
+def iter_compact_analyse(paths: Sequence[Path | str], stop: threading.Event | None = None, *,
+                         address: str | None = None, workers: int | None = None,
+                         max_bytes: int | None = DEFAULT_MAX_BYTES, memory_budget: MemoryBudget | int | None = None,
+                         top: int = 10, overview: bool = False) -> Iterator[Progress | ClusterResult]:
+    """The compact path: :class:`.api.Progress` items, then one :class:`ClusterResult` (nothing when
+    ``stop`` is set).
+
+    ``address`` None (or :data:`LOCAL_POOL`) runs :func:`summarize_rank` for each file on the local
+    process pool, as :func:`.api.iter_load_and_analyse` runs its per-file work (``workers`` and the
+    memory budget planned the same way); a Dask address goes to :func:`iter_cluster_analyse`. Dask
+    is not imported on the local path. This process holds only the :class:`RankSummary` of each
+    rank: its memory does not grow with the ranks' events."""
+    if not is_local_pool(address):
+        yield from iter_cluster_analyse(paths, address, stop, max_bytes=max_bytes,  # type: ignore[arg-type]
+                                        memory_budget=memory_budget, top=top, overview=overview)
+        return
+    stop = stop or threading.Event()
+    files = discover_files(paths)
+    n = len(files)
+    n_workers, budget = plan_workers(files, MemoryBudget.of(memory_budget), workers)
+    yield Progress(0.0, f"analysing {n} file{'s' if n != 1 else ''} on {engine_label(None, n_workers)}")
+    work = partial(summarize_rank, max_bytes=max_bytes, memory_budget=budget.limit_bytes, top=top,
+                   overview=overview)
+    summaries: list[RankSummary] = []
+    failures: list[FileFailure] = []
+    with closing(iter_per_file(files, work, stop, workers=n_workers, collect_failures=True)) as results:
+        for count, (i, item) in enumerate(results, 1):
+            (failures if isinstance(item, FileFailure) else summaries).append(item)
+            yield Progress(0.95 * count / n, f"analysed {files[i].name}")
+    if not stop.is_set():
+        yield from _assembled(summaries, failures, n)

@@ -1,0 +1,595 @@
+"""Text -> typed events: JSON decoding, the decoder's memory cost, repair, skipping, salvage.
+
+The hot path is one ``msgspec.json.decode`` into ``gc=False`` structs with the garbage collector off
+(see docs/reference/environment.md: typed msgspec is the fastest and leanest decoder measured),
+straight from the text read by :mod:`.source` (no copy of the text is ever made on that path).
+Everything else here is the tolerant slow path for files that are not clean JSON: each repair is
+picked from where and why the decoder stopped, an event with fields of the wrong type or broken
+syntax is skipped and counted, and a file cut short keeps its complete events. Every message says
+what was wrong and at which byte or event.
+"""
+from __future__ import annotations
+
+import gc
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Union
+
+import msgspec
+
+import numpy as np
+
+from ..vocabulary import schema
+from .budget import MemoryBudget
+from ..model.trace_model import NotATraceError, TraceFormatError, Truncation
+
+DEFAULT_MAX_BYTES = 4 * 1024**3
+"""Largest (decompressed) trace text accepted by default: 4 GiB. Callers can raise it."""
+
+_MAX_SALVAGE_ATTEMPTS = 24
+_MAX_REPAIRS = 8
+_MAX_SKIPPED_SYNTAX = 16
+"""Events with broken syntax skipped at most (each costs one more decode of the whole text)."""
+TEXT_COST = 1.5
+"""Memory per byte of JSON text while it is decoded: the text itself plus the strings copied out."""
+EVENT_COST_BYTES = 600
+"""Memory per event while it is decoded and built into lanes (structs, boxed numbers, columns, sort
+keys); measured 420 B on 1M tiny events and 200-350 B on real Kineto traces, rounded up."""
+_LEADING_SPACE = re.compile(rb"\s*")
+
+
+Args = msgspec.defstruct("Args", schema.struct_fields("args"), gc=False, module=__name__)
+Args.__doc__ = """The ``args`` keys the analysis uses (:data:`.schema.FIELDS`); every other key is skipped."""
+
+Event = msgspec.defstruct("Event", [*schema.struct_fields("event"),
+                                    (schema.ARGS_KEY, Args, msgspec.field(default_factory=Args))],
+                          gc=False, tag_field=schema.EVENT_TAG, module=__name__)
+Event.__doc__ = """One trace event with the fields we use (:data:`.schema.FIELDS`). Subclasses are
+tagged by phase (``ph``)."""
+
+
+class XEvent(Event, tag="X"):
+    """Complete event (ts + dur): almost everything in a Kineto trace."""
+
+
+class BEvent(Event, tag="B"):
+    """Begin of a duration event (paired with the next ``E`` on the same thread)."""
+
+
+class EEvent(Event, tag="E"):
+    """End of a duration event."""
+
+
+class MEvent(Event, tag="M"):
+    """Metadata: process_name, thread_name, ... (``args.name``)."""
+
+
+# Phases we do not use: decoded into empty structs, which skips their fields cheaply.
+_SKIPPED_PHASES = schema.SKIPPED_PHASES
+_SKIPPED = tuple(msgspec.defstruct(f"Skipped_{ph}", [], gc=False, tag_field="ph", tag=ph)
+                 for ph in _SKIPPED_PHASES)
+AnyEvent = Union[(XEvent, BEvent, EEvent, MEvent, *_SKIPPED)]  # type: ignore[valid-type]
+
+
+class TraceFile(msgspec.Struct, gc=False):
+    """The JSON-object form of a trace (Kineto always writes this form)."""
+
+    traceEvents: Union[list[AnyEvent], None] = None  # noqa: N815 (JSON key); None: key absent
+    deviceProperties: Any = None  # noqa: N815
+    computeProperties: Any = None  # noqa: N815
+    distributedInfo: Any = None  # noqa: N815
+    baseTimeNanoseconds: Union[int, float, None] = None  # noqa: N815
+    displayTimeUnit: Any = None  # noqa: N815
+    schemaVersion: Any = None  # noqa: N815
+    cuda_runtime_version: Any = None
+    hip_runtime_version: Any = None
+    roctracer_version: Any = None
+    trace_id: Any = None
+    gpuperf_unprofiled: Any = None  # written by `gpuperf profile`: step times with the profiler idle
+
+
+_FILE_DECODER = msgspec.json.Decoder(TraceFile)
+_EVENTS_DECODER = msgspec.json.Decoder(list[AnyEvent])
+_ANY_DECODER = msgspec.json.Decoder()
+
+
+@dataclass
+class Decoded:
+    """Result of decoding one file."""
+
+    events: list[Any]  # XEvent, BEvent, EEvent, MEvent or skipped-phase structs (None: no traceEvents)
+    meta: TraceFile
+    truncation: Truncation | None = None
+    warnings: list[str] = field(default_factory=list)
+    skipped: int = 0
+    """Entries of the events list dropped because they are not events or have fields of wrong types."""
+    first_skipped: str = ""
+    """Which entry was the first dropped (event index, byte) and why."""
+
+
+_FILE_DECODER_LAX = msgspec.json.Decoder(TraceFile, strict=False)  # "NaN" strings -> float nan
+_EVENTS_DECODER_LAX = msgspec.json.Decoder(list[AnyEvent], strict=False)
+_EVENT_DECODER = msgspec.json.Decoder(AnyEvent)
+_EVENT_DECODER_LAX = msgspec.json.Decoder(AnyEvent, strict=False)
+_TOP_DECODER = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_RAW_LIST_DECODER = msgspec.json.Decoder(list[msgspec.Raw])
+Text = Union[bytes, bytearray, memoryview]
+
+
+def estimated_load_bytes(text_bytes: int, events: int) -> float:
+    """Memory (bytes) that decoding ``text_bytes`` of JSON holding ``events`` events and building
+    them into lanes needs at its peak: the cost model :class:`.budget.MemoryBudget` checks."""
+    return TEXT_COST * text_bytes + EVENT_COST_BYTES * events
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Disable the cyclic garbage collector for a large decode (it dominates dict-heavy decoding)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def decode_trace(text: Text, path: Path, stream_truncated: bool = False, *, compressed: bool = False,
+                 budget: MemoryBudget | int | None = None, stream_error: str = "") -> Decoded:
+    """Decode trace text into typed events, repairing, skipping or salvaging where possible.
+
+    Raises :class:`TraceFormatError` when the text is not a trace: not JSON (the message gives the
+    byte, line and column where it stops being JSON, and why), a JSON object without a
+    ``traceEvents`` list, or a JSON value that is neither an object nor an array. (A trace whose
+    events are all unusable is refused later, by :func:`.build.build_rank`.) Repairs that copy the
+    text are checked against ``budget`` first.
+    """
+    decoded = _Decoding(text, Path(path), stream_truncated, compressed, MemoryBudget.of(budget),
+                        stream_error).run()
+    if decoded.events is None:
+        raise NotATraceError(f"{path}: no traceEvents list: a JSON object, but not a Chrome/Kineto trace")
+    return decoded
+
+
+_RAW_EVENT_BYTES = 100
+"""Extra memory per event on the one-by-one path: its raw slice and list slot."""
+_MSGSPEC_BYTE = re.compile(r"\(byte (\d+)\)")
+
+
+class _Decoding:
+    """One file's decode: the fast typed decode, then error-guided repairs, skips and salvage."""
+
+    def __init__(self, text: Text, path: Path, stream_truncated: bool, compressed: bool,
+                 budget: MemoryBudget, stream_error: str) -> None:
+        self.text, self.path, self.budget = text, path, budget
+        self.stream_truncated, self.compressed = stream_truncated, compressed
+        self.stream_error = stream_error
+        self.end = len(text)  # the first JSON document ends here (a second one may follow)
+        self.lax = False  # after quoting NaN/Infinity literals: "NaN" strings decode as floats
+        self.warnings: list[str] = []
+        self.repairs_done: set[str] = set()
+        self.syntax_skips: list[tuple[int, str]] = []
+        self.last_error = ""
+
+    def _first_byte(self) -> bytes:
+        start = _content_start(self.text)
+        return bytes(self.text[start:start + 1])
+
+    def view(self) -> Text:
+        return self.text if self.end == len(self.text) else memoryview(self.text)[: self.end]
+
+    def run(self) -> Decoded:
+        start = _content_start(self.text)
+        if start == len(self.text):
+            raise TraceFormatError(f"{self.path}: empty file{' (after decompression)' if self.compressed else ''}")
+        if self.text[start:start + 1] not in (b"{", b"["):
+            what = "the decompressed data" if self.compressed else "the data"
+            raise TraceFormatError(f"{self.path}: not JSON, so not a trace ({what} does not start with '{{' or '[')")
+        with gc_paused():
+            for _ in range(_MAX_REPAIRS + _MAX_SKIPPED_SYNTAX + 2):
+                try:
+                    return self._finish(self._decode())
+                except RecursionError:
+                    raise TraceFormatError(f"{self.path}: JSON nested too deeply to be a trace") from None
+                except msgspec.DecodeError as exc:
+                    self.last_error = str(exc)
+                    if not self._recover(self.last_error):
+                        break
+            return self._finish(self._salvage_or_fail())
+
+    # -- the typed decode -------------------------------------------------------------------------
+    def _decode(self) -> Decoded:
+        """The typed decode; events of the wrong types are skipped one by one (a syntax error
+        anywhere raises ``msgspec.DecodeError``)."""
+        try:
+            return self._typed()
+        except msgspec.ValidationError as exc:
+            return self._per_event(str(exc))
+
+    def _typed(self) -> Decoded:
+        text = self.view()
+        if self._first_byte() == b"[":
+            decoder = _EVENTS_DECODER_LAX if self.lax else _EVENTS_DECODER
+            return Decoded(decoder.decode(text), TraceFile())
+        meta = (_FILE_DECODER_LAX if self.lax else _FILE_DECODER).decode(text)
+        events = meta.traceEvents
+        meta.traceEvents = []
+        return Decoded(events, meta)  # events None: no traceEvents key
+
+    def _finish(self, decoded: Decoded) -> Decoded:
+        decoded.warnings[:0] = self.warnings
+        if self.syntax_skips:
+            first_byte, why = self.syntax_skips[0]
+            decoded.skipped += len(self.syntax_skips)
+            decoded.warnings.append(
+                f"skipped {len(self.syntax_skips)} event{'s' if len(self.syntax_skips) > 1 else ''} "
+                f"with broken JSON syntax (first at byte {first_byte:,}: {why})")
+            decoded.first_skipped = decoded.first_skipped or f"byte {first_byte:,}: {why}"
+        return decoded
+
+    # -- recovering from a syntax error ------------------------------------------------------------
+    def _recover(self, message: str) -> bool:
+        """Apply the repair the error calls for; False when none applies."""
+        at = _error_byte(message)
+        if "trailing characters" in message and at is not None and 0 < at <= self.end:
+            at = at - 1 if self.text[at - 1:at] not in (b" ", b"\t", b"\r", b"\n") else at  # msgspec: 1 past it
+            rest = len(self.text) - at
+            self.end = at
+            first = len(bytes(self.text[:at]).rstrip()) if at < (1 << 24) else at
+            self.warnings.append(
+                f"the file holds more than one JSON document: read the first ({first:,} bytes), "
+                f"ignored the {rest:,} bytes after it, from byte {at:,}")
+            return True
+        for name, needed, repair in _REPAIRS:
+            if name in self.repairs_done or not needed(self.text, at, message):
+                continue
+            self.repairs_done.add(name)
+            self._copy_check(f"repairing it ({name})")
+            view = self.view()  # a second document after ``end`` is ignored: repair only the first
+            self.text = repair(bytes(view) if isinstance(view, memoryview) else view)
+            self.end = len(self.text)
+            if name == "NaN/Infinity literals read as numbers":
+                self.lax = True
+            self.warnings.append(f"repaired: {name}")
+            return True
+        if at is not None and "truncated" not in message and not self.stream_truncated:
+            return self._skip_broken_event(at, message)
+        return False
+
+    def _copy_check(self, what: str) -> None:
+        self.budget.check(self.path, estimated_load_bytes(2 * len(self.text), 0), what)
+
+    def _skip_broken_event(self, at: int, message: str) -> bool:
+        """Blank out the event around byte ``at`` (an event of the events array with broken syntax)."""
+        if len(self.syntax_skips) >= _MAX_SKIPPED_SYNTAX:
+            return False
+        array = _events_array_start(self.text)
+        if array is None or at <= array[0]:
+            return False
+        region = _event_region(self.text, array[0], at, self.end)
+        if region is None:
+            return False
+        lo, hi = region
+        if not isinstance(self.text, bytearray):
+            self._copy_check("skipping a broken event")
+            self.text = bytearray(self.text)
+        self.syntax_skips.append((at, _describe_syntax_error(message, self.text, at)))
+        self.text[lo:hi] = b" " * (hi - lo)
+        return True
+
+    def _salvage_or_fail(self) -> Decoded:
+        """The text is cut short (or broken where nothing else helps): keep its complete events."""
+        message = self.last_error
+        truncated = self.stream_truncated or "truncated" in message
+        if truncated:
+            salvaged = self._salvage()
+            if salvaged is not None:
+                return salvaged
+        at = _error_byte(message)
+        where = "" if at is None else f" at byte {at:,}{_line_col(self.text, at)}"
+        why = _describe_syntax_error(message, self.text, at) if message else "it does not decode"
+        if truncated and self.stream_error:
+            why = f"{self.stream_error}, and no complete event before the damage"
+        elif truncated and _events_array_start(self.text) is None:
+            why = f"the JSON ends before it is complete ({self.end:,} bytes), and holds no traceEvents list"
+        elif truncated:
+            why = f"the JSON is cut short ({self.end:,} bytes) before its first complete event"
+        raise TraceFormatError(f"{self.path}: not valid JSON{where}: {why}")
+
+    def _salvage(self) -> Decoded | None:
+        """Recover every complete event of a file cut short (a killed job's ``.tmp`` file).
+
+        Tries cut points at event boundaries (a ``}`` followed by ``,``/``]``/end), from the end
+        backwards, closing the array and object after each (written in place: no copy of the
+        text); at most a few dozen attempts.
+        """
+        start = _events_array_start(self.text)
+        if start is None:
+            return None
+        body_start, suffix = start
+        if not isinstance(self.text, bytearray):
+            self._copy_check("salvaging a file cut short")
+            self.text = bytearray(self.text)
+        total = self.end
+        try:
+            self.text += b" " * len(suffix)  # room to close the array after any cut point
+        except BufferError:  # a view of the text is still alive: close the array in a copy
+            self.text = bytearray(self.text) + b" " * len(suffix)
+        reason = self.stream_error or ("gzip stream cut short" if self.stream_truncated else "JSON cut short")
+        at = _error_byte(self.last_error)  # a damaged stream can decompress to garbage: cut before it
+        pos, attempts = total if at is None else min(total, at), 0
+        while attempts < _MAX_SALVAGE_ATTEMPTS:
+            pos = self.text.rfind(b"}", body_start, pos)
+            if pos < 0:
+                break
+            nxt = bytes(self.text[pos + 1: pos + 64]).lstrip()
+            if nxt[:1] not in (b",", b"]", b""):
+                continue
+            attempts += 1
+            decoded = self._decode_closed(pos + 1, suffix)
+            if decoded is not None and decoded.events is None:
+                return decoded  # "traceEvents" was only a string in the text: not a trace
+            if decoded is not None:
+                decoded.truncation = Truncation(bytes_total=total, bytes_used=pos + 1,
+                                                events_kept=len(decoded.events), reason=reason)
+                return decoded
+        if attempts:
+            return None  # complete-looking events, none of which decodes: not a cut, a broken file
+        decoded = self._decode_closed(body_start, suffix)  # nothing complete after the array opened
+        if decoded is None or decoded.events is None:
+            return decoded
+        decoded.truncation = Truncation(total, body_start, 0, reason)
+        return decoded
+
+    def _decode_closed(self, cut: int, suffix: bytes) -> Decoded | None:
+        saved = bytes(self.text[cut: cut + len(suffix)])
+        self.text[cut: cut + len(suffix)] = suffix
+        end, self.end = self.end, cut + len(suffix)
+        try:
+            return self._decode()
+        except (TraceFormatError, msgspec.DecodeError, RecursionError):
+            return None
+        finally:
+            self.text[cut: cut + len(suffix)] = saved
+            self.end = end
+
+    # -- skipping events of the wrong types --------------------------------------------------------
+    def _per_event(self, reason: str) -> Decoded:
+        """Slow path: decode the event list as raw slices, then each event on its own; an event
+        that does not decode is skipped and counted (its index, byte and why are reported)."""
+        text = self.view()
+        try:
+            if self._first_byte() == b"[":
+                raw_events, meta = _RAW_LIST_DECODER.decode(text), TraceFile()
+            else:
+                top = _TOP_DECODER.decode(text)
+                raw_list = top.pop("traceEvents", None)
+                if raw_list is None:
+                    return Decoded(None, TraceFile())  # type: ignore[arg-type]
+                head = memoryview(raw_list)[:20].tobytes()
+                if head[:1] != b"[":
+                    raise NotATraceError(f"{self.path}: traceEvents is not a list (it starts with "
+                                           f"{head!r}): not a Chrome/Kineto trace")
+                raw_events = _RAW_LIST_DECODER.decode(raw_list)
+                meta = _lenient_meta(top, self.lax)
+        except msgspec.ValidationError as exc:
+            raise NotATraceError(f"{self.path}: not a trace: {exc} (the trace is a JSON object with a "
+                                   "traceEvents list, or a JSON list of events)") from None
+        n_raw = len(raw_events)
+        self.budget.check(self.path, estimated_load_bytes(len(text), n_raw) + _RAW_EVENT_BYTES * n_raw,
+                          f"decoding its {n_raw:,} events one by one (some have fields of the wrong type)")
+        events: list[Any] = []
+        skipped = args_dropped = 0
+        first = ""
+        event_decoder = _EVENT_DECODER_LAX if self.lax else _EVENT_DECODER
+        for i, raw in enumerate(raw_events):
+            try:
+                events.append(event_decoder.decode(raw))
+                continue
+            except msgspec.ValidationError as exc:
+                error = str(exc)
+            event = _convert_event(raw, self.lax)
+            if event is None:
+                skipped += 1
+                if not first:
+                    first = f"event #{i:,} at byte {_offset_in(raw, self.text):,}: {error}"
+            else:
+                args_dropped += 1
+                events.append(event)
+        decoded = Decoded(events, meta, skipped=skipped, first_skipped=first)
+        if skipped:
+            decoded.warnings.append(f"skipped {skipped:,} bad event{'s' if skipped > 1 else ''} of "
+                                    f"{len(raw_events):,} (first: {first})")
+        if args_dropped:
+            decoded.warnings.append(f"{args_dropped:,} events had args of the wrong type (those args ignored)")
+        return decoded
+
+
+def _error_byte(message: str) -> int | None:
+    m = _MSGSPEC_BYTE.search(message)
+    return int(m.group(1)) if m else None
+
+
+def _line_col(text: bytes | bytearray, at: int) -> str:
+    at = min(at, len(text))
+    line = text.count(b"\n", 0, at) + 1
+    col = at - (text.rfind(b"\n", 0, at) + 1) + 1
+    return f" (line {line:,}, column {col:,})"
+
+
+def _describe_syntax_error(message: str, text: Text, at: int | None) -> str:
+    """msgspec's reason without its byte note, and what is there: ``invalid character 'x'``."""
+    reason = _MSGSPEC_BYTE.sub("", message).replace("JSON is malformed: ", "").strip()
+    if at is None or at >= len(text):
+        return reason
+    snippet = bytes(text[max(0, at - 20): at + 20]).decode("utf-8", "replace")
+    char = bytes(text[at:at + 1])
+    shown = repr(char.decode()) if 32 <= char[0] < 127 else f"byte 0x{char[0]:02x}"
+    return f"{reason} {shown} in {snippet!r}"
+
+
+def _offset_in(raw: msgspec.Raw, text: Text) -> int:
+    """Byte offset of a raw slice inside the text it was decoded from (-1 when it was copied)."""
+    try:
+        view = np.frombuffer(memoryview(raw), np.uint8)
+        base = np.frombuffer(text, np.uint8)
+        offset = view.ctypes.data - base.ctypes.data
+    except (TypeError, ValueError):
+        return -1
+    return offset if 0 <= offset < len(text) else -1
+
+
+def _lenient_meta(top: dict[str, msgspec.Raw], lax: bool) -> TraceFile:
+    """The trace's top-level keys, each decoded on its own; a key of the wrong type is left out."""
+    meta = TraceFile()
+    for key in TraceFile.__struct_fields__:
+        raw = top.get(key)
+        if raw is None or key == "traceEvents":
+            continue
+        try:
+            one = msgspec.json.decode(b'{"%s":%s}' % (key.encode(), bytes(raw)), type=TraceFile, strict=not lax)
+            setattr(meta, key, getattr(one, key))
+        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+            pass
+    return meta
+
+
+def _content_start(text: Text) -> int:
+    """Offset of the first non-whitespace byte (``len(text)`` if none); no copy, unlike ``lstrip``."""
+    return _LEADING_SPACE.match(text).end()
+
+
+def _convert_event(raw: msgspec.Raw, lax: bool) -> Any:
+    """Convert one event that failed the typed decode; drop only the ``args`` keys of unusable types."""
+    try:
+        item = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    if not isinstance(item, dict):
+        return None
+    args = item.get("args")
+    body = {k: v for k, v in item.items() if k != "args"}
+    try:
+        event = msgspec.convert(body, AnyEvent, strict=False)
+    except (msgspec.ValidationError, TypeError, OverflowError):
+        return None
+    if not isinstance(event, Event) or not isinstance(args, dict):
+        return event
+    try:
+        event.args = msgspec.convert(args, Args, strict=False)
+    except (msgspec.ValidationError, TypeError, OverflowError):
+        event.args = _convert_args_fieldwise(args)
+    return event
+
+
+_ARG_KEYS = {f.encode_name: f.name for f in msgspec.structs.fields(Args)}
+
+
+def _convert_args_fieldwise(args: dict) -> Args:
+    out = Args()
+    for key, attr in _ARG_KEYS.items():
+        if key not in args:
+            continue
+        try:
+            setattr(out, attr, getattr(msgspec.convert({key: args[key]}, Args, strict=False), attr))
+        except (msgspec.ValidationError, TypeError, OverflowError):
+            pass
+    return out
+
+
+# Repairs for known quirks of real writers (metrics.md §4.3), each picked by the decoder's error:
+# (name, needed(text, error_byte, message), repair(text) -> text).
+_CONTROL_TABLE = bytes(b if b >= 32 else 32 for b in range(256))
+_NA = re.compile(rb"(:\s*)N/A\b")
+_TRAILING_COMMA = re.compile(rb",(\s*[\]}])")
+_NON_FINITE = re.compile(rb"([:\[,]\s*)(-?Infinity|NaN)(?=\s*[,\]}])")
+_LONE_SURROGATE = re.compile(
+    rb"(?<!\\)((?:\\\\)*)(\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2})")
+
+
+def _at(text: Text, at: int | None, width: int = 12) -> bytes:
+    return b"" if at is None else bytes(text[max(0, at - 1): at + width])
+
+
+def _fix_utf8(text: Text) -> bytearray:
+    return bytearray(bytes(text).decode("utf-8", errors="replace").encode("utf-8"))
+
+
+def _fix_control(text: Text) -> bytearray:
+    return bytearray(bytes(text).translate(_CONTROL_TABLE))
+
+
+def _fix_na(text: Text) -> bytearray:
+    return bytearray(_NA.sub(rb'\1"N/A"', text))
+
+
+def _fix_trailing_commas(text: Text) -> bytearray:
+    return bytearray(_TRAILING_COMMA.sub(rb"\1", text))
+
+
+def _fix_non_finite(text: Text) -> bytearray:
+    return bytearray(_NON_FINITE.sub(rb'\1"\2"', text))
+
+
+def _fix_lone_surrogates(text: Text) -> bytearray:
+    return bytearray(_LONE_SURROGATE.sub(rb"\1\\ufffd", text))
+
+
+def _has_control(text: Text, at: int | None, message: str) -> bool:
+    return "invalid character" in message and at is not None and at < len(text) and text[at] < 32
+
+
+_REPAIRS = (
+    ("invalid UTF-8 replaced", lambda t, at, m: "UTF-8" in m, _fix_utf8),
+    ("NaN/Infinity literals read as numbers",
+     lambda t, at, m: b"NaN" in _at(t, at) or b"Infinity" in _at(t, at), _fix_non_finite),
+    ("lone UTF-16 surrogates replaced",
+     lambda t, at, m: ("surrogate" in m or "truncated" in m) and _LONE_SURROGATE.search(t) is not None,
+     _fix_lone_surrogates),
+    ("control characters in strings", _has_control, _fix_control),
+    ("bare N/A quoted", lambda t, at, m: b"N/A" in _at(t, at), _fix_na),
+    ("trailing commas removed", lambda t, at, m: "trailing comma" in m, _fix_trailing_commas),
+)
+
+_EVENT_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+
+
+_LAST_EVENT_END = re.compile(rb"\}\s*\]")
+
+
+def _event_region(text: Text, body_start: int, at: int, end: int) -> tuple[int, int] | None:
+    """Bytes to blank so that the event holding byte ``at`` drops out of the events array: from
+    the comma before it to the comma before the next event (for the first event, from the array's
+    start through the comma after it; for the last, up to the array's closing bracket). None when
+    no event boundary is near."""
+    window = 1 << 20  # events are small: look this far each way
+    before = None
+    for before in _EVENT_BOUNDARY.finditer(text, max(body_start, at - window), at):
+        pass
+    after = _EVENT_BOUNDARY.search(text, at, min(end, at + window))
+    if after is not None:
+        comma_after = text.find(b",", after.start(), after.end())
+        if before is None:
+            return body_start, comma_after + 1
+        return text.find(b",", before.start(), before.end()), comma_after
+    last = _LAST_EVENT_END.search(text, at, min(end, at + window))
+    if before is None or last is None:
+        return None
+    return text.find(b",", before.start(), before.end()), last.end() - 1
+
+
+def _events_array_start(text: Text) -> tuple[int, bytes] | None:
+    """Position just after the ``[`` that opens the events array, and the closing suffix."""
+    offset = _content_start(text)
+    if text[offset:offset + 1] == b"[":
+        return offset + 1, b"]"
+    key = text.find(b'"traceEvents"')
+    if key < 0:
+        return None
+    bracket = text.find(b"[", key)
+    if bracket < 0:
+        return None
+    return bracket + 1, b"]}"

@@ -1,0 +1,297 @@
+"""Load trace files and folders of per-rank files into a :class:`.trace_model.TraceModel`.
+
+A clean file is decoded chunk by chunk straight into columns (:mod:`.stream_decode`); a file
+that is not clean JSON goes to the whole-file path (:func:`load_rank_whole`), which repairs, skips
+and salvages. One memory budget (:mod:`.budget`) bounds a load: a file is refused while it is read when decoding
+it would not fit, and ranks loaded in parallel share the budget. In a run folder (or any load of
+several files) a file that is not a trace is skipped and a broken rank file is named in
+:attr:`.trace_model.TraceModel.notes`; the other ranks load.
+
+>>> model = load_trace(Path("rank0.json.gz"))            # doctest: +SKIP
+>>> model = load_trace([Path("job/")], workers=4)         # a folder of per-rank files, in parallel
+"""
+from __future__ import annotations
+
+import os
+import threading
+from contextlib import nullcontext
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence, TypeVar
+
+from .budget import MemoryBudget
+from . import stream_decode
+from .build import build_rank
+from .heap import reused_heap
+from .decode import DEFAULT_MAX_BYTES, decode_trace, estimated_load_bytes, gc_paused
+from ..model.trace_model import NotATraceError, RankTrace, TraceFormatError, TraceModel
+from .source import read_trace_text, text_size_hint
+
+if TYPE_CHECKING:  # imported when a pool starts: a single-file load never pays for them
+    from concurrent.futures import ProcessPoolExecutor
+
+MANY_RANKS = 32
+"""More rank files than this open as a job overview from compact results, a rank's lanes on demand;
+`gpuperf diagnose` of more rank files analyses them as compact results too.
+Why 32: the lanes of more ranks cannot be read side by side (a rank has 4 to 20 lanes: 32 ranks
+already stack 130+), and holding them costs the window every rank's events, where a compact result
+is ~20 kB a rank whatever its events (benchmarks/many_ranks_gui.py: 256 ranks of 11.8k events grow
+the window 619 MB loaded in full, 24 MB as an overview)."""
+
+TRACE_SUFFIXES = (".json", ".json.gz", ".gz", ".tmp", ".json.tmp")
+REUSED_HEAP_MIN_BYTES = 32 << 20
+"""Files of less JSON than this load without :func:`.heap.reused_heap`: what it saves (fresh pages for
+columns of tens of MB) a small load does not have, and its ``mallopt`` calls and ``malloc_trim`` at the
+end were a fixed cost per small rank."""
+
+
+def load_rank(path: Path | str, *, max_bytes: int | None = DEFAULT_MAX_BYTES, order_index: int = 0,
+              memory_budget: MemoryBudget | int | None = None) -> RankTrace:
+    """Load one trace file (plain or gzip JSON) into a :class:`RankTrace`.
+
+    ``memory_budget`` (bytes, default :data:`.budget.DEFAULT_MEMORY_BUDGET_BYTES`) bounds the
+    memory of the load: the file is refused as soon as reading shows that decoding it would not fit.
+
+    Raises
+    ------
+    TraceFormatError
+        The file is not a trace or not a regular file (the message names the file and the
+        reason), it is over ``max_bytes`` (decompressed), or (:class:`.budget.MemoryBudgetError`)
+        it would not fit the memory budget.
+    """
+    path = Path(path)
+    budget = MemoryBudget.of(memory_budget)
+    heap = reused_heap() if text_size_hint(path) >= REUSED_HEAP_MIN_BYTES else nullcontext()
+    with heap:
+        if stream_decode.ENABLED:  # clean files: chunk by chunk, straight into columns
+            rank = stream_decode.load_rank_streamed(path, budget=budget, max_bytes=max_bytes, order_index=order_index)
+            if rank is not None:
+                return rank
+        return load_rank_whole(path, max_bytes=max_bytes, order_index=order_index, memory_budget=budget)
+
+
+def load_rank_whole(path: Path | str, *, max_bytes: int | None = DEFAULT_MAX_BYTES, order_index: int = 0,
+                    memory_budget: MemoryBudget | int | None = None) -> RankTrace:
+    """:func:`load_rank` by the whole-file path: the text read whole, decoded (repaired, skipped,
+    salvaged where needed), then built. Every file that the streamed decode does not take."""
+    path = Path(path)
+    budget = MemoryBudget.of(memory_budget)
+    text = read_trace_text(path, budget, estimated_load_bytes, max_bytes)
+    decoded = decode_trace(text.data, path, text.stream_truncated, compressed=text.compressed,
+                           budget=budget, stream_error=text.stream_error)
+    del text
+    with gc_paused():
+        return build_rank(decoded, path, order_index)
+
+
+def discover_files(paths: Iterable[Path | str]) -> list[Path]:
+    """Expand folders into their trace files (sorted by name); keep files as given."""
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            # Named like a trace but not a regular file (a FIFO, a folder, a dangling link): kept, so
+            # that opening it fails and the load notes it as it notes a broken rank, never drops it.
+            found = sorted(f for f in p.iterdir() if _looks_like_trace(f))
+            if not found:
+                raise TraceFormatError(f"{p}: folder holds no .json or .json.gz trace files")
+            files.extend(found)
+        elif p.exists():
+            files.append(p)
+        else:
+            raise TraceFormatError(f"{p}: no such file or folder")
+    return files
+
+
+def _looks_like_trace(path: Path) -> bool:
+    name = path.name.lower()
+    if name.endswith((".meta.json", ".key_averages.txt")) or name == "ceilings.json":
+        return False
+    return name.endswith(TRACE_SUFFIXES)
+
+
+def load_trace(paths: Path | str | Sequence[Path | str], *, max_bytes: int | None = DEFAULT_MAX_BYTES,
+               workers: int | None = None, memory_budget: MemoryBudget | int | None = None) -> TraceModel:
+    """Load files and/or folders of per-rank files into one aligned :class:`TraceModel`.
+
+    Parameters
+    ----------
+    paths : a file, a folder, or a list of them.
+    max_bytes : per-file limit on the (decompressed) trace size.
+    workers : processes to load ranks in parallel (default: one per file, at most the CPU count
+        and as many as the memory budget allows; 1 loads in this process).
+    memory_budget : bytes the whole load may use (shared by the files loaded at once).
+    """
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    files = discover_files(paths)
+    n_workers, budget = plan_workers(files, MemoryBudget.of(memory_budget), workers)
+    work = partial(load_rank, max_bytes=max_bytes, memory_budget=budget)
+    by_index: dict[int, RankTrace] = {}
+    failures: list[FileFailure] = []
+    for i, item in iter_per_file(files, work, workers=n_workers, collect_failures=len(files) > 1):
+        if isinstance(item, FileFailure):
+            failures.append(item)
+        else:
+            by_index[i] = item
+    notes = failure_notes(failures, len(files))
+    model = TraceModel.aligned(dedupe_ranks([by_index[i] for i in sorted(by_index)]))
+    model.notes = notes
+    return model
+
+
+@dataclass(frozen=True)
+class FileFailure:
+    """A file of a multi-file load that did not load: ``not_a_trace`` (skipped) or broken."""
+
+    path: Path
+    message: str
+    not_a_trace: bool
+
+
+def failure_notes(failures: Sequence[FileFailure], n_files: int) -> list[str]:
+    """One note per file that did not load; raises the first file's error when none loaded."""
+    if failures and len(failures) >= n_files:
+        broken = [f for f in failures if not f.not_a_trace] or list(failures)
+        more = len(failures) - 1
+        others = "" if not more else f" (and {more} more file{'s' if more > 1 else ''} did not load either)"
+        raise TraceFormatError(f"{broken[0].message}{others}")
+    notes = []
+    for f in failures:
+        reason = f.message.removeprefix(f"{f.path}: ")
+        if f.not_a_trace:
+            notes.append(f"skipped {f.path.name}: not a trace ({reason})")
+        else:
+            notes.append(f"rank file {f.path.name} could not be loaded, the other ranks are shown: {reason}")
+    return notes
+
+
+SMALL_JOB_TEXT_BYTES = 16 << 20
+"""Files of less JSON than this in all load in this process unless ``workers`` is given: their
+work (~1 µs an event, ~70 ms for 16 MiB) is less than starting a pool and sending every rank's
+events back from it (the 8-rank DLRM job, 7.4 MB: see docs/performance.md)."""
+
+
+def plan_workers(files: Sequence[Path], budget: MemoryBudget, workers: int | None) -> tuple[int, MemoryBudget]:
+    """How many files to load at once, and each one's share of the budget.
+
+    As many as asked (default: one per file, at most the CPU count), but no more than the budget
+    holds for the largest file (its size, or a gzip file's recorded uncompressed size), so large
+    ranks load one after another with the whole budget and small ones in parallel. A small job
+    (:data:`SMALL_JOB_TEXT_BYTES`) loads in this process, one file at a time, each with the share of
+    the budget it would have had in the pool (so the same files fit).
+    """
+    n = len(files)
+    wanted = min(n, os.cpu_count() or 1) if workers is None else max(1, workers)
+    wanted = max(1, min(wanted, n))
+    sizes = [text_size_hint(f) for f in files]
+    largest = max(sizes, default=0)
+    events = largest // stream_decode.TYPICAL_EVENT_BYTES
+    need = budget.tree_bytes(stream_decode.streamed_load_bytes(events, 0, 0) if stream_decode.ENABLED
+                             else estimated_load_bytes(largest, events), events)
+    fits = int(budget.limit_bytes // need) if need > 0 else wanted
+    n_workers = max(1, min(wanted, fits))
+    share = budget.share(n_workers)
+    if workers is None and sum(sizes) < SMALL_JOB_TEXT_BYTES:
+        return 1, share  # in this process, each file with the share it would have had in the pool
+    return n_workers, share
+
+
+_T = TypeVar("_T")
+_POLL_S = 0.1
+"""How often the parallel loop looks at ``stop`` while files are being decoded."""
+
+
+def iter_per_file(files: Sequence[Path], work: Callable[..., _T], stop: threading.Event | None = None, *,
+                  workers: int | None = None, collect_failures: bool = False
+                  ) -> Iterator[tuple[int, _T | FileFailure]]:
+    """Run ``work(file, order_index=i)`` for every file; yield ``(i, result)`` as each one finishes.
+
+    The one per-file loop of the loader (:func:`load_trace` and :func:`.api.iter_load_and_analyse`).
+    ``workers`` processes (default: one per file, at most the CPU count; 1 runs in this process)
+    share the files; ``work`` must be picklable (a module-level function or a ``partial`` of one).
+    The loop returns early, without the remaining results, once ``stop`` is set (checked between
+    files, and every 0.1 s while files are decoded in parallel). When it ends early (``stop``, an
+    error in one file, or the consumer closing the generator) the pending files are cancelled and
+    the worker processes are terminated before control returns: none outlives the call. With
+    ``collect_failures`` a file whose work raises yields a :class:`FileFailure` instead (the other
+    files go on).
+    """
+    stop = stop or threading.Event()
+    n = len(files)
+    n_workers = min(n, os.cpu_count() or 1) if workers is None else max(1, workers)
+    if n_workers <= 1 or n <= 1:
+        for i, f in enumerate(files):
+            if stop.is_set():
+                return
+            try:
+                result = work(f, order_index=i)
+            except Exception as exc:  # noqa: BLE001 - reported per file when collecting
+                if not collect_failures:
+                    raise
+                yield i, _failure(f, exc)
+                continue
+            yield i, result
+        return
+    # each worker decodes its files alone: no decoding pools inside a pool (core/trace/ingest/stream_decode.py)
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+
+    pool = ProcessPoolExecutor(max_workers=min(n_workers, n), initializer=stream_decode.no_parallel_decode)
+    finished = False
+    try:
+        futures: dict[Future, int] = {pool.submit(work, f, order_index=i): i for i, f in enumerate(files)}
+        pending = set(futures)
+        while pending and not stop.is_set():
+            done, pending = wait(pending, timeout=_POLL_S, return_when=FIRST_COMPLETED)
+            for fut in sorted(done, key=futures.__getitem__):
+                if stop.is_set():
+                    return
+                i = futures[fut]
+                try:
+                    result = fut.result()
+                except Exception as exc:  # noqa: BLE001 - reported per file when collecting
+                    if not collect_failures:
+                        raise
+                    yield i, _failure(files[i], exc)
+                    continue
+                yield i, result
+        finished = not pending
+    finally:
+        if finished:
+            pool.shutdown(wait=True)
+        else:
+            _abandon(pool)
+
+
+def _failure(path: Path, exc: Exception) -> FileFailure:
+    if isinstance(exc, TraceFormatError):
+        return FileFailure(Path(path), str(exc), isinstance(exc, NotATraceError))
+    return FileFailure(Path(path), f"{path}: {type(exc).__name__}: {exc}", False)
+
+
+def _abandon(pool: ProcessPoolExecutor, grace_s: float = 1.0) -> None:
+    """Cancel what has not started, terminate the workers and reap them (Python 3.14's
+    ``terminate_workers``, which 3.11 lacks): ``shutdown(wait=True)`` would wait for every file
+    being decoded."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in processes:
+        if proc.is_alive():
+            proc.terminate()
+    for proc in processes:
+        proc.join(grace_s)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+
+
+def dedupe_ranks(ranks: list[RankTrace]) -> list[RankTrace]:
+    """Give ranks that collide (two files without rank info) distinct numbers, in file order."""
+    seen: set[int] = set()
+    for r in ranks:
+        if r.rank in seen:
+            r.warnings.append(f"rank {r.rank} appears in several files; renumbered")
+            r.rank = max(seen) + 1
+            r.rank_source = "order"
+        seen.add(r.rank)
+    return ranks

@@ -1,0 +1,848 @@
+"""Streamed decode: trace bytes -> event columns, a chunk of events at a time.
+
+The whole-file path (:func:`.source.read_trace_text`, :func:`.decode.decode_trace`,
+:func:`.build.build_rank`) holds the file's whole text and every decoded event struct at once.
+Here the decompressed bytes (:class:`.source.TraceStream`, at most 8 MB a step) are cut after the
+last complete event of what has arrived, that run of events is decoded by one typed
+``msgspec`` call (the same structs as the whole-file decoder) and appended to
+:class:`.build.EventColumns`, and the text and structs are dropped; only the text outside the
+events array (``deviceProperties``, ``distributedInfo``, ``baseTimeNanoseconds``, ... before or
+after it) is kept and decoded at the end. Peak memory is the columns plus one chunk.
+
+A cut is found without scanning every byte: the last ``}`` ``,`` ``{`` (whitespace between) of the
+buffer. A false one (inside a string or a nested value) cannot decode, and the array's end is where
+msgspec reports trailing characters. Anything not clean (a syntax error, a field of the wrong type,
+NaN literals, a file cut short, a second document, an unexpected shape) stops the streamed decode:
+:func:`load_rank_streamed` returns None and the caller loads the file with the whole-file path,
+which repairs, skips, salvages and reports exactly as before. The memory budget and the size
+limit are checked after every decode, against the streamed path's own cost model
+(:func:`streamed_load_bytes`: the columns so far, projected to the whole file when its size is
+known, plus the text and structs in flight), not the whole-file path's.
+
+Big files are decoded on several cores (:class:`_ParallelSplitter`): each run of events is sent to
+a worker process, which decodes it into columns of its own; the runs come back in file order and
+are merged (string codes remapped). A run that does not decode there (a false cut, the events
+array's end, a field of the wrong type) hands the text from that run on back to the serial
+splitter above, which handles it exactly as it would have; nothing is decoded twice into the
+columns.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+import threading
+from collections import deque
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
+
+import msgspec
+
+from .scanner import scan
+from . import source
+from ...units import format_bytes
+from .budget import MemoryBudget
+from .build import EventColumns, build_rank_columns
+from .decode import AnyEvent, BEvent, EEvent, Event, MEvent, TraceFile, XEvent, _content_start, gc_paused
+from ..model.trace_model import RankTrace
+from .scanner.scan import ScannedRun, scan_run
+from .source import TraceStream, _check_json_start, _check_max, text_size_hint
+
+if TYPE_CHECKING:  # the pool's modules are imported only when a pool starts (~25 ms of every CLI run)
+    from concurrent.futures import Future, ProcessPoolExecutor
+    from multiprocessing.context import BaseContext
+
+ENABLED = True
+""":func:`.load.load_rank` tries the streamed decode first when True (an internal switch: a test or a
+benchmark sets it False to compare with the whole-file path; docs/environment.md)."""
+
+MIN_DECODE_BYTES = 4 << 20
+"""Events are decoded once this much undecoded text has arrived (and at the end)."""
+MAX_CUT_ATTEMPTS = 16
+"""Cuts tried per decode before the file goes to the whole-file path (a false one costs a decode)."""
+MAX_HEAD_BYTES = 64 << 20
+"""Text before the events array kept while looking for it; beyond it the whole-file path decodes."""
+STRUCT_BUDGET_BYTES = 32 << 20
+"""Decoded structs alive at once: the next decode waits for less text when events are small."""
+STREAM_EVENT_COST_BYTES = 190
+"""Memory per event of a streamed load, its analysis and op table (columns, lanes, sort keys):
+measured 166-184 B at 1M-3M events of a real H200 trace and 210 B at 400k tiny events (over the
+imports, 2026-12-01; tests/core/test_trace_load.py checks the bound with the text in flight)."""
+STRUCT_COST_BYTES = 300
+"""Memory per decoded event struct (with its args struct and strings) while its run is in flight."""
+MIN_EVENT_BYTES = 100
+"""Fewer bytes of JSON than any profiler's complete event takes: a file's size over this is the most
+events it can hold, the room its columns reserve."""
+SCANNED_EVENT_BYTES = 150
+"""Memory per event of a run the C scanner read, until its columns are appended (13 columns of 4-8
+bytes and the raw args' offsets)."""
+PARALLEL_MIN_BYTES = 128 << 20
+"""Files with less JSON text than this are decoded in this process (on 2 cores a pool did not pay
+on a 54 MB file, idle or not)."""
+TYPICAL_EVENT_BYTES = 250
+"""JSON bytes per event of a typical Kineto trace (216k-event trace: 249): for planning only."""
+PARALLEL_RUN_BYTES = 8 << 20
+"""Text per run sent to a worker."""
+PARALLEL_MAX_WORKERS = 8
+SCAN_THREADS_MIN_BYTES = 16 << 20
+"""Files with less JSON text than this are scanned on one thread."""
+SCAN_MAX_THREADS = 8
+RUN_SLACK_BYTES = 1 << 20
+"""Room in a read buffer beyond a chunk for the event begun in the chunk before."""
+WORKER_COST_BYTES = 64 << 20
+"""Memory of one decoding worker: its own pages, a run of text, its structs and columns (measured
+54 MB PSS, 43 MB private, decoding 8 MB runs of a real trace, 2026-12-01)."""
+_parallel_allowed = True
+"""False in processes that must not start a pool (workers of a pool: see :func:`no_parallel_decode`)."""
+
+
+def no_parallel_decode() -> None:
+    """Decode serially in this process (the initializer of the per-file pools: their files are
+    already decoded in parallel, one per process)."""
+    global _parallel_allowed
+    _parallel_allowed = False
+
+
+def streamed_load_bytes(events: int, text_bytes: int, structs: int) -> float:
+    """Memory (bytes) a streamed load holds with ``events`` events decoded into columns,
+    ``text_bytes`` of text not decoded yet and ``structs`` event structs alive: the cost model
+    :class:`.budget.MemoryBudget` checks on this path."""
+    return STREAM_EVENT_COST_BYTES * events + text_bytes + STRUCT_COST_BYTES * structs
+
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_EVENTS_KEY_TEXT = b'"traceEvents"'
+_WHITESPACE = b" \t\r\n"
+_PAIRED_OR_META = frozenset({BEvent, EEvent, MEvent})
+_CHUNK_DECODER = msgspec.json.Decoder(list[AnyEvent])  # the whole-file decoder's event types
+_FILE_DECODER = msgspec.json.Decoder(TraceFile)
+
+
+class NotStreamable(Exception):
+    """The file needs the whole-file decoder (repairs, skips, salvage, ...): not an error."""
+
+
+def load_rank_streamed(path: Path, *, budget: MemoryBudget, max_bytes: int | None,
+                       order_index: int = 0, workers: int | None = None) -> RankTrace | None:
+    """Load a clean trace file chunk by chunk; None when it needs the whole-file path.
+
+    ``workers``: processes decoding runs of events at once (None: by the file's size, the CPU
+    count and the budget, :func:`decode_workers`; 1: this process alone).
+    Raises what the whole-file path raises while reading (not a regular file, over ``max_bytes``,
+    not JSON at its first byte), :class:`.budget.MemoryBudgetError` when the streamed cost model
+    says the load does not fit, and what building raises (no usable event).
+    """
+    try:
+        with gc_paused():
+            columns, meta, n_entries = stream_columns(path, budget, max_bytes, workers)
+            return build_rank_columns(columns, meta, path, order_index, n_entries=n_entries)
+    except NotStreamable:
+        return None
+
+
+def decode_workers(text_bytes_hint: int, budget: MemoryBudget, workers: int | None = None) -> int:
+    """Processes to decode a file of about ``text_bytes_hint`` bytes of JSON.
+
+    ``workers`` given: that many. Else 1 for small files, in pool workers and daemon processes, and
+    when no second core is idle; otherwise one per idle CPU (or ``GPUPERF_DECODE_WORKERS`` from the
+    environment, 1 turning them off), at most :data:`PARALLEL_MAX_WORKERS`, one per run of text and
+    as many as the budget holds beside the load itself.
+    """
+    if workers is not None:
+        return max(1, workers)
+    asked_n = _asked_workers()
+    if (asked_n is not None and asked_n <= 1) or not _parallel_allowed \
+            or text_bytes_hint < PARALLEL_MIN_BYTES or _in_daemon_process():
+        return 1
+    idle_cpus = _idle_cpus()
+    if asked_n is None and idle_cpus < 1.5:  # a worker would share a busy core: slower than none
+        return 1
+    spare = budget.limit_bytes - STREAM_EVENT_COST_BYTES * (text_bytes_hint // TYPICAL_EVENT_BYTES)
+    by_budget = int(spare // WORKER_COST_BYTES)
+    n = min(asked_n or round(idle_cpus), PARALLEL_MAX_WORKERS, text_bytes_hint // PARALLEL_RUN_BYTES, by_budget)
+    return n if n >= 2 else 1
+
+
+def _asked_workers() -> int | None:
+    """The user's cap on decoding workers or threads (``GPUPERF_DECODE_WORKERS``), None if unset."""
+    asked = os.environ.get("GPUPERF_DECODE_WORKERS", "").strip()
+    return int(asked) if asked.isdigit() else None
+
+
+def _usable_cpus() -> int:
+    """CPUs this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def _idle_cpus() -> float:
+    """CPUs this process may use less the other work running now (Linux: the runnable tasks of
+    ``/proc/loadavg`` besides this one; elsewhere the last minute's load average): measured on 2
+    cores, decoding workers beside other busy processes cost 0.2 s on a 54 MB file where they save
+    0.1 s on idle cores."""
+    cpus = _usable_cpus()
+    try:
+        with open("/proc/loadavg", encoding="ascii") as fh:
+            running = int(fh.read().split()[3].split("/")[0]) - 1
+        return float(cpus - max(running, 0))
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return cpus - os.getloadavg()[0]
+    except OSError:  # pragma: no cover - no load average on this platform
+        return float(cpus)
+
+
+def stream_columns(path: Path, budget: MemoryBudget, max_bytes: int | None, workers: int | None = None
+                   ) -> tuple[EventColumns, TraceFile, int]:
+    """``(columns, metadata, entries of the event list)`` of a clean trace file, read in chunks.
+
+    Raises :class:`NotStreamable` when the file is not clean JSON of a trace's usual shape.
+    """
+    with TraceStream(path) as stream:
+        what = "the decompressed data" if stream.compressed else "the data"
+        if not stream.compressed:
+            _check_max(path, stream.file_bytes, max_bytes, stream.compressed)
+        splitter = _make_splitter(text_size_hint(path), budget, workers)
+        try:
+            total = 0
+            started = False
+            for chunk in stream:
+                if not started:
+                    started = _check_json_start(path, chunk, what)
+                total += len(chunk)
+                _check_max(path, total, max_bytes, stream.compressed)
+                splitter.feed(chunk)
+                _check_budget(path, budget, splitter, total, None if stream.compressed else stream.file_bytes)
+                if splitter.reads_runs and not stream.compressed:
+                    for n in splitter.read_runs(stream):
+                        total += n
+                        _check_max(path, total, max_bytes, stream.compressed)
+                        _check_budget(path, budget, splitter, total, stream.file_bytes)
+            if stream.stream_truncated:
+                raise NotStreamable("the gzip stream is cut short")
+            return splitter.finish()
+        finally:
+            splitter.close()
+
+
+def _make_splitter(text_bytes_hint: int, budget: MemoryBudget, workers: int | None) -> _Splitter:
+    """With the C scanner: threads scanning runs at once (it releases the GIL; no process, no copy
+    of the text to one). Without it: worker processes decoding with msgspec, where they pay."""
+    capacity = text_bytes_hint // MIN_EVENT_BYTES   # room the columns reserve (virtual until written)
+    if scan.ENABLED:
+        threads = scan_threads(text_bytes_hint, workers)
+        return _ScanSplitter(threads, capacity)
+    n_workers = decode_workers(text_bytes_hint, budget, workers)
+    context = _worker_context() if n_workers > 1 else None
+    return _ParallelSplitter(n_workers, context, capacity) if context is not None else _Splitter(capacity)
+
+
+def scan_threads(text_bytes_hint: int, threads: int | None = None) -> int:
+    """Threads to scan a file of about ``text_bytes_hint`` bytes of JSON: ``threads`` if given; else
+    1 below :data:`SCAN_THREADS_MIN_BYTES` or on one CPU, otherwise one per idle CPU and at least 2,
+    at most :data:`SCAN_MAX_THREADS` (``GPUPERF_DECODE_WORKERS`` caps it; 1 turns them off). A
+    thread costs no start-up, memory or copy (unlike a decoding process), so a second one is used
+    however busy the machine looks: the load average counts the window and its polling as running
+    (measured in the Trace tab, 10M events: 12.4 s with two threads, 21.5 s with one)."""
+    if threads is not None:
+        return max(1, threads)
+    asked_n = _asked_workers()
+    if (asked_n is not None and asked_n <= 1) or text_bytes_hint < SCAN_THREADS_MIN_BYTES:
+        return 1
+    n = min(asked_n or max(2, round(_idle_cpus())), _usable_cpus(), SCAN_MAX_THREADS, text_bytes_hint // PARALLEL_RUN_BYTES)
+    return n if n >= 2 else 1
+
+
+def _check_budget(path: Path, budget: MemoryBudget, splitter: _Splitter, total_bytes: int,
+                  file_bytes: int | None) -> None:
+    """Refuse when the events decoded so far (projected to the whole file when its size is known)
+    and the text and structs in flight would not fit the budget."""
+    events, decoded_bytes = splitter.columns.n + splitter.kept, splitter.decoded_bytes
+    in_flight = total_bytes - decoded_bytes + splitter.workers_bytes
+    if file_bytes and decoded_bytes:
+        projected = int(events * file_bytes / decoded_bytes)
+        need = budget.tree_bytes(streamed_load_bytes(projected, in_flight, splitter.structs_in_flight), projected)
+        if need > budget.limit_bytes:
+            budget.refuse(path, need, f"loading this {format_bytes(file_bytes, decimal=True)} file (about "
+                          f"{projected:,} events, projected from the {format_bytes(decoded_bytes, decimal=True)} decoded)")
+        return
+    need = streamed_load_bytes(events, in_flight, splitter.structs_in_flight)
+    budget.check(path, need, events=events, what=f"loading this trace ({format_bytes(total_bytes, decimal=True)} of JSON so far, "
+                 f"{events:,} events decoded)")
+
+
+class _Splitter:
+    """Cuts the text into runs of complete events and decodes each run into the columns."""
+
+    def __init__(self, capacity_events: int = 0) -> None:
+        self.columns = EventColumns(capacity_events)
+        self.n_entries = 0
+        self.kept = 0  # B/E/M events kept as structs
+        self.decoded_bytes = 0  # text decoded into the columns so far
+        self.structs_in_flight = 0  # event structs of the last run (alive while it is added)
+        self.workers_bytes = 0  # memory held beside the text in flight: decoding workers, read buffers (none here)
+        self._decode_at = MIN_DECODE_BYTES  # undecoded text that triggers a decode
+        self._head = bytearray()  # the text up to and including the events array's '['
+        self._list_form = False
+        self._searched = 0
+        self._pending: bytearray | None = None  # '[' then the events not decoded yet
+        self._tail: bytearray | None = None  # the text after the events array
+
+    def close(self) -> None:
+        """Release what the splitter holds outside this process (nothing here)."""
+
+    reads_runs = False
+    """Whether :meth:`_ScanSplitter.read_runs` can take the rest of a plain file now."""
+
+    def feed(self, chunk: bytes) -> None:
+        if self._tail is not None:
+            self._tail += chunk
+        elif self._pending is not None:
+            self._pending += chunk
+            if len(self._pending) >= self._decode_at:
+                self._decode_complete()
+        else:
+            self._head += chunk
+            self._find_array()
+
+    def _chunk_cut(self, chunk: bytes) -> tuple[int, int] | None:
+        """Where ``chunk``'s last complete event ends (:func:`_last_boundary`); None, and the chunk
+        joins the pending text, when no event ends in it."""
+        cut = _last_boundary(chunk, len(chunk))
+        if cut is None:
+            self._pending += chunk
+        return cut
+
+    def _find_array(self) -> None:
+        head = self._head
+        start = _content_start(head)
+        if start == len(head):
+            return
+        if head[start] == ord("["):
+            split, self._list_form = start + 1, True
+        else:
+            m = _EVENTS_KEY.search(head, max(0, self._searched - 64))
+            if m is None:
+                self._searched = len(head)
+                if len(head) > MAX_HEAD_BYTES:
+                    raise NotStreamable("no events array near the start")
+                return
+            split = m.end()
+        self.decoded_bytes += split
+        self._pending = _opened(memoryview(head)[split:])
+        del head[split:]
+        if len(self._pending) >= self._decode_at:
+            self._decode_complete()
+
+    def _decode_complete(self) -> None:
+        """Decode the complete events of the pending text (all but the one still arriving).
+
+        A cut that turns out to lie inside a string or a nested value does not decode ("truncated"):
+        the one before it is tried, a few times, before the file goes to the whole-file path.
+        """
+        buf = self._pending
+        before = len(buf)
+        for _ in range(MAX_CUT_ATTEMPTS):
+            cut = _last_boundary(buf, before)
+            if cut is None:
+                return
+            close, following = cut
+            saved = buf[close + 1]
+            buf[close + 1] = ord("]")  # a whitespace or comma byte: the run ends there, no copy made
+            try:
+                self._decode_run(buf, close + 2)
+            except msgspec.ValidationError as exc:  # (a DecodeError too: caught first)
+                raise NotStreamable(str(exc)) from None
+            except msgspec.DecodeError as exc:
+                buf[close + 1] = saved
+                if "trailing characters" in str(exc):
+                    self._array_ends_early(str(exc))
+                    return
+                before = close
+                continue
+            buf[close + 1] = saved
+            self.decoded_bytes += following - 1
+            self._keep_after(following)
+            return
+        raise NotStreamable("no cut between events decodes")
+
+    def _decode_run(self, buf: bytearray, end: int) -> None:
+        """Decode ``buf[:end]`` (a JSON list of events) into the columns, without copying it.
+
+        The structs' ``msgspec.Raw`` args are views of ``buf``, so ``buf`` is never resized after
+        a decode (:meth:`_keep_after` starts a new buffer) and the view is not released by hand:
+        something else may hold a struct a while longer (a sampling profiler holding a frame, as
+        Dask's workers run: a rank then failed with "memoryview has 2 exported buffers").
+        """
+        entries, kept, structs = decode_into(self.columns, buf, end)
+        self.structs_in_flight = structs
+        self._decode_at = _next_decode_bytes(structs, end)
+        self.n_entries += entries
+        self.kept += kept
+
+    def _keep_after(self, following: int) -> None:
+        """Pending text from ``following`` on, in a new buffer (the old one may still be viewed)."""
+        self._pending = _opened(memoryview(self._pending)[following:])
+
+    def _array_ends_early(self, message: str) -> None:
+        """The run decoded up to the events array's end (trailing characters): keep the rest as tail."""
+        end = _array_end(self._pending, message)
+        self._decode_last(end)
+
+    def _decode_last(self, end: int) -> None:
+        buf = self._pending
+        try:
+            self._decode_run(buf, end)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise NotStreamable(str(exc)) from None
+        self.decoded_bytes += end - 1
+        self._tail = buf[end:]
+        self._pending = None
+
+    def finish(self) -> tuple[EventColumns, TraceFile, int]:
+        if self._tail is None:
+            if self._pending is None:
+                raise NotStreamable("no events array")
+            if self._scanned_to_array_end():
+                return self._finished()
+            try:
+                self._decode_run(self._pending, len(self._pending))
+            except msgspec.ValidationError as exc:
+                raise NotStreamable(str(exc)) from None
+            except msgspec.DecodeError as exc:
+                self._array_ends_early(str(exc))
+            else:
+                self._tail, self._pending = bytearray(), None
+        return self._finished()
+
+    def _finished(self) -> tuple[EventColumns, TraceFile, int]:
+        self.structs_in_flight = 0
+        return self.columns, self._meta(), self.n_entries
+
+    def _scanned_to_array_end(self) -> bool:
+        """The last run, up to the ``]`` that closes the events array, read by the C scanner.
+
+        The pending text ends with the file's keys after the array (Kineto writes ``traceName``,
+        ``displayTimeUnit``, ... there), which no scanner run reads: msgspec used to decode the whole
+        last run as structs only to fail at those trailing characters (a small rank's every event,
+        2 ms of its ~10), before :meth:`_array_ends_early` found the end and scanned it. The few
+        ``]`` nearest the end that a key or the object's end follows are tried instead: a run the
+        scanner reads whole is a complete JSON list, so its ``]`` is where msgspec's value ends too.
+        False (nothing changed) when no candidate scans: the msgspec path decides, as before."""
+        if not scan.ENABLED or self._list_form:
+            return False
+        buf = self._pending
+        for end in _array_end_candidates(buf):
+            try:
+                run = scan_run(buf, end)
+            except Exception:  # noqa: BLE001 - (a B/E/M event msgspec refuses) as _merge_oldest: msgspec's path decides
+                return False
+            if run is None:
+                continue
+            entries, kept, self.structs_in_flight = add_scanned(self.columns, run)
+            self.n_entries += entries
+            self.kept += kept
+            self.decoded_bytes += end - 1
+            self._tail, self._pending = buf[end:], None
+            return True
+        return False
+
+    def _meta(self) -> TraceFile:
+        tail = self._tail
+        if self._list_form:
+            if bytes(tail).strip(_WHITESPACE):
+                raise NotStreamable("text after the list of events")
+            return TraceFile()
+        if self._head.count(_EVENTS_KEY_TEXT) != 1 or _EVENTS_KEY_TEXT in tail:
+            raise NotStreamable("more than one traceEvents key")
+        try:
+            meta = _FILE_DECODER.decode(bytes(self._head) + b"]" + bytes(tail))
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+            raise NotStreamable(str(exc)) from None
+        if meta.traceEvents != []:
+            raise NotStreamable("the events array is not the top-level traceEvents")
+        return meta
+
+
+def _opened(*parts: bytes | memoryview) -> bytearray:
+    """A new pending buffer: the events array's ``[`` then ``parts`` (copied)."""
+    buf = bytearray(b"[")
+    for part in parts:
+        buf += part
+    return buf
+
+
+def _next_decode_bytes(events: int, text_bytes: int) -> int:
+    """Text to gather before the next decode: :data:`MIN_DECODE_BYTES`, less when events are so
+    small that its structs would hold more than :data:`STRUCT_BUDGET_BYTES`."""
+    if not events:
+        return MIN_DECODE_BYTES
+    by_structs = STRUCT_BUDGET_BYTES * text_bytes // (events * STRUCT_COST_BYTES)
+    return max(1, min(MIN_DECODE_BYTES, by_structs))
+
+
+def decode_into(columns: EventColumns, buf: bytearray, end: int) -> tuple[int, int, int]:
+    """Decode ``buf[:end]`` (a JSON list of events) into ``columns``: by the C scanner where it
+    reads the run (:mod:`.scan`), else by msgspec. Returns ``(entries, events kept as structs,
+    structs decoded)``; raises msgspec's errors when the run does not decode."""
+    try:
+        run = scan_run(buf, end)
+        if run is not None:
+            return add_scanned(columns, run)
+        events = _CHUNK_DECODER.decode(memoryview(buf)[:end])
+    except RecursionError:  # a value nested ~1000 deep: the whole-file path says "nested too deeply"
+        raise NotStreamable("JSON nested too deeply") from None
+    return len(events), add_events(columns, events), len(events)
+
+
+def add_scanned(columns: EventColumns, run: ScannedRun) -> tuple[int, int, int]:
+    """Append a run the C scanner read: ``X`` events as columns, ``B``/``E``/``M`` kept. Returns
+    ``(entries, events kept as structs, structs its columns weigh as much as)``."""
+    columns.add_scanned(run)
+    if run.paired_and_meta:
+        columns.keep_paired_and_meta(run.paired_and_meta)
+    kept = len(run.paired_and_meta)
+    return run.entries, kept, run.xs * SCANNED_EVENT_BYTES // STRUCT_COST_BYTES + kept
+
+
+def add_events(columns: EventColumns, events: list) -> int:
+    """Append decoded events to ``columns``: ``X`` events as columns, ``B``/``E``/``M`` kept (their
+    raw args copied out of the text); returns how many were kept."""
+    xs = [e for e in events if type(e) is XEvent]
+    columns.add(xs)
+    if len(xs) == len(events):
+        return 0
+    rest = [e for e in events if type(e) in _PAIRED_OR_META]  # other phases: keep B/E/M (paired at the end)
+    if rest:
+        columns.keep_paired_and_meta(list(map(_own_raw_args, rest)))
+    return len(rest)
+
+
+def decode_run(head: bytes, chunk: bytes, close: int) -> tuple[EventColumns, int, int]:
+    """A worker's part: the events of ``head + chunk[:close + 1]`` (complete events, without the
+    brackets) decoded into columns of their own. Returns ``(columns, entries, events kept as
+    structs)``; raises msgspec's errors when the run does not decode."""
+    with gc_paused():
+        text = _opened(head, memoryview(chunk)[:close + 1], b"]")
+        columns = EventColumns()
+        entries, kept, _ = decode_into(columns, text, len(text))
+        return columns, entries, kept
+
+
+def _in_daemon_process() -> bool:
+    """A daemon process may not start workers (a process that never imported multiprocessing is
+    none: it was not started by it)."""
+    mp = sys.modules.get("multiprocessing")
+    return mp is not None and mp.current_process().daemon
+
+
+def _worker_context() -> BaseContext | None:
+    """How to start decoding workers here, or None (decode in this process).
+
+    A fork when this process has one thread (the pool starts with the load's first runs, while the
+    process is small). With other threads (the window's loader child watches its stdin) a fork
+    could copy a lock held by one of them: workers then come from a fork server, which imports the
+    ``__main__`` of a ``-m`` module or none for ``-c``; a script's ``__main__`` would run again in
+    each worker, so then there are none.
+    """
+    import multiprocessing
+
+    methods = multiprocessing.get_all_start_methods()
+    if threading.active_count() == 1 and "fork" in methods:
+        return multiprocessing.get_context("fork")
+    main = sys.modules.get("__main__")
+    safe_main = getattr(main, "__spec__", None) is not None or not getattr(main, "__file__", None)
+    if "forkserver" in methods and safe_main:
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([__name__])
+        return context
+    return None
+
+
+class _ParallelSplitter(_Splitter):
+    """The splitter with each run of events decoded by a worker process, merged back in order.
+
+    Each chunk read is cut after its last complete event; the event begun before it (``head``,
+    small) and the chunk up to the cut go to a worker as they are (the chunk is not copied here).
+    A run that does not decode in its worker (a cut inside a string, the events array ending in
+    it, a field of the wrong type) turns the splitter serial: the text from that run on goes back
+    into the pending buffer unchanged and the serial splitter takes it from there (runs decoded
+    after it are dropped, not merged).
+    """
+
+    def __init__(self, workers: int, context: BaseContext, capacity_events: int = 0) -> None:
+        from concurrent.futures import ProcessPoolExecutor
+
+        super().__init__(capacity_events)
+        self._pool: ProcessPoolExecutor | None = ProcessPoolExecutor(
+            max_workers=workers, mp_context=context, initializer=no_parallel_decode)
+        self._max_in_flight = 2 * workers
+        self.workers_bytes = workers * WORKER_COST_BYTES
+        self._in_flight: deque[tuple[Future, bytes, bytes, int]] = deque()  # (future, head, chunk, cut)
+
+    def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+        self.workers_bytes = 0
+
+    def feed(self, chunk: bytes) -> None:
+        if self._pool is None or self._pending is None or self._tail is not None:
+            super().feed(chunk)
+            return
+        cut = self._chunk_cut(chunk)
+        if cut is None:
+            return
+        close, following = cut
+        head = bytes(memoryview(self._pending)[1:])
+        self._in_flight.append((self._pool.submit(decode_run, head, chunk, close), head, chunk, following))
+        self._pending = _opened(memoryview(chunk)[following:])
+        while len(self._in_flight) > self._max_in_flight and self._pool is not None:
+            self._merge_oldest()
+
+    def _merge_oldest(self) -> None:
+        future, head, _, following = self._in_flight[0]
+        try:
+            columns, entries, kept = future.result()
+        except Exception:  # noqa: BLE001 - any failure: the serial splitter takes this text on
+            self._go_serial()
+            return
+        self._in_flight.popleft()
+        self.columns.merge(columns)
+        self.n_entries += entries
+        self.kept += kept
+        self.decoded_bytes += len(head) + following
+
+    def _go_serial(self) -> None:
+        """From the oldest run in flight on, the exact text goes back to the serial splitter."""
+        runs = list(self._in_flight)
+        self._in_flight.clear()
+        self.close()
+        texts = [part for _, head, chunk, following in runs for part in (head, memoryview(chunk)[:following])]
+        self._pending = _opened(*texts, memoryview(self._pending)[1:])
+        if len(self._pending) >= self._decode_at:
+            self._decode_complete()
+
+    def finish(self) -> tuple[EventColumns, TraceFile, int]:
+        while self._in_flight:
+            self._merge_oldest()
+        self.close()
+        return super().finish()
+
+
+class _ScanSplitter(_Splitter):
+    """The splitter for the C scanner (:mod:`.scan`): each run of events scanned on a thread of its
+    own (the scan runs without the GIL; ``threads`` 1: in this thread), appended in file order.
+
+    Each chunk is cut after its last complete event; the event begun before it and the chunk up to
+    the cut make one run. A plain file is read (:meth:`read_runs`) straight into a few reused
+    buffers: no new memory per chunk, no copy but the event that spans two chunks. A run the
+    scanner hands back (a false cut, the events array's end, anything it does not read exactly)
+    turns the splitter serial, as :class:`_ParallelSplitter` does: the text from that run on goes
+    back into the pending buffer unchanged and msgspec's splitter takes it from there.
+    """
+
+    def __init__(self, threads: int, capacity_events: int = 0) -> None:
+        super().__init__(capacity_events)
+        self._pool = None
+        if threads > 1:
+            from concurrent.futures import ThreadPoolExecutor
+            self._pool = ThreadPoolExecutor(threads, thread_name_prefix="gpuperf-scan")
+        self._scanning = True
+        self._max_in_flight = threads if threads > 1 else 0
+        self._in_flight: deque[tuple[Future, bytearray, int, bytes]] = deque()  # (future, text, end, separator)
+        self._free: list[bytearray] = []  # read_runs' buffers not in use
+
+    def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)  # a scan in flight ends within milliseconds
+
+    @property
+    def reads_runs(self) -> bool:  # type: ignore[override]
+        """Whether :meth:`read_runs` can take the rest of a plain file now (inside the events array)."""
+        return self._scanning and self._pending is not None and self._tail is None
+
+    def feed(self, chunk: bytes) -> None:
+        if not self._scanning or self._pending is None or self._tail is not None:
+            super().feed(chunk)
+            return
+        cut = self._chunk_cut(chunk)
+        if cut is None:
+            return
+        close, following = cut
+        run = self._pending  # '[' and the event begun in the last chunk
+        run += memoryview(chunk)[:close + 1]
+        run += b"]"
+        separator = bytes(memoryview(chunk)[close + 1:following])
+        self._pending = _opened(memoryview(chunk)[following:])
+        self._scan(run, len(run), separator)
+
+    def read_runs(self, stream: TraceStream) -> Iterator[int]:
+        """Read the rest of a plain file into reused buffers, scanning each run; yields the bytes
+        read. Stops where the scanner hands a run back or an event outgrows a chunk: the caller
+        reads the rest in chunks and feeds them as usual."""
+        chunk_bytes = source.OUT_CHUNK_BYTES
+        while self.reads_runs and len(self._pending) <= chunk_bytes:
+            chunk_bytes = stream.read_size()  # the file's rest when that is less
+            while not self._free and len(self._in_flight) > self._max_in_flight - 1 >= 0:
+                self._merge_oldest()
+            if not self.reads_runs:
+                return
+            carry = len(self._pending)
+            buf = self._buffer(carry + chunk_bytes)
+            buf[:carry] = self._pending  # '[' and the event begun (same length: no resize)
+            n = stream.readinto(memoryview(buf)[carry:carry + chunk_bytes])
+            if not n:
+                self._free.append(buf)
+                return
+            yield n
+            end = carry + n
+            cut = _last_boundary(buf, end)
+            if cut is None:  # no event ends in this chunk: it joins the next one
+                self._pending = bytearray(memoryview(buf)[:end])
+                self._free.append(buf)
+                continue
+            close, following = cut
+            separator = bytes(memoryview(buf)[close + 1:following])
+            self._pending = _opened(memoryview(buf)[following:end])
+            buf[close + 1] = ord("]")
+            self._scan(buf, close + 2, separator)
+
+    def _buffer(self, size: int) -> bytearray:
+        """A free buffer of at least ``size`` bytes (the budget counts every buffer held: they
+        outlive the text in flight)."""
+        buf = self._free.pop() if self._free else None
+        if buf is None or len(buf) < size:
+            self.workers_bytes -= len(buf) if buf is not None else 0
+            buf = bytearray(size + min(RUN_SLACK_BYTES, size))  # a small file's one buffer: no 1 MiB slack
+            self.workers_bytes += len(buf)
+        return buf
+
+    def _scan(self, text: bytearray, end: int, separator: bytes) -> None:
+        """Scan ``text[:end]`` ('[' run ']'), on a thread when there is a pool."""
+        if self._pool is None:
+            future: Future = _done(text, end)
+        else:
+            future = self._pool.submit(scan_run, text, end)
+        self._in_flight.append((future, text, end, separator))
+        while len(self._in_flight) > self._max_in_flight and self._scanning:
+            self._merge_oldest()
+
+    def _merge_oldest(self) -> None:
+        future, text, end, separator = self._in_flight[0]
+        try:
+            scanned = future.result()
+        except Exception:  # noqa: BLE001 - (a B/E/M event msgspec refuses) the serial splitter decides
+            scanned = None
+        if scanned is None:
+            self._go_serial()
+            return
+        self._in_flight.popleft()
+        entries, kept, self.structs_in_flight = add_scanned(self.columns, scanned)
+        self.n_entries += entries
+        self.kept += kept
+        self.decoded_bytes += end - 2 + len(separator)
+        if len(text) > end:  # one of read_runs' buffers
+            self._free.append(text)
+
+    def _go_serial(self) -> None:
+        """From the oldest run in flight on, the exact text goes back to msgspec's splitter."""
+        runs = list(self._in_flight)
+        self._in_flight.clear()
+        self.close()
+        self._scanning = False
+        self._free.clear()
+        self.workers_bytes = 0
+        texts = [part for _, text, end, separator in runs for part in (memoryview(text)[1:end - 1], separator)]
+        self._pending = _opened(*texts, memoryview(self._pending)[1:])
+        if len(self._pending) >= self._decode_at:
+            self._decode_complete()
+
+    def finish(self) -> tuple[EventColumns, TraceFile, int]:
+        while self._in_flight and self._scanning:
+            self._merge_oldest()
+        self.close()
+        self._free.clear()
+        self.workers_bytes = 0
+        return super().finish()
+
+
+def _done(text: bytearray, end: int) -> Future:
+    """A scan done here, as a finished future."""
+    from concurrent.futures import Future
+
+    future: Future = Future()
+    try:
+        future.set_result(scan_run(text, end))
+    except Exception as exc:  # noqa: BLE001 - read by _merge_oldest
+        future.set_exception(exc)
+    return future
+
+
+def _own_raw_args(event: Event) -> Event:
+    """An event kept past its chunk: its raw args copied out of the chunk's buffer (a
+    ``msgspec.Raw`` is a view of the text it was decoded from)."""
+    args = event.args
+    for field in _RAW_ARGS:
+        raw = getattr(args, field)
+        if raw:
+            setattr(args, field, msgspec.Raw(bytes(raw)))
+    return event
+
+
+_RAW_ARGS = ("input_dims", "input_type", "concrete_inputs")
+
+
+def _last_boundary(buf: bytearray, before: int) -> tuple[int, int] | None:
+    """``(i, j)``: ``buf[i]`` the last ``}`` before ``before`` that looks like the end of an event,
+    ``buf[j]`` the ``{`` after it (a ``,`` and whitespace between); None when none is seen."""
+    pos = before
+    for _ in range(256):
+        pos = buf.rfind(b"{", 1, pos)
+        if pos < 1:
+            return None
+        j = pos - 1
+        while j > 0 and buf[j] in _WHITESPACE:
+            j -= 1
+        if buf[j] != ord(","):
+            continue
+        j -= 1
+        while j > 0 and buf[j] in _WHITESPACE:
+            j -= 1
+        if buf[j] == ord("}"):
+            return j, pos
+    return None
+
+
+_TRAILING_AT = re.compile(r"trailing characters \(byte (\d+)\)")
+
+
+ARRAY_END_CANDIDATES = 3
+"""How many ``]`` from the end :meth:`_Splitter._scanned_to_array_end` tries (a list in the keys after
+the events array adds one; Kineto's traceName, displayTimeUnit and baseTimeNanoseconds add none)."""
+_AFTER_ARRAY = re.compile(rb"[ \t\r\n]*[,}]")
+
+
+def _array_end_candidates(buf: bytearray) -> Iterator[int]:
+    """Offsets just past the last few ``]`` of ``buf`` that a ``,`` or ``}`` follows (whitespace
+    between): where the events array may close, nearest the end first."""
+    pos = len(buf)
+    for _ in range(ARRAY_END_CANDIDATES):
+        close = buf.rfind(b"]", 0, pos)
+        if close <= 0:
+            return
+        if _AFTER_ARRAY.match(buf, close + 1):
+            yield close + 1
+        pos = close
+
+
+def _array_end(buf: bytearray, message: str) -> int:
+    """Offset just past the ``]`` that closes the events array, from msgspec's trailing-characters
+    error (it gives the byte just past the first trailing character)."""
+    m = _TRAILING_AT.search(message)
+    if m is None:
+        raise NotStreamable(message)
+    close = buf.rfind(b"]", 0, int(m.group(1)) - 1)
+    if close < 0:
+        raise NotStreamable(message)
+    return close + 1

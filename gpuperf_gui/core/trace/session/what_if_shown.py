@@ -1,0 +1,72 @@
+"""The what-if as the window shows it: a frozen snapshot the loading worker makes (no Qt).
+
+The projections per cause and the critical path's masks over the lanes come from
+:mod:`.what_if` and :mod:`.critical_path`; walking the graph takes from a few ms to a second for a
+big job, so it is done where the analysis is (the loading helper, :func:`.loaded_trace._analysis_update`)
+and sent with it (``AnalysisUpdate.what_if``, then ``LoadedTrace.what_if``). The Trace tab, the
+Overview's table and the MFU tab's "What if" only draw these: the views never import the graph's
+modules (tests/views/test_what_if_view.py holds them to it).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..analysis import critical_path as cp
+from ..analysis.what_if import FIX_LABELS, WhatIf
+
+if TYPE_CHECKING:
+    from ..engine.api import TraceResult
+    from ..model.trace_model import RankTrace
+
+
+@dataclass(frozen=True)
+class WhatIfRow:
+    """One cause removed, as a row of the Overview's table and an item of the MFU tab's selector."""
+
+    cause: str
+    fix: str
+    """What to do ("DataLoader workers"; "both" for the combination of the top two)."""
+    assumption: str
+    step_time_s: float
+    speedup_upper_bound: float
+    mfu: float | None
+    new_dominant: str | None
+
+    def mfu_after(self, mfu: float | None) -> float | None:
+        """The MFU this projection gives from ``mfu`` measured now: MFU scales as 1 / step time."""
+        return None if mfu is None else mfu * self.speedup_upper_bound
+
+
+@dataclass(frozen=True)
+class WhatIfShown:
+    """Every projection (largest gain first), the critical path's share per category (largest
+    first) and its events as masks over the lanes, keyed ``(rank index, lane id)`` (the
+    timeline's keys)."""
+
+    rows: tuple[WhatIfRow, ...]
+    path_share: tuple[tuple[str, float], ...]
+    step_time_s: float
+    replay_error: float
+    path_masks: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
+
+    def for_cause(self, cause: str) -> WhatIfRow | None:
+        return next((r for r in self.rows if r.cause == cause), None)
+
+
+def shown(wi: WhatIf | None, ranks: list[RankTrace]) -> WhatIfShown | None:
+    """The snapshot of ``wi`` (kept with its graph) over ``ranks``, the loaded trace's ranks."""
+    if wi is None:
+        return None
+    rows = tuple(WhatIfRow(p.cause, FIX_LABELS.get(p.cause, "both"), p.assumption, p.step_time_s,
+                           p.speedup_upper_bound, p.mfu, p.new_dominant) for p in wi.projections)
+    share = tuple(sorted(wi.critical_path.share.items(), key=lambda kv: -kv[1]))
+    masks = cp.path_masks(wi.graph, wi.critical_path.nodes, ranks) if wi.graph is not None else {}
+    return WhatIfShown(rows, share, wi.step_time_s, wi.replay_error, masks)
+
+
+def what_if_shown(result: TraceResult) -> WhatIfShown | None:
+    """The snapshot for an analysed job (its projections are found once, :meth:`.api.TraceResult.what_if`)."""
+    return shown(result.what_if(), result.model.ranks)
