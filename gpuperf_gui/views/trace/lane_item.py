@@ -25,7 +25,7 @@ import shiboken6
 from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPainter, QPen
 
-from gpuperf_gui.core.trace.model.lod import MIN_BLOCK_PX, FoldedRow, LaneRows, RowIndex, block_kind, refold_row
+from gpuperf_gui.core.trace.model.lod import MIN_BLOCK_PX, FoldedRow, LaneRows, RowIndex, BlockKinds, refold_row
 from gpuperf_gui.core.units import format_duration_us
 from gpuperf_gui.views.rich_text import plain_tooltip
 
@@ -233,7 +233,7 @@ class TraceLaneItem(pg.GraphicsObject):
         self.y0_px = float(y0_px)
         self.row_height_px = float(row_height_px)
         self._gaps: RowIndex | None = None
-        self._gap_kind: np.ndarray | None = None
+        self._gap_kinds: BlockKinds | None = None
         self._has_gap_strip = gaps is not None
         self._view: tuple[float, float, float] | None = None
         self.set_gaps(gaps, gap_kind)
@@ -280,11 +280,12 @@ class TraceLaneItem(pg.GraphicsObject):
         """Idle gaps as (start_us, end_us), or already indexed (built off the GUI thread), with
         their kinds (``gap_kind``, else ``gaps.kind``)."""
         kind = gap_kind if gap_kind is not None else getattr(gaps, "kind", None)
-        self._gap_kind = kind if kind is not None and np.any(kind) else None
         if isinstance(gaps, RowIndex):
             self._gaps = gaps if len(gaps) else None
         else:
             self._gaps = RowIndex(gaps[0], gaps[1]) if gaps is not None and len(gaps[0]) else None
+        marked = kind is not None and self._gaps is not None and bool(np.any(kind))
+        self._gap_kinds = BlockKinds(np.asarray(kind), self._gaps) if marked else None
         self._folded_gaps = FoldedRow.empty()
         self._folded_gap_kind = np.zeros(0, np.uint8)
         self._refold()
@@ -331,8 +332,8 @@ class TraceLaneItem(pg.GraphicsObject):
         folded_gaps = refold_row(gaps, self._folded_gaps, vs, ve, w) if gaps else FoldedRow.empty()
         if folded_gaps is not self._folded_gaps:   # the gaps' kinds follow their fold
             self._folded_gaps = folded_gaps
-            self._folded_gap_kind = block_kind(self._gap_kind, gaps, folded_gaps) \
-                if self._gap_kind is not None and gaps else np.zeros(len(folded_gaps), np.uint8)
+            self._folded_gap_kind = self._gap_kinds.of(folded_gaps) if self._gap_kinds is not None \
+                else np.zeros(len(folded_gaps), np.uint8)
         self._folded_highlight = [refold_row(h, f, vs, ve, w) if h is not None else FoldedRow.empty()
                                   for h, f in zip(self._highlight, self._folded_highlight)]
         if any(a is not b for a, b in zip(folded, self._folded)):

@@ -296,23 +296,36 @@ def visible_range(
     return i0, max(i0, i1)
 
 
-def block_kind(kind: np.ndarray, index: RowIndex, f: FoldedRow) -> np.ndarray:
-    """Per rectangle of ``f`` (folded from ``index``), the kind its events are drawn with: a single
+class BlockKinds:
+    """The kind each folded rectangle of a row is drawn with (the Trace lanes' idle gaps: a block of
+    launch gaps with one sync gap in it stays plain idle unless the sync's idle dominates it): a single
     event's own; a folded block's first non-zero kind when events of non-zero kinds hold at least half
-    of its summed duration, else 0 (the Trace lanes' idle gaps: a block of launch gaps with one sync
-    gap in it stays plain idle unless the sync's idle dominates it)."""
-    if not len(f):
-        return np.zeros(0, dtype=kind.dtype)
-    dur = index.ends - index.starts
-    marked = np.concatenate(([0.0], np.cumsum(np.where(kind != 0, dur, 0.0))))
-    total = np.concatenate(([0.0], np.cumsum(dur)))
-    hi = f.first + f.count
-    part, whole = marked[hi] - marked[f.first], total[hi] - total[f.first]
-    nonzero = np.flatnonzero(kind)
-    k = np.searchsorted(nonzero, f.first)   # the first non-zero kind at or after each block's start
-    first_kind = np.where(k < nonzero.size, kind[nonzero[np.minimum(k, max(nonzero.size - 1, 0))]], 0) \
-        if nonzero.size else np.zeros(len(f), dtype=kind.dtype)
-    return np.where((part > 0) & (2 * part >= whole), first_kind, 0).astype(kind.dtype)
+    of its summed duration, else 0. The running sums over the row are made once here, so each fold
+    costs only its rectangles (a frame refolds; a 10 M-event trace has millions of gaps)."""
+
+    def __init__(self, kind: np.ndarray, index: RowIndex) -> None:
+        self.kind = kind
+        dur = index.ends - index.starts
+        self._marked = np.concatenate(([0.0], np.cumsum(np.where(kind != 0, dur, 0.0))))
+        self._total = np.concatenate(([0.0], np.cumsum(dur)))
+        self._nonzero = np.flatnonzero(kind)
+
+    def of(self, f: FoldedRow) -> np.ndarray:
+        kind, nonzero = self.kind, self._nonzero
+        if not len(f):
+            return np.zeros(0, dtype=kind.dtype)
+        hi = f.first + f.count
+        part = self._marked[hi] - self._marked[f.first]
+        whole = self._total[hi] - self._total[f.first]
+        k = np.searchsorted(nonzero, f.first)   # the first non-zero kind at or after each block's start
+        first_kind = np.where(k < nonzero.size, kind[nonzero[np.minimum(k, max(nonzero.size - 1, 0))]], 0) \
+            if nonzero.size else np.zeros(len(f), dtype=kind.dtype)
+        return np.where((part > 0) & (2 * part >= whole), first_kind, 0).astype(kind.dtype)
+
+
+def block_kind(kind: np.ndarray, index: RowIndex, f: FoldedRow) -> np.ndarray:
+    """:class:`BlockKinds` of one fold."""
+    return BlockKinds(kind, index).of(f)
 
 
 def fold_row(
