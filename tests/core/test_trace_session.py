@@ -17,7 +17,7 @@ import pytest
 
 from gpuperf_gui.core.trace.engine.api import analyse_paths
 from gpuperf_gui.core.trace.model.lanes import EventRef
-from gpuperf_gui.core.trace.analysis.overview import uses_tensor_cores
+from gpuperf_gui.core.trace.analysis.kernel_table import uses_tensor_cores
 from gpuperf_gui.core.trace.session.loaded_trace import (LoadedTrace, RooflineUpdate, build_loaded_trace,
                                                          iter_loaded_trace, load_trace)
 from gpuperf_gui.core.trace.synthetic.synth import ALLREDUCE, ELEMENTWISE, GEMM

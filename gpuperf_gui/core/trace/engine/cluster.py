@@ -108,7 +108,6 @@ class RankSummary:
     roofline_points: list[dict]
     collective_start_us: np.ndarray | None
     collective_duration_us: np.ndarray | None
-    has_comm_lanes: bool
     overview: RankOverview | None = None
     collectives: RankCollectives | None = None
     """Every collective with the step that launched it (:func:`.api.rank_collectives_by_step`)."""
@@ -181,7 +180,7 @@ def _encode_rank_json(summary: RankSummary, top: int) -> None:
 
 def _summary(rt: RankTrace, order_index: int, top: int, with_overview: bool, lane_bins: int) -> RankSummary:
     analysis, ops, points = analyse_loaded_rank(rt)
-    starts, durations, has_comm = _collective_raw(rt)
+    starts, durations, _ = rank_collectives(rt)   # as the local run picks them: the same spans, bit for bit
     ov = None
     if with_overview:
         warmup = {s.number for s in analysis.steps if s.warmup}
@@ -190,16 +189,10 @@ def _summary(rt: RankTrace, order_index: int, top: int, with_overview: bool, lan
         order_index=order_index, file=rt.file, rank=rt.rank, rank_source=rt.rank_source,
         origin_us=rt.origin_us, span_us=rt.span_us, device_name=rt.device_name, n_events=rt.n_events,
         analysis=analysis, ops=ops[:top], roofline_points=[p.to_json() for p in points],
-        collective_start_us=starts, collective_duration_us=durations, has_comm_lanes=has_comm,
+        collective_start_us=starts, collective_duration_us=durations,
         overview=ov, collectives=rank_collectives_by_step(rt) if len(rt.steps) >= 2 else None,
         lanes=lane_summaries(rt, lane_bins) if with_overview else [], warnings=list(rt.warnings),
         truncation=rt.truncation.describe() if rt.truncation else None)
-
-
-def _collective_raw(rt: RankTrace) -> tuple[np.ndarray | None, np.ndarray | None, bool]:
-    """Start and duration of the collectives, as :func:`.api.rank_collectives` picks them (the same
-    function as the local run, so the client's shifted, sorted spans are the local run's, bit for bit)."""
-    return rank_collectives(rt)
 
 
 def lane_summaries(rt: RankTrace, bins: int = LANE_BINS) -> list[LaneSummary]:

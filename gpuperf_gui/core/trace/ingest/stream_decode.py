@@ -49,7 +49,7 @@ from .scanner.scan import ScannedRun, scan_run
 from .source import TraceStream, _check_json_start, _check_max, text_size_hint
 
 if TYPE_CHECKING:  # the pool's modules are imported only when a pool starts (~25 ms of every CLI run)
-    from concurrent.futures import Future, ProcessPoolExecutor
+    from concurrent.futures import Future
     from multiprocessing.context import BaseContext
 
 ENABLED = True
