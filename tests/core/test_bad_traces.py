@@ -15,8 +15,9 @@ import pytest
 from gpuperf_gui.cli import main
 from gpuperf_gui.core.trace.engine.api import analyse_paths
 from gpuperf_gui.core.trace.ingest.budget import MemoryBudgetError
-from gpuperf_gui.core.trace.ingest.load import load_rank, load_trace
+from gpuperf_gui.core.trace.ingest.load import load_rank
 from gpuperf_gui.core.trace.model.trace_model import TraceFormatError
+from gpuperf_gui.core.trace.session.trace import Trace
 from gpuperf_gui.core.trace.synthetic.synth import write_synth_trace
 
 from fuzz_support import figure_problems
@@ -260,7 +261,7 @@ def test_run_folder_skips_other_json_and_marks_a_broken_rank(tmp_path: Path, cap
         write_synth_trace("healthy", tmp_path / f"worker{rank}.pt.trace.json", steps=3, rank=rank)
     (tmp_path / "meta.json").write_text(json.dumps({"run": "x", "ranks": 3}))
     (tmp_path / "config.json").write_text(json.dumps({"lr": 0.1}))
-    model = load_trace(tmp_path, workers=1)
+    model = Trace([tmp_path], workers=1).model()
     assert [r.rank for r in model.ranks] == [0, 1, 2]
     assert sorted(n.split(":")[0] for n in model.notes) == ["skipped config.json", "skipped meta.json"]
     broken = tmp_path / "worker1.pt.trace.json"

@@ -133,7 +133,7 @@ def load_rank_streamed(path: Path, *, budget: MemoryBudget, max_bytes: int | Non
     """
     try:
         with gc_paused():
-            columns, meta, n_entries = stream_columns(path, budget, max_bytes, workers)
+            columns, meta, n_entries = _stream_columns(path, budget, max_bytes, workers)
             return build_rank_columns(columns, meta, path, order_index, n_entries=n_entries)
     except NotStreamable:
         return None
@@ -191,7 +191,7 @@ def _idle_cpus() -> float:
         return float(cpus)
 
 
-def stream_columns(path: Path, budget: MemoryBudget, max_bytes: int | None, workers: int | None = None
+def _stream_columns(path: Path, budget: MemoryBudget, max_bytes: int | None, workers: int | None = None
                    ) -> tuple[EventColumns, TraceFile, int]:
     """``(columns, metadata, entries of the event list)`` of a clean trace file, read in chunks.
 
