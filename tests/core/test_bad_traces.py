@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from gpuperf_gui.cli import main
-from gpuperf_gui.core.trace.engine.api import analyse_paths
 from gpuperf_gui.core.trace.ingest.budget import MemoryBudgetError
 from gpuperf_gui.core.trace.ingest.load import load_rank
 from gpuperf_gui.core.trace.model.trace_model import TraceFormatError
@@ -295,9 +294,9 @@ def test_synth_with_absurd_steps_is_refused_at_once(tmp_path: Path, capsys: pyte
 
 def test_analyse_paths_takes_the_budget(tmp_path: Path) -> None:
     path = write_synth_trace("healthy", tmp_path / "t.json", steps=3)
-    assert analyse_paths([path], memory_budget=16_000_000).ranks
+    assert Trace([path], memory_budget=16_000_000).result().ranks
     with pytest.raises(ValueError, match="outside"):
-        analyse_paths([path], memory_budget=1000)
+        Trace([path], memory_budget=1000).result()
 
 
 def test_digit_strings_as_thread_and_stream_ids(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpuperf_gui.core.trace.engine.api import analyse_paths
 from gpuperf_gui.core.trace.engine.cluster import (LANE_BINS, LOCAL_POOL, ClusterResult, engine_label,
                                                    iter_compact_analyse)
 from gpuperf_gui.core.trace.model.trace_model import Flows, Lane, RankTrace, StringTable, TraceModel
@@ -32,7 +31,7 @@ def job16(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_local_pool_equals_the_full_local_run(job16: Path) -> None:
     """Per-rank figures, op tables, roofline points, the straggler lags and the verdict: the same
     ``--json`` as the full load; the heatmap's matrices the same as the full overview's."""
-    full = analyse_paths([job16], workers=1)
+    full = Trace([job16], workers=1).result()
     compact = Trace([job16], workers=2, overview=True, compact=True).result()
     full_json = full.to_json(top=5)
     # the what-if walks every rank's events together: the compact engine has none (docs/what-if.md)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace.engine.api import Progress, TraceResult, analyse_paths, iter_load_and_analyse
+from gpuperf_gui.core.trace.engine.api import Progress, TraceResult, iter_load_and_analyse
 from gpuperf_gui.core.trace.ingest.load import iter_per_file
 from gpuperf_gui.core.trace.model.trace_model import TraceFormatError
 from gpuperf_gui.core.trace.session.trace import Trace
@@ -101,7 +101,7 @@ def test_iter_load_and_analyse_stops_without_a_result(tmp_path: Path) -> None:
 def test_load_trace_in_parallel_matches_one_process_and_analyse_paths(tmp_path: Path) -> None:
     paths = [write_synth_trace("comm_bound", tmp_path / f"r{r}.json", steps=3, rank=r, seed=r) for r in range(3)]
     serial, parallel = Trace(paths, workers=1).model(), Trace([tmp_path], workers=2).model()
-    analysed = analyse_paths(paths, workers=2).model
+    analysed = Trace(paths, workers=2).result().model
     for model in (parallel, analysed):
         assert [r.rank for r in model.ranks] == [r.rank for r in serial.ranks] == [0, 1, 2]
         assert [r.n_events for r in model.ranks] == [r.n_events for r in serial.ranks]
