@@ -14,8 +14,8 @@ the same ``--json`` and verdict as the local run while never holding any rank's 
 ``local[:N]`` (a ``LocalCluster`` of N worker processes, one thread each; N defaults to the CPUs).
 Dask is an optional extra (``pip install 'gpuperf-gui[cluster]'``), imported only here and lazily.
 
-The same compact path runs without Dask on the local process pool (:func:`iter_compact_analyse` with
-``address=None``, the loader's :func:`.load.iter_per_file`): the GUI opens a folder of many ranks
+The same compact path runs without Dask on the local process pool (:func:`iter_compact_analyse`,
+the loader's :func:`.load.iter_per_file`): the GUI opens a folder of many ranks
 that way, holding a few kB per rank instead of every rank's lanes.
 
 Callers ask :class:`.trace.Trace` (``Trace(paths, dask_scheduler=...)``, ``Trace(paths, compact=True)``):
@@ -64,7 +64,7 @@ _POLL_S = 0.2
 """How often the client looks at ``stop`` while tasks run."""
 _LOCAL_RE = re.compile(r"^local(?::(\d+))?$")
 LOCAL_POOL = "local-pool"
-"""The ``address`` of :func:`iter_compact_analyse` that means the local process pool (no Dask)."""
+"""The job window's ``address`` that means the local process pool (no Dask: :func:`iter_compact_analyse`)."""
 
 
 # -- the compact per-rank result ---------------------------------------------------------------------
@@ -541,21 +541,17 @@ def engine_label(address: str | None, n_workers: int | None = None) -> str:
 
 
 def iter_compact_analyse(paths: Sequence[Path | str], stop: threading.Event | None = None, *,
-                         address: str | None = None, workers: int | None = None,
+                         workers: int | None = None,
                          max_bytes: int | None = DEFAULT_MAX_BYTES, memory_budget: MemoryBudget | int | None = None,
                          top: int = 10, overview: bool = False) -> Iterator[Progress | ClusterResult]:
     """The compact path: :class:`.api.Progress` items, then one :class:`ClusterResult` (nothing when
     ``stop`` is set).
 
-    ``address`` None (or :data:`LOCAL_POOL`) runs :func:`summarize_rank` for each file on the local
-    process pool, as :func:`.api.iter_load_and_analyse` runs its per-file work (``workers`` and the
-    memory budget planned the same way); a Dask address goes to :func:`iter_cluster_analyse`. Dask
-    is not imported on the local path. This process holds only the :class:`RankSummary` of each
+    It runs :func:`summarize_rank` for each file on the local process pool, as
+    :func:`.api.iter_load_and_analyse` runs its per-file work (``workers`` and the memory budget
+    planned the same way); :class:`..session.trace.Trace` sends a Dask address to
+    :func:`iter_cluster_analyse` instead. Dask is not imported here. This process holds only the :class:`RankSummary` of each
     rank: its memory does not grow with the ranks' events."""
-    if not is_local_pool(address):
-        yield from iter_cluster_analyse(paths, address, stop, max_bytes=max_bytes,  # type: ignore[arg-type]
-                                        memory_budget=memory_budget, top=top, overview=overview)
-        return
     stop = stop or threading.Event()
     files = discover_files(paths)
     n = len(files)
