@@ -292,7 +292,7 @@ def test_synth_with_absurd_steps_is_refused_at_once(tmp_path: Path, capsys: pyte
     assert rc == 2 and "events" in err and not (tmp_path / "t.json").exists()
 
 
-def test_analyse_paths_takes_the_budget(tmp_path: Path) -> None:
+def test_trace_result_takes_the_budget(tmp_path: Path) -> None:
     path = write_synth_trace("healthy", tmp_path / "t.json", steps=3)
     assert Trace([path], memory_budget=16_000_000).result().ranks
     with pytest.raises(ValueError, match="outside"):

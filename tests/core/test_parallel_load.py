@@ -98,7 +98,7 @@ def test_iter_load_and_analyse_stops_without_a_result(tmp_path: Path) -> None:
     assert [p.fraction for p in full[:-1]] == sorted(p.fraction for p in full[:-1])
 
 
-def test_load_trace_in_parallel_matches_one_process_and_analyse_paths(tmp_path: Path) -> None:
+def test_parallel_load_matches_one_process_and_the_analysed_model(tmp_path: Path) -> None:
     paths = [write_synth_trace("comm_bound", tmp_path / f"r{r}.json", steps=3, rank=r, seed=r) for r in range(3)]
     serial, parallel = Trace(paths, workers=1).model(), Trace([tmp_path], workers=2).model()
     analysed = Trace(paths, workers=2).result().model
