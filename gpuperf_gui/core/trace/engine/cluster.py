@@ -191,11 +191,11 @@ def _summary(rt: RankTrace, order_index: int, top: int, with_overview: bool, lan
         analysis=analysis, ops=ops[:top], roofline_points=[p.to_json() for p in points],
         collective_start_us=starts, collective_duration_us=durations,
         overview=ov, collectives=rank_collectives_by_step(rt) if len(rt.steps) >= 2 else None,
-        lanes=lane_summaries(rt, lane_bins) if with_overview else [], warnings=list(rt.warnings),
+        lanes=_lane_summaries(rt, lane_bins) if with_overview else [], warnings=list(rt.warnings),
         truncation=rt.truncation.describe() if rt.truncation else None)
 
 
-def lane_summaries(rt: RankTrace, bins: int = LANE_BINS) -> list[LaneSummary]:
+def _lane_summaries(rt: RankTrace, bins: int = LANE_BINS) -> list[LaneSummary]:
     """Every lane's busy fraction per bin over the rank's span (union of its events)."""
     t0, t1 = rt.span_us
     edges = np.linspace(t0, t1, bins + 1)

@@ -517,7 +517,7 @@ def add_events(columns: EventColumns, events: list) -> int:
     return len(rest)
 
 
-def decode_run(head: bytes, chunk: bytes, close: int) -> tuple[EventColumns, int, int]:
+def _decoded_run(head: bytes, chunk: bytes, close: int) -> tuple[EventColumns, int, int]:
     """A worker's part: the events of ``head + chunk[:close + 1]`` (complete events, without the
     brackets) decoded into columns of their own. Returns ``(columns, entries, events kept as
     structs)``; raises msgspec's errors when the run does not decode."""
@@ -594,7 +594,7 @@ class _ParallelSplitter(_Splitter):
             return
         close, following = cut
         head = bytes(memoryview(self._pending)[1:])
-        self._in_flight.append((self._pool.submit(decode_run, head, chunk, close), head, chunk, following))
+        self._in_flight.append((self._pool.submit(_decoded_run, head, chunk, close), head, chunk, following))
         self._pending = _opened(memoryview(chunk)[following:])
         while len(self._in_flight) > self._max_in_flight and self._pool is not None:
             self._merge_oldest()
