@@ -6,7 +6,7 @@ HTA lives in its own venv (``python3 -m venv /tmp/htavenv && /tmp/htavenv/bin/pi
 HolisticTraceAnalysis==0.5.0``), never in the project's. Every measurement is a fresh interpreter
 (imports and caches alike for both), sampled every 20 ms for the peak memory of its process tree.
 HTA: ``TraceAnalysis(trace_dir)`` + ``get_temporal_breakdown()`` + ``get_comm_comp_overlap()``;
-gpuperf: ``analyse_paths([...])`` (load, analysis, diagnosis and op table of every rank).
+gpuperf: ``Trace([...]).result()`` (load, analysis, diagnosis and op table of every rank).
 Compared figures: HTA's idle_time / kernel_time and comp_comm_overlap_pctg against gpuperf's
 ``RankAnalysis.hta_temporal_idle_fraction`` / ``hta_comm_overlap_fraction`` (``"hta"`` in to_json()).
 
@@ -70,9 +70,9 @@ print("RESULT" + json.dumps({"import_s": t1 - t0, "load_s": t2 - t1, "work_s": t
 GPUPERF_CHILD = """
 import json, sys, time
 t0 = time.perf_counter()
-from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.session.trace import Trace
 t1 = time.perf_counter()
-res = analyse_paths(sys.argv[1:])
+res = Trace(sys.argv[1:]).result()
 t2 = time.perf_counter()
 print("RESULT" + json.dumps({"import_s": t1 - t0, "load_s": None, "work_s": t2 - t1, "ranks": {
     r.trace.rank: [r.analysis.hta_temporal_idle_fraction, r.analysis.hta_comm_overlap_fraction] for r in res.ranks},
@@ -100,8 +100,8 @@ print("RESULT" + json.dumps({"idle_by_stream_us": out, "temporal_idle": temporal
 
 GPUPERF_IDLE_CHILD = """
 import json, sys
-from gpuperf_gui.core.trace.engine.api import analyse_paths
-res = analyse_paths(sys.argv[1:], workers=1)
+from gpuperf_gui.core.trace.session.trace import Trace
+res = Trace(sys.argv[1:], workers=1).result()
 print("RESULT" + json.dumps({"idle_by_stream_us": {str(r.trace.rank): {s: {k: v * 1e6 for k, v in d.items()}
     for s, d in r.analysis.hta_idle_by_stream_s.items()} for r in res.ranks},
     "temporal_idle": {str(r.trace.rank): r.analysis.hta_temporal_idle_fraction for r in res.ranks}}))

@@ -44,10 +44,10 @@ print(json.dumps(out))
 
 
 def ours(path: Path) -> dict:
-    from gpuperf_gui.core.trace.engine.api import analyse_paths
+    from gpuperf_gui.core.trace.session.trace import Trace
     from gpuperf_gui.core.trace.analysis.what_if import for_result
 
-    result = analyse_paths([path], workers=1)
+    result = Trace([path], workers=1).result()
     wi = for_result(result)
     return {"step_s": wi.step_time_s, "path_s": wi.critical_path.length_us / 1e6,
             "replayed_steps": wi.graph.n_steps if wi.graph is not None else None,

@@ -169,6 +169,6 @@ if __name__ == "__main__":
     real = os.path.join(os.path.dirname(__file__), "..", "tests", "data", "shared_traces", "hta",
                         "df_index_resolver", "df_index_resolver.json.gz")
     if os.path.exists(real):
-        from gpuperf_gui.core.trace.ingest.load import load_trace
+        from gpuperf_gui.core.trace.session.trace import Trace
 
-        repaint_figures(load_trace(real, workers=1), "hta/df_index_resolver")
+        repaint_figures(Trace([real], workers=1).model(), "hta/df_index_resolver")

@@ -76,11 +76,11 @@ def jobs(big: bool) -> list[tuple[str, list[Path]]]:
 def snapshot(out_dir: Path, big: bool) -> None:
     """Write every job's outputs under ``out_dir`` (run in the interpreter whose code is compared)."""
     from gpuperf_gui.core.trace.session import loaded_trace as session
-    from gpuperf_gui.core.trace.engine.api import analyse_paths
+    from gpuperf_gui.core.trace.session.trace import Trace
 
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, paths in jobs(big):
-        result = analyse_paths(paths, memory_budget=16 << 30)
+        result = Trace(paths, memory_budget=16 << 30).result()
         texts = {"json": json.dumps(result.to_json(top=10), indent=2, allow_nan=False),
                  "full.json": json.dumps(result.to_json(top=10**9), indent=2, allow_nan=False)}
         loaded = session.build_loaded_trace(result, roofline=True)

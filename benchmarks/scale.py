@@ -147,15 +147,15 @@ def _child(kind: str, path: str, workers: int) -> dict:
         out["events"] = rt.n_events
         out["imports_s"] = t_imp - t0
     elif kind == "diagnose":  # what `gpuperf diagnose --json` does, in a fresh process of its own
-        from gpuperf_gui.core.trace.engine.api import analyse_paths
+        from gpuperf_gui.core.trace.session.trace import Trace
         t1 = time.perf_counter()
-        result = analyse_paths([path], workers=1, memory_budget=_budget())
+        result = Trace([path], workers=1, memory_budget=_budget()).result()
         json.dumps(result.to_json())
         out["diagnose_s"] = time.perf_counter() - t1
         out["events"] = sum(rt.n_events for rt in result.model.ranks)
     elif kind == "local":
-        from gpuperf_gui.core.trace.engine.api import analyse_paths
-        result = analyse_paths([path], memory_budget=_budget())
+        from gpuperf_gui.core.trace.session.trace import Trace
+        result = Trace([path], memory_budget=_budget()).result()
         json.dumps(result.to_json())
         out["events"] = sum(rt.n_events for rt in result.model.ranks)
         out["verdict"] = result.diagnosis.signature

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gpuperf_gui.core.trace.ingest.scanner import scan  # noqa: E402
 from gpuperf_gui.core.trace.analysis.rank_analysis import analyse_rank  # noqa: E402
-from gpuperf_gui.core.trace.engine.api import analyse_paths  # noqa: E402
+from gpuperf_gui.core.trace.session.trace import Trace  # noqa: E402
 from gpuperf_gui.core.trace.diagnosis.diagnose import diagnose_rank  # noqa: E402
 from gpuperf_gui.core.trace.ingest.load import load_rank  # noqa: E402
 from gpuperf_gui.core.trace.analysis.optable import op_table  # noqa: E402
@@ -129,7 +129,7 @@ def many_ranks(src: Path, ranks: int) -> None:
 
 def child(folder: Path) -> None:
     t0 = time.perf_counter()
-    result = analyse_paths([folder])
+    result = Trace([folder]).result()
     wall = time.perf_counter() - t0
     events = sum(r.trace.n_events for r in result.ranks)
     print(f"{events} events, wall {wall:.2f} s (in-process, after imports), ranks {[r.trace.rank for r in result.ranks]}")
@@ -143,9 +143,9 @@ def growth(shared: Path) -> None:
         best = float("inf")
         for _ in range(3):
             t0 = time.perf_counter()
-            analyse_paths([path])
+            Trace([path]).result()
             best = min(best, time.perf_counter() - t0)
-        n = analyse_paths([path]).ranks[0].trace.n_events
+        n = Trace([path]).result().ranks[0].trace.n_events
         rows.append((n, best))
         print(f"  {n:>7} events: {best:.3f} s = {1e6 * best / n:.2f} µs/event  ({rel})")
 

@@ -118,14 +118,14 @@ def all_jobs(every: bool) -> list[tuple[str, list[Path], str | None]]:
 
 def verdicts(jobs: list[tuple[str, list[Path], str | None]]) -> dict[str, dict]:
     """name -> {signature, headline, confidence, loss} of this interpreter's gpuperf (or an error)."""
-    from gpuperf_gui.core.trace.engine.api import analyse_paths
+    from gpuperf_gui.core.trace.session.trace import Trace
 
     out = {}
     for name, paths, _ in jobs:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                d = analyse_paths(paths, workers=1).diagnosis
+                d = Trace(paths, workers=1).result().diagnosis
             out[name] = {"signature": d.signature, "headline": getattr(d, "headline", d.signature),
                          "confidence": d.confidence, "loss": round(d.loss_fraction, 3)}
         except Exception as exc:  # a file the engine refuses is a verdict too

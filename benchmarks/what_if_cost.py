@@ -5,7 +5,7 @@ Usage: nice python benchmarks/what_if_cost.py [--events 1000000] [--source tests
 
 Writes one plain-JSON trace of about N events (the source's events repeated, core/trace/synthetic/tile.py,
 the same input as benchmarks/scale.py), then in this process: the diagnosis as `gpuperf diagnose`
-makes it (load, analysis, op table, roofline points: ``analyse_paths``) and, apart, the what-if
+makes it (load, analysis, op table, roofline points: ``Trace(paths).result()``) and, apart, the what-if
 (graph, baseline replay, critical path and every projection: ``what_if.for_result``). Prints the
 median of ``--repeat`` runs of each and their ratio. The what-if walks at most
 ``critical_path.MAX_STEPS`` steady steps, so its cost does not grow with the trace's length.
@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gpuperf_gui.core.trace.engine.api import analyse_paths  # noqa: E402
+from gpuperf_gui.core.trace.session.trace import Trace  # noqa: E402
 from gpuperf_gui.core.trace.synthetic.tile import repeat_events  # noqa: E402
 from gpuperf_gui.core.trace.analysis.what_if import for_result  # noqa: E402
 
@@ -54,7 +54,7 @@ def main() -> int:
     result = None
     for _ in range(args.repeat):
         t0 = time.perf_counter()
-        result = analyse_paths([trace], workers=1)
+        result = Trace([trace], workers=1).result()
         t1 = time.perf_counter()
         wi = for_result(result, keep_graph=True)
         t2 = time.perf_counter()

@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gpuperf_gui.core.trace.engine.api import analyse_paths  # noqa: E402
+from gpuperf_gui.core.trace.session.trace import Trace  # noqa: E402
 from gpuperf_gui.core.trace.analysis.what_if import for_result  # noqa: E402
 
 
@@ -34,7 +34,7 @@ def main() -> int:
     for pair in json.loads(listing.read_text())["pairs"]:
         before, after = _trace(listing.parent, pair["before"]), _trace(listing.parent, pair["after"])
         measured = _meta(before)["unprofiled_step_time_s"] / _meta(after)["unprofiled_step_time_s"]
-        wi = for_result(analyse_paths([before]))
+        wi = for_result(Trace([before]).result())
         p = wi.for_cause(pair["cause"]) if wi else None
         projected = p.speedup_upper_bound if p else float("nan")
         first = wi.projections[0].cause if wi and wi.projections else "-"

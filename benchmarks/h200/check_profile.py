@@ -50,7 +50,7 @@ def main() -> int:
     args = p.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    from gpuperf_gui.core.trace.engine.api import analyse_paths
+    from gpuperf_gui.core.trace.session.trace import Trace
 
     lines, rows = [], []
     for mode in args.modes:
@@ -67,7 +67,7 @@ def main() -> int:
             rows.append(f"{mode:8s} FAILED (exit {proc.returncode})")
             continue
         facts = trace_facts(trace)
-        result = analyse_paths([trace])
+        result = Trace([trace]).result()
         diag = result.ranks[0].diagnosis
         ok = facts["steps"] == args.steps and diag.signature == expected
         rows.append(f"{mode:8s} steps {facts['steps']}/{args.steps}  busy {100 * (facts['gpu_busy_fraction'] or 0):5.1f} %  "

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.session.trace import Trace
 from gpuperf_gui.core.trace.model.lanes import prepare_lanes
 from gpuperf_gui.core.trace.model.trace_model import TraceFormatError
 
@@ -283,7 +283,7 @@ def check_input(data: bytes, path: Path, budget_bytes: int = FUZZ_BUDGET_BYTES,
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, hang_s)
     try:
-        result = analyse_paths([path], workers=1, memory_budget=budget_bytes)
+        result = Trace([path], workers=1, memory_budget=budget_bytes).result()
         obj = result.to_json()
         json.dumps(obj, allow_nan=False)
         problems = figure_problems(obj)

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from gpuperf_gui.cli import main
-from gpuperf_gui.core.trace.engine.api import analyse_paths
 from gpuperf_gui.core.trace.ingest.budget import MemoryBudgetError
-from gpuperf_gui.core.trace.ingest.load import load_rank, load_trace
+from gpuperf_gui.core.trace.ingest.load import load_rank
 from gpuperf_gui.core.trace.model.trace_model import TraceFormatError
+from gpuperf_gui.core.trace.session.trace import Trace
 from gpuperf_gui.core.trace.synthetic.synth import write_synth_trace
 
 from fuzz_support import figure_problems
@@ -260,7 +260,7 @@ def test_run_folder_skips_other_json_and_marks_a_broken_rank(tmp_path: Path, cap
         write_synth_trace("healthy", tmp_path / f"worker{rank}.pt.trace.json", steps=3, rank=rank)
     (tmp_path / "meta.json").write_text(json.dumps({"run": "x", "ranks": 3}))
     (tmp_path / "config.json").write_text(json.dumps({"lr": 0.1}))
-    model = load_trace(tmp_path, workers=1)
+    model = Trace([tmp_path], workers=1).model()
     assert [r.rank for r in model.ranks] == [0, 1, 2]
     assert sorted(n.split(":")[0] for n in model.notes) == ["skipped config.json", "skipped meta.json"]
     broken = tmp_path / "worker1.pt.trace.json"
@@ -292,11 +292,11 @@ def test_synth_with_absurd_steps_is_refused_at_once(tmp_path: Path, capsys: pyte
     assert rc == 2 and "events" in err and not (tmp_path / "t.json").exists()
 
 
-def test_analyse_paths_takes_the_budget(tmp_path: Path) -> None:
+def test_trace_result_takes_the_budget(tmp_path: Path) -> None:
     path = write_synth_trace("healthy", tmp_path / "t.json", steps=3)
-    assert analyse_paths([path], memory_budget=16_000_000).ranks
+    assert Trace([path], memory_budget=16_000_000).result().ranks
     with pytest.raises(ValueError, match="outside"):
-        analyse_paths([path], memory_budget=1000)
+        Trace([path], memory_budget=1000).result()
 
 
 def test_digit_strings_as_thread_and_stream_ids(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

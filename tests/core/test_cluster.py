@@ -11,7 +11,7 @@ import pytest
 
 from gpuperf_gui.cli import main
 from gpuperf_gui.core.trace.synthetic import synth
-from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.session.trace import Trace
 from gpuperf_gui.core.trace.engine.cluster import ClusterError, RankSummary, dask_client, parse_address, summarize_rank
 from gpuperf_gui.core.trace.synthetic.tile import repeat_events, tile_rank_folder
 from gpuperf_gui.core.trace.ingest.load import MANY_RANKS
@@ -146,7 +146,7 @@ def test_cluster_overview_matches_local(jobs: dict[str, Path], scheduler: str) -
     from gpuperf_gui.core.trace.analysis.overview import build_overview
     from gpuperf_gui.core.trace.session.trace import Trace
     remote = Trace([jobs["straggler"]], dask_scheduler=scheduler, overview=True).result().overview()
-    local = build_overview(analyse_paths([jobs["straggler"]], workers=1))
+    local = build_overview(Trace([jobs["straggler"]], workers=1).result())
     for metric in ("busy", "exposed comm", "idle", "step time"):
         r_ranks, r_steps, r_values = remote.rank_step_matrix(metric)
         l_ranks, l_steps, l_values = local.rank_step_matrix(metric)
@@ -188,7 +188,7 @@ def test_relative_paths_print_as_given_on_both_engines(scheduler: str, tmp_path:
     job = tile_rank_folder([H200 / "attention.json.gz"], tmp_path / "job", 4)
     (job / "rank00002.json.gz").write_bytes(b"\x1f\x8b not a gzip stream")
     monkeypatch.chdir(tmp_path)
-    full = json.dumps(analyse_paths([Path("job")], workers=1).to_json(top=10), indent=2) + "\n"
+    full = json.dumps(Trace([Path("job")], workers=1).result().to_json(top=10), indent=2) + "\n"
     assert main(["diagnose", "job", "--json", "--workers", "1"]) == 0
     local = capsys.readouterr().out
     assert main(["diagnose", "job", "--json", "--dask-scheduler", scheduler]) == 0

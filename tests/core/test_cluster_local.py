@@ -1,4 +1,4 @@
-"""The compact path without Dask (core/trace/engine/cluster.py ``iter_compact_analyse``, local process pool):
+"""The compact path without Dask (``Trace(paths, compact=True)``: core/trace/engine/cluster.py ``iter_compact_analyse``, local process pool):
 the full local run's figures and verdict, Dask never imported, and a 256-rank job brought back as a
 few kB per rank with no per-event array. The late rank comes from the real recording
 (tests/data/h200/ddp_straggler_gloo: rank 1 sleeps 40 ms before each forward), tiled by
@@ -13,9 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpuperf_gui.core.trace.engine.api import analyse_paths
-from gpuperf_gui.core.trace.engine.cluster import (LANE_BINS, LOCAL_POOL, ClusterResult, engine_label,
-                                                   iter_compact_analyse)
+from gpuperf_gui.core.trace.engine.cluster import LANE_BINS, LOCAL_POOL, ClusterResult, engine_label
 from gpuperf_gui.core.trace.model.trace_model import Flows, Lane, RankTrace, StringTable, TraceModel
 from gpuperf_gui.core.trace.analysis.overview import build_overview
 from gpuperf_gui.core.trace.session.trace import Trace
@@ -32,7 +30,7 @@ def job16(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_local_pool_equals_the_full_local_run(job16: Path) -> None:
     """Per-rank figures, op tables, roofline points, the straggler lags and the verdict: the same
     ``--json`` as the full load; the heatmap's matrices the same as the full overview's."""
-    full = analyse_paths([job16], workers=1)
+    full = Trace([job16], workers=1).result()
     compact = Trace([job16], workers=2, overview=True, compact=True).result()
     full_json = full.to_json(top=5)
     # the what-if walks every rank's events together: the compact engine has none (docs/what-if.md)
@@ -52,7 +50,7 @@ def test_local_pool_equals_the_full_local_run(job16: Path) -> None:
 def test_local_pool_runs_without_dask(job16: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
     monkeypatch.setitem(sys.modules, "dask", None)
-    items = list(iter_compact_analyse([job16], address=LOCAL_POOL, workers=2))
+    items = list(Trace([job16], compact=True, workers=2).iter_result())
     result = items[-1]
     assert isinstance(result, ClusterResult) and result.multi_rank.stragglers == [11]
     assert "local process pool of 2 processes" in items[0].message
@@ -72,7 +70,7 @@ def test_stop_returns_without_a_result(job16: Path) -> None:
 
     stop = threading.Event()
     items = []
-    for item in iter_compact_analyse([job16], stop, workers=2):
+    for item in Trace([job16], compact=True, workers=2).iter_result(stop):
         items.append(item)
         if len(items) == 3:
             stop.set()

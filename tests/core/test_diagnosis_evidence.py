@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.session.trace import Trace
 from gpuperf_gui.core.trace.diagnosis.diagnose import SIGNATURES, diagnose_rank
 from gpuperf_gui.core.trace.synthetic.synth import write_synth_trace
 from trace_support import loaded
@@ -43,12 +43,12 @@ def test_a_gpu_idle_on_host_work_is_host_bound_not_inconclusive(shared_traces: P
 def test_inconclusive_is_a_documented_signature_and_a_synthetic_scenario(tmp_path: Path) -> None:
     assert "inconclusive" in SIGNATURES
     path = write_synth_trace("inconclusive", tmp_path / "cpu.json", steps=3)
-    assert analyse_paths([path]).diagnosis.evidence[0].startswith("no GPU activity in this trace")
+    assert Trace([path]).result().diagnosis.evidence[0].startswith("no GPU activity in this trace")
 
 
 def test_pipeline_bubble_evidence_leads_with_compute_idle(tmp_path: Path) -> None:
     path = write_synth_trace("pipeline_bubble", tmp_path / "pb.json", steps=4)
-    result = analyse_paths([path])
+    result = Trace([path]).result()
     a, d = result.ranks[0].analysis, result.diagnosis
     assert d.signature == "pipeline_bubble"
     assert d.evidence[0].startswith(f"compute streams idle {100 * (1 - a.compute_busy_fraction):.0f} %")

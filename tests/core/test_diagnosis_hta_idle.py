@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.session.trace import Trace
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 ORACLE = json.loads((DATA / "hta_idle_breakdown.json").read_text())
@@ -38,7 +38,7 @@ def test_the_oracle_covers_real_traces_of_every_kind() -> None:
 
 @pytest.mark.parametrize("rel", sorted(ORACLE))
 def test_idle_split_per_stream_matches_hta_within_one_point(rel: str) -> None:
-    result = analyse_paths([DATA / rel], workers=1)
+    result = Trace([DATA / rel], workers=1).result()
     expected = ORACLE[rel]
     by_rank = {str(r.trace.rank): r.analysis for r in result.ranks}
     for rank, streams in expected["idle_by_stream_us"].items():

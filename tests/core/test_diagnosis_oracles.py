@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace.engine.api import TraceResult, analyse_paths
+from gpuperf_gui.core.trace.engine.api import TraceResult
+from gpuperf_gui.core.trace.session.trace import Trace
 from gpuperf_gui.core.trace.diagnosis.diagnose import THRESHOLDS, Diagnosis
 from gpuperf_gui.core.trace.synthetic.synth import SCENARIO_SIGNATURE, write_synth_trace
 from trace_support import merged_intervals
@@ -33,7 +34,7 @@ def _trace_path(meta: Path) -> Path:
 
 @lru_cache(maxsize=32)
 def _result(path: Path) -> TraceResult:
-    return analyse_paths([path], workers=1)
+    return Trace([path], workers=1).result()
 
 
 def _first_pct(text: str) -> float:
@@ -253,7 +254,7 @@ def test_resnet_with_workers_is_not_starved_and_not_healthy_at_23_percent_idle(s
 @pytest.mark.parametrize("scenario", sorted(SCENARIO_SIGNATURE))
 def test_synthetic_evidence_agrees(tmp_path: Path, scenario: str) -> None:
     path = write_synth_trace(scenario, tmp_path / f"{scenario}.json.gz", steps=4, seed=3)
-    result = analyse_paths([path], workers=1)
+    result = Trace([path], workers=1).result()
     assert result.diagnosis.signature == SCENARIO_SIGNATURE[scenario]
     assert_evidence_agrees(result)
 
@@ -262,7 +263,7 @@ def test_synthetic_pipeline_bubble_is_measured_next_to_send_recv(tmp_path: Path)
     """The generator's stage waits a 900 µs recv before each pair of 700 µs GEMMs (2 GEMMs + a send
     per micro-batch): compute idles 900/(900+1400) ~ 39 % of the step next to send/recv."""
     path = write_synth_trace("pipeline_bubble", tmp_path / "pb.json.gz", steps=4)
-    a = analyse_paths([path], workers=1).ranks[0].analysis
+    a = Trace([path], workers=1).result().ranks[0].analysis
     assert a.p2p_adjacent_idle_fraction == pytest.approx(900 / 2300, abs=0.07)
     assert a.idle_causes.communication == 0.0  # p2p is the bubble, not collectives
 
@@ -271,7 +272,7 @@ def test_two_stage_gpipe_bubble_is_a_third_and_no_stage_is_a_straggler(tmp_path:
     """GPipe with p = 2 stages and m = 2 micro-batches idles (p-1)/(m+p-1) = 1/3 of the step on each
     stage (the generator adds 0.05 of a micro-batch per p2p hop, so a little more), next to recv/send."""
     folder = write_synth_trace("pipeline_gpipe", tmp_path / "pp", steps=5)
-    result = analyse_paths([folder], workers=1)
+    result = Trace([folder], workers=1).result()
     assert result.diagnosis.signature == "pipeline_bubble"
     assert result.multi_rank.pipeline and result.multi_rank.stragglers == []
     for r in result.ranks:
@@ -292,7 +293,7 @@ def test_a_late_rank_that_only_sleeps_is_named_host_bound_not_data_starved(tmp_p
     data["traceEvents"] = [e for e in data["traceEvents"]
                            if not (e.get("args", {}).get("correlation") in copies or e.get("name") == "aten::to")]
     late.write_bytes(gzip.compress(json.dumps(data).encode()))
-    d = analyse_paths([folder], workers=1).diagnosis
+    d = Trace([folder], workers=1).result().diagnosis
     assert d.signature == "straggler" and d.ranks == [STRAGGLER_RANK]
     own = d.evidence[2]
     assert own.startswith(f"rank {STRAGGLER_RANK}'s own lane is host-bound: its host stalls") and "data_starved" not in own

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpuperf_gui.cli import main
-from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.session.trace import Trace
 from gpuperf_gui.core.trace.session.diff import CHANGE_CATEGORIES, diff_paths, diff_results
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -104,7 +104,7 @@ def test_step_counts_are_normalised(shared_traces: Path) -> None:
     """The same trace, its 5 steady steps (6-10) against each step alone: per-step calls agree
     exactly, and the single steps' kernel times average to the 5-step figure (steps partition the
     kernels by launch, so nothing is counted twice or lost)."""
-    result = analyse_paths([_resnet(shared_traces, 0)])
+    result = Trace([_resnet(shared_traces, 0)]).result()
     singles = [diff_results(result, result, after_steps=[n]) for n in range(6, 11)]
     assert all((d.before.ranks[0].steps, d.after.ranks[0].steps) == (5, 1) for d in singles)
     for d in singles:
@@ -118,7 +118,7 @@ def test_step_counts_are_normalised(shared_traces: Path) -> None:
 
 
 def test_a_trace_against_itself_changes_nothing(shared_traces: Path) -> None:
-    result = analyse_paths([shared_traces / "h200/memory_bound_visible.json.gz"])
+    result = Trace([shared_traces / "h200/memory_bound_visible.json.gz"]).result()
     d = diff_results(result, result)
     assert d.speedup == 1.0
     assert all(c.delta_s == 0 for c in d.kernel_classes)
@@ -155,8 +155,8 @@ def test_cli_json_contract_and_text(shared_traces: Path, capsys: pytest.CaptureF
         assert key in j, key
     assert len(j["ops"]) == 5
     assert set(j["ops"][0]) >= {"name", "before_s", "after_s", "delta_s"}
-    assert j["diagnosis_before"] == analyse_paths([before]).diagnosis.to_json()
-    assert j["diagnosis_after"] == analyse_paths([after]).diagnosis.to_json()
+    assert j["diagnosis_before"] == Trace([before]).result().diagnosis.to_json()
+    assert j["diagnosis_after"] == Trace([after]).result().diagnosis.to_json()
     assert main(["diff", str(before), str(after)]) == 0
     text = capsys.readouterr().out
     assert f"before: {j['diagnosis_before']['signature']}" in text

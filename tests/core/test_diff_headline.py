@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from gpuperf_gui.cli import main
-from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.session.trace import Trace
 from gpuperf_gui.core.trace.session.diff import diff_paths, diff_results
 from gpuperf_gui.core.trace.session.diff_headline import GPU_BOUND_BUSY_MIN, PROFILER_STRETCH
 
@@ -49,7 +49,7 @@ def test_profiler_stretch_is_what_the_h200_scenarios_measure() -> None:
         trace, unprofiled = H200 / f"{name}.json.gz", m["unprofiled_step_time_s"]
         if not trace.exists() or not unprofiled:
             continue
-        r = analyse_paths([trace]).ranks[0]
+        r = Trace([trace]).result().ranks[0]
         step = statistics.median(s.duration_s for s in r.analysis.steps if not s.warmup)
         key = "gpu_bound" if r.analysis.gpu_busy_fraction >= GPU_BOUND_BUSY_MIN else "host_bound"
         if name in HELD_OUT:   # recorded after the range was set: each must fall inside it
@@ -88,7 +88,7 @@ def test_starved_to_fed_is_faster_in_any_case() -> None:
 
 
 def _without_unprofiled(path: Path):  # noqa: ANN202 (api.TraceResult)
-    result = analyse_paths([path])
+    result = Trace([path]).result()
     for r in result.ranks:
         r.trace.gpuperf_unprofiled = None
     return result

@@ -13,7 +13,7 @@ import pytest
 
 from gpuperf_gui.cli import main
 from gpuperf_gui.core.trace.vocabulary import glossary
-from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.session.trace import Trace
 from gpuperf_gui.core.trace.session.diff import diff_results
 from gpuperf_gui.core.trace.diagnosis.figures import mfu_figures
 from gpuperf_gui.core.trace.analysis.overview import build_overview
@@ -24,7 +24,7 @@ TRACE = "hta/df_index_resolver/df_index_resolver.json.gz"
 
 @pytest.fixture
 def result(shared_traces: Path):  # noqa: ANN201 (api.TraceResult)
-    return analyse_paths([shared_traces / TRACE])
+    return Trace([shared_traces / TRACE]).result()
 
 
 def _pct_after(name: str, text: str) -> str:

@@ -7,7 +7,7 @@ import gzip
 import json
 from pathlib import Path
 
-from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.session.trace import Trace
 
 H200 = Path(__file__).resolve().parents[1] / "data" / "h200"
 
@@ -18,7 +18,7 @@ def _meta(name: str) -> dict:
 
 def test_cuda_graph_decode_is_memory_bound_on_skinny_gemms() -> None:
     meta = _meta("decode_cudagraph")
-    result = analyse_paths([H200 / "decode_cudagraph.json.gz"], workers=1)
+    result = Trace([H200 / "decode_cudagraph.json.gz"], workers=1).result()
     d, a = result.diagnosis, result.ranks[0].analysis
     assert d.signature == meta["expected_signature"] == "memory_bound"
     assert d.confidence <= 0.5  # the evidence is kernel names: no shapes under graph replay
@@ -36,7 +36,7 @@ def test_cuda_graph_decode_is_memory_bound_on_skinny_gemms() -> None:
 
 def test_item_per_micro_batch_is_host_sync_bound() -> None:
     meta = _meta("item_per_microbatch")
-    result = analyse_paths([H200 / "item_per_microbatch.json.gz"], workers=1)
+    result = Trace([H200 / "item_per_microbatch.json.gz"], workers=1).result()
     d, a = result.diagnosis, result.ranks[0].analysis
     assert d.signature == meta["expected_signature"] == "host_sync_bound"
     assert ".item()" in d.fix

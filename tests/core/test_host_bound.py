@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.session.trace import Trace
 from gpuperf_gui.core.trace.synthetic.synth import write_synth_trace
 
 H200 = Path(__file__).resolve().parents[1] / "data" / "h200"
@@ -22,7 +22,7 @@ def _names(path: Path) -> list[str]:
 def test_python_work_after_the_launches_is_host_bound(tmp_path: Path) -> None:
     """synth._step_host_bound: 6 GEMMs of 600 µs queued, then 6 ms of Python: the GPU idles about
     6 - 3.6 = 2.4 ms of each ~6 ms step (40 %), with no sync, DataLoader or copy."""
-    result = analyse_paths([write_synth_trace("host_bound", tmp_path / "t.json", steps=5)], workers=1)
+    result = Trace([write_synth_trace("host_bound", tmp_path / "t.json", steps=5)], workers=1).result()
     d = result.diagnosis
     assert d.signature == "host_bound" and d.confidence <= 0.5
     assert d.loss_fraction == pytest.approx(2.4 / 6.0, abs=0.03)
@@ -38,7 +38,7 @@ def test_losses_kept_on_the_gpu_with_python_work_between_micro_batches_is_host_b
     meta = json.loads((H200 / "pairs" / "item_none.meta.json").read_text())
     names = _names(path)
     assert not any("DataLoader" in n or "HtoD" in n for n in names)
-    result = analyse_paths([path], workers=1)
+    result = Trace([path], workers=1).result()
     d, a = result.diagnosis, result.ranks[0].analysis
     assert d.signature == "host_bound", d.evidence
     assert "no data tell" in " ".join(d.evidence) and "DataLoader" not in d.fix
@@ -52,7 +52,7 @@ def test_reduce_overhead_compile_is_host_bound_between_graph_replays() -> None:
     path = H200 / "compiled_tiny_cudagraphs.json.gz"
     names = _names(path)
     assert names.count("cudaGraphLaunch") == 8 and not any("DataLoader" in n or "HtoD" in n for n in names)
-    d = analyse_paths([path], workers=1).diagnosis
+    d = Trace([path], workers=1).result().diagnosis
     assert d.signature == "host_bound", d.evidence
     assert any("replays CUDA graphs" in e for e in d.evidence) and "already replays CUDA graphs" in d.fix
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.session.trace import Trace
 from gpuperf_gui.core.trace.analysis.kernel_evidence import is_skinny_gemm
 from gpuperf_gui.core.trace.synthetic.synth import write_synth_trace
 
@@ -19,7 +19,7 @@ VLLM = DATA / "shared_traces" / "tracelens" / "inference" / "vllm_decode_full" /
 def test_item_after_each_micro_batch_is_host_sync_bound(tmp_path: Path) -> None:
     """The scenario reads the loss with .item() after each of 4 micro-batches, then spends 1.5 ms in
     Python without launching (synth._step_host_sync_bound)."""
-    result = analyse_paths([write_synth_trace("host_sync_bound", tmp_path / "t.json", steps=5)], workers=1)
+    result = Trace([write_synth_trace("host_sync_bound", tmp_path / "t.json", steps=5)], workers=1).result()
     d, c = result.diagnosis, result.ranks[0].analysis.idle_causes
     assert d.signature == "host_sync_bound"
     assert ".item()" in d.fix and "non_blocking" in d.fix and "off the step" in d.fix
@@ -35,12 +35,12 @@ def test_item_after_each_micro_batch_is_host_sync_bound(tmp_path: Path) -> None:
     (DATA / "h200" / "eager_small.json.gz", "launch_bound"),
 ])
 def test_traces_with_syncs_limited_by_something_else_keep_their_verdicts(path: Path, signature: str) -> None:
-    d = analyse_paths([path], workers=1).diagnosis
+    d = Trace([path], workers=1).result().diagnosis
     assert d.signature == signature
 
 
 def test_healthy_loop_with_one_sync_per_step_stays_healthy(tmp_path: Path) -> None:
-    result = analyse_paths([write_synth_trace("healthy", tmp_path / "t.json", steps=5)], workers=1)
+    result = Trace([write_synth_trace("healthy", tmp_path / "t.json", steps=5)], workers=1).result()
     assert result.diagnosis.signature == "healthy"
 
 
@@ -58,7 +58,7 @@ def test_skinny_gemm_names(name: str, skinny: bool) -> None:
 
 def test_graph_replayed_decode_of_skinny_gemms_is_memory_bound_on_weak_evidence(tmp_path: Path) -> None:
     path = write_synth_trace("memory_bound_decode_graph", tmp_path / "t.json", steps=5)
-    result = analyse_paths([path], workers=1)
+    result = Trace([path], workers=1).result()
     d, a = result.diagnosis, result.ranks[0].analysis
     assert d.signature == "memory_bound" and d.confidence <= 0.5
     assert any("skinny GEMMs" in e for e in d.evidence)
@@ -72,20 +72,20 @@ def test_graph_launch_before_the_window_is_counted() -> None:
     launches = [e for e in events if e.get("name") == "hipGraphLaunch"]
     first_kernel = min(e["ts"] for e in events if e.get("cat") == "kernel")
     assert len(launches) == 1 and launches[0]["ts"] < first_kernel
-    result = analyse_paths([VLLM], workers=1)
+    result = Trace([VLLM], workers=1).result()
     assert result.ranks[0].analysis.launch.graph_launches == 1
     assert result.diagnosis.signature == "memory_bound" and result.diagnosis.confidence <= 0.5
 
 
 def test_close_call_names_both_causes(shared_traces: Path) -> None:
     """DLRM, 8 ranks: 3 ranks comm-bound, 5 launch-bound; the two causes' mean losses differ by < 3 points."""
-    d = analyse_paths([shared_traces / "param" / "dlrm_kineto"], workers=1).diagnosis
+    d = Trace([shared_traces / "param" / "dlrm_kineto"], workers=1).result().diagnosis
     assert d.close_call == ["comm_bound", "launch_bound"] and d.headline == "comm_bound ~ launch_bound"
     assert d.confidence <= 0.5 and d.evidence[0].startswith("close call:") and d.secondary[0] == "launch_bound"
 
 
 def test_eager_decode_stays_launch_bound_and_names_its_skinny_gemms(shared_traces: Path) -> None:
     """The eager H200 bf16 decode (batch 1): 88 % idle between launches; its GEMMs are 64x8/256x8 tiles."""
-    d = analyse_paths([shared_traces / "h200" / "decode_bf16.json.gz"], workers=1).diagnosis
+    d = Trace([shared_traces / "h200" / "decode_bf16.json.gz"], workers=1).result().diagnosis
     assert d.signature == "launch_bound"
     assert any("skinny GEMMs" in e and "memory-bound" in e for e in d.evidence)

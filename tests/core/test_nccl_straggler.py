@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.session.trace import Trace
 from gpuperf_gui.core.trace.synthetic.synth import _NCCL_NAMES, write_synth_trace
 from gpuperf_gui.core.trace.synthetic.synth_nccl import plan
 
@@ -34,7 +34,7 @@ def test_the_late_nccl_rank_is_the_straggler_and_its_row_says_why(tmp_path: Path
                                                                  sync: str) -> None:
     folder = write_synth_trace("straggler_nccl", tmp_path / "job", world_size=world, late_rank=late, sync=sync,
                                steps=5)
-    result = analyse_paths([folder], workers=1)
+    result = Trace([folder], workers=1).result()
     d = result.diagnosis
     assert d.signature == "straggler" and d.ranks == [late] and result.multi_rank.stragglers == [late]
     lag_s = result.multi_rank.collective_start_lag_s[late]
@@ -52,6 +52,6 @@ def test_the_late_nccl_rank_is_the_straggler_and_its_row_says_why(tmp_path: Path
 @pytest.mark.parametrize(("job", "signature"), [("ddp_nccl_comm", "comm_bound"), ("ddp_nccl_healthy", "healthy")])
 def test_real_nccl_jobs_keep_their_verdicts(job: str, signature: str) -> None:
     """Two H200s over NCCL, no late rank (meta.json sleep_rank null): no straggler."""
-    result = analyse_paths([NCCL / job], workers=1)
+    result = Trace([NCCL / job], workers=1).result()
     assert result.diagnosis.signature == signature
     assert result.multi_rank.stragglers == []

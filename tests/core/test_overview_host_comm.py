@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.session.trace import Trace
 from gpuperf_gui.core.trace.analysis.overview import build_overview
 
 H200 = Path(__file__).resolve().parents[1] / "data" / "h200"
@@ -20,7 +20,7 @@ def test_gloo_all_reduce_steps_wait_on_host_collectives_as_the_recording_measure
     the heatmap's "exposed comm" must read the host collective instead (the profiler stretches the
     step a little: 10 points of tolerance)."""
     meta = json.loads((H200 / "gloo_cpu_allreduce.meta.json").read_text())
-    overview = build_overview(analyse_paths([H200 / "gloo_cpu_allreduce"]))
+    overview = build_overview(Trace([H200 / "gloo_cpu_allreduce"]).result())
     ranks, _, values = overview.rank_step_matrix("exposed comm")
     for rank, expected in enumerate(meta["expected"]["comm_exposed_fraction_per_rank"]):
         steps = [s for s in next(r for r in overview.ranks if r.rank == rank).steps if not s.warmup]
@@ -31,5 +31,5 @@ def test_gloo_all_reduce_steps_wait_on_host_collectives_as_the_recording_measure
 
 
 def test_nccl_free_single_gpu_training_has_no_host_collective_wait() -> None:
-    overview = build_overview(analyse_paths([H200 / "loader_fed.json.gz"]))
+    overview = build_overview(Trace([H200 / "loader_fed.json.gz"]).result())
     assert all(s.host_comm_idle_us == 0.0 for r in overview.ranks for s in r.steps)

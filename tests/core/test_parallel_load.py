@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace.engine.api import Progress, TraceResult, analyse_paths, iter_load_and_analyse
-from gpuperf_gui.core.trace.ingest.load import iter_per_file, load_trace
+from gpuperf_gui.core.trace.engine.api import Progress, TraceResult, iter_load_and_analyse
+from gpuperf_gui.core.trace.ingest.load import iter_per_file
 from gpuperf_gui.core.trace.model.trace_model import TraceFormatError
+from gpuperf_gui.core.trace.session.trace import Trace
 from gpuperf_gui.core.trace.synthetic.synth import write_synth_trace
 
 
@@ -97,15 +98,15 @@ def test_iter_load_and_analyse_stops_without_a_result(tmp_path: Path) -> None:
     assert [p.fraction for p in full[:-1]] == sorted(p.fraction for p in full[:-1])
 
 
-def test_load_trace_in_parallel_matches_one_process_and_analyse_paths(tmp_path: Path) -> None:
+def test_parallel_load_matches_one_process_and_the_analysed_model(tmp_path: Path) -> None:
     paths = [write_synth_trace("comm_bound", tmp_path / f"r{r}.json", steps=3, rank=r, seed=r) for r in range(3)]
-    serial, parallel = load_trace(paths, workers=1), load_trace(tmp_path, workers=2)
-    analysed = analyse_paths(paths, workers=2).model
+    serial, parallel = Trace(paths, workers=1).model(), Trace([tmp_path], workers=2).model()
+    analysed = Trace(paths, workers=2).result().model
     for model in (parallel, analysed):
         assert [r.rank for r in model.ranks] == [r.rank for r in serial.ranks] == [0, 1, 2]
         assert [r.n_events for r in model.ranks] == [r.n_events for r in serial.ranks]
         assert [r.origin_us for r in model.ranks] == [r.origin_us for r in serial.ranks]
     (tmp_path / "bad.json").write_text("hello")  # one broken file: the others load, it is named
-    with_bad = load_trace(tmp_path, workers=2)
+    with_bad = Trace([tmp_path], workers=2).model()
     assert [r.rank for r in with_bad.ranks] == [0, 1, 2]
     assert len(with_bad.notes) == 1 and "bad.json" in with_bad.notes[0] and "not JSON" in with_bad.notes[0]

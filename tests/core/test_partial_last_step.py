@@ -11,7 +11,7 @@ import json
 import statistics
 from pathlib import Path
 
-from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.session.trace import Trace
 
 BASE = Path(__file__).resolve().parents[1] / "data" / "h200" / "profile_launch.json.gz"
 
@@ -25,8 +25,8 @@ def _with_key(tmp_path: Path, key: dict) -> Path:
 
 
 def test_the_step_cut_short_is_not_in_the_median(tmp_path):
-    whole = analyse_paths([BASE]).ranks[0].analysis
-    cut = analyse_paths([_with_key(tmp_path, {"step_times_s": [], "last_step_partial": True})]).ranks[0].analysis
+    whole = Trace([BASE]).result().ranks[0].analysis
+    cut = Trace([_with_key(tmp_path, {"step_times_s": [], "last_step_partial": True})]).result().ranks[0].analysis
     assert len(cut.steps) == len(whole.steps) >= 3
     assert cut.steps[-1].partial and not any(s.partial for s in cut.steps[:-1] + whole.steps)
     steady = [s.duration_s for s in whole.steps if not s.warmup]
@@ -36,6 +36,6 @@ def test_the_step_cut_short_is_not_in_the_median(tmp_path):
 
 
 def test_a_complete_recording_keeps_every_step(tmp_path):
-    whole = analyse_paths([BASE]).ranks[0].analysis
-    kept = analyse_paths([_with_key(tmp_path, {"step_times_s": [], "last_step_partial": False})]).ranks[0].analysis
+    whole = Trace([BASE]).result().ranks[0].analysis
+    kept = Trace([_with_key(tmp_path, {"step_times_s": [], "last_step_partial": False})]).result().ranks[0].analysis
     assert kept.step_time_median_s == whole.step_time_median_s

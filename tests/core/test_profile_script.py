@@ -18,7 +18,7 @@ from gpuperf_gui.core.profile_script import (
     STOP_AT_STEP_WAIT_S,
     ProfileOutput, ProfileProgress, ProfileRequest, ProfileResult, iter_profile, parse_progress,
 )
-from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.session.trace import Trace
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "data" / "scripts"
 TRAIN = SCRIPTS / "train_tiny.py"
@@ -71,7 +71,7 @@ def test_training_script_records_the_requested_optimizer_steps(tmp_path: Path, c
         assert any(e["name"] == "aten::linear" and s["ts"] <= e["ts"] <= s["ts"] + s["dur"] for e in events)
     with gzip.open(out, "rt") as fh:
         assert json.load(fh)["gpuperf_profile_mode"] == "steps"
-    result = analyse_paths([out])  # the app's own loader reads it
+    result = Trace([out]).result()  # the app's own loader reads it
     assert len(result.ranks) == 1 and len(result.ranks[0].analysis.steps) == 3
 
 
@@ -183,7 +183,7 @@ def test_cuda_training_script_traces_kernels(tmp_path: Path) -> None:
     assert len(_steps(events)) == 4
     assert any(e.get("cat") == "kernel" for e in events)
     # a GPU-bound loop with its batch on the device (busy ~93 % on an H200, by the trace's own kernels)
-    assert analyse_paths([out]).ranks[0].diagnosis.signature == "healthy"
+    assert Trace([out]).result().ranks[0].diagnosis.signature == "healthy"
 
 
 def test_the_trace_carries_step_times_measured_with_the_profiler_idle_and_recording(tmp_path: Path, capfd) -> None:
@@ -205,7 +205,7 @@ def test_the_trace_carries_step_times_measured_with_the_profiler_idle_and_record
         # timed between the boundaries' bookkeeping, so inside the span (clocks read to ~1 µs)
         assert 0.2 * span < timed <= span + 5e-5
     assert "step time without the profiler" in err and "median of 4 wait steps" in err
-    result = analyse_paths([out])
+    result = Trace([out]).result()
     assert result.ranks[0].trace.gpuperf_unprofiled == key
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.session.trace import Trace
 from gpuperf_gui.core.trace.synthetic.synth import write_synth_trace
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -42,7 +42,7 @@ def test_eager_decode_skinny_gemms_move_two_thirds_of_hbm_bandwidth(shared_trace
     head = sum(e.get("name") == "aten::mm" for e in events)
     expected = addmm // 2 * (_gemm_bytes(1, d, 4 * d) + _gemm_bytes(1, 4 * d, d)) + head * _gemm_bytes(1, d, vocab)
     gemm_us = sum(e["dur"] for e in events if e.get("cat") == "kernel" and e["name"].startswith("nvjet"))
-    result = analyse_paths([path], workers=1)
+    result = Trace([path], workers=1).result()
     k, dg = result.ranks[0].analysis.kernel_evidence, result.diagnosis
     assert k.skinny_bytes == pytest.approx(expected, rel=1e-6)
     assert not k.skinny_names_only and k.skinny_borrowed_seconds == 0.0
@@ -64,7 +64,7 @@ def test_graph_replayed_decode_without_any_shapes_rests_on_names() -> None:
     weights = m["layers"] * (4 * m["d"] ** 2 + 3 * m["d"] * m["ff"]) * BF16
     cache = 2 * m["layers"] * m["ctx_len"] * m["d"] * BF16
     assert weights + cache == meta["expected"]["weight_and_cache_bytes_per_token"]
-    result = analyse_paths([path], workers=1)
+    result = Trace([path], workers=1).result()
     k, d = result.ranks[0].analysis.kernel_evidence, result.diagnosis
     assert d.signature == "memory_bound" and d.confidence <= 0.5
     assert k.skinny_names_only and k.skinny_bytes == 0.0
@@ -91,7 +91,7 @@ def test_graph_replays_take_the_shapes_of_an_eager_call_of_the_same_kernel(tmp_p
             if key:
                 moved += per_call[key]
                 seconds += e["dur"] / 1e6
-    result = analyse_paths([path], workers=1)
+    result = Trace([path], workers=1).result()
     k, d = result.ranks[0].analysis.kernel_evidence, result.diagnosis
     assert k.skinny_borrowed_seconds == pytest.approx(k.skinny_seconds) and not k.skinny_names_only
     assert k.skinny_bytes_per_s == pytest.approx(moved / seconds, rel=0.02)

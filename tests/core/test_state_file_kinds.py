@@ -193,7 +193,7 @@ def test_20000_devices_parse_in_linear_time() -> None:
 # ---- rank folders ---------------------------------------------------------------------------
 def test_a_rank_named_file_that_is_not_a_file_gets_a_note_and_the_others_load(tmp_path: Path, capsys) -> None:
     """A FIFO, a folder and a dangling link named like rank files were dropped without a note."""
-    from gpuperf_gui.core.trace.ingest.load import load_trace
+    from gpuperf_gui.core.trace.session.trace import Trace
 
     folder = tmp_path / "run"
     folder.mkdir()
@@ -202,7 +202,7 @@ def test_a_rank_named_file_that_is_not_a_file_gets_a_note_and_the_others_load(tm
     (folder / "rank2.json").mkdir()
     (folder / "rank3.json").symlink_to("gone.json")
     capsys.readouterr()
-    model = load_trace(folder, workers=1)
+    model = Trace([folder], workers=1).model()
     assert len(model.ranks) == 1
     notes = {note.split()[2]: note for note in model.notes}  # "rank file rank0.json could not be loaded..."
     assert sorted(notes) == ["rank0.json", "rank2.json", "rank3.json"]

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace.engine.api import Progress, TraceResult, analyse_paths, iter_load_and_analyse
+from gpuperf_gui.core.trace.engine.api import Progress, TraceResult, iter_load_and_analyse
+from gpuperf_gui.core.trace.session.trace import Trace
 from gpuperf_gui.core.trace.diagnosis.diagnose import SIGNATURES, THRESHOLDS, diagnose_rank
 from gpuperf_gui.core.trace.synthetic.synth import (SCENARIO_SIGNATURE, SCENARIOS, STRAGGLER_DELAY_US, STRAGGLER_RANK,
                                                     write_synth_trace)
@@ -40,7 +41,7 @@ def test_more_dataloader_workers_is_not_data_starved(shared_traces: Path) -> Non
 
 
 def test_dlrm_job_is_comm_bound(shared_traces: Path) -> None:
-    result = analyse_paths([shared_traces / "param/dlrm_kineto"], workers=1)
+    result = Trace([shared_traces / "param/dlrm_kineto"], workers=1).result()
     assert result.diagnosis.signature == "comm_bound"
     assert [r.analysis.rank for r in result.ranks] == list(range(8))
     # metrics.md §5: exposed NCCL 13-56 % of the step per rank
@@ -60,7 +61,7 @@ def test_late_collective_start_without_a_wait_is_not_a_straggler(tmp_path: Path)
         if e.get("ph") == "X" and e.get("tid") == 20:
             e["ts"] += 2000.0
     late.write_text(json.dumps(data))
-    result = analyse_paths([tmp_path], workers=1)
+    result = Trace([tmp_path], workers=1).result()
     assert result.multi_rank.collective_start_lag_s[2] == pytest.approx(2e-3, rel=0.05)
     assert result.multi_rank.stragglers == []
     assert result.diagnosis.signature == "comm_bound"
@@ -68,7 +69,7 @@ def test_late_collective_start_without_a_wait_is_not_a_straggler(tmp_path: Path)
 
 def test_straggler_job_names_the_late_rank_and_points_the_fix_at_it(tmp_path: Path) -> None:
     folder = write_synth_trace("straggler", tmp_path / "job", steps=5)
-    result = analyse_paths([folder], workers=1)
+    result = Trace([folder], workers=1).result()
     d = result.diagnosis
     assert d.signature == "straggler" and d.ranks == [STRAGGLER_RANK]
     assert result.multi_rank.stragglers == [STRAGGLER_RANK]
@@ -95,7 +96,7 @@ def test_pipeline_stages_are_never_stragglers(tmp_path: Path) -> None:
                 if e.get("ph") == "X" and e.get("tid") == 20:
                     e["ts"] += 3000.0
             path.write_text(json.dumps(data))
-    result = analyse_paths([tmp_path], workers=1)
+    result = Trace([tmp_path], workers=1).result()
     assert result.multi_rank.pipeline and result.multi_rank.stragglers == []
     assert result.diagnosis.signature != "straggler"
 
@@ -114,7 +115,7 @@ def test_cli_report_names_the_late_rank(tmp_path: Path, capsys: pytest.CaptureFi
 @pytest.mark.parametrize("seed", [0, 7])
 def test_synthetic_scenarios_are_diagnosed_as_themselves(tmp_path: Path, scenario: str, seed: int) -> None:
     path = write_synth_trace(scenario, tmp_path / f"{scenario}.json.gz", steps=4, seed=seed)
-    assert analyse_paths([path], workers=1).diagnosis.signature == SCENARIO_SIGNATURE[scenario]
+    assert Trace([path], workers=1).result().diagnosis.signature == SCENARIO_SIGNATURE[scenario]
 
 
 def test_thresholds_live_in_one_table() -> None:

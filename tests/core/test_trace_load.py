@@ -13,9 +13,10 @@ import pytest
 
 from gpuperf_gui.core.trace.ingest.budget import MemoryBudget
 from gpuperf_gui.core.trace.ingest import source, stream_decode
-from gpuperf_gui.core.trace.ingest.load import load_rank, load_trace, plan_workers
+from gpuperf_gui.core.trace.ingest.load import load_rank, plan_workers
 from gpuperf_gui.core.trace.ingest.source import EventCounter
 from gpuperf_gui.core.trace.model.trace_model import TraceFormatError
+from gpuperf_gui.core.trace.session.trace import Trace
 
 from trace_support import loaded, sources_table
 
@@ -126,7 +127,7 @@ def test_begin_end_pairs_and_metadata_names(tmp_path: Path) -> None:
 
 
 def test_folder_of_ranks_is_aligned_on_one_clock(shared_traces: Path) -> None:
-    model = load_trace(shared_traces / "hta/trace_filter", workers=1)
+    model = Trace([shared_traces / "hta/trace_filter"], workers=1).model()
     assert [r.rank for r in model.ranks] == [0, 1]
     assert len({r.origin_us for r in model.ranks}) == 1
     assert min(r.span_us[0] for r in model.ranks) == 0.0

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gpuperf_gui.cli import main as cli_main
-from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.session.trace import Trace
 from gpuperf_gui.core.trace.vocabulary.precision import (dtype_precision, is_math_kernel, kernel_precision,
                                                          name_precision, trace_precision)
 
@@ -62,12 +62,12 @@ def _hand_gemm_kernels(path: Path) -> dict[str, tuple[float, float]]:
 
 @pytest.fixture(scope="module")
 def bf16_result():
-    return analyse_paths([BF16_TRACE], workers=1)
+    return Trace([BF16_TRACE], workers=1).result()
 
 
 @pytest.fixture(scope="module")
 def fp32_result():
-    return analyse_paths([FP32_TRACE], workers=1)
+    return Trace([FP32_TRACE], workers=1).result()
 
 
 def test_kernel_names_and_op_types_give_the_precision() -> None:
@@ -120,7 +120,7 @@ def test_dominant_or_mixed() -> None:
                                                 (DATA / "shared_traces" / "h200" / "healthy_gpt_small.json.gz", "bf16")])
 def test_each_trace_knows_its_precision(path: Path, expected: str) -> None:
     """The traces' meta.json say which dtype they ran in."""
-    kernels = analyse_paths([path], workers=1).ranks[0].analysis.kernels
+    kernels = Trace([path], workers=1).result().ranks[0].analysis.kernels
     assert kernels.precision.precision == expected
     assert kernels.precision.split[expected] == pytest.approx(1.0)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpuperf_gui.cli import main
-from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.session.trace import Trace
 from gpuperf_gui.core.trace.ingest.load import load_rank
 from gpuperf_gui.core.trace.model.trace_model import TraceFormatError
 from gpuperf_gui.core.trace.synthetic.synth import synth_trace, write_synth_trace
@@ -38,7 +38,7 @@ def test_a_small_cpu_only_trace_is_fine(tmp_path: Path) -> None:
     path = tmp_path / "cpu.json"
     path.write_text(json.dumps({"traceEvents": [
         {"ph": "X", "name": "aten::mm", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 5, "dur": 3}]}))
-    result = analyse_paths([path])
+    result = Trace([path]).result()
     assert result.diagnosis.signature == "inconclusive"
 
 
@@ -69,7 +69,7 @@ def test_a_trace_cut_in_half_says_gpu_events_may_be_missing_and_is_not_healthy(t
     note = rt.truncation.describe()
     assert f"after its first {rt.truncation.bytes_used:,} bytes is lost" in note
     assert "GPU events may be missing" in note
-    d = analyse_paths([path]).diagnosis
+    d = Trace([path]).result().diagnosis
     assert d.signature == "inconclusive"
     assert "cut short" in d.evidence[0]
 
@@ -79,7 +79,7 @@ def test_a_truncated_trace_with_gpu_events_carries_the_caveat(tmp_path: Path) ->
     raw = full.read_bytes()
     cut = tmp_path / "cut.json"
     cut.write_bytes(raw[: len(raw) * 9 // 10])  # events in time order: GPU events interleaved
-    whole, part = analyse_paths([full]).diagnosis, analyse_paths([cut]).diagnosis
+    whole, part = Trace([full]).result().diagnosis, Trace([cut]).result().diagnosis
     assert part.signature == whole.signature == "launch_bound"
     assert part.confidence == pytest.approx(round(whole.confidence / 2, 2))
     assert any("truncated" in e for e in part.evidence)

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.session.trace import Trace
 from gpuperf_gui.core.trace.model.lanes import EventRef
-from gpuperf_gui.core.trace.analysis.overview import uses_tensor_cores
+from gpuperf_gui.core.trace.analysis.kernel_table import uses_tensor_cores
 from gpuperf_gui.core.trace.session.loaded_trace import (LoadedTrace, RooflineUpdate, build_loaded_trace,
                                                          iter_loaded_trace, load_trace)
 from gpuperf_gui.core.trace.synthetic.synth import ALLREDUCE, ELEMENTWISE, GEMM
@@ -31,7 +31,7 @@ def _raw(path: Path) -> list[dict]:
 
 
 def _load(paths: list[Path]) -> LoadedTrace:
-    return build_loaded_trace(analyse_paths(paths, workers=1), 10.0)
+    return build_loaded_trace(Trace(paths, workers=1).result(), 10.0)
 
 
 def _find_ref(loaded: LoadedTrace, name: str, start_us_in_file: float | None = None,
@@ -291,8 +291,8 @@ def test_a_trace_built_in_the_helper_equals_one_built_here(shared_traces):
 def test_lanes_indexed_on_threads_are_the_ones_indexed_on_one(shared_traces):
     from gpuperf_gui.core.trace.model.lanes import prepare_lanes
 
-    model = analyse_paths([shared_traces / "hta" / "df_index_resolver" / "df_index_resolver.json.gz"],
-                          workers=1).model
+    model = Trace([shared_traces / "hta" / "df_index_resolver" / "df_index_resolver.json.gz"],
+                          workers=1).result().model
     ranks_one, one = prepare_lanes(model, 10.0, workers=1)
     ranks_many, many = prepare_lanes(model, 10.0, workers=4)
     assert [r.title for r in ranks_one] == [r.title for r in ranks_many]

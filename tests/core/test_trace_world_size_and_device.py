@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gpuperf_gui.cli import main
-from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.session.trace import Trace
 from gpuperf_gui.core.trace.diagnosis.figures import TraceMfuFigures, mfu_figures
 from gpuperf_gui.core.trace.synthetic.synth import write_synth_trace
 from trace_support import loaded
@@ -25,7 +25,7 @@ def test_json_device_is_null_when_unknown(capsys: pytest.CaptureFixture) -> None
 def test_mfu_figures_carry_world_size_and_device(tmp_path: Path) -> None:
     paths = [write_synth_trace("healthy", tmp_path / f"rank{r}.json", steps=3, rank=r, world_size=8)
              for r in range(2)]
-    result = analyse_paths(paths, workers=1)
+    result = Trace(paths, workers=1).result()
     fig = mfu_figures([r.analysis for r in result.ranks])
     assert fig.world_size == 8  # distributedInfo.world_size, not the 2 files loaded
     assert fig.device_name == "Synthetic GPU (H200-like)"
@@ -40,6 +40,6 @@ def test_one_rank_file_without_distributed_info_does_not_claim_a_world_size(tmp_
     fig = mfu_figures([a])
     assert (fig.world_size, fig.ranks_loaded) == (None, 1)
     one_of_eight = write_synth_trace("healthy", tmp_path / "rank3.json", steps=3, rank=3, world_size=8)
-    fig = mfu_figures([r.analysis for r in analyse_paths([one_of_eight]).ranks])
+    fig = mfu_figures([r.analysis for r in Trace([one_of_eight]).result().ranks])
     assert (fig.world_size, fig.ranks_loaded) == (8, 1)
     assert mfu_figures([]).ranks_loaded == 0

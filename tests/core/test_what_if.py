@@ -19,7 +19,7 @@ import pytest
 from gpuperf_gui.cli import main as cli_main
 from gpuperf_gui.core.trace.analysis import critical_path as cp
 from gpuperf_gui.core.trace.analysis import what_if
-from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.session.trace import Trace
 from gpuperf_gui.core.trace.session.loaded_trace import LoadedTrace
 from gpuperf_gui.core.trace.synthetic.synth import GPIPE_STEP_UNITS, write_synth_trace
 from gpuperf_gui.core.trace.analysis.what_if import cause_for_signature, for_result
@@ -92,7 +92,7 @@ def hand_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def hand(hand_path: Path):  # noqa: ANN201
-    return analyse_paths([hand_path])
+    return Trace([hand_path]).result()
 
 
 def test_replay_gives_the_hand_trace_back(hand) -> None:  # noqa: ANN001
@@ -192,7 +192,7 @@ def _check_pair(pair: dict) -> None:
     meta = lambda p: json.loads((p.parent / (p.name.removesuffix(".json.gz") + ".meta.json")).read_text())  # noqa: E731
     measured = meta(before)["unprofiled_step_time_s"] / meta(after)["unprofiled_step_time_s"]
     assert measured == pytest.approx(pair["unprofiled_speedup"], rel=1e-3)
-    wi = for_result(analyse_paths([before]))
+    wi = for_result(Trace([before]).result())
     projected = wi.for_cause(pair["cause"]).speedup_upper_bound
     lo, hi = FACTORS[pair["cause"]]
     assert lo * measured <= projected <= hi * measured, (measured, projected)
@@ -216,7 +216,7 @@ def test_eager_tiny_to_cuda_graphs_is_bounded() -> None:
     profiled step is 15.3 ms (the profiler more than doubles this host-bound step), and the bound
     takes the profiler's cost at its least, so it is loose: within 5x."""
     measured = _meta("eager_tiny")["unprofiled_step_time_s"] / _meta("compiled_tiny_cudagraphs")["unprofiled_step_time_s"]
-    projected = for_result(analyse_paths([H200 / "eager_tiny.json.gz"])).for_cause("launch_overhead")
+    projected = for_result(Trace([H200 / "eager_tiny.json.gz"]).result()).for_cause("launch_overhead")
     assert measured <= projected.speedup_upper_bound <= 5.0 * measured
 
 
@@ -232,7 +232,7 @@ def test_data_stall_bounds_each_unprofiled_repeat(repeat: int) -> None:
     before = H200 / "unprofiled" / f"loader0.r{repeat}.json.gz"
     after = H200 / "unprofiled" / f"loader_fed.r{repeat}.json.gz"
     measured = _unprofiled_median(before) / _unprofiled_median(after)
-    projected = for_result(analyse_paths([before])).for_cause("data_stall").speedup_upper_bound
+    projected = for_result(Trace([before]).result()).for_cause("data_stall").speedup_upper_bound
     assert measured <= projected <= 1.25 * measured, (measured, projected)
 
 
@@ -240,7 +240,7 @@ def test_data_stall_bounds_each_unprofiled_repeat(repeat: int) -> None:
 def test_multi_rank_what_if_and_late_rank() -> None:
     """DDP over gloo, rank 1 sleeping 40 ms before each forward (meta: late_ms=40): removing the late
     rank's stall saves those 40 ms (within 10 %) of every rank's step."""
-    result = analyse_paths([H200 / "ddp_straggler_gloo"])
+    result = Trace([H200 / "ddp_straggler_gloo"]).result()
     assert result.multi_rank.stragglers == [1]
     wi = for_result(result)
     late = wi.for_cause("late_rank")
@@ -263,7 +263,7 @@ def test_diff_checks_the_projection_against_the_measured_speedup(capsys: pytest.
     before, after = H200 / "data_starved_loader0.json.gz", H200 / "loader_fed.json.gz"
     assert cli_main(["diff", str(before), str(after), "--json"]) == 0
     check = json.loads(capsys.readouterr().out)["what_if_check"]
-    projected = for_result(analyse_paths([before])).for_cause("data_stall").speedup_upper_bound
+    projected = for_result(Trace([before]).result()).for_cause("data_stall").speedup_upper_bound
     assert check["cause"] == "data_stall"
     assert check["projected_speedup_upper_bound"] == pytest.approx(projected)
     assert check["within_bound"] is (check["measured_speedup"] <= projected)
@@ -279,7 +279,7 @@ def test_fused_chain_costs_one_read_and_one_write_at_peak_bandwidth() -> None:
     and writes the output once: 536870912 bytes (the recording's own count, meta.json) at the
     H200's 4.8 TB/s (devices.toml, datasheet) = 111.8 µs per chain."""
     meta = json.loads((PAIRS_DIR / "elementwise_eager.meta.json").read_text())
-    result = analyse_paths([PAIRS_DIR / "elementwise_eager.json.gz"])
+    result = Trace([PAIRS_DIR / "elementwise_eager.json.gz"]).result()
     ranks = [r.trace for r in result.ranks]
     g = cp.build_graph(ranks)
     ctx = {"kernel_names": what_if.kernel_name_ids(g, ranks)}
@@ -297,7 +297,7 @@ def test_launch_bound_trace_ranks_launch_overhead_first() -> None:
     """eager_tiny is launch-bound (a CUDA graph of it is 2.24x faster; torch.compile without one
     was 0.90x: compiled_tiny's unprofiled step): the first fix named is launch_overhead, and
     fusing the elementwise chains, which keeps the other ops' host work, projects less."""
-    wi = for_result(analyse_paths([H200 / "eager_tiny.json.gz"]))
+    wi = for_result(Trace([H200 / "eager_tiny.json.gz"]).result())
     singles = [p for p in wi.projections if "+" not in p.cause]
     assert singles[0].cause == "launch_overhead"
     compiled = _meta("eager_tiny")["unprofiled_step_time_s"] / _meta("compiled_tiny")["unprofiled_step_time_s"]
@@ -314,7 +314,7 @@ def test_synthetic_gpipe_bubble_projection_is_the_theory(tmp_path: Path) -> None
     stage, a 6.2-unit step. The theory bubble (p-1)/(m+p-1) = 1/3: without it a stage runs its 4
     units back to back, so the projection lies between 1 / (1 - 1/3) = 1.5 and 6.2 / 4 = 1.55."""
     folder = write_synth_trace("pipeline_gpipe", tmp_path / "pp", steps=5)
-    wi = for_result(analyse_paths([folder]), keep_graph=True)
+    wi = for_result(Trace([folder]).result(), keep_graph=True)
     p, m = 2, 2
     bubble = (p - 1) / (m + p - 1)
     # 2 sends + 2 recvs per step on each rank, replayed steps 1-4 (step 0 is warm-up): 4 x 4 pairs.
@@ -331,7 +331,7 @@ def test_gloo_pipeline_bubble_is_projected_across_ranks() -> None:
     least the theory's 9/8 (the stages share one GPU and stage activations through the host: the
     measured bubble is 0.70-0.77 per rank, so the projection is larger)."""
     meta = _meta("pipeline_8mb_gloo")
-    result = analyse_paths([H200 / "pipeline_8mb_gloo"])
+    result = Trace([H200 / "pipeline_8mb_gloo"]).result()
     wi = for_result(result, keep_graph=True)
     # 8 micro-batches x (forward activation + backward gradient), one pair each, 3 replayed steps.
     assert wi.graph.p2p_groups.size == 3 * 8 * 2
@@ -353,7 +353,7 @@ def test_analysis_update_carries_the_what_if(hand_path: Path) -> None:
     items = list(iter_loaded_trace([hand_path], 10.0, threading.Event(), isolate=False))
     update = next(i for i in items if isinstance(i, AnalysisUpdate))
     shown = update.what_if
-    expected = for_result(analyse_paths([hand_path]))
+    expected = for_result(Trace([hand_path]).result())
     assert [(r.cause, r.speedup_upper_bound) for r in shown.rows] == [
         (p.cause, p.speedup_upper_bound) for p in expected.projections]
     assert shown.rows[0].fix == "DataLoader workers"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpuperf_gui.core.trace.vocabulary import glossary
-from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.session.trace import Trace
 from gpuperf_gui.core.trace.analysis.overview import build_overview
 
 
@@ -13,7 +13,7 @@ def test_overview_cards_and_figures_table(qtbot, shared_traces: Path) -> None:
     from gpuperf_gui.views.trace.overview import TraceOverview
     from gpuperf_gui.views.trace.panels import _rank_figures_html
 
-    result = analyse_paths([shared_traces / "hta/df_index_resolver/df_index_resolver.json.gz"])
+    result = Trace([shared_traces / "hta/df_index_resolver/df_index_resolver.json.gz"]).result()
     a = result.ranks[0].analysis
     wait, kernels = (glossary.format_fraction(x) for x in (a.idle_causes.communication, a.comm_exposed_fraction))
     assert (wait, kernels) == ("35.8 %", "21.4 %")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.session.trace import Trace
 from gpuperf_gui.views.trace.panels import _comm_wait, _ranks_table_html
 
 H200 = Path(__file__).resolve().parents[1] / "data" / "h200"
@@ -17,7 +17,7 @@ def test_gloo_ranks_show_the_exposed_communication_of_the_recording() -> None:
     without DDP) / (the DDP step) = 0.899 (meta.json); its collectives are gloo's host spans, so the
     GPU-stream figure alone reads 0 and the table must not."""
     meta = json.loads((H200 / "ddp_straggler_gloo.meta.json").read_text())
-    ranks = analyse_paths([H200 / "ddp_straggler_gloo"]).to_json()["ranks"]
+    ranks = Trace([H200 / "ddp_straggler_gloo"]).result().to_json()["ranks"]
     rank0 = next(r for r in ranks if r["rank"] == 0)
     assert rank0["comm_exposed_fraction"] == pytest.approx(0.0, abs=0.01)   # no NCCL kernels
     assert _comm_wait(rank0) == pytest.approx(meta["expected"]["comm_exposed_fraction_rank0"], abs=0.05)

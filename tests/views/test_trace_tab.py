@@ -25,9 +25,9 @@ def _load(qtbot, tab, paths: list[Path]) -> None:
 
 
 def _engine_signature(paths: list[Path]) -> str:
-    from gpuperf_gui.core.trace.engine.api import analyse_paths
+    from gpuperf_gui.core.trace.session.trace import Trace
 
-    return analyse_paths(paths, workers=1).diagnosis.signature
+    return Trace(paths, workers=1).result().diagnosis.signature
 
 
 def _check_bounded(tab) -> None:
@@ -315,7 +315,7 @@ def test_an_idle_threshold_typed_while_loading_is_applied(qtbot, tab, shared_tra
 
 
 def test_prepared_trace_has_typed_figures_and_the_engines_kernel_shares(qtbot, tab, shared_traces):
-    from gpuperf_gui.core.trace.engine.api import analyse_paths
+    from gpuperf_gui.core.trace.session.trace import Trace
     from gpuperf_gui.core.trace.diagnosis.figures import TraceMfuFigures
 
     path = shared_traces / "h200" / "healthy_gpt_small.json.gz"
@@ -323,7 +323,7 @@ def test_prepared_trace_has_typed_figures_and_the_engines_kernel_shares(qtbot, t
     prepared = tab.loaded
     assert isinstance(prepared.mfu_figures, TraceMfuFigures) and prepared.roofline_points
     kernels = prepared.op_tables[prepared.model.ranks[0].rank]["kernels"]
-    rows = {o.name: o for o in analyse_paths([path], workers=1).ranks[0].ops if o.device_share is not None}
+    rows = {o.name: o for o in Trace([path], workers=1).result().ranks[0].ops if o.device_share is not None}
     assert {r[0] for r in kernels.rows} == set(rows)
     for name, _calls, total_us, mean_us, share in kernels.rows:  # the engine's figures, in µs
         assert share == rows[name].device_share

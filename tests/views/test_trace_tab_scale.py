@@ -15,10 +15,10 @@ LOAD_TIMEOUT_MS = 60_000
 
 
 def _built(path: Path):
-    from gpuperf_gui.core.trace.engine.api import analyse_paths
+    from gpuperf_gui.core.trace.session.trace import Trace
     from gpuperf_gui.core.trace.session.loaded_trace import build_loaded_trace
 
-    return build_loaded_trace(analyse_paths([path], workers=1), 10.0)
+    return build_loaded_trace(Trace([path], workers=1).result(), 10.0)
 
 
 def _receive(tab, loaded) -> None:  # noqa: ANN001

@@ -12,7 +12,7 @@ import pytest
 import grimp
 
 from gpuperf_gui.core.trace.analysis import critical_path, what_if
-from gpuperf_gui.core.trace.engine.api import analyse_paths
+from gpuperf_gui.core.trace.session.trace import Trace
 from gpuperf_gui.core.trace.diagnosis.figures import mfu_figures
 from gpuperf_gui.core.trace.analysis.what_if import for_result
 from gpuperf_gui.core.trace.session.what_if_shown import what_if_shown
@@ -44,7 +44,7 @@ def test_views_never_import_the_graph() -> None:
 @pytest.mark.slow
 def test_critical_path_toggle_and_overview_list(qtbot, tab, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
     _load(qtbot, tab, [TRACE])
-    expected = [p.cause for p in for_result(analyse_paths([TRACE])).projections]   # what diagnose finds
+    expected = [p.cause for p in for_result(Trace([TRACE]).result()).projections]   # what diagnose finds
     # Everything below draws what the worker sent: walking the graph now would fail.
     for module, name in ((what_if, "project"), (critical_path, "build_graph"), (critical_path, "replay")):
         monkeypatch.setattr(module, name, _no_walking)
@@ -69,7 +69,7 @@ def test_mfu_tab_what_if_selector(qtbot) -> None:  # noqa: ANN001
 
     tab = MfuTab(AppContext(device_id="h200", precision="bf16"))
     qtbot.addWidget(tab)
-    result = analyse_paths([H200 / "eager_tiny.json.gz"])
+    result = Trace([H200 / "eager_tiny.json.gz"]).result()
     wi = what_if_shown(result)
     figures = replace(mfu_figures([r.analysis for r in result.ranks]), what_if=wi.rows)
     tab.apply_trace_figures(figures)

@@ -155,8 +155,6 @@ class Graph:
     e_kind: np.ndarray
     group: np.ndarray
     """Collective id per node (the n-th collective of the window, the same on every rank), -1 else."""
-    group_xfer: np.ndarray
-    """Per node of a group: its transfer time after the last arrival (its ``d``)."""
     cpu_events: np.ndarray = field(default_factory=lambda: np.zeros(0))
     """Per CPU node, the trace events that start between its predecessor and it (the profiler's
     own cost grows with them)."""
@@ -453,7 +451,7 @@ def build_graph(ranks: list[RankTrace]) -> Graph:
         z = np.zeros(0)
         zi = np.zeros(0, dtype=np.int64)
         return Graph([], z, np.zeros((0, len(CATEGORIES))), z, zi, zi, zi, zi.astype(bool), zi.astype(np.int8),
-                     zi.astype(bool), zi, zi, z, zi, zi, z, z, {}, 0)
+                     zi.astype(bool), zi, zi, z, zi, zi, z, {}, 0)
     t = np.concatenate(b.t)
     dcat = np.concatenate(b.dcat)
     group = np.full(t.size, -1, dtype=np.int64)
@@ -509,7 +507,7 @@ def build_graph(ranks: list[RankTrace]) -> Graph:
     return Graph(b.chains, t, dcat, np.concatenate(b.fixed),
                  np.concatenate([np.full(c.hi - c.lo, c.rank, dtype=np.int64) for c in b.chains]),
                  np.concatenate(b.lane), np.concatenate(b.index), is_gpu, np.concatenate(b.kclass),
-                 p2p, src, dst, w, kind, group, xfer, np.concatenate(b.events), steps, n_steps,
+                 p2p, src, dst, w, kind, group, np.concatenate(b.events), steps, n_steps,
                  p2p_groups=p2p_groups)
 
 

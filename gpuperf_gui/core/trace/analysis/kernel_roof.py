@@ -133,7 +133,7 @@ class RankKernels:
 
 
 def rank_kernels(rt: RankTrace, gpu_busy_fraction: float = 0.0, top: int = TOP_KERNELS) -> RankKernels:
-    """The kernel figures of one rank (:func:`.overview.kernel_rows`, then the precision split)."""
+    """The kernel figures of one rank (:func:`.kernel_table.kernel_rows`, then the precision split)."""
     rows, tc_share, kernel_s = kernel_rows(rt)
     math = [r for r in rows if r.math]
     seconds: dict[str | None, float] = {}

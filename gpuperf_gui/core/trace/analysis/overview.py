@@ -25,8 +25,7 @@ from ...units import json_safe
 from . import intervals as iv
 from .rank_analysis import KERNEL_WAIT_MAX_US, cpu_collective_union, device_events
 from .kernel_roof import rank_kernels
-from .kernel_table import (CUDA_CORE_TOKENS, TENSOR_CORE_TOKENS, TOP_KERNELS, KernelRow, kernel_rows,  # noqa: F401
-                           uses_tensor_cores)
+from .kernel_table import KernelRow
 from ..vocabulary.glossary import COMM_KERNELS_EXPOSED, hta_idle_label
 from ..model.host_sync import sync_gap_classifier
 from ..vocabulary.kernel_classes import KERNEL_CLASSES

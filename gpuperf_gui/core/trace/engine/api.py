@@ -204,19 +204,6 @@ def assemble_job(loaded: list[_Loaded]) -> TraceResult:
     return TraceResult(model, ranks, diagnosis, summary)
 
 
-def analyse_paths(paths: Sequence[Path | str], *, max_bytes: int | None = DEFAULT_MAX_BYTES,
-                  workers: int | None = None, memory_budget: MemoryBudget | int | None = None) -> TraceResult:
-    """Blocking version of :func:`iter_load_and_analyse` (returns the result): the tests' and
-    benchmarks' shorthand for ``Trace(paths).result()`` (:mod:`.trace`, which the program uses)."""
-    result = None
-    for item in iter_load_and_analyse(paths, None, max_bytes=max_bytes, workers=workers,
-                                      memory_budget=memory_budget):
-        if isinstance(item, TraceResult):
-            result = item
-    assert result is not None
-    return result
-
-
 def multi_rank_summary(ranks: list[RankResult], spans: dict[int, tuple[np.ndarray, np.ndarray]] | None = None,
                        by_step: dict[int, RankCollectives] | None = None) -> MultiRankSummary:
     """Step-time skew across ranks and straggler ranks.

@@ -14,8 +14,8 @@ the same ``--json`` and verdict as the local run while never holding any rank's 
 ``local[:N]`` (a ``LocalCluster`` of N worker processes, one thread each; N defaults to the CPUs).
 Dask is an optional extra (``pip install 'gpuperf-gui[cluster]'``), imported only here and lazily.
 
-The same compact path runs without Dask on the local process pool (:func:`iter_compact_analyse` with
-``address=None``, the loader's :func:`.load.iter_per_file`): the GUI opens a folder of many ranks
+The same compact path runs without Dask on the local process pool (:func:`iter_compact_analyse`,
+the loader's :func:`.load.iter_per_file`): the GUI opens a folder of many ranks
 that way, holding a few kB per rank instead of every rank's lanes.
 
 Callers ask :class:`.trace.Trace` (``Trace(paths, dask_scheduler=...)``, ``Trace(paths, compact=True)``):
@@ -64,7 +64,7 @@ _POLL_S = 0.2
 """How often the client looks at ``stop`` while tasks run."""
 _LOCAL_RE = re.compile(r"^local(?::(\d+))?$")
 LOCAL_POOL = "local-pool"
-"""The ``address`` of :func:`iter_compact_analyse` that means the local process pool (no Dask)."""
+"""The job window's ``address`` that means the local process pool (no Dask: :func:`iter_compact_analyse`)."""
 
 
 # -- the compact per-rank result ---------------------------------------------------------------------
@@ -108,7 +108,6 @@ class RankSummary:
     roofline_points: list[dict]
     collective_start_us: np.ndarray | None
     collective_duration_us: np.ndarray | None
-    has_comm_lanes: bool
     overview: RankOverview | None = None
     collectives: RankCollectives | None = None
     """Every collective with the step that launched it (:func:`.api.rank_collectives_by_step`)."""
@@ -181,7 +180,7 @@ def _encode_rank_json(summary: RankSummary, top: int) -> None:
 
 def _summary(rt: RankTrace, order_index: int, top: int, with_overview: bool, lane_bins: int) -> RankSummary:
     analysis, ops, points = analyse_loaded_rank(rt)
-    starts, durations, has_comm = _collective_raw(rt)
+    starts, durations, _ = rank_collectives(rt)   # as the local run picks them: the same spans, bit for bit
     ov = None
     if with_overview:
         warmup = {s.number for s in analysis.steps if s.warmup}
@@ -190,19 +189,13 @@ def _summary(rt: RankTrace, order_index: int, top: int, with_overview: bool, lan
         order_index=order_index, file=rt.file, rank=rt.rank, rank_source=rt.rank_source,
         origin_us=rt.origin_us, span_us=rt.span_us, device_name=rt.device_name, n_events=rt.n_events,
         analysis=analysis, ops=ops[:top], roofline_points=[p.to_json() for p in points],
-        collective_start_us=starts, collective_duration_us=durations, has_comm_lanes=has_comm,
+        collective_start_us=starts, collective_duration_us=durations,
         overview=ov, collectives=rank_collectives_by_step(rt) if len(rt.steps) >= 2 else None,
-        lanes=lane_summaries(rt, lane_bins) if with_overview else [], warnings=list(rt.warnings),
+        lanes=_lane_summaries(rt, lane_bins) if with_overview else [], warnings=list(rt.warnings),
         truncation=rt.truncation.describe() if rt.truncation else None)
 
 
-def _collective_raw(rt: RankTrace) -> tuple[np.ndarray | None, np.ndarray | None, bool]:
-    """Start and duration of the collectives, as :func:`.api.rank_collectives` picks them (the same
-    function as the local run, so the client's shifted, sorted spans are the local run's, bit for bit)."""
-    return rank_collectives(rt)
-
-
-def lane_summaries(rt: RankTrace, bins: int = LANE_BINS) -> list[LaneSummary]:
+def _lane_summaries(rt: RankTrace, bins: int = LANE_BINS) -> list[LaneSummary]:
     """Every lane's busy fraction per bin over the rank's span (union of its events)."""
     t0, t1 = rt.span_us
     edges = np.linspace(t0, t1, bins + 1)
@@ -548,21 +541,17 @@ def engine_label(address: str | None, n_workers: int | None = None) -> str:
 
 
 def iter_compact_analyse(paths: Sequence[Path | str], stop: threading.Event | None = None, *,
-                         address: str | None = None, workers: int | None = None,
+                         workers: int | None = None,
                          max_bytes: int | None = DEFAULT_MAX_BYTES, memory_budget: MemoryBudget | int | None = None,
                          top: int = 10, overview: bool = False) -> Iterator[Progress | ClusterResult]:
     """The compact path: :class:`.api.Progress` items, then one :class:`ClusterResult` (nothing when
     ``stop`` is set).
 
-    ``address`` None (or :data:`LOCAL_POOL`) runs :func:`summarize_rank` for each file on the local
-    process pool, as :func:`.api.iter_load_and_analyse` runs its per-file work (``workers`` and the
-    memory budget planned the same way); a Dask address goes to :func:`iter_cluster_analyse`. Dask
-    is not imported on the local path. This process holds only the :class:`RankSummary` of each
+    It runs :func:`summarize_rank` for each file on the local process pool, as
+    :func:`.api.iter_load_and_analyse` runs its per-file work (``workers`` and the memory budget
+    planned the same way); :class:`..session.trace.Trace` sends a Dask address to
+    :func:`iter_cluster_analyse` instead. Dask is not imported here. This process holds only the :class:`RankSummary` of each
     rank: its memory does not grow with the ranks' events."""
-    if not is_local_pool(address):
-        yield from iter_cluster_analyse(paths, address, stop, max_bytes=max_bytes,  # type: ignore[arg-type]
-                                        memory_budget=memory_budget, top=top, overview=overview)
-        return
     stop = stop or threading.Event()
     files = discover_files(paths)
     n = len(files)

@@ -1,4 +1,4 @@
-"""Load trace files and folders of per-rank files into a :class:`.trace_model.TraceModel`.
+"""Load trace files and folders of per-rank files, rank by rank (:func:`load_rank`).
 
 A clean file is decoded chunk by chunk straight into columns (:mod:`.stream_decode`); a file
 that is not clean JSON goes to the whole-file path (:func:`load_rank_whole`), which repairs, skips
@@ -7,8 +7,10 @@ it would not fit, and ranks loaded in parallel share the budget. In a run folder
 several files) a file that is not a trace is skipped and a broken rank file is named in
 :attr:`.trace_model.TraceModel.notes`; the other ranks load.
 
->>> model = load_trace(Path("rank0.json.gz"))            # doctest: +SKIP
->>> model = load_trace([Path("job/")], workers=4)         # a folder of per-rank files, in parallel
+The one way in for a caller is :class:`..session.trace.Trace` (``Trace(paths).model()``,
+``.result()``); this module is its loader.
+
+>>> rank = load_rank(Path("rank0.json.gz"))            # doctest: +SKIP
 """
 from __future__ import annotations
 
@@ -16,7 +18,6 @@ import os
 import threading
 from contextlib import nullcontext
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence, TypeVar
 
@@ -25,7 +26,7 @@ from . import stream_decode
 from .build import build_rank
 from .heap import reused_heap
 from .decode import DEFAULT_MAX_BYTES, decode_trace, estimated_load_bytes, gc_paused
-from ..model.trace_model import NotATraceError, RankTrace, TraceFormatError, TraceModel
+from ..model.trace_model import NotATraceError, RankTrace, TraceFormatError
 from .source import read_trace_text, text_size_hint
 
 if TYPE_CHECKING:  # imported when a pool starts: a single-file load never pays for them
@@ -110,36 +111,6 @@ def _looks_like_trace(path: Path) -> bool:
     return name.endswith(TRACE_SUFFIXES)
 
 
-def load_trace(paths: Path | str | Sequence[Path | str], *, max_bytes: int | None = DEFAULT_MAX_BYTES,
-               workers: int | None = None, memory_budget: MemoryBudget | int | None = None) -> TraceModel:
-    """Load files and/or folders of per-rank files into one aligned :class:`TraceModel`.
-
-    Parameters
-    ----------
-    paths : a file, a folder, or a list of them.
-    max_bytes : per-file limit on the (decompressed) trace size.
-    workers : processes to load ranks in parallel (default: one per file, at most the CPU count
-        and as many as the memory budget allows; 1 loads in this process).
-    memory_budget : bytes the whole load may use (shared by the files loaded at once).
-    """
-    if isinstance(paths, (str, Path)):
-        paths = [paths]
-    files = discover_files(paths)
-    n_workers, budget = plan_workers(files, MemoryBudget.of(memory_budget), workers)
-    work = partial(load_rank, max_bytes=max_bytes, memory_budget=budget)
-    by_index: dict[int, RankTrace] = {}
-    failures: list[FileFailure] = []
-    for i, item in iter_per_file(files, work, workers=n_workers, collect_failures=len(files) > 1):
-        if isinstance(item, FileFailure):
-            failures.append(item)
-        else:
-            by_index[i] = item
-    notes = failure_notes(failures, len(files))
-    model = TraceModel.aligned(dedupe_ranks([by_index[i] for i in sorted(by_index)]))
-    model.notes = notes
-    return model
-
-
 @dataclass(frozen=True)
 class FileFailure:
     """A file of a multi-file load that did not load: ``not_a_trace`` (skipped) or broken."""
@@ -207,7 +178,7 @@ def iter_per_file(files: Sequence[Path], work: Callable[..., _T], stop: threadin
                   ) -> Iterator[tuple[int, _T | FileFailure]]:
     """Run ``work(file, order_index=i)`` for every file; yield ``(i, result)`` as each one finishes.
 
-    The one per-file loop of the loader (:func:`load_trace` and :func:`.api.iter_load_and_analyse`).
+    The one per-file loop of the loader (:func:`.api.iter_load_and_analyse`).
     ``workers`` processes (default: one per file, at most the CPU count; 1 runs in this process)
     share the files; ``work`` must be picklable (a module-level function or a ``partial`` of one).
     The loop returns early, without the remaining results, once ``stop`` is set (checked between

@@ -185,7 +185,6 @@ class TraceText:
     data: bytearray
     compressed: bool
     stream_truncated: bool
-    events_estimate: int
     stream_error: str = ""
 
 
@@ -215,7 +214,7 @@ def read_trace_text(path: Path, budget: MemoryBudget, cost: LoadCost, max_bytes:
                          f"loading this trace ({format_bytes(len(data), decimal=True)} of JSON "
                          f"{'decompressed so far' if stream.compressed else 'read so far'}, "
                          f"at least {counter.events:,} events)")
-        return TraceText(data, stream.compressed, stream.stream_truncated, counter.events, stream.stream_error)
+        return TraceText(data, stream.compressed, stream.stream_truncated, stream.stream_error)
 
 
 def _check_json_start(path: Path, chunk: bytes, what: str) -> bool:

@@ -49,7 +49,7 @@ from .scanner.scan import ScannedRun, scan_run
 from .source import TraceStream, _check_json_start, _check_max, text_size_hint
 
 if TYPE_CHECKING:  # the pool's modules are imported only when a pool starts (~25 ms of every CLI run)
-    from concurrent.futures import Future, ProcessPoolExecutor
+    from concurrent.futures import Future
     from multiprocessing.context import BaseContext
 
 ENABLED = True
@@ -133,7 +133,7 @@ def load_rank_streamed(path: Path, *, budget: MemoryBudget, max_bytes: int | Non
     """
     try:
         with gc_paused():
-            columns, meta, n_entries = stream_columns(path, budget, max_bytes, workers)
+            columns, meta, n_entries = _stream_columns(path, budget, max_bytes, workers)
             return build_rank_columns(columns, meta, path, order_index, n_entries=n_entries)
     except NotStreamable:
         return None
@@ -191,7 +191,7 @@ def _idle_cpus() -> float:
         return float(cpus)
 
 
-def stream_columns(path: Path, budget: MemoryBudget, max_bytes: int | None, workers: int | None = None
+def _stream_columns(path: Path, budget: MemoryBudget, max_bytes: int | None, workers: int | None = None
                    ) -> tuple[EventColumns, TraceFile, int]:
     """``(columns, metadata, entries of the event list)`` of a clean trace file, read in chunks.
 
@@ -517,7 +517,7 @@ def add_events(columns: EventColumns, events: list) -> int:
     return len(rest)
 
 
-def decode_run(head: bytes, chunk: bytes, close: int) -> tuple[EventColumns, int, int]:
+def _decoded_run(head: bytes, chunk: bytes, close: int) -> tuple[EventColumns, int, int]:
     """A worker's part: the events of ``head + chunk[:close + 1]`` (complete events, without the
     brackets) decoded into columns of their own. Returns ``(columns, entries, events kept as
     structs)``; raises msgspec's errors when the run does not decode."""
@@ -594,7 +594,7 @@ class _ParallelSplitter(_Splitter):
             return
         close, following = cut
         head = bytes(memoryview(self._pending)[1:])
-        self._in_flight.append((self._pool.submit(decode_run, head, chunk, close), head, chunk, following))
+        self._in_flight.append((self._pool.submit(_decoded_run, head, chunk, close), head, chunk, following))
         self._pending = _opened(memoryview(chunk)[following:])
         while len(self._in_flight) > self._max_in_flight and self._pool is not None:
             self._merge_oldest()

@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from .host_sync import GAP_KINDS, SyncGapClassifier, sync_gap_classifier  # noqa: F401 - GAP_KINDS for the views
+from .host_sync import SyncGapClassifier, sync_gap_classifier
 from .lod import LaneRows, RowIndex, idle_gaps, row_index
 from ..vocabulary.kernel_classes import KERNEL_CLASSES
 from .trace_model import Lane, RankTrace, StringTable, TraceModel

@@ -14,7 +14,7 @@ fp32 run's MFU against the bf16 peak is 15× too small. A trace says which it wa
   floating type of its inputs (``c10::Float8_e4m3fn`` → fp8, ``c10::BFloat16`` → bf16,
   ``c10::Half`` → fp16, ``float`` → fp32). The narrowest, because under autocast ``aten::linear``
   records a bf16 input and fp32 weights and runs its GEMM in bf16. ``float`` inputs on a
-  tensor-core kernel (``nvjet``, ``wgmma``, … by :func:`.overview.uses_tensor_cores`'s list) ran as
+  tensor-core kernel (``nvjet``, ``wgmma``, … by :func:`.kernel_table.uses_tensor_cores`'s list) ran as
   tf32 (``torch.backends.cuda.matmul.allow_tf32``); on any other kernel as fp32.
 * else a name's weaker hint (``float`` among its template arguments) → fp32; else unknown.
 
