@@ -81,3 +81,24 @@ def test_mfu_tab_what_if_selector(qtbot) -> None:  # noqa: ANN001
     assert sel.selected() is p
     assert f"MFU 10.0 % → {10 * p.speedup_upper_bound:.1f} %" in sel.readout.text()
     assert f"then dominant: {p.new_dominant}" in sel.readout.text()
+
+
+def test_try_first_carries_the_clis_projection(qtbot, tab) -> None:  # noqa: ANN001
+    """The diagnosis panel's "Try first" carries the fix's projected speedup, the same line
+    `gpuperf diagnose` prints (GUI = CLI), on a trace whose fix has a projection (.item() per
+    micro-batch: host syncs)."""
+    import contextlib
+    import io
+
+    from gpuperf_gui import cli
+
+    trace = H200 / "item_per_microbatch.json.gz"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main(["diagnose", str(trace)]) == 0
+    cli_line = next(line for line in out.getvalue().splitlines() if line.startswith("Try first: "))
+    _load(qtbot, tab, [trace])
+    qtbot.waitUntil(lambda: tab.loaded is not None and tab.loaded.diagnosis is not None, timeout=LOAD_TIMEOUT_MS)
+    assert "projected <= " in cli_line
+    assert tab.loaded.diagnosis.projection == cli_line.removeprefix("Try first: ")
+    assert "projected &lt;= " in tab.diagnosis.toHtml() or "projected <= " in tab.diagnosis.toPlainText()

@@ -348,6 +348,8 @@ def diagnosis_html(d: DiagnosisView) -> str:
                      "".join(f"<li>{_esc(e)}</li>" for e in d.evidence) + "</ul>")
     if d.fix:
         parts.append(f"<h3>Try first</h3><p>{_esc(d.fix)}</p>")
+        if d.projection:   # the what-if's bound for this fix, as `gpuperf diagnose` prints it
+            parts.append(f"<p><b>{_esc(d.projection)}</b></p>")
     if d.secondary:
         parts.append("<h3>Also seen</h3><p>" + ", ".join(_esc(SIGNATURE_TEXT.get(s, (s, ""))[0]) for s in d.secondary)
                      + "</p>")

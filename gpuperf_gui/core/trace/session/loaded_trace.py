@@ -43,6 +43,7 @@ from .trace import Trace
 from ..model.queries import MAX_PARTNERS, SEARCH_MODES, Matches, event_partners, find_events, op_row_name
 from ..analysis.overview import (ActivityProfile, Overview, SelectionSummary, activity_profile, build_overview,
                                  selection_summary)
+from ..analysis.what_if import try_first_line
 from .what_if_shown import WhatIfShown, what_if_shown
 
 BUILDER = "gpuperf_gui.core.trace.session.loaded_trace:iter_built_trace"
@@ -126,6 +127,9 @@ class DiagnosisView:
     """Median lateness of each rank's collectives vs the median rank (µs)."""
     close_call: list[str] = field(default_factory=list)
     """The two causes of a close call (the headline names both), else empty."""
+    projection: str | None = None
+    """The fix's projected speedup, the line ``gpuperf diagnose`` prints as "Try first:"
+    (:func:`.what_if.try_first_line`), or None without a what-if."""
 
 
 @dataclass
@@ -572,12 +576,15 @@ def _analysis_update(result: TraceResult, seconds: float = 0.0) -> AnalysisUpdat
         overview = build_overview(result)
     except Exception as exc:  # noqa: BLE001 - shown as a note; the lanes still open
         notes.append(f"overview failed: {type(exc).__name__}: {exc}")
-    shown = None
+    shown, projection = None, None
     try:
         shown = what_if_shown(result)   # the graph is walked here, not on the GUI thread
+        wi = result.what_if()           # found once: the same projections
+        projection = try_first_line(wi, result.diagnosis.signature) if wi is not None else None
     except Exception as exc:  # noqa: BLE001 - shown as a note; the lanes still open
         notes.append(f"what-if failed: {type(exc).__name__}: {exc}")
-    return AnalysisUpdate(tuple(analyses), _diagnosis_view(result, stragglers), _op_tables(result), mfu_figures,
+    diagnosis = replace(_diagnosis_view(result, stragglers), projection=projection)
+    return AnalysisUpdate(tuple(analyses), diagnosis, _op_tables(result), mfu_figures,
                           overview, tuple(stragglers), tuple(notes), seconds, shown)
 
 
