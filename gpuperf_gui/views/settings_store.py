@@ -149,10 +149,6 @@ def save_trace_memory_budget(limit_bytes: int | None) -> None:
         s.setValue("trace/memory_budget_bytes", int(limit_bytes))
 
 
-def _is_text(value: Any) -> bool:
-    return isinstance(value, str)
-
-
 def last_folder(kind: str) -> str:
     """The folder a file dialog of ``kind`` ("traces", "scripts", "exports") last used, if it still
     exists; "" otherwise (the dialog's own default)."""
