@@ -57,13 +57,13 @@ def test_a_loop_without_syncs_has_no_host_sync_gap_and_the_heatmap_sums_them(tmp
 def test_a_folded_block_of_gaps_takes_the_kind_that_holds_half_its_idle() -> None:
     """Zoomed out, gaps fold into one block: drawn as host-sync idle only when the sync gaps hold at
     least half of the block's idle time (here 2 x 40 µs of 100 µs, then 2 x 10 µs of 100 µs)."""
-    from gpuperf_gui.core.trace.model.lod import RowIndex, block_kind, fold_row
+    from gpuperf_gui.core.trace.model.lod import BlockKinds, RowIndex, fold_row
 
     starts = np.array([0.0, 100.0, 200.0, 300.0])
     for lengths, kind, want in (([10.0, 40.0, 40.0, 10.0], [0, 1, 1, 0], 1), ([40.0, 10.0, 10.0, 40.0], [0, 1, 1, 0], 0)):
         index = RowIndex(starts, starts + np.array(lengths))
         folded = fold_row(index, None, 0.0, 400.0, 2.0)   # 2 px for 400 µs: one block
         assert len(folded) == 1 and folded.count[0] == 4
-        assert block_kind(np.array(kind, np.uint8), index, folded).tolist() == [want]
+        assert BlockKinds(np.array(kind, np.uint8), index).of(folded).tolist() == [want]
     single = fold_row(index, None, 0.0, 400.0, 4000.0)    # zoomed in: each gap its own kind
-    assert block_kind(np.array([0, 1, 1, 0], np.uint8), index, single).tolist() == [0, 1, 1, 0]
+    assert BlockKinds(np.array([0, 1, 1, 0], np.uint8), index).of(single).tolist() == [0, 1, 1, 0]

@@ -8,6 +8,7 @@ within the factor stated per pair.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gzip
 import json
 import threading
@@ -283,7 +284,7 @@ def test_fused_chain_costs_one_read_and_one_write_at_peak_bandwidth() -> None:
     ranks = [r.trace for r in result.ranks]
     g = cp.build_graph(ranks)
     ctx = {"kernel_names": what_if.kernel_name_ids(g, ranks)}
-    ctx["io_bandwidth"] = lambda: what_if.kernel_io_bytes(g, ranks)
+    ctx["io_bandwidth"] = functools.cache(lambda: what_if.kernel_io_bytes(g, ranks))
     dc, _, _ = what_if.SCENARIOS["memory_bound"](g, ctx)
     col = cp.CATEGORIES.index("elementwise")
     _, _, gpu = g.steps[ranks[0].rank][1]

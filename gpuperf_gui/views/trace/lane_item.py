@@ -553,7 +553,7 @@ class TraceLaneItem(pg.GraphicsObject):
         levels = density_levels(fg.density())
         single = fg.count == 1
         levels[single] = DENSITY_LEVELS - 1
-        kinds = self._folded_gap_kind if len(self._folded_gap_kind) == len(fg) else np.zeros(len(fg), np.uint8)
+        kinds = self._folded_gap_kind   # folded with the gaps (_refold)
         full_h = abs(self.n_rows * self.row_height_px * sy)
         groups = []
         for kind in np.flatnonzero(np.bincount(kinds, minlength=1)).tolist():   # plain idle, then each kind

@@ -11,7 +11,7 @@ from gpuperf_gui.core.trace.model.lanes import CPU_COLOR_BASES, SHADES, cpu_base
 from gpuperf_gui.core.trace.vocabulary.kernel_classes import KERNEL_CLASSES
 from gpuperf_gui.core.trace.diagnosis.signatures import REGISTRY
 from gpuperf_gui.core.units import format_duration_us  # noqa: F401 - the views import it from here
-from gpuperf_gui.views.trace.lane_item import Palette
+from gpuperf_gui.views.trace.lane_item import IDLE_COLOR, Palette
 
 SIGNATURE_COLOURS = {
     "healthy": "#2e7d32",
@@ -30,7 +30,7 @@ heatmap metric that tells it (labels and hints come from the registry; a test ch
 signature has a colour)."""
 GAP_KIND_COLORS = {kind: SIGNATURE_COLOURS[GAP_KIND_SIGNATURE[kind]] for kind in GAP_KINDS[1:]}
 """Idle gaps of a kind other than plain idle, in their signature's colour (core/trace/model/host_sync.py)."""
-IDLE_HEX = "#e23c3c"   # the lanes' plain idle (trace_lane_item.IDLE_COLOR without its alpha)
+IDLE_HEX = IDLE_COLOR.name()   # the lanes' plain idle, without its alpha
 
 # base colours: CPU categories, then GPU kernel classes, in core's colour-base order
 # (core/trace/model/lanes.py: CPU_COLOR_BASES, then KERNEL_CLASSES)
@@ -51,7 +51,7 @@ GPU_BASES: tuple[tuple[str, str], ...] = (
 )
 assert tuple(k for k, _ in CPU_BASES) == CPU_COLOR_BASES and tuple(k for k, _ in GPU_BASES) == KERNEL_CLASSES
 KERNEL_CLASS_COLORS = dict(GPU_BASES)
-IDLE_CAUSE_COLORS = {"host_wait": "#e23c3c", "kernel_wait": "#f08c8c", "other": "#c9c9c9"}
+IDLE_CAUSE_COLORS = {"host_wait": IDLE_HEX, "kernel_wait": "#f08c8c", "other": "#c9c9c9"}
 
 
 def make_palette() -> Palette:

@@ -277,8 +277,7 @@ def _memory_bound(g: cp.Graph, ctx: dict) -> Change | None:
     launch = g.e_kind == cp.EDGE_KINDS.index("launch")
     src_of = np.full(len(g), -1, dtype=np.int64)
     src_of[g.e_dst[launch]] = g.e_src[launch]
-    io = bw = None
-    looked = False   # the bytes and the device's bandwidth, read once a run to fuse is found
+    io_bandwidth = ctx.get("io_bandwidth", lambda: (None, None))   # cached: read once a run to fuse is found
     for c in g.chains:
         if c.kind != "gpu":
             continue
@@ -292,9 +291,7 @@ def _memory_bound(g: cp.Graph, ctx: dict) -> Change | None:
             dur = dc[seg, col]
             keep = int(np.argmin(dur))
             fused = float(dur[keep])
-            if not looked:
-                io, bw = ctx["io_bandwidth"]() if "io_bandwidth" in ctx else (None, None)
-                looked = True
+            io, bw = io_bandwidth()
             if io is not None and bw is not None:
                 floor = (io[c.lo + a] + io[c.lo + z - 1]) / bw[c.lo + a] * 1e6
                 if np.isfinite(floor) and floor > 0:

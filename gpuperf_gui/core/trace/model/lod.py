@@ -323,11 +323,6 @@ class BlockKinds:
         return np.where((part > 0) & (2 * part >= whole), first_kind, 0).astype(kind.dtype)
 
 
-def block_kind(kind: np.ndarray, index: RowIndex, f: FoldedRow) -> np.ndarray:
-    """:class:`BlockKinds` of one fold."""
-    return BlockKinds(kind, index).of(f)
-
-
 def fold_row(
     starts: np.ndarray | RowIndex,
     ends: np.ndarray | None = None,
