@@ -15,6 +15,7 @@ The one way in for a caller is :class:`..session.trace.Trace` (``Trace(paths).mo
 from __future__ import annotations
 
 import os
+import queue
 import threading
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -205,28 +206,44 @@ def iter_per_file(files: Sequence[Path], work: Callable[..., _T], stop: threadin
             yield i, result
         return
     # each worker decodes its files alone: no decoding pools inside a pool (core/trace/ingest/stream_decode.py)
-    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+    from concurrent.futures import Future, ProcessPoolExecutor
 
     pool = ProcessPoolExecutor(max_workers=min(n_workers, n), initializer=stream_decode.no_parallel_decode)
     finished = False
     try:
-        futures: dict[Future, int] = {pool.submit(work, f, order_index=i): i for i, f in enumerate(files)}
-        pending = set(futures)
+        # Each future reports itself on a queue when done: waiting costs O(1) per file, where
+        # concurrent.futures.wait over the pending set installs a waiter on every pending future
+        # each time (quadratic in the number of files).
+        done_queue: queue.SimpleQueue[int] = queue.SimpleQueue()
+        futures: list[Future] = []
+        for i, f in enumerate(files):
+            fut = pool.submit(work, f, order_index=i)
+            fut.add_done_callback(lambda _fut, i=i: done_queue.put(i))
+            futures.append(fut)
+        pending = n
         while pending and not stop.is_set():
-            done, pending = wait(pending, timeout=_POLL_S, return_when=FIRST_COMPLETED)
-            for fut in sorted(done, key=futures.__getitem__):
+            try:
+                batch = [done_queue.get(timeout=_POLL_S)]
+            except queue.Empty:
+                continue
+            while True:
+                try:
+                    batch.append(done_queue.get_nowait())
+                except queue.Empty:
+                    break
+            pending -= len(batch)
+            for i in sorted(batch):
                 if stop.is_set():
                     return
-                i = futures[fut]
                 try:
-                    result = fut.result()
+                    result = futures[i].result()
                 except Exception as exc:  # noqa: BLE001 - reported per file when collecting
                     if not collect_failures:
                         raise
                     yield i, _failure(files[i], exc)
                     continue
                 yield i, result
-        finished = not pending
+        finished = pending == 0
     finally:
         if finished:
             pool.shutdown(wait=True)
