@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from functools import lru_cache
 from itertools import islice
 from operator import attrgetter
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from ..model.name_masks import member_mask, pattern_mask, predicate_mask
 from ..model.nesting import nest
 from ..vocabulary import schema
 from ..vocabulary.categories import GPU_ACTIVITY_CATEGORIES, LAUNCH_CATEGORIES, SKIPPED_CATEGORIES
@@ -116,8 +118,8 @@ def _check_gpu_part(rt: RankTrace):  # noqa: ANN202 (Truncation)
         return t
     if not any(lane.is_gpu for lane in rt.lanes):
         return replace(t, gpu_events_may_be_missing=True)
-    launch = rt.strings.ids_matching(lambda s: s in LAUNCH_CATEGORIES)
-    named = rt.strings.ids_matching(lambda s: bool(_KERNEL_LAUNCH_RE.search(s)))
+    launch = member_mask(rt.strings, LAUNCH_CATEGORIES)
+    named = pattern_mask(rt.strings, _KERNEL_LAUNCH_RE)
     total = sum(int((launch[lane.category_id] & named[lane.name_id] & (lane.correlation >= 0)).sum())
                 for lane in rt.cpu_lanes)
     flows = rt.flows
@@ -874,7 +876,7 @@ def _fill_shaped_ops(rt: RankTrace, columns: EventColumns, order: np.ndarray, na
     """Estimate FLOPs and minimal bytes of GEMM/attention ops from their recorded input dims, and
     take their precision from their recorded input types (core/trace/vocabulary/precision.py). The CPU
     events are the first ``cpu_end`` rows."""
-    shaped_names = rt.strings.ids_matching(lambda s: bool(SHAPED_OP_RE.match(s)))
+    shaped_names = pattern_mask(rt.strings, SHAPED_OP_RE)  # ^-anchored: search is match
     if not shaped_names.any():
         return
     rows = np.flatnonzero(shaped_names[names_sorted[:cpu_end]])
@@ -893,7 +895,7 @@ def _fill_shaped_ops(rt: RankTrace, columns: EventColumns, order: np.ndarray, na
     key_of[by_first] = np.arange(by_first.size)
     key_of = key_of[inverse.reshape(-1)]
     keys = [(*shape_keys[p // n_names], p % n_names) for p in uniq[by_first].tolist()]
-    per_key = [estimate_op(rt.strings[name_id], dims, types, concrete)  # core/trace/vocabulary/flops.py
+    per_key = [_estimate_op(rt.strings[name_id], dims, types, concrete)  # core/trace/vocabulary/flops.py
                for dims, types, concrete, name_id in keys]
     text_ids = np.array([rt.strings.intern(text) for _, _, text in per_key], dtype=np.int32)
     f = np.array([p[0] for p in per_key], dtype=np.float64)[key_of]
@@ -906,6 +908,14 @@ def _fill_shaped_ops(rt: RankTrace, columns: EventColumns, order: np.ndarray, na
     nbytes[done_rows[b > 0]] = b[b > 0]
 
 
+SHAPE_CACHE_KEYS = 1 << 14
+"""Distinct recorded (dims, types) keys whose sizes this process remembers: the ranks of one job
+record the same shapes (each of the 8 DLRM ranks sizes ~430 keys, nearly all shared), and decoding
+a key's JSON was a fifth of a small rank's build."""
+_largest_input_bytes = lru_cache(maxsize=SHAPE_CACHE_KEYS)(largest_input_bytes)  # pure: bytes -> float
+_estimate_op = lru_cache(maxsize=SHAPE_CACHE_KEYS)(estimate_op)  # pure: (str, bytes...) -> a NamedTuple
+
+
 def _io_bytes(columns: EventColumns, order: np.ndarray, n: int) -> np.ndarray:
     """Per event (in ``order``), the bytes of its largest recorded input tensor (NaN: none recorded),
     sized once per distinct (dims, types) key."""
@@ -913,7 +923,7 @@ def _io_bytes(columns: EventColumns, order: np.ndarray, n: int) -> np.ndarray:
     shape_rows, shape_codes, shape_keys = columns.shapes()
     if not shape_rows.size:
         return out
-    per_code = np.array([largest_input_bytes(dims, types) for dims, types, _ in shape_keys], dtype=np.float32)
+    per_code = np.array([_largest_input_bytes(dims, types) for dims, types, _ in shape_keys], dtype=np.float32)
     inverse = np.empty(columns.n, dtype=np.int64)  # event index -> its row in ``order`` (-1: dropped)
     inverse.fill(-1)
     inverse[order] = np.arange(n)
@@ -928,8 +938,8 @@ def _launch_flows(rt: RankTrace, lane_sorted: np.ndarray, bounds: np.ndarray,
     """Launch call -> device event links by correlation id. Launch calls are CPU events (the
     first ``cpu_end`` rows), device activity is not (their categories' roles): each is looked for
     in its part only."""
-    launch_cat = rt.strings.ids_matching(lambda s: s in LAUNCH_CATEGORIES)
-    gpu_cat = rt.strings.ids_matching(lambda s: s in GPU_ACTIVITY_CATEGORIES)
+    launch_cat = member_mask(rt.strings, LAUNCH_CATEGORIES)
+    gpu_cat = member_mask(rt.strings, GPU_ACTIVITY_CATEGORIES)
     src = np.flatnonzero(launch_cat[cats_sorted[:cpu_end]] & (corr_sorted[:cpu_end] >= 0))
     dst = cpu_end + np.flatnonzero(gpu_cat[cats_sorted[cpu_end:]] & (corr_sorted[cpu_end:] >= 0))
     if src.size == 0 or dst.size == 0:
@@ -962,10 +972,11 @@ def _warn_unplaced(rt: RankTrace, strings: StringTable, name_ids: np.ndarray, ro
 
 
 def _steps(rt: RankTrace) -> list[StepWindow]:
-    long_numbers = sum(1 for s in rt.strings if _LONG_STEP_RE.fullmatch(s.strip()))
+    long_numbers = int(predicate_mask(rt.strings, ("fullmatch stripped", _LONG_STEP_RE),
+                                      lambda s: _LONG_STEP_RE.fullmatch(s.strip())).sum())
     if long_numbers:
         rt.warnings.append(f"ignored {long_numbers} ProfilerStep names whose step number has more than 18 digits")
-    step_ids = rt.strings.ids_matching(lambda s: bool(_STEP_RE.fullmatch(s.strip())))
+    step_ids = predicate_mask(rt.strings, ("fullmatch stripped", _STEP_RE), lambda s: _STEP_RE.fullmatch(s.strip()))
     if not step_ids.any():
         return []
     cpu: dict[int, tuple[float, float]] = {}

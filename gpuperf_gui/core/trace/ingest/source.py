@@ -123,6 +123,14 @@ class TraceStream:
             return most
         return max(1, min(most, left + 1))
 
+    def at_end(self) -> bool:
+        """Whether a plain file has been read to the size it had when opened (a file that grew
+        since reads on as before: this only spares a reader a buffer for nothing)."""
+        try:
+            return self._fh.tell() >= self.file_bytes
+        except OSError:
+            return False
+
     def readinto(self, view: memoryview) -> int:
         """Read the next bytes of a plain (not compressed) file into ``view``; 0 at its end. Reads
         go on where iteration stopped, so a reader may take over between two chunks."""
