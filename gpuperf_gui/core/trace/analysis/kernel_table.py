@@ -12,6 +12,7 @@ device time, tensor-core use, precision and the FLOPs and bytes of the ops that 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -42,6 +43,9 @@ def uses_tensor_cores(name: str) -> bool:
     if any(t in low for t in CUDA_CORE_TOKENS):
         return False
     return any(t in low for t in TENSOR_CORE_TOKENS)
+
+
+_kernel_precision = lru_cache(maxsize=1 << 14)(kernel_precision)  # pure: the ranks of a job share kernels
 
 
 def _math_if_gemm(name: str) -> bool:
@@ -175,7 +179,7 @@ def kernel_rows(rt: RankTrace) -> tuple[list[KernelRow], float | None, float]:
     rows = []
     for j in np.argsort(-seconds, kind="stable").tolist():
         op_p = PRECISION_CODES[op_prec_of[j]] if op_prec_of[j] >= 0 else None
-        precision = kernel_precision(texts[j], op_p, bool(tc[j])) if math_name[j] else None
+        precision = _kernel_precision(texts[j], op_p, bool(tc[j])) if math_name[j] else None
         rows.append(KernelRow(texts[j], KERNEL_CLASSES[cls_of[j]] if cls_of[j] >= 0 else "other",
                               int(calls[j]), float(seconds[j]), float(seconds[j]) / total_s if total_s > 0 else 0.0,
                               bool(tc[j]), float(flops[j]), float(flops_s[j]), float(nbytes[j]),

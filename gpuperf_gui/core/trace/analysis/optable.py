@@ -555,17 +555,20 @@ def _merge_rows(rt: RankTrace, mask: np.ndarray, kind: str, calls: np.ndarray, s
                 total_cpu: np.ndarray, self_dev: np.ndarray, total_dev: np.ndarray, flops: np.ndarray
                 ) -> list[OpRow]:
     merged: dict[str, OpRow] = {}
-    for i in np.flatnonzero(mask).tolist():
-        name = _group_name(rt.strings[i])
+    ids = np.flatnonzero(mask)
+    step = pattern_mask(rt.strings, _STEP_RE)[ids].tolist()  # _group_name's test
+    columns = (a[ids].tolist() for a in (calls, self_cpu, total_cpu, self_dev, total_dev, flops))
+    for i, is_step, n, s_cpu, t_cpu, s_dev, t_dev, f in zip(ids.tolist(), step, *columns):
+        name = "ProfilerStep*" if is_step else rt.strings[i]
         row = merged.get(name)
         if row is None:
             row = merged[name] = OpRow(name, kind, 0, 0.0, 0.0, 0.0, 0.0, 0.0)
-        row.calls += int(calls[i])
-        row.self_cpu_s += float(self_cpu[i]) / 1e6
-        row.cpu_total_s += float(total_cpu[i]) / 1e6
-        row.self_device_s += float(self_dev[i]) / 1e6
-        row.device_total_s += float(total_dev[i]) / 1e6
-        row.flops = (row.flops or 0.0) + float(flops[i])
+        row.calls += n   # Python ints and floats: the values numpy's scalars gave, without them
+        row.self_cpu_s += s_cpu / 1e6
+        row.cpu_total_s += t_cpu / 1e6
+        row.self_device_s += s_dev / 1e6
+        row.device_total_s += t_dev / 1e6
+        row.flops = (row.flops or 0.0) + f
     for row in merged.values():
         row.flops = row.flops or None
     return list(merged.values())

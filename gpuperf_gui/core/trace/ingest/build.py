@@ -188,7 +188,7 @@ def _fill_lanes(rt: RankTrace, columns: EventColumns, names_meta: dict[tuple, st
     if gpu_rows.size:  # classify each distinct (name, category) pair once
         pair = names_sorted[gpu_rows].astype(np.int64) * len(strings) + cats_sorted[gpu_rows]
         uniq, inverse = _distinct_codes(pair, len(strings) ** 2)
-        codes = [class_code(classify_kernel(strings[p // len(strings)], strings[p % len(strings)]))
+        codes = [class_code(_classify_kernel(strings[p // len(strings)], strings[p % len(strings)]))
                  for p in uniq.tolist()]
         kernel_class[gpu_rows] = np.array(codes, dtype=np.int8)[inverse]
     nbytes = np.full(n, np.nan)
@@ -676,7 +676,10 @@ def _time_order(t: np.ndarray, d: np.ndarray) -> np.ndarray:
     t = t[s]
     tied = np.flatnonzero(t[1:] == t[:-1])
     if tied.size:  # equal starts (parent and child): longest first, then file order
-        members = np.union1d(tied, tied + 1)
+        member = np.zeros(t.size, dtype=bool)  # np.union1d(tied, tied + 1), without its sort
+        member[tied] = True
+        member[tied + 1] = True
+        members = np.flatnonzero(member)
         new_group = np.r_[True, (np.diff(members) != 1) | (t[members[1:]] != t[members[:-1]])]
         sub = np.lexsort((members, -d[s[members]], np.cumsum(new_group)))
         s[members] = s[members[sub]]
@@ -914,6 +917,7 @@ record the same shapes (each of the 8 DLRM ranks sizes ~430 keys, nearly all sha
 a key's JSON was a fifth of a small rank's build."""
 _largest_input_bytes = lru_cache(maxsize=SHAPE_CACHE_KEYS)(largest_input_bytes)  # pure: bytes -> float
 _estimate_op = lru_cache(maxsize=SHAPE_CACHE_KEYS)(estimate_op)  # pure: (str, bytes...) -> a NamedTuple
+_classify_kernel = lru_cache(maxsize=SHAPE_CACHE_KEYS)(classify_kernel)  # pure: (name, category) -> a class
 
 
 def _io_bytes(columns: EventColumns, order: np.ndarray, n: int) -> np.ndarray:

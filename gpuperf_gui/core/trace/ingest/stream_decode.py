@@ -197,7 +197,7 @@ def _stream_columns(path: Path, budget: MemoryBudget, max_bytes: int | None, wor
 
     Raises :class:`NotStreamable` when the file is not clean JSON of a trace's usual shape.
     """
-    with TraceStream(path) as stream:
+    with TraceStream(path, own_chunks=True) as stream:
         what = "the decompressed data" if stream.compressed else "the data"
         if not stream.compressed:
             _check_max(path, stream.file_bytes, max_bytes, stream.compressed)
@@ -334,10 +334,15 @@ class _Splitter:
                 return
             split = m.end()
         self.decoded_bytes += split
-        self._pending = _opened(memoryview(text)[split:])
         if text is chunk:
-            head += memoryview(chunk)[:split]
+            head += chunk[:split]
+            if isinstance(chunk, bytearray) and chunk[split - 1] == ord("["):  # ours (own_chunks): kept as it is
+                del chunk[:split - 1]  # O(1) at a bytearray's front; what stays starts with the '['
+                self._pending = chunk
+            else:
+                self._pending = _opened(memoryview(chunk)[split:])
         else:
+            self._pending = _opened(memoryview(head)[split:])
             del head[split:]
         if len(self._pending) >= self._decode_at:
             self._decode_complete()
