@@ -484,8 +484,7 @@ class EventColumns:
             new = [role_of_category(c) for c in islice(self._cats, len(self._cat_role), None)]
             self._cat_role = np.concatenate([self._cat_role, np.array(new, dtype=np.int8)])
         if len(self._shaped_name) < len(self._names):
-            new = [bool(SHAPED_OP_RE.match(s) or IO_OP_RE.match(s))  # shapes kept: FLOPs, input bytes
-                   for s in islice(self._names, len(self._shaped_name), None)]
+            new = [_keeps_shapes(s) for s in islice(self._names, len(self._shaped_name), None)]
             self._shaped_name = np.concatenate([self._shaped_name, np.array(new, dtype=bool)])
 
     def keep_paired_and_meta(self, events: list[Event]) -> None:
@@ -634,6 +633,11 @@ def _positions(sorted_keys: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray
 
 def _remapped(ids: _Ids, keys: list) -> np.ndarray:
     """Lookup table: a run's local code -> the code of the same key in ``ids`` (new keys added)."""
+    if not ids:  # the first run (a small file's only one): distinct keys get 0, 1, ... in order
+        first = dict(zip(keys, range(len(keys))))
+        if len(first) == len(keys):
+            ids.update(first)
+            return np.arange(len(keys), dtype=np.int32)
     return np.fromiter(map(ids.__getitem__, keys), dtype=np.int32, count=len(keys))
 
 
@@ -918,6 +922,12 @@ a key's JSON was a fifth of a small rank's build."""
 _largest_input_bytes = lru_cache(maxsize=SHAPE_CACHE_KEYS)(largest_input_bytes)  # pure: bytes -> float
 _estimate_op = lru_cache(maxsize=SHAPE_CACHE_KEYS)(estimate_op)  # pure: (str, bytes...) -> a NamedTuple
 _classify_kernel = lru_cache(maxsize=SHAPE_CACHE_KEYS)(classify_kernel)  # pure: (name, category) -> a class
+
+
+@lru_cache(maxsize=SHAPE_CACHE_KEYS)  # pure; the ranks of a job share their op names
+def _keeps_shapes(name: str) -> bool:
+    """Whether the shapes of an op of this name are kept: its FLOPs, its input bytes."""
+    return bool(SHAPED_OP_RE.match(name) or IO_OP_RE.match(name))
 
 
 def _io_bytes(columns: EventColumns, order: np.ndarray, n: int) -> np.ndarray:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Hashable
+from itertools import islice
 
 import numpy as np
 
@@ -77,13 +78,15 @@ _table_state: tuple[StringTable | None, int, dict, _Memo | None, np.ndarray | No
 
 
 def _masks_of(strings: StringTable) -> dict:
-    """The mask dict of ``strings`` (a fresh one when the table changed or grew). One tuple swap:
-    threads analysing different ranks each keep the dict they got."""
+    """The mask dict of ``strings`` (a fresh one when the table changed or grew; the numbers of a
+    grown table's strings are kept: tables only grow). One tuple swap: threads analysing different
+    ranks each keep the dict they got."""
     global _table_state
-    table, n, masks, _, _ = _table_state
+    table, n, masks, memo, numbers = _table_state
     if table is not strings or n != len(strings):
         masks = {}
-        _table_state = (strings, len(strings), masks, None, None)
+        kept = (memo, numbers) if table is strings else (None, None)
+        _table_state = (strings, len(strings), masks, *kept)
     return masks
 
 
@@ -96,13 +99,17 @@ def _numbers_of(strings: StringTable) -> tuple[_Memo, np.ndarray] | None:
     if n > MEMO_MAX_STRINGS:
         return None
     table, n_state, masks, memo, numbers = _table_state
-    if table is strings and n_state == n and memo is _memo and numbers is not None:
-        return memo, numbers
-    numbers = _memo.numbers(list(strings))
+    mine = table is strings and n_state == n
+    if mine and memo is _memo and numbers is not None:
+        if numbers.size == n:
+            return memo, numbers
+        numbers = np.concatenate((numbers, _memo.numbers(list(islice(strings, numbers.size, None)))))
+    else:
+        numbers = _memo.numbers(list(strings))
     if len(_memo.strings) > MEMO_MAX_STRINGS:  # at most twice the cap
         _memo = _Memo()
         numbers = _memo.numbers(list(strings))
-    if table is strings and n_state == n:
+    if mine:
         _table_state = (table, n, masks, _memo, numbers)
     return _memo, numbers
 
