@@ -41,7 +41,7 @@ is not memoised at all (bounded memory: the strings, their numbers, a byte per s
 class _Memo:
     """The strings seen (numbered in order of first sight) and each question's answers over them."""
 
-    __slots__ = ("ids", "strings", "answers")
+    __slots__ = ("answers", "ids", "strings")
 
     def __init__(self) -> None:
         self.ids: dict[str, int] = {}
