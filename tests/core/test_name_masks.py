@@ -45,11 +45,28 @@ def test_member_and_predicate_masks() -> None:
 
 def test_memo_is_bounded_and_a_large_table_is_answered_directly(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(name_masks, "MEMO_MAX_STRINGS", 4)
+    monkeypatch.setattr(name_masks, "_memo", name_masks._Memo())
     pattern = re.compile(r"send|recv")
     big = StringTable([f"op{i}" for i in range(5)] + ["nccl:send"])  # larger than the cap: no memo
     assert np.flatnonzero(name_masks.pattern_mask(big, pattern)).tolist() == [5]
-    assert "nccl:send" not in name_masks._memo.get(pattern, {})
+    assert "nccl:send" not in name_masks._memo.ids
     for k in range(4):  # the memo grows to the cap, then starts afresh
         table = StringTable([f"a{k}", f"b{k}", "gloo:recv"])
         assert name_masks.pattern_mask(table, pattern).tolist() == [False, False, True]
-        assert len(name_masks._memo[pattern]) <= 2 * 4
+        assert len(name_masks._memo.strings) <= 2 * 4
+
+
+def test_answers_are_kept_across_tables_and_asked_once_per_string(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(name_masks, "_memo", name_masks._Memo())
+    asked: list[str] = []
+
+    def has_digit(s: str) -> bool:
+        asked.append(s)
+        return any(c.isdigit() for c in s)
+
+    key = ("test", "has_digit")
+    first = StringTable(["rank7 only", "aten::mm", "ProfilerStep#3"])
+    assert np.flatnonzero(name_masks.predicate_mask(first, key, has_digit)).tolist() == [0, 2]
+    second = StringTable(["ProfilerStep#3", "nccl:all_reduce", "aten::mm", "sm80_gemm"])  # other ids
+    assert np.flatnonzero(name_masks.predicate_mask(second, key, has_digit)).tolist() == [0, 3]
+    assert sorted(asked) == sorted(["rank7 only", "aten::mm", "ProfilerStep#3", "nccl:all_reduce", "sm80_gemm"])

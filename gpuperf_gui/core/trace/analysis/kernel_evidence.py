@@ -24,11 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .kernel_table import op_counts_by_external_id
+from .kernel_table import math_kernel_names, op_counts_by_external_id
 from ..vocabulary.kernel_classes import KERNEL_CLASSES
 from ..model.trace_model import RankTrace
 from ..model.name_masks import predicate_mask
-from ..vocabulary.precision import is_math_kernel
 
 SKINNY_TILE_MAX = 16
 """A GEMM tile with a side of at most this many rows/columns is a skinny GEMM's (decode: 1-16 tokens)."""
@@ -164,7 +163,7 @@ def _skinny_bytes(rt: RankTrace, dev, skinny: np.ndarray, skinny_names: np.ndarr
     op_ext, _, op_bytes, _ = op_counts_by_external_id(rt)
     if not op_ext.size or ext.size != dev.start_us.size:
         return
-    math_names = predicate_mask(rt.strings, "math_gemm", lambda s: is_math_kernel(s, "gemm"))
+    math_names = math_kernel_names(rt)
     math = (dev.kernel_class == _GEMM) & math_names[dev.name_id]
     pos = np.clip(np.searchsorted(op_ext, ext), 0, op_ext.size - 1)
     joined = math & (ext >= 0) & (op_ext[pos] == ext) & (op_bytes[pos] > 0)

@@ -12,15 +12,18 @@ device time, tensor-core use, precision and the FLOPs and bytes of the ops that 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from ..vocabulary.kernel_classes import KERNEL_CLASSES
+from ..model.name_masks import predicate_mask
 from ..model.trace_model import RankTrace
-from ..vocabulary.precision import PRECISION_CODES, is_math_kernel, kernel_precision
+from ..vocabulary.precision import MATH_CLASSES, PRECISION_CODES, is_math_kernel, kernel_precision
 
 TOP_KERNELS = 15
 _COPY = KERNEL_CLASSES.index("copy")
+_MATH_CODES = [KERNEL_CLASSES.index(c) for c in MATH_CLASSES]
 
 TENSOR_CORE_TOKENS = (
     # TensorBoard plugin / PyProf allowlist
@@ -40,6 +43,19 @@ def uses_tensor_cores(name: str) -> bool:
     if any(t in low for t in CUDA_CORE_TOKENS):
         return False
     return any(t in low for t in TENSOR_CORE_TOKENS)
+
+
+_kernel_precision = lru_cache(maxsize=1 << 14)(kernel_precision)  # pure: the ranks of a job share kernels
+
+
+def _math_if_gemm(name: str) -> bool:
+    return is_math_kernel(name, "gemm")
+
+
+def math_kernel_names(rt: RankTrace) -> np.ndarray:
+    """Per string id: whether a GEMM/attention kernel of that name is a math kernel
+    (:func:`.precision.is_math_kernel`, whose answer past the class is the same for both classes)."""
+    return predicate_mask(rt.strings, "math_gemm", _math_if_gemm)
 
 
 @dataclass(frozen=True)
@@ -131,9 +147,8 @@ def kernel_rows(rt: RankTrace) -> tuple[list[KernelRow], float | None, float]:
     cls_of = np.zeros(n, np.int64)
     cls_of[inv] = cls
     texts = [rt.strings[int(i)] for i in names.tolist()]
-    tc = np.array([uses_tensor_cores(t) for t in texts], dtype=bool)
-    math_name = np.array([is_math_kernel(t, KERNEL_CLASSES[c] if c >= 0 else "other")
-                          for t, c in zip(texts, cls_of.tolist())], dtype=bool)
+    tc = predicate_mask(rt.strings, "tensor_cores", uses_tensor_cores)[names]
+    math_name = math_kernel_names(rt)[names] & np.isin(cls_of, _MATH_CODES)
     math = math_name[inv]
     op_ext, op_flops, op_bytes, op_prec = op_counts_by_external_id(rt)
     k_flops = np.zeros(dur.size)
@@ -164,7 +179,7 @@ def kernel_rows(rt: RankTrace) -> tuple[list[KernelRow], float | None, float]:
     rows = []
     for j in np.argsort(-seconds, kind="stable").tolist():
         op_p = PRECISION_CODES[op_prec_of[j]] if op_prec_of[j] >= 0 else None
-        precision = kernel_precision(texts[j], op_p, bool(tc[j])) if math_name[j] else None
+        precision = _kernel_precision(texts[j], op_p, bool(tc[j])) if math_name[j] else None
         rows.append(KernelRow(texts[j], KERNEL_CLASSES[cls_of[j]] if cls_of[j] >= 0 else "other",
                               int(calls[j]), float(seconds[j]), float(seconds[j]) / total_s if total_s > 0 else 0.0,
                               bool(tc[j]), float(flops[j]), float(flops_s[j]), float(nbytes[j]),

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..vocabulary.categories import LAUNCH_CATEGORIES
 from ..vocabulary.flops import CAUSAL_NOTE
+from ..model.name_masks import member_mask
 from ..model.trace_model import Lane, RankTrace
 from .optable import (HOST_ROW_CATEGORIES, PYTHON_CATEGORIES, HostRows, OpRow, _ids, _kernel_time_by_launch,
                       has_flops, name_groups, op_table, point_rows)
@@ -68,7 +69,7 @@ class OpPoint:
 
 def op_points(rt: RankTrace, *, min_seconds: float = 0.0) -> list[OpPoint]:
     """Points of one rank, longest device time first."""
-    point_cat = rt.strings.ids_matching(lambda s: s in HOST_ROW_CATEGORIES)
+    point_cat = member_mask(rt.strings, HOST_ROW_CATEGORIES)
     kernel_us = _kernel_time_by_launch(rt)
     launch_ids = _ids(rt, LAUNCH_CATEGORIES)
     group = name_groups(rt)

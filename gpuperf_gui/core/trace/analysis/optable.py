@@ -36,6 +36,7 @@ from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
+from ..model.name_masks import member_mask, pattern_mask
 from ..model.nesting import nest
 from ..vocabulary.categories import GPU_ACTIVITY_CATEGORIES, LAUNCH_CATEGORIES
 from ..model.trace_model import GPU_ACTIVITY_KINDS, Lane, RankTrace
@@ -46,6 +47,7 @@ HOST_ROW_CATEGORIES = frozenset({"cpu_op", "Operator", "user_annotation"}) | LAU
 OVERHEAD_CATEGORIES = frozenset({"overhead"})
 """Kineto's profiler-overhead spans (CUPTI buffer flushes): children time of the profiling thread."""
 _STEP_RE = re.compile(r"^ProfilerStep\s*#\s*\d+$")
+_HOST_OR_OVERHEAD = HOST_ROW_CATEGORIES | OVERHEAD_CATEGORIES
 CONTAINMENT_SLACK_US = 1e-3
 """A child may end this much after its parent: Kineto writes ``ts`` and ``dur`` rounded to 1 ns
 separately, and ``ts`` near 5e12 µs is a double with a 0.001 µs step, so a child ending with its
@@ -96,7 +98,7 @@ def op_table(rt: RankTrace, host_windows_us: Sequence[tuple[float, float]] | Non
     """
     # Overhead spans are rows too (torch lists "Command Buffer Full"; its "Self CPU time total"
     # includes them), on their own row of the trace where nothing nests in them.
-    host_cat = rt.strings.ids_matching(lambda s: s in HOST_ROW_CATEGORIES or s in OVERHEAD_CATEGORIES)
+    host_cat = member_mask(rt.strings, _HOST_OR_OVERHEAD)
     n_strings = len(rt.strings)
     self_cpu = np.zeros(n_strings)
     total_cpu = np.zeros(n_strings)
@@ -113,7 +115,7 @@ def op_table(rt: RankTrace, host_windows_us: Sequence[tuple[float, float]] | Non
     overhead = _overhead_spans(rt)
     step_lane = _profiling_thread(rt)
     group = name_groups(rt)
-    point_cat = rt.strings.ids_matching(lambda s: s in HOST_ROW_CATEGORIES) if on_point_rows else None
+    point_cat = member_mask(rt.strings, HOST_ROW_CATEGORIES) if on_point_rows else None
     for lane in rt.cpu_lanes:
         tree = _host_tree(lane, host_cat, kernel_us, launch_ids, python_ids)
         if tree is None:
@@ -249,7 +251,7 @@ class HostRows(NamedTuple):
 def name_groups(rt: RankTrace) -> np.ndarray:
     """Per string id, the id of its group name (every ``ProfilerStep#N`` maps to one id)."""
     group = np.arange(len(rt.strings), dtype=np.int64)
-    step = np.flatnonzero(rt.strings.ids_matching(lambda s: bool(_STEP_RE.match(s))))
+    step = np.flatnonzero(pattern_mask(rt.strings, _STEP_RE))  # ^-anchored: search is match
     if step.size:
         group[step] = step[0]
     return group
@@ -512,7 +514,7 @@ def _levels(parent: np.ndarray) -> np.ndarray:
 
 def _overhead_spans(rt: RankTrace) -> tuple[np.ndarray, np.ndarray]:
     """(start, end) of Kineto's profiler-overhead spans, sorted by start."""
-    overhead = rt.strings.ids_matching(lambda s: s in OVERHEAD_CATEGORIES)
+    overhead = member_mask(rt.strings, OVERHEAD_CATEGORIES)
     if not overhead.any():  # most traces: no lane to read
         return np.zeros(0), np.zeros(0)
     s, e = rt.cpu_spans(overhead, "category_id")
@@ -522,7 +524,7 @@ def _overhead_spans(rt: RankTrace) -> tuple[np.ndarray, np.ndarray]:
 
 def _profiling_thread(rt: RankTrace):  # noqa: ANN202 (Lane | None)
     """The CPU lane with the ``ProfilerStep`` annotations (where torch files profiler overhead)."""
-    step = rt.strings.ids_matching(lambda s: bool(_STEP_RE.match(s)))
+    step = pattern_mask(rt.strings, _STEP_RE)
     if not step.any():
         return None
     for lane in rt.cpu_lanes:
@@ -553,17 +555,20 @@ def _merge_rows(rt: RankTrace, mask: np.ndarray, kind: str, calls: np.ndarray, s
                 total_cpu: np.ndarray, self_dev: np.ndarray, total_dev: np.ndarray, flops: np.ndarray
                 ) -> list[OpRow]:
     merged: dict[str, OpRow] = {}
-    for i in np.flatnonzero(mask).tolist():
-        name = _group_name(rt.strings[i])
+    ids = np.flatnonzero(mask)
+    step = pattern_mask(rt.strings, _STEP_RE)[ids].tolist()  # _group_name's test
+    columns = (a[ids].tolist() for a in (calls, self_cpu, total_cpu, self_dev, total_dev, flops))
+    for i, is_step, n, s_cpu, t_cpu, s_dev, t_dev, f in zip(ids.tolist(), step, *columns):
+        name = "ProfilerStep*" if is_step else rt.strings[i]
         row = merged.get(name)
         if row is None:
             row = merged[name] = OpRow(name, kind, 0, 0.0, 0.0, 0.0, 0.0, 0.0)
-        row.calls += int(calls[i])
-        row.self_cpu_s += float(self_cpu[i]) / 1e6
-        row.cpu_total_s += float(total_cpu[i]) / 1e6
-        row.self_device_s += float(self_dev[i]) / 1e6
-        row.device_total_s += float(total_dev[i]) / 1e6
-        row.flops = (row.flops or 0.0) + float(flops[i])
+        row.calls += n   # Python ints and floats: the values numpy's scalars gave, without them
+        row.self_cpu_s += s_cpu / 1e6
+        row.cpu_total_s += t_cpu / 1e6
+        row.self_device_s += s_dev / 1e6
+        row.device_total_s += t_dev / 1e6
+        row.flops = (row.flops or 0.0) + f
     for row in merged.values():
         row.flops = row.flops or None
     return list(merged.values())
@@ -576,7 +581,7 @@ def _kernel_time_by_launch(rt: RankTrace) -> dict[int, np.ndarray]:
     if not len(flows):
         return out
     dur = np.empty(len(flows))
-    gpu_cat = rt.strings.ids_matching(lambda s: s in GPU_ACTIVITY_CATEGORIES)
+    gpu_cat = member_mask(rt.strings, GPU_ACTIVITY_CATEGORIES)
     for lane_id in np.flatnonzero(np.bincount(flows.dst_lane)).tolist():  # np.unique imports numpy.ma
         m = flows.dst_lane == lane_id
         lane = rt.lanes[lane_id]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from functools import lru_cache
 from itertools import islice
 from operator import attrgetter
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from ..model.name_masks import member_mask, pattern_mask, predicate_mask
 from ..model.nesting import nest
 from ..vocabulary import schema
 from ..vocabulary.categories import GPU_ACTIVITY_CATEGORIES, LAUNCH_CATEGORIES, SKIPPED_CATEGORIES
@@ -116,8 +118,8 @@ def _check_gpu_part(rt: RankTrace):  # noqa: ANN202 (Truncation)
         return t
     if not any(lane.is_gpu for lane in rt.lanes):
         return replace(t, gpu_events_may_be_missing=True)
-    launch = rt.strings.ids_matching(lambda s: s in LAUNCH_CATEGORIES)
-    named = rt.strings.ids_matching(lambda s: bool(_KERNEL_LAUNCH_RE.search(s)))
+    launch = member_mask(rt.strings, LAUNCH_CATEGORIES)
+    named = pattern_mask(rt.strings, _KERNEL_LAUNCH_RE)
     total = sum(int((launch[lane.category_id] & named[lane.name_id] & (lane.correlation >= 0)).sum())
                 for lane in rt.cpu_lanes)
     flows = rt.flows
@@ -186,7 +188,7 @@ def _fill_lanes(rt: RankTrace, columns: EventColumns, names_meta: dict[tuple, st
     if gpu_rows.size:  # classify each distinct (name, category) pair once
         pair = names_sorted[gpu_rows].astype(np.int64) * len(strings) + cats_sorted[gpu_rows]
         uniq, inverse = _distinct_codes(pair, len(strings) ** 2)
-        codes = [class_code(classify_kernel(strings[p // len(strings)], strings[p % len(strings)]))
+        codes = [class_code(_classify_kernel(strings[p // len(strings)], strings[p % len(strings)]))
                  for p in uniq.tolist()]
         kernel_class[gpu_rows] = np.array(codes, dtype=np.int8)[inverse]
     nbytes = np.full(n, np.nan)
@@ -482,8 +484,7 @@ class EventColumns:
             new = [role_of_category(c) for c in islice(self._cats, len(self._cat_role), None)]
             self._cat_role = np.concatenate([self._cat_role, np.array(new, dtype=np.int8)])
         if len(self._shaped_name) < len(self._names):
-            new = [bool(SHAPED_OP_RE.match(s) or IO_OP_RE.match(s))  # shapes kept: FLOPs, input bytes
-                   for s in islice(self._names, len(self._shaped_name), None)]
+            new = [_keeps_shapes(s) for s in islice(self._names, len(self._shaped_name), None)]
             self._shaped_name = np.concatenate([self._shaped_name, np.array(new, dtype=bool)])
 
     def keep_paired_and_meta(self, events: list[Event]) -> None:
@@ -632,6 +633,11 @@ def _positions(sorted_keys: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray
 
 def _remapped(ids: _Ids, keys: list) -> np.ndarray:
     """Lookup table: a run's local code -> the code of the same key in ``ids`` (new keys added)."""
+    if not ids:  # the first run (a small file's only one): distinct keys get 0, 1, ... in order
+        first = dict(zip(keys, range(len(keys))))
+        if len(first) == len(keys):
+            ids.update(first)
+            return np.arange(len(keys), dtype=np.int32)
     return np.fromiter(map(ids.__getitem__, keys), dtype=np.int32, count=len(keys))
 
 
@@ -674,7 +680,10 @@ def _time_order(t: np.ndarray, d: np.ndarray) -> np.ndarray:
     t = t[s]
     tied = np.flatnonzero(t[1:] == t[:-1])
     if tied.size:  # equal starts (parent and child): longest first, then file order
-        members = np.union1d(tied, tied + 1)
+        member = np.zeros(t.size, dtype=bool)  # np.union1d(tied, tied + 1), without its sort
+        member[tied] = True
+        member[tied + 1] = True
+        members = np.flatnonzero(member)
         new_group = np.r_[True, (np.diff(members) != 1) | (t[members[1:]] != t[members[:-1]])]
         sub = np.lexsort((members, -d[s[members]], np.cumsum(new_group)))
         s[members] = s[members[sub]]
@@ -874,7 +883,7 @@ def _fill_shaped_ops(rt: RankTrace, columns: EventColumns, order: np.ndarray, na
     """Estimate FLOPs and minimal bytes of GEMM/attention ops from their recorded input dims, and
     take their precision from their recorded input types (core/trace/vocabulary/precision.py). The CPU
     events are the first ``cpu_end`` rows."""
-    shaped_names = rt.strings.ids_matching(lambda s: bool(SHAPED_OP_RE.match(s)))
+    shaped_names = pattern_mask(rt.strings, SHAPED_OP_RE)  # ^-anchored: search is match
     if not shaped_names.any():
         return
     rows = np.flatnonzero(shaped_names[names_sorted[:cpu_end]])
@@ -893,7 +902,7 @@ def _fill_shaped_ops(rt: RankTrace, columns: EventColumns, order: np.ndarray, na
     key_of[by_first] = np.arange(by_first.size)
     key_of = key_of[inverse.reshape(-1)]
     keys = [(*shape_keys[p // n_names], p % n_names) for p in uniq[by_first].tolist()]
-    per_key = [estimate_op(rt.strings[name_id], dims, types, concrete)  # core/trace/vocabulary/flops.py
+    per_key = [_estimate_op(rt.strings[name_id], dims, types, concrete)  # core/trace/vocabulary/flops.py
                for dims, types, concrete, name_id in keys]
     text_ids = np.array([rt.strings.intern(text) for _, _, text in per_key], dtype=np.int32)
     f = np.array([p[0] for p in per_key], dtype=np.float64)[key_of]
@@ -906,6 +915,21 @@ def _fill_shaped_ops(rt: RankTrace, columns: EventColumns, order: np.ndarray, na
     nbytes[done_rows[b > 0]] = b[b > 0]
 
 
+SHAPE_CACHE_KEYS = 1 << 14
+"""Distinct recorded (dims, types) keys whose sizes this process remembers: the ranks of one job
+record the same shapes (each of the 8 DLRM ranks sizes ~430 keys, nearly all shared), and decoding
+a key's JSON was a fifth of a small rank's build."""
+_largest_input_bytes = lru_cache(maxsize=SHAPE_CACHE_KEYS)(largest_input_bytes)  # pure: bytes -> float
+_estimate_op = lru_cache(maxsize=SHAPE_CACHE_KEYS)(estimate_op)  # pure: (str, bytes...) -> a NamedTuple
+_classify_kernel = lru_cache(maxsize=SHAPE_CACHE_KEYS)(classify_kernel)  # pure: (name, category) -> a class
+
+
+@lru_cache(maxsize=SHAPE_CACHE_KEYS)  # pure; the ranks of a job share their op names
+def _keeps_shapes(name: str) -> bool:
+    """Whether the shapes of an op of this name are kept: its FLOPs, its input bytes."""
+    return bool(SHAPED_OP_RE.match(name) or IO_OP_RE.match(name))
+
+
 def _io_bytes(columns: EventColumns, order: np.ndarray, n: int) -> np.ndarray:
     """Per event (in ``order``), the bytes of its largest recorded input tensor (NaN: none recorded),
     sized once per distinct (dims, types) key."""
@@ -913,7 +937,7 @@ def _io_bytes(columns: EventColumns, order: np.ndarray, n: int) -> np.ndarray:
     shape_rows, shape_codes, shape_keys = columns.shapes()
     if not shape_rows.size:
         return out
-    per_code = np.array([largest_input_bytes(dims, types) for dims, types, _ in shape_keys], dtype=np.float32)
+    per_code = np.array([_largest_input_bytes(dims, types) for dims, types, _ in shape_keys], dtype=np.float32)
     inverse = np.empty(columns.n, dtype=np.int64)  # event index -> its row in ``order`` (-1: dropped)
     inverse.fill(-1)
     inverse[order] = np.arange(n)
@@ -928,8 +952,8 @@ def _launch_flows(rt: RankTrace, lane_sorted: np.ndarray, bounds: np.ndarray,
     """Launch call -> device event links by correlation id. Launch calls are CPU events (the
     first ``cpu_end`` rows), device activity is not (their categories' roles): each is looked for
     in its part only."""
-    launch_cat = rt.strings.ids_matching(lambda s: s in LAUNCH_CATEGORIES)
-    gpu_cat = rt.strings.ids_matching(lambda s: s in GPU_ACTIVITY_CATEGORIES)
+    launch_cat = member_mask(rt.strings, LAUNCH_CATEGORIES)
+    gpu_cat = member_mask(rt.strings, GPU_ACTIVITY_CATEGORIES)
     src = np.flatnonzero(launch_cat[cats_sorted[:cpu_end]] & (corr_sorted[:cpu_end] >= 0))
     dst = cpu_end + np.flatnonzero(gpu_cat[cats_sorted[cpu_end:]] & (corr_sorted[cpu_end:] >= 0))
     if src.size == 0 or dst.size == 0:
@@ -962,10 +986,11 @@ def _warn_unplaced(rt: RankTrace, strings: StringTable, name_ids: np.ndarray, ro
 
 
 def _steps(rt: RankTrace) -> list[StepWindow]:
-    long_numbers = sum(1 for s in rt.strings if _LONG_STEP_RE.fullmatch(s.strip()))
+    long_numbers = int(predicate_mask(rt.strings, ("fullmatch stripped", _LONG_STEP_RE),
+                                      lambda s: _LONG_STEP_RE.fullmatch(s.strip())).sum())
     if long_numbers:
         rt.warnings.append(f"ignored {long_numbers} ProfilerStep names whose step number has more than 18 digits")
-    step_ids = rt.strings.ids_matching(lambda s: bool(_STEP_RE.fullmatch(s.strip())))
+    step_ids = predicate_mask(rt.strings, ("fullmatch stripped", _STEP_RE), lambda s: _STEP_RE.fullmatch(s.strip()))
     if not step_ids.any():
         return []
     cpu: dict[int, tuple[float, float]] = {}

@@ -84,8 +84,11 @@ class TraceStream:
     ends early or breaks: what came before it was yielded) and ``stream_error`` (why it broke).
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, own_chunks: bool = False) -> None:
+        """``own_chunks``: a plain file's chunks are new bytearrays, the caller's to keep and change
+        (the streamed decode takes a small file's one chunk as its buffer, without a copy)."""
         self.path = path
+        self.own_chunks = own_chunks
         self._fh = open_regular_file(path)
         self.file_bytes = os.fstat(self._fh.fileno()).st_size
         self.compressed = self._fh.read(2) == GZIP_MAGIC
@@ -106,6 +109,9 @@ class TraceStream:
         try:
             if self.compressed:
                 yield from self._gunzip()
+            elif self.own_chunks:
+                while chunk := self._read_owned(self.read_size()):
+                    yield chunk
             else:
                 while chunk := self._fh.read(self.read_size()):
                     yield chunk
@@ -122,6 +128,21 @@ class TraceStream:
         except OSError:
             return most
         return max(1, min(most, left + 1))
+
+    def _read_owned(self, size: int) -> bytearray:
+        """Up to ``size`` bytes of a plain file, in a new bytearray (empty at the end)."""
+        buf = bytearray(size)
+        n = self._fh.readinto(buf) or 0
+        del buf[n:]
+        return buf
+
+    def at_end(self) -> bool:
+        """Whether a plain file has been read to the size it had when opened (a file that grew
+        since reads on as before: this only spares a reader a buffer for nothing)."""
+        try:
+            return self._fh.tell() >= self.file_bytes
+        except OSError:
+            return False
 
     def readinto(self, view: memoryview) -> int:
         """Read the next bytes of a plain (not compressed) file into ``view``; 0 at its end. Reads

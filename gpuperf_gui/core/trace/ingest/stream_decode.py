@@ -197,7 +197,7 @@ def _stream_columns(path: Path, budget: MemoryBudget, max_bytes: int | None, wor
 
     Raises :class:`NotStreamable` when the file is not clean JSON of a trace's usual shape.
     """
-    with TraceStream(path) as stream:
+    with TraceStream(path, own_chunks=True) as stream:
         what = "the decompressed data" if stream.compressed else "the data"
         if not stream.compressed:
             _check_max(path, stream.file_bytes, max_bytes, stream.compressed)
@@ -301,8 +301,7 @@ class _Splitter:
             if len(self._pending) >= self._decode_at:
                 self._decode_complete()
         else:
-            self._head += chunk
-            self._find_array()
+            self._find_array(chunk)
 
     def _chunk_cut(self, chunk: bytes) -> tuple[int, int] | None:
         """Where ``chunk``'s last complete event ends (:func:`_last_boundary`); None, and the chunk
@@ -312,24 +311,39 @@ class _Splitter:
             self._pending += chunk
         return cut
 
-    def _find_array(self) -> None:
+    def _find_array(self, chunk: bytes) -> None:
+        """Look for the events array in the head so far and ``chunk``. The first chunk is searched
+        as it came (a small file comes whole in it: its text is copied once, not twice)."""
         head = self._head
-        start = _content_start(head)
-        if start == len(head):
+        if head:
+            head += chunk
+        text = head if head else chunk
+        start = _content_start(text)
+        if start == len(text):
+            head += chunk if text is chunk else b""
             return
-        if head[start] == ord("["):
+        if text[start] == ord("["):
             split, self._list_form = start + 1, True
         else:
-            m = _EVENTS_KEY.search(head, max(0, self._searched - 64))
+            m = _EVENTS_KEY.search(text, max(0, self._searched - 64))
             if m is None:
+                head += chunk if text is chunk else b""
                 self._searched = len(head)
                 if len(head) > MAX_HEAD_BYTES:
                     raise NotStreamable("no events array near the start")
                 return
             split = m.end()
         self.decoded_bytes += split
-        self._pending = _opened(memoryview(head)[split:])
-        del head[split:]
+        if text is chunk:
+            head += chunk[:split]
+            if isinstance(chunk, bytearray) and chunk[split - 1] == ord("["):  # ours (own_chunks): kept as it is
+                del chunk[:split - 1]  # O(1) at a bytearray's front; what stays starts with the '['
+                self._pending = chunk
+            else:
+                self._pending = _opened(memoryview(chunk)[split:])
+        else:
+            self._pending = _opened(memoryview(head)[split:])
+            del head[split:]
         if len(self._pending) >= self._decode_at:
             self._decode_complete()
 
@@ -683,6 +697,8 @@ class _ScanSplitter(_Splitter):
         reads the rest in chunks and feeds them as usual."""
         chunk_bytes = source.OUT_CHUNK_BYTES
         while self.reads_runs and len(self._pending) <= chunk_bytes:
+            if stream.at_end():  # a small file came whole in the first chunk: no buffer for its end
+                return
             chunk_bytes = stream.read_size()  # the file's rest when that is less
             while not self._free and len(self._in_flight) > self._max_in_flight - 1 >= 0:
                 self._merge_oldest()

@@ -1,47 +1,117 @@
 """Boolean masks over a rank's string table, each computed once per rank and each string tested once.
 
 The analysis asks the same questions of a rank's strings many times ("which names are CPU
-collectives?", "which categories are launch calls?"). A question is a regex ``search`` or a set of
-exact strings; :func:`pattern_mask` / :func:`member_mask` answer it with a boolean mask over the
-table's ids (``mask[i]`` is the answer for ``table[i]``), like ``StringTable.ids_matching``.
+collectives?", "which categories are launch calls?"). A question is a regex ``search``, a set of
+exact strings or a named predicate; :func:`pattern_mask` / :func:`member_mask` /
+:func:`predicate_mask` answer it with a boolean mask over the table's ids (``mask[i]`` is the
+answer for ``table[i]``), like ``StringTable.ids_matching``.
 
-Two caches keep the fixed per-rank cost low (most of it used to be regex passes over kernel names
-hundreds of characters long):
+Two caches keep the fixed per-rank cost low (most of it used to be Python predicates over kernel
+names hundreds of characters long, asked again of every rank's table):
 
 * the masks of the table analysed last (identity and length checked: tables only grow), so a
   question asked by several steps of one analysis costs one pass;
-* each pattern's answer per string, kept across ranks (the ranks of one job share their names), up
-  to ``MEMO_MAX_STRINGS`` strings per pattern.
+* the strings seen by this process (the ranks of one job share their names: 294 distinct among
+  the 8 DLRM ranks' 288-294 each), numbered once, with each question's answer per string number:
+  a new table costs one dict look-up per string, and each question over it one numpy gather (its
+  predicate runs only on strings no earlier table had). Up to ``MEMO_MAX_STRINGS`` strings; past
+  this the memo starts afresh (it holds at most twice as many), and a table larger than this is
+  answered directly.
 
-Both are pure caches: answers are those of ``pattern.search(s) is not None`` / ``s in members``.
-Returned masks are read-only (shared between callers).
+Both are pure caches: answers are those of ``pattern.search(s) is not None`` / ``s in members`` /
+``bool(predicate(s))``; a ``predicate_mask`` key names one pure predicate of the string, in every
+table. Returned masks are read-only (shared between callers).
 """
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Hashable
+from itertools import islice
 
 import numpy as np
 
 from .trace_model import StringTable
 
 MEMO_MAX_STRINGS = 20_000
-"""Strings remembered per pattern across ranks; past this the memo starts afresh, and a table larger
-than this is not memoised at all (bounded memory: ~2 MB of dict per pattern plus the strings)."""
+"""Strings remembered across ranks; past this the memo starts afresh, and a table larger than this
+is not memoised at all (bounded memory: the strings, their numbers, a byte per string per question)."""
 
-_table_state: tuple[StringTable | None, int, dict] = (None, 0, {})
-_memo: dict[re.Pattern, dict[str, bool]] = {}
+
+class _Memo:
+    """The strings seen (numbered in order of first sight) and each question's answers over them."""
+
+    __slots__ = ("answers", "ids", "strings")
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.strings: list[str] = []
+        self.answers: dict[Hashable, np.ndarray] = {}  # key -> bool per string number, a prefix
+
+    def numbers(self, strings: list[str]) -> np.ndarray:
+        """The number of each of ``strings`` (new ones added)."""
+        ids, known = self.ids, self.strings
+        out = []
+        for s in strings:
+            i = ids.get(s)
+            if i is None:
+                i = ids[s] = len(known)
+                known.append(s)
+            out.append(i)
+        return np.array(out, dtype=np.intp)
+
+    def answer(self, key: Hashable, predicate: Callable[[str], object]) -> np.ndarray:
+        """``key``'s answer for every string seen, asked of the strings it has not seen yet."""
+        done = self.answers.get(key)
+        if done is not None and done.size == len(self.strings):
+            return done
+        n_done = 0 if done is None else done.size
+        new = np.array([bool(predicate(s)) for s in self.strings[n_done:]], dtype=bool)
+        done = new if done is None else np.concatenate((done, new))
+        self.answers[key] = done
+        return done
+
+
+_lock = threading.Lock()  # the memo is shared by threads analysing different ranks
+_memo = _Memo()
+_table_state: tuple[StringTable | None, int, dict, _Memo | None, np.ndarray | None] = (None, 0, {}, None, None)
 
 
 def _masks_of(strings: StringTable) -> dict:
-    """The mask dict of ``strings`` (a fresh one when the table changed or grew). One tuple swap:
-    threads analysing different ranks each keep the dict they got."""
+    """The mask dict of ``strings`` (a fresh one when the table changed or grew; the numbers of a
+    grown table's strings are kept: tables only grow). One tuple swap: threads analysing different
+    ranks each keep the dict they got."""
     global _table_state
-    table, n, masks = _table_state
+    table, n, masks, memo, numbers = _table_state
     if table is not strings or n != len(strings):
         masks = {}
-        _table_state = (strings, len(strings), masks)
+        kept = (memo, numbers) if table is strings else (None, None)
+        _table_state = (strings, len(strings), masks, *kept)
     return masks
+
+
+def _numbers_of(strings: StringTable) -> tuple[_Memo, np.ndarray] | None:
+    """The memo and the string numbers of ``strings`` in it (the memo started afresh when the
+    table's new strings would take it past the cap); None for a table larger than the cap. Called
+    under ``_lock``, after :func:`_masks_of`."""
+    global _memo, _table_state
+    n = len(strings)
+    if n > MEMO_MAX_STRINGS:
+        return None
+    table, n_state, masks, memo, numbers = _table_state
+    mine = table is strings and n_state == n
+    if mine and memo is _memo and numbers is not None:
+        if numbers.size == n:
+            return memo, numbers
+        numbers = np.concatenate((numbers, _memo.numbers(list(islice(strings, numbers.size, None)))))
+    else:
+        numbers = _memo.numbers(list(strings))
+    if len(_memo.strings) > MEMO_MAX_STRINGS:  # at most twice the cap
+        _memo = _Memo()
+        numbers = _memo.numbers(list(strings))
+    if mine:
+        _table_state = (table, n, masks, _memo, numbers)
+    return _memo, numbers
 
 
 def _frozen(values: list[bool]) -> np.ndarray:
@@ -50,40 +120,35 @@ def _frozen(values: list[bool]) -> np.ndarray:
     return mask
 
 
-def pattern_mask(strings: StringTable, pattern: re.Pattern) -> np.ndarray:
-    """``mask[i]`` is ``pattern.search(strings[i]) is not None``."""
+def _mask(strings: StringTable, key: Hashable, predicate: Callable[[str], object]) -> np.ndarray:
     masks = _masks_of(strings)
-    mask = masks.get(pattern)
+    mask = masks.get(key)
     if mask is not None:
         return mask
-    search = pattern.search
-    if len(strings) > MEMO_MAX_STRINGS:
-        mask = masks[pattern] = _frozen([search(s) is not None for s in strings])
-        return mask
-    memo = _memo.get(pattern)
-    if memo is None or len(memo) > MEMO_MAX_STRINGS:  # at most twice the cap
-        memo = _memo[pattern] = {}
-    get = memo.get
-    values = []
-    for s in strings:
-        v = get(s)
-        if v is None:
-            v = memo[s] = search(s) is not None
-        values.append(v)
-    mask = masks[pattern] = _frozen(values)
+    with _lock:
+        found = _numbers_of(strings)
+        if found is None:
+            mask = _frozen([bool(predicate(s)) for s in strings])
+        else:
+            memo, numbers = found
+            mask = memo.answer(key, predicate)[numbers]
+            mask.setflags(write=False)
+    masks[key] = mask
     return mask
+
+
+def pattern_mask(strings: StringTable, pattern: re.Pattern) -> np.ndarray:
+    """``mask[i]`` is ``pattern.search(strings[i]) is not None``."""
+    search = pattern.search
+    return _mask(strings, pattern, lambda s: search(s) is not None)
 
 
 def member_mask(strings: StringTable, members: frozenset[str]) -> np.ndarray:
     """``mask[i]`` is ``strings[i] in members``."""
-    return predicate_mask(strings, ("in", members), members.__contains__)
+    return _mask(strings, ("in", members), members.__contains__)
 
 
 def predicate_mask(strings: StringTable, key: Hashable, predicate: Callable[[str], bool]) -> np.ndarray:
-    """``mask[i]`` is ``bool(predicate(strings[i]))``, cached for this table under ``key`` (one key,
-    one predicate)."""
-    masks = _masks_of(strings)
-    mask = masks.get(key)
-    if mask is None:
-        mask = masks[key] = _frozen([bool(predicate(s)) for s in strings])
-    return mask
+    """``mask[i]`` is ``bool(predicate(strings[i]))``, cached under ``key`` (one key, one pure
+    predicate of the string: the answers are kept across tables)."""
+    return _mask(strings, key, predicate)
