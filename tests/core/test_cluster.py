@@ -12,9 +12,10 @@ import pytest
 from gpuperf_gui.cli import main
 from gpuperf_gui.core.trace.synthetic import synth
 from gpuperf_gui.core.trace.session.trace import Trace
-from gpuperf_gui.core.trace.engine.cluster import ClusterError, RankSummary, dask_client, parse_address, summarize_rank
+from gpuperf_gui.core.trace.engine.cluster import RankSummary, dask_client, parse_address, summarize_rank
 from gpuperf_gui.core.trace.synthetic.tile import repeat_events, tile_rank_folder
 from gpuperf_gui.core.trace.ingest.load import MANY_RANKS
+from gpuperf_gui.core.trace.model.trace_model import ClusterError
 
 pytest.importorskip("distributed")
 

@@ -49,10 +49,10 @@ from ..ingest.decode import DEFAULT_MAX_BYTES
 from ..ingest.heap import reused_heap
 from ..diagnosis.diagnose import Diagnosis, diagnose_job, diagnose_rank, late_rank_diagnoses
 from ..diagnosis.stragglers import RankCollectives
-from ..ingest.load import MANY_RANKS  # noqa: F401 (the views and tests read it here)
+from ..ingest.load import MANY_RANKS
 from ..ingest.load import (FileFailure, _failure, dedupe_ranks, discover_files, failure_notes, iter_per_file,
                            load_rank, plan_workers)
-from ..model.trace_model import ClusterError, RankTrace  # noqa: F401 (ClusterError: raised here, caught through here too)
+from ..model.trace_model import ClusterError, RankTrace
 from ..ingest.source import text_size_hint
 from ..analysis.optable import OpRow
 from ..analysis.overview import Overview, RankOverview, rank_overview, step_breakdown

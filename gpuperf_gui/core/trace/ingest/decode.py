@@ -92,7 +92,6 @@ class TraceFile(msgspec.Struct, gc=False):
 
 _FILE_DECODER = msgspec.json.Decoder(TraceFile)
 _EVENTS_DECODER = msgspec.json.Decoder(list[AnyEvent])
-_ANY_DECODER = msgspec.json.Decoder()
 
 
 @dataclass
