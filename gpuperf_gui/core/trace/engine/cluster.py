@@ -370,10 +370,8 @@ def iter_cluster_analyse(paths: Sequence[Path | str], address: str, stop: thread
     The workers read the files by their absolute paths (from the shared filesystem); the result
     names them as the local run does, as given (:func:`_as_given`).
 
-    The client takes the results as they finish, in batches (``distributed.as_completed``): its work
-    per rank is constant, where waiting on every pending future after each one finishes was
-    quadratic in the ranks (1,024 small ranks on two workers, benchmarks/scale.py --dask: the
-    client's CPU 7.2 s before, 1.5 s after; docs/scaling.md)."""
+    The client takes the results as they finish, in batches (``distributed.as_completed``), so its
+    work per rank is constant (docs/scaling.md)."""
     stop = stop or threading.Event()
     files = discover_files(paths)
     n = len(files)
