@@ -217,10 +217,6 @@ class LoadedTrace:
         s = float(lane.start_us[ref.index])
         return s, s + float(lane.duration_us[ref.index])
 
-    def event_name(self, ref: EventRef) -> str:
-        rank = self.model.ranks[ref.rank_index]
-        return rank.strings[int(rank.lanes[ref.lane_id].name_id[ref.index])]
-
     def partners(self, ref: EventRef) -> list[EventRef]:
         """The launch <-> device-work partners of an event (:func:`.queries.event_partners`)."""
         return event_partners(self.model, ref)
