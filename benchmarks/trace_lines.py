@@ -152,7 +152,8 @@ def _outside_uses(texts: dict[str, str]) -> set[tuple[str, str]]:
                     aliases[a.asname or a.name] = f"{node.module}.{a.name}"
             elif isinstance(node, ast.Import):
                 for a in node.names:
-                    aliases[a.asname or a.name.split(".")[0]] = a.asname and a.name or a.name.split(".")[0]
+                    top = a.name.split(".")[0]   # `import a.b` binds `a`; `import a.b as m` binds m to a.b
+                    aliases[a.asname or top] = a.name if a.asname else top
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
                 used.add((aliases[node.value.id], node.attr))
