@@ -43,7 +43,8 @@ from . import source
 from ...units import format_bytes
 from .budget import MemoryBudget
 from .build import EventColumns, build_rank_columns
-from .decode import AnyEvent, BEvent, EEvent, Event, MEvent, TraceFile, XEvent, _content_start, gc_paused
+from .decode import (_EVENTS_DECODER, _FILE_DECODER, BEvent, EEvent, Event, MEvent, TraceFile, XEvent, _content_start,
+                     gc_paused)
 from ..model.trace_model import RankTrace
 from .scanner.scan import ScannedRun, scan_run
 from .source import TraceStream, _check_json_start, _check_max, text_size_hint
@@ -113,8 +114,7 @@ _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _EVENTS_KEY_TEXT = b'"traceEvents"'
 _WHITESPACE = b" \t\r\n"
 _PAIRED_OR_META = frozenset({BEvent, EEvent, MEvent})
-_CHUNK_DECODER = msgspec.json.Decoder(list[AnyEvent])  # the whole-file decoder's event types
-_FILE_DECODER = msgspec.json.Decoder(TraceFile)
+_CHUNK_DECODER = _EVENTS_DECODER   # the whole-file decoder's event types
 
 
 class NotStreamable(Exception):
