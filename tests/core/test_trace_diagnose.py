@@ -9,7 +9,8 @@ import pytest
 
 from gpuperf_gui.core.trace.engine.api import Progress, TraceResult
 from gpuperf_gui.core.trace.session.trace import Trace
-from gpuperf_gui.core.trace.diagnosis.diagnose import SIGNATURES, THRESHOLDS, diagnose_rank
+from gpuperf_gui.core.trace.diagnosis.diagnose import THRESHOLDS, diagnose_rank
+from gpuperf_gui.core.trace.diagnosis.signatures import SIGNATURES
 from gpuperf_gui.core.trace.synthetic.synth import (SCENARIO_SIGNATURE, SCENARIOS, STRAGGLER_DELAY_US, STRAGGLER_RANK,
                                                     write_synth_trace)
 from trace_support import loaded
