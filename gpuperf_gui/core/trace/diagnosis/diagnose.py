@@ -31,10 +31,9 @@ from .signatures import thresholds as signature_thresholds
 from .signatures._base import Finding, ms, pct
 from .signatures._rules import CLOSE_CALL_POINTS, LOSS_MIN
 from .signatures.data_starved import data_tells
-from .signatures.memory_bound import short_kernel_name
 
 __all__ = ["FIXES", "THRESHOLDS", "Diagnosis", "Finding", "StragglerEvidence", "data_tells",
-           "diagnose_job", "diagnose_rank", "findings", "short_kernel_name", "straggler_diagnosis"]
+           "diagnose_job", "diagnose_rank", "findings", "straggler_diagnosis"]
 
 THRESHOLDS: dict[str, float] = signature_thresholds()
 """Every threshold by name; each signature's module gives its value and the reason for it."""
