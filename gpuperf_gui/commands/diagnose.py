@@ -10,7 +10,7 @@ from gpuperf_gui.commands._output import fail, print_json
 from gpuperf_gui.core.trace.engine.api import TraceResult
 from gpuperf_gui.core.trace.ingest.budget import DEFAULT_MEMORY_BUDGET_BYTES, MemoryBudget
 from gpuperf_gui.core.trace.ingest.decode import DEFAULT_MAX_BYTES
-from gpuperf_gui.core.trace.diagnosis.diagnose import SIGNATURES
+from gpuperf_gui.core.trace.diagnosis.signatures import SIGNATURES
 from gpuperf_gui.core.trace.ingest.load import MANY_RANKS, discover_files
 from gpuperf_gui.core.trace.model.trace_model import ClusterError, TraceFormatError
 from gpuperf_gui.core.trace.session.trace import Trace

@@ -41,8 +41,8 @@ from PySide6.QtWidgets import (
 
 from gpuperf_gui.core.trace.analysis.rank_analysis import RankAnalysis
 from gpuperf_gui.core.trace.engine.api import Progress
-from gpuperf_gui.core.trace.engine.cluster import (ClusterError, ClusterResult, RankSummary, engine_label,
-                                                   is_local_pool, parse_address)
+from gpuperf_gui.core.trace.engine.cluster import ClusterResult, RankSummary, engine_label, is_local_pool, parse_address
+from gpuperf_gui.core.trace.model.trace_model import ClusterError
 from gpuperf_gui.core.trace.session.trace import iter_job_overview
 from gpuperf_gui.views.trace.heatmap import RankLanePreview, RankStepHeatmap
 from gpuperf_gui.views.workers import TaskRunner

@@ -12,9 +12,10 @@ import pytest
 from gpuperf_gui.cli import main
 from gpuperf_gui.core.trace.synthetic import synth
 from gpuperf_gui.core.trace.session.trace import Trace
-from gpuperf_gui.core.trace.engine.cluster import ClusterError, RankSummary, dask_client, parse_address, summarize_rank
+from gpuperf_gui.core.trace.engine.cluster import RankSummary, dask_client, parse_address, summarize_rank
 from gpuperf_gui.core.trace.synthetic.tile import repeat_events, tile_rank_folder
 from gpuperf_gui.core.trace.ingest.load import MANY_RANKS
+from gpuperf_gui.core.trace.model.trace_model import ClusterError
 
 pytest.importorskip("distributed")
 
@@ -204,10 +205,11 @@ def test_stop_cancels_and_returns_without_a_result(jobs: dict[str, Path], schedu
     import threading
 
     from gpuperf_gui.core.trace.engine.api import Progress
-    from gpuperf_gui.core.trace.engine.cluster import ClusterResult, iter_cluster_analyse
+    from gpuperf_gui.core.trace.engine.cluster import ClusterResult
+    from gpuperf_gui.core.trace.session.trace import Trace
     stop = threading.Event()
     items = []
-    for item in iter_cluster_analyse([jobs["gloo"]], scheduler, stop):
+    for item in Trace([jobs["gloo"]], dask_scheduler=scheduler).iter_result(stop):
         items.append(item)
         if isinstance(item, Progress) and item.message.startswith("analysing"):
             stop.set()

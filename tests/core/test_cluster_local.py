@@ -105,7 +105,8 @@ def test_when_a_job_opens_as_an_overview(tmp_path: Path) -> None:
     """More than MANY_RANKS files, or several whose lanes would not fit the budget; never one file."""
     import gzip
 
-    from gpuperf_gui.core.trace.engine.cluster import MANY_RANKS, overview_reason
+    from gpuperf_gui.core.trace.engine.cluster import overview_reason
+    from gpuperf_gui.core.trace.ingest.load import MANY_RANKS
     from gpuperf_gui.core.trace.ingest.source import text_size_hint as text_bytes
 
     job = tiled_straggler_job(tmp_path / "job", 2, 1, steps=2)

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from gpuperf_gui.core.trace.session.trace import Trace
-from gpuperf_gui.core.trace.diagnosis.diagnose import SIGNATURES, diagnose_rank
+from gpuperf_gui.core.trace.diagnosis.diagnose import diagnose_rank
+from gpuperf_gui.core.trace.diagnosis.signatures import SIGNATURES
 from gpuperf_gui.core.trace.synthetic.synth import write_synth_trace
 from trace_support import loaded
 

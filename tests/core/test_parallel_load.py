@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace.engine.api import Progress, TraceResult, iter_load_and_analyse
+from gpuperf_gui.core.trace.engine.api import Progress, TraceResult
 from gpuperf_gui.core.trace.ingest.load import iter_per_file
 from gpuperf_gui.core.trace.model.trace_model import TraceFormatError
 from gpuperf_gui.core.trace.session.trace import Trace
@@ -85,15 +85,15 @@ def test_closing_the_generator_or_an_error_terminates_the_busy_workers(tmp_path:
     _assert_gone(_worker_pids(pid_dir, 0))
 
 
-def test_iter_load_and_analyse_stops_without_a_result(tmp_path: Path) -> None:
+def test_iter_result_stops_without_a_result(tmp_path: Path) -> None:
     paths = [write_synth_trace("healthy", tmp_path / f"rank{r}.json", steps=3, rank=r) for r in range(3)]
     stop = threading.Event()
     items = []
-    for item in iter_load_and_analyse(paths, stop, workers=2):
+    for item in Trace(paths, workers=2).iter_result(stop):
         items.append(item)
         stop.set()  # Stop pressed after the first progress report
     assert items and all(isinstance(i, Progress) for i in items)
-    full = list(iter_load_and_analyse(paths, threading.Event(), workers=2))
+    full = list(Trace(paths, workers=2).iter_result(threading.Event()))
     assert isinstance(full[-1], TraceResult) and [r.trace.rank for r in full[-1].ranks] == [0, 1, 2]
     assert [p.fraction for p in full[:-1]] == sorted(p.fraction for p in full[:-1])
 

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace.engine.api import Progress, TraceResult, iter_load_and_analyse
+from gpuperf_gui.core.trace.engine.api import Progress, TraceResult
 from gpuperf_gui.core.trace.session.trace import Trace
-from gpuperf_gui.core.trace.diagnosis.diagnose import SIGNATURES, THRESHOLDS, diagnose_rank
+from gpuperf_gui.core.trace.diagnosis.diagnose import THRESHOLDS, diagnose_rank
+from gpuperf_gui.core.trace.diagnosis.signatures import SIGNATURES
 from gpuperf_gui.core.trace.synthetic.synth import (SCENARIO_SIGNATURE, SCENARIOS, STRAGGLER_DELAY_US, STRAGGLER_RANK,
                                                     write_synth_trace)
 from trace_support import loaded
@@ -126,10 +127,10 @@ def test_thresholds_live_in_one_table() -> None:
 
 def test_progress_then_result_and_cancel(tmp_path: Path) -> None:
     paths = [write_synth_trace("healthy", tmp_path / f"rank{i}.json", rank=i) for i in range(2)]
-    items = list(iter_load_and_analyse(paths, threading.Event(), workers=1))
+    items = list(Trace(paths, workers=1).iter_result(threading.Event()))
     assert isinstance(items[-1], TraceResult)
     fractions = [i.fraction for i in items if isinstance(i, Progress)]
     assert fractions == sorted(fractions) and fractions[0] == 0.0
     stop = threading.Event()
     stop.set()
-    assert not any(isinstance(i, TraceResult) for i in iter_load_and_analyse(paths, stop, workers=1))
+    assert not any(isinstance(i, TraceResult) for i in Trace(paths, workers=1).iter_result(stop))

@@ -135,7 +135,7 @@ def test_external_id_fallback_on_a_real_trace(shared_traces):
               and e["args"].get("External id") in kernels_by_ext)
     loaded = _load([path])
     ref = _find_ref(loaded, "aten::addmm", float(op["ts"]), "cpu_op")
-    found = [(loaded.event_name(p), loaded.event_span_us(p)[1] - loaded.event_span_us(p)[0])
+    found = [(loaded.details(p).name, loaded.event_span_us(p)[1] - loaded.event_span_us(p)[0])
              for p in loaded.partners(ref)]
     expected = kernels_by_ext[op["args"]["External id"]]
     assert sorted(n for n, _ in found) == sorted(n for n, _ in expected)
@@ -151,7 +151,7 @@ def test_partners_through_correlation_on_a_real_trace(shared_traces):
     loaded = _load([path])
     ref = _find_ref(loaded, kernel["name"], float(kernel["ts"]))
     partners = loaded.partners(ref)
-    assert [loaded.event_name(p) for p in partners] == [launch["name"]]
+    assert [loaded.details(p).name for p in partners] == [launch["name"]]
     assert loaded.event_span_us(partners[0])[1] - loaded.event_span_us(partners[0])[0] == pytest.approx(launch["dur"])
 
 

@@ -57,7 +57,7 @@ def test_a_search_finds_every_launch_of_a_kernel_and_steps_through_them(items, k
     assert state.enter(name, "exact") == "next" and state.enter("", "exact") == "clear"
     assert state.step_match(+1) == 0
     ref = state.go_to_match(0)
-    assert state.trace.event_name(ref) == name and state.match_pos == 0
+    assert state.trace.details(ref).name == name and state.match_pos == 0
     assert state.step_match(-1) == calls - 1                # wraps around
     assert state.go_to_match(calls) is None and state.match_pos == 0
     assert state.rerun_search() == (name, "exact")

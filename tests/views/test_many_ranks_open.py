@@ -114,7 +114,7 @@ def test_trace_tab_drop_of_many_ranks_goes_to_the_overview(make_main_window, qtb
 
 
 def test_small_folder_keeps_loading_into_the_trace_tab(make_main_window, qtbot, tmp_path: Path) -> None:
-    from gpuperf_gui.core.trace.engine.cluster import MANY_RANKS
+    from gpuperf_gui.core.trace.ingest.load import MANY_RANKS
 
     folder = tiled_straggler_job(tmp_path / "job4", 4, 1)
     assert 4 <= MANY_RANKS

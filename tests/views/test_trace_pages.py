@@ -75,7 +75,7 @@ def test_overview_percent_of_roof_follows_the_device(qtbot, tab, shared_traces):
     # a double-click on a kernel finds its launches in the timeline
     page.kernels.itemDoubleClicked.emit(page.kernels.item(row, 2))
     assert tab.pages.currentWidget() is tab.main_split
-    assert len(tab.matches) == top.calls and tab.loaded.event_name(tab.selected_event) == top.name
+    assert len(tab.matches) == top.calls and tab.loaded.details(tab.selected_event).name == top.name
     # and the open trace is offered as the Compare page's "before"
     assert tab.compare.before_edit.text() == tab.loaded.files[0]
 

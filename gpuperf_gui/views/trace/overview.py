@@ -31,7 +31,8 @@ from PySide6.QtWidgets import (
 from gpuperf_gui.core.hardware import PRECISIONS, Device
 from gpuperf_gui.core.trace.analysis.kernel_roof import GemmRoof, kernel_roof_fraction
 from gpuperf_gui.core.trace.vocabulary.glossary import COMM_KERNELS_EXPOSED, COMM_WAIT, HTA_IDLE_SPLIT, hta_idle_label
-from gpuperf_gui.core.trace.analysis.overview import IDLE_CAUSES, KernelRow, RankOverview, display_kernel_name
+from gpuperf_gui.core.trace.analysis.kernel_table import KernelRow
+from gpuperf_gui.core.trace.analysis.overview import IDLE_CAUSES, RankOverview, display_kernel_name
 from gpuperf_gui.core.trace.session.loaded_trace import LoadedTrace
 from gpuperf_gui.core.units import format_si
 from gpuperf_gui.views.plotting import make_static_plot

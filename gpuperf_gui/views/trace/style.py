@@ -7,7 +7,7 @@ import math
 from PySide6.QtGui import QColor
 
 from gpuperf_gui.core.trace.model.host_sync import GAP_KIND_SIGNATURE, GAP_KINDS
-from gpuperf_gui.core.trace.model.lanes import CPU_COLOR_BASES, SHADES, cpu_base, gpu_base_offset  # noqa: F401
+from gpuperf_gui.core.trace.model.lanes import CPU_COLOR_BASES, SHADES
 from gpuperf_gui.core.trace.vocabulary.kernel_classes import KERNEL_CLASSES
 from gpuperf_gui.core.trace.diagnosis.signatures import REGISTRY
 from gpuperf_gui.core.units import format_duration_us  # noqa: F401 - the views import it from here

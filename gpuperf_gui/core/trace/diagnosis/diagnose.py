@@ -27,19 +27,13 @@ import numpy as np
 
 from ..analysis.rank_analysis import RankAnalysis
 from .signatures import REGISTRY, data_starved, host_bound, launch_bound
-from .signatures import SIGNATURES as REGISTRY_SIGNATURES
 from .signatures import thresholds as signature_thresholds
 from .signatures._base import Finding, ms, pct
 from .signatures._rules import CLOSE_CALL_POINTS, LOSS_MIN
 from .signatures.data_starved import data_tells
-from .signatures.memory_bound import short_kernel_name
 
-__all__ = ["FIXES", "SIGNATURES", "THRESHOLDS", "Diagnosis", "Finding", "StragglerEvidence", "data_tells",
-           "diagnose_job", "diagnose_rank", "findings", "short_kernel_name", "straggler_diagnosis"]
-
-SIGNATURES = REGISTRY_SIGNATURES
-"""Every diagnosis outcome (:mod:`.signatures`). ``straggler`` is a job-level verdict (several ranks);
-``inconclusive``: no GPU activity, too little evidence, or a GPU idle with no dominant cause."""
+__all__ = ["FIXES", "THRESHOLDS", "Diagnosis", "Finding", "StragglerEvidence", "data_tells",
+           "diagnose_job", "diagnose_rank", "findings", "straggler_diagnosis"]
 
 THRESHOLDS: dict[str, float] = signature_thresholds()
 """Every threshold by name; each signature's module gives its value and the reason for it."""
@@ -101,10 +95,6 @@ def findings(a: RankAnalysis) -> list[Finding]:
     return out
 
 
-_data_finding = data_starved.evidence
-_launch_finding = launch_bound.evidence
-
-
 UNLAUNCHED_NOTE_MIN = 0.05
 """Kernel time without a launch record worth a line in the evidence (5 % of GPU time)."""
 
@@ -157,8 +147,8 @@ def _diagnose_rank(a: RankAnalysis) -> Diagnosis:
             return Diagnosis("healthy", round(min(1.0, a.gpu_busy_fraction), 2), ev, FIXES["healthy"],
                              [f.signature for f in found], 0.0, scores)
         if c.compute_idle > 0 and c.host >= t["host_share_min"] * c.compute_idle:
-            f = _launch_finding(a) if c.launch >= c.data else \
-                _data_finding(a) if data_tells(c) >= t["data_tells_min"] * c.data else host_bound.evidence(a)
+            f = launch_bound.evidence(a) if c.launch >= c.data else \
+                data_starved.evidence(a) if data_tells(c) >= t["data_tells_min"] * c.data else host_bound.evidence(a)
             f.evidence.insert(0, f"GPU idle {pct(idle)} of the step; the host explains "
                                  f"{pct(c.host / c.compute_idle)} of the compute-idle time")
             f.confidence = round(f.confidence / 2, 2)
@@ -269,10 +259,10 @@ def _late_rank_lane(late: tuple[RankAnalysis, Diagnosis], others: list[tuple[Ran
     c = a.idle_causes
     if c.host >= THRESHOLDS["loss_min"]:
         if c.launch > c.data:
-            return (f"rank {a.rank}'s own lane is host-bound (launch_bound): {_launch_finding(a).evidence[0]}",
+            return (f"rank {a.rank}'s own lane is host-bound (launch_bound): {launch_bound.evidence(a).evidence[0]}",
                     FIXES["launch_bound"])
         if data_tells(c) >= THRESHOLDS["data_tells_min"] * c.data:
-            return (f"rank {a.rank}'s own lane is host-bound (data_starved): {_data_finding(a).evidence[0]}",
+            return (f"rank {a.rank}'s own lane is host-bound (data_starved): {data_starved.evidence(a).evidence[0]}",
                     FIXES["data_starved"])
         ops = ", ".join(f"{n[:50]} {ms(sec)}" for n, sec in c.cpu_ops_in_stall[:2])
         return (f"rank {a.rank}'s own lane is host-bound: its host stalls {pct(c.data)} of the step without "

@@ -85,15 +85,10 @@ def _rank_parts(a: RankAnalysis) -> list[float]:
     c = a.idle_causes  # the diagnosis's own attribution of the compute idle (one cause per µs)
     comm, stall, launch, bubble = c.communication, c.data, c.launch, c.pipeline
     memory = a.gpu_busy_fraction * a.kernel_time_share.get("elementwise", 0.0)
-    sync = host_sync_share(a)
+    sync = host_sync.share(c)
     parts = [comm, stall - sync, launch, bubble, memory, sync]
     total = sum(parts)
     return [p / total for p in parts] if total > 1.0 else parts
-
-
-def host_sync_share(a: RankAnalysis) -> float:
-    """The host-sync cause's share of the step (:func:`.signatures.host_sync_bound.share`)."""
-    return host_sync.share(a.idle_causes)
 
 
 def roofline_points(rt: RankTrace, *, min_seconds: float = 0.0) -> list[RooflinePoint]:

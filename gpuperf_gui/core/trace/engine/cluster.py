@@ -49,10 +49,10 @@ from ..ingest.decode import DEFAULT_MAX_BYTES
 from ..ingest.heap import reused_heap
 from ..diagnosis.diagnose import Diagnosis, diagnose_job, diagnose_rank, late_rank_diagnoses
 from ..diagnosis.stragglers import RankCollectives
-from ..ingest.load import MANY_RANKS  # noqa: F401 (the views and tests read it here)
+from ..ingest.load import MANY_RANKS
 from ..ingest.load import (FileFailure, _failure, dedupe_ranks, discover_files, failure_notes, iter_per_file,
                            load_rank, plan_workers)
-from ..model.trace_model import ClusterError, RankTrace  # noqa: F401 (ClusterError: raised here, caught through here too)
+from ..model.trace_model import ClusterError, RankTrace
 from ..ingest.source import text_size_hint
 from ..analysis.optable import OpRow
 from ..analysis.overview import Overview, RankOverview, rank_overview, step_breakdown
@@ -60,6 +60,7 @@ from ..analysis.overview import Overview, RankOverview, rank_overview, step_brea
 LANE_BINS = 256
 """Time bins of a lane's coarse busy profile (the lane summary)."""
 CONNECT_TIMEOUT_S = 10.0
+"""How long the client waits for a scheduler (read at each connect: a test shortens it)."""
 _POLL_S = 0.2
 """How often the client looks at ``stop`` while tasks run."""
 _LOCAL_RE = re.compile(r"^local(?::(\d+))?$")
@@ -332,9 +333,11 @@ def _import_distributed() -> Any:  # noqa: ANN401 (the module)
 
 
 @contextmanager
-def dask_client(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> Iterator[Any]:
+def dask_client(address: str, timeout_s: float | None = None) -> Iterator[Any]:
     """A ``distributed.Client`` on ``address``; for ``local[:N]`` a ``LocalCluster`` that lives
-    as long as the client. Raises :class:`ClusterError` when it cannot connect."""
+    as long as the client. Raises :class:`ClusterError` when it cannot connect within ``timeout_s``
+    (default :data:`CONNECT_TIMEOUT_S`)."""
+    timeout_s = CONNECT_TIMEOUT_S if timeout_s is None else timeout_s
     kind, n = parse_address(address)
     distributed = _import_distributed()
     cluster = None
@@ -360,25 +363,22 @@ def dask_client(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> Iterator[
 
 def iter_cluster_analyse(paths: Sequence[Path | str], address: str, stop: threading.Event | None = None, *,
                          max_bytes: int | None = DEFAULT_MAX_BYTES, memory_budget: MemoryBudget | int | None = None,
-                         top: int = 10, overview: bool = False, connect_timeout_s: float = CONNECT_TIMEOUT_S
-                         ) -> Iterator[Progress | ClusterResult]:
+                         top: int = 10, overview: bool = False) -> Iterator[Progress | ClusterResult]:
     """Like :func:`.api.iter_load_and_analyse` on a Dask cluster: :class:`.api.Progress` items, then
     one :class:`ClusterResult` (nothing when ``stop`` is set: the pending tasks are cancelled).
 
     The workers read the files by their absolute paths (from the shared filesystem); the result
     names them as the local run does, as given (:func:`_as_given`).
 
-    The client takes the results as they finish, in batches (``distributed.as_completed``): its work
-    per rank is constant, where waiting on every pending future after each one finishes was
-    quadratic in the ranks (1,024 small ranks on two workers, benchmarks/scale.py --dask: the
-    client's CPU 7.2 s before, 1.5 s after; docs/scaling.md)."""
+    The client takes the results as they finish, in batches (``distributed.as_completed``), so its
+    work per rank is constant (docs/scaling.md)."""
     stop = stop or threading.Event()
     files = discover_files(paths)
     n = len(files)
     budget = MemoryBudget.of(memory_budget).limit_bytes
     yield Progress(0.0, f"connecting to {address}")
     run_id = uuid.uuid4().hex[:12]  # task keys unique on a shared scheduler
-    with dask_client(address, connect_timeout_s) as client:
+    with dask_client(address) as client:
         distributed = _import_distributed()
         yield Progress(0.02, f"analysing {n} file{'s' if n != 1 else ''} on {address}")
         batches = task_batches(files, _worker_threads(client))

@@ -27,10 +27,9 @@ MAX_MEMORY_BUDGET_BYTES = 10**15
 """Largest budget accepted (1 PB): anything above is a typo, not a machine."""
 WINDOW_EVENT_BYTES = 60.0
 """Memory per event that the window's process and the transfer file (``/dev/shm``) hold while the
-helper interpreter loads for the window (:meth:`MemoryBudget.for_window`): the tree's peak grew
-200 B per event, the helper's 140 B (benchmarks/trace_tab_scale.py, 1M and 2M tiny events,
-2026-12-01: tree 0.41 -> 0.61 GB, helper 0.22 -> 0.36 GB). Unseen by the helper's own cost model,
-10^7 tiny events passed a 2 GB budget and the tree peaked at 2.25 GB."""
+helper interpreter loads for the window (:meth:`MemoryBudget.for_window`): the process tree's peak
+grows 200 B per event, the helper's 140 B (benchmarks/trace_tab_scale.py, 1M and 2M tiny events);
+unseen by the helper's own cost model, 10^7 tiny events passed a 2 GB budget at a 2.25 GB peak."""
 HOW_TO_RAISE = ("raise it with the --memory-budget option (e.g. --memory-budget 8GB), or in the window "
                 "with File ▸ Trace memory budget…")
 

@@ -67,9 +67,8 @@ class MEvent(Event, tag="M"):
 
 
 # Phases we do not use: decoded into empty structs, which skips their fields cheaply.
-_SKIPPED_PHASES = schema.SKIPPED_PHASES
 _SKIPPED = tuple(msgspec.defstruct(f"Skipped_{ph}", [], gc=False, tag_field="ph", tag=ph)
-                 for ph in _SKIPPED_PHASES)
+                 for ph in schema.SKIPPED_PHASES)
 AnyEvent = Union[(XEvent, BEvent, EEvent, MEvent, *_SKIPPED)]  # type: ignore[valid-type]
 
 
@@ -92,7 +91,6 @@ class TraceFile(msgspec.Struct, gc=False):
 
 _FILE_DECODER = msgspec.json.Decoder(TraceFile)
 _EVENTS_DECODER = msgspec.json.Decoder(list[AnyEvent])
-_ANY_DECODER = msgspec.json.Decoder()
 
 
 @dataclass

@@ -120,8 +120,8 @@ class TraceStream:
 
     def read_size(self, most: int | None = None) -> int:
         """Bytes to read next from a plain file: ``most``, or what is left of it (and one more, to
-        see its end) when that is less; ``most`` defaults to :data:`OUT_CHUNK_BYTES`. A buffer sized
-        to the file, not to the chunk: a 0.9 MB rank file used to allocate and zero a 9 MiB one."""
+        see its end) when that is less; ``most`` defaults to :data:`OUT_CHUNK_BYTES`: a small rank file
+        is not given (and made to zero) a chunk-sized buffer."""
         most = OUT_CHUNK_BYTES if most is None else most
         try:
             left = self.file_bytes - self._fh.tell()

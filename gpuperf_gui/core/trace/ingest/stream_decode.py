@@ -43,7 +43,8 @@ from . import source
 from ...units import format_bytes
 from .budget import MemoryBudget
 from .build import EventColumns, build_rank_columns
-from .decode import AnyEvent, BEvent, EEvent, Event, MEvent, TraceFile, XEvent, _content_start, gc_paused
+from .decode import (_EVENTS_DECODER, _FILE_DECODER, BEvent, EEvent, Event, MEvent, TraceFile, XEvent, _content_start,
+                     gc_paused)
 from ..model.trace_model import RankTrace
 from .scanner.scan import ScannedRun, scan_run
 from .source import TraceStream, _check_json_start, _check_max, text_size_hint
@@ -66,8 +67,8 @@ STRUCT_BUDGET_BYTES = 32 << 20
 """Decoded structs alive at once: the next decode waits for less text when events are small."""
 STREAM_EVENT_COST_BYTES = 190
 """Memory per event of a streamed load, its analysis and op table (columns, lanes, sort keys):
-measured 166-184 B at 1M-3M events of a real H200 trace and 210 B at 400k tiny events (over the
-imports, 2026-12-01; tests/core/test_trace_load.py checks the bound with the text in flight)."""
+166-184 B at 1M-3M events of a real H200 trace, 210 B at 400k tiny events (tests/core/test_trace_load.py
+checks the bound with the text in flight)."""
 STRUCT_COST_BYTES = 300
 """Memory per decoded event struct (with its args struct and strings) while its run is in flight."""
 MIN_EVENT_BYTES = 100
@@ -90,8 +91,8 @@ SCAN_MAX_THREADS = 8
 RUN_SLACK_BYTES = 1 << 20
 """Room in a read buffer beyond a chunk for the event begun in the chunk before."""
 WORKER_COST_BYTES = 64 << 20
-"""Memory of one decoding worker: its own pages, a run of text, its structs and columns (measured
-54 MB PSS, 43 MB private, decoding 8 MB runs of a real trace, 2026-12-01)."""
+"""Memory of one decoding worker: its own pages, a run of text, its structs and columns (54 MB PSS
+decoding 8 MB runs of a real trace)."""
 _parallel_allowed = True
 """False in processes that must not start a pool (workers of a pool: see :func:`no_parallel_decode`)."""
 
@@ -113,8 +114,7 @@ _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _EVENTS_KEY_TEXT = b'"traceEvents"'
 _WHITESPACE = b" \t\r\n"
 _PAIRED_OR_META = frozenset({BEvent, EEvent, MEvent})
-_CHUNK_DECODER = msgspec.json.Decoder(list[AnyEvent])  # the whole-file decoder's event types
-_FILE_DECODER = msgspec.json.Decoder(TraceFile)
+_CHUNK_DECODER = _EVENTS_DECODER   # the whole-file decoder's event types
 
 
 class NotStreamable(Exception):
@@ -436,11 +436,10 @@ class _Splitter:
         """The last run, up to the ``]`` that closes the events array, read by the C scanner.
 
         The pending text ends with the file's keys after the array (Kineto writes ``traceName``,
-        ``displayTimeUnit``, ... there), which no scanner run reads: msgspec used to decode the whole
-        last run as structs only to fail at those trailing characters (a small rank's every event,
-        2 ms of its ~10), before :meth:`_array_ends_early` found the end and scanned it. The few
-        ``]`` nearest the end that a key or the object's end follows are tried instead: a run the
-        scanner reads whole is a complete JSON list, so its ``]`` is where msgspec's value ends too.
+        ``displayTimeUnit``, ... there), which no scanner run reads, and msgspec would decode the whole
+        run as structs only to fail at them (a small rank's every event). The few ``]`` nearest the end
+        that a key or the object's end follows are tried instead: a run the scanner reads whole is a
+        complete JSON list, so its ``]`` is where msgspec's value ends too.
         False (nothing changed) when no candidate scans: the msgspec path decides, as before."""
         if not scan.ENABLED or self._list_form:
             return False

@@ -46,11 +46,6 @@ def cpu_base(category: str) -> int:
     return _CPU_CATEGORY_BASE.get(category.lower(), len(CPU_COLOR_BASES) - 1)
 
 
-def gpu_base_offset() -> int:
-    """Index of the first GPU base (KERNEL_CLASSES[0]) among all colour bases."""
-    return len(CPU_COLOR_BASES)
-
-
 @dataclass(frozen=True)
 class EventRef:
     """One event: the rank (index into the model's ranks), the lane id and the event index."""
@@ -142,10 +137,6 @@ class NameLookup:
         return NameLookup, (self.strings, self.name_id)
 
 
-def _name_lookup(rank: RankTrace, name_id: np.ndarray) -> Callable[[int], str]:
-    return NameLookup(rank.strings, name_id)
-
-
 def color_keys(rank: RankTrace, lane: Lane) -> np.ndarray:
     """Colour key per event (int16): category base (CPU) or kernel-class base (GPU), three shades."""
     shade = (lane.name_id % SHADES).astype(np.int16) if len(lane) else np.zeros(0, np.int16)
@@ -157,7 +148,8 @@ def color_keys(rank: RankTrace, lane: Lane) -> np.ndarray:
         base = lut[lane.category_id]
     else:
         other = KERNEL_CLASSES.index("other")
-        lut = ((gpu_base_offset() + np.array(list(range(len(KERNEL_CLASSES))) + [other])) * SHADES).astype(np.int16)
+        first = len(CPU_COLOR_BASES)   # the GPU bases follow the CPU ones
+        lut = ((first + np.array(list(range(len(KERNEL_CLASSES))) + [other])) * SHADES).astype(np.int16)
         base = lut[lane.kernel_class]   # class -1 (not a kernel) reads the last entry: "other"
     base += shade
     return base
@@ -226,7 +218,7 @@ def prepare_lanes(model: TraceModel, idle_threshold_us: float = DEFAULT_IDLE_THR
             gaps = classified_gaps(gaps_job.result(), classify) if gaps_job is not None else None
             lanes.append(LaneSpec(ri, lane.lane_id, lane_label(lane), lane.kind,
                                   LaneRows(tuple(r.result() for r in rows), tuple(indices)), keys.result(), gaps,
-                                  _name_lookup(rank, lane.name_id), "CPU" if lane.kind == "cpu" else "GPU",
+                                  NameLookup(rank.strings, lane.name_id), "CPU" if lane.kind == "cpu" else "GPU",
                                   RowIndex(gaps[0], gaps[1]) if gaps is not None and len(gaps[0]) else None,
                                   classify))
     return ranks, lanes

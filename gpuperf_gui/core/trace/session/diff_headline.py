@@ -104,7 +104,7 @@ def workload_differences(d: TraceDiff) -> tuple[bool | None, list[str]]:
     if fb and fa:
         known = True
         if abs(fa / fb - 1) > SAME_WORK_REL:
-            out.append(f"FLOPs per step {_si(fb, 'FLOP')} -> {_si(fa, 'FLOP')} (GEMM and attention ops, "
+            out.append(f"FLOPs per step {format_si(fb, 'FLOP')} -> {format_si(fa, 'FLOP')} (GEMM and attention ops, "
                        "from the recorded shapes)")
     tb, ta = d.tokens_per_step
     if tb and ta:
@@ -168,7 +168,7 @@ def _throughput(d: TraceDiff, differences: list[str]) -> Headline:
     basis = "steps timed without the profiler" if unprofiled else "profiled steps"
     rng = None if unprofiled else profiled_ratio_range(b, a, r)
     text = (f"different workloads ({'; '.join(differences)}): step time compares nothing, so throughput: "
-            f"{_si(before, unit)} -> {_si(after, unit)}, {_more(r)} ({basis})")
+            f"{format_si(before, unit)} -> {format_si(after, unit)}, {_more(r)} ({basis})")
     if rng is not None:
         text += f"; the profiler alone can move this between {_x(rng[0])} and {_x(rng[1])}"
     return Headline(f"throughput ({unit})", unit, before, after, r, rng, False, differences, text)
@@ -195,7 +195,3 @@ def _x(r: float) -> str:
 
 
 _ms = partial(format_ms, missing="-")      # "12.34 ms": before and after in one unit
-
-
-def _si(value: float, unit: str) -> str:
-    return format_si(value, unit)

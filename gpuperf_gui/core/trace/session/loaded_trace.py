@@ -40,7 +40,7 @@ from ..vocabulary.kernel_classes import KERNEL_CLASSES
 from ..model.trace_model import RankTrace, TraceModel
 from ..analysis.op_points import OpPoint
 from .trace import Trace
-from ..model.queries import MAX_PARTNERS, SEARCH_MODES, Matches, event_partners, find_events, op_row_name
+from ..model.queries import Matches, event_partners, find_events, op_row_name
 from ..analysis.overview import (ActivityProfile, Overview, SelectionSummary, activity_profile, build_overview,
                                  selection_summary)
 from ..analysis.what_if import try_first_line
@@ -53,7 +53,7 @@ gets a core when it needs one (on two cores the helper's decoder and roofline wo
 MINIMAP_BINS = 800
 __all__ = ["DEFAULT_IDLE_THRESHOLD_US", "EventRef", "LaneSpec", "RankSpec", "DiagnosisView", "EventDetails",
            "AnalysisUpdate", "LoadProgress", "LoadedTrace", "Matches", "OpTable", "RooflineUpdate", "build_loaded_trace",
-           "iter_loaded_trace", "load_trace", "MAX_PARTNERS", "SEARCH_MODES", "op_row_name"]
+           "iter_loaded_trace", "load_trace", "op_row_name"]
 
 
 @dataclass
@@ -217,10 +217,6 @@ class LoadedTrace:
         s = float(lane.start_us[ref.index])
         return s, s + float(lane.duration_us[ref.index])
 
-    def event_name(self, ref: EventRef) -> str:
-        rank = self.model.ranks[ref.rank_index]
-        return rank.strings[int(rank.lanes[ref.lane_id].name_id[ref.index])]
-
     def partners(self, ref: EventRef) -> list[EventRef]:
         """The launch <-> device-work partners of an event (:func:`.queries.event_partners`)."""
         return event_partners(self.model, ref)
@@ -266,7 +262,7 @@ class LoadedTrace:
 
     # -- search ------------------------------------------------------------------------------------
     def find(self, query: str, mode: str = "name", lanes: Sequence[tuple[int, int]] | None = None) -> Matches:
-        """Events whose name matches ``query`` (see :data:`SEARCH_MODES`), in time order
+        """Events whose name matches ``query`` (see :data:`.queries.SEARCH_MODES`), in time order
         (:func:`.queries.find_events`); ``lanes`` limits the search to those (rank_index, lane_id)
         pairs (default: the drawn lanes)."""
         shown = [(s.rank_index, s.lane_id) for s in self.lanes] if lanes is None else lanes

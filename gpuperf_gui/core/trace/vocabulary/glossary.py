@@ -19,6 +19,9 @@ Views take the names and tooltips from here and format every fraction with
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
+
+from gpuperf_gui.core.units import format_percent
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,5 @@ def hta_idle_label(cause: str) -> str:
     return f"idle (HTA's): {cause.replace('_', ' ')}"
 
 
-def format_fraction(value: float | None) -> str:
-    """A fraction as every screen writes it: one decimal, a space before the sign ("35.8 %")."""
-    return "–" if value is None else f"{100 * value:.1f} %"
+format_fraction = partial(format_percent, missing="–")
+"""A fraction as every screen writes it: one decimal, a space before the sign ("35.8 %")."""

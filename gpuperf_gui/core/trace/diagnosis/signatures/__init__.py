@@ -25,7 +25,8 @@ for _name in _MODULES:
     REGISTRY[_sig.name] = _sig
 
 SIGNATURES: tuple[str, ...] = tuple(REGISTRY)
-"""Every diagnosis outcome, in the registry's order."""
+"""Every diagnosis outcome, in the registry's order. ``straggler`` is a job-level verdict (several
+ranks); ``inconclusive``: no GPU activity, too little evidence, or a GPU idle with no dominant cause."""
 
 
 def thresholds() -> dict[str, float]:
