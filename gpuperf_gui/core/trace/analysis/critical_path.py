@@ -57,6 +57,11 @@ from ..vocabulary.kernel_classes import KERNEL_CLASSES
 from ..model.trace_model import Lane, RankTrace
 from ..model.name_masks import member_mask, pattern_mask
 
+try:
+    from . import _replay
+except ImportError:  # built without a C compiler: the numpy passes (_replay_numpy)
+    _replay = None
+
 CPU_CATEGORIES = ("dataloader", "collective_cpu", "sync", "launch", "cpu_op", "dispatch", "host_stall", "cpu_gap",
                   "profiler", "idle")
 """What a CPU thread does between two nodes, in priority order (an op inside the DataLoader is the
@@ -987,6 +992,10 @@ def replay(g: Graph, d: np.ndarray | None = None, w: np.ndarray | None = None,
     nothing moves. Every edge runs forward in the trace's time (a node depends only on nodes that
     happened before it, within the trace's rounding), so once nothing before time T changed, what is
     before T is final: each pass walks only the nodes from the earliest change of the pass before.
+
+    The passes run in C (``_replay.c``) where the extension is built, else in numpy
+    (:func:`_replay_numpy`): the same float operations in the same order, the same times to the bit
+    (tests/core/test_replay_c.py).
     """
     d = g.d if d is None else d
     w = g.e_w if w is None else w
@@ -1001,8 +1010,50 @@ def replay(g: Graph, d: np.ndarray | None = None, w: np.ndarray | None = None,
     t_orig = g.t_orig
     # How far an edge may run back in the trace's time (sync edges allow TOL_US): the frontier's slack.
     slack = float(max((t_orig[src] - t_orig[dst]).max(), 0.0)) if src.size else 0.0
-    reach = [np.maximum.accumulate(t_orig[c.lo:c.hi]) for c in g.chains]
     group = g.group if group is None else group   # a projection may unbind some (no pipeline waits)
+    settled = _replay_c(g, d, src, dst, w, group, slack, max_iter, t)
+    if settled is None:
+        return _replay_numpy(g, d, src, dst, w, group, slack, max_iter)
+    if not settled:
+        raise NotSettled(f"the graph's times still move after {max_iter} passes (a cycle the trace's data makes)")
+    return t
+
+
+def _replay_c(g: Graph, d: np.ndarray, src: np.ndarray, dst: np.ndarray, w: np.ndarray, group: np.ndarray,
+              slack: float, max_iter: int, t: np.ndarray) -> bool | None:
+    """The passes in C into ``t``: settled or not; None where the extension does not run (not
+    built, arrays of other types)."""
+    if _replay is None:
+        return None
+    f8 = [g.t_orig, d, g.fixed, w]
+    i8 = [group, src, dst]
+    if any(a.dtype != np.float64 for a in f8) or any(a.dtype != np.int64 for a in i8):
+        return None
+    cached = getattr(g, "_reach", None)
+    if cached is None or cached[0] is not g.t_orig:
+        # Per chain, the running maximum of the trace's times (where a pass's walk starts), once per graph.
+        lo = np.array([c.lo for c in g.chains], dtype=np.int64)
+        hi = np.array([c.hi for c in g.chains], dtype=np.int64)
+        if not lo.size or lo[0] != 0 or hi[-1] != len(g) or (lo[1:] != hi[:-1]).any():
+            return None   # not chains back to back over the nodes (build_graph's layout)
+        reach = np.concatenate([np.maximum.accumulate(g.t_orig[c.lo:c.hi]) for c in g.chains])
+        cached = g._reach = (g.t_orig, reach, lo, hi)  # noqa: SLF001 (a graph's replays share it)
+    _, reach, lo, hi = cached
+    c = np.ascontiguousarray
+    try:
+        return _replay.replay(c(g.t_orig), c(d), c(g.fixed), reach, c(group), lo, hi, c(src), c(dst), c(w),
+                              slack, max_iter, t)
+    except ValueError:   # an index out of range, edges not sorted by destination: numpy's own errors
+        return None
+
+
+def _replay_numpy(g: Graph, d: np.ndarray, src: np.ndarray, dst: np.ndarray, w: np.ndarray, group: np.ndarray,
+                  slack: float, max_iter: int) -> np.ndarray:
+    """:func:`replay`'s passes in numpy (where the C extension is not built)."""
+    n = len(g)
+    t = np.full(n, -np.inf)
+    t_orig = g.t_orig
+    reach = [np.maximum.accumulate(t_orig[c.lo:c.hi]) for c in g.chains]
     grp = np.flatnonzero(group >= 0)
     grp_id = group[grp]
     chain_lo = np.zeros(n, dtype=bool)
