@@ -1200,18 +1200,25 @@ def _end_node(g: Graph, t: np.ndarray) -> tuple[int, int]:
     return best, start
 
 
-def critical_path(g: Graph, t: np.ndarray, d: np.ndarray | None = None, w: np.ndarray | None = None) -> CriticalPath:
+def critical_path(g: Graph, t: np.ndarray, d: np.ndarray | None = None, w: np.ndarray | None = None, *,
+                  graph_d: np.ndarray | None = None) -> CriticalPath:
     """Walk back from the window's last node: along the chain while the predecessor set the time,
-    across the binding edge otherwise; sum what each step of the walk costs by category."""
-    d = g.d if d is None else d
+    across the binding edge otherwise; sum what each step of the walk costs by category.
+    ``graph_d``: ``g.d`` where the caller has it (the sum over categories costs more than the walk)."""
+    gd = g.d if graph_d is None else graph_d
+    d = gd if d is None else d
     w = g.e_w if w is None else w
     end, start = _end_node(g, t)
     if end < 0:
         return CriticalPath(0.0, {}, {}, np.zeros(0, np.int64))
     t0 = t[start]
+    sizes = np.array([c.hi - c.lo for c in g.chains], dtype=np.int64)
     chain_of = np.zeros(len(g), dtype=np.int64)
-    for ci, c in enumerate(g.chains):
-        chain_of[c.lo:c.hi] = ci
+    if sizes.size and sizes.sum() == len(g) and all(c.lo == lo for c, lo in zip(g.chains, np.cumsum(sizes) - sizes)):
+        chain_of = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)   # chains back to back
+    else:
+        for ci, c in enumerate(g.chains):
+            chain_of[c.lo:c.hi] = ci
     val = t[g.e_src] + w if g.e_src.size else np.zeros(0)
     # Per destination: the edge with the latest ready time (edges are sorted by destination).
     best_edge = np.full(len(g), -1, dtype=np.int64)
@@ -1235,7 +1242,7 @@ def critical_path(g: Graph, t: np.ndarray, d: np.ndarray | None = None, w: np.nd
     node = end
     guard = 0
     dcat = g.dcat
-    scale = np.where(g.d > 0, d / np.maximum(g.d, 1e-12), 0.0)
+    scale = np.where(gd > 0, d / np.maximum(gd, 1e-12), 0.0)
     while node >= 0 and guard < 1_000_000:
         guard += 1
         c = g.chains[chain_of[node]]

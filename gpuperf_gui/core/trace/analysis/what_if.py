@@ -273,36 +273,53 @@ def _memory_bound(g: cp.Graph, ctx: dict) -> Change | None:
         return None
     dc, w, on = _base(g, ctx)
     col = cp.N_CPU + KERNEL_CLASSES.index("elementwise")
-    changed = False
+    gap, launch = _C("kernel_gap"), _C("launch")
+    plan = _fusion_plan(g, ew, ctx.get("kernel_names"))
+    if not plan:
+        return None
+    io, bw = ctx.get("io_bandwidth", lambda: (None, None))()   # cached: read once a run to fuse is found
+    for lo, hi, host in plan:
+        dur = dc[lo:hi, col]
+        keep = int(np.argmin(dur))
+        fused = float(dur[keep])
+        if io is not None and bw is not None:
+            floor = (io[lo] + io[hi - 1]) / bw[lo] * 1e6
+            if np.isfinite(floor) and floor > 0:
+                fused = min(fused, float(floor))
+        dc[lo:hi, col] = 0.0
+        dc[lo + keep, col] = fused
+        dc[lo:hi, gap] = 0.0
+        # The host issues the run as one launch (_fuse_host's plan, thread by thread).
+        for ends, first, end in host:
+            one = float(dc[ends, launch].min())
+            dc[first:end, _HOST_ISSUE] = 0.0
+            dc[first, launch] = one
+    return dc, w, on
+
+
+def _fusion_plan(g: cp.Graph, ew: np.ndarray, names: np.ndarray | None) -> list[tuple[int, int, list]]:
+    """The runs to fuse, once per graph (every profiler cost and pair walks the same runs): per run
+    its nodes ``lo:hi`` and, per thread that launched it, :func:`_fuse_host`'s launch-call end nodes
+    and the host stretch ``first:end`` it gives one launch."""
+    cached = getattr(g, "_fusion", None)
+    if cached is not None and cached[0] is names:
+        return cached[1]
     launch = g.e_kind == cp.EDGE_KINDS.index("launch")
     src_of = np.full(len(g), -1, dtype=np.int64)
     src_of[g.e_dst[launch]] = g.e_src[launch]
-    io_bandwidth = ctx.get("io_bandwidth", lambda: (None, None))   # cached: read once a run to fuse is found
+    chain_lo = np.array([c.lo for c in g.chains])
+    plan = []
     for c in g.chains:
         if c.kind != "gpu":
             continue
         m = ew[c.lo:c.hi]
         if m.sum() < 2:
             continue
-        for a, z in _runs(m, ctx.get("kernel_names"), c.lo):
-            if z - a < 2:
-                continue
-            seg = slice(c.lo + a, c.lo + z)
-            dur = dc[seg, col]
-            keep = int(np.argmin(dur))
-            fused = float(dur[keep])
-            io, bw = io_bandwidth()
-            if io is not None and bw is not None:
-                floor = (io[c.lo + a] + io[c.lo + z - 1]) / bw[c.lo + a] * 1e6
-                if np.isfinite(floor) and floor > 0:
-                    fused = min(fused, float(floor))
-            new = np.zeros_like(dur)
-            new[keep] = fused
-            dc[seg, col] = new
-            dc[seg, _C("kernel_gap")] = 0.0
-            _fuse_host(g, dc, src_of[seg])
-            changed = True
-    return (dc, w, on) if changed else None
+        for a, z in _runs(m, names, c.lo):
+            if z - a >= 2:
+                plan.append((c.lo + a, c.lo + z, _fuse_host(g, src_of[c.lo + a:c.lo + z], chain_lo)))
+    g._fusion = (names, plan)  # noqa: SLF001 (a graph's fusions share it)
+    return plan
 
 
 def _runs(m: np.ndarray, names: np.ndarray | None, lo: int) -> list[tuple[int, int]]:
@@ -321,29 +338,30 @@ def _runs(m: np.ndarray, names: np.ndarray | None, lo: int) -> list[tuple[int, i
 _HOST_ISSUE = [_C("launch"), _C("cpu_op"), _C("dispatch")]
 
 
-def _fuse_host(g: cp.Graph, dc: np.ndarray, src: np.ndarray) -> None:
+def _fuse_host(g: cp.Graph, src: np.ndarray, chain_lo: np.ndarray) -> list[tuple[np.ndarray, int, int]]:
     """The host issues the fused run as one launch: on each thread that launched it, the host time
     from its first launch call to the end of its last (ops, launches, the Python between them) is
-    that thread's shortest launch call of the run."""
+    that thread's shortest launch call of the run. Per thread: the launch calls' end nodes (whose
+    shortest launch time is kept) and the stretch ``first:end`` that becomes it (``src``: the run's
+    launch-call nodes, -1 for none)."""
     src = np.sort(src[src >= 0])
     if not src.size:
-        return
-    chain_lo = np.array([c.lo for c in g.chains])
+        return []
     chain = np.searchsorted(chain_lo, src, side="right") - 1
+    out = []
     for ci in sorted(set(chain.tolist())):  # (np.unique would import numpy.ma)
         s = src[chain == ci]
         hi = min(int(s[-1]) + 2, g.chains[ci].hi)   # through the last launch call's end node
-        ends = np.minimum(s + 1, hi - 1)
-        one = float(dc[ends, _C("launch")].min())
-        dc[int(s[0]) + 1:hi, _HOST_ISSUE] = 0.0
-        dc[int(s[0]) + 1, _C("launch")] = one
+        out.append((np.minimum(s + 1, hi - 1), int(s[0]) + 1, hi))
+    return out
 
 
 def _period(names: np.ndarray, max_period: int = 64, min_match: float = 0.9) -> int:
     """The smallest p with names[i] == names[i + p] for ``min_match`` of the run (0: none)."""
     n = names.size
     for p in range(2, min(max_period, n // 2) + 1):
-        if np.mean(names[:-p] == names[p:]) >= min_match:
+        # np.mean of the matches, exactly: a count over a count, one rounding (no np.mean overhead).
+        if np.count_nonzero(names[:-p] == names[p:]) / (n - p) >= min_match:
             return p
     return 0
 
@@ -612,7 +630,7 @@ def _walk(g: cp.Graph, cause: str, assumption: str, ch: Change, base_span: float
     step = step_time_s / speedup
     sub = dataclasses.replace(g, dcat=dc, e_w=w)  # the changed graph, for its new path
     on_w = np.where(on, w, -np.inf)
-    new_path = cp.critical_path(sub, t, d, on_w)
+    new_path = cp.critical_path(sub, t, d, on_w, graph_d=d)   # sub.d is d (dc's sum, the same sum)
     return Projection(cause, assumption, step, speedup, mfu_at(step), _dominant(new_path))
 
 
