@@ -294,16 +294,8 @@ def _cpu_categories(rt: RankTrace, lane: Lane, m: np.ndarray, parent: np.ndarray
     launch = member_mask(rt.strings, LAUNCH_CATEGORIES)[cats] & pattern_mask(rt.strings, _LAUNCH_NAME_RE)[names]
     annotation = member_mask(rt.strings, _ANNOTATION_CATEGORIES)[cats]
     # An ancestor's kind wins over the event's own (an op inside the DataLoader is the DataLoader's).
-    has_parent = np.flatnonzero(parent >= 0).tolist()  # parents precede children
-    for flag in (dl, coll, item):
-        if flag.any():
-            for i in has_parent:
-                if flag[parent[i]]:
-                    flag[i] = True
-    issues = launch.copy()  # the op or one inside it launches device work
-    for i in reversed(has_parent):
-        if issues[i]:
-            issues[parent[i]] = True
+    dl, coll, item = (_inherited(flag, parent) for flag in (dl, coll, item))
+    issues = _raised(launch, parent)  # the op or one inside it launches device work
     dur = lane.duration_us[m]
     cat = np.full(names.size, CPU_CATEGORIES.index("cpu_op"), dtype=np.int64)
     cat[~issues & (dur >= LAUNCH_SPACING_MAX_US)] = CPU_CATEGORIES.index("host_stall")
@@ -317,6 +309,35 @@ def _cpu_categories(rt: RankTrace, lane: Lane, m: np.ndarray, parent: np.ndarray
     cat[coll] = CPU_CATEGORIES.index("collective_cpu")
     cat[dl] = CPU_CATEGORIES.index("dataloader")
     return cat
+
+
+def _inherited(flag: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """``flag`` or any ancestor's (``parent``: -1 for a root, parents before children), one level
+    of ancestors per pass."""
+    if not flag.any():
+        return flag
+    out = flag.copy()
+    idx = np.flatnonzero(parent >= 0)
+    anc = parent[idx]
+    while idx.size:
+        out[idx] |= flag[anc]
+        up = parent[anc]
+        keep = (up >= 0) & ~out[idx]   # a node already flagged needs no higher ancestor
+        idx, anc = idx[keep], up[keep]
+    return out
+
+
+def _raised(flag: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """``flag`` or any descendant's: every ancestor of a flagged node flagged, one level per pass."""
+    out = flag.copy()
+    up = parent[np.flatnonzero(flag)]
+    up = up[up >= 0]
+    while up.size:
+        up = up[~out[up]]   # an ancestor already flagged has had its own ancestors walked (or will)
+        out[up] = True
+        up = parent[up]
+        up = up[up >= 0]
+    return out
 
 
 @dataclass
@@ -569,6 +590,7 @@ def _build_rank(b: _Builder, rt: RankTrace):  # noqa: ANN202, C901 (one pass ove
     _thread_edges(b, cpu, main)
     # GPU chains.
     gpu_nodes: dict[int, tuple[int, np.ndarray]] = {}  # lane -> (lo, event indices)
+    start_node: dict[int, np.ndarray] = {}  # CPU lane -> per event, the node of its start (-1: none)
     launch_node: dict[int, np.ndarray] = {}
     for lane in rt.gpu_lanes:
         if not len(lane):
@@ -583,8 +605,12 @@ def _build_rank(b: _Builder, rt: RankTrace):  # noqa: ANN202, C901 (one pass ove
                 c = cpu[cl]
                 sel = c_lane == cl
                 # The node of the launch call's start: the node whose event is that call, a start.
-                start_nodes = {ev: i for i, (ev, st) in enumerate(zip(c.event.tolist(), c.is_start.tolist())) if st}
-                nodes = np.array([start_nodes.get(e, -1) for e in c_idx[sel].tolist()], dtype=np.int64)
+                if cl not in start_node:
+                    start_node[cl] = np.full(len(c.lane), -1, dtype=np.int64)
+                    start_node[cl][c.event[c.is_start]] = np.flatnonzero(c.is_start)
+                calls = c_idx[sel]
+                known = (calls >= 0) & (calls < start_node[cl].size)
+                nodes = np.where(known, start_node[cl][np.where(known, calls, 0)], -1)
                 ok = nodes >= 0
                 l_node[d_idx[sel][ok]] = c.lo + nodes[ok]
         s, e = lane.start_us, lane.start_us + lane.duration_us

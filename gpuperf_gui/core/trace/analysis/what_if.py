@@ -160,6 +160,12 @@ def _base(g: cp.Graph, ctx: dict | float | None = None) -> Change:
     without it). Every projection and the baseline it is measured against walk without it, so a
     fix that leaves the device on the path is not charged the profiler's gaps (the H200 fed step:
     0.9 ms of 47 ms), and a cause with no effect still reads 1.0x."""
+    return _base_dcat(g, ctx).copy(), g.e_w.copy(), np.ones(g.e_src.size, dtype=bool)
+
+
+def _base_dcat(g: cp.Graph, ctx: dict | float | None = None) -> np.ndarray:
+    """:func:`_base`'s durations by category, computed once per profiler cost and shared: not to be
+    written (a change writes its own copy)."""
     us = ctx.get("profiler_us", PROFILER_US_PER_EVENT[0]) if isinstance(ctx, dict) else (
         PROFILER_US_PER_EVENT[0] if ctx is None else float(ctx))
     key = (id(g.dcat), us, PROFILER_STEP_CUT)
@@ -178,7 +184,7 @@ def _base(g: cp.Graph, ctx: dict | float | None = None) -> Change:
         dc[:, host] = part * scale[:, None]
         cached = cache[key] = dc
         g._base_dcat = cache  # noqa: SLF001 (every projection starts from it)
-    return cached.copy(), g.e_w.copy(), np.ones(g.e_src.size, dtype=bool)
+    return cached
 
 
 def _data_stall(g: cp.Graph, ctx: dict) -> Change | None:
@@ -275,32 +281,63 @@ def _memory_bound(g: cp.Graph, ctx: dict) -> Change | None:
     col = cp.N_CPU + KERNEL_CLASSES.index("elementwise")
     gap, launch = _C("kernel_gap"), _C("launch")
     plan = _fusion_plan(g, ew, ctx.get("kernel_names"))
-    if not plan:
+    if plan is None:
         return None
+    # The device: each run's shortest kernel (np.argmin's: the first minimum, a NaN first) or the
+    # run's bytes at the peak bandwidth, where shorter, is the run; the others and the gaps are 0.
+    dur = dc[plan.nodes, col]
+    low = np.minimum.reduceat(dur, plan.at)
+    low_each = np.repeat(low, plan.size)
+    is_low = np.where(np.isnan(low_each), np.isnan(dur), dur == low_each)
+    lows = np.flatnonzero(is_low)
+    first = lows[np.searchsorted(lows, plan.at)]
+    fused = dur[first]
     io, bw = ctx.get("io_bandwidth", lambda: (None, None))()   # cached: read once a run to fuse is found
-    for lo, hi, host in plan:
-        dur = dc[lo:hi, col]
-        keep = int(np.argmin(dur))
-        fused = float(dur[keep])
-        if io is not None and bw is not None:
-            floor = (io[lo] + io[hi - 1]) / bw[lo] * 1e6
-            if np.isfinite(floor) and floor > 0:
-                fused = min(fused, float(floor))
-        dc[lo:hi, col] = 0.0
-        dc[lo + keep, col] = fused
-        dc[lo:hi, gap] = 0.0
-        # The host issues the run as one launch (_fuse_host's plan, thread by thread).
-        for ends, first, end in host:
+    if io is not None and bw is not None:
+        floor = (io[plan.lo] + io[plan.hi - 1]) / bw[plan.lo] * 1e6   # NaN: an unknown size
+        fused = np.where(np.isfinite(floor) & (floor > 0) & (floor < fused), floor, fused)
+    dc[plan.nodes, col] = 0.0
+    dc[plan.nodes[first], col] = fused
+    dc[plan.nodes, gap] = 0.0
+    # The host issues each run as one launch (_fuse_host's stretches, thread by thread).
+    if not plan.host:
+        pass
+    elif plan.host_apart:   # no stretch reads or writes another's: all at once
+        one = np.minimum.reduceat(dc[plan.host_ends, launch], plan.host_at)
+        dc[plan.host_rows[:, None], _HOST_ISSUE] = 0.0
+        dc[plan.host_first, launch] = one
+    else:
+        for ends, start, stop in plan.host:   # in run order, as they were planned
             one = float(dc[ends, launch].min())
-            dc[first:end, _HOST_ISSUE] = 0.0
-            dc[first, launch] = one
+            dc[start:stop, _HOST_ISSUE] = 0.0
+            dc[start, launch] = one
     return dc, w, on
 
 
-def _fusion_plan(g: cp.Graph, ew: np.ndarray, names: np.ndarray | None) -> list[tuple[int, int, list]]:
-    """The runs to fuse, once per graph (every profiler cost and pair walks the same runs): per run
-    its nodes ``lo:hi`` and, per thread that launched it, :func:`_fuse_host`'s launch-call end nodes
-    and the host stretch ``first:end`` it gives one launch."""
+@dataclass
+class _Fusion:
+    """The runs to fuse of a graph (every profiler cost and pair walks the same runs)."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    """Each run's nodes, ``lo:hi`` (at least two)."""
+    nodes: np.ndarray
+    at: np.ndarray
+    size: np.ndarray
+    """Every run's nodes one run after the other, where each run starts among them, its length."""
+    host: list[tuple[np.ndarray, int, int]]
+    """Per run, per thread that launched it (run order): :func:`_fuse_host`'s launch-call end nodes
+    and the host stretch ``start:stop`` that becomes one launch."""
+    host_apart: bool
+    """No stretch reads or writes another's nodes (then they are fused all at once)."""
+    host_ends: np.ndarray
+    host_at: np.ndarray
+    host_rows: np.ndarray
+    host_first: np.ndarray
+
+
+def _fusion_plan(g: cp.Graph, ew: np.ndarray, names: np.ndarray | None) -> _Fusion | None:
+    """The runs to fuse, once per graph (None: none)."""
     cached = getattr(g, "_fusion", None)
     if cached is not None and cached[0] is names:
         return cached[1]
@@ -308,7 +345,7 @@ def _fusion_plan(g: cp.Graph, ew: np.ndarray, names: np.ndarray | None) -> list[
     src_of = np.full(len(g), -1, dtype=np.int64)
     src_of[g.e_dst[launch]] = g.e_src[launch]
     chain_lo = np.array([c.lo for c in g.chains])
-    plan = []
+    runs, host = [], []
     for c in g.chains:
         if c.kind != "gpu":
             continue
@@ -317,9 +354,28 @@ def _fusion_plan(g: cp.Graph, ew: np.ndarray, names: np.ndarray | None) -> list[
             continue
         for a, z in _runs(m, names, c.lo):
             if z - a >= 2:
-                plan.append((c.lo + a, c.lo + z, _fuse_host(g, src_of[c.lo + a:c.lo + z], chain_lo)))
+                runs.append((c.lo + a, c.lo + z))
+                host += _fuse_host(g, src_of[c.lo + a:c.lo + z], chain_lo)
+    plan = _plan(runs, host) if runs else None
     g._fusion = (names, plan)  # noqa: SLF001 (a graph's fusions share it)
     return plan
+
+
+def _plan(runs: list[tuple[int, int]], host: list[tuple[np.ndarray, int, int]]) -> _Fusion:
+    lo = np.array([a for a, _ in runs], dtype=np.int64)
+    hi = np.array([z for _, z in runs], dtype=np.int64)
+    size = hi - lo
+    nodes = np.concatenate([np.arange(a, z) for a, z in runs])
+    at = np.cumsum(size) - size
+    # Each stretch's nodes, read or written: its launch-call ends, start (written) to stop.
+    foot = sorted((min(int(ends.min()), start), max(stop, start + 1)) for ends, start, stop in host)
+    apart = all(b[0] >= a[1] for a, b in zip(foot, foot[1:]))
+    ends = [e for e, _, _ in host]
+    sizes = np.array([e.size for e in ends], dtype=np.int64)
+    return _Fusion(lo, hi, nodes, at, size, host, apart,
+                   np.concatenate(ends) if ends else np.zeros(0, np.int64), np.cumsum(sizes) - sizes,
+                   np.concatenate([np.arange(a, z) for _, a, z in host]) if host else np.zeros(0, np.int64),
+                   np.array([a for _, a, _ in host], dtype=np.int64))
 
 
 def _runs(m: np.ndarray, names: np.ndarray | None, lo: int) -> list[tuple[int, int]]:
@@ -467,7 +523,7 @@ SCENARIOS: dict[str, Callable[[cp.Graph, dict], Change | None]] = {
 }
 
 
-def _combine(a: Change, b: Change, base: Change) -> Change:
+def _combine(a: Change, b: Change) -> Change:
     """Both changes: the smaller of each duration and weight, an edge only if both keep it, a
     group only if both keep it."""
     out = (np.minimum(a[0], b[0]), np.minimum(a[1], b[1]), a[2] & b[2])
@@ -593,15 +649,15 @@ def _project_at(g: cp.Graph, ctx: dict, step_time_s: float, mfu_at: Callable[[fl
                 pair: tuple[str, str] | None = None) -> list[Projection]:
     """Every cause's projection (or, with ``pair``, those two causes together) at one profiler cost
     per event (``ctx["profiler_us"]``); the baseline is walked at the same cost."""
-    b_dc, b_w, b_on = _base(g, ctx)
-    base_span = cp.step_span_us(g, cp.replay(g, b_dc.sum(axis=1), b_w, b_on))
+    base_span = cp.step_span_us(g, cp.replay(g, _base_dcat(g, ctx).sum(axis=1), g.e_w,
+                                             np.ones(g.e_src.size, dtype=bool)))
     if base_span <= 0:
         return []
     if pair is not None:
         a, b = (SCENARIOS[c](g, ctx) for c in pair)
         if a is None or b is None:
             return []
-        both = _combine(a, b, _base(g, ctx))
+        both = _combine(a, b)
         try:
             return [_walk(g, "+".join(pair), f"{ASSUMPTIONS[pair[0]]}; and {ASSUMPTIONS[pair[1]]}", both,
                           base_span, step_time_s, mfu_at)]
