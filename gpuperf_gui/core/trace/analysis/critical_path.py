@@ -46,6 +46,7 @@ node's chain while its predecessor was later than its ready edges, through the e
 """
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 
@@ -1250,10 +1251,9 @@ def critical_path(g: Graph, t: np.ndarray, d: np.ndarray | None = None, w: np.nd
     best_edge = np.full(len(g), -1, dtype=np.int64)
     ready = np.full(len(g), -np.inf)
     if g.e_src.size:
-        order = np.lexsort((val, g.e_dst))
-        last = np.r_[g.e_dst[order][1:] != g.e_dst[order][:-1], True]
-        best_edge[g.e_dst[order][last]] = order[last]
-        ready[g.e_dst[order][last]] = val[order][last]
+        dst, best = _latest_edges(g.e_dst, val)
+        best_edge[dst] = best
+        ready[dst] = val[best]
     r = np.maximum(ready, g.fixed)
     prev_t = np.r_[-np.inf, t[:-1]]
     lo_mask = np.zeros(len(g), bool)
@@ -1269,33 +1269,42 @@ def critical_path(g: Graph, t: np.ndarray, d: np.ndarray | None = None, w: np.nd
     guard = 0
     dcat = g.dcat
     scale = np.where(gd > 0, d / np.maximum(gd, 1e-12), 0.0)
+    # The walk in Python ints (a step costs a few µs, not a dozen numpy calls), the sums in numpy.
+    jumps_l, stop_l = jumps.tolist(), stop_fixed.tolist()
+    chain_lo = [c.lo for c in g.chains]
+    floor_t = t0 - 1e-9
+    launch_col, wait_col, cpu_col = (CATEGORIES.index(k) for k in ("launch_latency", "gpu_wait", "cpu_wait"))
     while node >= 0 and guard < 1_000_000:
         guard += 1
-        c = g.chains[chain_of[node]]
+        c_lo = chain_lo[chain_of[node]]
         # The nearest node at or before ``node`` on its chain where the walk leaves the chain.
-        kj = int(np.searchsorted(jumps, node, side="right")) - 1
-        ks = int(np.searchsorted(stop_fixed, node, side="right")) - 1
-        j = jumps[kj] if kj >= 0 and jumps[kj] >= c.lo else -1
-        s = stop_fixed[ks] if ks >= 0 and stop_fixed[ks] >= c.lo else c.lo
+        kj = bisect.bisect_right(jumps_l, node) - 1
+        ks = bisect.bisect_right(stop_l, node) - 1
+        j = jumps_l[kj] if kj >= 0 and jumps_l[kj] >= c_lo else -1
+        s = stop_l[ks] if ks >= 0 and stop_l[ks] >= c_lo else c_lo
         lo = max(j, s)
         # Stop at the window start.
-        seg = np.arange(lo, node + 1)
-        inside = t[seg] > t0 - 1e-9
-        seg = seg[inside]
-        if seg.size:
-            secs += (dcat[seg] * scale[seg, None]).sum(axis=0)
-            on_path.append(seg)
-        if not inside.all() or lo != j or t[lo] <= t0:
+        inside = t[lo:node + 1] > floor_t
+        every = bool(inside.all())
+        if every:
+            secs += (dcat[lo:node + 1] * scale[lo:node + 1, None]).sum(axis=0)
+            on_path.append(np.arange(lo, node + 1))
+        else:
+            seg = np.arange(lo, node + 1)[inside]
+            if seg.size:
+                secs += (dcat[seg] * scale[seg, None]).sum(axis=0)
+                on_path.append(seg)
+        if not every or lo != j or t[lo] <= t0:
             break
-        e = best_edge[lo]
+        e = int(best_edge[lo])
         kind = EDGE_KINDS[g.e_kind[e]]
         wt = w[e]
         if kind == "launch":
-            secs[CATEGORIES.index("launch_latency")] += wt
+            secs[launch_col] += wt
         elif kind == "stream_wait":
-            secs[CATEGORIES.index("gpu_wait")] += wt
+            secs[wait_col] += wt
         elif kind in ("trigger", "join"):
-            secs[CATEGORIES.index("cpu_wait")] += wt
+            secs[cpu_col] += wt
         node = int(g.e_src[e])
     length = float(t[end] - t0)
     total = float(secs.sum())
@@ -1303,6 +1312,23 @@ def critical_path(g: Graph, t: np.ndarray, d: np.ndarray | None = None, w: np.nd
     share = {k: v * 1e6 / total for k, v in seconds.items()} if total > 0 else {}
     nodes = np.sort(np.concatenate(on_path)) if on_path else np.zeros(0, np.int64)
     return CriticalPath(length, share, seconds, nodes)
+
+
+def _latest_edges(e_dst: np.ndarray, val: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per destination, the edge with the latest ``val``: the last of np.lexsort((val, e_dst)) per
+    destination (a NaN last, ties to the later edge); (destinations, edges). One pass over the
+    edges where they are sorted by destination (build_graph sorts them), the sort otherwise."""
+    if e_dst.size > 1 and (e_dst[1:] < e_dst[:-1]).any():
+        order = np.lexsort((val, e_dst))
+        last = np.r_[e_dst[order][1:] != e_dst[order][:-1], True]
+        return e_dst[order][last], order[last]
+    first = np.flatnonzero(np.r_[True, e_dst[1:] != e_dst[:-1]])
+    top = np.repeat(np.maximum.reduceat(val, first), np.diff(np.r_[first, e_dst.size]))
+    is_top = np.where(np.isnan(top), np.isnan(val), val == top)
+    tops = np.flatnonzero(is_top)
+    ends = np.r_[first[1:], e_dst.size] - 1
+    best = tops[np.searchsorted(tops, ends, side="right") - 1]
+    return e_dst[first], best
 
 
 def path_masks(g: Graph, nodes: np.ndarray, ranks: list[RankTrace]) -> dict[tuple[int, int], np.ndarray]:
