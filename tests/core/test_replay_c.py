@@ -9,6 +9,7 @@ send/recv kernels) under the baseline and every cause's change at both ends of t
 from __future__ import annotations
 
 import functools
+import types
 from pathlib import Path
 
 import numpy as np
@@ -103,3 +104,37 @@ def test_bad_indices_are_refused_before_the_walk() -> None:
     with pytest.raises(ValueError, match="chain"):
         BUILT.replay(f, f, f, f, i, lo, np.array([3], dtype=np.int64), np.zeros(0, np.int64),
                      np.zeros(0, np.int64), np.zeros(0), 0.0, 10, t)
+
+
+def _python_parents(start: np.ndarray, dur: np.ndarray, monkeypatch: pytest.MonkeyPatch) -> tuple:
+    lane = types.SimpleNamespace(start_us=start, duration_us=dur)
+    m = np.ones(start.size, dtype=bool)
+    monkeypatch.setattr(cp, "_replay", BUILT)
+    fast = cp._parents(lane, m)
+    monkeypatch.setattr(cp, "_replay", None)
+    slow = cp._parents(lane, m)
+    return fast, slow
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_parents_in_c_are_the_python_stacks(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Random threads with ties, zero-length events and partial overlaps (a child that outlives its
+    parent stays on the stack), against the Python loop."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 300))
+    start = np.sort(np.round(rng.uniform(0, 100, n), int(rng.integers(0, 3))))
+    dur = rng.choice([0.0, 0.5, 1.0, 5.0, 40.0], n) * rng.uniform(0.5, 1.5, n).round(1)
+    fast, slow = _python_parents(start, dur, monkeypatch)
+    assert fast.dtype == slow.dtype == np.int64 and fast.tolist() == slow.tolist()
+
+
+def test_parents_in_c_are_the_python_stacks_on_real_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    ranks = [r.trace for r in Trace([JOBS["dlrm_8_ranks_nccl"]]).result().ranks]
+    lanes = [lane for rt in ranks for lane in rt.cpu_lanes if len(lane)]
+    assert len(lanes) >= 8
+    nested = 0
+    for lane in lanes:
+        fast, slow = _python_parents(lane.start_us, lane.duration_us, monkeypatch)
+        assert fast.tolist() == slow.tolist()
+        nested += int((fast >= 0).sum())
+    assert nested > 1000

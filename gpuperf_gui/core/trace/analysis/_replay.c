@@ -1,4 +1,9 @@
-/* The what-if's replay loop (critical_path.replay; optional, as _scan.c and _nest.c are).
+/* The what-if's loops (core/trace/analysis/critical_path.py; optional, as _scan.c and _nest.c are).
+ *
+ * parents(start, end, parent): critical_path._parents' running stack over one thread's events
+ *     (sorted by start, parents first on ties): before each event, the events that end at or
+ *     before its start are popped from the top; its parent is the top (-1: none); it is pushed
+ *     when it lasts (end > start). The same comparisons, so the same parents.
  *
  * replay(t_orig, d, fixed, reach, group, chain_lo, chain_hi, src, dst, w, slack, max_iter, t) -> bool
  *
@@ -235,7 +240,40 @@ static PyObject *replay(PyObject *Py_UNUSED(module), PyObject *args) {
     return PyBool_FromLong(res);
 }
 
+static PyObject *parents(PyObject *Py_UNUSED(module), PyObject *args) {
+    PyObject *so, *eo, *po;
+    if (!PyArg_ParseTuple(args, "OOO", &so, &eo, &po)) return NULL;
+    Py_buffer sv, ev, pv;
+    Py_ssize_t n = -1;
+    if (get(so, &sv, 0, 8, &n)) return NULL;
+    if (get(eo, &ev, 0, 8, &n)) { PyBuffer_Release(&sv); return NULL; }
+    if (get(po, &pv, 1, 8, &n)) { PyBuffer_Release(&sv); PyBuffer_Release(&ev); return NULL; }
+    const double *start = sv.buf, *end = ev.buf;
+    int64_t *parent = pv.buf;
+    Py_ssize_t *stack = malloc((size_t)(n ? n : 1) * sizeof *stack);
+    if (stack) {
+        Py_BEGIN_ALLOW_THREADS
+        Py_ssize_t top = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            double s = start[i];
+            while (top > 0 && end[stack[top - 1]] <= s) top--;
+            parent[i] = top ? (int64_t)stack[top - 1] : -1;
+            if (end[i] > s) stack[top++] = i;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    free(stack);
+    PyBuffer_Release(&sv);
+    PyBuffer_Release(&ev);
+    PyBuffer_Release(&pv);
+    if (!stack) return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef METHODS[] = {
+    {"parents", parents, METH_VARARGS,
+     "parents(start, end, parent): each event's enclosing event by critical_path._parents' running\n"
+     "stack, written into parent (int64, -1: none)."},
     {"replay", replay, METH_VARARGS,
      "replay(t_orig, d, fixed, reach, group, chain_lo, chain_hi, src, dst, w, slack, max_iter, t) -> bool:\n"
      "critical_path.replay's passes, every node's time written into t; False when still moving after\n"
