@@ -1092,6 +1092,7 @@ def _replay_numpy(g: Graph, d: np.ndarray, src: np.ndarray, dst: np.ndarray, w: 
     in_group = np.full(n, -1, dtype=np.int64)
     in_group[grp] = grp_id
     n_groups = int(grp_id.max()) + 1 if grp.size else 0
+    inputs = [_chain_inputs(c, src, dst, w, in_group) for c in g.chains]
     frontier = -np.inf
     for _ in range(max_iter):
         last = None
@@ -1101,33 +1102,56 @@ def _replay_numpy(g: Graph, d: np.ndarray, src: np.ndarray, dst: np.ndarray, w: 
             last = np.full(n_groups, -np.inf)
             np.maximum.at(last, grp_id, arrival)
         earliest = np.inf
-        for c, rc in zip(g.chains, reach):
-            k = c.lo + int(np.searchsorted(rc, frontier, side="left"))
+        for c, rc, (at, first, e_src, e_w, gp, gid) in zip(g.chains, reach, inputs):
+            k = c.lo + int(rc.searchsorted(frontier, side="left"))   # (methods: no numpy wrapper per call)
             if k >= c.hi:
                 continue
-            nodes = np.arange(k, c.hi)
-            r = _ready_of(nodes, src, dst, w, t, g.fixed)
-            if last is not None:
-                gi = in_group[k:c.hi]
-                m = gi >= 0
-                if m.any():
-                    r[m] = np.maximum(r[m], last[gi[m]])
+            # max(fixed, the latest incoming edge) from node k on (_ready_of on k..hi, its
+            # destinations' edges reduced in the same groups).
+            o = k - c.lo
+            r = g.fixed[k:c.hi].copy()
+            j = int(at.searchsorted(o, side="left")) if at.size else 0
+            if j < at.size:
+                e0 = first[j]
+                red = np.maximum.reduceat(t[e_src[e0:]] + e_w[e0:], first[j:] - e0)
+                pos = at[j:] - o
+                r[pos] = np.maximum(r[pos], red)
+            if last is not None and gp.size:
+                j = int(gp.searchsorted(o, side="left"))
+                if j < gp.size:
+                    pos = gp[j:] - o
+                    r[pos] = np.maximum(r[pos], last[gid[j:]])
             carry = t[k - 1] if k > c.lo else -np.inf
             dd = d[k:c.hi]
-            D = np.cumsum(dd)
+            D = dd.cumsum()
             a = r - (D - dd)
             a[0] = max(a[0], carry)
             new = D + np.maximum.accumulate(a)
-            old = t[k:c.hi]
-            with np.errstate(invalid="ignore"):  # -inf against -inf: not moved
-                moved = (new != old) & ~(np.abs(new - old) <= 1e-6)
-            if moved.any():
-                earliest = min(earliest, float(t_orig[k + int(np.argmax(moved))]))
-                t[k:c.hi] = new
+            # Moved: changed by more than 1e-6 (a NaN moved); only the nodes that changed are
+            # subtracted (-inf against -inf has not moved, and is not subtracted).
+            changed = (new != t[k:c.hi]).nonzero()[0]
+            if changed.size:
+                moved = ~(np.abs(new[changed] - t[k + changed]) <= 1e-6)
+                if moved.any():
+                    earliest = min(earliest, float(t_orig[k + int(changed[moved.argmax()])]))
+                    t[k:c.hi] = new
         if earliest == np.inf:
             return t
         frontier = earliest - slack - 1e-6
     raise NotSettled(f"the graph's times still move after {max_iter} passes (a cycle the trace's data makes)")
+
+
+def _chain_inputs(c: Chain, src: np.ndarray, dst: np.ndarray, w: np.ndarray, in_group: np.ndarray) -> tuple:
+    """A chain's incoming edges, once per replay: the nodes (offsets in the chain) that have edges,
+    sorted, the first edge of each among the chain's edges, the edges' sources and weights; its
+    collective nodes (offsets) and their groups."""
+    lo = int(np.searchsorted(dst, c.lo, side="left"))
+    hi = int(np.searchsorted(dst, c.hi - 1, side="right")) if c.hi > c.lo else lo
+    hi = max(hi, lo)
+    dd = dst[lo:hi] - c.lo
+    first = np.flatnonzero(np.concatenate([[True], dd[1:] != dd[:-1]])) if dd.size else np.zeros(0, np.int64)
+    gp = np.flatnonzero(in_group[c.lo:c.hi] >= 0)
+    return dd[first], first, src[lo:hi], w[lo:hi], gp, in_group[c.lo + gp]
 
 
 def _ready_of(nodes: np.ndarray, src: np.ndarray, dst: np.ndarray, w: np.ndarray, t: np.ndarray,
