@@ -1,5 +1,5 @@
-"""A machine without a C compiler gets the same results: the C scanner (``_scan.c``) and the op
-table's one-pass nesting (``_nest.c``) are optional.
+"""A machine without a C compiler gets the same results: the C scanner (``_scan.c``), the op
+table's one-pass nesting (``_nest.c``) and the what-if's replay (``_replay.c``) are optional.
 
 Where the extensions are not built, ``scan._scan`` is None and msgspec decodes every run, and
 ``nest._nest`` is None and the op table nests with numpy. Here that
@@ -30,12 +30,15 @@ from test_stream_decode import fingerprint  # noqa: E402
 DATA = Path(__file__).resolve().parents[1] / "data"
 TRACE = DATA / "h200" / "eager_small.json.gz"
 
-# A fresh interpreter in which `import gpuperf_gui.core.trace.ingest.scanner._scan` and `._nest` fail (None in
+# A fresh interpreter in which `import gpuperf_gui.core.trace.ingest.scanner._scan`, `._nest` and `._replay` fail (None in
 # sys.modules makes the import raise ImportError), then the CLI.
 _WITHOUT_EXTENSION = """
 import sys
 sys.modules["gpuperf_gui.core.trace.ingest.scanner._scan"] = None
 sys.modules["gpuperf_gui.core.trace.model.nesting._nest"] = None
+sys.modules["gpuperf_gui.core.trace.analysis._replay"] = None
+from gpuperf_gui.core.trace.analysis import critical_path
+assert critical_path._replay is None, "the replay extension was imported"
 from gpuperf_gui.core.trace.model.nesting import nest
 from gpuperf_gui.core.trace.ingest.scanner import scan
 assert scan._scan is None and not scan.ENABLED, "the extension was imported"

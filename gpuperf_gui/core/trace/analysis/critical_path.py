@@ -46,6 +46,7 @@ node's chain while its predecessor was later than its ready edges, through the e
 """
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 
@@ -56,6 +57,11 @@ from ..vocabulary.categories import LAUNCH_CATEGORIES
 from ..vocabulary.kernel_classes import KERNEL_CLASSES
 from ..model.trace_model import Lane, RankTrace
 from ..model.name_masks import member_mask, pattern_mask
+
+try:
+    from . import _replay
+except ImportError:  # built without a C compiler: the numpy passes (_replay_numpy)
+    _replay = None
 
 CPU_CATEGORIES = ("dataloader", "collective_cpu", "sync", "launch", "cpu_op", "dispatch", "host_stall", "cpu_gap",
                   "profiler", "idle")
@@ -214,6 +220,9 @@ def _parents(lane: Lane, m: np.ndarray) -> np.ndarray:
     ends = starts + lane.duration_us[m]
     n = starts.size
     parent = np.full(n, -1, dtype=np.int64)
+    if _replay is not None and starts.dtype == ends.dtype == np.float64:   # the same stack in C
+        _replay.parents(np.ascontiguousarray(starts), np.ascontiguousarray(ends), parent)
+        return parent
     # Events are sorted by start, parents first on ties: a running stack gives the nesting.
     stack: list[int] = []
     s_list, e_list = starts.tolist(), ends.tolist()
@@ -289,16 +298,8 @@ def _cpu_categories(rt: RankTrace, lane: Lane, m: np.ndarray, parent: np.ndarray
     launch = member_mask(rt.strings, LAUNCH_CATEGORIES)[cats] & pattern_mask(rt.strings, _LAUNCH_NAME_RE)[names]
     annotation = member_mask(rt.strings, _ANNOTATION_CATEGORIES)[cats]
     # An ancestor's kind wins over the event's own (an op inside the DataLoader is the DataLoader's).
-    has_parent = np.flatnonzero(parent >= 0).tolist()  # parents precede children
-    for flag in (dl, coll, item):
-        if flag.any():
-            for i in has_parent:
-                if flag[parent[i]]:
-                    flag[i] = True
-    issues = launch.copy()  # the op or one inside it launches device work
-    for i in reversed(has_parent):
-        if issues[i]:
-            issues[parent[i]] = True
+    dl, coll, item = (_inherited(flag, parent) for flag in (dl, coll, item))
+    issues = _raised(launch, parent)  # the op or one inside it launches device work
     dur = lane.duration_us[m]
     cat = np.full(names.size, CPU_CATEGORIES.index("cpu_op"), dtype=np.int64)
     cat[~issues & (dur >= LAUNCH_SPACING_MAX_US)] = CPU_CATEGORIES.index("host_stall")
@@ -312,6 +313,35 @@ def _cpu_categories(rt: RankTrace, lane: Lane, m: np.ndarray, parent: np.ndarray
     cat[coll] = CPU_CATEGORIES.index("collective_cpu")
     cat[dl] = CPU_CATEGORIES.index("dataloader")
     return cat
+
+
+def _inherited(flag: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """``flag`` or any ancestor's (``parent``: -1 for a root, parents before children), one level
+    of ancestors per pass."""
+    if not flag.any():
+        return flag
+    out = flag.copy()
+    idx = np.flatnonzero(parent >= 0)
+    anc = parent[idx]
+    while idx.size:
+        out[idx] |= flag[anc]
+        up = parent[anc]
+        keep = (up >= 0) & ~out[idx]   # a node already flagged needs no higher ancestor
+        idx, anc = idx[keep], up[keep]
+    return out
+
+
+def _raised(flag: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """``flag`` or any descendant's: every ancestor of a flagged node flagged, one level per pass."""
+    out = flag.copy()
+    up = parent[np.flatnonzero(flag)]
+    up = up[up >= 0]
+    while up.size:
+        up = up[~out[up]]   # an ancestor already flagged has had its own ancestors walked (or will)
+        out[up] = True
+        up = parent[up]
+        up = up[up >= 0]
+    return out
 
 
 @dataclass
@@ -564,6 +594,7 @@ def _build_rank(b: _Builder, rt: RankTrace):  # noqa: ANN202, C901 (one pass ove
     _thread_edges(b, cpu, main)
     # GPU chains.
     gpu_nodes: dict[int, tuple[int, np.ndarray]] = {}  # lane -> (lo, event indices)
+    start_node: dict[int, np.ndarray] = {}  # CPU lane -> per event, the node of its start (-1: none)
     launch_node: dict[int, np.ndarray] = {}
     for lane in rt.gpu_lanes:
         if not len(lane):
@@ -578,8 +609,12 @@ def _build_rank(b: _Builder, rt: RankTrace):  # noqa: ANN202, C901 (one pass ove
                 c = cpu[cl]
                 sel = c_lane == cl
                 # The node of the launch call's start: the node whose event is that call, a start.
-                start_nodes = {ev: i for i, (ev, st) in enumerate(zip(c.event.tolist(), c.is_start.tolist())) if st}
-                nodes = np.array([start_nodes.get(e, -1) for e in c_idx[sel].tolist()], dtype=np.int64)
+                if cl not in start_node:
+                    start_node[cl] = np.full(len(c.lane), -1, dtype=np.int64)
+                    start_node[cl][c.event[c.is_start]] = np.flatnonzero(c.is_start)
+                calls = c_idx[sel]
+                known = (calls >= 0) & (calls < start_node[cl].size)
+                nodes = np.where(known, start_node[cl][np.where(known, calls, 0)], -1)
                 ok = nodes >= 0
                 l_node[d_idx[sel][ok]] = c.lo + nodes[ok]
         s, e = lane.start_us, lane.start_us + lane.duration_us
@@ -987,6 +1022,10 @@ def replay(g: Graph, d: np.ndarray | None = None, w: np.ndarray | None = None,
     nothing moves. Every edge runs forward in the trace's time (a node depends only on nodes that
     happened before it, within the trace's rounding), so once nothing before time T changed, what is
     before T is final: each pass walks only the nodes from the earliest change of the pass before.
+
+    The passes run in C (``_replay.c``) where the extension is built, else in numpy
+    (:func:`_replay_numpy`): the same float operations in the same order, the same times to the bit
+    (tests/core/test_replay_c.py).
     """
     d = g.d if d is None else d
     w = g.e_w if w is None else w
@@ -1001,8 +1040,50 @@ def replay(g: Graph, d: np.ndarray | None = None, w: np.ndarray | None = None,
     t_orig = g.t_orig
     # How far an edge may run back in the trace's time (sync edges allow TOL_US): the frontier's slack.
     slack = float(max((t_orig[src] - t_orig[dst]).max(), 0.0)) if src.size else 0.0
-    reach = [np.maximum.accumulate(t_orig[c.lo:c.hi]) for c in g.chains]
     group = g.group if group is None else group   # a projection may unbind some (no pipeline waits)
+    settled = _replay_c(g, d, src, dst, w, group, slack, max_iter, t)
+    if settled is None:
+        return _replay_numpy(g, d, src, dst, w, group, slack, max_iter)
+    if not settled:
+        raise NotSettled(f"the graph's times still move after {max_iter} passes (a cycle the trace's data makes)")
+    return t
+
+
+def _replay_c(g: Graph, d: np.ndarray, src: np.ndarray, dst: np.ndarray, w: np.ndarray, group: np.ndarray,
+              slack: float, max_iter: int, t: np.ndarray) -> bool | None:
+    """The passes in C into ``t``: settled or not; None where the extension does not run (not
+    built, arrays of other types)."""
+    if _replay is None:
+        return None
+    f8 = [g.t_orig, d, g.fixed, w]
+    i8 = [group, src, dst]
+    if any(a.dtype != np.float64 for a in f8) or any(a.dtype != np.int64 for a in i8):
+        return None
+    cached = getattr(g, "_reach", None)
+    if cached is None or cached[0] is not g.t_orig:
+        # Per chain, the running maximum of the trace's times (where a pass's walk starts), once per graph.
+        lo = np.array([c.lo for c in g.chains], dtype=np.int64)
+        hi = np.array([c.hi for c in g.chains], dtype=np.int64)
+        if not lo.size or lo[0] != 0 or hi[-1] != len(g) or (lo[1:] != hi[:-1]).any():
+            return None   # not chains back to back over the nodes (build_graph's layout)
+        reach = np.concatenate([np.maximum.accumulate(g.t_orig[c.lo:c.hi]) for c in g.chains])
+        cached = g._reach = (g.t_orig, reach, lo, hi)  # noqa: SLF001 (a graph's replays share it)
+    _, reach, lo, hi = cached
+    c = np.ascontiguousarray
+    try:
+        return _replay.replay(c(g.t_orig), c(d), c(g.fixed), reach, c(group), lo, hi, c(src), c(dst), c(w),
+                              slack, max_iter, t)
+    except ValueError:   # an index out of range, edges not sorted by destination: numpy's own errors
+        return None
+
+
+def _replay_numpy(g: Graph, d: np.ndarray, src: np.ndarray, dst: np.ndarray, w: np.ndarray, group: np.ndarray,
+                  slack: float, max_iter: int) -> np.ndarray:
+    """:func:`replay`'s passes in numpy (where the C extension is not built)."""
+    n = len(g)
+    t = np.full(n, -np.inf)
+    t_orig = g.t_orig
+    reach = [np.maximum.accumulate(t_orig[c.lo:c.hi]) for c in g.chains]
     grp = np.flatnonzero(group >= 0)
     grp_id = group[grp]
     chain_lo = np.zeros(n, dtype=bool)
@@ -1011,6 +1092,7 @@ def replay(g: Graph, d: np.ndarray | None = None, w: np.ndarray | None = None,
     in_group = np.full(n, -1, dtype=np.int64)
     in_group[grp] = grp_id
     n_groups = int(grp_id.max()) + 1 if grp.size else 0
+    inputs = [_chain_inputs(c, src, dst, w, in_group) for c in g.chains]
     frontier = -np.inf
     for _ in range(max_iter):
         last = None
@@ -1020,33 +1102,56 @@ def replay(g: Graph, d: np.ndarray | None = None, w: np.ndarray | None = None,
             last = np.full(n_groups, -np.inf)
             np.maximum.at(last, grp_id, arrival)
         earliest = np.inf
-        for c, rc in zip(g.chains, reach):
-            k = c.lo + int(np.searchsorted(rc, frontier, side="left"))
+        for c, rc, (at, first, e_src, e_w, gp, gid) in zip(g.chains, reach, inputs):
+            k = c.lo + int(rc.searchsorted(frontier, side="left"))   # (methods: no numpy wrapper per call)
             if k >= c.hi:
                 continue
-            nodes = np.arange(k, c.hi)
-            r = _ready_of(nodes, src, dst, w, t, g.fixed)
-            if last is not None:
-                gi = in_group[k:c.hi]
-                m = gi >= 0
-                if m.any():
-                    r[m] = np.maximum(r[m], last[gi[m]])
+            # max(fixed, the latest incoming edge) from node k on (_ready_of on k..hi, its
+            # destinations' edges reduced in the same groups).
+            o = k - c.lo
+            r = g.fixed[k:c.hi].copy()
+            j = int(at.searchsorted(o, side="left")) if at.size else 0
+            if j < at.size:
+                e0 = first[j]
+                red = np.maximum.reduceat(t[e_src[e0:]] + e_w[e0:], first[j:] - e0)
+                pos = at[j:] - o
+                r[pos] = np.maximum(r[pos], red)
+            if last is not None and gp.size:
+                j = int(gp.searchsorted(o, side="left"))
+                if j < gp.size:
+                    pos = gp[j:] - o
+                    r[pos] = np.maximum(r[pos], last[gid[j:]])
             carry = t[k - 1] if k > c.lo else -np.inf
             dd = d[k:c.hi]
-            D = np.cumsum(dd)
+            D = dd.cumsum()
             a = r - (D - dd)
             a[0] = max(a[0], carry)
             new = D + np.maximum.accumulate(a)
-            old = t[k:c.hi]
-            with np.errstate(invalid="ignore"):  # -inf against -inf: not moved
-                moved = (new != old) & ~(np.abs(new - old) <= 1e-6)
-            if moved.any():
-                earliest = min(earliest, float(t_orig[k + int(np.argmax(moved))]))
-                t[k:c.hi] = new
+            # Moved: changed by more than 1e-6 (a NaN moved); only the nodes that changed are
+            # subtracted (-inf against -inf has not moved, and is not subtracted).
+            changed = (new != t[k:c.hi]).nonzero()[0]
+            if changed.size:
+                moved = ~(np.abs(new[changed] - t[k + changed]) <= 1e-6)
+                if moved.any():
+                    earliest = min(earliest, float(t_orig[k + int(changed[moved.argmax()])]))
+                    t[k:c.hi] = new
         if earliest == np.inf:
             return t
         frontier = earliest - slack - 1e-6
     raise NotSettled(f"the graph's times still move after {max_iter} passes (a cycle the trace's data makes)")
+
+
+def _chain_inputs(c: Chain, src: np.ndarray, dst: np.ndarray, w: np.ndarray, in_group: np.ndarray) -> tuple:
+    """A chain's incoming edges, once per replay: the nodes (offsets in the chain) that have edges,
+    sorted, the first edge of each among the chain's edges, the edges' sources and weights; its
+    collective nodes (offsets) and their groups."""
+    lo = int(np.searchsorted(dst, c.lo, side="left"))
+    hi = int(np.searchsorted(dst, c.hi - 1, side="right")) if c.hi > c.lo else lo
+    hi = max(hi, lo)
+    dd = dst[lo:hi] - c.lo
+    first = np.flatnonzero(np.concatenate([[True], dd[1:] != dd[:-1]])) if dd.size else np.zeros(0, np.int64)
+    gp = np.flatnonzero(in_group[c.lo:c.hi] >= 0)
+    return dd[first], first, src[lo:hi], w[lo:hi], gp, in_group[c.lo + gp]
 
 
 def _ready_of(nodes: np.ndarray, src: np.ndarray, dst: np.ndarray, w: np.ndarray, t: np.ndarray,
@@ -1149,27 +1254,33 @@ def _end_node(g: Graph, t: np.ndarray) -> tuple[int, int]:
     return best, start
 
 
-def critical_path(g: Graph, t: np.ndarray, d: np.ndarray | None = None, w: np.ndarray | None = None) -> CriticalPath:
+def critical_path(g: Graph, t: np.ndarray, d: np.ndarray | None = None, w: np.ndarray | None = None, *,
+                  graph_d: np.ndarray | None = None) -> CriticalPath:
     """Walk back from the window's last node: along the chain while the predecessor set the time,
-    across the binding edge otherwise; sum what each step of the walk costs by category."""
-    d = g.d if d is None else d
+    across the binding edge otherwise; sum what each step of the walk costs by category.
+    ``graph_d``: ``g.d`` where the caller has it (the sum over categories costs more than the walk)."""
+    gd = g.d if graph_d is None else graph_d
+    d = gd if d is None else d
     w = g.e_w if w is None else w
     end, start = _end_node(g, t)
     if end < 0:
         return CriticalPath(0.0, {}, {}, np.zeros(0, np.int64))
     t0 = t[start]
+    sizes = np.array([c.hi - c.lo for c in g.chains], dtype=np.int64)
     chain_of = np.zeros(len(g), dtype=np.int64)
-    for ci, c in enumerate(g.chains):
-        chain_of[c.lo:c.hi] = ci
+    if sizes.size and sizes.sum() == len(g) and all(c.lo == lo for c, lo in zip(g.chains, np.cumsum(sizes) - sizes)):
+        chain_of = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)   # chains back to back
+    else:
+        for ci, c in enumerate(g.chains):
+            chain_of[c.lo:c.hi] = ci
     val = t[g.e_src] + w if g.e_src.size else np.zeros(0)
     # Per destination: the edge with the latest ready time (edges are sorted by destination).
     best_edge = np.full(len(g), -1, dtype=np.int64)
     ready = np.full(len(g), -np.inf)
     if g.e_src.size:
-        order = np.lexsort((val, g.e_dst))
-        last = np.r_[g.e_dst[order][1:] != g.e_dst[order][:-1], True]
-        best_edge[g.e_dst[order][last]] = order[last]
-        ready[g.e_dst[order][last]] = val[order][last]
+        dst, best = _latest_edges(g.e_dst, val)
+        best_edge[dst] = best
+        ready[dst] = val[best]
     r = np.maximum(ready, g.fixed)
     prev_t = np.r_[-np.inf, t[:-1]]
     lo_mask = np.zeros(len(g), bool)
@@ -1184,34 +1295,43 @@ def critical_path(g: Graph, t: np.ndarray, d: np.ndarray | None = None, w: np.nd
     node = end
     guard = 0
     dcat = g.dcat
-    scale = np.where(g.d > 0, d / np.maximum(g.d, 1e-12), 0.0)
+    scale = np.where(gd > 0, d / np.maximum(gd, 1e-12), 0.0)
+    # The walk in Python ints (a step costs a few µs, not a dozen numpy calls), the sums in numpy.
+    jumps_l, stop_l = jumps.tolist(), stop_fixed.tolist()
+    chain_lo = [c.lo for c in g.chains]
+    floor_t = t0 - 1e-9
+    launch_col, wait_col, cpu_col = (CATEGORIES.index(k) for k in ("launch_latency", "gpu_wait", "cpu_wait"))
     while node >= 0 and guard < 1_000_000:
         guard += 1
-        c = g.chains[chain_of[node]]
+        c_lo = chain_lo[chain_of[node]]
         # The nearest node at or before ``node`` on its chain where the walk leaves the chain.
-        kj = int(np.searchsorted(jumps, node, side="right")) - 1
-        ks = int(np.searchsorted(stop_fixed, node, side="right")) - 1
-        j = jumps[kj] if kj >= 0 and jumps[kj] >= c.lo else -1
-        s = stop_fixed[ks] if ks >= 0 and stop_fixed[ks] >= c.lo else c.lo
+        kj = bisect.bisect_right(jumps_l, node) - 1
+        ks = bisect.bisect_right(stop_l, node) - 1
+        j = jumps_l[kj] if kj >= 0 and jumps_l[kj] >= c_lo else -1
+        s = stop_l[ks] if ks >= 0 and stop_l[ks] >= c_lo else c_lo
         lo = max(j, s)
         # Stop at the window start.
-        seg = np.arange(lo, node + 1)
-        inside = t[seg] > t0 - 1e-9
-        seg = seg[inside]
-        if seg.size:
-            secs += (dcat[seg] * scale[seg, None]).sum(axis=0)
-            on_path.append(seg)
-        if not inside.all() or lo != j or t[lo] <= t0:
+        inside = t[lo:node + 1] > floor_t
+        every = bool(inside.all())
+        if every:
+            secs += (dcat[lo:node + 1] * scale[lo:node + 1, None]).sum(axis=0)
+            on_path.append(np.arange(lo, node + 1))
+        else:
+            seg = np.arange(lo, node + 1)[inside]
+            if seg.size:
+                secs += (dcat[seg] * scale[seg, None]).sum(axis=0)
+                on_path.append(seg)
+        if not every or lo != j or t[lo] <= t0:
             break
-        e = best_edge[lo]
+        e = int(best_edge[lo])
         kind = EDGE_KINDS[g.e_kind[e]]
         wt = w[e]
         if kind == "launch":
-            secs[CATEGORIES.index("launch_latency")] += wt
+            secs[launch_col] += wt
         elif kind == "stream_wait":
-            secs[CATEGORIES.index("gpu_wait")] += wt
+            secs[wait_col] += wt
         elif kind in ("trigger", "join"):
-            secs[CATEGORIES.index("cpu_wait")] += wt
+            secs[cpu_col] += wt
         node = int(g.e_src[e])
     length = float(t[end] - t0)
     total = float(secs.sum())
@@ -1219,6 +1339,23 @@ def critical_path(g: Graph, t: np.ndarray, d: np.ndarray | None = None, w: np.nd
     share = {k: v * 1e6 / total for k, v in seconds.items()} if total > 0 else {}
     nodes = np.sort(np.concatenate(on_path)) if on_path else np.zeros(0, np.int64)
     return CriticalPath(length, share, seconds, nodes)
+
+
+def _latest_edges(e_dst: np.ndarray, val: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per destination, the edge with the latest ``val``: the last of np.lexsort((val, e_dst)) per
+    destination (a NaN last, ties to the later edge); (destinations, edges). One pass over the
+    edges where they are sorted by destination (build_graph sorts them), the sort otherwise."""
+    if e_dst.size > 1 and (e_dst[1:] < e_dst[:-1]).any():
+        order = np.lexsort((val, e_dst))
+        last = np.r_[e_dst[order][1:] != e_dst[order][:-1], True]
+        return e_dst[order][last], order[last]
+    first = np.flatnonzero(np.r_[True, e_dst[1:] != e_dst[:-1]])
+    top = np.repeat(np.maximum.reduceat(val, first), np.diff(np.r_[first, e_dst.size]))
+    is_top = np.where(np.isnan(top), np.isnan(val), val == top)
+    tops = np.flatnonzero(is_top)
+    ends = np.r_[first[1:], e_dst.size] - 1
+    best = tops[np.searchsorted(tops, ends, side="right") - 1]
+    return e_dst[first], best
 
 
 def path_masks(g: Graph, nodes: np.ndarray, ranks: list[RankTrace]) -> dict[tuple[int, int], np.ndarray]:

@@ -160,6 +160,12 @@ def _base(g: cp.Graph, ctx: dict | float | None = None) -> Change:
     without it). Every projection and the baseline it is measured against walk without it, so a
     fix that leaves the device on the path is not charged the profiler's gaps (the H200 fed step:
     0.9 ms of 47 ms), and a cause with no effect still reads 1.0x."""
+    return _base_dcat(g, ctx).copy(), g.e_w.copy(), np.ones(g.e_src.size, dtype=bool)
+
+
+def _base_dcat(g: cp.Graph, ctx: dict | float | None = None) -> np.ndarray:
+    """:func:`_base`'s durations by category, computed once per profiler cost and shared: not to be
+    written (a change writes its own copy)."""
     us = ctx.get("profiler_us", PROFILER_US_PER_EVENT[0]) if isinstance(ctx, dict) else (
         PROFILER_US_PER_EVENT[0] if ctx is None else float(ctx))
     key = (id(g.dcat), us, PROFILER_STEP_CUT)
@@ -178,7 +184,7 @@ def _base(g: cp.Graph, ctx: dict | float | None = None) -> Change:
         dc[:, host] = part * scale[:, None]
         cached = cache[key] = dc
         g._base_dcat = cache  # noqa: SLF001 (every projection starts from it)
-    return cached.copy(), g.e_w.copy(), np.ones(g.e_src.size, dtype=bool)
+    return cached
 
 
 def _data_stall(g: cp.Graph, ctx: dict) -> Change | None:
@@ -273,36 +279,103 @@ def _memory_bound(g: cp.Graph, ctx: dict) -> Change | None:
         return None
     dc, w, on = _base(g, ctx)
     col = cp.N_CPU + KERNEL_CLASSES.index("elementwise")
-    changed = False
+    gap, launch = _C("kernel_gap"), _C("launch")
+    plan = _fusion_plan(g, ew, ctx.get("kernel_names"))
+    if plan is None:
+        return None
+    # The device: each run's shortest kernel (np.argmin's: the first minimum, a NaN first) or the
+    # run's bytes at the peak bandwidth, where shorter, is the run; the others and the gaps are 0.
+    dur = dc[plan.nodes, col]
+    low = np.minimum.reduceat(dur, plan.at)
+    low_each = np.repeat(low, plan.size)
+    is_low = np.where(np.isnan(low_each), np.isnan(dur), dur == low_each)
+    lows = np.flatnonzero(is_low)
+    first = lows[np.searchsorted(lows, plan.at)]
+    fused = dur[first]
+    io, bw = ctx.get("io_bandwidth", lambda: (None, None))()   # cached: read once a run to fuse is found
+    if io is not None and bw is not None:
+        floor = (io[plan.lo] + io[plan.hi - 1]) / bw[plan.lo] * 1e6   # NaN: an unknown size
+        fused = np.where(np.isfinite(floor) & (floor > 0) & (floor < fused), floor, fused)
+    dc[plan.nodes, col] = 0.0
+    dc[plan.nodes[first], col] = fused
+    dc[plan.nodes, gap] = 0.0
+    # The host issues each run as one launch (_fuse_host's stretches, thread by thread).
+    if not plan.host:
+        pass
+    elif plan.host_apart:   # no stretch reads or writes another's: all at once
+        one = np.minimum.reduceat(dc[plan.host_ends, launch], plan.host_at)
+        dc[plan.host_rows[:, None], _HOST_ISSUE] = 0.0
+        dc[plan.host_first, launch] = one
+    else:
+        for ends, start, stop in plan.host:   # in run order, as they were planned
+            one = float(dc[ends, launch].min())
+            dc[start:stop, _HOST_ISSUE] = 0.0
+            dc[start, launch] = one
+    return dc, w, on
+
+
+@dataclass
+class _Fusion:
+    """The runs to fuse of a graph (every profiler cost and pair walks the same runs)."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    """Each run's nodes, ``lo:hi`` (at least two)."""
+    nodes: np.ndarray
+    at: np.ndarray
+    size: np.ndarray
+    """Every run's nodes one run after the other, where each run starts among them, its length."""
+    host: list[tuple[np.ndarray, int, int]]
+    """Per run, per thread that launched it (run order): :func:`_fuse_host`'s launch-call end nodes
+    and the host stretch ``start:stop`` that becomes one launch."""
+    host_apart: bool
+    """No stretch reads or writes another's nodes (then they are fused all at once)."""
+    host_ends: np.ndarray
+    host_at: np.ndarray
+    host_rows: np.ndarray
+    host_first: np.ndarray
+
+
+def _fusion_plan(g: cp.Graph, ew: np.ndarray, names: np.ndarray | None) -> _Fusion | None:
+    """The runs to fuse, once per graph (None: none)."""
+    cached = getattr(g, "_fusion", None)
+    if cached is not None and cached[0] is names:
+        return cached[1]
     launch = g.e_kind == cp.EDGE_KINDS.index("launch")
     src_of = np.full(len(g), -1, dtype=np.int64)
     src_of[g.e_dst[launch]] = g.e_src[launch]
-    io_bandwidth = ctx.get("io_bandwidth", lambda: (None, None))   # cached: read once a run to fuse is found
+    chain_lo = np.array([c.lo for c in g.chains])
+    runs, host = [], []
     for c in g.chains:
         if c.kind != "gpu":
             continue
         m = ew[c.lo:c.hi]
         if m.sum() < 2:
             continue
-        for a, z in _runs(m, ctx.get("kernel_names"), c.lo):
-            if z - a < 2:
-                continue
-            seg = slice(c.lo + a, c.lo + z)
-            dur = dc[seg, col]
-            keep = int(np.argmin(dur))
-            fused = float(dur[keep])
-            io, bw = io_bandwidth()
-            if io is not None and bw is not None:
-                floor = (io[c.lo + a] + io[c.lo + z - 1]) / bw[c.lo + a] * 1e6
-                if np.isfinite(floor) and floor > 0:
-                    fused = min(fused, float(floor))
-            new = np.zeros_like(dur)
-            new[keep] = fused
-            dc[seg, col] = new
-            dc[seg, _C("kernel_gap")] = 0.0
-            _fuse_host(g, dc, src_of[seg])
-            changed = True
-    return (dc, w, on) if changed else None
+        for a, z in _runs(m, names, c.lo):
+            if z - a >= 2:
+                runs.append((c.lo + a, c.lo + z))
+                host += _fuse_host(g, src_of[c.lo + a:c.lo + z], chain_lo)
+    plan = _plan(runs, host) if runs else None
+    g._fusion = (names, plan)  # noqa: SLF001 (a graph's fusions share it)
+    return plan
+
+
+def _plan(runs: list[tuple[int, int]], host: list[tuple[np.ndarray, int, int]]) -> _Fusion:
+    lo = np.array([a for a, _ in runs], dtype=np.int64)
+    hi = np.array([z for _, z in runs], dtype=np.int64)
+    size = hi - lo
+    nodes = np.concatenate([np.arange(a, z) for a, z in runs])
+    at = np.cumsum(size) - size
+    # Each stretch's nodes, read or written: its launch-call ends, start (written) to stop.
+    foot = sorted((min(int(ends.min()), start), max(stop, start + 1)) for ends, start, stop in host)
+    apart = all(b[0] >= a[1] for a, b in zip(foot, foot[1:]))
+    ends = [e for e, _, _ in host]
+    sizes = np.array([e.size for e in ends], dtype=np.int64)
+    return _Fusion(lo, hi, nodes, at, size, host, apart,
+                   np.concatenate(ends) if ends else np.zeros(0, np.int64), np.cumsum(sizes) - sizes,
+                   np.concatenate([np.arange(a, z) for _, a, z in host]) if host else np.zeros(0, np.int64),
+                   np.array([a for _, a, _ in host], dtype=np.int64))
 
 
 def _runs(m: np.ndarray, names: np.ndarray | None, lo: int) -> list[tuple[int, int]]:
@@ -321,29 +394,30 @@ def _runs(m: np.ndarray, names: np.ndarray | None, lo: int) -> list[tuple[int, i
 _HOST_ISSUE = [_C("launch"), _C("cpu_op"), _C("dispatch")]
 
 
-def _fuse_host(g: cp.Graph, dc: np.ndarray, src: np.ndarray) -> None:
+def _fuse_host(g: cp.Graph, src: np.ndarray, chain_lo: np.ndarray) -> list[tuple[np.ndarray, int, int]]:
     """The host issues the fused run as one launch: on each thread that launched it, the host time
     from its first launch call to the end of its last (ops, launches, the Python between them) is
-    that thread's shortest launch call of the run."""
+    that thread's shortest launch call of the run. Per thread: the launch calls' end nodes (whose
+    shortest launch time is kept) and the stretch ``first:end`` that becomes it (``src``: the run's
+    launch-call nodes, -1 for none)."""
     src = np.sort(src[src >= 0])
     if not src.size:
-        return
-    chain_lo = np.array([c.lo for c in g.chains])
+        return []
     chain = np.searchsorted(chain_lo, src, side="right") - 1
+    out = []
     for ci in sorted(set(chain.tolist())):  # (np.unique would import numpy.ma)
         s = src[chain == ci]
         hi = min(int(s[-1]) + 2, g.chains[ci].hi)   # through the last launch call's end node
-        ends = np.minimum(s + 1, hi - 1)
-        one = float(dc[ends, _C("launch")].min())
-        dc[int(s[0]) + 1:hi, _HOST_ISSUE] = 0.0
-        dc[int(s[0]) + 1, _C("launch")] = one
+        out.append((np.minimum(s + 1, hi - 1), int(s[0]) + 1, hi))
+    return out
 
 
 def _period(names: np.ndarray, max_period: int = 64, min_match: float = 0.9) -> int:
     """The smallest p with names[i] == names[i + p] for ``min_match`` of the run (0: none)."""
     n = names.size
     for p in range(2, min(max_period, n // 2) + 1):
-        if np.mean(names[:-p] == names[p:]) >= min_match:
+        # np.mean of the matches, exactly: a count over a count, one rounding (no np.mean overhead).
+        if np.count_nonzero(names[:-p] == names[p:]) / (n - p) >= min_match:
             return p
     return 0
 
@@ -449,7 +523,7 @@ SCENARIOS: dict[str, Callable[[cp.Graph, dict], Change | None]] = {
 }
 
 
-def _combine(a: Change, b: Change, base: Change) -> Change:
+def _combine(a: Change, b: Change) -> Change:
     """Both changes: the smaller of each duration and weight, an edge only if both keep it, a
     group only if both keep it."""
     out = (np.minimum(a[0], b[0]), np.minimum(a[1], b[1]), a[2] & b[2])
@@ -575,15 +649,15 @@ def _project_at(g: cp.Graph, ctx: dict, step_time_s: float, mfu_at: Callable[[fl
                 pair: tuple[str, str] | None = None) -> list[Projection]:
     """Every cause's projection (or, with ``pair``, those two causes together) at one profiler cost
     per event (``ctx["profiler_us"]``); the baseline is walked at the same cost."""
-    b_dc, b_w, b_on = _base(g, ctx)
-    base_span = cp.step_span_us(g, cp.replay(g, b_dc.sum(axis=1), b_w, b_on))
+    base_span = cp.step_span_us(g, cp.replay(g, _base_dcat(g, ctx).sum(axis=1), g.e_w,
+                                             np.ones(g.e_src.size, dtype=bool)))
     if base_span <= 0:
         return []
     if pair is not None:
         a, b = (SCENARIOS[c](g, ctx) for c in pair)
         if a is None or b is None:
             return []
-        both = _combine(a, b, _base(g, ctx))
+        both = _combine(a, b)
         try:
             return [_walk(g, "+".join(pair), f"{ASSUMPTIONS[pair[0]]}; and {ASSUMPTIONS[pair[1]]}", both,
                           base_span, step_time_s, mfu_at)]
@@ -612,7 +686,7 @@ def _walk(g: cp.Graph, cause: str, assumption: str, ch: Change, base_span: float
     step = step_time_s / speedup
     sub = dataclasses.replace(g, dcat=dc, e_w=w)  # the changed graph, for its new path
     on_w = np.where(on, w, -np.inf)
-    new_path = cp.critical_path(sub, t, d, on_w)
+    new_path = cp.critical_path(sub, t, d, on_w, graph_d=d)   # sub.d is d (dc's sum, the same sum)
     return Projection(cause, assumption, step, speedup, mfu_at(step), _dominant(new_path))
 
 
