@@ -451,6 +451,7 @@ class TraceTab(QWidget):
         self._setup_timer.stop()
         self._setup_steps = []
         self._warm_helpers = False
+        gc_pauses.release()   # the tab goes: what it held is the collector's again
         self.task.shutdown()
         discard_spare_helper()
         if self.compare is not None:
