@@ -36,7 +36,6 @@ from gpuperf_gui.views.trace.lane_item import (
     TraceLaneItem,
     draw_lines,
     draw_rects,
-    xywh_array,
 )
 from gpuperf_gui.views.trace.style import format_duration_us, time_unit_for
 
@@ -487,11 +486,14 @@ class BackdropItem(pg.GraphicsObject):
             band_h = np.array([(ly1 - ly0 + LANE_GAP_PX) * sy for ly0, ly1 in rows])
             for parity, brush in ((0, STEP_BAND_EVEN), (1, STEP_BAND_ODD)):
                 m = (seen % 2 == parity) & (xb > xa)
-                n = int(m.sum())
-                if n:   # step by step, each lane's band: one drawRects for all
+                if m.any():   # step by step, each lane's band: one drawRects for all
                     painter.setBrush(over(brush, base))
-                    draw_rects(painter, xywh_array(np.repeat(xa[m], len(rows)), np.tile(band_y, n),
-                                                   np.repeat(xb[m] - xa[m], len(rows)), np.tile(band_h, n)))
+                    xywh = np.empty((int(m.sum()), len(rows), 4))   # (step, lane): broadcast, no tiling
+                    xywh[:, :, 0] = xa[m][:, None]
+                    xywh[:, :, 1] = band_y
+                    xywh[:, :, 2] = (xb[m] - xa[m])[:, None]
+                    xywh[:, :, 3] = band_h
+                    draw_rects(painter, xywh.reshape(-1, 4))
         return dense
 
     def _paint_step_labels(self, painter: QPainter, spec: RankSpec, steps: np.ndarray, sx: float, dx: float,
