@@ -17,6 +17,7 @@ repeated, ``core/trace/synthetic/tile.py``): e1M.json, e10M.json under ``--workd
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -42,16 +43,35 @@ def make_input(folder: Path, millions: int) -> Path:
     return make_tiled(folder, millions)
 
 
-def _frame(app, timeline, change) -> tuple[float, float, float]:  # noqa: ANN001
+class _Collections:
+    """CPU ms of each garbage collection (generation 2: a full one) while ``on``."""
+
+    def __init__(self) -> None:
+        self.on, self.full_ms, self.young_ms, self._start = False, [], [], 0.0
+        gc.callbacks.append(self._seen)
+
+    def _seen(self, phase: str, info: dict) -> None:
+        if not self.on:
+            return
+        if phase == "start":
+            self._start = time.process_time()
+        else:
+            (self.full_ms if info["generation"] == 2 else self.young_ms).append(
+                1e3 * (time.process_time() - self._start))
+
+
+def _frame(app, timeline, change, collections: _Collections) -> tuple[float, float, float]:  # noqa: ANN001
     """(wall ms, CPU ms, CPU ms with what follows) of one frame: ``change()``, the refold, a
     synchronous repaint; then the window's own deferred work for it (the rate-limited refold and
     repaint its range signal queues: :data:`SETTLE_S` of event loop), whose CPU counts in the third."""
     app.processEvents()
+    collections.on = True
     wall, cpu = time.perf_counter(), time.process_time()
     change()
     timeline.refold()
     timeline.viewport().repaint()
     wall_ms, cpu_ms = 1e3 * (time.perf_counter() - wall), 1e3 * (time.process_time() - cpu)
+    collections.on = False
     end = time.perf_counter() + SETTLE_S
     while time.perf_counter() < end:
         app.processEvents()
@@ -84,26 +104,32 @@ def measure(path: Path, budget_bytes: int) -> dict:
     if tab.loaded is None:
         raise SystemExit(f"{path}: {tab.message.text()}")
     timeline, box = tab.timeline, tab.timeline.view_box
-    idle = [_frame(app, timeline, lambda: None) for _ in range(5)]  # no change: what the loop costs alone
+    collections = _Collections()
+    idle = [_frame(app, timeline, lambda: None, collections) for _ in range(5)]  # no change: the loop alone
     a, b = timeline.full_range
     middle = 0.5 * (a + b)
     levels = []
     for level in LEVELS:
         half = 0.5 * (b - a) / level
-        frames = [_frame(app, timeline, lambda h=half: box.setXRange(middle - h, middle + h, padding=0.0))]
+        frames = [_frame(app, timeline, lambda h=half: box.setXRange(middle - h, middle + h, padding=0.0),
+                         collections)]
         for i in range(PANS):
-            frames.append(_frame(app, timeline, lambda s=(1 if i % 2 == 0 else -1): box.pan_x(s * PAN_FRACTION)))
+            frames.append(_frame(app, timeline, lambda s=(1 if i % 2 == 0 else -1): box.pan_x(s * PAN_FRACTION),
+                                 collections))
         for i in range(2 * ZOOMS):
-            frames.append(_frame(app, timeline, lambda z=(ZOOM_STEP if i < ZOOMS else 1.0 / ZOOM_STEP): box.zoom_x(z)))
+            frames.append(_frame(app, timeline, lambda z=(ZOOM_STEP if i < ZOOMS else 1.0 / ZOOM_STEP): box.zoom_x(z),
+                                 collections))
         walls, cpus, alls = ([f[k] for f in frames] for k in range(3))
         levels.append({"span_us": 2 * half, "frames": len(frames), "wall_ms_median": statistics.median(walls),
                        "wall_ms_max": max(walls), "cpu_ms_median": statistics.median(cpus), "cpu_ms_max": max(cpus),
-                       "cpu_all_ms_median": statistics.median(alls), "cpu_all_ms_max": max(alls)})
+                       "cpu_all_ms_median": statistics.median(alls), "cpu_all_ms_max": max(alls),
+                       "cpu_ms": cpus})
     size = timeline.viewport().size()
     tab.shutdown()
     return {"file": str(path), "events": tab.loaded.n_events, "lanes": len(timeline.lanes),
             "view_px": [size.width(), size.height()], "levels": levels,
-            "idle_cpu_all_ms": statistics.median(f[2] for f in idle)}
+            "idle_cpu_all_ms": statistics.median(f[2] for f in idle),
+            "gc_full_ms": collections.full_ms, "gc_young_ms": collections.young_ms}
 
 
 def machine() -> str:
@@ -140,6 +166,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{lv['span_us'] / 1e3:>9.3f} ms {lv['frames']:>6} {lv['cpu_ms_median']:>10.1f} "
                   f"{lv['cpu_ms_max']:>10.1f} {lv['cpu_all_ms_median']:>10.1f} {lv['cpu_all_ms_max']:>10.1f} "
                   f"{lv['wall_ms_median']:>11.1f} {lv['wall_ms_max']:>11.1f}")
+        full, young = out["gc_full_ms"], out["gc_young_ms"]
+        print(f"garbage collections inside the frames: {len(full)} full"
+              + (f" (largest {max(full):.1f} ms)" if full else "")
+              + f", {len(young)} young" + (f" (largest {max(young):.1f} ms)" if young else ""))
     print(f"\nframe: range change + refold of the lanes in view + synchronous repaint (CPU, wall); +after: "
           f"with the window's deferred refold and repaint of that change ({1e3 * SETTLE_S:.0f} ms of event loop; "
           f"CPU only). Budget {BUDGET_MS:.0f} ms CPU a frame; levels with a frame over it: {over}")

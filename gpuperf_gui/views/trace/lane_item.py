@@ -10,7 +10,7 @@ A frame's cost is Python's, not the raster engine's (a few thousand rectangles f
 work per frame is a few numpy calls over the whole lane: a fold is sorted into brush groups once
 (:class:`_Batch`), the rectangles go to Qt as one numpy array per brush (:func:`draw_rects`, no
 ``QRectF`` object per rectangle), the pixel geometry of one view is kept for the repaints that follow
-it, and a label's text width is measured once per name.
+it, a label's text width is measured once per name and an elided label made once per name and room.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ LABEL_MIN_PX = 46.0        # write an event's name into rectangles at least this
 IDLE_COLOR = QColor(226, 60, 60, 150)
 IDLE_STRIP_PX = 7.0        # compute lanes: a strip under the kernels, red where the stream idles
 DENSITY_LEVELS = 5         # folded blocks are shaded by how busy they are (5 steps of opacity)
+ELIDED_CACHE_SIZE = 4096   # elided labels kept per lane, by (name, room in px)
 
 
 def density_levels(density: np.ndarray) -> np.ndarray:
@@ -248,6 +249,7 @@ class TraceLaneItem(pg.GraphicsObject):
         self._frame: tuple[tuple[float, ...], _Frame] | None = None   # (transform key, what it draws)
         self._selected_rect: QRectF | None = None
         self._label_widths: dict[str, tuple[float, float]] = {}       # name: (its width, first char + "…")
+        self._elided: dict[tuple[str, float], str] = {}                # (name, room): Qt's elided text
         starts = [r.starts[0] for r in rows.rows if len(r)]
         ends = [r.running_max_end[-1] for r in rows.rows if len(r)]
         self._x_range = (min(starts), max(ends)) if starts else (0.0, 1.0)
@@ -582,4 +584,10 @@ class TraceLaneItem(pg.GraphicsObject):
                 return name
             if room_px < widths[1] - 0.5:
                 return ""
-        return self._font_metrics.elidedText(name, Qt.TextElideMode.ElideRight, room_px)
+        text = self._elided.get((name, room_px))   # a pan keeps a label's room: ~30 µs an elision
+        if text is None:
+            if len(self._elided) >= ELIDED_CACHE_SIZE:
+                self._elided.clear()
+            text = self._elided[(name, room_px)] = self._font_metrics.elidedText(
+                name, Qt.TextElideMode.ElideRight, room_px)
+        return text

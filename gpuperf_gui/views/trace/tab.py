@@ -58,6 +58,7 @@ from gpuperf_gui.core.trace.session.loaded_trace import (AnalysisUpdate, LoadedT
 from gpuperf_gui.core.trace.session.tab_state import (TraceTabState, ending_text, failure_text, notes_text,
                                                       ranks_shown_after, reveal_range, roof_device)
 from gpuperf_gui.core.units import format_count
+from gpuperf_gui.views import gc_pauses
 from gpuperf_gui.views.progress import show_progress
 from gpuperf_gui.views.trace.heatmap import RankStepHeatmap
 from gpuperf_gui.views.trace.minimap import TraceMinimap
@@ -418,6 +419,7 @@ class TraceTab(QWidget):
         if not paths or (self.open_elsewhere is not None and self.open_elsewhere(paths)):
             return
         self._show_message("")
+        gc_pauses.release()   # the shown trace's objects are collectable again (views/gc_pauses.py)
         run = self.state.open()
         self.task.restart(tag_items(load_job(paths, float(self.idle_spin.value()),
                                              memory_budget=self.memory_budget_bytes), run))
@@ -449,6 +451,7 @@ class TraceTab(QWidget):
         self._setup_timer.stop()
         self._setup_steps = []
         self._warm_helpers = False
+        gc_pauses.release()   # the tab goes: what it held is the collector's again
         self.task.shutdown()
         discard_spare_helper()
         if self.compare is not None:
@@ -621,6 +624,7 @@ class TraceTab(QWidget):
         if self.state.threshold_differs(float(self.idle_spin.value())):
             self._apply_idle_threshold(float(self.idle_spin.value()))
         self.timeline.setFocus()
+        gc_pauses.hold()   # no full collection walks them in a frame (views/gc_pauses.py)
         if self.state.analysis_shown():
             self.trace_loaded.emit()
 

@@ -36,7 +36,6 @@ from gpuperf_gui.views.trace.lane_item import (
     TraceLaneItem,
     draw_lines,
     draw_rects,
-    xywh_array,
 )
 from gpuperf_gui.views.trace.style import format_duration_us, time_unit_for
 
@@ -76,29 +75,182 @@ def step_label_variants(spec: RankSpec, number: int, cpu_us: float) -> list[str]
 
 
 class TimeAxisItem(pg.AxisItem):
-    """Time axis over µs with units that follow the zoom (s, ms, µs, ns)."""
+    """Time axis over µs with units that follow the zoom (s, ms, µs, ns).
+
+    Every pan and zoom moves the axis, so its layout is a frame's cost: drawn here from pyqtgraph's
+    own tick values and placement rules (``generateDrawSpecs``, for this top axis without a grid),
+    but each level's ticks made as one numpy array and drawn with one ``drawLines`` (pyqtgraph made
+    two ``Point`` objects and a ``drawLine`` a tick, ~70 ticks a frame), and each label's text box
+    measured once per string. Other set-ups (a grid, fixed ticks) go through pyqtgraph's code.
+    """
 
     def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
         super().__init__(*args, **kwargs)
         self.offset_us = 0.0
         self._specs = None
+        self._text_boxes: dict[tuple[str, str], QRectF] = {}   # (font and dpi, text): pyqtgraph's text box
         self.enableAutoSIPrefix(False)
 
     def paint(self, p, opt, widget):  # noqa: ANN001 (pg override)
         """pyqtgraph's axis paint without its QPicture: the axis changes with every pan and zoom,
         so recording the ticks and labels into a picture and replaying it drew them twice a frame.
         The specs are kept until pyqtgraph marks the axis for a redraw (``picture = None``)."""
+        own = (self.orientation == "top" and self.grid is False and self._tickLevels is None
+               and not any(self.style["stopAxisAtTick"]))
         if self.picture is None:
             p.save()
             if self.style["tickFont"]:
                 p.setFont(self.style["tickFont"])
-            self._specs = self.generateDrawSpecs(p)
+            self._specs = (own, self._top_specs(p) if own else self.generateDrawSpecs(p))
             p.restore()
             self.picture = True   # pyqtgraph's "drawn" mark: only paint() reads it
-        if self._specs is not None:
+        if self._specs is not None and self._specs[1] is not None:
             p.save()
-            self.drawPicture(p, *self._specs)
+            (self._draw_top if self._specs[0] else self.drawPicture)(p, *self._specs[1])
             p.restore()
+
+    def _text_box(self, p: QPainter, font_key: str, text: str) -> QRectF:
+        """pyqtgraph's box of a tick label (``boundingRect`` about a 100 px square), measured once."""
+        box = self._text_boxes.get((font_key, text))
+        if box is None:
+            box = p.boundingRect(QRectF(0, 0, 100, 100), Qt.AlignmentFlag.AlignCenter, text)
+            self._text_boxes[(font_key, text)] = box
+        return QRectF(box)
+
+    def _top_specs(self, p: QPainter):  # noqa: ANN202, C901 - pyqtgraph's steps, in its order
+        """(axis line, [(pen, tick lines)] per level, text specs): ``generateDrawSpecs`` of pyqtgraph
+        0.13-0.14 for a top axis without a grid, with the same arithmetic in the same order (so the
+        same pixels), the ticks as arrays."""
+        bounds = self.mapRectFromParent(self.geometry())
+        span = (bounds.bottomLeft() + QPointF(-1.0, -1.0), bounds.bottomRight() + QPointF(1.0, -1.0))
+        tick_stop = bounds.bottom()
+        points = [self.mapToDevice(x) for x in span]
+        if None in points:
+            return None
+        d = points[1] - points[0]
+        length_px = (d.x() ** 2 + d.y() ** 2) ** 0.5
+        if length_px == 0:
+            return None
+        levels = self.tickValues(self.range[0], self.range[1], length_px)
+        dif = self.range[1] - self.range[0]
+        if dif == 0:
+            x_scale, offset = 1, 0
+        else:
+            x_scale = bounds.width() / dif
+            offset = self.range[0] * x_scale
+        x_range = [x * x_scale - offset for x in self.range]
+        x_min, x_max = min(x_range), max(x_range)
+        ticks, positions = [], []
+        for i, (_, values) in enumerate(levels):
+            tick_length = self.style["tickLength"] / ((i * 0.5) + 1.0)
+            pen = self._level_pen(i, length_px, len(values))
+            x = np.asarray(values, dtype=np.float64) * x_scale - offset
+            inside = ~((x < x_min) | (x > x_max))
+            positions.append(np.where(inside, x, np.nan))
+            xs = x[inside]
+            ticks.append((pen, np.column_stack((xs, np.full(xs.size, tick_stop), xs,
+                                                np.full(xs.size, tick_stop + tick_length * -1)))))
+        axis_spec = (self.pen(), span[0], span[1])
+        if not self.style["showValues"]:
+            return axis_spec, ticks, []
+        return axis_spec, ticks, self._top_text_specs(p, levels, positions, length_px, tick_stop)
+
+    def _level_pen(self, level: int, length_px: float, n_ticks: int) -> QPen:
+        """The pen of one tick level: pyqtgraph's alpha rule (``tickAlpha``, else 255 / (level + 1))."""
+        alpha = self.style["tickAlpha"]
+        if alpha is None:
+            alpha = 255 / (level + 1)
+        elif isinstance(alpha, float):
+            alpha = min(255, int(round(max(0, int(round(alpha * 255))))))
+        pen = self.tickPen()
+        if pen.brush().style() == Qt.BrushStyle.SolidPattern:
+            pen = QPen(pen)
+            color = QColor(pen.color())
+            color.setAlpha(int(alpha))
+            pen.setColor(color)
+        return pen
+
+    def _top_text_specs(self, p: QPainter, levels, positions: list[np.ndarray],  # noqa: ANN001
+                        length_px: float, tick_stop: float) -> list:
+        """The tick labels that fit, level by level until the text gets crowded (pyqtgraph's rule)."""
+        device = p.device()
+        font_key = f"{p.font().key()} {device.logicalDpiX() if device else 0} {device.logicalDpiY() if device else 0}"
+        text_offset = self.style["tickTextOffset"][1]
+        text_rects, text_specs = [], []
+        last_height = 0
+        bounding = self.boundingRect()
+        flags = Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignBottom | Qt.TextFlag.TextDontClip
+        for i in range(min(len(levels), self.style["maxTextLevel"] + 1)):
+            spacing, values = levels[i]
+            strings = self.tickStrings(values, self.autoSIPrefixScale * self.scale, spacing)
+            if len(strings) == 0:
+                continue
+            xs = positions[i].tolist()
+            rects = []
+            for x, text in zip(xs, strings):
+                if x != x:   # out of bounds (NaN): pyqtgraph's None
+                    rects.append(None)
+                    continue
+                box = self._text_box(p, font_key, text)
+                box.setHeight(box.height() * 0.8)
+                rects.append(box)
+                text_rects.append(box)
+            if text_rects:
+                text_size = np.sum([r.width() for r in text_rects])
+                height = np.max([r.height() for r in text_rects])
+            else:
+                text_size, height = 0, 0
+            if i > 0 and any(len(text_specs) >= n and float(text_size) / length_px >= limit
+                             for n, limit in self.style["textFillLimits"]):
+                break
+            last_height = height
+            offset = max(0, self.style["tickLength"]) + text_offset
+            for x, text, box in zip(xs, strings, rects):
+                if box is None:
+                    continue
+                h, w = box.height(), box.width()
+                rect = QRectF(x - w / 2., tick_stop - offset - h, w, h)
+                if bounding & rect != rect:   # pyqtgraph's containment test (rounding-safe)
+                    continue
+                text_specs.append((rect, flags, text))
+        self._updateMaxTextSize(last_height)
+        return text_specs
+
+    def _draw_top(self, p: QPainter, axis_spec, ticks, text_specs) -> None:  # noqa: ANN001
+        """pyqtgraph's ``drawPicture`` with one ``drawLines`` per tick level."""
+        p.setRenderHint(QPainter.RenderHint.Antialiasing, False)
+        p.setRenderHint(QPainter.RenderHint.TextAntialiasing, True)
+        pen, p1, p2 = axis_spec
+        p.setPen(pen)
+        p.drawLine(p1, p2)
+        for pen, lines in ticks:
+            p.setPen(pen)
+            draw_lines(p, lines)
+        if self.style["tickFont"] is not None:
+            p.setFont(self.style["tickFont"])
+        p.setPen(self.textPen())
+        p.setClipRect(self.boundingRect().toAlignedRect())
+        for rect, flags, text in text_specs:
+            p.drawText(rect, int(flags), text)
+
+    def tickValues(self, minVal, maxVal, size):  # noqa: N802, N803, ANN001, ANN201 (pg override)
+        """pyqtgraph's tick values, with its test for a tick already on a higher level (``np.isclose``
+        with ``rtol=0``: ``|a - b| <= atol`` for finite values) as the plain comparison."""
+        if self.logMode:
+            return super().tickValues(minVal, maxVal, size)
+        minVal, maxVal = sorted((minVal, maxVal))
+        minVal *= self.scale
+        maxVal *= self.scale
+        ticks, seen = [], np.empty(0)
+        for spacing, offset in self.tickSpacing(minVal, maxVal, size):
+            start = (math.ceil((minVal - offset) / spacing) * spacing) + offset
+            num = int((maxVal - start) / spacing) + 1
+            values = (np.arange(num) * spacing + start) / self.scale
+            if seen.size and values.size:
+                values = values[~(np.abs(seen - values[:, None]) <= spacing / self.scale * 0.01).any(axis=-1)]
+            seen = np.concatenate([seen, values])
+            ticks.append((spacing / self.scale, values.tolist()))
+        return ticks
 
     def tickStrings(self, values, scale, spacing):  # noqa: N802, ANN001, ANN201 (pg override)
         unit, per = time_unit_for(spacing)
@@ -334,11 +486,14 @@ class BackdropItem(pg.GraphicsObject):
             band_h = np.array([(ly1 - ly0 + LANE_GAP_PX) * sy for ly0, ly1 in rows])
             for parity, brush in ((0, STEP_BAND_EVEN), (1, STEP_BAND_ODD)):
                 m = (seen % 2 == parity) & (xb > xa)
-                n = int(m.sum())
-                if n:   # step by step, each lane's band: one drawRects for all
+                if m.any():   # step by step, each lane's band: one drawRects for all
                     painter.setBrush(over(brush, base))
-                    draw_rects(painter, xywh_array(np.repeat(xa[m], len(rows)), np.tile(band_y, n),
-                                                   np.repeat(xb[m] - xa[m], len(rows)), np.tile(band_h, n)))
+                    xywh = np.empty((int(m.sum()), len(rows), 4))   # (step, lane): broadcast, no tiling
+                    xywh[:, :, 0] = xa[m][:, None]
+                    xywh[:, :, 1] = band_y
+                    xywh[:, :, 2] = (xb[m] - xa[m])[:, None]
+                    xywh[:, :, 3] = band_h
+                    draw_rects(painter, xywh.reshape(-1, 4))
         return dense
 
     def _paint_step_labels(self, painter: QPainter, spec: RankSpec, steps: np.ndarray, sx: float, dx: float,
@@ -439,6 +594,8 @@ class TraceTimeline(pg.PlotWidget):
         plot.hideAxis("bottom")
         plot.showAxis("top")
         plot.showAxis("left")
+        for name in ("bottom", "right"):   # hidden: a linked one still relaid its SI-prefixed label
+            plot.getAxis(name).unlinkFromView()   # (``setHtml``) at every pan, ~0.3 ms a frame
         plot.setMenuEnabled(False)
         plot.hideButtons()
         self.left_axis.setWidth(AXIS_WIDTH_PX)
