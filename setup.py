@@ -17,7 +17,11 @@ class BuildExt(build_ext):
         super().build_extensions()
 
 
+BUFFER_H = "gpuperf_gui/core/trace/_buffer.h"  # shared by _nest.c and _replay.c
+
 setup(ext_modules=[Extension("gpuperf_gui.core.trace.ingest.scanner._scan", ["gpuperf_gui/core/trace/ingest/scanner/_scan.c"], optional=True),
-                   Extension("gpuperf_gui.core.trace.model.nesting._nest", ["gpuperf_gui/core/trace/model/nesting/_nest.c"], optional=True),
-                   Extension("gpuperf_gui.core.trace.analysis._replay", ["gpuperf_gui/core/trace/analysis/_replay.c"], optional=True)],
+                   Extension("gpuperf_gui.core.trace.model.nesting._nest", ["gpuperf_gui/core/trace/model/nesting/_nest.c"],
+                             depends=[BUFFER_H], optional=True),
+                   Extension("gpuperf_gui.core.trace.analysis._replay", ["gpuperf_gui/core/trace/analysis/_replay.c"],
+                             depends=[BUFFER_H], optional=True)],
       cmdclass={"build_ext": BuildExt})

@@ -33,6 +33,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include "../_buffer.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -63,25 +64,6 @@ static Py_ssize_t search_left_i(const int64_t *arr, Py_ssize_t n, int64_t key) {
         else hi = mid;
     }
     return lo;
-}
-
-/* Get a contiguous buffer of n items of `itemsize` bytes; -1 with an exception otherwise. */
-static int get(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t itemsize, Py_ssize_t *n) {
-    if (PyObject_GetBuffer(obj, view, (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT))
-        return -1;
-    if (view->itemsize != itemsize || view->len % itemsize) {
-        PyBuffer_Release(view);
-        PyErr_SetString(PyExc_TypeError, "unexpected item size");
-        return -1;
-    }
-    Py_ssize_t items = view->len / itemsize;
-    if (*n >= 0 && items != *n) {
-        PyBuffer_Release(view);
-        PyErr_SetString(PyExc_ValueError, "arrays of different lengths");
-        return -1;
-    }
-    *n = items;
-    return 0;
 }
 
 /* max(fixed[i], the edges into i) for the nodes lo..hi-1 into r, edges from e (the first into lo):
