@@ -3,8 +3,8 @@
 The whole-file path (:func:`.source.read_trace_text`, :func:`.decode.decode_trace`,
 :func:`.build.build_rank`) holds the file's whole text and every decoded event struct at once.
 Here the decompressed bytes (:class:`.source.TraceStream`, at most 8 MB a step) are cut after the
-last complete event of what has arrived, that run of events is decoded by one typed
-``msgspec`` call (the same structs as the whole-file decoder) and appended to
+last complete event of what has arrived, that run of events is decoded (by the C scanner, or by
+one typed ``msgspec`` call with the whole-file decoder's structs) and appended to
 :class:`.build.EventColumns`, and the text and structs are dropped; only the text outside the
 events array (``deviceProperties``, ``distributedInfo``, ``baseTimeNanoseconds``, ... before or
 after it) is kept and decoded at the end. Peak memory is the columns plus one chunk.
@@ -25,9 +25,9 @@ releases the GIL) where the extension is built, msgspec in this thread otherwise
 (:class:`_MsgspecDecoder`). Runs are appended in file order. A run the decoder hands back (a false
 cut, the events array's end, a field of the wrong type) turns the splitter careful: the text from
 that run on goes back into the pending buffer unchanged, where msgspec tries the cuts before it one
-by one; nothing is decoded twice into the columns. (A pool of msgspec worker processes decoded big
-files here until issue 19: on 2 cores it was slower than this thread, 3.66 s against 3.11 s for
-``gpuperf diagnose`` of 1M events, and it cost a fork-safety policy and a second splitter.)
+by one; nothing is decoded twice into the columns. (Until issue 19 a pool of msgspec worker
+processes decoded big files without the scanner; on 2 cores it made no measurable difference to
+``gpuperf diagnose`` of 1M events, docs/performance.md, and it cost a fork policy and two classes.)
 """
 from __future__ import annotations
 
@@ -160,7 +160,8 @@ def _stream_columns(path: Path, budget: MemoryBudget, max_bytes: int | None, thr
         what = "the decompressed data" if stream.compressed else "the data"
         if not stream.compressed:
             _check_max(path, stream.file_bytes, max_bytes, stream.compressed)
-        splitter = _Splitter(_decoder(text_size_hint(path), threads), text_size_hint(path) // MIN_EVENT_BYTES)
+        text_bytes_hint = text_size_hint(path)  # the columns reserve room for the most events it holds
+        splitter = _Splitter(_decoder(text_bytes_hint, threads), text_bytes_hint // MIN_EVENT_BYTES)
         try:
             total = 0
             started = False
