@@ -22,7 +22,7 @@ and kernel classes, collector off during imports):
   GPUPERF_DECODE_WORKERS=1 nice .venv/bin/python benchmarks/hta_whole_process.py --runs 7  (serial decode)
     before: gpuperf 1.19 s wall (min 0.72) / 0.68 s CPU, HTA 7.59 s: 7.3x (load average 3.1)
     after:  gpuperf 0.62 s wall (min 0.56) / 0.57 s CPU, HTA 4.86 s: 8.6x (pairs 5.6-9.0x; load 1.7)
-  nice .venv/bin/python benchmarks/hta_whole_process.py --runs 7  (the loader's default: decoding workers)
+  nice .venv/bin/python benchmarks/hta_whole_process.py --runs 7  (the loader's default: scanning threads)
     before: gpuperf 1.04 s / 0.89 s CPU, HTA 5.82 s: 5.4x;  after: 0.79 s / 0.80 s CPU, HTA 4.97 s: 6.4x
   On this 54 MB file the decoding pool costs ~0.18 s wall on the two busy cores; with the pool's imports
   made lazy and numpy.ma kept out of the loader too (a scratch copy), serial: 0.59 s vs 4.99 s, 8.3x.

@@ -132,7 +132,7 @@ def _child(kind: str, path: str, workers: int) -> dict:
         rt = load_rank_whole(path, memory_budget=_budget())
         out["load_s"] = time.perf_counter() - t_imp
         out["events"] = rt.n_events
-    elif kind == "serial":  # the streamed loader on one core (no decoding workers)
+    elif kind == "serial":  # the streamed loader on one core (no scanning threads)
         os.environ["GPUPERF_DECODE_WORKERS"] = "1"
         from gpuperf_gui.core.trace.ingest.load import load_rank
         t_imp = time.perf_counter()
@@ -494,10 +494,10 @@ def main() -> None:
                   f"{1e6 * work_s / n:>6.2f} {_gb(run['tree_peak_bytes']):>10} "
                   f"{_gb(run['client_peak_rss_bytes']):>11}  {run['verdict']}", flush=True)
     print("\nµs/ev: the work after start-up per event (diagnose: load + analysis + JSON; dask: after the "
-          "cluster is up). load/dec: the loader's time (decoding workers as it picks them) over a plain "
+          "cluster is up). load/dec: the loader's time (scanning threads as it picks them) over a plain "
           "msgspec decode of the same file; 1-core: the loader with GPUPERF_DECODE_WORKERS=1; diagnose: "
           "load + analysis + JSON in a fresh process; tree peak, B/ev: that process tree's peak summed RSS "
-          "(interpreter, imports and decoding workers included) and per event; whole: the whole-file path.")
+          "(interpreter and imports included) and per event; whole: the whole-file path.")
 
 
 if __name__ == "__main__":

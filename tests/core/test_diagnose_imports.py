@@ -25,7 +25,7 @@ window, torch, the Dask engine, the hardware catalog and MFU models, the rooflin
 points need none of it), the state files (devices.toml, ceilings), the GUI's trace session and
 level-of-detail code, the other commands, numpy's masked arrays (~10 ms: `np.unique(x)` without
 return_* flags and `np.median` pull them in, so the loader and the analysis avoid both) and the
-process pool (~25 ms: imported only when decoding workers or per-file processes start).
+process pool (~25 ms: imported only when per-file processes start).
 ``core.trace.analysis.overview`` is imported: the JSON carries the Overview's kernel figures (tensor-core
 share, per-kernel FLOPs and precision). So is the device database (hardware, its TOML, roofline): this
 file's back-to-back reduction kernels are a run the what-if fuses, bounded by the device's memory

@@ -47,13 +47,3 @@ def test_dense_columns_hold_every_batch_in_order(capacity: int) -> None:
         assert columns.column(key).tolist() == want[key], key
     ts = columns.take("ts")
     assert ts.tolist() == want["ts"] and columns.column("ts").size == 0   # handed over
-
-
-def test_merged_columns_are_remapped_and_appended() -> None:
-    first, second = EventColumns(3), EventColumns()
-    first.add(_batch(0, 10))
-    second.add(_batch(10, 15))
-    first.merge(second)
-    want = _expected([10, 15])
-    for key in DENSE:
-        assert first.column(key).tolist() == want[key], key

@@ -192,14 +192,14 @@ def test_every_trace_loads_the_same_with_and_without_the_scanner(path: Path,
 def scan_threads_used(monkeypatch: pytest.MonkeyPatch) -> list:
     """Lists the loads that finished on scanning threads (the one-thread scans not)."""
     finished: list = []
-    real_finish = stream_decode._ScanSplitter.finish
+    real_finish = stream_decode._Splitter.finish
 
     def finish(self):  # noqa: ANN001, ANN202
-        if self._max_in_flight:  # started with threads (a run handed back stops them)
+        if self._decoder.threads > 1:  # started with threads (a run handed back stops them)
             finished.append(1)
         return real_finish(self)
 
-    monkeypatch.setattr(stream_decode._ScanSplitter, "finish", finish)
+    monkeypatch.setattr(stream_decode._Splitter, "finish", finish)
     return finished
 
 
@@ -213,8 +213,8 @@ def test_scanning_threads_identical_to_one_thread_on_the_largest_real_traces(
     monkeypatch.setattr(source, "OUT_CHUNK_BYTES", 256 << 10)
     largest = sorted(SHARED, key=lambda p: p.stat().st_size)[-3:]
     for path in largest:
-        one = stream_decode.load_rank_streamed(path, budget=MemoryBudget(), max_bytes=None, workers=1)
-        two = stream_decode.load_rank_streamed(path, budget=MemoryBudget(), max_bytes=None, workers=2)
+        one = stream_decode.load_rank_streamed(path, budget=MemoryBudget(), max_bytes=None, threads=1)
+        two = stream_decode.load_rank_streamed(path, budget=MemoryBudget(), max_bytes=None, threads=2)
         assert one is not None and two is not None
         assert fingerprint(two) == fingerprint(one), path
     assert len(scan_threads_used) == len(largest)

@@ -66,10 +66,14 @@ def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(stream_decode, "MIN_DECODE_BYTES", 1)
 
 
-@pytest.mark.parametrize("chunks", ["default", "small"])
-def test_streamed_columns_identical_to_whole_file_path_on_every_trace(chunks: str, request) -> None:  # noqa: ANN001
-    if chunks == "small":
+@pytest.mark.parametrize("chunks", ["default", "small",
+                                    pytest.param("small, msgspec's runs", marks=pytest.mark.slow)])  # 15 s
+def test_streamed_columns_identical_to_whole_file_path_on_every_trace(chunks: str, request,  # noqa: ANN001
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    if chunks != "default":
         request.getfixturevalue("small_chunks")
+    if chunks == "small, msgspec's runs":  # a machine without a compiler: msgspec decodes every run
+        monkeypatch.setattr(scan, "ENABLED", False)
     assert len(TRACE_FILES) > 40 and len(SHARED) >= 20
     streamed_files = 0
     for path in TRACE_FILES:
@@ -207,57 +211,27 @@ def test_a_plain_file_is_refused_from_its_first_run_by_projection(tmp_path: Path
     assert abs(projected - 200_000) < 6_000  # within 3 %: later events are longer (more digits)
 
 
-@pytest.fixture
-def worker_pool(monkeypatch: pytest.MonkeyPatch) -> list:
-    """Decoding workers from a fork server whatever threads earlier tests left running (the
-    loader itself decodes serially then); the list counts the parallel decodes that finished.
-    Worker processes are the path without the C scanner (test_scan.py tests its threads)."""
-    import multiprocessing
-
-    monkeypatch.setattr(scan, "ENABLED", False)
-
-    context = multiprocessing.get_context("forkserver")
-    monkeypatch.setattr(stream_decode, "_worker_context", lambda: context)
-    finished: list = []
-    real_finish = stream_decode._ParallelSplitter.finish
-    monkeypatch.setattr(stream_decode._ParallelSplitter, "finish",
-                        lambda self: (finished.append(1), real_finish(self))[1])
-    return finished
-
-
-@pytest.mark.parametrize("suffix", [".json", ".json.gz"])
-def test_parallel_decode_identical_to_serial_on_the_largest_real_traces(suffix: str, tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch,
-                                                                       worker_pool: list) -> None:
-    """Two worker processes, 256 kB runs: every column, string and warning as the serial decode."""
-    monkeypatch.setattr(source, "OUT_CHUNK_BYTES", 256 << 10)
-    largest = sorted(SHARED, key=lambda p: p.stat().st_size)[-3:]
-    for path in largest:
-        if not path.name.endswith(suffix):
-            copy = tmp_path / (path.name.split(".")[0] + suffix)
-            text = gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else path.read_bytes()
-            copy.write_bytes(gzip.compress(text, 1) if suffix == ".json.gz" else text)
-            path = copy
-        serial = stream_decode.load_rank_streamed(path, budget=MemoryBudget(), max_bytes=None, workers=1)
-        parallel = stream_decode.load_rank_streamed(path, budget=MemoryBudget(), max_bytes=None, workers=2)
-        assert serial is not None and parallel is not None
-        assert fingerprint(parallel) == fingerprint(serial), path
-    assert len(worker_pool) == len(largest)
-
-
 @pytest.mark.usefixtures("small_chunks")
-def test_parallel_decode_hands_false_cuts_and_the_array_end_to_the_serial_splitter(tmp_path: Path,
-                                                                                 worker_pool: list) -> None:
-    """Names holding ``}, {`` (false cuts), B/E pairs with shapes, metadata lists of objects after
-    the events: the parallel decode gives what the whole-file path gives, 2,000 events by hand."""
+def test_msgspec_runs_hand_false_cuts_and_the_array_end_to_the_careful_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the C scanner msgspec decodes the runs the splitter cuts: names holding ``}, {``
+    (false cuts), B/E pairs with shapes, metadata lists of objects after the events give what the
+    whole-file path gives, 2,000 events by hand: the first runs decoded by msgspec, the rest after a
+    false cut by the careful path."""
+    monkeypatch.setattr(scan, "ENABLED", False)
+    runs: list = []
+    real_add = stream_decode._MsgspecDecoder.add
+    monkeypatch.setattr(stream_decode._MsgspecDecoder, "add",
+                        staticmethod(lambda columns, events: (runs.append(len(events)), real_add(columns, events))[1]))
     check_false_cuts_and_array_end(tmp_path)
-    assert worker_pool == [1]
+    assert runs and sum(runs) < 1_000
 
 
 def check_false_cuts_and_array_end(tmp_path: Path) -> None:
-    """2,000 events by hand, a third named ``}, {`` (false cuts), B/E pairs with shapes, metadata
-    lists of objects after the events: two workers give what the whole-file path gives."""
-    events = [_event(i, name='x}, {"a": [' if i % 3 == 0 else f"op{i % 5}") for i in range(1_800)]
+    """2,000 events by hand, a third of those after the 600th named ``}, {`` (false cuts), B/E pairs
+    with shapes, metadata lists of objects after the events: two scanning threads (with the scanner)
+    give what the whole-file path gives."""
+    events = [_event(i, name='x}, {"a": [' if i % 3 == 0 and i >= 600 else f"op{i % 5}") for i in range(1_800)]
     for i in range(100):
         events += [{"ph": "B", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1e5 + 100.0 * i,
                     "args": {"Input Dims": [[4, i + 1], [i + 1, 8]], "Input type": ["float", "float"]}},
@@ -265,45 +239,10 @@ def check_false_cuts_and_array_end(tmp_path: Path) -> None:
     doc = {"traceEvents": events, "deviceProperties": [{"id": d, "name": f"GPU {d}"} for d in range(8)],
            "distributedInfo": {"rank": 5, "world_size": 8}}
     path = _write(tmp_path / "t.json", json.dumps(doc))
-    rt = stream_decode.load_rank_streamed(path, budget=MemoryBudget(), max_bytes=None, workers=2)
+    rt = stream_decode.load_rank_streamed(path, budget=MemoryBudget(), max_bytes=None, threads=2)
     assert rt is not None and rt.n_events == 2_000 and rt.rank == 5
     assert sum(len(lane) for lane in rt.lanes) == 1_900
     assert fingerprint(rt) == fingerprint(load_rank_whole(path))
-
-
-def test_no_worker_starts_where_it_could_deadlock_or_rerun_a_script(monkeypatch: pytest.MonkeyPatch) -> None:
-    import sys
-    import threading
-    import types
-
-    monkeypatch.setattr(threading, "active_count", lambda: 2)  # a second thread: no fork
-    monkeypatch.setitem(sys.modules, "__main__", types.SimpleNamespace(__file__="/x/train.py", __spec__=None))
-    assert stream_decode._worker_context() is None  # a script's top level would run in each worker
-    monkeypatch.setitem(sys.modules, "__main__", types.SimpleNamespace(__spec__=None))  # python -c
-    assert stream_decode._worker_context().get_start_method() == "forkserver"
-    monkeypatch.setattr(threading, "active_count", lambda: 1)
-    assert stream_decode._worker_context().get_start_method() == "fork"
-
-
-def test_workers_only_on_idle_cores(monkeypatch: pytest.MonkeyPatch) -> None:
-    big, budget = 1 << 30, MemoryBudget(10**10)
-    monkeypatch.setattr(stream_decode, "_idle_cpus", lambda: 0.8)  # 2 cores, load average 1.2
-    assert stream_decode.decode_workers(big, budget) == 1
-    assert stream_decode.decode_workers(big, budget, workers=2) == 2  # asked for: given
-    monkeypatch.setattr(stream_decode, "_idle_cpus", lambda: 5.6)
-    assert stream_decode.decode_workers(big, budget) == 6
-    monkeypatch.setattr(stream_decode, "_idle_cpus", lambda: 63.0)
-    assert stream_decode.decode_workers(big, budget) == stream_decode.PARALLEL_MAX_WORKERS
-
-
-def test_pool_workers_decode_serially_and_small_files_stay_in_process() -> None:
-    budget = MemoryBudget()
-    assert stream_decode.decode_workers(1 << 20, budget) == 1  # 1 MB: no pool
-    assert stream_decode.decode_workers(1 << 30, MemoryBudget(300_000_000)) == 1  # the budget holds no worker
-    assert stream_decode.decode_workers(1 << 30, budget, workers=3) == 3
-    from concurrent.futures import ProcessPoolExecutor
-    with ProcessPoolExecutor(1, initializer=stream_decode.no_parallel_decode) as pool:
-        assert pool.submit(stream_decode.decode_workers, 1 << 30, budget).result() == 1
 
 
 def test_streamed_load_holds_neither_the_whole_text_nor_every_struct(tmp_path: Path,

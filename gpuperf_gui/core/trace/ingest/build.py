@@ -454,30 +454,6 @@ class EventColumns:
             self._shape_codes.append(codes[with_dims])
         self.n += n
 
-    def merge(self, other: EventColumns) -> None:
-        """Append the columns of events decoded apart (a worker's run, in file order after these):
-        its string, pid and tid codes remapped to this one's, its event indices shifted."""
-        base = self.n
-        luts = {key: _remapped(ids, list(theirs))
-                for key, ids, theirs in (("cat", self._cats, other._cats), ("name", self._names, other._names),
-                                         ("pid", self._pids, other._pids), ("tid", self._tids, other._tids))}
-        for key in self._DENSE:
-            theirs = other.column(key)
-            self._write_dense(key, luts[key][theirs] if key in luts else theirs, base)
-        for key, parts in other._parts.items():
-            for part in parts:
-                if isinstance(part, int) or key not in luts and key != "device_rows":
-                    self._parts[key].append(part)
-                elif key == "device_rows":
-                    self._parts[key].append(part + base)
-                else:
-                    self._parts[key].append(luts[key][part])
-        shape_lut = _remapped(self._shape_keys, list(other._shape_keys))
-        self._shape_rows += [rows + base for rows in other._shape_rows]
-        self._shape_codes += [shape_lut[codes] for codes in other._shape_codes]
-        self._rest.extend(other._rest)
-        self.n += other.n
-
     def _sync_luts(self) -> None:
         """Role of each category and "shaped op" flag of each name seen so far (extended as they come)."""
         if len(self._cat_role) < len(self._cats):

@@ -205,10 +205,9 @@ def iter_per_file(files: Sequence[Path], work: Callable[..., _T], stop: threadin
                 continue
             yield i, result
         return
-    # each worker decodes its files alone: no decoding pools inside a pool (core/trace/ingest/stream_decode.py)
     from concurrent.futures import Future, ProcessPoolExecutor
 
-    pool = ProcessPoolExecutor(max_workers=min(n_workers, n), initializer=stream_decode.no_parallel_decode)
+    pool = ProcessPoolExecutor(max_workers=min(n_workers, n))
     finished = False
     try:
         # Each future reports itself on a queue when done: waiting costs O(1) per file, where

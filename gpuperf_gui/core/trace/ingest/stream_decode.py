@@ -3,8 +3,8 @@
 The whole-file path (:func:`.source.read_trace_text`, :func:`.decode.decode_trace`,
 :func:`.build.build_rank`) holds the file's whole text and every decoded event struct at once.
 Here the decompressed bytes (:class:`.source.TraceStream`, at most 8 MB a step) are cut after the
-last complete event of what has arrived, that run of events is decoded by one typed
-``msgspec`` call (the same structs as the whole-file decoder) and appended to
+last complete event of what has arrived, that run of events is decoded (by the C scanner, or by
+one typed ``msgspec`` call with the whole-file decoder's structs) and appended to
 :class:`.build.EventColumns`, and the text and structs are dropped; only the text outside the
 events array (``deviceProperties``, ``distributedInfo``, ``baseTimeNanoseconds``, ... before or
 after it) is kept and decoded at the end. Peak memory is the columns plus one chunk.
@@ -19,22 +19,23 @@ limit are checked after every decode, against the streamed path's own cost model
 (:func:`streamed_load_bytes`: the columns so far, projected to the whole file when its size is
 known, plus the text and structs in flight), not the whole-file path's.
 
-Big files are decoded on several cores (:class:`_ParallelSplitter`): each run of events is sent to
-a worker process, which decodes it into columns of its own; the runs come back in file order and
-are merged (string codes remapped). A run that does not decode there (a false cut, the events
-array's end, a field of the wrong type) hands the text from that run on back to the serial
-splitter above, which handles it exactly as it would have; nothing is decoded twice into the
-columns.
+One splitter (:class:`_Splitter`) cuts each chunk after its last complete event and hands that run
+to a decoder, a small strategy object: the C scanner (:class:`_ScanDecoder`, on threads: the scan
+releases the GIL) where the extension is built, msgspec in this thread otherwise
+(:class:`_MsgspecDecoder`). Runs are appended in file order. A run the decoder hands back (a false
+cut, the events array's end, a field of the wrong type) turns the splitter careful: the text from
+that run on goes back into the pending buffer unchanged, where msgspec tries the cuts before it one
+by one; nothing is decoded twice into the columns. (Until issue 19 a pool of msgspec worker
+processes decoded big files without the scanner; on 2 cores it made no measurable difference to
+``gpuperf diagnose`` of 1M events, docs/performance.md, and it cost a fork policy and two classes.)
 """
 from __future__ import annotations
 
 import os
 import re
-import sys
-import threading
 from collections import deque
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import msgspec
 
@@ -49,9 +50,8 @@ from ..model.trace_model import RankTrace
 from .scanner.scan import ScannedRun, scan_run
 from .source import TraceStream, _check_json_start, _check_max, text_size_hint
 
-if TYPE_CHECKING:  # the pool's modules are imported only when a pool starts (~25 ms of every CLI run)
+if TYPE_CHECKING:  # the pool's module is imported only when a pool starts
     from concurrent.futures import Future
-    from multiprocessing.context import BaseContext
 
 ENABLED = True
 """:func:`.load.load_rank` tries the streamed decode first when True (an internal switch: a test or a
@@ -77,31 +77,15 @@ events it can hold, the room its columns reserve."""
 SCANNED_EVENT_BYTES = 150
 """Memory per event of a run the C scanner read, until its columns are appended (13 columns of 4-8
 bytes and the raw args' offsets)."""
-PARALLEL_MIN_BYTES = 128 << 20
-"""Files with less JSON text than this are decoded in this process (on 2 cores a pool did not pay
-on a 54 MB file, idle or not)."""
 TYPICAL_EVENT_BYTES = 250
 """JSON bytes per event of a typical Kineto trace (216k-event trace: 249): for planning only."""
-PARALLEL_RUN_BYTES = 8 << 20
-"""Text per run sent to a worker."""
-PARALLEL_MAX_WORKERS = 8
+RUN_BYTES = 8 << 20
+"""Text per run (a chunk): more threads than a file has runs would idle."""
 SCAN_THREADS_MIN_BYTES = 16 << 20
 """Files with less JSON text than this are scanned on one thread."""
 SCAN_MAX_THREADS = 8
 RUN_SLACK_BYTES = 1 << 20
 """Room in a read buffer beyond a chunk for the event begun in the chunk before."""
-WORKER_COST_BYTES = 64 << 20
-"""Memory of one decoding worker: its own pages, a run of text, its structs and columns (54 MB PSS
-decoding 8 MB runs of a real trace)."""
-_parallel_allowed = True
-"""False in processes that must not start a pool (workers of a pool: see :func:`no_parallel_decode`)."""
-
-
-def no_parallel_decode() -> None:
-    """Decode serially in this process (the initializer of the per-file pools: their files are
-    already decoded in parallel, one per process)."""
-    global _parallel_allowed
-    _parallel_allowed = False
 
 
 def streamed_load_bytes(events: int, text_bytes: int, structs: int) -> float:
@@ -122,48 +106,25 @@ class NotStreamable(Exception):
 
 
 def load_rank_streamed(path: Path, *, budget: MemoryBudget, max_bytes: int | None,
-                       order_index: int = 0, workers: int | None = None) -> RankTrace | None:
+                       order_index: int = 0, threads: int | None = None) -> RankTrace | None:
     """Load a clean trace file chunk by chunk; None when it needs the whole-file path.
 
-    ``workers``: processes decoding runs of events at once (None: by the file's size, the CPU
-    count and the budget, :func:`decode_workers`; 1: this process alone).
+    ``threads``: threads scanning runs of events at once with the C scanner (None: by the file's
+    size and the CPU count, :func:`scan_threads`; 1: this thread). msgspec decodes in this thread.
     Raises what the whole-file path raises while reading (not a regular file, over ``max_bytes``,
     not JSON at its first byte), :class:`.budget.MemoryBudgetError` when the streamed cost model
     says the load does not fit, and what building raises (no usable event).
     """
     try:
         with gc_paused():
-            columns, meta, n_entries = _stream_columns(path, budget, max_bytes, workers)
+            columns, meta, n_entries = _stream_columns(path, budget, max_bytes, threads)
             return build_rank_columns(columns, meta, path, order_index, n_entries=n_entries)
     except NotStreamable:
         return None
 
 
-def decode_workers(text_bytes_hint: int, budget: MemoryBudget, workers: int | None = None) -> int:
-    """Processes to decode a file of about ``text_bytes_hint`` bytes of JSON.
-
-    ``workers`` given: that many. Else 1 for small files, in pool workers and daemon processes, and
-    when no second core is idle; otherwise one per idle CPU (or ``GPUPERF_DECODE_WORKERS`` from the
-    environment, 1 turning them off), at most :data:`PARALLEL_MAX_WORKERS`, one per run of text and
-    as many as the budget holds beside the load itself.
-    """
-    if workers is not None:
-        return max(1, workers)
-    asked_n = _asked_workers()
-    if (asked_n is not None and asked_n <= 1) or not _parallel_allowed \
-            or text_bytes_hint < PARALLEL_MIN_BYTES or _in_daemon_process():
-        return 1
-    idle_cpus = _idle_cpus()
-    if asked_n is None and idle_cpus < 1.5:  # a worker would share a busy core: slower than none
-        return 1
-    spare = budget.limit_bytes - STREAM_EVENT_COST_BYTES * (text_bytes_hint // TYPICAL_EVENT_BYTES)
-    by_budget = int(spare // WORKER_COST_BYTES)
-    n = min(asked_n or round(idle_cpus), PARALLEL_MAX_WORKERS, text_bytes_hint // PARALLEL_RUN_BYTES, by_budget)
-    return n if n >= 2 else 1
-
-
 def _asked_workers() -> int | None:
-    """The user's cap on decoding workers or threads (``GPUPERF_DECODE_WORKERS``), None if unset."""
+    """The user's cap on scanning threads (``GPUPERF_DECODE_WORKERS``), None if unset."""
     asked = os.environ.get("GPUPERF_DECODE_WORKERS", "").strip()
     return int(asked) if asked.isdigit() else None
 
@@ -175,9 +136,7 @@ def _usable_cpus() -> int:
 
 def _idle_cpus() -> float:
     """CPUs this process may use less the other work running now (Linux: the runnable tasks of
-    ``/proc/loadavg`` besides this one; elsewhere the last minute's load average): measured on 2
-    cores, decoding workers beside other busy processes cost 0.2 s on a 54 MB file where they save
-    0.1 s on idle cores."""
+    ``/proc/loadavg`` besides this one; elsewhere the last minute's load average)."""
     cpus = _usable_cpus()
     try:
         with open("/proc/loadavg", encoding="ascii") as fh:
@@ -191,7 +150,7 @@ def _idle_cpus() -> float:
         return float(cpus)
 
 
-def _stream_columns(path: Path, budget: MemoryBudget, max_bytes: int | None, workers: int | None = None
+def _stream_columns(path: Path, budget: MemoryBudget, max_bytes: int | None, threads: int | None = None
                    ) -> tuple[EventColumns, TraceFile, int]:
     """``(columns, metadata, entries of the event list)`` of a clean trace file, read in chunks.
 
@@ -201,7 +160,8 @@ def _stream_columns(path: Path, budget: MemoryBudget, max_bytes: int | None, wor
         what = "the decompressed data" if stream.compressed else "the data"
         if not stream.compressed:
             _check_max(path, stream.file_bytes, max_bytes, stream.compressed)
-        splitter = _make_splitter(text_size_hint(path), budget, workers)
+        text_bytes_hint = text_size_hint(path)  # the columns reserve room for the most events it holds
+        splitter = _Splitter(_decoder(text_bytes_hint, threads), text_bytes_hint // MIN_EVENT_BYTES)
         try:
             total = 0
             started = False
@@ -224,31 +184,27 @@ def _stream_columns(path: Path, budget: MemoryBudget, max_bytes: int | None, wor
             splitter.close()
 
 
-def _make_splitter(text_bytes_hint: int, budget: MemoryBudget, workers: int | None) -> _Splitter:
-    """With the C scanner: threads scanning runs at once (it releases the GIL; no process, no copy
-    of the text to one). Without it: worker processes decoding with msgspec, where they pay."""
-    capacity = text_bytes_hint // MIN_EVENT_BYTES   # room the columns reserve (virtual until written)
+def _decoder(text_bytes_hint: int, threads: int | None) -> _ScanDecoder | _MsgspecDecoder:
+    """The C scanner on threads where it is built (no process, no copy of the text to one);
+    msgspec in this thread otherwise (it holds the GIL: a thread beside it would wait)."""
     if scan.ENABLED:
-        threads = scan_threads(text_bytes_hint, workers)
-        return _ScanSplitter(threads, capacity)
-    n_workers = decode_workers(text_bytes_hint, budget, workers)
-    context = _worker_context() if n_workers > 1 else None
-    return _ParallelSplitter(n_workers, context, capacity) if context is not None else _Splitter(capacity)
+        return _ScanDecoder(scan_threads(text_bytes_hint, threads))
+    return _MsgspecDecoder()
 
 
 def scan_threads(text_bytes_hint: int, threads: int | None = None) -> int:
     """Threads to scan a file of about ``text_bytes_hint`` bytes of JSON: ``threads`` if given; else
     1 below :data:`SCAN_THREADS_MIN_BYTES` or on one CPU, otherwise one per idle CPU and at least 2,
     at most :data:`SCAN_MAX_THREADS` (``GPUPERF_DECODE_WORKERS`` caps it; 1 turns them off). A
-    thread costs no start-up, memory or copy (unlike a decoding process), so a second one is used
-    however busy the machine looks: the load average counts the window and its polling as running
-    (measured in the Trace tab, 10M events: 12.4 s with two threads, 21.5 s with one)."""
+    thread costs no start-up, memory or copy, so a second one is used however busy the machine
+    looks: the load average counts the window and its polling as running (measured in the Trace
+    tab, 10M events: 12.4 s with two threads, 21.5 s with one)."""
     if threads is not None:
         return max(1, threads)
     asked_n = _asked_workers()
     if (asked_n is not None and asked_n <= 1) or text_bytes_hint < SCAN_THREADS_MIN_BYTES:
         return 1
-    n = min(asked_n or max(2, round(_idle_cpus())), _usable_cpus(), SCAN_MAX_THREADS, text_bytes_hint // PARALLEL_RUN_BYTES)
+    n = min(asked_n or max(2, round(_idle_cpus())), _usable_cpus(), SCAN_MAX_THREADS, text_bytes_hint // RUN_BYTES)
     return n if n >= 2 else 1
 
 
@@ -257,7 +213,7 @@ def _check_budget(path: Path, budget: MemoryBudget, splitter: _Splitter, total_b
     """Refuse when the events decoded so far (projected to the whole file when its size is known)
     and the text and structs in flight would not fit the budget."""
     events, decoded_bytes = splitter.columns.n + splitter.kept, splitter.decoded_bytes
-    in_flight = total_bytes - decoded_bytes + splitter.workers_bytes
+    in_flight = total_bytes - decoded_bytes + splitter.buffer_bytes
     if file_bytes and decoded_bytes:
         projected = int(events * file_bytes / decoded_bytes)
         need = budget.tree_bytes(streamed_load_bytes(projected, in_flight, splitter.structs_in_flight), projected)
@@ -271,16 +227,30 @@ def _check_budget(path: Path, budget: MemoryBudget, splitter: _Splitter, total_b
 
 
 class _Splitter:
-    """Cuts the text into runs of complete events and decodes each run into the columns."""
+    """Cuts the text into runs of complete events, each decoded into the columns by ``decoder``.
 
-    def __init__(self, capacity_events: int = 0) -> None:
+    Each chunk is cut after its last complete event; the event begun before it and the chunk up to
+    the cut make one run, handed to the decoder (:class:`_ScanDecoder` on threads, or
+    :class:`_MsgspecDecoder` here) and appended in file order. With the scanner a plain file is read
+    (:meth:`read_runs`) straight into a few reused buffers: no new memory per chunk, no copy but the
+    event that spans two chunks. A run the decoder hands back (a false cut, the events array's end,
+    anything it does not read exactly) turns the splitter careful: the text from that run on goes
+    back into the pending buffer unchanged and msgspec decodes it there, trying the cuts before a
+    false one (:meth:`_decode_complete`).
+    """
+
+    def __init__(self, decoder: _ScanDecoder | _MsgspecDecoder, capacity_events: int = 0) -> None:
         self.columns = EventColumns(capacity_events)
         self.n_entries = 0
         self.kept = 0  # B/E/M events kept as structs
         self.decoded_bytes = 0  # text decoded into the columns so far
         self.structs_in_flight = 0  # event structs of the last run (alive while it is added)
-        self.workers_bytes = 0  # memory held beside the text in flight: decoding workers, read buffers (none here)
-        self._decode_at = MIN_DECODE_BYTES  # undecoded text that triggers a decode
+        self.buffer_bytes = 0  # memory held beside the text in flight: read_runs' buffers
+        self._decoder = decoder
+        self._runs = True  # runs go to the decoder (False once it hands one back: careful)
+        self._in_flight: deque[tuple[Future, bytearray, int, bytes]] = deque()  # (future, text, end, separator)
+        self._free: list[bytearray] = []  # read_runs' buffers not in use
+        self._decode_at = MIN_DECODE_BYTES  # undecoded text that triggers a careful decode
         self._head = bytearray()  # the text up to and including the events array's '['
         self._list_form = False
         self._searched = 0
@@ -288,20 +258,119 @@ class _Splitter:
         self._tail: bytearray | None = None  # the text after the events array
 
     def close(self) -> None:
-        """Release what the splitter holds outside this process (nothing here)."""
+        """Stop the decoder's threads (a scan in flight ends within milliseconds)."""
+        self._decoder.close()
 
-    reads_runs = False
-    """Whether :meth:`_ScanSplitter.read_runs` can take the rest of a plain file now."""
+    @property
+    def reads_runs(self) -> bool:
+        """Whether :meth:`read_runs` can take the rest of a plain file now (inside the events array,
+        with a decoder whose results keep no view of the text)."""
+        return self._decoder.reuses_buffers and self._runs and self._pending is not None and self._tail is None
 
     def feed(self, chunk: bytes) -> None:
         if self._tail is not None:
             self._tail += chunk
-        elif self._pending is not None:
+        elif self._pending is None:
+            self._find_array(chunk)
+        elif self._runs:
+            self._feed_run(chunk)
+        else:
             self._pending += chunk
             if len(self._pending) >= self._decode_at:
                 self._decode_complete()
-        else:
-            self._find_array(chunk)
+
+    def _feed_run(self, chunk: bytes) -> None:
+        """The pending event and ``chunk`` up to its last complete event: one run to decode."""
+        cut = self._chunk_cut(chunk)
+        if cut is None:
+            return
+        close, following = cut
+        run = self._pending  # '[' and the event begun in the last chunk
+        run += memoryview(chunk)[:close + 1]
+        run += b"]"
+        separator = bytes(memoryview(chunk)[close + 1:following])
+        self._pending = _opened(memoryview(chunk)[following:])
+        self._submit(run, len(run), separator)
+
+    def read_runs(self, stream: TraceStream) -> Iterator[int]:
+        """Read the rest of a plain file into reused buffers, decoding each run; yields the bytes
+        read. Stops where the decoder hands a run back or an event outgrows a chunk: the caller
+        reads the rest in chunks and feeds them as usual."""
+        chunk_bytes = source.OUT_CHUNK_BYTES
+        while self.reads_runs and len(self._pending) <= chunk_bytes:
+            if stream.at_end():  # a small file came whole in the first chunk: no buffer for its end
+                return
+            chunk_bytes = stream.read_size()  # the file's rest when that is less
+            while not self._free and len(self._in_flight) > self._decoder.max_in_flight - 1 >= 0:
+                self._merge_oldest()
+            if not self.reads_runs:
+                return
+            carry = len(self._pending)
+            buf = self._buffer(carry + chunk_bytes)
+            buf[:carry] = self._pending  # '[' and the event begun (same length: no resize)
+            n = stream.readinto(memoryview(buf)[carry:carry + chunk_bytes])
+            if not n:
+                self._free.append(buf)
+                return
+            yield n
+            end = carry + n
+            cut = _last_boundary(buf, end)
+            if cut is None:  # no event ends in this chunk: it joins the next one
+                self._pending = bytearray(memoryview(buf)[:end])
+                self._free.append(buf)
+                continue
+            close, following = cut
+            separator = bytes(memoryview(buf)[close + 1:following])
+            self._pending = _opened(memoryview(buf)[following:end])
+            buf[close + 1] = ord("]")
+            self._submit(buf, close + 2, separator)
+
+    def _buffer(self, size: int) -> bytearray:
+        """A free buffer of at least ``size`` bytes (the budget counts every buffer held: they
+        outlive the text in flight)."""
+        buf = self._free.pop() if self._free else None
+        if buf is None or len(buf) < size:
+            self.buffer_bytes -= len(buf) if buf is not None else 0
+            buf = bytearray(size + min(RUN_SLACK_BYTES, size))  # a small file's one buffer: no 1 MiB slack
+            self.buffer_bytes += len(buf)
+        return buf
+
+    def _submit(self, text: bytearray, end: int, separator: bytes) -> None:
+        """Decode ``text[:end]`` ('[' run ']'), on a thread where the decoder has them."""
+        self._in_flight.append((self._decoder.submit(text, end), text, end, separator))
+        while len(self._in_flight) > self._decoder.max_in_flight and self._runs:
+            self._merge_oldest()
+
+    def _merge_oldest(self) -> None:
+        future, text, end, separator = self._in_flight[0]
+        try:
+            decoded = future.result()
+        except Exception:  # noqa: BLE001 - (a false cut msgspec refuses, a B/E/M event) the careful path decides
+            decoded = None
+        added = None if decoded is None else self._decoder.add(self.columns, decoded)
+        if added is None:
+            self._go_careful()
+            return
+        self._in_flight.popleft()
+        entries, kept, self.structs_in_flight = added
+        self.n_entries += entries
+        self.kept += kept
+        self.decoded_bytes += end - 2 + len(separator)
+        if len(text) > end:  # one of read_runs' buffers
+            self._free.append(text)
+
+    def _go_careful(self) -> None:
+        """From the oldest run in flight on, the exact text goes back to the pending buffer."""
+        runs = list(self._in_flight)
+        self._in_flight.clear()
+        self.close()
+        self._runs = False
+        self._free.clear()
+        self.buffer_bytes = 0
+        texts = [part for _, text, end, separator in runs for part in (memoryview(text)[1:end - 1], separator)]
+        self._pending = _opened(*texts, memoryview(self._pending)[1:])
+        if len(self._pending) >= self._decode_at:
+            self._decode_complete()
 
     def _chunk_cut(self, chunk: bytes) -> tuple[int, int] | None:
         """Where ``chunk``'s last complete event ends (:func:`_last_boundary`); None, and the chunk
@@ -413,6 +482,11 @@ class _Splitter:
         self._pending = None
 
     def finish(self) -> tuple[EventColumns, TraceFile, int]:
+        while self._in_flight and self._runs:
+            self._merge_oldest()
+        self.close()
+        self._free.clear()
+        self.buffer_bytes = 0
         if self._tail is None:
             if self._pending is None:
                 raise NotStreamable("no events array")
@@ -530,265 +604,62 @@ def add_events(columns: EventColumns, events: list) -> int:
     return len(rest)
 
 
-def _decoded_run(head: bytes, chunk: bytes, close: int) -> tuple[EventColumns, int, int]:
-    """A worker's part: the events of ``head + chunk[:close + 1]`` (complete events, without the
-    brackets) decoded into columns of their own. Returns ``(columns, entries, events kept as
-    structs)``; raises msgspec's errors when the run does not decode."""
-    with gc_paused():
-        text = _opened(head, memoryview(chunk)[:close + 1], b"]")
-        columns = EventColumns()
-        entries, kept, _ = decode_into(columns, text, len(text))
-        return columns, entries, kept
+class _ScanDecoder:
+    """The C scanner (:mod:`.scan`): a run's ``X`` events straight into column arrays, on
+    ``threads`` threads (the scan releases the GIL; 1: in this thread)."""
 
+    reuses_buffers = True
+    """A scanned run keeps no view of its text: :meth:`_Splitter.read_runs` reuses the buffers."""
 
-def _in_daemon_process() -> bool:
-    """A daemon process may not start workers (a process that never imported multiprocessing is
-    none: it was not started by it)."""
-    mp = sys.modules.get("multiprocessing")
-    return mp is not None and mp.current_process().daemon
-
-
-def _worker_context() -> BaseContext | None:
-    """How to start decoding workers here, or None (decode in this process).
-
-    A fork when this process has one thread (the pool starts with the load's first runs, while the
-    process is small). With other threads (the window's loader child watches its stdin) a fork
-    could copy a lock held by one of them: workers then come from a fork server, which imports the
-    ``__main__`` of a ``-m`` module or none for ``-c``; a script's ``__main__`` would run again in
-    each worker, so then there are none.
-    """
-    import multiprocessing
-
-    methods = multiprocessing.get_all_start_methods()
-    if threading.active_count() == 1 and "fork" in methods:
-        return multiprocessing.get_context("fork")
-    main = sys.modules.get("__main__")
-    safe_main = getattr(main, "__spec__", None) is not None or not getattr(main, "__file__", None)
-    if "forkserver" in methods and safe_main:
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload([__name__])
-        return context
-    return None
-
-
-class _ParallelSplitter(_Splitter):
-    """The splitter with each run of events decoded by a worker process, merged back in order.
-
-    Each chunk read is cut after its last complete event; the event begun before it (``head``,
-    small) and the chunk up to the cut go to a worker as they are (the chunk is not copied here).
-    A run that does not decode in its worker (a cut inside a string, the events array ending in
-    it, a field of the wrong type) turns the splitter serial: the text from that run on goes back
-    into the pending buffer unchanged and the serial splitter takes it from there (runs decoded
-    after it are dropped, not merged).
-    """
-
-    def __init__(self, workers: int, context: BaseContext, capacity_events: int = 0) -> None:
-        from concurrent.futures import ProcessPoolExecutor
-
-        super().__init__(capacity_events)
-        self._pool: ProcessPoolExecutor | None = ProcessPoolExecutor(
-            max_workers=workers, mp_context=context, initializer=no_parallel_decode)
-        self._max_in_flight = 2 * workers
-        self.workers_bytes = workers * WORKER_COST_BYTES
-        self._in_flight: deque[tuple[Future, bytes, bytes, int]] = deque()  # (future, head, chunk, cut)
-
-    def close(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
-        self.workers_bytes = 0
-
-    def feed(self, chunk: bytes) -> None:
-        if self._pool is None or self._pending is None or self._tail is not None:
-            super().feed(chunk)
-            return
-        cut = self._chunk_cut(chunk)
-        if cut is None:
-            return
-        close, following = cut
-        head = bytes(memoryview(self._pending)[1:])
-        self._in_flight.append((self._pool.submit(_decoded_run, head, chunk, close), head, chunk, following))
-        self._pending = _opened(memoryview(chunk)[following:])
-        while len(self._in_flight) > self._max_in_flight and self._pool is not None:
-            self._merge_oldest()
-
-    def _merge_oldest(self) -> None:
-        future, head, _, following = self._in_flight[0]
-        try:
-            columns, entries, kept = future.result()
-        except Exception:  # noqa: BLE001 - any failure: the serial splitter takes this text on
-            self._go_serial()
-            return
-        self._in_flight.popleft()
-        self.columns.merge(columns)
-        self.n_entries += entries
-        self.kept += kept
-        self.decoded_bytes += len(head) + following
-
-    def _go_serial(self) -> None:
-        """From the oldest run in flight on, the exact text goes back to the serial splitter."""
-        runs = list(self._in_flight)
-        self._in_flight.clear()
-        self.close()
-        texts = [part for _, head, chunk, following in runs for part in (head, memoryview(chunk)[:following])]
-        self._pending = _opened(*texts, memoryview(self._pending)[1:])
-        if len(self._pending) >= self._decode_at:
-            self._decode_complete()
-
-    def finish(self) -> tuple[EventColumns, TraceFile, int]:
-        while self._in_flight:
-            self._merge_oldest()
-        self.close()
-        return super().finish()
-
-
-class _ScanSplitter(_Splitter):
-    """The splitter for the C scanner (:mod:`.scan`): each run of events scanned on a thread of its
-    own (the scan runs without the GIL; ``threads`` 1: in this thread), appended in file order.
-
-    Each chunk is cut after its last complete event; the event begun before it and the chunk up to
-    the cut make one run. A plain file is read (:meth:`read_runs`) straight into a few reused
-    buffers: no new memory per chunk, no copy but the event that spans two chunks. A run the
-    scanner hands back (a false cut, the events array's end, anything it does not read exactly)
-    turns the splitter serial, as :class:`_ParallelSplitter` does: the text from that run on goes
-    back into the pending buffer unchanged and msgspec's splitter takes it from there.
-    """
-
-    def __init__(self, threads: int, capacity_events: int = 0) -> None:
-        super().__init__(capacity_events)
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self.max_in_flight = threads if threads > 1 else 0  # runs decoded at once beyond the one merged
         self._pool = None
         if threads > 1:
             from concurrent.futures import ThreadPoolExecutor
             self._pool = ThreadPoolExecutor(threads, thread_name_prefix="gpuperf-scan")
-        self._scanning = True
-        self._max_in_flight = threads if threads > 1 else 0
-        self._in_flight: deque[tuple[Future, bytearray, int, bytes]] = deque()  # (future, text, end, separator)
-        self._free: list[bytearray] = []  # read_runs' buffers not in use
+
+    def submit(self, text: bytearray, end: int) -> Future:
+        return _done(scan_run, text, end) if self._pool is None else self._pool.submit(scan_run, text, end)
+
+    @staticmethod
+    def add(columns: EventColumns, run: ScannedRun | None) -> tuple[int, int, int] | None:
+        """Append a scanned run (:func:`add_scanned`); None for a run the scanner handed back."""
+        return None if run is None else add_scanned(columns, run)
 
     def close(self) -> None:
         pool, self._pool = self._pool, None
         if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)  # a scan in flight ends within milliseconds
-
-    @property
-    def reads_runs(self) -> bool:  # type: ignore[override]
-        """Whether :meth:`read_runs` can take the rest of a plain file now (inside the events array)."""
-        return self._scanning and self._pending is not None and self._tail is None
-
-    def feed(self, chunk: bytes) -> None:
-        if not self._scanning or self._pending is None or self._tail is not None:
-            super().feed(chunk)
-            return
-        cut = self._chunk_cut(chunk)
-        if cut is None:
-            return
-        close, following = cut
-        run = self._pending  # '[' and the event begun in the last chunk
-        run += memoryview(chunk)[:close + 1]
-        run += b"]"
-        separator = bytes(memoryview(chunk)[close + 1:following])
-        self._pending = _opened(memoryview(chunk)[following:])
-        self._scan(run, len(run), separator)
-
-    def read_runs(self, stream: TraceStream) -> Iterator[int]:
-        """Read the rest of a plain file into reused buffers, scanning each run; yields the bytes
-        read. Stops where the scanner hands a run back or an event outgrows a chunk: the caller
-        reads the rest in chunks and feeds them as usual."""
-        chunk_bytes = source.OUT_CHUNK_BYTES
-        while self.reads_runs and len(self._pending) <= chunk_bytes:
-            if stream.at_end():  # a small file came whole in the first chunk: no buffer for its end
-                return
-            chunk_bytes = stream.read_size()  # the file's rest when that is less
-            while not self._free and len(self._in_flight) > self._max_in_flight - 1 >= 0:
-                self._merge_oldest()
-            if not self.reads_runs:
-                return
-            carry = len(self._pending)
-            buf = self._buffer(carry + chunk_bytes)
-            buf[:carry] = self._pending  # '[' and the event begun (same length: no resize)
-            n = stream.readinto(memoryview(buf)[carry:carry + chunk_bytes])
-            if not n:
-                self._free.append(buf)
-                return
-            yield n
-            end = carry + n
-            cut = _last_boundary(buf, end)
-            if cut is None:  # no event ends in this chunk: it joins the next one
-                self._pending = bytearray(memoryview(buf)[:end])
-                self._free.append(buf)
-                continue
-            close, following = cut
-            separator = bytes(memoryview(buf)[close + 1:following])
-            self._pending = _opened(memoryview(buf)[following:end])
-            buf[close + 1] = ord("]")
-            self._scan(buf, close + 2, separator)
-
-    def _buffer(self, size: int) -> bytearray:
-        """A free buffer of at least ``size`` bytes (the budget counts every buffer held: they
-        outlive the text in flight)."""
-        buf = self._free.pop() if self._free else None
-        if buf is None or len(buf) < size:
-            self.workers_bytes -= len(buf) if buf is not None else 0
-            buf = bytearray(size + min(RUN_SLACK_BYTES, size))  # a small file's one buffer: no 1 MiB slack
-            self.workers_bytes += len(buf)
-        return buf
-
-    def _scan(self, text: bytearray, end: int, separator: bytes) -> None:
-        """Scan ``text[:end]`` ('[' run ']'), on a thread when there is a pool."""
-        if self._pool is None:
-            future: Future = _done(text, end)
-        else:
-            future = self._pool.submit(scan_run, text, end)
-        self._in_flight.append((future, text, end, separator))
-        while len(self._in_flight) > self._max_in_flight and self._scanning:
-            self._merge_oldest()
-
-    def _merge_oldest(self) -> None:
-        future, text, end, separator = self._in_flight[0]
-        try:
-            scanned = future.result()
-        except Exception:  # noqa: BLE001 - (a B/E/M event msgspec refuses) the serial splitter decides
-            scanned = None
-        if scanned is None:
-            self._go_serial()
-            return
-        self._in_flight.popleft()
-        entries, kept, self.structs_in_flight = add_scanned(self.columns, scanned)
-        self.n_entries += entries
-        self.kept += kept
-        self.decoded_bytes += end - 2 + len(separator)
-        if len(text) > end:  # one of read_runs' buffers
-            self._free.append(text)
-
-    def _go_serial(self) -> None:
-        """From the oldest run in flight on, the exact text goes back to msgspec's splitter."""
-        runs = list(self._in_flight)
-        self._in_flight.clear()
-        self.close()
-        self._scanning = False
-        self._free.clear()
-        self.workers_bytes = 0
-        texts = [part for _, text, end, separator in runs for part in (memoryview(text)[1:end - 1], separator)]
-        self._pending = _opened(*texts, memoryview(self._pending)[1:])
-        if len(self._pending) >= self._decode_at:
-            self._decode_complete()
-
-    def finish(self) -> tuple[EventColumns, TraceFile, int]:
-        while self._in_flight and self._scanning:
-            self._merge_oldest()
-        self.close()
-        self._free.clear()
-        self.workers_bytes = 0
-        return super().finish()
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _done(text: bytearray, end: int) -> Future:
-    """A scan done here, as a finished future."""
+class _MsgspecDecoder:
+    """msgspec's typed decode (the whole-file decoder's structs), in this thread."""
+
+    reuses_buffers = False
+    """The structs' ``msgspec.Raw`` args are views of the text: each run keeps its own buffer."""
+    threads = 1
+    max_in_flight = 0
+
+    @staticmethod
+    def submit(text: bytearray, end: int) -> Future:
+        return _done(_CHUNK_DECODER.decode, memoryview(text)[:end])
+
+    @staticmethod
+    def add(columns: EventColumns, events: list) -> tuple[int, int, int]:
+        return len(events), add_events(columns, events), len(events)
+
+    def close(self) -> None:
+        """Nothing to stop."""
+
+
+def _done(decode: Callable[..., object], *args: object) -> Future:
+    """A decode done here, as a finished future."""
     from concurrent.futures import Future
 
     future: Future = Future()
     try:
-        future.set_result(scan_run(text, end))
+        future.set_result(decode(*args))
     except Exception as exc:  # noqa: BLE001 - read by _merge_oldest
         future.set_exception(exc)
     return future
