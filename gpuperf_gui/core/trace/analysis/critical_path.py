@@ -170,6 +170,9 @@ class Graph:
     late_ranks: list[int] = field(default_factory=list)
     p2p_groups: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     """Group ids (of :attr:`group`) that are a point-to-point send matched with its recv."""
+    replay_cache: tuple | None = field(default=None, repr=False)
+    """What the C replay derives from the graph once (each chain's running maximum of the trace's
+    times, the chains' bounds): a graph's replays share it."""
 
     @property
     def d(self) -> np.ndarray:
@@ -1059,7 +1062,7 @@ def _replay_c(g: Graph, d: np.ndarray, src: np.ndarray, dst: np.ndarray, w: np.n
     i8 = [group, src, dst]
     if any(a.dtype != np.float64 for a in f8) or any(a.dtype != np.int64 for a in i8):
         return None
-    cached = getattr(g, "_reach", None)
+    cached = g.replay_cache
     if cached is None or cached[0] is not g.t_orig:
         # Per chain, the running maximum of the trace's times (where a pass's walk starts), once per graph.
         lo = np.array([c.lo for c in g.chains], dtype=np.int64)
@@ -1067,7 +1070,7 @@ def _replay_c(g: Graph, d: np.ndarray, src: np.ndarray, dst: np.ndarray, w: np.n
         if not lo.size or lo[0] != 0 or hi[-1] != len(g) or (lo[1:] != hi[:-1]).any():
             return None   # not chains back to back over the nodes (build_graph's layout)
         reach = np.concatenate([np.maximum.accumulate(g.t_orig[c.lo:c.hi]) for c in g.chains])
-        cached = g._reach = (g.t_orig, reach, lo, hi)  # noqa: SLF001 (a graph's replays share it)
+        cached = g.replay_cache = (g.t_orig, reach, lo, hi)
     _, reach, lo, hi = cached
     c = np.ascontiguousarray
     try:
@@ -1182,18 +1185,6 @@ def _ready_of(nodes: np.ndarray, src: np.ndarray, dst: np.ndarray, w: np.ndarray
     starts = np.flatnonzero(np.r_[True, dd[1:] != dd[:-1]])
     r[pos[starts]] = np.maximum(r[pos[starts]], np.maximum.reduceat(vals, starts))
     return r
-
-
-def _scan(chains: list[Chain], r: np.ndarray, d: np.ndarray) -> np.ndarray:
-    """t[i] = max(t[i-1], r[i]) + d[i] along each chain, in closed form:
-    t[i] = D[i] + max_{j<=i} (r[j] - D[j-1]) with D the running sum of d."""
-    out = np.empty_like(r)
-    for c in chains:
-        dd = d[c.lo:c.hi]
-        D = np.cumsum(dd)
-        a = r[c.lo:c.hi] - (D - dd)
-        out[c.lo:c.hi] = D + np.maximum.accumulate(a)
-    return out
 
 
 # ----------------------------------------------------------------------------------------------
