@@ -109,7 +109,7 @@ def test_malformed_keys_are_ignored(tmp_path: Path) -> None:
     assert d.before.unprofiled_step_time_s is None and d.speedup_source == SOURCE_PROFILED
 
 
-# --- H200: gpuperf profile traces of the issue-14 pairs vs plain runs ---------------------------------
+# --- H200: gpuperf profile traces of the before/after pairs vs plain runs ---------------------------------
 
 UNPROF = H200 / "unprofiled"
 H200_PAIRS = [("loader0", "loader_fed"), ("eager_tiny", "compiled_tiny")]

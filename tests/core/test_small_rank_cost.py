@@ -1,4 +1,4 @@
-"""The fixed cost of a small rank (issue 24, item 3): the shortcuts read what the long ways read."""
+"""The fixed cost of a small rank: the shortcuts read what the long ways read."""
 from __future__ import annotations
 
 import json

@@ -25,9 +25,9 @@ releases the GIL) where the extension is built, msgspec in this thread otherwise
 (:class:`_MsgspecDecoder`). Runs are appended in file order. A run the decoder hands back (a false
 cut, the events array's end, a field of the wrong type) turns the splitter careful: the text from
 that run on goes back into the pending buffer unchanged, where msgspec tries the cuts before it one
-by one; nothing is decoded twice into the columns. (Until issue 19 a pool of msgspec worker
-processes decoded big files without the scanner; on 2 cores it made no measurable difference to
-``gpuperf diagnose`` of 1M events, docs/performance.md, and it cost a fork policy and two classes.)
+by one; nothing is decoded twice into the columns. Without the scanner, msgspec decodes on the
+loading thread: worker processes decoding runs made no difference this project could measure to
+``gpuperf diagnose`` of 1M events (docs/performance.md) and cost a fork policy and two classes.
 """
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ from ..model.trace_model import RankTrace
 from .scanner.scan import ScannedRun, scan_run
 from .source import TraceStream, _check_json_start, _check_max, text_size_hint
 
-if TYPE_CHECKING:  # the pool's module is imported only when a pool starts
+if TYPE_CHECKING:  # concurrent.futures is imported only when scan threads start
     from concurrent.futures import Future
 
 ENABLED = True
