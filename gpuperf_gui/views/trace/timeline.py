@@ -74,6 +74,10 @@ def step_label_variants(spec: RankSpec, number: int, cpu_us: float) -> list[str]
             f"step {number} · {format_duration_us(step_us)}", f"step {number}"]
 
 
+TEXT_BOXES_MAX = 4096
+"""Tick label boxes the time axis keeps (a frame shows ~20; every zoom level has its own)."""
+
+
 class TimeAxisItem(pg.AxisItem):
     """Time axis over µs with units that follow the zoom (s, ms, µs, ns).
 
@@ -113,6 +117,8 @@ class TimeAxisItem(pg.AxisItem):
         """pyqtgraph's box of a tick label (``boundingRect`` about a 100 px square), measured once."""
         box = self._text_boxes.get((font_key, text))
         if box is None:
+            if len(self._text_boxes) >= TEXT_BOXES_MAX:   # a long session's labels: start afresh
+                self._text_boxes.clear()
             box = p.boundingRect(QRectF(0, 0, 100, 100), Qt.AlignmentFlag.AlignCenter, text)
             self._text_boxes[(font_key, text)] = box
         return QRectF(box)
