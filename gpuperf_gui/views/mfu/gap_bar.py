@@ -49,19 +49,14 @@ class GapBar(QWidget):
         text_colour = self.palette().color(QPalette.ColorRole.WindowText)
         painter.setPen(QPen(text_colour.lighter(150), 1))
         painter.drawRect(bar)
-        x = bar.left()
-        for piece in self.slices:
-            width = piece.fraction * bar.width()
-            if width <= 0:
-                continue
-            rect = QRectF(x, bar.top(), width, bar.height())
+        pieces = self._slice_rects(bar)
+        for piece, rect in pieces:
             painter.fillRect(rect, QColor(SLICE_COLOURS.get(piece.key, "#999999")))
             if piece.key in HATCHED:
                 painter.setBrush(QBrush(QColor(0, 0, 0, 70), Qt.BrushStyle.BDiagPattern))
                 painter.setPen(Qt.PenStyle.NoPen)
                 painter.drawRect(rect)
                 painter.setBrush(Qt.BrushStyle.NoBrush)
-            x += width
         label_font = painter.font()
         small = painter.font()
         small.setPointSizeF(small.pointSizeF() * 0.85)
@@ -78,12 +73,8 @@ class GapBar(QWidget):
             painter.setFont(small)
             painter.drawText(QRectF(mx - 80, 0, 160, 16), Qt.AlignmentFlag.AlignCenter, text)
         painter.setFont(label_font)
-        x = bar.left()
-        for piece in self.slices:
-            width = piece.fraction * bar.width()
-            if width <= 0:
-                continue
-            rect = QRectF(x, bar.top(), width, bar.height())
+        for piece, rect in pieces:
+            width = rect.width()
             metrics = painter.fontMetrics()
             label = f"{_short(piece.label)} {piece.fraction:.1%}"
             if metrics.horizontalAdvance(label) + 8 > width:
@@ -95,7 +86,6 @@ class GapBar(QWidget):
                     painter.fillRect(text_rect, QColor(SLICE_COLOURS[piece.key]))
                 painter.setPen(QColor("#ffffff") if piece.key not in HATCHED else QColor("#222222"))
                 painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, label)
-            x += width
         painter.setFont(label_font)
         painter.setPen(text_colour)
         for fraction in (0.0, 0.25, 0.5, 0.75, 1.0):
@@ -105,6 +95,17 @@ class GapBar(QWidget):
             painter.drawText(QRectF(tx - (0 if fraction == 0 else 60 if fraction == 1 else 30),
                                     bar.bottom() + 3, 60, 16), align, f"{fraction:.0%}")
         painter.end()
+
+    def _slice_rects(self, bar: QRectF) -> list[tuple[GapSlice, QRectF]]:
+        """Each slice wider than nothing with its rectangle in ``bar``, left to right."""
+        out, x = [], bar.left()
+        for piece in self.slices:
+            width = piece.fraction * bar.width()
+            if width <= 0:
+                continue
+            out.append((piece, QRectF(x, bar.top(), width, bar.height())))
+            x += width
+        return out
 
 
 def _short(label: str) -> str:

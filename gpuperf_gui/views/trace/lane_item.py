@@ -126,29 +126,27 @@ def draw_rects(painter: QPainter, xywh: np.ndarray) -> None:
     """Fill the rectangles of an (n, 4) array of x, y, width, height (device pixels) with the
     painter's brush and pen, in one ``QPainter.drawRects``. Qt reads the array's memory as its
     ``QRectF`` array: a list of QRectF cost ~0.6 µs of Python per rectangle, the fill itself less."""
-    n = int(xywh.shape[0])
-    if n == 0:
-        return
-    xywh = np.ascontiguousarray(xywh, dtype=np.float64)
-    first = _wrap(xywh, QRectF) if _RECT_ARRAYS else None
-    if first is not None:
-        painter.drawRects(first, n)   # xywh outlives the call
-    else:
-        painter.drawRects([QRectF(*r) for r in xywh.tolist()])
+    _draw_array(xywh, QRectF, painter.drawRects)
 
 
 def draw_lines(painter: QPainter, lines: np.ndarray) -> None:
     """Draw an (n, 4) array of x1, y1, x2, y2 lines (device pixels) with the painter's pen in one
     ``QPainter.drawLines`` (a ``QLineF`` is four qreals too: see :func:`draw_rects`)."""
-    n = int(lines.shape[0])
+    _draw_array(lines, QLineF, painter.drawLines)
+
+
+def _draw_array(rows: np.ndarray, item_type: type, draw: Callable) -> None:
+    """``draw`` (drawRects or drawLines) over an (n, 4) array read in place as ``item_type``s,
+    or over a list of them where the array cannot be wrapped."""
+    n = int(rows.shape[0])
     if n == 0:
         return
-    lines = np.ascontiguousarray(lines, dtype=np.float64)
-    first = _wrap(lines, QLineF) if _RECT_ARRAYS else None
+    rows = np.ascontiguousarray(rows, dtype=np.float64)
+    first = _wrap(rows, item_type) if _RECT_ARRAYS else None
     if first is not None:
-        painter.drawLines(first, n)
+        draw(first, n)   # rows outlives the call
     else:
-        painter.drawLines([QLineF(*line) for line in lines.tolist()])
+        draw([item_type(*r) for r in rows.tolist()])
 
 
 def xywh_array(x: np.ndarray, y: np.ndarray | float, w: np.ndarray, h: np.ndarray | float) -> np.ndarray:
