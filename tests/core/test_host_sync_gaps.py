@@ -8,10 +8,15 @@ from pathlib import Path
 
 import numpy as np
 
-from gpuperf_gui.core.trace.session.loaded_trace import load_trace
+from gpuperf_gui.core.trace.session.loaded_trace import build_loaded_trace
+from gpuperf_gui.core.trace.session.trace import Trace
 from gpuperf_gui.core.trace.synthetic.synth import write_synth_trace
 
 H200 = Path(__file__).resolve().parents[1] / "data" / "h200"
+
+
+def _loaded(path: Path):
+    return build_loaded_trace(Trace([path]).result())
 
 
 def _compute_gaps(loaded):
@@ -31,7 +36,7 @@ def test_idle_after_each_item_is_host_sync_hand_checked_against_the_sync_spans()
     scalars = [(e["ts"], e["ts"] + e["dur"]) for e in events if e.get("name") == "aten::_local_scalar_dense"]
     assert len(syncs) == len(scalars) == 12   # 4 micro-batches x 3 steps in the window
     assert all(any(a <= s0 and s1 <= b for a, b in scalars) for s0, s1 in syncs)  # each sync inside an .item()
-    gs, ge, kind, origin = _compute_gaps(load_trace([path]))
+    gs, ge, kind, origin = _compute_gaps(_loaded(path))
     long = (ge - gs) > 1000.0
     at = gs + origin - base_us   # the gaps' starts on the file's clock
     inside = np.array([any(s0 - 5.0 <= g <= s1 + 5.0 for s0, s1 in syncs) for g in at])  # 5 µs: rounding
@@ -46,9 +51,9 @@ def test_idle_after_each_item_is_host_sync_hand_checked_against_the_sync_spans()
 def test_a_loop_without_syncs_has_no_host_sync_gap_and_the_heatmap_sums_them(tmp_path: Path) -> None:
     """host_bound: Python work after the launches, no sync (its idle is plain); host_sync_bound: 4
     .item() per step, each followed by 1.5 ms of Python (synth._step_host_sync_bound)."""
-    plain = load_trace([write_synth_trace("host_bound", tmp_path / "a.json", steps=4)])
+    plain = _loaded(write_synth_trace("host_bound", tmp_path / "a.json", steps=4))
     assert not np.any(_compute_gaps(plain)[2])
-    synced = load_trace([write_synth_trace("host_sync_bound", tmp_path / "b.json", steps=4)])
+    synced = _loaded(write_synth_trace("host_sync_bound", tmp_path / "b.json", steps=4))
     _, steps, values = synced.overview.rank_step_matrix("host-sync idle")
     per_step_us = values[0] * np.array([s.duration_us for s in synced.overview.ranks[0].steps if not s.warmup])
     assert np.allclose(per_step_us, 4 * 1500.0, rtol=0.05)

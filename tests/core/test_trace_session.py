@@ -19,7 +19,7 @@ from gpuperf_gui.core.trace.session.trace import Trace
 from gpuperf_gui.core.trace.model.lanes import EventRef
 from gpuperf_gui.core.trace.analysis.kernel_table import uses_tensor_cores
 from gpuperf_gui.core.trace.session.loaded_trace import (LoadedTrace, RooflineUpdate, build_loaded_trace,
-                                                         iter_loaded_trace, load_trace)
+                                                         iter_loaded_trace)
 from gpuperf_gui.core.trace.synthetic.synth import ALLREDUCE, ELEMENTWISE, GEMM
 from trace_builders import hand_trace, straggler_job
 
@@ -235,7 +235,7 @@ def test_iter_loaded_trace_in_process_and_stop(tmp_path):
     assert len(loaded) == 1 and loaded[0].title() == "hand.json"
     assert isinstance(items[-1], RooflineUpdate)   # found after the lanes: a snapshot to fold in
     assert loaded[0].analysis_pending and not loaded[0].roofline_points and loaded[0].diagnosis is None
-    final = load_trace([path], 10.0, isolate=False)  # the snapshots folded, as the tab does
+    final = _shown([path], isolate=False)  # the snapshots folded, as the tab does
     assert final.roofline_points == list(items[-1].points) and final.diagnosis is not None
     stop = threading.Event()
     stop.set()
@@ -255,7 +255,12 @@ def test_overview_json_is_in_seconds(hand):
 
 
 def _shown(paths: list[Path], isolate: bool) -> LoadedTrace:
-    return load_trace(paths, 10.0, isolate=isolate)
+    """The trace the tab ends up holding: the worker's snapshots folded into its LoadedTrace."""
+    items = iter(iter_loaded_trace(paths, 10.0, threading.Event(), isolate=isolate))
+    loaded = next(i for i in items if isinstance(i, LoadedTrace))
+    for item in items:
+        loaded = loaded.then(item)
+    return loaded
 
 
 def test_a_trace_built_in_the_helper_equals_one_built_here(shared_traces):

@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
 )
 
 from gpuperf_gui.core.trace.analysis.overview import display_kernel_name
-from gpuperf_gui.core.trace.session.loaded_trace import (FigureDelta, LoadProgress, diagnosis_view, diff_figures,
+from gpuperf_gui.core.trace.session.loaded_trace import (FigureDelta, Progress, diagnosis_view, diff_figures,
                                                          diff_job)
 from gpuperf_gui.views.plotting import make_static_plot
 from gpuperf_gui.views.progress import show_progress
@@ -291,8 +291,8 @@ class TraceCompare(QWidget):
 
     # -- worker ------------------------------------------------------------------------------------------
     def _on_item(self, item: object) -> None:
-        if isinstance(item, LoadProgress):
-            show_progress(self.progress, item.done, item.total, item.text)
+        if isinstance(item, Progress):
+            show_progress(self.progress, round(1000 * item.fraction), 1000, item.message)
         elif not self.task.cancel_requested:
             self.show_diff(item)  # type: ignore[arg-type]
             self.compared.emit()

@@ -1,8 +1,8 @@
 """The Trace tab: lanes a person can read at a glance, an overview page, the op table, the diagnosis.
 
 Everything it shows is a :class:`~gpuperf_gui.core.trace.session.loaded_trace.LoadedTrace` built in a worker
-(core's :func:`~gpuperf_gui.core.trace.session.loaded_trace.load_job` run by the views' :class:`TaskRunner`); the
-tab's state (the load's phase, the trace shown, the range, the search, its rules) is
+(core's :func:`~gpuperf_gui.core.trace.session.loaded_trace.iter_loaded_trace` run by the views'
+:class:`TaskRunner`); the tab's state (the load's phase, the trace shown, the range, the search, its rules) is
 :class:`~gpuperf_gui.core.trace.session.tab_state.TraceTabState`, without Qt. The tab draws what it holds
 and turns clicks into calls on it and on the loaded trace's queries (partners, details, range summary).
 
@@ -53,8 +53,8 @@ from gpuperf_gui.core.trace.model.lanes import DEFAULT_IDLE_THRESHOLD_US, EventR
 from gpuperf_gui.core.trace.vocabulary.kernel_classes import KERNEL_CLASSES
 from gpuperf_gui.core.child_stream import discard_spare_helper
 from gpuperf_gui.core.trace.session.load_state import Ending, Failure, tag_items
-from gpuperf_gui.core.trace.session.loaded_trace import (AnalysisUpdate, LoadedTrace, LoadProgress, RooflineUpdate,
-                                                         load_job, warm_helper)
+from gpuperf_gui.core.trace.session.loaded_trace import (AnalysisUpdate, LoadedTrace, Progress, RooflineUpdate,
+                                                         iter_loaded_trace, warm_helper)
 from gpuperf_gui.core.trace.session.tab_state import (TraceTabState, ending_text, failure_text, notes_text,
                                                       ranks_shown_after, reveal_range, roof_device)
 from gpuperf_gui.core.units import format_count
@@ -421,8 +421,9 @@ class TraceTab(QWidget):
         self._show_message("")
         gc_pauses.release()   # the shown trace's objects are collectable again (views/gc_pauses.py)
         run = self.state.open()
-        self.task.restart(tag_items(load_job(paths, float(self.idle_spin.value()),
-                                             memory_budget=self.memory_budget_bytes), run))
+        threshold_us, budget = float(self.idle_spin.value()), self.memory_budget_bytes
+        self.task.restart(tag_items(lambda stop: iter_loaded_trace(paths, threshold_us, stop, memory_budget=budget),
+                                    run))
         self.progress.setRange(0, 0)
         self.progress.setFormat(f"opening {', '.join(p.name for p in paths)}")
         self.progress_row.show()
@@ -479,8 +480,8 @@ class TraceTab(QWidget):
         """The worker's items, folded by the state (core/trace/session/load_state.py): draw what it says.
         Those of a replaced open (still queued when the next one started) are dropped."""
         item = self.state.current(tagged)
-        if isinstance(item, LoadProgress):
-            show_progress(self.progress, item.done, item.total, item.text)
+        if isinstance(item, Progress):
+            show_progress(self.progress, round(1000 * item.fraction), 1000, item.message)
         elif isinstance(item, LoadedTrace):
             with_analysis = self.state.lanes_ready(item)
             if with_analysis is not None:

@@ -58,17 +58,18 @@ Definitions
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
 from gpuperf_gui.core.units import format_ms, format_percent, json_safe
 
 from ..analysis.rank_analysis import RankAnalysis, step_bounds
-from ..engine.api import TraceResult
+from ..engine.api import Progress, TraceResult
 from ..analysis.what_if import diff_check
 from ..ingest.decode import DEFAULT_MAX_BYTES
 from .trace import Trace
@@ -323,19 +324,35 @@ class TraceDiff:
         })
 
 
-def diff_paths(before: Sequence[Path | str], after: Sequence[Path | str], *,
-               before_steps: Sequence[int] | None = None, after_steps: Sequence[int] | None = None,
-               max_bytes: int = DEFAULT_MAX_BYTES, workers: int | None = None,
-               tokens_per_step: tuple[float | None, float | None] = (None, None)) -> TraceDiff:
-    """Load and analyse both traces (files or rank folders), then :func:`diff_results`.
+def iter_diff(before: Sequence[Path | str], after: Sequence[Path | str], stop: threading.Event | None = None, *,
+              before_steps: Sequence[int] | None = None, after_steps: Sequence[int] | None = None,
+              max_bytes: int = DEFAULT_MAX_BYTES, workers: int | None = None,
+              tokens_per_step: tuple[float | None, float | None] = (None, None)) -> Iterator[Progress | TraceDiff]:
+    """Load and analyse both traces (files or rank folders), then yield :func:`diff_results`;
+    Progress items before. Returns without a diff when ``stop`` is set.
 
     Raises :class:`.trace_model.TraceFormatError` for a file that is not a trace and ``ValueError`` for
     step numbers a trace does not have.
     """
-    b = Trace(list(before), max_bytes=max_bytes, workers=workers).result()
-    a = Trace(list(after), max_bytes=max_bytes, workers=workers).result()
-    return diff_results(b, a, before_steps=before_steps, after_steps=after_steps,
-                        labels=(_label(before), _label(after)), tokens_per_step=tokens_per_step)
+    stop = stop or threading.Event()
+    results = []
+    for k, (paths, label) in enumerate(((before, "before"), (after, "after"))):
+        for item in Trace(list(paths), max_bytes=max_bytes, workers=workers).iter_result(stop):
+            if isinstance(item, Progress):
+                yield Progress(0.5 * k + 0.45 * item.fraction, f"{label}: {item.message}")
+            else:
+                results.append(item)
+        if stop.is_set():
+            return
+    yield Progress(0.95, "comparing")
+    yield diff_results(*results, before_steps=before_steps, after_steps=after_steps,
+                       labels=(_label(before), _label(after)), tokens_per_step=tokens_per_step)
+
+
+def diff_paths(before: Sequence[Path | str], after: Sequence[Path | str], **options: Any) -> TraceDiff:
+    """:func:`iter_diff` to its end (its keyword options)."""
+    *_, d = iter_diff(before, after, **options)
+    return d
 
 
 def diff_results(before: TraceResult, after: TraceResult, *, before_steps: Sequence[int] | None = None,

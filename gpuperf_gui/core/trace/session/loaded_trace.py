@@ -1,19 +1,17 @@
 """A loaded trace as the Trace tab reads it, and every query the tab makes on it (no Qt).
 
-:func:`iter_loaded_trace` is the loading worker's generator. :func:`iter_built_trace` runs the engine's
-load + analyse + diagnose (:class:`.trace.Trace`), then :func:`build_loaded_trace` turns
-the :class:`~.api.TraceResult` into a :class:`LoadedTrace`: lane specs for drawing, the op tables, the
-diagnosis panel's figures, the overview page (:mod:`.overview`), the MFU figures and roofline points.
-Both run in a helper interpreter by default, so none of that work holds the GUI process's GIL; the
-LoadedTrace comes back with its arrays as views of a mapped file (:mod:`..child_stream`), and the
-helper exits. The tab draws it; every question it asks (an event's details and partners, a
-search, the summary of a selected range, idle gaps at a new threshold) is a method here.
+:func:`iter_loaded_trace` is the loading worker's generator: :func:`iter_built_trace` runs the
+engine (:class:`.trace.Trace`) and builds a :class:`LoadedTrace` (lane specs, op tables, the
+diagnosis panel's figures, the overview page, the MFU figures and roofline points) in a helper
+interpreter by default, so none of that work holds the GUI process's GIL; the LoadedTrace comes
+back with its arrays as views of a mapped file (:mod:`..child_stream`). Every question the tab asks
+(an event's details and partners, a search, a selected range, idle gaps at a new threshold) is a
+method here.
 
 >>> for item in iter_loaded_trace([Path("t.json.gz")], 10.0, stop):   # doctest: +SKIP
-...     ...  # LoadProgress items, then one LoadedTrace
+...     ...  # Progress items, then one LoadedTrace and its snapshots
 >>> loaded.partners(EventRef(0, lane_id, i)); loaded.find("gemm", mode="class")   # doctest: +SKIP
 """
-
 from __future__ import annotations
 
 import os
@@ -52,17 +50,8 @@ HELPER_NICE = 5
 gets a core when it needs one (on two cores the helper's decoder and roofline work starved it)."""
 MINIMAP_BINS = 800
 __all__ = ["DEFAULT_IDLE_THRESHOLD_US", "EventRef", "LaneSpec", "RankSpec", "DiagnosisView", "EventDetails",
-           "AnalysisUpdate", "LoadProgress", "LoadedTrace", "Matches", "OpTable", "RooflineUpdate", "build_loaded_trace",
-           "iter_loaded_trace", "load_trace", "op_row_name"]
-
-
-@dataclass
-class LoadProgress:
-    """A progress report from the loading worker (``done`` of ``total``)."""
-
-    text: str
-    done: int
-    total: int
+           "AnalysisUpdate", "LoadedTrace", "Matches", "OpTable", "Progress", "RooflineUpdate", "build_loaded_trace",
+           "iter_loaded_trace", "op_row_name"]
 
 
 @dataclass(frozen=True)
@@ -347,11 +336,11 @@ class LoadedTrace:
 # -- building -------------------------------------------------------------------------------------------
 def iter_loaded_trace(paths: Sequence[Path | str], idle_threshold_us: float, stop: threading.Event,
                       isolate: bool | None = None, memory_budget: int | None = None
-                      ) -> Iterator[LoadProgress | LoadedTrace | RooflineUpdate]:
+                      ) -> Iterator[Progress | LoadedTrace | AnalysisUpdate | RooflineUpdate]:
     """The loading worker's generator: progress, one :class:`LoadedTrace` (nothing if stopped), then
     snapshots for it: an :class:`AnalysisUpdate` (one file: its lanes came first) and a
     :class:`RooflineUpdate`. Nothing yielded is changed afterwards: the receiver folds the
-    snapshots into new traces (:meth:`LoadedTrace.then`, :func:`load_trace`) on its own thread.
+    snapshots into new traces (:meth:`LoadedTrace.then`) on its own thread.
 
     With ``isolate`` (the default unless ``GPUPERF_TRACE_INPROCESS=1``) :func:`iter_built_trace` runs
     in a helper interpreter (:mod:`..child_stream`): decoding, analysing and building hold the GIL
@@ -359,11 +348,9 @@ def iter_loaded_trace(paths: Sequence[Path | str], idle_threshold_us: float, sto
     LoadedTrace's arrays arrive as views of a mapped file, not as a copy. Errors propagate.
     ``memory_budget`` (bytes, None: the default) bounds the load (core/trace/ingest/budget.py).
     """
-    if isolate is None:
-        isolate = os.environ.get("GPUPERF_TRACE_INPROCESS", "") != "1"
     stats: dict[str, float] = {}
     args = ([str(p) for p in paths], idle_threshold_us)
-    if isolate:  # the budget counts the window's share of each event too (budget.WINDOW_EVENT_BYTES)
+    if _isolated(isolate):  # the budget counts the window's share of each event too (budget.WINDOW_EVENT_BYTES)
         tree_budget = MemoryBudget.of(memory_budget).for_window()
         items = iter_in_child(BUILDER, args, {"memory_budget": tree_budget}, stop=stop, grace_s=0.0, ahead=True,
                               nice=HELPER_NICE, stats=stats, initializer=HELPER_INITIALIZER)
@@ -381,72 +368,9 @@ def iter_loaded_trace(paths: Sequence[Path | str], idle_threshold_us: float, sto
         yield item
 
 
-def load_trace(paths: Sequence[Path | str], idle_threshold_us: float = DEFAULT_IDLE_THRESHOLD_US,
-               stop: threading.Event | None = None, isolate: bool | None = None,
-               memory_budget: int | None = None) -> LoadedTrace | None:
-    """:func:`iter_loaded_trace` to its end: the trace with its analysis and roofline points
-    (None if stopped). Scripts and tests; the tab folds the same snapshots as they come."""
-    loaded: LoadedTrace | None = None
-    for item in iter_loaded_trace(paths, idle_threshold_us, stop or threading.Event(), isolate, memory_budget):
-        if isinstance(item, LoadedTrace):
-            loaded = item
-        elif loaded is not None:
-            loaded = loaded.then(item)
-    return loaded
-
-
-def iter_built_trace(paths: Sequence[str], idle_threshold_us: float, stop: threading.Event | None = None,
-                     memory_budget: MemoryBudget | int | None = None) -> Iterator[LoadProgress | LoadedTrace | RooflineUpdate]:
-    """Load, analyse and build: progress, one :class:`LoadedTrace` (nothing if stopped), then its
-    :class:`RooflineUpdate` (the FLOP counts of a big trace's ops take a while to find: the lanes
-    are shown meanwhile). The helper interpreter's target (:func:`iter_loaded_trace`)."""
-    stop = stop or threading.Event()
-    one_file = _one_file(paths)
-    if one_file is not None and LANES_FIRST:
-        yield from _iter_lanes_first(one_file, idle_threshold_us, stop, memory_budget)
-        return
-    started = time.perf_counter()
-    result: TraceResult | None = None
-    for item in Trace(paths, memory_budget=memory_budget).iter_result(stop):  # the Trace is dropped here
-        if stop.is_set():
-            return
-        if isinstance(item, Progress):
-            yield LoadProgress(item.message, int(round(800 * item.fraction)), 1000)
-        else:
-            result = item
-    item = None   # the loop's last item is the result: one reference, ``result``, to drop later
-    if result is None or stop.is_set():
-        return
-    engine_s = time.perf_counter() - started
-    yield LoadProgress("preparing the lanes", 900, 1000)
-    # In the helper the model goes into the transfer file first and the build reads it from there:
-    # the helper never holds its columns twice (its own and the file's), and they are written once.
-    twin = yield SendMapped(result.model, relay=False)
-    if twin is not None:
-        _use_model(result, twin)
-        release_freed_memory()
-    started = time.perf_counter()
-    loaded = build_loaded_trace(result, idle_threshold_us, stop, roofline=False)
-    found = [r.points for r in result.ranks]   # the engine's, found with the op tables
-    del result
-    if stop.is_set():
-        return
-    loaded.timings_s.update(engine_s=engine_s, build_s=time.perf_counter() - started)
-    twin = yield SendMapped(loaded)
-    if twin is not None:   # in the helper: go on with the arrays the GUI process maps too, free ours
-        loaded = twin
-        release_freed_memory()
-    yield from _roofline_update(loaded, found, stop)
-
-
-def _roofline_update(loaded: LoadedTrace, found: Sequence[list[OpPoint] | None],
-                     stop: threading.Event) -> Iterator[LoadProgress | RooflineUpdate]:
-    yield LoadProgress("placing the kernels on the roofline", 950, 1000)
-    started = time.perf_counter()
-    notes: list[str] = []
-    points = roofline_points(loaded.model.ranks, notes, found)
-    if not stop.is_set():
-        yield RooflineUpdate(tuple(points), tuple(notes), time.perf_counter() - started)
+def _isolated(isolate: bool | None) -> bool:
+    """``isolate``, by default True unless ``GPUPERF_TRACE_INPROCESS=1`` (a load runs in this process)."""
+    return os.environ.get("GPUPERF_TRACE_INPROCESS", "") != "1" if isolate is None else isolate
 
 
 LANES_FIRST = True
@@ -456,78 +380,78 @@ HELPER_AHEAD = True
 """Start the next load's helper interpreter ahead (:func:`warm_helper`); internal (docs/environment.md)."""
 
 
-def _one_file(paths: Sequence[str]) -> Path | None:
-    """The one trace file ``paths`` name, or None (several, a folder, or not readable: the engine's
-    usual path decides and reports)."""
-    if len(paths) != 1:
-        return None
-    path = Path(paths[0])
-    try:
-        return path if path.is_file() else None
-    except OSError:
-        return None
-
-
-def _iter_lanes_first(path: Path, idle_threshold_us: float, stop: threading.Event, memory_budget: MemoryBudget | int | None
-                      ) -> Iterator[LoadProgress | LoadedTrace | AnalysisUpdate | RooflineUpdate]:
-    """One file: load it, send its lanes (:class:`LoadedTrace` with ``analysis_pending``), then
-    analyse the rank the tab already shows (:class:`AnalysisUpdate`) and place its ops on the
-    roofline (:class:`RooflineUpdate`). Analysis and op table take a third of a big file's time:
-    the lanes are on screen meanwhile."""
+def iter_built_trace(paths: Sequence[str], idle_threshold_us: float, stop: threading.Event | None = None,
+                     memory_budget: MemoryBudget | int | None = None
+                     ) -> Iterator[Progress | SendMapped | LoadedTrace | AnalysisUpdate | RooflineUpdate]:
+    """Load, analyse and build (the helper interpreter's target, :func:`iter_loaded_trace`): progress,
+    one :class:`LoadedTrace` (nothing if stopped), then its snapshots. One file is loaded, its lanes
+    sent, and only then analysed (an :class:`AnalysisUpdate`): analysis and op table take a third of
+    a big file's time, and the lanes are on screen meanwhile. Several files come analysed with their
+    lanes. Last a :class:`RooflineUpdate` (the FLOP counts of a big trace's ops take a while)."""
+    stop = stop or threading.Event()
     started = time.perf_counter()
-    yield LoadProgress(f"reading {path.name}", 0, 1000)
-    trace = Trace([path], memory_budget=memory_budget)
-    model = trace.model()        # loaded, not analysed yet
+    trace = Trace(paths, memory_budget=memory_budget)
+    lanes_first = LANES_FIRST and _one_file(paths)
+    if lanes_first:
+        yield Progress(0.0, f"reading {Path(paths[0]).name}")
+        trace.model()        # loaded, not analysed yet
+    else:
+        for item in trace.iter_result(stop):
+            if isinstance(item, Progress):
+                yield Progress(0.8 * item.fraction, item.message)
     if stop.is_set():
         return
     engine_s = time.perf_counter() - started
-    yield LoadProgress("preparing the lanes", 700, 1000)
-    twin = yield SendMapped(model, relay=False)   # the helper's columns go to the transfer file once
+    yield Progress(0.7 if lanes_first else 0.9, "preparing the lanes")
+    # In the helper the model goes into the transfer file first and the build reads it from there:
+    # the helper never holds its columns twice (its own and the file's), and they are written once.
+    twin = yield SendMapped(trace.model(), relay=False)
     if twin is not None:
         trace.adopt_model(twin)
-        model = twin
         release_freed_memory()
     started = time.perf_counter()
-    loaded = _lanes_trace(model, idle_threshold_us, stop)
+    if lanes_first:
+        loaded = _lanes_trace(trace.model(), idle_threshold_us, stop)
+    else:
+        loaded = build_loaded_trace(trace.result(), idle_threshold_us, stop, roofline=False)
     if stop.is_set():
         return
     loaded.timings_s.update(engine_s=engine_s, build_s=time.perf_counter() - started)
     twin = yield SendMapped(loaded)
-    if twin is not None:   # as above
+    if twin is not None:   # in the helper: go on with the arrays the GUI process maps too, free ours
         loaded = twin
         release_freed_memory()
-    yield LoadProgress("analysing", 850, 1000)
+    trace.adopt_model(loaded.model)
+    if lanes_first:
+        yield Progress(0.85, "analysing")
+        started = time.perf_counter()
+        result = trace.result()
+        if stop.is_set():
+            return
+        yield _analysis_update(result, time.perf_counter() - started)
+    yield Progress(0.95, "placing the kernels on the roofline")
     started = time.perf_counter()
-    trace.adopt_model(loaded.model)   # in the helper: the mapped twin the GUI process maps too
-    result = trace.result()
-    if stop.is_set():
-        return
-    yield _analysis_update(result, time.perf_counter() - started)
-    yield from _roofline_update(loaded, [r.points for r in result.ranks], stop)
+    notes: list[str] = []
+    points = roofline_points(loaded.model.ranks, notes, [r.points for r in trace.result().ranks])
+    if not stop.is_set():
+        yield RooflineUpdate(tuple(points), tuple(notes), time.perf_counter() - started)
 
 
-def _use_model(result: TraceResult, model: TraceModel) -> None:
-    """Point ``result`` at ``model``, a twin of its own (same ranks, same order)."""
-    result.model = model
-    for rank, trace in zip(result.ranks, model.ranks, strict=True):
-        rank.trace = trace
+def _one_file(paths: Sequence[str]) -> bool:
+    """``paths`` name one trace file (not several, a folder, or one not readable: the engine's
+    usual path decides and reports)."""
+    try:
+        return len(paths) == 1 and Path(paths[0]).is_file()
+    except OSError:
+        return False
 
 
 def warm_helper() -> None:
     """Start the next load's helper interpreter now, with this module imported: its start and
     imports (~0.35 s) are then not part of opening a trace. Nothing when loads run in this process
     (``GPUPERF_TRACE_INPROCESS=1``) or :data:`HELPER_AHEAD` is False."""
-    if os.environ.get("GPUPERF_TRACE_INPROCESS", "") != "1" and HELPER_AHEAD:
+    if _isolated(None) and HELPER_AHEAD:
         prestart_helper((__name__,), HELPER_INITIALIZER)
-
-
-def load_job(paths: Sequence[Path | str], idle_threshold_us: float, isolate: bool | None = None,
-             memory_budget: int | None = None) -> Callable[[threading.Event], Iterator[LoadProgress | LoadedTrace]]:
-    """:func:`iter_loaded_trace` as a ``produce(stop)`` factory for the views' task runner."""
-    def produce(stop: threading.Event) -> Iterator[LoadProgress | LoadedTrace]:
-        return iter_loaded_trace(paths, idle_threshold_us, stop, isolate, memory_budget)
-
-    return produce
 
 
 def build_loaded_trace(result: TraceResult, idle_threshold_us: float = DEFAULT_IDLE_THRESHOLD_US,
@@ -656,49 +580,25 @@ def roofline_points(ranks: Sequence[RankTrace], notes: list[str],
 
 
 # -- compare (the Compare page) ---------------------------------------------------------------------------
-DIFF_ENGINE = "gpuperf_gui.core.trace.session.loaded_trace:iter_diff"
+DIFF_ENGINE = "gpuperf_gui.core.trace.session.diff:iter_diff"
 
 
-def iter_diff(before: Sequence[str], after: Sequence[str], stop: threading.Event | None = None
-              ) -> Iterator[Progress | object]:
-    """Load and analyse both traces, then yield :func:`.diff.diff_results` (a TraceDiff); Progress
-    items before. Returns without a diff when ``stop`` is set."""
-    from .diff import diff_results
-
-    stop = stop or threading.Event()
-    results = []
-    for k, (paths, label) in enumerate(((before, "before"), (after, "after"))):
-        result = None
-        for item in Trace(paths).iter_result(stop):
-            if isinstance(item, Progress):
-                yield Progress(0.5 * k + 0.45 * item.fraction, f"{label}: {item.message}")
-            else:
-                result = item
-        if result is None or stop.is_set():
-            return
-        results.append(result)
-    yield Progress(0.95, "comparing")
-    yield diff_results(results[0], results[1], labels=(", ".join(map(str, before)), ", ".join(map(str, after))))
-
-
-def diff_job(before: Sequence[Path | str], after: Sequence[Path | str], isolate: bool | None = None
-             ) -> Callable[[threading.Event], Iterator[LoadProgress | object]]:
-    """A ``produce(stop)`` for the views' task runner: LoadProgress items, then the TraceDiff. Runs
+def diff_job(before: Sequence[Path | str], after: Sequence[Path | str]
+             ) -> Callable[[threading.Event], Iterator[Progress | object]]:
+    """A ``produce(stop)`` for the views' task runner: Progress items, then the TraceDiff. Runs
     in a helper interpreter unless ``GPUPERF_TRACE_INPROCESS=1`` (the decoder holds the GIL)."""
-    if isolate is None:
-        isolate = os.environ.get("GPUPERF_TRACE_INPROCESS", "") != "1"
+    from .diff import iter_diff
+
+    isolate = _isolated(None)
     args = ([str(p) for p in before], [str(p) for p in after])
 
-    def produce(stop: threading.Event) -> Iterator[LoadProgress | object]:
+    def produce(stop: threading.Event) -> Iterator[Progress | object]:
         items = iter_in_child(DIFF_ENGINE, args, stop=stop, grace_s=0.0,
-                                                initializer=HELPER_INITIALIZER) if isolate else iter_diff(*args, stop)
+                              initializer=HELPER_INITIALIZER) if isolate else iter_diff(*args, stop)
         for item in items:
             if stop.is_set():
                 return
-            if isinstance(item, Progress):
-                yield LoadProgress(item.message, int(round(1000 * item.fraction)), 1000)
-            else:
-                yield item
+            yield item
 
     return produce
 

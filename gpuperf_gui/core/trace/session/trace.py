@@ -203,25 +203,15 @@ class Trace:
 
 
 # -- the job window (many ranks, compact results) -------------------------------------------------------
-COMPACT_ENGINE = "gpuperf_gui.core.trace.session.trace:iter_compact_trace"
-
-
-def iter_compact_trace(paths: Sequence[Path | str], stop: threading.Event | None = None, *,
-                       address: str | None = None, memory_budget: int | None = None, overview: bool = True
-                       ) -> Iterator[Progress | ClusterResult]:
-    """A compact :class:`Trace`'s progress and result: the local process pool (``address`` None or
-    :data:`.cluster.LOCAL_POOL`) or the Dask scheduler at ``address``."""
-    from ..engine.cluster import is_local_pool
-
-    trace = Trace(paths, compact=True, dask_scheduler=None if is_local_pool(address) else address,
-                  memory_budget=memory_budget, overview=overview)
-    yield from trace.iter_result(stop)
+COMPACT_ENGINE = "gpuperf_gui.core.trace.session.trace:iter_job_overview"
 
 
 def iter_job_overview(paths: Sequence[Path | str], stop: threading.Event, *, address: str | None = None,
                       memory_budget: int | None = None, isolate: bool | None = None
                       ) -> Iterator[Progress | ClusterResult]:
-    """The job window's generator: :func:`iter_compact_trace` with the overview.
+    """The job window's generator: a compact :class:`Trace`'s progress and result, with the overview,
+    from the local process pool (``address`` None or :data:`.cluster.LOCAL_POOL`) or the Dask
+    scheduler at ``address``.
 
     On the local pool it runs in a helper interpreter (:mod:`..child_stream`, as the Trace tab's
     loader does: the window's process never forks, decodes nor holds a rank's events, and a stop
@@ -233,9 +223,10 @@ def iter_job_overview(paths: Sequence[Path | str], stop: threading.Event, *, add
 
     if isolate is None:
         isolate = is_local_pool(address) and os.environ.get("GPUPERF_TRACE_INPROCESS", "") != "1"
-    kwargs = {"address": address, "memory_budget": memory_budget, "overview": True}
     if isolate:
+        kwargs = {"address": address, "memory_budget": memory_budget, "isolate": False}
         yield from iter_in_child(COMPACT_ENGINE, ([str(p) for p in paths],), kwargs, stop=stop, grace_s=0.0,
                                  initializer=HELPER_INITIALIZER)
     else:
-        yield from iter_compact_trace(paths, stop, **kwargs)
+        yield from Trace(paths, compact=True, dask_scheduler=None if is_local_pool(address) else address,
+                         memory_budget=memory_budget, overview=True).iter_result(stop)
