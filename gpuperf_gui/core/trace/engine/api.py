@@ -29,7 +29,7 @@ from ..ingest.load import (FileFailure, dedupe_ranks, discover_files, failure_no
                            plan_workers)
 from ..model.trace_model import RankTrace, TraceModel
 from ..model.name_masks import pattern_mask, predicate_mask
-from ..analysis.op_points import OpPoint, op_points, op_table_and_points
+from ..analysis.op_points import OpPoint, op_table_and_points
 from ..analysis.optable import OpRow
 from ..diagnosis.stragglers import RankCollectives, launch_steps, per_step_lags
 from ..analysis.what_if import MfuModel, WhatIf, for_result
@@ -51,14 +51,8 @@ class RankResult:
     analysis: RankAnalysis
     diagnosis: Diagnosis
     ops: list[OpRow]
-    points: list[OpPoint] | None = None
-    """:func:`.op_points.op_points` of the trace, found with the op table (None: not yet)."""
-
-    def op_points(self) -> list[OpPoint]:
-        """The rank's roofline points (found now if the engine did not)."""
-        if self.points is None:
-            self.points = op_points(self.trace)
-        return self.points
+    points: list[OpPoint]
+    """:func:`.op_points.op_points` of the trace, found with the op table."""
 
 
 @dataclass
@@ -102,7 +96,7 @@ class TraceResult:
 
     def to_json(self, top: int = 10) -> dict:
         """The ``gpuperf diagnose --json`` object (docs/cli.md contract, plus extra keys)."""
-        ranks = [rank_json(r.analysis, r.diagnosis, r.ops[:top], [p.to_json() for p in r.op_points()])
+        ranks = [rank_json(r.analysis, r.diagnosis, r.ops[:top], [p.to_json() for p in r.points])
                  for r in self.ranks]  # the points are the ones "Show on roofline" draws
         obj = job_json(self.diagnosis, ranks, self.multi_rank, self.model.notes)
         wi = self.what_if()
@@ -197,11 +191,17 @@ def assemble_job(loaded: list[_Loaded]) -> TraceResult:
         a, ops, points = by_trace[id(rt)]
         ranks.append(RankResult(rt, a, diagnose_rank(a), ops, points))
     summary = multi_rank_summary(ranks)
-    diagnosis = diagnose_job([(r.analysis, r.diagnosis) for r in ranks], summary.evidence)
-    late = late_rank_diagnoses([(r.analysis, r.diagnosis) for r in ranks], summary.evidence)
+    return TraceResult(model, ranks, diagnose_ranks(ranks, summary), summary)
+
+
+def diagnose_ranks(ranks: Sequence[RankResult], summary: MultiRankSummary) -> Diagnosis:
+    """The job's verdict (either engine's ranks); a late rank's own verdict names it a straggler."""
+    diagnosed = [(r.analysis, r.diagnosis) for r in ranks]
+    diagnosis = diagnose_job(diagnosed, summary.evidence)
+    late = late_rank_diagnoses(diagnosed, summary.evidence)
     for r in ranks:
         r.diagnosis = late.get(r.analysis.rank, r.diagnosis)
-    return TraceResult(model, ranks, diagnosis, summary)
+    return diagnosis
 
 
 def multi_rank_summary(ranks: list[RankResult], spans: dict[int, tuple[np.ndarray, np.ndarray]] | None = None,
@@ -274,28 +274,27 @@ def _collective_spans(ranks: list[RankResult]) -> dict[int, tuple[np.ndarray, np
     """Per rank, (start_us, end_us) of its collectives in start order (:func:`rank_collectives`)."""
     out = {}
     for r in ranks:
-        starts, durations, _ = rank_collectives(r.trace)
+        starts, durations = rank_collectives(r.trace)
         if starts is not None and starts.size:
             out[r.trace.rank] = (starts, starts + durations)
     return out
 
 
-def rank_collectives(rt: RankTrace) -> tuple[np.ndarray | None, np.ndarray | None, bool]:
+def rank_collectives(rt: RankTrace) -> tuple[np.ndarray | None, np.ndarray | None]:
     """The collectives the straggler rule compares without steps, in start order: (start_us,
-    duration_us, whether they are GPU kernels). GPU communication kernels, else CPU-side collective
-    ops (gloo). With two or more ProfilerSteps, only each step's first collective (the rule itself
-    then matches them step by step: :func:`rank_collectives_by_step`). Runs rank-side in the Dask
-    path too."""
+    duration_us). GPU communication kernels, else CPU-side collective ops (gloo). With two or more
+    ProfilerSteps, only each step's first collective (the rule itself then matches them step by
+    step: :func:`rank_collectives_by_step`). Runs rank-side in the Dask path too."""
     found = _all_collectives(rt)
     if found is None:
-        return None, None, False
-    starts, durations, _, on_gpu = found
+        return None, None
+    starts, durations, _, _ = found
     if len(rt.steps) >= 2:
         bounds = np.array([st.cpu_start_us for st in rt.steps] + [np.inf])
         first = np.searchsorted(starts, bounds[:-1], side="left")
         ok = (first < starts.size) & (starts[np.minimum(first, max(starts.size - 1, 0))] < bounds[1:])
         starts, durations = starts[first[ok]], durations[first[ok]]
-    return starts, durations, on_gpu
+    return starts, durations
 
 
 def rank_collectives_by_step(rt: RankTrace) -> RankCollectives | None:

@@ -42,12 +42,12 @@ from ...json_text import EncodedJSON, encode_around
 from ...units import json_safe
 from ..analysis import intervals as iv
 from ..analysis.rank_analysis import RankAnalysis
-from .api import (MultiRankSummary, Progress, analyse_loaded_rank, job_json, multi_rank_summary, rank_collectives,
-                  rank_collectives_by_step, rank_json)
+from .api import (MultiRankSummary, Progress, analyse_loaded_rank, diagnose_ranks, job_json, multi_rank_summary,
+                  rank_collectives, rank_collectives_by_step, rank_json)
 from ..ingest.budget import MemoryBudget
 from ..ingest.decode import DEFAULT_MAX_BYTES
 from ..ingest.heap import reused_heap
-from ..diagnosis.diagnose import Diagnosis, diagnose_job, diagnose_rank, late_rank_diagnoses
+from ..diagnosis.diagnose import Diagnosis, diagnose_rank
 from ..diagnosis.stragglers import RankCollectives
 from ..ingest.load import MANY_RANKS
 from ..ingest.load import (FileFailure, _failure, dedupe_ranks, discover_files, failure_notes, iter_per_file,
@@ -131,9 +131,9 @@ def summarize_rank(path: str, order_index: int, *, max_bytes: int | None = DEFAU
     (step breakdown, top kernels, lane summaries: what the job window draws) only with ``overview``:
     the CLI's JSON reads none of them, and they were half of what a rank sent back.
 
-    ``shown``: the file's name in the result (the path as the user gave it; ``path`` is what the
-    worker reads). ``encode_json``: also encode the rank's part of the JSON here
-    (:attr:`RankSummary.rank_json_parts`).
+    ``shown``: the file's name in the result and its failure (the path as the user gave it, relative
+    ones relative, as the local run names it; ``path`` is what the worker reads). ``encode_json``:
+    also encode the rank's part of the JSON here (:attr:`RankSummary.rank_json_parts`).
 
     A file that fails gives a :class:`.load.FileFailure` (as the local loop collects them), so one
     broken rank never fails the job."""
@@ -141,8 +141,11 @@ def summarize_rank(path: str, order_index: int, *, max_bytes: int | None = DEFAU
         rt = load_rank(path, max_bytes=max_bytes, order_index=order_index, memory_budget=memory_budget)
         summary = _summary(rt, order_index, top, overview, lane_bins)
     except Exception as exc:  # noqa: BLE001 - reported per file, as iter_per_file does
-        return _failure(Path(path), exc)
-    if shown is not None and summary.file == path:  # as _as_given names it on the client
+        failure = _failure(Path(path), exc)
+        if shown is None:
+            return failure
+        return FileFailure(Path(shown), failure.message.replace(path, shown), failure.not_a_trace)
+    if shown is not None and summary.file == path:
         summary.file = summary.analysis.file = shown
     if encode_json:
         _encode_rank_json(summary, top)
@@ -181,7 +184,7 @@ def _encode_rank_json(summary: RankSummary, top: int) -> None:
 
 def _summary(rt: RankTrace, order_index: int, top: int, with_overview: bool, lane_bins: int) -> RankSummary:
     analysis, ops, points = analyse_loaded_rank(rt)
-    starts, durations, _ = rank_collectives(rt)   # as the local run picks them: the same spans, bit for bit
+    starts, durations = rank_collectives(rt)   # as the local run picks them: the same spans, bit for bit
     ov = None
     if with_overview:
         warmup = {s.number for s in analysis.steps if s.warmup}
@@ -301,10 +304,7 @@ def assemble(summaries: Sequence[RankSummary], notes: list[str] | None = None) -
             by_step[s.rank] = RankCollectives(c.start_us + shift if shift != 0 else c.start_us, c.duration_us,
                                               c.step, c.on_gpu)
     summary = multi_rank_summary(ranks, spans=spans, by_step=by_step or None)  # type: ignore[arg-type]
-    diagnosis = diagnose_job([(r.analysis, r.diagnosis) for r in ranks], summary.evidence)
-    late = late_rank_diagnoses([(r.analysis, r.diagnosis) for r in ranks], summary.evidence)
-    for r in ranks:
-        r.diagnosis = late.get(r.analysis.rank, r.diagnosis)
+    diagnosis = diagnose_ranks(ranks, summary)  # type: ignore[arg-type]
     return ClusterResult(ranks, diagnosis, summary, list(notes or []), origin)
 
 
@@ -368,7 +368,7 @@ def iter_cluster_analyse(paths: Sequence[Path | str], address: str, stop: thread
     one :class:`ClusterResult` (nothing when ``stop`` is set: the pending tasks are cancelled).
 
     The workers read the files by their absolute paths (from the shared filesystem); the result
-    names them as the local run does, as given (:func:`_as_given`).
+    names them as given, as the local run does.
 
     The client takes the results as they finish, in batches (``distributed.as_completed``), so its
     work per rank is constant (docs/scaling.md)."""
@@ -405,8 +405,7 @@ def iter_cluster_analyse(paths: Sequence[Path | str], address: str, stop: thread
                 continue
             for fut, value in sorted(finished, key=lambda pair: index[pair[0].key]):
                 batch = batches[index[fut.key]]
-                for i, item in zip(batch, _results(fut, value, [files[i] for i in batch])):
-                    item = _as_given(item, files[i])
+                for item in _results(fut, value, [files[i] for i in batch]):
                     (failures if isinstance(item, FileFailure) else summaries).append(item)
                 fut.release()  # the cluster forgets it: nothing of the rank stays there
                 count += len(batch)
@@ -489,17 +488,6 @@ def _results(fut: Any, value: Any, paths: Sequence[Path]  # noqa: ANN401 (distri
         return value
     exc = value[1] if isinstance(value, tuple) and len(value) == 3 else value  # (type, exception, traceback)
     return [FileFailure(p, f"{p}: the Dask task failed: {type(exc).__name__}: {exc}", False) for p in paths]
-
-
-def _as_given(item: RankSummary | FileFailure, given: Path) -> RankSummary | FileFailure:
-    """The result named by the path as given (relative paths stay relative), as the local run names
-    it: the worker read the absolute path, which the JSON's ``file`` and the notes do not show."""
-    absolute = str(given.resolve())
-    if isinstance(item, FileFailure):
-        return FileFailure(given, item.message.replace(absolute, str(given)), item.not_a_trace)
-    if item.file == absolute:
-        item.file = item.analysis.file = str(given)
-    return item
 
 
 # -- when a job opens as an overview ------------------------------------------------------------------

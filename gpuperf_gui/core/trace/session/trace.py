@@ -180,7 +180,7 @@ class Trace:
         r = self._rank(rank)
         if isinstance(r, ClusterRank):
             return list(r.summary.roofline_points)
-        return [p.to_json() for p in r.op_points()]
+        return [p.to_json() for p in r.points]
 
     def find(self, query: str, mode: str = "name", lanes: Sequence[tuple[int, int]] | None = None) -> Matches:
         """Events whose name matches ``query`` (modes: :data:`.queries.SEARCH_MODES`), time order."""
