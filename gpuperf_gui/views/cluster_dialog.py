@@ -239,7 +239,7 @@ class ClusterJobWindow(QWidget):
         for i, r in enumerate(order):
             a = r.analysis
             step = "-" if a.step_time_median_s is None else f"{1e3 * a.step_time_median_s:.2f}"
-            cells = (str(r.rank), Path(r.file).name, f"{r.summary.n_events:,}", step,
+            cells = (str(r.rank), Path(r.file).name, f"{r.n_events:,}", step,
                      f"{100 * a.gpu_busy_fraction:.1f} %", f"{100 * exposed_comm(a):.1f} %",
                      r.diagnosis.signature + ("  ⚠ late" if r.rank in late else ""))
             for j, text in enumerate(cells):
@@ -258,7 +258,7 @@ class ClusterJobWindow(QWidget):
         """The compact result of ``rank`` (None before the result, or for an unknown rank)."""
         if self.result is None or rank is None:
             return None
-        return next((r.summary for r in self.result.ranks if r.rank == rank), None)
+        return next((r for r in self.result.ranks if r.rank == rank), None)
 
     def _rank_of_row(self, row: int) -> int | None:
         item = self.table.item(row, 0)

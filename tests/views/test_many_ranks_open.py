@@ -87,7 +87,7 @@ def test_folder_of_many_ranks_opens_as_overview_and_one_rank_on_demand(make_main
     gc.collect()
     assert [o for o in alive(per_event_types) if id(o) not in ids_before] == []   # none in this process at all
     arrays = [o for o in held if issubclass(type(o), np.ndarray)]
-    assert arrays and max(a.size for a in arrays) <= LANE_BINS < min(r.summary.n_events for r in result.ranks)
+    assert arrays and max(a.size for a in arrays) <= LANE_BINS < min(r.n_events for r in result.ranks)
     assert window.trace_tab.loaded is None
 
     # opening a rank loads exactly that rank's file in the Trace tab

@@ -1,28 +1,19 @@
-"""The distributed engine: each rank's analysis runs as a Dask task next to its file, and only a
-compact per-rank result comes back.
+"""The compact engine: each rank is analysed next to its file (a Dask task, or a process of the local
+pool) and only a compact per-rank result, a :class:`RankSummary` of a few kB, comes back.
 
-For jobs too big for one machine (a thousand ranks of 200k events each). The files stay where they
-are (a shared filesystem, as on SLURM clusters); every task loads one rank, analyses it, diagnoses
-it, and returns a :class:`RankSummary`: the :class:`.rank_analysis.RankAnalysis` (figures, steps,
-diagnosis inputs), the op table's top rows, the roofline points, the collective start times the
-straggler rule needs, the overview's step breakdown and a coarse lane summary. The client then does
-what :func:`.api.iter_load_and_analyse` does after its per-file loop (rank de-duplication, clock
-alignment, the straggler rule, the job diagnosis), so ``gpuperf diagnose --dask-scheduler`` prints
-the same ``--json`` and verdict as the local run while never holding any rank's events.
+For jobs too big for one machine (a thousand ranks of 200k events each, on a shared filesystem as on
+SLURM clusters), and for the GUI's job window, which then holds a few kB per rank instead of every
+rank's lanes. The client does what :func:`.api.assemble_job` does (rank de-duplication, clock
+alignment, the straggler rule, the job diagnosis) on the summaries, so ``gpuperf diagnose
+--dask-scheduler`` prints the same ``--json`` as the local run while never holding a rank's events.
 
 ``address`` is ``tcp://host:8786`` (a running scheduler: ``dask-jobqueue``, ``dask scheduler``) or
 ``local[:N]`` (a ``LocalCluster`` of N worker processes, one thread each; N defaults to the CPUs).
 Dask is an optional extra (``pip install 'gpuperf-gui[cluster]'``), imported only here and lazily.
+Callers ask :class:`.trace.Trace`:
 
-The same compact path runs without Dask on the local process pool (:func:`iter_compact_analyse`,
-the loader's :func:`.load.iter_per_file`): the GUI opens a folder of many ranks
-that way, holding a few kB per rank instead of every rank's lanes.
-
-Callers ask :class:`.trace.Trace` (``Trace(paths, dask_scheduler=...)``, ``Trace(paths, compact=True)``):
-
->>> result = Trace([Path("job/")], dask_scheduler="local:4").result()   # doctest: +SKIP
->>> result.to_json(top=10)                                       # same as TraceResult.to_json
->>> result = Trace([Path("job/")], compact=True).result()        # local process pool, no Dask
+>>> Trace([Path("job/")], dask_scheduler="local:4").result().to_json(top=10)   # doctest: +SKIP
+>>> Trace([Path("job/")], compact=True).result()        # local process pool, no Dask  # doctest: +SKIP
 """
 from __future__ import annotations
 
@@ -121,12 +112,13 @@ class RankSummary:
     says for which rank number, file name and op-table rows (the client encodes the rank itself
     when the job changed any of them: see :meth:`ClusterResult.to_json`)."""
     rank_json_as: tuple[int, str, int] | None = None
+    diagnosis: Diagnosis | None = None
+    """The rank's verdict, found on the client (:func:`assemble`), as :class:`.api.RankResult`'s."""
 
 
 def summarize_rank(path: str, order_index: int, *, max_bytes: int | None = DEFAULT_MAX_BYTES,
                    memory_budget: int | None = None, top: int = 10, overview: bool = False,
-                   lane_bins: int = LANE_BINS, shown: str | None = None, encode_json: bool = False
-                   ) -> RankSummary | FileFailure:
+                   shown: str | None = None, encode_json: bool = False) -> RankSummary | FileFailure:
     """Load, analyse and summarise one rank file (the task a Dask worker runs). The overview's parts
     (step breakdown, top kernels, lane summaries: what the job window draws) only with ``overview``:
     the CLI's JSON reads none of them, and they were half of what a rank sent back.
@@ -139,7 +131,7 @@ def summarize_rank(path: str, order_index: int, *, max_bytes: int | None = DEFAU
     broken rank never fails the job."""
     try:
         rt = load_rank(path, max_bytes=max_bytes, order_index=order_index, memory_budget=memory_budget)
-        summary = _summary(rt, order_index, top, overview, lane_bins)
+        summary = _summary(rt, order_index, top, overview)
     except Exception as exc:  # noqa: BLE001 - reported per file, as iter_per_file does
         failure = _failure(Path(path), exc)
         if shown is None:
@@ -182,7 +174,7 @@ def _encode_rank_json(summary: RankSummary, top: int) -> None:
     summary.rank_json_as = (summary.rank, a.file, top)
 
 
-def _summary(rt: RankTrace, order_index: int, top: int, with_overview: bool, lane_bins: int) -> RankSummary:
+def _summary(rt: RankTrace, order_index: int, top: int, with_overview: bool) -> RankSummary:
     analysis, ops, points = analyse_loaded_rank(rt)
     starts, durations = rank_collectives(rt)   # as the local run picks them: the same spans, bit for bit
     ov = None
@@ -195,18 +187,18 @@ def _summary(rt: RankTrace, order_index: int, top: int, with_overview: bool, lan
         analysis=analysis, ops=ops[:top], roofline_points=[p.to_json() for p in points],
         collective_start_us=starts, collective_duration_us=durations,
         overview=ov, collectives=rank_collectives_by_step(rt) if len(rt.steps) >= 2 else None,
-        lanes=_lane_summaries(rt, lane_bins) if with_overview else [], warnings=list(rt.warnings),
+        lanes=_lane_summaries(rt) if with_overview else [], warnings=list(rt.warnings),
         truncation=rt.truncation.describe() if rt.truncation else None)
 
 
-def _lane_summaries(rt: RankTrace, bins: int = LANE_BINS) -> list[LaneSummary]:
+def _lane_summaries(rt: RankTrace) -> list[LaneSummary]:
     """Every lane's busy fraction per bin over the rank's span (union of its events)."""
     t0, t1 = rt.span_us
-    edges = np.linspace(t0, t1, bins + 1)
-    width = max((t1 - t0) / bins, 1e-12)
+    edges = np.linspace(t0, t1, LANE_BINS + 1)
+    width = max((t1 - t0) / LANE_BINS, 1e-12)
     out = []
     for lane in rt.lanes:
-        busy = np.zeros(bins)
+        busy = np.zeros(LANE_BINS)
         if len(lane):
             s, e = iv.union(lane.start_us, lane.start_us + lane.duration_us)
             busy = np.clip(np.diff(_busy_before(s, e, edges)) / width, 0.0, 1.0)
@@ -225,31 +217,10 @@ def _busy_before(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
 
 # -- the job, assembled on the client ----------------------------------------------------------------
 @dataclass
-class ClusterRank:
-    """One rank of a :class:`ClusterResult` (``analysis``, ``diagnosis`` and ``ops`` as in
-    :class:`.api.RankResult`, so :func:`.api.multi_rank_summary` and the CLI report read it)."""
-
-    summary: RankSummary
-    analysis: RankAnalysis
-    diagnosis: Diagnosis
-    ops: list[OpRow]
-    shift_us: float = 0.0
-    """Added to the rank's own times to put it on the job's clock."""
-
-    @property
-    def rank(self) -> int:
-        return self.summary.rank
-
-    @property
-    def file(self) -> str:
-        return self.summary.file
-
-
-@dataclass
 class ClusterResult:
     """A job analysed on a cluster: per-rank compact results, the straggler summary and the verdict."""
 
-    ranks: list[ClusterRank]
+    ranks: list[RankSummary]
     diagnosis: Diagnosis
     multi_rank: MultiRankSummary
     notes: list[str] = field(default_factory=list)
@@ -264,18 +235,17 @@ class ClusterResult:
         builds nor encodes the rank's values."""
         ranks: list[Any] = []
         for r in self.ranks:
-            s = r.summary
-            if encoded and s.rank_json_parts is not None and s.rank_json_as == (r.analysis.rank, r.analysis.file, top):
-                ranks.append(EncodedJSON(s.rank_json_parts, [json_safe(r.diagnosis.to_json())], RANK_JSON_INDENT))
+            if encoded and r.rank_json_parts is not None and r.rank_json_as == (r.analysis.rank, r.analysis.file, top):
+                ranks.append(EncodedJSON(r.rank_json_parts, [json_safe(r.diagnosis.to_json())], RANK_JSON_INDENT))
             else:
-                ranks.append(rank_json(r.analysis, r.diagnosis, r.ops[:top], s.roofline_points))
+                ranks.append(rank_json(r.analysis, r.diagnosis, r.ops[:top], r.roofline_points))
         return job_json(self.diagnosis, ranks, self.multi_rank, self.notes)
 
     def overview(self) -> Overview:
         """The overview (rank × step heatmap) from the ranks' compact step breakdowns."""
         ranks = []
         for r in self.ranks:
-            ov = r.summary.overview
+            ov = r.overview
             if ov is not None:
                 ov.rank = r.rank
                 ranks.append(ov)
@@ -283,7 +253,7 @@ class ClusterResult:
 
     @property
     def n_events(self) -> int:
-        return sum(r.summary.n_events for r in self.ranks)
+        return sum(r.n_events for r in self.ranks)
 
 
 def assemble(summaries: Sequence[RankSummary], notes: list[str] | None = None) -> ClusterResult:
@@ -291,11 +261,11 @@ def assemble(summaries: Sequence[RankSummary], notes: list[str] | None = None) -
     summaries = dedupe_ranks(sorted(summaries, key=lambda s: s.order_index))
     ordered = sorted(summaries, key=lambda s: s.rank)  # TraceModel.aligned
     origin = min((s.origin_us for s in ordered), default=0.0)
-    ranks, spans, by_step = [], {}, {}
+    spans, by_step = {}, {}
     for s in ordered:
         s.analysis.rank = s.rank
+        s.diagnosis = diagnose_rank(s.analysis)
         shift = s.origin_us - origin
-        ranks.append(ClusterRank(s, s.analysis, diagnose_rank(s.analysis), s.ops, shift))
         if s.collective_start_us is not None and s.collective_start_us.size:  # as api._collective_spans
             start = s.collective_start_us + shift if shift != 0 else s.collective_start_us
             spans[s.rank] = (start, start + s.collective_duration_us)  # in start order already
@@ -303,9 +273,9 @@ def assemble(summaries: Sequence[RankSummary], notes: list[str] | None = None) -
             c = s.collectives
             by_step[s.rank] = RankCollectives(c.start_us + shift if shift != 0 else c.start_us, c.duration_us,
                                               c.step, c.on_gpu)
-    summary = multi_rank_summary(ranks, spans=spans, by_step=by_step or None)  # type: ignore[arg-type]
-    diagnosis = diagnose_ranks(ranks, summary)  # type: ignore[arg-type]
-    return ClusterResult(ranks, diagnosis, summary, list(notes or []), origin)
+    summary = multi_rank_summary(ordered, spans=spans, by_step=by_step or None)  # type: ignore[arg-type]
+    diagnosis = diagnose_ranks(ordered, summary)  # type: ignore[arg-type]
+    return ClusterResult(ordered, diagnosis, summary, list(notes or []), origin)
 
 
 # -- the scheduler -----------------------------------------------------------------------------------
@@ -364,13 +334,9 @@ def dask_client(address: str, timeout_s: float | None = None) -> Iterator[Any]:
 def iter_cluster_analyse(paths: Sequence[Path | str], address: str, stop: threading.Event | None = None, *,
                          max_bytes: int | None = DEFAULT_MAX_BYTES, memory_budget: MemoryBudget | int | None = None,
                          top: int = 10, overview: bool = False) -> Iterator[Progress | ClusterResult]:
-    """Like :func:`.api.iter_load_and_analyse` on a Dask cluster: :class:`.api.Progress` items, then
-    one :class:`ClusterResult` (nothing when ``stop`` is set: the pending tasks are cancelled).
-
-    The workers read the files by their absolute paths (from the shared filesystem); the result
-    names them as given, as the local run does.
-
-    The client takes the results as they finish, in batches (``distributed.as_completed``), so its
+    """:func:`iter_compact_analyse` on a Dask cluster (when ``stop`` is set the pending tasks are
+    cancelled). The workers read the files by their absolute paths; the result names them as given.
+    The client takes the results in batches as they finish (``distributed.as_completed``), so its
     work per rank is constant (docs/scaling.md)."""
     stop = stop or threading.Event()
     files = discover_files(paths)
@@ -444,17 +410,15 @@ def _worker_threads(client: Any) -> int:  # noqa: ANN401 (a distributed.Client)
     return max(1, sum(int(w.get("nthreads", 1)) for w in workers.values()))
 
 
-def summarize_ranks(paths: Sequence[str], order_indices: Sequence[int], shown: Sequence[str | None] | None = None,
-                    **kwargs: Any) -> list[RankSummary | FileFailure]:
+def summarize_ranks(paths: Sequence[str], order_indices: Sequence[int], shown: Sequence[str], **kwargs: Any
+                    ) -> list[RankSummary | FileFailure]:
     """:func:`summarize_rank` for each file of one task, in order (``shown``: their names in the result).
 
     On one reused heap (:func:`.heap.reused_heap`, trimmed once at the task's end): ``dask worker``'s
     nanny starts workers with ``MALLOC_TRIM_THRESHOLD_=65536``, which turns glibc's adaptive mmap
-    threshold off, so every block over 128 kB a small rank's load takes is mapped and zeroed afresh
-    and given back at once (measured 5-10 % of a small rank's CPU)."""
-    names = list(shown) if shown is not None else [None] * len(paths)
+    threshold off, so every block over 128 kB a small rank's load takes is mapped and zeroed afresh."""
     with reused_heap():
-        return [summarize_rank(p, i, shown=name, **kwargs) for p, i, name in zip(paths, order_indices, names)]
+        return [summarize_rank(p, i, shown=name, **kwargs) for p, i, name in zip(paths, order_indices, shown)]
 
 
 def _wait_ready(done: Any) -> None:  # noqa: ANN401 (a distributed.as_completed)
@@ -532,14 +496,10 @@ def iter_compact_analyse(paths: Sequence[Path | str], stop: threading.Event | No
                          workers: int | None = None,
                          max_bytes: int | None = DEFAULT_MAX_BYTES, memory_budget: MemoryBudget | int | None = None,
                          top: int = 10, overview: bool = False) -> Iterator[Progress | ClusterResult]:
-    """The compact path: :class:`.api.Progress` items, then one :class:`ClusterResult` (nothing when
-    ``stop`` is set).
-
-    It runs :func:`summarize_rank` for each file on the local process pool, as
-    :func:`.api.iter_load_and_analyse` runs its per-file work (``workers`` and the memory budget
-    planned the same way); :class:`..session.trace.Trace` sends a Dask address to
-    :func:`iter_cluster_analyse` instead. Dask is not imported here. This process holds only the :class:`RankSummary` of each
-    rank: its memory does not grow with the ranks' events."""
+    """The compact path without Dask: :class:`.api.Progress` items, then one :class:`ClusterResult`
+    (nothing when ``stop`` is set). :func:`summarize_rank` runs for each file on the local process
+    pool, planned as :func:`.api.iter_load_and_analyse` plans its own; this process holds only the
+    summaries."""
     stop = stop or threading.Event()
     files = discover_files(paths)
     n = len(files)

@@ -6,18 +6,12 @@ API::
     d = diff_paths(["before.json.gz"], ["after/"])        # files or rank folders, as `diagnose`
     d = diff_results(before_result, after_result)          # two loaded api.TraceResult
     d.speedup, d.speedup_source        # unprofiled where both traces carry it, else profiled
-    d.step_time_before_s, d.step_time_after_s   # median steady ProfilerStep, before / after
-    d.speedup_unprofiled, d.speedup_profiled    # each, where measured
     d.kernel_classes   # [ClassDelta(cls, before_s, after_s, delta_s)], per step
     d.ops              # [OpDelta(...)], per step, largest change first
     d.ops_diff()       # HTA's five lists: added, deleted, increased, decreased, unchanged
-    d.headline         # what it leads with (diff_headline: throughput for different workloads,
-                       # unprofiled step time, or profiled with the range the profiler allows)
+    d.headline         # what it leads with (diff_headline)
     d.changes()        # human lines: what changed (step time, busy, idle, classes, diagnosis)
     d.to_json(top=20)  # the `gpuperf diff --json` object (docs/cli.md contract)
-
-:class:`TraceDiff` holds both :class:`Side` summaries and both job diagnoses
-(:class:`.diagnose.Diagnosis`), so a view can show them side by side.
 
 Definitions
 -----------
@@ -40,10 +34,8 @@ Definitions
   :mod:`.rank_analysis` (mean over ranks).
 * Profiler overhead: the profiler costs the host a few µs per recorded event, so a host-bound step
   (GPU busy under :data:`HOST_BOUND_BUSY_MAX`) is longer profiled than unprofiled and the speedup
-  between two traces can differ from the unprofiled one. Measured on the H200 pairs of
-  tests/data/h200: GPU-bound data_starved_python -> loader_fed 1.58x profiled vs 1.75x unprofiled;
-  data_starved_loader0 -> loader_fed 2.57x vs 2.14x (the in-process DataLoader runs 33 % slower
-  profiled); eager_tiny -> compiled_tiny 1.14x vs 0.90x.
+  between two traces can differ from the unprofiled one (tests/data/h200: eager_tiny ->
+  compiled_tiny reads 1.14x profiled, 0.90x unprofiled).
 * Unprofiled speedup: a trace written by ``gpuperf profile`` carries the wall times of steps run with
   the profiler idle, and of its recorded steps timed the same way (top-level key
   ``gpuperf_unprofiled``, see :mod:`gpuperf_gui.core.profile_script`). A side's unprofiled step time is
@@ -51,10 +43,7 @@ Definitions
   (measured, not modelled). When both sides carry them, :attr:`TraceDiff.speedup` is the ratio of
   the unprofiled step times (:attr:`TraceDiff.speedup_source` names it) and the profiled speedup
   stays beside it; otherwise the speedup is the profiled one and :attr:`TraceDiff.warnings` says so
-  (and, for a host-bound side, that the profiler stretches it). On the H200 pairs of
-  tests/data/h200/unprofiled (median over repeats, against plain runs without any profiler):
-  loader0 -> loader_fed 1.909x vs 1.792x; eager_tiny -> compiled_tiny 1.026x vs 0.961x, where the
-  profiled speedup reads 1.146x (the profiler nearly doubles a launch-bound step: overhead 1.9).
+  (and, for a host-bound side, that the profiler stretches it).
 """
 from __future__ import annotations
 
@@ -364,8 +353,9 @@ def diff_results(before: TraceResult, after: TraceResult, *, before_steps: Seque
     classes = [ClassDelta(c, b.kernel_class_s[c], a.kernel_class_s[c]) for c in KERNEL_CLASSES]
     classes.sort(key=lambda c: -abs(c.delta_s))
     ops = []
+    none = (0.0, 0.0, 0.0)
     for name, kind in set(b.ops) | set(a.ops):
-        (cb, tb, db), (ca, ta, da) = _pick(b.ops.get((name, kind))), _pick(a.ops.get((name, kind)))
+        (cb, tb, db), (ca, ta, da) = b.ops.get((name, kind), none), a.ops.get((name, kind), none)
         ops.append(OpDelta(name, kind, cb, ca, tb, ta, db, da))
     ops.sort(key=lambda o: (-max(abs(o.delta_s), abs(o.device_delta_s)), o.kind, o.name))
     warnings = _speedup_warnings(b, a)
@@ -426,10 +416,6 @@ def _positive(values: object) -> list[float]:
     if not isinstance(values, list):
         return []
     return [float(v) for v in values if isinstance(v, (int, float)) and np.isfinite(v) and v > 0]
-
-
-def _pick(got: tuple[float, float, float] | None) -> tuple[float, float, float]:
-    return got if got is not None else (0.0, 0.0, 0.0)
 
 
 def _label(paths: Sequence[Path | str]) -> str:

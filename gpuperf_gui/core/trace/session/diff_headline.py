@@ -168,7 +168,7 @@ def _throughput(d: TraceDiff, differences: list[str]) -> Headline:
     basis = "steps timed without the profiler" if unprofiled else "profiled steps"
     rng = None if unprofiled else profiled_ratio_range(b, a, r)
     text = (f"different workloads ({'; '.join(differences)}): step time compares nothing, so throughput: "
-            f"{format_si(before, unit)} -> {format_si(after, unit)}, {_more(r)} ({basis})")
+            f"{format_si(before, unit)} -> {format_si(after, unit)}, {_change(r, 'more', 'less')} ({basis})")
     if rng is not None:
         text += f"; the profiler alone can move this between {_x(rng[0])} and {_x(rng[1])}"
     return Headline(f"throughput ({unit})", unit, before, after, r, rng, False, differences, text)
@@ -178,16 +178,10 @@ def _bound(side: Side) -> str:
     return "GPU-bound" if side.gpu_busy_fraction >= GPU_BOUND_BUSY_MIN else "host-bound"
 
 
-def _change(r: float) -> str:
+def _change(r: float, up: str = "faster", down: str = "slower") -> str:
     if abs(r - 1) <= SAME_RATIO:
         return f"no change ({_x(r)})"
-    return f"{r:.2f}x faster" if r > 1 else f"{1 / r:.2f}x slower"
-
-
-def _more(r: float) -> str:
-    if abs(r - 1) <= SAME_RATIO:
-        return f"no change ({_x(r)})"
-    return f"{r:.2f}x more" if r > 1 else f"{1 / r:.2f}x less"
+    return f"{r:.2f}x {up}" if r > 1 else f"{1 / r:.2f}x {down}"
 
 
 def _x(r: float) -> str:

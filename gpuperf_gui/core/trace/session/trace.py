@@ -1,21 +1,17 @@
 """One trace, one object: :class:`Trace` answers every question about a job, computed on demand.
 
 The shape of HTA's ``TraceAnalysis(trace_dir)``: build it from paths (a trace file, several, or a
-folder of per-rank files), then ask. Each answer is computed the first time it is asked and kept:
-loading, then the analysis (per-rank figures, diagnosis, op tables, roofline points) over the loaded
-events. The CLI (``gpuperf diagnose``, ``diff``, ``mfu --from-trace``), the Trace tab's loading
-helper (:mod:`.loaded_trace`) and the Dask path (``dask_scheduler=``) all go through it.
+folder of per-rank files), then ask; each answer is computed the first time it is asked and kept.
+The CLI (``gpuperf diagnose``, ``diff``, ``mfu --from-trace``), the Trace tab's loading helper
+(:mod:`.loaded_trace`), the job window and the Dask path all go through it. The engine is chosen
+once, at construction: this process and its worker pool with every event kept (a
+:class:`.api.TraceResult`), or compact per-rank results on a Dask cluster or the local pool (a
+:class:`.cluster.ClusterResult`: no events, so no :meth:`find`, :meth:`partners` nor :meth:`model`).
 
 >>> trace = Trace(["job/"])                                        # doctest: +SKIP
 >>> trace.ranks; trace.analysis(0).gpu_busy_fraction; trace.diagnosis().signature   # doctest: +SKIP
 >>> trace.op_table(0)[:5]; trace.find("gemm", "class"); trace.to_json()             # doctest: +SKIP
 >>> Trace(["job/"], dask_scheduler="local:4").to_json()    # compact per-rank results  # doctest: +SKIP
-
-Which engine analyses the ranks is chosen once, at construction: this process and its worker pool
-with every event kept (the default: :func:`.api.iter_load_and_analyse`, a :class:`.api.TraceResult`),
-or compact per-rank results (:mod:`.cluster`: on a Dask cluster with ``dask_scheduler``, on the
-local pool with ``compact=True``; a :class:`.cluster.ClusterResult`, no events kept, so
-:meth:`find`, :meth:`partners` and :meth:`model` are not there).
 """
 
 from __future__ import annotations
@@ -36,7 +32,7 @@ from ..analysis.optable import OpRow
 
 if TYPE_CHECKING:   # the Dask/compact engine, the helper process and the lane queries load on first use:
     # a local `gpuperf diagnose` of one file never needs them (tests/core/test_diagnose_imports.py)
-    from ..engine.cluster import ClusterRank, ClusterResult
+    from ..engine.cluster import ClusterResult, RankSummary
     from ..model.lanes import EventRef
     from ..model.queries import Matches
 
@@ -151,7 +147,7 @@ class Trace:
             return [r.rank for r in self._model.ranks]
         return [r.analysis.rank for r in self.result().ranks]
 
-    def _rank(self, rank: int) -> RankResult | ClusterRank:
+    def _rank(self, rank: int) -> RankResult | RankSummary:
         for r in self.result().ranks:
             if r.analysis.rank == rank:
                 return r
@@ -175,11 +171,11 @@ class Trace:
 
     def roofline_points(self, rank: int) -> list[dict]:
         """A rank's ops with known FLOPs and bytes, as ``roofline_points`` in the JSON (SI units)."""
-        from ..engine.cluster import ClusterRank
+        from ..engine.cluster import RankSummary
 
         r = self._rank(rank)
-        if isinstance(r, ClusterRank):
-            return list(r.summary.roofline_points)
+        if isinstance(r, RankSummary):
+            return list(r.roofline_points)
         return [p.to_json() for p in r.points]
 
     def find(self, query: str, mode: str = "name", lanes: Sequence[tuple[int, int]] | None = None) -> Matches:

@@ -19,7 +19,6 @@ from ..analysis.what_if import FIX_LABELS, WhatIf
 
 if TYPE_CHECKING:
     from ..engine.api import TraceResult
-    from ..model.trace_model import RankTrace
 
 
 @dataclass(frozen=True)
@@ -56,17 +55,14 @@ class WhatIfShown:
         return next((r for r in self.rows if r.cause == cause), None)
 
 
-def shown(wi: WhatIf | None, ranks: list[RankTrace]) -> WhatIfShown | None:
-    """The snapshot of ``wi`` (kept with its graph) over ``ranks``, the loaded trace's ranks."""
+def what_if_shown(result: TraceResult) -> WhatIfShown | None:
+    """The snapshot for an analysed job (its projections are found once, :meth:`.api.TraceResult.what_if`,
+    kept with their graph), over the loaded trace's ranks."""
+    wi = result.what_if()
     if wi is None:
         return None
     rows = tuple(WhatIfRow(p.cause, FIX_LABELS.get(p.cause, "both"), p.assumption, p.step_time_s,
                            p.speedup_upper_bound, p.mfu, p.new_dominant) for p in wi.projections)
     share = tuple(sorted(wi.critical_path.share.items(), key=lambda kv: -kv[1]))
-    masks = cp.path_masks(wi.graph, wi.critical_path.nodes, ranks) if wi.graph is not None else {}
+    masks = cp.path_masks(wi.graph, wi.critical_path.nodes, result.model.ranks) if wi.graph is not None else {}
     return WhatIfShown(rows, share, wi.step_time_s, wi.replay_error, masks)
-
-
-def what_if_shown(result: TraceResult) -> WhatIfShown | None:
-    """The snapshot for an analysed job (its projections are found once, :meth:`.api.TraceResult.what_if`)."""
-    return shown(result.what_if(), result.model.ranks)
