@@ -25,7 +25,7 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Generator, Iterator, Sequence
 
 import numpy as np
 
@@ -331,17 +331,17 @@ def dask_client(address: str, timeout_s: float | None = None) -> Iterator[Any]:
             cluster.close()
 
 
-def iter_cluster_analyse(paths: Sequence[Path | str], address: str, stop: threading.Event | None = None, *,
-                         max_bytes: int | None = DEFAULT_MAX_BYTES, memory_budget: MemoryBudget | int | None = None,
-                         top: int = 10, overview: bool = False) -> Iterator[Progress | ClusterResult]:
-    """:func:`iter_compact_analyse` on a Dask cluster (when ``stop`` is set the pending tasks are
-    cancelled). The workers read the files by their absolute paths; the result names them as given.
-    The client takes the results in batches as they finish (``distributed.as_completed``), so its
-    work per rank is constant (docs/scaling.md)."""
-    stop = stop or threading.Event()
-    files = discover_files(paths)
+_Found = tuple[list[RankSummary], list[FileFailure]]
+"""What a compact executor brings back: the ranks' summaries, and the files that failed."""
+
+
+def _on_dask(files: list[Path], address: str, stop: threading.Event, budget_bytes: int, **options: Any
+             ) -> Generator[Progress, None, _Found | None]:
+    """The ranks' summaries from Dask tasks: Progress items, then returns (summaries, failures), None
+    when ``stop`` is set (the pending tasks are then cancelled). The workers read the files by their
+    absolute paths; the results name them as given. The client takes the results in batches as they
+    finish (``distributed.as_completed``), so its work per rank is constant (docs/scaling.md)."""
     n = len(files)
-    budget = MemoryBudget.of(memory_budget).limit_bytes
     yield Progress(0.0, f"connecting to {address}")
     run_id = uuid.uuid4().hex[:12]  # task keys unique on a shared scheduler
     with dask_client(address) as client:
@@ -350,8 +350,8 @@ def iter_cluster_analyse(paths: Sequence[Path | str], address: str, stop: thread
         batches = task_batches(files, _worker_threads(client))
         # the JSON's rank parts are encoded by the workers, in parallel, for the CLI (which takes no
         # overview); the window reads the figures, not the text
-        futures = client.map(partial(summarize_ranks, max_bytes=max_bytes, memory_budget=budget, top=top,
-                                     overview=overview, encode_json=not overview),
+        futures = client.map(partial(summarize_ranks, memory_budget=budget_bytes, **options,
+                                     encode_json=not options["overview"]),
                              [[str(files[i].resolve()) for i in b] for b in batches], batches,
                              [[str(files[i]) for i in b] for b in batches], pure=False,
                              key=[f"gpuperf-ranks-{b[0]}-{run_id}" for b in batches])
@@ -376,8 +376,7 @@ def iter_cluster_analyse(paths: Sequence[Path | str], address: str, stop: thread
                 fut.release()  # the cluster forgets it: nothing of the rank stays there
                 count += len(batch)
             yield Progress(0.02 + 0.93 * count / n, f"analysed {files[batch[-1]].name}")
-    if not stop.is_set():
-        yield from _assembled(summaries, failures, n)
+    return summaries, failures
 
 
 TASK_MAX_FILES = 16
@@ -434,16 +433,6 @@ def _wait_ready(done: Any) -> None:  # noqa: ANN401 (a distributed.as_completed)
             cond.wait(_POLL_S)
 
 
-def _assembled(summaries: list[RankSummary], failures: list[FileFailure], n_files: int
-               ) -> Iterator[Progress | ClusterResult]:
-    """The job from its ranks' summaries (either engine's): notes for the files that failed (the
-    first file's error raised when none loaded), then the job diagnosis."""
-    failures.sort(key=lambda f: str(f.path))
-    notes = failure_notes(failures, n_files)
-    yield Progress(0.97, "diagnosing")
-    yield assemble(summaries, notes)
-
-
 def _results(fut: Any, value: Any, paths: Sequence[Path]  # noqa: ANN401 (distributed's)
              ) -> list[RankSummary | FileFailure]:
     """A task's results (``value``, as ``as_completed(with_results=True, raise_errors=False)`` gives
@@ -493,25 +482,40 @@ def engine_label(address: str | None, n_workers: int | None = None) -> str:
 
 
 def iter_compact_analyse(paths: Sequence[Path | str], stop: threading.Event | None = None, *,
-                         workers: int | None = None,
+                         address: str | None = None, workers: int | None = None,
                          max_bytes: int | None = DEFAULT_MAX_BYTES, memory_budget: MemoryBudget | int | None = None,
                          top: int = 10, overview: bool = False) -> Iterator[Progress | ClusterResult]:
-    """The compact path without Dask: :class:`.api.Progress` items, then one :class:`ClusterResult`
-    (nothing when ``stop`` is set). :func:`summarize_rank` runs for each file on the local process
-    pool, planned as :func:`.api.iter_load_and_analyse` plans its own; this process holds only the
-    summaries."""
+    """The compact engine: :class:`.api.Progress` items, then one :class:`ClusterResult` (nothing
+    when ``stop`` is set). :func:`summarize_rank` runs for each file on the local process pool or,
+    with ``address``, in Dask tasks; this process holds only the summaries."""
     stop = stop or threading.Event()
     files = discover_files(paths)
+    options = {"max_bytes": max_bytes, "top": top, "overview": overview}
+    if address is None:
+        found = yield from _on_pool(files, stop, workers, MemoryBudget.of(memory_budget), **options)
+    else:
+        found = yield from _on_dask(files, address, stop, MemoryBudget.of(memory_budget).limit_bytes, **options)
+    if found is None or stop.is_set():
+        return
+    summaries, failures = found
+    failures.sort(key=lambda f: str(f.path))
+    notes = failure_notes(failures, len(files))
+    yield Progress(0.97, "diagnosing")
+    yield assemble(summaries, notes)
+
+
+def _on_pool(files: list[Path], stop: threading.Event, workers: int | None, budget: MemoryBudget, **options: Any
+             ) -> Generator[Progress, None, _Found]:
+    """The ranks' summaries from the local process pool, planned as :func:`.api.iter_load_and_analyse`
+    plans its own: Progress items, then returns (summaries, failures)."""
     n = len(files)
-    n_workers, budget = plan_workers(files, MemoryBudget.of(memory_budget), workers)
+    n_workers, share = plan_workers(files, budget, workers)
     yield Progress(0.0, f"analysing {n} file{'s' if n != 1 else ''} on {engine_label(None, n_workers)}")
-    work = partial(summarize_rank, max_bytes=max_bytes, memory_budget=budget.limit_bytes, top=top,
-                   overview=overview)
+    work = partial(summarize_rank, memory_budget=share.limit_bytes, **options)
     summaries: list[RankSummary] = []
     failures: list[FileFailure] = []
     with closing(iter_per_file(files, work, stop, workers=n_workers, collect_failures=True)) as results:
         for count, (i, item) in enumerate(results, 1):
             (failures if isinstance(item, FileFailure) else summaries).append(item)
             yield Progress(0.95 * count / n, f"analysed {files[i].name}")
-    if not stop.is_set():
-        yield from _assembled(summaries, failures, n)
+    return summaries, failures

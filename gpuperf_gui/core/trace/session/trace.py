@@ -77,13 +77,11 @@ class Trace:
             return
         stop = stop or threading.Event()
         if self.compact:
-            from ..engine.cluster import iter_cluster_analyse, iter_compact_analyse
+            from ..engine.cluster import iter_compact_analyse
 
-            items = (iter_cluster_analyse(self.paths, self.dask_scheduler, stop, max_bytes=self.max_bytes,
-                                          memory_budget=self.memory_budget, top=self.top, overview=self.overview)
-                     if self.dask_scheduler else
-                     iter_compact_analyse(self.paths, stop, workers=self.workers, max_bytes=self.max_bytes,
-                                          memory_budget=self.memory_budget, top=self.top, overview=self.overview))
+            items = iter_compact_analyse(self.paths, stop, address=self.dask_scheduler, workers=self.workers,
+                                         max_bytes=self.max_bytes, memory_budget=self.memory_budget, top=self.top,
+                                         overview=self.overview)
         elif self._model is not None:   # the lanes were loaded first (one file): analyse those
             items = iter([Progress(0.0, "analysing"), self._analyse_model(self._model)])
         else:
