@@ -109,9 +109,9 @@ def run_phases(rt: RankTrace) -> dict[str, tuple[float, float]]:
     result = timed("diagnose", lambda: api.assemble_job([loaded_one]))
     notes: list[str] = []
     analyses = [r.analysis for r in result.ranks]
-    timed("mfu", lambda: session._mfu_figures(analyses, notes))
+    timed("mfu", lambda: session.figures.mfu_figures(analyses))
     timed("lanes", lambda: prepare_lanes(result.model, session.DEFAULT_IDLE_THRESHOLD_US))
-    timed("diag_view", lambda: session._diagnosis_view(result, list(result.multi_rank.stragglers)))
+    timed("diag_view", lambda: session._diagnosis_view(result))
     timed("overview", lambda: build_overview(result))
     timed("op_tables", lambda: session._op_tables(result))
     loaded = timed("build_total", lambda: session.build_loaded_trace(result, roofline=False))

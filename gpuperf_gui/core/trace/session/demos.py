@@ -7,6 +7,7 @@ its shutdown) or, by default, to one removed when the process exits.
 
 from __future__ import annotations
 
+import functools
 import importlib.resources
 import tempfile
 from functools import partial
@@ -21,21 +22,12 @@ SHIPPED_DEMOS = (
 )
 """(menu text, file or folder under the package's ``resources/demo``)."""
 
-_SESSION_DEMO_DIR: tempfile.TemporaryDirectory | None = None
 
-
-def _shipped(name: str) -> list[Path]:
-    root = importlib.resources.files("gpuperf_gui.resources") / "demo"
-    return [Path(str(root / name))]
-
-
-def _session_demo_folder() -> Path:
+@functools.cache
+def _session_demo_dir() -> tempfile.TemporaryDirectory:
     """One folder for the synthetic demos of :func:`demo_entries` called without a folder; the
     TemporaryDirectory's finalizer removes it when the process exits."""
-    global _SESSION_DEMO_DIR
-    if _SESSION_DEMO_DIR is None:
-        _SESSION_DEMO_DIR = tempfile.TemporaryDirectory(prefix="gpuperf-demo-")
-    return Path(_SESSION_DEMO_DIR.name)
+    return tempfile.TemporaryDirectory(prefix="gpuperf-demo-")
 
 
 def _synthetic(scenario: str, folder: Callable[[], Path]) -> list[Path]:
@@ -52,11 +44,12 @@ def demo_title(scenario: str) -> str:
     title = f"Synthetic: {scenario.replace('_', ' ')}"
     if scenario == "inconclusive":
         return title + " (a CPU-only profile)"
-    ranks = getattr(synth, "MULTI_RANK_SCENARIOS", {}).get(scenario)
+    ranks = synth.MULTI_RANK_SCENARIOS.get(scenario)
     return title + f" ({ranks} ranks)" if ranks else title
 
 
-def demo_entries(folder: Callable[[], Path] = _session_demo_folder) -> list[tuple[str, Callable[[], list[Path]]]]:
+def demo_entries(folder: Callable[[], Path] = lambda: Path(_session_demo_dir().name)
+                 ) -> list[tuple[str, Callable[[], list[Path]]]]:
     """Demo traces for Help ▸ Demo traces: (menu text, function returning the paths to open).
 
     Synthetic traces are written to ``folder()`` (made on first use)."""
@@ -67,5 +60,5 @@ def demo_entries(folder: Callable[[], Path] = _session_demo_folder) -> list[tupl
     root = importlib.resources.files("gpuperf_gui.resources") / "demo"
     for title, name in SHIPPED_DEMOS:
         if (root / name).is_file() or (root / name).is_dir():
-            entries.append((title, partial(_shipped, name)))
+            entries.append((title, lambda path=root / name: [Path(str(path))]))
     return entries

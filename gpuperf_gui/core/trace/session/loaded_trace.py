@@ -19,7 +19,7 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator, Sequence, TypeVar
 
 import numpy as np
 
@@ -72,11 +72,10 @@ class AnalysisUpdate:
     the analysed trace on the thread that holds the lanes; nothing the worker sent is patched."""
 
     analysis: tuple[RankAnalysis, ...]
-    diagnosis: DiagnosisView | None
+    diagnosis: DiagnosisView
     op_tables: dict[int, dict[str, OpTable]]
     mfu_figures: TraceMfuFigures | None
     overview: Overview | None
-    stragglers: tuple[int, ...]
     notes: tuple[str, ...]
     seconds: float = 0.0
     what_if: WhatIfShown | None = None
@@ -177,7 +176,7 @@ class LoadedTrace:
         late rank's mark) are new RankSpecs; lanes, model and caches are shared, read-only."""
         ranks = []
         for spec, rank, analysis in zip(self.ranks, self.model.ranks, update.analysis):
-            late = rank.rank in update.stragglers
+            late = rank.rank in update.diagnosis.stragglers
             ranks.append(replace(spec, step_durations_us={s.number: s.duration_s * 1e6 for s in analysis.steps},
                                  straggler=spec.straggler or late,
                                  title=spec.title + (" ⚠ late (straggler)" if late else "")))
@@ -489,13 +488,8 @@ def _analysis_update(result: TraceResult, seconds: float = 0.0) -> AnalysisUpdat
     """What the engine found, as the tab shows it: figures, diagnosis, op tables, overview."""
     notes: list[str] = []
     analyses = [r.analysis for r in result.ranks]
-    stragglers = list(result.multi_rank.stragglers)
-    mfu_figures = _mfu_figures(analyses, notes)
-    overview = None
-    try:
-        overview = build_overview(result)
-    except Exception as exc:  # noqa: BLE001 - shown as a note; the lanes still open
-        notes.append(f"overview failed: {type(exc).__name__}: {exc}")
+    mfu_figures = _noted(notes, "MFU figures", lambda: figures.mfu_figures(analyses))
+    overview = _noted(notes, "overview", lambda: build_overview(result))
     shown, projection = None, None
     try:
         shown = what_if_shown(result)   # the graph is walked here, not on the GUI thread
@@ -503,9 +497,20 @@ def _analysis_update(result: TraceResult, seconds: float = 0.0) -> AnalysisUpdat
         projection = try_first_line(wi, result.diagnosis.signature) if wi is not None else None
     except Exception as exc:  # noqa: BLE001 - shown as a note; the lanes still open
         notes.append(f"what-if failed: {type(exc).__name__}: {exc}")
-    diagnosis = replace(_diagnosis_view(result, stragglers), projection=projection)
-    return AnalysisUpdate(tuple(analyses), diagnosis, _op_tables(result), mfu_figures,
-                          overview, tuple(stragglers), tuple(notes), seconds, shown)
+    return AnalysisUpdate(tuple(analyses), _diagnosis_view(result, projection), _op_tables(result), mfu_figures,
+                          overview, tuple(notes), seconds, shown)
+
+
+_T = TypeVar("_T")
+
+
+def _noted(notes: list[str], what: str, compute: Callable[[], _T]) -> _T | None:
+    """``compute()``, or None and a note when it fails (the lanes still open)."""
+    try:
+        return compute()
+    except Exception as exc:  # noqa: BLE001 - shown as a note
+        notes.append(f"{what} failed: {type(exc).__name__}: {exc}")
+        return None
 
 
 def _op_tables(result: TraceResult) -> dict[int, dict[str, OpTable]]:
@@ -536,8 +541,9 @@ def _rank_dict(rank: RankResult) -> dict:
     return d
 
 
-def _diagnosis_view(result: TraceResult, stragglers: list[int]) -> DiagnosisView:
+def _diagnosis_view(result: TraceResult, projection: str | None = None) -> DiagnosisView:
     d = result.diagnosis
+    stragglers = list(result.multi_rank.stragglers)
     per_rank = [_rank_dict(r) for r in result.ranks]
     steps = []
     if len(result.ranks) == 1:
@@ -550,16 +556,8 @@ def _diagnosis_view(result: TraceResult, stragglers: list[int]) -> DiagnosisView
     return DiagnosisView(signature=d.signature, confidence=d.confidence, evidence=list(d.evidence),
                          fix=d.fix, secondary=list(d.secondary), per_rank=per_rank, steps=steps,
                          straggler=stragglers[0] if stragglers else None, notes=notes,
-                         stragglers=stragglers, collective_lag_us=lag, close_call=list(d.close_call))
-
-
-def _mfu_figures(analyses: list[RankAnalysis], notes: list[str]) -> TraceMfuFigures | None:
-    """The MFU tab's figures; a failure becomes a note (the lanes still open)."""
-    try:
-        return figures.mfu_figures(analyses)
-    except Exception as exc:  # noqa: BLE001 - shown as a note; the lanes still open
-        notes.append(f"MFU figures failed: {type(exc).__name__}: {exc}")
-        return None
+                         stragglers=stragglers, collective_lag_us=lag, close_call=list(d.close_call),
+                         projection=projection)
 
 
 def roofline_points(ranks: Sequence[RankTrace], notes: list[str],
