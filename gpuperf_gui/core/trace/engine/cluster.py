@@ -46,7 +46,7 @@ from ..ingest.load import (FileFailure, _failure, dedupe_ranks, discover_files, 
 from ..model.trace_model import ClusterError, RankTrace
 from ..ingest.source import text_size_hint
 from ..analysis.optable import OpRow
-from ..analysis.overview import Overview, RankOverview, rank_overview, step_breakdown
+from ..analysis.overview import Overview, RankOverview, _busy_before, rank_overview, step_breakdown
 
 LANE_BINS = 256
 """Time bins of a lane's coarse busy profile (the lane summary)."""
@@ -204,15 +204,6 @@ def _lane_summaries(rt: RankTrace) -> list[LaneSummary]:
             busy = np.clip(np.diff(_busy_before(s, e, edges)) / width, 0.0, 1.0)
         out.append(LaneSummary(lane.kind, lane.label, len(lane), np.rint(255.0 * busy).astype(np.uint8)))
     return out
-
-
-def _busy_before(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Busy time of the disjoint sorted intervals (s, e) before each time in ``t``."""
-    cum = np.concatenate(([0.0], np.cumsum(e - s)))
-    k = np.searchsorted(s, t, side="right")
-    prev = np.maximum(k - 1, 0)
-    part = np.where(k > 0, np.minimum(t, e[prev]) - s[prev], 0.0) if s.size else np.zeros(t.size)
-    return (cum[prev] * (k > 0) if s.size else np.zeros(t.size)) + np.maximum(part, 0.0)
 
 
 # -- the job, assembled on the client ----------------------------------------------------------------
