@@ -1,6 +1,6 @@
-"""One file's lanes are sent before its analysis (core/trace/session/loaded_trace.py ``_iter_lanes_first``): the
-trace the tab ends with must be the one the one-step path builds (``session.LANES_FIRST = False``), figure
-for figure, in this process and through the helper interpreter's mapped file."""
+"""One file's lanes are sent before its analysis (core/trace/session/loaded_trace.py ``iter_built_trace``): the
+trace the tab ends with must be the one the one-step build makes of the analysed job (``build_loaded_trace``,
+as for several files), figure for figure, in this process and through the helper interpreter's mapped file."""
 from __future__ import annotations
 
 import dataclasses
@@ -14,6 +14,7 @@ import pytest
 from gpuperf_gui.core.child_stream import SendMapped
 from gpuperf_gui.core.trace.session import loaded_trace as session
 from gpuperf_gui.core.trace.session.loaded_trace import AnalysisUpdate, LoadedTrace, RooflineUpdate, iter_loaded_trace
+from gpuperf_gui.core.trace.session.trace import Trace
 
 
 def _items(paths: list[Path], isolate: bool) -> list:
@@ -37,8 +38,7 @@ def _figures(loaded: LoadedTrace) -> dict:
 
 
 @pytest.mark.parametrize("isolate", [False, True])
-def test_one_file_lanes_then_analysis_then_roofline_as_the_one_step_path(
-        shared_traces: Path, isolate: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_file_lanes_then_analysis_then_roofline_as_the_one_step_path(shared_traces: Path, isolate: bool) -> None:
     path = shared_traces / "hta" / "df_index_resolver" / "df_index_resolver.json.gz"
     items = _items([path], isolate)
     kinds = [type(i) for i in items if isinstance(i, (LoadedTrace, AnalysisUpdate, RooflineUpdate))]
@@ -51,14 +51,8 @@ def test_one_file_lanes_then_analysis_then_roofline_as_the_one_step_path(
     assert loaded is not lanes and lanes.analysis_pending and lanes.diagnosis is None and not lanes.roofline_points
     assert not loaded.analysis_pending and loaded.diagnosis is not None and loaded.op_tables
     assert {"engine_s", "build_s", "analysis_s", "roofline_s"} <= set(loaded.timings_s)
-    # the one-step path (an internal switch, so in this process): the lanes-first trace of either
-    # mode must be the one it builds
-    monkeypatch.setattr(session, "LANES_FIRST", False)
-    one_step = _items([path], False)
-    assert not any(isinstance(i, AnalysisUpdate) for i in one_step)
-    reference = next(i for i in one_step if isinstance(i, LoadedTrace))
-    for item in one_step:
-        reference = reference.then(item)   # its roofline points come as a snapshot too
+    # the one-step build (several files take it): the lanes-first trace of either mode must be the one it makes
+    reference = session.build_loaded_trace(Trace([path]).result(), 10.0)
     assert _figures(loaded) == _figures(reference)
     for a, b in zip(loaded.model.ranks, reference.model.ranks, strict=True):
         for la, lb in zip(a.lanes, b.lanes, strict=True):

@@ -15,9 +15,7 @@ Three cases, in this order:
    direction is not established and the line says so.
 
 :data:`PROFILER_STRETCH` is measured: trace step (median steady ProfilerStep) over the unprofiled
-step of the same script, on the twelve single-rank H200 scenarios of tests/data/h200 with both
-(their meta.json; ``tests/core/test_diff_headline.py`` recomputes it), its low end widened by the
-noise of those unprofiled steps. It is checked on held-out
+step of the same script, on the single-rank H200 scenarios of tests/data/h200, checked on held-out
 pairs (tests/data/h200/unprofiled: other runs, another harness, plain runs without any profiler).
 
 A ratio within :data:`SAME_RATIO` of 1 (0.5 %) is "no change"; anything else has a direction and a
@@ -44,12 +42,10 @@ GPU_BOUND_BUSY_MIN = 0.9
 PROFILER_STRETCH = {"gpu_bound": (0.993, 1.110), "host_bound": (0.828, 2.370)}
 """Profiled trace step / unprofiled step (low, high), measured on tests/data/h200 (H200, torch 2.11).
 
-High: the largest stretch measured: GPU-bound (busy >= 0.9) loader_fed 1.110 (adamw_foreach 1.046,
-packed_elementwise 0.999, packed_runahead 0.998); host-bound compiled_small 2.370 (eager_tiny 2.335,
-eager_small 2.129, compiled_tiny 1.838, cudagraphs 1.827, nested_sum 1.417, data_starved_loader0
-1.333, data_starved_python 1.006). Low: the profiler adds work, so a recorded step is shorter than an
-unprofiled one only by run-to-run noise: 1 / (1 + the class's median spread of the unprofiled steps,
-(max - min) / median): GPU-bound 0.71 %, host-bound 20.7 %."""
+High: the largest stretch measured in the class (GPU-bound, busy >= 0.9: loader_fed; host-bound:
+compiled_small). Low: the profiler adds work, so a recorded step is shorter than an unprofiled one
+only by run-to-run noise: 1 / (1 + the class's median spread of the unprofiled steps, (max - min) /
+median). tests/core/test_diff_headline.py recomputes both."""
 
 
 @dataclass(frozen=True)

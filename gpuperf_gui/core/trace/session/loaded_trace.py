@@ -56,9 +56,8 @@ __all__ = ["DEFAULT_IDLE_THRESHOLD_US", "EventRef", "LaneSpec", "RankSpec", "Dia
 
 @dataclass(frozen=True)
 class RooflineUpdate:
-    """Roofline points ready: those of the :class:`LoadedTrace` yielded before (found after it, so
-    the lanes show sooner). A snapshot: :meth:`LoadedTrace.with_roofline` makes the trace that has
-    them, on the thread that holds the trace (the GUI thread); the worker changes nothing it sent."""
+    """Roofline points of the :class:`LoadedTrace` yielded before (found after it, so the lanes show
+    sooner); :meth:`LoadedTrace.with_roofline` makes the trace that has them on the GUI thread."""
 
     points: tuple[RooflinePoint, ...]
     notes: tuple[str, ...]
@@ -67,9 +66,9 @@ class RooflineUpdate:
 
 @dataclass(frozen=True)
 class AnalysisUpdate:
-    """Analysis ready: that of the :class:`LoadedTrace` yielded before without it (one file: its
-    lanes are shown while the analysis runs). A snapshot: :meth:`LoadedTrace.with_analysis` makes
-    the analysed trace on the thread that holds the lanes; nothing the worker sent is patched."""
+    """The analysis of the :class:`LoadedTrace` yielded before without it (one file: its lanes are
+    shown while the analysis runs); :meth:`LoadedTrace.with_analysis` makes the analysed trace on
+    the GUI thread."""
 
     analysis: tuple[RankAnalysis, ...]
     diagnosis: DiagnosisView
@@ -171,9 +170,8 @@ class LoadedTrace:
 
     # -- the next snapshot (made on the thread that holds this trace) ------------------------------
     def with_analysis(self, update: AnalysisUpdate) -> LoadedTrace:
-        """This trace with ``update``'s analysis, as a new object: this one is left as it is, so a
-        trace another thread holds is never patched. The rank headers that change (step times, a
-        late rank's mark) are new RankSpecs; lanes, model and caches are shared, read-only."""
+        """This trace with ``update``'s analysis, as a new object (a trace another thread holds is
+        never patched): new RankSpecs where step times or a late mark change; the rest shared."""
         ranks = []
         for spec, rank, analysis in zip(self.ranks, self.model.ranks, update.analysis):
             late = rank.rank in update.diagnosis.stragglers
@@ -336,16 +334,13 @@ class LoadedTrace:
 def iter_loaded_trace(paths: Sequence[Path | str], idle_threshold_us: float, stop: threading.Event,
                       isolate: bool | None = None, memory_budget: int | None = None
                       ) -> Iterator[Progress | LoadedTrace | AnalysisUpdate | RooflineUpdate]:
-    """The loading worker's generator: progress, one :class:`LoadedTrace` (nothing if stopped), then
-    snapshots for it: an :class:`AnalysisUpdate` (one file: its lanes came first) and a
-    :class:`RooflineUpdate`. Nothing yielded is changed afterwards: the receiver folds the
-    snapshots into new traces (:meth:`LoadedTrace.then`) on its own thread.
+    """The loading worker's generator: :func:`iter_built_trace`'s items, never changed after they are
+    yielded (the receiver folds the snapshots into new traces, :meth:`LoadedTrace.then`).
 
-    With ``isolate`` (the default unless ``GPUPERF_TRACE_INPROCESS=1``) :func:`iter_built_trace` runs
-    in a helper interpreter (:mod:`..child_stream`): decoding, analysing and building hold the GIL
-    for long stretches, which would freeze the window; a stop kills the helper at once. The
-    LoadedTrace's arrays arrive as views of a mapped file, not as a copy. Errors propagate.
-    ``memory_budget`` (bytes, None: the default) bounds the load (core/trace/ingest/budget.py).
+    With ``isolate`` (the default unless ``GPUPERF_TRACE_INPROCESS=1``) it runs in a helper
+    interpreter: decoding, analysing and building hold the GIL for long stretches, which would
+    freeze the window; a stop kills the helper at once. Errors propagate. ``memory_budget`` (bytes,
+    None: the default) bounds the load (core/trace/ingest/budget.py).
     """
     stats: dict[str, float] = {}
     args = ([str(p) for p in paths], idle_threshold_us)
@@ -372,9 +367,6 @@ def _isolated(isolate: bool | None) -> bool:
     return os.environ.get("GPUPERF_TRACE_INPROCESS", "") != "1" if isolate is None else isolate
 
 
-LANES_FIRST = True
-"""One file: its lanes are sent to the tab as soon as they are built, its analysis after them (an
-internal switch: False, in this process, is the one-step path tests compare with)."""
 HELPER_AHEAD = True
 """Start the next load's helper interpreter ahead (:func:`warm_helper`); internal (docs/environment.md)."""
 
@@ -390,7 +382,7 @@ def iter_built_trace(paths: Sequence[str], idle_threshold_us: float, stop: threa
     stop = stop or threading.Event()
     started = time.perf_counter()
     trace = Trace(paths, memory_budget=memory_budget)
-    lanes_first = LANES_FIRST and _one_file(paths)
+    lanes_first = _one_file(paths)
     if lanes_first:
         yield Progress(0.0, f"reading {Path(paths[0]).name}")
         trace.model()        # loaded, not analysed yet
