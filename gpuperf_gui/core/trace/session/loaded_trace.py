@@ -405,14 +405,17 @@ def iter_built_trace(paths: Sequence[str], idle_threshold_us: float, stop: threa
         loaded = _lanes_trace(trace.model(), idle_threshold_us, stop)
     else:
         loaded = build_loaded_trace(trace.result(), idle_threshold_us, stop, roofline=False)
+        found = [r.points for r in trace.result().ranks]   # the engine's, found with the op tables
+        trace = item = None   # the rest of the result (the what-if's graph) is not held while sending
     if stop.is_set():
         return
     loaded.timings_s.update(engine_s=engine_s, build_s=time.perf_counter() - started)
     twin = yield SendMapped(loaded)
     if twin is not None:   # in the helper: go on with the arrays the GUI process maps too, free ours
         loaded = twin
+        if lanes_first:   # the Trace analyses these next
+            trace.adopt_model(loaded.model)
         release_freed_memory()
-    trace.adopt_model(loaded.model)
     if lanes_first:
         yield Progress(0.85, "analysing")
         started = time.perf_counter()
@@ -420,10 +423,11 @@ def iter_built_trace(paths: Sequence[str], idle_threshold_us: float, stop: threa
         if stop.is_set():
             return
         yield _analysis_update(result, time.perf_counter() - started)
+        found = [r.points for r in result.ranks]
     yield Progress(0.95, "placing the kernels on the roofline")
     started = time.perf_counter()
     notes: list[str] = []
-    points = roofline_points(loaded.model.ranks, notes, [r.points for r in trace.result().ranks])
+    points = roofline_points(loaded.model.ranks, notes, found)
     if not stop.is_set():
         yield RooflineUpdate(tuple(points), tuple(notes), time.perf_counter() - started)
 
