@@ -215,7 +215,6 @@ class ClusterResult:
     diagnosis: Diagnosis
     multi_rank: MultiRankSummary
     notes: list[str] = field(default_factory=list)
-    origin_us: float = 0.0
 
     def to_json(self, top: int = 10, *, encoded: bool = False) -> dict:
         """The ``gpuperf diagnose --json`` object, the same as :meth:`.api.TraceResult.to_json`.
@@ -266,7 +265,7 @@ def assemble(summaries: Sequence[RankSummary], notes: list[str] | None = None) -
                                               c.step, c.on_gpu)
     summary = multi_rank_summary(ordered, spans=spans, by_step=by_step or None)  # type: ignore[arg-type]
     diagnosis = diagnose_ranks(ordered, summary)  # type: ignore[arg-type]
-    return ClusterResult(ordered, diagnosis, summary, list(notes or []), origin)
+    return ClusterResult(ordered, diagnosis, summary, list(notes or []))
 
 
 # -- the scheduler -----------------------------------------------------------------------------------
