@@ -28,7 +28,7 @@ from ...roofline import RooflinePoint
 from ...units import format_duration_us, format_si
 from ..diagnosis import figures
 from ..analysis.rank_analysis import RankAnalysis
-from ..engine.api import Progress, RankResult, TraceResult
+from ..engine.api import Progress, TraceResult
 from ..ingest.budget import MemoryBudget
 from ..diagnosis.figures import TraceMfuFigures
 from ..ingest.heap import HELPER_INITIALIZER
@@ -528,19 +528,11 @@ def _op_tables(result: TraceResult) -> dict[int, dict[str, OpTable]]:
     return out
 
 
-def _rank_dict(rank: RankResult) -> dict:
-    """The diagnosis panel's row of one rank: the engine's rank object plus the median in µs."""
-    a = rank.analysis
-    d = a.to_json()
-    d["step_median_us"] = a.step_time_median_s * 1e6 if a.step_time_median_s else None
-    d["rank"] = a.rank
-    return d
-
-
 def _diagnosis_view(result: TraceResult, projection: str | None = None) -> DiagnosisView:
     d = result.diagnosis
     stragglers = list(result.multi_rank.stragglers)
-    per_rank = [_rank_dict(r) for r in result.ranks]
+    per_rank = [{**a.to_json(), "step_median_us": a.step_time_median_s * 1e6 if a.step_time_median_s else None,
+                 "rank": a.rank} for a in (r.analysis for r in result.ranks)]   # the engine's, plus µs
     steps = []
     if len(result.ranks) == 1:
         steps = [(s.number, s.duration_s * 1e6, s.gpu_busy_fraction, s.warmup) for s in result.ranks[0].analysis.steps]
