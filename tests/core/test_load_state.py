@@ -1,4 +1,4 @@
-"""The Trace tab's state machine (core/trace/session/tab_state.py), without Qt: each open shows its lanes,
+"""The Trace tab's state machine (core/trace/session/load_state.py), without Qt: each open shows its lanes,
 then its analysis exactly once, and ends ready, failed or cancelled; snapshots replace the trace."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_gui.core.trace.session.tab_state import (TRANSITIONS, Ending, Failure, IllegalTransition, LoadState,
+from gpuperf_gui.core.trace.session.load_state import (TRANSITIONS, Ending, Failure, IllegalTransition, LoadState,
                                                        Phase, RunItem, tag_items)
 from gpuperf_gui.core.trace.session.loaded_trace import AnalysisUpdate, LoadedTrace, RooflineUpdate, iter_loaded_trace
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from gpuperf_gui.core.trace.session.load_state import Ending
 from gpuperf_gui.core.trace.session.loaded_trace import AnalysisUpdate, LoadedTrace, iter_loaded_trace
-from gpuperf_gui.core.trace.session.tab_state import (Ending, TraceTabState, ending_text, failure_text, notes_text,
+from gpuperf_gui.core.trace.session.tab_state import (TraceTabState, ending_text, failure_text, notes_text,
                                                       ranks_shown_after, reveal_range)
 
 TRACE = Path(__file__).resolve().parents[1] / "data" / "h200" / "eager_tiny.json.gz"

@@ -23,7 +23,7 @@ def _built(path: Path):
 
 def _receive(tab, loaded) -> None:  # noqa: ANN001
     """An open whose worker yields ``loaded`` (what the task runner's item calls)."""
-    from gpuperf_gui.core.trace.session.tab_state import RunItem
+    from gpuperf_gui.core.trace.session.load_state import RunItem
 
     tab._on_item_produced(RunItem(tab.state.open(), loaded))   # noqa: SLF001
 

@@ -52,11 +52,11 @@ from gpuperf_gui.core.trace.session.demos import demo_entries
 from gpuperf_gui.core.trace.model.lanes import DEFAULT_IDLE_THRESHOLD_US, EventRef
 from gpuperf_gui.core.trace.vocabulary.kernel_classes import KERNEL_CLASSES
 from gpuperf_gui.core.child_stream import discard_spare_helper
+from gpuperf_gui.core.trace.session.load_state import Ending, Failure, tag_items
 from gpuperf_gui.core.trace.session.loaded_trace import (AnalysisUpdate, LoadedTrace, Progress, RooflineUpdate,
                                                          iter_loaded_trace, warm_helper)
-from gpuperf_gui.core.trace.session.tab_state import (Ending, Failure, TraceTabState, ending_text, failure_text,
-                                                      notes_text, ranks_shown_after, reveal_range, roof_device,
-                                                      tag_items)
+from gpuperf_gui.core.trace.session.tab_state import (TraceTabState, ending_text, failure_text, notes_text,
+                                                      ranks_shown_after, reveal_range, roof_device)
 from gpuperf_gui.core.units import format_count
 from gpuperf_gui.views import gc_pauses
 from gpuperf_gui.views.progress import show_progress
@@ -477,7 +477,7 @@ class TraceTab(QWidget):
         super().closeEvent(event)
 
     def _on_item_produced(self, tagged: object) -> None:
-        """The worker's items, folded by the state (core/trace/session/tab_state.py): draw what it says.
+        """The worker's items, folded by the state (core/trace/session/load_state.py): draw what it says.
         Those of a replaced open (still queued when the next one started) are dropped."""
         item = self.state.current(tagged)
         if isinstance(item, Progress):
