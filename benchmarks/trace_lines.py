@@ -81,10 +81,10 @@ CHAIN: list[tuple[str, str]] = [
     # (module path under core/trace, public name): the load/analyse chain
     ("session/trace.py", "Trace"),
     ("session/trace.py", "iter_job_overview"),
-    ("session/trace.py", "iter_compact_trace"),
-    ("session/loaded_trace.py", "load_job"),
+    ("session/trace.py", "iter_compact_trace"),      # gone: folded into iter_job_overview
+    ("session/loaded_trace.py", "load_job"),        # gone: a lambda around iter_loaded_trace
     ("session/loaded_trace.py", "iter_loaded_trace"),
-    ("session/loaded_trace.py", "load_trace"),
+    ("session/loaded_trace.py", "load_trace"),      # gone: iter_loaded_trace folded by its caller
     ("session/loaded_trace.py", "build_loaded_trace"),
     ("session/loaded_trace.py", "iter_built_trace"),
     ("engine/api.py", "iter_load_and_analyse"),
@@ -92,7 +92,7 @@ CHAIN: list[tuple[str, str]] = [
     ("engine/api.py", "analyse_loaded_rank"),
     ("engine/api.py", "assemble_job"),
     ("engine/cluster.py", "iter_compact_analyse"),
-    ("engine/cluster.py", "iter_cluster_analyse"),
+    ("engine/cluster.py", "iter_cluster_analyse"),  # gone: iter_compact_analyse(address=...)
     ("engine/cluster.py", "summarize_rank"),
     ("engine/cluster.py", "summarize_ranks"),
     ("engine/cluster.py", "lane_summaries"),
