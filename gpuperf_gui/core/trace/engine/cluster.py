@@ -454,7 +454,7 @@ def overview_reason(files: Sequence[Path], budget_bytes: int) -> str | None:
     return None
 
 
-# -- the same compact path without Dask --------------------------------------------------------------
+# -- the compact engine: the local pool or Dask ------------------------------------------------------
 def is_local_pool(address: str | None) -> bool:
     """True for the local process pool (``None`` or :data:`LOCAL_POOL`), False for a Dask address."""
     return address is None or address.strip() == LOCAL_POOL
