@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..analysis import critical_path as cp
-from ..analysis.what_if import FIX_LABELS, WhatIf
+from ..analysis.what_if import FIX_LABELS
 
 if TYPE_CHECKING:
     from ..engine.api import TraceResult
