@@ -33,7 +33,6 @@ SKINNY_TILE_MAX = 16
 """A GEMM tile with a side of at most this many rows/columns is a skinny GEMM's (decode: 1-16 tokens)."""
 _TILE_RE = re.compile(r"(?<!\d)(\d+)x(\d+)")
 _GEMM = KERNEL_CLASSES.index("gemm")
-_COPY = KERNEL_CLASSES.index("copy")
 
 
 def is_skinny_gemm(name: str) -> bool:
@@ -95,13 +94,12 @@ class KernelEvidence:
                 "skinny_bytes_per_s": self.skinny_bytes_per_s}
 
 
-def kernel_evidence(rt: RankTrace, dev, in_window: np.ndarray, t0: float, t1: float) -> KernelEvidence:  # noqa: ANN001
-    """:class:`KernelEvidence` of the device events ``dev`` (:func:`.rank_analysis.device_events`)."""
-    m = in_window & (dev.kernel_class != _COPY)
+def kernel_evidence(rt: RankTrace, dev, m: np.ndarray, dur: np.ndarray) -> KernelEvidence:  # noqa: ANN001
+    """:class:`KernelEvidence` of the device events ``dev`` (:func:`.rank_analysis.device_events`):
+    ``m`` the kernels (copies left out) in the window, ``dur`` each event's µs in the window."""
     out = KernelEvidence()
     if not m.any():
         return out
-    dur = np.maximum(np.minimum(dev.end_us, t1) - np.maximum(dev.start_us, t0), 0.0)
     total = float(dur[m].sum())
     if total <= 0:
         return out

@@ -23,7 +23,7 @@ import numpy as np
 
 from ...units import json_safe
 from . import intervals as iv
-from .rank_analysis import KERNEL_WAIT_MAX_US, cpu_collective_union, device_events
+from .rank_analysis import KERNEL_WAIT_MAX_US, cpu_collective_union, device_events, step_window
 from .kernel_roof import rank_kernels
 from .kernel_table import KernelRow
 from ..vocabulary.glossary import COMM_KERNELS_EXPOSED, hta_idle_label
@@ -203,19 +203,6 @@ def rank_overview(rt: RankTrace, a, steps: list[StepBreakdown]) -> RankOverview:
 
 
 # -- step breakdown ---------------------------------------------------------------------------------
-def step_window(rt: RankTrace, i: int) -> tuple[float, float]:
-    """The window of step ``i`` whose length is the step time (see the module docstring)."""
-    step = rt.steps[i]
-    cpu = (step.cpu_start_us, step.cpu_end_us)
-    if np.isnan(step.gpu_start_us):
-        return cpu
-    nxt = rt.steps[i + 1].gpu_start_us if i + 1 < len(rt.steps) else float("nan")
-    gpu_end = nxt if not np.isnan(nxt) else step.gpu_end_us
-    if gpu_end - step.gpu_start_us > cpu[1] - cpu[0]:
-        return (step.gpu_start_us, gpu_end)
-    return cpu
-
-
 def step_breakdown(rt: RankTrace, warmup: set[int] | frozenset[int] = frozenset()) -> list[StepBreakdown]:
     """Every step of a rank split into compute, exposed comm, copy and idle by cause."""
     if not rt.steps:
@@ -254,8 +241,8 @@ def step_breakdown(rt: RankTrace, warmup: set[int] | frozenset[int] = frozenset(
     return out
 
 
-def _window(u: tuple[np.ndarray, np.ndarray], w0: float, w1: float, lo: int | None = None, hi: int | None = None
-            ) -> tuple[np.ndarray, np.ndarray]:
+def _window(u: iv.Spans, w0: float, w1: float, lo: int | None = None, hi: int | None = None
+            ) -> iv.Spans:
     """Disjoint sorted intervals clipped to [w0, w1], found by bisection (steps × events stays cheap);
     ``lo``, ``hi``: the bisection's answers, when known."""
     s, e = u
@@ -265,7 +252,7 @@ def _window(u: tuple[np.ndarray, np.ndarray], w0: float, w1: float, lo: int | No
     return iv.clip(s[lo:hi], e[lo:hi], w0, w1)
 
 
-def _idle_by_cause(gaps: tuple[np.ndarray, np.ndarray], starts: np.ndarray, launch: np.ndarray) -> dict[str, float]:
+def _idle_by_cause(gaps: iv.Spans, starts: np.ndarray, launch: np.ndarray) -> dict[str, float]:
     """Sum the gaps by cause; the device event that ends a gap is the first one starting at or after
     the gap's end (``starts`` sorted), its launch call says whether the GPU waited for the host."""
     g0, g1 = gaps
@@ -313,7 +300,7 @@ class SelectionSummary:
         return self.gpu_busy_us / span if span > 0 else 0.0
 
 
-def _clipped(lane, t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001 (Lane)
+def _clipped(lane, t0: float, t1: float) -> iv.Spans:  # noqa: ANN001 (Lane)
     """(event indices overlapping [t0, t1], their time inside it)."""
     longest = float(lane.duration_us.max()) if len(lane) else 0.0
     sl = lane.window(t0 - longest, t1)
