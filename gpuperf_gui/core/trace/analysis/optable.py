@@ -234,12 +234,12 @@ def _set_device_shares(rt: RankTrace, rows: list[OpRow], work_us: np.ndarray, de
 
 
 class HostRows(NamedTuple):
-    """Host rows of one CPU lane as torch's event tree (see :func:`host_rows_with_device_time`)."""
+    """Host rows of one CPU lane as torch's event tree (see :func:`_host_tree`)."""
 
     rows: np.ndarray
     """Indices into the lane."""
     level: np.ndarray | None
-    """Depth of each row (roots 0); None only between :func:`_host_tree` and the collapse."""
+    """Depth of each row (roots 0); None before the collapse, and after one asked for none (points)."""
     parent: np.ndarray
     """Index into ``rows`` of each row's parent, -1 for roots."""
     duration_us: np.ndarray
@@ -257,30 +257,15 @@ def name_groups(rt: RankTrace) -> np.ndarray:
     return group
 
 
-def host_rows_with_device_time(lane, host_cat: np.ndarray, kernel_us: dict[int, np.ndarray],  # noqa: ANN001
-                               launch_ids: np.ndarray, group: np.ndarray,
-                               overhead: tuple[np.ndarray, np.ndarray] | None = None,
-                               python_ids: np.ndarray | None = None) -> HostRows | None:
-    """Host rows of a CPU lane with nesting and the device µs each op launched itself.
-
-    None when the lane has no host rows. ``parent`` follows :func:`containment_parents`; kernels
-    launched by a runtime/driver call are credited to the innermost enclosing op that is not itself
-    a runtime/driver call or a Python frame (``python_ids``: torch links kernels to ops, never to
-    frames). Same-name chains are collapsed as torch does (:func:`_collapse_same_name`;
-    ``group`` from :func:`name_groups`). ``overhead`` spans (start, end sorted) count as children of
-    the row enclosing them.
-    """
-    tree = _host_tree(lane, host_cat, kernel_us, launch_ids, python_ids)
-    if tree is None:
-        return None
-    return _collapse_same_name(*_with_overhead(tree, lane.start_us[tree.rows], overhead),
-                               group[lane.name_id[tree.rows]])
-
-
 def _host_tree(lane, host_cat: np.ndarray, kernel_us: dict[int, np.ndarray], launch_ids: np.ndarray,  # noqa: ANN001
-               python_ids: np.ndarray | None) -> HostRows | None:
-    """:func:`host_rows_with_device_time` before overhead spans and the same-name collapse
-    (``overhead_us`` zeros, ``level`` None: :func:`_collapse_same_name` finds the levels)."""
+               python_ids: np.ndarray) -> HostRows | None:
+    """Host rows of a CPU lane (``host_cat``) with nesting and the device µs each op launched itself,
+    before overhead spans and the same-name collapse (``overhead_us`` zeros, ``level`` None:
+    :func:`_collapse_same_name` finds the levels); None when the lane has no host rows.
+
+    ``parent`` follows :func:`containment_parents`; kernels launched by a runtime/driver call are
+    credited as :func:`_kernel_owners` says (``python_ids``: torch links kernels to ops, never to
+    Python frames)."""
     rows = np.flatnonzero(host_cat[lane.category_id])
     if rows.size == 0:
         return None
@@ -295,7 +280,7 @@ def _host_tree(lane, host_cat: np.ndarray, kernel_us: dict[int, np.ndarray], lau
     is_launch = _id_mask(launch_ids, host_cat.size)[cats]
     moved = np.flatnonzero(is_launch & (parent >= 0) & (dev_op > 0))
     if moved.size:
-        skip = is_launch | _id_mask(python_ids if python_ids is not None else [], host_cat.size)[cats]
+        skip = is_launch | _id_mask(python_ids, host_cat.size)[cats]
         target = _kernel_owners(moved, parent, skip, of_rows(lane.external_id))
         ok = target >= 0
         dev_op = add_at(dev_op, target[ok], dev_op[moved[ok]])
@@ -332,8 +317,12 @@ def has_flops(lane) -> bool:  # noqa: ANN001 (Lane)
 def point_rows(lane, kernel_us: dict[int, np.ndarray], launch_ids: np.ndarray, group: np.ndarray,  # noqa: ANN001
                python_ids: np.ndarray, point_cat: np.ndarray) -> HostRows | None:
     """The host rows :mod:`.op_points` reads: those of :data:`HOST_ROW_CATEGORIES` (``point_cat``),
-    no overhead spans."""
-    return host_rows_with_device_time(lane, point_cat, kernel_us, launch_ids, group, None, python_ids)
+    same-name chains collapsed (``group`` from :func:`name_groups`), no overhead spans."""
+    tree = _host_tree(lane, point_cat, kernel_us, launch_ids, python_ids)
+    if tree is None:
+        return None
+    return _collapse_same_name(tree, group[lane.name_id[tree.rows]], np.zeros(tree.rows.size, dtype=np.int64),
+                               levels=False)
 
 
 def _point_rows_from(lane, tree: HostRows, collapsed: HostRows, extra_children: np.ndarray,  # noqa: ANN001
