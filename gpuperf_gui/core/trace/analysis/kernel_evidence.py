@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .kernel_table import math_kernel_names, op_counts_by_external_id
+from .kernel_table import duration_weights, external_ids, join_ops, math_kernel_names, op_counts_by_external_id
 from ..vocabulary.kernel_classes import KERNEL_CLASSES
 from ..model.trace_model import RankTrace
 from ..model.name_masks import predicate_mask
@@ -156,21 +156,17 @@ def _skinny_bytes(rt: RankTrace, dev, skinny: np.ndarray, skinny_names: np.ndarr
     call, its name's mean bytes per call with shapes anywhere in the trace (a warm-up before the
     window counts)."""
     out.skinny_seconds = float(dur[skinny].sum()) / 1e6
-    ext = np.concatenate([lane.external_id if len(lane.external_id) else np.full(len(lane), -1)
-                          for lane in rt.gpu_lanes]).astype(np.int64) if rt.gpu_lanes else np.zeros(0, np.int64)
+    ext = external_ids(rt.gpu_lanes) if rt.gpu_lanes else np.zeros(0, np.int64)
     op_ext, _, op_bytes, _ = op_counts_by_external_id(rt)
     if not op_ext.size or ext.size != dev.start_us.size:
         return
     math_names = math_kernel_names(rt)
     math = (dev.kernel_class == _GEMM) & math_names[dev.name_id]
-    pos = np.clip(np.searchsorted(op_ext, ext), 0, op_ext.size - 1)
-    joined = math & (ext >= 0) & (op_ext[pos] == ext) & (op_bytes[pos] > 0)
+    pos, joined = join_ops(op_ext, ext)
+    joined &= math & (op_bytes[pos] > 0)
     own = np.zeros(dev.start_us.size)
     if joined.any():   # an op's bytes split over its math kernels by (whole) duration
-        full = dev.end_us - dev.start_us
-        uniq, group = np.unique(ext[joined], return_inverse=True)
-        total = np.bincount(group, weights=full[joined], minlength=uniq.size)
-        own[joined] = op_bytes[pos[joined]] * np.where(total[group] > 0, full[joined] / np.maximum(total[group], 1e-30), 0.0)
+        own[joined] = op_bytes[pos[joined]] * duration_weights(ext[joined], dev.duration_us[joined])
     shaped = skinny & joined
     anywhere = joined & (dev.kernel_class == _GEMM) & skinny_names[dev.name_id]
     n = len(rt.strings)
@@ -180,5 +176,5 @@ def _skinny_bytes(rt: RankTrace, dev, skinny: np.ndarray, skinny_names: np.ndarr
     out.skinny_shaped_seconds = float(dur[shaped | borrowed].sum()) / 1e6
     out.skinny_borrowed_seconds = float(dur[borrowed].sum()) / 1e6
     # a call clipped by the window moves the part of its bytes that lies in it
-    frac = np.where(dev.end_us > dev.start_us, dur / np.maximum(dev.end_us - dev.start_us, 1e-30), 0.0)
+    frac = np.where(dev.end_us > dev.start_us, dur / np.maximum(dev.duration_us, 1e-30), 0.0)
     out.skinny_bytes = float((own[shaped] * frac[shaped]).sum() + (per_call[dev.name_id[borrowed]] * frac[borrowed]).sum())

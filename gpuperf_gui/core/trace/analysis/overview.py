@@ -241,15 +241,10 @@ def step_breakdown(rt: RankTrace, warmup: set[int] | frozenset[int] = frozenset(
     return out
 
 
-def _window(u: iv.Spans, w0: float, w1: float, lo: int | None = None, hi: int | None = None
-            ) -> iv.Spans:
-    """Disjoint sorted intervals clipped to [w0, w1], found by bisection (steps × events stays cheap);
-    ``lo``, ``hi``: the bisection's answers, when known."""
-    s, e = u
-    if lo is None or hi is None:
-        lo = int(np.searchsorted(e, w0, side="right"))
-        hi = int(np.searchsorted(s, w1, side="left"))
-    return iv.clip(s[lo:hi], e[lo:hi], w0, w1)
+def _window(u: iv.Spans, w0: float, w1: float, lo: int, hi: int) -> iv.Spans:
+    """Disjoint sorted intervals clipped to [w0, w1]; ``lo``, ``hi``: the ones that can reach into it
+    (bisected for all the steps at once: steps × events stays cheap)."""
+    return iv.clip(u[0][lo:hi], u[1][lo:hi], w0, w1)
 
 
 def _idle_by_cause(gaps: iv.Spans, starts: np.ndarray, launch: np.ndarray) -> dict[str, float]:

@@ -143,7 +143,7 @@ def largest_input_bytes(dims_raw: bytes, types_raw: bytes = b"") -> float:
         shape = _shape(d)
         size = DTYPE_BYTES.get(types[i], 0) if i < len(types) and isinstance(types[i], str) else 0
         if shape is not None and size:
-            best = max(best, float(_prod(shape)) * size)
+            best = max(best, float(math.prod(shape)) * size)
     return best
 
 
@@ -168,25 +168,14 @@ def _elem_bytes(types: list, index: int, default: int) -> int:
     return DTYPE_BYTES.get(t, default) if isinstance(t, str) else default
 
 
-def _prod(xs: Shape) -> int:
-    return math.prod(xs)
-
-
 def _gemm(op: str, s: list[Shape | None]) -> tuple[float, float, int] | None:
     """(FLOPs, elements moved, index of the input whose dtype sizes them) of a GEMM-like op."""
-    if op in ("mm", "_scaled_mm"):
-        return _mm(s, 0)
-    if op == "addmm":
-        return _mm(s, 1)
-    if op == "bmm":
-        return _bmm(s, 0)
-    if op == "baddbmm":
-        return _bmm(s, 1)
-    if op == "linear":
-        return _linear(s)
-    if op == "matmul":
-        return _matmul(s)
-    return None
+    if op in ("linear", "matmul"):
+        return _linear(s) if op == "linear" else _matmul(s)
+    first = {"mm": 0, "_scaled_mm": 0, "addmm": 1, "bmm": 0, "baddbmm": 1}.get(op)   # A's position
+    if first is None:
+        return None
+    return (_bmm if op.endswith("bmm") else _mm)(s, first)
 
 
 def _pair(s: list[Shape | None], first: int, rank: int) -> tuple[Shape, Shape] | None:
@@ -231,7 +220,7 @@ def _linear(s: list[Shape | None]) -> tuple[float, float, int] | None:
     x, (n, k) = s[0], s[1]
     if x[-1] != k:
         return None
-    return _result(1, _prod(x[:-1]), k, n, 0)
+    return _result(1, math.prod(x[:-1]), k, n, 0)
 
 
 def _matmul(s: list[Shape | None]) -> tuple[float, float, int] | None:
@@ -244,7 +233,7 @@ def _matmul(s: list[Shape | None]) -> tuple[float, float, int] | None:
     batch = _broadcast(a[:-2], b[:-2])
     if batch is None:
         return None
-    return _result(_prod(batch), a[-2], a[-1], b[-1], 0, _prod(a) + _prod(b))
+    return _result(math.prod(batch), a[-2], a[-1], b[-1], 0, math.prod(a) + math.prod(b))
 
 
 def _broadcast(x: Shape, y: Shape) -> Shape | None:
