@@ -122,27 +122,30 @@ def kernel_evidence(rt: RankTrace, dev, m: np.ndarray, dur: np.ndarray) -> Kerne
     return out
 
 
+def launch_flows(rt: RankTrace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The launch flows into device work: (position of the device event among the gpu lanes' events
+    concatenated, as :func:`.rank_analysis.device_events` lays them out; CPU lane; index in it)."""
+    flows = rt.flows
+    offsets = np.cumsum([0] + [len(lane) for lane in rt.gpu_lanes])
+    base = np.full(len(rt.lanes), -1, dtype=np.int64)
+    base[[lane.lane_id for lane in rt.gpu_lanes]] = offsets[:-1]
+    ok = base[flows.dst_lane] >= 0
+    return base[flows.dst_lane[ok]] + flows.dst_index[ok], flows.src_lane[ok], flows.src_index[ok]
+
+
 def _graph_launched(rt: RankTrace, n: int) -> tuple[np.ndarray, dict[int, tuple[int, int]]]:
     """Which device events a graph launch call (``cudaGraphLaunch``, ``hipGraphLaunch``) launched, and
     for each of those the call (CPU lane, index)."""
     out = np.zeros(n, dtype=bool)
-    flows = rt.flows
-    if not len(flows.src_lane):
+    if not len(rt.flows.src_lane):
         return out, {}
     graph_names = predicate_mask(rt.strings, "graphlaunch", lambda s: "graphlaunch" in s.lower())
-    offsets, total = {}, 0
-    for lane in rt.gpu_lanes:
-        offsets[lane.lane_id] = total
-        total += len(lane)
-    base = np.array([offsets.get(i, -1) for i in range(len(rt.lanes))], dtype=np.int64)
-    ok = base[flows.dst_lane] >= 0
-    src_lane, src_index = flows.src_lane[ok], flows.src_index[ok]
+    pos, src_lane, src_index = launch_flows(rt)
     src_name = np.zeros(src_lane.size, dtype=np.int64)
     for lane_id in np.flatnonzero(np.bincount(src_lane)).tolist() if src_lane.size else []:
         sel = src_lane == lane_id
         src_name[sel] = rt.lanes[lane_id].name_id[src_index[sel]]
     hit = graph_names[src_name]
-    pos = base[flows.dst_lane[ok]] + flows.dst_index[ok]
     out[pos[hit]] = True
     sources = dict(zip(pos[hit].tolist(), zip(src_lane[hit].tolist(), src_index[hit].tolist())))
     return out, sources

@@ -79,10 +79,6 @@ class OpRow:
         return asdict(self)
 
 
-def _group_name(name: str) -> str:
-    return "ProfilerStep*" if _STEP_RE.match(name) else name
-
-
 def op_table(rt: RankTrace, host_windows_us: Sequence[tuple[float, float]] | None = None,
              device_keep: dict[int, np.ndarray] | None = None, *,
              on_point_rows: Callable[[Lane, HostRows], None] | None = None) -> list[OpRow]:
@@ -224,8 +220,9 @@ def _set_device_shares(rt: RankTrace, rows: list[OpRow], work_us: np.ndarray, de
     has_work = np.zeros(work_us.size, dtype=bool)
     for lane in rt.gpu_lanes:
         has_work[lane.name_id] = True
+    step = pattern_mask(rt.strings, _STEP_RE)  # ^-anchored: search is match
     for i in np.flatnonzero(device_rows & has_work).tolist():
-        name = _group_name(rt.strings[i])
+        name = "ProfilerStep*" if step[i] else rt.strings[i]
         by_name[name] = by_name.get(name, 0.0) + float(work_us[i])
     total_us = sum(by_name.values())
     for row in rows:
@@ -429,13 +426,12 @@ def _enclosing_events(end: np.ndarray, q_start: np.ndarray, q_end: np.ndarray) -
     does not enclose ``c``'s query, so it ends before ``c`` does (minus the slack) or at or before
     ``c``'s start, both at or before what ``i`` needs, as ``c`` ends before ``i``'s query or at
     or before ``i``'s start, which is no earlier than ``c``'s. Siblings and ancestors are skipped
-    in O(log) rounds; memory stays O(n) (a table of running maxima took n log n). Where the C
-    extension is built, one stack walk gives the same parents (:mod:`.nest`).
+    in O(log) rounds, in O(n) memory. Where the C extension is built, one stack walk gives the same
+    parents (:mod:`.nest`).
 
-    The first round reads slices, not gathers, and settles the roots at once: an event that no
-    earlier end reaches (the running maximum of the ends fails its query) has no enclosing event;
-    they took the most rounds (a root walks its whole lane back), a third of the time. Runs of
-    siblings are skipped in one step (below), not in log2(run) rounds.
+    The first round settles the roots at once (an event that no earlier end reaches, by the running
+    maximum of the ends, has no enclosing event: a root would walk its whole lane back) and skips
+    runs of siblings in one step (below).
     """
     fast = nest.enclosing_events(end, q_start, q_end)
     if fast is not None:
@@ -545,7 +541,7 @@ def _merge_rows(rt: RankTrace, mask: np.ndarray, kind: str, calls: np.ndarray, s
                 ) -> list[OpRow]:
     merged: dict[str, OpRow] = {}
     ids = np.flatnonzero(mask)
-    step = pattern_mask(rt.strings, _STEP_RE)[ids].tolist()  # _group_name's test
+    step = pattern_mask(rt.strings, _STEP_RE)[ids].tolist()
     columns = (a[ids].tolist() for a in (calls, self_cpu, total_cpu, self_dev, total_dev, flops))
     for i, is_step, n, s_cpu, t_cpu, s_dev, t_dev, f in zip(ids.tolist(), step, *columns):
         name = "ProfilerStep*" if is_step else rt.strings[i]

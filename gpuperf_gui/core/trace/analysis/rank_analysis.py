@@ -38,7 +38,7 @@ import numpy as np
 from . import intervals as iv
 from ..vocabulary.categories import LAUNCH_CATEGORIES
 from ..model.host_sync import sync_stalls
-from .kernel_evidence import KernelEvidence, kernel_evidence
+from .kernel_evidence import KernelEvidence, kernel_evidence, launch_flows
 from ..vocabulary.kernel_classes import KERNEL_CLASSES
 from ..model.trace_model import Lane, RankTrace
 from ..model.name_masks import member_mask, pattern_mask, predicate_mask
@@ -296,21 +296,12 @@ def device_events(rt: RankTrace) -> DeviceEvents:
         z = np.zeros(0)
         zi = np.zeros(0, dtype=np.int64)
         return DeviceEvents(z, z, zi.astype(np.int8), zi, zi, z, z, zi.astype(bool))
-    offsets = {}
-    total = 0
-    for lane in lanes:
-        offsets[lane.lane_id] = total
-        total += len(lane)
     start = np.concatenate([lane.start_us for lane in lanes])
     dur = np.concatenate([lane.duration_us for lane in lanes])
-    launch_start = np.full(total, np.nan)
-    launch_end = np.full(total, np.nan)
-    flows = rt.flows
-    if len(flows):
-        base = np.array([offsets.get(i, -1) for i in range(len(rt.lanes))], dtype=np.int64)
-        ok = base[flows.dst_lane] >= 0
-        pos = base[flows.dst_lane[ok]] + flows.dst_index[ok]
-        src_lane, src_index = flows.src_lane[ok], flows.src_index[ok]
+    launch_start = np.full(start.size, np.nan)
+    launch_end = np.full(start.size, np.nan)
+    if len(rt.flows):
+        pos, src_lane, src_index = launch_flows(rt)
         for lane_id in np.flatnonzero(np.bincount(src_lane)).tolist():  # np.unique imports numpy.ma
             m = src_lane == lane_id
             cpu = rt.lanes[lane_id]
