@@ -81,21 +81,22 @@ def complement(starts: np.ndarray, ends: np.ndarray, t0: float, t1: float) -> Sp
     return gap_starts[keep], gap_ends[keep]
 
 
+def covered_before(b: Spans, t: np.ndarray) -> np.ndarray:
+    """The length of the disjoint sorted intervals ``b`` (at least one) before each time in ``t``."""
+    bs, be = b
+    cum = np.concatenate([[0.0], np.cumsum(be - bs)])
+    k = np.searchsorted(bs, t, side="right")  # intervals starting at or before t
+    last = np.maximum(k - 1, 0)
+    partial = np.where(k > 0, np.clip(t - bs[last], 0.0, be[last] - bs[last]), 0.0)
+    return cum[last] * (k > 0) + partial
+
+
 def overlap_each(gs: np.ndarray, ge: np.ndarray, b: Spans) -> np.ndarray:
     """For each interval ``[gs[i], ge[i]]``, its overlap with the disjoint sorted intervals ``b``.
 
     >>> overlap_each(np.array([0.0, 5.0]), np.array([4.0, 9.0]), (np.array([1.0, 6.0]), np.array([2.0, 8.0])))
     array([1., 2.])
     """
-    bs, be = b
-    if bs.size == 0 or gs.size == 0:
+    if b[0].size == 0 or gs.size == 0:
         return np.zeros(gs.size)
-    cum = np.concatenate([[0.0], np.cumsum(be - bs)])
-
-    def covered_before(t: np.ndarray) -> np.ndarray:
-        k = np.searchsorted(bs, t, side="right")  # intervals starting at or before t
-        last = np.maximum(k - 1, 0)
-        partial = np.where(k > 0, np.clip(t - bs[last], 0.0, be[last] - bs[last]), 0.0)
-        return cum[last] * (k > 0) + partial
-
-    return np.maximum(covered_before(ge) - covered_before(gs), 0.0)
+    return np.maximum(covered_before(b, ge) - covered_before(b, gs), 0.0)

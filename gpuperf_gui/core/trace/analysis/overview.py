@@ -375,13 +375,6 @@ def activity_profile(ranks: list[RankTrace], start_us: float, end_us: float, bin
             continue
         s, e = iv.union(np.concatenate([lane.start_us for lane in lanes]),
                         np.concatenate([lane.start_us + lane.duration_us for lane in lanes]))
-        out[r] = np.diff(_busy_before(s, e, edges)) / width
+        out[r] = np.diff(iv.covered_before((s, e), edges)) / width
     return ActivityProfile(start_us, end_us, np.clip(out, 0.0, 1.0))
 
-
-def _busy_before(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Busy time of the disjoint sorted intervals (s, e) before each time in ``t``."""
-    cum = np.concatenate(([0.0], np.cumsum(e - s)))
-    k = np.searchsorted(s, t, side="right")          # intervals starting at or before t
-    partial = np.where(k > 0, np.minimum(t, e[np.maximum(k - 1, 0)]) - s[np.maximum(k - 1, 0)], 0.0)
-    return cum[np.maximum(k - 1, 0)] * (k > 0) + np.maximum(partial, 0.0)

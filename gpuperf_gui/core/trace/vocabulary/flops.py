@@ -168,23 +168,21 @@ def _elem_bytes(types: list, index: int, default: int) -> int:
     return DTYPE_BYTES.get(t, default) if isinstance(t, str) else default
 
 
+_PAIRED = {"mm": (0, 2), "_scaled_mm": (0, 2), "addmm": (1, 2), "bmm": (0, 3), "baddbmm": (1, 3)}
+"""GEMM ops on a pair of inputs: (position of A, rank of A and B: 3 with one batch dim on both)."""
+
+
 def _gemm(op: str, s: list[Shape | None]) -> tuple[float, float, int] | None:
     """(FLOPs, elements moved, index of the input whose dtype sizes them) of a GEMM-like op."""
     if op in ("linear", "matmul"):
         return _linear(s) if op == "linear" else _matmul(s)
-    first = {"mm": 0, "_scaled_mm": 0, "addmm": 1, "bmm": 0, "baddbmm": 1}.get(op)   # A's position
-    if first is None:
+    if op not in _PAIRED:
         return None
-    return (_bmm if op.endswith("bmm") else _mm)(s, first)
-
-
-def _pair(s: list[Shape | None], first: int, rank: int) -> tuple[Shape, Shape] | None:
-    if len(s) < first + 2:
+    first, rank = _PAIRED[op]
+    a, b = (s[first], s[first + 1]) if len(s) >= first + 2 else (None, None)
+    if a is None or b is None or len(a) != rank or len(b) != rank or a[:-2] != b[:-2] or a[-1] != b[-2]:
         return None
-    a, b = s[first], s[first + 1]
-    if a is None or b is None or len(a) != rank or len(b) != rank:
-        return None
-    return a, b
+    return _result(math.prod(a[:-2]), a[-2], a[-1], b[-1], first)
 
 
 def _result(batch: int, m: int, k: int, n: int, index: int, inputs: int | None = None
@@ -194,24 +192,6 @@ def _result(batch: int, m: int, k: int, n: int, index: int, inputs: int | None =
         return None
     read = batch * (m * k + k * n) if inputs is None else inputs
     return 2.0 * batch * m * k * n, float(read + batch * m * n), index
-
-
-def _mm(s: list[Shape | None], first: int) -> tuple[float, float, int] | None:
-    got = _pair(s, first, 2)
-    if got is None or got[0][1] != got[1][0]:
-        return None
-    (m, k), (_, n) = got
-    return _result(1, m, k, n, first)
-
-
-def _bmm(s: list[Shape | None], first: int) -> tuple[float, float, int] | None:
-    got = _pair(s, first, 3)
-    if got is None:
-        return None
-    (b, m, k), (b2, k2, n) = got
-    if b != b2 or k != k2:
-        return None
-    return _result(b, m, k, n, first)
 
 
 def _linear(s: list[Shape | None]) -> tuple[float, float, int] | None:
