@@ -210,7 +210,6 @@ class RankAnalysis:
     host_starved_fraction: float
     p2p_adjacent_idle_fraction: float
     p2p_kernels: int
-    step_idle_cv: float | None
     cpu_collective_exposed_fraction: float
     comm_critical_fraction: float
     hta_temporal_idle_fraction: float | None
@@ -423,7 +422,6 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
         dataloader_fraction=dataloader_fraction,
         host_starved_fraction=causes.data,
         p2p_adjacent_idle_fraction=causes.pipeline, p2p_kernels=int(p2p.sum()),
-        step_idle_cv=_cv([s.gpu_idle_s for s in steady]),
         cpu_collective_exposed_fraction=cpu_collective_exposed / span,
         comm_critical_fraction=comm_critical / span,
         hta_temporal_idle_fraction=hta_idle, hta_comm_overlap_fraction=hta_overlap,
@@ -451,14 +449,6 @@ def _world_size(rt: RankTrace) -> int | None:
     info = rt.distributed_info or {}
     size = info.get("world_size")
     return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None
-
-
-def _cv(values: list[float]) -> float | None:
-    if len(values) < 2:
-        return None
-    arr = np.asarray(values)
-    mean = float(arr.mean())
-    return float(arr.std() / mean) if mean > 0 else None
 
 
 def _kernel_time_share(dev: DeviceEvents, in_window: np.ndarray, in_window_us: np.ndarray
