@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .kernel_table import duration_weights, external_ids, join_ops, math_kernel_names, op_counts_by_external_id
+from .kernel_table import (duration_weights, external_ids, join_ops, math_kernel_names,
+                           op_counts_by_external_id)
 from ..vocabulary.kernel_classes import KERNEL_CLASSES
 from ..model.trace_model import RankTrace
 from ..model.name_masks import predicate_mask

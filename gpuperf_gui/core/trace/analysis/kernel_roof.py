@@ -136,7 +136,8 @@ def rank_kernels(rt: RankTrace, gpu_busy_fraction: float = 0.0, top: int = TOP_K
     """The kernel figures of one rank (:func:`.kernel_table.kernel_rows`, then the precision split)."""
     rows, tc_share, kernel_s = kernel_rows(rt)
     math = [r for r in rows if r.math]
-    return RankKernels(rows[:top], math, tc_share, kernel_s, _precision_of(math), gpu_busy_fraction, rt.device_name)
+    return RankKernels(rows[:top], math, tc_share, kernel_s, _precision_of(math), gpu_busy_fraction,
+                       rt.device_name)
 
 
 def attach_kernels(rt: RankTrace, analysis: RankAnalysis) -> RankAnalysis:

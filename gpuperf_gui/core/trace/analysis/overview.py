@@ -23,7 +23,7 @@ import numpy as np
 
 from ...units import json_safe
 from . import intervals as iv
-from .rank_analysis import KERNEL_WAIT_MAX_US, cpu_collective_union, device_events, step_window
+from .rank_analysis import IDLE_CAUSES, cpu_collective_union, device_events, hta_idle_split, step_window
 from .kernel_roof import rank_kernels
 from .kernel_table import KernelRow
 from ..vocabulary.glossary import COMM_KERNELS_EXPOSED, hta_idle_label
@@ -31,7 +31,6 @@ from ..model.host_sync import sync_gap_classifier
 from ..vocabulary.kernel_classes import KERNEL_CLASSES
 from ..model.trace_model import RankTrace
 
-IDLE_CAUSES = ("host_wait", "kernel_wait", "other")
 _COMM = KERNEL_CLASSES.index("communication")
 _COPY = KERNEL_CLASSES.index("copy")
 
@@ -251,20 +250,11 @@ def _idle_by_cause(gaps: iv.Spans, starts: np.ndarray, launch: np.ndarray) -> di
     """Sum the gaps by cause; the device event that ends a gap is the first one starting at or after
     the gap's end (``starts`` sorted), its launch call says whether the GPU waited for the host."""
     g0, g1 = gaps
-    out = dict.fromkeys(IDLE_CAUSES, 0.0)
-    if g0.size == 0:
-        return out
     k = np.searchsorted(starts, g1, side="left")
     has_next = k < starts.size
     nxt_launch = np.where(has_next, launch[np.minimum(k, max(starts.size - 1, 0))], np.nan) \
         if starts.size else np.full(g0.size, np.nan)
-    length = g1 - g0
-    host = has_next & (nxt_launch > g0)
-    kernel = ~host & (length < KERNEL_WAIT_MAX_US)
-    out["host_wait"] = float(length[host].sum())
-    out["kernel_wait"] = float(length[kernel].sum())
-    out["other"] = float(length[~host & ~kernel].sum())
-    return out
+    return hta_idle_split(g1 - g0, has_next & (nxt_launch > g0))
 
 
 # -- a selected range ---------------------------------------------------------------------------------

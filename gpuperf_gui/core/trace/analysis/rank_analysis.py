@@ -45,6 +45,8 @@ from ..model.name_masks import member_mask, pattern_mask, predicate_mask
 
 KERNEL_WAIT_MAX_US = 30.0
 """HTA's ``consecutive_kernel_delay``: gaps shorter than this (and not host wait) are kernel wait."""
+IDLE_CAUSES = ("host_wait", "kernel_wait", "other")
+"""The parts of HTA's idle split (:func:`hta_idle_split`)."""
 WARMUP_MIN_STEPS = 3
 """With at least this many steps the first is treated as warm-up and left out of the window."""
 
@@ -408,7 +410,8 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
     hta_idle, hta_overlap = _hta_figures(rt, dev, is_comm, is_compute)
     evidence = kernel_evidence(rt, dev, kernels, in_window_us)
     launch = _launch_stats(rt, dev, kernels, t0, t1)
-    launch.graph_launches = max(launch.graph_launches, evidence.graph_launches)  # a replay begun before the window
+    # a replay begun before the window counts
+    launch.graph_launches = max(launch.graph_launches, evidence.graph_launches)
     return RankAnalysis(
         rank=rt.rank, file=rt.file, device=rt.device_name, window_us=(t0, t1), steps=steps,
         step_time_median_s=_median(durations) if durations.size else None,
@@ -466,7 +469,7 @@ def _compute_stream_idle(rt: RankTrace, by_stream: dict[int, dict[str, float]]) 
     by design between their transfers)."""
     compute = {int(lane.stream) if lane.stream is not None else lane.lane_id
                for lane in rt.gpu_lanes if lane.kind == "gpu_compute"}
-    out = {"host_wait": 0.0, "kernel_wait": 0.0, "other": 0.0}
+    out = dict.fromkeys(IDLE_CAUSES, 0.0)
     for stream, split in by_stream.items():
         if stream in compute:
             for k, v in split.items():
@@ -612,7 +615,7 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, p2p: n
     # LAUNCH_SPACING_MAX_US with no launch call is a host stall; the rest is launch overhead.
     dl_union = dataloader
     launch_calls = _launch_calls(rt)
-    calls = np.sort(np.concatenate([lane.start_us[m] for lane, m in launch_calls])) if launch_calls else np.zeros(0)
+    calls = np.sort(np.concatenate([lane.start_us[m] for lane, m in launch_calls] or [np.zeros(0)]))
     lanes = [lane for lane, _ in launch_calls]
     if calls.size == 0:  # no launch call in the trace: what the host did cannot be told
         out.dataloader = float(np.minimum(iv.overlap_each(gs, ge, dl_union), rest).sum()) / span
@@ -746,8 +749,8 @@ def step_window(rt: RankTrace, i: int) -> tuple[float, float]:
 
 
 def _step_stats(rt: RankTrace, dev: DeviceEvents, warmup: list[int]) -> list[StepStats]:
-    """Per step: duration (the length of :func:`step_window`), and busy/idle inside :func:`step_bounds` (the same definition
-    as the rank's window, so a packed GPU reads the same busy fraction per step as per rank)."""
+    """Per step: duration (the length of :func:`step_window`), and busy/idle inside :func:`step_bounds`
+    (as the rank's window is, so a packed GPU reads the same busy fraction per step as per rank)."""
     out = []
     if not rt.steps:
         return out
@@ -856,12 +859,17 @@ def hta_idle_by_stream(rt: RankTrace, dev: DeviceEvents) -> dict[int, dict[str, 
         s, e, launch = iv.sorted_by(s, e, dev.launch_start_us[m])
         reach = np.maximum.accumulate(e)  # overlapping events on a stream leave no negative gap
         gap = np.maximum(s[1:] - reach[:-1], 0.0)
-        host = launch[1:] > reach[:-1]
-        kernel = ~host & (gap < KERNEL_WAIT_MAX_US)
         stream = rt.lanes[lane_id].stream
         key = int(stream) if stream is not None else lane_id
-        split = out.setdefault(key, {"host_wait": 0.0, "kernel_wait": 0.0, "other": 0.0})
-        split["host_wait"] += float(gap[host].sum())
-        split["kernel_wait"] += float(gap[kernel].sum())
-        split["other"] += float(gap[~host & ~kernel].sum())
+        split = out.setdefault(key, dict.fromkeys(IDLE_CAUSES, 0.0))
+        for cause, us in hta_idle_split(gap, launch[1:] > reach[:-1]).items():
+            split[cause] += us
     return out
+
+
+def hta_idle_split(gap_us: np.ndarray, host: np.ndarray) -> dict[str, float]:
+    """HTA's rule on gaps whose host flag is known (the GPU waited for the launch call): host wait,
+    else kernel wait when under ``KERNEL_WAIT_MAX_US``, else other; µs per part."""
+    kernel = ~host & (gap_us < KERNEL_WAIT_MAX_US)
+    return {"host_wait": float(gap_us[host].sum()), "kernel_wait": float(gap_us[kernel].sum()),
+            "other": float(gap_us[~host & ~kernel].sum())}
