@@ -132,7 +132,14 @@ class RankOverview:
                 "precision": self.kernels.precision.to_json() if self.kernels is not None else None}  # type: ignore[attr-defined]
 
 
-HEATMAP_METRICS = ("busy", "exposed comm", "idle", "host-sync idle", "step time")
+_HEATMAP_VALUE = {   # fractions of the step, and the step time in seconds
+    "busy": lambda s: s.busy_us / s.duration_us,
+    "exposed comm": lambda s: s.comm_wait_us / s.duration_us,
+    "idle": lambda s: sum(s.idle_us.values()) / s.duration_us,
+    "host-sync idle": lambda s: s.host_sync_idle_us / s.duration_us,
+    "step time": lambda s: s.duration_us / 1e6,
+}
+HEATMAP_METRICS = tuple(_HEATMAP_VALUE)
 HEATMAP_METRIC_SIGNATURE = {"host-sync idle": "host_sync_bound"}
 """A heatmap metric that is one signature's own figure (drawn in that signature's colour)."""
 
@@ -150,12 +157,8 @@ class Overview:
         return json_safe({"ranks": [r.to_json() for r in self.ranks], "stragglers": list(self.stragglers)})
 
     def rank_step_matrix(self, metric: str) -> tuple[list[int], list[int], np.ndarray]:
-        """A rank × step heatmap: (ranks, step numbers, values) with late ranks first, then by rank.
-
-        ``metric``: "busy", "exposed comm", "idle", "host-sync idle" (fractions of the step) or "step
-        time" (seconds);
-        NaN where a rank lacks the step. Warm-up steps are left out.
-        """
+        """A rank × step heatmap of one of :data:`HEATMAP_METRICS`: (ranks, step numbers, values), late
+        ranks first, then by rank; NaN where a rank lacks the step. Warm-up steps are left out."""
         if metric not in HEATMAP_METRICS:
             raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(HEATMAP_METRICS)}")
         late = {r: k for k, r in enumerate(self.stragglers)}
@@ -166,20 +169,8 @@ class Overview:
         for i, r in enumerate(order):
             for s in r.steps:
                 if s.number in col and s.duration_us > 0:
-                    values[i, col[s.number]] = _metric(s, metric)
+                    values[i, col[s.number]] = _HEATMAP_VALUE[metric](s)
         return [r.rank for r in order], numbers, values
-
-
-def _metric(s: StepBreakdown, metric: str) -> float:
-    if metric == "step time":
-        return s.duration_us / 1e6
-    if metric == "busy":
-        return s.busy_us / s.duration_us
-    if metric == "exposed comm":
-        return s.comm_wait_us / s.duration_us
-    if metric == "host-sync idle":
-        return s.host_sync_idle_us / s.duration_us
-    return sum(s.idle_us.values()) / s.duration_us
 
 
 def build_overview(result) -> Overview:  # noqa: ANN001 (api.TraceResult; api imports session)
