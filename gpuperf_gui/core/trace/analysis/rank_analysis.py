@@ -387,7 +387,7 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
     overlap_us = iv.intersection_length(comm, compute)
 
     share_s, share = _kernel_time_share(dev, in_window, in_window_us)
-    hta_idle_streams = hta_idle_by_stream(rt, dev)
+    hta_idle, hta_overlap, hta_idle_streams = _hta_figures(rt, dev, is_comm, is_compute)
     idle_s = _compute_stream_idle(rt, hta_idle_streams)
     idle_total = sum(idle_s.values())
     idle_frac = {k: (v / idle_total if idle_total > 0 else 0.0) for k, v in idle_s.items()}
@@ -407,7 +407,6 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
     steps = _step_stats(rt, dev, warmup)
     steady = [s for s in steps if not s.warmup and not s.partial]
     durations = np.array([s.duration_s for s in steady])
-    hta_idle, hta_overlap = _hta_figures(rt, dev, is_comm, is_compute)
     evidence = kernel_evidence(rt, dev, kernels, in_window_us)
     launch = _launch_stats(rt, dev, kernels, t0, t1)
     # a replay begun before the window counts
@@ -814,50 +813,43 @@ def hta_kept(rt: RankTrace, dev: DeviceEvents) -> np.ndarray:
     return ~np.isnan(dev.launch_start_us) & (dev.launch_start_us < last_start)
 
 
-def _hta_rounded(rt: RankTrace, dev: DeviceEvents, keep: np.ndarray) -> iv.Spans:
-    s, e = dev.start_us[keep], dev.end_us[keep]
+def _hta_figures(rt: RankTrace, dev: DeviceEvents, is_comm: np.ndarray, is_compute: np.ndarray
+                 ) -> tuple[float | None, float | None, dict[int, dict[str, float]]]:
+    """HTA's temporal-breakdown idle fraction, comm/compute overlap and idle split per stream
+    (:func:`hta_idle_by_stream`), reproducing its filtering (:func:`hta_kept`) and rounding."""
+    keep = hta_kept(rt, dev)
+    s, e = dev.start_us, dev.end_us
     if rt.dialect == "kineto-ns":  # HTA rounds float ts up and ends down to whole µs (PR 122425)
         off = rt.file_ts_offset_us
         s, e = np.ceil(s + off) - off, np.floor(e + off) - off
         e = np.maximum(e, s)
-    return s, e
-
-
-def _hta_figures(rt: RankTrace, dev: DeviceEvents, is_comm: np.ndarray, is_compute: np.ndarray
-                 ) -> tuple[float | None, float | None]:
-    """HTA's temporal-breakdown idle fraction and comm/compute overlap, reproducing its filtering
-    (:func:`hta_kept`) and rounding."""
-    if dev.start_us.size == 0:
-        return None, None
-    keep = hta_kept(rt, dev)
+    by_stream = hta_idle_by_stream(rt, dev, keep, s, e)
     if not keep.any():
-        return None, None
-    s, e = _hta_rounded(rt, dev, keep)
+        return None, None, by_stream
+    s, e, cm, cp = s[keep], e[keep], is_comm[keep], is_compute[keep]
     span = float(e.max() - s.min())
     busy = iv.length(*iv.union(s, e))
     idle = 1.0 - busy / span if span > 0 else 0.0
-    cm, cp = is_comm[keep], is_compute[keep]
     comm = iv.union(s[cm], e[cm])
     comp = iv.union(s[cp], e[cp])
     comm_len = iv.length(*comm)
     overlap = iv.intersection_length(comm, comp) / comm_len if comm_len > 0 else None
-    return idle, overlap
+    return idle, overlap, by_stream
 
 
-def hta_idle_by_stream(rt: RankTrace, dev: DeviceEvents) -> dict[int, dict[str, float]]:
-    """HTA's ``get_idle_time_breakdown`` per stream, in µs: over the kept events of each stream
-    sorted by start, the gap to the *previous* event's end (not the running maximum; negative gaps
-    of overlapping events included, as HTA sums them) is host wait when the event's launch call
+def hta_idle_by_stream(rt: RankTrace, dev: DeviceEvents, keep: np.ndarray, start_us: np.ndarray,
+                       end_us: np.ndarray) -> dict[int, dict[str, float]]:
+    """HTA's ``get_idle_time_breakdown`` per stream, in µs, over the ``keep`` events with HTA's spans
+    (``start_us``, ``end_us``): on each stream, sorted by start, the gap to the latest end before an
+    event (overlapping events leave no negative gap) is host wait when the event's launch call
     started after that end, else kernel wait when under ``KERNEL_WAIT_MAX_US``, else other."""
     out: dict[int, dict[str, float]] = {}
-    keep = hta_kept(rt, dev)
     for lane_id in np.flatnonzero(np.bincount(dev.lane[keep])).tolist():  # lane ids, sorted
         m = keep & (dev.lane == lane_id)
         if m.sum() < 2:
             continue
-        s, e = _hta_rounded(rt, dev, m)
-        s, e, launch = iv.sorted_by(s, e, dev.launch_start_us[m])
-        reach = np.maximum.accumulate(e)  # overlapping events on a stream leave no negative gap
+        s, e, launch = iv.sorted_by(start_us[m], end_us[m], dev.launch_start_us[m])
+        reach = np.maximum.accumulate(e)
         gap = np.maximum(s[1:] - reach[:-1], 0.0)
         stream = rt.lanes[lane_id].stream
         key = int(stream) if stream is not None else lane_id
