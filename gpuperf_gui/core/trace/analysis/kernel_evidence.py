@@ -99,20 +99,17 @@ def kernel_evidence(rt: RankTrace, dev, m: np.ndarray, dur: np.ndarray) -> Kerne
     """:class:`KernelEvidence` of the device events ``dev`` (:func:`.rank_analysis.device_events`):
     ``m`` the kernels (copies left out) in the window, ``dur`` each event's µs in the window."""
     out = KernelEvidence()
-    if not m.any():
-        return out
     total = float(dur[m].sum())
     if total <= 0:
         return out
     skinny_names = predicate_mask(rt.strings, "skinny_gemm", is_skinny_gemm)
     skinny = m & (dev.kernel_class == _GEMM) & skinny_names[dev.name_id]
     out.skinny_gemm_share = float(dur[skinny].sum()) / total
+    graph, sources = _graph_launched(rt, dev.start_us.size)
     if skinny.any():
         per = np.bincount(dev.name_id[skinny], weights=dur[skinny])  # np.unique would import numpy.ma
         top = [int(i) for i in np.argsort(-per)[:3] if per[i] > 0]
         out.skinny_examples = tuple(rt.strings[i][:80] for i in top)
-    graph, sources = _graph_launched(rt, dev.start_us.size)
-    if skinny.any():
         _skinny_bytes(rt, dev, skinny, skinny_names, dur, graph, out)
     out.graph_replay_share = float(dur[m & graph].sum()) / total
     out.graph_launches = len({sources[i] for i in np.flatnonzero(m & graph).tolist()})
@@ -160,7 +157,7 @@ def _skinny_bytes(rt: RankTrace, dev, skinny: np.ndarray, skinny_names: np.ndarr
     call, its name's mean bytes per call with shapes anywhere in the trace (a warm-up before the
     window counts)."""
     out.skinny_seconds = float(dur[skinny].sum()) / 1e6
-    ext = external_ids(rt.gpu_lanes) if rt.gpu_lanes else np.zeros(0, np.int64)
+    ext = external_ids(rt.gpu_lanes)
     op_ext, _, op_bytes, _ = op_counts_by_external_id(rt)
     if not op_ext.size or ext.size != dev.start_us.size:
         return
@@ -172,7 +169,7 @@ def _skinny_bytes(rt: RankTrace, dev, skinny: np.ndarray, skinny_names: np.ndarr
     if joined.any():   # an op's bytes split over its math kernels by (whole) duration
         own[joined] = op_bytes[pos[joined]] * duration_weights(ext[joined], dev.duration_us[joined])
     shaped = skinny & joined
-    anywhere = joined & (dev.kernel_class == _GEMM) & skinny_names[dev.name_id]
+    anywhere = joined & skinny_names[dev.name_id]   # joined: math kernels, class gemm
     n = len(rt.strings)
     calls = np.bincount(dev.name_id[anywhere], minlength=n) if anywhere.any() else np.zeros(n)
     per_call = np.bincount(dev.name_id[anywhere], weights=own[anywhere], minlength=n) / np.maximum(calls, 1)

@@ -193,8 +193,6 @@ def _majority_code(inv: np.ndarray, code: np.ndarray, dur: np.ndarray, n: int) -
     """Per name, the op precision code that holds most of its time (-1 when none is known)."""
     out = np.full(n, -1, np.int64)
     has = code >= 0
-    if not has.any():
-        return out
     k = len(PRECISION_CODES)
     per = np.bincount(inv[has] * k + code[has], weights=dur[has] + 1e-9, minlength=n * k).reshape(n, k)
     best = per.argmax(axis=1)

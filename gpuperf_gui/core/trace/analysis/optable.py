@@ -96,12 +96,8 @@ def op_table(rt: RankTrace, host_windows_us: Sequence[tuple[float, float]] | Non
     # includes them), on their own row of the trace where nothing nests in them.
     host_cat = member_mask(rt.strings, _HOST_OR_OVERHEAD)
     n_strings = len(rt.strings)
-    self_cpu = np.zeros(n_strings)
-    total_cpu = np.zeros(n_strings)
-    self_dev = np.zeros(n_strings)
-    total_dev = np.zeros(n_strings)
+    self_cpu, total_cpu, self_dev, total_dev, flops = (np.zeros(n_strings) for _ in range(5))
     calls = np.zeros(n_strings, dtype=np.int64)
-    flops = np.zeros(n_strings)
     host_rows = np.zeros(n_strings, dtype=bool)
     device_rows = np.zeros(n_strings, dtype=bool)
 
@@ -144,8 +140,7 @@ def op_table(rt: RankTrace, host_windows_us: Sequence[tuple[float, float]] | Non
     out = _merge_rows(rt, host_rows, "host", calls, self_cpu, total_cpu, self_dev, total_dev, flops)
 
     d_calls = np.zeros(n_strings, dtype=np.int64)
-    d_time = np.zeros(n_strings)
-    work_us = np.zeros(n_strings)  # kernels/copies/memsets only, not gpu_user_annotation spans
+    d_time, work_us = np.zeros(n_strings), np.zeros(n_strings)  # work: kernels/copies/memsets, not annotations
     for lane in rt.lanes_of_kind("gpu_compute", "gpu_comm", "gpu_copy", "gpu_annotation"):
         names, dur = lane.name_id, lane.duration_us
         if device_keep is not None:
