@@ -16,8 +16,7 @@ as torch does.
   ``pid -1``) on a row of its own. torch files these spans under the thread that drives the
   profiler (the one with the ``ProfilerStep`` annotations), so they count as children of the
   innermost op of that thread enclosing them and are not that op's self time. We do the same: it is
-  the profiler's time, not the step's (healthy_gpt_small: ``ProfilerStep*`` self CPU 64.015 ms in
-  torch's table; 86.45 ms if the 22.43 ms of overhead were left in).
+  the profiler's time, not the step's.
 * self device = device work launched by the op itself: each kernel goes (through the correlation
   id) to its launch call and from there, as torch links them, to the enclosing op whose External id
   the launch call carries; failing that, to the innermost enclosing op that is not a runtime/driver

@@ -612,21 +612,19 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, p2p: n
     rest = glen.copy()
     # DataLoader, then what the host does in the rest of the piece: a stretch longer than
     # LAUNCH_SPACING_MAX_US with no launch call is a host stall; the rest is launch overhead.
-    dl_union = dataloader
+    dl = np.minimum(iv.overlap_each(gs, ge, dataloader), rest)
+    out.dataloader = float(dl.sum()) / span
     launch_calls = _launch_calls(rt)
     calls = np.sort(np.concatenate([lane.start_us[m] for lane, m in launch_calls] or [np.zeros(0)]))
     lanes = [lane for lane, _ in launch_calls]
     if calls.size == 0:  # no launch call in the trace: what the host did cannot be told
-        out.dataloader = float(np.minimum(iv.overlap_each(gs, ge, dl_union), rest).sum()) / span
         out.unattributed = max(float(rest.sum()) / span - out.dataloader, 0.0)
         return out
     host = rest > 0
     stall_s, stall_e, stall_gap = _launch_free_stretches(gs[host], ge[host], calls)
     gap_index = np.flatnonzero(host)[stall_gap] if stall_gap.size else stall_gap
-    dl = np.minimum(iv.overlap_each(gs, ge, dl_union), rest)
-    out.dataloader = float(dl.sum()) / span
     rest = rest - dl
-    stall_len = (stall_e - stall_s) - iv.overlap_each(stall_s, stall_e, dl_union)
+    stall_len = (stall_e - stall_s) - iv.overlap_each(stall_s, stall_e, dataloader)
     stall_per_gap = np.bincount(gap_index, weights=stall_len, minlength=gs.size) if stall_len.size else np.zeros(gs.size)
     stall_per_gap = np.minimum(stall_per_gap, rest)
     launch_part = rest - stall_per_gap

@@ -112,13 +112,11 @@ def estimate_op(name: str, dims_raw: bytes, types_raw: bytes = b"", concrete_raw
     if not isinstance(dims, list):
         return OpEstimate(0.0, 0.0, text)
     shapes = [_shape(d) for d in dims]
-    types = _decode(types_raw) if types_raw else []
-    types = types if isinstance(types, list) else []
+    types = _list(types_raw)
     op = name.removeprefix("aten::")
     attention = _ATTENTION.get(op)
     if attention is not None:
-        concrete = _decode(concrete_raw) if concrete_raw else []
-        got = _attention(attention, shapes, concrete if isinstance(concrete, list) else [])
+        got = _attention(attention, shapes, _list(concrete_raw))
         if got is None:
             return OpEstimate(0.0, 0.0, text)
         flops, elements, causal = got
@@ -134,10 +132,9 @@ def largest_input_bytes(dims_raw: bytes, types_raw: bytes = b"") -> float:
     """Bytes of the largest tensor among an op's recorded inputs (numel x its dtype's size; 0 when
     no input is a tensor of a known dtype, so a floor made from it is never too high)."""
     dims = _decode(dims_raw)
-    types = _decode(types_raw) if types_raw else []
     if not isinstance(dims, list):
         return 0.0
-    types = types if isinstance(types, list) else []
+    types = _list(types_raw)
     best = 0.0
     for i, d in enumerate(dims):
         shape = _shape(d)
@@ -152,6 +149,12 @@ def _decode(raw: bytes) -> object:
         return msgspec.json.decode(raw)
     except (msgspec.DecodeError, RecursionError):
         return None
+
+
+def _list(raw: bytes) -> list:
+    """``raw`` decoded where it is a JSON list, else []."""
+    got = _decode(raw) if raw else None
+    return got if isinstance(got, list) else []
 
 
 def _shape(d: object) -> Shape | None:
