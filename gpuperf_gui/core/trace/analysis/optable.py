@@ -293,7 +293,7 @@ def _with_overhead(tree: HostRows, start: np.ndarray, overhead: tuple[np.ndarray
     to the rows enclosing them: (rows with ``overhead_us``, spans per row)."""
     if overhead is None or not overhead[0].size:
         return tree, np.zeros(tree.rows.size, dtype=np.int64)
-    owner = _span_owners(start, tree.duration_us, overhead, parents=tree.parent)
+    owner = _span_owners(start, tree.duration_us, overhead, tree.parent)
     ok = owner >= 0
     over_us = np.bincount(owner[ok], weights=(overhead[1] - overhead[0])[ok], minlength=tree.rows.size)
     over_n = np.bincount(owner[ok], minlength=tree.rows.size).astype(np.int64)
@@ -513,17 +513,14 @@ def _profiling_thread(rt: RankTrace):  # noqa: ANN202 (Lane | None)
 
 
 def _span_owners(start: np.ndarray, duration: np.ndarray, spans: tuple[np.ndarray, np.ndarray],
-                 parents: np.ndarray | None = None) -> np.ndarray:
-    """Per foreign span (sorted by start), the index of its innermost enclosing event, -1 if none.
-    ``parents``: the events' :func:`containment_parents`, when known."""
+                 parents: np.ndarray) -> np.ndarray:
+    """Per foreign span (sorted by start), the index of its innermost enclosing event (``parents``:
+    the events' :func:`containment_parents`), -1 if none."""
     s, e = spans
     if start.size == 0:
         return np.full(s.size, -1, dtype=np.int64)
     end = start + duration
-    pos = np.searchsorted(start, s, side="right") - 1
-    if parents is None:
-        parents = _enclosing_events(end, start, end - CONTAINMENT_SLACK_US)
-    return _enclosing(parents, end, pos, s, e)
+    return _enclosing(parents, end, np.searchsorted(start, s, side="right") - 1, s, e)
 
 
 def _ids(rt: RankTrace, names: frozenset[str]) -> np.ndarray:
