@@ -48,14 +48,10 @@ def uses_tensor_cores(name: str) -> bool:
 _kernel_precision = lru_cache(maxsize=1 << 14)(kernel_precision)  # pure: the ranks of a job share kernels
 
 
-def _math_if_gemm(name: str) -> bool:
-    return is_math_kernel(name, "gemm")
-
-
 def math_kernel_names(rt: RankTrace) -> np.ndarray:
     """Per string id: whether a GEMM/attention kernel of that name is a math kernel
     (:func:`.precision.is_math_kernel`, whose answer past the class is the same for both classes)."""
-    return predicate_mask(rt.strings, "math_gemm", _math_if_gemm)
+    return predicate_mask(rt.strings, "math_gemm", lambda name: is_math_kernel(name, "gemm"))
 
 
 @dataclass(frozen=True)
