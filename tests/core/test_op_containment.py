@@ -57,4 +57,5 @@ def test_overhead_spans_go_to_the_innermost_enclosing_event(seed: int) -> None:
     start, dur = _lane(rng, int(rng.integers(1, 200)), 1.0)
     s = np.sort(np.round(rng.uniform(-5, 110, 30)))
     e = s + np.round(rng.exponential(3, 30))
-    assert _span_owners(start, dur, (s, e)).tolist() == _owners(start, dur, s, e)
+    got = _span_owners(start, dur, (s, e), containment_parents(start, dur))
+    assert got.tolist() == _owners(start, dur, s, e)

@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
+Spans = tuple[np.ndarray, np.ndarray]
+"""Intervals as (starts, ends) arrays."""
 
-def union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+
+def union(starts: np.ndarray, ends: np.ndarray) -> Spans:
     """Merge possibly overlapping intervals into sorted disjoint ``(starts, ends)``."""
     if starts.size == 0:
         return np.zeros(0), np.zeros(0)
@@ -41,7 +44,7 @@ def length(starts: np.ndarray, ends: np.ndarray) -> float:
     return float(np.sum(ends - starts)) if starts.size else 0.0
 
 
-def clip(starts: np.ndarray, ends: np.ndarray, t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:
+def clip(starts: np.ndarray, ends: np.ndarray, t0: float, t1: float) -> Spans:
     """Clip intervals to ``[t0, t1]``, dropping those outside."""
     s = np.maximum(starts, t0)
     e = np.minimum(ends, t1)
@@ -49,7 +52,7 @@ def clip(starts: np.ndarray, ends: np.ndarray, t0: float, t1: float) -> tuple[np
     return s[keep], e[keep]
 
 
-def intersection_length(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> float:
+def intersection_length(a: Spans, b: Spans) -> float:
     """Length of the intersection of two sets of *disjoint* intervals (HTA's +1/+2 sweep)."""
     if a[0].size == 0 or b[0].size == 0:
         return 0.0
@@ -63,7 +66,7 @@ def intersection_length(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, n
     return float(np.sum(np.diff(t)[both]))
 
 
-def complement(starts: np.ndarray, ends: np.ndarray, t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:
+def complement(starts: np.ndarray, ends: np.ndarray, t0: float, t1: float) -> Spans:
     """The gaps of disjoint sorted intervals (as :func:`union` returns them) inside ``[t0, t1]``.
 
     Intervals reaching outside the window are clipped first; empty gaps are dropped.
@@ -78,21 +81,22 @@ def complement(starts: np.ndarray, ends: np.ndarray, t0: float, t1: float) -> tu
     return gap_starts[keep], gap_ends[keep]
 
 
-def overlap_each(gs: np.ndarray, ge: np.ndarray, b: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+def covered_before(b: Spans, t: np.ndarray) -> np.ndarray:
+    """The length of the disjoint sorted intervals ``b`` (at least one) before each time in ``t``."""
+    bs, be = b
+    cum = np.concatenate([[0.0], np.cumsum(be - bs)])
+    k = np.searchsorted(bs, t, side="right")  # intervals starting at or before t
+    last = np.maximum(k - 1, 0)
+    partial = np.where(k > 0, np.clip(t - bs[last], 0.0, be[last] - bs[last]), 0.0)
+    return cum[last] * (k > 0) + partial
+
+
+def overlap_each(gs: np.ndarray, ge: np.ndarray, b: Spans) -> np.ndarray:
     """For each interval ``[gs[i], ge[i]]``, its overlap with the disjoint sorted intervals ``b``.
 
     >>> overlap_each(np.array([0.0, 5.0]), np.array([4.0, 9.0]), (np.array([1.0, 6.0]), np.array([2.0, 8.0])))
     array([1., 2.])
     """
-    bs, be = b
-    if bs.size == 0 or gs.size == 0:
+    if b[0].size == 0 or gs.size == 0:
         return np.zeros(gs.size)
-    cum = np.concatenate([[0.0], np.cumsum(be - bs)])
-
-    def covered_before(t: np.ndarray) -> np.ndarray:
-        k = np.searchsorted(bs, t, side="right")  # intervals starting at or before t
-        last = np.maximum(k - 1, 0)
-        partial = np.where(k > 0, np.clip(t - bs[last], 0.0, be[last] - bs[last]), 0.0)
-        return cum[last] * (k > 0) + partial
-
-    return np.maximum(covered_before(ge) - covered_before(gs), 0.0)
+    return np.maximum(covered_before(b, ge) - covered_before(b, gs), 0.0)

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .kernel_table import math_kernel_names, op_counts_by_external_id
+from .kernel_table import (duration_weights, external_ids, join_ops, math_kernel_names,
+                           op_counts_by_external_id)
 from ..vocabulary.kernel_classes import KERNEL_CLASSES
 from ..model.trace_model import RankTrace
 from ..model.name_masks import predicate_mask
@@ -33,7 +34,6 @@ SKINNY_TILE_MAX = 16
 """A GEMM tile with a side of at most this many rows/columns is a skinny GEMM's (decode: 1-16 tokens)."""
 _TILE_RE = re.compile(r"(?<!\d)(\d+)x(\d+)")
 _GEMM = KERNEL_CLASSES.index("gemm")
-_COPY = KERNEL_CLASSES.index("copy")
 
 
 def is_skinny_gemm(name: str) -> bool:
@@ -95,25 +95,21 @@ class KernelEvidence:
                 "skinny_bytes_per_s": self.skinny_bytes_per_s}
 
 
-def kernel_evidence(rt: RankTrace, dev, in_window: np.ndarray, t0: float, t1: float) -> KernelEvidence:  # noqa: ANN001
-    """:class:`KernelEvidence` of the device events ``dev`` (:func:`.rank_analysis.device_events`)."""
-    m = in_window & (dev.kernel_class != _COPY)
+def kernel_evidence(rt: RankTrace, dev, m: np.ndarray, dur: np.ndarray) -> KernelEvidence:  # noqa: ANN001
+    """:class:`KernelEvidence` of the device events ``dev`` (:func:`.rank_analysis.device_events`):
+    ``m`` the kernels (copies left out) in the window, ``dur`` each event's µs in the window."""
     out = KernelEvidence()
-    if not m.any():
-        return out
-    dur = np.maximum(np.minimum(dev.end_us, t1) - np.maximum(dev.start_us, t0), 0.0)
     total = float(dur[m].sum())
     if total <= 0:
         return out
     skinny_names = predicate_mask(rt.strings, "skinny_gemm", is_skinny_gemm)
     skinny = m & (dev.kernel_class == _GEMM) & skinny_names[dev.name_id]
     out.skinny_gemm_share = float(dur[skinny].sum()) / total
+    graph, sources = _graph_launched(rt, dev.start_us.size)
     if skinny.any():
         per = np.bincount(dev.name_id[skinny], weights=dur[skinny])  # np.unique would import numpy.ma
         top = [int(i) for i in np.argsort(-per)[:3] if per[i] > 0]
         out.skinny_examples = tuple(rt.strings[i][:80] for i in top)
-    graph, sources = _graph_launched(rt, dev.start_us.size)
-    if skinny.any():
         _skinny_bytes(rt, dev, skinny, skinny_names, dur, graph, out)
     out.graph_replay_share = float(dur[m & graph].sum()) / total
     out.graph_launches = len({sources[i] for i in np.flatnonzero(m & graph).tolist()})
@@ -124,27 +120,30 @@ def kernel_evidence(rt: RankTrace, dev, in_window: np.ndarray, t0: float, t1: fl
     return out
 
 
+def launch_flows(rt: RankTrace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The launch flows into device work: (position of the device event among the gpu lanes' events
+    concatenated, as :func:`.rank_analysis.device_events` lays them out; CPU lane; index in it)."""
+    flows = rt.flows
+    offsets = np.cumsum([0] + [len(lane) for lane in rt.gpu_lanes])
+    base = np.full(len(rt.lanes), -1, dtype=np.int64)
+    base[[lane.lane_id for lane in rt.gpu_lanes]] = offsets[:-1]
+    ok = base[flows.dst_lane] >= 0
+    return base[flows.dst_lane[ok]] + flows.dst_index[ok], flows.src_lane[ok], flows.src_index[ok]
+
+
 def _graph_launched(rt: RankTrace, n: int) -> tuple[np.ndarray, dict[int, tuple[int, int]]]:
     """Which device events a graph launch call (``cudaGraphLaunch``, ``hipGraphLaunch``) launched, and
     for each of those the call (CPU lane, index)."""
     out = np.zeros(n, dtype=bool)
-    flows = rt.flows
-    if not len(flows.src_lane):
+    if not len(rt.flows.src_lane):
         return out, {}
     graph_names = predicate_mask(rt.strings, "graphlaunch", lambda s: "graphlaunch" in s.lower())
-    offsets, total = {}, 0
-    for lane in rt.gpu_lanes:
-        offsets[lane.lane_id] = total
-        total += len(lane)
-    base = np.array([offsets.get(i, -1) for i in range(len(rt.lanes))], dtype=np.int64)
-    ok = base[flows.dst_lane] >= 0
-    src_lane, src_index = flows.src_lane[ok], flows.src_index[ok]
+    pos, src_lane, src_index = launch_flows(rt)
     src_name = np.zeros(src_lane.size, dtype=np.int64)
     for lane_id in np.flatnonzero(np.bincount(src_lane)).tolist() if src_lane.size else []:
         sel = src_lane == lane_id
         src_name[sel] = rt.lanes[lane_id].name_id[src_index[sel]]
     hit = graph_names[src_name]
-    pos = base[flows.dst_lane[ok]] + flows.dst_index[ok]
     out[pos[hit]] = True
     sources = dict(zip(pos[hit].tolist(), zip(src_lane[hit].tolist(), src_index[hit].tolist())))
     return out, sources
@@ -158,23 +157,19 @@ def _skinny_bytes(rt: RankTrace, dev, skinny: np.ndarray, skinny_names: np.ndarr
     call, its name's mean bytes per call with shapes anywhere in the trace (a warm-up before the
     window counts)."""
     out.skinny_seconds = float(dur[skinny].sum()) / 1e6
-    ext = np.concatenate([lane.external_id if len(lane.external_id) else np.full(len(lane), -1)
-                          for lane in rt.gpu_lanes]).astype(np.int64) if rt.gpu_lanes else np.zeros(0, np.int64)
+    ext = external_ids(rt.gpu_lanes)
     op_ext, _, op_bytes, _ = op_counts_by_external_id(rt)
     if not op_ext.size or ext.size != dev.start_us.size:
         return
     math_names = math_kernel_names(rt)
     math = (dev.kernel_class == _GEMM) & math_names[dev.name_id]
-    pos = np.clip(np.searchsorted(op_ext, ext), 0, op_ext.size - 1)
-    joined = math & (ext >= 0) & (op_ext[pos] == ext) & (op_bytes[pos] > 0)
+    pos, joined = join_ops(op_ext, ext)
+    joined &= math & (op_bytes[pos] > 0)
     own = np.zeros(dev.start_us.size)
     if joined.any():   # an op's bytes split over its math kernels by (whole) duration
-        full = dev.end_us - dev.start_us
-        uniq, group = np.unique(ext[joined], return_inverse=True)
-        total = np.bincount(group, weights=full[joined], minlength=uniq.size)
-        own[joined] = op_bytes[pos[joined]] * np.where(total[group] > 0, full[joined] / np.maximum(total[group], 1e-30), 0.0)
+        own[joined] = op_bytes[pos[joined]] * duration_weights(ext[joined], dev.duration_us[joined])
     shaped = skinny & joined
-    anywhere = joined & (dev.kernel_class == _GEMM) & skinny_names[dev.name_id]
+    anywhere = joined & skinny_names[dev.name_id]   # joined: math kernels, class gemm
     n = len(rt.strings)
     calls = np.bincount(dev.name_id[anywhere], minlength=n) if anywhere.any() else np.zeros(n)
     per_call = np.bincount(dev.name_id[anywhere], weights=own[anywhere], minlength=n) / np.maximum(calls, 1)
@@ -182,5 +177,5 @@ def _skinny_bytes(rt: RankTrace, dev, skinny: np.ndarray, skinny_names: np.ndarr
     out.skinny_shaped_seconds = float(dur[shaped | borrowed].sum()) / 1e6
     out.skinny_borrowed_seconds = float(dur[borrowed].sum()) / 1e6
     # a call clipped by the window moves the part of its bytes that lies in it
-    frac = np.where(dev.end_us > dev.start_us, dur / np.maximum(dev.end_us - dev.start_us, 1e-30), 0.0)
+    frac = np.where(dev.end_us > dev.start_us, dur / np.maximum(dev.duration_us, 1e-30), 0.0)
     out.skinny_bytes = float((own[shaped] * frac[shaped]).sum() + (per_call[dev.name_id[borrowed]] * frac[borrowed]).sum())

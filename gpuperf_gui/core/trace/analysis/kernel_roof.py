@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from .kernel_table import TOP_KERNELS, KernelRow, kernel_rows
 from ..vocabulary.precision import TracePrecision, trace_precision
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ..model.trace_model import RankTrace
 
 __all__ = ["GemmRoof", "RankKernels", "TraceKernels", "attach_kernels", "gemm_roof", "kernel_roof_fraction",
-           "merged_precision", "rank_kernels", "trace_device"]
+           "rank_kernels", "trace_device"]
 
 
 def kernel_roof_fraction(row: KernelRow, device: Device | None, override: str | None = None) -> float | None:
@@ -136,10 +136,7 @@ def rank_kernels(rt: RankTrace, gpu_busy_fraction: float = 0.0, top: int = TOP_K
     """The kernel figures of one rank (:func:`.kernel_table.kernel_rows`, then the precision split)."""
     rows, tc_share, kernel_s = kernel_rows(rt)
     math = [r for r in rows if r.math]
-    seconds: dict[str | None, float] = {}
-    for r in math:
-        seconds[r.precision] = seconds.get(r.precision, 0.0) + r.seconds
-    return RankKernels(rows[:top], math, tc_share, kernel_s, trace_precision(seconds), gpu_busy_fraction,
+    return RankKernels(rows[:top], math, tc_share, kernel_s, _precision_of(math), gpu_busy_fraction,
                        rt.device_name)
 
 
@@ -167,12 +164,11 @@ def trace_device(device_name: str | None, database: DeviceDatabase | None = None
     return database.get(device_id) if device_id else None
 
 
-def merged_precision(kernels: Sequence[RankKernels]) -> TracePrecision:
-    """The precision of several ranks together (their math kernels' seconds summed)."""
+def _precision_of(math: Iterable[KernelRow]) -> TracePrecision:
+    """The precision of math kernels (of one rank or several): their seconds summed per precision."""
     seconds: dict[str | None, float] = {}
-    for k in kernels:
-        for r in k.math:
-            seconds[r.precision] = seconds.get(r.precision, 0.0) + r.seconds
+    for r in math:
+        seconds[r.precision] = seconds.get(r.precision, 0.0) + r.seconds
     return trace_precision(seconds)
 
 
@@ -194,5 +190,5 @@ class TraceKernels:
         if not kernels:
             return cls()
         share = sum(k.math_time_fraction_of_step for k in kernels) / len(kernels)
-        return cls(tuple(r for k in kernels for r in k.math), share, merged_precision(kernels),
-                   kernels[0].device_name or None)
+        math = tuple(r for k in kernels for r in k.math)
+        return cls(math, share, _precision_of(math), kernels[0].device_name or None)

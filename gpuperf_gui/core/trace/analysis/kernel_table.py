@@ -48,14 +48,10 @@ def uses_tensor_cores(name: str) -> bool:
 _kernel_precision = lru_cache(maxsize=1 << 14)(kernel_precision)  # pure: the ranks of a job share kernels
 
 
-def _math_if_gemm(name: str) -> bool:
-    return is_math_kernel(name, "gemm")
-
-
 def math_kernel_names(rt: RankTrace) -> np.ndarray:
     """Per string id: whether a GEMM/attention kernel of that name is a math kernel
     (:func:`.precision.is_math_kernel`, whose answer past the class is the same for both classes)."""
-    return predicate_mask(rt.strings, "math_gemm", _math_if_gemm)
+    return predicate_mask(rt.strings, "math_gemm", lambda name: is_math_kernel(name, "gemm"))
 
 
 @dataclass(frozen=True)
@@ -91,19 +87,6 @@ class KernelRow:
     def ai_flops_per_byte(self) -> float | None:
         return self.flops / self.bytes if self.flops > 0 and self.bytes > 0 else None
 
-    def fraction_of_roof(self, peak_flops_per_s: float | None, bandwidth_bytes_per_s: float | None) -> float | None:
-        """Achieved FLOP/s over the roofline's attainable rate at this kernel's intensity
-        (the compute peak alone when the bytes are unknown); None without FLOPs or a peak."""
-        achieved = self.achieved_flops_per_s
-        if achieved is None or not peak_flops_per_s:
-            return None
-        from ...roofline import attainable_flops_per_s  # noqa: PLC0415 - `diagnose` needs it only with a roof
-
-        ai = self.ai_flops_per_byte
-        roof = (attainable_flops_per_s(peak_flops_per_s, bandwidth_bytes_per_s, ai)
-                if ai is not None and bandwidth_bytes_per_s else peak_flops_per_s)
-        return achieved / roof if roof > 0 else None
-
 
 # -- kernels -------------------------------------------------------------------------------------------
 def op_counts_by_external_id(rt: RankTrace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -125,6 +108,26 @@ def op_counts_by_external_id(rt: RankTrace) -> tuple[np.ndarray, np.ndarray, np.
     return e[order], f[order], b[order], p[order]
 
 
+def external_ids(lanes: list) -> np.ndarray:
+    """The External id of each event of the (non-empty list of) device lanes, -1 where none."""
+    return np.concatenate([lane.external_id if len(lane.external_id) else np.full(len(lane), -1)
+                           for lane in lanes]).astype(np.int64)
+
+
+def join_ops(op_ext: np.ndarray, ext: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(position in the sorted, non-empty ``op_ext``, found there) of each kernel's External id."""
+    pos = np.clip(np.searchsorted(op_ext, ext), 0, op_ext.size - 1)
+    return pos, (ext >= 0) & (op_ext[pos] == ext)
+
+
+def duration_weights(ext: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """Each kernel's share of the time of its op's kernels (``ext``: the op's External id): how an
+    op's FLOPs and bytes are split over its math kernels."""
+    uniq, group = np.unique(ext, return_inverse=True)
+    total = np.bincount(group, weights=dur, minlength=uniq.size)
+    return np.where(total[group] > 0, dur / np.maximum(total[group], 1e-30), 0.0)
+
+
 def kernel_rows(rt: RankTrace) -> tuple[list[KernelRow], float | None, float]:
     """(kernel rows by device time, tensor-core share, total kernel seconds) over the whole trace.
 
@@ -139,8 +142,7 @@ def kernel_rows(rt: RankTrace) -> tuple[list[KernelRow], float | None, float]:
     name = np.concatenate([lane.name_id for lane in lanes]).astype(np.int64)
     dur = np.concatenate([lane.duration_us for lane in lanes])
     cls = np.concatenate([lane.kernel_class for lane in lanes]).astype(np.int64)
-    ext = np.concatenate([lane.external_id if len(lane.external_id) else np.full(len(lane), -1)
-                          for lane in lanes]).astype(np.int64)
+    ext = external_ids(lanes)
     own_bytes = np.concatenate([lane.bytes if len(lane.bytes) else np.full(len(lane), np.nan) for lane in lanes])
     names, inv = np.unique(name, return_inverse=True)
     n = names.size
@@ -155,15 +157,11 @@ def kernel_rows(rt: RankTrace) -> tuple[list[KernelRow], float | None, float]:
     k_bytes = np.where(cls == _COPY, np.nan_to_num(own_bytes), 0.0)
     k_prec = np.full(dur.size, -1, np.int64)
     if op_ext.size:
-        pos = np.clip(np.searchsorted(op_ext, ext), 0, op_ext.size - 1)
-        joined = (ext >= 0) & (op_ext[pos] == ext)
+        pos, joined = join_ops(op_ext, ext)
         k_prec[joined] = op_prec[pos[joined]]
         known = joined & math
         if known.any():
-            # an op's FLOPs and bytes split over its math kernels by duration
-            uniq, group = np.unique(ext[known], return_inverse=True)
-            total = np.bincount(group, weights=dur[known], minlength=uniq.size)
-            weight = np.where(total[group] > 0, dur[known] / np.maximum(total[group], 1e-30), 0.0)
+            weight = duration_weights(ext[known], dur[known])
             k_flops[known] = op_flops[pos[known]] * weight
             k_bytes[known] = op_bytes[pos[known]] * weight
     seconds = np.bincount(inv, weights=dur, minlength=n) / 1e6
@@ -191,8 +189,6 @@ def _majority_code(inv: np.ndarray, code: np.ndarray, dur: np.ndarray, n: int) -
     """Per name, the op precision code that holds most of its time (-1 when none is known)."""
     out = np.full(n, -1, np.int64)
     has = code >= 0
-    if not has.any():
-        return out
     k = len(PRECISION_CODES)
     per = np.bincount(inv[has] * k + code[has], weights=dur[has] + 1e-9, minlength=n * k).reshape(n, k)
     best = per.argmax(axis=1)

@@ -16,8 +16,7 @@ as torch does.
   ``pid -1``) on a row of its own. torch files these spans under the thread that drives the
   profiler (the one with the ``ProfilerStep`` annotations), so they count as children of the
   innermost op of that thread enclosing them and are not that op's self time. We do the same: it is
-  the profiler's time, not the step's (healthy_gpt_small: ``ProfilerStep*`` self CPU 64.015 ms in
-  torch's table; 86.45 ms if the 22.43 ms of overhead were left in).
+  the profiler's time, not the step's.
 * self device = device work launched by the op itself: each kernel goes (through the correlation
   id) to its launch call and from there, as torch links them, to the enclosing op whose External id
   the launch call carries; failing that, to the innermost enclosing op that is not a runtime/driver
@@ -79,10 +78,6 @@ class OpRow:
         return asdict(self)
 
 
-def _group_name(name: str) -> str:
-    return "ProfilerStep*" if _STEP_RE.match(name) else name
-
-
 def op_table(rt: RankTrace, host_windows_us: Sequence[tuple[float, float]] | None = None,
              device_keep: dict[int, np.ndarray] | None = None, *,
              on_point_rows: Callable[[Lane, HostRows], None] | None = None) -> list[OpRow]:
@@ -100,12 +95,8 @@ def op_table(rt: RankTrace, host_windows_us: Sequence[tuple[float, float]] | Non
     # includes them), on their own row of the trace where nothing nests in them.
     host_cat = member_mask(rt.strings, _HOST_OR_OVERHEAD)
     n_strings = len(rt.strings)
-    self_cpu = np.zeros(n_strings)
-    total_cpu = np.zeros(n_strings)
-    self_dev = np.zeros(n_strings)
-    total_dev = np.zeros(n_strings)
+    self_cpu, total_cpu, self_dev, total_dev, flops = (np.zeros(n_strings) for _ in range(5))
     calls = np.zeros(n_strings, dtype=np.int64)
-    flops = np.zeros(n_strings)
     host_rows = np.zeros(n_strings, dtype=bool)
     device_rows = np.zeros(n_strings, dtype=bool)
 
@@ -148,8 +139,7 @@ def op_table(rt: RankTrace, host_windows_us: Sequence[tuple[float, float]] | Non
     out = _merge_rows(rt, host_rows, "host", calls, self_cpu, total_cpu, self_dev, total_dev, flops)
 
     d_calls = np.zeros(n_strings, dtype=np.int64)
-    d_time = np.zeros(n_strings)
-    work_us = np.zeros(n_strings)  # kernels/copies/memsets only, not gpu_user_annotation spans
+    d_time, work_us = np.zeros(n_strings), np.zeros(n_strings)  # work: kernels/copies/memsets, not annotations
     for lane in rt.lanes_of_kind("gpu_compute", "gpu_comm", "gpu_copy", "gpu_annotation"):
         names, dur = lane.name_id, lane.duration_us
         if device_keep is not None:
@@ -224,8 +214,9 @@ def _set_device_shares(rt: RankTrace, rows: list[OpRow], work_us: np.ndarray, de
     has_work = np.zeros(work_us.size, dtype=bool)
     for lane in rt.gpu_lanes:
         has_work[lane.name_id] = True
+    step = pattern_mask(rt.strings, _STEP_RE)  # ^-anchored: search is match
     for i in np.flatnonzero(device_rows & has_work).tolist():
-        name = _group_name(rt.strings[i])
+        name = "ProfilerStep*" if step[i] else rt.strings[i]
         by_name[name] = by_name.get(name, 0.0) + float(work_us[i])
     total_us = sum(by_name.values())
     for row in rows:
@@ -234,12 +225,12 @@ def _set_device_shares(rt: RankTrace, rows: list[OpRow], work_us: np.ndarray, de
 
 
 class HostRows(NamedTuple):
-    """Host rows of one CPU lane as torch's event tree (see :func:`host_rows_with_device_time`)."""
+    """Host rows of one CPU lane as torch's event tree (see :func:`_host_tree`)."""
 
     rows: np.ndarray
     """Indices into the lane."""
     level: np.ndarray | None
-    """Depth of each row (roots 0); None only between :func:`_host_tree` and the collapse."""
+    """Depth of each row (roots 0); None before the collapse, and after one asked for none (points)."""
     parent: np.ndarray
     """Index into ``rows`` of each row's parent, -1 for roots."""
     duration_us: np.ndarray
@@ -257,30 +248,15 @@ def name_groups(rt: RankTrace) -> np.ndarray:
     return group
 
 
-def host_rows_with_device_time(lane, host_cat: np.ndarray, kernel_us: dict[int, np.ndarray],  # noqa: ANN001
-                               launch_ids: np.ndarray, group: np.ndarray,
-                               overhead: tuple[np.ndarray, np.ndarray] | None = None,
-                               python_ids: np.ndarray | None = None) -> HostRows | None:
-    """Host rows of a CPU lane with nesting and the device µs each op launched itself.
-
-    None when the lane has no host rows. ``parent`` follows :func:`containment_parents`; kernels
-    launched by a runtime/driver call are credited to the innermost enclosing op that is not itself
-    a runtime/driver call or a Python frame (``python_ids``: torch links kernels to ops, never to
-    frames). Same-name chains are collapsed as torch does (:func:`_collapse_same_name`;
-    ``group`` from :func:`name_groups`). ``overhead`` spans (start, end sorted) count as children of
-    the row enclosing them.
-    """
-    tree = _host_tree(lane, host_cat, kernel_us, launch_ids, python_ids)
-    if tree is None:
-        return None
-    return _collapse_same_name(*_with_overhead(tree, lane.start_us[tree.rows], overhead),
-                               group[lane.name_id[tree.rows]])
-
-
 def _host_tree(lane, host_cat: np.ndarray, kernel_us: dict[int, np.ndarray], launch_ids: np.ndarray,  # noqa: ANN001
-               python_ids: np.ndarray | None) -> HostRows | None:
-    """:func:`host_rows_with_device_time` before overhead spans and the same-name collapse
-    (``overhead_us`` zeros, ``level`` None: :func:`_collapse_same_name` finds the levels)."""
+               python_ids: np.ndarray) -> HostRows | None:
+    """Host rows of a CPU lane (``host_cat``) with nesting and the device µs each op launched itself,
+    before overhead spans and the same-name collapse (``overhead_us`` zeros, ``level`` None:
+    :func:`_collapse_same_name` finds the levels); None when the lane has no host rows.
+
+    ``parent`` follows :func:`containment_parents`; kernels launched by a runtime/driver call are
+    credited as :func:`_kernel_owners` says (``python_ids``: torch links kernels to ops, never to
+    Python frames)."""
     rows = np.flatnonzero(host_cat[lane.category_id])
     if rows.size == 0:
         return None
@@ -295,7 +271,7 @@ def _host_tree(lane, host_cat: np.ndarray, kernel_us: dict[int, np.ndarray], lau
     is_launch = _id_mask(launch_ids, host_cat.size)[cats]
     moved = np.flatnonzero(is_launch & (parent >= 0) & (dev_op > 0))
     if moved.size:
-        skip = is_launch | _id_mask(python_ids if python_ids is not None else [], host_cat.size)[cats]
+        skip = is_launch | _id_mask(python_ids, host_cat.size)[cats]
         target = _kernel_owners(moved, parent, skip, of_rows(lane.external_id))
         ok = target >= 0
         dev_op = add_at(dev_op, target[ok], dev_op[moved[ok]])
@@ -317,7 +293,7 @@ def _with_overhead(tree: HostRows, start: np.ndarray, overhead: tuple[np.ndarray
     to the rows enclosing them: (rows with ``overhead_us``, spans per row)."""
     if overhead is None or not overhead[0].size:
         return tree, np.zeros(tree.rows.size, dtype=np.int64)
-    owner = _span_owners(start, tree.duration_us, overhead, parents=tree.parent)
+    owner = _span_owners(start, tree.duration_us, overhead, tree.parent)
     ok = owner >= 0
     over_us = np.bincount(owner[ok], weights=(overhead[1] - overhead[0])[ok], minlength=tree.rows.size)
     over_n = np.bincount(owner[ok], minlength=tree.rows.size).astype(np.int64)
@@ -332,8 +308,12 @@ def has_flops(lane) -> bool:  # noqa: ANN001 (Lane)
 def point_rows(lane, kernel_us: dict[int, np.ndarray], launch_ids: np.ndarray, group: np.ndarray,  # noqa: ANN001
                python_ids: np.ndarray, point_cat: np.ndarray) -> HostRows | None:
     """The host rows :mod:`.op_points` reads: those of :data:`HOST_ROW_CATEGORIES` (``point_cat``),
-    no overhead spans."""
-    return host_rows_with_device_time(lane, point_cat, kernel_us, launch_ids, group, None, python_ids)
+    same-name chains collapsed (``group`` from :func:`name_groups`), no overhead spans."""
+    tree = _host_tree(lane, point_cat, kernel_us, launch_ids, python_ids)
+    if tree is None:
+        return None
+    return _collapse_same_name(tree, group[lane.name_id[tree.rows]], np.zeros(tree.rows.size, dtype=np.int64),
+                               levels=False)
 
 
 def _point_rows_from(lane, tree: HostRows, collapsed: HostRows, extra_children: np.ndarray,  # noqa: ANN001
@@ -440,13 +420,12 @@ def _enclosing_events(end: np.ndarray, q_start: np.ndarray, q_end: np.ndarray) -
     does not enclose ``c``'s query, so it ends before ``c`` does (minus the slack) or at or before
     ``c``'s start, both at or before what ``i`` needs, as ``c`` ends before ``i``'s query or at
     or before ``i``'s start, which is no earlier than ``c``'s. Siblings and ancestors are skipped
-    in O(log) rounds; memory stays O(n) (a table of running maxima took n log n). Where the C
-    extension is built, one stack walk gives the same parents (:mod:`.nest`).
+    in O(log) rounds, in O(n) memory. Where the C extension is built, one stack walk gives the same
+    parents (:mod:`.nest`).
 
-    The first round reads slices, not gathers, and settles the roots at once: an event that no
-    earlier end reaches (the running maximum of the ends fails its query) has no enclosing event;
-    they took the most rounds (a root walks its whole lane back), a third of the time. Runs of
-    siblings are skipped in one step (below), not in log2(run) rounds.
+    The first round settles the roots at once (an event that no earlier end reaches, by the running
+    maximum of the ends, has no enclosing event: a root would walk its whole lane back) and skips
+    runs of siblings in one step (below).
     """
     fast = nest.enclosing_events(end, q_start, q_end)
     if fast is not None:
@@ -534,17 +513,14 @@ def _profiling_thread(rt: RankTrace):  # noqa: ANN202 (Lane | None)
 
 
 def _span_owners(start: np.ndarray, duration: np.ndarray, spans: tuple[np.ndarray, np.ndarray],
-                 parents: np.ndarray | None = None) -> np.ndarray:
-    """Per foreign span (sorted by start), the index of its innermost enclosing event, -1 if none.
-    ``parents``: the events' :func:`containment_parents`, when known."""
+                 parents: np.ndarray) -> np.ndarray:
+    """Per foreign span (sorted by start), the index of its innermost enclosing event (``parents``:
+    the events' :func:`containment_parents`), -1 if none."""
     s, e = spans
     if start.size == 0:
         return np.full(s.size, -1, dtype=np.int64)
     end = start + duration
-    pos = np.searchsorted(start, s, side="right") - 1
-    if parents is None:
-        parents = _enclosing_events(end, start, end - CONTAINMENT_SLACK_US)
-    return _enclosing(parents, end, pos, s, e)
+    return _enclosing(parents, end, np.searchsorted(start, s, side="right") - 1, s, e)
 
 
 def _ids(rt: RankTrace, names: frozenset[str]) -> np.ndarray:
@@ -556,7 +532,7 @@ def _merge_rows(rt: RankTrace, mask: np.ndarray, kind: str, calls: np.ndarray, s
                 ) -> list[OpRow]:
     merged: dict[str, OpRow] = {}
     ids = np.flatnonzero(mask)
-    step = pattern_mask(rt.strings, _STEP_RE)[ids].tolist()  # _group_name's test
+    step = pattern_mask(rt.strings, _STEP_RE)[ids].tolist()
     columns = (a[ids].tolist() for a in (calls, self_cpu, total_cpu, self_dev, total_dev, flops))
     for i, is_step, n, s_cpu, t_cpu, s_dev, t_dev, f in zip(ids.tolist(), step, *columns):
         name = "ProfilerStep*" if is_step else rt.strings[i]

@@ -23,7 +23,7 @@ import numpy as np
 
 from ...units import json_safe
 from . import intervals as iv
-from .rank_analysis import KERNEL_WAIT_MAX_US, cpu_collective_union, device_events
+from .rank_analysis import IDLE_CAUSES, cpu_collective_union, device_events, hta_idle_split, step_window
 from .kernel_roof import rank_kernels
 from .kernel_table import KernelRow
 from ..vocabulary.glossary import COMM_KERNELS_EXPOSED, hta_idle_label
@@ -31,7 +31,6 @@ from ..model.host_sync import sync_gap_classifier
 from ..vocabulary.kernel_classes import KERNEL_CLASSES
 from ..model.trace_model import RankTrace
 
-IDLE_CAUSES = ("host_wait", "kernel_wait", "other")
 _COMM = KERNEL_CLASSES.index("communication")
 _COPY = KERNEL_CLASSES.index("copy")
 
@@ -133,7 +132,14 @@ class RankOverview:
                 "precision": self.kernels.precision.to_json() if self.kernels is not None else None}  # type: ignore[attr-defined]
 
 
-HEATMAP_METRICS = ("busy", "exposed comm", "idle", "host-sync idle", "step time")
+_HEATMAP_VALUE = {   # fractions of the step, and the step time in seconds
+    "busy": lambda s: s.busy_us / s.duration_us,
+    "exposed comm": lambda s: s.comm_wait_us / s.duration_us,
+    "idle": lambda s: sum(s.idle_us.values()) / s.duration_us,
+    "host-sync idle": lambda s: s.host_sync_idle_us / s.duration_us,
+    "step time": lambda s: s.duration_us / 1e6,
+}
+HEATMAP_METRICS = tuple(_HEATMAP_VALUE)
 HEATMAP_METRIC_SIGNATURE = {"host-sync idle": "host_sync_bound"}
 """A heatmap metric that is one signature's own figure (drawn in that signature's colour)."""
 
@@ -151,12 +157,8 @@ class Overview:
         return json_safe({"ranks": [r.to_json() for r in self.ranks], "stragglers": list(self.stragglers)})
 
     def rank_step_matrix(self, metric: str) -> tuple[list[int], list[int], np.ndarray]:
-        """A rank × step heatmap: (ranks, step numbers, values) with late ranks first, then by rank.
-
-        ``metric``: "busy", "exposed comm", "idle", "host-sync idle" (fractions of the step) or "step
-        time" (seconds);
-        NaN where a rank lacks the step. Warm-up steps are left out.
-        """
+        """A rank × step heatmap of one of :data:`HEATMAP_METRICS`: (ranks, step numbers, values), late
+        ranks first, then by rank; NaN where a rank lacks the step. Warm-up steps are left out."""
         if metric not in HEATMAP_METRICS:
             raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(HEATMAP_METRICS)}")
         late = {r: k for k, r in enumerate(self.stragglers)}
@@ -167,20 +169,8 @@ class Overview:
         for i, r in enumerate(order):
             for s in r.steps:
                 if s.number in col and s.duration_us > 0:
-                    values[i, col[s.number]] = _metric(s, metric)
+                    values[i, col[s.number]] = _HEATMAP_VALUE[metric](s)
         return [r.rank for r in order], numbers, values
-
-
-def _metric(s: StepBreakdown, metric: str) -> float:
-    if metric == "step time":
-        return s.duration_us / 1e6
-    if metric == "busy":
-        return s.busy_us / s.duration_us
-    if metric == "exposed comm":
-        return s.comm_wait_us / s.duration_us
-    if metric == "host-sync idle":
-        return s.host_sync_idle_us / s.duration_us
-    return sum(s.idle_us.values()) / s.duration_us
 
 
 def build_overview(result) -> Overview:  # noqa: ANN001 (api.TraceResult; api imports session)
@@ -203,19 +193,6 @@ def rank_overview(rt: RankTrace, a, steps: list[StepBreakdown]) -> RankOverview:
 
 
 # -- step breakdown ---------------------------------------------------------------------------------
-def step_window(rt: RankTrace, i: int) -> tuple[float, float]:
-    """The window of step ``i`` whose length is the step time (see the module docstring)."""
-    step = rt.steps[i]
-    cpu = (step.cpu_start_us, step.cpu_end_us)
-    if np.isnan(step.gpu_start_us):
-        return cpu
-    nxt = rt.steps[i + 1].gpu_start_us if i + 1 < len(rt.steps) else float("nan")
-    gpu_end = nxt if not np.isnan(nxt) else step.gpu_end_us
-    if gpu_end - step.gpu_start_us > cpu[1] - cpu[0]:
-        return (step.gpu_start_us, gpu_end)
-    return cpu
-
-
 def step_breakdown(rt: RankTrace, warmup: set[int] | frozenset[int] = frozenset()) -> list[StepBreakdown]:
     """Every step of a rank split into compute, exposed comm, copy and idle by cause."""
     if not rt.steps:
@@ -254,35 +231,21 @@ def step_breakdown(rt: RankTrace, warmup: set[int] | frozenset[int] = frozenset(
     return out
 
 
-def _window(u: tuple[np.ndarray, np.ndarray], w0: float, w1: float, lo: int | None = None, hi: int | None = None
-            ) -> tuple[np.ndarray, np.ndarray]:
-    """Disjoint sorted intervals clipped to [w0, w1], found by bisection (steps × events stays cheap);
-    ``lo``, ``hi``: the bisection's answers, when known."""
-    s, e = u
-    if lo is None or hi is None:
-        lo = int(np.searchsorted(e, w0, side="right"))
-        hi = int(np.searchsorted(s, w1, side="left"))
-    return iv.clip(s[lo:hi], e[lo:hi], w0, w1)
+def _window(u: iv.Spans, w0: float, w1: float, lo: int, hi: int) -> iv.Spans:
+    """Disjoint sorted intervals clipped to [w0, w1]; ``lo``, ``hi``: the ones that can reach into it
+    (bisected for all the steps at once: steps × events stays cheap)."""
+    return iv.clip(u[0][lo:hi], u[1][lo:hi], w0, w1)
 
 
-def _idle_by_cause(gaps: tuple[np.ndarray, np.ndarray], starts: np.ndarray, launch: np.ndarray) -> dict[str, float]:
+def _idle_by_cause(gaps: iv.Spans, starts: np.ndarray, launch: np.ndarray) -> dict[str, float]:
     """Sum the gaps by cause; the device event that ends a gap is the first one starting at or after
     the gap's end (``starts`` sorted), its launch call says whether the GPU waited for the host."""
     g0, g1 = gaps
-    out = dict.fromkeys(IDLE_CAUSES, 0.0)
-    if g0.size == 0:
-        return out
     k = np.searchsorted(starts, g1, side="left")
     has_next = k < starts.size
     nxt_launch = np.where(has_next, launch[np.minimum(k, max(starts.size - 1, 0))], np.nan) \
         if starts.size else np.full(g0.size, np.nan)
-    length = g1 - g0
-    host = has_next & (nxt_launch > g0)
-    kernel = ~host & (length < KERNEL_WAIT_MAX_US)
-    out["host_wait"] = float(length[host].sum())
-    out["kernel_wait"] = float(length[kernel].sum())
-    out["other"] = float(length[~host & ~kernel].sum())
-    return out
+    return hta_idle_split(g1 - g0, has_next & (nxt_launch > g0))
 
 
 # -- a selected range ---------------------------------------------------------------------------------
@@ -313,7 +276,7 @@ class SelectionSummary:
         return self.gpu_busy_us / span if span > 0 else 0.0
 
 
-def _clipped(lane, t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001 (Lane)
+def _clipped(lane, t0: float, t1: float) -> iv.Spans:  # noqa: ANN001 (Lane)
     """(event indices overlapping [t0, t1], their time inside it)."""
     longest = float(lane.duration_us.max()) if len(lane) else 0.0
     sl = lane.window(t0 - longest, t1)
@@ -393,13 +356,6 @@ def activity_profile(ranks: list[RankTrace], start_us: float, end_us: float, bin
             continue
         s, e = iv.union(np.concatenate([lane.start_us for lane in lanes]),
                         np.concatenate([lane.start_us + lane.duration_us for lane in lanes]))
-        out[r] = np.diff(_busy_before(s, e, edges)) / width
+        out[r] = np.diff(iv.covered_before((s, e), edges)) / width
     return ActivityProfile(start_us, end_us, np.clip(out, 0.0, 1.0))
 
-
-def _busy_before(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Busy time of the disjoint sorted intervals (s, e) before each time in ``t``."""
-    cum = np.concatenate(([0.0], np.cumsum(e - s)))
-    k = np.searchsorted(s, t, side="right")          # intervals starting at or before t
-    partial = np.where(k > 0, np.minimum(t, e[np.maximum(k - 1, 0)]) - s[np.maximum(k - 1, 0)], 0.0)
-    return cum[np.maximum(k - 1, 0)] * (k > 0) + np.maximum(partial, 0.0)

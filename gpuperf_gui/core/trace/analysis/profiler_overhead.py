@@ -11,16 +11,6 @@ its top-level key ``gpuperf_unprofiled`` (:mod:`gpuperf_gui.core.profile_script`
   difference is within the noise of the steps themselves. A recorded median below every idle step
   is not a negative overhead either (the profiler adds work, it cannot remove it): the two sets of
   steps ran under different conditions, and that is said instead.
-
-Per trace of tests/data/h200/unprofiled (H200, gpuperf profile): the fed DataLoader step +7 % to
-+13 % (spreads from 0 % to +27 %), the launch-bound tiny GPT +69 % to +148 % (spreads +27 % to
-+186 %); one repeat of the starved loader is not measurable (an unprofiled step of 104 ms among 76–89).
-
-API::
-
-    o = overhead_of(rank_trace)          # None: the trace carries no unprofiled timings
-    o.fraction, o.low, o.high, o.measurable, o.describe(), o.to_json()
-    merge([o0, o1])                      # over ranks: the steps of all ranks together
 """
 from __future__ import annotations
 

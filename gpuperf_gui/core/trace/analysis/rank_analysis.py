@@ -38,13 +38,15 @@ import numpy as np
 from . import intervals as iv
 from ..vocabulary.categories import LAUNCH_CATEGORIES
 from ..model.host_sync import sync_stalls
-from .kernel_evidence import KernelEvidence, kernel_evidence
+from .kernel_evidence import KernelEvidence, kernel_evidence, launch_flows
 from ..vocabulary.kernel_classes import KERNEL_CLASSES
-from ..model.trace_model import RankTrace
+from ..model.trace_model import Lane, RankTrace
 from ..model.name_masks import member_mask, pattern_mask, predicate_mask
 
 KERNEL_WAIT_MAX_US = 30.0
 """HTA's ``consecutive_kernel_delay``: gaps shorter than this (and not host wait) are kernel wait."""
+IDLE_CAUSES = ("host_wait", "kernel_wait", "other")
+"""The parts of HTA's idle split (:func:`hta_idle_split`)."""
 WARMUP_MIN_STEPS = 3
 """With at least this many steps the first is treated as warm-up and left out of the window."""
 
@@ -210,7 +212,6 @@ class RankAnalysis:
     host_starved_fraction: float
     p2p_adjacent_idle_fraction: float
     p2p_kernels: int
-    step_idle_cv: float | None
     cpu_collective_exposed_fraction: float
     comm_critical_fraction: float
     hta_temporal_idle_fraction: float | None
@@ -296,21 +297,12 @@ def device_events(rt: RankTrace) -> DeviceEvents:
         z = np.zeros(0)
         zi = np.zeros(0, dtype=np.int64)
         return DeviceEvents(z, z, zi.astype(np.int8), zi, zi, z, z, zi.astype(bool))
-    offsets = {}
-    total = 0
-    for lane in lanes:
-        offsets[lane.lane_id] = total
-        total += len(lane)
     start = np.concatenate([lane.start_us for lane in lanes])
     dur = np.concatenate([lane.duration_us for lane in lanes])
-    launch_start = np.full(total, np.nan)
-    launch_end = np.full(total, np.nan)
-    flows = rt.flows
-    if len(flows):
-        base = np.array([offsets.get(i, -1) for i in range(len(rt.lanes))], dtype=np.int64)
-        ok = base[flows.dst_lane] >= 0
-        pos = base[flows.dst_lane[ok]] + flows.dst_index[ok]
-        src_lane, src_index = flows.src_lane[ok], flows.src_index[ok]
+    launch_start = np.full(start.size, np.nan)
+    launch_end = np.full(start.size, np.nan)
+    if len(rt.flows):
+        pos, src_lane, src_index = launch_flows(rt)
         for lane_id in np.flatnonzero(np.bincount(src_lane)).tolist():  # np.unique imports numpy.ma
             m = src_lane == lane_id
             cpu = rt.lanes[lane_id]
@@ -381,8 +373,10 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
     is_comm = dev.kernel_class == _COMM
     is_copy = dev.kernel_class == _COPY
     is_compute = ~is_comm & ~is_copy
+    kernels = in_window & ~is_copy
+    in_window_us = np.maximum(np.minimum(dev.end_us, t1) - np.maximum(dev.start_us, t0), 0.0)
 
-    def clipped_union(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def clipped_union(mask: np.ndarray) -> iv.Spans:
         m = mask & in_window
         return iv.clip(*iv.union(dev.start_us[m], dev.end_us[m]), t0, t1)
 
@@ -392,31 +386,31 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
     busy_us, compute_us, comm_us = iv.length(*busy), iv.length(*compute), iv.length(*comm)
     overlap_us = iv.intersection_length(comm, compute)
 
-    share_s, share = _kernel_time_share(dev, in_window, t0, t1)
-    hta_idle_streams = hta_idle_by_stream(rt, dev)
+    share_s, share = _kernel_time_share(dev, in_window, in_window_us)
+    hta_idle, hta_overlap, hta_idle_streams = _hta_figures(rt, dev, is_comm, is_compute)
     idle_s = _compute_stream_idle(rt, hta_idle_streams)
     idle_total = sum(idle_s.values())
     idle_frac = {k: (v / idle_total if idle_total > 0 else 0.0) for k, v in idle_s.items()}
 
     dataloader_all = _cpu_union_all(rt, _DATALOADER_RE)
-    dataloader = _clipped_union(dataloader_all, t0, t1)
+    dataloader = iv.clip(*dataloader_all, t0, t1)
     h0, h1 = _host_window(rt, warmup, (t0, t1))
-    dataloader_fraction = iv.length(*_clipped_union(dataloader_all, h0, h1)) / max(h1 - h0, 1e-9)
+    dataloader_fraction = iv.length(*iv.clip(*dataloader_all, h0, h1)) / max(h1 - h0, 1e-9)
     comm_blocking_cpu = cpu_collective_union(rt, t0, t1)
     compute_idle = iv.complement(*compute, t0, t1)
     cpu_collective_exposed = iv.intersection_length(compute_idle, comm_blocking_cpu)
     any_comm = iv.union(np.concatenate([comm[0], comm_blocking_cpu[0]]),
                         np.concatenate([comm[1], comm_blocking_cpu[1]]))
     comm_critical = iv.intersection_length(compute_idle, any_comm)
-    p2p_count = _p2p_kernel_count(rt, dev, in_window)
-    causes = _idle_causes(rt, dev, in_window, (t0, t1), compute, comm, comm_blocking_cpu, dataloader)
+    p2p = _p2p_kernel_mask(rt, dev, in_window)
+    causes = _idle_causes(rt, dev, in_window, p2p, (t0, t1), compute, comm, comm_blocking_cpu, dataloader)
     steps = _step_stats(rt, dev, warmup)
     steady = [s for s in steps if not s.warmup and not s.partial]
     durations = np.array([s.duration_s for s in steady])
-    hta_idle, hta_overlap = _hta_figures(rt, dev, is_comm, is_compute)
-    kernels = kernel_evidence(rt, dev, in_window, t0, t1)
-    launch = _launch_stats(rt, dev, in_window, t0, t1)
-    launch.graph_launches = max(launch.graph_launches, kernels.graph_launches)  # a replay begun before the window
+    evidence = kernel_evidence(rt, dev, kernels, in_window_us)
+    launch = _launch_stats(rt, dev, kernels, t0, t1)
+    # a replay begun before the window counts
+    launch.graph_launches = max(launch.graph_launches, evidence.graph_launches)
     return RankAnalysis(
         rank=rt.rank, file=rt.file, device=rt.device_name, window_us=(t0, t1), steps=steps,
         step_time_median_s=_median(durations) if durations.size else None,
@@ -429,8 +423,7 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
         launch=launch,
         dataloader_fraction=dataloader_fraction,
         host_starved_fraction=causes.data,
-        p2p_adjacent_idle_fraction=causes.pipeline, p2p_kernels=p2p_count,
-        step_idle_cv=_cv([s.gpu_idle_s for s in steady]),
+        p2p_adjacent_idle_fraction=causes.pipeline, p2p_kernels=int(p2p.sum()),
         cpu_collective_exposed_fraction=cpu_collective_exposed / span,
         comm_critical_fraction=comm_critical / span,
         hta_temporal_idle_fraction=hta_idle, hta_comm_overlap_fraction=hta_overlap,
@@ -439,12 +432,12 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
         truncation=rt.truncation.describe() if rt.truncation else None,
         truncation_gpu_missing=bool(rt.truncation and rt.truncation.gpu_events_may_be_missing),
         world_size=_world_size(rt),
-        idle_causes=causes, top_kernels=_top_kernels(rt, dev, in_window, t0, t1),
+        idle_causes=causes, top_kernels=_top_kernels(rt, dev, kernels, in_window_us),
         p2p_cpu_ops=_count_cpu(rt, _CPU_P2P_RE, t0, t1),
         hta_idle_by_stream_s={k: {c: v / 1e6 for c, v in d.items()} for k, d in hta_idle_streams.items()},
-        optimizer_kernel_share=_share_matching(rt, dev, in_window, t0, t1, _OPTIMIZER_KERNEL_RE),
+        optimizer_kernel_share=_share_matching(rt, dev, kernels, in_window_us, _OPTIMIZER_KERNEL_RE),
         profiler_overhead=_overhead_json(rt),
-        kernel_evidence=kernels,
+        kernel_evidence=evidence,
     )
 
 
@@ -460,21 +453,10 @@ def _world_size(rt: RankTrace) -> int | None:
     return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None
 
 
-def _cv(values: list[float]) -> float | None:
-    if len(values) < 2:
-        return None
-    arr = np.asarray(values)
-    mean = float(arr.mean())
-    return float(arr.std() / mean) if mean > 0 else None
-
-
-def _kernel_time_share(dev: DeviceEvents, in_window: np.ndarray, t0: float, t1: float
+def _kernel_time_share(dev: DeviceEvents, in_window: np.ndarray, in_window_us: np.ndarray
                        ) -> tuple[dict[str, float], dict[str, float]]:
-    dur = np.minimum(dev.end_us, t1) - np.maximum(dev.start_us, t0)
-    dur = np.where(in_window, np.maximum(dur, 0.0), 0.0)
-    per_class = np.bincount(dev.kernel_class[in_window].astype(np.int64),
-                            weights=dur[in_window], minlength=len(KERNEL_CLASSES)) \
-        if in_window.any() else np.zeros(len(KERNEL_CLASSES))
+    per_class = np.bincount(dev.kernel_class[in_window].astype(np.int64), weights=in_window_us[in_window],
+                            minlength=len(KERNEL_CLASSES))
     total = float(per_class.sum())
     seconds = {name: float(per_class[i]) / 1e6 for i, name in enumerate(KERNEL_CLASSES)}
     share = {name: (float(per_class[i]) / total if total > 0 else 0.0) for i, name in enumerate(KERNEL_CLASSES)}
@@ -486,7 +468,7 @@ def _compute_stream_idle(rt: RankTrace, by_stream: dict[int, dict[str, float]]) 
     by design between their transfers)."""
     compute = {int(lane.stream) if lane.stream is not None else lane.lane_id
                for lane in rt.gpu_lanes if lane.kind == "gpu_compute"}
-    out = {"host_wait": 0.0, "kernel_wait": 0.0, "other": 0.0}
+    out = dict.fromkeys(IDLE_CAUSES, 0.0)
     for stream, split in by_stream.items():
         if stream in compute:
             for k, v in split.items():
@@ -494,25 +476,19 @@ def _compute_stream_idle(rt: RankTrace, by_stream: dict[int, dict[str, float]]) 
     return out
 
 
-def _cpu_union(rt: RankTrace, pattern: re.Pattern, t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:
-    return _clipped_union(_cpu_union_all(rt, pattern), t0, t1)
+def _cpu_union(rt: RankTrace, pattern: re.Pattern, t0: float, t1: float) -> iv.Spans:
+    return iv.clip(*_cpu_union_all(rt, pattern), t0, t1)
 
 
-def _cpu_union_all(rt: RankTrace, pattern: re.Pattern) -> tuple[np.ndarray, np.ndarray]:
+def _cpu_union_all(rt: RankTrace, pattern: re.Pattern) -> iv.Spans:
     """The union of the CPU events whose name matches ``pattern`` (none: two empty arrays)."""
-    starts, ends = _cpu_spans(rt, pattern_mask(rt.strings, pattern))
-    if not len(starts):
-        return starts, ends
-    return iv.union(starts, ends)
+    return iv.union(*_cpu_spans(rt, pattern))
 
 
-def _clipped_union(u: tuple[np.ndarray, np.ndarray], t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:
-    return iv.clip(*u, t0, t1) if len(u[0]) else u
-
-
-def _cpu_spans(rt: RankTrace, matches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``rt.cpu_spans(matches)``, without reading every CPU event when no name matches (most
-    patterns on most traces: collectives, send/recv, DataLoader)."""
+def _cpu_spans(rt: RankTrace, pattern: re.Pattern) -> iv.Spans:
+    """``rt.cpu_spans`` of the names matching ``pattern``, without reading every CPU event when no
+    name matches (most patterns on most traces: collectives, send/recv, DataLoader)."""
+    matches = pattern_mask(rt.strings, pattern)
     if not matches.any():
         return np.zeros(0), np.zeros(0)
     return rt.cpu_spans(matches)
@@ -529,44 +505,31 @@ def main_thread(rt: RankTrace):  # noqa: ANN201 (Lane | None)
     return best
 
 
-def cpu_collective_union(rt: RankTrace, t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:
+def cpu_collective_union(rt: RankTrace, t0: float, t1: float) -> iv.Spans:
     """CPU-side collectives and waits on them (gloo, c10d, torchrec awaitables) as intervals."""
     return _cpu_union(rt, CPU_COLLECTIVE_RE, t0, t1)
 
 
-def _has_p2p_ops(rt: RankTrace) -> bool:
+def _p2p_kernel_mask(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray) -> np.ndarray:
     # NCCL runs all-to-all as SendRecv kernels too: only count them as point-to-point when the host
     # issued send/recv ops (pipeline parallelism), not all_to_all (DLRM, torchrec).
-    return bool(pattern_mask(rt.strings, _P2P_OP_RE).any())
-
-
-def _p2p_kernel_mask(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray) -> np.ndarray:
-    if not _has_p2p_ops(rt):
+    if not pattern_mask(rt.strings, _P2P_OP_RE).any():
         return np.zeros(dev.start_us.size, dtype=bool)
     p2p_names = pattern_mask(rt.strings, _P2P_RE)
     return in_window & (dev.kernel_class == _COMM) & p2p_names[dev.name_id]
 
 
-def _p2p_kernel_count(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray) -> int:
-    return int(_p2p_kernel_mask(rt, dev, in_window).sum())
-
-
 def _count_cpu(rt: RankTrace, pattern: re.Pattern, t0: float, t1: float) -> int:
-    starts, _ = _cpu_spans(rt, pattern_mask(rt.strings, pattern))
+    starts, _ = _cpu_spans(rt, pattern)
     return int(np.sum((starts >= t0) & (starts < t1)))
 
 
-def _launch_call_starts(rt: RankTrace) -> tuple[np.ndarray, list]:
-    """Sorted start times of every kernel/copy launch call, and the CPU lanes that issue them."""
+def _launch_calls(rt: RankTrace) -> list[tuple[Lane, np.ndarray]]:
+    """The CPU lanes that issue kernel/copy launch calls, each with the mask of those calls."""
     launch_cats = member_mask(rt.strings, LAUNCH_CATEGORIES)
     launch_names = pattern_mask(rt.strings, _LAUNCH_NAME_RE)
-    starts, lanes = [], []
-    for lane in rt.cpu_lanes:
-        m = launch_cats[lane.category_id] & launch_names[lane.name_id]
-        if m.any():
-            starts.append(lane.start_us[m])
-            lanes.append(lane)
-    return (np.sort(np.concatenate(starts)) if starts else np.zeros(0)), lanes
+    masks = [(lane, launch_cats[lane.category_id] & launch_names[lane.name_id]) for lane in rt.cpu_lanes]
+    return [(lane, m) for lane, m in masks if m.any()]
 
 
 def _leaf_ops(rt: RankTrace, lanes: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -594,10 +557,9 @@ def _leaf_ops(rt: RankTrace, lanes: list) -> tuple[np.ndarray, np.ndarray, np.nd
     return np.concatenate(out_s), np.concatenate(out_e), np.concatenate(out_n)
 
 
-def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, window: tuple[float, float],
-                 compute: tuple[np.ndarray, np.ndarray], gpu_comm: tuple[np.ndarray, np.ndarray],
-                 cpu_coll: tuple[np.ndarray, np.ndarray], dataloader: tuple[np.ndarray, np.ndarray]
-                 ) -> IdleCauses:
+def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, p2p: np.ndarray,
+                 window: tuple[float, float], compute: iv.Spans, gpu_comm: iv.Spans, cpu_coll: iv.Spans,
+                 dataloader: iv.Spans) -> IdleCauses:
     """Attribute compute-idle time to causes (see :class:`IdleCauses` and the module docstring)."""
     t0, t1 = window
     span = max(t1 - t0, 1e-9)
@@ -607,7 +569,6 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, window
     if gs.size == 0:
         return out
     # Pipeline: gaps touching a p2p kernel (widened) or a CPU-side send/recv.
-    p2p = _p2p_kernel_mask(rt, dev, in_window)
     cpu_p2p = _cpu_union(rt, _CPU_P2P_RE, t0, t1)
     ps = np.concatenate([dev.start_us[p2p] - P2P_TOUCH_US, cpu_p2p[0]])
     pe = np.concatenate([dev.end_us[p2p] + P2P_TOUCH_US, cpu_p2p[1]])
@@ -651,19 +612,19 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, window
     rest = glen.copy()
     # DataLoader, then what the host does in the rest of the piece: a stretch longer than
     # LAUNCH_SPACING_MAX_US with no launch call is a host stall; the rest is launch overhead.
-    dl_union = dataloader
-    calls, lanes = _launch_call_starts(rt)
+    dl = np.minimum(iv.overlap_each(gs, ge, dataloader), rest)
+    out.dataloader = float(dl.sum()) / span
+    launch_calls = _launch_calls(rt)
+    calls = np.sort(np.concatenate([lane.start_us[m] for lane, m in launch_calls] or [np.zeros(0)]))
+    lanes = [lane for lane, _ in launch_calls]
     if calls.size == 0:  # no launch call in the trace: what the host did cannot be told
-        out.dataloader = float(np.minimum(iv.overlap_each(gs, ge, dl_union), rest).sum()) / span
         out.unattributed = max(float(rest.sum()) / span - out.dataloader, 0.0)
         return out
     host = rest > 0
     stall_s, stall_e, stall_gap = _launch_free_stretches(gs[host], ge[host], calls)
     gap_index = np.flatnonzero(host)[stall_gap] if stall_gap.size else stall_gap
-    dl = np.minimum(iv.overlap_each(gs, ge, dl_union), rest)
-    out.dataloader = float(dl.sum()) / span
     rest = rest - dl
-    stall_len = (stall_e - stall_s) - iv.overlap_each(stall_s, stall_e, dl_union)
+    stall_len = (stall_e - stall_s) - iv.overlap_each(stall_s, stall_e, dataloader)
     stall_per_gap = np.bincount(gap_index, weights=stall_len, minlength=gs.size) if stall_len.size else np.zeros(gs.size)
     stall_per_gap = np.minimum(stall_per_gap, rest)
     launch_part = rest - stall_per_gap
@@ -712,7 +673,7 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, window
     return out
 
 
-def _may_overlap(gs: np.ndarray, ge: np.ndarray, b: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+def _may_overlap(gs: np.ndarray, ge: np.ndarray, b: iv.Spans) -> np.ndarray:
     """Which intervals ``[gs, ge]`` can overlap the sorted disjoint intervals ``b`` (of positive
     length): the last of ``b`` starting before ``ge`` ends after ``gs``. The others'
     :func:`.intervals.overlap_each` is 0.0 (the covered length reads the same at both ends)."""
@@ -748,36 +709,45 @@ def _launch_free_stretches(gs: np.ndarray, ge: np.ndarray, calls: np.ndarray
     return points[long], points[long + 1], gaps[gap_of[long]].astype(np.int64)
 
 
-def _share_matching(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, t0: float, t1: float,
+def _share_matching(rt: RankTrace, dev: DeviceEvents, kernels: np.ndarray, in_window_us: np.ndarray,
                     pattern: re.Pattern) -> float:
-    """Share of kernel time (copies left out) in kernels whose name matches ``pattern``."""
-    m = in_window & (dev.kernel_class != _COPY)
-    if not m.any():
+    """Share of kernel time (``kernels``: copies left out) in kernels whose name matches ``pattern``."""
+    total = float(in_window_us[kernels].sum())
+    if total <= 0:
         return 0.0
-    dur = np.maximum(np.minimum(dev.end_us[m], t1) - np.maximum(dev.start_us[m], t0), 0.0)
     names = pattern_mask(rt.strings, pattern)
-    total = float(dur.sum())
-    return float(dur[names[dev.name_id[m]]].sum()) / total if total > 0 else 0.0
+    return float(in_window_us[kernels & names[dev.name_id]].sum()) / total
 
 
-def _top_kernels(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, t0: float, t1: float,
+def _top_kernels(rt: RankTrace, dev: DeviceEvents, kernels: np.ndarray, in_window_us: np.ndarray,
                  n: int = 5) -> list[tuple[str, float]]:
     """The ``n`` kernels with the most device time in the window, with their share of kernel time."""
-    m = in_window & (dev.kernel_class != _COPY)
-    if not m.any():
+    if not kernels.any():
         return []
-    dur = np.minimum(dev.end_us[m], t1) - np.maximum(dev.start_us[m], t0)
-    ids, inv = np.unique(dev.name_id[m], return_inverse=True)
-    per = np.bincount(inv, weights=np.maximum(dur, 0.0))
+    ids, inv = np.unique(dev.name_id[kernels], return_inverse=True)
+    per = np.bincount(inv, weights=in_window_us[kernels])
     total = float(per.sum())
     order = np.argsort(-per)[:n]
     return [(rt.strings[int(ids[i])], float(per[i]) / total if total > 0 else 0.0) for i in order]
 
 
+def step_window(rt: RankTrace, i: int) -> tuple[float, float]:
+    """The window of step ``i`` whose length is the step time: the GPU span (this step's first
+    device event to the next step's) when it is the longer, else the CPU span."""
+    step = rt.steps[i]
+    cpu = (step.cpu_start_us, step.cpu_end_us)
+    if np.isnan(step.gpu_start_us):
+        return cpu
+    nxt = rt.steps[i + 1].gpu_start_us if i + 1 < len(rt.steps) else float("nan")
+    gpu_end = nxt if not np.isnan(nxt) else step.gpu_end_us
+    if gpu_end - step.gpu_start_us > cpu[1] - cpu[0]:
+        return (step.gpu_start_us, gpu_end)
+    return cpu
+
+
 def _step_stats(rt: RankTrace, dev: DeviceEvents, warmup: list[int]) -> list[StepStats]:
-    """Per step: duration (the longer of the CPU span and the device span, from this step's first
-    device work to the next step's), and busy/idle inside :func:`step_bounds` (the same definition
-    as the rank's window, so a packed GPU reads the same busy fraction per step as per rank)."""
+    """Per step: duration (the length of :func:`step_window`), and busy/idle inside :func:`step_bounds`
+    (as the rank's window is, so a packed GPU reads the same busy fraction per step as per rank)."""
     out = []
     if not rt.steps:
         return out
@@ -791,11 +761,8 @@ def _step_stats(rt: RankTrace, dev: DeviceEvents, warmup: list[int]) -> list[Ste
     lo = np.searchsorted(ue, [s for s, _ in bounds], side="right")
     hi = np.searchsorted(us, [e for _, e in bounds], side="left")
     for i, (step, (s, e)) in enumerate(zip(steps, bounds)):
-        gpu_dur = 0.0
-        if not np.isnan(step.gpu_start_us):
-            nxt = steps[i + 1].gpu_start_us if i + 1 < len(steps) else float("nan")
-            gpu_dur = (nxt if not np.isnan(nxt) else step.gpu_end_us) - step.gpu_start_us
-        duration = max(step.cpu_end_us - step.cpu_start_us, gpu_dur)
+        w0, w1 = step_window(rt, i)
+        duration = w1 - w0
         busy = iv.length(*iv.clip(us[lo[i]:max(hi[i], lo[i])], ue[lo[i]:max(hi[i], lo[i])], s, e))
         span = max(e - s, 1e-9)
         out.append(StepStats(number=step.number, duration_s=duration / 1e6, gpu_busy_fraction=busy / span,
@@ -804,17 +771,13 @@ def _step_stats(rt: RankTrace, dev: DeviceEvents, warmup: list[int]) -> list[Ste
     return out
 
 
-def _launch_stats(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, t0: float, t1: float) -> LaunchStats:
-    launch_cats = member_mask(rt.strings, LAUNCH_CATEGORIES)
-    launch_names = pattern_mask(rt.strings, _LAUNCH_NAME_RE)
+def _launch_stats(rt: RankTrace, dev: DeviceEvents, kernels: np.ndarray, t0: float, t1: float) -> LaunchStats:
     graph_names = predicate_mask(rt.strings, "graphlaunch", lambda s: "graphlaunch" in s.lower())
     n_launch = n_graph = 0
-    for lane in rt.cpu_lanes:
-        m = launch_cats[lane.category_id] & launch_names[lane.name_id]
-        m &= (lane.start_us >= t0) & (lane.start_us < t1)
+    for lane, m in _launch_calls(rt):
+        m = m & (lane.start_us >= t0) & (lane.start_us < t1)
         n_launch += int(m.sum())
         n_graph += int((m & graph_names[lane.name_id]).sum())
-    kernels = in_window & ~np.isin(dev.kernel_class, [_COPY])
     has_launch = kernels & ~np.isnan(dev.launch_start_us)
     call = dev.launch_end_us[has_launch] - dev.launch_start_us[has_launch]
     delay = np.maximum(dev.start_us[has_launch] - dev.launch_end_us[has_launch], 0.0)
@@ -848,57 +811,55 @@ def hta_kept(rt: RankTrace, dev: DeviceEvents) -> np.ndarray:
     return ~np.isnan(dev.launch_start_us) & (dev.launch_start_us < last_start)
 
 
-def _hta_rounded(rt: RankTrace, dev: DeviceEvents, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    s, e = dev.start_us[keep], dev.end_us[keep]
+def _hta_figures(rt: RankTrace, dev: DeviceEvents, is_comm: np.ndarray, is_compute: np.ndarray
+                 ) -> tuple[float | None, float | None, dict[int, dict[str, float]]]:
+    """HTA's temporal-breakdown idle fraction, comm/compute overlap and idle split per stream
+    (:func:`hta_idle_by_stream`), reproducing its filtering (:func:`hta_kept`) and rounding."""
+    keep = hta_kept(rt, dev)
+    s, e = dev.start_us, dev.end_us
     if rt.dialect == "kineto-ns":  # HTA rounds float ts up and ends down to whole µs (PR 122425)
         off = rt.file_ts_offset_us
         s, e = np.ceil(s + off) - off, np.floor(e + off) - off
         e = np.maximum(e, s)
-    return s, e
-
-
-def _hta_figures(rt: RankTrace, dev: DeviceEvents, is_comm: np.ndarray, is_compute: np.ndarray
-                 ) -> tuple[float | None, float | None]:
-    """HTA's temporal-breakdown idle fraction and comm/compute overlap, reproducing its filtering
-    (:func:`hta_kept`) and rounding."""
-    if dev.start_us.size == 0:
-        return None, None
-    keep = hta_kept(rt, dev)
+    by_stream = hta_idle_by_stream(rt, dev, keep, s, e)
     if not keep.any():
-        return None, None
-    s, e = _hta_rounded(rt, dev, keep)
+        return None, None, by_stream
+    s, e, cm, cp = s[keep], e[keep], is_comm[keep], is_compute[keep]
     span = float(e.max() - s.min())
     busy = iv.length(*iv.union(s, e))
     idle = 1.0 - busy / span if span > 0 else 0.0
-    cm, cp = is_comm[keep], is_compute[keep]
     comm = iv.union(s[cm], e[cm])
     comp = iv.union(s[cp], e[cp])
     comm_len = iv.length(*comm)
     overlap = iv.intersection_length(comm, comp) / comm_len if comm_len > 0 else None
-    return idle, overlap
+    return idle, overlap, by_stream
 
 
-def hta_idle_by_stream(rt: RankTrace, dev: DeviceEvents) -> dict[int, dict[str, float]]:
-    """HTA's ``get_idle_time_breakdown`` per stream, in µs: over the kept events of each stream
-    sorted by start, the gap to the *previous* event's end (not the running maximum; negative gaps
-    of overlapping events included, as HTA sums them) is host wait when the event's launch call
+def hta_idle_by_stream(rt: RankTrace, dev: DeviceEvents, keep: np.ndarray, start_us: np.ndarray,
+                       end_us: np.ndarray) -> dict[int, dict[str, float]]:
+    """HTA's ``get_idle_time_breakdown`` per stream, in µs, over the ``keep`` events with HTA's spans
+    (``start_us``, ``end_us``): on each stream, sorted by start, the gap to the latest end before an
+    event (overlapping events leave no negative gap) is host wait when the event's launch call
     started after that end, else kernel wait when under ``KERNEL_WAIT_MAX_US``, else other."""
     out: dict[int, dict[str, float]] = {}
-    keep = hta_kept(rt, dev)
     for lane_id in np.flatnonzero(np.bincount(dev.lane[keep])).tolist():  # lane ids, sorted
         m = keep & (dev.lane == lane_id)
         if m.sum() < 2:
             continue
-        s, e = _hta_rounded(rt, dev, m)
-        s, e, launch = iv.sorted_by(s, e, dev.launch_start_us[m])
-        reach = np.maximum.accumulate(e)  # overlapping events on a stream leave no negative gap
+        s, e, launch = iv.sorted_by(start_us[m], end_us[m], dev.launch_start_us[m])
+        reach = np.maximum.accumulate(e)
         gap = np.maximum(s[1:] - reach[:-1], 0.0)
-        host = launch[1:] > reach[:-1]
-        kernel = ~host & (gap < KERNEL_WAIT_MAX_US)
         stream = rt.lanes[lane_id].stream
         key = int(stream) if stream is not None else lane_id
-        split = out.setdefault(key, {"host_wait": 0.0, "kernel_wait": 0.0, "other": 0.0})
-        split["host_wait"] += float(gap[host].sum())
-        split["kernel_wait"] += float(gap[kernel].sum())
-        split["other"] += float(gap[~host & ~kernel].sum())
+        split = out.setdefault(key, dict.fromkeys(IDLE_CAUSES, 0.0))
+        for cause, us in hta_idle_split(gap, launch[1:] > reach[:-1]).items():
+            split[cause] += us
     return out
+
+
+def hta_idle_split(gap_us: np.ndarray, host: np.ndarray) -> dict[str, float]:
+    """HTA's rule on gaps whose host flag is known (the GPU waited for the launch call): host wait,
+    else kernel wait when under ``KERNEL_WAIT_MAX_US``, else other; µs per part."""
+    kernel = ~host & (gap_us < KERNEL_WAIT_MAX_US)
+    return {"host_wait": float(gap_us[host].sum()), "kernel_wait": float(gap_us[kernel].sum()),
+            "other": float(gap_us[~host & ~kernel].sum())}

@@ -112,13 +112,11 @@ def estimate_op(name: str, dims_raw: bytes, types_raw: bytes = b"", concrete_raw
     if not isinstance(dims, list):
         return OpEstimate(0.0, 0.0, text)
     shapes = [_shape(d) for d in dims]
-    types = _decode(types_raw) if types_raw else []
-    types = types if isinstance(types, list) else []
+    types = _list(types_raw)
     op = name.removeprefix("aten::")
     attention = _ATTENTION.get(op)
     if attention is not None:
-        concrete = _decode(concrete_raw) if concrete_raw else []
-        got = _attention(attention, shapes, concrete if isinstance(concrete, list) else [])
+        got = _attention(attention, shapes, _list(concrete_raw))
         if got is None:
             return OpEstimate(0.0, 0.0, text)
         flops, elements, causal = got
@@ -134,16 +132,15 @@ def largest_input_bytes(dims_raw: bytes, types_raw: bytes = b"") -> float:
     """Bytes of the largest tensor among an op's recorded inputs (numel x its dtype's size; 0 when
     no input is a tensor of a known dtype, so a floor made from it is never too high)."""
     dims = _decode(dims_raw)
-    types = _decode(types_raw) if types_raw else []
     if not isinstance(dims, list):
         return 0.0
-    types = types if isinstance(types, list) else []
+    types = _list(types_raw)
     best = 0.0
     for i, d in enumerate(dims):
         shape = _shape(d)
         size = DTYPE_BYTES.get(types[i], 0) if i < len(types) and isinstance(types[i], str) else 0
         if shape is not None and size:
-            best = max(best, float(_prod(shape)) * size)
+            best = max(best, float(math.prod(shape)) * size)
     return best
 
 
@@ -152,6 +149,12 @@ def _decode(raw: bytes) -> object:
         return msgspec.json.decode(raw)
     except (msgspec.DecodeError, RecursionError):
         return None
+
+
+def _list(raw: bytes) -> list:
+    """``raw`` decoded where it is a JSON list, else []."""
+    got = _decode(raw) if raw else None
+    return got if isinstance(got, list) else []
 
 
 def _shape(d: object) -> Shape | None:
@@ -168,34 +171,21 @@ def _elem_bytes(types: list, index: int, default: int) -> int:
     return DTYPE_BYTES.get(t, default) if isinstance(t, str) else default
 
 
-def _prod(xs: Shape) -> int:
-    return math.prod(xs)
+_PAIRED = {"mm": (0, 2), "_scaled_mm": (0, 2), "addmm": (1, 2), "bmm": (0, 3), "baddbmm": (1, 3)}
+"""GEMM ops on a pair of inputs: (position of A, rank of A and B: 3 with one batch dim on both)."""
 
 
 def _gemm(op: str, s: list[Shape | None]) -> tuple[float, float, int] | None:
     """(FLOPs, elements moved, index of the input whose dtype sizes them) of a GEMM-like op."""
-    if op in ("mm", "_scaled_mm"):
-        return _mm(s, 0)
-    if op == "addmm":
-        return _mm(s, 1)
-    if op == "bmm":
-        return _bmm(s, 0)
-    if op == "baddbmm":
-        return _bmm(s, 1)
-    if op == "linear":
-        return _linear(s)
-    if op == "matmul":
-        return _matmul(s)
-    return None
-
-
-def _pair(s: list[Shape | None], first: int, rank: int) -> tuple[Shape, Shape] | None:
-    if len(s) < first + 2:
+    if op in ("linear", "matmul"):
+        return _linear(s) if op == "linear" else _matmul(s)
+    if op not in _PAIRED:
         return None
-    a, b = s[first], s[first + 1]
-    if a is None or b is None or len(a) != rank or len(b) != rank:
+    first, rank = _PAIRED[op]
+    a, b = (s[first], s[first + 1]) if len(s) >= first + 2 else (None, None)
+    if a is None or b is None or len(a) != rank or len(b) != rank or a[:-2] != b[:-2] or a[-1] != b[-2]:
         return None
-    return a, b
+    return _result(math.prod(a[:-2]), a[-2], a[-1], b[-1], first)
 
 
 def _result(batch: int, m: int, k: int, n: int, index: int, inputs: int | None = None
@@ -207,31 +197,13 @@ def _result(batch: int, m: int, k: int, n: int, index: int, inputs: int | None =
     return 2.0 * batch * m * k * n, float(read + batch * m * n), index
 
 
-def _mm(s: list[Shape | None], first: int) -> tuple[float, float, int] | None:
-    got = _pair(s, first, 2)
-    if got is None or got[0][1] != got[1][0]:
-        return None
-    (m, k), (_, n) = got
-    return _result(1, m, k, n, first)
-
-
-def _bmm(s: list[Shape | None], first: int) -> tuple[float, float, int] | None:
-    got = _pair(s, first, 3)
-    if got is None:
-        return None
-    (b, m, k), (b2, k2, n) = got
-    if b != b2 or k != k2:
-        return None
-    return _result(b, m, k, n, first)
-
-
 def _linear(s: list[Shape | None]) -> tuple[float, float, int] | None:
     if len(s) < 2 or s[0] is None or s[1] is None or not s[0] or len(s[1]) != 2:
         return None
     x, (n, k) = s[0], s[1]
     if x[-1] != k:
         return None
-    return _result(1, _prod(x[:-1]), k, n, 0)
+    return _result(1, math.prod(x[:-1]), k, n, 0)
 
 
 def _matmul(s: list[Shape | None]) -> tuple[float, float, int] | None:
@@ -244,7 +216,7 @@ def _matmul(s: list[Shape | None]) -> tuple[float, float, int] | None:
     batch = _broadcast(a[:-2], b[:-2])
     if batch is None:
         return None
-    return _result(_prod(batch), a[-2], a[-1], b[-1], 0, _prod(a) + _prod(b))
+    return _result(math.prod(batch), a[-2], a[-1], b[-1], 0, math.prod(a) + math.prod(b))
 
 
 def _broadcast(x: Shape, y: Shape) -> Shape | None:

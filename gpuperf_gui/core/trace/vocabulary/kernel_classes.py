@@ -40,7 +40,6 @@ KERNEL_CLASS_RULES: tuple[tuple[str, str], ...] = (
 )
 
 
-
 class _Rule:
     """One rule's alternatives, split at their top-level ``|``: plain words are substring tests,
     ``^word`` a prefix test (both far cheaper than a regex search of a 200-character kernel name);

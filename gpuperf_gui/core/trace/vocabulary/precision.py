@@ -70,9 +70,9 @@ def is_math_kernel(name: str, kernel_class: str) -> bool:
         return False
     own = _OWN_NAME.match(name.strip())   # the name before its template arguments: those say
     text = own.group(1) if own else name   # "ReduceOp", "Copy" too
-    if "gemm" not in text.lower().replace("fbgemm", ""):   # FBGEMM's embedding, quantize, permute
-        if "fbgemm" in text.lower():                       # kernels are classed gemm by "fbgemm"
-            return False
+    low = text.lower()   # FBGEMM's embedding, quantize, permute kernels are classed gemm by "fbgemm"
+    if "fbgemm" in low and "gemm" not in low.replace("fbgemm", ""):
+        return False
     return _NOT_MATH.search(text) is None
 
 
