@@ -1,11 +1,12 @@
-"""Check that the post-load modules give the same output as at an earlier commit, byte for byte.
+"""Check that the Trace tab's objects and the diagnosis are the same as at an earlier commit, byte for byte.
 
 For each trace of tests/data (every ``*.json.gz``, the multi-rank folders and unprofiled jobs as
 jobs) and, with ``--big``, /tmp/tabscale/e1M.json: ``gpuperf diagnose --json``'s text (``--top``
 10 and the whole op table) and a fingerprint of the Trace tab's LoadedTrace (lanes, LOD indexes,
 op tables, overview, diagnosis view, roofline points, activity; arrays by SHA-1 of their bytes).
-The "before" side runs this tree with the post-load modules (:data:`MODULES`) taken from
-``BASE``; the "after" side runs this tree as it is.
+The "before" side runs a ``git worktree`` of ``BASE`` (with the C extensions built here where
+their sources match, as :mod:`diagnose_same_output` sets its sides up); the "after" side runs this
+tree as it is. Both sides read the same trace files, through this script.
 
     nice .venv/bin/python benchmarks/post_load_same_output.py 221f716          # tests/data
     nice .venv/bin/python benchmarks/post_load_same_output.py 221f716 --big    # + e1M.json
@@ -25,8 +26,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = ("analysis", "optable", "op_points", "flops", "overview", "diagnose", "lanes", "lod", "session",
-           "api", "intervals", "kernel_classes", "name_masks")
 WORK = Path("/tmp/post_load_same_output")
 SKIPPED_FIELDS = ("model", "timings_s", "analysis_pending")
 
@@ -101,23 +100,31 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.base:
         parser.error("give the base commit")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import diagnose_same_output as same
+
     shutil.rmtree(WORK, ignore_errors=True)
-    base_tree = WORK / "base"
-    shutil.copytree(ROOT / "gpuperf_gui", base_tree / "gpuperf_gui", ignore=shutil.ignore_patterns("__pycache__"))
-    for m in MODULES:
-        path = f"gpuperf_gui/core/trace/{m}.py"
-        text = subprocess.run(["git", "-C", str(ROOT), "show", f"{args.base}:{path}"], check=True,
-                              capture_output=True, text=True).stdout
-        (base_tree / path).write_text(text)
-    flag = ["--big"] if args.big else []
-    runs = []
-    for side, path in (("before", base_tree), ("after", ROOT)):
-        env = dict(os.environ, PYTHONPATH=str(path))
-        runs.append(subprocess.Popen([sys.executable, __file__, "--snapshot", str(WORK / side), *flag], env=env,
-                                     cwd=WORK))
-    if any(p.wait() for p in runs):
-        print("a snapshot failed")
-        return 1
+    WORK.mkdir(parents=True)
+    base_tree = same._worktree(args.base, WORK / "base")
+    try:
+        source, theirs = same.scanner_source(ROOT), same.scanner_source(base_tree)
+        built = sorted(source.parent.glob("_scan.*.so")) if source else []
+        if built and same._scanner_fits(base_tree):
+            shutil.copy2(built[0], theirs.parent / built[0].name)
+        else:
+            print("the scanner differs or is not built: the before side runs without it")
+        same._copy_fitting_extensions(base_tree, "before")
+        flag = ["--big"] if args.big else []
+        runs = []
+        for side, path in (("before", base_tree), ("after", ROOT)):
+            env = dict(os.environ, PYTHONPATH=str(path))
+            runs.append(subprocess.Popen([sys.executable, __file__, "--snapshot", str(WORK / side), *flag],
+                                         env=env, cwd=WORK))
+        if any(p.wait() for p in runs):
+            print("a snapshot failed")
+            return 1
+    finally:
+        same._remove_worktree(base_tree)
     before, after = sorted((WORK / "before").iterdir()), sorted((WORK / "after").iterdir())
     differ = [a.name for b, a in zip(before, after) if b.read_bytes() != a.read_bytes()]
     if [p.name for p in before] != [p.name for p in after]:
