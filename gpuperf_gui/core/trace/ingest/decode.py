@@ -23,6 +23,7 @@ import numpy as np
 
 from ..vocabulary import schema
 from .budget import MemoryBudget
+from .source import TraceText
 from ..model.trace_model import NotATraceError, TraceFormatError, Truncation
 
 DEFAULT_MAX_BYTES = 4 * 1024**3
@@ -134,9 +135,9 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def decode_trace(text: Text, path: Path, stream_truncated: bool = False, *, compressed: bool = False,
-                 budget: MemoryBudget | int | None = None, stream_error: str = "") -> Decoded:
-    """Decode trace text into typed events, repairing, skipping or salvaging where possible.
+def decode_trace(text: TraceText, path: Path, budget: MemoryBudget) -> Decoded:
+    """Decode a file's text (:func:`.source.read_trace_text`) into typed events, repairing, skipping
+    or salvaging where possible.
 
     Raises :class:`TraceFormatError` when the text is not a trace: not JSON (the message gives the
     byte, line and column where it stops being JSON, and why), a JSON object without a
@@ -144,8 +145,7 @@ def decode_trace(text: Text, path: Path, stream_truncated: bool = False, *, comp
     events are all unusable is refused later, by :func:`.build.build_rank`.) Repairs that copy the
     text are checked against ``budget`` first.
     """
-    decoded = _Decoding(text, Path(path), stream_truncated, compressed, MemoryBudget.of(budget),
-                        stream_error).run()
+    decoded = _Decoding(text, Path(path), budget).run()
     if decoded.events is None:
         raise NotATraceError(f"{path}: no traceEvents list: a JSON object, but not a Chrome/Kineto trace")
     return decoded
@@ -159,32 +159,26 @@ _MSGSPEC_BYTE = re.compile(r"\(byte (\d+)\)")
 class _Decoding:
     """One file's decode: the fast typed decode, then error-guided repairs, skips and salvage."""
 
-    def __init__(self, text: Text, path: Path, stream_truncated: bool, compressed: bool,
-                 budget: MemoryBudget, stream_error: str) -> None:
-        self.text, self.path, self.budget = text, path, budget
-        self.stream_truncated, self.compressed = stream_truncated, compressed
-        self.stream_error = stream_error
-        self.end = len(text)  # the first JSON document ends here (a second one may follow)
+    def __init__(self, read: TraceText, path: Path, budget: MemoryBudget) -> None:
+        self.text: Text = read.data
+        self.path, self.budget = path, budget
+        self.stream_truncated, self.compressed, self.stream_error = (read.stream_truncated, read.compressed,
+                                                                     read.stream_error)
+        start = _content_start(self.text)
+        self.list_form = self.text[start:start + 1] == b"["  # (repairs keep the first byte)
+        self.end = len(self.text)  # the first JSON document ends here (a second one may follow)
         self.lax = False  # after quoting NaN/Infinity literals: "NaN" strings decode as floats
         self.warnings: list[str] = []
         self.repairs_done: set[str] = set()
         self.syntax_skips: list[tuple[int, str]] = []
         self.last_error = ""
 
-    def _first_byte(self) -> bytes:
-        start = _content_start(self.text)
-        return bytes(self.text[start:start + 1])
-
     def view(self) -> Text:
         return self.text if self.end == len(self.text) else memoryview(self.text)[: self.end]
 
     def run(self) -> Decoded:
-        start = _content_start(self.text)
-        if start == len(self.text):
+        if _content_start(self.text) == len(self.text):  # (the reader refused any other first byte)
             raise TraceFormatError(f"{self.path}: empty file{' (after decompression)' if self.compressed else ''}")
-        if self.text[start:start + 1] not in (b"{", b"["):
-            what = "the decompressed data" if self.compressed else "the data"
-            raise TraceFormatError(f"{self.path}: not JSON, so not a trace ({what} does not start with '{{' or '[')")
         with gc_paused():
             for _ in range(_MAX_REPAIRS + _MAX_SKIPPED_SYNTAX + 2):
                 try:
@@ -203,12 +197,12 @@ class _Decoding:
         anywhere raises ``msgspec.DecodeError``)."""
         try:
             return self._typed()
-        except msgspec.ValidationError as exc:
-            return self._per_event(str(exc))
+        except msgspec.ValidationError:
+            return self._per_event()
 
     def _typed(self) -> Decoded:
         text = self.view()
-        if self._first_byte() == b"[":
+        if self.list_form:
             decoder = _EVENTS_DECODER_LAX if self.lax else _EVENTS_DECODER
             return Decoded(decoder.decode(text), TraceFile())
         meta = (_FILE_DECODER_LAX if self.lax else _FILE_DECODER).decode(text)
@@ -246,7 +240,7 @@ class _Decoding:
             self.repairs_done.add(name)
             self._copy_check(f"repairing it ({name})")
             view = self.view()  # a second document after ``end`` is ignored: repair only the first
-            self.text = repair(bytes(view) if isinstance(view, memoryview) else view)
+            self.text = bytearray(repair(bytes(view) if isinstance(view, memoryview) else view))
             self.end = len(self.text)
             if name == "NaN/Infinity literals read as numbers":
                 self.lax = True
@@ -354,12 +348,12 @@ class _Decoding:
             self.end = end
 
     # -- skipping events of the wrong types --------------------------------------------------------
-    def _per_event(self, reason: str) -> Decoded:
+    def _per_event(self) -> Decoded:
         """Slow path: decode the event list as raw slices, then each event on its own; an event
         that does not decode is skipped and counted (its index, byte and why are reported)."""
         text = self.view()
         try:
-            if self._first_byte() == b"[":
+            if self.list_form:
                 raw_events, meta = _RAW_LIST_DECODER.decode(text), TraceFile()
             else:
                 top = _TOP_DECODER.decode(text)
@@ -512,49 +506,22 @@ def _at(text: Text, at: int | None, width: int = 12) -> bytes:
     return b"" if at is None else bytes(text[max(0, at - 1): at + width])
 
 
-def _fix_utf8(text: Text) -> bytearray:
-    return bytearray(bytes(text).decode("utf-8", errors="replace").encode("utf-8"))
-
-
-def _fix_control(text: Text) -> bytearray:
-    return bytearray(bytes(text).translate(_CONTROL_TABLE))
-
-
-def _fix_na(text: Text) -> bytearray:
-    return bytearray(_NA.sub(rb'\1"N/A"', text))
-
-
-def _fix_trailing_commas(text: Text) -> bytearray:
-    return bytearray(_TRAILING_COMMA.sub(rb"\1", text))
-
-
-def _fix_non_finite(text: Text) -> bytearray:
-    return bytearray(_NON_FINITE.sub(rb'\1"\2"', text))
-
-
-def _fix_lone_surrogates(text: Text) -> bytearray:
-    return bytearray(_LONE_SURROGATE.sub(rb"\1\\ufffd", text))
-
-
-def _has_control(text: Text, at: int | None, message: str) -> bool:
-    return "invalid character" in message and at is not None and at < len(text) and text[at] < 32
-
-
 _REPAIRS = (
-    ("invalid UTF-8 replaced", lambda t, at, m: "UTF-8" in m, _fix_utf8),
+    ("invalid UTF-8 replaced", lambda t, at, m: "UTF-8" in m,
+     lambda t: bytes(t).decode("utf-8", errors="replace").encode("utf-8")),
     ("NaN/Infinity literals read as numbers",
-     lambda t, at, m: b"NaN" in _at(t, at) or b"Infinity" in _at(t, at), _fix_non_finite),
+     lambda t, at, m: b"NaN" in _at(t, at) or b"Infinity" in _at(t, at), lambda t: _NON_FINITE.sub(rb'\1"\2"', t)),
     ("lone UTF-16 surrogates replaced",
      lambda t, at, m: ("surrogate" in m or "truncated" in m) and _LONE_SURROGATE.search(t) is not None,
-     _fix_lone_surrogates),
-    ("control characters in strings", _has_control, _fix_control),
-    ("bare N/A quoted", lambda t, at, m: b"N/A" in _at(t, at), _fix_na),
-    ("trailing commas removed", lambda t, at, m: "trailing comma" in m, _fix_trailing_commas),
+     lambda t: _LONE_SURROGATE.sub(rb"\1\\ufffd", t)),
+    ("control characters in strings",
+     lambda t, at, m: "invalid character" in m and at is not None and at < len(t) and t[at] < 32,
+     lambda t: bytes(t).translate(_CONTROL_TABLE)),
+    ("bare N/A quoted", lambda t, at, m: b"N/A" in _at(t, at), lambda t: _NA.sub(rb'\1"N/A"', t)),
+    ("trailing commas removed", lambda t, at, m: "trailing comma" in m, lambda t: _TRAILING_COMMA.sub(rb"\1", t)),
 )
 
 _EVENT_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
-
-
 _LAST_EVENT_END = re.compile(rb"\}\s*\]")
 
 

@@ -80,8 +80,7 @@ def load_rank_whole(path: Path | str, *, max_bytes: int | None = DEFAULT_MAX_BYT
     path = Path(path)
     budget = MemoryBudget.of(memory_budget)
     text = read_trace_text(path, budget, estimated_load_bytes, max_bytes)
-    decoded = decode_trace(text.data, path, text.stream_truncated, compressed=text.compressed,
-                           budget=budget, stream_error=text.stream_error)
+    decoded = decode_trace(text, path, budget)
     del text
     with gc_paused():
         return build_rank(decoded, path, order_index)
