@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import NoReturn
 
 from ...units import format_bytes
 from ..model.trace_model import TraceFormatError
@@ -83,9 +82,6 @@ class MemoryBudget:
         of ``events``) is over the budget."""
         total = self.tree_bytes(need_bytes, events)
         if total > self.limit_bytes:
-            self.refuse(path, total, what)
-
-    def refuse(self, path: Path | str, need_bytes: float, what: str) -> NoReturn:
-        raise MemoryBudgetError(
-            f"{path}: {what} would need about {format_bytes(need_bytes, decimal=True)} of memory, over the "
-            f"{self.describe()} memory budget; {HOW_TO_RAISE}")
+            raise MemoryBudgetError(
+                f"{path}: {what} would need about {format_bytes(total, decimal=True)} of memory, over the "
+                f"{self.describe()} memory budget; {HOW_TO_RAISE}")

@@ -510,7 +510,8 @@ _REPAIRS = (
     ("invalid UTF-8 replaced", lambda t, at, m: "UTF-8" in m,
      lambda t: bytes(t).decode("utf-8", errors="replace").encode("utf-8")),
     ("NaN/Infinity literals read as numbers",
-     lambda t, at, m: b"NaN" in _at(t, at) or b"Infinity" in _at(t, at), lambda t: _NON_FINITE.sub(rb'\1"\2"', t)),
+     lambda t, at, m: b"NaN" in _at(t, at) or b"Infinity" in _at(t, at),
+     lambda t: _NON_FINITE.sub(rb'\1"\2"', t)),
     ("lone UTF-16 surrogates replaced",
      lambda t, at, m: ("surrogate" in m or "truncated" in m) and _LONE_SURROGATE.search(t) is not None,
      lambda t: _LONE_SURROGATE.sub(rb"\1\\ufffd", t)),
@@ -518,7 +519,8 @@ _REPAIRS = (
      lambda t, at, m: "invalid character" in m and at is not None and at < len(t) and t[at] < 32,
      lambda t: bytes(t).translate(_CONTROL_TABLE)),
     ("bare N/A quoted", lambda t, at, m: b"N/A" in _at(t, at), lambda t: _NA.sub(rb'\1"N/A"', t)),
-    ("trailing commas removed", lambda t, at, m: "trailing comma" in m, lambda t: _TRAILING_COMMA.sub(rb"\1", t)),
+    ("trailing commas removed", lambda t, at, m: "trailing comma" in m,
+     lambda t: _TRAILING_COMMA.sub(rb"\1", t)),
 )
 
 _EVENT_BOUNDARY = re.compile(rb"\}\s*,\s*\{")

@@ -39,7 +39,7 @@ from .decode import (_EVENTS_DECODER, _FILE_DECODER, BEvent, EEvent, Event, MEve
 from ..model.trace_model import RankTrace
 from ..vocabulary import schema
 from .scanner.scan import ScannedRun, scan_run
-from .source import TraceStream, _check_json_start, _check_max, text_size_hint
+from .source import TraceStream, text_size_hint
 
 if TYPE_CHECKING:  # concurrent.futures is imported only when scan threads start
     from concurrent.futures import Future
@@ -141,28 +141,18 @@ def _stream_columns(path: Path, budget: MemoryBudget, max_bytes: int | None, thr
 
     Raises :class:`NotStreamable` when the file is not clean JSON of a trace's usual shape.
     """
-    with TraceStream(path, own_chunks=True) as stream:
-        what = "the decompressed data" if stream.compressed else "the data"
-        if not stream.compressed:
-            _check_max(path, stream.file_bytes, max_bytes, stream.compressed)
+    with TraceStream(path, max_bytes) as stream:
         text_bytes_hint = text_size_hint(path)  # the columns reserve room for the most events it holds
         threads = scan_threads(text_bytes_hint, threads) if scan.ENABLED else None
         splitter = _Splitter(threads, text_bytes_hint // MIN_EVENT_BYTES)
+        file_bytes = None if stream.compressed else stream.file_bytes  # projects the events to come
         try:
-            total = 0
-            started = False
             for chunk in stream:
-                if not started:
-                    started = _check_json_start(path, chunk, what)
-                total += len(chunk)
-                _check_max(path, total, max_bytes, stream.compressed)
                 splitter.feed(chunk)
-                _check_budget(path, budget, splitter, total, None if stream.compressed else stream.file_bytes)
-                if splitter.reads_runs and not stream.compressed:
-                    for n in splitter.read_runs(stream):
-                        total += n
-                        _check_max(path, total, max_bytes, stream.compressed)
-                        _check_budget(path, budget, splitter, total, stream.file_bytes)
+                _check_budget(path, budget, splitter, stream.text_bytes, file_bytes)
+                if splitter.reads_runs and file_bytes is not None:
+                    for _ in splitter.read_runs(stream):
+                        _check_budget(path, budget, splitter, stream.text_bytes, file_bytes)
             if stream.stream_truncated:
                 raise NotStreamable("the gzip stream is cut short")
             return splitter.finish()
@@ -175,8 +165,7 @@ def scan_threads(text_bytes_hint: int, threads: int | None = None) -> int:
     1 below :data:`SCAN_THREADS_MIN_BYTES` or on one CPU, otherwise one per idle CPU and at least 2,
     at most :data:`SCAN_MAX_THREADS` (``GPUPERF_DECODE_WORKERS`` caps it; 1 turns them off). A
     thread costs no start-up, memory or copy, so a second one is used however busy the machine
-    looks: the load average counts the window and its polling as running (measured in the Trace
-    tab, 10M events: 12.4 s with two threads, 21.5 s with one)."""
+    looks: the load average counts the window and its polling as running."""
     if threads is not None:
         return max(1, threads)
     asked = os.environ.get("GPUPERF_DECODE_WORKERS", "").strip()
@@ -192,17 +181,16 @@ def _check_budget(path: Path, budget: MemoryBudget, splitter: _Splitter, total_b
     """Refuse when the events decoded so far (projected to the whole file when its size is known)
     and the text and structs in flight would not fit the budget."""
     events, decoded_bytes = splitter.columns.n + splitter.kept, splitter.decoded_bytes
-    in_flight = total_bytes - decoded_bytes + splitter.buffer_bytes
     if file_bytes and decoded_bytes:
-        projected = int(events * file_bytes / decoded_bytes)
-        need = budget.tree_bytes(streamed_load_bytes(projected, in_flight, splitter.structs_in_flight), projected)
-        if need > budget.limit_bytes:
-            budget.refuse(path, need, f"loading this {format_bytes(file_bytes, decimal=True)} file (about "
-                          f"{projected:,} events, projected from the {format_bytes(decoded_bytes, decimal=True)} decoded)")
-        return
+        events = int(events * file_bytes / decoded_bytes)
+        what = (f"loading this {format_bytes(file_bytes, decimal=True)} file (about {events:,} events, "
+                f"projected from the {format_bytes(decoded_bytes, decimal=True)} decoded)")
+    else:
+        what = (f"loading this trace ({format_bytes(total_bytes, decimal=True)} of JSON so far, "
+                f"{events:,} events decoded)")
+    in_flight = total_bytes - decoded_bytes + splitter.buffer_bytes
     need = streamed_load_bytes(events, in_flight, splitter.structs_in_flight)
-    budget.check(path, need, events=events, what=f"loading this trace ({format_bytes(total_bytes, decimal=True)} of JSON so far, "
-                 f"{events:,} events decoded)")
+    budget.check(path, need, what, events=events)
 
 
 class _Splitter:
@@ -382,7 +370,7 @@ class _Splitter:
         self.decoded_bytes += split
         if text is chunk:
             head += chunk[:split]
-            if isinstance(chunk, bytearray) and chunk[split - 1] == ord("["):  # ours (own_chunks): kept as it is
+            if isinstance(chunk, bytearray) and chunk[split - 1] == ord("["):  # a plain file's: kept as it is
                 del chunk[:split - 1]  # O(1) at a bytearray's front; what stays starts with the '['
                 self._pending = chunk
             else:
