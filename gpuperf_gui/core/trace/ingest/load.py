@@ -19,6 +19,7 @@ import queue
 import threading
 from contextlib import nullcontext
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence, TypeVar
 
@@ -35,11 +36,9 @@ if TYPE_CHECKING:  # imported when a pool starts: a single-file load never pays 
 
 MANY_RANKS = 32
 """More rank files than this open as a job overview from compact results, a rank's lanes on demand;
-`gpuperf diagnose` of more rank files analyses them as compact results too.
-Why 32: the lanes of more ranks cannot be read side by side (a rank has 4 to 20 lanes: 32 ranks
-already stack 130+), and holding them costs the window every rank's events, where a compact result
-is ~20 kB a rank whatever its events (benchmarks/many_ranks_gui.py: 256 ranks of 11.8k events grow
-the window 619 MB loaded in full, 24 MB as an overview)."""
+`gpuperf diagnose` of more rank files analyses them as compact results too. Why 32: the lanes of more
+ranks cannot be read side by side (32 ranks already stack 130+ lanes), and holding them costs the
+window every rank's events, where a compact result is ~20 kB a rank (benchmarks/many_ranks_gui.py)."""
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".gz", ".tmp", ".json.tmp")
 REUSED_HEAP_MIN_BYTES = 32 << 20
@@ -195,14 +194,7 @@ def iter_per_file(files: Sequence[Path], work: Callable[..., _T], stop: threadin
         for i, f in enumerate(files):
             if stop.is_set():
                 return
-            try:
-                result = work(f, order_index=i)
-            except Exception as exc:  # noqa: BLE001 - reported per file when collecting
-                if not collect_failures:
-                    raise
-                yield i, _failure(f, exc)
-                continue
-            yield i, result
+            yield i, _outcome(partial(work, f, order_index=i), f, collect_failures)
         return
     from concurrent.futures import Future, ProcessPoolExecutor
 
@@ -233,20 +225,23 @@ def iter_per_file(files: Sequence[Path], work: Callable[..., _T], stop: threadin
             for i in sorted(batch):
                 if stop.is_set():
                     return
-                try:
-                    result = futures[i].result()
-                except Exception as exc:  # noqa: BLE001 - reported per file when collecting
-                    if not collect_failures:
-                        raise
-                    yield i, _failure(files[i], exc)
-                    continue
-                yield i, result
+                yield i, _outcome(futures[i].result, files[i], collect_failures)
         finished = pending == 0
     finally:
         if finished:
             pool.shutdown(wait=True)
         else:
             _abandon(pool)
+
+
+def _outcome(result: Callable[[], _T], path: Path, collect_failures: bool) -> _T | FileFailure:
+    """``result()``, or with ``collect_failures`` the :class:`FileFailure` of what it raised."""
+    try:
+        return result()
+    except Exception as exc:  # noqa: BLE001 - reported per file when collecting
+        if not collect_failures:
+            raise
+        return _failure(path, exc)
 
 
 def _failure(path: Path, exc: Exception) -> FileFailure:

@@ -34,7 +34,7 @@ from . import source
 from ...units import format_bytes
 from .budget import MemoryBudget
 from .build import EventColumns, build_rank_columns
-from .decode import (_EVENTS_DECODER, _FILE_DECODER, BEvent, EEvent, Event, MEvent, TraceFile, XEvent, _content_start,
+from .decode import (_EVENTS_DECODER, _FILE_DECODER, BEvent, EEvent, MEvent, TraceFile, XEvent, _content_start,
                      gc_paused)
 from ..model.trace_model import RankTrace
 from ..vocabulary import schema
@@ -57,9 +57,8 @@ MAX_HEAD_BYTES = 64 << 20
 STRUCT_BUDGET_BYTES = 32 << 20
 """Decoded structs alive at once: the next decode waits for less text when events are small."""
 STREAM_EVENT_COST_BYTES = 190
-"""Memory per event of a streamed load, its analysis and op table (columns, lanes, sort keys):
-166-184 B at 1M-3M events of a real H200 trace, 210 B at 400k tiny events (tests/core/test_trace_load.py
-checks the bound with the text in flight)."""
+"""Memory per event of a streamed load, its analysis and op table (columns, lanes, sort keys), as
+measured on real and tiny events (tests/core/test_trace_load.py checks the bound)."""
 STRUCT_COST_BYTES = 300
 """Memory per decoded event struct (with its args struct and strings) while its run is in flight."""
 MIN_EVENT_BYTES = 100
@@ -552,8 +551,13 @@ def add_events(columns: EventColumns, events: list) -> int:
     if len(xs) == len(events):
         return 0
     rest = [e for e in events if type(e) in _PAIRED_OR_META]  # other phases: keep B/E/M (paired at the end)
+    for event in rest:  # kept past the run: a msgspec.Raw is a view of the text it was decoded from
+        for attr in _RAW_ARGS:
+            raw = getattr(event.args, attr)
+            if raw:
+                setattr(event.args, attr, msgspec.Raw(bytes(raw)))
     if rest:
-        columns.keep_paired_and_meta(list(map(_own_raw_args, rest)))
+        columns.keep_paired_and_meta(rest)
     return len(rest)
 
 
@@ -567,17 +571,6 @@ def _scanned_here(text: bytearray, end: int) -> Future:
     except Exception as exc:  # noqa: BLE001 - read by _merge_oldest
         future.set_exception(exc)
     return future
-
-
-def _own_raw_args(event: Event) -> Event:
-    """An event kept past its chunk: its raw args copied out of the chunk's buffer (a
-    ``msgspec.Raw`` is a view of the text it was decoded from)."""
-    args = event.args
-    for field in _RAW_ARGS:
-        raw = getattr(args, field)
-        if raw:
-            setattr(args, field, msgspec.Raw(bytes(raw)))
-    return event
 
 
 _RAW_ARGS = tuple(f.attr for f in schema.FIELDS if f.storage == "shaped")
