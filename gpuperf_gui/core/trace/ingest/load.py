@@ -64,11 +64,10 @@ def load_rank(path: Path | str, *, max_bytes: int | None = DEFAULT_MAX_BYTES, or
     path = Path(path)
     budget = MemoryBudget.of(memory_budget)
     heap = reused_heap() if text_size_hint(path) >= REUSED_HEAP_MIN_BYTES else nullcontext()
-    with heap:
-        if stream_decode.ENABLED:  # clean files: chunk by chunk, straight into columns
-            rank = stream_decode.load_rank_streamed(path, budget=budget, max_bytes=max_bytes, order_index=order_index)
-            if rank is not None:
-                return rank
+    with heap:  # clean files: chunk by chunk, straight into columns
+        rank = stream_decode.load_rank_streamed(path, budget=budget, max_bytes=max_bytes, order_index=order_index)
+        if rank is not None:
+            return rank
         return load_rank_whole(path, max_bytes=max_bytes, order_index=order_index, memory_budget=budget)
 
 
@@ -157,8 +156,7 @@ def plan_workers(files: Sequence[Path], budget: MemoryBudget, workers: int | Non
     sizes = [text_size_hint(f) for f in files]
     largest = max(sizes, default=0)
     events = largest // stream_decode.TYPICAL_EVENT_BYTES
-    need = budget.tree_bytes(stream_decode.streamed_load_bytes(events, 0, 0) if stream_decode.ENABLED
-                             else estimated_load_bytes(largest, events), events)
+    need = budget.tree_bytes(stream_decode.streamed_load_bytes(events, 0, 0), events)
     fits = int(budget.limit_bytes // need) if need > 0 else wanted
     n_workers = max(1, min(wanted, fits))
     share = budget.share(n_workers)

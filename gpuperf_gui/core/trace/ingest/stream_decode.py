@@ -44,10 +44,6 @@ from .source import TraceStream, text_size_hint
 if TYPE_CHECKING:  # concurrent.futures is imported only when scan threads start
     from concurrent.futures import Future
 
-ENABLED = True
-""":func:`.load.load_rank` tries the streamed decode first when True (an internal switch: a test or a
-benchmark sets it False to compare with the whole-file path; docs/environment.md)."""
-
 MIN_DECODE_BYTES = 4 << 20
 """Events are decoded once this much undecoded text has arrived (and at the end)."""
 MAX_CUT_ATTEMPTS = 16
