@@ -160,7 +160,7 @@ class _Decoding:
     """One file's decode: the fast typed decode, then error-guided repairs, skips and salvage."""
 
     def __init__(self, read: TraceText, path: Path, budget: MemoryBudget) -> None:
-        self.text: Text = read.data
+        self.text = read.data  # a bytearray, as every repair's text: blanked and closed in place
         self.path, self.budget = path, budget
         self.stream_truncated, self.compressed, self.stream_error = (read.stream_truncated, read.compressed,
                                                                      read.stream_error)
@@ -264,9 +264,6 @@ class _Decoding:
         if region is None:
             return False
         lo, hi = region
-        if not isinstance(self.text, bytearray):
-            self._copy_check("skipping a broken event")
-            self.text = bytearray(self.text)
         self.syntax_skips.append((at, _describe_syntax_error(message, self.text, at)))
         self.text[lo:hi] = b" " * (hi - lo)
         return True
@@ -301,9 +298,6 @@ class _Decoding:
         if start is None:
             return None
         body_start, suffix = start
-        if not isinstance(self.text, bytearray):
-            self._copy_check("salvaging a file cut short")
-            self.text = bytearray(self.text)
         total = self.end
         try:
             self.text += b" " * len(suffix)  # room to close the array after any cut point
