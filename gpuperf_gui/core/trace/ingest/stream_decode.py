@@ -35,7 +35,7 @@ from ...units import format_bytes
 from .budget import MemoryBudget
 from .build import EventColumns, build_rank_columns
 from .decode import (_EVENTS_DECODER, _FILE_DECODER, BEvent, EEvent, MEvent, TraceFile, XEvent, _content_start,
-                     gc_paused)
+                     _error_byte, gc_paused)
 from ..model.trace_model import RankTrace
 from ..vocabulary import schema
 from .scanner.scan import ScannedRun, scan_run
@@ -418,14 +418,22 @@ class _Splitter:
         """
         entries, kept, structs = decode_into(self.columns, buf, end)
         self.structs_in_flight = structs
-        self._decode_at = _next_decode_bytes(structs, end)
+        # the next decode waits for less text when events are so small that its structs would hold
+        # more than STRUCT_BUDGET_BYTES
+        by_structs = (STRUCT_BUDGET_BYTES * end // (structs * STRUCT_COST_BYTES) if structs
+                      else MIN_DECODE_BYTES)
+        self._decode_at = max(1, min(MIN_DECODE_BYTES, by_structs))
         self.n_entries += entries
         self.kept += kept
 
     def _array_ends_early(self, message: str) -> None:
-        """The run decoded up to the events array's end (trailing characters): keep the rest as tail."""
+        """The run decoded up to the events array's end (msgspec's trailing-characters error gives
+        the byte just past the first trailing character): keep the rest as tail."""
         buf = self._pending
-        end = _array_end(buf, message)
+        at = _error_byte(message) if "trailing characters" in message else None
+        end = 0 if at is None else buf.rfind(b"]", 0, at - 1) + 1
+        if end <= 0:
+            raise NotStreamable(message)
         try:
             self._decode_run(buf, end)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -506,15 +514,6 @@ def _opened(*parts: bytes | memoryview) -> bytearray:
     return buf
 
 
-def _next_decode_bytes(events: int, text_bytes: int) -> int:
-    """Text to gather before the next decode: :data:`MIN_DECODE_BYTES`, less when events are so
-    small that its structs would hold more than :data:`STRUCT_BUDGET_BYTES`."""
-    if not events:
-        return MIN_DECODE_BYTES
-    by_structs = STRUCT_BUDGET_BYTES * text_bytes // (events * STRUCT_COST_BYTES)
-    return max(1, min(MIN_DECODE_BYTES, by_structs))
-
-
 def decode_into(columns: EventColumns, buf: bytearray, end: int) -> tuple[int, int, int]:
     """Decode ``buf[:end]`` (a JSON list of events) into ``columns``: by the C scanner where it
     reads the run (:mod:`.scan`), else by msgspec. Returns ``(entries, events kept as structs,
@@ -593,9 +592,6 @@ def _last_boundary(buf: bytearray, before: int) -> tuple[int, int] | None:
     return None
 
 
-_TRAILING_AT = re.compile(r"trailing characters \(byte (\d+)\)")
-
-
 ARRAY_END_CANDIDATES = 3
 """How many ``]`` from the end :meth:`_Splitter._scanned_to_array_end` tries (a list in the keys after
 the events array adds one; Kineto's traceName, displayTimeUnit and baseTimeNanoseconds add none)."""
@@ -613,15 +609,3 @@ def _array_end_candidates(buf: bytearray) -> Iterator[int]:
         if _AFTER_ARRAY.match(buf, close + 1):
             yield close + 1
         pos = close
-
-
-def _array_end(buf: bytearray, message: str) -> int:
-    """Offset just past the ``]`` that closes the events array, from msgspec's trailing-characters
-    error (it gives the byte just past the first trailing character)."""
-    m = _TRAILING_AT.search(message)
-    if m is None:
-        raise NotStreamable(message)
-    close = buf.rfind(b"]", 0, int(m.group(1)) - 1)
-    if close < 0:
-        raise NotStreamable(message)
-    return close + 1
