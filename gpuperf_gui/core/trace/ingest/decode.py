@@ -23,7 +23,8 @@ import numpy as np
 
 from ..vocabulary import schema
 from .budget import MemoryBudget
-from .source import TraceText
+from .source import EventCounter, TraceStream
+from ...units import format_bytes
 from ..model.trace_model import NotATraceError, TraceFormatError, Truncation
 
 DEFAULT_MAX_BYTES = 4 * 1024**3
@@ -135,17 +136,32 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def decode_trace(text: TraceText, path: Path, budget: MemoryBudget) -> Decoded:
-    """Decode a file's text (:func:`.source.read_trace_text`) into typed events, repairing, skipping
-    or salvaging where possible.
+def decode_trace(path: Path, budget: MemoryBudget, max_bytes: int | None) -> Decoded:
+    """Read a file whole into one buffer and decode it into typed events, repairing, skipping or
+    salvaging where possible.
 
-    Raises :class:`TraceFormatError` when the text is not a trace: not JSON (the message gives the
-    byte, line and column where it stops being JSON, and why), a JSON object without a
+    The file is refused as soon as reading it shows that decoding it would not fit ``budget``
+    (:func:`estimated_load_bytes`: checked before reading a plain file, from its size, and after every
+    chunk). Raises :class:`TraceFormatError` when the text is not a trace: not JSON (the message gives
+    the byte, line and column where it stops being JSON, and why), a JSON object without a
     ``traceEvents`` list, or a JSON value that is neither an object nor an array. (A trace whose
     events are all unusable is refused later, by :func:`.build.build_rank`.) Repairs that copy the
     text are checked against ``budget`` first.
     """
-    decoded = _Decoding(text, Path(path), budget).run()
+    with TraceStream(path, max_bytes) as stream:
+        if not stream.compressed:
+            budget.check(path, estimated_load_bytes(stream.file_bytes, 0),
+                         f"loading this {format_bytes(stream.file_bytes, decimal=True)} file")
+        text = bytearray()
+        counter = EventCounter()
+        for chunk in stream:
+            text += chunk  # grows in place (realloc), so no second copy of the text
+            counter.feed(chunk)
+            budget.check(path, estimated_load_bytes(len(text), counter.events), events=counter.events, what=
+                         f"loading this trace ({format_bytes(len(text), decimal=True)} of JSON "
+                         f"{'decompressed so far' if stream.compressed else 'read so far'}, "
+                         f"at least {counter.events:,} events)")
+    decoded = _Decoding(text, stream, Path(path), budget).run()
     if decoded.events is None:
         raise NotATraceError(f"{path}: no traceEvents list: a JSON object, but not a Chrome/Kineto trace")
     return decoded
@@ -159,8 +175,8 @@ _MSGSPEC_BYTE = re.compile(r"\(byte (\d+)\)")
 class _Decoding:
     """One file's decode: the fast typed decode, then error-guided repairs, skips and salvage."""
 
-    def __init__(self, read: TraceText, path: Path, budget: MemoryBudget) -> None:
-        self.text = read.data  # a bytearray, as every repair's text: blanked and closed in place
+    def __init__(self, text: bytearray, read: TraceStream, path: Path, budget: MemoryBudget) -> None:
+        self.text = text  # a bytearray, as every repair's text: blanked and closed in place
         self.path, self.budget = path, budget
         self.stream_truncated, self.compressed, self.stream_error = (read.stream_truncated, read.compressed,
                                                                      read.stream_error)

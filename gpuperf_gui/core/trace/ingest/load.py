@@ -27,9 +27,9 @@ from .budget import MemoryBudget
 from . import stream_decode
 from .build import build_rank
 from .heap import reused_heap
-from .decode import DEFAULT_MAX_BYTES, decode_trace, estimated_load_bytes, gc_paused
+from .decode import DEFAULT_MAX_BYTES, decode_trace, gc_paused
 from ..model.trace_model import NotATraceError, RankTrace, TraceFormatError
-from .source import read_trace_text, text_size_hint
+from .source import text_size_hint
 
 if TYPE_CHECKING:  # imported when a pool starts: a single-file load never pays for them
     from concurrent.futures import ProcessPoolExecutor
@@ -77,9 +77,7 @@ def load_rank_whole(path: Path | str, *, max_bytes: int | None = DEFAULT_MAX_BYT
     salvaged where needed), then built. Every file that the streamed decode does not take."""
     path = Path(path)
     budget = MemoryBudget.of(memory_budget)
-    text = read_trace_text(path, budget, estimated_load_bytes, max_bytes)
-    decoded = decode_trace(text, path, budget)
-    del text
+    decoded = decode_trace(path, budget, max_bytes)
     with gc_paused():
         return build_rank(decoded, path, order_index)
 

@@ -1,25 +1,21 @@
-"""Reading a trace file: regular files only, gzip by magic bytes, streamed under the memory budget.
+"""Reading a trace file: regular files only, gzip by magic bytes, in bounded chunks.
 
-:class:`TraceStream` yields the decompressed text in bounded chunks (a chunked decoder can consume
-them directly); :func:`read_trace_text` gathers them into one buffer. Either way the budget is
-checked after every chunk, from the bytes so far and the events they hold, so a gzip bomb or a
-trace too large for the budget is refused while it is read, not after. One pass, one codec:
-python-isal when installed (about 2.5x faster than zlib), else zlib.
+:class:`TraceStream` yields the decompressed text in chunks; its readers (the streamed decode,
+:func:`.decode.decode_trace`) check the memory budget after every chunk, so a gzip bomb or a trace
+too large for the budget is refused while it is read, not after. One pass, one codec: python-isal
+when installed (about 2.5x faster than zlib), else zlib.
 
->>> text = read_trace_text(Path("rank0.json.gz"), MemoryBudget(), estimated_load_bytes)  # doctest: +SKIP
+>>> chunks = list(TraceStream(Path("rank0.json.gz")))  # doctest: +SKIP
 """
 from __future__ import annotations
 
 import os
 import re
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterator
+from typing import Any, BinaryIO, Iterator
 
 from ...regular_files import UnusableStateFile, open_regular
-from ...units import format_bytes
-from .budget import MemoryBudget
 from ..model.trace_model import TraceFormatError
 
 try:  # python-isal ("isal" on PyPI): zlib's API, decompresses about 2.5x faster; optional
@@ -33,10 +29,6 @@ READ_CHUNK_BYTES = 1 << 20
 OUT_CHUNK_BYTES = 8 << 20
 """Most decompressed bytes produced per step: a 1 MB chunk of a bomb never expands at once."""
 _FIRST_NON_SPACE = re.compile(rb"[^ \t\r\n]")
-
-LoadCost = Callable[[int, int], float]
-"""``cost(text_bytes, events) -> bytes`` of memory that decoding and building would need."""
-
 
 def open_regular_file(path: Path) -> BinaryIO:
     """Open ``path`` for reading if it is a regular file; refuse anything else at once.
@@ -225,36 +217,3 @@ def text_size_hint(path: Path) -> int:
     except OSError:
         return 0
     return recorded if recorded >= size else 10 * size
-
-
-@dataclass
-class TraceText:
-    """A file's whole (decompressed) text and what reading it found."""
-
-    data: bytearray
-    compressed: bool
-    stream_truncated: bool
-    stream_error: str = ""
-
-
-def read_trace_text(path: Path, budget: MemoryBudget, cost: LoadCost, max_bytes: int | None = None
-                    ) -> TraceText:
-    """Read ``path`` into one buffer, refusing it as soon as decoding it would not fit ``budget``.
-
-    ``cost(text_bytes, events)`` is the decoder's estimate of the memory a load needs; it is
-    checked before reading a plain file (from its size) and after every chunk (:class:`TraceStream`
-    checks the first byte and ``max_bytes``).
-    """
-    with TraceStream(path, max_bytes) as stream:
-        if not stream.compressed:
-            budget.check(path, cost(stream.file_bytes, 0), f"loading this {format_bytes(stream.file_bytes, decimal=True)} file")
-        data = bytearray()
-        counter = EventCounter()
-        for chunk in stream:
-            data += chunk  # grows in place (realloc), so no second copy of the text
-            counter.feed(chunk)
-            budget.check(path, cost(len(data), counter.events), events=counter.events, what=
-                         f"loading this trace ({format_bytes(len(data), decimal=True)} of JSON "
-                         f"{'decompressed so far' if stream.compressed else 'read so far'}, "
-                         f"at least {counter.events:,} events)")
-        return TraceText(data, stream.compressed, stream.stream_truncated, stream.stream_error)
