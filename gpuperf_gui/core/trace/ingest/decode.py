@@ -105,8 +105,6 @@ class Decoded:
     warnings: list[str] = field(default_factory=list)
     skipped: int = 0
     """Entries of the events list dropped because they are not events or have fields of wrong types."""
-    first_skipped: str = ""
-    """Which entry was the first dropped (event index, byte) and why."""
 
 
 _FILE_DECODER_LAX = msgspec.json.Decoder(TraceFile, strict=False)  # "NaN" strings -> float nan
@@ -234,7 +232,6 @@ class _Decoding:
             decoded.warnings.append(
                 f"skipped {len(self.syntax_skips)} event{'s' if len(self.syntax_skips) > 1 else ''} "
                 f"with broken JSON syntax (first at byte {first_byte:,}: {why})")
-            decoded.first_skipped = decoded.first_skipped or f"byte {first_byte:,}: {why}"
         return decoded
 
     # -- recovering from a syntax error ------------------------------------------------------------
@@ -400,7 +397,7 @@ class _Decoding:
             else:
                 args_dropped += 1
                 events.append(event)
-        decoded = Decoded(events, meta, skipped=skipped, first_skipped=first)
+        decoded = Decoded(events, meta, skipped=skipped)
         if skipped:
             decoded.warnings.append(f"skipped {skipped:,} bad event{'s' if skipped > 1 else ''} of "
                                     f"{len(raw_events):,} (first: {first})")
