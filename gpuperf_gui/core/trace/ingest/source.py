@@ -30,6 +30,7 @@ OUT_CHUNK_BYTES = 8 << 20
 """Most decompressed bytes produced per step: a 1 MB chunk of a bomb never expands at once."""
 _FIRST_NON_SPACE = re.compile(rb"[^ \t\r\n]")
 
+
 def open_regular_file(path: Path) -> BinaryIO:
     """Open ``path`` for reading if it is a regular file; refuse anything else at once.
 
@@ -58,8 +59,7 @@ class EventCounter:
         self.braces = 0
         self._tail = b""
 
-    def feed(self, chunk: bytes | bytearray | memoryview) -> None:
-        data = bytes(chunk) if isinstance(chunk, memoryview) else chunk
+    def feed(self, data: bytes | bytearray) -> None:
         self.ph_keys += data.count(b'"ph"') + (self._tail + data[:3]).count(b'"ph"')
         self.braces += data.count(b"{")
         self._tail = (self._tail + bytes(data[-3:]))[-3:]  # a key may span several tiny chunks
