@@ -189,14 +189,11 @@ def _check_budget(path: Path, budget: MemoryBudget, splitter: _Splitter, total_b
 
 
 class _Splitter:
-    """Cuts the text into runs of complete events, each decoded into the columns.
+    """Cuts the text into runs of complete events, each decoded into the columns in file order.
 
-    ``threads``: the C scanner's threads (1: this thread); None: no scanner, msgspec decodes every
-    run carefully (:meth:`_decode_complete`). With the scanner each chunk is cut after its last
-    complete event; the event begun before it and the chunk up to the cut make one run, scanned and
-    appended in file order, and a plain file is read (:meth:`read_runs`) straight into a few reused
-    buffers: no new memory per chunk, no copy but the event that spans two chunks. A run the scanner
-    hands back turns the splitter careful (:meth:`_go_careful`).
+    ``threads``: the C scanner's threads (1: this thread); None: no scanner, every run is decoded
+    carefully (:meth:`_decode_complete`). With the scanner a plain file is read (:meth:`read_runs`)
+    straight into a few reused buffers: no new memory per chunk, no copy but the event that spans two.
     """
 
     def __init__(self, threads: int | None, capacity_events: int = 0) -> None:
@@ -226,6 +223,13 @@ class _Splitter:
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+
+    def _stop_runs(self) -> None:
+        """No more runs to the scanner: its threads stopped, read_runs' buffers dropped."""
+        self.close()
+        self._runs = False
+        self._free.clear()
+        self.buffer_bytes = 0
 
     @property
     def reads_runs(self) -> bool:
@@ -331,10 +335,7 @@ class _Splitter:
         """From the oldest run in flight on, the exact text goes back to the pending buffer."""
         runs = list(self._in_flight)
         self._in_flight.clear()
-        self.close()
-        self._runs = False
-        self._free.clear()
-        self.buffer_bytes = 0
+        self._stop_runs()
         texts = [part for _, text, end, separator in runs for part in (memoryview(text)[1:end - 1], separator)]
         self._pending = _opened(*texts, memoryview(self._pending)[1:])
         if len(self._pending) >= self._decode_at:
@@ -445,9 +446,7 @@ class _Splitter:
     def finish(self) -> tuple[EventColumns, TraceFile, int]:
         while self._in_flight and self._runs:
             self._merge_oldest()
-        self.close()
-        self._free.clear()
-        self.buffer_bytes = 0
+        self._stop_runs()
         if self._tail is None and self._pending is None:
             raise NotStreamable("no events array")
         if self._tail is None and not self._scanned_to_array_end():
@@ -469,8 +468,8 @@ class _Splitter:
         ``displayTimeUnit``, ... there), which no scanner run reads, and msgspec would decode the whole
         run as structs only to fail at them (a small rank's every event). The few ``]`` nearest the end
         that a key or the object's end follows are tried instead: a run the scanner reads whole is a
-        complete JSON list, so its ``]`` is where msgspec's value ends too.
-        False (nothing changed) when no candidate scans: the msgspec path decides, as before."""
+        complete JSON list, so its ``]`` is where msgspec's value ends too. False (nothing changed)
+        when no candidate scans: the msgspec path decides."""
         if not scan.ENABLED or self._list_form:
             return False
         buf = self._pending
