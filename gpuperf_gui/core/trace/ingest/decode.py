@@ -210,16 +210,12 @@ class _Decoding:
         """The typed decode; events of the wrong types are skipped one by one (a syntax error
         anywhere raises ``msgspec.DecodeError``)."""
         try:
-            return self._typed()
+            if self.list_form:
+                decoder = _EVENTS_DECODER_LAX if self.lax else _EVENTS_DECODER
+                return Decoded(decoder.decode(self.view()), TraceFile())
+            meta = (_FILE_DECODER_LAX if self.lax else _FILE_DECODER).decode(self.view())
         except msgspec.ValidationError:
             return self._per_event()
-
-    def _typed(self) -> Decoded:
-        text = self.view()
-        if self.list_form:
-            decoder = _EVENTS_DECODER_LAX if self.lax else _EVENTS_DECODER
-            return Decoded(decoder.decode(text), TraceFile())
-        meta = (_FILE_DECODER_LAX if self.lax else _FILE_DECODER).decode(text)
         events = meta.traceEvents
         meta.traceEvents = []
         return Decoded(events, meta)  # events None: no traceEvents key
@@ -251,7 +247,8 @@ class _Decoding:
             if name in self.repairs_done or not needed(self.text, at, message):
                 continue
             self.repairs_done.add(name)
-            self._copy_check(f"repairing it ({name})")
+            self.budget.check(self.path, estimated_load_bytes(2 * len(self.text), 0),
+                              f"repairing it ({name})")
             view = self.view()  # a second document after ``end`` is ignored: repair only the first
             self.text = bytearray(repair(bytes(view) if isinstance(view, memoryview) else view))
             self.end = len(self.text)
@@ -262,9 +259,6 @@ class _Decoding:
         if at is not None and "truncated" not in message and not self.stream_truncated:
             return self._skip_broken_event(at, message)
         return False
-
-    def _copy_check(self, what: str) -> None:
-        self.budget.check(self.path, estimated_load_bytes(2 * len(self.text), 0), what)
 
     def _skip_broken_event(self, at: int, message: str) -> bool:
         """Blank out the event around byte ``at`` (an event of the events array with broken syntax)."""
