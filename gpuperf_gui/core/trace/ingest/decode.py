@@ -312,8 +312,8 @@ class _Decoding:
             self.text = bytearray(self.text) + b" " * len(suffix)
         reason = self.stream_error or ("gzip stream cut short" if self.stream_truncated else "JSON cut short")
         at = _error_byte(self.last_error)  # a damaged stream can decompress to garbage: cut before it
-        pos, attempts = total if at is None else min(total, at), 0
-        while attempts < _MAX_SALVAGE_ATTEMPTS:
+        pos, attempts, decoded, used = total if at is None else min(total, at), 0, None, body_start
+        while decoded is None and attempts < _MAX_SALVAGE_ATTEMPTS:
             pos = self.text.rfind(b"}", body_start, pos)
             if pos < 0:
                 break
@@ -321,19 +321,13 @@ class _Decoding:
             if nxt[:1] not in (b",", b"]", b""):
                 continue
             attempts += 1
-            decoded = self._decode_closed(pos + 1, suffix)
-            if decoded is not None and decoded.events is None:
-                return decoded  # "traceEvents" was only a string in the text: not a trace
-            if decoded is not None:
-                decoded.truncation = Truncation(bytes_total=total, bytes_used=pos + 1,
-                                                events_kept=len(decoded.events), reason=reason)
-                return decoded
-        if attempts:
+            decoded, used = self._decode_closed(pos + 1, suffix), pos + 1
+        if decoded is None and attempts:
             return None  # complete-looking events, none of which decodes: not a cut, a broken file
-        decoded = self._decode_closed(body_start, suffix)  # nothing complete after the array opened
-        if decoded is None or decoded.events is None:
-            return decoded
-        decoded.truncation = Truncation(total, body_start, 0, reason)
+        if decoded is None:  # nothing complete after the array opened
+            decoded = self._decode_closed(body_start, suffix)
+        if decoded is not None and decoded.events is not None:  # (None: "traceEvents" was only a string)
+            decoded.truncation = Truncation(total, used, len(decoded.events), reason)
         return decoded
 
     def _decode_closed(self, cut: int, suffix: bytes) -> Decoded | None:
