@@ -15,7 +15,7 @@ import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Union
+from typing import Any, Callable, Iterator, Union
 
 import msgspec
 
@@ -360,7 +360,8 @@ class _Decoding:
                     raise NotATraceError(f"{self.path}: traceEvents is not a list (it starts with "
                                            f"{head!r}): not a Chrome/Kineto trace")
                 raw_events = _RAW_LIST_DECODER.decode(raw_list)
-                meta = _lenient_meta(top, self.lax)
+                meta = _fieldwise(TraceFile, top, lambda key, raw: msgspec.json.decode(
+                    b'{"%s":%s}' % (key.encode(), bytes(raw)), type=TraceFile, strict=not self.lax))
         except msgspec.ValidationError as exc:
             raise NotATraceError(f"{self.path}: not a trace: {exc} (the trace is a JSON object with a "
                                    "traceEvents list, or a JSON list of events)") from None
@@ -428,21 +429,6 @@ def _offset_in(raw: msgspec.Raw, text: Text) -> int:
     return offset if 0 <= offset < len(text) else -1
 
 
-def _lenient_meta(top: dict[str, msgspec.Raw], lax: bool) -> TraceFile:
-    """The trace's top-level keys, each decoded on its own; a key of the wrong type is left out."""
-    meta = TraceFile()
-    for key in TraceFile.__struct_fields__:
-        raw = top.get(key)
-        if raw is None or key == "traceEvents":
-            continue
-        try:
-            one = msgspec.json.decode(b'{"%s":%s}' % (key.encode(), bytes(raw)), type=TraceFile, strict=not lax)
-            setattr(meta, key, getattr(one, key))
-        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
-            pass
-    return meta
-
-
 def _content_start(text: Text) -> int:
     """Offset of the first non-whitespace byte (``len(text)`` if none); no copy, unlike ``lstrip``."""
     return _LEADING_SPACE.match(text).end()
@@ -467,22 +453,21 @@ def _convert_event(raw: msgspec.Raw, lax: bool) -> Any:
     try:
         event.args = msgspec.convert(args, Args, strict=False)
     except (msgspec.ValidationError, TypeError, OverflowError):
-        event.args = _convert_args_fieldwise(args)
+        event.args = _fieldwise(Args, args,
+                                lambda key, value: msgspec.convert({key: value}, Args, strict=False))
     return event
 
 
-_ARG_KEYS = {f.encode_name: f.name for f in msgspec.structs.fields(Args)}
-
-
-def _convert_args_fieldwise(args: dict) -> Args:
-    out = Args()
-    for key, attr in _ARG_KEYS.items():
-        if key not in args:
-            continue
-        try:
-            setattr(out, attr, getattr(msgspec.convert({key: args[key]}, Args, strict=False), attr))
-        except (msgspec.ValidationError, TypeError, OverflowError):
-            pass
+def _fieldwise(struct: type, values: dict[str, Any], convert: Callable[[str, Any], Any]) -> Any:
+    """``struct`` from ``values``, each key converted on its own (``convert(key, value)`` -> a
+    ``struct`` with that field set): a key of the wrong type is left out (its default kept)."""
+    out = struct()
+    for f in msgspec.structs.fields(struct):
+        if f.encode_name in values:
+            try:
+                setattr(out, f.name, getattr(convert(f.encode_name, values[f.encode_name]), f.name))
+            except (msgspec.DecodeError, TypeError, OverflowError, RecursionError):  # (ValidationError too)
+                pass
     return out
 
 
