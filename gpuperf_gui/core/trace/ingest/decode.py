@@ -1,12 +1,11 @@
-"""Text -> typed events: JSON decoding, the decoder's memory cost, repair, skipping, salvage.
+"""Text -> typed events: the msgspec structs both decoders use, and the whole-file decode.
 
-The hot path is one ``msgspec.json.decode`` into ``gc=False`` structs with the garbage collector off
-(see docs/reference/environment.md: typed msgspec is the fastest and leanest decoder measured),
-straight from the text read by :mod:`.source` (no copy of the text is ever made on that path).
-Everything else here is the tolerant slow path for files that are not clean JSON: each repair is
-picked from where and why the decoder stopped, an event with fields of the wrong type or broken
-syntax is skipped and counted, and a file cut short keeps its complete events. Every message says
-what was wrong and at which byte or event.
+The structs (``gc=False``, made from :data:`.schema.FIELDS`) are decoded with the garbage collector
+off: typed msgspec is the fastest and leanest decoder measured (docs/reference/environment.md).
+Clean files are decoded chunk by chunk (:mod:`.stream_decode`); a file that is not clean JSON is read
+whole and decoded here (:func:`decode_trace`): each repair is picked from where and why the decoder
+stopped, an event with fields of the wrong type or broken syntax is skipped and counted, and a file
+cut short keeps its complete events. Every message says what was wrong and at which byte or event.
 """
 from __future__ import annotations
 

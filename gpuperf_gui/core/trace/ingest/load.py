@@ -102,9 +102,8 @@ def discover_files(paths: Iterable[Path | str]) -> list[Path]:
 
 def _looks_like_trace(path: Path) -> bool:
     name = path.name.lower()
-    if name.endswith((".meta.json", ".key_averages.txt")) or name == "ceilings.json":
-        return False
-    return name.endswith(TRACE_SUFFIXES)
+    not_traces = name.endswith((".meta.json", ".key_averages.txt")) or name == "ceilings.json"
+    return name.endswith(TRACE_SUFFIXES) and not not_traces
 
 
 @dataclass(frozen=True)
