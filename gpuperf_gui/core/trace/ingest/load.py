@@ -53,13 +53,9 @@ def load_rank(path: Path | str, *, max_bytes: int | None = DEFAULT_MAX_BYTES, or
 
     ``memory_budget`` (bytes, default :data:`.budget.DEFAULT_MEMORY_BUDGET_BYTES`) bounds the
     memory of the load: the file is refused as soon as reading shows that decoding it would not fit.
-
-    Raises
-    ------
-    TraceFormatError
-        The file is not a trace or not a regular file (the message names the file and the
-        reason), it is over ``max_bytes`` (decompressed), or (:class:`.budget.MemoryBudgetError`)
-        it would not fit the memory budget.
+    Raises :class:`TraceFormatError` when the file is not a trace or not a regular file (the message
+    names the file and the reason), is over ``max_bytes`` (decompressed), or
+    (:class:`.budget.MemoryBudgetError`) would not fit the memory budget.
     """
     path = Path(path)
     budget = MemoryBudget.of(memory_budget)
