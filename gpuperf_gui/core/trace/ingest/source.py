@@ -174,19 +174,17 @@ class TraceStream:
 
     def _gunzip(self) -> Iterator[bytes]:
         decomp: Any = _gzip_codec.decompressobj(wbits=31)
-        produced = 0
         while chunk := self._fh.read(READ_CHUNK_BYTES):
             data = chunk
             while data:
                 try:
                     out = decomp.decompress(data, OUT_CHUNK_BYTES)
                 except _gzip_codec.error as exc:
-                    if not produced:
+                    if not self.text_bytes:  # (counted by __iter__ as each chunk goes out)
                         raise TraceFormatError(f"{self.path}: corrupt gzip data: {exc}") from None
                     self.stream_truncated, self.stream_error = True, f"corrupt gzip data: {exc}"
                     return  # keep what decompressed before the damage
                 if out:
-                    produced += len(out)
                     yield out
                 if decomp.unconsumed_tail:
                     data = decomp.unconsumed_tail
@@ -199,7 +197,7 @@ class TraceStream:
                 else:
                     data = b""
         if not decomp.eof:
-            if not produced:
+            if not self.text_bytes:
                 raise TraceFormatError(f"{self.path}: corrupt or truncated gzip data: nothing decompresses")
             self.stream_truncated, self.stream_error = True, "gzip stream cut short"
 
