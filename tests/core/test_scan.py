@@ -195,7 +195,7 @@ def scan_threads_used(monkeypatch: pytest.MonkeyPatch) -> list:
     real_finish = stream_decode._Splitter.finish
 
     def finish(self):  # noqa: ANN001, ANN202
-        if self._decoder.threads > 1:  # started with threads (a run handed back stops them)
+        if self._max_in_flight:  # started with threads (a run handed back stops them)
             finished.append(1)
         return real_finish(self)
 

@@ -22,13 +22,11 @@ def test_owned_chunks_are_the_file_bytes_as_bytearrays(tmp_path: Path, monkeypat
                                                        chunk_bytes: int) -> None:
     monkeypatch.setattr(source, "OUT_CHUNK_BYTES", chunk_bytes)
     path = _trace(tmp_path / "t.json", 40)
-    with source.TraceStream(path, own_chunks=True) as stream:
+    with source.TraceStream(path) as stream:
         chunks = list(stream)
         assert stream.at_end()
     assert all(type(c) is bytearray for c in chunks)
     assert b"".join(chunks) == path.read_bytes()
-    with source.TraceStream(path) as stream:
-        assert all(type(c) is bytes for c in stream)
 
 
 def test_a_file_read_whole_in_one_chunk_streams_all_its_events(tmp_path: Path) -> None:

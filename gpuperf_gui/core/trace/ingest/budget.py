@@ -1,11 +1,9 @@
 """One memory budget for loading traces: what a load may use, checked before and while it reads.
 
-The reader (:mod:`.source`) counts the decompressed bytes and the events they hold as it streams
-them, and asks :meth:`MemoryBudget.check` whether decoding that much would fit. The cost model is
-the decoder's own (:func:`.decode.estimated_load_bytes`), so a faster or leaner decoder changes
-only that function. A load that would not fit is refused early, with a message that names the
-budget and how to raise it; peak memory of a load stays under the budget plus a fixed overhead
-(the interpreter, numpy and the decoder's modules).
+Each decoder asks :meth:`MemoryBudget.check`, after every chunk it reads, whether its own cost model
+(:func:`.decode.estimated_load_bytes`, :func:`.stream_decode.streamed_load_bytes`) fits. A load that
+would not fit is refused early, with a message that names the budget and how to raise it; peak
+memory of a load stays under the budget plus a fixed overhead (the interpreter, numpy, the modules).
 
 >>> MemoryBudget(2_000_000_000).describe()
 '2 GB'
@@ -14,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import NoReturn
 
 from ...units import format_bytes
 from ..model.trace_model import TraceFormatError
@@ -27,9 +24,8 @@ MAX_MEMORY_BUDGET_BYTES = 10**15
 """Largest budget accepted (1 PB): anything above is a typo, not a machine."""
 WINDOW_EVENT_BYTES = 60.0
 """Memory per event that the window's process and the transfer file (``/dev/shm``) hold while the
-helper interpreter loads for the window (:meth:`MemoryBudget.for_window`): the process tree's peak
-grows 200 B per event, the helper's 140 B (benchmarks/trace_tab_scale.py, 1M and 2M tiny events);
-unseen by the helper's own cost model, 10^7 tiny events passed a 2 GB budget at a 2.25 GB peak."""
+helper interpreter loads for the window (:meth:`MemoryBudget.for_window`), unseen by the helper's
+own cost model: the tree's peak grows 200 B an event, the helper's 140 B (benchmarks/trace_tab_scale.py)."""
 HOW_TO_RAISE = ("raise it with the --memory-budget option (e.g. --memory-budget 8GB), or in the window "
                 "with File ▸ Trace memory budget…")
 
@@ -83,9 +79,6 @@ class MemoryBudget:
         of ``events``) is over the budget."""
         total = self.tree_bytes(need_bytes, events)
         if total > self.limit_bytes:
-            self.refuse(path, total, what)
-
-    def refuse(self, path: Path | str, need_bytes: float, what: str) -> NoReturn:
-        raise MemoryBudgetError(
-            f"{path}: {what} would need about {format_bytes(need_bytes, decimal=True)} of memory, over the "
-            f"{self.describe()} memory budget; {HOW_TO_RAISE}")
+            raise MemoryBudgetError(
+                f"{path}: {what} would need about {format_bytes(total, decimal=True)} of memory, over the "
+                f"{self.describe()} memory budget; {HOW_TO_RAISE}")

@@ -1,12 +1,11 @@
-"""Text -> typed events: JSON decoding, the decoder's memory cost, repair, skipping, salvage.
+"""Text -> typed events: the msgspec structs both decoders use, and the whole-file decode.
 
-The hot path is one ``msgspec.json.decode`` into ``gc=False`` structs with the garbage collector off
-(see docs/reference/environment.md: typed msgspec is the fastest and leanest decoder measured),
-straight from the text read by :mod:`.source` (no copy of the text is ever made on that path).
-Everything else here is the tolerant slow path for files that are not clean JSON: each repair is
-picked from where and why the decoder stopped, an event with fields of the wrong type or broken
-syntax is skipped and counted, and a file cut short keeps its complete events. Every message says
-what was wrong and at which byte or event.
+The structs (``gc=False``, made from :data:`.schema.FIELDS`) are decoded with the garbage collector
+off: typed msgspec is the fastest and leanest decoder measured (docs/reference/environment.md).
+Clean files are decoded chunk by chunk (:mod:`.stream_decode`); a file that is not clean JSON is read
+whole and decoded here (:func:`decode_trace`): each repair is picked from where and why the decoder
+stopped, an event with fields of the wrong type or broken syntax is skipped and counted, and a file
+cut short keeps its complete events. Every message says what was wrong and at which byte or event.
 """
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Union
+from typing import Any, Callable, Iterator, Union
 
 import msgspec
 
@@ -23,6 +22,8 @@ import numpy as np
 
 from ..vocabulary import schema
 from .budget import MemoryBudget
+from .source import EventCounter, TraceStream
+from ...units import format_bytes
 from ..model.trace_model import NotATraceError, TraceFormatError, Truncation
 
 DEFAULT_MAX_BYTES = 4 * 1024**3
@@ -103,8 +104,6 @@ class Decoded:
     warnings: list[str] = field(default_factory=list)
     skipped: int = 0
     """Entries of the events list dropped because they are not events or have fields of wrong types."""
-    first_skipped: str = ""
-    """Which entry was the first dropped (event index, byte) and why."""
 
 
 _FILE_DECODER_LAX = msgspec.json.Decoder(TraceFile, strict=False)  # "NaN" strings -> float nan
@@ -134,18 +133,32 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def decode_trace(text: Text, path: Path, stream_truncated: bool = False, *, compressed: bool = False,
-                 budget: MemoryBudget | int | None = None, stream_error: str = "") -> Decoded:
-    """Decode trace text into typed events, repairing, skipping or salvaging where possible.
+def decode_trace(path: Path, budget: MemoryBudget, max_bytes: int | None) -> Decoded:
+    """Read a file whole into one buffer and decode it into typed events, repairing, skipping or
+    salvaging where possible.
 
-    Raises :class:`TraceFormatError` when the text is not a trace: not JSON (the message gives the
-    byte, line and column where it stops being JSON, and why), a JSON object without a
+    The file is refused as soon as reading it shows that decoding it would not fit ``budget``
+    (:func:`estimated_load_bytes`: checked before reading a plain file, from its size, and after every
+    chunk). Raises :class:`TraceFormatError` when the text is not a trace: not JSON (the message gives
+    the byte, line and column where it stops being JSON, and why), a JSON object without a
     ``traceEvents`` list, or a JSON value that is neither an object nor an array. (A trace whose
     events are all unusable is refused later, by :func:`.build.build_rank`.) Repairs that copy the
     text are checked against ``budget`` first.
     """
-    decoded = _Decoding(text, Path(path), stream_truncated, compressed, MemoryBudget.of(budget),
-                        stream_error).run()
+    with TraceStream(path, max_bytes) as stream:
+        if not stream.compressed:
+            budget.check(path, estimated_load_bytes(stream.file_bytes, 0),
+                         f"loading this {format_bytes(stream.file_bytes, decimal=True)} file")
+        text = bytearray()
+        counter = EventCounter()
+        for chunk in stream:
+            text += chunk  # grows in place (realloc), so no second copy of the text
+            counter.feed(chunk)
+            budget.check(path, estimated_load_bytes(len(text), counter.events), events=counter.events, what=
+                         f"loading this trace ({format_bytes(len(text), decimal=True)} of JSON "
+                         f"{'decompressed so far' if stream.compressed else 'read so far'}, "
+                         f"at least {counter.events:,} events)")
+    decoded = _Decoding(text, stream, Path(path), budget).run()
     if decoded.events is None:
         raise NotATraceError(f"{path}: no traceEvents list: a JSON object, but not a Chrome/Kineto trace")
     return decoded
@@ -159,32 +172,26 @@ _MSGSPEC_BYTE = re.compile(r"\(byte (\d+)\)")
 class _Decoding:
     """One file's decode: the fast typed decode, then error-guided repairs, skips and salvage."""
 
-    def __init__(self, text: Text, path: Path, stream_truncated: bool, compressed: bool,
-                 budget: MemoryBudget, stream_error: str) -> None:
-        self.text, self.path, self.budget = text, path, budget
-        self.stream_truncated, self.compressed = stream_truncated, compressed
-        self.stream_error = stream_error
-        self.end = len(text)  # the first JSON document ends here (a second one may follow)
+    def __init__(self, text: bytearray, read: TraceStream, path: Path, budget: MemoryBudget) -> None:
+        self.text = text  # a bytearray, as every repair's text: blanked and closed in place
+        self.path, self.budget = path, budget
+        self.stream_truncated, self.compressed, self.stream_error = (read.stream_truncated, read.compressed,
+                                                                     read.stream_error)
+        start = _content_start(self.text)
+        self.list_form = self.text[start:start + 1] == b"["  # (repairs keep the first byte)
+        self.end = len(self.text)  # the first JSON document ends here (a second one may follow)
         self.lax = False  # after quoting NaN/Infinity literals: "NaN" strings decode as floats
         self.warnings: list[str] = []
         self.repairs_done: set[str] = set()
         self.syntax_skips: list[tuple[int, str]] = []
         self.last_error = ""
 
-    def _first_byte(self) -> bytes:
-        start = _content_start(self.text)
-        return bytes(self.text[start:start + 1])
-
     def view(self) -> Text:
         return self.text if self.end == len(self.text) else memoryview(self.text)[: self.end]
 
     def run(self) -> Decoded:
-        start = _content_start(self.text)
-        if start == len(self.text):
+        if _content_start(self.text) == len(self.text):  # (the reader refused any other first byte)
             raise TraceFormatError(f"{self.path}: empty file{' (after decompression)' if self.compressed else ''}")
-        if self.text[start:start + 1] not in (b"{", b"["):
-            what = "the decompressed data" if self.compressed else "the data"
-            raise TraceFormatError(f"{self.path}: not JSON, so not a trace ({what} does not start with '{{' or '[')")
         with gc_paused():
             for _ in range(_MAX_REPAIRS + _MAX_SKIPPED_SYNTAX + 2):
                 try:
@@ -202,16 +209,12 @@ class _Decoding:
         """The typed decode; events of the wrong types are skipped one by one (a syntax error
         anywhere raises ``msgspec.DecodeError``)."""
         try:
-            return self._typed()
-        except msgspec.ValidationError as exc:
-            return self._per_event(str(exc))
-
-    def _typed(self) -> Decoded:
-        text = self.view()
-        if self._first_byte() == b"[":
-            decoder = _EVENTS_DECODER_LAX if self.lax else _EVENTS_DECODER
-            return Decoded(decoder.decode(text), TraceFile())
-        meta = (_FILE_DECODER_LAX if self.lax else _FILE_DECODER).decode(text)
+            if self.list_form:
+                decoder = _EVENTS_DECODER_LAX if self.lax else _EVENTS_DECODER
+                return Decoded(decoder.decode(self.view()), TraceFile())
+            meta = (_FILE_DECODER_LAX if self.lax else _FILE_DECODER).decode(self.view())
+        except msgspec.ValidationError:
+            return self._per_event()
         events = meta.traceEvents
         meta.traceEvents = []
         return Decoded(events, meta)  # events None: no traceEvents key
@@ -224,7 +227,6 @@ class _Decoding:
             decoded.warnings.append(
                 f"skipped {len(self.syntax_skips)} event{'s' if len(self.syntax_skips) > 1 else ''} "
                 f"with broken JSON syntax (first at byte {first_byte:,}: {why})")
-            decoded.first_skipped = decoded.first_skipped or f"byte {first_byte:,}: {why}"
         return decoded
 
     # -- recovering from a syntax error ------------------------------------------------------------
@@ -244,9 +246,10 @@ class _Decoding:
             if name in self.repairs_done or not needed(self.text, at, message):
                 continue
             self.repairs_done.add(name)
-            self._copy_check(f"repairing it ({name})")
+            self.budget.check(self.path, estimated_load_bytes(2 * len(self.text), 0),
+                              f"repairing it ({name})")
             view = self.view()  # a second document after ``end`` is ignored: repair only the first
-            self.text = repair(bytes(view) if isinstance(view, memoryview) else view)
+            self.text = bytearray(repair(bytes(view) if isinstance(view, memoryview) else view))
             self.end = len(self.text)
             if name == "NaN/Infinity literals read as numbers":
                 self.lax = True
@@ -255,9 +258,6 @@ class _Decoding:
         if at is not None and "truncated" not in message and not self.stream_truncated:
             return self._skip_broken_event(at, message)
         return False
-
-    def _copy_check(self, what: str) -> None:
-        self.budget.check(self.path, estimated_load_bytes(2 * len(self.text), 0), what)
 
     def _skip_broken_event(self, at: int, message: str) -> bool:
         """Blank out the event around byte ``at`` (an event of the events array with broken syntax)."""
@@ -270,9 +270,6 @@ class _Decoding:
         if region is None:
             return False
         lo, hi = region
-        if not isinstance(self.text, bytearray):
-            self._copy_check("skipping a broken event")
-            self.text = bytearray(self.text)
         self.syntax_skips.append((at, _describe_syntax_error(message, self.text, at)))
         self.text[lo:hi] = b" " * (hi - lo)
         return True
@@ -307,9 +304,6 @@ class _Decoding:
         if start is None:
             return None
         body_start, suffix = start
-        if not isinstance(self.text, bytearray):
-            self._copy_check("salvaging a file cut short")
-            self.text = bytearray(self.text)
         total = self.end
         try:
             self.text += b" " * len(suffix)  # room to close the array after any cut point
@@ -317,8 +311,8 @@ class _Decoding:
             self.text = bytearray(self.text) + b" " * len(suffix)
         reason = self.stream_error or ("gzip stream cut short" if self.stream_truncated else "JSON cut short")
         at = _error_byte(self.last_error)  # a damaged stream can decompress to garbage: cut before it
-        pos, attempts = total if at is None else min(total, at), 0
-        while attempts < _MAX_SALVAGE_ATTEMPTS:
+        pos, attempts, decoded, used = total if at is None else min(total, at), 0, None, body_start
+        while decoded is None and attempts < _MAX_SALVAGE_ATTEMPTS:
             pos = self.text.rfind(b"}", body_start, pos)
             if pos < 0:
                 break
@@ -326,19 +320,13 @@ class _Decoding:
             if nxt[:1] not in (b",", b"]", b""):
                 continue
             attempts += 1
-            decoded = self._decode_closed(pos + 1, suffix)
-            if decoded is not None and decoded.events is None:
-                return decoded  # "traceEvents" was only a string in the text: not a trace
-            if decoded is not None:
-                decoded.truncation = Truncation(bytes_total=total, bytes_used=pos + 1,
-                                                events_kept=len(decoded.events), reason=reason)
-                return decoded
-        if attempts:
+            decoded, used = self._decode_closed(pos + 1, suffix), pos + 1
+        if decoded is None and attempts:
             return None  # complete-looking events, none of which decodes: not a cut, a broken file
-        decoded = self._decode_closed(body_start, suffix)  # nothing complete after the array opened
-        if decoded is None or decoded.events is None:
-            return decoded
-        decoded.truncation = Truncation(total, body_start, 0, reason)
+        if decoded is None:  # nothing complete after the array opened
+            decoded = self._decode_closed(body_start, suffix)
+        if decoded is not None and decoded.events is not None:  # (None: "traceEvents" was only a string)
+            decoded.truncation = Truncation(total, used, len(decoded.events), reason)
         return decoded
 
     def _decode_closed(self, cut: int, suffix: bytes) -> Decoded | None:
@@ -354,12 +342,12 @@ class _Decoding:
             self.end = end
 
     # -- skipping events of the wrong types --------------------------------------------------------
-    def _per_event(self, reason: str) -> Decoded:
+    def _per_event(self) -> Decoded:
         """Slow path: decode the event list as raw slices, then each event on its own; an event
         that does not decode is skipped and counted (its index, byte and why are reported)."""
         text = self.view()
         try:
-            if self._first_byte() == b"[":
+            if self.list_form:
                 raw_events, meta = _RAW_LIST_DECODER.decode(text), TraceFile()
             else:
                 top = _TOP_DECODER.decode(text)
@@ -371,7 +359,8 @@ class _Decoding:
                     raise NotATraceError(f"{self.path}: traceEvents is not a list (it starts with "
                                            f"{head!r}): not a Chrome/Kineto trace")
                 raw_events = _RAW_LIST_DECODER.decode(raw_list)
-                meta = _lenient_meta(top, self.lax)
+                meta = _fieldwise(TraceFile, top, lambda key, raw: msgspec.json.decode(
+                    b'{"%s":%s}' % (key.encode(), bytes(raw)), type=TraceFile, strict=not self.lax))
         except msgspec.ValidationError as exc:
             raise NotATraceError(f"{self.path}: not a trace: {exc} (the trace is a JSON object with a "
                                    "traceEvents list, or a JSON list of events)") from None
@@ -396,7 +385,7 @@ class _Decoding:
             else:
                 args_dropped += 1
                 events.append(event)
-        decoded = Decoded(events, meta, skipped=skipped, first_skipped=first)
+        decoded = Decoded(events, meta, skipped=skipped)
         if skipped:
             decoded.warnings.append(f"skipped {skipped:,} bad event{'s' if skipped > 1 else ''} of "
                                     f"{len(raw_events):,} (first: {first})")
@@ -439,21 +428,6 @@ def _offset_in(raw: msgspec.Raw, text: Text) -> int:
     return offset if 0 <= offset < len(text) else -1
 
 
-def _lenient_meta(top: dict[str, msgspec.Raw], lax: bool) -> TraceFile:
-    """The trace's top-level keys, each decoded on its own; a key of the wrong type is left out."""
-    meta = TraceFile()
-    for key in TraceFile.__struct_fields__:
-        raw = top.get(key)
-        if raw is None or key == "traceEvents":
-            continue
-        try:
-            one = msgspec.json.decode(b'{"%s":%s}' % (key.encode(), bytes(raw)), type=TraceFile, strict=not lax)
-            setattr(meta, key, getattr(one, key))
-        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
-            pass
-    return meta
-
-
 def _content_start(text: Text) -> int:
     """Offset of the first non-whitespace byte (``len(text)`` if none); no copy, unlike ``lstrip``."""
     return _LEADING_SPACE.match(text).end()
@@ -478,22 +452,21 @@ def _convert_event(raw: msgspec.Raw, lax: bool) -> Any:
     try:
         event.args = msgspec.convert(args, Args, strict=False)
     except (msgspec.ValidationError, TypeError, OverflowError):
-        event.args = _convert_args_fieldwise(args)
+        event.args = _fieldwise(Args, args,
+                                lambda key, value: msgspec.convert({key: value}, Args, strict=False))
     return event
 
 
-_ARG_KEYS = {f.encode_name: f.name for f in msgspec.structs.fields(Args)}
-
-
-def _convert_args_fieldwise(args: dict) -> Args:
-    out = Args()
-    for key, attr in _ARG_KEYS.items():
-        if key not in args:
-            continue
-        try:
-            setattr(out, attr, getattr(msgspec.convert({key: args[key]}, Args, strict=False), attr))
-        except (msgspec.ValidationError, TypeError, OverflowError):
-            pass
+def _fieldwise(struct: type, values: dict[str, Any], convert: Callable[[str, Any], Any]) -> Any:
+    """``struct`` from ``values``, each key converted on its own (``convert(key, value)`` -> a
+    ``struct`` with that field set): a key of the wrong type is left out (its default kept)."""
+    out = struct()
+    for f in msgspec.structs.fields(struct):
+        if f.encode_name in values:
+            try:
+                setattr(out, f.name, getattr(convert(f.encode_name, values[f.encode_name]), f.name))
+            except (msgspec.DecodeError, TypeError, OverflowError, RecursionError):  # (ValidationError too)
+                pass
     return out
 
 
@@ -512,49 +485,24 @@ def _at(text: Text, at: int | None, width: int = 12) -> bytes:
     return b"" if at is None else bytes(text[max(0, at - 1): at + width])
 
 
-def _fix_utf8(text: Text) -> bytearray:
-    return bytearray(bytes(text).decode("utf-8", errors="replace").encode("utf-8"))
-
-
-def _fix_control(text: Text) -> bytearray:
-    return bytearray(bytes(text).translate(_CONTROL_TABLE))
-
-
-def _fix_na(text: Text) -> bytearray:
-    return bytearray(_NA.sub(rb'\1"N/A"', text))
-
-
-def _fix_trailing_commas(text: Text) -> bytearray:
-    return bytearray(_TRAILING_COMMA.sub(rb"\1", text))
-
-
-def _fix_non_finite(text: Text) -> bytearray:
-    return bytearray(_NON_FINITE.sub(rb'\1"\2"', text))
-
-
-def _fix_lone_surrogates(text: Text) -> bytearray:
-    return bytearray(_LONE_SURROGATE.sub(rb"\1\\ufffd", text))
-
-
-def _has_control(text: Text, at: int | None, message: str) -> bool:
-    return "invalid character" in message and at is not None and at < len(text) and text[at] < 32
-
-
 _REPAIRS = (
-    ("invalid UTF-8 replaced", lambda t, at, m: "UTF-8" in m, _fix_utf8),
+    ("invalid UTF-8 replaced", lambda t, at, m: "UTF-8" in m,
+     lambda t: bytes(t).decode("utf-8", errors="replace").encode("utf-8")),
     ("NaN/Infinity literals read as numbers",
-     lambda t, at, m: b"NaN" in _at(t, at) or b"Infinity" in _at(t, at), _fix_non_finite),
+     lambda t, at, m: b"NaN" in _at(t, at) or b"Infinity" in _at(t, at),
+     lambda t: _NON_FINITE.sub(rb'\1"\2"', t)),
     ("lone UTF-16 surrogates replaced",
      lambda t, at, m: ("surrogate" in m or "truncated" in m) and _LONE_SURROGATE.search(t) is not None,
-     _fix_lone_surrogates),
-    ("control characters in strings", _has_control, _fix_control),
-    ("bare N/A quoted", lambda t, at, m: b"N/A" in _at(t, at), _fix_na),
-    ("trailing commas removed", lambda t, at, m: "trailing comma" in m, _fix_trailing_commas),
+     lambda t: _LONE_SURROGATE.sub(rb"\1\\ufffd", t)),
+    ("control characters in strings",
+     lambda t, at, m: "invalid character" in m and at is not None and at < len(t) and t[at] < 32,
+     lambda t: bytes(t).translate(_CONTROL_TABLE)),
+    ("bare N/A quoted", lambda t, at, m: b"N/A" in _at(t, at), lambda t: _NA.sub(rb'\1"N/A"', t)),
+    ("trailing commas removed", lambda t, at, m: "trailing comma" in m,
+     lambda t: _TRAILING_COMMA.sub(rb"\1", t)),
 )
 
 _EVENT_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
-
-
 _LAST_EVENT_END = re.compile(rb"\}\s*\]")
 
 

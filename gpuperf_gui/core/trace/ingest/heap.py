@@ -3,21 +3,17 @@
 A load writes each event's columns several times (scanned, joined, sorted into lanes), each time into
 a new array of tens of megabytes. glibc maps every block over its mmap threshold afresh and unmaps it
 on free, and numpy asks for transparent huge pages on big arrays: every new array is page-faulted and
-zeroed by the kernel again. On a 10M-event trace that was 3.5 s of system time out of 13 s of CPU
-(``perf``: ``clear_page_erms`` under ``do_huge_pmd_anonymous_page``). :func:`reused_heap` keeps big
-blocks on the heap while a load runs, so a freed column's pages serve the next one, and gives the
-free pages back to the system when the load ends (``malloc_trim``): the load's peak is unchanged,
-and the process holds less after it than before (glibc had kept ~0.5 GB of a 10M load's freed blocks).
+zeroed by the kernel again (``clear_page_erms`` in ``perf``: 3.5 s of 13 s CPU on 10M events).
+:func:`reused_heap` keeps big blocks on the heap while a load runs, so a freed column's pages serve
+the next one, and gives the free pages back when the load ends (``malloc_trim``): the load's peak is
+unchanged, and the process holds less after it than before.
 
 These are process-wide settings, so only a process that exists for loads makes them: it calls
-:func:`enable_reused_heap` first (the loading helper, through its initializer
-:data:`HELPER_INITIALIZER`, and the ``gpuperf`` console command, ``cli.entry``). In any other process
-(the window's, a notebook's ``Trace``) :func:`reused_heap` changes nothing. Why not for the whole
-life of the process (``GLIBC_TUNABLES=glibc.malloc.mmap_max=0`` at start): the analysis after a load
-would then keep every freed block too; ``gpuperf diagnose`` of 1M events peaked 10 % higher
-(189 MB instead of 171 MB).
-
-Elsewhere than glibc it does nothing (:data:`_LIBC` None; a test sets it None to see that case).
+:func:`enable_reused_heap` first (the loading helper, through :data:`HELPER_INITIALIZER`, and the
+``gpuperf`` console command, ``cli.entry``). Elsewhere (the window's process, a notebook's ``Trace``,
+a libc that is not glibc: :data:`_LIBC` None) :func:`reused_heap` changes nothing. Not for the whole
+life of the process (``GLIBC_TUNABLES=glibc.malloc.mmap_max=0``): the analysis after a load would
+then keep every freed block too (``gpuperf diagnose`` of 1M events peaked 10 % higher).
 """
 from __future__ import annotations
 

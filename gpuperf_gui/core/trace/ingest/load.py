@@ -19,6 +19,7 @@ import queue
 import threading
 from contextlib import nullcontext
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence, TypeVar
 
@@ -26,20 +27,18 @@ from .budget import MemoryBudget
 from . import stream_decode
 from .build import build_rank
 from .heap import reused_heap
-from .decode import DEFAULT_MAX_BYTES, decode_trace, estimated_load_bytes, gc_paused
+from .decode import DEFAULT_MAX_BYTES, decode_trace, gc_paused
 from ..model.trace_model import NotATraceError, RankTrace, TraceFormatError
-from .source import read_trace_text, text_size_hint
+from .source import text_size_hint
 
 if TYPE_CHECKING:  # imported when a pool starts: a single-file load never pays for them
     from concurrent.futures import ProcessPoolExecutor
 
 MANY_RANKS = 32
 """More rank files than this open as a job overview from compact results, a rank's lanes on demand;
-`gpuperf diagnose` of more rank files analyses them as compact results too.
-Why 32: the lanes of more ranks cannot be read side by side (a rank has 4 to 20 lanes: 32 ranks
-already stack 130+), and holding them costs the window every rank's events, where a compact result
-is ~20 kB a rank whatever its events (benchmarks/many_ranks_gui.py: 256 ranks of 11.8k events grow
-the window 619 MB loaded in full, 24 MB as an overview)."""
+`gpuperf diagnose` of more rank files analyses them as compact results too. Why 32: the lanes of more
+ranks cannot be read side by side (32 ranks already stack 130+ lanes), and holding them costs the
+window every rank's events, where a compact result is ~20 kB a rank (benchmarks/many_ranks_gui.py)."""
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".gz", ".tmp", ".json.tmp")
 REUSED_HEAP_MIN_BYTES = 32 << 20
@@ -54,22 +53,17 @@ def load_rank(path: Path | str, *, max_bytes: int | None = DEFAULT_MAX_BYTES, or
 
     ``memory_budget`` (bytes, default :data:`.budget.DEFAULT_MEMORY_BUDGET_BYTES`) bounds the
     memory of the load: the file is refused as soon as reading shows that decoding it would not fit.
-
-    Raises
-    ------
-    TraceFormatError
-        The file is not a trace or not a regular file (the message names the file and the
-        reason), it is over ``max_bytes`` (decompressed), or (:class:`.budget.MemoryBudgetError`)
-        it would not fit the memory budget.
+    Raises :class:`TraceFormatError` when the file is not a trace or not a regular file (the message
+    names the file and the reason), is over ``max_bytes`` (decompressed), or
+    (:class:`.budget.MemoryBudgetError`) would not fit the memory budget.
     """
     path = Path(path)
     budget = MemoryBudget.of(memory_budget)
     heap = reused_heap() if text_size_hint(path) >= REUSED_HEAP_MIN_BYTES else nullcontext()
-    with heap:
-        if stream_decode.ENABLED:  # clean files: chunk by chunk, straight into columns
-            rank = stream_decode.load_rank_streamed(path, budget=budget, max_bytes=max_bytes, order_index=order_index)
-            if rank is not None:
-                return rank
+    with heap:  # clean files: chunk by chunk, straight into columns
+        rank = stream_decode.load_rank_streamed(path, budget=budget, max_bytes=max_bytes, order_index=order_index)
+        if rank is not None:
+            return rank
         return load_rank_whole(path, max_bytes=max_bytes, order_index=order_index, memory_budget=budget)
 
 
@@ -79,10 +73,7 @@ def load_rank_whole(path: Path | str, *, max_bytes: int | None = DEFAULT_MAX_BYT
     salvaged where needed), then built. Every file that the streamed decode does not take."""
     path = Path(path)
     budget = MemoryBudget.of(memory_budget)
-    text = read_trace_text(path, budget, estimated_load_bytes, max_bytes)
-    decoded = decode_trace(text.data, path, text.stream_truncated, compressed=text.compressed,
-                           budget=budget, stream_error=text.stream_error)
-    del text
+    decoded = decode_trace(path, budget, max_bytes)
     with gc_paused():
         return build_rank(decoded, path, order_index)
 
@@ -107,9 +98,8 @@ def discover_files(paths: Iterable[Path | str]) -> list[Path]:
 
 def _looks_like_trace(path: Path) -> bool:
     name = path.name.lower()
-    if name.endswith((".meta.json", ".key_averages.txt")) or name == "ceilings.json":
-        return False
-    return name.endswith(TRACE_SUFFIXES)
+    not_traces = name.endswith((".meta.json", ".key_averages.txt")) or name == "ceilings.json"
+    return name.endswith(TRACE_SUFFIXES) and not not_traces
 
 
 @dataclass(frozen=True)
@@ -159,8 +149,7 @@ def plan_workers(files: Sequence[Path], budget: MemoryBudget, workers: int | Non
     sizes = [text_size_hint(f) for f in files]
     largest = max(sizes, default=0)
     events = largest // stream_decode.TYPICAL_EVENT_BYTES
-    need = budget.tree_bytes(stream_decode.streamed_load_bytes(events, 0, 0) if stream_decode.ENABLED
-                             else estimated_load_bytes(largest, events), events)
+    need = budget.tree_bytes(stream_decode.streamed_load_bytes(events, 0, 0), events)
     fits = int(budget.limit_bytes // need) if need > 0 else wanted
     n_workers = max(1, min(wanted, fits))
     share = budget.share(n_workers)
@@ -196,14 +185,7 @@ def iter_per_file(files: Sequence[Path], work: Callable[..., _T], stop: threadin
         for i, f in enumerate(files):
             if stop.is_set():
                 return
-            try:
-                result = work(f, order_index=i)
-            except Exception as exc:  # noqa: BLE001 - reported per file when collecting
-                if not collect_failures:
-                    raise
-                yield i, _failure(f, exc)
-                continue
-            yield i, result
+            yield i, _outcome(partial(work, f, order_index=i), f, collect_failures)
         return
     from concurrent.futures import Future, ProcessPoolExecutor
 
@@ -234,20 +216,23 @@ def iter_per_file(files: Sequence[Path], work: Callable[..., _T], stop: threadin
             for i in sorted(batch):
                 if stop.is_set():
                     return
-                try:
-                    result = futures[i].result()
-                except Exception as exc:  # noqa: BLE001 - reported per file when collecting
-                    if not collect_failures:
-                        raise
-                    yield i, _failure(files[i], exc)
-                    continue
-                yield i, result
+                yield i, _outcome(futures[i].result, files[i], collect_failures)
         finished = pending == 0
     finally:
         if finished:
             pool.shutdown(wait=True)
         else:
             _abandon(pool)
+
+
+def _outcome(result: Callable[[], _T], path: Path, collect_failures: bool) -> _T | FileFailure:
+    """``result()``, or with ``collect_failures`` the :class:`FileFailure` of what it raised."""
+    try:
+        return result()
+    except Exception as exc:  # noqa: BLE001 - reported per file when collecting
+        if not collect_failures:
+            raise
+        return _failure(path, exc)
 
 
 def _failure(path: Path, exc: Exception) -> FileFailure:

@@ -1,25 +1,21 @@
-"""Reading a trace file: regular files only, gzip by magic bytes, streamed under the memory budget.
+"""Reading a trace file: regular files only, gzip by magic bytes, in bounded chunks.
 
-:class:`TraceStream` yields the decompressed text in bounded chunks (a chunked decoder can consume
-them directly); :func:`read_trace_text` gathers them into one buffer. Either way the budget is
-checked after every chunk, from the bytes so far and the events they hold, so a gzip bomb or a
-trace too large for the budget is refused while it is read, not after. One pass, one codec:
-python-isal when installed (about 2.5x faster than zlib), else zlib.
+:class:`TraceStream` yields the decompressed text in chunks; its readers (the streamed decode,
+:func:`.decode.decode_trace`) check the memory budget after every chunk, so a gzip bomb or a trace
+too large for the budget is refused while it is read, not after. One pass, one codec: python-isal
+when installed (about 2.5x faster than zlib), else zlib.
 
->>> text = read_trace_text(Path("rank0.json.gz"), MemoryBudget(), estimated_load_bytes)  # doctest: +SKIP
+>>> chunks = list(TraceStream(Path("rank0.json.gz")))  # doctest: +SKIP
 """
 from __future__ import annotations
 
 import os
 import re
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterator
+from typing import Any, BinaryIO, Iterator
 
 from ...regular_files import UnusableStateFile, open_regular
-from ...units import format_bytes
-from .budget import MemoryBudget
 from ..model.trace_model import TraceFormatError
 
 try:  # python-isal ("isal" on PyPI): zlib's API, decompresses about 2.5x faster; optional
@@ -33,9 +29,6 @@ READ_CHUNK_BYTES = 1 << 20
 OUT_CHUNK_BYTES = 8 << 20
 """Most decompressed bytes produced per step: a 1 MB chunk of a bomb never expands at once."""
 _FIRST_NON_SPACE = re.compile(rb"[^ \t\r\n]")
-
-LoadCost = Callable[[int, int], float]
-"""``cost(text_bytes, events) -> bytes`` of memory that decoding and building would need."""
 
 
 def open_regular_file(path: Path) -> BinaryIO:
@@ -66,8 +59,7 @@ class EventCounter:
         self.braces = 0
         self._tail = b""
 
-    def feed(self, chunk: bytes | bytearray | memoryview) -> None:
-        data = bytes(chunk) if isinstance(chunk, memoryview) else chunk
+    def feed(self, data: bytes | bytearray) -> None:
         self.ph_keys += data.count(b'"ph"') + (self._tail + data[:3]).count(b'"ph"')
         self.braces += data.count(b"{")
         self._tail = (self._tail + bytes(data[-3:]))[-3:]  # a key may span several tiny chunks
@@ -80,15 +72,17 @@ class EventCounter:
 class TraceStream:
     """The decompressed text of one regular file, in chunks of at most :data:`OUT_CHUNK_BYTES`.
 
-    After iteration: ``compressed`` (gzip by magic), ``stream_truncated`` (a gzip stream that
-    ends early or breaks: what came before it was yielded) and ``stream_error`` (why it broke).
+    A plain file's chunks are new bytearrays, the caller's to keep and change (the streamed decode
+    takes a small file's one chunk as its buffer, without a copy). Data that does not start like JSON
+    is refused at its first byte, and text over ``max_bytes`` (decompressed) as soon as it is read.
+    After iteration: ``compressed`` (gzip by magic), ``stream_truncated`` (a gzip stream that ends
+    early or breaks: what came before it was yielded) and ``stream_error`` (why it broke).
     """
 
-    def __init__(self, path: Path, *, own_chunks: bool = False) -> None:
-        """``own_chunks``: a plain file's chunks are new bytearrays, the caller's to keep and change
-        (the streamed decode takes a small file's one chunk as its buffer, without a copy)."""
+    def __init__(self, path: Path, max_bytes: int | None = None) -> None:
         self.path = path
-        self.own_chunks = own_chunks
+        self.max_bytes = max_bytes
+        self.text_bytes = 0  # the (decompressed) text read so far
         self._fh = open_regular_file(path)
         self.file_bytes = os.fstat(self._fh.fileno()).st_size
         self.compressed = self._fh.read(2) == GZIP_MAGIC
@@ -106,28 +100,52 @@ class TraceStream:
         self.close()
 
     def __iter__(self) -> Iterator[bytes]:
+        if not self.compressed:
+            self._check_max(self.file_bytes)
+        started = False
         try:
-            if self.compressed:
-                yield from self._gunzip()
-            elif self.own_chunks:
-                while chunk := self._read_owned(self.read_size()):
-                    yield chunk
-            else:
-                while chunk := self._fh.read(self.read_size()):
-                    yield chunk
+            chunks = (self._gunzip() if self.compressed
+                      else iter(lambda: self._read_owned(self.read_size()), b""))
+            for chunk in chunks:
+                started = started or self._check_json_start(chunk)
+                self._count(len(chunk))
+                yield chunk
         except OSError as exc:
             raise TraceFormatError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
 
-    def read_size(self, most: int | None = None) -> int:
-        """Bytes to read next from a plain file: ``most``, or what is left of it (and one more, to
-        see its end) when that is less; ``most`` defaults to :data:`OUT_CHUNK_BYTES`: a small rank file
-        is not given (and made to zero) a chunk-sized buffer."""
-        most = OUT_CHUNK_BYTES if most is None else most
+    def _check_json_start(self, chunk: bytes) -> bool:
+        """True once the first non-whitespace byte is seen (and it opens a JSON object or array)."""
+        m = _FIRST_NON_SPACE.search(chunk)  # (lstrip would copy the whole chunk)
+        if m is None:
+            return False
+        if m.group() not in (b"{", b"["):
+            what = "the decompressed data" if self.compressed else "the data"
+            raise TraceFormatError(f"{self.path}: not JSON, so not a trace ({what} does not start with "
+                                   "'{' or '[')")
+        return True
+
+    def _count(self, n: int) -> None:
+        self.text_bytes += n
+        self._check_max(self.text_bytes)
+
+    def _check_max(self, size: int) -> None:
+        if self.max_bytes is None or size <= self.max_bytes:
+            return
+        if self.compressed:
+            raise TraceFormatError(f"{self.path}: decompresses to more than the {self.max_bytes}-byte limit "
+                                   "(a gzip bomb, or a trace too large: raise max_bytes to load it)")
+        raise TraceFormatError(f"{self.path}: file is {size} bytes, over the {self.max_bytes}-byte limit "
+                               "(raise max_bytes to load it)")
+
+    def read_size(self) -> int:
+        """Bytes to read next from a plain file: :data:`OUT_CHUNK_BYTES`, or what is left of it (and
+        one more, to see its end) when that is less: a small rank file is not given (and made to
+        zero) a chunk-sized buffer."""
         try:
             left = self.file_bytes - self._fh.tell()
         except OSError:
-            return most
-        return max(1, min(most, left + 1))
+            return OUT_CHUNK_BYTES
+        return max(1, min(OUT_CHUNK_BYTES, left + 1))
 
     def _read_owned(self, size: int) -> bytearray:
         """Up to ``size`` bytes of a plain file, in a new bytearray (empty at the end)."""
@@ -148,25 +166,25 @@ class TraceStream:
         """Read the next bytes of a plain (not compressed) file into ``view``; 0 at its end. Reads
         go on where iteration stopped, so a reader may take over between two chunks."""
         try:
-            return self._fh.readinto(view)
+            n = self._fh.readinto(view)
         except OSError as exc:
             raise TraceFormatError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
+        self._count(n)
+        return n
 
     def _gunzip(self) -> Iterator[bytes]:
         decomp: Any = _gzip_codec.decompressobj(wbits=31)
-        produced = 0
         while chunk := self._fh.read(READ_CHUNK_BYTES):
             data = chunk
             while data:
                 try:
                     out = decomp.decompress(data, OUT_CHUNK_BYTES)
                 except _gzip_codec.error as exc:
-                    if not produced:
+                    if not self.text_bytes:  # (counted by __iter__ as each chunk goes out)
                         raise TraceFormatError(f"{self.path}: corrupt gzip data: {exc}") from None
                     self.stream_truncated, self.stream_error = True, f"corrupt gzip data: {exc}"
                     return  # keep what decompressed before the damage
                 if out:
-                    produced += len(out)
                     yield out
                 if decomp.unconsumed_tail:
                     data = decomp.unconsumed_tail
@@ -179,7 +197,7 @@ class TraceStream:
                 else:
                     data = b""
         if not decomp.eof:
-            if not produced:
+            if not self.text_bytes:
                 raise TraceFormatError(f"{self.path}: corrupt or truncated gzip data: nothing decompresses")
             self.stream_truncated, self.stream_error = True, "gzip stream cut short"
 
@@ -197,63 +215,3 @@ def text_size_hint(path: Path) -> int:
     except OSError:
         return 0
     return recorded if recorded >= size else 10 * size
-
-
-@dataclass
-class TraceText:
-    """A file's whole (decompressed) text and what reading it found."""
-
-    data: bytearray
-    compressed: bool
-    stream_truncated: bool
-    stream_error: str = ""
-
-
-def read_trace_text(path: Path, budget: MemoryBudget, cost: LoadCost, max_bytes: int | None = None
-                    ) -> TraceText:
-    """Read ``path`` into one buffer, refusing it as soon as decoding it would not fit ``budget``.
-
-    ``cost(text_bytes, events)`` is the decoder's estimate of the memory a load needs; it is
-    checked before reading a plain file (from its size) and after every chunk. Data that does not
-    start like JSON is refused at its first byte. ``max_bytes`` caps the (decompressed) text.
-    """
-    with TraceStream(path) as stream:
-        what = "the decompressed data" if stream.compressed else "the data"
-        if not stream.compressed:
-            budget.check(path, cost(stream.file_bytes, 0), f"loading this {format_bytes(stream.file_bytes, decimal=True)} file")
-            _check_max(path, stream.file_bytes, max_bytes, stream.compressed)
-        data = bytearray()
-        counter = EventCounter()
-        started = False
-        for chunk in stream:
-            if not started:
-                started = _check_json_start(path, chunk, what)
-            data += chunk  # grows in place (realloc), so no second copy of the text
-            counter.feed(chunk)
-            _check_max(path, len(data), max_bytes, stream.compressed)
-            budget.check(path, cost(len(data), counter.events), events=counter.events, what=
-                         f"loading this trace ({format_bytes(len(data), decimal=True)} of JSON "
-                         f"{'decompressed so far' if stream.compressed else 'read so far'}, "
-                         f"at least {counter.events:,} events)")
-        return TraceText(data, stream.compressed, stream.stream_truncated, stream.stream_error)
-
-
-def _check_json_start(path: Path, chunk: bytes, what: str) -> bool:
-    """True once the first non-whitespace byte is seen (and it opens a JSON object or array)."""
-    m = _FIRST_NON_SPACE.search(chunk)  # (lstrip would copy the whole chunk)
-    if m is None:
-        return False
-    if m.group() not in (b"{", b"["):
-        raise TraceFormatError(f"{path}: not JSON, so not a trace ({what} does not start with "
-                               "'{' or '[')")
-    return True
-
-
-def _check_max(path: Path, size: int, max_bytes: int | None, compressed: bool) -> None:
-    if max_bytes is None or size <= max_bytes:
-        return
-    if compressed:
-        raise TraceFormatError(f"{path}: decompresses to more than the {max_bytes}-byte limit "
-                               "(a gzip bomb, or a trace too large: raise max_bytes to load it)")
-    raise TraceFormatError(f"{path}: file is {size} bytes, over the {max_bytes}-byte limit "
-                           "(raise max_bytes to load it)")

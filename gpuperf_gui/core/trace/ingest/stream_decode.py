@@ -1,33 +1,23 @@
 """Streamed decode: trace bytes -> event columns, a chunk of events at a time.
 
-The whole-file path (:func:`.source.read_trace_text`, :func:`.decode.decode_trace`,
-:func:`.build.build_rank`) holds the file's whole text and every decoded event struct at once.
-Here the decompressed bytes (:class:`.source.TraceStream`, at most 8 MB a step) are cut after the
-last complete event of what has arrived, that run of events is decoded (by the C scanner, or by
-one typed ``msgspec`` call with the whole-file decoder's structs) and appended to
-:class:`.build.EventColumns`, and the text and structs are dropped; only the text outside the
-events array (``deviceProperties``, ``distributedInfo``, ``baseTimeNanoseconds``, ... before or
-after it) is kept and decoded at the end. Peak memory is the columns plus one chunk.
+The decompressed bytes (:class:`.source.TraceStream`, at most 8 MB a step) are cut after the last
+complete event of what has arrived; that run of events is decoded and appended to
+:class:`.build.EventColumns`, and its text dropped. Only the text outside the events array is kept,
+and decoded at the end. Peak memory is the columns plus one chunk, where the whole-file path
+(:func:`.decode.decode_trace`) holds the whole text and every event struct.
 
 A cut is found without scanning every byte: the last ``}`` ``,`` ``{`` (whitespace between) of the
 buffer. A false one (inside a string or a nested value) cannot decode, and the array's end is where
-msgspec reports trailing characters. Anything not clean (a syntax error, a field of the wrong type,
-NaN literals, a file cut short, a second document, an unexpected shape) stops the streamed decode:
-:func:`load_rank_streamed` returns None and the caller loads the file with the whole-file path,
-which repairs, skips, salvages and reports exactly as before. The memory budget and the size
-limit are checked after every decode, against the streamed path's own cost model
-(:func:`streamed_load_bytes`: the columns so far, projected to the whole file when its size is
-known, plus the text and structs in flight), not the whole-file path's.
-
-One splitter (:class:`_Splitter`) cuts each chunk after its last complete event and hands that run
-to a decoder, a small strategy object: the C scanner (:class:`_ScanDecoder`, on threads: the scan
-releases the GIL) where the extension is built, msgspec in this thread otherwise
-(:class:`_MsgspecDecoder`). Runs are appended in file order. A run the decoder hands back (a false
-cut, the events array's end, a field of the wrong type) turns the splitter careful: the text from
-that run on goes back into the pending buffer unchanged, where msgspec tries the cuts before it one
-by one; nothing is decoded twice into the columns. Without the scanner, msgspec decodes on the
-loading thread: worker processes decoding runs made no difference this project could measure to
-``gpuperf diagnose`` of 1M events (docs/performance.md) and cost a fork policy and two classes.
+msgspec reports trailing characters. One splitter (:class:`_Splitter`) hands each run to the C
+scanner, on threads (the scan releases the GIL), where the extension is built. A run the scanner
+hands back (a false cut, the array's end, anything it does not read exactly as msgspec) turns the
+splitter careful: the text from that run on goes back into the pending buffer, where msgspec
+decodes it in this thread, trying the cuts before a false one; without the scanner every run is
+decoded that way (msgspec holds the GIL: a thread beside it would wait). Anything not clean (a
+syntax error, a field of the wrong type, NaN literals, a file cut short, a second document) stops
+the streamed decode: :func:`load_rank_streamed` returns None and the whole-file path repairs, skips,
+salvages and reports. The budget is checked after every decode against this path's own cost model
+(:func:`streamed_load_bytes`, projected to the whole file when its size is known).
 """
 from __future__ import annotations
 
@@ -35,7 +25,7 @@ import os
 import re
 from collections import deque
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import msgspec
 
@@ -44,18 +34,15 @@ from . import source
 from ...units import format_bytes
 from .budget import MemoryBudget
 from .build import EventColumns, build_rank_columns
-from .decode import (_EVENTS_DECODER, _FILE_DECODER, BEvent, EEvent, Event, MEvent, TraceFile, XEvent, _content_start,
-                     gc_paused)
+from .decode import (_EVENTS_DECODER, _FILE_DECODER, BEvent, EEvent, MEvent, TraceFile, XEvent, _content_start,
+                     _error_byte, gc_paused)
 from ..model.trace_model import RankTrace
+from ..vocabulary import schema
 from .scanner.scan import ScannedRun, scan_run
-from .source import TraceStream, _check_json_start, _check_max, text_size_hint
+from .source import TraceStream, text_size_hint
 
 if TYPE_CHECKING:  # concurrent.futures is imported only when scan threads start
     from concurrent.futures import Future
-
-ENABLED = True
-""":func:`.load.load_rank` tries the streamed decode first when True (an internal switch: a test or a
-benchmark sets it False to compare with the whole-file path; docs/environment.md)."""
 
 MIN_DECODE_BYTES = 4 << 20
 """Events are decoded once this much undecoded text has arrived (and at the end)."""
@@ -66,9 +53,8 @@ MAX_HEAD_BYTES = 64 << 20
 STRUCT_BUDGET_BYTES = 32 << 20
 """Decoded structs alive at once: the next decode waits for less text when events are small."""
 STREAM_EVENT_COST_BYTES = 190
-"""Memory per event of a streamed load, its analysis and op table (columns, lanes, sort keys):
-166-184 B at 1M-3M events of a real H200 trace, 210 B at 400k tiny events (tests/core/test_trace_load.py
-checks the bound with the text in flight)."""
+"""Memory per event of a streamed load, its analysis and op table (columns, lanes, sort keys), as
+measured on real and tiny events (tests/core/test_trace_load.py checks the bound)."""
 STRUCT_COST_BYTES = 300
 """Memory per decoded event struct (with its args struct and strings) while its run is in flight."""
 MIN_EVENT_BYTES = 100
@@ -123,12 +109,6 @@ def load_rank_streamed(path: Path, *, budget: MemoryBudget, max_bytes: int | Non
         return None
 
 
-def _asked_workers() -> int | None:
-    """The user's cap on scanning threads (``GPUPERF_DECODE_WORKERS``), None if unset."""
-    asked = os.environ.get("GPUPERF_DECODE_WORKERS", "").strip()
-    return int(asked) if asked.isdigit() else None
-
-
 def _usable_cpus() -> int:
     """CPUs this process may run on."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -156,27 +136,18 @@ def _stream_columns(path: Path, budget: MemoryBudget, max_bytes: int | None, thr
 
     Raises :class:`NotStreamable` when the file is not clean JSON of a trace's usual shape.
     """
-    with TraceStream(path, own_chunks=True) as stream:
-        what = "the decompressed data" if stream.compressed else "the data"
-        if not stream.compressed:
-            _check_max(path, stream.file_bytes, max_bytes, stream.compressed)
+    with TraceStream(path, max_bytes) as stream:
         text_bytes_hint = text_size_hint(path)  # the columns reserve room for the most events it holds
-        splitter = _Splitter(_decoder(text_bytes_hint, threads), text_bytes_hint // MIN_EVENT_BYTES)
+        threads = scan_threads(text_bytes_hint, threads) if scan.ENABLED else None
+        splitter = _Splitter(threads, text_bytes_hint // MIN_EVENT_BYTES)
+        file_bytes = None if stream.compressed else stream.file_bytes  # projects the events to come
         try:
-            total = 0
-            started = False
             for chunk in stream:
-                if not started:
-                    started = _check_json_start(path, chunk, what)
-                total += len(chunk)
-                _check_max(path, total, max_bytes, stream.compressed)
                 splitter.feed(chunk)
-                _check_budget(path, budget, splitter, total, None if stream.compressed else stream.file_bytes)
-                if splitter.reads_runs and not stream.compressed:
-                    for n in splitter.read_runs(stream):
-                        total += n
-                        _check_max(path, total, max_bytes, stream.compressed)
-                        _check_budget(path, budget, splitter, total, stream.file_bytes)
+                _check_budget(path, budget, splitter, stream.text_bytes, file_bytes)
+                if splitter.reads_runs and file_bytes is not None:
+                    for _ in splitter.read_runs(stream):
+                        _check_budget(path, budget, splitter, stream.text_bytes, file_bytes)
             if stream.stream_truncated:
                 raise NotStreamable("the gzip stream is cut short")
             return splitter.finish()
@@ -184,24 +155,16 @@ def _stream_columns(path: Path, budget: MemoryBudget, max_bytes: int | None, thr
             splitter.close()
 
 
-def _decoder(text_bytes_hint: int, threads: int | None) -> _ScanDecoder | _MsgspecDecoder:
-    """The C scanner on threads where it is built (no process, no copy of the text to one);
-    msgspec in this thread otherwise (it holds the GIL: a thread beside it would wait)."""
-    if scan.ENABLED:
-        return _ScanDecoder(scan_threads(text_bytes_hint, threads))
-    return _MsgspecDecoder()
-
-
 def scan_threads(text_bytes_hint: int, threads: int | None = None) -> int:
     """Threads to scan a file of about ``text_bytes_hint`` bytes of JSON: ``threads`` if given; else
     1 below :data:`SCAN_THREADS_MIN_BYTES` or on one CPU, otherwise one per idle CPU and at least 2,
     at most :data:`SCAN_MAX_THREADS` (``GPUPERF_DECODE_WORKERS`` caps it; 1 turns them off). A
     thread costs no start-up, memory or copy, so a second one is used however busy the machine
-    looks: the load average counts the window and its polling as running (measured in the Trace
-    tab, 10M events: 12.4 s with two threads, 21.5 s with one)."""
+    looks: the load average counts the window and its polling as running."""
     if threads is not None:
         return max(1, threads)
-    asked_n = _asked_workers()
+    asked = os.environ.get("GPUPERF_DECODE_WORKERS", "").strip()
+    asked_n = int(asked) if asked.isdigit() else None
     if (asked_n is not None and asked_n <= 1) or text_bytes_hint < SCAN_THREADS_MIN_BYTES:
         return 1
     n = min(asked_n or max(2, round(_idle_cpus())), _usable_cpus(), SCAN_MAX_THREADS, text_bytes_hint // RUN_BYTES)
@@ -213,41 +176,39 @@ def _check_budget(path: Path, budget: MemoryBudget, splitter: _Splitter, total_b
     """Refuse when the events decoded so far (projected to the whole file when its size is known)
     and the text and structs in flight would not fit the budget."""
     events, decoded_bytes = splitter.columns.n + splitter.kept, splitter.decoded_bytes
-    in_flight = total_bytes - decoded_bytes + splitter.buffer_bytes
     if file_bytes and decoded_bytes:
-        projected = int(events * file_bytes / decoded_bytes)
-        need = budget.tree_bytes(streamed_load_bytes(projected, in_flight, splitter.structs_in_flight), projected)
-        if need > budget.limit_bytes:
-            budget.refuse(path, need, f"loading this {format_bytes(file_bytes, decimal=True)} file (about "
-                          f"{projected:,} events, projected from the {format_bytes(decoded_bytes, decimal=True)} decoded)")
-        return
+        events = int(events * file_bytes / decoded_bytes)
+        what = (f"loading this {format_bytes(file_bytes, decimal=True)} file (about {events:,} events, "
+                f"projected from the {format_bytes(decoded_bytes, decimal=True)} decoded)")
+    else:
+        what = (f"loading this trace ({format_bytes(total_bytes, decimal=True)} of JSON so far, "
+                f"{events:,} events decoded)")
+    in_flight = total_bytes - decoded_bytes + splitter.buffer_bytes
     need = streamed_load_bytes(events, in_flight, splitter.structs_in_flight)
-    budget.check(path, need, events=events, what=f"loading this trace ({format_bytes(total_bytes, decimal=True)} of JSON so far, "
-                 f"{events:,} events decoded)")
+    budget.check(path, need, what, events=events)
 
 
 class _Splitter:
-    """Cuts the text into runs of complete events, each decoded into the columns by ``decoder``.
+    """Cuts the text into runs of complete events, each decoded into the columns in file order.
 
-    Each chunk is cut after its last complete event; the event begun before it and the chunk up to
-    the cut make one run, handed to the decoder (:class:`_ScanDecoder` on threads, or
-    :class:`_MsgspecDecoder` here) and appended in file order. With the scanner a plain file is read
-    (:meth:`read_runs`) straight into a few reused buffers: no new memory per chunk, no copy but the
-    event that spans two chunks. A run the decoder hands back (a false cut, the events array's end,
-    anything it does not read exactly) turns the splitter careful: the text from that run on goes
-    back into the pending buffer unchanged and msgspec decodes it there, trying the cuts before a
-    false one (:meth:`_decode_complete`).
+    ``threads``: the C scanner's threads (1: this thread); None: no scanner, every run is decoded
+    carefully (:meth:`_decode_complete`). With the scanner a plain file is read (:meth:`read_runs`)
+    straight into a few reused buffers: no new memory per chunk, no copy but the event that spans two.
     """
 
-    def __init__(self, decoder: _ScanDecoder | _MsgspecDecoder, capacity_events: int = 0) -> None:
+    def __init__(self, threads: int | None, capacity_events: int = 0) -> None:
         self.columns = EventColumns(capacity_events)
         self.n_entries = 0
         self.kept = 0  # B/E/M events kept as structs
         self.decoded_bytes = 0  # text decoded into the columns so far
         self.structs_in_flight = 0  # event structs of the last run (alive while it is added)
         self.buffer_bytes = 0  # memory held beside the text in flight: read_runs' buffers
-        self._decoder = decoder
-        self._runs = True  # runs go to the decoder (False once it hands one back: careful)
+        self._runs = threads is not None  # runs go to the scanner (False: careful)
+        self._max_in_flight = threads if threads is not None and threads > 1 else 0  # beyond the one merged
+        self._pool = None
+        if self._max_in_flight:
+            from concurrent.futures import ThreadPoolExecutor
+            self._pool = ThreadPoolExecutor(threads, thread_name_prefix="gpuperf-scan")
         self._in_flight: deque[tuple[Future, bytearray, int, bytes]] = deque()  # (future, text, end, separator)
         self._free: list[bytearray] = []  # read_runs' buffers not in use
         self._decode_at = MIN_DECODE_BYTES  # undecoded text that triggers a careful decode
@@ -258,14 +219,23 @@ class _Splitter:
         self._tail: bytearray | None = None  # the text after the events array
 
     def close(self) -> None:
-        """Stop the decoder's threads (a scan in flight ends within milliseconds)."""
-        self._decoder.close()
+        """Stop the scanning threads (a scan in flight ends within milliseconds)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _stop_runs(self) -> None:
+        """No more runs to the scanner: its threads stopped, read_runs' buffers dropped."""
+        self.close()
+        self._runs = False
+        self._free.clear()
+        self.buffer_bytes = 0
 
     @property
     def reads_runs(self) -> bool:
         """Whether :meth:`read_runs` can take the rest of a plain file now (inside the events array,
-        with a decoder whose results keep no view of the text)."""
-        return self._decoder.reuses_buffers and self._runs and self._pending is not None and self._tail is None
+        scanning runs: a scanned run keeps no view of its text, so the buffers are reused)."""
+        return self._runs and self._pending is not None and self._tail is None
 
     def feed(self, chunk: bytes) -> None:
         if self._tail is not None:
@@ -280,9 +250,11 @@ class _Splitter:
                 self._decode_complete()
 
     def _feed_run(self, chunk: bytes) -> None:
-        """The pending event and ``chunk`` up to its last complete event: one run to decode."""
-        cut = self._chunk_cut(chunk)
+        """The pending event and ``chunk`` up to its last complete event: one run to scan (when no
+        event ends in ``chunk``, it joins the pending text)."""
+        cut = _last_boundary(chunk, len(chunk))
         if cut is None:
+            self._pending += chunk
             return
         close, following = cut
         run = self._pending  # '[' and the event begun in the last chunk
@@ -293,15 +265,15 @@ class _Splitter:
         self._submit(run, len(run), separator)
 
     def read_runs(self, stream: TraceStream) -> Iterator[int]:
-        """Read the rest of a plain file into reused buffers, decoding each run; yields the bytes
-        read. Stops where the decoder hands a run back or an event outgrows a chunk: the caller
+        """Read the rest of a plain file into reused buffers, scanning each run; yields the bytes
+        read. Stops where the scanner hands a run back or an event outgrows a chunk: the caller
         reads the rest in chunks and feeds them as usual."""
         chunk_bytes = source.OUT_CHUNK_BYTES
         while self.reads_runs and len(self._pending) <= chunk_bytes:
             if stream.at_end():  # a small file came whole in the first chunk: no buffer for its end
                 return
             chunk_bytes = stream.read_size()  # the file's rest when that is less
-            while not self._free and len(self._in_flight) > self._decoder.max_in_flight - 1 >= 0:
+            while not self._free and len(self._in_flight) > self._max_in_flight - 1 >= 0:
                 self._merge_oldest()
             if not self.reads_runs:
                 return
@@ -336,23 +308,23 @@ class _Splitter:
         return buf
 
     def _submit(self, text: bytearray, end: int, separator: bytes) -> None:
-        """Decode ``text[:end]`` ('[' run ']'), on a thread where the decoder has them."""
-        self._in_flight.append((self._decoder.submit(text, end), text, end, separator))
-        while len(self._in_flight) > self._decoder.max_in_flight and self._runs:
+        """Scan ``text[:end]`` ('[' run ']'), on a thread where there are several."""
+        future = _scanned_here(text, end) if self._pool is None else self._pool.submit(scan_run, text, end)
+        self._in_flight.append((future, text, end, separator))
+        while len(self._in_flight) > self._max_in_flight and self._runs:
             self._merge_oldest()
 
     def _merge_oldest(self) -> None:
         future, text, end, separator = self._in_flight[0]
         try:
-            decoded = future.result()
-        except Exception:  # noqa: BLE001 - (a false cut msgspec refuses, a B/E/M event) the careful path decides
-            decoded = None
-        added = None if decoded is None else self._decoder.add(self.columns, decoded)
-        if added is None:
+            run = future.result()
+        except Exception:  # noqa: BLE001 - (a B/E/M event msgspec refuses) the careful path decides
+            run = None
+        if run is None:
             self._go_careful()
             return
         self._in_flight.popleft()
-        entries, kept, self.structs_in_flight = added
+        entries, kept, self.structs_in_flight = add_scanned(self.columns, run)
         self.n_entries += entries
         self.kept += kept
         self.decoded_bytes += end - 2 + len(separator)
@@ -363,22 +335,11 @@ class _Splitter:
         """From the oldest run in flight on, the exact text goes back to the pending buffer."""
         runs = list(self._in_flight)
         self._in_flight.clear()
-        self.close()
-        self._runs = False
-        self._free.clear()
-        self.buffer_bytes = 0
+        self._stop_runs()
         texts = [part for _, text, end, separator in runs for part in (memoryview(text)[1:end - 1], separator)]
         self._pending = _opened(*texts, memoryview(self._pending)[1:])
         if len(self._pending) >= self._decode_at:
             self._decode_complete()
-
-    def _chunk_cut(self, chunk: bytes) -> tuple[int, int] | None:
-        """Where ``chunk``'s last complete event ends (:func:`_last_boundary`); None, and the chunk
-        joins the pending text, when no event ends in it."""
-        cut = _last_boundary(chunk, len(chunk))
-        if cut is None:
-            self._pending += chunk
-        return cut
 
     def _find_array(self, chunk: bytes) -> None:
         """Look for the events array in the head so far and ``chunk``. The first chunk is searched
@@ -405,7 +366,7 @@ class _Splitter:
         self.decoded_bytes += split
         if text is chunk:
             head += chunk[:split]
-            if isinstance(chunk, bytearray) and chunk[split - 1] == ord("["):  # ours (own_chunks): kept as it is
+            if isinstance(chunk, bytearray) and chunk[split - 1] == ord("["):  # a plain file's: kept as it is
                 del chunk[:split - 1]  # O(1) at a bytearray's front; what stays starts with the '['
                 self._pending = chunk
             else:
@@ -444,7 +405,7 @@ class _Splitter:
                 continue
             buf[close + 1] = saved
             self.decoded_bytes += following - 1
-            self._keep_after(following)
+            self._pending = _opened(memoryview(buf)[following:])  # a new buffer: the old one may be viewed
             return
         raise NotStreamable("no cut between events decodes")
 
@@ -452,27 +413,28 @@ class _Splitter:
         """Decode ``buf[:end]`` (a JSON list of events) into the columns, without copying it.
 
         The structs' ``msgspec.Raw`` args are views of ``buf``, so ``buf`` is never resized after
-        a decode (:meth:`_keep_after` starts a new buffer) and the view is not released by hand:
+        a decode (the text after the cut goes to a new one) and the view is not released by hand:
         something else may hold a struct a while longer (a sampling profiler holding a frame, as
         Dask's workers run: a rank then failed with "memoryview has 2 exported buffers").
         """
         entries, kept, structs = decode_into(self.columns, buf, end)
         self.structs_in_flight = structs
-        self._decode_at = _next_decode_bytes(structs, end)
+        # the next decode waits for less text when events are so small that its structs would hold
+        # more than STRUCT_BUDGET_BYTES
+        by_structs = (STRUCT_BUDGET_BYTES * end // (structs * STRUCT_COST_BYTES) if structs
+                      else MIN_DECODE_BYTES)
+        self._decode_at = max(1, min(MIN_DECODE_BYTES, by_structs))
         self.n_entries += entries
         self.kept += kept
 
-    def _keep_after(self, following: int) -> None:
-        """Pending text from ``following`` on, in a new buffer (the old one may still be viewed)."""
-        self._pending = _opened(memoryview(self._pending)[following:])
-
     def _array_ends_early(self, message: str) -> None:
-        """The run decoded up to the events array's end (trailing characters): keep the rest as tail."""
-        end = _array_end(self._pending, message)
-        self._decode_last(end)
-
-    def _decode_last(self, end: int) -> None:
+        """The run decoded up to the events array's end (msgspec's trailing-characters error gives
+        the byte just past the first trailing character): keep the rest as tail."""
         buf = self._pending
+        at = _error_byte(message) if "trailing characters" in message else None
+        end = 0 if at is None else buf.rfind(b"]", 0, at - 1) + 1
+        if end <= 0:
+            raise NotStreamable(message)
         try:
             self._decode_run(buf, end)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -484,14 +446,10 @@ class _Splitter:
     def finish(self) -> tuple[EventColumns, TraceFile, int]:
         while self._in_flight and self._runs:
             self._merge_oldest()
-        self.close()
-        self._free.clear()
-        self.buffer_bytes = 0
-        if self._tail is None:
-            if self._pending is None:
-                raise NotStreamable("no events array")
-            if self._scanned_to_array_end():
-                return self._finished()
+        self._stop_runs()
+        if self._tail is None and self._pending is None:
+            raise NotStreamable("no events array")
+        if self._tail is None and not self._scanned_to_array_end():
             try:
                 self._decode_run(self._pending, len(self._pending))
             except msgspec.ValidationError as exc:
@@ -500,9 +458,6 @@ class _Splitter:
                 self._array_ends_early(str(exc))
             else:
                 self._tail, self._pending = bytearray(), None
-        return self._finished()
-
-    def _finished(self) -> tuple[EventColumns, TraceFile, int]:
         self.structs_in_flight = 0
         return self.columns, self._meta(), self.n_entries
 
@@ -513,8 +468,8 @@ class _Splitter:
         ``displayTimeUnit``, ... there), which no scanner run reads, and msgspec would decode the whole
         run as structs only to fail at them (a small rank's every event). The few ``]`` nearest the end
         that a key or the object's end follows are tried instead: a run the scanner reads whole is a
-        complete JSON list, so its ``]`` is where msgspec's value ends too.
-        False (nothing changed) when no candidate scans: the msgspec path decides, as before."""
+        complete JSON list, so its ``]`` is where msgspec's value ends too. False (nothing changed)
+        when no candidate scans: the msgspec path decides."""
         if not scan.ENABLED or self._list_form:
             return False
         buf = self._pending
@@ -558,15 +513,6 @@ def _opened(*parts: bytes | memoryview) -> bytearray:
     return buf
 
 
-def _next_decode_bytes(events: int, text_bytes: int) -> int:
-    """Text to gather before the next decode: :data:`MIN_DECODE_BYTES`, less when events are so
-    small that its structs would hold more than :data:`STRUCT_BUDGET_BYTES`."""
-    if not events:
-        return MIN_DECODE_BYTES
-    by_structs = STRUCT_BUDGET_BYTES * text_bytes // (events * STRUCT_COST_BYTES)
-    return max(1, min(MIN_DECODE_BYTES, by_structs))
-
-
 def decode_into(columns: EventColumns, buf: bytearray, end: int) -> tuple[int, int, int]:
     """Decode ``buf[:end]`` (a JSON list of events) into ``columns``: by the C scanner where it
     reads the run (:mod:`.scan`), else by msgspec. Returns ``(entries, events kept as structs,
@@ -599,84 +545,29 @@ def add_events(columns: EventColumns, events: list) -> int:
     if len(xs) == len(events):
         return 0
     rest = [e for e in events if type(e) in _PAIRED_OR_META]  # other phases: keep B/E/M (paired at the end)
+    for event in rest:  # kept past the run: a msgspec.Raw is a view of the text it was decoded from
+        for attr in _RAW_ARGS:
+            raw = getattr(event.args, attr)
+            if raw:
+                setattr(event.args, attr, msgspec.Raw(bytes(raw)))
     if rest:
-        columns.keep_paired_and_meta(list(map(_own_raw_args, rest)))
+        columns.keep_paired_and_meta(rest)
     return len(rest)
 
 
-class _ScanDecoder:
-    """The C scanner (:mod:`.scan`): a run's ``X`` events straight into column arrays, on
-    ``threads`` threads (the scan releases the GIL; 1: in this thread)."""
-
-    reuses_buffers = True
-    """A scanned run keeps no view of its text: :meth:`_Splitter.read_runs` reuses the buffers."""
-
-    def __init__(self, threads: int) -> None:
-        self.threads = threads
-        self.max_in_flight = threads if threads > 1 else 0  # runs decoded at once beyond the one merged
-        self._pool = None
-        if threads > 1:
-            from concurrent.futures import ThreadPoolExecutor
-            self._pool = ThreadPoolExecutor(threads, thread_name_prefix="gpuperf-scan")
-
-    def submit(self, text: bytearray, end: int) -> Future:
-        return _done(scan_run, text, end) if self._pool is None else self._pool.submit(scan_run, text, end)
-
-    @staticmethod
-    def add(columns: EventColumns, run: ScannedRun | None) -> tuple[int, int, int] | None:
-        """Append a scanned run (:func:`add_scanned`); None for a run the scanner handed back."""
-        return None if run is None else add_scanned(columns, run)
-
-    def close(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-
-
-class _MsgspecDecoder:
-    """msgspec's typed decode (the whole-file decoder's structs), in this thread."""
-
-    reuses_buffers = False
-    """The structs' ``msgspec.Raw`` args are views of the text: each run keeps its own buffer."""
-    threads = 1
-    max_in_flight = 0
-
-    @staticmethod
-    def submit(text: bytearray, end: int) -> Future:
-        return _done(_CHUNK_DECODER.decode, memoryview(text)[:end])
-
-    @staticmethod
-    def add(columns: EventColumns, events: list) -> tuple[int, int, int]:
-        return len(events), add_events(columns, events), len(events)
-
-    def close(self) -> None:
-        """Nothing to stop."""
-
-
-def _done(decode: Callable[..., object], *args: object) -> Future:
-    """A decode done here, as a finished future."""
+def _scanned_here(text: bytearray, end: int) -> Future:
+    """:func:`.scan.scan_run` in this thread, as a finished future (as a thread's would be)."""
     from concurrent.futures import Future
 
     future: Future = Future()
     try:
-        future.set_result(decode(*args))
+        future.set_result(scan_run(text, end))
     except Exception as exc:  # noqa: BLE001 - read by _merge_oldest
         future.set_exception(exc)
     return future
 
 
-def _own_raw_args(event: Event) -> Event:
-    """An event kept past its chunk: its raw args copied out of the chunk's buffer (a
-    ``msgspec.Raw`` is a view of the text it was decoded from)."""
-    args = event.args
-    for field in _RAW_ARGS:
-        raw = getattr(args, field)
-        if raw:
-            setattr(args, field, msgspec.Raw(bytes(raw)))
-    return event
-
-
-_RAW_ARGS = ("input_dims", "input_type", "concrete_inputs")
+_RAW_ARGS = tuple(f.attr for f in schema.FIELDS if f.storage == "shaped")
 
 
 def _last_boundary(buf: bytearray, before: int) -> tuple[int, int] | None:
@@ -700,9 +591,6 @@ def _last_boundary(buf: bytearray, before: int) -> tuple[int, int] | None:
     return None
 
 
-_TRAILING_AT = re.compile(r"trailing characters \(byte (\d+)\)")
-
-
 ARRAY_END_CANDIDATES = 3
 """How many ``]`` from the end :meth:`_Splitter._scanned_to_array_end` tries (a list in the keys after
 the events array adds one; Kineto's traceName, displayTimeUnit and baseTimeNanoseconds add none)."""
@@ -720,15 +608,3 @@ def _array_end_candidates(buf: bytearray) -> Iterator[int]:
         if _AFTER_ARRAY.match(buf, close + 1):
             yield close + 1
         pos = close
-
-
-def _array_end(buf: bytearray, message: str) -> int:
-    """Offset just past the ``]`` that closes the events array, from msgspec's trailing-characters
-    error (it gives the byte just past the first trailing character)."""
-    m = _TRAILING_AT.search(message)
-    if m is None:
-        raise NotStreamable(message)
-    close = buf.rfind(b"]", 0, int(m.group(1)) - 1)
-    if close < 0:
-        raise NotStreamable(message)
-    return close + 1

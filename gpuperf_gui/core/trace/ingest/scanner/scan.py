@@ -1,20 +1,17 @@
 """The C scanner (``_scan.c``): a run of trace events' text straight to numpy columns.
 
-The streamed decoder (:mod:`.stream_decode`) hands each run of events to :func:`scan_run` first;
-it returns None where the extension is not built (the package installs without a compiler: the
-msgspec path then does all the work) or where the run holds anything the scanner does not read
-exactly as the typed msgspec structs of :mod:`.decode` do — then the run is decoded by msgspec as
-before. :data:`ENABLED` False turns the scanner off (tests and benchmarks compare both readers that way).
+:func:`scan_run` returns None where the extension is not built (the package installs without a
+compiler) or where the run holds anything the scanner does not read exactly as the typed msgspec
+structs of :mod:`.decode` do: msgspec then decodes the run (:mod:`.stream_decode`).
 """
 from __future__ import annotations
 
 import json
 
-import msgspec
 import numpy as np
 
 from ...vocabulary import schema
-from ..decode import AnyEvent
+from ..decode import _EVENT_DECODER
 
 try:
     from . import _scan
@@ -26,7 +23,6 @@ ENABLED = _scan is not None
 
 _COLUMNS = tuple((key, schema.column_dtype(key)) for key in schema.SCAN_COLUMNS)
 """The scanner's columns, in its order (``_scan.c`` ``C_CAT`` ... ``C_SHAPE``), and their dtypes."""
-_EVENT_DECODER = msgspec.json.Decoder(AnyEvent)
 
 
 class ScannedRun:
