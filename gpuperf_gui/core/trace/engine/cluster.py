@@ -46,7 +46,7 @@ from ..ingest.load import (FileFailure, _failure, dedupe_ranks, discover_files, 
 from ..model.trace_model import ClusterError, RankTrace
 from ..ingest.source import text_size_hint
 from ..analysis.optable import OpRow
-from ..analysis.overview import Overview, RankOverview, _busy_before, rank_overview, step_breakdown
+from ..analysis.overview import Overview, RankOverview, rank_overview, step_breakdown
 
 LANE_BINS = 256
 """Time bins of a lane's coarse busy profile (the lane summary)."""
@@ -201,7 +201,7 @@ def _lane_summaries(rt: RankTrace) -> list[LaneSummary]:
         busy = np.zeros(LANE_BINS)
         if len(lane):
             s, e = iv.union(lane.start_us, lane.start_us + lane.duration_us)
-            busy = np.clip(np.diff(_busy_before(s, e, edges)) / width, 0.0, 1.0)
+            busy = np.clip(np.diff(iv.covered_before((s, e), edges)) / width, 0.0, 1.0)
         out.append(LaneSummary(lane.kind, lane.label, len(lane), np.rint(255.0 * busy).astype(np.uint8)))
     return out
 
