@@ -686,7 +686,7 @@ def _walk(g: cp.Graph, cause: str, assumption: str, ch: Change, base_span: float
     step = step_time_s / speedup
     sub = dataclasses.replace(g, dcat=dc, e_w=w)  # the changed graph, for its new path
     on_w = np.where(on, w, -np.inf)
-    new_path = cp.critical_path(sub, t, d, on_w, graph_d=d)   # sub.d is d (dc's sum, the same sum)
+    new_path = cp.critical_path(sub, t, d, on_w)   # sub.d is d (dc's sum, the same sum)
     return Projection(cause, assumption, step, speedup, mfu_at(step), _dominant(new_path))
 
 
