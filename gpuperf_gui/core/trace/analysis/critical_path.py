@@ -117,7 +117,11 @@ _P2P_OP_RE = re.compile(r"(send|recv)", re.I)
 _COMM = KERNEL_CLASSES.index("communication")
 
 _ANNOTATION_CATEGORIES = frozenset({"user_annotation", "python_function"})
-EDGE_KINDS = ("launch", "stream_wait", "sync", "trigger", "join", "collective")
+EDGE_KINDS = ("launch", "stream_wait", "sync", "trigger", "join")
+"""Collectives are no edges: their nodes share a group (:attr:`Graph.group`)."""
+_EDGE_CATEGORY = {kind: CATEGORIES.index(cat) for kind, cat in (
+    ("launch", "launch_latency"), ("stream_wait", "gpu_wait"), ("trigger", "cpu_wait"), ("join", "cpu_wait"))}
+"""The category an edge's weight on the path counts in (a sync edge weighs nothing)."""
 
 
 class NotSettled(RuntimeError):
@@ -300,7 +304,7 @@ class _CpuLane:
         return j if j < self.t.size else -1
 
 
-def _cpu_categories(rt: RankTrace, lane: Lane, m: np.ndarray, parent: np.ndarray, is_main: bool) -> np.ndarray:
+def _cpu_categories(rt: RankTrace, lane: Lane, m: np.ndarray, parent: np.ndarray) -> np.ndarray:
     """Category (index into CPU_CATEGORIES) of the time inside each event (innermost first)."""
     names, cats = lane.name_id[m], lane.category_id[m]
     dl = pattern_mask(rt.strings, _DATALOADER_RE)[names]
@@ -379,7 +383,7 @@ def _fine_points(rt: RankTrace, lane: Lane, w0: float, w1: float, is_main: bool)
     starts = lane.start_us[m]
     ends = starts + lane.duration_us[m]
     parent = _parents(lane, m)
-    cat = _cpu_categories(rt, lane, m, parent, is_main)
+    cat = _cpu_categories(rt, lane, m, parent)
     n = idx.size
     # After a start, the time is that event's; after an end, its parent's (or nothing: a gap).
     pt = np.concatenate([starts, ends])
@@ -655,12 +659,10 @@ def _thread_edges(b: _Builder, cpu: dict[int, _CpuLane], main: Lane | None) -> N
     order = np.argsort(all_t, kind="stable")
     all_t, all_node, all_lane = all_t[order], all_node[order], all_lane[order]
     for lid, c in cpu.items():
-        starts = np.concatenate([[0], c.burst_start]) if main is None or lid != main.lane_id else c.burst_start
-        starts = _sorted_distinct(starts)
-        if starts.size and (main is None or lid != main.lane_id):
-            ts = c.t[starts]
+        starts = _sorted_distinct(np.r_[0, c.burst_start])
+        if main is None or lid != main.lane_id:
             src, dst, w = [], [], []
-            for i, t in zip(starts.tolist(), ts.tolist()):
+            for i, t in zip(starts.tolist(), c.t[starts].tolist()):
                 k = int(np.searchsorted(all_t, t, side="left")) - 1
                 while k >= 0 and all_lane[k] == lid:
                     k -= 1
@@ -675,28 +677,22 @@ def _thread_edges(b: _Builder, cpu: dict[int, _CpuLane], main: Lane | None) -> N
         # just after it ends was waiting for it (the main thread in backward(), for the autograd
         # thread).
         ends = _sorted_distinct(np.r_[c.burst_end, c.t.size - 1])
-        b_starts = _sorted_distinct(np.r_[0, c.burst_start])
-        first = b_starts[np.maximum(np.searchsorted(b_starts, ends, side="right") - 1, 0)]
+        first = starts[np.maximum(np.searchsorted(starts, ends, side="right") - 1, 0)]
         for oid, o in cpu.items():
             if oid == lid:
                 continue
-            te = c.t[ends]
-            k = np.searchsorted(o.t, te, side="left")
+            k = np.searchsorted(o.t, c.t[ends], side="left")
             ok = (k < o.t.size) & (k > 0)
             k, e_loc, f_loc = k[ok], ends[ok], first[ok]
             tol = np.maximum(JOIN_TOL_US, JOIN_TOL_FRACTION * (c.t[e_loc] - c.t[f_loc]))
             near = (o.t[k] - c.t[e_loc] <= tol) & (o.t[k - 1] <= c.t[f_loc] + TOL_US)
             if not near.any():
                 continue
-            dst = o.lo + k[near]
-            src = c.lo + e_loc[near]
-            b.add_edges(src, dst, o.t[k[near]] - c.t[e_loc[near]], "join")
+            loc, burst_end = k[near], c.t[e_loc[near]]
+            b.add_edges(c.lo + e_loc[near], o.lo + loc, o.t[loc] - burst_end, "join")
             # The op's own time is only what follows the burst's end: the rest was waiting.
-            ci = b.chain_at[o.lo]
-            dc = b.dcat[ci]
-            loc = k[near]
-            prev = np.where(loc > 0, o.t[np.maximum(loc - 1, 0)], o.t[loc])
-            own = o.t[loc] - np.maximum(prev, c.t[e_loc[near]])
+            dc = b.dcat[b.chain_at[o.lo]]
+            own = o.t[loc] - np.maximum(o.t[loc - 1], burst_end)
             total = dc[loc].sum(axis=1)
             scale = np.where(total > 0, np.clip(own / np.maximum(total, 1e-12), 0.0, 1.0), 0.0)
             dc[loc] *= scale[:, None]
@@ -1195,7 +1191,6 @@ def critical_path(g: Graph, t: np.ndarray, d: np.ndarray | None = None, w: np.nd
     # The walk in Python ints (a step costs a few µs, not a dozen numpy calls), the sums in numpy.
     jumps_l, stop_l = jumps.tolist(), stop_fixed.tolist()
     floor_t = t0 - 1e-9
-    launch_col, wait_col, cpu_col = (CATEGORIES.index(k) for k in ("launch_latency", "gpu_wait", "cpu_wait"))
     while node >= 0 and guard < 1_000_000:
         guard += 1
         c_lo = chain_lo[chain_of[node]]
@@ -1219,14 +1214,9 @@ def critical_path(g: Graph, t: np.ndarray, d: np.ndarray | None = None, w: np.nd
         if not every or lo != j or t[lo] <= t0:
             break
         e = int(best_edge[lo])
-        kind = EDGE_KINDS[g.e_kind[e]]
-        wt = w[e]
-        if kind == "launch":
-            secs[launch_col] += wt
-        elif kind == "stream_wait":
-            secs[wait_col] += wt
-        elif kind in ("trigger", "join"):
-            secs[cpu_col] += wt
+        col = _EDGE_CATEGORY.get(EDGE_KINDS[g.e_kind[e]])
+        if col is not None:
+            secs[col] += w[e]
         node = int(g.e_src[e])
     length = float(t[end] - t0)
     total = float(secs.sum())
