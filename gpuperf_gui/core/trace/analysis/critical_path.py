@@ -565,18 +565,16 @@ def _build_rank(b: _Builder, rt: RankTrace):  # noqa: ANN202, C901 (one pass ove
     fl = rt.flows
     launch_of: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # gpu lane -> (dst idx, cpu lane, cpu idx)
     launch_points: dict[int, np.ndarray] = {lane.lane_id: np.zeros(len(lane), bool) for lane in rt.cpu_lanes}
-    if len(fl):
-        for cl in _distinct(fl.src_lane):
-            lane = rt.lanes[cl]
-            if lane.kind != "cpu":
-                continue
-            sel = fl.src_lane == cl
-            s_idx = fl.src_index[sel]
-            inwin = (lane.start_us[s_idx] >= w0) & (lane.start_us[s_idx] < w1)
-            launch_points[cl][s_idx[inwin]] = True
-        for gl in _distinct(fl.dst_lane):
-            sel = fl.dst_lane == gl
-            launch_of[gl] = (fl.dst_index[sel], fl.src_lane[sel], fl.src_index[sel])
+    for cl in _distinct(fl.src_lane):
+        lane = rt.lanes[cl]
+        if lane.kind != "cpu":
+            continue
+        s_idx = fl.src_index[fl.src_lane == cl]
+        inwin = (lane.start_us[s_idx] >= w0) & (lane.start_us[s_idx] < w1)
+        launch_points[cl][s_idx[inwin]] = True
+    for gl in _distinct(fl.dst_lane):
+        sel = fl.dst_lane == gl
+        launch_of[gl] = (fl.dst_index[sel], fl.src_lane[sel], fl.src_index[sel])
     # Which CPU events are nodes: launches, blocking calls, step annotations, collectives, DataLoader.
     interesting = (pattern_mask(rt.strings, _BLOCKING_RE) | pattern_mask(rt.strings, CPU_COLLECTIVE_RE)
                    | pattern_mask(rt.strings, _STEP_RE) | pattern_mask(rt.strings, _DATALOADER_RE)
@@ -1018,13 +1016,17 @@ def _replay_numpy(t_orig: np.ndarray, d: np.ndarray, fixed: np.ndarray, reach: n
     is_lo = np.zeros(t.size, dtype=bool)
     is_lo[chain_lo[chain_lo < chain_hi]] = True
     n_groups = int(grp_id.max()) + 1 if grp.size else 0
+    into = np.flatnonzero(group[dst] >= 0)   # the edges into collective nodes, and where each lands
+    into_at = np.searchsorted(grp, dst[into])
     chains = list(zip(chain_lo.tolist(), chain_hi.tolist()))
     inputs = [_chain_inputs(lo, hi, src, dst, w, group) for lo, hi in chains]
     frontier = -np.inf
     for _ in range(max_iter):
         last = None
         if n_groups:  # collectives: every rank's arrival, from the newest times
-            r_grp = _ready_of(grp, src, dst, w, t, fixed)
+            ready = np.full(grp.size, -np.inf)
+            np.maximum.at(ready, into_at, t[src[into]] + w[into])
+            r_grp = np.maximum(fixed[grp], ready)   # max(fixed, the latest incoming edge)
             arrival = np.maximum(np.where(is_lo[grp], -np.inf, t[np.maximum(grp - 1, 0)]), r_grp)
             last = np.full(n_groups, -np.inf)
             np.maximum.at(last, grp_id, arrival)
@@ -1033,8 +1035,7 @@ def _replay_numpy(t_orig: np.ndarray, d: np.ndarray, fixed: np.ndarray, reach: n
             k = lo + int(reach[lo:hi].searchsorted(frontier, side="left"))   # (methods: no wrapper per call)
             if k >= hi:
                 continue
-            # max(fixed, the latest incoming edge) from node k on (_ready_of on k..hi, its
-            # destinations' edges reduced in the same groups).
+            # max(fixed, the latest incoming edge) from node k on.
             o = k - lo
             r = fixed[k:hi].copy()
             j = int(at.searchsorted(o, side="left")) if at.size else 0
@@ -1079,20 +1080,6 @@ def _chain_inputs(lo: int, hi: int, src: np.ndarray, dst: np.ndarray, w: np.ndar
     first = np.flatnonzero(np.concatenate([[True], dd[1:] != dd[:-1]])) if dd.size else np.zeros(0, np.int64)
     gp = np.flatnonzero(group[lo:hi] >= 0)
     return dd[first], first, src[e_lo:e_hi], w[e_lo:e_hi], gp, group[lo + gp]
-
-
-def _ready_of(nodes: np.ndarray, src: np.ndarray, dst: np.ndarray, w: np.ndarray, t: np.ndarray,
-              fixed: np.ndarray) -> np.ndarray:
-    """max(fixed, the latest incoming edge) for ``nodes`` (sorted; edges sorted by destination)."""
-    r = fixed[nodes].copy()
-    if not dst.size or not nodes.size:
-        return r
-    sel = np.arange(np.searchsorted(dst, nodes[0], side="left"), np.searchsorted(dst, nodes[-1], side="right"))
-    pos = np.minimum(np.searchsorted(nodes, dst[sel]), nodes.size - 1)
-    keep = nodes[pos] == dst[sel]
-    out = np.full(nodes.size, -np.inf)
-    np.maximum.at(out, pos[keep], t[src[sel[keep]]] + w[sel[keep]])
-    return np.maximum(r, out)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -8,30 +8,8 @@ speedup is the ratio of the replayed window without and with the change (both wa
 graph, so the graph's own error cancels); the projected step time is the measured median step
 divided by it.
 
-Causes and what each assumes (the ``assumption`` string says it to the user):
-
-``data_stall``       the DataLoader's time on the host, host ops that launch nothing for longer than
-                     333 µs and longer stretches of code no op covers are 0 ("data ready when the
-                     step starts": the analysis's host stalls).
-``host_syncs``       blocking calls (``.item()``, synchronize, a synchronous copy) neither wait for
-                     the device nor take time.
-``launch_overhead``  the host issues the kernels for free (a CUDA graph replays them): launch calls
-                     and the ops around them take no host time, kernels start as soon as their stream
-                     and inputs allow; the host's Python between ops and its syncs stay.
-``exposed_comm``     collectives fully overlapped: communication kernels and host collectives cost 0.
-``pipeline_bubble``  stages never wait for each other: send/recv cost 0 and a recv no longer waits
-                     for the matched send of the other rank (the n-th send of a step from a to b
-                     with the n-th recv on b from a: critical_path's point-to-point groups).
-``late_rank``        the late rank arrives with the others: its host time outside ops and in the
-                     DataLoader is 0.
-``gemm_ceiling``     GEMMs at 70 % of the device's dense peak (those whose FLOPs the trace gives).
-``memory_bound``     each run of back-to-back elementwise kernels fused into one pass over the data:
-                     one kernel reading the run's input once and writing its output once at the
-                     device's peak bandwidth (sizes from the recorded shapes; else the run's
-                     shortest kernel), issued by the host as one launch. Only what fusion removes:
-                     the other ops' host work stays (that is launch overhead's). Not "each kernel at
-                     its roof": fusion is the fix that pays (the H200 chain: 10.5x measured, against
-                     ~1.1x for kernels already near the roof).
+Each cause is a function of :data:`SCENARIOS` whose docstring says what it changes;
+:data:`ASSUMPTIONS` says it to the user and docs/what-if.md tables them.
 
 Every projection leaves the profiler's own cost out of the baseline and the changed graph alike
 (:data:`PROFILER_US_PER_EVENT`, :data:`PROFILER_STEP_CUT`); its cost per event is a range, and the
@@ -106,9 +84,7 @@ class Projection:
     """The largest category on the new critical path."""
 
     def to_json(self) -> dict:
-        return {"cause": self.cause, "assumption": self.assumption, "step_time_s": self.step_time_s,
-                "speedup_upper_bound": self.speedup_upper_bound, "mfu": self.mfu,
-                "new_dominant": self.new_dominant}
+        return dataclasses.asdict(self)
 
 
 @dataclass
@@ -181,6 +157,8 @@ def _base_dcat(g: cp.Graph, ctx: dict) -> np.ndarray:
 
 
 def _data_stall(g: cp.Graph, ctx: dict) -> Change | None:
+    """Data ready when the step starts: the DataLoader's host time, host ops that launch nothing for
+    longer than 333 µs and longer stretches of code no op covers are 0 (the analysis's host stalls)."""
     dc, w, on = _base(g, ctx)
     cols = [_C("dataloader"), _C("host_stall"), _C("cpu_gap")]
     if dc[:, cols].sum() <= 0:
@@ -190,6 +168,7 @@ def _data_stall(g: cp.Graph, ctx: dict) -> Change | None:
 
 
 def _host_syncs(g: cp.Graph, ctx: dict) -> Change | None:
+    """Blocking calls (``.item()``, synchronize, a synchronous copy) neither wait nor take time."""
     dc, w, on = _base(g, ctx)
     sync = g.e_kind == cp.EDGE_KINDS.index("sync")
     if not sync.any() and dc[:, _C("sync")].sum() <= 0:
@@ -200,6 +179,9 @@ def _host_syncs(g: cp.Graph, ctx: dict) -> Change | None:
 
 
 def _launch_overhead(g: cp.Graph, ctx: dict) -> Change | None:
+    """The host issues kernels for free (a CUDA graph replays them): launch calls, the ops that issue
+    them and the short Python between them take no host time, kernels start as soon as their stream
+    and inputs allow; the rest of the host's time (longer code, host stalls, syncs) stays."""
     dc, w, on = _base(g, ctx)
     launch = g.e_kind == cp.EDGE_KINDS.index("launch")
     if not launch.any():
@@ -210,6 +192,7 @@ def _launch_overhead(g: cp.Graph, ctx: dict) -> Change | None:
 
 
 def _exposed_comm(g: cp.Graph, ctx: dict) -> Change | None:
+    """Collectives fully overlapped: communication kernels and host collectives cost 0."""
     dc, w, on = _base(g, ctx)
     comm = g.is_gpu & (g.kernel_class == KERNEL_CLASSES.index("communication")) & ~g.p2p
     if not comm.any() and dc[:, _C("collective_cpu")].sum() <= 0:
@@ -221,7 +204,7 @@ def _exposed_comm(g: cp.Graph, ctx: dict) -> Change | None:
 
 def _pipeline_bubble(g: cp.Graph, ctx: dict) -> Change | None:
     """Stages never wait for each other: send/recv cost nothing and a recv no longer waits for the
-    other rank's send (the matched pairs are unbound)."""
+    other rank's send (critical_path's point-to-point groups are unbound)."""
     if not g.p2p.any():
         return None
     dc, w, on = _base(g, ctx)
@@ -234,6 +217,8 @@ def _pipeline_bubble(g: cp.Graph, ctx: dict) -> Change | None:
 
 
 def _late_rank(g: cp.Graph, ctx: dict) -> Change | None:
+    """The late ranks arrive with the others: their host time outside ops, host stalls and the
+    DataLoader is 0."""
     late = ctx.get("late_ranks") or []
     if not late:
         return None
@@ -244,6 +229,7 @@ def _late_rank(g: cp.Graph, ctx: dict) -> Change | None:
 
 
 def _gemm_ceiling(g: cp.Graph, ctx: dict) -> Change | None:
+    """GEMMs at :data:`GEMM_CEILING_FRACTION` of the dense peak (those whose FLOPs the trace gives)."""
     ideal = ctx.get("gemm_ideal_us")
     if ideal is None or not np.isfinite(ideal).any():
         return None
@@ -264,7 +250,10 @@ def _memory_bound(g: cp.Graph, ctx: dict) -> Change | None:
       shortest kernel (a unary kernel reads and writes the data once, as the fused one does);
     * the host: the ops that issue the run and the Python between them become one launch (the
       run's shortest launch call); the host work before the run's first launch, and every other op,
-      stays (launch overhead is its own cause)."""
+      stays (launch overhead is its own cause).
+
+    Not "each kernel at its roof": a kernel already near its roof gains little on its own, the
+    passes that fusion saves are what pays (the H200 chain: 10.5x measured, ~1.1x at the roof)."""
     ew = g.is_gpu & (g.kernel_class == KERNEL_CLASSES.index("elementwise"))
     if ew.sum() < 2:
         return None
