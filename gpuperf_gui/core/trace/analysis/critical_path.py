@@ -245,28 +245,29 @@ def _parents(lane: Lane, m: np.ndarray) -> np.ndarray:
 
 @dataclass
 class _Builder:
-    """Accumulates nodes and edges rank by rank."""
+    """Accumulates nodes and edges rank by rank. Each list of per-node columns starts with an
+    empty one (a job without chains, or a graph without edges, is empty)."""
 
     chains: list[Chain] = field(default_factory=list)
-    t: list[np.ndarray] = field(default_factory=list)
-    dcat: list[np.ndarray] = field(default_factory=list)
-    fixed: list[np.ndarray] = field(default_factory=list)
-    index: list[np.ndarray] = field(default_factory=list)
-    kclass: list[np.ndarray] = field(default_factory=list)
-    p2p: list[np.ndarray] = field(default_factory=list)
-    events: list[np.ndarray] = field(default_factory=list)
+    t: list[np.ndarray] = field(default_factory=lambda: [np.zeros(0)])
+    dcat: list[np.ndarray] = field(default_factory=lambda: [np.zeros((0, len(CATEGORIES)))])
+    fixed: list[np.ndarray] = field(default_factory=lambda: [np.zeros(0)])
+    index: list[np.ndarray] = field(default_factory=lambda: [np.zeros(0, np.int64)])
+    kclass: list[np.ndarray] = field(default_factory=lambda: [np.zeros(0, np.int8)])
+    p2p: list[np.ndarray] = field(default_factory=lambda: [np.zeros(0, bool)])
+    events: list[np.ndarray] = field(default_factory=lambda: [np.zeros(0)])
     edges: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=lambda: [
         (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int8))])
-    """(sources, destinations, weights, kinds), the first empty (a graph without edges)."""
+    """(sources, destinations, weights, kinds)."""
     chain_at: dict[int, int] = field(default_factory=dict)
-    """The chain (index into the lists) whose nodes start at a node."""
+    """Where in the lists of columns the chain whose nodes start at a node is."""
     n: int = 0
 
     def add_chain(self, rank: int, lane: Lane, kind: str, t: np.ndarray, dcat: np.ndarray, fixed: np.ndarray,
                   index: np.ndarray, kclass: np.ndarray | None = None, p2p: np.ndarray | None = None,
                   events: np.ndarray | None = None) -> int:
         lo = self.n
-        self.chain_at[lo] = len(self.chains)
+        self.chain_at[lo] = len(self.t)
         self.chains.append(Chain(rank, lane.lane_id, kind, lo, lo + t.size, lane.label))
         self.t.append(t)
         self.dcat.append(dcat)
@@ -424,10 +425,7 @@ def _refine_idle(fine: dict[int, _Fine]) -> None:
     """A helper thread's gap is idle (waiting for work) only if another thread did something in it
     that could have woken it; a gap with no other thread's point inside is the thread's own work that
     the profiler does not show (the autograd engine between two backward ops)."""
-    if len(fine) < 2:
-        for f in fine.values():
-            f.seg_cat[f.idle] = CPU_CATEGORIES.index("cpu_gap")
-            f.idle[:] = False
+    if not fine:
         return
     pts = np.sort(np.concatenate([f.pt for f in fine.values()]))
     for f in fine.values():
@@ -489,11 +487,6 @@ def build_graph(ranks: list[RankTrace]) -> Graph:
         if info is not None:
             steps[rt.rank], coll, p2p_nodes[rt.rank] = info
             collectives.append(coll)
-    if not b.chains:
-        z = np.zeros(0)
-        zi = np.zeros(0, dtype=np.int64)
-        return Graph([], z, np.zeros((0, len(CATEGORIES))), z, zi, zi, zi, zi.astype(bool), zi.astype(np.int8),
-                     zi.astype(bool), zi, zi, z, zi, zi, z, {})
     t = np.concatenate(b.t)
     dcat = np.concatenate(b.dcat)
     fixed = np.concatenate(b.fixed)
@@ -519,10 +512,10 @@ def build_graph(ranks: list[RankTrace]) -> Graph:
     order = np.argsort(dst, kind="stable")
     p2p = np.concatenate(b.p2p)
     p2p[np.isin(group, p2p_groups)] = True   # a gloo transfer's end on the host
-    sizes = [c.hi - c.lo for c in b.chains]
+    sizes = np.array([c.hi - c.lo for c in b.chains], dtype=np.int64)
     rank = np.repeat(np.array([c.rank for c in b.chains], dtype=np.int64), sizes)
     lane = np.repeat(np.array([c.lane_id for c in b.chains], dtype=np.int32), sizes)
-    is_gpu = np.repeat([c.kind == "gpu" for c in b.chains], sizes)
+    is_gpu = np.repeat(np.array([c.kind == "gpu" for c in b.chains], dtype=bool), sizes)
     return Graph(b.chains, t, dcat, fixed, rank, lane, np.concatenate(b.index), is_gpu, np.concatenate(b.kclass),
                  p2p, src[order], dst[order], w[order], kind[order], group, np.concatenate(b.events), steps,
                  p2p_groups=p2p_groups)
@@ -1166,20 +1159,17 @@ def critical_path(g: Graph, t: np.ndarray, d: np.ndarray | None = None, w: np.nd
     lo_mask = np.zeros(len(g), bool)
     lo_mask[chain_lo] = True
     prev_t[lo_mask] = -np.inf
-    jump = (r > prev_t + 1e-9) & (best_edge >= 0) & (ready >= g.fixed)
-    jumps = np.flatnonzero(jump)
+    jumps = np.flatnonzero((r > prev_t + 1e-9) & (best_edge >= 0) & (ready >= g.fixed))
     stop_fixed = np.flatnonzero(lo_mask | (g.fixed > prev_t + 1e-9))
     secs = np.zeros(len(CATEGORIES))
     on_path = []
     node = end
-    guard = 0
     dcat = g.dcat
     scale = np.where(d > 0, d / np.maximum(d, 1e-12), 0.0)
     # The walk in Python ints (a step costs a few µs, not a dozen numpy calls), the sums in numpy.
     jumps_l, stop_l = jumps.tolist(), stop_fixed.tolist()
     floor_t = t0 - 1e-9
-    while node >= 0 and guard < 1_000_000:
-        guard += 1
+    for _ in range(1_000_000):
         c_lo = chain_lo[chain_of[node]]
         # The nearest node at or before ``node`` on its chain where the walk leaves the chain.
         kj = bisect.bisect_right(jumps_l, node) - 1
@@ -1188,16 +1178,12 @@ def critical_path(g: Graph, t: np.ndarray, d: np.ndarray | None = None, w: np.nd
         s = stop_l[ks] if ks >= 0 and stop_l[ks] >= c_lo else c_lo
         lo = max(j, s)
         # Stop at the window start.
-        inside = t[lo:node + 1] > floor_t
+        seg = np.arange(lo, node + 1)
+        inside = t[seg] > floor_t
         every = bool(inside.all())
-        if every:
-            secs += (dcat[lo:node + 1] * scale[lo:node + 1, None]).sum(axis=0)
-            on_path.append(np.arange(lo, node + 1))
-        else:
-            seg = np.arange(lo, node + 1)[inside]
-            if seg.size:
-                secs += (dcat[seg] * scale[seg, None]).sum(axis=0)
-                on_path.append(seg)
+        seg = seg if every else seg[inside]
+        secs += (dcat[seg] * scale[seg, None]).sum(axis=0)
+        on_path.append(seg)
         if not every or lo != j or t[lo] <= t0:
             break
         e = int(best_edge[lo])
