@@ -453,12 +453,10 @@ def _build_cpu_lane(b: _Builder, rt: RankTrace, f: _Fine, keep_points: np.ndarra
     burst_end_fine = np.flatnonzero(f.idle)
     keep[burst_start_fine] = True
     keep[burst_end_fine] = True
-    if before.size:
-        k = np.searchsorted(pt, before, side="right") - 1
-        keep[k[k >= 0]] = True
-    if after.size:
-        k = np.searchsorted(pt, after, side="left")
-        keep[k[k < pt.size]] = True
+    k = np.searchsorted(pt, before, side="right") - 1
+    keep[k[k >= 0]] = True
+    k = np.searchsorted(pt, after, side="left")
+    keep[k[k < pt.size]] = True
     nodes = np.flatnonzero(keep)
     # A node's d: the fine segments between the previous node and it, by category.
     seg_node = np.searchsorted(nodes, np.arange(pt.size) + 1, side="left")
@@ -471,9 +469,8 @@ def _build_cpu_lane(b: _Builder, rt: RankTrace, f: _Fine, keep_points: np.ndarra
     starts = f.is_start & valid
     events = np.bincount(seg_node[starts], minlength=nodes.size).astype(np.float64)
     lo = b.add_chain(rt.rank, f.lane, "cpu", pt[nodes], dcat, fixed, f.idx[ev[nodes]], events=events)
-    local = np.searchsorted(nodes, burst_start_fine)
-    local_end = np.searchsorted(nodes, burst_end_fine)
-    return _CpuLane(lo, pt[nodes], f.idx[ev[nodes]], f.is_start[nodes], f.lane, local, local_end)
+    return _CpuLane(lo, pt[nodes], f.idx[ev[nodes]], f.is_start[nodes], f.lane,
+                    np.searchsorted(nodes, burst_start_fine), np.searchsorted(nodes, burst_end_fine))
 
 
 def build_graph(ranks: list[RankTrace]) -> Graph:
@@ -690,74 +687,70 @@ def _thread_edges(b: _Builder, cpu: dict[int, _CpuLane], main: Lane | None) -> N
 
 
 def _gpu_edges(b: _Builder, rt: RankTrace, gpu: _Gpu) -> None:
-    """Launch edges and inferred cross-stream waits."""
+    """Launch edges and inferred cross-stream waits, over all the rank's kernels at once (its GPU
+    chains are one run of nodes)."""
     if not gpu:
         return
     t_cpu = np.concatenate(b.t)  # node times so far (CPU chains come first)
-    lat_all, info = [], []
-    for lid, (lo, idx, ln) in gpu.items():
-        lane = rt.lanes[lid]
-        s = lane.start_us[idx]
-        e = s + lane.duration_us[idx]
-        prev_end = np.concatenate([[-np.inf], np.maximum.accumulate(e)[:-1]])
-        ls = np.where(ln >= 0, t_cpu[np.maximum(ln, 0)], np.nan)
-        idle_launch = (ln >= 0) & (ls >= prev_end - TOL_US)   # launched onto an idle stream: it waited for it
-        lat_all.append((s - ls)[idle_launch])
-        info.append((lid, lo, idx, s, e, prev_end, ln, ls, idle_launch))
-    lat = np.concatenate(lat_all)
+    lo0 = min(lo for lo, _, _ in gpu.values())
+    spans = [(lo - lo0, lo - lo0 + idx.size) for lo, idx, _ in gpu.values()]   # each stream's kernels
+    s = np.concatenate([rt.lanes[lid].start_us[idx] for lid, (_, idx, _) in gpu.items()])
+    e = s + np.concatenate([rt.lanes[lid].duration_us[idx] for lid, (_, idx, _) in gpu.items()])
+    prev_end = np.concatenate([np.r_[-np.inf, np.maximum.accumulate(e[a:z])[:-1]] for a, z in spans])
+    ln = np.concatenate([ln for _, _, ln in gpu.values()])
+    lane = np.concatenate([np.full(idx.size, lid) for lid, (_, idx, _) in gpu.items()])
+    node = lo0 + np.arange(s.size)
+    has = ln >= 0
+    ls = np.where(has, t_cpu[np.maximum(ln, 0)], np.nan)
+    lat = s - ls
+    idle_launch = has & (ls >= prev_end - TOL_US)   # launched onto an idle stream: it waited for it
     # The typical launch latency: the lower quartile of the kernels that waited for their launch (a
     # median would count the ones that also waited for an event on another stream).
-    typ = _lower_quartile(lat[lat >= 0]) if (lat >= 0).any() else DEFAULT_LAUNCH_LATENCY_US
+    waited = lat[idle_launch]
+    typ = _lower_quartile(waited[waited >= 0]) if (waited >= 0).any() else DEFAULT_LAUNCH_LATENCY_US
     # All kernels of the rank by end (for cross-stream inference).
-    ends = np.concatenate([x[4] for x in info])
-    nodes = np.concatenate([x[1] + np.arange(x[2].size) for x in info])
-    lanes = np.concatenate([np.full(x[2].size, x[0]) for x in info])
-    launch_t = np.concatenate([x[7] for x in info])
-    order = np.argsort(ends, kind="stable")
-    ends, nodes, lanes, launch_t = ends[order], nodes[order], lanes[order], launch_t[order]
-    gap_col = CATEGORIES.index("kernel_gap")
-    for lid, lo, idx, s, e, prev_end, ln, ls, idle_launch in info:
-        has = ln >= 0
+    order = np.argsort(e, kind="stable")
+    ends, nodes, lanes, launch_t = e[order], node[order], lane[order], ls[order]
+    gap = s - np.where(np.isfinite(prev_end), prev_end, s)
+    queued = ~idle_launch & (gap <= KERNEL_GAP_MAX_US)  # behind the previous kernel: the device's gap
+    # A queued kernel's launch edge must not bind: at most the time from the launch to the
+    # previous kernel's end.
+    w = np.where(idle_launch, lat, np.where(has, np.minimum(np.minimum(lat, typ), prev_end - ls), 0.0))
+    # Anything else waited on another stream: the kernel of another stream (launched before it)
+    # that ended last before it started.
+    # A kernel launched onto an idle stream that started long after its launch, just as a kernel
+    # of another stream ended, waited for that kernel (an event: a send after the compute that
+    # makes its data), not for its launch.
+    late = idle_launch & (lat > typ + KERNEL_GAP_MAX_US)
+    src_n, dst_n, w_n = [], [], []
+    for i in np.flatnonzero((~idle_launch & ~queued) | late).tolist():
+        k = int(np.searchsorted(ends, s[i] + TOL_US, side="right")) - 1
+        found = -1
+        floor = max(prev_end[i], ls[i]) if late[i] else prev_end[i]
+        while k >= 0 and ends[k] > floor:
+            if lanes[k] != lane[i] and (not has[i] or not (launch_t[k] > ls[i])):
+                found = k
+                break
+            k -= 1
+        if late[i] and (found < 0 or s[i] - ends[found] > KERNEL_GAP_MAX_US):
+            continue   # nothing ended just before it: the launch edge keeps the wait
+        if late[i]:
+            w[i] = min(lat[i], typ)
+        if found >= 0:
+            src_n.append(nodes[found])
+            dst_n.append(node[i])
+            w_n.append(max(s[i] - ends[found], 0.0))
+        elif has[i]:
+            w[i] = lat[i]  # nothing else explains the wait: keep it on the launch edge
+    # (Into a kernel, its stream wait comes before its launch edge, as build_graph's sort keeps them.)
+    b.add_edges(np.array(src_n, dtype=np.int64), np.array(dst_n, dtype=np.int64), np.array(w_n), "stream_wait")
+    b.add_edges(ln[has], node[has], np.maximum(w[has], 0.0), "launch")
+    # A kernel with no launch in the trace and no wait found keeps its start.
+    fixed = np.where(np.isin(node, np.array(dst_n, dtype=np.int64)), -np.inf, s)
+    for (lo, _, _), (a, z) in zip(gpu.values(), spans):
         ci = b.chain_at[lo]
-        gap = s - np.where(np.isfinite(prev_end), prev_end, s)
-        lat = s - ls
-        queued = ~idle_launch & (gap <= KERNEL_GAP_MAX_US)  # behind the previous kernel: the device's gap
-        # A queued kernel's launch edge must not bind: at most the time from the launch to the
-        # previous kernel's end.
-        w = np.where(idle_launch, lat, np.where(has, np.minimum(np.minimum(lat, typ), prev_end - ls), 0.0))
-        b.dcat[ci][queued, gap_col] = np.maximum(gap[queued], 0.0)
-        # Anything else waited on another stream: the kernel of another stream (launched before it)
-        # that ended last before it started.
-        # A kernel launched onto an idle stream that started long after its launch, just as a kernel
-        # of another stream ended, waited for that kernel (an event: a send after the compute that
-        # makes its data), not for its launch.
-        late = idle_launch & (lat > typ + KERNEL_GAP_MAX_US)
-        src_n, dst_n, w_n = [], [], []
-        for i in np.flatnonzero((~idle_launch & ~queued) | late).tolist():
-            k = int(np.searchsorted(ends, s[i] + TOL_US, side="right")) - 1
-            found = -1
-            floor = max(prev_end[i], ls[i]) if late[i] else prev_end[i]
-            while k >= 0 and ends[k] > floor:
-                if lanes[k] != lid and (not has[i] or not (launch_t[k] > ls[i])):
-                    found = k
-                    break
-                k -= 1
-            if late[i] and (found < 0 or s[i] - ends[found] > KERNEL_GAP_MAX_US):
-                continue   # nothing ended just before it: the launch edge keeps the wait
-            if late[i]:
-                w[i] = min(lat[i], typ)
-            if found >= 0:
-                src_n.append(nodes[found])
-                dst_n.append(lo + i)
-                w_n.append(max(s[i] - ends[found], 0.0))
-            elif has[i]:
-                w[i] = lat[i]  # nothing else explains the wait: keep it on the launch edge
-        b.add_edges(np.array(src_n, dtype=np.int64), np.array(dst_n, dtype=np.int64), np.array(w_n), "stream_wait")
-        if has.any():
-            b.add_edges(ln[has], lo + np.flatnonzero(has), np.maximum(w[has], 0.0), "launch")
-        # A kernel with no launch in the trace and no wait found keeps its start.
-        no_launch = ~has & ~np.isin(lo + np.arange(idx.size), np.array(dst_n, dtype=np.int64))
-        b.fixed[ci][~has] = np.where(no_launch[~has], s[~has], -np.inf)
+        b.dcat[ci][queued[a:z], CATEGORIES.index("kernel_gap")] = np.maximum(gap[a:z][queued[a:z]], 0.0)
+        b.fixed[ci][~has[a:z]] = fixed[a:z][~has[a:z]]
 
 
 def _sync_edges(b: _Builder, rt: RankTrace, cpu: dict[int, _CpuLane], gpu: _Gpu) -> None:
