@@ -409,16 +409,14 @@ def _profiler_segments(rt: RankTrace, lane: Lane, idx: np.ndarray, ev: np.ndarra
     """The segments (from each point to the next) that are ``prof.step()``: a ``ProfilerStep``'s
     tail after its last inner event ends, and the gap from its end to the next step's start."""
     step = pattern_mask(rt.strings, _STEP_RE)[lane.name_id[idx]]
-    out = np.zeros(ev.size, dtype=bool)
-    if not step.any() or ev.size < 2:
-        return out
+    if not step.any():
+        return np.zeros(ev.size, dtype=bool)
     nxt_ev, nxt_start = np.r_[ev[1:], -1], np.r_[is_start[1:], False]
     own_step = (owner >= 0) & step[np.maximum(owner, 0)]
     tail = own_step & (nxt_ev == owner) & ~nxt_start          # up to the step's own end
     at_step_end = ~is_start & step[ev]
     gap = (owner < 0) & at_step_end & nxt_start & step[np.maximum(nxt_ev, 0)]
-    out[tail | gap] = True
-    return out
+    return tail | gap
 
 
 def _refine_idle(fine: dict[int, _Fine]) -> None:
@@ -493,10 +491,8 @@ def build_graph(ranks: list[RankTrace]) -> Graph:
         _match_collectives(collectives, t, group, xfer)
     p2p_groups = _match_p2p(p2p_nodes, [rt.rank for rt in ranks], t, group, xfer)
     col = np.flatnonzero(group >= 0)
-    if col.size:
-        total = dcat[col].sum(axis=1)
-        scale = np.where(total > 0, xfer[col] / np.maximum(total, 1e-12), 0.0)
-        dcat[col] *= scale[:, None]
+    total = dcat[col].sum(axis=1)
+    dcat[col] *= np.where(total > 0, xfer[col] / np.maximum(total, 1e-12), 0.0)[:, None]
     src, dst, w, kind = map(np.concatenate, zip(*b.edges))
     # An edge that runs back in the trace's time is data that breaks causality (a kernel that ends
     # before its launch call starts, clocks of different hosts): drop it and keep the node where the
@@ -1008,14 +1004,13 @@ def _replay_numpy(t_orig: np.ndarray, d: np.ndarray, fixed: np.ndarray, reach: n
     inputs = [_chain_inputs(lo, hi, src, dst, w, group) for lo, hi in chains]
     frontier = -np.inf
     for _ in range(max_iter):
-        last = None
-        if n_groups:  # collectives: every rank's arrival, from the newest times
-            ready = np.full(grp.size, -np.inf)
-            np.maximum.at(ready, into_at, t[src[into]] + w[into])
-            r_grp = np.maximum(fixed[grp], ready)   # max(fixed, the latest incoming edge)
-            arrival = np.maximum(np.where(is_lo[grp], -np.inf, t[np.maximum(grp - 1, 0)]), r_grp)
-            last = np.full(n_groups, -np.inf)
-            np.maximum.at(last, grp_id, arrival)
+        # Collectives: every rank's arrival, from the newest times.
+        ready = np.full(grp.size, -np.inf)
+        np.maximum.at(ready, into_at, t[src[into]] + w[into])
+        r_grp = np.maximum(fixed[grp], ready)   # max(fixed, the latest incoming edge)
+        arrival = np.maximum(np.where(is_lo[grp], -np.inf, t[np.maximum(grp - 1, 0)]), r_grp)
+        last = np.full(n_groups, -np.inf)
+        np.maximum.at(last, grp_id, arrival)
         earliest = np.inf
         for (lo, hi), (at, first, e_src, e_w, gp, gid) in zip(chains, inputs):
             k = lo + int(reach[lo:hi].searchsorted(frontier, side="left"))   # (methods: no wrapper per call)
@@ -1030,7 +1025,7 @@ def _replay_numpy(t_orig: np.ndarray, d: np.ndarray, fixed: np.ndarray, reach: n
                 red = np.maximum.reduceat(t[e_src[e0:]] + e_w[e0:], first[j:] - e0)
                 pos = at[j:] - o
                 r[pos] = np.maximum(r[pos], red)
-            if last is not None and gp.size:
+            if gp.size:
                 j = int(gp.searchsorted(o, side="left"))
                 if j < gp.size:
                     pos = gp[j:] - o
@@ -1081,12 +1076,8 @@ def step_span_us(g: Graph, t: np.ndarray) -> float:
     for steps in g.steps.values():
         if not steps:
             continue
-        ends = []
-        for _, hi, gpu in steps:
-            end = t[hi] if hi >= 0 else -np.inf
-            if gpu.size:
-                end = max(end, float(t[gpu].max()))
-            ends.append(end)
+        ends = [max(t[hi] if hi >= 0 else -np.inf, float(t[gpu].max()) if gpu.size else -np.inf)
+                for _, hi, gpu in steps]
         if len(ends) >= 2 and np.isfinite(ends[0]) and np.isfinite(ends[-1]):
             per = (ends[-1] - ends[0]) / (len(ends) - 1)
         elif np.isfinite(ends[-1]):
@@ -1215,8 +1206,7 @@ def path_masks(g: Graph, nodes: np.ndarray, ranks: list[RankTrace]) -> dict[tupl
         if rank not in index_of or ev < 0:
             continue
         key = (index_of[rank], lane_id)
-        mask = out.get(key)
-        if mask is None:
-            mask = out[key] = np.zeros(len(ranks[index_of[rank]].lanes[lane_id]), dtype=bool)
-        mask[ev] = True
+        if key not in out:
+            out[key] = np.zeros(len(ranks[index_of[rank]].lanes[lane_id]), dtype=bool)
+        out[key][ev] = True
     return out

@@ -22,7 +22,7 @@ import dataclasses
 import functools
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
 
@@ -108,7 +108,14 @@ class WhatIf:
                 "critical_path": {**self.critical_path.to_json(), "replay_error": self.replay_error}}
 
 
-Change = tuple  # (d by category, edge weights, edges kept[, collective groups when a change unbinds some])
+class Change(NamedTuple):
+    """A cause's change of the graph: durations by category, edge weights, the edges kept, and the
+    collective groups (None: the graph's; a change may unbind some)."""
+
+    dcat: np.ndarray
+    w: np.ndarray
+    on: np.ndarray
+    group: np.ndarray | None = None
 
 
 PROFILER_US_PER_EVENT = (0.0, 5.0)
@@ -129,7 +136,7 @@ _HOST_ISSUE = [_C("launch"), _C("cpu_op"), _C("dispatch")]
 """The host time that issues device work: the profiler's cost per event comes out of it."""
 
 
-def _base(g: cp.Graph, ctx: dict) -> Change:
+def _base(g: cp.Graph, ctx: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The graph as traced, less the profiler's own cost: the host time per recorded event
     (:data:`PROFILER_US_PER_EVENT`), and the gap between queued kernels of a stream: the profiler's own
     (CUPTI records every kernel: 2-4 µs between queued kernels, about 1 µs without it). Every
@@ -164,7 +171,7 @@ def _data_stall(g: cp.Graph, ctx: dict) -> Change | None:
     if dc[:, cols].sum() <= 0:
         return None
     dc[:, cols] = 0.0
-    return dc, w, on
+    return Change(dc, w, on)
 
 
 def _host_syncs(g: cp.Graph, ctx: dict) -> Change | None:
@@ -175,7 +182,7 @@ def _host_syncs(g: cp.Graph, ctx: dict) -> Change | None:
         return None
     dc[:, _C("sync")] = 0.0
     on &= ~sync
-    return dc, w, on
+    return Change(dc, w, on)
 
 
 def _launch_overhead(g: cp.Graph, ctx: dict) -> Change | None:
@@ -188,7 +195,7 @@ def _launch_overhead(g: cp.Graph, ctx: dict) -> Change | None:
         return None
     dc[:, _HOST_ISSUE] = 0.0
     w[launch] = 0.0
-    return dc, w, on
+    return Change(dc, w, on)
 
 
 def _exposed_comm(g: cp.Graph, ctx: dict) -> Change | None:
@@ -199,7 +206,7 @@ def _exposed_comm(g: cp.Graph, ctx: dict) -> Change | None:
         return None
     dc[comm] = 0.0
     dc[:, _C("collective_cpu")] = 0.0
-    return dc, w, on
+    return Change(dc, w, on)
 
 
 def _pipeline_bubble(g: cp.Graph, ctx: dict) -> Change | None:
@@ -209,11 +216,9 @@ def _pipeline_bubble(g: cp.Graph, ctx: dict) -> Change | None:
         return None
     dc, w, on = _base(g, ctx)
     dc[g.p2p] = 0.0
-    if g.p2p_groups.size:
-        group = g.group.copy()
-        group[np.isin(group, g.p2p_groups)] = -1
-        return dc, w, on, group
-    return dc, w, on
+    group = g.group.copy()
+    group[np.isin(group, g.p2p_groups)] = -1
+    return Change(dc, w, on, group)
 
 
 def _late_rank(g: cp.Graph, ctx: dict) -> Change | None:
@@ -225,7 +230,7 @@ def _late_rank(g: cp.Graph, ctx: dict) -> Change | None:
     dc, w, on = _base(g, ctx)
     m = np.isin(g.node_rank, late) & ~g.is_gpu
     dc[np.ix_(m, [_C("cpu_gap"), _C("dataloader"), _C("host_stall")])] = 0.0
-    return dc, w, on
+    return Change(dc, w, on)
 
 
 def _gemm_ceiling(g: cp.Graph, ctx: dict) -> Change | None:
@@ -237,7 +242,7 @@ def _gemm_ceiling(g: cp.Graph, ctx: dict) -> Change | None:
     col = cp.N_CPU + KERNEL_CLASSES.index("gemm")
     ok = np.isfinite(ideal)
     dc[ok, col] = np.minimum(dc[ok, col], ideal[ok])
-    return dc, w, on
+    return Change(dc, w, on)
 
 
 def _memory_bound(g: cp.Graph, ctx: dict) -> Change | None:
@@ -289,7 +294,7 @@ def _memory_bound(g: cp.Graph, ctx: dict) -> Change | None:
             one = float(dc[ends, launch].min())
             dc[start:stop, _HOST_ISSUE] = 0.0
             dc[start, launch] = one
-    return dc, w, on
+    return Change(dc, w, on)
 
 
 @dataclass
@@ -500,12 +505,9 @@ SCENARIOS: dict[str, Callable[[cp.Graph, dict], Change | None]] = {
 def _combine(a: Change, b: Change) -> Change:
     """Both changes: the smaller of each duration and weight, an edge only if both keep it, a
     group only if both keep it."""
-    out = (np.minimum(a[0], b[0]), np.minimum(a[1], b[1]), a[2] & b[2])
-    ga, gb = (a[3] if len(a) > 3 else None), (b[3] if len(b) > 3 else None)
-    if ga is None and gb is None:
-        return out
+    ga, gb = a.group, b.group
     group = ga if gb is None else gb if ga is None else np.where((ga < 0) | (gb < 0), -1, ga)
-    return (*out, group)
+    return Change(np.minimum(a.dcat, b.dcat), np.minimum(a.w, b.w), a.on & b.on, group)
 
 
 _HALF_RE = re.compile(r"bf16|f16|fp16|half|_h_|hgemm|s16816|h1688", re.I)
@@ -619,9 +621,9 @@ def _project_at(g: cp.Graph, ctx: dict, combos: dict[str, tuple[str, ...]], step
 
 def _walk(g: cp.Graph, cause: str, assumption: str, ch: Change, base_span: float, step_time_s: float,
           mfu_at: Callable[[float], float | None]) -> Projection:
-    dc, w, on = ch[:3]
+    dc, w, on, group = ch
     d = dc.sum(axis=1)
-    t = cp.replay(g, d, w, on, group=ch[3] if len(ch) > 3 else None)
+    t = cp.replay(g, d, w, on, group=group)
     span = cp.step_span_us(g, t)
     speedup = base_span / span if span > 0 else float("inf")
     speedup = max(speedup, 1.0)  # removing a cause never slows the step (the graph's rounding aside)
