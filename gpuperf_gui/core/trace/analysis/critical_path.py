@@ -137,7 +137,6 @@ class Chain:
     kind: str  # "cpu" or "gpu"
     lo: int
     hi: int
-    label: str = ""
 
 
 @dataclass(eq=False)
@@ -268,7 +267,7 @@ class _Builder:
                   events: np.ndarray | None = None) -> int:
         lo = self.n
         self.chain_at[lo] = len(self.t)
-        self.chains.append(Chain(rank, lane.lane_id, kind, lo, lo + t.size, lane.label))
+        self.chains.append(Chain(rank, lane.lane_id, kind, lo, lo + t.size))
         self.t.append(t)
         self.dcat.append(dcat)
         self.fixed.append(fixed)
@@ -549,7 +548,6 @@ def _build_rank(b: _Builder, rt: RankTrace):  # noqa: ANN202, C901 (one pass ove
     main = _step_lane(rt) or main_thread(rt)
     # Flows: kernel <- launch call, restricted to launches in the window.
     fl = rt.flows
-    launch_of: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # gpu lane -> (dst idx, cpu lane, cpu idx)
     launch_points: dict[int, np.ndarray] = {lane.lane_id: np.zeros(len(lane), bool) for lane in rt.cpu_lanes}
     for cl in _distinct(fl.src_lane):
         lane = rt.lanes[cl]
@@ -558,9 +556,6 @@ def _build_rank(b: _Builder, rt: RankTrace):  # noqa: ANN202, C901 (one pass ove
         s_idx = fl.src_index[fl.src_lane == cl]
         inwin = (lane.start_us[s_idx] >= w0) & (lane.start_us[s_idx] < w1)
         launch_points[cl][s_idx[inwin]] = True
-    for gl in _distinct(fl.dst_lane):
-        sel = fl.dst_lane == gl
-        launch_of[gl] = (fl.dst_index[sel], fl.src_lane[sel], fl.src_index[sel])
     # Which CPU events are nodes: launches, blocking calls, step annotations, collectives, DataLoader.
     interesting = (pattern_mask(rt.strings, _BLOCKING_RE) | pattern_mask(rt.strings, CPU_COLLECTIVE_RE)
                    | pattern_mask(rt.strings, _STEP_RE) | pattern_mask(rt.strings, _DATALOADER_RE)
@@ -587,22 +582,22 @@ def _build_rank(b: _Builder, rt: RankTrace):  # noqa: ANN202, C901 (one pass ove
     start_node: dict[int, np.ndarray] = {}  # CPU lane -> per event, the node of its start (-1: none)
     for lane in rt.gpu_lanes:
         l_node = np.full(len(lane), -1, dtype=np.int64)
-        if lane.lane_id in launch_of:
-            d_idx, c_lane, c_idx = launch_of[lane.lane_id]
-            for cl in _distinct(c_lane):
-                if cl not in cpu:
-                    continue
-                c = cpu[cl]
-                sel = c_lane == cl
-                # The node of the launch call's start: the node whose event is that call, a start.
-                if cl not in start_node:
-                    start_node[cl] = np.full(len(c.lane), -1, dtype=np.int64)
-                    start_node[cl][c.event[c.is_start]] = np.flatnonzero(c.is_start)
-                calls = c_idx[sel]
-                known = (calls >= 0) & (calls < start_node[cl].size)
-                nodes = np.where(known, start_node[cl][np.where(known, calls, 0)], -1)
-                ok = nodes >= 0
-                l_node[d_idx[sel][ok]] = c.lo + nodes[ok]
+        sel = fl.dst_lane == lane.lane_id
+        d_idx, c_lane, c_idx = fl.dst_index[sel], fl.src_lane[sel], fl.src_index[sel]   # kernel <- launch call
+        for cl in _distinct(c_lane):
+            if cl not in cpu:
+                continue
+            c = cpu[cl]
+            sel = c_lane == cl
+            # The node of the launch call's start: the node whose event is that call, a start.
+            if cl not in start_node:
+                start_node[cl] = np.full(len(c.lane), -1, dtype=np.int64)
+                start_node[cl][c.event[c.is_start]] = np.flatnonzero(c.is_start)
+            calls = c_idx[sel]
+            known = (calls >= 0) & (calls < start_node[cl].size)
+            nodes = np.where(known, start_node[cl][np.where(known, calls, 0)], -1)
+            ok = nodes >= 0
+            l_node[d_idx[sel][ok]] = c.lo + nodes[ok]
         s, e = lane.start_us, lane.start_us + lane.duration_us
         inwin = (l_node >= 0) | ((s >= w0) & (s < w1))
         if not inwin.any():
