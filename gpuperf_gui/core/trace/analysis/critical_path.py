@@ -640,18 +640,14 @@ def _thread_edges(b: _Builder, cpu: dict[int, _CpuLane], main: Lane | None) -> N
     for lid, c in cpu.items():
         starts = _sorted_distinct(np.r_[0, c.burst_start])
         if main is None or lid != main.lane_id:
-            src, dst, w = [], [], []
-            for i, t in zip(starts.tolist(), c.t[starts].tolist()):
-                k = int(np.searchsorted(all_t, t, side="left")) - 1
-                while k >= 0 and all_lane[k] == lid:
-                    k -= 1
-                if k >= 0:
-                    src.append(all_node[k])
-                    dst.append(c.lo + i)
-                    w.append(t - all_t[k])
-            b.add_edges(np.array(src), np.array(dst), np.array(w), "trigger")
-            if src:
-                b.fixed[b.chain_at[c.lo]][np.array(dst) - c.lo] = -np.inf
+            # The latest point of another thread before each burst start (by position in all_t).
+            other = np.maximum.accumulate(np.where(all_lane != lid, np.arange(all_t.size), -1))
+            k = np.searchsorted(all_t, c.t[starts], side="left") - 1
+            k = np.where(k >= 0, other[np.maximum(k, 0)], -1)
+            ok = starts[k >= 0]
+            k = k[k >= 0]
+            b.add_edges(all_node[k], c.lo + ok, c.t[ok] - all_t[k], "trigger")
+            b.fixed[b.chain_at[c.lo]][ok] = -np.inf
         # Joins: another thread that had nothing to do across this thread's whole burst and goes on
         # just after it ends was waiting for it (the main thread in backward(), for the autograd
         # thread).

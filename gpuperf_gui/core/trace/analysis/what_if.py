@@ -572,8 +572,7 @@ def project(ranks: list[RankTrace], step_time_s: float | None, *, late_ranks: li
     devices = _Devices()
     # Only a trace with a run of elementwise kernels to fuse reads the device database for them.
     ctx["io_bandwidth"] = functools.cache(lambda: kernel_io_bytes(g, ranks, devices))
-    if any(rt.device_name for rt in ranks):
-        ctx["gemm_ideal_us"] = gemm_ideal_us(g, ranks, devices)
+    ctx["gemm_ideal_us"] = gemm_ideal_us(g, ranks, devices)   # None: no rank with a device and FLOPs
     best: dict[str, Projection] = {}
     combos = {cause: (cause,) for cause in SCENARIOS}
     for _ in range(2):   # each cause, then the two largest together
