@@ -1153,12 +1153,11 @@ def critical_path(g: Graph, t: np.ndarray, d: np.ndarray | None = None, w: np.nd
         s = stop_l[ks] if ks >= 0 and stop_l[ks] >= c_lo else c_lo
         lo = max(j, s)
         # Stop at the window start.
-        seg = np.arange(lo, node + 1)
-        inside = t[seg] > floor_t
+        inside = t[lo:node + 1] > floor_t
         every = bool(inside.all())
-        seg = seg if every else seg[inside]
+        seg = slice(lo, node + 1) if every else np.arange(lo, node + 1)[inside]   # (a slice: no copy)
         secs += (dcat[seg] * scale[seg, None]).sum(axis=0)
-        on_path.append(seg)
+        on_path.append(np.arange(lo, node + 1) if every else seg)
         if not every or lo != j or t[lo] <= t0:
             break
         e = int(best_edge[lo])
