@@ -12,34 +12,30 @@ the durations of the trace it gives the trace back (the graph is checked against
 durations shrunk it gives the step a fix would leave (:mod:`.what_if`).
 
 What becomes a node and an edge, and why (HTA's ``critical_path_analysis`` has the same edge kinds;
-docs/what-if.md says where we differ):
+docs/what-if.md tables them and says where we differ):
 
-* **CPU threads** — the points of a thread that something else depends on: launch calls (their
-  kernels wait for them), blocking calls (start and end: the host waits on the device there), step
-  boundaries, collectives, and the first and last point of each burst of a helper thread. The time
-  between two such points is split by what the thread was doing (the innermost event open:
-  DataLoader, a blocking call, a launch call, another op, or nothing the profiler saw), so a what-if
-  can shrink one kind of host time. On a thread other than the main one, a stretch with no event
-  open is idle (waiting for work), not work: it costs nothing, and the burst after it waits for the
-  latest point of another thread before it (*trigger* edge). An op that ends within
-  ``JOIN_TOL_US`` of another thread's burst, which it spans, waits for that burst (*join* edge).
+* **CPU threads** — the points of a thread that something else depends on: launch calls, blocking
+  calls (start and end: the host waits on the device there), step boundaries, collectives, and the
+  first and last point of each burst of a helper thread. The time between two such points is split
+  by what the thread was doing (the innermost event open: :data:`CPU_CATEGORIES`), so a what-if can
+  shrink one kind of host time. On a thread other than the main one, a stretch with no event open
+  is idle (waiting for work): it costs nothing, and the burst after it waits for the latest point
+  of another thread before it (*trigger* edge). An op that ends within ``JOIN_TOL_US`` of another
+  thread's burst, which it spans, waits for that burst (*join* edge).
 * **launch -> kernel** (flows, by correlation id): the kernel waits for its launch call's start plus
-  the launch latency.
-* **stream order**: a kernel waits for the previous one on its stream.
+  the launch latency. **Stream order**: a kernel waits for the previous one on its stream.
 * **cross-stream waits** (``cudaStreamWaitEvent`` after ``cudaEventRecord``): a kernel that started
   later than both its stream and its launch allow waits for the kernel of another stream of its rank,
   launched before it, that ended last before it started.
-* **host blocks on the device** (``cudaDeviceSynchronize``, ``cudaStreamSynchronize``,
-  ``cudaEventSynchronize``, ``cudaMemcpy``, a ``cudaMemcpyAsync`` that returned after its copy):
-  the call ends once the device work launched before it has ended, plus the call's own time after
-  that.
-* **collectives across ranks**: the n-th collective of the window on each rank (GPU communication
+* **host blocks on the device** (device, stream and event synchronize, ``cudaMemcpy``, a
+  ``cudaMemcpyAsync`` that returned after its copy): the call ends once the device work launched
+  before it has ended, plus the call's own time after that.
+* **collectives across ranks**: the n-th collective of a step on each rank (GPU communication
   kernels, else gloo ops) ends, on every rank, when the last rank has arrived plus the transfer (the
-  shortest rank's duration after the last arrival).
-* **point-to-point across ranks**: the n-th send of a step from rank a to rank b and the n-th recv
-  of that step on b from a (NCCL SendRecv kernels, which one by the op that launched them; else
-  gloo's send/recv spans) are a group of two, as a collective (two-rank jobs: the trace does not
-  name a send's peer).
+  shortest rank's duration after the last arrival). **Point-to-point**: the n-th send of a step
+  from rank a to rank b and the n-th recv of that step on b from a (NCCL SendRecv kernels, which one
+  by the op that launched them; else gloo's send/recv spans) are a group of two, as a collective
+  (two-rank jobs: the trace does not name a send's peer).
 
 The critical path (:func:`critical_path`) is walked back from the window's last node: through a
 node's chain while its predecessor was later than its ready edges, through the edge otherwise.
@@ -1010,17 +1006,16 @@ def _replay_numpy(t_orig: np.ndarray, d: np.ndarray, fixed: np.ndarray, reach: n
             # max(fixed, the latest incoming edge) from node k on.
             o = k - lo
             r = fixed[k:hi].copy()
-            j = int(at.searchsorted(o, side="left")) if at.size else 0
+            j = int(at.searchsorted(o, side="left"))
             if j < at.size:
                 e0 = first[j]
                 red = np.maximum.reduceat(t[e_src[e0:]] + e_w[e0:], first[j:] - e0)
                 pos = at[j:] - o
                 r[pos] = np.maximum(r[pos], red)
-            if gp.size:
-                j = int(gp.searchsorted(o, side="left"))
-                if j < gp.size:
-                    pos = gp[j:] - o
-                    r[pos] = np.maximum(r[pos], last[gid[j:]])
+            j = int(gp.searchsorted(o, side="left"))
+            if j < gp.size:
+                pos = gp[j:] - o
+                r[pos] = np.maximum(r[pos], last[gid[j:]])
             carry = t[k - 1] if k > lo else -np.inf
             dd = d[k:hi]
             D = dd.cumsum()
@@ -1030,11 +1025,10 @@ def _replay_numpy(t_orig: np.ndarray, d: np.ndarray, fixed: np.ndarray, reach: n
             # Moved: changed by more than 1e-6 (a NaN moved); only the nodes that changed are
             # subtracted (-inf against -inf has not moved, and is not subtracted).
             changed = (new != t[k:hi]).nonzero()[0]
-            if changed.size:
-                moved = ~(np.abs(new[changed] - t[k + changed]) <= 1e-6)
-                if moved.any():
-                    earliest = min(earliest, float(t_orig[k + int(changed[moved.argmax()])]))
-                    t[k:hi] = new
+            moved = ~(np.abs(new[changed] - t[k + changed]) <= 1e-6)
+            if moved.any():
+                earliest = min(earliest, float(t_orig[k + int(changed[moved.argmax()])]))
+                t[k:hi] = new
         if earliest == np.inf:
             return True
         frontier = earliest - slack - 1e-6
