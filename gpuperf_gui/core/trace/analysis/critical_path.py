@@ -188,8 +188,7 @@ def _replay_steps(rt: RankTrace) -> list:
     """The steady-state steps the replay walks: every step but the warm-up, at most MAX_STEPS."""
     if not rt.steps:
         return []
-    dev = device_events(rt)
-    (_, _), warmup = analysis_window(rt, dev)
+    _, warmup = analysis_window(rt, device_events(rt))
     kept = [s for s in rt.steps if s.number not in warmup] or list(rt.steps)
     return kept[:MAX_STEPS]
 
@@ -619,10 +618,7 @@ _Gpu = dict[int, tuple[int, np.ndarray, np.ndarray]]
 
 def _step_lane(rt: RankTrace) -> Lane | None:
     steps = pattern_mask(rt.strings, _STEP_RE)
-    for lane in rt.cpu_lanes:
-        if steps[lane.name_id].any():
-            return lane
-    return None
+    return next((lane for lane in rt.cpu_lanes if steps[lane.name_id].any()), None)
 
 
 def _thread_edges(b: _Builder, cpu: dict[int, _CpuLane], main: Lane | None) -> None:

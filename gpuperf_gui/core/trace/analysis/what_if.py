@@ -259,15 +259,12 @@ def _memory_bound(g: cp.Graph, ctx: dict) -> Change | None:
 
     Not "each kernel at its roof": a kernel already near its roof gains little on its own, the
     passes that fusion saves are what pays (the H200 chain: 10.5x measured, ~1.1x at the roof)."""
-    ew = g.is_gpu & (g.kernel_class == KERNEL_CLASSES.index("elementwise"))
-    if ew.sum() < 2:
+    plan = _fusion_plan(g, ctx.get("kernel_names"))
+    if plan is None:
         return None
     dc, w, on = _base(g, ctx)
     col = cp.N_CPU + KERNEL_CLASSES.index("elementwise")
     gap, launch = _C("kernel_gap"), _C("launch")
-    plan = _fusion_plan(g, ew, ctx.get("kernel_names"))
-    if plan is None:
-        return None
     # The device: each run's shortest kernel (np.argmin's: the first minimum, a NaN first) or the
     # run's bytes at the peak bandwidth, where shorter, is the run; the others and the gaps are 0.
     dur = dc[plan.nodes, col]
@@ -319,11 +316,12 @@ class _Fusion:
     host_first: np.ndarray
 
 
-def _fusion_plan(g: cp.Graph, ew: np.ndarray, names: np.ndarray | None) -> _Fusion | None:
-    """The runs to fuse, once per graph (None: none)."""
+def _fusion_plan(g: cp.Graph, names: np.ndarray | None) -> _Fusion | None:
+    """The runs of elementwise kernels to fuse, once per graph (None: none)."""
     cached = g.cache.get("fusion")
     if cached is not None and cached[0] is names:
         return cached[1]
+    ew = g.is_gpu & (g.kernel_class == KERNEL_CLASSES.index("elementwise"))
     launch = g.e_kind == cp.EDGE_KINDS.index("launch")
     src_of = np.full(len(g), -1, dtype=np.int64)
     src_of[g.e_dst[launch]] = g.e_src[launch]
@@ -667,8 +665,7 @@ def cause_for_signature(wi: WhatIf, signature: str) -> Projection | None:
     """The projection of the diagnosis's own fix, else the largest one."""
     cause = SIGNATURE_CAUSE.get(signature)
     p = wi.for_cause(cause) if cause else None
-    singles = [q for q in wi.projections if "+" not in q.cause]
-    return p or (singles[0] if singles else None)
+    return p or next((q for q in wi.projections if "+" not in q.cause), None)
 
 
 def try_first_line(wi: WhatIf, signature: str) -> str | None:
