@@ -176,6 +176,11 @@ class Graph:
     def d(self) -> np.ndarray:
         return self.dcat.sum(axis=1)
 
+    @property
+    def n_steps(self) -> int:
+        """The most steps replayed on one rank."""
+        return max(map(len, self.steps.values()), default=0)
+
     def __len__(self) -> int:
         return int(self.t_orig.size)
 
