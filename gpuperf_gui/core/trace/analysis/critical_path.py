@@ -307,9 +307,8 @@ class _CpuLane:
 def _cpu_categories(rt: RankTrace, lane: Lane, m: np.ndarray, parent: np.ndarray) -> np.ndarray:
     """Category (index into CPU_CATEGORIES) of the time inside each event (innermost first)."""
     names, cats = lane.name_id[m], lane.category_id[m]
-    dl = pattern_mask(rt.strings, _DATALOADER_RE)[names]
-    coll = pattern_mask(rt.strings, CPU_COLLECTIVE_RE)[names]
-    block = pattern_mask(rt.strings, _BLOCKING_RE)[names]
+    dl, coll, block = (pattern_mask(rt.strings, pattern)[names]
+                       for pattern in (_DATALOADER_RE, CPU_COLLECTIVE_RE, _BLOCKING_RE))
     item = np.isin(names, [rt.strings.find("aten::item"), rt.strings.find("aten::_local_scalar_dense")])
     launch = member_mask(rt.strings, LAUNCH_CATEGORIES)[cats] & pattern_mask(rt.strings, _LAUNCH_NAME_RE)[names]
     annotation = member_mask(rt.strings, _ANNOTATION_CATEGORIES)[cats]
@@ -886,19 +885,18 @@ def _p2p_nodes(rt: RankTrace, b: _Builder, cpu: dict[int, _CpuLane], gpu: _Gpu, 
 
 
 def _launching_op_kind(rt: RankTrace, cpu: dict[int, _CpuLane], launch: int, op_kind: np.ndarray) -> str | None:
-    """``send``/``recv`` from the innermost event around the launch call whose name says which."""
-    for c in cpu.values():
-        if c.lo <= launch < c.lo + c.t.size:
-            lane, call = c.lane, int(c.event[launch - c.lo])
-            t0 = lane.start_us[call]
-            cand = np.arange(max(call - 256, 0), call + 1)   # the op around a launch starts just before it
-            around = cand[(lane.start_us[cand] <= t0) & (lane.start_us[cand] + lane.duration_us[cand] >= t0)
-                          & op_kind[lane.name_id[cand]]]
-            if not around.size:
-                return None
-            name = rt.strings[int(lane.name_id[around[-1]])].lower()
-            return "send" if "send" in name else "recv" if "recv" in name else None
-    return None
+    """``send``/``recv`` from the innermost event around the launch call (a node of one of ``cpu``)
+    whose name says which."""
+    c = next(c for c in cpu.values() if c.lo <= launch < c.lo + c.t.size)
+    lane, call = c.lane, int(c.event[launch - c.lo])
+    t0 = lane.start_us[call]
+    cand = np.arange(max(call - 256, 0), call + 1)   # the op around a launch starts just before it
+    around = cand[(lane.start_us[cand] <= t0) & (lane.start_us[cand] + lane.duration_us[cand] >= t0)
+                  & op_kind[lane.name_id[cand]]]
+    if not around.size:
+        return None
+    name = rt.strings[int(lane.name_id[around[-1]])].lower()
+    return "send" if "send" in name else "recv" if "recv" in name else None
 
 
 def _match_p2p(p2p_nodes: dict[int, list[tuple[str, int, float, int]]], ranks: list[int], t: np.ndarray,
@@ -1094,8 +1092,6 @@ def _end_node(g: Graph, t: np.ndarray) -> tuple[int, int]:
     starts at."""
     best, best_t, start = -1, -np.inf, -1
     for steps in g.steps.values():
-        if not steps:
-            continue
         cand = [hi for _, hi, _ in steps if hi >= 0] + [int(gp[np.argmax(t[gp])]) for _, _, gp in steps if gp.size]
         for c in cand:
             if t[c] > best_t:
