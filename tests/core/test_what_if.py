@@ -285,7 +285,7 @@ def test_fused_chain_costs_one_read_and_one_write_at_peak_bandwidth() -> None:
     g = cp.build_graph(ranks)
     ctx = {"kernel_names": what_if.kernel_name_ids(g, ranks)}
     ctx["io_bandwidth"] = functools.cache(lambda: what_if.kernel_io_bytes(g, ranks))
-    dc, _, _ = what_if.SCENARIOS["memory_bound"](g, ctx)
+    dc = what_if.SCENARIOS["memory_bound"](g, ctx).dcat
     col = cp.CATEGORIES.index("elementwise")
     _, _, gpu = g.steps[ranks[0].rank][1]
     fused_us = dc[gpu, col]

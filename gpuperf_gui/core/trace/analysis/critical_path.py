@@ -12,34 +12,30 @@ the durations of the trace it gives the trace back (the graph is checked against
 durations shrunk it gives the step a fix would leave (:mod:`.what_if`).
 
 What becomes a node and an edge, and why (HTA's ``critical_path_analysis`` has the same edge kinds;
-docs/what-if.md says where we differ):
+docs/what-if.md tables them and says where we differ):
 
-* **CPU threads** — the points of a thread that something else depends on: launch calls (their
-  kernels wait for them), blocking calls (start and end: the host waits on the device there), step
-  boundaries, collectives, and the first and last point of each burst of a helper thread. The time
-  between two such points is split by what the thread was doing (the innermost event open:
-  DataLoader, a blocking call, a launch call, another op, or nothing the profiler saw), so a what-if
-  can shrink one kind of host time. On a thread other than the main one, a stretch with no event
-  open is idle (waiting for work), not work: it costs nothing, and the burst after it waits for the
-  latest point of another thread before it (*trigger* edge). An op that ends within
-  ``JOIN_TOL_US`` of another thread's burst, which it spans, waits for that burst (*join* edge).
+* **CPU threads** — the points of a thread that something else depends on: launch calls, blocking
+  calls (start and end: the host waits on the device there), step boundaries, collectives, and the
+  first and last point of each burst of a helper thread. The time between two such points is split
+  by what the thread was doing (the innermost event open: :data:`CPU_CATEGORIES`), so a what-if can
+  shrink one kind of host time. On a thread other than the main one, a stretch with no event open
+  is idle (waiting for work): it costs nothing, and the burst after it waits for the latest point
+  of another thread before it (*trigger* edge). An op that ends within ``JOIN_TOL_US`` of another
+  thread's burst, which it spans, waits for that burst (*join* edge).
 * **launch -> kernel** (flows, by correlation id): the kernel waits for its launch call's start plus
-  the launch latency.
-* **stream order**: a kernel waits for the previous one on its stream.
+  the launch latency. **Stream order**: a kernel waits for the previous one on its stream.
 * **cross-stream waits** (``cudaStreamWaitEvent`` after ``cudaEventRecord``): a kernel that started
   later than both its stream and its launch allow waits for the kernel of another stream of its rank,
   launched before it, that ended last before it started.
-* **host blocks on the device** (``cudaDeviceSynchronize``, ``cudaStreamSynchronize``,
-  ``cudaEventSynchronize``, ``cudaMemcpy``, a ``cudaMemcpyAsync`` that returned after its copy):
-  the call ends once the device work launched before it has ended, plus the call's own time after
-  that.
-* **collectives across ranks**: the n-th collective of the window on each rank (GPU communication
+* **host blocks on the device** (device, stream and event synchronize, ``cudaMemcpy``, a
+  ``cudaMemcpyAsync`` that returned after its copy): the call ends once the device work launched
+  before it has ended, plus the call's own time after that.
+* **collectives across ranks**: the n-th collective of a step on each rank (GPU communication
   kernels, else gloo ops) ends, on every rank, when the last rank has arrived plus the transfer (the
-  shortest rank's duration after the last arrival).
-* **point-to-point across ranks**: the n-th send of a step from rank a to rank b and the n-th recv
-  of that step on b from a (NCCL SendRecv kernels, which one by the op that launched them; else
-  gloo's send/recv spans) are a group of two, as a collective (two-rank jobs: the trace does not
-  name a send's peer).
+  shortest rank's duration after the last arrival). **Point-to-point**: the n-th send of a step
+  from rank a to rank b and the n-th recv of that step on b from a (NCCL SendRecv kernels, which one
+  by the op that launched them; else gloo's send/recv spans) are a group of two, as a collective
+  (two-rank jobs: the trace does not name a send's peer).
 
 The critical path (:func:`critical_path`) is walked back from the window's last node: through a
 node's chain while its predecessor was later than its ready edges, through the edge otherwise.
@@ -47,6 +43,7 @@ node's chain while its predecessor was later than its ready edges, through the e
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -116,7 +113,11 @@ _P2P_OP_RE = re.compile(r"(send|recv)", re.I)
 _COMM = KERNEL_CLASSES.index("communication")
 
 _ANNOTATION_CATEGORIES = frozenset({"user_annotation", "python_function"})
-EDGE_KINDS = ("launch", "stream_wait", "sync", "trigger", "join", "collective")
+EDGE_KINDS = ("launch", "stream_wait", "sync", "trigger", "join")
+"""Collectives are no edges: their nodes share a group (:attr:`Graph.group`)."""
+_EDGE_CATEGORY = {kind: CATEGORIES.index(cat) for kind, cat in (
+    ("launch", "launch_latency"), ("stream_wait", "gpu_wait"), ("trigger", "cpu_wait"), ("join", "cpu_wait"))}
+"""The category an edge's weight on the path counts in (a sync edge weighs nothing)."""
 
 
 class NotSettled(RuntimeError):
@@ -132,7 +133,6 @@ class Chain:
     kind: str  # "cpu" or "gpu"
     lo: int
     hi: int
-    label: str = ""
 
 
 @dataclass(eq=False)
@@ -166,17 +166,20 @@ class Graph:
     own cost grows with them)."""
     steps: dict[int, list[tuple[int, int, np.ndarray]]] = field(default_factory=dict)
     """Per rank, per replayed step: (start node, end node, GPU nodes launched in the step)."""
-    n_steps: int = 0
-    late_ranks: list[int] = field(default_factory=list)
     p2p_groups: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     """Group ids (of :attr:`group`) that are a point-to-point send matched with its recv."""
-    replay_cache: tuple | None = field(default=None, repr=False)
-    """What the C replay derives from the graph once (each chain's running maximum of the trace's
-    times, the chains' bounds): a graph's replays share it."""
+    cache: dict = field(default_factory=dict, repr=False)
+    """What is derived from the graph once and shared by its replays and projections (the chains'
+    bounds and running maxima, the what-if's base durations and fusion plan), by what derives it."""
 
     @property
     def d(self) -> np.ndarray:
         return self.dcat.sum(axis=1)
+
+    @property
+    def n_steps(self) -> int:
+        """The most steps replayed on one rank."""
+        return max(map(len, self.steps.values()), default=0)
 
     def __len__(self) -> int:
         return int(self.t_orig.size)
@@ -190,8 +193,7 @@ def _replay_steps(rt: RankTrace) -> list:
     """The steady-state steps the replay walks: every step but the warm-up, at most MAX_STEPS."""
     if not rt.steps:
         return []
-    dev = device_events(rt)
-    (_, _), warmup = analysis_window(rt, dev)
+    _, warmup = analysis_window(rt, device_events(rt))
     kept = [s for s in rt.steps if s.number not in warmup] or list(rt.steps)
     return kept[:MAX_STEPS]
 
@@ -242,29 +244,33 @@ def _parents(lane: Lane, m: np.ndarray) -> np.ndarray:
 
 @dataclass
 class _Builder:
-    """Accumulates nodes and edges rank by rank."""
+    """Accumulates nodes and edges rank by rank. Each list of per-node columns starts with an
+    empty one (a job without chains, or a graph without edges, is empty)."""
 
     chains: list[Chain] = field(default_factory=list)
-    t: list[np.ndarray] = field(default_factory=list)
-    dcat: list[np.ndarray] = field(default_factory=list)
-    fixed: list[np.ndarray] = field(default_factory=list)
-    lane: list[np.ndarray] = field(default_factory=list)
-    index: list[np.ndarray] = field(default_factory=list)
-    kclass: list[np.ndarray] = field(default_factory=list)
-    p2p: list[np.ndarray] = field(default_factory=list)
-    events: list[np.ndarray] = field(default_factory=list)
-    edges: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]] = field(default_factory=list)
+    t: list[np.ndarray] = field(default_factory=lambda: [np.zeros(0)])
+    dcat: list[np.ndarray] = field(default_factory=lambda: [np.zeros((0, len(CATEGORIES)))])
+    fixed: list[np.ndarray] = field(default_factory=lambda: [np.zeros(0)])
+    index: list[np.ndarray] = field(default_factory=lambda: [np.zeros(0, np.int64)])
+    kclass: list[np.ndarray] = field(default_factory=lambda: [np.zeros(0, np.int8)])
+    p2p: list[np.ndarray] = field(default_factory=lambda: [np.zeros(0, bool)])
+    events: list[np.ndarray] = field(default_factory=lambda: [np.zeros(0)])
+    edges: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=lambda: [
+        (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int8))])
+    """(sources, destinations, weights, kinds)."""
+    chain_at: dict[int, int] = field(default_factory=dict)
+    """Where in the lists of columns the chain whose nodes start at a node is."""
     n: int = 0
 
     def add_chain(self, rank: int, lane: Lane, kind: str, t: np.ndarray, dcat: np.ndarray, fixed: np.ndarray,
                   index: np.ndarray, kclass: np.ndarray | None = None, p2p: np.ndarray | None = None,
                   events: np.ndarray | None = None) -> int:
         lo = self.n
-        self.chains.append(Chain(rank, lane.lane_id, kind, lo, lo + t.size, lane.label))
+        self.chain_at[lo] = len(self.t)
+        self.chains.append(Chain(rank, lane.lane_id, kind, lo, lo + t.size))
         self.t.append(t)
         self.dcat.append(dcat)
         self.fixed.append(fixed)
-        self.lane.append(np.full(t.size, lane.lane_id, dtype=np.int32))
         self.index.append(index.astype(np.int64))
         self.kclass.append(kclass if kclass is not None else np.full(t.size, -1, dtype=np.int8))
         self.p2p.append(p2p if p2p is not None else np.zeros(t.size, dtype=bool))
@@ -275,7 +281,7 @@ class _Builder:
     def add_edges(self, src: np.ndarray, dst: np.ndarray, w: np.ndarray, kind: str) -> None:
         if src.size:
             self.edges.append((src.astype(np.int64), dst.astype(np.int64), w.astype(np.float64),
-                               EDGE_KINDS.index(kind)))
+                               np.full(src.size, EDGE_KINDS.index(kind), dtype=np.int8)))
 
 
 @dataclass
@@ -290,13 +296,19 @@ class _CpuLane:
     burst_start: np.ndarray  # node indices (local) that start a burst after idle
     burst_end: np.ndarray
 
+    def end_of(self, i: int) -> int:
+        """The node that ends node ``i``'s event (the next end of the same event), -1 for none."""
+        j = i + 1
+        while j < self.t.size and not (self.event[j] == self.event[i] and not self.is_start[j]):
+            j += 1
+        return j if j < self.t.size else -1
 
-def _cpu_categories(rt: RankTrace, lane: Lane, m: np.ndarray, parent: np.ndarray, is_main: bool) -> np.ndarray:
+
+def _cpu_categories(rt: RankTrace, lane: Lane, m: np.ndarray, parent: np.ndarray) -> np.ndarray:
     """Category (index into CPU_CATEGORIES) of the time inside each event (innermost first)."""
     names, cats = lane.name_id[m], lane.category_id[m]
-    dl = pattern_mask(rt.strings, _DATALOADER_RE)[names]
-    coll = pattern_mask(rt.strings, CPU_COLLECTIVE_RE)[names]
-    block = pattern_mask(rt.strings, _BLOCKING_RE)[names]
+    dl, coll, block = (pattern_mask(rt.strings, pattern)[names]
+                       for pattern in (_DATALOADER_RE, CPU_COLLECTIVE_RE, _BLOCKING_RE))
     item = np.isin(names, [rt.strings.find("aten::item"), rt.strings.find("aten::_local_scalar_dense")])
     launch = member_mask(rt.strings, LAUNCH_CATEGORIES)[cats] & pattern_mask(rt.strings, _LAUNCH_NAME_RE)[names]
     annotation = member_mask(rt.strings, _ANNOTATION_CATEGORIES)[cats]
@@ -370,7 +382,7 @@ def _fine_points(rt: RankTrace, lane: Lane, w0: float, w1: float, is_main: bool)
     starts = lane.start_us[m]
     ends = starts + lane.duration_us[m]
     parent = _parents(lane, m)
-    cat = _cpu_categories(rt, lane, m, parent, is_main)
+    cat = _cpu_categories(rt, lane, m, parent)
     n = idx.size
     # After a start, the time is that event's; after an end, its parent's (or nothing: a gap).
     pt = np.concatenate([starts, ends])
@@ -395,26 +407,21 @@ def _profiler_segments(rt: RankTrace, lane: Lane, idx: np.ndarray, ev: np.ndarra
     """The segments (from each point to the next) that are ``prof.step()``: a ``ProfilerStep``'s
     tail after its last inner event ends, and the gap from its end to the next step's start."""
     step = pattern_mask(rt.strings, _STEP_RE)[lane.name_id[idx]]
-    out = np.zeros(ev.size, dtype=bool)
-    if not step.any() or ev.size < 2:
-        return out
+    if not step.any():
+        return np.zeros(ev.size, dtype=bool)
     nxt_ev, nxt_start = np.r_[ev[1:], -1], np.r_[is_start[1:], False]
     own_step = (owner >= 0) & step[np.maximum(owner, 0)]
     tail = own_step & (nxt_ev == owner) & ~nxt_start          # up to the step's own end
     at_step_end = ~is_start & step[ev]
     gap = (owner < 0) & at_step_end & nxt_start & step[np.maximum(nxt_ev, 0)]
-    out[tail | gap] = True
-    return out
+    return tail | gap
 
 
 def _refine_idle(fine: dict[int, _Fine]) -> None:
     """A helper thread's gap is idle (waiting for work) only if another thread did something in it
     that could have woken it; a gap with no other thread's point inside is the thread's own work that
     the profiler does not show (the autograd engine between two backward ops)."""
-    if len(fine) < 2:
-        for f in fine.values():
-            f.seg_cat[f.idle] = CPU_CATEGORIES.index("cpu_gap")
-            f.idle[:] = False
+    if not fine:
         return
     pts = np.sort(np.concatenate([f.pt for f in fine.values()]))
     for f in fine.values():
@@ -442,12 +449,10 @@ def _build_cpu_lane(b: _Builder, rt: RankTrace, f: _Fine, keep_points: np.ndarra
     burst_end_fine = np.flatnonzero(f.idle)
     keep[burst_start_fine] = True
     keep[burst_end_fine] = True
-    if before.size:
-        k = np.searchsorted(pt, before, side="right") - 1
-        keep[k[k >= 0]] = True
-    if after.size:
-        k = np.searchsorted(pt, after, side="left")
-        keep[k[k < pt.size]] = True
+    k = np.searchsorted(pt, before, side="right") - 1
+    keep[k[k >= 0]] = True
+    k = np.searchsorted(pt, after, side="left")
+    keep[k[k < pt.size]] = True
     nodes = np.flatnonzero(keep)
     # A node's d: the fine segments between the previous node and it, by category.
     seg_node = np.searchsorted(nodes, np.arange(pt.size) + 1, side="left")
@@ -460,88 +465,70 @@ def _build_cpu_lane(b: _Builder, rt: RankTrace, f: _Fine, keep_points: np.ndarra
     starts = f.is_start & valid
     events = np.bincount(seg_node[starts], minlength=nodes.size).astype(np.float64)
     lo = b.add_chain(rt.rank, f.lane, "cpu", pt[nodes], dcat, fixed, f.idx[ev[nodes]], events=events)
-    local = np.searchsorted(nodes, burst_start_fine)
-    local_end = np.searchsorted(nodes, burst_end_fine)
-    return _CpuLane(lo, pt[nodes], f.idx[ev[nodes]], f.is_start[nodes], f.lane, local, local_end)
+    return _CpuLane(lo, pt[nodes], f.idx[ev[nodes]], f.is_start[nodes], f.lane,
+                    np.searchsorted(nodes, burst_start_fine), np.searchsorted(nodes, burst_end_fine))
 
 
 def build_graph(ranks: list[RankTrace]) -> Graph:
     """The dependency graph of the replayed steps of every rank (times on the model's clock)."""
     b = _Builder()
     steps: dict[int, list] = {}
-    group_nodes: list[tuple[int, np.ndarray, np.ndarray, list]] = []  # (rank, nodes, arrivals, keys)
+    collectives: list[tuple[np.ndarray, np.ndarray, list]] = []  # per rank: (nodes, arrivals, keys)
     p2p_nodes: dict[int, list[tuple[str, int, float, int]]] = {}
-    n_steps = 0
     for rt in ranks:
         info = _build_rank(b, rt)
-        if info is None:
-            continue
-        steps[rt.rank] = info[0]
-        n_steps = max(n_steps, len(info[0]))
-        group_nodes.append((rt.rank, info[1], info[2], info[3]))
-        p2p_nodes[rt.rank] = info[4]
-    if not b.chains:
-        z = np.zeros(0)
-        zi = np.zeros(0, dtype=np.int64)
-        return Graph([], z, np.zeros((0, len(CATEGORIES))), z, zi, zi, zi, zi.astype(bool), zi.astype(np.int8),
-                     zi.astype(bool), zi, zi, z, zi, zi, z, {}, 0)
+        if info is not None:
+            steps[rt.rank], coll, p2p_nodes[rt.rank] = info
+            collectives.append(coll)
     t = np.concatenate(b.t)
     dcat = np.concatenate(b.dcat)
+    fixed = np.concatenate(b.fixed)
     group = np.full(t.size, -1, dtype=np.int64)
     xfer = np.zeros(t.size)
-    if len(group_nodes) >= 2:
-        # The n-th collective of a step on each rank is the same collective (keys present on every
-        # rank only: a rank whose collectives fall outside its steps matches nothing).
-        common = set.intersection(*(set(keys) for _, _, _, keys in group_nodes))
-        gid = {key: i for i, key in enumerate(sorted(common))}
-        if gid:
-            last = np.full(len(gid), -np.inf)
-            for _, nodes, arr, keys in group_nodes:
-                for node, a, key in zip(nodes.tolist(), arr.tolist(), keys):
-                    if key in gid:
-                        last[gid[key]] = max(last[gid[key]], a)
-            for _, nodes, _arr, keys in group_nodes:
-                for node, key in zip(nodes.tolist(), keys):
-                    if key in gid:
-                        group[node] = gid[key]
-                        # What is left of the collective once the last rank arrived is the transfer.
-                        xfer[node] = max(t[node] - last[gid[key]], 0.0)
+    if len(collectives) >= 2:
+        _match_collectives(collectives, t, group, xfer)
     p2p_groups = _match_p2p(p2p_nodes, [rt.rank for rt in ranks], t, group, xfer)
     col = np.flatnonzero(group >= 0)
-    if col.size:
-        total = dcat[col].sum(axis=1)
-        scale = np.where(total > 0, xfer[col] / np.maximum(total, 1e-12), 0.0)
-        dcat[col] *= scale[:, None]
-    if b.edges:
-        src = np.concatenate([e[0] for e in b.edges])
-        dst = np.concatenate([e[1] for e in b.edges])
-        w = np.concatenate([e[2] for e in b.edges])
-        kind = np.concatenate([np.full(e[0].size, e[3], dtype=np.int8) for e in b.edges])
-        # An edge that runs back in the trace's time is data that breaks causality (a kernel that
-        # ends before its launch call starts, clocks of different hosts): drop it and keep the node
-        # where the trace has it.
-        bad = t[src] - t[dst] > CAUSALITY_TOL_US
-        if bad.any():
-            fixed_all = np.concatenate(b.fixed)
-            d_all = dcat.sum(axis=1)
-            nodes = dst[bad]
-            fixed_all[nodes] = np.maximum(fixed_all[nodes], t[nodes] - d_all[nodes])
-            b.fixed = [fixed_all]
-            src, dst, w, kind = src[~bad], dst[~bad], w[~bad], kind[~bad]
-        order = np.argsort(dst, kind="stable")
-        src, dst, w, kind = src[order], dst[order], w[order], kind[order]
-    else:
-        src = dst = np.zeros(0, dtype=np.int64)
-        w = np.zeros(0)
-        kind = np.zeros(0, dtype=np.int8)
-    is_gpu = np.concatenate([np.full(c.hi - c.lo, c.kind == "gpu") for c in b.chains])
+    total = dcat[col].sum(axis=1)
+    dcat[col] *= np.where(total > 0, xfer[col] / np.maximum(total, 1e-12), 0.0)[:, None]
+    src, dst, w, kind = map(np.concatenate, zip(*b.edges))
+    # An edge that runs back in the trace's time is data that breaks causality (a kernel that ends
+    # before its launch call starts, clocks of different hosts): drop it and keep the node where the
+    # trace has it.
+    bad = t[src] - t[dst] > CAUSALITY_TOL_US
+    if bad.any():
+        nodes = dst[bad]
+        fixed[nodes] = np.maximum(fixed[nodes], t[nodes] - dcat.sum(axis=1)[nodes])
+        src, dst, w, kind = src[~bad], dst[~bad], w[~bad], kind[~bad]
+    order = np.argsort(dst, kind="stable")
     p2p = np.concatenate(b.p2p)
     p2p[np.isin(group, p2p_groups)] = True   # a gloo transfer's end on the host
-    return Graph(b.chains, t, dcat, np.concatenate(b.fixed),
-                 np.concatenate([np.full(c.hi - c.lo, c.rank, dtype=np.int64) for c in b.chains]),
-                 np.concatenate(b.lane), np.concatenate(b.index), is_gpu, np.concatenate(b.kclass),
-                 p2p, src, dst, w, kind, group, np.concatenate(b.events), steps, n_steps,
+    sizes = np.array([c.hi - c.lo for c in b.chains], dtype=np.int64)
+    rank = np.repeat(np.array([c.rank for c in b.chains], dtype=np.int64), sizes)
+    lane = np.repeat(np.array([c.lane_id for c in b.chains], dtype=np.int32), sizes)
+    is_gpu = np.repeat(np.array([c.kind == "gpu" for c in b.chains], dtype=bool), sizes)
+    return Graph(b.chains, t, dcat, fixed, rank, lane, np.concatenate(b.index), is_gpu, np.concatenate(b.kclass),
+                 p2p, src[order], dst[order], w[order], kind[order], group, np.concatenate(b.events), steps,
                  p2p_groups=p2p_groups)
+
+
+def _match_collectives(collectives: list[tuple[np.ndarray, np.ndarray, list]], t: np.ndarray,
+                       group: np.ndarray, xfer: np.ndarray) -> None:
+    """The n-th collective of a step on each rank is the same collective (keys present on every rank
+    only: a rank whose collectives fall outside its steps matches nothing): one group, and what is
+    left of it on each rank once the last rank arrived is the transfer."""
+    common = set.intersection(*(set(keys) for _, _, keys in collectives))
+    gid = {key: i for i, key in enumerate(sorted(common))}
+    last = np.full(len(gid), -np.inf)
+    for _, arr, keys in collectives:
+        for a, key in zip(arr.tolist(), keys):
+            if key in gid:
+                last[gid[key]] = max(last[gid[key]], a)
+    for nodes, _, keys in collectives:
+        for node, key in zip(nodes.tolist(), keys):
+            if key in gid:
+                group[node] = gid[key]
+                xfer[node] = max(t[node] - last[gid[key]], 0.0)
 
 
 def _window(rt: RankTrace, steps: list) -> tuple[float, float]:
@@ -560,20 +547,14 @@ def _build_rank(b: _Builder, rt: RankTrace):  # noqa: ANN202, C901 (one pass ove
     main = _step_lane(rt) or main_thread(rt)
     # Flows: kernel <- launch call, restricted to launches in the window.
     fl = rt.flows
-    launch_of: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # gpu lane -> (dst idx, cpu lane, cpu idx)
     launch_points: dict[int, np.ndarray] = {lane.lane_id: np.zeros(len(lane), bool) for lane in rt.cpu_lanes}
-    if len(fl):
-        for cl in _distinct(fl.src_lane):
-            lane = rt.lanes[cl]
-            if lane.kind != "cpu":
-                continue
-            sel = fl.src_lane == cl
-            s_idx = fl.src_index[sel]
-            inwin = (lane.start_us[s_idx] >= w0) & (lane.start_us[s_idx] < w1)
-            launch_points[cl][s_idx[inwin]] = True
-        for gl in _distinct(fl.dst_lane):
-            sel = fl.dst_lane == gl
-            launch_of[gl] = (fl.dst_index[sel], fl.src_lane[sel], fl.src_index[sel])
+    for cl in _distinct(fl.src_lane):
+        lane = rt.lanes[cl]
+        if lane.kind != "cpu":
+            continue
+        s_idx = fl.src_index[fl.src_lane == cl]
+        inwin = (lane.start_us[s_idx] >= w0) & (lane.start_us[s_idx] < w1)
+        launch_points[cl][s_idx[inwin]] = True
     # Which CPU events are nodes: launches, blocking calls, step annotations, collectives, DataLoader.
     interesting = (pattern_mask(rt.strings, _BLOCKING_RE) | pattern_mask(rt.strings, CPU_COLLECTIVE_RE)
                    | pattern_mask(rt.strings, _STEP_RE) | pattern_mask(rt.strings, _DATALOADER_RE)
@@ -596,30 +577,26 @@ def _build_rank(b: _Builder, rt: RankTrace):  # noqa: ANN202, C901 (one pass ove
         return None
     _thread_edges(b, cpu, main)
     # GPU chains.
-    gpu_nodes: dict[int, tuple[int, np.ndarray]] = {}  # lane -> (lo, event indices)
+    gpu: _Gpu = {}
     start_node: dict[int, np.ndarray] = {}  # CPU lane -> per event, the node of its start (-1: none)
-    launch_node: dict[int, np.ndarray] = {}
     for lane in rt.gpu_lanes:
-        if not len(lane):
-            continue
-        n = len(lane)
-        l_node = np.full(n, -1, dtype=np.int64)
-        if lane.lane_id in launch_of:
-            d_idx, c_lane, c_idx = launch_of[lane.lane_id]
-            for cl in _distinct(c_lane):
-                if cl not in cpu:
-                    continue
-                c = cpu[cl]
-                sel = c_lane == cl
-                # The node of the launch call's start: the node whose event is that call, a start.
-                if cl not in start_node:
-                    start_node[cl] = np.full(len(c.lane), -1, dtype=np.int64)
-                    start_node[cl][c.event[c.is_start]] = np.flatnonzero(c.is_start)
-                calls = c_idx[sel]
-                known = (calls >= 0) & (calls < start_node[cl].size)
-                nodes = np.where(known, start_node[cl][np.where(known, calls, 0)], -1)
-                ok = nodes >= 0
-                l_node[d_idx[sel][ok]] = c.lo + nodes[ok]
+        l_node = np.full(len(lane), -1, dtype=np.int64)
+        sel = fl.dst_lane == lane.lane_id
+        d_idx, c_lane, c_idx = fl.dst_index[sel], fl.src_lane[sel], fl.src_index[sel]   # kernel <- launch call
+        for cl in _distinct(c_lane):
+            if cl not in cpu:
+                continue
+            c = cpu[cl]
+            sel = c_lane == cl
+            # The node of the launch call's start: the node whose event is that call, a start.
+            if cl not in start_node:
+                start_node[cl] = np.full(len(c.lane), -1, dtype=np.int64)
+                start_node[cl][c.event[c.is_start]] = np.flatnonzero(c.is_start)
+            calls = c_idx[sel]
+            known = (calls >= 0) & (calls < start_node[cl].size)
+            nodes = np.where(known, start_node[cl][np.where(known, calls, 0)], -1)
+            ok = nodes >= 0
+            l_node[d_idx[sel][ok]] = c.lo + nodes[ok]
         s, e = lane.start_us, lane.start_us + lane.duration_us
         inwin = (l_node >= 0) | ((s >= w0) & (s < w1))
         if not inwin.any():
@@ -631,22 +608,21 @@ def _build_rank(b: _Builder, rt: RankTrace):  # noqa: ANN202, C901 (one pass ove
         fixed = np.where(l_node[idx] >= 0, -np.inf, s[idx])
         p2p = pattern_mask(rt.strings, _P2P_KERNEL_RE)[lane.name_id[idx]] & (kc == _COMM)
         lo = b.add_chain(rt.rank, lane, "gpu", e[idx], dcat, fixed, idx, kc.astype(np.int8), p2p)
-        gpu_nodes[lane.lane_id] = (lo, idx)
-        launch_node[lane.lane_id] = l_node[idx]
-    _gpu_edges(b, rt, cpu, gpu_nodes, launch_node)
-    _sync_edges(b, rt, cpu, gpu_nodes, launch_node)
-    step_info = _step_nodes(rt, steps, cpu, main, gpu_nodes, launch_node)
-    coll_nodes, coll_arrive, coll_issue = _collective_nodes(rt, b, cpu, gpu_nodes, launch_node)
-    p2p = _p2p_nodes(rt, b, cpu, gpu_nodes, launch_node, steps)
-    return step_info, coll_nodes, coll_arrive, _collective_keys(steps, coll_issue), p2p
+        gpu[lane.lane_id] = (lo, idx, l_node[idx])
+    _gpu_edges(b, rt, gpu)
+    _sync_edges(b, rt, cpu, gpu)
+    coll_nodes, coll_arrive, coll_issue = _collective_nodes(rt, b, cpu, gpu)
+    coll = (coll_nodes, coll_arrive, _collective_keys(steps, coll_issue))
+    return _step_nodes(rt, b, steps, cpu, gpu), coll, _p2p_nodes(rt, b, cpu, gpu, steps)
+
+
+_Gpu = dict[int, tuple[int, np.ndarray, np.ndarray]]
+"""A rank's GPU chains: lane -> (first node, the lane's events, the node of each one's launch call or -1)."""
 
 
 def _step_lane(rt: RankTrace) -> Lane | None:
     steps = pattern_mask(rt.strings, _STEP_RE)
-    for lane in rt.cpu_lanes:
-        if steps[lane.name_id].any():
-            return lane
-    return None
+    return next((lane for lane in rt.cpu_lanes if steps[lane.name_id].any()), None)
 
 
 def _thread_edges(b: _Builder, cpu: dict[int, _CpuLane], main: Lane | None) -> None:
@@ -658,261 +634,217 @@ def _thread_edges(b: _Builder, cpu: dict[int, _CpuLane], main: Lane | None) -> N
     order = np.argsort(all_t, kind="stable")
     all_t, all_node, all_lane = all_t[order], all_node[order], all_lane[order]
     for lid, c in cpu.items():
-        starts = np.concatenate([[0], c.burst_start]) if main is None or lid != main.lane_id else c.burst_start
-        starts = _sorted_distinct(starts)
-        if starts.size and (main is None or lid != main.lane_id):
-            ts = c.t[starts]
-            src, dst, w = [], [], []
-            for i, t in zip(starts.tolist(), ts.tolist()):
-                k = int(np.searchsorted(all_t, t, side="left")) - 1
-                while k >= 0 and all_lane[k] == lid:
-                    k -= 1
-                if k >= 0:
-                    src.append(all_node[k])
-                    dst.append(c.lo + i)
-                    w.append(t - all_t[k])
-            b.add_edges(np.array(src), np.array(dst), np.array(w), "trigger")
-            if src:
-                b.fixed[_chain_of(b, c.lo)][np.array(dst) - c.lo] = -np.inf
+        starts = _sorted_distinct(np.r_[0, c.burst_start])
+        if main is None or lid != main.lane_id:
+            # The latest point of another thread before each burst start (by position in all_t).
+            other = np.maximum.accumulate(np.where(all_lane != lid, np.arange(all_t.size), -1))
+            k = np.searchsorted(all_t, c.t[starts], side="left") - 1
+            k = np.where(k >= 0, other[np.maximum(k, 0)], -1)
+            ok = starts[k >= 0]
+            k = k[k >= 0]
+            b.add_edges(all_node[k], c.lo + ok, c.t[ok] - all_t[k], "trigger")
+            b.fixed[b.chain_at[c.lo]][ok] = -np.inf
         # Joins: another thread that had nothing to do across this thread's whole burst and goes on
         # just after it ends was waiting for it (the main thread in backward(), for the autograd
         # thread).
         ends = _sorted_distinct(np.r_[c.burst_end, c.t.size - 1])
-        b_starts = _sorted_distinct(np.r_[0, c.burst_start])
-        first = b_starts[np.maximum(np.searchsorted(b_starts, ends, side="right") - 1, 0)]
+        first = starts[np.maximum(np.searchsorted(starts, ends, side="right") - 1, 0)]
         for oid, o in cpu.items():
             if oid == lid:
                 continue
-            te = c.t[ends]
-            k = np.searchsorted(o.t, te, side="left")
+            k = np.searchsorted(o.t, c.t[ends], side="left")
             ok = (k < o.t.size) & (k > 0)
             k, e_loc, f_loc = k[ok], ends[ok], first[ok]
             tol = np.maximum(JOIN_TOL_US, JOIN_TOL_FRACTION * (c.t[e_loc] - c.t[f_loc]))
             near = (o.t[k] - c.t[e_loc] <= tol) & (o.t[k - 1] <= c.t[f_loc] + TOL_US)
             if not near.any():
                 continue
-            dst = o.lo + k[near]
-            src = c.lo + e_loc[near]
-            b.add_edges(src, dst, o.t[k[near]] - c.t[e_loc[near]], "join")
+            loc, burst_end = k[near], c.t[e_loc[near]]
+            b.add_edges(c.lo + e_loc[near], o.lo + loc, o.t[loc] - burst_end, "join")
             # The op's own time is only what follows the burst's end: the rest was waiting.
-            ci = _chain_of(b, o.lo)
-            dc = b.dcat[ci]
-            loc = k[near]
-            prev = np.where(loc > 0, o.t[np.maximum(loc - 1, 0)], o.t[loc])
-            own = o.t[loc] - np.maximum(prev, c.t[e_loc[near]])
+            dc = b.dcat[b.chain_at[o.lo]]
+            own = o.t[loc] - np.maximum(o.t[loc - 1], burst_end)
             total = dc[loc].sum(axis=1)
             scale = np.where(total > 0, np.clip(own / np.maximum(total, 1e-12), 0.0, 1.0), 0.0)
             dc[loc] *= scale[:, None]
 
 
-def _chain_of(b: _Builder, lo: int) -> int:
-    for i, c in enumerate(b.chains):
-        if c.lo == lo:
-            return i
-    raise KeyError(lo)
-
-
-def _gpu_edges(b: _Builder, rt: RankTrace, cpu: dict[int, _CpuLane], gpu_nodes: dict, launch_node: dict) -> None:
-    """Launch edges and inferred cross-stream waits."""
+def _gpu_edges(b: _Builder, rt: RankTrace, gpu: _Gpu) -> None:
+    """Launch edges and inferred cross-stream waits, over all the rank's kernels at once (its GPU
+    chains are one run of nodes)."""
+    if not gpu:
+        return
     t_cpu = np.concatenate(b.t)  # node times so far (CPU chains come first)
-    lat_all, info = [], []
-    for lid, (lo, idx) in gpu_nodes.items():
-        lane = rt.lanes[lid]
-        s = lane.start_us[idx]
-        e = s + lane.duration_us[idx]
-        prev_end = np.concatenate([[-np.inf], np.maximum.accumulate(e)[:-1]])
-        ln = launch_node[lid]
-        ls = np.where(ln >= 0, t_cpu[np.maximum(ln, 0)] if t_cpu.size else 0.0, np.nan)
-        waited_launch = (ln >= 0) & (ls >= prev_end - TOL_US)
-        lat_all.append((s - ls)[waited_launch])
-        info.append((lid, lo, idx, s, e, prev_end, ln, ls))
-    lat = np.concatenate(lat_all) if lat_all else np.zeros(0)
+    lo0 = min(lo for lo, _, _ in gpu.values())
+    spans = [(lo - lo0, lo - lo0 + idx.size) for lo, idx, _ in gpu.values()]   # each stream's kernels
+    s = np.concatenate([rt.lanes[lid].start_us[idx] for lid, (_, idx, _) in gpu.items()])
+    e = s + np.concatenate([rt.lanes[lid].duration_us[idx] for lid, (_, idx, _) in gpu.items()])
+    prev_end = np.concatenate([np.r_[-np.inf, np.maximum.accumulate(e[a:z])[:-1]] for a, z in spans])
+    ln = np.concatenate([ln for _, _, ln in gpu.values()])
+    lane = np.concatenate([np.full(idx.size, lid) for lid, (_, idx, _) in gpu.items()])
+    node = lo0 + np.arange(s.size)
+    has = ln >= 0
+    ls = np.where(has, t_cpu[np.maximum(ln, 0)], np.nan)
+    lat = s - ls
+    idle_launch = has & (ls >= prev_end - TOL_US)   # launched onto an idle stream: it waited for it
     # The typical launch latency: the lower quartile of the kernels that waited for their launch (a
     # median would count the ones that also waited for an event on another stream).
-    typ = _lower_quartile(lat[lat >= 0]) if (lat >= 0).any() else DEFAULT_LAUNCH_LATENCY_US
+    waited = lat[idle_launch]
+    typ = _lower_quartile(waited[waited >= 0]) if (waited >= 0).any() else DEFAULT_LAUNCH_LATENCY_US
     # All kernels of the rank by end (for cross-stream inference).
-    ends = np.concatenate([x[4] for x in info]) if info else np.zeros(0)
-    nodes = np.concatenate([x[1] + np.arange(x[2].size) for x in info]) if info else np.zeros(0, np.int64)
-    lanes = np.concatenate([np.full(x[2].size, x[0]) for x in info]) if info else np.zeros(0, np.int64)
-    launch_t = np.concatenate([x[7] for x in info]) if info else np.zeros(0)
-    order = np.argsort(ends, kind="stable")
-    ends, nodes, lanes, launch_t = ends[order], nodes[order], lanes[order], launch_t[order]
-    gap_col = CATEGORIES.index("kernel_gap")
-    for lid, lo, idx, s, e, prev_end, ln, ls in info:
-        has = ln >= 0
-        ci = _chain_of(b, lo)
-        gap = s - np.where(np.isfinite(prev_end), prev_end, s)
-        lat = s - ls
-        idle_launch = has & (ls >= prev_end - TOL_US)      # launched onto an idle stream: it waited for it
-        queued = ~idle_launch & (gap <= KERNEL_GAP_MAX_US)  # behind the previous kernel: the device's gap
-        # A queued kernel's launch edge must not bind: at most the time from the launch to the
-        # previous kernel's end.
-        w = np.where(idle_launch, lat, np.where(has, np.minimum(np.minimum(lat, typ), prev_end - ls), 0.0))
-        b.dcat[ci][queued, gap_col] = np.maximum(gap[queued], 0.0)
-        # Anything else waited on another stream: the kernel of another stream (launched before it)
-        # that ended last before it started.
-        # A kernel launched onto an idle stream that started long after its launch, just as a kernel
-        # of another stream ended, waited for that kernel (an event: a send after the compute that
-        # makes its data), not for its launch.
-        late = idle_launch & (lat > typ + KERNEL_GAP_MAX_US)
-        src_n, dst_n, w_n = [], [], []
-        for i in np.flatnonzero((~idle_launch & ~queued) | late).tolist():
-            k = int(np.searchsorted(ends, s[i] + TOL_US, side="right")) - 1
-            found = -1
-            floor = max(prev_end[i], ls[i]) if late[i] else prev_end[i]
-            while k >= 0 and ends[k] > floor:
-                if lanes[k] != lid and (not has[i] or not (launch_t[k] > ls[i])):
-                    found = k
-                    break
-                k -= 1
-            if late[i] and (found < 0 or s[i] - ends[found] > KERNEL_GAP_MAX_US):
-                continue   # nothing ended just before it: the launch edge keeps the wait
-            if late[i]:
-                w[i] = min(lat[i], typ)
-            if found >= 0:
-                src_n.append(nodes[found])
-                dst_n.append(lo + i)
-                w_n.append(max(s[i] - ends[found], 0.0))
-            elif has[i]:
-                w[i] = lat[i]  # nothing else explains the wait: keep it on the launch edge
-        b.add_edges(np.array(src_n, dtype=np.int64), np.array(dst_n, dtype=np.int64), np.array(w_n), "stream_wait")
-        if has.any():
-            b.add_edges(ln[has], lo + np.flatnonzero(has), np.maximum(w[has], 0.0), "launch")
-        # A kernel with no launch in the trace and no wait found keeps its start.
-        no_launch = ~has & ~np.isin(lo + np.arange(idx.size), np.array(dst_n, dtype=np.int64))
-        b.fixed[ci][~has] = np.where(no_launch[~has], s[~has], -np.inf)
+    order = np.argsort(e, kind="stable")
+    ends, nodes, lanes, launch_t = e[order], node[order], lane[order], ls[order]
+    gap = s - np.where(np.isfinite(prev_end), prev_end, s)
+    queued = ~idle_launch & (gap <= KERNEL_GAP_MAX_US)  # behind the previous kernel: the device's gap
+    # A queued kernel's launch edge must not bind: at most the time from the launch to the
+    # previous kernel's end.
+    w = np.where(idle_launch, lat, np.where(has, np.minimum(np.minimum(lat, typ), prev_end - ls), 0.0))
+    # Anything else waited on another stream: the kernel of another stream (launched before it)
+    # that ended last before it started.
+    # A kernel launched onto an idle stream that started long after its launch, just as a kernel
+    # of another stream ended, waited for that kernel (an event: a send after the compute that
+    # makes its data), not for its launch.
+    late = idle_launch & (lat > typ + KERNEL_GAP_MAX_US)
+    src_n, dst_n, w_n = [], [], []
+    for i in np.flatnonzero((~idle_launch & ~queued) | late).tolist():
+        k = int(np.searchsorted(ends, s[i] + TOL_US, side="right")) - 1
+        found = -1
+        floor = max(prev_end[i], ls[i]) if late[i] else prev_end[i]
+        while k >= 0 and ends[k] > floor:
+            if lanes[k] != lane[i] and (not has[i] or not (launch_t[k] > ls[i])):
+                found = k
+                break
+            k -= 1
+        if late[i] and (found < 0 or s[i] - ends[found] > KERNEL_GAP_MAX_US):
+            continue   # nothing ended just before it: the launch edge keeps the wait
+        if late[i]:
+            w[i] = min(lat[i], typ)
+        if found >= 0:
+            src_n.append(nodes[found])
+            dst_n.append(node[i])
+            w_n.append(max(s[i] - ends[found], 0.0))
+        elif has[i]:
+            w[i] = lat[i]  # nothing else explains the wait: keep it on the launch edge
+    # (Into a kernel, its stream wait comes before its launch edge, as build_graph's sort keeps them.)
+    b.add_edges(np.array(src_n, dtype=np.int64), np.array(dst_n, dtype=np.int64), np.array(w_n), "stream_wait")
+    b.add_edges(ln[has], node[has], np.maximum(w[has], 0.0), "launch")
+    # A kernel with no launch in the trace and no wait found keeps its start.
+    fixed = np.where(np.isin(node, np.array(dst_n, dtype=np.int64)), -np.inf, s)
+    for (lo, _, _), (a, z) in zip(gpu.values(), spans):
+        ci = b.chain_at[lo]
+        b.dcat[ci][queued[a:z], CATEGORIES.index("kernel_gap")] = np.maximum(gap[a:z][queued[a:z]], 0.0)
+        b.fixed[ci][~has[a:z]] = fixed[a:z][~has[a:z]]
 
 
-def _sync_edges(b: _Builder, rt: RankTrace, cpu: dict[int, _CpuLane], gpu_nodes: dict, launch_node: dict) -> None:
+def _sync_edges(b: _Builder, rt: RankTrace, cpu: dict[int, _CpuLane], gpu: _Gpu) -> None:
     """Host blocks on the device: a blocking call's end waits for the device work launched before it."""
     t_all = np.concatenate(b.t)
     blocking = pattern_mask(rt.strings, _BLOCKING_RE)
     memcpy_async = pattern_mask(rt.strings, _MEMCPY_ASYNC_RE)
     # Per GPU lane: kernels in launch order (launch time, node, end).
     per_stream = []
-    own_copy: dict[tuple[int, int], int] = {}  # (cpu lane, event) -> gpu node launched by it
-    for lid, (lo, idx) in gpu_nodes.items():
-        ln = launch_node[lid]
+    own_copy: dict[int, int] = {}  # launch call's node -> gpu node launched by it
+    for lo, _, ln in gpu.values():
         has = ln >= 0
         if not has.any():
             continue
         lt = t_all[ln[has]]
         order = np.argsort(lt, kind="stable")
         nodes = lo + np.flatnonzero(has)[order]
-        per_stream.append((lt[order], nodes, t_all[nodes], np.maximum.accumulate(t_all[nodes])))
-        for cn, gn in zip(ln[has].tolist(), (lo + np.flatnonzero(has)).tolist()):
-            own_copy[cn] = gn
-    for lid, c in cpu.items():
-        lane = c.lane
-        ev = c.event
-        is_block = blocking[lane.name_id[ev]] & c.is_start
-        for i in np.flatnonzero(is_block).tolist():
-            # Its end node: the next node that is the end of the same event.
-            j = i + 1
-            while j < c.t.size and not (c.event[j] == ev[i] and not c.is_start[j]):
-                j += 1
-            if j >= c.t.size:
+        per_stream.append((lt[order], nodes, t_all[nodes]))
+        own_copy.update(zip(ln[has].tolist(), (lo + np.flatnonzero(has)).tolist()))
+    for c in cpu.values():
+        names = c.lane.name_id[c.event]
+        for i in np.flatnonzero(blocking[names] & c.is_start).tolist():
+            j = c.end_of(i)
+            if j < 0:
                 continue
             t_start, t_end = c.t[i], c.t[j]
             srcs = []
-            if memcpy_async[lane.name_id[ev[i]]]:
+            if memcpy_async[names[i]]:
                 g = own_copy.get(c.lo + i, -1)
                 if g >= 0 and t_all[g] <= t_end + TOL_US:
                     srcs.append(g)  # a copy that the call waited for (pageable / DtoH)
             else:
-                for lt, nodes, ends, _ in per_stream:
+                for lt, nodes, ends in per_stream:
                     k = int(np.searchsorted(lt, t_start, side="left")) - 1
                     if k >= 0 and ends[k] <= t_end + TOL_US:
                         srcs.append(int(nodes[k]))  # the stream runs in order: its last launch ends last
             if not srcs:
                 continue
             src = np.array(srcs, dtype=np.int64)
-            gpu_end = float(t_all[src].max())
-            floor = t_end - max(t_start, gpu_end)
-            ci = _chain_of(b, c.lo)
-            dc = b.dcat[ci]
+            floor = t_end - max(t_start, float(t_all[src].max()))
+            dc = b.dcat[b.chain_at[c.lo]]
             total = dc[j].sum()
             if total > 0:
                 dc[j] *= max(floor, 0.0) / total
             b.add_edges(src, np.full(src.size, c.lo + j), np.zeros(src.size), "sync")
 
 
-def _step_nodes(rt: RankTrace, steps: list, cpu: dict[int, _CpuLane], main: Lane | None,
-                gpu_nodes: dict, launch_node: dict) -> list[tuple[int, int, np.ndarray]]:
+def _step_nodes(rt: RankTrace, b: _Builder, steps: list, cpu: dict[int, _CpuLane], gpu: _Gpu
+                ) -> list[tuple[int, int, np.ndarray]]:
     """Per step: its start node and end node on the thread that holds the steps, and the GPU nodes
     it launched (the step lasts until the last of them ends)."""
     lane = _step_lane(rt)
     if lane is None or lane.lane_id not in cpu or not steps:
         # No steps: the window is one step from the first to the last node.
-        all_nodes = [c.lo + np.arange(c.t.size) for c in cpu.values()]
-        g = [lo + np.arange(idx.size) for lo, idx in gpu_nodes.values()]
-        allv = np.concatenate(all_nodes + g)
+        allv = np.concatenate([c.lo + np.arange(c.t.size) for c in cpu.values()]
+                              + [lo + np.arange(idx.size) for lo, idx, _ in gpu.values()])
         return [(int(allv.min()), -1, allv)]
     c = cpu[lane.lane_id]
+    t_all = np.concatenate(b.t)
+    # When each GPU node was launched, on any thread (NaN: no launch in the trace).
+    launch_t = [(lo, np.where(ln >= 0, t_all[np.maximum(ln, 0)], np.nan)) for lo, _, ln in gpu.values()]
     out = []
-    gl = [(lo, launch_node[lid]) for lid, (lo, _) in gpu_nodes.items()]
-    t_nodes = np.concatenate([cc.t for cc in sorted(cpu.values(), key=lambda cc: cc.lo)])
-    base_lo = min(cc.lo for cc in cpu.values())
     for s in steps:
         i = int(np.searchsorted(c.t, s.cpu_start_us - TOL_US, side="left"))
         j = int(np.searchsorted(c.t, s.cpu_end_us + TOL_US, side="right")) - 1
         if i >= c.t.size or j < i:
             continue
-        lo_n, hi_n = c.lo + i, c.lo + j
-        # GPU nodes launched from any CPU node between the step's bounds (by time on any thread).
-        launched = []
-        for lo, ln in gl:
-            ok = ln >= 0
-            sel = np.zeros(ln.size, bool)
-            if ok.any():
-                t_launch = t_nodes[ln[ok] - base_lo]
-                sel[ok] = (t_launch >= s.cpu_start_us - TOL_US) & (t_launch <= s.cpu_end_us + TOL_US)
-            launched.append(lo + np.flatnonzero(sel))
-        out.append((lo_n, hi_n, np.concatenate(launched) if launched else np.zeros(0, np.int64)))
+        launched = [lo + np.flatnonzero((lt >= s.cpu_start_us - TOL_US) & (lt <= s.cpu_end_us + TOL_US))
+                    for lo, lt in launch_t]
+        out.append((c.lo + i, c.lo + j, np.concatenate(launched) if launched else np.zeros(0, np.int64)))
     return out
+
+
+def _step_numbers(steps: list, times_us: np.ndarray | list[float]) -> list[int]:
+    """The number of the step (by the steps' CPU starts) each time falls in; -1 before the first."""
+    if not steps:
+        return [-1] * len(times_us)
+    at = np.searchsorted(np.array([s.cpu_start_us for s in steps]), times_us, side="right") - 1
+    return [steps[i].number if i >= 0 else -1 for i in at.tolist()]
 
 
 def _collective_keys(steps: list, issued_us: np.ndarray) -> list[tuple[int, int]]:
     """(step number, n-th collective of that step) per collective, by when the host issued it."""
-    if not steps:
-        return [(-1, i) for i in range(issued_us.size)]
-    starts = np.array([s.cpu_start_us for s in steps])
-    at = np.searchsorted(starts, issued_us, side="right") - 1
     seen: dict[int, int] = {}
     keys = []
-    for i in at.tolist():
-        number = steps[i].number if i >= 0 else -1
+    for number in _step_numbers(steps, issued_us):
         keys.append((number, seen.get(number, 0)))
-        seen[number] = seen.get(number, 0) + 1
+        seen[number] = keys[-1][1] + 1
     return keys
 
 
-def _collective_nodes(rt: RankTrace, b: _Builder, cpu: dict[int, _CpuLane], gpu_nodes: dict,
-                      launch_node: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _collective_nodes(rt: RankTrace, b: _Builder, cpu: dict[int, _CpuLane], gpu: _Gpu
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The rank's collectives in start order: their end nodes, original arrival (start) times and
     when the host issued them (the launch call; a gloo op's own start). GPU communication kernels
     (point-to-point ones left out), else gloo ops on CPU threads."""
     t_all = np.concatenate(b.t)
-    kc = np.concatenate(b.kclass)
-    p2p = np.concatenate(b.p2p)
     nodes, arrive, issued = [], [], []
-    for lid, (lo, idx) in gpu_nodes.items():
-        lane = rt.lanes[lid]
-        sel = (kc[lo:lo + idx.size] == _COMM) & ~p2p[lo:lo + idx.size]
+    for lid, (lo, idx, ln) in gpu.items():
+        start = rt.lanes[lid].start_us[idx]
+        ci = b.chain_at[lo]
+        sel = (b.kclass[ci] == _COMM) & ~b.p2p[ci]
         nodes.append(lo + np.flatnonzero(sel))
-        arrive.append(lane.start_us[idx[sel]])
-        ln = launch_node[lid][sel]
-        issued.append(np.where(ln >= 0, t_all[np.maximum(ln, 0)], lane.start_us[idx[sel]]))
-    nodes_a = np.concatenate(nodes) if nodes else np.zeros(0, np.int64)
-    if not nodes_a.size:
+        arrive.append(start[sel])
+        issued.append(np.where(ln[sel] >= 0, t_all[np.maximum(ln[sel], 0)], start[sel]))
+    if not any(n.size for n in nodes):
         gloo = pattern_mask(rt.strings, re.compile(r"^gloo:(?!.*(send|recv))"))
         for c in cpu.values():
-            st = c.is_start & gloo[c.lane.name_id[c.event]]
-            for i in np.flatnonzero(st).tolist():
-                j = i + 1
-                while j < c.t.size and not (c.event[j] == c.event[i] and not c.is_start[j]):
-                    j += 1
-                if j >= c.t.size:
+            for i in np.flatnonzero(c.is_start & gloo[c.lane.name_id[c.event]]).tolist():
+                j = c.end_of(i)
+                if j < 0:
                     continue
                 # The collective completes at the end of the longest stretch inside its span (the
                 # wait for the peers): that node is the group's, the one before it the arrival.
@@ -920,64 +852,51 @@ def _collective_nodes(rt: RankTrace, b: _Builder, cpu: dict[int, _CpuLane], gpu_
                 nodes.append(np.array([c.lo + k]))
                 arrive.append(np.array([c.t[k - 1]]))
                 issued.append(np.array([c.t[i]]))
-        nodes_a = np.concatenate(nodes) if nodes else np.zeros(0, np.int64)
-    if not nodes_a.size:
+    if not any(n.size for n in nodes):
         return np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
     arr = np.concatenate(arrive)
-    iss = np.concatenate(issued)
     order = np.argsort(arr, kind="stable")
-    return nodes_a[order].astype(np.int64), arr[order], iss[order]
+    return np.concatenate(nodes)[order].astype(np.int64), arr[order], np.concatenate(issued)[order]
 
 
-def _p2p_nodes(rt: RankTrace, b: _Builder, cpu: dict[int, _CpuLane], gpu_nodes: dict, launch_node: dict,
-               steps: list) -> list[tuple[str, int, float, int]]:
+def _p2p_nodes(rt: RankTrace, b: _Builder, cpu: dict[int, _CpuLane], gpu: _Gpu, steps: list
+               ) -> list[tuple[str, int, float, int]]:
     """The rank's point-to-point transfers: (``send``/``recv``, completion node, arrival time, step
     number), in arrival order. NCCL SendRecv kernels (which one: the op that launched them), else
     gloo's send/recv spans on the host (arriving at the call, completing at the span's end)."""
     out: list[tuple[str, int, float]] = []
-    p2p = np.concatenate(b.p2p)
     op_kind = pattern_mask(rt.strings, _P2P_OP_RE)
-    for lid, (lo, idx) in gpu_nodes.items():
-        lane = rt.lanes[lid]
-        ln = launch_node[lid]
-        for k in np.flatnonzero(p2p[lo:lo + idx.size]).tolist():
+    for lid, (lo, idx, ln) in gpu.items():
+        for k in np.flatnonzero(b.p2p[b.chain_at[lo]]).tolist():
             kind = _launching_op_kind(rt, cpu, int(ln[k]), op_kind) if ln[k] >= 0 else None
             if kind is not None:
-                out.append((kind, lo + k, float(lane.start_us[idx[k]])))
+                out.append((kind, lo + k, float(rt.lanes[lid].start_us[idx[k]])))
     if not out:
         host = pattern_mask(rt.strings, _P2P_HOST_RE)
         for c in cpu.values():
             names = c.lane.name_id[c.event]
             for i in np.flatnonzero(c.is_start & host[names]).tolist():
-                j = i + 1
-                while j < c.t.size and not (c.event[j] == c.event[i] and not c.is_start[j]):
-                    j += 1
-                if j < c.t.size:
+                j = c.end_of(i)
+                if j >= 0:
                     kind = "send" if "send" in rt.strings[int(names[i])].lower() else "recv"
                     out.append((kind, c.lo + j, float(c.t[i])))
     out.sort(key=lambda x: x[2])
-    starts = np.array([s.cpu_start_us for s in steps]) if steps else np.zeros(0)
-    keyed = []
-    for kind, node, arrive in out:
-        at = int(np.searchsorted(starts, arrive, side="right")) - 1 if starts.size else -1
-        keyed.append((kind, node, arrive, steps[at].number if at >= 0 else -1))
-    return keyed
+    return [(*x, n) for x, n in zip(out, _step_numbers(steps, [arrive for _, _, arrive in out]))]
 
 
 def _launching_op_kind(rt: RankTrace, cpu: dict[int, _CpuLane], launch: int, op_kind: np.ndarray) -> str | None:
-    """``send``/``recv`` from the innermost event around the launch call whose name says which."""
-    for c in cpu.values():
-        if c.lo <= launch < c.lo + c.t.size:
-            lane, call = c.lane, int(c.event[launch - c.lo])
-            t0 = lane.start_us[call]
-            cand = np.arange(max(call - 256, 0), call + 1)   # the op around a launch starts just before it
-            around = cand[(lane.start_us[cand] <= t0) & (lane.start_us[cand] + lane.duration_us[cand] >= t0)
-                          & op_kind[lane.name_id[cand]]]
-            if not around.size:
-                return None
-            name = rt.strings[int(lane.name_id[around[-1]])].lower()
-            return "send" if "send" in name else "recv" if "recv" in name else None
-    return None
+    """``send``/``recv`` from the innermost event around the launch call (a node of one of ``cpu``)
+    whose name says which."""
+    c = next(c for c in cpu.values() if c.lo <= launch < c.lo + c.t.size)
+    lane, call = c.lane, int(c.event[launch - c.lo])
+    t0 = lane.start_us[call]
+    cand = np.arange(max(call - 256, 0), call + 1)   # the op around a launch starts just before it
+    around = cand[(lane.start_us[cand] <= t0) & (lane.start_us[cand] + lane.duration_us[cand] >= t0)
+                  & op_kind[lane.name_id[cand]]]
+    if not around.size:
+        return None
+    name = rt.strings[int(lane.name_id[around[-1]])].lower()
+    return "send" if "send" in name else "recv" if "recv" in name else None
 
 
 def _match_p2p(p2p_nodes: dict[int, list[tuple[str, int, float, int]]], ranks: list[int], t: np.ndarray,
@@ -1032,159 +951,100 @@ def replay(g: Graph, d: np.ndarray | None = None, w: np.ndarray | None = None,
     """
     d = g.d if d is None else d
     w = g.e_w if w is None else w
+    src, dst = g.e_src, g.e_dst
     if edge_on is not None:
-        src, dst, w = g.e_src[edge_on], g.e_dst[edge_on], w[edge_on]
-    else:
-        src, dst = g.e_src, g.e_dst
-    n = len(g)
-    t = np.full(n, -np.inf)
-    if n == 0:
+        src, dst, w = src[edge_on], dst[edge_on], w[edge_on]
+    t = np.full(len(g), -np.inf)
+    if not len(g):
         return t
-    t_orig = g.t_orig
     # How far an edge may run back in the trace's time (sync edges allow TOL_US): the frontier's slack.
-    slack = float(max((t_orig[src] - t_orig[dst]).max(), 0.0)) if src.size else 0.0
+    slack = float(max((g.t_orig[src] - g.t_orig[dst]).max(), 0.0)) if src.size else 0.0
     group = g.group if group is None else group   # a projection may unbind some (no pipeline waits)
-    settled = _replay_c(g, d, src, dst, w, group, slack, max_iter, t)
-    if settled is None:
-        return _replay_numpy(g, d, src, dst, w, group, slack, max_iter)
-    if not settled:
+    if "replay" not in g.cache:   # per chain, its bounds and the running maximum of the trace's times
+        lo = np.array([c.lo for c in g.chains], dtype=np.int64)
+        hi = np.array([c.hi for c in g.chains], dtype=np.int64)
+        reach = np.concatenate([np.maximum.accumulate(g.t_orig[c.lo:c.hi]) for c in g.chains])
+        g.cache["replay"] = (reach, lo, hi)
+    reach, lo, hi = g.cache["replay"]
+    f8, i8 = (functools.partial(np.ascontiguousarray, dtype=x) for x in (np.float64, np.int64))
+    walk = _replay.replay if _replay is not None else _replay_numpy
+    if not walk(f8(g.t_orig), f8(d), f8(g.fixed), reach, i8(group), lo, hi, i8(src), i8(dst), f8(w),
+                slack, max_iter, t):
         raise NotSettled(f"the graph's times still move after {max_iter} passes (a cycle the trace's data makes)")
     return t
 
 
-def _replay_c(g: Graph, d: np.ndarray, src: np.ndarray, dst: np.ndarray, w: np.ndarray, group: np.ndarray,
-              slack: float, max_iter: int, t: np.ndarray) -> bool | None:
-    """The passes in C into ``t``: settled or not; None where the extension does not run (not
-    built, arrays of other types)."""
-    if _replay is None:
-        return None
-    f8 = [g.t_orig, d, g.fixed, w]
-    i8 = [group, src, dst]
-    if any(a.dtype != np.float64 for a in f8) or any(a.dtype != np.int64 for a in i8):
-        return None
-    cached = g.replay_cache
-    if cached is None or cached[0] is not g.t_orig:
-        # Per chain, the running maximum of the trace's times (where a pass's walk starts), once per graph.
-        lo = np.array([c.lo for c in g.chains], dtype=np.int64)
-        hi = np.array([c.hi for c in g.chains], dtype=np.int64)
-        if not lo.size or lo[0] != 0 or hi[-1] != len(g) or (lo[1:] != hi[:-1]).any():
-            return None   # not chains back to back over the nodes (build_graph's layout)
-        reach = np.concatenate([np.maximum.accumulate(g.t_orig[c.lo:c.hi]) for c in g.chains])
-        cached = g.replay_cache = (g.t_orig, reach, lo, hi)
-    _, reach, lo, hi = cached
-    c = np.ascontiguousarray
-    try:
-        return _replay.replay(c(g.t_orig), c(d), c(g.fixed), reach, c(group), lo, hi, c(src), c(dst), c(w),
-                              slack, max_iter, t)
-    except ValueError:   # an index out of range, edges not sorted by destination: numpy's own errors
-        return None
-
-
-def _replay_numpy(g: Graph, d: np.ndarray, src: np.ndarray, dst: np.ndarray, w: np.ndarray, group: np.ndarray,
-                  slack: float, max_iter: int) -> np.ndarray:
-    """:func:`replay`'s passes in numpy (where the C extension is not built)."""
-    n = len(g)
-    t = np.full(n, -np.inf)
-    t_orig = g.t_orig
-    reach = [np.maximum.accumulate(t_orig[c.lo:c.hi]) for c in g.chains]
+def _replay_numpy(t_orig: np.ndarray, d: np.ndarray, fixed: np.ndarray, reach: np.ndarray, group: np.ndarray,
+                  chain_lo: np.ndarray, chain_hi: np.ndarray, src: np.ndarray, dst: np.ndarray, w: np.ndarray,
+                  slack: float, max_iter: int, t: np.ndarray) -> bool:
+    """:func:`replay`'s passes in numpy (where the C extension is not built), into ``t``, as
+    ``_replay.replay`` takes them: settled or not."""
     grp = np.flatnonzero(group >= 0)
     grp_id = group[grp]
-    chain_lo = np.zeros(n, dtype=bool)
-    for c in g.chains:
-        chain_lo[c.lo] = True
-    in_group = np.full(n, -1, dtype=np.int64)
-    in_group[grp] = grp_id
+    is_lo = np.zeros(t.size, dtype=bool)
+    is_lo[chain_lo[chain_lo < chain_hi]] = True
     n_groups = int(grp_id.max()) + 1 if grp.size else 0
-    inputs = [_chain_inputs(c, src, dst, w, in_group) for c in g.chains]
+    into = np.flatnonzero(group[dst] >= 0)   # the edges into collective nodes, and where each lands
+    into_at = np.searchsorted(grp, dst[into])
+    chains = list(zip(chain_lo.tolist(), chain_hi.tolist()))
+    inputs = [_chain_inputs(lo, hi, src, dst, w, group) for lo, hi in chains]
     frontier = -np.inf
     for _ in range(max_iter):
-        last = None
-        if n_groups:  # collectives: every rank's arrival, from the newest times
-            r_grp = _ready_of(grp, src, dst, w, t, g.fixed)
-            arrival = np.maximum(np.where(chain_lo[grp], -np.inf, t[np.maximum(grp - 1, 0)]), r_grp)
-            last = np.full(n_groups, -np.inf)
-            np.maximum.at(last, grp_id, arrival)
+        # Collectives: every rank's arrival, from the newest times.
+        ready = np.full(grp.size, -np.inf)
+        np.maximum.at(ready, into_at, t[src[into]] + w[into])
+        r_grp = np.maximum(fixed[grp], ready)   # max(fixed, the latest incoming edge)
+        arrival = np.maximum(np.where(is_lo[grp], -np.inf, t[np.maximum(grp - 1, 0)]), r_grp)
+        last = np.full(n_groups, -np.inf)
+        np.maximum.at(last, grp_id, arrival)
         earliest = np.inf
-        for c, rc, (at, first, e_src, e_w, gp, gid) in zip(g.chains, reach, inputs):
-            k = c.lo + int(rc.searchsorted(frontier, side="left"))   # (methods: no numpy wrapper per call)
-            if k >= c.hi:
+        for (lo, hi), (at, first, e_src, e_w, gp, gid) in zip(chains, inputs):
+            k = lo + int(reach[lo:hi].searchsorted(frontier, side="left"))   # (methods: no wrapper per call)
+            if k >= hi:
                 continue
-            # max(fixed, the latest incoming edge) from node k on (_ready_of on k..hi, its
-            # destinations' edges reduced in the same groups).
-            o = k - c.lo
-            r = g.fixed[k:c.hi].copy()
-            j = int(at.searchsorted(o, side="left")) if at.size else 0
+            # max(fixed, the latest incoming edge) from node k on.
+            o = k - lo
+            r = fixed[k:hi].copy()
+            j = int(at.searchsorted(o, side="left"))
             if j < at.size:
                 e0 = first[j]
                 red = np.maximum.reduceat(t[e_src[e0:]] + e_w[e0:], first[j:] - e0)
                 pos = at[j:] - o
                 r[pos] = np.maximum(r[pos], red)
-            if last is not None and gp.size:
-                j = int(gp.searchsorted(o, side="left"))
-                if j < gp.size:
-                    pos = gp[j:] - o
-                    r[pos] = np.maximum(r[pos], last[gid[j:]])
-            carry = t[k - 1] if k > c.lo else -np.inf
-            dd = d[k:c.hi]
+            j = int(gp.searchsorted(o, side="left"))
+            if j < gp.size:
+                pos = gp[j:] - o
+                r[pos] = np.maximum(r[pos], last[gid[j:]])
+            carry = t[k - 1] if k > lo else -np.inf
+            dd = d[k:hi]
             D = dd.cumsum()
             a = r - (D - dd)
             a[0] = max(a[0], carry)
             new = D + np.maximum.accumulate(a)
             # Moved: changed by more than 1e-6 (a NaN moved); only the nodes that changed are
             # subtracted (-inf against -inf has not moved, and is not subtracted).
-            changed = (new != t[k:c.hi]).nonzero()[0]
-            if changed.size:
-                moved = ~(np.abs(new[changed] - t[k + changed]) <= 1e-6)
-                if moved.any():
-                    earliest = min(earliest, float(t_orig[k + int(changed[moved.argmax()])]))
-                    t[k:c.hi] = new
+            changed = (new != t[k:hi]).nonzero()[0]
+            moved = ~(np.abs(new[changed] - t[k + changed]) <= 1e-6)
+            if moved.any():
+                earliest = min(earliest, float(t_orig[k + int(changed[moved.argmax()])]))
+                t[k:hi] = new
         if earliest == np.inf:
-            return t
+            return True
         frontier = earliest - slack - 1e-6
-    raise NotSettled(f"the graph's times still move after {max_iter} passes (a cycle the trace's data makes)")
+    return False
 
 
-def _chain_inputs(c: Chain, src: np.ndarray, dst: np.ndarray, w: np.ndarray, in_group: np.ndarray) -> tuple:
-    """A chain's incoming edges, once per replay: the nodes (offsets in the chain) that have edges,
-    sorted, the first edge of each among the chain's edges, the edges' sources and weights; its
-    collective nodes (offsets) and their groups."""
-    lo = int(np.searchsorted(dst, c.lo, side="left"))
-    hi = int(np.searchsorted(dst, c.hi - 1, side="right")) if c.hi > c.lo else lo
-    hi = max(hi, lo)
-    dd = dst[lo:hi] - c.lo
+def _chain_inputs(lo: int, hi: int, src: np.ndarray, dst: np.ndarray, w: np.ndarray, group: np.ndarray
+                  ) -> tuple:
+    """The incoming edges of the chain ``lo:hi``, once per replay: the nodes (offsets in the chain)
+    that have edges, sorted, the first edge of each among the chain's edges, the edges' sources and
+    weights; its collective nodes (offsets) and their groups."""
+    e_lo = int(np.searchsorted(dst, lo, side="left"))
+    e_hi = max(int(np.searchsorted(dst, hi - 1, side="right")), e_lo)
+    dd = dst[e_lo:e_hi] - lo
     first = np.flatnonzero(np.concatenate([[True], dd[1:] != dd[:-1]])) if dd.size else np.zeros(0, np.int64)
-    gp = np.flatnonzero(in_group[c.lo:c.hi] >= 0)
-    return dd[first], first, src[lo:hi], w[lo:hi], gp, in_group[c.lo + gp]
-
-
-def _ready_of(nodes: np.ndarray, src: np.ndarray, dst: np.ndarray, w: np.ndarray, t: np.ndarray,
-              fixed: np.ndarray) -> np.ndarray:
-    """max(fixed, the latest incoming edge) for ``nodes`` (sorted; edges sorted by destination)."""
-    r = fixed[nodes].copy()
-    if not dst.size or not nodes.size:
-        return r
-    lo = int(np.searchsorted(dst, nodes[0], side="left"))
-    hi = int(np.searchsorted(dst, nodes[-1], side="right"))
-    if hi <= lo:
-        return r
-    dd = dst[lo:hi]
-    if nodes.size == nodes[-1] - nodes[0] + 1:  # a contiguous run: positions by offset
-        pos = dd - nodes[0]
-    else:
-        pos = np.searchsorted(nodes, dd)
-        keep = (pos < nodes.size) & (nodes[np.minimum(pos, nodes.size - 1)] == dd)
-        dd, pos = dd[keep], pos[keep]
-        if not dd.size:
-            return r
-        sel = np.flatnonzero(keep) + lo
-        vals = t[src[sel]] + w[sel]
-        out = np.full(nodes.size, -np.inf)
-        np.maximum.at(out, pos, vals)
-        return np.maximum(r, out)
-    vals = t[src[lo:hi]] + w[lo:hi]
-    starts = np.flatnonzero(np.r_[True, dd[1:] != dd[:-1]])
-    r[pos[starts]] = np.maximum(r[pos[starts]], np.maximum.reduceat(vals, starts))
-    return r
+    gp = np.flatnonzero(group[lo:hi] >= 0)
+    return dd[first], first, src[e_lo:e_hi], w[e_lo:e_hi], gp, group[lo + gp]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1200,12 +1060,8 @@ def step_span_us(g: Graph, t: np.ndarray) -> float:
     for steps in g.steps.values():
         if not steps:
             continue
-        ends = []
-        for _, hi, gpu in steps:
-            end = t[hi] if hi >= 0 else -np.inf
-            if gpu.size:
-                end = max(end, float(t[gpu].max()))
-            ends.append(end)
+        ends = [max(t[hi] if hi >= 0 else -np.inf, float(t[gpu].max()) if gpu.size else -np.inf)
+                for _, hi, gpu in steps]
         if len(ends) >= 2 and np.isfinite(ends[0]) and np.isfinite(ends[-1]):
             per = (ends[-1] - ends[0]) / (len(ends) - 1)
         elif np.isfinite(ends[-1]):
@@ -1236,8 +1092,6 @@ def _end_node(g: Graph, t: np.ndarray) -> tuple[int, int]:
     starts at."""
     best, best_t, start = -1, -np.inf, -1
     for steps in g.steps.values():
-        if not steps:
-            continue
         cand = [hi for _, hi, _ in steps if hi >= 0] + [int(gp[np.argmax(t[gp])]) for _, _, gp in steps if gp.size]
         for c in cand:
             if t[c] > best_t:
@@ -1245,26 +1099,20 @@ def _end_node(g: Graph, t: np.ndarray) -> tuple[int, int]:
     return best, start
 
 
-def critical_path(g: Graph, t: np.ndarray, d: np.ndarray | None = None, w: np.ndarray | None = None, *,
-                  graph_d: np.ndarray | None = None) -> CriticalPath:
+def critical_path(g: Graph, t: np.ndarray, d: np.ndarray | None = None, w: np.ndarray | None = None
+                  ) -> CriticalPath:
     """Walk back from the window's last node: along the chain while the predecessor set the time,
     across the binding edge otherwise; sum what each step of the walk costs by category.
-    ``graph_d``: ``g.d`` where the caller has it (the sum over categories costs more than the walk)."""
-    gd = g.d if graph_d is None else graph_d
-    d = gd if d is None else d
+    ``d``: ``g.d`` where the caller has it (the sum over categories costs more than the walk)."""
+    d = g.d if d is None else d
     w = g.e_w if w is None else w
     end, start = _end_node(g, t)
     if end < 0:
         return CriticalPath(0.0, {}, {}, np.zeros(0, np.int64))
     t0 = t[start]
-    sizes = np.array([c.hi - c.lo for c in g.chains], dtype=np.int64)
-    chain_of = np.zeros(len(g), dtype=np.int64)
-    if sizes.size and sizes.sum() == len(g) and all(c.lo == lo for c, lo in zip(g.chains, np.cumsum(sizes) - sizes)):
-        chain_of = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)   # chains back to back
-    else:
-        for ci, c in enumerate(g.chains):
-            chain_of[c.lo:c.hi] = ci
-    val = t[g.e_src] + w if g.e_src.size else np.zeros(0)
+    chain_lo = [c.lo for c in g.chains]
+    chain_of = np.repeat(np.arange(len(g.chains)), [c.hi - c.lo for c in g.chains])   # chains back to back
+    val = t[g.e_src] + w
     # Per destination: the edge with the latest ready time (edges are sorted by destination).
     best_edge = np.full(len(g), -1, dtype=np.int64)
     ready = np.full(len(g), -np.inf)
@@ -1275,25 +1123,19 @@ def critical_path(g: Graph, t: np.ndarray, d: np.ndarray | None = None, w: np.nd
     r = np.maximum(ready, g.fixed)
     prev_t = np.r_[-np.inf, t[:-1]]
     lo_mask = np.zeros(len(g), bool)
-    for c in g.chains:
-        lo_mask[c.lo] = True
+    lo_mask[chain_lo] = True
     prev_t[lo_mask] = -np.inf
-    jump = (r > prev_t + 1e-9) & (best_edge >= 0) & (ready >= g.fixed)
-    jumps = np.flatnonzero(jump)
+    jumps = np.flatnonzero((r > prev_t + 1e-9) & (best_edge >= 0) & (ready >= g.fixed))
     stop_fixed = np.flatnonzero(lo_mask | (g.fixed > prev_t + 1e-9))
     secs = np.zeros(len(CATEGORIES))
     on_path = []
     node = end
-    guard = 0
     dcat = g.dcat
-    scale = np.where(gd > 0, d / np.maximum(gd, 1e-12), 0.0)
+    scale = np.where(d > 0, d / np.maximum(d, 1e-12), 0.0)
     # The walk in Python ints (a step costs a few µs, not a dozen numpy calls), the sums in numpy.
     jumps_l, stop_l = jumps.tolist(), stop_fixed.tolist()
-    chain_lo = [c.lo for c in g.chains]
     floor_t = t0 - 1e-9
-    launch_col, wait_col, cpu_col = (CATEGORIES.index(k) for k in ("launch_latency", "gpu_wait", "cpu_wait"))
-    while node >= 0 and guard < 1_000_000:
-        guard += 1
+    for _ in range(1_000_000):
         c_lo = chain_lo[chain_of[node]]
         # The nearest node at or before ``node`` on its chain where the walk leaves the chain.
         kj = bisect.bisect_right(jumps_l, node) - 1
@@ -1304,25 +1146,15 @@ def critical_path(g: Graph, t: np.ndarray, d: np.ndarray | None = None, w: np.nd
         # Stop at the window start.
         inside = t[lo:node + 1] > floor_t
         every = bool(inside.all())
-        if every:
-            secs += (dcat[lo:node + 1] * scale[lo:node + 1, None]).sum(axis=0)
-            on_path.append(np.arange(lo, node + 1))
-        else:
-            seg = np.arange(lo, node + 1)[inside]
-            if seg.size:
-                secs += (dcat[seg] * scale[seg, None]).sum(axis=0)
-                on_path.append(seg)
+        seg = slice(lo, node + 1) if every else np.arange(lo, node + 1)[inside]   # (a slice: no copy)
+        secs += (dcat[seg] * scale[seg, None]).sum(axis=0)
+        on_path.append(np.arange(lo, node + 1) if every else seg)
         if not every or lo != j or t[lo] <= t0:
             break
         e = int(best_edge[lo])
-        kind = EDGE_KINDS[g.e_kind[e]]
-        wt = w[e]
-        if kind == "launch":
-            secs[launch_col] += wt
-        elif kind == "stream_wait":
-            secs[wait_col] += wt
-        elif kind in ("trigger", "join"):
-            secs[cpu_col] += wt
+        col = _EDGE_CATEGORY.get(EDGE_KINDS[g.e_kind[e]])
+        if col is not None:
+            secs[col] += w[e]
         node = int(g.e_src[e])
     length = float(t[end] - t0)
     total = float(secs.sum())
@@ -1335,11 +1167,7 @@ def critical_path(g: Graph, t: np.ndarray, d: np.ndarray | None = None, w: np.nd
 def _latest_edges(e_dst: np.ndarray, val: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per destination, the edge with the latest ``val``: the last of np.lexsort((val, e_dst)) per
     destination (a NaN last, ties to the later edge); (destinations, edges). One pass over the
-    edges where they are sorted by destination (build_graph sorts them), the sort otherwise."""
-    if e_dst.size > 1 and (e_dst[1:] < e_dst[:-1]).any():
-        order = np.lexsort((val, e_dst))
-        last = np.r_[e_dst[order][1:] != e_dst[order][:-1], True]
-        return e_dst[order][last], order[last]
+    edges, sorted by destination (build_graph sorts them)."""
     first = np.flatnonzero(np.r_[True, e_dst[1:] != e_dst[:-1]])
     top = np.repeat(np.maximum.reduceat(val, first), np.diff(np.r_[first, e_dst.size]))
     is_top = np.where(np.isnan(top), np.isnan(val), val == top)
@@ -1359,8 +1187,7 @@ def path_masks(g: Graph, nodes: np.ndarray, ranks: list[RankTrace]) -> dict[tupl
         if rank not in index_of or ev < 0:
             continue
         key = (index_of[rank], lane_id)
-        mask = out.get(key)
-        if mask is None:
-            mask = out[key] = np.zeros(len(ranks[index_of[rank]].lanes[lane_id]), dtype=bool)
-        mask[ev] = True
+        if key not in out:
+            out[key] = np.zeros(len(ranks[index_of[rank]].lanes[lane_id]), dtype=bool)
+        out[key][ev] = True
     return out

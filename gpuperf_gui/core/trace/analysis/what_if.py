@@ -8,30 +8,8 @@ speedup is the ratio of the replayed window without and with the change (both wa
 graph, so the graph's own error cancels); the projected step time is the measured median step
 divided by it.
 
-Causes and what each assumes (the ``assumption`` string says it to the user):
-
-``data_stall``       the DataLoader's time on the host, host ops that launch nothing for longer than
-                     333 µs and longer stretches of code no op covers are 0 ("data ready when the
-                     step starts": the analysis's host stalls).
-``host_syncs``       blocking calls (``.item()``, synchronize, a synchronous copy) neither wait for
-                     the device nor take time.
-``launch_overhead``  the host issues the kernels for free (a CUDA graph replays them): launch calls
-                     and the ops around them take no host time, kernels start as soon as their stream
-                     and inputs allow; the host's Python between ops and its syncs stay.
-``exposed_comm``     collectives fully overlapped: communication kernels and host collectives cost 0.
-``pipeline_bubble``  stages never wait for each other: send/recv cost 0 and a recv no longer waits
-                     for the matched send of the other rank (the n-th send of a step from a to b
-                     with the n-th recv on b from a: critical_path's point-to-point groups).
-``late_rank``        the late rank arrives with the others: its host time outside ops and in the
-                     DataLoader is 0.
-``gemm_ceiling``     GEMMs at 70 % of the device's dense peak (those whose FLOPs the trace gives).
-``memory_bound``     each run of back-to-back elementwise kernels fused into one pass over the data:
-                     one kernel reading the run's input once and writing its output once at the
-                     device's peak bandwidth (sizes from the recorded shapes; else the run's
-                     shortest kernel), issued by the host as one launch. Only what fusion removes:
-                     the other ops' host work stays (that is launch overhead's). Not "each kernel at
-                     its roof": fusion is the fix that pays (the H200 chain: 10.5x measured, against
-                     ~1.1x for kernels already near the roof).
+Each cause is a function of :data:`SCENARIOS` whose docstring says what it changes;
+:data:`ASSUMPTIONS` says it to the user and docs/what-if.md tables them.
 
 Every projection leaves the profiler's own cost out of the baseline and the changed graph alike
 (:data:`PROFILER_US_PER_EVENT`, :data:`PROFILER_STEP_CUT`); its cost per event is a range, and the
@@ -44,7 +22,7 @@ import dataclasses
 import functools
 import re
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
 
@@ -106,9 +84,7 @@ class Projection:
     """The largest category on the new critical path."""
 
     def to_json(self) -> dict:
-        return {"cause": self.cause, "assumption": self.assumption, "step_time_s": self.step_time_s,
-                "speedup_upper_bound": self.speedup_upper_bound, "mfu": self.mfu,
-                "new_dominant": self.new_dominant}
+        return dataclasses.asdict(self)
 
 
 @dataclass
@@ -132,7 +108,14 @@ class WhatIf:
                 "critical_path": {**self.critical_path.to_json(), "replay_error": self.replay_error}}
 
 
-Change = tuple  # (d by category, edge weights, edges kept[, collective groups when a change unbinds some])
+class Change(NamedTuple):
+    """A cause's change of the graph: durations by category, edge weights, the edges kept, and the
+    collective groups (None: the graph's; a change may unbind some)."""
+
+    dcat: np.ndarray
+    w: np.ndarray
+    on: np.ndarray
+    group: np.ndarray | None = None
 
 
 PROFILER_US_PER_EVENT = (0.0, 5.0)
@@ -140,119 +123,118 @@ PROFILER_US_PER_EVENT = (0.0, 5.0)
 time (launch calls, ops, the Python between them) in the baseline and every projection alike; each
 projection is the largest speedup over the range (the cost is not in the trace, and which end makes
 a projection larger depends on whether the host is on its path). 0: the profiler adds nothing;
-5.0: the most measured on the H200 traces, as (profiled - unprofiled step) / CPU events per step on
-host-bound steps: mlp_eager 5.0, eager_tiny 2.5-4.3, compiled_tiny 4.5-4.7, the held-out MLP 0.64
-(a single 4.0 was used until that held-out pair: its projection fell to 0.25x of the measured
-speedup; docs/what-if.md)."""
+5.0: the most measured on the H200 traces, (profiled - unprofiled step) / CPU events per step on
+host-bound steps (docs/what-if.md has each)."""
 
 
 PROFILER_STEP_CUT = True
 """Leave ``prof.step()`` out of the baseline and every projection: the host time from the end of a
-step's last event to the next step's first (critical_path's ``profiler`` category). The H200
-elementwise chain spends 190 µs of each 14.3 ms step there (109 µs after the last sync inside the
-step, 85 µs between steps), its compiled twin 60 µs: the unprofiled loop has none of it."""
+step's last event to the next step's first (critical_path's ``profiler`` category), which the
+unprofiled loop does not have."""
+
+_HOST_ISSUE = [_C("launch"), _C("cpu_op"), _C("dispatch")]
+"""The host time that issues device work: the profiler's cost per event comes out of it."""
 
 
-def _base(g: cp.Graph, ctx: dict | float | None = None) -> Change:
+def _base(g: cp.Graph, ctx: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The graph as traced, less the profiler's own cost: the host time per recorded event
     (:data:`PROFILER_US_PER_EVENT`), and the gap between queued kernels of a stream: the profiler's own
-    (CUPTI records every kernel: 2-4 µs between queued kernels on the H200 traces, about 1 µs
-    without it). Every projection and the baseline it is measured against walk without it, so a
-    fix that leaves the device on the path is not charged the profiler's gaps (the H200 fed step:
-    0.9 ms of 47 ms), and a cause with no effect still reads 1.0x."""
+    (CUPTI records every kernel: 2-4 µs between queued kernels, about 1 µs without it). Every
+    projection and the baseline it is measured against walk without it, so a fix that leaves the
+    device on the path is not charged the profiler's gaps, and a cause with no effect reads 1.0x."""
     return _base_dcat(g, ctx).copy(), g.e_w.copy(), np.ones(g.e_src.size, dtype=bool)
 
 
-def _base_dcat(g: cp.Graph, ctx: dict | float | None = None) -> np.ndarray:
-    """:func:`_base`'s durations by category, computed once per profiler cost and shared: not to be
-    written (a change writes its own copy)."""
-    us = ctx.get("profiler_us", PROFILER_US_PER_EVENT[0]) if isinstance(ctx, dict) else (
-        PROFILER_US_PER_EVENT[0] if ctx is None else float(ctx))
-    key = (id(g.dcat), us, PROFILER_STEP_CUT)
-    cache = getattr(g, "_base_dcat", None) or {}
-    cached = cache.get(key)
-    if cached is None:
+def _base_dcat(g: cp.Graph, ctx: dict) -> np.ndarray:
+    """:func:`_base`'s durations by category, once per graph and profiler cost: not to be written
+    (a change writes its own copy)."""
+    key = ("base", ctx.get("profiler_us", PROFILER_US_PER_EVENT[0]), PROFILER_STEP_CUT)
+    if key not in g.cache:
         dc = g.dcat.copy()
         dc[:, _C("kernel_gap")] = 0.0
         if PROFILER_STEP_CUT:
             dc[:, _C("profiler")] = 0.0
-        host = [_C("launch"), _C("cpu_op"), _C("dispatch")]
-        part = dc[:, host]
+        part = dc[:, _HOST_ISSUE]
         total = part.sum(axis=1)
-        cut = np.minimum(g.cpu_events * us, total)
+        cut = np.minimum(g.cpu_events * key[1], total)
         scale = np.where(total > 0, 1.0 - cut / np.maximum(total, 1e-12), 1.0)
-        dc[:, host] = part * scale[:, None]
-        cached = cache[key] = dc
-        g._base_dcat = cache  # noqa: SLF001 (every projection starts from it)
-    return cached
+        dc[:, _HOST_ISSUE] = part * scale[:, None]
+        g.cache[key] = dc
+    return g.cache[key]
 
 
 def _data_stall(g: cp.Graph, ctx: dict) -> Change | None:
+    """Data ready when the step starts: the DataLoader's host time, host ops that launch nothing for
+    longer than 333 µs and longer stretches of code no op covers are 0 (the analysis's host stalls)."""
     dc, w, on = _base(g, ctx)
     cols = [_C("dataloader"), _C("host_stall"), _C("cpu_gap")]
     if dc[:, cols].sum() <= 0:
         return None
     dc[:, cols] = 0.0
-    return dc, w, on
+    return Change(dc, w, on)
 
 
 def _host_syncs(g: cp.Graph, ctx: dict) -> Change | None:
+    """Blocking calls (``.item()``, synchronize, a synchronous copy) neither wait nor take time."""
     dc, w, on = _base(g, ctx)
     sync = g.e_kind == cp.EDGE_KINDS.index("sync")
     if not sync.any() and dc[:, _C("sync")].sum() <= 0:
         return None
     dc[:, _C("sync")] = 0.0
     on &= ~sync
-    return dc, w, on
+    return Change(dc, w, on)
 
 
 def _launch_overhead(g: cp.Graph, ctx: dict) -> Change | None:
+    """The host issues kernels for free (a CUDA graph replays them): launch calls, the ops that issue
+    them and the short Python between them take no host time, kernels start as soon as their stream
+    and inputs allow; the rest of the host's time (longer code, host stalls, syncs) stays."""
     dc, w, on = _base(g, ctx)
     launch = g.e_kind == cp.EDGE_KINDS.index("launch")
     if not launch.any():
         return None
-    for col in ("launch", "cpu_op", "dispatch"):
-        dc[:, _C(col)] = 0.0
+    dc[:, _HOST_ISSUE] = 0.0
     w[launch] = 0.0
-    return dc, w, on
+    return Change(dc, w, on)
 
 
 def _exposed_comm(g: cp.Graph, ctx: dict) -> Change | None:
+    """Collectives fully overlapped: communication kernels and host collectives cost 0."""
     dc, w, on = _base(g, ctx)
     comm = g.is_gpu & (g.kernel_class == KERNEL_CLASSES.index("communication")) & ~g.p2p
     if not comm.any() and dc[:, _C("collective_cpu")].sum() <= 0:
         return None
     dc[comm] = 0.0
     dc[:, _C("collective_cpu")] = 0.0
-    return dc, w, on
+    return Change(dc, w, on)
 
 
 def _pipeline_bubble(g: cp.Graph, ctx: dict) -> Change | None:
     """Stages never wait for each other: send/recv cost nothing and a recv no longer waits for the
-    other rank's send (the matched pairs are unbound)."""
+    other rank's send (critical_path's point-to-point groups are unbound)."""
     if not g.p2p.any():
         return None
     dc, w, on = _base(g, ctx)
     dc[g.p2p] = 0.0
-    if g.p2p_groups.size:
-        group = g.group.copy()
-        group[np.isin(group, g.p2p_groups)] = -1
-        return dc, w, on, group
-    return dc, w, on
+    group = g.group.copy()
+    group[np.isin(group, g.p2p_groups)] = -1
+    return Change(dc, w, on, group)
 
 
 def _late_rank(g: cp.Graph, ctx: dict) -> Change | None:
+    """The late ranks arrive with the others: their host time outside ops, host stalls and the
+    DataLoader is 0."""
     late = ctx.get("late_ranks") or []
     if not late:
         return None
     dc, w, on = _base(g, ctx)
     m = np.isin(g.node_rank, late) & ~g.is_gpu
-    for col in ("cpu_gap", "dataloader", "host_stall"):
-        dc[m, _C(col)] = 0.0
-    return dc, w, on
+    dc[np.ix_(m, [_C("cpu_gap"), _C("dataloader"), _C("host_stall")])] = 0.0
+    return Change(dc, w, on)
 
 
 def _gemm_ceiling(g: cp.Graph, ctx: dict) -> Change | None:
+    """GEMMs at :data:`GEMM_CEILING_FRACTION` of the dense peak (those whose FLOPs the trace gives)."""
     ideal = ctx.get("gemm_ideal_us")
     if ideal is None or not np.isfinite(ideal).any():
         return None
@@ -260,7 +242,7 @@ def _gemm_ceiling(g: cp.Graph, ctx: dict) -> Change | None:
     col = cp.N_CPU + KERNEL_CLASSES.index("gemm")
     ok = np.isfinite(ideal)
     dc[ok, col] = np.minimum(dc[ok, col], ideal[ok])
-    return dc, w, on
+    return Change(dc, w, on)
 
 
 def _memory_bound(g: cp.Graph, ctx: dict) -> Change | None:
@@ -273,16 +255,16 @@ def _memory_bound(g: cp.Graph, ctx: dict) -> Change | None:
       shortest kernel (a unary kernel reads and writes the data once, as the fused one does);
     * the host: the ops that issue the run and the Python between them become one launch (the
       run's shortest launch call); the host work before the run's first launch, and every other op,
-      stays (launch overhead is its own cause)."""
-    ew = g.is_gpu & (g.kernel_class == KERNEL_CLASSES.index("elementwise"))
-    if ew.sum() < 2:
+      stays (launch overhead is its own cause).
+
+    Not "each kernel at its roof": a kernel already near its roof gains little on its own, the
+    passes that fusion saves are what pays (the H200 chain: 10.5x measured, ~1.1x at the roof)."""
+    plan = _fusion_plan(g, ctx.get("kernel_names"))
+    if plan is None:
         return None
     dc, w, on = _base(g, ctx)
     col = cp.N_CPU + KERNEL_CLASSES.index("elementwise")
     gap, launch = _C("kernel_gap"), _C("launch")
-    plan = _fusion_plan(g, ew, ctx.get("kernel_names"))
-    if plan is None:
-        return None
     # The device: each run's shortest kernel (np.argmin's: the first minimum, a NaN first) or the
     # run's bytes at the peak bandwidth, where shorter, is the run; the others and the gaps are 0.
     dur = dc[plan.nodes, col]
@@ -300,9 +282,7 @@ def _memory_bound(g: cp.Graph, ctx: dict) -> Change | None:
     dc[plan.nodes[first], col] = fused
     dc[plan.nodes, gap] = 0.0
     # The host issues each run as one launch (_fuse_host's stretches, thread by thread).
-    if not plan.host:
-        pass
-    elif plan.host_apart:   # no stretch reads or writes another's: all at once
+    if plan.host_apart:   # no stretch reads or writes another's: all at once
         one = np.minimum.reduceat(dc[plan.host_ends, launch], plan.host_at)
         dc[plan.host_rows[:, None], _HOST_ISSUE] = 0.0
         dc[plan.host_first, launch] = one
@@ -311,7 +291,7 @@ def _memory_bound(g: cp.Graph, ctx: dict) -> Change | None:
             one = float(dc[ends, launch].min())
             dc[start:stop, _HOST_ISSUE] = 0.0
             dc[start, launch] = one
-    return dc, w, on
+    return Change(dc, w, on)
 
 
 @dataclass
@@ -336,11 +316,12 @@ class _Fusion:
     host_first: np.ndarray
 
 
-def _fusion_plan(g: cp.Graph, ew: np.ndarray, names: np.ndarray | None) -> _Fusion | None:
-    """The runs to fuse, once per graph (None: none)."""
-    cached = getattr(g, "_fusion", None)
+def _fusion_plan(g: cp.Graph, names: np.ndarray | None) -> _Fusion | None:
+    """The runs of elementwise kernels to fuse, once per graph (None: none)."""
+    cached = g.cache.get("fusion")
     if cached is not None and cached[0] is names:
         return cached[1]
+    ew = g.is_gpu & (g.kernel_class == KERNEL_CLASSES.index("elementwise"))
     launch = g.e_kind == cp.EDGE_KINDS.index("launch")
     src_of = np.full(len(g), -1, dtype=np.int64)
     src_of[g.e_dst[launch]] = g.e_src[launch]
@@ -349,15 +330,12 @@ def _fusion_plan(g: cp.Graph, ew: np.ndarray, names: np.ndarray | None) -> _Fusi
     for c in g.chains:
         if c.kind != "gpu":
             continue
-        m = ew[c.lo:c.hi]
-        if m.sum() < 2:
-            continue
-        for a, z in _runs(m, names, c.lo):
+        for a, z in _runs(ew[c.lo:c.hi], names, c.lo):
             if z - a >= 2:
                 runs.append((c.lo + a, c.lo + z))
                 host += _fuse_host(g, src_of[c.lo + a:c.lo + z], chain_lo)
     plan = _plan(runs, host) if runs else None
-    g._fusion = (names, plan)  # noqa: SLF001 (a graph's fusions share it)
+    g.cache["fusion"] = (names, plan)
     return plan
 
 
@@ -389,9 +367,6 @@ def _runs(m: np.ndarray, names: np.ndarray | None, lo: int) -> list[tuple[int, i
         step = period or (z - a)
         runs += [(x, min(x + step, z)) for x in range(a, z, step)]
     return runs
-
-
-_HOST_ISSUE = [_C("launch"), _C("cpu_op"), _C("dispatch")]
 
 
 def _fuse_host(g: cp.Graph, src: np.ndarray, chain_lo: np.ndarray) -> list[tuple[np.ndarray, int, int]]:
@@ -455,36 +430,38 @@ def kernel_io_bytes(g: cp.Graph, ranks: list[RankTrace], devices: _Devices | Non
     """Per elementwise kernel node, the bytes of its launching op's largest recorded input (NaN:
     unknown; by External id), and per node its device's peak memory bandwidth (B/s, NaN: unknown
     device). (None, None) when no rank recorded shapes."""
-    ew = g.is_gpu & (g.kernel_class == KERNEL_CLASSES.index("elementwise"))
     io = np.full(len(g), np.nan)
     bw = np.full(len(g), np.nan)
     found = False
-    devices = devices or _Devices()
-    for rt in ranks:
-        nodes = np.flatnonzero(ew & (g.node_rank == rt.rank))
-        if not nodes.size or not rt.device_name:
-            continue
-        ext = _node_external_ids(g, rt, nodes)
-        got = _max_by_external_id(rt, "io_bytes", ext)
-        if not np.isfinite(got).any():
-            continue
-        device = devices.of(rt.device_name)
-        if device is None or not device.memory_bandwidth_bytes_per_s:
-            continue
-        io[nodes] = got
-        bw[nodes] = float(device.memory_bandwidth_bytes_per_s)
-        found = True
+    for _, nodes, _, got, device in _by_rank(g, ranks, "elementwise", "io_bytes", devices or _Devices()):
+        if device.memory_bandwidth_bytes_per_s:
+            io[nodes] = got
+            bw[nodes] = float(device.memory_bandwidth_bytes_per_s)
+            found = True
     return (io, bw) if found else (None, None)
 
 
-def _node_external_ids(g: cp.Graph, rt: RankTrace, nodes: np.ndarray) -> np.ndarray:
-    """The External id of each (GPU) node's event, -1 where none."""
-    out = np.full(nodes.size, -1, dtype=np.int64)
-    lanes = g.node_lane[nodes]
-    for lid in np.flatnonzero(np.bincount(lanes)).tolist() if nodes.size else []:
-        sel = lanes == lid
-        out[sel] = rt.lanes[lid].external_id[g.node_index[nodes[sel]]]
-    return out
+def _by_rank(g: cp.Graph, ranks: list[RankTrace], kernel_class: str, column: str, devices: _Devices
+             ) -> Iterator[tuple[RankTrace, np.ndarray, np.ndarray, np.ndarray, object]]:
+    """Per rank with a known device: its kernel nodes of ``kernel_class``, their External ids (-1:
+    none) and the largest positive ``column`` of the CPU events with each id (NaN: none), and the
+    device (read only for a rank whose events have some ``column``)."""
+    kc = KERNEL_CLASSES.index(kernel_class)
+    for rt in ranks:
+        nodes = np.flatnonzero(g.is_gpu & (g.node_rank == rt.rank) & (g.kernel_class == kc))
+        if not nodes.size or not rt.device_name:
+            continue
+        ext = np.full(nodes.size, -1, dtype=np.int64)
+        lanes = g.node_lane[nodes]
+        for lid in np.flatnonzero(np.bincount(lanes)).tolist():
+            sel = lanes == lid
+            ext[sel] = rt.lanes[lid].external_id[g.node_index[nodes[sel]]]
+        values = _max_by_external_id(rt, column, ext)
+        if not np.isfinite(values).any():
+            continue
+        device = devices.of(rt.device_name)
+        if device is not None:
+            yield rt, nodes, ext, values, device
 
 
 def _max_by_external_id(rt: RankTrace, column: str, ext: np.ndarray) -> np.ndarray:
@@ -526,39 +503,23 @@ SCENARIOS: dict[str, Callable[[cp.Graph, dict], Change | None]] = {
 def _combine(a: Change, b: Change) -> Change:
     """Both changes: the smaller of each duration and weight, an edge only if both keep it, a
     group only if both keep it."""
-    out = (np.minimum(a[0], b[0]), np.minimum(a[1], b[1]), a[2] & b[2])
-    ga, gb = (a[3] if len(a) > 3 else None), (b[3] if len(b) > 3 else None)
-    if ga is None and gb is None:
-        return out
+    ga, gb = a.group, b.group
     group = ga if gb is None else gb if ga is None else np.where((ga < 0) | (gb < 0), -1, ga)
-    return (*out, group)
+    return Change(np.minimum(a.dcat, b.dcat), np.minimum(a.w, b.w), a.on & b.on, group)
 
 
 _HALF_RE = re.compile(r"bf16|f16|fp16|half|_h_|hgemm|s16816|h1688", re.I)
 _TF32_RE = re.compile(r"tf32|1688gemm", re.I)
 
 
-def gemm_ideal_us(g: cp.Graph, ranks: list[RankTrace], ceiling_fraction: float = GEMM_CEILING_FRACTION,
-                  devices: _Devices | None = None) -> np.ndarray | None:
-    """Per graph node, the time a GEMM kernel would take at ``ceiling_fraction`` of the device's
-    dense peak (NaN where unknown): its launching op's FLOPs (recorded or estimated from shapes),
-    shared among the op's GEMM kernels by their duration."""
+def gemm_ideal_us(g: cp.Graph, ranks: list[RankTrace], devices: _Devices) -> np.ndarray | None:
+    """Per graph node, the time a GEMM kernel would take at :data:`GEMM_CEILING_FRACTION` of the
+    device's dense peak (NaN where unknown): its launching op's FLOPs (recorded or estimated from
+    shapes), shared among the op's GEMM kernels by their duration."""
     out = np.full(len(g), np.nan)
-    devices = devices or _Devices()
     found = False
-    gemm = KERNEL_CLASSES.index("gemm")
-    for rt in ranks:
-        nodes = np.flatnonzero(g.is_gpu & (g.node_rank == rt.rank) & (g.kernel_class == gemm))
-        if not nodes.size or not rt.device_name:
-            continue
-        ext = _node_external_ids(g, rt, nodes)
-        flops = _max_by_external_id(rt, "flops", ext)
-        if not np.isfinite(flops).any():
-            continue  # no FLOPs: the hardware database is not even read
-        device = devices.of(rt.device_name)
-        if device is None:
-            continue
-        dur = g.dcat[nodes, cp.N_CPU + gemm]
+    for rt, nodes, ext, flops, device in _by_rank(g, ranks, "gemm", "flops", devices):
+        dur = g.dcat[nodes, cp.N_CPU + KERNEL_CLASSES.index("gemm")]
         # Share an op's FLOPs among its GEMM kernels by duration (split-K GEMM + its reduction).
         total: dict[int, float] = {}
         for e, dd in zip(ext.tolist(), dur.tolist()):
@@ -567,7 +528,7 @@ def gemm_ideal_us(g: cp.Graph, ranks: list[RankTrace], ceiling_fraction: float =
         names = [rt.strings[rt.lanes[int(g.node_lane[i])].name_id[int(g.node_index[i])]] for i in nodes]
         peaks = {n: _peak(device, n) for n in set(names)}
         peak = np.array([peaks[n] for n in names])
-        out[nodes] = flops * share / (ceiling_fraction * peak) * 1e6
+        out[nodes] = flops * share / (GEMM_CEILING_FRACTION * peak) * 1e6
         found = found or bool(np.isfinite(out[nodes]).any())
     return out if found else None
 
@@ -585,17 +546,12 @@ def _peak(device, kernel_name: str) -> float:  # noqa: ANN001 (hardware.Device)
         return float("nan")
 
 
-def _dominant(cpath: cp.CriticalPath) -> str | None:
-    return max(cpath.share, key=cpath.share.get) if cpath.share else None
-
-
 def project(ranks: list[RankTrace], step_time_s: float | None, *, late_ranks: list[int] | None = None,
-            model_flops_per_step: float | None = None, peak_flops_per_s: float | None = None,
-            gpus: int = 1, keep_graph: bool = False) -> WhatIf | None:
+            mfu_model: MfuModel | None = None, keep_graph: bool = False) -> WhatIf | None:
     """Build the graph of ``ranks`` (one job), walk it as traced and without each cause.
 
     ``step_time_s``: the measured median step (the projections divide it by their speedup). MFU is
-    given when the model's FLOPs per step and the per-GPU peak are.
+    given with the model's FLOPs per step and the per-GPU peak (``mfu_model``).
     """
     g = cp.build_graph(ranks)
     if not len(g) or not step_time_s:
@@ -609,34 +565,28 @@ def project(ranks: list[RankTrace], step_time_s: float | None, *, late_ranks: li
     if replayed <= 0:
         return None
     path = cp.critical_path(g, t)
-
-    def mfu_at(step_s: float) -> float | None:
-        if not model_flops_per_step or not peak_flops_per_s or step_s <= 0:
-            return None
-        return model_flops_per_step / (step_s * peak_flops_per_s * max(gpus, 1))
-
+    mfu_at = (mfu_model or MfuModel(0.0, 0.0)).at
     ctx = {"late_ranks": late_ranks or [], "kernel_names": kernel_name_ids(g, ranks)}
     devices = _Devices()
     # Only a trace with a run of elementwise kernels to fuse reads the device database for them.
     ctx["io_bandwidth"] = functools.cache(lambda: kernel_io_bytes(g, ranks, devices))
-    if any(rt.device_name for rt in ranks):
-        ctx["gemm_ideal_us"] = gemm_ideal_us(g, ranks, devices=devices)
+    ctx["gemm_ideal_us"] = gemm_ideal_us(g, ranks, devices)   # None: no rank with a device and FLOPs
     best: dict[str, Projection] = {}
-    for pair in (None, "top two"):   # each cause, then the two largest together
-        if pair is not None:
-            real = sorted((p for p in best.values() if p.speedup_upper_bound > 1.0 + 1e-3),
-                          key=lambda p: -p.speedup_upper_bound)
-            if len(real) < 2:
-                break
-            pair = (real[0].cause, real[1].cause)
+    combos = {cause: (cause,) for cause in SCENARIOS}
+    for _ in range(2):   # each cause, then the two largest together
         for us in PROFILER_US_PER_EVENT:   # the largest speedup over the profiler's unknown cost
             try:
-                found = _project_at(g, {**ctx, "profiler_us": us}, step_time_s, mfu_at, pair)
+                found = _project_at(g, {**ctx, "profiler_us": us}, combos, step_time_s, mfu_at)
             except cp.NotSettled:
                 return None
             for p in found:
                 if p.cause not in best or p.speedup_upper_bound > best[p.cause].speedup_upper_bound:
                     best[p.cause] = p
+        real = sorted((p for p in best.values() if p.speedup_upper_bound > 1.0 + 1e-3),
+                      key=lambda p: -p.speedup_upper_bound)
+        if len(real) < 2:
+            break
+        combos = {f"{real[0].cause}+{real[1].cause}": (real[0].cause, real[1].cause)}
     out = sorted(best.values(), key=lambda p: ("+" in p.cause, -p.speedup_upper_bound))
     wi = WhatIf(step_time_s, path, out, mfu_at(step_time_s),
                 abs(replayed - orig_span) / orig_span if orig_span > 0 else 0.0)
@@ -645,31 +595,22 @@ def project(ranks: list[RankTrace], step_time_s: float | None, *, late_ranks: li
     return wi
 
 
-def _project_at(g: cp.Graph, ctx: dict, step_time_s: float, mfu_at: Callable[[float], float | None],
-                pair: tuple[str, str] | None = None) -> list[Projection]:
-    """Every cause's projection (or, with ``pair``, those two causes together) at one profiler cost
-    per event (``ctx["profiler_us"]``); the baseline is walked at the same cost."""
-    base_span = cp.step_span_us(g, cp.replay(g, _base_dcat(g, ctx).sum(axis=1), g.e_w,
-                                             np.ones(g.e_src.size, dtype=bool)))
+def _project_at(g: cp.Graph, ctx: dict, combos: dict[str, tuple[str, ...]], step_time_s: float,
+                mfu_at: Callable[[float], float | None]) -> list[Projection]:
+    """The projection of each of ``combos`` (its causes' changes together) at one profiler cost per
+    event (``ctx["profiler_us"]``); the baseline is walked at the same cost."""
+    base_span = cp.step_span_us(g, cp.replay(g, _base_dcat(g, ctx).sum(axis=1)))
     if base_span <= 0:
         return []
-    if pair is not None:
-        a, b = (SCENARIOS[c](g, ctx) for c in pair)
-        if a is None or b is None:
-            return []
-        both = _combine(a, b)
-        try:
-            return [_walk(g, "+".join(pair), f"{ASSUMPTIONS[pair[0]]}; and {ASSUMPTIONS[pair[1]]}", both,
-                          base_span, step_time_s, mfu_at)]
-        except cp.NotSettled:
-            return []
     out: list[Projection] = []
-    for cause, make in SCENARIOS.items():
-        ch = make(g, ctx)
-        if ch is None:
+    for name, causes in combos.items():
+        changes = [SCENARIOS[c](g, ctx) for c in causes]
+        if any(ch is None for ch in changes):
             continue
+        assumption = "; and ".join(ASSUMPTIONS[c] for c in causes)
         try:
-            out.append(_walk(g, cause, ASSUMPTIONS[cause], ch, base_span, step_time_s, mfu_at))
+            out.append(_walk(g, name, assumption, functools.reduce(_combine, changes), base_span, step_time_s,
+                             mfu_at))
         except cp.NotSettled:
             continue
     return out
@@ -677,17 +618,17 @@ def _project_at(g: cp.Graph, ctx: dict, step_time_s: float, mfu_at: Callable[[fl
 
 def _walk(g: cp.Graph, cause: str, assumption: str, ch: Change, base_span: float, step_time_s: float,
           mfu_at: Callable[[float], float | None]) -> Projection:
-    dc, w, on = ch[:3]
+    dc, w, on, group = ch
     d = dc.sum(axis=1)
-    t = cp.replay(g, d, w, on, group=ch[3] if len(ch) > 3 else None)
+    t = cp.replay(g, d, w, on, group=group)
     span = cp.step_span_us(g, t)
     speedup = base_span / span if span > 0 else float("inf")
     speedup = max(speedup, 1.0)  # removing a cause never slows the step (the graph's rounding aside)
     step = step_time_s / speedup
-    sub = dataclasses.replace(g, dcat=dc, e_w=w)  # the changed graph, for its new path
-    on_w = np.where(on, w, -np.inf)
-    new_path = cp.critical_path(sub, t, d, on_w, graph_d=d)   # sub.d is d (dc's sum, the same sum)
-    return Projection(cause, assumption, step, speedup, mfu_at(step), _dominant(new_path))
+    sub = dataclasses.replace(g, dcat=dc, cache={})  # the changed graph, for its new path (its d is d)
+    share = cp.critical_path(sub, t, d, np.where(on, w, -np.inf)).share
+    dominant = max(share, key=share.get) if share else None
+    return Projection(cause, assumption, step, speedup, mfu_at(step), dominant)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -702,6 +643,12 @@ class MfuModel:
     peak_flops_per_s: float
     gpus: int = 1
 
+    def at(self, step_s: float) -> float | None:
+        """The MFU of a step of ``step_s`` seconds (None without the model's FLOPs or the peak)."""
+        if not self.model_flops_per_step or not self.peak_flops_per_s or step_s <= 0:
+            return None
+        return self.model_flops_per_step / (step_s * self.peak_flops_per_s * max(self.gpus, 1))
+
 
 def for_result(result, mfu_model: MfuModel | None = None, *, keep_graph: bool = False  # noqa: ANN001
                ) -> WhatIf | None:
@@ -710,10 +657,7 @@ def for_result(result, mfu_model: MfuModel | None = None, *, keep_graph: bool = 
     ranks = [r.trace for r in result.ranks]
     steps = [r.analysis.step_time_median_s for r in result.ranks if r.analysis.step_time_median_s]
     step = max(steps) if steps else (max(r.analysis.window_s for r in result.ranks) if result.ranks else None)
-    late = list(result.multi_rank.stragglers)
-    m = mfu_model
-    return project(ranks, step, late_ranks=late, model_flops_per_step=m.model_flops_per_step if m else None,
-                   peak_flops_per_s=m.peak_flops_per_s if m else None, gpus=m.gpus if m else 1,
+    return project(ranks, step, late_ranks=list(result.multi_rank.stragglers), mfu_model=mfu_model,
                    keep_graph=keep_graph)
 
 
@@ -721,8 +665,7 @@ def cause_for_signature(wi: WhatIf, signature: str) -> Projection | None:
     """The projection of the diagnosis's own fix, else the largest one."""
     cause = SIGNATURE_CAUSE.get(signature)
     p = wi.for_cause(cause) if cause else None
-    singles = [q for q in wi.projections if "+" not in q.cause]
-    return p or (singles[0] if singles else None)
+    return p or next((q for q in wi.projections if "+" not in q.cause), None)
 
 
 def try_first_line(wi: WhatIf, signature: str) -> str | None:
@@ -732,8 +675,7 @@ def try_first_line(wi: WhatIf, signature: str) -> str | None:
         return None
     own = SIGNATURE_FIX_LABELS.get(signature) if p.cause == SIGNATURE_CAUSE.get(signature) else None
     text = (f"fix: {own or FIX_LABELS.get(p.cause, p.cause)} — projected <= {p.speedup_upper_bound:.2f}x faster "
-            f"(step {wi.step_time_s * 1e3:.3g} ms -> {p.step_time_s * 1e3:.3g} ms")
-    text += f"; assumes {p.assumption})"
+            f"(step {wi.step_time_s * 1e3:.3g} ms -> {p.step_time_s * 1e3:.3g} ms; assumes {p.assumption})")
     if wi.mfu is not None and p.mfu is not None:
         text += f", MFU {100 * wi.mfu:.0f} % -> {100 * p.mfu:.0f} %"
     return text
