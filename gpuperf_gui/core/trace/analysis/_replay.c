@@ -67,7 +67,7 @@ static Py_ssize_t search_left_i(const int64_t *arr, Py_ssize_t n, int64_t key) {
 }
 
 /* max(fixed[i], the edges into i) for the nodes lo..hi-1 into r, edges from e (the first into lo):
- * each destination's edges folded in edge order, then against fixed (_ready_of's reduceat). */
+ * each destination's edges folded in edge order, then against fixed (the reduceat in critical_path._replay_numpy). */
 static void ready_run(Py_ssize_t lo, Py_ssize_t hi, const double *fixed, const int64_t *src, const int64_t *dst,
                       const double *w, Py_ssize_t e, Py_ssize_t n_edges, const double *t, double *r) {
     for (Py_ssize_t i = lo; i < hi; i++) r[i - lo] = fixed[i];
