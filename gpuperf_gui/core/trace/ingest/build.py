@@ -158,72 +158,66 @@ def _fill_lanes(rt: RankTrace, columns: EventColumns, names_meta: dict[tuple, st
     role_lut = np.array([role_of_category(s) for s in strings], dtype=np.int8)
     ts = columns.take("ts")
     dur = columns.take("dur")
-    if _times_usable(ts, dur):  # most traces: every event kept but those of skipped categories
-        kept = _kept_by_lane(columns, role_lut, cat_ids, ts, dur)
-    else:
-        kept = _kept_events(rt, strings, columns, role_lut[cat_ids], name_ids, ts, dur)
+    kept = _kept_events(rt, columns, role_lut, cat_ids, name_ids, ts, dur)
     if kept is None:
         return
-    order, lane_sorted, t0, lane_map, ordered, ts_sample = kept
-    start = ts[order] - t0
-    duration = dur[order]
-    names_sorted = name_ids[order]
-    cats_sorted = cat_ids[order]
-    del ts, dur, name_ids, cat_ids, kept  # each column held once, sorted
-    corr_sorted = columns.take("correlation")[order]
+    order, lane_sorted, t0, ordered, ts_sample = kept
+    kineto_2021 = any(strings.find(c) >= 0 for c in ("Kernel", "Operator", "Runtime"))  # its categories
     external = columns.take("external")
-    if strings.find("external id") >= 0 or any(strings.find(c) >= 0 for c in ("Kernel", "Operator", "Runtime")):
+    if kineto_2021 or strings.find("external id") >= 0:
         external = np.maximum(external, columns.take("external_2021"))  # 2021: "external id"
-    ext_sorted = external[order]
-    del external
     n = order.size
+    # Each event column sorted (held once), named as the Lane field it becomes.
+    cols = {"start_us": ts[order] - t0, "duration_us": dur[order], "name_id": name_ids[order],
+            "category_id": cat_ids[order], "correlation": columns.take("correlation")[order],
+            "external_id": external[order], "kernel_class": np.full(n, -1, dtype=np.int8),
+            "bytes": np.full(n, np.nan), "flops": np.full(n, np.nan), "shapes_id": np.full(n, -1, dtype=np.int32),
+            "op_precision": np.full(n, -1, dtype=np.int8)}
+    del ts, dur, name_ids, cat_ids, external, kept
+    start, duration, names_sorted, cats_sorted = (cols[k] for k in ("start_us", "duration_us", "name_id",
+                                                                     "category_id"))
     # Each lane holds one role, and the lanes are runs of the sorted rows, CPU lanes first
     # (_lane_sort_key): an event's role is its lane's, and the CPU events are the first cpu_end rows.
     bounds = _lane_bounds(lane_sorted, len(ordered))
     slices = [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
     cpu_end = sum(sl.stop - sl.start for sl, key in zip(slices, ordered) if key[0] == _ROLE_CPU)
 
-    kernel_class = np.full(n, -1, dtype=np.int8)
-    gpu_rows = _rows_of(slices, [key[0] == _ROLE_GPU for key in ordered])
+    gpu_parts = [np.arange(sl.start, sl.stop) for sl, key in zip(slices, ordered) if key[0] == _ROLE_GPU]
+    gpu_rows = np.concatenate(gpu_parts) if gpu_parts else np.zeros(0, dtype=np.int64)
+    kernel_class = cols["kernel_class"]
     if gpu_rows.size:  # classify each distinct (name, category) pair once
         pair = names_sorted[gpu_rows].astype(np.int64) * len(strings) + cats_sorted[gpu_rows]
         uniq, inverse = _distinct_codes(pair, len(strings) ** 2)
         codes = [class_code(_classify_kernel(strings[p // len(strings)], strings[p % len(strings)]))
                  for p in uniq.tolist()]
         kernel_class[gpu_rows] = np.array(codes, dtype=np.int8)[inverse]
-    nbytes = np.full(n, np.nan)
-    flops = np.full(n, np.nan)
-    shapes = np.full(n, -1, dtype=np.int32)
-    op_precision = np.full(n, -1, dtype=np.int8)
-    copy_code = class_code("copy")
-    copy_rows = gpu_rows[kernel_class[gpu_rows] == copy_code]
-    nbytes[copy_rows] = columns.device_arg("bytes", order[copy_rows])
-    if columns.recorded("flops"):
-        _fill_recorded_flops(columns.take("flops"), order, flops)
-    _fill_shaped_ops(rt, columns, order, names_sorted, cpu_end, flops, nbytes, shapes, op_precision)
-    io_bytes = _io_bytes(columns, order, n)
+    copy_rows = gpu_rows[kernel_class[gpu_rows] == class_code("copy")]
+    cols["bytes"][copy_rows] = columns.device_arg("bytes", order[copy_rows])
+    if columns.recorded("flops"):  # ``with_flops=True`` writes a ``flops`` arg on ops
+        recorded = columns.take("flops")[order]
+        cols["flops"][recorded >= 0] = recorded[recorded >= 0]
+    _fill_shaped_ops(rt, columns, order, cpu_end, cols)
+    cols["io_bytes"] = _io_bytes(columns, order, n)
 
     depths = _map_lanes(lambda sl: _depths(start[sl], duration[sl]), slices, [sl.stop - sl.start for sl in slices])
     for lane_id, key in enumerate(ordered):
         sl = slices[lane_id]
         lane = Lane(lane_id=lane_id, kind=_ROLE_KIND[key[0]], label="", pid=key[1], tid=key[2],
-                    start_us=start[sl], duration_us=duration[sl], name_id=names_sorted[sl],
-                    category_id=cats_sorted[sl], depth=depths[lane_id],
-                    correlation=corr_sorted[sl], external_id=ext_sorted[sl],
-                    kernel_class=kernel_class[sl], bytes=nbytes[sl], flops=flops[sl],
-                    shapes_id=shapes[sl], op_precision=op_precision[sl], io_bytes=io_bytes[sl])
+                    depth=depths[lane_id], **{k: v[sl] for k, v in cols.items()})
         first = order[sl][:1]
         device_stream = None if key[0] == _ROLE_CPU or not first.size else (
             float(columns.device_arg("device", first)[0]), float(columns.device_arg("stream", first)[0]))
         _describe_lane(lane, key, device_stream, names_meta)
         rt.lanes.append(lane)
-    end = start + duration
-    rt.span_us = (0.0, float(end.max()))
+    rt.span_us = (0.0, float((start + duration).max()))
     rt.origin_us += t0
     rt.file_ts_offset_us = t0
-    rt.flows = _launch_flows(rt, lane_sorted, bounds, corr_sorted, cats_sorted, cpu_end)
-    rt.steps = _steps(rt)
-    rt.dialect = _dialect(strings, ts_sample, rt.metadata)
+    rt.flows = _launch_flows(rt, lane_sorted, bounds, cols["correlation"], cats_sorted, cpu_end)
+    rt.steps = _steps(rt, start, duration, bounds)
+    if kineto_2021:
+        rt.dialect = "kineto-2021"
+    elif "baseTimeNanoseconds" in rt.metadata or bool(np.any(ts_sample != np.floor(ts_sample))):
+        rt.dialect = "kineto-ns"
 
 
 def _times_usable(ts: np.ndarray, dur: np.ndarray) -> bool:
@@ -242,24 +236,40 @@ def _lane_bounds(lane_sorted: np.ndarray, n_lanes: int) -> np.ndarray:
     return np.searchsorted(lane_sorted, np.arange(n_lanes + 1))
 
 
-def _kept_by_lane(columns: EventColumns, role_lut: np.ndarray, cat_ids: np.ndarray, ts: np.ndarray,
-                  dur: np.ndarray) -> tuple | None:
-    """:func:`_kept_events` where every time is usable (:func:`_times_usable`): the events kept are
-    those of the lanes not of a skipped category's role, so no mask is made (the other lanes'
-    events get lane -1, which :func:`_lane_time_order` leaves out), and the earliest start is
-    the earliest of the lanes' first starts."""
-    lane_map, ordered, lane_idx = columns.kept_lane_ids(
-        role_lut, cat_ids, lambda lanes: sorted((key for key in lanes if key[0] != _ROLE_SKIP), key=_lane_sort_key))
+def _kept_events(rt: RankTrace, columns: EventColumns, role_lut: np.ndarray, cat_ids: np.ndarray,
+                 name_ids: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> tuple | None:
+    """The events kept, with the warnings: (their order by lane and time, their lanes in that order,
+    the earliest start, the lane keys kept in order, the first 4096 kept starts in file order); None
+    when none is kept. Where every time is usable (:func:`_times_usable`: most traces) the events
+    kept are those of the lanes not of a skipped category's role, found with no per-event mask;
+    elsewhere the events dropped (and their warnings) come from masks, ``dur`` is written in place
+    where set to 0, and each event dropped is given a category of the skipped role."""
+    if not _times_usable(ts, dur):
+        roles = role_lut[cat_ids]
+        keep = (roles != _ROLE_SKIP) & np.isfinite(ts) & np.isfinite(dur) & (np.abs(ts) <= MAX_ABS_TS_US)
+        unplaced = np.flatnonzero((roles != _ROLE_SKIP) & ~keep)
+        if unplaced.size:
+            i = int(unplaced[0])
+            rt.warnings.append(f"skipped {unplaced.size:,} events without a usable time (the first: "
+                               f"{rt.strings[name_ids[i]][:60]!r}, ts={float(ts[i])!r}, dur={float(dur[i])!r}; "
+                               "a time must be finite and within ±1e17 µs)")
+        bad_dur = np.isfinite(dur) & ((dur < 0) | (dur > MAX_EVENT_DURATION_US))
+        if bad_dur.any():
+            rt.warnings.append(f"{int(bad_dur.sum())} events with negative or > 7-day durations set to 0")
+            dur[bad_dur] = 0.0
+        cat_ids = np.where(keep, cat_ids, len(role_lut)).astype(np.int32)
+        role_lut = np.append(role_lut, np.int8(_ROLE_SKIP))
+    lane_idx, ordered = columns.lane_ids(role_lut, cat_ids)
     if not ordered:
         return None
-    order = _lane_time_order(lane_idx, ts, dur)
+    order = _lane_time_order(lane_idx, ts, dur)   # lane -1 (not kept) left out
     lane_sorted = lane_idx[order]
-    t0 = float(ts[order[_lane_bounds(lane_sorted, len(ordered))[:-1]]].min())
+    t0 = float(ts[order[_lane_bounds(lane_sorted, len(ordered))[:-1]]].min())  # the lanes' first starts
     kept_idx = None
     if t0 == 0.0:  # 0.0 or -0.0: the sign np.min gives depends on the order it reads: read as there
         kept_idx = np.flatnonzero(lane_idx >= 0)
         t0 = float(ts[kept_idx].min())
-    return order, lane_sorted, t0, lane_map, ordered, ts[_first_kept(lane_idx, 4096, kept_idx)]
+    return order, lane_sorted, t0, ordered, ts[_first_kept(lane_idx, 4096, kept_idx)]
 
 
 def _first_kept(lane_idx: np.ndarray, count: int, kept_idx: np.ndarray | None) -> np.ndarray:
@@ -272,43 +282,6 @@ def _first_kept(lane_idx: np.ndarray, count: int, kept_idx: np.ndarray | None) -
         if found.size >= count or window >= lane_idx.size:
             return found[:count]
         window *= 2
-
-
-def _lane_numbers(lane_map: dict[tuple, int], ordered: list[tuple]) -> np.ndarray:
-    """Lookup table: a lane key's id in ``lane_map`` -> its place in ``ordered`` (-1: not there)."""
-    lut = np.full(len(lane_map), -1, dtype=np.int32)
-    for new, key in enumerate(ordered):
-        lut[lane_map[key]] = new
-    return lut
-
-
-def _kept_events(rt: RankTrace, strings: StringTable, columns: EventColumns, roles: np.ndarray,
-                 name_ids: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> tuple | None:
-    """The events kept where some time is not usable or some durations are set to 0 (``dur``
-    written in place), with the warnings: (their order by lane and time, their lanes in that order,
-    the earliest start, the lane map, the lane keys kept in order, the first 4096 kept starts in
-    file order); None when none is kept."""
-    keep = (roles != _ROLE_SKIP) & np.isfinite(ts) & np.isfinite(dur)
-    _warn_unplaced(rt, strings, name_ids, roles, ts, dur)
-    keep &= np.abs(ts) <= MAX_ABS_TS_US
-    bad_dur = np.isfinite(dur) & ((dur < 0) | (dur > MAX_EVENT_DURATION_US))
-    if bad_dur.any():
-        rt.warnings.append(f"{int(bad_dur.sum())} events with negative or > 7-day durations set to 0")
-        dur[bad_dur] = 0.0
-    lane_map, lane_raw = columns.lane_ids(roles)
-
-    keep_idx = np.flatnonzero(keep)
-    if keep_idx.size == 0:
-        return None
-    kept_lanes = set(np.flatnonzero(np.bincount(lane_raw[keep_idx])).tolist())
-    ordered = sorted((k for k, v in lane_map.items() if v in kept_lanes), key=_lane_sort_key)
-    lane_idx = _lane_numbers(lane_map, ordered)[lane_raw]
-    keep &= lane_idx >= 0
-    keep_idx = np.flatnonzero(keep)
-
-    t0 = float(ts[keep_idx].min())
-    order = keep_idx[_lane_time_order(lane_idx[keep_idx], ts[keep_idx], dur[keep_idx])]
-    return order, lane_idx[order], t0, lane_map, ordered, ts[keep_idx[:4096]]
 
 
 _get_cat, _get_name, _get_ts, _get_dur = (attrgetter(f) for f in ("cat", "name", "ts", "dur"))
@@ -525,24 +498,12 @@ class EventColumns:
             strings.intern(s)
         return self.take("cat"), name_lut[self.take("name")]
 
-    def lane_ids(self, roles: np.ndarray) -> tuple[dict[tuple, int], np.ndarray]:
-        """Map each event to a lane key (role, pid, tid) and give each key a dense id.
-
-        pid and tid are coded apart (they may be ints or strings, as in the file), the three codes
-        are packed into one int64 and one 1-D ``np.unique`` finds the lanes.
-        """
-        n_pids, n_tids = len(self._pids), len(self._tids)
-        packed = (roles.astype(np.int64) * n_pids + self.take("pid")) * n_tids + self.take("tid")
-        uniq, inverse = _distinct_codes(packed, (_ROLE_SKIP + 1) * n_pids * n_tids)
-        return self._lane_map(uniq), inverse.reshape(-1).astype(np.int32)
-
-    def kept_lane_ids(self, role_lut: np.ndarray, cat_ids: np.ndarray,
-                      kept_in_order: Callable[[dict[tuple, int]], list[tuple]]
-                      ) -> tuple[dict[tuple, int], list[tuple], np.ndarray]:
-        """:meth:`lane_ids` of the roles ``role_lut[cat_ids]``, the lanes kept in their order
-        (``kept_in_order(lane_map)``) and each event's place among them (-1: not kept): the keys
-        packed and counted in one pass where the C extension is built (:mod:`.nest`), and each
-        event's place read through one table."""
+    def lane_ids(self, role_lut: np.ndarray, cat_ids: np.ndarray) -> tuple[np.ndarray, list[tuple]]:
+        """Each event's lane (-1: of the skipped role) and the lane keys (role, pid, tid) but the
+        skipped role's, in their order (:func:`_lane_sort_key`); an event's role is
+        ``role_lut[cat_ids]``. pid and tid are coded apart (ints or strings, as in the file) and
+        packed with the role into one int: packed and counted in one pass where the C extension is
+        built (:mod:`.nest`), else by :func:`_distinct_codes`."""
         n_pids, n_tids = len(self._pids), len(self._tids)
         bound = (_ROLE_SKIP + 1) * n_pids * n_tids
         found = None
@@ -550,16 +511,21 @@ class EventColumns:
             found = nest.lane_keys(role_lut.astype(np.int64) * (n_pids * n_tids), cat_ids, self.column("pid"),
                                    self.column("tid"), n_tids, bound)
         if found is None:
-            lane_map, lane_raw = self.lane_ids(role_lut[cat_ids])
-            ordered = kept_in_order(lane_map)
-            return lane_map, ordered, _lane_numbers(lane_map, ordered)[lane_raw]
-        packed, present = found
-        self.take("pid"), self.take("tid")
-        lane_map = self._lane_map(np.flatnonzero(present))
-        ordered = kept_in_order(lane_map)
-        place = np.full(bound, -1, dtype=np.int32)
-        place[np.flatnonzero(present)] = _lane_numbers(lane_map, ordered)  # lane ids: the keys in order
-        return lane_map, ordered, place[packed]
+            packed = (role_lut[cat_ids].astype(np.int64) * n_pids + self.take("pid")) * n_tids + self.take("tid")
+            keys, code = _distinct_codes(packed, bound)
+        else:
+            code, present = found
+            self.take("pid"), self.take("tid")
+            keys = np.flatnonzero(present)
+        lane_map = self._lane_map(keys)
+        ordered = sorted((key for key in lane_map if key[0] != _ROLE_SKIP), key=_lane_sort_key)
+        place = np.full(len(lane_map), -1, dtype=np.int32)  # a key's dense id -> its place in ordered
+        for new, key in enumerate(ordered):
+            place[lane_map[key]] = new
+        if found is not None:  # the C pass's codes are the packed keys themselves
+            dense, place = place, np.full(bound, -1, dtype=np.int32)
+            place[keys] = dense
+        return place[code], ordered
 
     def _lane_map(self, keys: np.ndarray) -> dict[tuple, int]:
         """Lane key (role, pid, tid) -> dense id, for the packed keys ``keys`` (ascending)."""
@@ -682,12 +648,6 @@ def _map_lanes(fn: Callable, items: list, sizes: list[int]) -> list:
         return [futures[i].result() for i in range(len(items))]
 
 
-def _rows_of(slices: list[slice], chosen: list[bool]) -> np.ndarray:
-    """The rows of the chosen lanes (``slices``: each lane's rows), ascending."""
-    parts = [np.arange(sl.start, sl.stop) for sl, c in zip(slices, chosen) if c]
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-
-
 def _int_column(items: list, getter: attrgetter) -> np.ndarray:
     """An int64 column of one attribute; values beyond int64 (some traces write them) become -1."""
     try:
@@ -758,16 +718,10 @@ def _describe_lane(lane: Lane, key: tuple, first_device_stream: tuple[float, flo
 
 
 def _gpu_lane_kind(lane: Lane) -> str:
-    from ..vocabulary.kernel_classes import KERNEL_CLASSES
-
-    comm = KERNEL_CLASSES.index("communication")
-    copy = KERNEL_CLASSES.index("copy")
-    if len(lane) and np.all(lane.kernel_class == copy):
+    if len(lane) and np.all(lane.kernel_class == class_code("copy")):
         return "gpu_copy"
-    comm_us = float(lane.duration_us[lane.kernel_class == comm].sum())
-    if comm_us > 0.5 * float(lane.duration_us.sum()):
-        return "gpu_comm"
-    return "gpu_compute"
+    comm_us = float(lane.duration_us[lane.kernel_class == class_code("communication")].sum())
+    return "gpu_comm" if comm_us > 0.5 * float(lane.duration_us.sum()) else "gpu_compute"
 
 
 def _pair_begin_end(rest: list[Event], warnings: list[str]) -> list[Event]:
@@ -837,28 +791,12 @@ def _small_metadata(meta) -> dict:  # noqa: ANN001
     return out
 
 
-def _dialect(strings: StringTable, ts: np.ndarray, metadata: dict) -> str:
-    if strings.find("Kernel") >= 0 or strings.find("Operator") >= 0 or strings.find("Runtime") >= 0:
-        return "kineto-2021"
-    sample = ts[: 4096]
-    if "baseTimeNanoseconds" in metadata or bool(np.any(sample != np.floor(sample))):
-        return "kineto-ns"
-    return "kineto"
-
-
-def _fill_recorded_flops(recorded_flops: np.ndarray, order: np.ndarray, flops: np.ndarray) -> None:
-    """Copy FLOPs the profiler recorded (``with_flops=True`` writes a ``flops`` arg on ops)."""
-    recorded = recorded_flops[order]
-    has = recorded >= 0
-    flops[has] = recorded[has]
-
-
-def _fill_shaped_ops(rt: RankTrace, columns: EventColumns, order: np.ndarray, names_sorted: np.ndarray,
-                     cpu_end: int, flops: np.ndarray, nbytes: np.ndarray,
-                     shapes: np.ndarray, op_precision: np.ndarray) -> None:
+def _fill_shaped_ops(rt: RankTrace, columns: EventColumns, order: np.ndarray, cpu_end: int,
+                     cols: dict[str, np.ndarray]) -> None:
     """Estimate FLOPs and minimal bytes of GEMM/attention ops from their recorded input dims, and
-    take their precision from their recorded input types (core/trace/vocabulary/precision.py). The CPU
-    events are the first ``cpu_end`` rows."""
+    take their precision from their recorded input types (core/trace/vocabulary/precision.py), into
+    the sorted columns ``cols``. The CPU events are the first ``cpu_end`` rows."""
+    names_sorted = cols["name_id"]
     shaped_names = pattern_mask(rt.strings, SHAPED_OP_RE)  # ^-anchored: search is match
     if not shaped_names.any():
         return
@@ -883,12 +821,13 @@ def _fill_shaped_ops(rt: RankTrace, columns: EventColumns, order: np.ndarray, na
     text_ids = np.array([rt.strings.intern(text) for _, _, text in per_key], dtype=np.int32)
     f = np.array([p[0] for p in per_key], dtype=np.float64)[key_of]
     b = np.array([p[1] for p in per_key], dtype=np.float64)[key_of]
-    shapes[done_rows] = text_ids[key_of]
-    op_precision[done_rows] = np.array([code_of(dtype_precision(types)) for _, types, _, _ in keys],
-                                       dtype=np.int8)[key_of]
+    cols["shapes_id"][done_rows] = text_ids[key_of]
+    cols["op_precision"][done_rows] = np.array([code_of(dtype_precision(types)) for _, types, _, _ in keys],
+                                               dtype=np.int8)[key_of]
+    flops = cols["flops"]
     set_f = (f > 0) & np.isnan(flops[done_rows])
     flops[done_rows[set_f]] = f[set_f]
-    nbytes[done_rows[b > 0]] = b[b > 0]
+    cols["bytes"][done_rows[b > 0]] = b[b > 0]
 
 
 SHAPE_CACHE_KEYS = 1 << 14
@@ -935,12 +874,9 @@ def _launch_flows(rt: RankTrace, lane_sorted: np.ndarray, bounds: np.ndarray,
     if src.size == 0 or dst.size == 0:
         return Flows()
     src_sorted = src[np.argsort(corr_sorted[src], kind="stable")]
-    src_corr = corr_sorted[src_sorted]
-    pos = np.searchsorted(src_corr, corr_sorted[dst])
-    pos_clipped = np.minimum(pos, src_corr.size - 1)
-    hit = src_corr[pos_clipped] == corr_sorted[dst]
+    pos, hit = _positions(corr_sorted[src_sorted], corr_sorted[dst])
     dst = dst[hit]
-    src_rows = src_sorted[pos_clipped[hit]]
+    src_rows = src_sorted[pos[hit]]
     src_lane = lane_sorted[src_rows]
     dst_lane = lane_sorted[dst]
     return Flows(src_lane=src_lane.astype(np.int32), src_index=(src_rows - bounds[src_lane]).astype(np.int64),
@@ -948,20 +884,7 @@ def _launch_flows(rt: RankTrace, lane_sorted: np.ndarray, bounds: np.ndarray,
                  correlation=corr_sorted[dst])
 
 
-def _warn_unplaced(rt: RankTrace, strings: StringTable, name_ids: np.ndarray, roles: np.ndarray,
-                   ts: np.ndarray, dur: np.ndarray) -> None:
-    """One warning for the events skipped because their ts or dur is not a usable time."""
-    bad = (roles != _ROLE_SKIP) & ~(np.isfinite(ts) & np.isfinite(dur) & (np.abs(ts) <= MAX_ABS_TS_US))
-    n_bad = int(bad.sum())
-    if not n_bad:
-        return
-    first = int(np.flatnonzero(bad)[0])
-    name, ts_first, dur_first = strings[name_ids[first]], float(ts[first]), float(dur[first])
-    rt.warnings.append(f"skipped {n_bad:,} events without a usable time (the first: {name[:60]!r}, "
-                       f"ts={ts_first!r}, dur={dur_first!r}; a time must be finite and within ±1e17 µs)")
-
-
-def _steps(rt: RankTrace) -> list[StepWindow]:
+def _steps(rt: RankTrace, start: np.ndarray, duration: np.ndarray, bounds: np.ndarray) -> list[StepWindow]:
     long_numbers = int(predicate_mask(rt.strings, ("fullmatch stripped", _LONG_STEP_RE),
                                       lambda s: _LONG_STEP_RE.fullmatch(s.strip())).sum())
     if long_numbers:
@@ -984,7 +907,7 @@ def _steps(rt: RankTrace) -> list[StepWindow]:
     if not cpu:
         return []
     numbers = sorted(cpu)
-    launched = _launched_kernel_spans(rt, numbers, cpu)
+    launched = _launched_kernel_spans(rt.flows, start, duration, bounds, numbers, cpu)
     steps = []
     for number in numbers:
         g = launched.get(number) or gpu.get(number) or (float("nan"), float("nan"))
@@ -996,23 +919,16 @@ def _steps(rt: RankTrace) -> list[StepWindow]:
     return by_time
 
 
-def _launched_kernel_spans(rt: RankTrace, numbers: list[int], cpu: dict[int, tuple[float, float]]
-                           ) -> dict[int, tuple[float, float]]:
-    """GPU span of each step: first start / last end of device work launched inside its CPU span."""
-    flows = rt.flows
+def _launched_kernel_spans(flows: Flows, start: np.ndarray, duration: np.ndarray, bounds: np.ndarray,
+                           numbers: list[int], cpu: dict[int, tuple[float, float]]) -> dict[int, tuple[float, float]]:
+    """GPU span of each step: first start / last end of device work launched inside its CPU span
+    (``start``, ``duration``: every lane's rows, lane ``k``'s from ``bounds[k]``)."""
     if len(flows) == 0:
         return {}
-    launch_t = np.empty(len(flows))
-    k_start = np.empty(len(flows))
-    k_end = np.empty(len(flows))
-    for lane_id in np.flatnonzero(np.bincount(flows.src_lane)).tolist():
-        m = flows.src_lane == lane_id
-        launch_t[m] = rt.lanes[lane_id].start_us[flows.src_index[m]]
-    for lane_id in np.flatnonzero(np.bincount(flows.dst_lane)).tolist():
-        m = flows.dst_lane == lane_id
-        lane = rt.lanes[lane_id]
-        k_start[m] = lane.start_us[flows.dst_index[m]]
-        k_end[m] = k_start[m] + lane.duration_us[flows.dst_index[m]]
+    launch_t = start[bounds[flows.src_lane] + flows.src_index]
+    kernel_rows = bounds[flows.dst_lane] + flows.dst_index
+    k_start = start[kernel_rows]
+    k_end = k_start + duration[kernel_rows]
     # Per step, the flows launched in [s, e): a range of the flows sorted by launch time; min and
     # max over each range by reduceat (pairs lo, hi; a sentinel keeps hi a valid index).
     by_launch = np.argsort(launch_t, kind="stable")
