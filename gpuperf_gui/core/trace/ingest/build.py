@@ -265,17 +265,13 @@ def _kept_events(rt: RankTrace, columns: EventColumns, role_lut: np.ndarray, cat
     order = _lane_time_order(lane_idx, ts, dur)   # lane -1 (not kept) left out
     lane_sorted = lane_idx[order]
     t0 = float(ts[order[_lane_bounds(lane_sorted, len(ordered))[:-1]]].min())  # the lanes' first starts
-    kept_idx = None
     if t0 == 0.0:  # 0.0 or -0.0: the sign np.min gives depends on the order it reads: read as there
-        kept_idx = np.flatnonzero(lane_idx >= 0)
-        t0 = float(ts[kept_idx].min())
-    return order, lane_sorted, t0, ordered, ts[_first_kept(lane_idx, 4096, kept_idx)]
+        t0 = float(ts[lane_idx >= 0].min())
+    return order, lane_sorted, t0, ordered, ts[_first_kept(lane_idx, 4096)]
 
 
-def _first_kept(lane_idx: np.ndarray, count: int, kept_idx: np.ndarray | None) -> np.ndarray:
+def _first_kept(lane_idx: np.ndarray, count: int) -> np.ndarray:
     """The first ``count`` events (file order) of a lane (lane >= 0), reading no more than needed."""
-    if kept_idx is not None:
-        return kept_idx[:count]
     window = count
     while True:
         found = np.flatnonzero(lane_idx[:window] >= 0)

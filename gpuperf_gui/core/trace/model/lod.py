@@ -107,7 +107,6 @@ class FoldedRow:
         """Boolean mask of the rectangles that are folded blocks (count > 1)."""
         return self.count > 1
 
-
     @classmethod
     def empty(cls) -> FoldedRow:
         return cls(_EMPTY_F, _EMPTY_F, _EMPTY_I, _EMPTY_I, _EMPTY_F, _EMPTY_F)
@@ -146,8 +145,9 @@ class RowIndex:
         self.ends = np.ascontiguousarray(ends, dtype=np.float64)
         if self.starts.shape != self.ends.shape or self.starts.ndim != 1:
             raise ValueError("starts and ends must be 1-D arrays of the same length")
-        self.running_max_end = _running_max(self.ends)
-        self.cum_duration = _cum_duration(self.starts, self.ends)
+        self.running_max_end = np.maximum.accumulate(self.ends)
+        self.cum_duration = np.zeros(self.starts.size + 1, dtype=np.float64)  # cum[j] - cum[i]: busy time of i..j-1
+        np.cumsum(self.ends - self.starts, out=self.cum_duration[1:])
         key = _pair_keys(self.starts, self.ends, self.running_max_end)
         self.key_max_tree = _build_max_tree(key)
         self.top_keys, self.top_index, self.top_floor = _top_keys(key, key.size // TOP_KEYS_PER)
@@ -264,19 +264,6 @@ def index_dtype(n: int) -> type:
     return np.int32 if n < 2**31 else np.int64
 
 
-def _running_max(ends: np.ndarray) -> np.ndarray:
-    if ends.size == 0:
-        return ends.copy()
-    return np.maximum.accumulate(ends)
-
-
-def _cum_duration(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Prefix sums of durations, length n + 1 (``cum[j] - cum[i]`` = busy time of events i..j-1)."""
-    cum = np.zeros(starts.size + 1, dtype=np.float64)
-    np.cumsum(ends - starts, out=cum[1:])
-    return cum
-
-
 def _pair_keys(starts: np.ndarray, ends: np.ndarray, running_max_end: np.ndarray) -> np.ndarray:
     """key[j] for the pair (j, j+1): the block joins them iff key[j] < T."""
     if starts.size < 2:
@@ -305,22 +292,18 @@ class BlockKinds:
 
     def __init__(self, kind: np.ndarray, index: RowIndex) -> None:
         self.kind = kind
-        dur = index.ends - index.starts
-        self._marked = np.concatenate(([0.0], np.cumsum(np.where(kind != 0, dur, 0.0))))
-        self._total = np.concatenate(([0.0], np.cumsum(dur)))
+        self._marked = np.concatenate(([0.0], np.cumsum(np.where(kind != 0, index.ends - index.starts, 0.0))))
+        self._total = index.cum_duration
         self._nonzero = np.flatnonzero(kind)
+        self._kind_after = np.append(kind[self._nonzero], 0)  # the k-th non-zero kind, 0 past the last
 
     def of(self, f: FoldedRow) -> np.ndarray:
-        kind, nonzero = self.kind, self._nonzero
-        if not len(f):
-            return np.zeros(0, dtype=kind.dtype)
         hi = f.first + f.count
         part = self._marked[hi] - self._marked[f.first]
         whole = self._total[hi] - self._total[f.first]
-        k = np.searchsorted(nonzero, f.first)   # the first non-zero kind at or after each block's start
-        first_kind = np.where(k < nonzero.size, kind[nonzero[np.minimum(k, max(nonzero.size - 1, 0))]], 0) \
-            if nonzero.size else np.zeros(len(f), dtype=kind.dtype)
-        return np.where((part > 0) & (2 * part >= whole), first_kind, 0).astype(kind.dtype)
+        # the first non-zero kind at or after each block's start
+        first_kind = self._kind_after[np.searchsorted(self._nonzero, f.first)]
+        return np.where((part > 0) & (2 * part >= whole), first_kind, 0).astype(self.kind.dtype)
 
 
 def fold_row(
@@ -366,7 +349,7 @@ def fold_row(
         index = None
         s = np.asarray(starts, dtype=np.float64)
         e = np.asarray(ends, dtype=np.float64)
-        cm = _running_max(e)
+        cm = np.maximum.accumulate(e)
         cum = None
     span = float(view_end) - float(view_start)
     if s.size == 0 or not (span > 0.0) or not (width_px > 0.0):
@@ -424,8 +407,6 @@ def refold_row(index: RowIndex, previous: FoldedRow, view_start: float, view_end
 def _keys_cut_all(index: RowIndex, i0: int, i1: int, block_us: float) -> bool:
     """Whether every pair of events ``i0..i1-1`` is cut by its key at ``block_us`` (the check
     :func:`refold_row` needs when the block width moved by an ulp: a key may sit on it)."""
-    if i1 - i0 < 2:
-        return True
     return bool((_pair_keys(index.starts[i0:i1], index.ends[i0:i1],
                             index.running_max_end[i0:i1]) >= block_us).all())
 
@@ -561,7 +542,7 @@ def idle_gaps(start_us: np.ndarray, end_us: np.ndarray, min_gap_us: float,
         if window is not None and window[1] - window[0] >= min_gap_us:
             return np.array([window[0]]), np.array([window[1]])
         return _EMPTY_F, _EMPTY_F
-    cm = _running_max(e)
+    cm = np.maximum.accumulate(e)
     gap_start = cm[:-1]
     gap_end = s[1:]
     if window is not None:
