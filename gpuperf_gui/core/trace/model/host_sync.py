@@ -65,12 +65,12 @@ def sync_stalls(rt: RankTrace, stall_s: np.ndarray, stall_len: np.ndarray, data_
     the analysis's cap to the gaps), those that begin as a blocking sync returns and carry no data
     tell (``data_tell``: the stall ends with an HtoD copy or lies in the DataLoader)."""
     out = HostSyncStalls()
-    calls = _events(rt, pattern_mask(rt.strings, SYNC_CALL_RE))
-    runtime = _events(rt, pattern_mask(rt.strings, _RUNTIME_SYNC_RE))[0]
+    calls = rt.cpu_spans(pattern_mask(rt.strings, SYNC_CALL_RE))
+    runtime = rt.cpu_spans(pattern_mask(rt.strings, _RUNTIME_SYNC_RE))[0]
     out.syncs = int(((runtime >= window[0]) & (runtime < window[1])).sum())
     if not calls[0].size or not stall_s.size:
         return out
-    touching, waited = _touching(calls, stall_s)
+    touching, waited = _touching(*calls, stall_s)
     after = touching & ~data_tell & (stall_len > 0)
     if not after.any():
         return out
@@ -78,7 +78,9 @@ def sync_stalls(rt: RankTrace, stall_s: np.ndarray, stall_len: np.ndarray, data_
     out.recoverable = float(np.minimum(stall_len[after] * scale, waited[after]).sum()) / span
     out.stalls = int(after.sum())
     out.idle_median_s = float(np.median(stall_len[after])) * scale / 1e6
-    starts, ends, names = _events(rt, pattern_mask(rt.strings, SYNC_ISSUER_RE))
+    issuer = pattern_mask(rt.strings, SYNC_ISSUER_RE)
+    starts, ends = rt.cpu_spans(issuer)
+    names = np.concatenate([np.zeros(0, np.int32)] + [lane.name_id[issuer[lane.name_id]] for lane in rt.cpu_lanes])
     counts: dict[int, int] = {}
     for s in stall_s[after].tolist():
         hit = np.flatnonzero((starts <= s + TOUCH_US) & (ends >= s - TOUCH_US))
@@ -89,10 +91,10 @@ def sync_stalls(rt: RankTrace, stall_s: np.ndarray, stall_len: np.ndarray, data_
     return out
 
 
-def _touching(calls: tuple[np.ndarray, np.ndarray, np.ndarray], at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Whether a call runs at, or ended within TOUCH_US before, each instant of ``at``; and how long
-    before that instant the host entered it (µs: its wait while the GPU worked, 0 where none)."""
-    starts, ends, _ = calls
+def _touching(starts: np.ndarray, ends: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Whether a call (``starts``, ``ends``) runs at, or ended within TOUCH_US before, each instant of
+    ``at``; and how long before that instant the host entered it (µs: its wait while the GPU worked, 0
+    where none)."""
     order = np.argsort(starts, kind="stable")
     starts, ends = starts[order], ends[order]
     latest = np.maximum.accumulate(ends)  # the latest end of the calls started so far
@@ -103,21 +105,6 @@ def _touching(calls: tuple[np.ndarray, np.ndarray, np.ndarray], at: np.ndarray) 
         j = np.flatnonzero((starts[: k[i] + 1] <= at[i] + TOUCH_US) & (ends[: k[i] + 1] >= at[i] - TOUCH_US))
         waited[i] = max(float(at[i] - starts[j].min()), 0.0)
     return hit, waited
-
-
-def _events(rt: RankTrace, names: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(start_us, end_us, name_id) of the CPU events whose name ``names`` marks."""
-    s, e, n = [], [], []
-    for lane in rt.cpu_lanes:
-        m = names[lane.name_id]
-        if m.any():
-            s.append(lane.start_us[m])
-            e.append(lane.start_us[m] + lane.duration_us[m])
-            n.append(lane.name_id[m])
-    if not s:
-        z = np.zeros(0)
-        return z, z, np.zeros(0, dtype=np.int64)
-    return np.concatenate(s), np.concatenate(e), np.concatenate(n)
 
 
 class SyncGapClassifier:
@@ -143,7 +130,7 @@ class SyncGapClassifier:
         kind = np.zeros(gs.size, dtype=np.uint8)
         if not gs.size or not self.call_start_us.size:
             return kind
-        after = _touching((self.call_start_us, self.call_end_us, self.call_start_us), gs)[0]
+        after = _touching(self.call_start_us, self.call_end_us, gs)[0]
         h = self.htod_start_us
         told = (np.searchsorted(h, ge + TOUCH_US, side="right") - np.searchsorted(h, gs, side="left")) > 0
         kind[after & ~told] = GAP_KINDS.index("host_sync")
@@ -155,7 +142,7 @@ class SyncGapClassifier:
 
 def sync_gap_classifier(rt: RankTrace) -> SyncGapClassifier:
     """The :class:`SyncGapClassifier` of one rank: its blocking calls and its host-to-device copies."""
-    s, e, _ = _events(rt, pattern_mask(rt.strings, SYNC_CALL_RE))
+    s, e = rt.cpu_spans(pattern_mask(rt.strings, SYNC_CALL_RE))
     htod = pattern_mask(rt.strings, HTOD_NAME_RE)
     starts = [lane.start_us[htod[lane.name_id]] for lane in rt.gpu_lanes if len(lane)]
     return SyncGapClassifier(s, e, np.concatenate(starts) if starts else np.zeros(0))

@@ -114,12 +114,6 @@ def _numbers_of(strings: StringTable) -> tuple[_Memo, np.ndarray] | None:
     return _memo, numbers
 
 
-def _frozen(values: list[bool]) -> np.ndarray:
-    mask = np.array(values, dtype=bool) if values else np.zeros(0, dtype=bool)
-    mask.setflags(write=False)
-    return mask
-
-
 def _mask(strings: StringTable, key: Hashable, predicate: Callable[[str], object]) -> np.ndarray:
     masks = _masks_of(strings)
     mask = masks.get(key)
@@ -128,11 +122,11 @@ def _mask(strings: StringTable, key: Hashable, predicate: Callable[[str], object
     with _lock:
         found = _numbers_of(strings)
         if found is None:
-            mask = _frozen([bool(predicate(s)) for s in strings])
+            mask = np.array([bool(predicate(s)) for s in strings], dtype=bool)
         else:
             memo, numbers = found
             mask = memo.answer(key, predicate)[numbers]
-            mask.setflags(write=False)
+    mask.setflags(write=False)
     masks[key] = mask
     return mask
 

@@ -320,10 +320,6 @@ class RankTrace:
         """Device-work lanes (compute, comm, copy)."""
         return self.lanes_of_kind(*GPU_ACTIVITY_KINDS)
 
-    def name(self, name_id: int) -> str:
-        """Event name for an id."""
-        return self.strings[name_id]
-
     def shift(self, delta_us: float) -> None:
         """Move the origin earlier by ``delta_us`` (all lane times grow by it); used to align ranks."""
         if delta_us == 0:
@@ -358,12 +354,6 @@ class TraceModel:
         if not self.ranks:
             return (0.0, 0.0)
         return (min(r.span_us[0] for r in self.ranks), max(r.span_us[1] for r in self.ranks))
-
-    def rank(self, rank: int) -> RankTrace:
-        for r in self.ranks:
-            if r.rank == rank:
-                return r
-        raise KeyError(rank)
 
     @classmethod
     def aligned(cls, ranks: list[RankTrace]) -> TraceModel:
