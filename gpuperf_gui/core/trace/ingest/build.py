@@ -280,10 +280,9 @@ def _first_kept(lane_idx: np.ndarray, count: int) -> np.ndarray:
         window *= 2
 
 
-_get_cat, _get_name, _get_ts, _get_dur = (attrgetter(f) for f in ("cat", "name", "ts", "dur"))
-_get_pid, _get_tid, _get_args = (attrgetter(f) for f in ("pid", "tid", "args"))
-_get_flops, _get_bytes, _get_device, _get_stream = (attrgetter(f) for f in ("flops", "bytes", "device", "stream"))
-_get_corr, _get_ext, _get_ext_2021 = (attrgetter(f) for f in ("correlation", "external_id", "external_id_2021"))
+_BATCH_FIELDS = tuple(f for f in schema.FIELDS if f.storage in ("dense", "sparse"))
+"""The fields every ``X`` event has a value of, as :meth:`EventColumns.add` reads them."""
+_DEVICE = schema.columns("device")
 
 
 def _as_number(value: float | int | str) -> float:
@@ -342,19 +341,22 @@ class EventColumns:
         n = len(xs)
         if not n:
             return
-        args = list(map(_get_args, xs))
-        cat = np.fromiter(map(self._cats.__getitem__, map(_get_cat, xs)), dtype=np.int32, count=n)
-        name = np.fromiter(map(self._names.__getitem__, map(_get_name, xs)), dtype=np.int32, count=n)
-        pid = np.fromiter(map(self._pids.__getitem__, map(_get_pid, xs)), dtype=np.int32, count=n)
-        tid = np.fromiter(map(self._tids.__getitem__, map(_get_tid, xs)), dtype=np.int32, count=n)
-        ts = np.fromiter(map(_get_ts, xs), dtype=np.float64, count=n)
-        dur = np.fromiter(map(_get_dur, xs), dtype=np.float64, count=n)
-        ids = (_int_column(args, _get_corr), _int_column(args, _get_ext), _int_column(args, _get_ext_2021))
-        flops = np.fromiter(map(_get_flops, args), dtype=np.float64, count=n)
+        args = list(map(attrgetter("args"), xs))
+        codes = self._code_ids()
+        values = {}
+        for f in _BATCH_FIELDS:
+            items, get = (xs if f.within == "event" else args), attrgetter(f.attr)
+            if f.column in codes:  # strings, pids and tids: dense codes as first seen
+                values[f.column] = np.fromiter(map(codes[f.column].__getitem__, map(get, items)), dtype=np.int32,
+                                               count=n)
+            elif f.dtype == np.int64:
+                values[f.column] = _int_column(items, get)
+            else:
+                values[f.column] = np.fromiter(map(get, items), dtype=f.dtype, count=n)
 
         def device_args(rows: np.ndarray) -> list[np.ndarray]:
             sub = [args[i] for i in rows.tolist()]
-            return [_numbers(sub, getter) for getter in (_get_bytes, _get_device, _get_stream)]
+            return [_numbers(sub, attrgetter(key)) for key in _DEVICE]
 
         def shape_codes(rows: np.ndarray) -> np.ndarray:
             keys = ((bytes(a.input_dims), bytes(a.input_type), bytes(a.concrete_inputs)) if a.input_dims else None
@@ -362,21 +364,21 @@ class EventColumns:
             return np.fromiter((-1 if key is None else self._shape_keys[key] for key in keys), dtype=np.int32,
                                count=len(rows))
 
-        self._append((cat, name, pid, tid), ts, dur, ids, flops, device_args, shape_codes)
+        self._append(values, device_args, shape_codes)
 
     def add_scanned(self, run: ScannedRun) -> None:
         """Append the ``X`` events of a run the C scanner read (:mod:`.scan`), their codes remapped."""
         if not run.xs:
             return
         col = run.columns
-        codes = tuple(_remapped(ids, run.keys[key])[col[key]]
-                      for key, ids in (("cat", self._cats), ("name", self._names), ("pid", self._pids),
-                                       ("tid", self._tids)))
+        values = {f.column: col[f.column] for f in _BATCH_FIELDS}
+        for key, ids in self._code_ids().items():
+            values[key] = _remapped(ids, run.keys[key])[col[key]]
 
         def device_args(rows: np.ndarray) -> list[np.ndarray]:
-            out = [col[key][rows] for key in ("bytes", "device", "stream")]
-            for values in out:
-                values[values < 0] = np.nan  # as _numbers reads them: negative (-1: absent) is none
+            out = [col[key][rows] for key in _DEVICE]
+            for column in out:
+                column[column < 0] = np.nan  # as _numbers reads them: negative (-1: absent) is none
             return out
 
         def shape_codes(rows: np.ndarray) -> np.ndarray:
@@ -391,31 +393,31 @@ class EventColumns:
             lut[in_order] = _remapped(self._shape_keys, [run.shapes[i] for i in in_order.tolist()])
             return np.where(local >= 0, lut[np.maximum(local, 0)], -1).astype(np.int32)
 
-        ids = (col["correlation"], col["external"], col["external_2021"])
-        self._append(codes, col["ts"], col["dur"], ids, col["flops"], device_args, shape_codes)
+        self._append(values, device_args, shape_codes)
 
-    def _append(self, codes: tuple[np.ndarray, ...], ts: np.ndarray, dur: np.ndarray,
-                ids: tuple[np.ndarray, ...], flops: np.ndarray,
-                device_args: Callable[[np.ndarray], list[np.ndarray]],
+    def _code_ids(self) -> dict[str, _Ids]:
+        return {"cat": self._cats, "name": self._names, "pid": self._pids, "tid": self._tids}
+
+    def _append(self, values: dict[str, np.ndarray], device_args: Callable[[np.ndarray], list[np.ndarray]],
                 shape_codes: Callable[[np.ndarray], np.ndarray]) -> None:
-        """Append one batch: ``codes`` (cat, name, pid, tid), ``ids`` (correlation, External id,
-        2021's external id); ``device_args(rows)``: bytes/device/stream of those rows as numbers,
-        ``shape_codes(rows)``: the codes of those events' input shapes in ``_shape_keys`` (-1: no dims)."""
-        n, base, parts = len(ts), self.n, self._parts
-        cat, name, pid, tid = codes
+        """Append one batch: ``values``, the column of each of :data:`_BATCH_FIELDS`; ``device_args(rows)``:
+        the :data:`_DEVICE` args of those rows as numbers, ``shape_codes(rows)``: the codes of those
+        events' input shapes in ``_shape_keys`` (-1: no dims)."""
+        n, base, parts = len(values["ts"]), self.n, self._parts
         self._sync_luts()
-        for key, values in (("cat", cat), ("name", name), ("pid", pid), ("tid", tid), ("ts", ts), ("dur", dur),
-                            ("correlation", ids[0]), ("external", ids[1])):
-            self._write_dense(key, values, base)
-        parts["external_2021"].append(n if bool((ids[2] == -1).all()) else ids[2])  # n: n times -1
-        parts["flops"].append(n if bool((flops == -1.0).all()) else flops)  # n: n times -1 (none recorded)
-        roles = self._cat_role[cat]
+        for f in _BATCH_FIELDS:
+            column = values[f.column]
+            if f.storage == "dense":
+                self._write_dense(f.column, column, base)
+            else:  # n: a batch of only the default (-1) holds its count
+                parts[f.column].append(n if bool((column == f.default).all()) else column)
+        roles = self._cat_role[values["cat"]]
         device_rows = np.flatnonzero(roles != _ROLE_CPU)
         if device_rows.size:
             parts["device_rows"].append(device_rows + base)
-            for key, values in zip(("bytes", "device", "stream"), device_args(device_rows)):
-                parts[key].append(values)
-        shaped = np.flatnonzero(self._shaped_name[name] & (roles == _ROLE_CPU))
+            for key, column in zip(_DEVICE, device_args(device_rows)):
+                parts[key].append(column)
+        shaped = np.flatnonzero(self._shaped_name[values["name"]] & (roles == _ROLE_CPU))
         if shaped.size:
             codes = shape_codes(shaped)
             with_dims = codes >= 0
