@@ -171,8 +171,8 @@ def _fill_lanes(rt: RankTrace, columns: EventColumns, names_meta: dict[tuple, st
     cols = {"start_us": ts[order] - t0, "duration_us": dur[order], "name_id": name_ids[order],
             "category_id": cat_ids[order], "correlation": columns.take("correlation")[order],
             "external_id": external[order], "kernel_class": np.full(n, -1, dtype=np.int8),
-            "bytes": np.full(n, np.nan), "flops": np.full(n, np.nan), "shapes_id": np.full(n, -1, dtype=np.int32),
-            "op_precision": np.full(n, -1, dtype=np.int8)}
+            "bytes": np.full(n, np.nan), "flops": np.full(n, np.nan),
+            "shapes_id": np.full(n, -1, dtype=np.int32), "op_precision": np.full(n, -1, dtype=np.int8)}
     del ts, dur, name_ids, cat_ids, external, kept
     start, duration, names_sorted, cats_sorted = (cols[k] for k in ("start_us", "duration_us", "name_id",
                                                                      "category_id"))
@@ -250,9 +250,10 @@ def _kept_events(rt: RankTrace, columns: EventColumns, role_lut: np.ndarray, cat
         unplaced = np.flatnonzero((roles != _ROLE_SKIP) & ~keep)
         if unplaced.size:
             i = int(unplaced[0])
+            name = rt.strings[name_ids[i]][:60]
             rt.warnings.append(f"skipped {unplaced.size:,} events without a usable time (the first: "
-                               f"{rt.strings[name_ids[i]][:60]!r}, ts={float(ts[i])!r}, dur={float(dur[i])!r}; "
-                               "a time must be finite and within ±1e17 µs)")
+                               f"{name!r}, ts={float(ts[i])!r}, dur={float(dur[i])!r}; a time must be finite "
+                               "and within ±1e17 µs)")
         bad_dur = np.isfinite(dur) & ((dur < 0) | (dur > MAX_EVENT_DURATION_US))
         if bad_dur.any():
             rt.warnings.append(f"{int(bad_dur.sum())} events with negative or > 7-day durations set to 0")
@@ -347,8 +348,8 @@ class EventColumns:
         for f in _BATCH_FIELDS:
             items, get = (xs if f.within == "event" else args), attrgetter(f.attr)
             if f.column in codes:  # strings, pids and tids: dense codes as first seen
-                values[f.column] = np.fromiter(map(codes[f.column].__getitem__, map(get, items)), dtype=np.int32,
-                                               count=n)
+                coded = map(codes[f.column].__getitem__, map(get, items))
+                values[f.column] = np.fromiter(coded, dtype=np.int32, count=n)
             elif f.dtype == np.int64:
                 values[f.column] = _int_column(items, get)
             else:
@@ -509,7 +510,8 @@ class EventColumns:
             found = nest.lane_keys(role_lut.astype(np.int64) * (n_pids * n_tids), cat_ids, self.column("pid"),
                                    self.column("tid"), n_tids, bound)
         if found is None:
-            packed = (role_lut[cat_ids].astype(np.int64) * n_pids + self.take("pid")) * n_tids + self.take("tid")
+            role = role_lut[cat_ids].astype(np.int64)
+            packed = (role * n_pids + self.take("pid")) * n_tids + self.take("tid")
             keys, code = _distinct_codes(packed, bound)
         else:
             code, present = found
@@ -918,7 +920,8 @@ def _steps(rt: RankTrace, start: np.ndarray, duration: np.ndarray, bounds: np.nd
 
 
 def _launched_kernel_spans(flows: Flows, start: np.ndarray, duration: np.ndarray, bounds: np.ndarray,
-                           numbers: list[int], cpu: dict[int, tuple[float, float]]) -> dict[int, tuple[float, float]]:
+                           numbers: list[int], cpu: dict[int, tuple[float, float]]
+                           ) -> dict[int, tuple[float, float]]:
     """GPU span of each step: first start / last end of device work launched inside its CPU span
     (``start``, ``duration``: every lane's rows, lane ``k``'s from ``bounds[k]``)."""
     if len(flows) == 0:

@@ -80,7 +80,8 @@ def sync_stalls(rt: RankTrace, stall_s: np.ndarray, stall_len: np.ndarray, data_
     out.idle_median_s = float(np.median(stall_len[after])) * scale / 1e6
     issuer = pattern_mask(rt.strings, SYNC_ISSUER_RE)
     starts, ends = rt.cpu_spans(issuer)
-    names = np.concatenate([np.zeros(0, np.int32)] + [lane.name_id[issuer[lane.name_id]] for lane in rt.cpu_lanes])
+    names = np.concatenate([np.zeros(0, np.int32)] + [lane.name_id[issuer[lane.name_id]]
+                                                        for lane in rt.cpu_lanes])
     counts: dict[int, int] = {}
     for s in stall_s[after].tolist():
         hit = np.flatnonzero((starts <= s + TOUCH_US) & (ends >= s - TOUCH_US))

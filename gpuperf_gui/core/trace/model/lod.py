@@ -146,7 +146,7 @@ class RowIndex:
         if self.starts.shape != self.ends.shape or self.starts.ndim != 1:
             raise ValueError("starts and ends must be 1-D arrays of the same length")
         self.running_max_end = np.maximum.accumulate(self.ends)
-        self.cum_duration = np.zeros(self.starts.size + 1, dtype=np.float64)  # cum[j] - cum[i]: busy time of i..j-1
+        self.cum_duration = np.zeros(self.starts.size + 1, dtype=np.float64)  # cum[j] - cum[i]: i..j-1 busy
         np.cumsum(self.ends - self.starts, out=self.cum_duration[1:])
         key = _pair_keys(self.starts, self.ends, self.running_max_end)
         self.key_max_tree = _build_max_tree(key)

@@ -90,7 +90,7 @@ def find_events(model: TraceModel, query: str, mode: str = "name", lanes: Sequen
     shown = set(lanes) if lanes is not None else {(ri, lane.lane_id) for ri, r in enumerate(model.ranks)
                                                   for lane in r.lanes}
     predicate = _name_predicate(query, mode)
-    kernel_class = KERNEL_CLASSES.index(query.strip().lower()) if mode == "class" else -1  # ValueError if unknown
+    kernel_class = KERNEL_CLASSES.index(query.strip().lower()) if mode == "class" else -1
     masks: dict[tuple[int, int], np.ndarray] = {}
     parts: list[tuple[np.ndarray, ...]] = []
     names: set[str] = set()
