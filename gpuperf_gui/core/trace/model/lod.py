@@ -62,30 +62,15 @@ _LEAF_COLUMN = np.arange(TREE_LEAF_KEYS + 1)[:, None]
 
 @dataclass(frozen=True)
 class FoldedRow:
-    """Rectangles of one row at one zoom level, sorted by start.
-
-    Attributes
-    ----------
-    start_us, end_us
-        Extent of each rectangle in the row's time unit (already widened to at least
-        ``min_block_px``).
-    count
-        Number of events in each rectangle; 1 means a single event (drawn in its own
-        colour), more means a folded block.
-    first
-        Index (into the row's arrays) of the first event of each rectangle; with
-        ``count`` it gives the events ``first[i] : first[i] + count[i]``.
-    busy_us
-        Summed duration of the events in each rectangle. Divided by the block's extent it
-        says how full a folded block is: a block of a thousand 1 µs kernels 30 µs apart is
-        3 % busy and must not look like a packed lane.
-    """
+    """Rectangles of one row at one zoom level, sorted by start (times in the row's unit)."""
 
     start_us: np.ndarray
-    end_us: np.ndarray
-    count: np.ndarray
-    first: np.ndarray
+    end_us: np.ndarray        # widened to at least min_block_px
+    count: np.ndarray         # events in each: 1 a single event (in its own colour), more a folded block
+    first: np.ndarray         # index of each one's first event: its events are first[i] : first[i] + count[i]
     busy_us: np.ndarray
+    """Summed duration of each rectangle's events; over its extent, how full a folded block is (a block of a
+    thousand 1 µs kernels 30 µs apart is 3 % busy and must not look like a packed lane)."""
     last_end_us: np.ndarray   # end of each rectangle's last event (its extent before widening)
     apart: tuple[int, int, float] | None = None
     """(i0, i1, block_us) when every pair of the events ``i0..i1-1`` in view was cut by its own
@@ -113,28 +98,18 @@ class FoldedRow:
 
 
 class RowIndex:
-    """Zoom-independent precomputation for :func:`fold_row` on one row.
+    """Zoom-independent precomputation for :func:`fold_row` on one row (events ``starts``, ``ends``
+    sorted by start; ends need not be sorted): built once per row in O(n), in the loading worker, it
+    folds at any zoom in time that does not grow with the row length.
 
-    Build it once per row (O(n); do it in the loading worker), then fold at any zoom
-    level in time that does not grow with the row length.
-
-    Parameters
-    ----------
-    starts, ends
-        Event start and end times, sorted by start (ends need not be sorted).
-
-    Attributes
-    ----------
-    key_max_tree
-        Maxima of the pair keys (module docstring) over blocks of :data:`TREE_LEAF_KEYS` keys,
-        then over groups of :data:`TREE_FANOUT` of those, and so on up to one root: all levels,
-        leaves first, in one float64 array (layout from the key count: :func:`_tree_layout`), so
-        that it travels between processes like any other array. The keys themselves are not
-        kept (8 bytes an event); the few a query needs are recomputed from the event times.
-    top_keys, top_index, top_floor
-        The keys above ``top_floor`` (at most one in :data:`TOP_KEYS_PER`), sorted, and their
-        indices: zoomed out, the few boundaries of a long row are among them, found by one
-        ``searchsorted`` (a descent of the tree costs some 25 numpy calls).
+    ``key_max_tree``: maxima of the pair keys (module docstring) over blocks of :data:`TREE_LEAF_KEYS`
+    keys, then over groups of :data:`TREE_FANOUT` of those, up to one root: all levels, leaves first,
+    in one float64 array (layout from the key count: :func:`_tree_layout`), so that it travels between
+    processes like any other array. The keys themselves are not kept (8 bytes an event); the few a
+    query needs are recomputed from the event times. ``top_keys``, ``top_index``: the keys above
+    ``top_floor`` (at most one in :data:`TOP_KEYS_PER`), sorted, and their indices: zoomed out, the few
+    boundaries of a long row are among them, found by one ``searchsorted`` (a descent of the tree costs
+    some 25 numpy calls).
     """
 
     __slots__ = ("starts", "ends", "running_max_end", "key_max_tree", "top_keys", "top_index",
@@ -315,29 +290,14 @@ def fold_row(
     min_block_px: float = MIN_BLOCK_PX,
     grid_px: float | None = GRID_PX,
 ) -> FoldedRow:
-    """Fold one row for drawing ``[view_start, view_end]`` across ``width_px`` pixels.
+    """Fold one row (event times sorted by start, or a :class:`RowIndex` as ``starts`` and ``ends``
+    None: the fast path) for drawing ``[view_start, view_end]`` across ``width_px`` pixels: events
+    narrower than ``min_block_px`` are folded with their neighbours, into at most about ``width_px /
+    min_block_px + width_px / grid_px`` folded blocks besides the visible events that are wider.
 
-    Parameters
-    ----------
-    starts, ends
-        Event times sorted by start, or a :class:`RowIndex` as ``starts`` (and ``ends``
-        None) for the fast path.
-    view_start, view_end
-        Visible time window (same unit as the events).
-    width_px
-        Width of that window on screen in pixels.
-    min_block_px
-        Events narrower than this are folded with their neighbours.
-    grid_px
-        Folded blocks do not cross the lines of a grid this many pixels wide (anchored at
-        ``view_start``), so that a long run of tiny events becomes a strip of blocks whose
-        busy fractions show where the row was dense and where sparse. None: no grid.
-
-    Returns
-    -------
-    FoldedRow
-        At most about ``width_px / min_block_px + width_px / grid_px`` folded blocks plus the
-        visible events at least ``min_block_px`` wide.
+    Folded blocks do not cross the lines of a grid ``grid_px`` pixels wide (anchored at
+    ``view_start``; None: no grid), so that a long run of tiny events becomes a strip of blocks whose
+    busy fractions show where the row was dense and where sparse.
     """
     if isinstance(starts, RowIndex):
         index: RowIndex | None = starts
@@ -464,18 +424,10 @@ def _blocks_from_breaks(
 
 @dataclass(frozen=True)
 class LaneRows:
-    """The depth rows of one lane, each ready to fold.
+    """The depth rows of one lane, each ready to fold."""
 
-    Attributes
-    ----------
-    rows
-        One :class:`RowIndex` per depth (0 = outermost), empty rows included.
-    event_index
-        For each row, the indices of its events in the lane's arrays (sorted by start).
-    """
-
-    rows: tuple[RowIndex, ...]
-    event_index: tuple[np.ndarray, ...]
+    rows: tuple[RowIndex, ...]             # one per depth (0 = outermost), empty rows included
+    event_index: tuple[np.ndarray, ...]    # each row's events: their indices in the lane (sorted by start)
 
     @property
     def n_rows(self) -> int:
@@ -484,15 +436,8 @@ class LaneRows:
     @classmethod
     def build(cls, start_us: np.ndarray, duration_us: np.ndarray, depth: np.ndarray | None = None,
               max_rows: int | None = None) -> LaneRows:
-        """Split a lane (events sorted by start) into depth rows and index each row.
-
-        Parameters
-        ----------
-        start_us, duration_us, depth
-            The lane's arrays; ``depth`` None means one row.
-        max_rows
-            Deeper events are dropped from display beyond this many rows (None keeps all).
-        """
+        """Split a lane (events sorted by start) into depth rows (``depth`` None: one row) and index
+        each row; events deeper than ``max_rows`` rows are not drawn (None keeps all)."""
         start_us, end_us, indices = cls.split(start_us, duration_us, depth, max_rows)
         return cls(tuple(row_index(start_us, end_us, idx) for idx in indices), tuple(indices))
 
@@ -527,15 +472,9 @@ def row_index(start_us: np.ndarray, end_us: np.ndarray, idx: np.ndarray) -> RowI
 
 def idle_gaps(start_us: np.ndarray, end_us: np.ndarray, min_gap_us: float,
               window: tuple[float, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Gaps of at least ``min_gap_us`` between the busy intervals of a row (sorted by start).
-
-    Overlapping events count as one busy interval. With ``window`` the idle time before the
-    first and after the last event inside that window counts as well.
-
-    Returns
-    -------
-    (gap_start_us, gap_end_us)
-    """
+    """``(gap_start_us, gap_end_us)``: the gaps of at least ``min_gap_us`` between the busy intervals
+    of a row (sorted by start; overlapping events are one busy interval). With ``window`` the idle
+    time before the first and after the last event inside that window counts as well."""
     s = np.asarray(start_us, dtype=np.float64)
     e = np.asarray(end_us, dtype=np.float64)
     if s.size == 0:
