@@ -204,10 +204,7 @@ def _fill_lanes(rt: RankTrace, columns: EventColumns, names_meta: dict[tuple, st
         sl = slices[lane_id]
         lane = Lane(lane_id=lane_id, kind=_ROLE_KIND[key[0]], label="", pid=key[1], tid=key[2],
                     depth=depths[lane_id], **{k: v[sl] for k, v in cols.items()})
-        first = order[sl][:1]
-        device_stream = None if key[0] == _ROLE_CPU or not first.size else (
-            float(columns.device_arg("device", first)[0]), float(columns.device_arg("stream", first)[0]))
-        _describe_lane(lane, key, device_stream, names_meta)
+        _describe_lane(lane, key, columns, order[sl.start:sl.start + 1], names_meta)
         rt.lanes.append(lane)
     rt.span_us = (0.0, float((start + duration).max()))
     rt.origin_us += t0
@@ -489,9 +486,7 @@ class EventColumns:
 
     def string_ids(self, strings: StringTable) -> tuple[np.ndarray, np.ndarray]:
         """Intern categories (first) then names into ``strings``; their id columns."""
-        final = _Ids()
-        for c in self._cats:
-            final[c]
+        final = _Ids(self._cats)
         name_lut = np.fromiter(map(final.__getitem__, self._names), dtype=np.int32, count=len(self._names))
         for s in final:
             strings.intern(s)
@@ -517,23 +512,18 @@ class EventColumns:
             code, present = found
             self.take("pid"), self.take("tid")
             keys = np.flatnonzero(present)
-        lane_map = self._lane_map(keys)
-        ordered = sorted((key for key in lane_map if key[0] != _ROLE_SKIP), key=_lane_sort_key)
-        place = np.full(len(lane_map), -1, dtype=np.int32)  # a key's dense id -> its place in ordered
-        for new, key in enumerate(ordered):
-            place[lane_map[key]] = new
+        pids, tids = list(self._pids), list(self._tids)
+        role_pid, tid_of = np.divmod(keys, n_tids)
+        role_of, pid_of = np.divmod(role_pid, n_pids)
+        lanes = [(r, pids[p], tids[t]) for r, p, t in zip(role_of.tolist(), pid_of.tolist(), tid_of.tolist())]
+        kept = [i for i, key in enumerate(lanes) if key[0] != _ROLE_SKIP]
+        kept.sort(key=lambda i: _lane_sort_key(lanes[i]))
+        place = np.full(len(lanes), -1, dtype=np.int32)  # a key's dense id -> its place in the order
+        place[kept] = np.arange(len(kept))
         if found is not None:  # the C pass's codes are the packed keys themselves
             dense, place = place, np.full(bound, -1, dtype=np.int32)
             place[keys] = dense
-        return place[code], ordered
-
-    def _lane_map(self, keys: np.ndarray) -> dict[tuple, int]:
-        """Lane key (role, pid, tid) -> dense id, for the packed keys ``keys`` (ascending)."""
-        pids, tids = list(self._pids), list(self._tids)
-        role_pid, tid_of = np.divmod(keys, len(tids))
-        role_of, pid_of = np.divmod(role_pid, len(pids))
-        return {(r, pids[p], tids[t]): i
-                for i, (r, p, t) in enumerate(zip(role_of.tolist(), pid_of.tolist(), tid_of.tolist()))}
+        return place[code], [lanes[i] for i in kept]
 
     def device_arg(self, key: str, rows: np.ndarray) -> np.ndarray:
         """``bytes``/``device``/``stream`` of non-CPU events ``rows`` as numbers (NaN: none or unusable)."""
@@ -689,9 +679,10 @@ def _depths(start: np.ndarray, duration: np.ndarray) -> np.ndarray:
     return depth.astype(np.int16)
 
 
-def _describe_lane(lane: Lane, key: tuple, first_device_stream: tuple[float, float] | None,
+def _describe_lane(lane: Lane, key: tuple, columns: EventColumns, first: np.ndarray,
                    names: dict[tuple, str]) -> None:
-    """Label a lane; a GPU lane's device and stream come from its first event's args (NaN: none)."""
+    """Label a lane; a GPU lane's device and stream come from the args of its first event (``first``:
+    its index), else from its pid and tid."""
     role, pid, tid = key
     if role == _ROLE_CPU:
         thread = names.get(("thread", pid, tid))
@@ -701,12 +692,9 @@ def _describe_lane(lane: Lane, key: tuple, first_device_stream: tuple[float, flo
         if pid == -1:
             lane.label = "profiler overhead"
         return
-    device = pid if isinstance(pid, int) else None
-    stream = tid if isinstance(tid, int) else None
-    if first_device_stream is not None:
-        dev, st = first_device_stream
-        device = int(dev) if dev >= 0 else device
-        stream = int(st) if st >= 0 else stream
+    dev, st = (float(columns.device_arg(arg, first)[0]) for arg in ("device", "stream"))  # NaN: none
+    device = int(dev) if dev >= 0 else (pid if isinstance(pid, int) else None)
+    stream = int(st) if st >= 0 else (tid if isinstance(tid, int) else None)
     if stream is None and isinstance(tid, str):
         m = _STREAM_RE.search(tid)
         stream = int(m.group(1)) if m else None
