@@ -197,7 +197,6 @@ def _fill_lanes(rt: RankTrace, columns: EventColumns, names_meta: dict[tuple, st
         recorded = columns.take("flops")[order]
         cols["flops"][recorded >= 0] = recorded[recorded >= 0]
     _fill_shaped_ops(rt, columns, order, cpu_end, cols)
-    cols["io_bytes"] = _io_bytes(columns, order, n)
 
     depths = _map_lanes(lambda sl: _depths(start[sl], duration[sl]), slices, [sl.stop - sl.start for sl in slices])
     for lane_id, key in enumerate(ordered):
@@ -781,23 +780,30 @@ def _small_metadata(meta) -> dict:  # noqa: ANN001
 
 def _fill_shaped_ops(rt: RankTrace, columns: EventColumns, order: np.ndarray, cpu_end: int,
                      cols: dict[str, np.ndarray]) -> None:
-    """Estimate FLOPs and minimal bytes of GEMM/attention ops from their recorded input dims, and
-    take their precision from their recorded input types (core/trace/vocabulary/precision.py), into
-    the sorted columns ``cols``. The CPU events are the first ``cpu_end`` rows."""
+    """Into the sorted columns ``cols``: the bytes of each op's largest recorded input tensor (sized
+    once per distinct (dims, types) key), and the FLOPs and minimal bytes of GEMM/attention ops
+    estimated from their recorded input dims, their precision taken from their recorded input types
+    (core/trace/vocabulary/precision.py). The CPU events are the first ``cpu_end`` rows."""
+    n = order.size
+    cols["io_bytes"] = np.full(n, np.nan, dtype=np.float32)
+    shape_rows, shape_codes, shape_keys = columns.shapes()
+    if not shape_rows.size:
+        return
+    row_of = np.full(columns.n, -1, dtype=np.int64)  # event index -> its row in ``order`` (-1: dropped)
+    row_of[order] = np.arange(n)
+    rows = row_of[shape_rows]
+    code = np.full(n, -1, dtype=np.int32)  # each row's shape code (-1: none)
+    code[rows[rows >= 0]] = shape_codes[rows >= 0]
+    has = code >= 0
+    per_code = np.array([_largest_input_bytes(dims, types) for dims, types, _ in shape_keys], dtype=np.float32)
+    cols["io_bytes"][has] = per_code[code[has]]
     names_sorted = cols["name_id"]
     shaped_names = pattern_mask(rt.strings, SHAPED_OP_RE)  # ^-anchored: search is match
-    if not shaped_names.any():
-        return
-    rows = np.flatnonzero(shaped_names[names_sorted[:cpu_end]])
-    shape_rows, shape_codes, shape_keys = columns.shapes()
-    if not shape_rows.size or not rows.size:
-        return
-    at, hit = _positions(shape_rows, order[rows])
-    done_rows = rows[hit]
+    done_rows = np.flatnonzero(shaped_names[names_sorted[:cpu_end]] & has[:cpu_end])
     if not done_rows.size:
         return
     n_names = len(rt.strings)
-    packed = shape_codes[at[hit]].astype(np.int64) * n_names + names_sorted[done_rows]
+    packed = code[done_rows].astype(np.int64) * n_names + names_sorted[done_rows]
     uniq, first, inverse = np.unique(packed, return_index=True, return_inverse=True)
     by_first = np.argsort(first, kind="stable")  # keys in order of their first row
     key_of = np.empty_like(by_first)
@@ -831,23 +837,6 @@ _classify_kernel = lru_cache(maxsize=SHAPE_CACHE_KEYS)(classify_kernel)  # pure:
 def _keeps_shapes(name: str) -> bool:
     """Whether the shapes of an op of this name are kept: its FLOPs, its input bytes."""
     return bool(SHAPED_OP_RE.match(name) or IO_OP_RE.match(name))
-
-
-def _io_bytes(columns: EventColumns, order: np.ndarray, n: int) -> np.ndarray:
-    """Per event (in ``order``), the bytes of its largest recorded input tensor (NaN: none recorded),
-    sized once per distinct (dims, types) key."""
-    out = np.full(n, np.nan, dtype=np.float32)
-    shape_rows, shape_codes, shape_keys = columns.shapes()
-    if not shape_rows.size:
-        return out
-    per_code = np.array([_largest_input_bytes(dims, types) for dims, types, _ in shape_keys], dtype=np.float32)
-    inverse = np.empty(columns.n, dtype=np.int64)  # event index -> its row in ``order`` (-1: dropped)
-    inverse.fill(-1)
-    inverse[order] = np.arange(n)
-    rows = inverse[shape_rows]
-    ok = rows >= 0
-    out[rows[ok]] = per_code[shape_codes[ok]]
-    return out
 
 
 def _launch_flows(rt: RankTrace, lane_sorted: np.ndarray, bounds: np.ndarray,
