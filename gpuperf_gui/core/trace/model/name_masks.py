@@ -77,54 +77,38 @@ _memo = _Memo()
 _table_state: tuple[StringTable | None, int, dict, _Memo | None, np.ndarray | None] = (None, 0, {}, None, None)
 
 
-def _masks_of(strings: StringTable) -> dict:
-    """The mask dict of ``strings`` (a fresh one when the table changed or grew; the numbers of a
-    grown table's strings are kept: tables only grow). One tuple swap: threads analysing different
-    ranks each keep the dict they got."""
-    global _table_state
-    table, n, masks, memo, numbers = _table_state
-    if table is not strings or n != len(strings):
-        masks = {}
-        kept = (memo, numbers) if table is strings else (None, None)
-        _table_state = (strings, len(strings), masks, *kept)
-    return masks
-
-
-def _numbers_of(strings: StringTable) -> tuple[_Memo, np.ndarray] | None:
-    """The memo and the string numbers of ``strings`` in it (the memo started afresh when the
-    table's new strings would take it past the cap); None for a table larger than the cap. Called
-    under ``_lock``, after :func:`_masks_of`."""
+def _state_of(strings: StringTable) -> tuple[dict, _Memo, np.ndarray | None]:
+    """The mask dict of ``strings``, the memo and the numbers of its strings in it (None for a table
+    larger than the cap): a fresh dict when the table changed or grew, the numbers of a grown table's
+    strings kept (tables only grow), the memo started afresh when a table's new strings would take it
+    past the cap. One tuple swap: threads analysing different ranks each keep the state they got."""
     global _memo, _table_state
-    n = len(strings)
-    if n > MEMO_MAX_STRINGS:
-        return None
-    table, n_state, masks, memo, numbers = _table_state
-    mine = table is strings and n_state == n
-    if mine and memo is _memo and numbers is not None:
-        if numbers.size == n:
-            return memo, numbers
-        numbers = np.concatenate((numbers, _memo.numbers(list(islice(strings, numbers.size, None)))))
-    else:
-        numbers = _memo.numbers(list(strings))
-    if len(_memo.strings) > MEMO_MAX_STRINGS:  # at most twice the cap
-        _memo = _Memo()
-        numbers = _memo.numbers(list(strings))
-    if mine:
-        _table_state = (table, n, masks, _memo, numbers)
-    return _memo, numbers
+    table, n, masks, memo, numbers = _table_state
+    if table is strings and n == len(strings):
+        return masks, memo, numbers
+    with _lock:
+        if len(strings) > MEMO_MAX_STRINGS:
+            numbers = None
+        elif table is strings and memo is _memo and numbers is not None:
+            numbers = np.concatenate((numbers, _memo.numbers(list(islice(strings, numbers.size, None)))))
+        else:
+            numbers = _memo.numbers(list(strings))
+        if len(_memo.strings) > MEMO_MAX_STRINGS:  # at most twice the cap
+            _memo = _Memo()
+            numbers = _memo.numbers(list(strings))
+        _table_state = (strings, len(strings), {}, _memo, numbers)
+        return _table_state[2:]
 
 
 def _mask(strings: StringTable, key: Hashable, predicate: Callable[[str], object]) -> np.ndarray:
-    masks = _masks_of(strings)
+    masks, memo, numbers = _state_of(strings)
     mask = masks.get(key)
     if mask is not None:
         return mask
     with _lock:
-        found = _numbers_of(strings)
-        if found is None:
+        if numbers is None:
             mask = np.array([bool(predicate(s)) for s in strings], dtype=bool)
         else:
-            memo, numbers = found
             mask = memo.answer(key, predicate)[numbers]
     mask.setflags(write=False)
     masks[key] = mask
