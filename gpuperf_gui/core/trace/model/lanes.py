@@ -134,9 +134,9 @@ class NameLookup:
 
 def color_keys(rank: RankTrace, lane: Lane) -> np.ndarray:
     """Colour key per event (int16): category base (CPU) or kernel-class base (GPU), three shades."""
-    shade = (lane.name_id % SHADES).astype(np.int16) if len(lane) else np.zeros(0, np.int16)
+    shade = (lane.name_id % SHADES).astype(np.int16)
     if lane.kind == "cpu":
-        used = np.flatnonzero(np.bincount(lane.category_id)) if len(lane) else np.zeros(0, np.int64)
+        used = np.flatnonzero(np.bincount(lane.category_id))
         lut = np.zeros(int(used.max()) + 1 if used.size else 1, dtype=np.int16)
         for c in used.tolist():
             lut[c] = _CPU_CATEGORY_BASE.get(rank.strings[c].lower(), len(CPU_COLOR_BASES) - 1) * SHADES
@@ -144,7 +144,7 @@ def color_keys(rank: RankTrace, lane: Lane) -> np.ndarray:
     else:
         other = KERNEL_CLASSES.index("other")
         first = len(CPU_COLOR_BASES)   # the GPU bases follow the CPU ones
-        lut = ((first + np.array(list(range(len(KERNEL_CLASSES))) + [other])) * SHADES).astype(np.int16)
+        lut = ((first + np.append(np.arange(len(KERNEL_CLASSES)), other)) * SHADES).astype(np.int16)
         base = lut[lane.kernel_class]   # class -1 (not a kernel) reads the last entry: "other"
     base += shade
     return base
