@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from ..model.lod import sorted_distinct
 from ..model.name_masks import member_mask, pattern_mask, predicate_mask
 from ..model.nesting import nest
 from ..vocabulary import schema
@@ -123,20 +124,12 @@ def _check_gpu_part(rt: RankTrace):  # noqa: ANN202 (Truncation)
     total = sum(int((launch[lane.category_id] & named[lane.name_id] & (lane.correlation >= 0)).sum())
                 for lane in rt.cpu_lanes)
     flows = rt.flows
-    matched = _distinct_count(flows.src_lane.astype(np.int64) * (1 << 40) + flows.src_index)
+    matched = sorted_distinct(flows.src_lane.astype(np.int64) * (1 << 40) + flows.src_index).size
     unmatched = max(total - matched, 0)
     if total and unmatched > 0.1 * total:
         return replace(t, gpu_events_may_be_missing=True, launches_without_device_event=unmatched,
                        launches_kept=total)
     return t
-
-
-def _distinct_count(values: np.ndarray) -> int:
-    """How many distinct values (``np.unique`` without flags imports numpy.ma: ~10 ms of a CLI run)."""
-    if not values.size:
-        return 0
-    ordered = np.sort(values)
-    return 1 + int(np.count_nonzero(ordered[1:] != ordered[:-1]))
 
 
 def _refuse_unusable(n_entries: int, skipped: int, cut: Truncation | None, path: Path) -> None:
@@ -178,7 +171,7 @@ def _fill_lanes(rt: RankTrace, columns: EventColumns, names_meta: dict[tuple, st
                                                                      "category_id"))
     # Each lane holds one role, and the lanes are runs of the sorted rows, CPU lanes first
     # (_lane_sort_key): an event's role is its lane's, and the CPU events are the first cpu_end rows.
-    bounds = _lane_bounds(lane_sorted, len(ordered))
+    bounds = np.searchsorted(lane_sorted, np.arange(len(ordered) + 1))  # each lane's first row, and the end
     slices = [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
     cpu_end = sum(sl.stop - sl.start for sl, key in zip(slices, ordered) if key[0] == _ROLE_CPU)
 
@@ -227,11 +220,6 @@ def _times_usable(ts: np.ndarray, dur: np.ndarray) -> bool:
     return usable and in_range
 
 
-def _lane_bounds(lane_sorted: np.ndarray, n_lanes: int) -> np.ndarray:
-    """Where each lane's rows start in the rows sorted by lane, and the end of the last."""
-    return np.searchsorted(lane_sorted, np.arange(n_lanes + 1))
-
-
 def _kept_events(rt: RankTrace, columns: EventColumns, role_lut: np.ndarray, cat_ids: np.ndarray,
                  name_ids: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> tuple | None:
     """The events kept, with the warnings: (their order by lane and time, their lanes in that order,
@@ -261,7 +249,8 @@ def _kept_events(rt: RankTrace, columns: EventColumns, role_lut: np.ndarray, cat
         return None
     order = _lane_time_order(lane_idx, ts, dur)   # lane -1 (not kept) left out
     lane_sorted = lane_idx[order]
-    t0 = float(ts[order[_lane_bounds(lane_sorted, len(ordered))[:-1]]].min())  # the lanes' first starts
+    lane_firsts = order[np.searchsorted(lane_sorted, np.arange(len(ordered)))]
+    t0 = float(ts[lane_firsts].min())
     if t0 == 0.0:  # 0.0 or -0.0: the sign np.min gives depends on the order it reads: read as there
         t0 = float(ts[lane_idx >= 0].min())
     return order, lane_sorted, t0, ordered, ts[_first_kept(lane_idx, 4096)]
@@ -662,9 +651,6 @@ def _depths(start: np.ndarray, duration: np.ndarray) -> np.ndarray:
 
     For properly nested events this is the tree depth; for overlapping ones it stacks them.
     """
-    n = start.size
-    if n == 0:
-        return np.zeros(0, dtype=np.int16)
     # timsort: the ends of a lane sorted by start come in runs (2x numpy's default here); the
     # counts below read only values, so the order of equal ends (0.0, -0.0) does not matter
     ends = np.sort(start + duration, kind="stable")
@@ -672,7 +658,7 @@ def _depths(start: np.ndarray, duration: np.ndarray) -> np.ndarray:
     if fast is not None:
         return fast
     closed = np.searchsorted(ends, start, side="right")
-    depth = np.arange(n) - closed
+    depth = np.arange(start.size) - closed
     np.clip(depth, 0, 32767, out=depth)
     return depth.astype(np.int16)
 

@@ -109,15 +109,11 @@ def _touching(starts: np.ndarray, ends: np.ndarray, at: np.ndarray) -> tuple[np.
 
 
 class SyncGapClassifier:
-    """Which of a compute stream's idle gaps follow a blocking sync (kind 1 of :data:`GAP_KINDS`).
-
-    A gap follows a sync when a blocking call (:data:`SYNC_CALL_RE`: ``cudaStreamSynchronize``,
-    ``aten::item`` / ``_local_scalar_dense``, a synchronous ``cudaMemcpy``, ...) runs at its start or
-    ended at most :data:`TOUCH_US` before it, as :func:`sync_stalls` reads a host stall: the host
-    waited in it for the GPU to drain, and the GPU then idled while the host worked. A gap that a
-    host-to-device copy ends (within :data:`TOUCH_US`) is a data stall, never a sync's. Built once per
-    rank (the call intervals), it classifies any set of gaps (another idle threshold) without the
-    events; it pickles, so lane specs made in the loading helper carry it to the window."""
+    """Which of a compute stream's idle gaps follow a blocking sync (kind 1 of :data:`GAP_KINDS`), by
+    the rule :func:`sync_stalls` reads a host stall with: a :data:`SYNC_CALL_RE` call runs at the gap's
+    start or ended at most :data:`TOUCH_US` before it, and no host-to-device copy ends the gap (a data
+    stall). Built once per rank (the call intervals), it classifies any set of gaps (another idle
+    threshold) without the events; it pickles, so lane specs made in the loading helper carry it."""
 
     __slots__ = ("call_start_us", "call_end_us", "htod_start_us")
 
