@@ -45,16 +45,13 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _PAIRED_OR_META = frozenset({BEvent, EEvent, MEvent})  # a set: hashing a type beats ``==`` on a tuple
 
 
+_CATEGORY_ROLE = {"gpu_user_annotation": _ROLE_ANNOTATION, "cuda_sync": _ROLE_SYNC}
+
+
 def role_of_category(category: str) -> int:
     if category in GPU_ACTIVITY_CATEGORIES:
         return _ROLE_GPU
-    if category == "gpu_user_annotation":
-        return _ROLE_ANNOTATION
-    if category == "cuda_sync":
-        return _ROLE_SYNC
-    if category in SKIPPED_CATEGORIES:
-        return _ROLE_SKIP
-    return _ROLE_CPU
+    return _CATEGORY_ROLE.get(category, _ROLE_SKIP if category in SKIPPED_CATEGORIES else _ROLE_CPU)
 
 
 def build_rank(decoded: Decoded, path: Path, order_index: int = 0) -> RankTrace:
@@ -222,12 +219,11 @@ def _times_usable(ts: np.ndarray, dur: np.ndarray) -> bool:
 
 def _kept_events(rt: RankTrace, columns: EventColumns, role_lut: np.ndarray, cat_ids: np.ndarray,
                  name_ids: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> tuple | None:
-    """The events kept, with the warnings: (their order by lane and time, their lanes in that order,
-    the earliest start, the lane keys kept in order, the first 4096 kept starts in file order); None
-    when none is kept. Where every time is usable (:func:`_times_usable`: most traces) the events
-    kept are those of the lanes not of a skipped category's role, found with no per-event mask;
-    elsewhere the events dropped (and their warnings) come from masks, ``dur`` is written in place
-    where set to 0, and each event dropped is given a category of the skipped role."""
+    """The events kept: (their order by lane and time, their lanes in that order, the earliest start,
+    the lane keys kept in order, the first 4096 kept starts in file order); None when none is. Where
+    every time is usable (:func:`_times_usable`: most traces) no per-event mask is made; elsewhere
+    masks find the events dropped (given a category of the skipped role) and warn, and ``dur`` is
+    written in place where set to 0."""
     if not _times_usable(ts, dur):
         roles = role_lut[cat_ids]
         keep = (roles != _ROLE_SKIP) & np.isfinite(ts) & np.isfinite(dur) & (np.abs(ts) <= MAX_ABS_TS_US)
@@ -480,11 +476,10 @@ class EventColumns:
         return self.take("cat"), name_lut[self.take("name")]
 
     def lane_ids(self, role_lut: np.ndarray, cat_ids: np.ndarray) -> tuple[np.ndarray, list[tuple]]:
-        """Each event's lane (-1: of the skipped role) and the lane keys (role, pid, tid) but the
-        skipped role's, in their order (:func:`_lane_sort_key`); an event's role is
-        ``role_lut[cat_ids]``. pid and tid are coded apart (ints or strings, as in the file) and
-        packed with the role into one int: packed and counted in one pass where the C extension is
-        built (:mod:`.nest`), else by :func:`_distinct_codes`."""
+        """Each event's lane (-1: of the skipped role) and the lane keys (role, pid, tid) but the skipped
+        role's, in their order (:func:`_lane_sort_key`); an event's role is ``role_lut[cat_ids]``. The
+        role and the codes of pid and tid (ints or strings, as in the file) are packed into one int,
+        counted in one pass where the C extension is built (:mod:`.nest`), else by :func:`_distinct_codes`."""
         n_pids, n_tids = len(self._pids), len(self._tids)
         bound = (_ROLE_SKIP + 1) * n_pids * n_tids
         found = None

@@ -6,17 +6,15 @@ exact strings or a named predicate; :func:`pattern_mask` / :func:`member_mask` /
 :func:`predicate_mask` answer it with a boolean mask over the table's ids (``mask[i]`` is the
 answer for ``table[i]``), like ``StringTable.ids_matching``.
 
-Two caches keep the fixed per-rank cost low (most of it used to be Python predicates over kernel
-names hundreds of characters long, asked again of every rank's table):
+Two caches keep the fixed per-rank cost low (Python predicates over kernel names hundreds of
+characters long, asked again of every rank's table):
 
 * the masks of the table analysed last (identity and length checked: tables only grow), so a
   question asked by several steps of one analysis costs one pass;
-* the strings seen by this process (the ranks of one job share their names: 294 distinct among
-  the 8 DLRM ranks' 288-294 each), numbered once, with each question's answer per string number:
-  a new table costs one dict look-up per string, and each question over it one numpy gather (its
-  predicate runs only on strings no earlier table had). Up to ``MEMO_MAX_STRINGS`` strings; past
-  this the memo starts afresh (it holds at most twice as many), and a table larger than this is
-  answered directly.
+* the strings seen by this process (the ranks of one job share nearly all their names), numbered
+  once, with each question's answer per string number: a new table costs one dict look-up per
+  string, and each question over it one numpy gather. Up to ``MEMO_MAX_STRINGS`` strings; past this
+  the memo starts afresh, and a larger table is answered directly.
 
 Both are pure caches: answers are those of ``pattern.search(s) is not None`` / ``s in members`` /
 ``bool(predicate(s))``; a ``predicate_mask`` key names one pure predicate of the string, in every
