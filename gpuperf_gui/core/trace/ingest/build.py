@@ -859,10 +859,8 @@ def _steps(rt: RankTrace, start: np.ndarray, duration: np.ndarray, bounds: np.nd
         return []
     numbers = sorted(cpu)
     launched = _launched_kernel_spans(rt.flows, start, duration, bounds, numbers, cpu)
-    steps = []
-    for number in numbers:
-        g = launched.get(number) or gpu.get(number) or (float("nan"), float("nan"))
-        steps.append(StepWindow(number, cpu[number][0], cpu[number][1], g[0], g[1]))
+    none = (float("nan"), float("nan"))
+    steps = [StepWindow(n, *cpu[n], *(launched.get(n) or gpu.get(n) or none)) for n in numbers]
     by_time = sorted(steps, key=lambda st: (st.cpu_start_us, st.number))
     if by_time != steps:  # steps are windows in time: order them so, and say the numbers were not
         rt.warnings.append("ProfilerStep numbers are not in time order "
@@ -885,8 +883,7 @@ def _launched_kernel_spans(flows: Flows, start: np.ndarray, duration: np.ndarray
     # max over each range by reduceat (pairs lo, hi; a sentinel keeps hi a valid index).
     by_launch = np.argsort(launch_t, kind="stable")
     launch_sorted = launch_t[by_launch]
-    s = np.array([cpu[n][0] for n in numbers])
-    e = np.array([cpu[n][1] for n in numbers])
+    s, e = np.array([cpu[n] for n in numbers]).T
     lo = np.searchsorted(launch_sorted, s, side="left")
     hi = np.maximum(np.searchsorted(launch_sorted, e, side="left"), lo)
     has = hi > lo

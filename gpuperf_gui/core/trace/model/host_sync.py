@@ -133,9 +133,6 @@ class SyncGapClassifier:
         kind[after & ~told] = GAP_KINDS.index("host_sync")
         return kind
 
-    def __reduce__(self) -> tuple:
-        return SyncGapClassifier, (self.call_start_us, self.call_end_us, self.htod_start_us)
-
 
 def sync_gap_classifier(rt: RankTrace) -> SyncGapClassifier:
     """The :class:`SyncGapClassifier` of one rank: its blocking calls and its host-to-device copies."""

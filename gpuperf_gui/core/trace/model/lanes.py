@@ -128,9 +128,6 @@ class NameLookup:
     def __call__(self, i: int) -> str:
         return self.strings[int(self.name_id[i])]
 
-    def __reduce__(self) -> tuple:
-        return NameLookup, (self.strings, self.name_id)
-
 
 def color_keys(rank: RankTrace, lane: Lane) -> np.ndarray:
     """Colour key per event (int16): category base (CPU) or kernel-class base (GPU), three shades."""
