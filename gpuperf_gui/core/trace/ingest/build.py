@@ -314,8 +314,8 @@ class EventColumns:
         self._cat_role = np.zeros(0, dtype=np.int8)
         self._shaped_name = np.zeros(0, dtype=bool)
         self._shape_keys = _Ids()  # (dims, types, concrete inputs) -> code
-        self._shape_rows: list[np.ndarray] = []  # event indices of shaped ops with dims, ascending
-        self._shape_codes: list[np.ndarray] = []  # their shape codes
+        self._shape_rows = [np.zeros(0, dtype=np.int64)]  # event indices of shaped ops with dims, ascending
+        self._shape_codes = [np.zeros(0, dtype=np.int32)]  # their shape codes
         self._rest: list[Event] = []
 
     def add(self, xs: list) -> None:
@@ -521,8 +521,6 @@ class EventColumns:
     def shapes(self) -> tuple[np.ndarray, np.ndarray, list[tuple[bytes, bytes, bytes]]]:
         """Shaped CPU ops with input dims: their event indices (ascending), shape codes, and the
         codes' keys (dims, types, concrete inputs)."""
-        if not self._shape_rows:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32), list(self._shape_keys)
         return np.concatenate(self._shape_rows), np.concatenate(self._shape_codes), list(self._shape_keys)
 
 
@@ -743,13 +741,9 @@ def _device_properties(meta) -> list[dict]:  # noqa: ANN001
 
 
 def _small_metadata(meta) -> dict:  # noqa: ANN001
-    out = {}
-    for key in ("schemaVersion", "displayTimeUnit", "baseTimeNanoseconds", "cuda_runtime_version",
-                "hip_runtime_version", "roctracer_version", "trace_id"):
-        value = getattr(meta, key)
-        if isinstance(value, (int, float, str)):
-            out[key] = value
-    return out
+    keys = ("schemaVersion", "displayTimeUnit", "baseTimeNanoseconds", "cuda_runtime_version",
+            "hip_runtime_version", "roctracer_version", "trace_id")
+    return {key: value for key in keys if isinstance(value := getattr(meta, key), (int, float, str))}
 
 
 def _fill_shaped_ops(rt: RankTrace, columns: EventColumns, order: np.ndarray, cpu_end: int,
