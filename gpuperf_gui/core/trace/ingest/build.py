@@ -570,9 +570,8 @@ def _lane_time_order(lane: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> np.nd
     O(n) on a trace's lanes (each nearly in start order already): a counting sort by lane, then per
     lane a stable sort by start (near-linear on nearly sorted input) and equal starts by -dur."""
     n_lanes = int(lane.max()) + 1 if lane.size else 0
-    per_lane = nest.rows_by_lane(lane, n_lanes)  # a counting sort in two passes (C), where built
-    if per_lane is None:
-        per_lane = _rows_by_lane(lane, n_lanes)
+    # a counting sort in two passes (C), where built (None otherwise; [] only without lanes)
+    per_lane = nest.rows_by_lane(lane, n_lanes) or _rows_by_lane(lane, n_lanes)
     ordered = _map_lanes(lambda rows: rows[_time_order(ts[rows], dur[rows])], per_lane, [r.size for r in per_lane])
     return np.concatenate(ordered) if ordered else np.zeros(0, dtype=np.int64)
 

@@ -12,6 +12,7 @@ moment (``aten::item`` over its ``aten::_local_scalar_dense`` and ``cudaStreamSy
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -82,13 +83,13 @@ def sync_stalls(rt: RankTrace, stall_s: np.ndarray, stall_len: np.ndarray, data_
     starts, ends = rt.cpu_spans(issuer)
     names = np.concatenate([np.zeros(0, np.int32)] + [lane.name_id[issuer[lane.name_id]]
                                                         for lane in rt.cpu_lanes])
-    counts: dict[int, int] = {}
+    counts: Counter[int] = Counter()
     for s in stall_s[after].tolist():
         hit = np.flatnonzero((starts <= s + TOUCH_US) & (ends >= s - TOUCH_US))
         if hit.size:
             outer = hit[np.argmax(ends[hit] - starts[hit])]
-            counts[int(names[outer])] = counts.get(int(names[outer]), 0) + 1
-    out.issuers = [(rt.strings[n], c) for n, c in sorted(counts.items(), key=lambda kv: -kv[1])[:4]]
+            counts[int(names[outer])] += 1
+    out.issuers = [(rt.strings[n], c) for n, c in counts.most_common(4)]  # ties: first seen first
     return out
 
 

@@ -143,11 +143,8 @@ class Lane:
         return self.kind != "cpu"
 
     def window(self, t0_us: float, t1_us: float) -> slice:
-        """Slice of events that *start* in ``[t0_us, t1_us)`` (use for visible-range queries).
-
-        Events starting before ``t0_us`` that extend into the window are not included; callers that
-        need them can widen ``t0_us`` by the lane's longest duration.
-        """
+        """Slice of events that *start* in ``[t0_us, t1_us)``: widen ``t0_us`` by the lane's longest
+        duration for those that start before it and reach into the window."""
         lo = int(np.searchsorted(self.start_us, t0_us, side="left"))
         hi = int(np.searchsorted(self.start_us, t1_us, side="left"))
         return slice(lo, hi)
