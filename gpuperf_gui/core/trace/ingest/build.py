@@ -55,11 +55,8 @@ def role_of_category(category: str) -> int:
 
 
 def build_rank(decoded: Decoded, path: Path, order_index: int = 0) -> RankTrace:
-    """Turn decoded events into a :class:`RankTrace`.
-
-    Raises :class:`TraceFormatError` when no event is usable: none is a complete (``X``) or paired
-    (``B``/``E``) event with a numeric timestamp. A trace with only CPU events is fine.
-    """
+    """Turn decoded events into a :class:`RankTrace`. Raises :class:`TraceFormatError` when no event
+    is a complete (``X``) or paired (``B``/``E``) event with a numeric timestamp (CPU events only is fine)."""
     events = decoded.events
     columns = EventColumns()
     columns.add([e for e in events if type(e) is XEvent])
@@ -72,10 +69,8 @@ def build_rank(decoded: Decoded, path: Path, order_index: int = 0) -> RankTrace:
 def build_rank_columns(columns: EventColumns, meta: TraceFile, path: Path, order_index: int, *,
                        n_entries: int, skipped: int = 0, truncation: Truncation | None = None,
                        warnings: list[str] | None = None) -> RankTrace:
-    """Turn the columns of a trace's events (:class:`EventColumns`) into a :class:`RankTrace`.
-
-    ``n_entries``: entries of the event list (skipped ones not counted). Raises as :func:`build_rank`.
-    """
+    """Turn the columns of a trace's events (:class:`EventColumns`) into a :class:`RankTrace`; ``n_entries``:
+    entries of the event list (skipped ones not counted). Raises as :func:`build_rank`."""
     warnings = list(warnings or [])
     names_meta = columns.finish_paired(warnings)
     strings = StringTable()
@@ -106,11 +101,9 @@ _KERNEL_LAUNCH_RE = re.compile(r"launch", re.IGNORECASE)
 
 
 def _check_gpu_part(rt: RankTrace):  # noqa: ANN202 (Truncation)
-    """Flag a truncated trace whose kept part lacks GPU events (Kineto writes them last).
-
-    Missing when there are CPU lanes but no GPU lane, or when over 10 % of the kernel-launch calls
-    kept have no device event (a complete trace matches nearly all of them).
-    """
+    """Flag a truncated trace whose kept part lacks GPU events (Kineto writes them last): it has CPU
+    lanes but no GPU lane, or over 10 % of the kernel-launch calls kept have no device event (a
+    complete trace matches nearly all of them)."""
     t = rt.truncation
     if not rt.cpu_lanes:
         return t
@@ -639,10 +632,8 @@ def _lane_sort_key(key: tuple) -> tuple:
 
 
 def _depths(start: np.ndarray, duration: np.ndarray) -> np.ndarray:
-    """Nesting depth of events sorted by (start, -duration): the number of open events at each start.
-
-    For properly nested events this is the tree depth; for overlapping ones it stacks them.
-    """
+    """Nesting depth of events sorted by (start, -duration): the number of open events at each start
+    (the tree depth of properly nested events; overlapping ones are stacked)."""
     # timsort: the ends of a lane sorted by start come in runs (2x numpy's default here); the
     # counts below read only values, so the order of equal ends (0.0, -0.0) does not matter
     ends = np.sort(start + duration, kind="stable")
