@@ -1,8 +1,8 @@
 """The builder's short path (core/trace/ingest/build.py) gives the rank its masks give.
 
 Where every time is usable (most traces) the events kept are found by lane, with no per-event mask
-(:func:`build._kept_by_lane`); elsewhere by the masks that also write the warnings
-(:func:`build._kept_events`), the path every trace took before. The lanes' depths come from one
+(:func:`build._kept_events`); elsewhere by the masks that also write the warnings, the path every
+trace took before. The lanes' depths come from one
 merge in C where the extension is built (``nest.depths``), else from binary searches, and the
 lane keys from one C pass (``nest.lane_keys``), else numpy's. Each real trace and a few hand-made
 ones must build to the same rank, bit for bit, all three ways.

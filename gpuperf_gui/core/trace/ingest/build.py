@@ -44,24 +44,18 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _PAIRED_OR_META = frozenset({BEvent, EEvent, MEvent})  # a set: hashing a type beats ``==`` on a tuple
 
 
+_CATEGORY_ROLE = {"gpu_user_annotation": _ROLE_ANNOTATION, "cuda_sync": _ROLE_SYNC}
+
+
 def role_of_category(category: str) -> int:
     if category in GPU_ACTIVITY_CATEGORIES:
         return _ROLE_GPU
-    if category == "gpu_user_annotation":
-        return _ROLE_ANNOTATION
-    if category == "cuda_sync":
-        return _ROLE_SYNC
-    if category in SKIPPED_CATEGORIES:
-        return _ROLE_SKIP
-    return _ROLE_CPU
+    return _CATEGORY_ROLE.get(category, _ROLE_SKIP if category in SKIPPED_CATEGORIES else _ROLE_CPU)
 
 
 def build_rank(decoded: Decoded, path: Path, order_index: int = 0) -> RankTrace:
-    """Turn decoded events into a :class:`RankTrace`.
-
-    Raises :class:`TraceFormatError` when no event is usable: none is a complete (``X``) or paired
-    (``B``/``E``) event with a numeric timestamp. A trace with only CPU events is fine.
-    """
+    """Turn decoded events into a :class:`RankTrace`. Raises :class:`TraceFormatError` when no event
+    is a complete (``X``) or paired (``B``/``E``) event with a numeric timestamp (CPU events only is fine)."""
     events = decoded.events
     columns = EventColumns()
     columns.add([e for e in events if type(e) is XEvent])
@@ -74,10 +68,8 @@ def build_rank(decoded: Decoded, path: Path, order_index: int = 0) -> RankTrace:
 def build_rank_columns(columns: EventColumns, meta: TraceFile, path: Path, order_index: int, *,
                        n_entries: int, skipped: int = 0, truncation: Truncation | None = None,
                        warnings: list[str] | None = None) -> RankTrace:
-    """Turn the columns of a trace's events (:class:`EventColumns`) into a :class:`RankTrace`.
-
-    ``n_entries``: entries of the event list (skipped ones not counted). Raises as :func:`build_rank`.
-    """
+    """Turn the columns of a trace's events (:class:`EventColumns`) into a :class:`RankTrace`; ``n_entries``:
+    entries of the event list (skipped ones not counted). Raises as :func:`build_rank`."""
     warnings = list(warnings or [])
     names_meta = columns.finish_paired(warnings)
     strings = StringTable()
@@ -108,11 +100,9 @@ _KERNEL_LAUNCH_RE = re.compile(r"launch", re.IGNORECASE)
 
 
 def _check_gpu_part(rt: RankTrace):  # noqa: ANN202 (Truncation)
-    """Flag a truncated trace whose kept part lacks GPU events (Kineto writes them last).
-
-    Missing when there are CPU lanes but no GPU lane, or when over 10 % of the kernel-launch calls
-    kept have no device event (a complete trace matches nearly all of them).
-    """
+    """Flag a truncated trace whose kept part lacks GPU events (Kineto writes them last): it has CPU
+    lanes but no GPU lane, or over 10 % of the kernel-launch calls kept have no device event (a
+    complete trace matches nearly all of them)."""
     t = rt.truncation
     if not rt.cpu_lanes:
         return t
@@ -158,72 +148,62 @@ def _fill_lanes(rt: RankTrace, columns: EventColumns, names_meta: dict[tuple, st
     role_lut = np.array([role_of_category(s) for s in strings], dtype=np.int8)
     ts = columns.take("ts")
     dur = columns.take("dur")
-    if _times_usable(ts, dur):  # most traces: every event kept but those of skipped categories
-        kept = _kept_by_lane(columns, role_lut, cat_ids, ts, dur)
-    else:
-        kept = _kept_events(rt, strings, columns, role_lut[cat_ids], name_ids, ts, dur)
+    kept = _kept_events(rt, columns, role_lut, cat_ids, name_ids, ts, dur)
     if kept is None:
         return
-    order, lane_sorted, t0, lane_map, ordered, ts_sample = kept
-    start = ts[order] - t0
-    duration = dur[order]
-    names_sorted = name_ids[order]
-    cats_sorted = cat_ids[order]
-    del ts, dur, name_ids, cat_ids, kept  # each column held once, sorted
-    corr_sorted = columns.take("correlation")[order]
+    order, lane_sorted, t0, ordered, ts_sample = kept
+    kineto_2021 = any(strings.find(c) >= 0 for c in ("Kernel", "Operator", "Runtime"))  # its categories
     external = columns.take("external")
-    if strings.find("external id") >= 0 or any(strings.find(c) >= 0 for c in ("Kernel", "Operator", "Runtime")):
+    if kineto_2021 or strings.find("external id") >= 0:
         external = np.maximum(external, columns.take("external_2021"))  # 2021: "external id"
-    ext_sorted = external[order]
-    del external
     n = order.size
+    # Each event column sorted (held once), named as the Lane field it becomes.
+    cols = {"start_us": ts[order] - t0, "duration_us": dur[order], "name_id": name_ids[order],
+            "category_id": cat_ids[order], "correlation": columns.take("correlation")[order],
+            "external_id": external[order], "kernel_class": np.full(n, -1, dtype=np.int8),
+            "bytes": np.full(n, np.nan), "flops": np.full(n, np.nan),
+            "shapes_id": np.full(n, -1, dtype=np.int32), "op_precision": np.full(n, -1, dtype=np.int8)}
+    del ts, dur, name_ids, cat_ids, external, kept
+    start, duration, names_sorted, cats_sorted = (cols[k] for k in ("start_us", "duration_us", "name_id",
+                                                                     "category_id"))
     # Each lane holds one role, and the lanes are runs of the sorted rows, CPU lanes first
     # (_lane_sort_key): an event's role is its lane's, and the CPU events are the first cpu_end rows.
-    bounds = _lane_bounds(lane_sorted, len(ordered))
+    bounds = np.searchsorted(lane_sorted, np.arange(len(ordered) + 1))  # each lane's first row, and the end
     slices = [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
     cpu_end = sum(sl.stop - sl.start for sl, key in zip(slices, ordered) if key[0] == _ROLE_CPU)
 
-    kernel_class = np.full(n, -1, dtype=np.int8)
-    gpu_rows = _rows_of(slices, [key[0] == _ROLE_GPU for key in ordered])
+    gpu_parts = [np.arange(sl.start, sl.stop) for sl, key in zip(slices, ordered) if key[0] == _ROLE_GPU]
+    gpu_rows = np.concatenate(gpu_parts) if gpu_parts else np.zeros(0, dtype=np.int64)
+    kernel_class = cols["kernel_class"]
     if gpu_rows.size:  # classify each distinct (name, category) pair once
         pair = names_sorted[gpu_rows].astype(np.int64) * len(strings) + cats_sorted[gpu_rows]
         uniq, inverse = _distinct_codes(pair, len(strings) ** 2)
         codes = [class_code(_classify_kernel(strings[p // len(strings)], strings[p % len(strings)]))
                  for p in uniq.tolist()]
         kernel_class[gpu_rows] = np.array(codes, dtype=np.int8)[inverse]
-    nbytes = np.full(n, np.nan)
-    flops = np.full(n, np.nan)
-    shapes = np.full(n, -1, dtype=np.int32)
-    op_precision = np.full(n, -1, dtype=np.int8)
-    copy_code = class_code("copy")
-    copy_rows = gpu_rows[kernel_class[gpu_rows] == copy_code]
-    nbytes[copy_rows] = columns.device_arg("bytes", order[copy_rows])
-    if columns.recorded("flops"):
-        _fill_recorded_flops(columns.take("flops"), order, flops)
-    _fill_shaped_ops(rt, columns, order, names_sorted, cpu_end, flops, nbytes, shapes, op_precision)
-    io_bytes = _io_bytes(columns, order, n)
+    copy_rows = gpu_rows[kernel_class[gpu_rows] == class_code("copy")]
+    cols["bytes"][copy_rows] = columns.device_arg("bytes", order[copy_rows])
+    if columns.recorded("flops"):  # ``with_flops=True`` writes a ``flops`` arg on ops
+        recorded = columns.take("flops")[order]
+        cols["flops"][recorded >= 0] = recorded[recorded >= 0]
+    _fill_shaped_ops(rt, columns, order, cpu_end, cols)
 
     depths = _map_lanes(lambda sl: _depths(start[sl], duration[sl]), slices, [sl.stop - sl.start for sl in slices])
     for lane_id, key in enumerate(ordered):
         sl = slices[lane_id]
         lane = Lane(lane_id=lane_id, kind=_ROLE_KIND[key[0]], label="", pid=key[1], tid=key[2],
-                    start_us=start[sl], duration_us=duration[sl], name_id=names_sorted[sl],
-                    category_id=cats_sorted[sl], depth=depths[lane_id],
-                    correlation=corr_sorted[sl], external_id=ext_sorted[sl],
-                    kernel_class=kernel_class[sl], bytes=nbytes[sl], flops=flops[sl],
-                    shapes_id=shapes[sl], op_precision=op_precision[sl], io_bytes=io_bytes[sl])
-        first = order[sl][:1]
-        device_stream = None if key[0] == _ROLE_CPU or not first.size else (
-            float(columns.device_arg("device", first)[0]), float(columns.device_arg("stream", first)[0]))
-        _describe_lane(lane, key, device_stream, names_meta)
+                    depth=depths[lane_id], **{k: v[sl] for k, v in cols.items()})
+        _describe_lane(lane, key, columns, order[sl.start:sl.start + 1], names_meta)
         rt.lanes.append(lane)
-    end = start + duration
-    rt.span_us = (0.0, float(end.max()))
+    rt.span_us = (0.0, float((start + duration).max()))
     rt.origin_us += t0
     rt.file_ts_offset_us = t0
-    rt.flows = _launch_flows(rt, lane_sorted, bounds, corr_sorted, cats_sorted, cpu_end)
-    rt.steps = _steps(rt)
-    rt.dialect = _dialect(strings, ts_sample, rt.metadata)
+    rt.flows = _launch_flows(rt, lane_sorted, bounds, cols["correlation"], cats_sorted, cpu_end)
+    rt.steps = _steps(rt, start, duration, bounds)
+    if kineto_2021:
+        rt.dialect = "kineto-2021"
+    elif "baseTimeNanoseconds" in rt.metadata or bool(np.any(ts_sample != np.floor(ts_sample))):
+        rt.dialect = "kineto-ns"
 
 
 def _times_usable(ts: np.ndarray, dur: np.ndarray) -> bool:
@@ -237,35 +217,43 @@ def _times_usable(ts: np.ndarray, dur: np.ndarray) -> bool:
     return usable and in_range
 
 
-def _lane_bounds(lane_sorted: np.ndarray, n_lanes: int) -> np.ndarray:
-    """Where each lane's rows start in the rows sorted by lane, and the end of the last."""
-    return np.searchsorted(lane_sorted, np.arange(n_lanes + 1))
-
-
-def _kept_by_lane(columns: EventColumns, role_lut: np.ndarray, cat_ids: np.ndarray, ts: np.ndarray,
-                  dur: np.ndarray) -> tuple | None:
-    """:func:`_kept_events` where every time is usable (:func:`_times_usable`): the events kept are
-    those of the lanes not of a skipped category's role, so no mask is made (the other lanes'
-    events get lane -1, which :func:`_lane_time_order` leaves out), and the earliest start is
-    the earliest of the lanes' first starts."""
-    lane_map, ordered, lane_idx = columns.kept_lane_ids(
-        role_lut, cat_ids, lambda lanes: sorted((key for key in lanes if key[0] != _ROLE_SKIP), key=_lane_sort_key))
+def _kept_events(rt: RankTrace, columns: EventColumns, role_lut: np.ndarray, cat_ids: np.ndarray,
+                 name_ids: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> tuple | None:
+    """The events kept: (their order by lane and time, their lanes in that order, the earliest start,
+    the lane keys kept in order, the first 4096 kept starts in file order); None when none is. Where
+    every time is usable (:func:`_times_usable`: most traces) no per-event mask is made; elsewhere
+    masks find the events dropped (given a category of the skipped role) and warn, and ``dur`` is
+    written in place where set to 0."""
+    if not _times_usable(ts, dur):
+        roles = role_lut[cat_ids]
+        keep = (roles != _ROLE_SKIP) & np.isfinite(ts) & np.isfinite(dur) & (np.abs(ts) <= MAX_ABS_TS_US)
+        unplaced = np.flatnonzero((roles != _ROLE_SKIP) & ~keep)
+        if unplaced.size:
+            i = int(unplaced[0])
+            name = rt.strings[name_ids[i]][:60]
+            rt.warnings.append(f"skipped {unplaced.size:,} events without a usable time (the first: "
+                               f"{name!r}, ts={float(ts[i])!r}, dur={float(dur[i])!r}; a time must be finite "
+                               "and within ±1e17 µs)")
+        bad_dur = np.isfinite(dur) & ((dur < 0) | (dur > MAX_EVENT_DURATION_US))
+        if bad_dur.any():
+            rt.warnings.append(f"{int(bad_dur.sum())} events with negative or > 7-day durations set to 0")
+            dur[bad_dur] = 0.0
+        cat_ids = np.where(keep, cat_ids, len(role_lut)).astype(np.int32)
+        role_lut = np.append(role_lut, np.int8(_ROLE_SKIP))
+    lane_idx, ordered = columns.lane_ids(role_lut, cat_ids)
     if not ordered:
         return None
-    order = _lane_time_order(lane_idx, ts, dur)
+    order = _lane_time_order(lane_idx, ts, dur)   # lane -1 (not kept) left out
     lane_sorted = lane_idx[order]
-    t0 = float(ts[order[_lane_bounds(lane_sorted, len(ordered))[:-1]]].min())
-    kept_idx = None
+    lane_firsts = order[np.searchsorted(lane_sorted, np.arange(len(ordered)))]
+    t0 = float(ts[lane_firsts].min())
     if t0 == 0.0:  # 0.0 or -0.0: the sign np.min gives depends on the order it reads: read as there
-        kept_idx = np.flatnonzero(lane_idx >= 0)
-        t0 = float(ts[kept_idx].min())
-    return order, lane_sorted, t0, lane_map, ordered, ts[_first_kept(lane_idx, 4096, kept_idx)]
+        t0 = float(ts[lane_idx >= 0].min())
+    return order, lane_sorted, t0, ordered, ts[_first_kept(lane_idx, 4096)]
 
 
-def _first_kept(lane_idx: np.ndarray, count: int, kept_idx: np.ndarray | None) -> np.ndarray:
+def _first_kept(lane_idx: np.ndarray, count: int) -> np.ndarray:
     """The first ``count`` events (file order) of a lane (lane >= 0), reading no more than needed."""
-    if kept_idx is not None:
-        return kept_idx[:count]
     window = count
     while True:
         found = np.flatnonzero(lane_idx[:window] >= 0)
@@ -274,47 +262,9 @@ def _first_kept(lane_idx: np.ndarray, count: int, kept_idx: np.ndarray | None) -
         window *= 2
 
 
-def _lane_numbers(lane_map: dict[tuple, int], ordered: list[tuple]) -> np.ndarray:
-    """Lookup table: a lane key's id in ``lane_map`` -> its place in ``ordered`` (-1: not there)."""
-    lut = np.full(len(lane_map), -1, dtype=np.int32)
-    for new, key in enumerate(ordered):
-        lut[lane_map[key]] = new
-    return lut
-
-
-def _kept_events(rt: RankTrace, strings: StringTable, columns: EventColumns, roles: np.ndarray,
-                 name_ids: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> tuple | None:
-    """The events kept where some time is not usable or some durations are set to 0 (``dur``
-    written in place), with the warnings: (their order by lane and time, their lanes in that order,
-    the earliest start, the lane map, the lane keys kept in order, the first 4096 kept starts in
-    file order); None when none is kept."""
-    keep = (roles != _ROLE_SKIP) & np.isfinite(ts) & np.isfinite(dur)
-    _warn_unplaced(rt, strings, name_ids, roles, ts, dur)
-    keep &= np.abs(ts) <= MAX_ABS_TS_US
-    bad_dur = np.isfinite(dur) & ((dur < 0) | (dur > MAX_EVENT_DURATION_US))
-    if bad_dur.any():
-        rt.warnings.append(f"{int(bad_dur.sum())} events with negative or > 7-day durations set to 0")
-        dur[bad_dur] = 0.0
-    lane_map, lane_raw = columns.lane_ids(roles)
-
-    keep_idx = np.flatnonzero(keep)
-    if keep_idx.size == 0:
-        return None
-    kept_lanes = set(np.flatnonzero(np.bincount(lane_raw[keep_idx])).tolist())
-    ordered = sorted((k for k, v in lane_map.items() if v in kept_lanes), key=_lane_sort_key)
-    lane_idx = _lane_numbers(lane_map, ordered)[lane_raw]
-    keep &= lane_idx >= 0
-    keep_idx = np.flatnonzero(keep)
-
-    t0 = float(ts[keep_idx].min())
-    order = keep_idx[_lane_time_order(lane_idx[keep_idx], ts[keep_idx], dur[keep_idx])]
-    return order, lane_idx[order], t0, lane_map, ordered, ts[keep_idx[:4096]]
-
-
-_get_cat, _get_name, _get_ts, _get_dur = (attrgetter(f) for f in ("cat", "name", "ts", "dur"))
-_get_pid, _get_tid, _get_args = (attrgetter(f) for f in ("pid", "tid", "args"))
-_get_flops, _get_bytes, _get_device, _get_stream = (attrgetter(f) for f in ("flops", "bytes", "device", "stream"))
-_get_corr, _get_ext, _get_ext_2021 = (attrgetter(f) for f in ("correlation", "external_id", "external_id_2021"))
+_BATCH_FIELDS = tuple(f for f in schema.FIELDS if f.storage in ("dense", "sparse"))
+"""The fields every ``X`` event has a value of, as :meth:`EventColumns.add` reads them."""
+_DEVICE = schema.columns("device")
 
 
 def _as_number(value: float | int | str) -> float:
@@ -364,8 +314,8 @@ class EventColumns:
         self._cat_role = np.zeros(0, dtype=np.int8)
         self._shaped_name = np.zeros(0, dtype=bool)
         self._shape_keys = _Ids()  # (dims, types, concrete inputs) -> code
-        self._shape_rows: list[np.ndarray] = []  # event indices of shaped ops with dims, ascending
-        self._shape_codes: list[np.ndarray] = []  # their shape codes
+        self._shape_rows = [np.zeros(0, dtype=np.int64)]  # event indices of shaped ops with dims, ascending
+        self._shape_codes = [np.zeros(0, dtype=np.int32)]  # their shape codes
         self._rest: list[Event] = []
 
     def add(self, xs: list) -> None:
@@ -373,19 +323,22 @@ class EventColumns:
         n = len(xs)
         if not n:
             return
-        args = list(map(_get_args, xs))
-        cat = np.fromiter(map(self._cats.__getitem__, map(_get_cat, xs)), dtype=np.int32, count=n)
-        name = np.fromiter(map(self._names.__getitem__, map(_get_name, xs)), dtype=np.int32, count=n)
-        pid = np.fromiter(map(self._pids.__getitem__, map(_get_pid, xs)), dtype=np.int32, count=n)
-        tid = np.fromiter(map(self._tids.__getitem__, map(_get_tid, xs)), dtype=np.int32, count=n)
-        ts = np.fromiter(map(_get_ts, xs), dtype=np.float64, count=n)
-        dur = np.fromiter(map(_get_dur, xs), dtype=np.float64, count=n)
-        ids = (_int_column(args, _get_corr), _int_column(args, _get_ext), _int_column(args, _get_ext_2021))
-        flops = np.fromiter(map(_get_flops, args), dtype=np.float64, count=n)
+        args = list(map(attrgetter("args"), xs))
+        codes = self._code_ids()
+        values = {}
+        for f in _BATCH_FIELDS:
+            items, get = (xs if f.within == "event" else args), attrgetter(f.attr)
+            if f.column in codes:  # strings, pids and tids: dense codes as first seen
+                coded = map(codes[f.column].__getitem__, map(get, items))
+                values[f.column] = np.fromiter(coded, dtype=np.int32, count=n)
+            elif f.dtype == np.int64:
+                values[f.column] = _int_column(items, get)
+            else:
+                values[f.column] = np.fromiter(map(get, items), dtype=f.dtype, count=n)
 
         def device_args(rows: np.ndarray) -> list[np.ndarray]:
             sub = [args[i] for i in rows.tolist()]
-            return [_numbers(sub, getter) for getter in (_get_bytes, _get_device, _get_stream)]
+            return [_numbers(sub, attrgetter(key)) for key in _DEVICE]
 
         def shape_codes(rows: np.ndarray) -> np.ndarray:
             keys = ((bytes(a.input_dims), bytes(a.input_type), bytes(a.concrete_inputs)) if a.input_dims else None
@@ -393,21 +346,21 @@ class EventColumns:
             return np.fromiter((-1 if key is None else self._shape_keys[key] for key in keys), dtype=np.int32,
                                count=len(rows))
 
-        self._append((cat, name, pid, tid), ts, dur, ids, flops, device_args, shape_codes)
+        self._append(values, device_args, shape_codes)
 
     def add_scanned(self, run: ScannedRun) -> None:
         """Append the ``X`` events of a run the C scanner read (:mod:`.scan`), their codes remapped."""
         if not run.xs:
             return
         col = run.columns
-        codes = tuple(_remapped(ids, run.keys[key])[col[key]]
-                      for key, ids in (("cat", self._cats), ("name", self._names), ("pid", self._pids),
-                                       ("tid", self._tids)))
+        values = {f.column: col[f.column] for f in _BATCH_FIELDS}
+        for key, ids in self._code_ids().items():
+            values[key] = _remapped(ids, run.keys[key])[col[key]]
 
         def device_args(rows: np.ndarray) -> list[np.ndarray]:
-            out = [col[key][rows] for key in ("bytes", "device", "stream")]
-            for values in out:
-                values[values < 0] = np.nan  # as _numbers reads them: negative (-1: absent) is none
+            out = [col[key][rows] for key in _DEVICE]
+            for column in out:
+                column[column < 0] = np.nan  # as _numbers reads them: negative (-1: absent) is none
             return out
 
         def shape_codes(rows: np.ndarray) -> np.ndarray:
@@ -422,31 +375,31 @@ class EventColumns:
             lut[in_order] = _remapped(self._shape_keys, [run.shapes[i] for i in in_order.tolist()])
             return np.where(local >= 0, lut[np.maximum(local, 0)], -1).astype(np.int32)
 
-        ids = (col["correlation"], col["external"], col["external_2021"])
-        self._append(codes, col["ts"], col["dur"], ids, col["flops"], device_args, shape_codes)
+        self._append(values, device_args, shape_codes)
 
-    def _append(self, codes: tuple[np.ndarray, ...], ts: np.ndarray, dur: np.ndarray,
-                ids: tuple[np.ndarray, ...], flops: np.ndarray,
-                device_args: Callable[[np.ndarray], list[np.ndarray]],
+    def _code_ids(self) -> dict[str, _Ids]:
+        return {"cat": self._cats, "name": self._names, "pid": self._pids, "tid": self._tids}
+
+    def _append(self, values: dict[str, np.ndarray], device_args: Callable[[np.ndarray], list[np.ndarray]],
                 shape_codes: Callable[[np.ndarray], np.ndarray]) -> None:
-        """Append one batch: ``codes`` (cat, name, pid, tid), ``ids`` (correlation, External id,
-        2021's external id); ``device_args(rows)``: bytes/device/stream of those rows as numbers,
-        ``shape_codes(rows)``: the codes of those events' input shapes in ``_shape_keys`` (-1: no dims)."""
-        n, base, parts = len(ts), self.n, self._parts
-        cat, name, pid, tid = codes
+        """Append one batch: ``values``, the column of each of :data:`_BATCH_FIELDS`; ``device_args(rows)``:
+        the :data:`_DEVICE` args of those rows as numbers, ``shape_codes(rows)``: the codes of those
+        events' input shapes in ``_shape_keys`` (-1: no dims)."""
+        n, base, parts = len(values["ts"]), self.n, self._parts
         self._sync_luts()
-        for key, values in (("cat", cat), ("name", name), ("pid", pid), ("tid", tid), ("ts", ts), ("dur", dur),
-                            ("correlation", ids[0]), ("external", ids[1])):
-            self._write_dense(key, values, base)
-        parts["external_2021"].append(n if bool((ids[2] == -1).all()) else ids[2])  # n: n times -1
-        parts["flops"].append(n if bool((flops == -1.0).all()) else flops)  # n: n times -1 (none recorded)
-        roles = self._cat_role[cat]
+        for f in _BATCH_FIELDS:
+            column = values[f.column]
+            if f.storage == "dense":
+                self._write_dense(f.column, column, base)
+            else:  # n: a batch of only the default (-1) holds its count
+                parts[f.column].append(n if bool((column == f.default).all()) else column)
+        roles = self._cat_role[values["cat"]]
         device_rows = np.flatnonzero(roles != _ROLE_CPU)
         if device_rows.size:
             parts["device_rows"].append(device_rows + base)
-            for key, values in zip(("bytes", "device", "stream"), device_args(device_rows)):
-                parts[key].append(values)
-        shaped = np.flatnonzero(self._shaped_name[name] & (roles == _ROLE_CPU))
+            for key, column in zip(_DEVICE, device_args(device_rows)):
+                parts[key].append(column)
+        shaped = np.flatnonzero(self._shaped_name[values["name"]] & (roles == _ROLE_CPU))
         if shaped.size:
             codes = shape_codes(shaped)
             with_dims = codes >= 0
@@ -478,8 +431,7 @@ class EventColumns:
 
     def _write_dense(self, key: str, values: np.ndarray, base: int) -> None:
         """Write ``values`` as rows ``base...`` of a dense column, in place: joining a streamed load's
-        runs at its end held every column twice, in fresh pages (the helper's peak at 10 M events:
-        1.20 GB that way, 1.11 GB this way)."""
+        runs at its end would hold every column twice, in fresh pages."""
         room = self._dense.get(key)
         end = base + len(values)
         if room is None or room.size < end:
@@ -517,32 +469,17 @@ class EventColumns:
 
     def string_ids(self, strings: StringTable) -> tuple[np.ndarray, np.ndarray]:
         """Intern categories (first) then names into ``strings``; their id columns."""
-        final = _Ids()
-        for c in self._cats:
-            final[c]
+        final = _Ids(self._cats)
         name_lut = np.fromiter(map(final.__getitem__, self._names), dtype=np.int32, count=len(self._names))
         for s in final:
             strings.intern(s)
         return self.take("cat"), name_lut[self.take("name")]
 
-    def lane_ids(self, roles: np.ndarray) -> tuple[dict[tuple, int], np.ndarray]:
-        """Map each event to a lane key (role, pid, tid) and give each key a dense id.
-
-        pid and tid are coded apart (they may be ints or strings, as in the file), the three codes
-        are packed into one int64 and one 1-D ``np.unique`` finds the lanes.
-        """
-        n_pids, n_tids = len(self._pids), len(self._tids)
-        packed = (roles.astype(np.int64) * n_pids + self.take("pid")) * n_tids + self.take("tid")
-        uniq, inverse = _distinct_codes(packed, (_ROLE_SKIP + 1) * n_pids * n_tids)
-        return self._lane_map(uniq), inverse.reshape(-1).astype(np.int32)
-
-    def kept_lane_ids(self, role_lut: np.ndarray, cat_ids: np.ndarray,
-                      kept_in_order: Callable[[dict[tuple, int]], list[tuple]]
-                      ) -> tuple[dict[tuple, int], list[tuple], np.ndarray]:
-        """:meth:`lane_ids` of the roles ``role_lut[cat_ids]``, the lanes kept in their order
-        (``kept_in_order(lane_map)``) and each event's place among them (-1: not kept): the keys
-        packed and counted in one pass where the C extension is built (:mod:`.nest`), and each
-        event's place read through one table."""
+    def lane_ids(self, role_lut: np.ndarray, cat_ids: np.ndarray) -> tuple[np.ndarray, list[tuple]]:
+        """Each event's lane (-1: of the skipped role) and the lane keys (role, pid, tid) but the skipped
+        role's, in their order (:func:`_lane_sort_key`); an event's role is ``role_lut[cat_ids]``. The
+        role and the codes of pid and tid (ints or strings, as in the file) are packed into one int,
+        counted in one pass where the C extension is built (:mod:`.nest`), else by :func:`_distinct_codes`."""
         n_pids, n_tids = len(self._pids), len(self._tids)
         bound = (_ROLE_SKIP + 1) * n_pids * n_tids
         found = None
@@ -550,24 +487,25 @@ class EventColumns:
             found = nest.lane_keys(role_lut.astype(np.int64) * (n_pids * n_tids), cat_ids, self.column("pid"),
                                    self.column("tid"), n_tids, bound)
         if found is None:
-            lane_map, lane_raw = self.lane_ids(role_lut[cat_ids])
-            ordered = kept_in_order(lane_map)
-            return lane_map, ordered, _lane_numbers(lane_map, ordered)[lane_raw]
-        packed, present = found
-        self.take("pid"), self.take("tid")
-        lane_map = self._lane_map(np.flatnonzero(present))
-        ordered = kept_in_order(lane_map)
-        place = np.full(bound, -1, dtype=np.int32)
-        place[np.flatnonzero(present)] = _lane_numbers(lane_map, ordered)  # lane ids: the keys in order
-        return lane_map, ordered, place[packed]
-
-    def _lane_map(self, keys: np.ndarray) -> dict[tuple, int]:
-        """Lane key (role, pid, tid) -> dense id, for the packed keys ``keys`` (ascending)."""
+            role = role_lut[cat_ids].astype(np.int64)
+            packed = (role * n_pids + self.take("pid")) * n_tids + self.take("tid")
+            keys, code = _distinct_codes(packed, bound)
+        else:
+            code, present = found
+            self.take("pid"), self.take("tid")
+            keys = np.flatnonzero(present)
         pids, tids = list(self._pids), list(self._tids)
-        role_pid, tid_of = np.divmod(keys, len(tids))
-        role_of, pid_of = np.divmod(role_pid, len(pids))
-        return {(r, pids[p], tids[t]): i
-                for i, (r, p, t) in enumerate(zip(role_of.tolist(), pid_of.tolist(), tid_of.tolist()))}
+        role_pid, tid_of = np.divmod(keys, n_tids)
+        role_of, pid_of = np.divmod(role_pid, n_pids)
+        lanes = [(r, pids[p], tids[t]) for r, p, t in zip(role_of.tolist(), pid_of.tolist(), tid_of.tolist())]
+        kept = [i for i, key in enumerate(lanes) if key[0] != _ROLE_SKIP]
+        kept.sort(key=lambda i: _lane_sort_key(lanes[i]))
+        place = np.full(len(lanes), -1, dtype=np.int32)  # a key's dense id -> its place in the order
+        place[kept] = np.arange(len(kept))
+        if found is not None:  # the C pass's codes are the packed keys themselves
+            dense, place = place, np.full(bound, -1, dtype=np.int32)
+            place[keys] = dense
+        return place[code], [lanes[i] for i in kept]
 
     def device_arg(self, key: str, rows: np.ndarray) -> np.ndarray:
         """``bytes``/``device``/``stream`` of non-CPU events ``rows`` as numbers (NaN: none or unusable)."""
@@ -583,8 +521,6 @@ class EventColumns:
     def shapes(self) -> tuple[np.ndarray, np.ndarray, list[tuple[bytes, bytes, bytes]]]:
         """Shaped CPU ops with input dims: their event indices (ascending), shape codes, and the
         codes' keys (dims, types, concrete inputs)."""
-        if not self._shape_rows:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32), list(self._shape_keys)
         return np.concatenate(self._shape_rows), np.concatenate(self._shape_codes), list(self._shape_keys)
 
 
@@ -634,9 +570,8 @@ def _lane_time_order(lane: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> np.nd
     O(n) on a trace's lanes (each nearly in start order already): a counting sort by lane, then per
     lane a stable sort by start (near-linear on nearly sorted input) and equal starts by -dur."""
     n_lanes = int(lane.max()) + 1 if lane.size else 0
-    per_lane = nest.rows_by_lane(lane, n_lanes)  # a counting sort in two passes (C), where built
-    if per_lane is None:
-        per_lane = _rows_by_lane(lane, n_lanes)
+    # a counting sort in two passes (C), where built (None otherwise; [] only without lanes)
+    per_lane = nest.rows_by_lane(lane, n_lanes) or _rows_by_lane(lane, n_lanes)
     ordered = _map_lanes(lambda rows: rows[_time_order(ts[rows], dur[rows])], per_lane, [r.size for r in per_lane])
     return np.concatenate(ordered) if ordered else np.zeros(0, dtype=np.int64)
 
@@ -682,12 +617,6 @@ def _map_lanes(fn: Callable, items: list, sizes: list[int]) -> list:
         return [futures[i].result() for i in range(len(items))]
 
 
-def _rows_of(slices: list[slice], chosen: list[bool]) -> np.ndarray:
-    """The rows of the chosen lanes (``slices``: each lane's rows), ascending."""
-    parts = [np.arange(sl.start, sl.stop) for sl, c in zip(slices, chosen) if c]
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-
-
 def _int_column(items: list, getter: attrgetter) -> np.ndarray:
     """An int64 column of one attribute; values beyond int64 (some traces write them) become -1."""
     try:
@@ -710,13 +639,8 @@ def _lane_sort_key(key: tuple) -> tuple:
 
 
 def _depths(start: np.ndarray, duration: np.ndarray) -> np.ndarray:
-    """Nesting depth of events sorted by (start, -duration): the number of open events at each start.
-
-    For properly nested events this is the tree depth; for overlapping ones it stacks them.
-    """
-    n = start.size
-    if n == 0:
-        return np.zeros(0, dtype=np.int16)
+    """Nesting depth of events sorted by (start, -duration): the number of open events at each start
+    (the tree depth of properly nested events; overlapping ones are stacked)."""
     # timsort: the ends of a lane sorted by start come in runs (2x numpy's default here); the
     # counts below read only values, so the order of equal ends (0.0, -0.0) does not matter
     ends = np.sort(start + duration, kind="stable")
@@ -724,14 +648,15 @@ def _depths(start: np.ndarray, duration: np.ndarray) -> np.ndarray:
     if fast is not None:
         return fast
     closed = np.searchsorted(ends, start, side="right")
-    depth = np.arange(n) - closed
+    depth = np.arange(start.size) - closed
     np.clip(depth, 0, 32767, out=depth)
     return depth.astype(np.int16)
 
 
-def _describe_lane(lane: Lane, key: tuple, first_device_stream: tuple[float, float] | None,
+def _describe_lane(lane: Lane, key: tuple, columns: EventColumns, first: np.ndarray,
                    names: dict[tuple, str]) -> None:
-    """Label a lane; a GPU lane's device and stream come from its first event's args (NaN: none)."""
+    """Label a lane; a GPU lane's device and stream come from the args of its first event (``first``:
+    its index), else from its pid and tid."""
     role, pid, tid = key
     if role == _ROLE_CPU:
         thread = names.get(("thread", pid, tid))
@@ -741,12 +666,9 @@ def _describe_lane(lane: Lane, key: tuple, first_device_stream: tuple[float, flo
         if pid == -1:
             lane.label = "profiler overhead"
         return
-    device = pid if isinstance(pid, int) else None
-    stream = tid if isinstance(tid, int) else None
-    if first_device_stream is not None:
-        dev, st = first_device_stream
-        device = int(dev) if dev >= 0 else device
-        stream = int(st) if st >= 0 else stream
+    dev, st = (float(columns.device_arg(arg, first)[0]) for arg in ("device", "stream"))  # NaN: none
+    device = int(dev) if dev >= 0 else (pid if isinstance(pid, int) else None)
+    stream = int(st) if st >= 0 else (tid if isinstance(tid, int) else None)
     if stream is None and isinstance(tid, str):
         m = _STREAM_RE.search(tid)
         stream = int(m.group(1)) if m else None
@@ -758,16 +680,10 @@ def _describe_lane(lane: Lane, key: tuple, first_device_stream: tuple[float, flo
 
 
 def _gpu_lane_kind(lane: Lane) -> str:
-    from ..vocabulary.kernel_classes import KERNEL_CLASSES
-
-    comm = KERNEL_CLASSES.index("communication")
-    copy = KERNEL_CLASSES.index("copy")
-    if len(lane) and np.all(lane.kernel_class == copy):
+    if len(lane) and np.all(lane.kernel_class == class_code("copy")):
         return "gpu_copy"
-    comm_us = float(lane.duration_us[lane.kernel_class == comm].sum())
-    if comm_us > 0.5 * float(lane.duration_us.sum()):
-        return "gpu_comm"
-    return "gpu_compute"
+    comm_us = float(lane.duration_us[lane.kernel_class == class_code("communication")].sum())
+    return "gpu_comm" if comm_us > 0.5 * float(lane.duration_us.sum()) else "gpu_compute"
 
 
 def _pair_begin_end(rest: list[Event], warnings: list[str]) -> list[Event]:
@@ -816,62 +732,43 @@ def _rank_of(distributed: dict | None, path: Path, order_index: int) -> tuple[in
 
 
 def _device_properties(meta) -> list[dict]:  # noqa: ANN001
-    props = meta.deviceProperties
-    if isinstance(props, list):
-        return [p for p in props if isinstance(p, dict)]
-    old = meta.computeProperties
-    if isinstance(old, dict):
-        return [old]
-    if isinstance(old, list):
-        return [p for p in old if isinstance(p, dict)]
-    return []
+    props = meta.deviceProperties if isinstance(meta.deviceProperties, list) else meta.computeProperties
+    props = [props] if isinstance(props, dict) else props  # computeProperties: one dict, or a list
+    return [p for p in props if isinstance(p, dict)] if isinstance(props, list) else []
 
 
 def _small_metadata(meta) -> dict:  # noqa: ANN001
-    out = {}
-    for key in ("schemaVersion", "displayTimeUnit", "baseTimeNanoseconds", "cuda_runtime_version",
-                "hip_runtime_version", "roctracer_version", "trace_id"):
-        value = getattr(meta, key)
-        if isinstance(value, (int, float, str)):
-            out[key] = value
-    return out
+    keys = ("schemaVersion", "displayTimeUnit", "baseTimeNanoseconds", "cuda_runtime_version",
+            "hip_runtime_version", "roctracer_version", "trace_id")
+    return {key: value for key in keys if isinstance(value := getattr(meta, key), (int, float, str))}
 
 
-def _dialect(strings: StringTable, ts: np.ndarray, metadata: dict) -> str:
-    if strings.find("Kernel") >= 0 or strings.find("Operator") >= 0 or strings.find("Runtime") >= 0:
-        return "kineto-2021"
-    sample = ts[: 4096]
-    if "baseTimeNanoseconds" in metadata or bool(np.any(sample != np.floor(sample))):
-        return "kineto-ns"
-    return "kineto"
-
-
-def _fill_recorded_flops(recorded_flops: np.ndarray, order: np.ndarray, flops: np.ndarray) -> None:
-    """Copy FLOPs the profiler recorded (``with_flops=True`` writes a ``flops`` arg on ops)."""
-    recorded = recorded_flops[order]
-    has = recorded >= 0
-    flops[has] = recorded[has]
-
-
-def _fill_shaped_ops(rt: RankTrace, columns: EventColumns, order: np.ndarray, names_sorted: np.ndarray,
-                     cpu_end: int, flops: np.ndarray, nbytes: np.ndarray,
-                     shapes: np.ndarray, op_precision: np.ndarray) -> None:
-    """Estimate FLOPs and minimal bytes of GEMM/attention ops from their recorded input dims, and
-    take their precision from their recorded input types (core/trace/vocabulary/precision.py). The CPU
-    events are the first ``cpu_end`` rows."""
-    shaped_names = pattern_mask(rt.strings, SHAPED_OP_RE)  # ^-anchored: search is match
-    if not shaped_names.any():
-        return
-    rows = np.flatnonzero(shaped_names[names_sorted[:cpu_end]])
+def _fill_shaped_ops(rt: RankTrace, columns: EventColumns, order: np.ndarray, cpu_end: int,
+                     cols: dict[str, np.ndarray]) -> None:
+    """Into the sorted columns ``cols``: the bytes of each op's largest recorded input tensor (sized
+    once per distinct (dims, types) key), and the FLOPs and minimal bytes of GEMM/attention ops
+    estimated from their recorded input dims, their precision taken from their recorded input types
+    (core/trace/vocabulary/precision.py). The CPU events are the first ``cpu_end`` rows."""
+    n = order.size
+    cols["io_bytes"] = np.full(n, np.nan, dtype=np.float32)
     shape_rows, shape_codes, shape_keys = columns.shapes()
-    if not shape_rows.size or not rows.size:
+    if not shape_rows.size:
         return
-    at, hit = _positions(shape_rows, order[rows])
-    done_rows = rows[hit]
+    row_of = np.full(columns.n, -1, dtype=np.int64)  # event index -> its row in ``order`` (-1: dropped)
+    row_of[order] = np.arange(n)
+    rows = row_of[shape_rows]
+    code = np.full(n, -1, dtype=np.int32)  # each row's shape code (-1: none)
+    code[rows[rows >= 0]] = shape_codes[rows >= 0]
+    has = code >= 0
+    per_code = np.array([_largest_input_bytes(dims, types) for dims, types, _ in shape_keys], dtype=np.float32)
+    cols["io_bytes"][has] = per_code[code[has]]
+    names_sorted = cols["name_id"]
+    shaped_names = pattern_mask(rt.strings, SHAPED_OP_RE)  # ^-anchored: search is match
+    done_rows = np.flatnonzero(shaped_names[names_sorted[:cpu_end]] & has[:cpu_end])
     if not done_rows.size:
         return
     n_names = len(rt.strings)
-    packed = shape_codes[at[hit]].astype(np.int64) * n_names + names_sorted[done_rows]
+    packed = code[done_rows].astype(np.int64) * n_names + names_sorted[done_rows]
     uniq, first, inverse = np.unique(packed, return_index=True, return_inverse=True)
     by_first = np.argsort(first, kind="stable")  # keys in order of their first row
     key_of = np.empty_like(by_first)
@@ -883,12 +780,13 @@ def _fill_shaped_ops(rt: RankTrace, columns: EventColumns, order: np.ndarray, na
     text_ids = np.array([rt.strings.intern(text) for _, _, text in per_key], dtype=np.int32)
     f = np.array([p[0] for p in per_key], dtype=np.float64)[key_of]
     b = np.array([p[1] for p in per_key], dtype=np.float64)[key_of]
-    shapes[done_rows] = text_ids[key_of]
-    op_precision[done_rows] = np.array([code_of(dtype_precision(types)) for _, types, _, _ in keys],
-                                       dtype=np.int8)[key_of]
+    cols["shapes_id"][done_rows] = text_ids[key_of]
+    cols["op_precision"][done_rows] = np.array([code_of(dtype_precision(types)) for _, types, _, _ in keys],
+                                               dtype=np.int8)[key_of]
+    flops = cols["flops"]
     set_f = (f > 0) & np.isnan(flops[done_rows])
     flops[done_rows[set_f]] = f[set_f]
-    nbytes[done_rows[b > 0]] = b[b > 0]
+    cols["bytes"][done_rows[b > 0]] = b[b > 0]
 
 
 SHAPE_CACHE_KEYS = 1 << 14
@@ -906,23 +804,6 @@ def _keeps_shapes(name: str) -> bool:
     return bool(SHAPED_OP_RE.match(name) or IO_OP_RE.match(name))
 
 
-def _io_bytes(columns: EventColumns, order: np.ndarray, n: int) -> np.ndarray:
-    """Per event (in ``order``), the bytes of its largest recorded input tensor (NaN: none recorded),
-    sized once per distinct (dims, types) key."""
-    out = np.full(n, np.nan, dtype=np.float32)
-    shape_rows, shape_codes, shape_keys = columns.shapes()
-    if not shape_rows.size:
-        return out
-    per_code = np.array([_largest_input_bytes(dims, types) for dims, types, _ in shape_keys], dtype=np.float32)
-    inverse = np.empty(columns.n, dtype=np.int64)  # event index -> its row in ``order`` (-1: dropped)
-    inverse.fill(-1)
-    inverse[order] = np.arange(n)
-    rows = inverse[shape_rows]
-    ok = rows >= 0
-    out[rows[ok]] = per_code[shape_codes[ok]]
-    return out
-
-
 def _launch_flows(rt: RankTrace, lane_sorted: np.ndarray, bounds: np.ndarray,
                   corr_sorted: np.ndarray, cats_sorted: np.ndarray, cpu_end: int) -> Flows:
     """Launch call -> device event links by correlation id. Launch calls are CPU events (the
@@ -935,12 +816,9 @@ def _launch_flows(rt: RankTrace, lane_sorted: np.ndarray, bounds: np.ndarray,
     if src.size == 0 or dst.size == 0:
         return Flows()
     src_sorted = src[np.argsort(corr_sorted[src], kind="stable")]
-    src_corr = corr_sorted[src_sorted]
-    pos = np.searchsorted(src_corr, corr_sorted[dst])
-    pos_clipped = np.minimum(pos, src_corr.size - 1)
-    hit = src_corr[pos_clipped] == corr_sorted[dst]
+    pos, hit = _positions(corr_sorted[src_sorted], corr_sorted[dst])
     dst = dst[hit]
-    src_rows = src_sorted[pos_clipped[hit]]
+    src_rows = src_sorted[pos[hit]]
     src_lane = lane_sorted[src_rows]
     dst_lane = lane_sorted[dst]
     return Flows(src_lane=src_lane.astype(np.int32), src_index=(src_rows - bounds[src_lane]).astype(np.int64),
@@ -948,20 +826,7 @@ def _launch_flows(rt: RankTrace, lane_sorted: np.ndarray, bounds: np.ndarray,
                  correlation=corr_sorted[dst])
 
 
-def _warn_unplaced(rt: RankTrace, strings: StringTable, name_ids: np.ndarray, roles: np.ndarray,
-                   ts: np.ndarray, dur: np.ndarray) -> None:
-    """One warning for the events skipped because their ts or dur is not a usable time."""
-    bad = (roles != _ROLE_SKIP) & ~(np.isfinite(ts) & np.isfinite(dur) & (np.abs(ts) <= MAX_ABS_TS_US))
-    n_bad = int(bad.sum())
-    if not n_bad:
-        return
-    first = int(np.flatnonzero(bad)[0])
-    name, ts_first, dur_first = strings[name_ids[first]], float(ts[first]), float(dur[first])
-    rt.warnings.append(f"skipped {n_bad:,} events without a usable time (the first: {name[:60]!r}, "
-                       f"ts={ts_first!r}, dur={dur_first!r}; a time must be finite and within ±1e17 µs)")
-
-
-def _steps(rt: RankTrace) -> list[StepWindow]:
+def _steps(rt: RankTrace, start: np.ndarray, duration: np.ndarray, bounds: np.ndarray) -> list[StepWindow]:
     long_numbers = int(predicate_mask(rt.strings, ("fullmatch stripped", _LONG_STEP_RE),
                                       lambda s: _LONG_STEP_RE.fullmatch(s.strip())).sum())
     if long_numbers:
@@ -984,11 +849,9 @@ def _steps(rt: RankTrace) -> list[StepWindow]:
     if not cpu:
         return []
     numbers = sorted(cpu)
-    launched = _launched_kernel_spans(rt, numbers, cpu)
-    steps = []
-    for number in numbers:
-        g = launched.get(number) or gpu.get(number) or (float("nan"), float("nan"))
-        steps.append(StepWindow(number, cpu[number][0], cpu[number][1], g[0], g[1]))
+    launched = _launched_kernel_spans(rt.flows, start, duration, bounds, numbers, cpu)
+    none = (float("nan"), float("nan"))
+    steps = [StepWindow(n, *cpu[n], *(launched.get(n) or gpu.get(n) or none)) for n in numbers]
     by_time = sorted(steps, key=lambda st: (st.cpu_start_us, st.number))
     if by_time != steps:  # steps are windows in time: order them so, and say the numbers were not
         rt.warnings.append("ProfilerStep numbers are not in time order "
@@ -996,29 +859,22 @@ def _steps(rt: RankTrace) -> list[StepWindow]:
     return by_time
 
 
-def _launched_kernel_spans(rt: RankTrace, numbers: list[int], cpu: dict[int, tuple[float, float]]
+def _launched_kernel_spans(flows: Flows, start: np.ndarray, duration: np.ndarray, bounds: np.ndarray,
+                           numbers: list[int], cpu: dict[int, tuple[float, float]]
                            ) -> dict[int, tuple[float, float]]:
-    """GPU span of each step: first start / last end of device work launched inside its CPU span."""
-    flows = rt.flows
+    """GPU span of each step: first start / last end of device work launched inside its CPU span
+    (``start``, ``duration``: every lane's rows, lane ``k``'s from ``bounds[k]``)."""
     if len(flows) == 0:
         return {}
-    launch_t = np.empty(len(flows))
-    k_start = np.empty(len(flows))
-    k_end = np.empty(len(flows))
-    for lane_id in np.flatnonzero(np.bincount(flows.src_lane)).tolist():
-        m = flows.src_lane == lane_id
-        launch_t[m] = rt.lanes[lane_id].start_us[flows.src_index[m]]
-    for lane_id in np.flatnonzero(np.bincount(flows.dst_lane)).tolist():
-        m = flows.dst_lane == lane_id
-        lane = rt.lanes[lane_id]
-        k_start[m] = lane.start_us[flows.dst_index[m]]
-        k_end[m] = k_start[m] + lane.duration_us[flows.dst_index[m]]
+    launch_t = start[bounds[flows.src_lane] + flows.src_index]
+    kernel_rows = bounds[flows.dst_lane] + flows.dst_index
+    k_start = start[kernel_rows]
+    k_end = k_start + duration[kernel_rows]
     # Per step, the flows launched in [s, e): a range of the flows sorted by launch time; min and
     # max over each range by reduceat (pairs lo, hi; a sentinel keeps hi a valid index).
     by_launch = np.argsort(launch_t, kind="stable")
     launch_sorted = launch_t[by_launch]
-    s = np.array([cpu[n][0] for n in numbers])
-    e = np.array([cpu[n][1] for n in numbers])
+    s, e = np.array([cpu[n] for n in numbers]).T
     lo = np.searchsorted(launch_sorted, s, side="left")
     hi = np.maximum(np.searchsorted(launch_sorted, e, side="left"), lo)
     has = hi > lo

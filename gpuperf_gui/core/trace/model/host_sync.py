@@ -12,6 +12,7 @@ moment (``aten::item`` over its ``aten::_local_scalar_dense`` and ``cudaStreamSy
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -65,12 +66,12 @@ def sync_stalls(rt: RankTrace, stall_s: np.ndarray, stall_len: np.ndarray, data_
     the analysis's cap to the gaps), those that begin as a blocking sync returns and carry no data
     tell (``data_tell``: the stall ends with an HtoD copy or lies in the DataLoader)."""
     out = HostSyncStalls()
-    calls = _events(rt, pattern_mask(rt.strings, SYNC_CALL_RE))
-    runtime = _events(rt, pattern_mask(rt.strings, _RUNTIME_SYNC_RE))[0]
+    calls = rt.cpu_spans(pattern_mask(rt.strings, SYNC_CALL_RE))
+    runtime = rt.cpu_spans(pattern_mask(rt.strings, _RUNTIME_SYNC_RE))[0]
     out.syncs = int(((runtime >= window[0]) & (runtime < window[1])).sum())
     if not calls[0].size or not stall_s.size:
         return out
-    touching, waited = _touching(calls, stall_s)
+    touching, waited = _touching(*calls, stall_s)
     after = touching & ~data_tell & (stall_len > 0)
     if not after.any():
         return out
@@ -78,21 +79,24 @@ def sync_stalls(rt: RankTrace, stall_s: np.ndarray, stall_len: np.ndarray, data_
     out.recoverable = float(np.minimum(stall_len[after] * scale, waited[after]).sum()) / span
     out.stalls = int(after.sum())
     out.idle_median_s = float(np.median(stall_len[after])) * scale / 1e6
-    starts, ends, names = _events(rt, pattern_mask(rt.strings, SYNC_ISSUER_RE))
-    counts: dict[int, int] = {}
+    issuer = pattern_mask(rt.strings, SYNC_ISSUER_RE)
+    starts, ends = rt.cpu_spans(issuer)
+    names = np.concatenate([np.zeros(0, np.int32)] + [lane.name_id[issuer[lane.name_id]]
+                                                        for lane in rt.cpu_lanes])
+    counts: Counter[int] = Counter()
     for s in stall_s[after].tolist():
         hit = np.flatnonzero((starts <= s + TOUCH_US) & (ends >= s - TOUCH_US))
         if hit.size:
             outer = hit[np.argmax(ends[hit] - starts[hit])]
-            counts[int(names[outer])] = counts.get(int(names[outer]), 0) + 1
-    out.issuers = [(rt.strings[n], c) for n, c in sorted(counts.items(), key=lambda kv: -kv[1])[:4]]
+            counts[int(names[outer])] += 1
+    out.issuers = [(rt.strings[n], c) for n, c in counts.most_common(4)]  # ties: first seen first
     return out
 
 
-def _touching(calls: tuple[np.ndarray, np.ndarray, np.ndarray], at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Whether a call runs at, or ended within TOUCH_US before, each instant of ``at``; and how long
-    before that instant the host entered it (µs: its wait while the GPU worked, 0 where none)."""
-    starts, ends, _ = calls
+def _touching(starts: np.ndarray, ends: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Whether a call (``starts``, ``ends``) runs at, or ended within TOUCH_US before, each instant of
+    ``at``; and how long before that instant the host entered it (µs: its wait while the GPU worked, 0
+    where none)."""
     order = np.argsort(starts, kind="stable")
     starts, ends = starts[order], ends[order]
     latest = np.maximum.accumulate(ends)  # the latest end of the calls started so far
@@ -105,31 +109,12 @@ def _touching(calls: tuple[np.ndarray, np.ndarray, np.ndarray], at: np.ndarray) 
     return hit, waited
 
 
-def _events(rt: RankTrace, names: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(start_us, end_us, name_id) of the CPU events whose name ``names`` marks."""
-    s, e, n = [], [], []
-    for lane in rt.cpu_lanes:
-        m = names[lane.name_id]
-        if m.any():
-            s.append(lane.start_us[m])
-            e.append(lane.start_us[m] + lane.duration_us[m])
-            n.append(lane.name_id[m])
-    if not s:
-        z = np.zeros(0)
-        return z, z, np.zeros(0, dtype=np.int64)
-    return np.concatenate(s), np.concatenate(e), np.concatenate(n)
-
-
 class SyncGapClassifier:
-    """Which of a compute stream's idle gaps follow a blocking sync (kind 1 of :data:`GAP_KINDS`).
-
-    A gap follows a sync when a blocking call (:data:`SYNC_CALL_RE`: ``cudaStreamSynchronize``,
-    ``aten::item`` / ``_local_scalar_dense``, a synchronous ``cudaMemcpy``, ...) runs at its start or
-    ended at most :data:`TOUCH_US` before it, as :func:`sync_stalls` reads a host stall: the host
-    waited in it for the GPU to drain, and the GPU then idled while the host worked. A gap that a
-    host-to-device copy ends (within :data:`TOUCH_US`) is a data stall, never a sync's. Built once per
-    rank (the call intervals), it classifies any set of gaps (another idle threshold) without the
-    events; it pickles, so lane specs made in the loading helper carry it to the window."""
+    """Which of a compute stream's idle gaps follow a blocking sync (kind 1 of :data:`GAP_KINDS`), by
+    the rule :func:`sync_stalls` reads a host stall with: a :data:`SYNC_CALL_RE` call runs at the gap's
+    start or ended at most :data:`TOUCH_US` before it, and no host-to-device copy ends the gap (a data
+    stall). Built once per rank (the call intervals), it classifies any set of gaps (another idle
+    threshold) without the events; it pickles, so lane specs made in the loading helper carry it."""
 
     __slots__ = ("call_start_us", "call_end_us", "htod_start_us")
 
@@ -143,19 +128,16 @@ class SyncGapClassifier:
         kind = np.zeros(gs.size, dtype=np.uint8)
         if not gs.size or not self.call_start_us.size:
             return kind
-        after = _touching((self.call_start_us, self.call_end_us, self.call_start_us), gs)[0]
+        after = _touching(self.call_start_us, self.call_end_us, gs)[0]
         h = self.htod_start_us
         told = (np.searchsorted(h, ge + TOUCH_US, side="right") - np.searchsorted(h, gs, side="left")) > 0
         kind[after & ~told] = GAP_KINDS.index("host_sync")
         return kind
 
-    def __reduce__(self) -> tuple:
-        return SyncGapClassifier, (self.call_start_us, self.call_end_us, self.htod_start_us)
-
 
 def sync_gap_classifier(rt: RankTrace) -> SyncGapClassifier:
     """The :class:`SyncGapClassifier` of one rank: its blocking calls and its host-to-device copies."""
-    s, e, _ = _events(rt, pattern_mask(rt.strings, SYNC_CALL_RE))
+    s, e = rt.cpu_spans(pattern_mask(rt.strings, SYNC_CALL_RE))
     htod = pattern_mask(rt.strings, HTOD_NAME_RE)
     starts = [lane.start_us[htod[lane.name_id]] for lane in rt.gpu_lanes if len(lane)]
     return SyncGapClassifier(s, e, np.concatenate(starts) if starts else np.zeros(0))

@@ -13,7 +13,7 @@ import math
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -39,11 +39,6 @@ _CPU_CATEGORY_BASE = {
     "cuda_runtime": 2, "cuda_driver": 2, "runtime": 2,
     "python_function": 3,
 }
-
-
-def cpu_base(category: str) -> int:
-    """Colour base (index into CPU_COLOR_BASES) of a CPU event category."""
-    return _CPU_CATEGORY_BASE.get(category.lower(), len(CPU_COLOR_BASES) - 1)
 
 
 @dataclass(frozen=True)
@@ -133,23 +128,20 @@ class NameLookup:
     def __call__(self, i: int) -> str:
         return self.strings[int(self.name_id[i])]
 
-    def __reduce__(self) -> tuple:
-        return NameLookup, (self.strings, self.name_id)
-
 
 def color_keys(rank: RankTrace, lane: Lane) -> np.ndarray:
     """Colour key per event (int16): category base (CPU) or kernel-class base (GPU), three shades."""
-    shade = (lane.name_id % SHADES).astype(np.int16) if len(lane) else np.zeros(0, np.int16)
+    shade = (lane.name_id % SHADES).astype(np.int16)
     if lane.kind == "cpu":
-        used = np.flatnonzero(np.bincount(lane.category_id)) if len(lane) else np.zeros(0, np.int64)
+        used = np.flatnonzero(np.bincount(lane.category_id))
         lut = np.zeros(int(used.max()) + 1 if used.size else 1, dtype=np.int16)
         for c in used.tolist():
-            lut[c] = cpu_base(rank.strings[c]) * SHADES
+            lut[c] = _CPU_CATEGORY_BASE.get(rank.strings[c].lower(), len(CPU_COLOR_BASES) - 1) * SHADES
         base = lut[lane.category_id]
     else:
         other = KERNEL_CLASSES.index("other")
         first = len(CPU_COLOR_BASES)   # the GPU bases follow the CPU ones
-        lut = ((first + np.array(list(range(len(KERNEL_CLASSES))) + [other])) * SHADES).astype(np.int16)
+        lut = ((first + np.append(np.arange(len(KERNEL_CLASSES)), other)) * SHADES).astype(np.int16)
         base = lut[lane.kernel_class]   # class -1 (not a kernel) reads the last entry: "other"
     base += shade
     return base
@@ -176,10 +168,6 @@ def rank_title(rank: RankTrace) -> str:
     return f"{title} · {device}" if device else title
 
 
-def step_tuples(rank: RankTrace) -> list[tuple[int, float, float, float, float]]:
-    return [(s.number, s.cpu_start_us, s.cpu_end_us, s.gpu_start_us, s.gpu_end_us) for s in rank.steps]
-
-
 def compute_gaps(lane: Lane, threshold_us: float) -> tuple[np.ndarray, np.ndarray]:
     """Idle gaps of at least ``threshold_us`` between a compute stream's kernels."""
     return idle_gaps(lane.start_us, lane.start_us + lane.duration_us, threshold_us)
@@ -193,7 +181,8 @@ def prepare_lanes(model: TraceModel, idle_threshold_us: float = DEFAULT_IDLE_THR
     The depth rows of all lanes are indexed on ``workers`` threads (default: the CPU count, at most
     8): the work is numpy's sorts and copies, which run without the GIL, and a big CPU thread's
     dozen rows spread over the cores."""
-    ranks = [RankSpec(rank_title(rank), step_tuples(rank), rank=rank.rank) for rank in model.ranks]
+    ranks = [RankSpec(rank_title(rank), [astuple(s) for s in rank.steps], rank=rank.rank)
+             for rank in model.ranks]
     max_rows = MAX_CPU_ROWS if len(model.ranks) <= 1 else MAX_CPU_ROWS_MULTI_RANK
     plans = []
     for ri, rank in enumerate(model.ranks):

@@ -51,8 +51,8 @@ TOP_KEYS_PER = 128
 0.09 bytes an event)."""
 
 SPLIT_PASSES_MAX_ROWS = 32
-"""Up to this many depth rows a lane is split by one pass per row (10M events: 40 ms against
-160 ms for a stable sort of the depths); deeper lanes by the sort."""
+"""Up to this many depth rows a lane is split by one pass per row (a quarter of a stable sort's time
+of the depths at 10 M events); deeper lanes by the sort."""
 
 _EMPTY_F = np.empty(0, dtype=np.float64)
 _EMPTY_I = np.empty(0, dtype=np.int64)
@@ -62,30 +62,15 @@ _LEAF_COLUMN = np.arange(TREE_LEAF_KEYS + 1)[:, None]
 
 @dataclass(frozen=True)
 class FoldedRow:
-    """Rectangles of one row at one zoom level, sorted by start.
-
-    Attributes
-    ----------
-    start_us, end_us
-        Extent of each rectangle in the row's time unit (already widened to at least
-        ``min_block_px``).
-    count
-        Number of events in each rectangle; 1 means a single event (drawn in its own
-        colour), more means a folded block.
-    first
-        Index (into the row's arrays) of the first event of each rectangle; with
-        ``count`` it gives the events ``first[i] : first[i] + count[i]``.
-    busy_us
-        Summed duration of the events in each rectangle. Divided by the block's extent it
-        says how full a folded block is: a block of a thousand 1 µs kernels 30 µs apart is
-        3 % busy and must not look like a packed lane.
-    """
+    """Rectangles of one row at one zoom level, sorted by start (times in the row's unit)."""
 
     start_us: np.ndarray
-    end_us: np.ndarray
-    count: np.ndarray
-    first: np.ndarray
+    end_us: np.ndarray        # widened to at least min_block_px
+    count: np.ndarray         # events in each: 1 a single event (in its own colour), more a folded block
+    first: np.ndarray         # index of each one's first event: its events are first[i] : first[i] + count[i]
     busy_us: np.ndarray
+    """Summed duration of each rectangle's events; over its extent, how full a folded block is (a block of a
+    thousand 1 µs kernels 30 µs apart is 3 % busy and must not look like a packed lane)."""
     last_end_us: np.ndarray   # end of each rectangle's last event (its extent before widening)
     apart: tuple[int, int, float] | None = None
     """(i0, i1, block_us) when every pair of the events ``i0..i1-1`` in view was cut by its own
@@ -107,35 +92,24 @@ class FoldedRow:
         """Boolean mask of the rectangles that are folded blocks (count > 1)."""
         return self.count > 1
 
-
     @classmethod
     def empty(cls) -> FoldedRow:
         return cls(_EMPTY_F, _EMPTY_F, _EMPTY_I, _EMPTY_I, _EMPTY_F, _EMPTY_F)
 
 
 class RowIndex:
-    """Zoom-independent precomputation for :func:`fold_row` on one row.
+    """Zoom-independent precomputation for :func:`fold_row` on one row (events ``starts``, ``ends``
+    sorted by start; ends need not be sorted): built once per row in O(n), in the loading worker, it
+    folds at any zoom in time that does not grow with the row length.
 
-    Build it once per row (O(n); do it in the loading worker), then fold at any zoom
-    level in time that does not grow with the row length.
-
-    Parameters
-    ----------
-    starts, ends
-        Event start and end times, sorted by start (ends need not be sorted).
-
-    Attributes
-    ----------
-    key_max_tree
-        Maxima of the pair keys (module docstring) over blocks of :data:`TREE_LEAF_KEYS` keys,
-        then over groups of :data:`TREE_FANOUT` of those, and so on up to one root: all levels,
-        leaves first, in one float64 array (layout from the key count: :func:`_tree_layout`), so
-        that it travels between processes like any other array. The keys themselves are not
-        kept (8 bytes an event); the few a query needs are recomputed from the event times.
-    top_keys, top_index, top_floor
-        The keys above ``top_floor`` (at most one in :data:`TOP_KEYS_PER`), sorted, and their
-        indices: zoomed out, the few boundaries of a long row are among them, found by one
-        ``searchsorted`` (a descent of the tree costs some 25 numpy calls).
+    ``key_max_tree``: maxima of the pair keys (module docstring) over blocks of :data:`TREE_LEAF_KEYS`
+    keys, then over groups of :data:`TREE_FANOUT` of those, up to one root: all levels, leaves first,
+    in one float64 array (layout from the key count: :func:`_tree_layout`), so that it travels between
+    processes like any other array. The keys themselves are not kept (8 bytes an event); the few a
+    query needs are recomputed from the event times. ``top_keys``, ``top_index``: the keys above
+    ``top_floor`` (at most one in :data:`TOP_KEYS_PER`), sorted, and their indices: zoomed out, the few
+    boundaries of a long row are among them, found by one ``searchsorted`` (a descent of the tree costs
+    some 25 numpy calls).
     """
 
     __slots__ = ("starts", "ends", "running_max_end", "key_max_tree", "top_keys", "top_index",
@@ -146,8 +120,9 @@ class RowIndex:
         self.ends = np.ascontiguousarray(ends, dtype=np.float64)
         if self.starts.shape != self.ends.shape or self.starts.ndim != 1:
             raise ValueError("starts and ends must be 1-D arrays of the same length")
-        self.running_max_end = _running_max(self.ends)
-        self.cum_duration = _cum_duration(self.starts, self.ends)
+        self.running_max_end = np.maximum.accumulate(self.ends)
+        self.cum_duration = np.zeros(self.starts.size + 1, dtype=np.float64)  # cum[j] - cum[i]: i..j-1 busy
+        np.cumsum(self.ends - self.starts, out=self.cum_duration[1:])
         key = _pair_keys(self.starts, self.ends, self.running_max_end)
         self.key_max_tree = _build_max_tree(key)
         self.top_keys, self.top_index, self.top_floor = _top_keys(key, key.size // TOP_KEYS_PER)
@@ -264,19 +239,6 @@ def index_dtype(n: int) -> type:
     return np.int32 if n < 2**31 else np.int64
 
 
-def _running_max(ends: np.ndarray) -> np.ndarray:
-    if ends.size == 0:
-        return ends.copy()
-    return np.maximum.accumulate(ends)
-
-
-def _cum_duration(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Prefix sums of durations, length n + 1 (``cum[j] - cum[i]`` = busy time of events i..j-1)."""
-    cum = np.zeros(starts.size + 1, dtype=np.float64)
-    np.cumsum(ends - starts, out=cum[1:])
-    return cum
-
-
 def _pair_keys(starts: np.ndarray, ends: np.ndarray, running_max_end: np.ndarray) -> np.ndarray:
     """key[j] for the pair (j, j+1): the block joins them iff key[j] < T."""
     if starts.size < 2:
@@ -305,22 +267,18 @@ class BlockKinds:
 
     def __init__(self, kind: np.ndarray, index: RowIndex) -> None:
         self.kind = kind
-        dur = index.ends - index.starts
-        self._marked = np.concatenate(([0.0], np.cumsum(np.where(kind != 0, dur, 0.0))))
-        self._total = np.concatenate(([0.0], np.cumsum(dur)))
+        self._marked = np.concatenate(([0.0], np.cumsum(np.where(kind != 0, index.ends - index.starts, 0.0))))
+        self._total = index.cum_duration
         self._nonzero = np.flatnonzero(kind)
+        self._kind_after = np.append(kind[self._nonzero], 0)  # the k-th non-zero kind, 0 past the last
 
     def of(self, f: FoldedRow) -> np.ndarray:
-        kind, nonzero = self.kind, self._nonzero
-        if not len(f):
-            return np.zeros(0, dtype=kind.dtype)
         hi = f.first + f.count
         part = self._marked[hi] - self._marked[f.first]
         whole = self._total[hi] - self._total[f.first]
-        k = np.searchsorted(nonzero, f.first)   # the first non-zero kind at or after each block's start
-        first_kind = np.where(k < nonzero.size, kind[nonzero[np.minimum(k, max(nonzero.size - 1, 0))]], 0) \
-            if nonzero.size else np.zeros(len(f), dtype=kind.dtype)
-        return np.where((part > 0) & (2 * part >= whole), first_kind, 0).astype(kind.dtype)
+        # the first non-zero kind at or after each block's start
+        first_kind = self._kind_after[np.searchsorted(self._nonzero, f.first)]
+        return np.where((part > 0) & (2 * part >= whole), first_kind, 0).astype(self.kind.dtype)
 
 
 def fold_row(
@@ -332,29 +290,14 @@ def fold_row(
     min_block_px: float = MIN_BLOCK_PX,
     grid_px: float | None = GRID_PX,
 ) -> FoldedRow:
-    """Fold one row for drawing ``[view_start, view_end]`` across ``width_px`` pixels.
+    """Fold one row (event times sorted by start, or a :class:`RowIndex` as ``starts`` and ``ends``
+    None: the fast path) for drawing ``[view_start, view_end]`` across ``width_px`` pixels: events
+    narrower than ``min_block_px`` are folded with their neighbours, into at most about ``width_px /
+    min_block_px + width_px / grid_px`` folded blocks besides the visible events that are wider.
 
-    Parameters
-    ----------
-    starts, ends
-        Event times sorted by start, or a :class:`RowIndex` as ``starts`` (and ``ends``
-        None) for the fast path.
-    view_start, view_end
-        Visible time window (same unit as the events).
-    width_px
-        Width of that window on screen in pixels.
-    min_block_px
-        Events narrower than this are folded with their neighbours.
-    grid_px
-        Folded blocks do not cross the lines of a grid this many pixels wide (anchored at
-        ``view_start``), so that a long run of tiny events becomes a strip of blocks whose
-        busy fractions show where the row was dense and where sparse. None: no grid.
-
-    Returns
-    -------
-    FoldedRow
-        At most about ``width_px / min_block_px + width_px / grid_px`` folded blocks plus the
-        visible events at least ``min_block_px`` wide.
+    Folded blocks do not cross the lines of a grid ``grid_px`` pixels wide (anchored at
+    ``view_start``; None: no grid), so that a long run of tiny events becomes a strip of blocks whose
+    busy fractions show where the row was dense and where sparse.
     """
     if isinstance(starts, RowIndex):
         index: RowIndex | None = starts
@@ -366,7 +309,7 @@ def fold_row(
         index = None
         s = np.asarray(starts, dtype=np.float64)
         e = np.asarray(ends, dtype=np.float64)
-        cm = _running_max(e)
+        cm = np.maximum.accumulate(e)
         cum = None
     span = float(view_end) - float(view_start)
     if s.size == 0 or not (span > 0.0) or not (width_px > 0.0):
@@ -424,8 +367,6 @@ def refold_row(index: RowIndex, previous: FoldedRow, view_start: float, view_end
 def _keys_cut_all(index: RowIndex, i0: int, i1: int, block_us: float) -> bool:
     """Whether every pair of events ``i0..i1-1`` is cut by its key at ``block_us`` (the check
     :func:`refold_row` needs when the block width moved by an ulp: a key may sit on it)."""
-    if i1 - i0 < 2:
-        return True
     return bool((_pair_keys(index.starts[i0:i1], index.ends[i0:i1],
                             index.running_max_end[i0:i1]) >= block_us).all())
 
@@ -465,12 +406,8 @@ def _blocks_from_breaks(
     s: np.ndarray, e: np.ndarray, i0: int, i1: int, breaks: np.ndarray, block_us: float,
     cum: np.ndarray, cum_offset: int,
 ) -> FoldedRow:
-    first = np.empty(breaks.size + 1, dtype=np.int64)
-    first[0] = i0
-    first[1:] = breaks + 1
-    last = np.empty_like(first)
-    last[:-1] = breaks
-    last[-1] = i1 - 1
+    first = np.concatenate(([i0], breaks + 1))
+    last = np.concatenate((breaks, [i1 - 1]))
     count = last - first + 1
     start_us = s[first]
     last_end = e[last]
@@ -483,18 +420,10 @@ def _blocks_from_breaks(
 
 @dataclass(frozen=True)
 class LaneRows:
-    """The depth rows of one lane, each ready to fold.
+    """The depth rows of one lane, each ready to fold."""
 
-    Attributes
-    ----------
-    rows
-        One :class:`RowIndex` per depth (0 = outermost), empty rows included.
-    event_index
-        For each row, the indices of its events in the lane's arrays (sorted by start).
-    """
-
-    rows: tuple[RowIndex, ...]
-    event_index: tuple[np.ndarray, ...]
+    rows: tuple[RowIndex, ...]             # one per depth (0 = outermost), empty rows included
+    event_index: tuple[np.ndarray, ...]    # each row's events: their indices in the lane (sorted by start)
 
     @property
     def n_rows(self) -> int:
@@ -503,15 +432,8 @@ class LaneRows:
     @classmethod
     def build(cls, start_us: np.ndarray, duration_us: np.ndarray, depth: np.ndarray | None = None,
               max_rows: int | None = None) -> LaneRows:
-        """Split a lane (events sorted by start) into depth rows and index each row.
-
-        Parameters
-        ----------
-        start_us, duration_us, depth
-            The lane's arrays; ``depth`` None means one row.
-        max_rows
-            Deeper events are dropped from display beyond this many rows (None keeps all).
-        """
+        """Split a lane (events sorted by start) into depth rows (``depth`` None: one row) and index
+        each row; events deeper than ``max_rows`` rows are not drawn (None keeps all)."""
         start_us, end_us, indices = cls.split(start_us, duration_us, depth, max_rows)
         return cls(tuple(row_index(start_us, end_us, idx) for idx in indices), tuple(indices))
 
@@ -546,22 +468,16 @@ def row_index(start_us: np.ndarray, end_us: np.ndarray, idx: np.ndarray) -> RowI
 
 def idle_gaps(start_us: np.ndarray, end_us: np.ndarray, min_gap_us: float,
               window: tuple[float, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Gaps of at least ``min_gap_us`` between the busy intervals of a row (sorted by start).
-
-    Overlapping events count as one busy interval. With ``window`` the idle time before the
-    first and after the last event inside that window counts as well.
-
-    Returns
-    -------
-    (gap_start_us, gap_end_us)
-    """
+    """``(gap_start_us, gap_end_us)``: the gaps of at least ``min_gap_us`` between the busy intervals
+    of a row (sorted by start; overlapping events are one busy interval). With ``window`` the idle
+    time before the first and after the last event inside that window counts as well."""
     s = np.asarray(start_us, dtype=np.float64)
     e = np.asarray(end_us, dtype=np.float64)
     if s.size == 0:
         if window is not None and window[1] - window[0] >= min_gap_us:
             return np.array([window[0]]), np.array([window[1]])
         return _EMPTY_F, _EMPTY_F
-    cm = _running_max(e)
+    cm = np.maximum.accumulate(e)
     gap_start = cm[:-1]
     gap_end = s[1:]
     if window is not None:

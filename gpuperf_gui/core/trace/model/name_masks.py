@@ -6,17 +6,15 @@ exact strings or a named predicate; :func:`pattern_mask` / :func:`member_mask` /
 :func:`predicate_mask` answer it with a boolean mask over the table's ids (``mask[i]`` is the
 answer for ``table[i]``), like ``StringTable.ids_matching``.
 
-Two caches keep the fixed per-rank cost low (most of it used to be Python predicates over kernel
-names hundreds of characters long, asked again of every rank's table):
+Two caches keep the fixed per-rank cost low (Python predicates over kernel names hundreds of
+characters long, asked again of every rank's table):
 
 * the masks of the table analysed last (identity and length checked: tables only grow), so a
   question asked by several steps of one analysis costs one pass;
-* the strings seen by this process (the ranks of one job share their names: 294 distinct among
-  the 8 DLRM ranks' 288-294 each), numbered once, with each question's answer per string number:
-  a new table costs one dict look-up per string, and each question over it one numpy gather (its
-  predicate runs only on strings no earlier table had). Up to ``MEMO_MAX_STRINGS`` strings; past
-  this the memo starts afresh (it holds at most twice as many), and a table larger than this is
-  answered directly.
+* the strings seen by this process (the ranks of one job share nearly all their names), numbered
+  once, with each question's answer per string number: a new table costs one dict look-up per
+  string, and each question over it one numpy gather. Up to ``MEMO_MAX_STRINGS`` strings; past this
+  the memo starts afresh, and a larger table is answered directly.
 
 Both are pure caches: answers are those of ``pattern.search(s) is not None`` / ``s in members`` /
 ``bool(predicate(s))``; a ``predicate_mask`` key names one pure predicate of the string, in every
@@ -77,62 +75,40 @@ _memo = _Memo()
 _table_state: tuple[StringTable | None, int, dict, _Memo | None, np.ndarray | None] = (None, 0, {}, None, None)
 
 
-def _masks_of(strings: StringTable) -> dict:
-    """The mask dict of ``strings`` (a fresh one when the table changed or grew; the numbers of a
-    grown table's strings are kept: tables only grow). One tuple swap: threads analysing different
-    ranks each keep the dict they got."""
-    global _table_state
-    table, n, masks, memo, numbers = _table_state
-    if table is not strings or n != len(strings):
-        masks = {}
-        kept = (memo, numbers) if table is strings else (None, None)
-        _table_state = (strings, len(strings), masks, *kept)
-    return masks
-
-
-def _numbers_of(strings: StringTable) -> tuple[_Memo, np.ndarray] | None:
-    """The memo and the string numbers of ``strings`` in it (the memo started afresh when the
-    table's new strings would take it past the cap); None for a table larger than the cap. Called
-    under ``_lock``, after :func:`_masks_of`."""
+def _state_of(strings: StringTable) -> tuple[dict, _Memo, np.ndarray | None]:
+    """The mask dict of ``strings``, the memo and the numbers of its strings in it (None for a table
+    larger than the cap): a fresh dict when the table changed or grew, the numbers of a grown table's
+    strings kept (tables only grow), the memo started afresh when a table's new strings would take it
+    past the cap. One tuple swap: threads analysing different ranks each keep the state they got."""
     global _memo, _table_state
-    n = len(strings)
-    if n > MEMO_MAX_STRINGS:
-        return None
-    table, n_state, masks, memo, numbers = _table_state
-    mine = table is strings and n_state == n
-    if mine and memo is _memo and numbers is not None:
-        if numbers.size == n:
-            return memo, numbers
-        numbers = np.concatenate((numbers, _memo.numbers(list(islice(strings, numbers.size, None)))))
-    else:
-        numbers = _memo.numbers(list(strings))
-    if len(_memo.strings) > MEMO_MAX_STRINGS:  # at most twice the cap
-        _memo = _Memo()
-        numbers = _memo.numbers(list(strings))
-    if mine:
-        _table_state = (table, n, masks, _memo, numbers)
-    return _memo, numbers
-
-
-def _frozen(values: list[bool]) -> np.ndarray:
-    mask = np.array(values, dtype=bool) if values else np.zeros(0, dtype=bool)
-    mask.setflags(write=False)
-    return mask
+    table, n, masks, memo, numbers = _table_state
+    if table is strings and n == len(strings):
+        return masks, memo, numbers
+    with _lock:
+        if len(strings) > MEMO_MAX_STRINGS:
+            numbers = None
+        elif table is strings and memo is _memo and numbers is not None:
+            numbers = np.concatenate((numbers, _memo.numbers(list(islice(strings, numbers.size, None)))))
+        else:
+            numbers = _memo.numbers(list(strings))
+        if len(_memo.strings) > MEMO_MAX_STRINGS:  # at most twice the cap
+            _memo = _Memo()
+            numbers = _memo.numbers(list(strings))
+        _table_state = (strings, len(strings), {}, _memo, numbers)
+        return _table_state[2:]
 
 
 def _mask(strings: StringTable, key: Hashable, predicate: Callable[[str], object]) -> np.ndarray:
-    masks = _masks_of(strings)
+    masks, memo, numbers = _state_of(strings)
     mask = masks.get(key)
     if mask is not None:
         return mask
     with _lock:
-        found = _numbers_of(strings)
-        if found is None:
-            mask = _frozen([bool(predicate(s)) for s in strings])
+        if numbers is None:
+            mask = np.array([bool(predicate(s)) for s in strings], dtype=bool)
         else:
-            memo, numbers = found
             mask = memo.answer(key, predicate)[numbers]
-            mask.setflags(write=False)
+    mask.setflags(write=False)
     masks[key] = mask
     return mask
 

@@ -87,12 +87,9 @@ def find_events(model: TraceModel, query: str, mode: str = "name", lanes: Sequen
     ``ValueError``."""
     if mode not in SEARCH_MODES:
         raise ValueError(f"unknown search mode {mode!r}; choose one of {', '.join(SEARCH_MODES)}")
-    shown = set(lanes) if lanes is not None else {(ri, lane.lane_id) for ri, r in enumerate(model.ranks)
-                                                  for lane in r.lanes}
+    shown = None if lanes is None else set(lanes)
     predicate = _name_predicate(query, mode)
     kernel_class = KERNEL_CLASSES.index(query.strip().lower()) if mode == "class" else -1
-    if mode == "class" and kernel_class < 0:  # pragma: no cover - index() raises first
-        raise ValueError(query)
     masks: dict[tuple[int, int], np.ndarray] = {}
     parts: list[tuple[np.ndarray, ...]] = []
     names: set[str] = set()
@@ -101,7 +98,7 @@ def find_events(model: TraceModel, query: str, mode: str = "name", lanes: Sequen
         if ids is not None and not ids.any():
             continue
         for lane in rank.lanes:
-            if (ri, lane.lane_id) not in shown or not len(lane):
+            if (shown is not None and (ri, lane.lane_id) not in shown) or not len(lane):
                 continue
             if ids is None:
                 if lane.kind == "cpu":

@@ -92,61 +92,42 @@ class StringTable:
                            count=len(self._strings))
 
 
-def _empty(dtype: type | str) -> np.ndarray:
-    return np.zeros(0, dtype=dtype)
+def _column(dtype: type) -> np.ndarray:
+    """A dataclass field holding an empty array of ``dtype`` by default."""
+    return field(default_factory=lambda: np.zeros(0, dtype=dtype))
 
 
 @dataclass(eq=False)
 class Lane:
-    """One timeline row: events as parallel arrays of equal length, sorted by ``start_us``.
+    """One timeline row: events as parallel arrays of equal length, sorted by ``start_us``; ties in
+    ``start_us`` are ordered longest first, so a parent precedes its children."""
 
-    Ties in ``start_us`` are ordered longest first, so a parent precedes its children.
-
-    Attributes
-    ----------
-    lane_id : index of this lane in :attr:`RankTrace.lanes`.
-    kind : a :data:`LaneKind`.
-    label : display name ("thread 785244 (python3.8)", "GPU 1 stream 7", ...).
-    pid, tid : the trace's process and thread ids for this row (as found in the file, int or str).
-    device : GPU index for GPU lanes, else None.
-    stream : CUDA/HIP stream id for GPU lanes, else None.
-    start_us, duration_us : float64 times, relative to the rank's origin.
-    name_id, category_id : int32 ids into :attr:`RankTrace.strings`.
-    depth : int16 nesting depth (0 = outermost). Overlapping (not nested) events get stacked depths.
-    correlation : int64 CUDA correlation id (runtime call <-> kernel), -1 where absent.
-    external_id : int64 Kineto "External id" (op <-> runtime call <-> kernel), -1 where absent.
-    kernel_class : int8 index into :data:`.kernel_classes.KERNEL_CLASSES` for device work, -1 otherwise.
-    bytes : float64 bytes moved (memcpy/memset ``bytes`` arg), NaN where absent.
-    flops : float64 FLOPs recorded by the profiler (``with_flops``) or estimated from shapes by the
-        loader for GEMM-like ops, NaN where unknown.
-    shapes_id : int32 id into :attr:`RankTrace.strings` of the op's "Input Dims" JSON text (kept only
-        for GEMM/conv/attention-like CPU ops), -1 otherwise.
-    op_precision : int8 code (:data:`.precision.PRECISION_CODES`) of the narrowest floating type in a
-        GEMM/attention op's "Input type", -1 otherwise (and for other events).
-    io_bytes : float32 bytes of an ATen op's largest recorded input tensor (``record_shapes``), NaN
-        where none was recorded (the what-if's floor for a fused elementwise chain).
-    """
-
-    lane_id: int
-    kind: str
-    label: str
-    pid: int | str
+    lane_id: int               # index of this lane in RankTrace.lanes
+    kind: str                  # a LaneKind
+    label: str                 # display name ("thread 785244 (python3.8)", "GPU 1 stream 7", ...)
+    pid: int | str             # the trace's process and thread ids of this row (int or str, as in the file)
     tid: int | str
-    device: int | None = None
-    stream: int | None = None
-    start_us: np.ndarray = field(default_factory=lambda: _empty(np.float64))
-    duration_us: np.ndarray = field(default_factory=lambda: _empty(np.float64))
-    name_id: np.ndarray = field(default_factory=lambda: _empty(np.int32))
-    category_id: np.ndarray = field(default_factory=lambda: _empty(np.int32))
-    depth: np.ndarray = field(default_factory=lambda: _empty(np.int16))
-    correlation: np.ndarray = field(default_factory=lambda: _empty(np.int64))
-    external_id: np.ndarray = field(default_factory=lambda: _empty(np.int64))
-    kernel_class: np.ndarray = field(default_factory=lambda: _empty(np.int8))
-    bytes: np.ndarray = field(default_factory=lambda: _empty(np.float64))
-    flops: np.ndarray = field(default_factory=lambda: _empty(np.float64))
-    shapes_id: np.ndarray = field(default_factory=lambda: _empty(np.int32))
-    op_precision: np.ndarray = field(default_factory=lambda: _empty(np.int8))
-    io_bytes: np.ndarray = field(default_factory=lambda: _empty(np.float32))
+    device: int | None = None  # GPU index of a GPU lane
+    stream: int | None = None  # CUDA/HIP stream id of a GPU lane
+    start_us: np.ndarray = _column(np.float64)     # relative to the rank's origin
+    duration_us: np.ndarray = _column(np.float64)
+    name_id: np.ndarray = _column(np.int32)        # ids into RankTrace.strings
+    category_id: np.ndarray = _column(np.int32)
+    depth: np.ndarray = _column(np.int16)
+    """Nesting depth (0 = outermost); overlapping (not nested) events get stacked depths."""
+    correlation: np.ndarray = _column(np.int64)    # CUDA correlation id (runtime call <-> kernel), -1: none
+    external_id: np.ndarray = _column(np.int64)    # Kineto "External id" (op <-> launch <-> kernel), -1: none
+    kernel_class: np.ndarray = _column(np.int8)    # index into KERNEL_CLASSES for device work, -1 otherwise
+    bytes: np.ndarray = _column(np.float64)        # bytes moved (memcpy/memset ``bytes`` arg), NaN: none
+    flops: np.ndarray = _column(np.float64)
+    """FLOPs the profiler recorded (``with_flops``) or estimated from GEMM-like ops' shapes, NaN: unknown."""
+    shapes_id: np.ndarray = _column(np.int32)
+    """Id into RankTrace.strings of the op's "Input Dims" text (GEMM/conv/attention-like CPU ops), else -1."""
+    op_precision: np.ndarray = _column(np.int8)
+    """PRECISION_CODES code of the narrowest float type in a GEMM/attention op's "Input type", else -1."""
+    io_bytes: np.ndarray = _column(np.float32)
+    """Bytes of an ATen op's largest recorded input tensor (``record_shapes``), NaN: none recorded (the
+    what-if's floor for a fused elementwise chain)."""
 
     def __len__(self) -> int:
         return int(self.start_us.shape[0])
@@ -162,11 +143,8 @@ class Lane:
         return self.kind != "cpu"
 
     def window(self, t0_us: float, t1_us: float) -> slice:
-        """Slice of events that *start* in ``[t0_us, t1_us)`` (use for visible-range queries).
-
-        Events starting before ``t0_us`` that extend into the window are not included; callers that
-        need them can widen ``t0_us`` by the lane's longest duration.
-        """
+        """Slice of events that *start* in ``[t0_us, t1_us)``: widen ``t0_us`` by the lane's longest
+        duration for those that start before it and reach into the window."""
         lo = int(np.searchsorted(self.start_us, t0_us, side="left"))
         hi = int(np.searchsorted(self.start_us, t1_us, side="left"))
         return slice(lo, hi)
@@ -197,11 +175,11 @@ class Flows:
     destinations.
     """
 
-    src_lane: np.ndarray = field(default_factory=lambda: _empty(np.int32))
-    src_index: np.ndarray = field(default_factory=lambda: _empty(np.int64))
-    dst_lane: np.ndarray = field(default_factory=lambda: _empty(np.int32))
-    dst_index: np.ndarray = field(default_factory=lambda: _empty(np.int64))
-    correlation: np.ndarray = field(default_factory=lambda: _empty(np.int64))
+    src_lane: np.ndarray = _column(np.int32)
+    src_index: np.ndarray = _column(np.int64)
+    dst_lane: np.ndarray = _column(np.int32)
+    dst_index: np.ndarray = _column(np.int64)
+    correlation: np.ndarray = _column(np.int64)
 
     def __len__(self) -> int:
         return int(self.src_lane.shape[0])
@@ -249,48 +227,27 @@ class Truncation:
 
 @dataclass(eq=False)
 class RankTrace:
-    """One rank (one file): lanes, steps, flows and file metadata.
+    """One rank (one file): lanes, steps, flows and file metadata."""
 
-    Attributes
-    ----------
-    rank : the rank (``distributedInfo.rank``, else from the file name, else its order).
-    rank_source : "distributedInfo", "filename" or "order".
-    file : the file path as given.
-    origin_us : absolute time (profiler clock, µs) that lane times are relative to.
-    span_us : (first start, last end) over all events except the "Record Window End" marker.
-    device_name : first GPU's name from deviceProperties (or "" when absent).
-    device_properties : raw ``deviceProperties`` entries (list of dicts), may be empty.
-    distributed_info : raw ``distributedInfo`` (dict) or None.
-    gpuperf_unprofiled : raw ``gpuperf_unprofiled`` (dict: step times `gpuperf profile` measured) or None.
-    metadata : other small top-level keys (schemaVersion, displayTimeUnit, versions, ...).
-    dialect : "kineto-2021", "kineto" (int µs), "kineto-ns" (float ts / baseTimeNanoseconds).
-    strings : interned names and categories.
-    lanes : the lanes, CPU lanes first, then GPU lanes by (device, stream).
-    steps : ``ProfilerStep#N`` windows in step order (may be empty).
-    flows : launch flows.
-    n_events : events read from the file (all phases).
-    truncation : set when the file was cut short and salvaged.
-    warnings : non-fatal problems found while loading (human readable).
-    """
-
-    rank: int
-    file: str
-    origin_us: float
+    rank: int                  # distributedInfo.rank, else from the file name, else its order
+    file: str                  # the file path as given
+    origin_us: float           # absolute time (profiler clock, µs) that lane times are relative to
     span_us: tuple[float, float]
-    strings: StringTable
-    lanes: list[Lane]
-    steps: list[StepWindow] = field(default_factory=list)
+    """(first start, last end) over all events except the "Record Window End" marker."""
+    strings: StringTable       # interned names and categories
+    lanes: list[Lane]          # CPU lanes first, then GPU lanes by (device, stream)
+    steps: list[StepWindow] = field(default_factory=list)  # ProfilerStep#N windows in time order
     flows: Flows = field(default_factory=Flows)
-    rank_source: str = "order"
-    device_name: str = ""
-    device_properties: list[dict] = field(default_factory=list)
-    distributed_info: dict | None = None
-    gpuperf_unprofiled: dict | None = None
-    metadata: dict = field(default_factory=dict)
-    dialect: str = "kineto"
-    n_events: int = 0
-    truncation: Truncation | None = None
-    warnings: list[str] = field(default_factory=list)
+    rank_source: str = "order"  # "distributedInfo", "filename" or "order"
+    device_name: str = ""      # the first GPU's name in deviceProperties
+    device_properties: list[dict] = field(default_factory=list)  # the raw deviceProperties entries
+    distributed_info: dict | None = None   # the raw distributedInfo
+    gpuperf_unprofiled: dict | None = None  # the raw gpuperf_unprofiled (step times `gpuperf profile` took)
+    metadata: dict = field(default_factory=dict)  # other small top-level keys (schemaVersion, versions, ...)
+    dialect: str = "kineto"    # "kineto-2021", "kineto" (int µs), "kineto-ns" (float ts, baseTimeNanoseconds)
+    n_events: int = 0          # events read from the file (all phases)
+    truncation: Truncation | None = None   # set when the file was cut short and salvaged
+    warnings: list[str] = field(default_factory=list)  # non-fatal problems found while loading
     file_ts_offset_us: float = 0.0
     """Add to a lane time to get the ``ts`` written in the file (HTA-style rounding needs it)."""
 
@@ -319,10 +276,6 @@ class RankTrace:
     def gpu_lanes(self) -> list[Lane]:
         """Device-work lanes (compute, comm, copy)."""
         return self.lanes_of_kind(*GPU_ACTIVITY_KINDS)
-
-    def name(self, name_id: int) -> str:
-        """Event name for an id."""
-        return self.strings[name_id]
 
     def shift(self, delta_us: float) -> None:
         """Move the origin earlier by ``delta_us`` (all lane times grow by it); used to align ranks."""
@@ -358,12 +311,6 @@ class TraceModel:
         if not self.ranks:
             return (0.0, 0.0)
         return (min(r.span_us[0] for r in self.ranks), max(r.span_us[1] for r in self.ranks))
-
-    def rank(self, rank: int) -> RankTrace:
-        for r in self.ranks:
-            if r.rank == rank:
-                return r
-        raise KeyError(rank)
 
     @classmethod
     def aligned(cls, ranks: list[RankTrace]) -> TraceModel:

@@ -18,13 +18,17 @@ _MAX_ROWS = 2**31 - 1
 """int32 row indices (the numpy versions switch to int64 beyond them)."""
 
 
+def _f64(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.float64)
+
+
 def enclosing_events(end: np.ndarray, q_start: np.ndarray, q_end: np.ndarray) -> np.ndarray | None:
     """:func:`.optable._enclosing_events` (int32 parents), by one stack walk."""
     n = end.size
     if _nest is None or n >= _MAX_ROWS:
         return None
     parent = np.empty(n, dtype=np.int32)
-    _nest.enclosing(*(np.ascontiguousarray(a, dtype=np.float64) for a in (end, q_start, q_end)), parent)
+    _nest.enclosing(_f64(end), _f64(q_start), _f64(q_end), parent)
     return parent
 
 
@@ -41,8 +45,7 @@ def subtree_sums(own: np.ndarray, parent: np.ndarray) -> np.ndarray | None:
     if _nest is None or parent.size >= _MAX_ROWS:
         return None
     total = np.empty(own.size, dtype=np.float64)
-    ok = _nest.subtree_sums(np.ascontiguousarray(own, dtype=np.float64), np.ascontiguousarray(parent, dtype=np.int32),
-                            total)
+    ok = _nest.subtree_sums(_f64(own), np.ascontiguousarray(parent, dtype=np.int32), total)
     return total if ok else None
 
 
@@ -55,8 +58,7 @@ def add_at(target: np.ndarray, index: np.ndarray, values: np.ndarray, skip_negat
     if index.dtype not in (np.int32, np.int64):
         index = index.astype(np.int64)
     out = np.empty(target.size, dtype=np.float64)
-    ok = _nest.add_at(np.ascontiguousarray(target, dtype=np.float64), np.ascontiguousarray(index),
-                      np.ascontiguousarray(values, dtype=np.float64), out, skip_negative)
+    ok = _nest.add_at(_f64(target), np.ascontiguousarray(index), _f64(values), out, skip_negative)
     return out if ok else None
 
 
@@ -66,8 +68,7 @@ def depths(start: np.ndarray, sorted_ends: np.ndarray) -> np.ndarray | None:
     if _nest is None:
         return None
     depth = np.empty(start.size, dtype=np.int16)
-    ok = _nest.depths(np.ascontiguousarray(start, dtype=np.float64), np.ascontiguousarray(sorted_ends, dtype=np.float64),
-                      depth)
+    ok = _nest.depths(_f64(start), _f64(sorted_ends), depth)
     return depth if ok else None
 
 
