@@ -191,6 +191,6 @@ def _majority_code(inv: np.ndarray, code: np.ndarray, dur: np.ndarray, n: int) -
     has = code >= 0
     k = len(PRECISION_CODES)
     per = np.bincount(inv[has] * k + code[has], weights=dur[has] + 1e-9, minlength=n * k).reshape(n, k)
-    best = per.argmax(axis=1)
-    out[per.max(axis=1) > 0] = best[per.max(axis=1) > 0]
+    known = per.max(axis=1) > 0
+    out[known] = per.argmax(axis=1)[known]
     return out

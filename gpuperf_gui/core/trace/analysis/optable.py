@@ -459,6 +459,14 @@ def _enclosing_events(end: np.ndarray, q_start: np.ndarray, q_end: np.ndarray) -
     return cand  # int32 where it fits, as the searches and the op table index with it
 
 
+def _span_owners(start: np.ndarray, duration: np.ndarray, spans: tuple[np.ndarray, np.ndarray],
+                 parents: np.ndarray) -> np.ndarray:
+    """Per foreign span (sorted by start), the index of its innermost enclosing event (``parents``:
+    the events' :func:`containment_parents`), -1 if none (every span, without events)."""
+    s, e = spans
+    return _enclosing(parents, start + duration, np.searchsorted(start, s, side="right") - 1, s, e)
+
+
 def _enclosing(parents: np.ndarray, end: np.ndarray, pos: np.ndarray, q_start: np.ndarray,
                q_end: np.ndarray) -> np.ndarray:
     """For each query, the latest event ``j <= pos`` that encloses it (-1 if none), walking up the
@@ -504,23 +512,10 @@ def _overhead_spans(rt: RankTrace) -> tuple[np.ndarray, np.ndarray]:
 def _profiling_thread(rt: RankTrace):  # noqa: ANN202 (Lane | None)
     """The CPU lane with the ``ProfilerStep`` annotations (where torch files profiler overhead)."""
     step = pattern_mask(rt.strings, _STEP_RE)
-    if not step.any():
-        return None
     for lane in rt.cpu_lanes:
         if step[lane.name_id].any():
             return lane
     return None
-
-
-def _span_owners(start: np.ndarray, duration: np.ndarray, spans: tuple[np.ndarray, np.ndarray],
-                 parents: np.ndarray) -> np.ndarray:
-    """Per foreign span (sorted by start), the index of its innermost enclosing event (``parents``:
-    the events' :func:`containment_parents`), -1 if none."""
-    s, e = spans
-    if start.size == 0:
-        return np.full(s.size, -1, dtype=np.int64)
-    end = start + duration
-    return _enclosing(parents, end, np.searchsorted(start, s, side="right") - 1, s, e)
 
 
 def _ids(rt: RankTrace, names: frozenset[str]) -> np.ndarray:

@@ -210,13 +210,17 @@ def step_breakdown(rt: RankTrace, warmup: set[int] | frozenset[int] = frozenset(
     classify = sync_gap_classifier(rt)
     windows = [step_window(rt, i) for i in range(len(rt.steps))]
     w0s, w1s = np.array([w[0] for w in windows]), np.array([w[1] for w in windows])
-    # Each union's part in each step, bisected for all the steps at once (the clip stays per step).
+    # Each union's part in each step: the intervals that can reach into it, bisected for all the steps
+    # at once (steps x events stays cheap), then clipped per step.
     bounds = {k: (np.searchsorted(u[1], w0s, side="right"), np.searchsorted(u[0], w1s, side="left"))
               for k, u in unions.items()}
     out = []
     for i, step in enumerate(rt.steps):
         w0, w1 = windows[i]
-        clip = {k: _window(u, w0, w1, int(bounds[k][0][i]), int(bounds[k][1][i])) for k, u in unions.items()}
+        clip = {}
+        for k, (u0, u1) in unions.items():
+            lo, hi = int(bounds[k][0][i]), int(bounds[k][1][i])
+            clip[k] = iv.clip(u0[lo:hi], u1[lo:hi], w0, w1)
         compute = iv.length(*clip["compute"])
         comm = iv.length(*clip["comm"])
         comm_exposed = comm - iv.intersection_length(clip["comm"], clip["compute"])
@@ -229,12 +233,6 @@ def step_breakdown(rt: RankTrace, warmup: set[int] | frozenset[int] = frozenset(
         out.append(StepBreakdown(step.number, w0, w1 - w0, compute, comm_exposed, max(copy, 0.0), idle,
                                  step.number in warmup, host_comm, after_sync))
     return out
-
-
-def _window(u: iv.Spans, w0: float, w1: float, lo: int, hi: int) -> iv.Spans:
-    """Disjoint sorted intervals clipped to [w0, w1]; ``lo``, ``hi``: the ones that can reach into it
-    (bisected for all the steps at once: steps × events stays cheap)."""
-    return iv.clip(u[0][lo:hi], u[1][lo:hi], w0, w1)
 
 
 def _idle_by_cause(gaps: iv.Spans, starts: np.ndarray, launch: np.ndarray) -> dict[str, float]:

@@ -121,10 +121,9 @@ class IdleCauses:
     """Compute-idle time in the window, each µs given to one cause (fractions of the window).
 
     ``pipeline + communication + gpu_wait + dataloader + launch + host_stall + unattributed ==
-    compute_idle``. The
-    ``stall_*`` figures split ``host_stall`` by what the CPU does (blocking sync/copy calls, CPU ops
-    that launch nothing, code the profiler does not see); ``cpu_ops_in_stall`` are the innermost CPU
-    ops inside host-stall gaps, (name, seconds) longest first.
+    compute_idle``. The ``stall_*`` figures split ``host_stall`` by what the CPU does (blocking
+    sync/copy calls, CPU ops that launch nothing, code the profiler does not see);
+    ``cpu_ops_in_stall`` are the innermost CPU ops inside host-stall gaps, (name, seconds) longest first.
     """
 
     compute_idle: float = 0.0
@@ -343,14 +342,6 @@ def step_bounds(steps: list) -> list[tuple[float, float]]:
     return out
 
 
-def _host_window(rt: RankTrace, warmup: list[int], device_window: tuple[float, float]) -> tuple[float, float]:
-    """The kept steps' CPU span (the device window when there are no steps)."""
-    kept = [s for s in rt.steps if s.number not in warmup]
-    if not kept:
-        return device_window
-    return kept[0].cpu_start_us, kept[-1].cpu_end_us
-
-
 def analysis_window(rt: RankTrace, dev: DeviceEvents) -> tuple[tuple[float, float], list[int]]:
     """The steady-state window and the warm-up step numbers left out of it."""
     steps = rt.steps
@@ -392,9 +383,10 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
     idle_total = sum(idle_s.values())
     idle_frac = {k: (v / idle_total if idle_total > 0 else 0.0) for k, v in idle_s.items()}
 
-    dataloader_all = _cpu_union_all(rt, _DATALOADER_RE)
+    dataloader_all = iv.union(*_cpu_spans(rt, _DATALOADER_RE))
     dataloader = iv.clip(*dataloader_all, t0, t1)
-    h0, h1 = _host_window(rt, warmup, (t0, t1))
+    kept = [s for s in rt.steps if s.number not in warmup]  # the host window: the kept steps' CPU span
+    h0, h1 = (kept[0].cpu_start_us, kept[-1].cpu_end_us) if kept else (t0, t1)
     dataloader_fraction = iv.length(*iv.clip(*dataloader_all, h0, h1)) / max(h1 - h0, 1e-9)
     comm_blocking_cpu = cpu_collective_union(rt, t0, t1)
     compute_idle = iv.complement(*compute, t0, t1)
@@ -403,6 +395,7 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
                         np.concatenate([comm[1], comm_blocking_cpu[1]]))
     comm_critical = iv.intersection_length(compute_idle, any_comm)
     p2p = _p2p_kernel_mask(rt, dev, in_window)
+    p2p_starts = _cpu_spans(rt, _CPU_P2P_RE)[0]
     causes = _idle_causes(rt, dev, in_window, p2p, (t0, t1), compute, comm, comm_blocking_cpu, dataloader)
     steps = _step_stats(rt, dev, warmup)
     steady = [s for s in steps if not s.warmup and not s.partial]
@@ -433,7 +426,7 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
         truncation_gpu_missing=bool(rt.truncation and rt.truncation.gpu_events_may_be_missing),
         world_size=_world_size(rt),
         idle_causes=causes, top_kernels=_top_kernels(rt, dev, kernels, in_window_us),
-        p2p_cpu_ops=_count_cpu(rt, _CPU_P2P_RE, t0, t1),
+        p2p_cpu_ops=int(np.sum((p2p_starts >= t0) & (p2p_starts < t1))),
         hta_idle_by_stream_s={k: {c: v / 1e6 for c, v in d.items()} for k, d in hta_idle_streams.items()},
         optimizer_kernel_share=_share_matching(rt, dev, kernels, in_window_us, _OPTIMIZER_KERNEL_RE),
         profiler_overhead=_overhead_json(rt),
@@ -477,12 +470,8 @@ def _compute_stream_idle(rt: RankTrace, by_stream: dict[int, dict[str, float]]) 
 
 
 def _cpu_union(rt: RankTrace, pattern: re.Pattern, t0: float, t1: float) -> iv.Spans:
-    return iv.clip(*_cpu_union_all(rt, pattern), t0, t1)
-
-
-def _cpu_union_all(rt: RankTrace, pattern: re.Pattern) -> iv.Spans:
-    """The union of the CPU events whose name matches ``pattern`` (none: two empty arrays)."""
-    return iv.union(*_cpu_spans(rt, pattern))
+    """The union of the CPU events whose name matches ``pattern``, clipped to ``[t0, t1]``."""
+    return iv.clip(*iv.union(*_cpu_spans(rt, pattern)), t0, t1)
 
 
 def _cpu_spans(rt: RankTrace, pattern: re.Pattern) -> iv.Spans:
@@ -519,11 +508,6 @@ def _p2p_kernel_mask(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray) ->
     return in_window & (dev.kernel_class == _COMM) & p2p_names[dev.name_id]
 
 
-def _count_cpu(rt: RankTrace, pattern: re.Pattern, t0: float, t1: float) -> int:
-    starts, _ = _cpu_spans(rt, pattern)
-    return int(np.sum((starts >= t0) & (starts < t1)))
-
-
 def _launch_calls(rt: RankTrace) -> list[tuple[Lane, np.ndarray]]:
     """The CPU lanes that issue kernel/copy launch calls, each with the mask of those calls."""
     launch_cats = member_mask(rt.strings, LAUNCH_CATEGORIES)
@@ -540,9 +524,7 @@ def _leaf_ops(rt: RankTrace, lanes: list) -> tuple[np.ndarray, np.ndarray, np.nd
     op_name = ~pattern_mask(rt.strings, _STEP_NAME_RE)  # ^-anchored: search is match
     out_s, out_e, out_n = [], [], []
     for lane in lanes:
-        m = op_cat[lane.category_id]
-        m &= op_name[lane.name_id]
-        idx = np.flatnonzero(m)
+        idx = np.flatnonzero(op_cat[lane.category_id] & op_name[lane.name_id])
         if not idx.size:
             continue
         st = lane.start_us[idx]
