@@ -31,6 +31,7 @@ profiler does not see); the rest, which the CPU fills with launch calls, is laun
 from __future__ import annotations
 
 import re
+from copy import copy
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -245,41 +246,26 @@ class RankAnalysis:
 
     def to_json(self) -> dict:
         """The rank object of the ``gpuperf diagnose --json`` contract (SI units, fractions)."""
-        out = {
-            "rank": self.rank, "file": self.file, "device": self.device or None,
-            "world_size": self.world_size,
-            "steps": [asdict(s) for s in self.steps],
-            "step_time_median_s": self.step_time_median_s,
-            "step_time_spread_s": self.step_time_spread_s,
-            "window_s": self.window_s,
-            "gpu_busy_fraction": self.gpu_busy_fraction,
-            "compute_busy_fraction": self.compute_busy_fraction,
-            "comm_fraction": self.comm_fraction,
-            "idle_breakdown": dict(self.idle_breakdown),
-            "idle_breakdown_s": dict(self.idle_breakdown_s),
-            "comm_exposed_fraction": self.comm_exposed_fraction,
-            "comm_overlap_fraction": self.comm_overlap_fraction,
-            "comm_critical_fraction": self.comm_critical_fraction,
-            "cpu_collective_exposed_fraction": self.cpu_collective_exposed_fraction,
-            "kernel_time_share": dict(self.kernel_time_share),
-            "kernel_time_s": dict(self.kernel_time_s),
-            "launch": asdict(self.launch),
-            "dataloader_fraction": self.dataloader_fraction,
-            "host_starved_fraction": self.host_starved_fraction,
-            "p2p_adjacent_idle_fraction": self.p2p_adjacent_idle_fraction,
-            "idle_causes": _causes_json(self.idle_causes),
-            "optimizer_kernel_share": self.optimizer_kernel_share,
-            "kernel_evidence": self.kernel_evidence.to_json(),
-            "hta": {"temporal_idle_fraction": self.hta_temporal_idle_fraction,
-                    "comm_comp_overlap_fraction": self.hta_comm_overlap_fraction,
-                    "idle_by_stream_s": {str(k): dict(v) for k, v in self.hta_idle_by_stream_s.items()}},
-            "warnings": list(self.warnings),
-        }
+        out = {k: copy(getattr(self, k, None)) for k in _RANK_JSON_KEYS}  # dicts and lists: copies
+        # the keys whose value is made here (updated in place, a key keeps its position)
+        out.update(device=self.device or None, steps=[asdict(s) for s in self.steps], launch=asdict(self.launch),
+                   idle_causes=_causes_json(self.idle_causes), kernel_evidence=self.kernel_evidence.to_json())
+        out["hta"] = {"temporal_idle_fraction": self.hta_temporal_idle_fraction,
+                      "comm_comp_overlap_fraction": self.hta_comm_overlap_fraction,
+                      "idle_by_stream_s": {str(k): dict(v) for k, v in self.hta_idle_by_stream_s.items()}}
         if self.truncation:
             out["truncation"] = self.truncation
         if self.profiler_overhead is not None:
             out["profiler_overhead"] = dict(self.profiler_overhead)
         return out
+
+
+_RANK_JSON_KEYS = (  # the rank object's keys in their docs/cli.md order (RankAnalysis attributes, but "hta")
+    "rank", "file", "device", "world_size", "steps", "step_time_median_s", "step_time_spread_s", "window_s",
+    "gpu_busy_fraction", "compute_busy_fraction", "comm_fraction", "idle_breakdown", "idle_breakdown_s",
+    "comm_exposed_fraction", "comm_overlap_fraction", "comm_critical_fraction", "cpu_collective_exposed_fraction",
+    "kernel_time_share", "kernel_time_s", "launch", "dataloader_fraction", "host_starved_fraction",
+    "p2p_adjacent_idle_fraction", "idle_causes", "optimizer_kernel_share", "kernel_evidence", "hta", "warnings")
 
 
 def _causes_json(c: IdleCauses) -> dict:
@@ -486,12 +472,7 @@ def _cpu_spans(rt: RankTrace, pattern: re.Pattern) -> iv.Spans:
 def main_thread(rt: RankTrace):  # noqa: ANN201 (Lane | None)
     """The CPU lane that issues the most launch calls (else the one with most events)."""
     launch_cats = member_mask(rt.strings, LAUNCH_CATEGORIES)
-    best, best_score = None, (-1, -1)
-    for lane in rt.cpu_lanes:
-        score = (int(launch_cats[lane.category_id].sum()), len(lane))
-        if score > best_score:
-            best, best_score = lane, score
-    return best
+    return max(rt.cpu_lanes, key=lambda lane: (int(launch_cats[lane.category_id].sum()), len(lane)), default=None)
 
 
 def cpu_collective_union(rt: RankTrace, t0: float, t1: float) -> iv.Spans:
@@ -598,7 +579,7 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, p2p: n
     out.dataloader = float(dl.sum()) / span
     launch_calls = _launch_calls(rt)
     calls = np.sort(np.concatenate([lane.start_us[m] for lane, m in launch_calls] or [np.zeros(0)]))
-    lanes = [lane for lane, _ in launch_calls]
+    lanes = [lane for lane, _ in launch_calls]  # the launching threads: the stalls' CPU ops are read there
     if calls.size == 0:  # no launch call in the trace: what the host did cannot be told
         out.unattributed = max(float(rest.sum()) / span - out.dataloader, 0.0)
         return out
@@ -622,9 +603,6 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, p2p: n
     r = np.maximum(stall_len, 0.0)
     scale = out.host_stall * span / max(float(r.sum()), 1e-9)  # stretches capped to the gap's rest
     blocking = _cpu_union(rt, _BLOCKING_CALL_RE, t0, t1)
-    if not lanes:
-        main = main_thread(rt)
-        lanes = [main] if main is not None else []
     op_s, op_e, op_n = _leaf_ops(rt, lanes)
     ops = iv.clip(*iv.union(op_s, op_e), t0, t1)
     b = np.minimum(iv.overlap_each(stall_s, stall_e, blocking), r)
@@ -744,10 +722,9 @@ def _step_stats(rt: RankTrace, dev: DeviceEvents, warmup: list[int]) -> list[Ste
     hi = np.searchsorted(us, [e for _, e in bounds], side="left")
     for i, (step, (s, e)) in enumerate(zip(steps, bounds)):
         w0, w1 = step_window(rt, i)
-        duration = w1 - w0
         busy = iv.length(*iv.clip(us[lo[i]:max(hi[i], lo[i])], ue[lo[i]:max(hi[i], lo[i])], s, e))
         span = max(e - s, 1e-9)
-        out.append(StepStats(number=step.number, duration_s=duration / 1e6, gpu_busy_fraction=busy / span,
+        out.append(StepStats(number=step.number, duration_s=(w1 - w0) / 1e6, gpu_busy_fraction=busy / span,
                              gpu_idle_s=(span - busy) / 1e6, warmup=step.number in warmup,
                              partial=last_partial and i == len(steps) - 1))
     return out
