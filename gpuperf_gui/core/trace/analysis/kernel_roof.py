@@ -132,11 +132,11 @@ class RankKernels:
                                 for r in self.top]}
 
 
-def rank_kernels(rt: RankTrace, gpu_busy_fraction: float = 0.0, top: int = TOP_KERNELS) -> RankKernels:
+def rank_kernels(rt: RankTrace, gpu_busy_fraction: float = 0.0) -> RankKernels:
     """The kernel figures of one rank (:func:`.kernel_table.kernel_rows`, then the precision split)."""
     rows, tc_share, kernel_s = kernel_rows(rt)
     math = [r for r in rows if r.math]
-    return RankKernels(rows[:top], math, tc_share, kernel_s, _precision_of(math), gpu_busy_fraction,
+    return RankKernels(rows[:TOP_KERNELS], math, tc_share, kernel_s, _precision_of(math), gpu_busy_fraction,
                        rt.device_name)
 
 

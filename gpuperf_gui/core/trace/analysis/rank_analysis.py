@@ -382,7 +382,7 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
     comm_critical = iv.intersection_length(compute_idle, any_comm)
     p2p = _p2p_kernel_mask(rt, dev, in_window)
     p2p_starts = _cpu_spans(rt, _CPU_P2P_RE)[0]
-    causes = _idle_causes(rt, dev, in_window, p2p, (t0, t1), compute, comm, comm_blocking_cpu, dataloader)
+    causes = _idle_causes(rt, dev, in_window, p2p, (t0, t1), compute_idle, comm, any_comm, dataloader)
     steps = _step_stats(rt, dev, warmup)
     steady = [s for s in steps if not s.warmup and not s.partial]
     durations = np.array([s.duration_s for s in steady])
@@ -521,12 +521,13 @@ def _leaf_ops(rt: RankTrace, lanes: list) -> tuple[np.ndarray, np.ndarray, np.nd
 
 
 def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, p2p: np.ndarray,
-                 window: tuple[float, float], compute: iv.Spans, gpu_comm: iv.Spans, cpu_coll: iv.Spans,
+                 window: tuple[float, float], compute_idle: iv.Spans, gpu_comm: iv.Spans, any_comm: iv.Spans,
                  dataloader: iv.Spans) -> IdleCauses:
-    """Attribute compute-idle time to causes (see :class:`IdleCauses` and the module docstring)."""
+    """Attribute compute-idle time (the gaps ``compute_idle``) to causes (see :class:`IdleCauses` and
+    the module docstring); ``any_comm``: the union of GPU and CPU-side collectives."""
     t0, t1 = window
     span = max(t1 - t0, 1e-9)
-    gs, ge = iv.complement(*compute, t0, t1)
+    gs, ge = compute_idle
     glen = ge - gs
     out = IdleCauses(compute_idle=float(glen.sum()) / span)
     if gs.size == 0:
@@ -542,7 +543,7 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, p2p: n
     # end belongs to communication (the compute stream waits for it). Before it, the gap is the
     # host's (it issued the collective at the end of that piece); after it, too, unless the kernel
     # ending the gap was already queued (it waited on the collective as well).
-    cs, ce = iv.union(np.concatenate([gpu_comm[0], cpu_coll[0]]), np.concatenate([gpu_comm[1], cpu_coll[1]]))
+    cs, ce = any_comm
     n_comm = cs.size
     lo = np.searchsorted(ce, gs, side="right")  # first collective ending after the gap starts
     hi = np.searchsorted(cs, ge, side="left") - 1  # last collective starting before the gap ends
@@ -572,21 +573,20 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, p2p: n
     order = np.argsort(gs, kind="stable")
     gs, ge, piece_gap = gs[order], ge[order], piece_gap[order]
     glen = ge - gs
-    rest = glen.copy()
     # DataLoader, then what the host does in the rest of the piece: a stretch longer than
     # LAUNCH_SPACING_MAX_US with no launch call is a host stall; the rest is launch overhead.
-    dl = np.minimum(iv.overlap_each(gs, ge, dataloader), rest)
+    dl = np.minimum(iv.overlap_each(gs, ge, dataloader), glen)
     out.dataloader = float(dl.sum()) / span
     launch_calls = _launch_calls(rt)
     calls = np.sort(np.concatenate([lane.start_us[m] for lane, m in launch_calls] or [np.zeros(0)]))
     lanes = [lane for lane, _ in launch_calls]  # the launching threads: the stalls' CPU ops are read there
     if calls.size == 0:  # no launch call in the trace: what the host did cannot be told
-        out.unattributed = max(float(rest.sum()) / span - out.dataloader, 0.0)
+        out.unattributed = max(float(glen.sum()) / span - out.dataloader, 0.0)
         return out
-    host = rest > 0
+    host = glen > 0
     stall_s, stall_e, stall_gap = _launch_free_stretches(gs[host], ge[host], calls)
     gap_index = np.flatnonzero(host)[stall_gap] if stall_gap.size else stall_gap
-    rest = rest - dl
+    rest = glen - dl
     stall_len = (stall_e - stall_s) - iv.overlap_each(stall_s, stall_e, dataloader)
     stall_per_gap = np.bincount(gap_index, weights=stall_len, minlength=gs.size) if stall_len.size else np.zeros(gs.size)
     stall_per_gap = np.minimum(stall_per_gap, rest)
