@@ -140,7 +140,7 @@ def _graph_launched(rt: RankTrace, n: int) -> tuple[np.ndarray, dict[int, tuple[
     graph_names = predicate_mask(rt.strings, "graphlaunch", lambda s: "graphlaunch" in s.lower())
     pos, src_lane, src_index = launch_flows(rt)
     src_name = np.zeros(src_lane.size, dtype=np.int64)
-    for lane_id in np.flatnonzero(np.bincount(src_lane)).tolist() if src_lane.size else []:
+    for lane_id in np.flatnonzero(np.bincount(src_lane)).tolist():
         sel = src_lane == lane_id
         src_name[sel] = rt.lanes[lane_id].name_id[src_index[sel]]
     hit = graph_names[src_name]

@@ -512,10 +512,7 @@ def _overhead_spans(rt: RankTrace) -> tuple[np.ndarray, np.ndarray]:
 def _profiling_thread(rt: RankTrace):  # noqa: ANN202 (Lane | None)
     """The CPU lane with the ``ProfilerStep`` annotations (where torch files profiler overhead)."""
     step = pattern_mask(rt.strings, _STEP_RE)
-    for lane in rt.cpu_lanes:
-        if step[lane.name_id].any():
-            return lane
-    return None
+    return next((lane for lane in rt.cpu_lanes if step[lane.name_id].any()), None)
 
 
 def _ids(rt: RankTrace, names: frozenset[str]) -> np.ndarray:

@@ -241,7 +241,7 @@ def _idle_by_cause(gaps: iv.Spans, starts: np.ndarray, launch: np.ndarray) -> di
     g0, g1 = gaps
     k = np.searchsorted(starts, g1, side="left")
     has_next = k < starts.size
-    nxt_launch = np.where(has_next, launch[np.minimum(k, max(starts.size - 1, 0))], np.nan) \
+    nxt_launch = np.where(has_next, launch[np.minimum(k, starts.size - 1)], np.nan) \
         if starts.size else np.full(g0.size, np.nan)
     return hta_idle_split(g1 - g0, has_next & (nxt_launch > g0))
 

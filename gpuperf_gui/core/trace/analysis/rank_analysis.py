@@ -548,12 +548,12 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, p2p: n
     lo = np.searchsorted(ce, gs, side="right")  # first collective ending after the gap starts
     hi = np.searchsorted(cs, ge, side="left") - 1  # last collective starting before the gap ends
     has = ~touched & (lo <= hi) & (lo < n_comm) if n_comm else np.zeros(gs.size, dtype=bool)
-    c_first = np.where(has, np.maximum(cs[np.minimum(lo, max(n_comm - 1, 0))], gs), gs) if n_comm else gs.copy()
-    c_last = np.where(has, np.minimum(ce[np.clip(hi, 0, max(n_comm - 1, 0))], ge), gs) if n_comm else gs.copy()
+    c_first = np.where(has, np.maximum(cs[np.minimum(lo, n_comm - 1)], gs), gs) if n_comm else gs.copy()
+    c_last = np.where(has, np.minimum(ce[np.clip(hi, 0, n_comm - 1)], ge), gs) if n_comm else gs.copy()
     cm = in_window & (dev.kernel_class != _COMM) & (dev.kernel_class != _COPY)
     k_start, k_launch = iv.sorted_by(dev.start_us[cm], dev.launch_start_us[cm])
     nxt = np.searchsorted(k_start, ge, side="left")
-    launch = np.where(nxt < k_start.size, k_launch[np.minimum(nxt, max(k_start.size - 1, 0))], np.nan) \
+    launch = np.where(nxt < k_start.size, k_launch[np.minimum(nxt, k_start.size - 1)], np.nan) \
         if k_start.size else np.full(gs.size, np.nan)
     queued = ~touched & ~np.isnan(launch) & (launch <= np.where(has, c_last, gs))
     comm_part = np.where(has, np.where(queued, ge, c_last) - c_first, 0.0)
@@ -722,7 +722,7 @@ def _step_stats(rt: RankTrace, dev: DeviceEvents, warmup: list[int]) -> list[Ste
     hi = np.searchsorted(us, [e for _, e in bounds], side="left")
     for i, (step, (s, e)) in enumerate(zip(steps, bounds)):
         w0, w1 = step_window(rt, i)
-        busy = iv.length(*iv.clip(us[lo[i]:max(hi[i], lo[i])], ue[lo[i]:max(hi[i], lo[i])], s, e))
+        busy = iv.length(*iv.clip(us[lo[i]:hi[i]], ue[lo[i]:hi[i]], s, e))
         span = max(e - s, 1e-9)
         out.append(StepStats(number=step.number, duration_s=(w1 - w0) / 1e6, gpu_busy_fraction=busy / span,
                              gpu_idle_s=(span - busy) / 1e6, warmup=step.number in warmup,
