@@ -384,8 +384,7 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
     p2p_starts = _cpu_spans(rt, _CPU_P2P_RE)[0]
     causes = _idle_causes(rt, dev, in_window, p2p, (t0, t1), compute_idle, comm, any_comm, dataloader)
     steps = _step_stats(rt, dev, warmup)
-    steady = [s for s in steps if not s.warmup and not s.partial]
-    durations = np.array([s.duration_s for s in steady])
+    durations = np.array([s.duration_s for s in steps if not s.warmup and not s.partial])
     evidence = kernel_evidence(rt, dev, kernels, in_window_us)
     launch = _launch_stats(rt, dev, kernels, t0, t1)
     # a replay begun before the window counts
@@ -585,11 +584,10 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, p2p: n
         return out
     host = glen > 0
     stall_s, stall_e, stall_gap = _launch_free_stretches(gs[host], ge[host], calls)
-    gap_index = np.flatnonzero(host)[stall_gap] if stall_gap.size else stall_gap
+    gap_index = np.flatnonzero(host)[stall_gap]
     rest = glen - dl
     stall_len = (stall_e - stall_s) - iv.overlap_each(stall_s, stall_e, dataloader)
-    stall_per_gap = np.bincount(gap_index, weights=stall_len, minlength=gs.size) if stall_len.size else np.zeros(gs.size)
-    stall_per_gap = np.minimum(stall_per_gap, rest)
+    stall_per_gap = np.minimum(np.bincount(gap_index, weights=stall_len, minlength=gs.size), rest)
     launch_part = rest - stall_per_gap
     launch_gaps = launch_part > 0
     out.launch = float(launch_part.sum()) / span
@@ -647,9 +645,6 @@ def _launch_free_stretches(gs: np.ndarray, ge: np.ndarray, calls: np.ndarray
     """Within each gap ``[gs[i], ge[i]]``, the stretches between consecutive launch calls (and the
     gap's ends) longer than ``LAUNCH_SPACING_MAX_US``: (starts, ends, index of the gap)."""
     gaps = np.flatnonzero(ge - gs > LAUNCH_SPACING_MAX_US)
-    if not gaps.size:
-        z = np.zeros(0)
-        return z, z, np.zeros(0, dtype=np.int64)
     # Every long gap's points, one after the other: its start, the launch calls in it, its end.
     lo = np.searchsorted(calls, gs[gaps], side="left")
     hi = np.searchsorted(calls, ge[gaps], side="right")
