@@ -171,7 +171,7 @@ def _skinny_bytes(rt: RankTrace, dev, skinny: np.ndarray, skinny_names: np.ndarr
     shaped = skinny & joined
     anywhere = joined & skinny_names[dev.name_id]   # joined: math kernels, class gemm
     n = len(rt.strings)
-    calls = np.bincount(dev.name_id[anywhere], minlength=n) if anywhere.any() else np.zeros(n)
+    calls = np.bincount(dev.name_id[anywhere], minlength=n)
     per_call = np.bincount(dev.name_id[anywhere], weights=own[anywhere], minlength=n) / np.maximum(calls, 1)
     borrowed = skinny & graph & ~joined & (calls[dev.name_id] > 0)
     out.skinny_shaped_seconds = float(dur[shaped | borrowed].sum()) / 1e6

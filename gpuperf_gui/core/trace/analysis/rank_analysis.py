@@ -593,7 +593,7 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, p2p: n
     out.launch = float(launch_part.sum()) / span
     out.launch_gaps = int(launch_gaps.sum())
     out.launch_gap_median_us = _median(glen[launch_gaps]) if launch_gaps.any() else 0.0
-    if not stall_len.size or stall_per_gap.sum() <= 0:
+    if stall_per_gap.sum() <= 0:  # no stretch (or none left after the DataLoader): no host stall
         return out
     out.host_stall = float(stall_per_gap.sum()) / span
     out.stall_gaps = int((stall_per_gap > 0).sum())
