@@ -364,7 +364,8 @@ def iter_diff(before: Sequence[Path | str], after: Sequence[Path | str], stop: t
             return
     yield Progress(0.95, "comparing")
     yield diff_results(*results, before_steps=before_steps, after_steps=after_steps,
-                       labels=(_label(before), _label(after)), tokens_per_step=tokens_per_step)
+                       labels=(", ".join(map(str, before)), ", ".join(map(str, after))),
+                       tokens_per_step=tokens_per_step)
 
 
 def diff_paths(before: Sequence[Path | str], after: Sequence[Path | str], **options: Any) -> TraceDiff:
@@ -442,10 +443,6 @@ def _positive(values: object) -> list[float]:
     if not isinstance(values, list):
         return []
     return [float(v) for v in values if isinstance(v, (int, float)) and np.isfinite(v) and v > 0]
-
-
-def _label(paths: Sequence[Path | str]) -> str:
-    return ", ".join(str(p) for p in paths)
 
 
 def _side(result: TraceResult, steps: Sequence[int] | None, label: str) -> Side:
