@@ -331,7 +331,8 @@ def _on_dask(files: list[Path], address: str, stop: threading.Event, budget_byte
     with dask_client(address) as client:
         distributed = _import_distributed()
         yield Progress(0.02, f"analysing {n} file{'s' if n != 1 else ''} on {address}")
-        batches = task_batches(files, _worker_threads(client))
+        workers = client.scheduler_info().get("workers", {})   # none reported yet: one thread
+        batches = task_batches(files, max(1, sum(int(w.get("nthreads", 1)) for w in workers.values())))
         # the JSON's rank parts are encoded by the workers, in parallel, for the CLI (which takes no
         # overview); the window reads the figures, not the text
         futures = client.map(partial(summarize_ranks, memory_budget=budget_bytes, **options,
@@ -381,12 +382,6 @@ def task_batches(files: Sequence[Path], threads: int) -> list[list[int]]:
         batches[-1].append(i)
         text += size
     return batches
-
-
-def _worker_threads(client: Any) -> int:  # noqa: ANN401 (a distributed.Client)
-    """Threads of the cluster's workers now (1 when it reports none yet)."""
-    workers = client.scheduler_info().get("workers", {})
-    return max(1, sum(int(w.get("nthreads", 1)) for w in workers.values()))
 
 
 def summarize_ranks(paths: Sequence[str], order_indices: Sequence[int], shown: Sequence[str], **kwargs: Any
