@@ -19,9 +19,8 @@ import numpy as np
 from gpuperf_gui.core.units import json_safe
 
 from ..analysis.kernel_roof import attach_kernels
-from ..analysis.rank_analysis import RankAnalysis, analyse_rank, device_events
+from ..analysis.rank_analysis import CPU_COLLECTIVE_RE, RankAnalysis, analyse_rank, device_events
 from ..ingest.decode import DEFAULT_MAX_BYTES
-from ..analysis.rank_analysis import CPU_COLLECTIVE_RE
 from ..diagnosis.diagnose import (THRESHOLDS, Diagnosis, StragglerEvidence, diagnose_job, diagnose_rank,
                                   late_rank_diagnoses)
 from ..ingest.budget import MemoryBudget
@@ -332,7 +331,5 @@ def _all_collectives(rt: RankTrace) -> tuple[np.ndarray, np.ndarray, np.ndarray,
         starts = np.concatenate([p[0] for p in picked])
         durations = np.concatenate([p[1] for p in picked])
         launch = starts
-    if not starts.size and not comm:
-        return None
     order = np.argsort(starts, kind="stable")
     return starts[order], durations[order], launch[order], bool(comm)

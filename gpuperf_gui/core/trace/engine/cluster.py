@@ -22,10 +22,10 @@ import re
 import threading
 import uuid
 from contextlib import closing, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, Generator, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -40,9 +40,8 @@ from ..ingest.decode import DEFAULT_MAX_BYTES
 from ..ingest.heap import reused_heap
 from ..diagnosis.diagnose import Diagnosis, diagnose_rank
 from ..diagnosis.stragglers import RankCollectives
-from ..ingest.load import MANY_RANKS
-from ..ingest.load import (FileFailure, _failure, dedupe_ranks, discover_files, failure_notes, iter_per_file,
-                           load_rank, plan_workers)
+from ..ingest.load import (MANY_RANKS, FileFailure, _failure, dedupe_ranks, discover_files, failure_notes,
+                           iter_per_file, load_rank, plan_workers)
 from ..model.trace_model import ClusterError, RankTrace
 from ..ingest.source import text_size_hint
 from ..analysis.optable import OpRow
@@ -169,8 +168,7 @@ def _encode_rank_json(summary: RankSummary, top: int) -> None:
         hole = _DiagnosisHole(tokens[0])
         return json_safe(rank_json(a, hole, summary.ops[:top], summary.roofline_points))  # type: ignore[arg-type]
 
-    enc = encode_around(rank_part, 1, RANK_JSON_INDENT)
-    summary.rank_json_parts = enc.parts
+    summary.rank_json_parts = encode_around(rank_part, 1, RANK_JSON_INDENT).parts
     summary.rank_json_as = (summary.rank, a.file, top)
 
 
@@ -235,10 +233,9 @@ class ClusterResult:
         """The overview (rank × step heatmap) from the ranks' compact step breakdowns."""
         ranks = []
         for r in self.ranks:
-            ov = r.overview
-            if ov is not None:
-                ov.rank = r.rank
-                ranks.append(ov)
+            if r.overview is not None:
+                r.overview.rank = r.rank
+                ranks.append(r.overview)
         return Overview(ranks, list(self.multi_rank.stragglers))
 
     @property
@@ -259,10 +256,8 @@ def assemble(summaries: Sequence[RankSummary], notes: list[str] | None = None) -
         if s.collective_start_us is not None and s.collective_start_us.size:  # as api._collective_spans
             start = s.collective_start_us + shift if shift != 0 else s.collective_start_us
             spans[s.rank] = (start, start + s.collective_duration_us)  # in start order already
-        if s.collectives is not None:
-            c = s.collectives
-            by_step[s.rank] = RankCollectives(c.start_us + shift if shift != 0 else c.start_us, c.duration_us,
-                                              c.step, c.on_gpu)
+        if (c := s.collectives) is not None:
+            by_step[s.rank] = replace(c, start_us=c.start_us + shift if shift != 0 else c.start_us)
     summary = multi_rank_summary(ordered, spans=spans, by_step=by_step or None)  # type: ignore[arg-type]
     diagnosis = diagnose_ranks(ordered, summary)  # type: ignore[arg-type]
     return ClusterResult(ordered, diagnosis, summary, list(notes or []))
@@ -321,14 +316,13 @@ def dask_client(address: str, timeout_s: float | None = None) -> Iterator[Any]:
             cluster.close()
 
 
-_Found = tuple[list[RankSummary], list[FileFailure]]
-"""What a compact executor brings back: the ranks' summaries, and the files that failed."""
+_Item = Progress | RankSummary | FileFailure
 
 
 def _on_dask(files: list[Path], address: str, stop: threading.Event, budget_bytes: int, **options: Any
-             ) -> Generator[Progress, None, _Found | None]:
-    """The ranks' summaries from Dask tasks: Progress items, then returns (summaries, failures), None
-    when ``stop`` is set (the pending tasks are then cancelled). The workers read the files by their
+             ) -> Iterator[_Item]:
+    """The ranks' summaries (or failures) from Dask tasks, with Progress items; nothing more once
+    ``stop`` is set (the pending tasks are then cancelled). The workers read the files by their
     absolute paths; the results name them as given. The client takes the results in batches as they
     finish (``distributed.as_completed``), so its work per rank is constant (docs/scaling.md)."""
     n = len(files)
@@ -337,7 +331,8 @@ def _on_dask(files: list[Path], address: str, stop: threading.Event, budget_byte
     with dask_client(address) as client:
         distributed = _import_distributed()
         yield Progress(0.02, f"analysing {n} file{'s' if n != 1 else ''} on {address}")
-        batches = task_batches(files, _worker_threads(client))
+        workers = client.scheduler_info().get("workers", {})   # none reported yet: one thread
+        batches = task_batches(files, max(1, sum(int(w.get("nthreads", 1)) for w in workers.values())))
         # the JSON's rank parts are encoded by the workers, in parallel, for the CLI (which takes no
         # overview); the window reads the figures, not the text
         futures = client.map(partial(summarize_ranks, memory_budget=budget_bytes, **options,
@@ -348,8 +343,6 @@ def _on_dask(files: list[Path], address: str, stop: threading.Event, budget_byte
         index = {fut.key: k for k, fut in enumerate(futures)}
         done = distributed.as_completed(futures, with_results=True, raise_errors=False)
         del futures  # as_completed holds the pending ones; a finished one is released at once
-        summaries: list[RankSummary] = []
-        failures: list[FileFailure] = []
         count = 0
         while not done.is_empty() or done.has_ready():
             if stop.is_set():  # looked at every _POLL_S, also while tasks run
@@ -361,12 +354,10 @@ def _on_dask(files: list[Path], address: str, stop: threading.Event, budget_byte
                 continue
             for fut, value in sorted(finished, key=lambda pair: index[pair[0].key]):
                 batch = batches[index[fut.key]]
-                for item in _results(fut, value, [files[i] for i in batch]):
-                    (failures if isinstance(item, FileFailure) else summaries).append(item)
+                yield from _results(fut, value, [files[i] for i in batch])
                 fut.release()  # the cluster forgets it: nothing of the rank stays there
                 count += len(batch)
             yield Progress(0.02 + 0.93 * count / n, f"analysed {files[batch[-1]].name}")
-    return summaries, failures
 
 
 TASK_MAX_FILES = 16
@@ -393,12 +384,6 @@ def task_batches(files: Sequence[Path], threads: int) -> list[list[int]]:
     return batches
 
 
-def _worker_threads(client: Any) -> int:  # noqa: ANN401 (a distributed.Client)
-    """Threads of the cluster's workers now (1 when it reports none yet)."""
-    workers = client.scheduler_info().get("workers", {})
-    return max(1, sum(int(w.get("nthreads", 1)) for w in workers.values()))
-
-
 def summarize_ranks(paths: Sequence[str], order_indices: Sequence[int], shown: Sequence[str], **kwargs: Any
                     ) -> list[RankSummary | FileFailure]:
     """:func:`summarize_rank` for each file of one task, in order (``shown``: their names in the result).
@@ -414,13 +399,9 @@ def _wait_ready(done: Any) -> None:  # noqa: ANN401 (a distributed.as_completed)
     """Wait until a task has finished or :data:`_POLL_S` has passed. as_completed notifies its
     ``thread_condition`` after queueing each result (checked under it: no wake-up is lost); a
     fixed sleep made the client see each batch up to _POLL_S late, the last one included."""
-    cond = getattr(done, "thread_condition", None)
-    if cond is None:
-        threading.Event().wait(_POLL_S)
-        return
-    with cond:
+    with done.thread_condition:
         if not done.has_ready():
-            cond.wait(_POLL_S)
+            done.thread_condition.wait(_POLL_S)
 
 
 def _results(fut: Any, value: Any, paths: Sequence[Path]  # noqa: ANN401 (distributed's)
@@ -482,12 +463,18 @@ def iter_compact_analyse(paths: Sequence[Path | str], stop: threading.Event | No
     files = discover_files(paths)
     options = {"max_bytes": max_bytes, "top": top, "overview": overview}
     if address is None:
-        found = yield from _on_pool(files, stop, workers, MemoryBudget.of(memory_budget), **options)
+        items = _on_pool(files, stop, workers, MemoryBudget.of(memory_budget), **options)
     else:
-        found = yield from _on_dask(files, address, stop, MemoryBudget.of(memory_budget).limit_bytes, **options)
-    if found is None or stop.is_set():
+        items = _on_dask(files, address, stop, MemoryBudget.of(memory_budget).limit_bytes, **options)
+    summaries: list[RankSummary] = []
+    failures: list[FileFailure] = []
+    for item in items:
+        if isinstance(item, Progress):
+            yield item
+        else:
+            (failures if isinstance(item, FileFailure) else summaries).append(item)
+    if stop.is_set():
         return
-    summaries, failures = found
     failures.sort(key=lambda f: str(f.path))
     notes = failure_notes(failures, len(files))
     yield Progress(0.97, "diagnosing")
@@ -495,17 +482,14 @@ def iter_compact_analyse(paths: Sequence[Path | str], stop: threading.Event | No
 
 
 def _on_pool(files: list[Path], stop: threading.Event, workers: int | None, budget: MemoryBudget, **options: Any
-             ) -> Generator[Progress, None, _Found]:
-    """The ranks' summaries from the local process pool, planned as :func:`.api.iter_load_and_analyse`
-    plans its own: Progress items, then returns (summaries, failures)."""
+             ) -> Iterator[_Item]:
+    """The ranks' summaries (or failures) from the local process pool, with Progress items, planned
+    as :func:`.api.iter_load_and_analyse` plans its own."""
     n = len(files)
     n_workers, share = plan_workers(files, budget, workers)
     yield Progress(0.0, f"analysing {n} file{'s' if n != 1 else ''} on {engine_label(None, n_workers)}")
     work = partial(summarize_rank, memory_budget=share.limit_bytes, **options)
-    summaries: list[RankSummary] = []
-    failures: list[FileFailure] = []
     with closing(iter_per_file(files, work, stop, workers=n_workers, collect_failures=True)) as results:
         for count, (i, item) in enumerate(results, 1):
-            (failures if isinstance(item, FileFailure) else summaries).append(item)
+            yield item
             yield Progress(0.95 * count / n, f"analysed {files[i].name}")
-    return summaries, failures

@@ -48,7 +48,7 @@ Definitions
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -148,10 +148,7 @@ class Side:
                 "profiler_overhead": self.profiler_overhead,
                 "profiler_overhead_measured": self.overhead.to_json() if self.overhead else None,
                 "flops_per_step": self.flops_per_step,
-                "ranks": [{"rank": r.rank, "file": r.file, "steps": r.steps,
-                           "host_windows_ts_us": [list(w) for w in r.host_windows_ts_us],
-                           "device_windows_ts_us": [list(w) for w in r.device_windows_ts_us]}
-                          for r in self.ranks]}
+                "ranks": [asdict(r) for r in self.ranks]}  # its tuples become lists in TraceDiff.to_json
 
 
 @dataclass(frozen=True)
@@ -284,7 +281,39 @@ class TraceDiff:
 
     def changes(self) -> list[str]:
         """What changed, most important first, one line each."""
-        return _changes(self)
+        b, a = self.before, self.after
+        unit = "per step" if b.per_step and a.per_step else "per trace"
+        out = [self.headline.text]
+        if self.speedup_unprofiled is not None and self.speedup_profiled is not None:
+            overhead = "; ".join(f"{tag}: {side.overhead.describe() if side.overhead else '-'}"
+                                 for tag, side in (("before", b), ("after", a)))
+            out.append(f"profiled step time {_ms(b.step_time_s)} -> {_ms(a.step_time_s)}: "
+                       f"{_faster(self.speedup_profiled)} ({overhead})")
+        sb, sa = self.diagnosis_before, self.diagnosis_after
+        if sb.signature != sa.signature:
+            out.append(f"diagnosis {sb.signature} -> {sa.signature}")
+        else:
+            out.append(f"diagnosis unchanged: {sa.signature}")
+        out.append(f"GPU busy {_pct(b.gpu_busy_fraction)} -> {_pct(a.gpu_busy_fraction)} "
+                   f"({100 * (a.gpu_busy_fraction - b.gpu_busy_fraction):+.1f} points)")
+        if max(b.comm_wait_fraction, a.comm_wait_fraction) > 0:
+            out.append(f"{COMM_WAIT.name} {_pct(b.comm_wait_fraction)} -> {_pct(a.comm_wait_fraction)}")
+        if max(b.comm_exposed_fraction, a.comm_exposed_fraction) > 0:
+            out.append(f"{COMM_KERNELS_EXPOSED.name} {_pct(b.comm_exposed_fraction)} -> "
+                       f"{_pct(a.comm_exposed_fraction)}")
+        out.append(f"kernel time {unit} {_ms(b.kernel_time_s)} -> {_ms(a.kernel_time_s)} "
+                   f"({1e3 * (a.kernel_time_s - b.kernel_time_s):+.2f} ms)")
+        for c in self.kernel_classes[:2]:
+            if abs(c.delta_s) > 0:
+                out.append(f"  {c.cls}: {_ms(c.before_s)} -> {_ms(c.after_s)} ({1e3 * c.delta_s:+.2f} ms)")
+        if self.ops:
+            top = self.ops[0]
+            delta = top.delta_s if abs(top.delta_s) >= abs(top.device_delta_s) else top.device_delta_s
+            out.append(f"largest op change: {top.label} ({top.kind}) {1e3 * delta:+.2f} ms {unit}")
+        cats = self.ops_diff()
+        if cats["added"] or cats["deleted"]:
+            out.append(f"ops added {len(cats['added'])}, deleted {len(cats['deleted'])} (named in the ops table)")
+        return out
 
     def to_json(self, top: int | None = None) -> dict:
         """The ``gpuperf diff --json`` object; ``top`` limits ``ops`` (None: all)."""
@@ -335,7 +364,8 @@ def iter_diff(before: Sequence[Path | str], after: Sequence[Path | str], stop: t
             return
     yield Progress(0.95, "comparing")
     yield diff_results(*results, before_steps=before_steps, after_steps=after_steps,
-                       labels=(_label(before), _label(after)), tokens_per_step=tokens_per_step)
+                       labels=(", ".join(map(str, before)), ", ".join(map(str, after))),
+                       tokens_per_step=tokens_per_step)
 
 
 def diff_paths(before: Sequence[Path | str], after: Sequence[Path | str], **options: Any) -> TraceDiff:
@@ -372,10 +402,6 @@ HOST_BOUND_BUSY_MAX = 0.7
 """Below this GPU busy fraction a step's time is mostly host time, which the profiler inflates."""
 
 
-def _host_bound(side: Side) -> bool:
-    return side.step_time_s is not None and side.gpu_busy_fraction < HOST_BOUND_BUSY_MAX
-
-
 def _overhead_warning(side: Side) -> str:
     return (f"{side.label}: GPU busy {100 * side.gpu_busy_fraction:.0f} %, so its step time is mostly host time, "
             f"which the profiler stretches ({side.host_events_per_step:.0f} host events recorded per step, "
@@ -388,7 +414,8 @@ def _speedup_warnings(b: Side, a: Side) -> list[str]:
     """Why the speedup is the profiled one, where it is (none when both sides were timed unprofiled)."""
     if b.unprofiled_step_time_s and a.unprofiled_step_time_s:
         return []
-    out = [_overhead_warning(side) for side in (b, a) if _host_bound(side)]
+    out = [_overhead_warning(side) for side in (b, a)
+           if side.step_time_s is not None and side.gpu_busy_fraction < HOST_BOUND_BUSY_MAX]
     timed = [side.label for side in (b, a) if side.unprofiled_step_time_s]
     if timed:
         other = a.label if timed[0] == b.label else b.label
@@ -416,10 +443,6 @@ def _positive(values: object) -> list[float]:
     if not isinstance(values, list):
         return []
     return [float(v) for v in values if isinstance(v, (int, float)) and np.isfinite(v) and v > 0]
-
-
-def _label(paths: Sequence[Path | str]) -> str:
-    return ", ".join(str(p) for p in paths)
 
 
 def _side(result: TraceResult, steps: Sequence[int] | None, label: str) -> Side:
@@ -510,13 +533,10 @@ def device_selection(rt: RankTrace, host_spans: Spans, device_spans: Spans) -> d
             mm = flows.dst_lane[m] == dst
             launch_us[dst][flows.dst_index[m][mm]] = t[mm]
     out = {}
-    for lane in rt.lanes:
-        if not lane.is_gpu:
-            continue
-        t = launch_us[lane.lane_id]
+    for lane_id, t in launch_us.items():
         launched = ~np.isnan(t)
-        out[lane.lane_id] = np.where(launched, starts_in(np.where(launched, t, 0.0), host_spans),
-                                     starts_in(lane.start_us, device_spans))
+        out[lane_id] = np.where(launched, starts_in(np.where(launched, t, 0.0), host_spans),
+                                starts_in(rt.lanes[lane_id].start_us, device_spans))
     return out
 
 
@@ -546,38 +566,3 @@ _ms = partial(format_ms, missing="-")      # "12.34 ms": before and after in one
 
 def _faster(speedup: float) -> str:
     return f"{speedup:.2f}x faster" if speedup >= 1 else f"{1 / speedup:.2f}x slower"
-
-
-def _changes(d: TraceDiff) -> list[str]:
-    b, a = d.before, d.after
-    unit = "per step" if b.per_step and a.per_step else "per trace"
-    out = [d.headline.text]
-    if d.speedup_unprofiled is not None and d.speedup_profiled is not None:
-        overhead = "; ".join(f"{tag}: {side.overhead.describe() if side.overhead else '-'}"
-                             for tag, side in (("before", b), ("after", a)))
-        out.append(f"profiled step time {_ms(b.step_time_s)} -> {_ms(a.step_time_s)}: "
-                   f"{_faster(d.speedup_profiled)} ({overhead})")
-    sb, sa = d.diagnosis_before, d.diagnosis_after
-    if sb.signature != sa.signature:
-        out.append(f"diagnosis {sb.signature} -> {sa.signature}")
-    else:
-        out.append(f"diagnosis unchanged: {sa.signature}")
-    out.append(f"GPU busy {_pct(b.gpu_busy_fraction)} -> {_pct(a.gpu_busy_fraction)} "
-               f"({100 * (a.gpu_busy_fraction - b.gpu_busy_fraction):+.1f} points)")
-    if max(b.comm_wait_fraction, a.comm_wait_fraction) > 0:
-        out.append(f"{COMM_WAIT.name} {_pct(b.comm_wait_fraction)} -> {_pct(a.comm_wait_fraction)}")
-    if max(b.comm_exposed_fraction, a.comm_exposed_fraction) > 0:
-        out.append(f"{COMM_KERNELS_EXPOSED.name} {_pct(b.comm_exposed_fraction)} -> {_pct(a.comm_exposed_fraction)}")
-    out.append(f"kernel time {unit} {_ms(b.kernel_time_s)} -> {_ms(a.kernel_time_s)} "
-               f"({1e3 * (a.kernel_time_s - b.kernel_time_s):+.2f} ms)")
-    for c in d.kernel_classes[:2]:
-        if abs(c.delta_s) > 0:
-            out.append(f"  {c.cls}: {_ms(c.before_s)} -> {_ms(c.after_s)} ({1e3 * c.delta_s:+.2f} ms)")
-    if d.ops:
-        top = d.ops[0]
-        delta = top.delta_s if abs(top.delta_s) >= abs(top.device_delta_s) else top.device_delta_s
-        out.append(f"largest op change: {top.label} ({top.kind}) {1e3 * delta:+.2f} ms {unit}")
-    cats = d.ops_diff()
-    if cats["added"] or cats["deleted"]:
-        out.append(f"ops added {len(cats['added'])}, deleted {len(cats['deleted'])} (named in the ops table)")
-    return out

@@ -136,15 +136,6 @@ class LoadState:
         if self.phase in (Phase.LOADING, Phase.LANES_SHOWN):
             self.cancelling = True
 
-    @property
-    def shown_by_run(self) -> bool:
-        """This open's lanes are on screen."""
-        return self.phase in (Phase.LANES_SHOWN, Phase.ANALYSING, Phase.READY)
-
-    @property
-    def busy(self) -> bool:
-        return self.phase in (Phase.LOADING, Phase.LANES_SHOWN, Phase.ANALYSING)
-
     # -- the worker's snapshots (on the GUI thread) -----------------------------------------------------
     def lanes_ready(self, trace: LoadedTrace) -> bool | None:
         """The lanes came: :attr:`trace` is now ``trace``. Returns None when the item is dropped
@@ -170,16 +161,12 @@ class LoadState:
 
     def roofline_ready(self, update: RooflineUpdate) -> bool:
         """The roofline points came: fold them in. Returns whether they were taken."""
-        if not self.shown_by_run or not self.roofline_pending or self.trace is None:
+        shown = self.phase in (Phase.LANES_SHOWN, Phase.ANALYSING, Phase.READY)   # this open's lanes
+        if not shown or not self.roofline_pending or self.trace is None:
             return False
         self.trace = self.trace.with_roofline(update)
         self.roofline_pending = False
         return True
-
-    def update_trace(self, trace: LoadedTrace) -> None:
-        """The tab's own change of the trace shown (a new idle threshold): a new trace, on its thread."""
-        if self.trace is not None:
-            self.trace = trace
 
     def analysis_shown(self) -> bool:
         """The tab has drawn the analysis. Returns True once per open: emit ``trace_loaded``."""
@@ -203,12 +190,9 @@ class LoadState:
         if self.phase is Phase.LOADING:
             self._go(Phase.CANCELLED if cancelled else Phase.IDLE)
             return Ending.CANCELLED_BEFORE_LANES if cancelled else Ending.DONE
-        if self.phase is Phase.LANES_SHOWN:
-            if cancelled:
-                self._go(Phase.CANCELLED)
-                return Ending.CANCELLED_BEFORE_ANALYSIS
-            self._go(Phase.FAILED)    # ended without its analysis and without an error
-            return Ending.DONE
+        if self.phase is Phase.LANES_SHOWN:   # not cancelled: it ended without its analysis and without an error
+            self._go(Phase.CANCELLED if cancelled else Phase.FAILED)
+            return Ending.CANCELLED_BEFORE_ANALYSIS if cancelled else Ending.DONE
         if cancelled and self.phase in (Phase.ANALYSING, Phase.READY):
             return Ending.CANCELLED_BEFORE_ROOFLINE
         return Ending.DONE

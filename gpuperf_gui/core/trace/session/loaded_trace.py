@@ -219,18 +219,15 @@ class LoadedTrace:
             arr = getattr(lane, name)
             return float(arr[i]) if len(arr) else default
 
-        if col("correlation", -1) >= 0:
-            rows.append(("correlation id", str(int(col("correlation", -1)))))
-        if col("external_id", -1) >= 0:
-            rows.append(("external id", str(int(col("external_id", -1)))))
+        for label, column in (("correlation id", "correlation"), ("external id", "external_id")):
+            if col(column, -1) >= 0:
+                rows.append((label, str(int(col(column, -1)))))
         kc = int(col("kernel_class", -1))
         if kc >= 0:
             rows.append(("kernel class", KERNEL_CLASSES[kc]))
-        flops, nbytes = col("flops", float("nan")), col("bytes", float("nan"))
-        if np.isfinite(flops):
-            rows.append(("FLOPs", format_si(flops, "FLOP")))
-        if np.isfinite(nbytes):
-            rows.append(("bytes", format_si(nbytes, "B")))
+        for label, column, unit in (("FLOPs", "flops", "FLOP"), ("bytes", "bytes", "B")):
+            if np.isfinite(value := col(column, float("nan"))):
+                rows.append((label, format_si(value, unit)))
         shapes = int(col("shapes_id", -1))
         if shapes >= 0:
             rows.append(("input shapes", rank.strings[shapes]))
@@ -461,8 +458,7 @@ def build_loaded_trace(result: TraceResult, idle_threshold_us: float = DEFAULT_I
     return loaded
 
 
-def _lanes_trace(model: TraceModel, idle_threshold_us: float = DEFAULT_IDLE_THRESHOLD_US,
-                stop: threading.Event | None = None) -> LoadedTrace:
+def _lanes_trace(model: TraceModel, idle_threshold_us: float, stop: threading.Event | None) -> LoadedTrace:
     """The lanes of ``model`` as the tab draws them, without the analysis (``analysis_pending``:
     :func:`_analysis_update` fills it in)."""
     notes: list[str] = list(model.notes)  # run-folder files skipped or broken (core/trace/ingest/load.py)

@@ -162,7 +162,7 @@ class TraceTabState(LoadState):
     def apply_idle_threshold(self, threshold_us: float) -> list[LaneSpec]:
         """A new trace with idle gaps of at least ``threshold_us``; returns the compute lanes whose
         gaps changed (given their new gaps: redraw them)."""
-        self.update_trace(replace(self.trace, idle_threshold_us=threshold_us))
+        self.trace = replace(self.trace, idle_threshold_us=threshold_us)   # a new trace, on its thread
         trace, changed = self.trace, []
         for spec in trace.lanes:
             if spec.kind == "gpu_compute":

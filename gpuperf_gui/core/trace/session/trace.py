@@ -131,8 +131,6 @@ class Trace:
     def _analyse_model(model: TraceModel) -> TraceResult:
         """The analysis of a loaded one-rank model, on its own clock (nothing is shifted, ``model``
         is kept): what :func:`.api.iter_load_and_analyse` gives for that file."""
-        if len(model.ranks) != 1:
-            raise ValueError("a loaded model is analysed here when it has one rank")
         result = assemble_job([(rt, *analyse_loaded_rank(rt)) for rt in model.ranks])
         result.model = model   # the same rank, in the model the tab holds (its notes)
         return result
@@ -169,12 +167,8 @@ class Trace:
 
     def roofline_points(self, rank: int) -> list[dict]:
         """A rank's ops with known FLOPs and bytes, as ``roofline_points`` in the JSON (SI units)."""
-        from ..engine.cluster import RankSummary
-
         r = self._rank(rank)
-        if isinstance(r, RankSummary):
-            return list(r.roofline_points)
-        return [p.to_json() for p in r.points]
+        return list(r.roofline_points) if self.compact else [p.to_json() for p in r.points]
 
     def find(self, query: str, mode: str = "name", lanes: Sequence[tuple[int, int]] | None = None) -> Matches:
         """Events whose name matches ``query`` (modes: :data:`.queries.SEARCH_MODES`), time order."""
