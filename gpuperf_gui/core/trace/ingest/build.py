@@ -680,7 +680,7 @@ def _describe_lane(lane: Lane, key: tuple, columns: EventColumns, first: np.ndar
 
 
 def _gpu_lane_kind(lane: Lane) -> str:
-    if len(lane) and np.all(lane.kernel_class == class_code("copy")):
+    if np.all(lane.kernel_class == class_code("copy")):  # (a lane holds at least one event)
         return "gpu_copy"
     comm_us = float(lane.duration_us[lane.kernel_class == class_code("communication")].sum())
     return "gpu_comm" if comm_us > 0.5 * float(lane.duration_us.sum()) else "gpu_compute"
@@ -721,10 +721,9 @@ def _metadata_names(rest: list[Event]) -> dict[tuple, str]:
 
 
 def _rank_of(distributed: dict | None, path: Path, order_index: int) -> tuple[int, str]:
-    if distributed is not None:
-        rank = distributed.get("rank")
-        if isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0:
-            return rank, "distributedInfo"
+    rank = (distributed or {}).get("rank")
+    if isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0:
+        return rank, "distributedInfo"
     m = _RANK_FILE_RE.search(path.name)
     if m:
         return int(m.group(1)), "filename"
@@ -839,9 +838,8 @@ def _steps(rt: RankTrace, start: np.ndarray, duration: np.ndarray, bounds: np.nd
     for lane in rt.lanes:
         if lane.kind not in ("cpu", "gpu_annotation"):
             continue
-        rows = np.flatnonzero(step_ids[lane.name_id])
         target = cpu if lane.kind == "cpu" else gpu
-        for row in rows.tolist():
+        for row in np.flatnonzero(step_ids[lane.name_id]).tolist():
             number = int(_STEP_RE.search(rt.strings[lane.name_id[row]]).group(1))
             s, e = float(lane.start_us[row]), float(lane.start_us[row] + lane.duration_us[row])
             old = target.get(number)

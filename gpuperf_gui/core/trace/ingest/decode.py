@@ -533,9 +533,5 @@ def _events_array_start(text: Text) -> tuple[int, bytes] | None:
     if text[offset:offset + 1] == b"[":
         return offset + 1, b"]"
     key = text.find(b'"traceEvents"')
-    if key < 0:
-        return None
-    bracket = text.find(b"[", key)
-    if bracket < 0:
-        return None
-    return bracket + 1, b"]}"
+    bracket = text.find(b"[", key) if key >= 0 else -1
+    return (bracket + 1, b"]}") if bracket >= 0 else None

@@ -33,9 +33,8 @@ from .scanner import scan
 from . import source
 from ...units import format_bytes
 from .budget import MemoryBudget
-from .build import EventColumns, build_rank_columns
-from .decode import (_EVENTS_DECODER, _FILE_DECODER, BEvent, EEvent, MEvent, TraceFile, XEvent, _content_start,
-                     _error_byte, gc_paused)
+from .build import _PAIRED_OR_META, EventColumns, build_rank_columns
+from .decode import _EVENTS_DECODER, _FILE_DECODER, TraceFile, XEvent, _content_start, _error_byte, gc_paused
 from ..model.trace_model import RankTrace
 from ..vocabulary import schema
 from .scanner.scan import ScannedRun, scan_run
@@ -83,7 +82,6 @@ def streamed_load_bytes(events: int, text_bytes: int, structs: int) -> float:
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _EVENTS_KEY_TEXT = b'"traceEvents"'
 _WHITESPACE = b" \t\r\n"
-_PAIRED_OR_META = frozenset({BEvent, EEvent, MEvent})
 _CHUNK_DECODER = _EVENTS_DECODER   # the whole-file decoder's event types
 
 
@@ -531,8 +529,7 @@ def add_scanned(columns: EventColumns, run: ScannedRun) -> tuple[int, int, int]:
     """Append a run the C scanner read: ``X`` events as columns, ``B``/``E``/``M`` kept. Returns
     ``(entries, events kept as structs, structs its columns weigh as much as)``."""
     columns.add_scanned(run)
-    if run.paired_and_meta:
-        columns.keep_paired_and_meta(run.paired_and_meta)
+    columns.keep_paired_and_meta(run.paired_and_meta)
     kept = len(run.paired_and_meta)
     return run.entries, kept, run.xs * SCANNED_EVENT_BYTES // STRUCT_COST_BYTES + kept
 
@@ -550,8 +547,7 @@ def add_events(columns: EventColumns, events: list) -> int:
             raw = getattr(event.args, attr)
             if raw:
                 setattr(event.args, attr, msgspec.Raw(bytes(raw)))
-    if rest:
-        columns.keep_paired_and_meta(rest)
+    columns.keep_paired_and_meta(rest)
     return len(rest)
 
 

@@ -66,10 +66,8 @@ class StringTable:
 
     def intern(self, s: str) -> int:
         """Return the id of ``s``, adding it if new."""
-        i = self._ids.get(s)
-        if i is None:
-            i = len(self._strings)
-            self._ids[s] = i
+        i = self._ids.setdefault(s, len(self._strings))
+        if i == len(self._strings):
             self._strings.append(s)
         return i
 
