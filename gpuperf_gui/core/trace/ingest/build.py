@@ -72,14 +72,13 @@ def build_rank_columns(columns: EventColumns, meta: TraceFile, path: Path, order
     entries of the event list (skipped ones not counted). Raises as :func:`build_rank`."""
     warnings = list(warnings or [])
     names_meta = columns.finish_paired(warnings)
-    strings = StringTable()
     base_ns = meta.baseTimeNanoseconds if isinstance(meta.baseTimeNanoseconds, (int, float)) else 0
     distributed = meta.distributedInfo if isinstance(meta.distributedInfo, dict) else None
     rank, rank_source = _rank_of(distributed, path, order_index)
     device_props = _device_properties(meta)
     rank_trace = RankTrace(
         rank=rank, file=str(path), origin_us=float(base_ns) / 1e3, span_us=(0.0, 0.0),
-        strings=strings, lanes=[], rank_source=rank_source,
+        strings=StringTable(), lanes=[], rank_source=rank_source,
         device_name=str(device_props[0].get("name", "")) if device_props else "",
         device_properties=device_props, distributed_info=distributed,
         gpuperf_unprofiled=meta.gpuperf_unprofiled if isinstance(meta.gpuperf_unprofiled, dict) else None,
@@ -112,8 +111,7 @@ def _check_gpu_part(rt: RankTrace):  # noqa: ANN202 (Truncation)
     named = pattern_mask(rt.strings, _KERNEL_LAUNCH_RE)
     total = sum(int((launch[lane.category_id] & named[lane.name_id] & (lane.correlation >= 0)).sum())
                 for lane in rt.cpu_lanes)
-    flows = rt.flows
-    matched = _distinct_count(flows.src_lane.astype(np.int64) * (1 << 40) + flows.src_index)
+    matched = _distinct_count(rt.flows.src_lane.astype(np.int64) * (1 << 40) + rt.flows.src_index)
     unmatched = max(total - matched, 0)
     if total and unmatched > 0.1 * total:
         return replace(t, gpu_events_may_be_missing=True, launches_without_device_event=unmatched,

@@ -301,16 +301,13 @@ def fold_row(
     """
     if isinstance(starts, RowIndex):
         index: RowIndex | None = starts
-        s, e, cm = starts.starts, starts.ends, starts.running_max_end
-        cum = starts.cum_duration
+        s, e, cm, cum = starts.starts, starts.ends, starts.running_max_end, starts.cum_duration
     else:
         if ends is None:
             raise TypeError("fold_row needs ends unless starts is a RowIndex")
-        index = None
-        s = np.asarray(starts, dtype=np.float64)
-        e = np.asarray(ends, dtype=np.float64)
+        index, cum = None, None
+        s, e = np.asarray(starts, dtype=np.float64), np.asarray(ends, dtype=np.float64)
         cm = np.maximum.accumulate(e)
-        cum = None
     span = float(view_end) - float(view_start)
     if s.size == 0 or not (span > 0.0) or not (width_px > 0.0):
         return FoldedRow.empty()
