@@ -441,10 +441,9 @@ def _convert_event(raw: msgspec.Raw, lax: bool) -> Any:
         return None
     if not isinstance(item, dict):
         return None
-    args = item.get("args")
-    body = {k: v for k, v in item.items() if k != "args"}
+    args = item.pop("args", None)
     try:
-        event = msgspec.convert(body, AnyEvent, strict=False)
+        event = msgspec.convert(item, AnyEvent, strict=False)
     except (msgspec.ValidationError, TypeError, OverflowError):
         return None
     if not isinstance(event, Event) or not isinstance(args, dict):
