@@ -72,14 +72,13 @@ def build_rank_columns(columns: EventColumns, meta: TraceFile, path: Path, order
     entries of the event list (skipped ones not counted). Raises as :func:`build_rank`."""
     warnings = list(warnings or [])
     names_meta = columns.finish_paired(warnings)
-    strings = StringTable()
     base_ns = meta.baseTimeNanoseconds if isinstance(meta.baseTimeNanoseconds, (int, float)) else 0
     distributed = meta.distributedInfo if isinstance(meta.distributedInfo, dict) else None
     rank, rank_source = _rank_of(distributed, path, order_index)
     device_props = _device_properties(meta)
     rank_trace = RankTrace(
         rank=rank, file=str(path), origin_us=float(base_ns) / 1e3, span_us=(0.0, 0.0),
-        strings=strings, lanes=[], rank_source=rank_source,
+        strings=StringTable(), lanes=[], rank_source=rank_source,
         device_name=str(device_props[0].get("name", "")) if device_props else "",
         device_properties=device_props, distributed_info=distributed,
         gpuperf_unprofiled=meta.gpuperf_unprofiled if isinstance(meta.gpuperf_unprofiled, dict) else None,
@@ -112,8 +111,7 @@ def _check_gpu_part(rt: RankTrace):  # noqa: ANN202 (Truncation)
     named = pattern_mask(rt.strings, _KERNEL_LAUNCH_RE)
     total = sum(int((launch[lane.category_id] & named[lane.name_id] & (lane.correlation >= 0)).sum())
                 for lane in rt.cpu_lanes)
-    flows = rt.flows
-    matched = _distinct_count(flows.src_lane.astype(np.int64) * (1 << 40) + flows.src_index)
+    matched = _distinct_count(rt.flows.src_lane.astype(np.int64) * (1 << 40) + rt.flows.src_index)
     unmatched = max(total - matched, 0)
     if total and unmatched > 0.1 * total:
         return replace(t, gpu_events_may_be_missing=True, launches_without_device_event=unmatched,
@@ -680,7 +678,7 @@ def _describe_lane(lane: Lane, key: tuple, columns: EventColumns, first: np.ndar
 
 
 def _gpu_lane_kind(lane: Lane) -> str:
-    if len(lane) and np.all(lane.kernel_class == class_code("copy")):
+    if np.all(lane.kernel_class == class_code("copy")):  # (a lane holds at least one event)
         return "gpu_copy"
     comm_us = float(lane.duration_us[lane.kernel_class == class_code("communication")].sum())
     return "gpu_comm" if comm_us > 0.5 * float(lane.duration_us.sum()) else "gpu_compute"
@@ -721,10 +719,9 @@ def _metadata_names(rest: list[Event]) -> dict[tuple, str]:
 
 
 def _rank_of(distributed: dict | None, path: Path, order_index: int) -> tuple[int, str]:
-    if distributed is not None:
-        rank = distributed.get("rank")
-        if isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0:
-            return rank, "distributedInfo"
+    rank = (distributed or {}).get("rank")
+    if isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0:
+        return rank, "distributedInfo"
     m = _RANK_FILE_RE.search(path.name)
     if m:
         return int(m.group(1)), "filename"
@@ -839,9 +836,8 @@ def _steps(rt: RankTrace, start: np.ndarray, duration: np.ndarray, bounds: np.nd
     for lane in rt.lanes:
         if lane.kind not in ("cpu", "gpu_annotation"):
             continue
-        rows = np.flatnonzero(step_ids[lane.name_id])
         target = cpu if lane.kind == "cpu" else gpu
-        for row in rows.tolist():
+        for row in np.flatnonzero(step_ids[lane.name_id]).tolist():
             number = int(_STEP_RE.search(rt.strings[lane.name_id[row]]).group(1))
             s, e = float(lane.start_us[row]), float(lane.start_us[row] + lane.duration_us[row])
             old = target.get(number)

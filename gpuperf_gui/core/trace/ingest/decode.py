@@ -441,10 +441,9 @@ def _convert_event(raw: msgspec.Raw, lax: bool) -> Any:
         return None
     if not isinstance(item, dict):
         return None
-    args = item.get("args")
-    body = {k: v for k, v in item.items() if k != "args"}
+    args = item.pop("args", None)
     try:
-        event = msgspec.convert(body, AnyEvent, strict=False)
+        event = msgspec.convert(item, AnyEvent, strict=False)
     except (msgspec.ValidationError, TypeError, OverflowError):
         return None
     if not isinstance(event, Event) or not isinstance(args, dict):
@@ -533,9 +532,5 @@ def _events_array_start(text: Text) -> tuple[int, bytes] | None:
     if text[offset:offset + 1] == b"[":
         return offset + 1, b"]"
     key = text.find(b'"traceEvents"')
-    if key < 0:
-        return None
-    bracket = text.find(b"[", key)
-    if bracket < 0:
-        return None
-    return bracket + 1, b"]}"
+    bracket = text.find(b"[", key) if key >= 0 else -1
+    return (bracket + 1, b"]}") if bracket >= 0 else None

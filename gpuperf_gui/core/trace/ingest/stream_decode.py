@@ -25,7 +25,8 @@ import os
 import re
 from collections import deque
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from functools import partial
+from typing import Callable, Iterator
 
 import msgspec
 
@@ -33,16 +34,12 @@ from .scanner import scan
 from . import source
 from ...units import format_bytes
 from .budget import MemoryBudget
-from .build import EventColumns, build_rank_columns
-from .decode import (_EVENTS_DECODER, _FILE_DECODER, BEvent, EEvent, MEvent, TraceFile, XEvent, _content_start,
-                     _error_byte, gc_paused)
+from .build import _PAIRED_OR_META, EventColumns, build_rank_columns
+from .decode import _EVENTS_DECODER, _FILE_DECODER, TraceFile, XEvent, _content_start, _error_byte, gc_paused
 from ..model.trace_model import RankTrace
 from ..vocabulary import schema
 from .scanner.scan import ScannedRun, scan_run
 from .source import TraceStream, text_size_hint
-
-if TYPE_CHECKING:  # concurrent.futures is imported only when scan threads start
-    from concurrent.futures import Future
 
 MIN_DECODE_BYTES = 4 << 20
 """Events are decoded once this much undecoded text has arrived (and at the end)."""
@@ -83,7 +80,6 @@ def streamed_load_bytes(events: int, text_bytes: int, structs: int) -> float:
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _EVENTS_KEY_TEXT = b'"traceEvents"'
 _WHITESPACE = b" \t\r\n"
-_PAIRED_OR_META = frozenset({BEvent, EEvent, MEvent})
 _CHUNK_DECODER = _EVENTS_DECODER   # the whole-file decoder's event types
 
 
@@ -209,7 +205,8 @@ class _Splitter:
         if self._max_in_flight:
             from concurrent.futures import ThreadPoolExecutor
             self._pool = ThreadPoolExecutor(threads, thread_name_prefix="gpuperf-scan")
-        self._in_flight: deque[tuple[Future, bytearray, int, bytes]] = deque()  # (future, text, end, separator)
+        # (the run's scan: a thread's future's result, or the scan itself on this thread; text, end, separator)
+        self._in_flight: deque[tuple[Callable[[], ScannedRun | None], bytearray, int, bytes]] = deque()
         self._free: list[bytearray] = []  # read_runs' buffers not in use
         self._decode_at = MIN_DECODE_BYTES  # undecoded text that triggers a careful decode
         self._head = bytearray()  # the text up to and including the events array's '['
@@ -309,15 +306,16 @@ class _Splitter:
 
     def _submit(self, text: bytearray, end: int, separator: bytes) -> None:
         """Scan ``text[:end]`` ('[' run ']'), on a thread where there are several."""
-        future = _scanned_here(text, end) if self._pool is None else self._pool.submit(scan_run, text, end)
-        self._in_flight.append((future, text, end, separator))
+        pool = self._pool  # none: the scan runs here when merged, at once (_max_in_flight is 0)
+        scanned = partial(scan_run, text, end) if pool is None else pool.submit(scan_run, text, end).result
+        self._in_flight.append((scanned, text, end, separator))
         while len(self._in_flight) > self._max_in_flight and self._runs:
             self._merge_oldest()
 
     def _merge_oldest(self) -> None:
-        future, text, end, separator = self._in_flight[0]
+        scanned, text, end, separator = self._in_flight[0]
         try:
-            run = future.result()
+            run = scanned()
         except Exception:  # noqa: BLE001 - (a B/E/M event msgspec refuses) the careful path decides
             run = None
         if run is None:
@@ -531,8 +529,7 @@ def add_scanned(columns: EventColumns, run: ScannedRun) -> tuple[int, int, int]:
     """Append a run the C scanner read: ``X`` events as columns, ``B``/``E``/``M`` kept. Returns
     ``(entries, events kept as structs, structs its columns weigh as much as)``."""
     columns.add_scanned(run)
-    if run.paired_and_meta:
-        columns.keep_paired_and_meta(run.paired_and_meta)
+    columns.keep_paired_and_meta(run.paired_and_meta)
     kept = len(run.paired_and_meta)
     return run.entries, kept, run.xs * SCANNED_EVENT_BYTES // STRUCT_COST_BYTES + kept
 
@@ -550,21 +547,8 @@ def add_events(columns: EventColumns, events: list) -> int:
             raw = getattr(event.args, attr)
             if raw:
                 setattr(event.args, attr, msgspec.Raw(bytes(raw)))
-    if rest:
-        columns.keep_paired_and_meta(rest)
+    columns.keep_paired_and_meta(rest)
     return len(rest)
-
-
-def _scanned_here(text: bytearray, end: int) -> Future:
-    """:func:`.scan.scan_run` in this thread, as a finished future (as a thread's would be)."""
-    from concurrent.futures import Future
-
-    future: Future = Future()
-    try:
-        future.set_result(scan_run(text, end))
-    except Exception as exc:  # noqa: BLE001 - read by _merge_oldest
-        future.set_exception(exc)
-    return future
 
 
 _RAW_ARGS = tuple(f.attr for f in schema.FIELDS if f.storage == "shaped")

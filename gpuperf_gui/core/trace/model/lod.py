@@ -23,7 +23,7 @@ dense: work proportional to ``min(visible events, block boundaries)``, never to 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -301,16 +301,13 @@ def fold_row(
     """
     if isinstance(starts, RowIndex):
         index: RowIndex | None = starts
-        s, e, cm = starts.starts, starts.ends, starts.running_max_end
-        cum = starts.cum_duration
+        s, e, cm, cum = starts.starts, starts.ends, starts.running_max_end, starts.cum_duration
     else:
         if ends is None:
             raise TypeError("fold_row needs ends unless starts is a RowIndex")
-        index = None
-        s = np.asarray(starts, dtype=np.float64)
-        e = np.asarray(ends, dtype=np.float64)
+        index, cum = None, None
+        s, e = np.asarray(starts, dtype=np.float64), np.asarray(ends, dtype=np.float64)
         cm = np.maximum.accumulate(e)
-        cum = None
     span = float(view_end) - float(view_start)
     if s.size == 0 or not (span > 0.0) or not (width_px > 0.0):
         return FoldedRow.empty()
@@ -339,9 +336,17 @@ def fold_row(
         cum = np.zeros(i1 - i0 + 1, dtype=np.float64)
         np.cumsum(e[i0:i1] - s[i0:i1], out=cum[1:])
         cum_offset = i0
-    folded = _blocks_from_breaks(s, e, i0, i1, breaks, block_us, cum, cum_offset)
+    first = np.concatenate(([i0], breaks + 1))
+    last = np.concatenate((breaks, [i1 - 1]))
+    start_us = s[first]
+    last_end = e[last]
+    # a folded block is all small events: its true end lies in [end of last, start of
+    # last + T); widening every rectangle to the minimum block covers the difference.
+    end_us = np.maximum(last_end, start_us + block_us)
+    busy_us = cum[last + 1 - cum_offset] - cum[first - cum_offset]
     # every pair cut by its own key: no folded block whatever the grid (see refold_row)
-    return replace(folded, apart=(i0, i1, block_us)) if apart else folded
+    return FoldedRow(start_us, end_us, last - first + 1, first, busy_us, last_end,
+                     (i0, i1, block_us) if apart else None)
 
 
 def refold_row(index: RowIndex, previous: FoldedRow, view_start: float, view_end: float,
@@ -402,22 +407,6 @@ def _grid_breaks(s: np.ndarray, i0: int, i1: int, view_start: float, grid_us: fl
     return cand[cells != cells_next].astype(np.int64)
 
 
-def _blocks_from_breaks(
-    s: np.ndarray, e: np.ndarray, i0: int, i1: int, breaks: np.ndarray, block_us: float,
-    cum: np.ndarray, cum_offset: int,
-) -> FoldedRow:
-    first = np.concatenate(([i0], breaks + 1))
-    last = np.concatenate((breaks, [i1 - 1]))
-    count = last - first + 1
-    start_us = s[first]
-    last_end = e[last]
-    # a folded block is all small events: its true end lies in [end of last, start of
-    # last + T); widening every rectangle to the minimum block covers the difference.
-    end_us = np.maximum(last_end, start_us + block_us)
-    busy_us = cum[last + 1 - cum_offset] - cum[first - cum_offset]
-    return FoldedRow(start_us, end_us, count, first, busy_us, last_end)
-
-
 @dataclass(frozen=True)
 class LaneRows:
     """The depth rows of one lane, each ready to fold."""
@@ -448,9 +437,7 @@ class LaneRows:
         if depth is None or start_us.size == 0:
             return start_us, end_us, [np.arange(start_us.size, dtype=itype)]
         depth = np.asarray(depth)
-        n_rows = int(depth.max()) + 1
-        if max_rows is not None:
-            n_rows = min(n_rows, max_rows)
+        n_rows = int(depth.max()) + 1 if max_rows is None else min(int(depth.max()) + 1, max_rows)
         if n_rows <= SPLIT_PASSES_MAX_ROWS:  # a pass per row beats sorting millions of depths
             return start_us, end_us, [np.flatnonzero(depth == d).astype(itype) for d in range(n_rows)]
         order = np.argsort(depth, kind="stable")  # within a depth the start order is kept

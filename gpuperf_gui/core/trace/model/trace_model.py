@@ -66,10 +66,8 @@ class StringTable:
 
     def intern(self, s: str) -> int:
         """Return the id of ``s``, adding it if new."""
-        i = self._ids.get(s)
-        if i is None:
-            i = len(self._strings)
-            self._ids[s] = i
+        i = self._ids.setdefault(s, len(self._strings))
+        if i == len(self._strings):
             self._strings.append(s)
         return i
 
@@ -262,14 +260,11 @@ class RankTrace:
     def cpu_spans(self, matches: np.ndarray, column: str = "name_id") -> tuple[np.ndarray, np.ndarray]:
         """(start_us, end_us) of the CPU events whose string id in ``column`` ("name_id" or
         "category_id") is True in ``matches`` (a mask over the string table), unsorted."""
-        starts, ends = [], []
+        starts, ends = [np.zeros(0)], [np.zeros(0)]
         for lane in self.cpu_lanes:
             m = matches[getattr(lane, column)]
-            if m.any():
-                starts.append(lane.start_us[m])
-                ends.append(lane.start_us[m] + lane.duration_us[m])
-        if not starts:
-            return np.zeros(0), np.zeros(0)
+            starts.append(lane.start_us[m])
+            ends.append(lane.start_us[m] + lane.duration_us[m])
         return np.concatenate(starts), np.concatenate(ends)
 
     @property
