@@ -11,7 +11,7 @@ tree as it is. Both sides read the same trace files, through this script.
     nice .venv/bin/python benchmarks/post_load_same_output.py 221f716          # tests/data
     nice .venv/bin/python benchmarks/post_load_same_output.py 221f716 --big    # + e1M.json
 
-Prints IDENTICAL, or the files that differ (under /tmp/post_load_same_output/).
+Prints IDENTICAL, or the files that differ (they stay in the run's folder, printed).
 """
 from __future__ import annotations
 
@@ -23,10 +23,12 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-WORK = Path("/tmp/post_load_same_output")
+WORK_PREFIX = "post_load_same_output-"
+"""Each run's folder (``tempfile.mkdtemp``): runs side by side do not share one."""
 SKIPPED_FIELDS = ("model", "timings_s", "analysis_pending")
 
 
@@ -103,9 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import diagnose_same_output as same
 
-    shutil.rmtree(WORK, ignore_errors=True)
-    WORK.mkdir(parents=True)
-    base_tree = same._worktree(args.base, WORK / "base")
+    work = Path(tempfile.mkdtemp(prefix=WORK_PREFIX))
+    base_tree = same._worktree(args.base, work / "base")
     try:
         source, theirs = same.scanner_source(ROOT), same.scanner_source(base_tree)
         built = sorted(source.parent.glob("_scan.*.so")) if source else []
@@ -118,19 +119,23 @@ def main(argv: list[str] | None = None) -> int:
         runs = []
         for side, path in (("before", base_tree), ("after", ROOT)):
             env = dict(os.environ, PYTHONPATH=str(path))
-            runs.append(subprocess.Popen([sys.executable, __file__, "--snapshot", str(WORK / side), *flag],
-                                         env=env, cwd=WORK))
+            runs.append(subprocess.Popen([sys.executable, __file__, "--snapshot", str(work / side), *flag],
+                                         env=env, cwd=work))
         if any(p.wait() for p in runs):
             print("a snapshot failed")
             return 1
     finally:
         same._remove_worktree(base_tree)
-    before, after = sorted((WORK / "before").iterdir()), sorted((WORK / "after").iterdir())
+    before, after = sorted((work / "before").iterdir()), sorted((work / "after").iterdir())
     differ = [a.name for b, a in zip(before, after) if b.read_bytes() != a.read_bytes()]
     if [p.name for p in before] != [p.name for p in after]:
         differ.append("(the file lists differ)")
     print(f"{len(after)} files: " + ("IDENTICAL" if not differ else "DIFFER: " + ", ".join(differ)))
-    return 1 if differ else 0
+    if differ:
+        print(f"outputs: {work}/before and {work}/after")
+        return 1
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
 
 
 if __name__ == "__main__":
