@@ -1,12 +1,13 @@
-"""Check that ``gpuperf diagnose --json`` prints the same bytes at a base commit and at HEAD.
+"""Check that ``gpuperf diagnose --json`` and ``diff --json`` print the same bytes at a base commit and at HEAD.
 
 For every trace in tests/data (each ``.json`` / ``.json.gz`` file on its own, the multi-rank folders
 and the unprofiled jobs as jobs; the few files there that are not traces too: their error text and
 exit status must not change either), ``gpuperf diagnose --json`` (``--top`` 10, and ``--top``
-1000000000 for the whole op table) runs in a ``git worktree`` of BASE and one of HEAD (``--tree``:
-this working tree as it is, uncommitted changes included), each side in its own interpreter; the
-stdout, stderr and exit status of every run are compared byte for byte. ``--dask`` adds the folder
-jobs through ``--dask-scheduler local:1`` (needs the 'cluster' extra).
+1000000000 for the whole op table), and ``gpuperf diff --json`` on the before/after pairs
+(tests/data/h200/pairs/pairs.json and HTA's trace-compare pair), run in a ``git worktree`` of BASE
+and one of HEAD (``--tree``: this working tree as it is, uncommitted changes included), each side in
+its own interpreter; the stdout, stderr and exit status of every run are compared byte for byte.
+``--dask`` adds the folder jobs through ``--dask-scheduler local:1`` (needs the 'cluster' extra).
 
 The C scanner is built in this checkout only: it is copied into both worktrees when their
 ``_scan.c`` is the one it was built from, else both sides run without it (each side's interpreter
@@ -44,7 +45,7 @@ UNPROFILED = ("compiled_tiny", "eager_tiny", "loader_fed", "loader0")
 
 
 def jobs(dask: bool) -> list[tuple[str, list[str]]]:
-    """(name, the diagnose command's arguments after ``diagnose``) for every trace of tests/data."""
+    """(name, the command's arguments) for every trace of tests/data: ``diagnose``, then ``diff``."""
     data = ROOT / "tests" / "data"
     files = sorted(p for p in data.rglob("*") if p.is_file() and p.name.endswith((".json", ".json.gz"))
                    and not p.name.endswith(NOT_TRACES))
@@ -55,11 +56,25 @@ def jobs(dask: bool) -> list[tuple[str, list[str]]]:
         ranks = sorted(str(p) for p in (data / "h200" / "unprofiled").glob(f"{job}.r*.json.gz"))
         if ranks:
             out.append((f"unprof_{job}", ranks))
-    with_top = [(f"{name}.top{top}", ["--json", "--top", str(top), *paths])
+    with_top = [(f"{name}.top{top}", ["diagnose", "--json", "--top", str(top), *paths])
                 for name, paths in out for top in (10, 10**9)]
     if dask:
-        with_top += [(f"dask_{p.name}", ["--json", "--dask-scheduler", "local:1", str(p)]) for p in folders]
-    return with_top
+        with_top += [(f"dask_{p.name}", ["diagnose", "--json", "--dask-scheduler", "local:1", str(p)])
+                     for p in folders]
+    return with_top + diff_jobs(data)
+
+
+def diff_jobs(data: Path) -> list[tuple[str, list[str]]]:
+    """``gpuperf diff --json`` on each before/after pair of tests/data (a name without a suffix is a
+    folder of ranks or a ``.json.gz``), whole and with ``--top 5``."""
+    folder = data / "h200" / "pairs"
+    pairs = [(folder / p["before"], folder / p["after"])
+             for p in json.loads((folder / "pairs.json").read_text())["pairs"]]
+    pairs = [tuple(p if p.is_dir() else p.with_name(p.name + ".json.gz") for p in pair) for pair in pairs]
+    pairs.append((data / "hta_trace_compare" / "base.json.gz", data / "hta_trace_compare" / "test.json.gz"))
+    return [(f"diff_{before.name}_{after.name}{top}", ["diff", "--json", *(["--top", "5"] if top else []),
+                                                        str(before), str(after)])
+            for before, after in pairs if before.exists() and after.exists() for top in ("", ".top5")]
 
 
 class _NoScanner(importlib.abc.MetaPathFinder):
@@ -82,7 +97,7 @@ def snapshot(out_dir: Path, dask: bool, scanner: bool = True) -> None:
         stdout, stderr = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
             try:
-                rc = main(["diagnose", *args])
+                rc = main(args)
             except SystemExit as exc:     # argparse and fail() exit
                 rc = exc.code
         (out_dir / f"{name}.out").write_text(stdout.getvalue())
