@@ -13,13 +13,14 @@ from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+import msgspec
 import numpy as np
 
 from ..model.name_masks import member_mask, pattern_mask, predicate_mask
 from ..model.nesting import nest
 from ..vocabulary import schema
 from ..vocabulary.categories import GPU_ACTIVITY_CATEGORIES, LAUNCH_CATEGORIES, SKIPPED_CATEGORIES
-from .decode import BEvent, Decoded, EEvent, Event, MEvent, TraceFile, XEvent
+from .decode import BEvent, EEvent, Event, MEvent, TraceFile, XEvent
 from ..vocabulary.flops import IO_OP_RE, SHAPED_OP_RE, estimate_op, largest_input_bytes
 from ..vocabulary.precision import code_of, dtype_precision
 from ..vocabulary.kernel_classes import class_code, classify_kernel
@@ -53,23 +54,31 @@ def role_of_category(category: str) -> int:
     return _CATEGORY_ROLE.get(category, _ROLE_SKIP if category in SKIPPED_CATEGORIES else _ROLE_CPU)
 
 
-def build_rank(decoded: Decoded, path: Path, order_index: int = 0) -> RankTrace:
-    """Turn decoded events into a :class:`RankTrace`. Raises :class:`TraceFormatError` when no event
-    is a complete (``X``) or paired (``B``/``E``) event with a numeric timestamp (CPU events only is fine)."""
-    events = decoded.events
-    columns = EventColumns()
-    columns.add([e for e in events if type(e) is XEvent])
-    columns.keep_paired_and_meta([e for e in events if type(e) in _PAIRED_OR_META])
-    return build_rank_columns(columns, decoded.meta, path, order_index, n_entries=len(events),
-                              skipped=decoded.skipped, truncation=decoded.truncation,
-                              warnings=decoded.warnings)
+def add_events(columns: EventColumns, events: list) -> int:
+    """Append decoded events to ``columns``: ``X`` events as columns, ``B``/``E``/``M`` kept (their
+    raw args copied out of the text: a ``msgspec.Raw`` is a view of the text it was decoded from);
+    returns how many were kept."""
+    xs = [e for e in events if type(e) is XEvent]
+    columns.add(xs)
+    if len(xs) == len(events):
+        return 0
+    rest = [e for e in events if type(e) in _PAIRED_OR_META]  # other phases are dropped
+    for event in rest:
+        for attr in _RAW_ARGS:
+            raw = getattr(event.args, attr)
+            if raw:
+                setattr(event.args, attr, msgspec.Raw(bytes(raw)))
+    columns.keep_paired_and_meta(rest)
+    return len(rest)
 
 
 def build_rank_columns(columns: EventColumns, meta: TraceFile, path: Path, order_index: int, *,
                        n_entries: int, skipped: int = 0, truncation: Truncation | None = None,
                        warnings: list[str] | None = None) -> RankTrace:
     """Turn the columns of a trace's events (:class:`EventColumns`) into a :class:`RankTrace`; ``n_entries``:
-    entries of the event list (skipped ones not counted). Raises as :func:`build_rank`."""
+    entries of the event list (skipped ones not counted). Raises :class:`TraceFormatError` when no
+    event is a complete (``X``) or paired (``B``/``E``) event with a numeric timestamp (CPU events only
+    is fine)."""
     warnings = list(warnings or [])
     names_meta = columns.finish_paired(warnings)
     base_ns = meta.baseTimeNanoseconds if isinstance(meta.baseTimeNanoseconds, (int, float)) else 0
@@ -260,6 +269,7 @@ def _first_kept(lane_idx: np.ndarray, count: int) -> np.ndarray:
         window *= 2
 
 
+_RAW_ARGS = tuple(f.attr for f in schema.FIELDS if f.storage == "shaped")
 _BATCH_FIELDS = tuple(f for f in schema.FIELDS if f.storage in ("dense", "sparse"))
 """The fields every ``X`` event has a value of, as :meth:`EventColumns.add` reads them."""
 _DEVICE = schema.columns("device")

@@ -142,7 +142,7 @@ def decode_trace(path: Path, budget: MemoryBudget, max_bytes: int | None) -> Dec
     chunk). Raises :class:`TraceFormatError` when the text is not a trace: not JSON (the message gives
     the byte, line and column where it stops being JSON, and why), a JSON object without a
     ``traceEvents`` list, or a JSON value that is neither an object nor an array. (A trace whose
-    events are all unusable is refused later, by :func:`.build.build_rank`.) Repairs that copy the
+    events are all unusable is refused later, by :func:`.build.build_rank_columns`.) Repairs that copy the
     text are checked against ``budget`` first.
     """
     with TraceStream(path, max_bytes) as stream:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence, TypeVa
 
 from .budget import MemoryBudget
 from . import stream_decode
-from .build import build_rank
+from .build import EventColumns, add_events, build_rank_columns
 from .heap import reused_heap
 from .decode import DEFAULT_MAX_BYTES, decode_trace, gc_paused
 from ..model.trace_model import NotATraceError, RankTrace, TraceFormatError
@@ -75,7 +75,10 @@ def load_rank_whole(path: Path | str, *, max_bytes: int | None = DEFAULT_MAX_BYT
     budget = MemoryBudget.of(memory_budget)
     decoded = decode_trace(path, budget, max_bytes)
     with gc_paused():
-        return build_rank(decoded, path, order_index)
+        columns = EventColumns()
+        add_events(columns, decoded.events)
+        return build_rank_columns(columns, decoded.meta, path, order_index, n_entries=len(decoded.events),
+                                  skipped=decoded.skipped, truncation=decoded.truncation, warnings=decoded.warnings)
 
 
 def discover_files(paths: Iterable[Path | str]) -> list[Path]:
