@@ -129,7 +129,7 @@ def _check_gpu_part(rt: RankTrace):  # noqa: ANN202 (Truncation)
 
 
 def _distinct_count(values: np.ndarray) -> int:
-    """How many distinct values (``np.unique`` without flags imports numpy.ma: ~10 ms of a CLI run)."""
+    """How many distinct values (not by ``np.unique``: without flags it imports numpy.ma)."""
     if not values.size:
         return 0
     ordered = np.sort(values)
@@ -295,14 +295,11 @@ class _Ids(dict):
 
 
 class EventColumns:
-    """The complete (``X``) events of a trace as numpy columns, filled a batch of structs at a time.
-
-    Events appended in file order (a streamed decode appends each chunk's and drops its structs);
-    ``B``/``E``/``M`` events are kept as structs (rare) and paired at the end, their ``X`` events
-    after all others, as the whole-file path orders them. Strings, pids and tids get dense codes
-    as first seen; args are kept only where the build reads them: ``bytes``/``device``/``stream``
-    of non-CPU events (sparse, by event index) and the input shapes of GEMM/attention CPU ops.
-    """
+    """The complete (``X``) events of a trace as numpy columns, appended a batch at a time in file
+    order; ``B``/``E``/``M`` events are kept as structs (rare) and paired at the end, their ``X``
+    events after all others. Strings, pids and tids get dense codes as first seen; args are kept only
+    where the build reads them: ``bytes``/``device``/``stream`` of non-CPU events (sparse, by event
+    index) and the input shapes of GEMM/attention CPU ops."""
 
     _DTYPES = {**{key: schema.column_dtype(key) for key in schema.columns("dense", "sparse", "device")},
                "device_rows": np.int64}
@@ -649,8 +646,8 @@ def _lane_sort_key(key: tuple) -> tuple:
 def _depths(start: np.ndarray, duration: np.ndarray) -> np.ndarray:
     """Nesting depth of events sorted by (start, -duration): the number of open events at each start
     (the tree depth of properly nested events; overlapping ones are stacked)."""
-    # timsort: the ends of a lane sorted by start come in runs (2x numpy's default here); the
-    # counts below read only values, so the order of equal ends (0.0, -0.0) does not matter
+    # timsort: the ends of a lane sorted by start come in runs; the counts below read only values,
+    # so the order of equal ends (0.0, -0.0) does not matter
     ends = np.sort(start + duration, kind="stable")
     fast = nest.depths(start, ends)  # one merge of the sorted starts and ends (C), where built
     if fast is not None:
@@ -798,8 +795,7 @@ def _fill_shaped_ops(rt: RankTrace, columns: EventColumns, order: np.ndarray, cp
 
 SHAPE_CACHE_KEYS = 1 << 14
 """Distinct recorded (dims, types) keys whose sizes this process remembers: the ranks of one job
-record the same shapes (each of the 8 DLRM ranks sizes ~430 keys, nearly all shared), and decoding
-a key's JSON was a fifth of a small rank's build."""
+record nearly the same shapes, and decoding a key's JSON is a large part of a small rank's build."""
 _largest_input_bytes = lru_cache(maxsize=SHAPE_CACHE_KEYS)(largest_input_bytes)  # pure: bytes -> float
 _estimate_op = lru_cache(maxsize=SHAPE_CACHE_KEYS)(estimate_op)  # pure: (str, bytes...) -> a NamedTuple
 _classify_kernel = lru_cache(maxsize=SHAPE_CACHE_KEYS)(classify_kernel)  # pure: (name, category) -> a class

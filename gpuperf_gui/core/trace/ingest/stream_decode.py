@@ -366,11 +366,8 @@ class _Splitter:
             self._decode_complete()
 
     def _decode_complete(self) -> None:
-        """Decode the complete events of the pending text (all but the one still arriving).
-
-        A cut that turns out to lie inside a string or a nested value does not decode ("truncated"):
-        the one before it is tried, a few times, before the file goes to the whole-file path.
-        """
+        """Decode the complete events of the pending text (all but the one still arriving). A cut
+        inside a string or a nested value does not decode ("truncated"): the one before it is tried."""
         buf = self._pending
         before = len(buf)
         for _ in range(MAX_CUT_ATTEMPTS):
@@ -398,13 +395,10 @@ class _Splitter:
         raise NotStreamable("no cut between events decodes")
 
     def _decode_run(self, buf: bytearray, end: int) -> None:
-        """Decode ``buf[:end]`` (a JSON list of events) into the columns, without copying it.
-
-        The structs' ``msgspec.Raw`` args are views of ``buf``, so ``buf`` is never resized after
-        a decode (the text after the cut goes to a new one) and the view is not released by hand:
-        something else may hold a struct a while longer (a sampling profiler holding a frame, as
-        Dask's workers run: a rank then failed with "memoryview has 2 exported buffers").
-        """
+        """Decode ``buf[:end]`` (a JSON list of events) into the columns, without copying it. The
+        structs' ``msgspec.Raw`` args are views of ``buf``, so ``buf`` is never resized after a decode
+        (the text after the cut goes to a new one) and the view is not released by hand: something
+        else may hold a struct a while longer (a sampling profiler holding a frame, as Dask's run)."""
         self._count(decode_into(self.columns, buf, end))
         structs = self.structs_in_flight
         # the next decode waits for less text when events are so small that its structs would hold
