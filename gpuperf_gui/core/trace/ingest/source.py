@@ -1,9 +1,5 @@
-"""Reading a trace file: regular files only, gzip by magic bytes, in bounded chunks.
-
-:class:`TraceStream` yields the decompressed text in chunks; its readers (the streamed decode,
-:func:`.decode.decode_trace`) check the memory budget after every chunk, so a gzip bomb or a trace
-too large for the budget is refused while it is read, not after. One pass, one codec: python-isal
-when installed, else zlib.
+"""Reading a trace file: regular files only, gzip by magic bytes, in bounded chunks (its readers
+check the memory budget after each: a gzip bomb is refused while it is read). One pass, one codec.
 
 >>> chunks = list(TraceStream(Path("rank0.json.gz")))  # doctest: +SKIP
 """
