@@ -156,7 +156,6 @@ def plan_workers(files: Sequence[Path], budget: MemoryBudget, workers: int | Non
 
 _T = TypeVar("_T")
 _POLL_S = 0.1
-"""How often the parallel loop looks at ``stop`` while files are being decoded."""
 
 
 def iter_per_file(files: Sequence[Path], work: Callable[..., _T], stop: threading.Event | None = None, *,
@@ -165,13 +164,12 @@ def iter_per_file(files: Sequence[Path], work: Callable[..., _T], stop: threadin
 
     The one per-file loop of the loader (:func:`.api.iter_load_and_analyse`). ``workers`` processes
     (:func:`plan_workers`; 1 runs in this process) share the files; ``work`` must be picklable (a
-    module-level function or a ``partial`` of one).
-    The loop returns early, without the remaining results, once ``stop`` is set (checked between
-    files, and every 0.1 s while files are decoded in parallel). When it ends early (``stop``, an
-    error in one file, or the consumer closing the generator) the pending files are cancelled and
-    the worker processes are terminated before control returns: none outlives the call. With
-    ``collect_failures`` a file whose work raises yields a :class:`FileFailure` instead (the other
-    files go on).
+    module-level function or a ``partial`` of one). The loop returns early, without the remaining
+    results, once ``stop`` is set (checked between files, and every :data:`_POLL_S` while files are
+    decoded in parallel). When it ends early (``stop``, an error in one file, or the consumer closing
+    the generator) the pending files are cancelled and the worker processes are terminated before
+    control returns: none outlives the call. With ``collect_failures`` a file whose work raises yields
+    a :class:`FileFailure` instead (the other files go on).
     """
     stop = stop or threading.Event()
     n = len(files)
