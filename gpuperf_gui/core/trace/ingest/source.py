@@ -1,5 +1,6 @@
 """Reading a trace file: regular files only, gzip by magic bytes, in bounded chunks (its readers
-check the memory budget after each: a gzip bomb is refused while it is read). One pass, one codec.
+check the memory budget after each: a gzip bomb is refused while it is read). One pass, one codec:
+python-isal when installed, else zlib.
 
 >>> chunks = list(TraceStream(Path("rank0.json.gz")))  # doctest: +SKIP
 """

@@ -398,7 +398,8 @@ class _Splitter:
         """Decode ``buf[:end]`` (a JSON list of events) into the columns, without copying it. The
         structs' ``msgspec.Raw`` args are views of ``buf``, so ``buf`` is never resized after a decode
         (the text after the cut goes to a new one) and the view is not released by hand: something
-        else may hold a struct a while longer (a sampling profiler holding a frame, as Dask's run)."""
+        else may hold a struct a while longer (a sampling profiler holding a frame, as Dask's workers
+        run one)."""
         self._count(decode_into(self.columns, buf, end))
         structs = self.structs_in_flight
         # the next decode waits for less text when events are so small that its structs would hold
