@@ -208,14 +208,11 @@ class _Splitter:
         self._tail: bytearray | None = None  # the text after the events array
 
     def close(self) -> None:
-        """Stop the scanning threads (a scan in flight ends within milliseconds)."""
+        """No more runs to the scanner: its threads stopped (a scan in flight ends within
+        milliseconds), read_runs' buffers dropped."""
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-
-    def _stop_runs(self) -> None:
-        """No more runs to the scanner: its threads stopped, read_runs' buffers dropped."""
-        self.close()
         self._runs = False
         self._free.clear()
         self.buffer_bytes = 0
@@ -323,7 +320,7 @@ class _Splitter:
         """From the oldest run in flight on, the exact text goes back to the pending buffer."""
         runs = list(self._in_flight)
         self._in_flight.clear()
-        self._stop_runs()
+        self.close()
         texts = [part for _, text, end, separator in runs for part in (memoryview(text)[1:end - 1], separator)]
         self._pending = _opened(*texts, memoryview(self._pending)[1:])
         if len(self._pending) >= self._decode_at:
@@ -427,13 +424,12 @@ class _Splitter:
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise NotStreamable(str(exc)) from None
         self.decoded_bytes += end - 1
-        self._tail = buf[end:]
-        self._pending = None
+        self._tail, self._pending = buf[end:], None
 
     def finish(self) -> tuple[EventColumns, TraceFile, int]:
         while self._in_flight and self._runs:
             self._merge_oldest()
-        self._stop_runs()
+        self.close()
         if self._tail is None and self._pending is None:
             raise NotStreamable("no events array")
         if self._tail is None and not self._scanned_to_array_end():
