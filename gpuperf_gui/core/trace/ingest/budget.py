@@ -75,8 +75,7 @@ class MemoryBudget:
         return need_bytes + self.event_bytes_elsewhere * events
 
     def check(self, path: Path | str, need_bytes: float, what: str, events: int = 0) -> None:
-        """Refuse (:class:`MemoryBudgetError`) when ``need_bytes`` (and the other processes' share
-        of ``events``) is over the budget."""
+        """Refuse (:class:`MemoryBudgetError`) when the tree's need (:meth:`tree_bytes`) is over the budget."""
         total = self.tree_bytes(need_bytes, events)
         if total > self.limit_bytes:
             raise MemoryBudgetError(

@@ -13,13 +13,14 @@ from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+import msgspec
 import numpy as np
 
 from ..model.name_masks import member_mask, pattern_mask, predicate_mask
 from ..model.nesting import nest
 from ..vocabulary import schema
 from ..vocabulary.categories import GPU_ACTIVITY_CATEGORIES, LAUNCH_CATEGORIES, SKIPPED_CATEGORIES
-from .decode import BEvent, Decoded, EEvent, Event, MEvent, TraceFile, XEvent
+from .decode import BEvent, EEvent, Event, MEvent, TraceFile, XEvent
 from ..vocabulary.flops import IO_OP_RE, SHAPED_OP_RE, estimate_op, largest_input_bytes
 from ..vocabulary.precision import code_of, dtype_precision
 from ..vocabulary.kernel_classes import class_code, classify_kernel
@@ -53,23 +54,31 @@ def role_of_category(category: str) -> int:
     return _CATEGORY_ROLE.get(category, _ROLE_SKIP if category in SKIPPED_CATEGORIES else _ROLE_CPU)
 
 
-def build_rank(decoded: Decoded, path: Path, order_index: int = 0) -> RankTrace:
-    """Turn decoded events into a :class:`RankTrace`. Raises :class:`TraceFormatError` when no event
-    is a complete (``X``) or paired (``B``/``E``) event with a numeric timestamp (CPU events only is fine)."""
-    events = decoded.events
-    columns = EventColumns()
-    columns.add([e for e in events if type(e) is XEvent])
-    columns.keep_paired_and_meta([e for e in events if type(e) in _PAIRED_OR_META])
-    return build_rank_columns(columns, decoded.meta, path, order_index, n_entries=len(events),
-                              skipped=decoded.skipped, truncation=decoded.truncation,
-                              warnings=decoded.warnings)
+def add_events(columns: EventColumns, events: list) -> int:
+    """Append decoded events to ``columns``: ``X`` events as columns, ``B``/``E``/``M`` kept (their
+    raw args copied out of the text: a ``msgspec.Raw`` is a view of the text it was decoded from);
+    returns how many were kept."""
+    xs = [e for e in events if type(e) is XEvent]
+    columns.add(xs)
+    if len(xs) == len(events):
+        return 0
+    rest = [e for e in events if type(e) in _PAIRED_OR_META]  # other phases are dropped
+    for event in rest:
+        for attr in _RAW_ARGS:
+            raw = getattr(event.args, attr)
+            if raw:
+                setattr(event.args, attr, msgspec.Raw(bytes(raw)))
+    columns.keep_paired_and_meta(rest)
+    return len(rest)
 
 
 def build_rank_columns(columns: EventColumns, meta: TraceFile, path: Path, order_index: int, *,
                        n_entries: int, skipped: int = 0, truncation: Truncation | None = None,
                        warnings: list[str] | None = None) -> RankTrace:
     """Turn the columns of a trace's events (:class:`EventColumns`) into a :class:`RankTrace`; ``n_entries``:
-    entries of the event list (skipped ones not counted). Raises as :func:`build_rank`."""
+    entries of the event list (skipped ones not counted). Raises :class:`TraceFormatError` when no
+    event is a complete (``X``) or paired (``B``/``E``) event with a numeric timestamp (CPU events only
+    is fine)."""
     warnings = list(warnings or [])
     names_meta = columns.finish_paired(warnings)
     base_ns = meta.baseTimeNanoseconds if isinstance(meta.baseTimeNanoseconds, (int, float)) else 0
@@ -120,7 +129,7 @@ def _check_gpu_part(rt: RankTrace):  # noqa: ANN202 (Truncation)
 
 
 def _distinct_count(values: np.ndarray) -> int:
-    """How many distinct values (``np.unique`` without flags imports numpy.ma: ~10 ms of a CLI run)."""
+    """How many distinct values (not by ``np.unique``: without flags it imports numpy.ma)."""
     if not values.size:
         return 0
     ordered = np.sort(values)
@@ -260,6 +269,7 @@ def _first_kept(lane_idx: np.ndarray, count: int) -> np.ndarray:
         window *= 2
 
 
+_RAW_ARGS = tuple(f.attr for f in schema.FIELDS if f.storage == "shaped")
 _BATCH_FIELDS = tuple(f for f in schema.FIELDS if f.storage in ("dense", "sparse"))
 """The fields every ``X`` event has a value of, as :meth:`EventColumns.add` reads them."""
 _DEVICE = schema.columns("device")
@@ -285,14 +295,11 @@ class _Ids(dict):
 
 
 class EventColumns:
-    """The complete (``X``) events of a trace as numpy columns, filled a batch of structs at a time.
-
-    Events appended in file order (a streamed decode appends each chunk's and drops its structs);
-    ``B``/``E``/``M`` events are kept as structs (rare) and paired at the end, their ``X`` events
-    after all others, as the whole-file path orders them. Strings, pids and tids get dense codes
-    as first seen; args are kept only where the build reads them: ``bytes``/``device``/``stream``
-    of non-CPU events (sparse, by event index) and the input shapes of GEMM/attention CPU ops.
-    """
+    """The complete (``X``) events of a trace as numpy columns, appended a batch at a time in file
+    order; ``B``/``E``/``M`` events are kept as structs (rare) and paired at the end, their ``X``
+    events after all others. Strings, pids and tids get dense codes as first seen; args are kept only
+    where the build reads them: ``bytes``/``device``/``stream`` of non-CPU events (sparse, by event
+    index) and the input shapes of GEMM/attention CPU ops."""
 
     _DTYPES = {**{key: schema.column_dtype(key) for key in schema.columns("dense", "sparse", "device")},
                "device_rows": np.int64}
@@ -639,8 +646,8 @@ def _lane_sort_key(key: tuple) -> tuple:
 def _depths(start: np.ndarray, duration: np.ndarray) -> np.ndarray:
     """Nesting depth of events sorted by (start, -duration): the number of open events at each start
     (the tree depth of properly nested events; overlapping ones are stacked)."""
-    # timsort: the ends of a lane sorted by start come in runs (2x numpy's default here); the
-    # counts below read only values, so the order of equal ends (0.0, -0.0) does not matter
+    # timsort: the ends of a lane sorted by start come in runs; the counts below read only values,
+    # so the order of equal ends (0.0, -0.0) does not matter
     ends = np.sort(start + duration, kind="stable")
     fast = nest.depths(start, ends)  # one merge of the sorted starts and ends (C), where built
     if fast is not None:
@@ -788,8 +795,7 @@ def _fill_shaped_ops(rt: RankTrace, columns: EventColumns, order: np.ndarray, cp
 
 SHAPE_CACHE_KEYS = 1 << 14
 """Distinct recorded (dims, types) keys whose sizes this process remembers: the ranks of one job
-record the same shapes (each of the 8 DLRM ranks sizes ~430 keys, nearly all shared), and decoding
-a key's JSON was a fifth of a small rank's build."""
+record nearly the same shapes, and decoding a key's JSON is a large part of a small rank's build."""
 _largest_input_bytes = lru_cache(maxsize=SHAPE_CACHE_KEYS)(largest_input_bytes)  # pure: bytes -> float
 _estimate_op = lru_cache(maxsize=SHAPE_CACHE_KEYS)(estimate_op)  # pure: (str, bytes...) -> a NamedTuple
 _classify_kernel = lru_cache(maxsize=SHAPE_CACHE_KEYS)(classify_kernel)  # pure: (name, category) -> a class

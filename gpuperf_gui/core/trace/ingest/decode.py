@@ -1,11 +1,11 @@
 """Text -> typed events: the msgspec structs both decoders use, and the whole-file decode.
 
 The structs (``gc=False``, made from :data:`.schema.FIELDS`) are decoded with the garbage collector
-off: typed msgspec is the fastest and leanest decoder measured (docs/reference/environment.md).
-Clean files are decoded chunk by chunk (:mod:`.stream_decode`); a file that is not clean JSON is read
-whole and decoded here (:func:`decode_trace`): each repair is picked from where and why the decoder
-stopped, an event with fields of the wrong type or broken syntax is skipped and counted, and a file
-cut short keeps its complete events. Every message says what was wrong and at which byte or event.
+off (:func:`gc_paused`): typed msgspec is the fastest and leanest decoder measured
+(docs/reference/environment.md). :func:`decode_trace` reads a file that is not clean JSON whole: each
+repair is picked from where and why the decoder stopped, an event with fields of the wrong type or
+broken syntax is skipped and counted, and a file cut short keeps its complete events. Every message
+says what was wrong and at which byte or event.
 """
 from __future__ import annotations
 
@@ -137,13 +137,11 @@ def decode_trace(path: Path, budget: MemoryBudget, max_bytes: int | None) -> Dec
     """Read a file whole into one buffer and decode it into typed events, repairing, skipping or
     salvaging where possible.
 
-    The file is refused as soon as reading it shows that decoding it would not fit ``budget``
-    (:func:`estimated_load_bytes`: checked before reading a plain file, from its size, and after every
-    chunk). Raises :class:`TraceFormatError` when the text is not a trace: not JSON (the message gives
-    the byte, line and column where it stops being JSON, and why), a JSON object without a
-    ``traceEvents`` list, or a JSON value that is neither an object nor an array. (A trace whose
-    events are all unusable is refused later, by :func:`.build.build_rank`.) Repairs that copy the
-    text are checked against ``budget`` first.
+    ``budget`` (:func:`estimated_load_bytes`) is checked before reading a plain file, from its size,
+    after every chunk, and before a repair that copies the text. Raises :class:`TraceFormatError` when
+    the text is not a trace: not JSON (the message gives the byte, line and column where it stops being
+    JSON, and why), a JSON object without a ``traceEvents`` list, or a JSON value that is neither an
+    object nor an array (a trace whose events are all unusable is refused by the build).
     """
     with TraceStream(path, max_bytes) as stream:
         if not stream.compressed:
@@ -174,9 +172,7 @@ class _Decoding:
 
     def __init__(self, text: bytearray, read: TraceStream, path: Path, budget: MemoryBudget) -> None:
         self.text = text  # a bytearray, as every repair's text: blanked and closed in place
-        self.path, self.budget = path, budget
-        self.stream_truncated, self.compressed, self.stream_error = (read.stream_truncated, read.compressed,
-                                                                     read.stream_error)
+        self.path, self.budget, self.read = path, budget, read
         start = _content_start(self.text)
         self.list_form = self.text[start:start + 1] == b"["  # (repairs keep the first byte)
         self.end = len(self.text)  # the first JSON document ends here (a second one may follow)
@@ -191,18 +187,17 @@ class _Decoding:
 
     def run(self) -> Decoded:
         if _content_start(self.text) == len(self.text):  # (the reader refused any other first byte)
-            raise TraceFormatError(f"{self.path}: empty file{' (after decompression)' if self.compressed else ''}")
-        with gc_paused():
-            for _ in range(_MAX_REPAIRS + _MAX_SKIPPED_SYNTAX + 2):
-                try:
-                    return self._finish(self._decode())
-                except RecursionError:
-                    raise TraceFormatError(f"{self.path}: JSON nested too deeply to be a trace") from None
-                except msgspec.DecodeError as exc:
-                    self.last_error = str(exc)
-                    if not self._recover(self.last_error):
-                        break
-            return self._finish(self._salvage_or_fail())
+            raise TraceFormatError(f"{self.path}: empty file{' (after decompression)' if self.read.compressed else ''}")
+        for _ in range(_MAX_REPAIRS + _MAX_SKIPPED_SYNTAX + 2):
+            try:
+                return self._finish(self._decode())
+            except RecursionError:
+                raise TraceFormatError(f"{self.path}: JSON nested too deeply to be a trace") from None
+            except msgspec.DecodeError as exc:
+                self.last_error = str(exc)
+                if not self._recover(self.last_error):
+                    break
+        return self._finish(self._salvage_or_fail())
 
     # -- the typed decode -------------------------------------------------------------------------
     def _decode(self) -> Decoded:
@@ -255,7 +250,7 @@ class _Decoding:
                 self.lax = True
             self.warnings.append(f"repaired: {name}")
             return True
-        if at is not None and "truncated" not in message and not self.stream_truncated:
+        if at is not None and "truncated" not in message and not self.read.stream_truncated:
             return self._skip_broken_event(at, message)
         return False
 
@@ -277,7 +272,7 @@ class _Decoding:
     def _salvage_or_fail(self) -> Decoded:
         """The text is cut short (or broken where nothing else helps): keep its complete events."""
         message = self.last_error
-        truncated = self.stream_truncated or "truncated" in message
+        truncated = self.read.stream_truncated or "truncated" in message
         if truncated:
             salvaged = self._salvage()
             if salvaged is not None:
@@ -285,8 +280,8 @@ class _Decoding:
         at = _error_byte(message)
         where = "" if at is None else f" at byte {at:,}{_line_col(self.text, at)}"
         why = _describe_syntax_error(message, self.text, at) if message else "it does not decode"
-        if truncated and self.stream_error:
-            why = f"{self.stream_error}, and no complete event before the damage"
+        if truncated and self.read.stream_error:
+            why = f"{self.read.stream_error}, and no complete event before the damage"
         elif truncated and _events_array_start(self.text) is None:
             why = f"the JSON ends before it is complete ({self.end:,} bytes), and holds no traceEvents list"
         elif truncated:
@@ -309,7 +304,7 @@ class _Decoding:
             self.text += b" " * len(suffix)  # room to close the array after any cut point
         except BufferError:  # a view of the text is still alive: close the array in a copy
             self.text = bytearray(self.text) + b" " * len(suffix)
-        reason = self.stream_error or ("gzip stream cut short" if self.stream_truncated else "JSON cut short")
+        reason = self.read.stream_error or ("gzip stream cut short" if self.read.stream_truncated else "JSON cut short")
         at = _error_byte(self.last_error)  # a damaged stream can decompress to garbage: cut before it
         pos, attempts, decoded, used = total if at is None else min(total, at), 0, None, body_start
         while decoded is None and attempts < _MAX_SALVAGE_ATTEMPTS:

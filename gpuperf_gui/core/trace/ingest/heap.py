@@ -2,18 +2,16 @@
 
 A load writes each event's columns several times (scanned, joined, sorted into lanes), each time into
 a new array of tens of megabytes. glibc maps every block over its mmap threshold afresh and unmaps it
-on free, and numpy asks for transparent huge pages on big arrays: every new array is page-faulted and
-zeroed by the kernel again (``clear_page_erms`` in ``perf``: 3.5 s of 13 s CPU on 10M events).
-:func:`reused_heap` keeps big blocks on the heap while a load runs, so a freed column's pages serve
-the next one, and gives the free pages back when the load ends (``malloc_trim``): the load's peak is
-unchanged, and the process holds less after it than before.
+on free, and numpy asks for transparent huge pages on big arrays, so the kernel faults in and zeroes
+every new array again. :func:`reused_heap` keeps big blocks on the heap while a load runs, so a freed
+column's pages serve the next one, and gives the free pages back when the load ends (``malloc_trim``):
+the load's peak is unchanged, and the process holds less after it than before.
 
 These are process-wide settings, so only a process that exists for loads makes them: it calls
 :func:`enable_reused_heap` first (the loading helper, through :data:`HELPER_INITIALIZER`, and the
 ``gpuperf`` console command, ``cli.entry``). Elsewhere (the window's process, a notebook's ``Trace``,
-a libc that is not glibc: :data:`_LIBC` None) :func:`reused_heap` changes nothing. Not for the whole
-life of the process (``GLIBC_TUNABLES=glibc.malloc.mmap_max=0``): the analysis after a load would
-then keep every freed block too (``gpuperf diagnose`` of 1M events peaked 10 % higher).
+a libc that is not glibc) :func:`reused_heap` changes nothing. Not for the whole life of the process
+(``GLIBC_TUNABLES=glibc.malloc.mmap_max=0``): the analysis after a load would keep every freed block.
 """
 from __future__ import annotations
 
@@ -72,11 +70,9 @@ def enable_reused_heap() -> bool:
 
 @contextmanager
 def reused_heap() -> Iterator[None]:
-    """Keep freed big blocks on the heap while the block runs; give them back at its end.
-
-    Loads may nest or overlap on threads: the first to enter sets the heap up, the last to leave
-    sets glibc's thresholds as its own adjustment would have (see above) and trims. Nothing unless
-    :func:`enable_reused_heap` was called in this process."""
+    """Keep freed big blocks on the heap while the block runs; give them back at its end. Loads may
+    nest or overlap on threads: the first to enter sets the heap up, the last to leave sets glibc's
+    thresholds as its own adjustment would have and trims."""
     global _depth, _numpy_hugepages_before
     if _LIBC is None or not _enabled:
         yield

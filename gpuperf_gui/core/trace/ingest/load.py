@@ -2,15 +2,10 @@
 
 A clean file is decoded chunk by chunk straight into columns (:mod:`.stream_decode`); a file
 that is not clean JSON goes to the whole-file path (:func:`load_rank_whole`), which repairs, skips
-and salvages. One memory budget (:mod:`.budget`) bounds a load: a file is refused while it is read when decoding
-it would not fit, and ranks loaded in parallel share the budget. In a run folder (or any load of
-several files) a file that is not a trace is skipped and a broken rank file is named in
-:attr:`.trace_model.TraceModel.notes`; the other ranks load.
-
-The one way in for a caller is :class:`..session.trace.Trace` (``Trace(paths).model()``,
-``.result()``); this module is its loader.
-
->>> rank = load_rank(Path("rank0.json.gz"))            # doctest: +SKIP
+and salvages. Ranks loaded in parallel share one memory budget (:mod:`.budget`). In a load of several
+files a file that is not a trace is skipped and a broken rank file is named in
+:attr:`.trace_model.TraceModel.notes`; the other ranks load. The one way in for a caller is
+:class:`..session.trace.Trace` (``Trace(paths).model()``, ``.result()``); this module is its loader.
 """
 from __future__ import annotations
 
@@ -25,7 +20,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence, TypeVa
 
 from .budget import MemoryBudget
 from . import stream_decode
-from .build import build_rank
+from .build import EventColumns, add_events, build_rank_columns
 from .heap import reused_heap
 from .decode import DEFAULT_MAX_BYTES, decode_trace, gc_paused
 from ..model.trace_model import NotATraceError, RankTrace, TraceFormatError
@@ -43,19 +38,18 @@ window every rank's events, where a compact result is ~20 kB a rank (benchmarks/
 TRACE_SUFFIXES = (".json", ".json.gz", ".gz", ".tmp", ".json.tmp")
 REUSED_HEAP_MIN_BYTES = 32 << 20
 """Files of less JSON than this load without :func:`.heap.reused_heap`: what it saves (fresh pages for
-columns of tens of MB) a small load does not have, and its ``mallopt`` calls and ``malloc_trim`` at the
-end were a fixed cost per small rank."""
+columns of tens of MB) a small load does not have, and its ``mallopt`` calls and ``malloc_trim`` cost
+every rank the same."""
 
 
 def load_rank(path: Path | str, *, max_bytes: int | None = DEFAULT_MAX_BYTES, order_index: int = 0,
               memory_budget: MemoryBudget | int | None = None) -> RankTrace:
     """Load one trace file (plain or gzip JSON) into a :class:`RankTrace`.
 
-    ``memory_budget`` (bytes, default :data:`.budget.DEFAULT_MEMORY_BUDGET_BYTES`) bounds the
-    memory of the load: the file is refused as soon as reading shows that decoding it would not fit.
-    Raises :class:`TraceFormatError` when the file is not a trace or not a regular file (the message
-    names the file and the reason), is over ``max_bytes`` (decompressed), or
-    (:class:`.budget.MemoryBudgetError`) would not fit the memory budget.
+    ``memory_budget`` (bytes, default :data:`.budget.DEFAULT_MEMORY_BUDGET_BYTES`): the file is
+    refused as soon as reading shows that decoding it would not fit. Raises :class:`TraceFormatError`
+    when the file is not a trace or not a regular file (the message names the file and the reason), is
+    over ``max_bytes`` (decompressed), or (:class:`.budget.MemoryBudgetError`) would not fit the budget.
     """
     path = Path(path)
     budget = MemoryBudget.of(memory_budget)
@@ -73,9 +67,12 @@ def load_rank_whole(path: Path | str, *, max_bytes: int | None = DEFAULT_MAX_BYT
     salvaged where needed), then built. Every file that the streamed decode does not take."""
     path = Path(path)
     budget = MemoryBudget.of(memory_budget)
-    decoded = decode_trace(path, budget, max_bytes)
     with gc_paused():
-        return build_rank(decoded, path, order_index)
+        decoded = decode_trace(path, budget, max_bytes)
+        columns = EventColumns()
+        add_events(columns, decoded.events)
+        return build_rank_columns(columns, decoded.meta, path, order_index, n_entries=len(decoded.events),
+                                  skipped=decoded.skipped, truncation=decoded.truncation, warnings=decoded.warnings)
 
 
 def discover_files(paths: Iterable[Path | str]) -> list[Path]:
@@ -130,8 +127,7 @@ def failure_notes(failures: Sequence[FileFailure], n_files: int) -> list[str]:
 
 SMALL_JOB_TEXT_BYTES = 16 << 20
 """Files of less JSON than this in all load in this process unless ``workers`` is given: their
-work (~1 µs an event, ~70 ms for 16 MiB) is less than starting a pool and sending every rank's
-events back from it (the 8-rank DLRM job, 7.4 MB: see docs/performance.md)."""
+work is less than starting a pool and sending every rank's events back from it (docs/performance.md)."""
 
 
 def plan_workers(files: Sequence[Path], budget: MemoryBudget, workers: int | None) -> tuple[int, MemoryBudget]:
@@ -140,8 +136,8 @@ def plan_workers(files: Sequence[Path], budget: MemoryBudget, workers: int | Non
     As many as asked (default: one per file, at most the CPU count), but no more than the budget
     holds for the largest file (its size, or a gzip file's recorded uncompressed size), so large
     ranks load one after another with the whole budget and small ones in parallel. A small job
-    (:data:`SMALL_JOB_TEXT_BYTES`) loads in this process, one file at a time, each with the share of
-    the budget it would have had in the pool (so the same files fit).
+    (:data:`SMALL_JOB_TEXT_BYTES`) loads in this process, one file at a time, each file with the share
+    it would have had in the pool (so the same files fit).
     """
     n = len(files)
     wanted = min(n, os.cpu_count() or 1) if workers is None else max(1, workers)
@@ -154,34 +150,30 @@ def plan_workers(files: Sequence[Path], budget: MemoryBudget, workers: int | Non
     n_workers = max(1, min(wanted, fits))
     share = budget.share(n_workers)
     if workers is None and sum(sizes) < SMALL_JOB_TEXT_BYTES:
-        return 1, share  # in this process, each file with the share it would have had in the pool
+        return 1, share
     return n_workers, share
 
 
 _T = TypeVar("_T")
 _POLL_S = 0.1
-"""How often the parallel loop looks at ``stop`` while files are being decoded."""
 
 
 def iter_per_file(files: Sequence[Path], work: Callable[..., _T], stop: threading.Event | None = None, *,
-                  workers: int | None = None, collect_failures: bool = False
-                  ) -> Iterator[tuple[int, _T | FileFailure]]:
+                  workers: int, collect_failures: bool = False) -> Iterator[tuple[int, _T | FileFailure]]:
     """Run ``work(file, order_index=i)`` for every file; yield ``(i, result)`` as each one finishes.
 
-    The one per-file loop of the loader (:func:`.api.iter_load_and_analyse`).
-    ``workers`` processes (default: one per file, at most the CPU count; 1 runs in this process)
-    share the files; ``work`` must be picklable (a module-level function or a ``partial`` of one).
-    The loop returns early, without the remaining results, once ``stop`` is set (checked between
-    files, and every 0.1 s while files are decoded in parallel). When it ends early (``stop``, an
-    error in one file, or the consumer closing the generator) the pending files are cancelled and
-    the worker processes are terminated before control returns: none outlives the call. With
-    ``collect_failures`` a file whose work raises yields a :class:`FileFailure` instead (the other
-    files go on).
+    The one per-file loop of the loader (:func:`.api.iter_load_and_analyse`). ``workers`` processes
+    (:func:`plan_workers`; 1 runs in this process) share the files; ``work`` must be picklable (a
+    module-level function or a ``partial`` of one). The loop returns early, without the remaining
+    results, once ``stop`` is set (checked between files, and every :data:`_POLL_S` while files are
+    decoded in parallel). When it ends early (``stop``, an error in one file, or the consumer closing
+    the generator) the pending files are cancelled and the worker processes are terminated before
+    control returns: none outlives the call. With ``collect_failures`` a file whose work raises yields
+    a :class:`FileFailure` instead (the other files go on).
     """
     stop = stop or threading.Event()
     n = len(files)
-    n_workers = min(n, os.cpu_count() or 1) if workers is None else max(1, workers)
-    if n_workers <= 1 or n <= 1:
+    if workers <= 1 or n <= 1:
         for i, f in enumerate(files):
             if stop.is_set():
                 return
@@ -189,7 +181,7 @@ def iter_per_file(files: Sequence[Path], work: Callable[..., _T], stop: threadin
         return
     from concurrent.futures import Future, ProcessPoolExecutor
 
-    pool = ProcessPoolExecutor(max_workers=min(n_workers, n))
+    pool = ProcessPoolExecutor(max_workers=min(workers, n))
     finished = False
     try:
         # Each future reports itself on a queue when done: waiting costs O(1) per file, where
@@ -207,11 +199,8 @@ def iter_per_file(files: Sequence[Path], work: Callable[..., _T], stop: threadin
                 batch = [done_queue.get(timeout=_POLL_S)]
             except queue.Empty:
                 continue
-            while True:
-                try:
-                    batch.append(done_queue.get_nowait())
-                except queue.Empty:
-                    break
+            while not done_queue.empty():  # (this loop is the only consumer)
+                batch.append(done_queue.get_nowait())
             pending -= len(batch)
             for i in sorted(batch):
                 if stop.is_set():

@@ -1,9 +1,6 @@
-"""Reading a trace file: regular files only, gzip by magic bytes, in bounded chunks.
-
-:class:`TraceStream` yields the decompressed text in chunks; its readers (the streamed decode,
-:func:`.decode.decode_trace`) check the memory budget after every chunk, so a gzip bomb or a trace
-too large for the budget is refused while it is read, not after. One pass, one codec: python-isal
-when installed (about 2.5x faster than zlib), else zlib.
+"""Reading a trace file: regular files only, gzip by magic bytes, in bounded chunks (its readers
+check the memory budget after each: a gzip bomb is refused while it is read). One pass, one codec:
+python-isal when installed, else zlib.
 
 >>> chunks = list(TraceStream(Path("rank0.json.gz")))  # doctest: +SKIP
 """
@@ -32,13 +29,10 @@ _FIRST_NON_SPACE = re.compile(rb"[^ \t\r\n]")
 
 
 def open_regular_file(path: Path) -> BinaryIO:
-    """Open ``path`` for reading if it is a regular file; refuse anything else at once.
-
-    Opened non-blocking, so a named pipe without a writer cannot block the open; ``fstat`` on the
-    open descriptor decides (no race with a file replaced between a check and the open).
-    """
+    """Open ``path`` for reading if it is a regular file (:func:`...regular_files.open_regular`: a
+    named pipe cannot block the open); refuse anything else at once."""
     try:
-        return open_regular(path, max_bytes=None)  # the check every state file gets (regular_files)
+        return open_regular(path, max_bytes=None)
     except UnusableStateFile as exc:
         raise TraceFormatError(f"{path}: {exc.strerror}: only trace files are read") from None
     except OSError as exc:
@@ -90,14 +84,11 @@ class TraceStream:
         self.stream_truncated = False
         self.stream_error = ""
 
-    def close(self) -> None:
-        self._fh.close()
-
     def __enter__(self) -> TraceStream:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        self._fh.close()
 
     def __iter__(self) -> Iterator[bytes]:
         if not self.compressed:

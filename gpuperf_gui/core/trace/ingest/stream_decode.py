@@ -1,23 +1,17 @@
 """Streamed decode: trace bytes -> event columns, a chunk of events at a time.
 
-The decompressed bytes (:class:`.source.TraceStream`, at most 8 MB a step) are cut after the last
-complete event of what has arrived; that run of events is decoded and appended to
-:class:`.build.EventColumns`, and its text dropped. Only the text outside the events array is kept,
-and decoded at the end. Peak memory is the columns plus one chunk, where the whole-file path
-(:func:`.decode.decode_trace`) holds the whole text and every event struct.
+The decompressed text (:class:`.source.TraceStream`) is cut after the last complete event that has
+arrived: the last ``}`` ``,`` ``{`` of the buffer (whitespace between), found without scanning every
+byte. That run is decoded into :class:`.build.EventColumns` and its text dropped; only the text
+outside the events array is kept, and decoded at the end. Peak memory is the columns plus one chunk,
+where the whole-file path (:func:`.decode.decode_trace`) holds the whole text and every event struct.
 
-A cut is found without scanning every byte: the last ``}`` ``,`` ``{`` (whitespace between) of the
-buffer. A false one (inside a string or a nested value) cannot decode, and the array's end is where
-msgspec reports trailing characters. One splitter (:class:`_Splitter`) hands each run to the C
-scanner, on threads (the scan releases the GIL), where the extension is built. A run the scanner
-hands back (a false cut, the array's end, anything it does not read exactly as msgspec) turns the
-splitter careful: the text from that run on goes back into the pending buffer, where msgspec
-decodes it in this thread, trying the cuts before a false one; without the scanner every run is
-decoded that way (msgspec holds the GIL: a thread beside it would wait). Anything not clean (a
-syntax error, a field of the wrong type, NaN literals, a file cut short, a second document) stops
-the streamed decode: :func:`load_rank_streamed` returns None and the whole-file path repairs, skips,
-salvages and reports. The budget is checked after every decode against this path's own cost model
-(:func:`streamed_load_bytes`, projected to the whole file when its size is known).
+Runs go to the C scanner where the extension is built, on threads (the scan releases the GIL). A run
+it hands back (a false cut inside a string or a nested value, the array's end, anything it does not
+read exactly as msgspec) turns the splitter careful: from that run on, msgspec decodes in this thread,
+as it does every run without the scanner (it holds the GIL: a thread beside it would wait). Anything
+not clean (a syntax error, a field of the wrong type, NaN literals, a file cut short, a second
+document) stops the streamed decode, and the whole-file path repairs, skips, salvages and reports.
 """
 from __future__ import annotations
 
@@ -34,10 +28,9 @@ from .scanner import scan
 from . import source
 from ...units import format_bytes
 from .budget import MemoryBudget
-from .build import _PAIRED_OR_META, EventColumns, build_rank_columns
-from .decode import _EVENTS_DECODER, _FILE_DECODER, TraceFile, XEvent, _content_start, _error_byte, gc_paused
+from .build import EventColumns, add_events, build_rank_columns
+from .decode import _EVENTS_DECODER, _FILE_DECODER, TraceFile, _content_start, _error_byte, gc_paused
 from ..model.trace_model import RankTrace
-from ..vocabulary import schema
 from .scanner.scan import ScannedRun, scan_run
 from .source import TraceStream, text_size_hint
 
@@ -50,8 +43,8 @@ MAX_HEAD_BYTES = 64 << 20
 STRUCT_BUDGET_BYTES = 32 << 20
 """Decoded structs alive at once: the next decode waits for less text when events are small."""
 STREAM_EVENT_COST_BYTES = 190
-"""Memory per event of a streamed load, its analysis and op table (columns, lanes, sort keys), as
-measured on real and tiny events (tests/core/test_trace_load.py checks the bound)."""
+"""Memory per event of a streamed load, its analysis and op table (columns, lanes, sort keys);
+tests/core/test_trace_load.py checks the bound."""
 STRUCT_COST_BYTES = 300
 """Memory per decoded event struct (with its args struct and strings) while its run is in flight."""
 MIN_EVENT_BYTES = 100
@@ -61,7 +54,7 @@ SCANNED_EVENT_BYTES = 150
 """Memory per event of a run the C scanner read, until its columns are appended (13 columns of 4-8
 bytes and the raw args' offsets)."""
 TYPICAL_EVENT_BYTES = 250
-"""JSON bytes per event of a typical Kineto trace (216k-event trace: 249): for planning only."""
+"""JSON bytes per event of a typical Kineto trace: for planning only."""
 RUN_BYTES = 8 << 20
 """Text per run (a chunk): more threads than a file has runs would idle."""
 SCAN_THREADS_MIN_BYTES = 16 << 20
@@ -76,6 +69,7 @@ def streamed_load_bytes(events: int, text_bytes: int, structs: int) -> float:
     ``text_bytes`` of text not decoded yet and ``structs`` event structs alive: the cost model
     :class:`.budget.MemoryBudget` checks on this path."""
     return STREAM_EVENT_COST_BYTES * events + text_bytes + STRUCT_COST_BYTES * structs
+
 
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _EVENTS_KEY_TEXT = b'"traceEvents"'
@@ -92,10 +86,10 @@ def load_rank_streamed(path: Path, *, budget: MemoryBudget, max_bytes: int | Non
     """Load a clean trace file chunk by chunk; None when it needs the whole-file path.
 
     ``threads``: threads scanning runs of events at once with the C scanner (None: by the file's
-    size and the CPU count, :func:`scan_threads`; 1: this thread). msgspec decodes in this thread.
-    Raises what the whole-file path raises while reading (not a regular file, over ``max_bytes``,
-    not JSON at its first byte), :class:`.budget.MemoryBudgetError` when the streamed cost model
-    says the load does not fit, and what building raises (no usable event).
+    size and the CPU count, :func:`scan_threads`; 1: this thread). Raises what the whole-file path
+    raises while reading (not a regular file, over ``max_bytes``, not JSON at its first byte),
+    :class:`.budget.MemoryBudgetError` when the streamed cost model says the load does not fit, and
+    what building raises (no usable event).
     """
     try:
         with gc_paused():
@@ -126,12 +120,10 @@ def _idle_cpus() -> float:
         return float(cpus)
 
 
-def _stream_columns(path: Path, budget: MemoryBudget, max_bytes: int | None, threads: int | None = None
+def _stream_columns(path: Path, budget: MemoryBudget, max_bytes: int | None, threads: int | None
                    ) -> tuple[EventColumns, TraceFile, int]:
-    """``(columns, metadata, entries of the event list)`` of a clean trace file, read in chunks.
-
-    Raises :class:`NotStreamable` when the file is not clean JSON of a trace's usual shape.
-    """
+    """``(columns, metadata, entries of the event list)`` of a clean trace file, read in chunks;
+    raises :class:`NotStreamable` when the file is not clean JSON of a trace's usual shape."""
     with TraceStream(path, max_bytes) as stream:
         text_bytes_hint = text_size_hint(path)  # the columns reserve room for the most events it holds
         threads = scan_threads(text_bytes_hint, threads) if scan.ENABLED else None
@@ -192,7 +184,7 @@ class _Splitter:
     straight into a few reused buffers: no new memory per chunk, no copy but the event that spans two.
     """
 
-    def __init__(self, threads: int | None, capacity_events: int = 0) -> None:
+    def __init__(self, threads: int | None, capacity_events: int) -> None:
         self.columns = EventColumns(capacity_events)
         self.n_entries = 0
         self.kept = 0  # B/E/M events kept as structs
@@ -216,14 +208,11 @@ class _Splitter:
         self._tail: bytearray | None = None  # the text after the events array
 
     def close(self) -> None:
-        """Stop the scanning threads (a scan in flight ends within milliseconds)."""
+        """No more runs to the scanner: its threads stopped (a scan in flight ends within
+        milliseconds), read_runs' buffers dropped."""
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-
-    def _stop_runs(self) -> None:
-        """No more runs to the scanner: its threads stopped, read_runs' buffers dropped."""
-        self.close()
         self._runs = False
         self._free.clear()
         self.buffer_bytes = 0
@@ -322,9 +311,7 @@ class _Splitter:
             self._go_careful()
             return
         self._in_flight.popleft()
-        entries, kept, self.structs_in_flight = add_scanned(self.columns, run)
-        self.n_entries += entries
-        self.kept += kept
+        self._count(add_scanned(self.columns, run))
         self.decoded_bytes += end - 2 + len(separator)
         if len(text) > end:  # one of read_runs' buffers
             self._free.append(text)
@@ -333,7 +320,7 @@ class _Splitter:
         """From the oldest run in flight on, the exact text goes back to the pending buffer."""
         runs = list(self._in_flight)
         self._in_flight.clear()
-        self._stop_runs()
+        self.close()
         texts = [part for _, text, end, separator in runs for part in (memoryview(text)[1:end - 1], separator)]
         self._pending = _opened(*texts, memoryview(self._pending)[1:])
         if len(self._pending) >= self._decode_at:
@@ -376,11 +363,8 @@ class _Splitter:
             self._decode_complete()
 
     def _decode_complete(self) -> None:
-        """Decode the complete events of the pending text (all but the one still arriving).
-
-        A cut that turns out to lie inside a string or a nested value does not decode ("truncated"):
-        the one before it is tried, a few times, before the file goes to the whole-file path.
-        """
+        """Decode the complete events of the pending text (all but the one still arriving). A cut
+        inside a string or a nested value does not decode ("truncated"): the one before it is tried."""
         buf = self._pending
         before = len(buf)
         for _ in range(MAX_CUT_ATTEMPTS):
@@ -408,20 +392,22 @@ class _Splitter:
         raise NotStreamable("no cut between events decodes")
 
     def _decode_run(self, buf: bytearray, end: int) -> None:
-        """Decode ``buf[:end]`` (a JSON list of events) into the columns, without copying it.
-
-        The structs' ``msgspec.Raw`` args are views of ``buf``, so ``buf`` is never resized after
-        a decode (the text after the cut goes to a new one) and the view is not released by hand:
-        something else may hold a struct a while longer (a sampling profiler holding a frame, as
-        Dask's workers run: a rank then failed with "memoryview has 2 exported buffers").
-        """
-        entries, kept, structs = decode_into(self.columns, buf, end)
-        self.structs_in_flight = structs
+        """Decode ``buf[:end]`` (a JSON list of events) into the columns, without copying it. The
+        structs' ``msgspec.Raw`` args are views of ``buf``, so ``buf`` is never resized after a decode
+        (the text after the cut goes to a new one) and the view is not released by hand: something
+        else may hold a struct a while longer (a sampling profiler holding a frame, as Dask's workers
+        run one)."""
+        self._count(decode_into(self.columns, buf, end))
+        structs = self.structs_in_flight
         # the next decode waits for less text when events are so small that its structs would hold
         # more than STRUCT_BUDGET_BYTES
         by_structs = (STRUCT_BUDGET_BYTES * end // (structs * STRUCT_COST_BYTES) if structs
                       else MIN_DECODE_BYTES)
         self._decode_at = max(1, min(MIN_DECODE_BYTES, by_structs))
+
+    def _count(self, added: tuple[int, int, int]) -> None:
+        """Count a run appended to the columns: ``(entries, events kept as structs, structs)``."""
+        entries, kept, self.structs_in_flight = added
         self.n_entries += entries
         self.kept += kept
 
@@ -438,13 +424,12 @@ class _Splitter:
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise NotStreamable(str(exc)) from None
         self.decoded_bytes += end - 1
-        self._tail = buf[end:]
-        self._pending = None
+        self._tail, self._pending = buf[end:], None
 
     def finish(self) -> tuple[EventColumns, TraceFile, int]:
         while self._in_flight and self._runs:
             self._merge_oldest()
-        self._stop_runs()
+        self.close()
         if self._tail is None and self._pending is None:
             raise NotStreamable("no events array")
         if self._tail is None and not self._scanned_to_array_end():
@@ -460,27 +445,22 @@ class _Splitter:
         return self.columns, self._meta(), self.n_entries
 
     def _scanned_to_array_end(self) -> bool:
-        """The last run, up to the ``]`` that closes the events array, read by the C scanner.
-
-        The pending text ends with the file's keys after the array (Kineto writes ``traceName``,
-        ``displayTimeUnit``, ... there), which no scanner run reads, and msgspec would decode the whole
-        run as structs only to fail at them (a small rank's every event). The few ``]`` nearest the end
-        that a key or the object's end follows are tried instead: a run the scanner reads whole is a
-        complete JSON list, so its ``]`` is where msgspec's value ends too. False (nothing changed)
-        when no candidate scans: the msgspec path decides."""
+        """The last run, up to the ``]`` that closes the events array, read by the C scanner; False
+        (nothing changed) when no candidate scans: msgspec's path decides. The keys after the array
+        (Kineto's ``traceName``, ...) are in no scanner run, and msgspec would decode the whole run as
+        structs only to fail at them; a run the scanner reads whole is a complete JSON list, so its
+        ``]`` is where msgspec's value ends too."""
         if not scan.ENABLED or self._list_form:
             return False
         buf = self._pending
         for end in _array_end_candidates(buf):
             try:
                 run = scan_run(buf, end)
-            except Exception:  # noqa: BLE001 - (a B/E/M event msgspec refuses) as _merge_oldest: msgspec's path decides
+            except Exception:  # noqa: BLE001 - as in _merge_oldest
                 return False
             if run is None:
                 continue
-            entries, kept, self.structs_in_flight = add_scanned(self.columns, run)
-            self.n_entries += entries
-            self.kept += kept
+            self._count(add_scanned(self.columns, run))
             self.decoded_bytes += end - 1
             self._tail, self._pending = buf[end:], None
             return True
@@ -534,26 +514,6 @@ def add_scanned(columns: EventColumns, run: ScannedRun) -> tuple[int, int, int]:
     return run.entries, kept, run.xs * SCANNED_EVENT_BYTES // STRUCT_COST_BYTES + kept
 
 
-def add_events(columns: EventColumns, events: list) -> int:
-    """Append decoded events to ``columns``: ``X`` events as columns, ``B``/``E``/``M`` kept (their
-    raw args copied out of the text); returns how many were kept."""
-    xs = [e for e in events if type(e) is XEvent]
-    columns.add(xs)
-    if len(xs) == len(events):
-        return 0
-    rest = [e for e in events if type(e) in _PAIRED_OR_META]  # other phases: keep B/E/M (paired at the end)
-    for event in rest:  # kept past the run: a msgspec.Raw is a view of the text it was decoded from
-        for attr in _RAW_ARGS:
-            raw = getattr(event.args, attr)
-            if raw:
-                setattr(event.args, attr, msgspec.Raw(bytes(raw)))
-    columns.keep_paired_and_meta(rest)
-    return len(rest)
-
-
-_RAW_ARGS = tuple(f.attr for f in schema.FIELDS if f.storage == "shaped")
-
-
 def _last_boundary(buf: bytearray, before: int) -> tuple[int, int] | None:
     """``(i, j)``: ``buf[i]`` the last ``}`` before ``before`` that looks like the end of an event,
     ``buf[j]`` the ``{`` after it (a ``,`` and whitespace between); None when none is seen."""
@@ -582,8 +542,8 @@ _AFTER_ARRAY = re.compile(rb"[ \t\r\n]*[,}]")
 
 
 def _array_end_candidates(buf: bytearray) -> Iterator[int]:
-    """Offsets just past the last few ``]`` of ``buf`` that a ``,`` or ``}`` follows (whitespace
-    between): where the events array may close, nearest the end first."""
+    """Offsets just past the last ``]`` of ``buf`` that a ``,`` or ``}`` follows (whitespace between):
+    where the events array may close, nearest the end first."""
     pos = len(buf)
     for _ in range(ARRAY_END_CANDIDATES):
         close = buf.rfind(b"]", 0, pos)
