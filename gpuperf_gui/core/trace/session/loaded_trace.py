@@ -2,11 +2,8 @@
 
 :func:`iter_loaded_trace` is the loading worker's generator: :func:`iter_built_trace` runs the
 engine (:class:`.trace.Trace`) and builds a :class:`LoadedTrace` (lane specs, op tables, the
-diagnosis panel's figures, the overview page, the MFU figures and roofline points) in a helper
-interpreter by default, so none of that work holds the GUI process's GIL; the LoadedTrace comes
-back with its arrays as views of a mapped file (:mod:`..child_stream`). Every question the tab asks
-(an event's details and partners, a search, a selected range, idle gaps at a new threshold) is a
-method here.
+diagnosis panel's figures, the overview page, the MFU figures and roofline points). Every question
+the tab asks (an event's details and partners, a search, a selected range) is a method of it.
 
 >>> for item in iter_loaded_trace([Path("t.json.gz")], 10.0, stop):   # doctest: +SKIP
 ...     ...  # Progress items, then one LoadedTrace and its snapshots
@@ -14,7 +11,6 @@ method here.
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -37,7 +33,7 @@ from ..model.lanes import (DEFAULT_IDLE_THRESHOLD_US, EventRef, LaneSpec, RankSp
 from ..vocabulary.kernel_classes import KERNEL_CLASSES
 from ..model.trace_model import RankTrace, TraceModel
 from ..analysis.op_points import OpPoint
-from .trace import Trace
+from .trace import Trace, isolated
 from ..model.queries import Matches, event_partners, find_events, op_row_name
 from ..analysis.overview import (ActivityProfile, Overview, SelectionSummary, activity_profile, build_overview,
                                  selection_summary)
@@ -47,7 +43,7 @@ from .what_if_shown import WhatIfShown, what_if_shown
 BUILDER = "gpuperf_gui.core.trace.session.loaded_trace:iter_built_trace"
 HELPER_NICE = 5
 """The loading helper's CPU priority below the window's (POSIX): on a busy machine the GUI thread
-gets a core when it needs one (on two cores the helper's decoder and roofline work starved it)."""
+gets a core when it needs one."""
 MINIMAP_BINS = 800
 __all__ = ["DEFAULT_IDLE_THRESHOLD_US", "EventRef", "LaneSpec", "RankSpec", "DiagnosisView", "EventDetails",
            "AnalysisUpdate", "LoadedTrace", "Matches", "OpTable", "Progress", "RooflineUpdate", "build_loaded_trace",
@@ -78,8 +74,6 @@ class AnalysisUpdate:
     notes: tuple[str, ...]
     seconds: float = 0.0
     what_if: WhatIfShown | None = None
-    """The projections per cause and the critical path's lane masks, found here in the worker
-    (:mod:`.what_if_shown`): the views only draw them."""
 
 
 @dataclass
@@ -104,8 +98,8 @@ class DiagnosisView:
     evidence: list[str]
     fix: str
     secondary: list[str]
-    per_rank: list[dict]          # per rank: rank, device, step_median_us, gpu_busy, idle split, ...
-    steps: list[tuple[int, float, float, bool]]   # (number, duration_us, gpu_busy_fraction, warmup)
+    per_rank: list[dict] = field(default_factory=list)   # per rank: rank, device, step_median_us, gpu_busy, ...
+    steps: list[tuple[int, float, float, bool]] = field(default_factory=list)   # (number, duration_us, busy, warmup)
     straggler: int | None = None
     notes: list[str] | None = None
     stragglers: list[int] = field(default_factory=list)
@@ -140,9 +134,8 @@ class LoadedTrace:
     """Everything the Trace tab shows, built off the GUI thread, and the queries it answers.
 
     Frozen: once handed to the GUI thread it is never patched; a change is a new trace
-    (:meth:`with_analysis`, :meth:`with_roofline`, ``dataclasses.replace``) that replaces it there.
-    Its caches (``activity_cache``, ``timings_s``) and the drawn lanes' gaps belong to the thread
-    that holds it."""
+    (:meth:`with_analysis`, :meth:`with_roofline`, ``dataclasses.replace``) made on the thread that
+    holds it, as are its caches (``activity_cache``, ``timings_s``) and the drawn lanes' gaps."""
 
     model: TraceModel
     ranks: list[RankSpec]
@@ -168,10 +161,10 @@ class LoadedTrace:
     object), ``transfer_s`` (from the helper interpreter to this process), ``spilled_bytes``,
     ``roofline_s`` (the roofline points, found after the rest)."""
 
-    # -- the next snapshot (made on the thread that holds this trace) ------------------------------
+    # -- the next snapshot ----------------------------------------------------------------------------
     def with_analysis(self, update: AnalysisUpdate) -> LoadedTrace:
-        """This trace with ``update``'s analysis, as a new object (a trace another thread holds is
-        never patched): new RankSpecs where step times or a late mark change; the rest shared."""
+        """This trace with ``update``'s analysis: new RankSpecs where step times or a late mark
+        change; the rest shared."""
         ranks = []
         for spec, rank, analysis in zip(self.ranks, self.model.ranks, update.analysis):
             late = rank.rank in update.diagnosis.stragglers
@@ -185,7 +178,7 @@ class LoadedTrace:
                        timings_s={**self.timings_s, "analysis_s": update.seconds})
 
     def with_roofline(self, update: RooflineUpdate) -> LoadedTrace:
-        """This trace with ``update``'s roofline points, as a new object (see :meth:`with_analysis`)."""
+        """This trace with ``update``'s roofline points."""
         return replace(self, roofline_points=list(update.points), notes=[*self.notes, *update.notes],
                        timings_s={**self.timings_s, "roofline_s": update.seconds})
 
@@ -332,16 +325,13 @@ def iter_loaded_trace(paths: Sequence[Path | str], idle_threshold_us: float, sto
                       isolate: bool | None = None, memory_budget: int | None = None
                       ) -> Iterator[Progress | LoadedTrace | AnalysisUpdate | RooflineUpdate]:
     """The loading worker's generator: :func:`iter_built_trace`'s items, never changed after they are
-    yielded (the receiver folds the snapshots into new traces, :meth:`LoadedTrace.then`).
-
-    With ``isolate`` (the default unless ``GPUPERF_TRACE_INPROCESS=1``) it runs in a helper
-    interpreter: decoding, analysing and building hold the GIL for long stretches, which would
-    freeze the window; a stop kills the helper at once. Errors propagate. ``memory_budget`` (bytes,
-    None: the default) bounds the load (core/trace/ingest/budget.py).
-    """
+    yielded (the receiver folds the snapshots into new traces, :meth:`LoadedTrace.then`). It runs in
+    a helper interpreter (:func:`.trace.isolated`): decoding, analysing and building hold the GIL for
+    long stretches, which would freeze the window; a stop kills the helper at once. Errors propagate.
+    ``memory_budget`` (bytes, None: the default) bounds the load (:mod:`.budget`)."""
     stats: dict[str, float] = {}
     args = ([str(p) for p in paths], idle_threshold_us)
-    if _isolated(isolate):  # the budget counts the window's share of each event too (budget.WINDOW_EVENT_BYTES)
+    if isolated(isolate):  # the budget counts the window's share of each event too (budget.WINDOW_EVENT_BYTES)
         tree_budget = MemoryBudget.of(memory_budget).for_window()
         items = iter_in_child(BUILDER, args, {"memory_budget": tree_budget}, stop=stop, grace_s=0.0, ahead=True,
                               nice=HELPER_NICE, stats=stats, initializer=HELPER_INITIALIZER)
@@ -357,11 +347,6 @@ def iter_loaded_trace(paths: Sequence[Path | str], idle_threshold_us: float, sto
         if isinstance(item, LoadedTrace):   # timed before it is handed over, never touched after
             item.timings_s.update(stats)
         yield item
-
-
-def _isolated(isolate: bool | None) -> bool:
-    """``isolate``, by default True unless ``GPUPERF_TRACE_INPROCESS=1`` (a load runs in this process)."""
-    return os.environ.get("GPUPERF_TRACE_INPROCESS", "") != "1" if isolate is None else isolate
 
 
 HELPER_AHEAD = True
@@ -442,7 +427,7 @@ def warm_helper() -> None:
     """Start the next load's helper interpreter now, with this module imported: its start and
     imports (~0.35 s) are then not part of opening a trace. Nothing when loads run in this process
     (``GPUPERF_TRACE_INPROCESS=1``) or :data:`HELPER_AHEAD` is False."""
-    if _isolated(None) and HELPER_AHEAD:
+    if isolated() and HELPER_AHEAD:
         prestart_helper((__name__,), HELPER_INITIALIZER)
 
 
@@ -525,7 +510,7 @@ def _op_tables(result: TraceResult) -> dict[int, dict[str, OpTable]]:
 
 
 def _diagnosis_view(result: TraceResult, projection: str | None = None) -> DiagnosisView:
-    d = result.diagnosis
+    """:func:`diagnosis_view` with the job's figures, in the panel's units."""
     stragglers = list(result.multi_rank.stragglers)
     per_rank = [{**a.to_json(), "step_median_us": a.step_time_median_s * 1e6 if a.step_time_median_s else None,
                  "rank": a.rank} for a in (r.analysis for r in result.ranks)]   # the engine's, plus µs
@@ -537,11 +522,9 @@ def _diagnosis_view(result: TraceResult, projection: str | None = None) -> Diagn
     if skew is not None and len(result.ranks) > 1:
         notes.append(f"step-time skew across ranks: {skew * 1e3:.3g} ms")
     lag = {int(k): float(v) * 1e6 for k, v in result.multi_rank.collective_start_lag_s.items()}
-    return DiagnosisView(signature=d.signature, confidence=d.confidence, evidence=list(d.evidence),
-                         fix=d.fix, secondary=list(d.secondary), per_rank=per_rank, steps=steps,
-                         straggler=stragglers[0] if stragglers else None, notes=notes,
-                         stragglers=stragglers, collective_lag_us=lag, close_call=list(d.close_call),
-                         projection=projection)
+    return replace(diagnosis_view(result.diagnosis), per_rank=per_rank, steps=steps,
+                   straggler=stragglers[0] if stragglers else None, notes=notes, stragglers=stragglers,
+                   collective_lag_us=lag, close_call=list(result.diagnosis.close_call), projection=projection)
 
 
 def roofline_points(ranks: Sequence[RankTrace], notes: list[str],
@@ -571,7 +554,7 @@ def diff_job(before: Sequence[Path | str], after: Sequence[Path | str]
     in a helper interpreter unless ``GPUPERF_TRACE_INPROCESS=1`` (the decoder holds the GIL)."""
     from .diff import iter_diff
 
-    isolate = _isolated(None)
+    isolate = isolated()
     args = ([str(p) for p in before], [str(p) for p in after])
 
     def produce(stop: threading.Event) -> Iterator[Progress | object]:
@@ -618,7 +601,6 @@ def diff_figures(d) -> list[FigureDelta]:  # noqa: ANN001 (diff.TraceDiff)
 
 
 def diagnosis_view(diagnosis) -> DiagnosisView:  # noqa: ANN001 (diagnose.Diagnosis)
-    """A job diagnosis alone (no per-rank figures), for the Compare page."""
-    return DiagnosisView(signature=diagnosis.signature, confidence=diagnosis.confidence,
-                         evidence=list(diagnosis.evidence), fix=diagnosis.fix,
-                         secondary=list(diagnosis.secondary), per_rank=[], steps=[])
+    """A job diagnosis alone (no per-rank figures: the Compare page's)."""
+    d = diagnosis
+    return DiagnosisView(d.signature, d.confidence, list(d.evidence), d.fix, list(d.secondary))

@@ -1,13 +1,9 @@
 """The Trace tab's state without Qt: the load's phase, the trace shown, and what is selected in it.
 
-:class:`TraceTabState` is the tab's one state object. It is a :class:`~.load_state.LoadState` (the
-open's phase and the trace shown, replaced by each snapshot, never patched) plus what a person did
-with that trace: the range selected, the search and which match is current, the critical path
-shown. It also holds the tab's rules: which controls the trace enables (:class:`Controls`), what the
-Enter key does in the search box, what the idle threshold changes, how an event is brought into
-view (:func:`reveal_range`), and the words of the tab's messages (:func:`failure_text`,
-:func:`ending_text`, :func:`notes_text`). The tab reads its widgets into calls on it and draws what
-it returns.
+:class:`TraceTabState` is the tab's one state object, a :class:`~.load_state.LoadState` plus what a
+person did with the trace (the range selected, the search, the critical path shown), and the
+module holds the tab's rules and the words of its messages. The tab reads its widgets into calls
+on it and draws what it returns.
 
 >>> state = TraceTabState(); run = state.open()                     # doctest: +SKIP
 >>> state.lanes_ready(trace); state.search("gemm", "name", lanes)   # doctest: +SKIP
@@ -32,7 +28,7 @@ if TYPE_CHECKING:
 MAX_LISTED_MATCHES = 500
 """The Search tab lists this many matches' texts (all are highlighted and counted)."""
 CLEAR_ERRORS = frozenset({"TraceFormatError", "NotATraceError", "MemoryBudgetError", "HelperProcessError"})
-"""Exceptions whose message is written for the user (core/trace/model/trace_model.py, budget.py, child_stream.py)."""
+"""Exceptions whose message is written for the user."""
 SAME_THRESHOLD_US = 1e-9
 """Idle thresholds closer than this are the same (the spin box's value is a float)."""
 
