@@ -231,8 +231,6 @@ def multi_rank_summary(ranks: list[RankResult], spans: dict[int, tuple[np.ndarra
         spans = _collective_spans(ranks) if spans is None else spans
         counted = "steps' first collectives" if per_step else "collectives"
         lags = _lags_in_order(spans)
-    if not lags:
-        return MultiRankSummary(skew, [], pipeline=pipeline)
     lag_by_rank, evidence = {}, []
     for rank, (lag_s, wait_s, n) in lags.items():
         lag_by_rank[rank] = lag_s

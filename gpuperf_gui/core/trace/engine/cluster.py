@@ -200,11 +200,9 @@ class ClusterResult:
 
     def to_json(self, top: int = 10, *, encoded: bool = False) -> dict:
         """The ``gpuperf diagnose --json`` object, the same as :meth:`.api.TraceResult.to_json`.
-
-        ``encoded``: a rank whose part a worker encoded (and whose number, file and op-table rows
-        the job left as the worker had them) is that text around its diagnosis, a
-        :class:`.json_text.EncodedJSON` (what ``print_json`` writes as it is): the client neither
-        builds nor encodes the rank's values."""
+        ``encoded``: a rank its worker encoded (:attr:`RankSummary.rank_json_parts`, still valid) is
+        that text around its diagnosis, a :class:`.json_text.EncodedJSON` that ``print_json`` writes
+        as it is."""
         ranks: list[Any] = []
         for r in self.ranks:
             if encoded and r.rank_json_parts is not None and r.rank_json_as == (r.analysis.rank, r.analysis.file, top):
@@ -333,8 +331,10 @@ def _on_dask(files: list[Path], address: str, stop: threading.Event, budget_byte
                 client.cancel(list(done.futures))
                 return
             finished = done.next_batch(block=False)
-            if not finished:
-                _wait_ready(done)
+            if not finished:   # wait for a result or _POLL_S; as_completed notifies its condition after
+                with done.thread_condition:   # queueing each result (checked under it: no wake-up is lost)
+                    if not done.has_ready():
+                        done.thread_condition.wait(_POLL_S)
                 continue
             for fut, value in sorted(finished, key=lambda pair: index[pair[0].key]):
                 batch = batches[index[fut.key]]
@@ -376,14 +376,6 @@ def summarize_ranks(paths: Sequence[str], order_indices: Sequence[int], shown: S
     threshold off, so every block over 128 kB a small rank's load takes is mapped and zeroed afresh."""
     with reused_heap():
         return [summarize_rank(p, i, shown=name, **kwargs) for p, i, name in zip(paths, order_indices, shown)]
-
-
-def _wait_ready(done: Any) -> None:  # noqa: ANN401 (a distributed.as_completed)
-    """Wait until a task has finished or :data:`_POLL_S` has passed. as_completed notifies its
-    ``thread_condition`` after queueing each result (checked under it: no wake-up is lost)."""
-    with done.thread_condition:
-        if not done.has_ready():
-            done.thread_condition.wait(_POLL_S)
 
 
 def _results(fut: Any, value: Any, paths: Sequence[Path]  # noqa: ANN401 (distributed's)

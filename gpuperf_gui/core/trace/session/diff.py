@@ -506,9 +506,8 @@ def _windows(rt: RankTrace, analysis: RankAnalysis, wanted: Sequence[int] | None
 
 
 def device_selection(rt: RankTrace, host_spans: Spans, device_spans: Spans) -> dict[int, np.ndarray]:
-    """Per GPU lane, the events that belong to the steps: launched inside a step's CPU span (HTA's
-    rule: a kernel has the iteration of the op that launched it), else, with no launch flow
-    (annotations, traces without correlation ids), starting inside a step's device span."""
+    """Per GPU lane, the events that belong to the steps (the module docstring's rule: launched in
+    a step's CPU span, else starting in its device span)."""
     launch_us = {lane.lane_id: np.full(len(lane), np.nan) for lane in rt.lanes if lane.is_gpu}
     flows = rt.flows
     for src in np.unique(flows.src_lane).tolist() if len(flows) else []:

@@ -7,7 +7,6 @@ the tab asks (an event's details and partners, a search, a selected range) is a 
 
 >>> for item in iter_loaded_trace([Path("t.json.gz")], 10.0, stop):   # doctest: +SKIP
 ...     ...  # Progress items, then one LoadedTrace and its snapshots
->>> loaded.partners(EventRef(0, lane_id, i)); loaded.find("gemm", mode="class")   # doctest: +SKIP
 """
 from __future__ import annotations
 
@@ -357,14 +356,14 @@ def iter_built_trace(paths: Sequence[str], idle_threshold_us: float, stop: threa
                      memory_budget: MemoryBudget | int | None = None
                      ) -> Iterator[Progress | SendMapped | LoadedTrace | AnalysisUpdate | RooflineUpdate]:
     """Load, analyse and build (the helper interpreter's target, :func:`iter_loaded_trace`): progress,
-    one :class:`LoadedTrace` (nothing if stopped), then its snapshots. One file is loaded, its lanes
-    sent, and only then analysed (an :class:`AnalysisUpdate`): analysis and op table take a third of
-    a big file's time, and the lanes are on screen meanwhile. Several files come analysed with their
-    lanes. Last a :class:`RooflineUpdate` (the FLOP counts of a big trace's ops take a while)."""
+    one :class:`LoadedTrace` (nothing if stopped), then its snapshots. One file's lanes are sent
+    before it is analysed (an :class:`AnalysisUpdate`), so they are on screen meanwhile; several
+    files come analysed with their lanes. Last a :class:`RooflineUpdate` (a big trace's FLOP counts
+    take a while)."""
     stop = stop or threading.Event()
     started = time.perf_counter()
     trace = Trace(paths, memory_budget=memory_budget)
-    lanes_first = _one_file(paths)
+    lanes_first = trace.is_one_file()
     if lanes_first:
         yield Progress(0.0, f"reading {Path(paths[0]).name}")
         trace.model()        # loaded, not analysed yet
@@ -414,19 +413,10 @@ def iter_built_trace(paths: Sequence[str], idle_threshold_us: float, stop: threa
         yield RooflineUpdate(tuple(points), tuple(notes), time.perf_counter() - started)
 
 
-def _one_file(paths: Sequence[str]) -> bool:
-    """``paths`` name one trace file (not several, a folder, or one not readable: the engine's
-    usual path decides and reports)."""
-    try:
-        return len(paths) == 1 and Path(paths[0]).is_file()
-    except OSError:
-        return False
-
-
 def warm_helper() -> None:
     """Start the next load's helper interpreter now, with this module imported: its start and
-    imports (~0.35 s) are then not part of opening a trace. Nothing when loads run in this process
-    (``GPUPERF_TRACE_INPROCESS=1``) or :data:`HELPER_AHEAD` is False."""
+    imports are then not part of opening a trace (nothing when loads run in this process or
+    :data:`HELPER_AHEAD` is False)."""
     if isolated() and HELPER_AHEAD:
         prestart_helper((__name__,), HELPER_INITIALIZER)
 

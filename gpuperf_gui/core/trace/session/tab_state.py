@@ -4,9 +4,6 @@
 person did with the trace (the range selected, the search, the critical path shown), and the
 module holds the tab's rules and the words of its messages. The tab reads its widgets into calls
 on it and draws what it returns.
-
->>> state = TraceTabState(); run = state.open()                     # doctest: +SKIP
->>> state.lanes_ready(trace); state.search("gemm", "name", lanes)   # doctest: +SKIP
 """
 
 from __future__ import annotations
