@@ -1,9 +1,6 @@
 """The local engine: load + analyse + diagnose, with progress and cancel, and the JSON it prints.
 
 The program asks :class:`.trace.Trace`, which runs this (or the compact engine of :mod:`.cluster`).
-
->>> for item in iter_load_and_analyse([Path("t.json.gz")], stop):  # worker thread  # doctest: +SKIP
-...     ...  # Progress(fraction, message) items, then one TraceResult
 """
 from __future__ import annotations
 
@@ -56,8 +53,7 @@ class RankResult:
 
 @dataclass
 class MultiRankSummary:
-    """Cross-rank figures: step-time skew and straggler ranks (HTA's "starts late" rule, plus the
-    others' wait that the lag explains; see :func:`multi_rank_summary`)."""
+    """Cross-rank figures: step-time skew and straggler ranks (:func:`multi_rank_summary`)."""
 
     step_time_skew_s: float | None
     stragglers: list[int]
@@ -105,8 +101,7 @@ class TraceResult:
 
 def rank_json(analysis: RankAnalysis, diagnosis: Diagnosis, top_ops: list[OpRow], roofline_points: list[dict]
               ) -> dict:
-    """One rank of ``gpuperf diagnose --json``: its figures, verdict, op-table top rows and points
-    (the local and the Dask engines both build it here, so their output is the same)."""
+    """One rank of ``gpuperf diagnose --json`` (both engines build it here, so their output is the same)."""
     obj = analysis.to_json()
     obj["diagnosis"] = diagnosis.to_json()
     obj["op_table"] = [row.to_json() for row in top_ops]
@@ -127,8 +122,7 @@ _Loaded = tuple[RankTrace, RankAnalysis, list[OpRow], list[OpPoint]]
 
 def _analyse_one(path: Path, *, max_bytes: int | None, order_index: int,
                  memory_budget: MemoryBudget | int | None = None) -> _Loaded:
-    """One file's work, in a worker process: load, then :func:`analyse_loaded_rank` (on the rank's
-    own clock, before :meth:`TraceModel.aligned` shifts it)."""
+    """One file's work, in a worker process: load and :func:`analyse_loaded_rank`, on the rank's own clock."""
     rt = load_rank(path, max_bytes=max_bytes, order_index=order_index, memory_budget=memory_budget)
     return (rt, *analyse_loaded_rank(rt))
 
@@ -172,8 +166,7 @@ def iter_load_and_analyse(paths: Sequence[Path | str], stop: threading.Event | N
 
 
 def assemble_job(loaded: list[_Loaded]) -> TraceResult:
-    """The job from its ranks' (trace, analysis, op table, points): ranks deduplicated, aligned and
-    diagnosed, then the straggler summary and the job's verdict."""
+    """The job from its ranks' (trace, analysis, op table, points), deduplicated, aligned and diagnosed."""
     model = TraceModel.aligned(dedupe_ranks([rt for rt, *_ in loaded]))
     by_trace = {id(rt): rest for rt, *rest in loaded}
     ranks = []

@@ -143,8 +143,7 @@ class _DiagnosisHole:
 
 
 def _encode_rank_json(summary: RankSummary, top: int) -> None:
-    """The rank's ``diagnose --json`` part, with a hole for its diagnosis: the job's verdict may
-    change it (a late rank)."""
+    """The rank's ``diagnose --json`` part, with a hole for its diagnosis (a late rank's changes)."""
     a = summary.analysis
     a.rank = summary.rank  # as assemble() sets it
 
@@ -456,8 +455,7 @@ def iter_compact_analyse(paths: Sequence[Path | str], stop: threading.Event | No
 
 def _on_pool(files: list[Path], stop: threading.Event, workers: int | None, budget: MemoryBudget, **options: Any
              ) -> Iterator[_Item]:
-    """The ranks' summaries (or failures) from the local process pool, with Progress items, planned
-    as :func:`.api.iter_load_and_analyse` plans its own."""
+    """The ranks' summaries (or failures) from the local process pool, with Progress items."""
     n = len(files)
     n_workers, share = plan_workers(files, budget, workers)
     yield Progress(0.0, f"analysing {n} file{'s' if n != 1 else ''} on {engine_label(None, n_workers)}")

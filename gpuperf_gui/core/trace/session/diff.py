@@ -72,8 +72,7 @@ SOURCE_PROFILED = "profiled steps: ProfilerStep spans in the traces"
 
 @dataclass(frozen=True)
 class RankWindow:
-    """What was compared in one rank: file, step count, each step's CPU and device span in the
-    file's own ``ts`` (µs)."""
+    """What was compared in one rank: file, step count, each step's CPU and device span (file ``ts``, µs)."""
 
     rank: int
     file: str
@@ -218,8 +217,7 @@ class TraceDiff:
     """Tokens per step of each side where the user gave them (a trace does not record them)."""
 
     what_if_check: dict | None = None
-    """The before-trace's projection for its diagnosed cause against the measured speedup
-    (:func:`.what_if.diff_check`)."""
+    """The before-trace's projection for its cause against the measured speedup (:func:`.what_if.diff_check`)."""
 
     @property
     def headline(self) -> Headline:
@@ -378,8 +376,7 @@ def diff_results(before: TraceResult, after: TraceResult, *, before_steps: Seque
         which = labels[0] if not b.per_step else labels[1]
         warnings.append(f"{which} has no ProfilerStep annotations: its figures are per trace, not per step")
     d = TraceDiff(b, a, classes, ops, before.diagnosis, after.diagnosis, warnings, tuple(tokens_per_step))
-    what_if = getattr(before, "what_if", None)  # a cluster result has no traces to walk
-    d.what_if_check = diff_check(what_if() if callable(what_if) else None, before.diagnosis.signature, d.speedup)
+    d.what_if_check = diff_check(before.what_if(), before.diagnosis.signature, d.speedup)
     return d
 
 

@@ -105,8 +105,7 @@ class LoadState:
 
     # -- the tab's requests ----------------------------------------------------------------------------
     def open(self) -> int:
-        """A new load starts (any phase: the newest request wins). Returns its number: tag its
-        items with it (:func:`tag_items`)."""
+        """A new load starts (the newest request wins); returns its number, for :func:`tag_items`."""
         self._go(Phase.LOADING)
         self.roofline_pending = False
         self.cancelling = False
@@ -144,7 +143,7 @@ class LoadState:
         open, in LANES_SHOWN (a stale or repeated update is dropped)."""
         if self.phase is not Phase.LANES_SHOWN or self.cancelling or self.trace is None:
             return False
-        self.trace = self.trace.with_analysis(update)
+        self.trace = self.trace.then(update)
         self._go(Phase.ANALYSING)
         return True
 
@@ -153,7 +152,7 @@ class LoadState:
         shown = self.phase in (Phase.LANES_SHOWN, Phase.ANALYSING, Phase.READY)   # this open's lanes
         if not shown or not self.roofline_pending or self.trace is None:
             return False
-        self.trace = self.trace.with_roofline(update)
+        self.trace = self.trace.then(update)
         self.roofline_pending = False
         return True
 

@@ -51,8 +51,7 @@ __all__ = ["DEFAULT_IDLE_THRESHOLD_US", "EventRef", "LaneSpec", "RankSpec", "Dia
 
 @dataclass(frozen=True)
 class RooflineUpdate:
-    """Roofline points of the :class:`LoadedTrace` yielded before (found after it, so the lanes show
-    sooner); :meth:`LoadedTrace.with_roofline` makes the trace that has them on the GUI thread."""
+    """Roofline points of the :class:`LoadedTrace` yielded before (found after it: the lanes show sooner)."""
 
     points: tuple[RooflinePoint, ...]
     notes: tuple[str, ...]
@@ -132,9 +131,9 @@ class EventDetails:
 class LoadedTrace:
     """Everything the Trace tab shows, built off the GUI thread, and the queries it answers.
 
-    Frozen: once handed to the GUI thread it is never patched; a change is a new trace
-    (:meth:`with_analysis`, :meth:`with_roofline`, ``dataclasses.replace``) made on the thread that
-    holds it, as are its caches (``activity_cache``, ``timings_s``) and the drawn lanes' gaps."""
+    Frozen: once handed to the GUI thread it is never patched; a change is a new trace (:meth:`then`,
+    ``dataclasses.replace``) made on the thread that holds it, as are its caches (``activity_cache``,
+    ``timings_s``) and the drawn lanes' gaps."""
 
     model: TraceModel
     ranks: list[RankSpec]
@@ -162,8 +161,7 @@ class LoadedTrace:
 
     # -- the next snapshot ----------------------------------------------------------------------------
     def with_analysis(self, update: AnalysisUpdate) -> LoadedTrace:
-        """This trace with ``update``'s analysis: new RankSpecs where step times or a late mark
-        change; the rest shared."""
+        """This trace with ``update``'s analysis: new RankSpecs where step times or a late mark change."""
         ranks = []
         for spec, rank, analysis in zip(self.ranks, self.model.ranks, update.analysis):
             late = rank.rank in update.diagnosis.stragglers
@@ -176,17 +174,13 @@ class LoadedTrace:
                        notes=[*self.notes, *update.notes], analysis_pending=False, what_if=update.what_if,
                        timings_s={**self.timings_s, "analysis_s": update.seconds})
 
-    def with_roofline(self, update: RooflineUpdate) -> LoadedTrace:
-        """This trace with ``update``'s roofline points."""
-        return replace(self, roofline_points=list(update.points), notes=[*self.notes, *update.notes],
-                       timings_s={**self.timings_s, "roofline_s": update.seconds})
-
     def then(self, item: object) -> LoadedTrace:
         """The trace after ``item`` of :func:`iter_loaded_trace` (itself for progress items)."""
         if isinstance(item, AnalysisUpdate):
             return self.with_analysis(item)
         if isinstance(item, RooflineUpdate):
-            return self.with_roofline(item)
+            return replace(self, roofline_points=list(item.points), notes=[*self.notes, *item.notes],
+                           timings_s={**self.timings_s, "roofline_s": item.seconds})
         return self
 
     # -- events -------------------------------------------------------------------------------------
@@ -259,8 +253,7 @@ class LoadedTrace:
     # -- geometry and ranges ------------------------------------------------------------------------
     def idle_gaps(self, rank_index: int, lane_id: int, threshold_us: float | None = None
                   ) -> tuple[np.ndarray, np.ndarray]:
-        """Idle gaps of at least ``threshold_us`` (default: the current threshold) between the
-        events of one lane (start_us, end_us)."""
+        """Idle gaps (start_us, end_us) of one lane, of at least ``threshold_us`` (default: the trace's)."""
         lane = self.model.ranks[rank_index].lanes[lane_id]
         return compute_gaps(lane, self.idle_threshold_us if threshold_us is None else threshold_us)
 
@@ -423,8 +416,7 @@ def warm_helper() -> None:
 
 def build_loaded_trace(result: TraceResult, idle_threshold_us: float = DEFAULT_IDLE_THRESHOLD_US,
                        stop: threading.Event | None = None, roofline: bool = True) -> LoadedTrace:
-    """Turn the engine's TraceResult into what the tab draws and shows (without the roofline points
-    unless ``roofline``: :func:`roofline_points` finds them)."""
+    """The engine's TraceResult as the tab draws it (the roofline points only with ``roofline``)."""
     loaded = _lanes_trace(result.model, idle_threshold_us, stop).with_analysis(_analysis_update(result))
     loaded.timings_s.pop("analysis_s", None)   # part of the engine's time here
     if roofline:
@@ -434,8 +426,7 @@ def build_loaded_trace(result: TraceResult, idle_threshold_us: float = DEFAULT_I
 
 
 def _lanes_trace(model: TraceModel, idle_threshold_us: float, stop: threading.Event | None) -> LoadedTrace:
-    """The lanes of ``model`` as the tab draws them, without the analysis (``analysis_pending``:
-    :func:`_analysis_update` fills it in)."""
+    """The lanes of ``model`` as the tab draws them, ``analysis_pending`` (:func:`_analysis_update`)."""
     notes: list[str] = list(model.notes)  # run-folder files skipped or broken (core/trace/ingest/load.py)
     rank_specs, lanes = prepare_lanes(model, idle_threshold_us, stop)
     for rank in model.ranks:
@@ -560,8 +551,7 @@ def diff_job(before: Sequence[Path | str], after: Sequence[Path | str]
 
 @dataclass(frozen=True)
 class FigureDelta:
-    """One row of the Compare page's figures: before, after and after - before (``kind``: "s" or
-    "fraction")."""
+    """One row of the Compare page's figures: before, after and their delta (``kind``: "s" or "fraction")."""
 
     label: str
     kind: str

@@ -43,8 +43,7 @@ class Controls:
 
 @dataclass(frozen=True)
 class SearchResult:
-    """A search's outcome: the matches (empty on a bad query, with ``error`` saying why) and the
-    texts of the first :data:`MAX_LISTED_MATCHES`."""
+    """A search's matches (empty on a bad query: ``error`` says why) and the first :data:`MAX_LISTED_MATCHES` texts."""
 
     matches: Matches
     texts: tuple[str, ...] = ()
@@ -153,8 +152,7 @@ class TraceTabState(LoadState):
         return self.trace is not None and abs(threshold_us - self.trace.idle_threshold_us) >= SAME_THRESHOLD_US
 
     def apply_idle_threshold(self, threshold_us: float) -> list[LaneSpec]:
-        """A new trace with idle gaps of at least ``threshold_us``; returns the compute lanes whose
-        gaps changed (given their new gaps: redraw them)."""
+        """A new trace with idle gaps of at least ``threshold_us``; returns the compute lanes to redraw."""
         self.trace = replace(self.trace, idle_threshold_us=threshold_us)   # a new trace, on its thread
         trace, changed = self.trace, []
         for spec in trace.lanes:
@@ -193,8 +191,7 @@ class TraceTabState(LoadState):
         self.matches, self.match_pos, self.last_query = Matches.empty(), -1, None
 
     def enter(self, text: str, mode: str) -> str:
-        """What Enter in the search box does: ``"clear"`` (empty box), ``"next"`` (the same query
-        again: the next match) or ``"search"``."""
+        """What Enter in the search box does: "clear" (empty box), "next" (the same query again) or "search"."""
         if not text:
             return "clear"
         if len(self.matches) and self.last_query == (mode, text):

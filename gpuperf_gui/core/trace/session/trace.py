@@ -122,8 +122,7 @@ class Trace:
         return self._model
 
     def is_one_file(self) -> bool:
-        """The paths name one trace file (not several, a folder, or one not readable: the engine's
-        usual path decides and reports): its lanes can be loaded before they are analysed."""
+        """The paths name one readable trace file: its lanes can be loaded before they are analysed."""
         try:
             return len(self.paths) == 1 and self.paths[0].is_file()
         except OSError:
