@@ -18,6 +18,7 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -132,23 +133,13 @@ RANK_JSON_INDENT = "    "
 """The indent of a rank's part in ``gpuperf diagnose --json`` (an item of ``ranks``)."""
 
 
-class _DiagnosisHole:
-    """Stands in for the rank's diagnosis while its JSON is encoded: a hole the client fills."""
-
-    def __init__(self, token: str) -> None:
-        self.token = token
-
-    def to_json(self) -> str:
-        return self.token
-
-
 def _encode_rank_json(summary: RankSummary, top: int) -> None:
     """The rank's ``diagnose --json`` part, with a hole for its diagnosis (a late rank's changes)."""
     a = summary.analysis
     a.rank = summary.rank  # as assemble() sets it
 
     def rank_part(tokens: list[str]) -> object:
-        hole = _DiagnosisHole(tokens[0])
+        hole = SimpleNamespace(to_json=lambda: tokens[0])   # the diagnosis's place, which the client fills
         return json_safe(rank_json(a, hole, summary.ops[:top], summary.roofline_points))  # type: ignore[arg-type]
 
     summary.rank_json_parts = encode_around(rank_part, 1, RANK_JSON_INDENT).parts
