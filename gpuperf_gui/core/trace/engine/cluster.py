@@ -321,8 +321,10 @@ def _on_dask(files: list[Path], address: str, stop: threading.Event, budget_byte
                 client.cancel(list(done.futures))
                 return
             finished = done.next_batch(block=False)
-            if not finished:   # wait for a result or _POLL_S; as_completed notifies its condition after
-                with done.thread_condition:   # queueing each result (checked under it: no wake-up is lost)
+            if not finished:
+                # wait for a result or _POLL_S: as_completed notifies its condition after queueing each
+                # result (checked under it, so no wake-up is lost)
+                with done.thread_condition:
                     if not done.has_ready():
                         done.thread_condition.wait(_POLL_S)
                 continue

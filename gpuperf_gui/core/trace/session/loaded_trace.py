@@ -25,6 +25,7 @@ from ..diagnosis import figures
 from ..analysis.rank_analysis import RankAnalysis
 from ..engine.api import Progress, TraceResult
 from ..ingest.budget import MemoryBudget
+from ..diagnosis.diagnose import Diagnosis
 from ..diagnosis.figures import TraceMfuFigures
 from ..ingest.heap import HELPER_INITIALIZER
 from ..model.lanes import (DEFAULT_IDLE_THRESHOLD_US, EventRef, LaneSpec, RankSpec, compute_gaps, full_range,
@@ -580,7 +581,7 @@ def diff_figures(d) -> list[FigureDelta]:  # noqa: ANN001 (diff.TraceDiff)
     return rows
 
 
-def diagnosis_view(diagnosis) -> DiagnosisView:  # noqa: ANN001 (diagnose.Diagnosis)
+def diagnosis_view(diagnosis: Diagnosis) -> DiagnosisView:
     """A job diagnosis alone (no per-rank figures: the Compare page's)."""
-    d = diagnosis
-    return DiagnosisView(d.signature, d.confidence, list(d.evidence), d.fix, list(d.secondary))
+    return DiagnosisView(diagnosis.signature, diagnosis.confidence, list(diagnosis.evidence), diagnosis.fix,
+                         list(diagnosis.secondary))
