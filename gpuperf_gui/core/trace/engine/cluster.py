@@ -110,8 +110,8 @@ def summarize_rank(path: str, order_index: int, *, max_bytes: int | None = DEFAU
                    shown: str | None = None, encode_json: bool = False) -> RankSummary | FileFailure:
     """Load, analyse and summarise one rank file (the task a worker runs). The overview's parts (step
     breakdown, top kernels, lane summaries: what the job window draws) only with ``overview``: the
-    CLI's JSON reads none of them. ``shown``: the file's name in the result and its failure (as the
-    user gave it, as the local run names it; ``path`` is what the worker reads). ``encode_json``:
+    CLI's JSON reads none of them. ``shown``: the file's name in the result and its failure (the path
+    as the user gave it, as the local run names it; ``path`` is what the worker reads). ``encode_json``:
     also encode the rank's part of the JSON here (:attr:`RankSummary.rank_json_parts`). A file that
     fails gives a :class:`.load.FileFailure`, so one broken rank never fails the job."""
     try:
@@ -130,7 +130,8 @@ def summarize_rank(path: str, order_index: int, *, max_bytes: int | None = DEFAU
 
 
 RANK_JSON_INDENT = "    "
-"""The indent of a rank's part in ``gpuperf diagnose --json`` (an item of ``ranks``)."""
+"""The indent of a rank's part in ``gpuperf diagnose --json`` (an item of ``ranks``): encoded for that
+place, the part is written as it is."""
 
 
 def _encode_rank_json(summary: RankSummary, top: int) -> None:
