@@ -25,7 +25,6 @@ from ..diagnosis import figures
 from ..analysis.rank_analysis import RankAnalysis
 from ..engine.api import Progress, TraceResult
 from ..ingest.budget import MemoryBudget
-from ..diagnosis.diagnose import Diagnosis
 from ..diagnosis.figures import TraceMfuFigures
 from ..ingest.heap import HELPER_INITIALIZER
 from ..model.lanes import (DEFAULT_IDLE_THRESHOLD_US, EventRef, LaneSpec, RankSpec, compute_gaps, full_range,
@@ -581,7 +580,7 @@ def diff_figures(d) -> list[FigureDelta]:  # noqa: ANN001 (diff.TraceDiff)
     return rows
 
 
-def diagnosis_view(diagnosis: Diagnosis) -> DiagnosisView:
+def diagnosis_view(diagnosis) -> DiagnosisView:  # noqa: ANN001 (diagnose.Diagnosis)
     """A job diagnosis alone (no per-rank figures: the Compare page's)."""
     return DiagnosisView(diagnosis.signature, diagnosis.confidence, list(diagnosis.evidence), diagnosis.fix,
                          list(diagnosis.secondary))
