@@ -1,9 +1,6 @@
 """The local engine: load + analyse + diagnose, with progress and cancel, and the JSON it prints.
 
 The program asks :class:`.trace.Trace`, which runs this (or the compact engine of :mod:`.cluster`).
-
->>> for item in iter_load_and_analyse([Path("t.json.gz")], stop):  # worker thread  # doctest: +SKIP
-...     ...  # Progress(fraction, message) items, then one TraceResult
 """
 from __future__ import annotations
 
@@ -56,8 +53,7 @@ class RankResult:
 
 @dataclass
 class MultiRankSummary:
-    """Cross-rank figures: step-time skew and straggler ranks (HTA's "starts late" rule, plus the
-    others' wait that the lag explains; see :func:`multi_rank_summary`)."""
+    """Cross-rank figures: step-time skew and straggler ranks (:func:`multi_rank_summary`)."""
 
     step_time_skew_s: float | None
     stragglers: list[int]
@@ -105,8 +101,7 @@ class TraceResult:
 
 def rank_json(analysis: RankAnalysis, diagnosis: Diagnosis, top_ops: list[OpRow], roofline_points: list[dict]
               ) -> dict:
-    """One rank of ``gpuperf diagnose --json``: its figures, verdict, op-table top rows and points
-    (the local and the Dask engines both build it here, so their output is the same)."""
+    """One rank of ``gpuperf diagnose --json`` (both engines build it here, so their output is the same)."""
     obj = analysis.to_json()
     obj["diagnosis"] = diagnosis.to_json()
     obj["op_table"] = [row.to_json() for row in top_ops]
@@ -127,17 +122,14 @@ _Loaded = tuple[RankTrace, RankAnalysis, list[OpRow], list[OpPoint]]
 
 def _analyse_one(path: Path, *, max_bytes: int | None, order_index: int,
                  memory_budget: MemoryBudget | int | None = None) -> _Loaded:
-    """One file's work, all of it per rank (so it runs in the worker processes): load, analyse,
-    op table and roofline points (found together: they share the op nesting). All read the rank's
-    own clock, before :meth:`TraceModel.aligned` shifts it."""
+    """One file's work, in a worker process: load and :func:`analyse_loaded_rank`, on the rank's own clock."""
     rt = load_rank(path, max_bytes=max_bytes, order_index=order_index, memory_budget=memory_budget)
     return (rt, *analyse_loaded_rank(rt))
 
 
 def analyse_loaded_rank(rt: RankTrace) -> tuple[RankAnalysis, list[OpRow], list[OpPoint]]:
-    """What every engine finds of a loaded rank (the local pool, Dask's compact summaries, a model
-    whose lanes were loaded first): its analysis with its kernels' precision and roofs, its op table
-    and its roofline points."""
+    """What every engine finds of a loaded rank: its analysis with its kernels' precision and roofs,
+    its op table and its roofline points (found together: they share the op nesting)."""
     return (attach_kernels(rt, analyse_rank(rt)), *op_table_and_points(rt))
 
 
@@ -145,14 +137,10 @@ def iter_load_and_analyse(paths: Sequence[Path | str], stop: threading.Event | N
                           max_bytes: int | None = DEFAULT_MAX_BYTES, workers: int | None = None,
                           memory_budget: MemoryBudget | int | None = None
                           ) -> Iterator[Progress | TraceResult]:
-    """Load, analyse and diagnose; yield :class:`Progress` items, then one :class:`TraceResult`.
-
-    Checks ``stop`` between files and every 0.1 s while files are decoded (and returns without a
-    result when it is set). Several files are loaded in parallel processes (``workers``, default:
-    up to the CPU count) by :func:`.load.iter_per_file`, which terminates the workers still busy
-    when it stops early, fails, or this generator is closed. Errors (:class:`TraceFormatError`)
-    propagate to the caller.
-    """
+    """Load, analyse and diagnose; yield :class:`Progress` items, then one :class:`TraceResult`
+    (nothing once ``stop`` is set). Several files are loaded in parallel processes (``workers``,
+    default: up to the CPU count) by :func:`.load.iter_per_file`. Errors (:class:`TraceFormatError`)
+    propagate to the caller."""
     stop = stop or threading.Event()
     files = discover_files(paths)
     n = len(files)
@@ -178,16 +166,13 @@ def iter_load_and_analyse(paths: Sequence[Path | str], stop: threading.Event | N
 
 
 def assemble_job(loaded: list[_Loaded]) -> TraceResult:
-    """The job from its ranks' (trace, analysis, op table, points): ranks deduplicated and aligned,
-    each diagnosed, then the straggler summary and the job's verdict."""
-    traces = dedupe_ranks([rt for rt, *_ in loaded])
-    for rt, a, *_ in loaded:
-        a.rank = rt.rank
-    model = TraceModel.aligned(traces)
+    """The job from its ranks' (trace, analysis, op table, points), deduplicated, aligned and diagnosed."""
+    model = TraceModel.aligned(dedupe_ranks([rt for rt, *_ in loaded]))
     by_trace = {id(rt): rest for rt, *rest in loaded}
     ranks = []
     for rt in model.ranks:
         a, ops, points = by_trace[id(rt)]
+        a.rank = rt.rank
         ranks.append(RankResult(rt, a, diagnose_rank(a), ops, points))
     summary = multi_rank_summary(ranks)
     return TraceResult(model, ranks, diagnose_ranks(ranks, summary), summary)
@@ -218,7 +203,7 @@ def multi_rank_summary(ranks: list[RankResult], spans: dict[int, tuple[np.ndarra
     ``straggler_wait_explained_min`` of the lag: they wait inside the collective for it (over NCCL
     their kernels spin), so the lag explains their exposed communication. Ranks that exchange
     point-to-point send/recv (pipeline stages, offset by design) are never stragglers.
-    ``spans`` and ``by_step`` are given by the Dask path (compact results), else found here.
+    ``spans`` and ``by_step`` are given by the compact engine, else found here.
     """
     if len(ranks) < 2:
         return MultiRankSummary(None, [])
@@ -236,11 +221,9 @@ def multi_rank_summary(ranks: list[RankResult], spans: dict[int, tuple[np.ndarra
         lags = {rk: (lag / 1e6, wait / 1e6, n) for rk, (lag, wait, n) in matched.items()}
         counted = "steps, each at the collective the ranks wait in"
     else:
-        spans = _collective_spans(ranks) if spans is None else spans  # given: cluster.py, from compact results
+        spans = _collective_spans(ranks) if spans is None else spans
         counted = "steps' first collectives" if per_step else "collectives"
         lags = _lags_in_order(spans)
-    if not lags:
-        return MultiRankSummary(skew, [], pipeline=pipeline)
     lag_by_rank, evidence = {}, []
     for rank, (lag_s, wait_s, n) in lags.items():
         lag_by_rank[rank] = lag_s
@@ -280,10 +263,8 @@ def _collective_spans(ranks: list[RankResult]) -> dict[int, tuple[np.ndarray, np
 
 
 def rank_collectives(rt: RankTrace) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """The collectives the straggler rule compares without steps, in start order: (start_us,
-    duration_us). GPU communication kernels, else CPU-side collective ops (gloo). With two or more
-    ProfilerSteps, only each step's first collective (the rule itself then matches them step by
-    step: :func:`rank_collectives_by_step`). Runs rank-side in the Dask path too."""
+    """The collectives the straggler rule compares without steps (:func:`_all_collectives`): (start_us,
+    duration_us). With two or more ProfilerSteps, only each step's first collective."""
     found = _all_collectives(rt)
     if found is None:
         return None, None

@@ -1,19 +1,12 @@
 """The compact engine: each rank is analysed next to its file (a Dask task, or a process of the local
-pool) and only a compact per-rank result, a :class:`RankSummary` of a few kB, comes back.
+pool) and only a :class:`RankSummary` of a few kB comes back: for jobs too big for one machine, and
+for the job window. The client does what :func:`.api.assemble_job` does on the summaries, so
+``gpuperf diagnose --dask-scheduler`` prints the same ``--json`` as the local run.
 
-For jobs too big for one machine (a thousand ranks of 200k events each, on a shared filesystem as on
-SLURM clusters), and for the GUI's job window, which then holds a few kB per rank instead of every
-rank's lanes. The client does what :func:`.api.assemble_job` does (rank de-duplication, clock
-alignment, the straggler rule, the job diagnosis) on the summaries, so ``gpuperf diagnose
---dask-scheduler`` prints the same ``--json`` as the local run while never holding a rank's events.
-
-``address`` is ``tcp://host:8786`` (a running scheduler: ``dask-jobqueue``, ``dask scheduler``) or
-``local[:N]`` (a ``LocalCluster`` of N worker processes, one thread each; N defaults to the CPUs).
-Dask is an optional extra (``pip install 'gpuperf-gui[cluster]'``), imported only here and lazily.
-Callers ask :class:`.trace.Trace`:
-
->>> Trace([Path("job/")], dask_scheduler="local:4").result().to_json(top=10)   # doctest: +SKIP
->>> Trace([Path("job/")], compact=True).result()        # local process pool, no Dask  # doctest: +SKIP
+``address`` is ``tcp://host:8786`` (a running scheduler) or ``local[:N]`` (a ``LocalCluster`` of N
+worker processes, one thread each; N defaults to the CPUs). Dask is an optional extra
+(``pip install 'gpuperf-gui[cluster]'``), imported only here and lazily. Callers ask
+:class:`.trace.Trace` (``dask_scheduler=`` or ``compact=True``).
 """
 from __future__ import annotations
 
@@ -25,6 +18,7 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -62,8 +56,7 @@ LOCAL_POOL = "local-pool"
 @dataclass
 class LaneSummary:
     """One lane at a coarse level of detail: its busy fraction in :data:`LANE_BINS` equal bins over
-    the rank's span (the rank's own clock), kept in 1/255 steps (one byte a bin: a rank of 22
-    lanes sends 5.6 kB of them, not 22.5 kB as float32)."""
+    the rank's span (the rank's own clock), kept in 1/255 steps (one byte a bin)."""
 
     kind: str
     label: str
@@ -80,10 +73,8 @@ class LaneSummary:
 class RankSummary:
     """What a task sends back for one rank file: a few kB, whatever the rank's event count.
 
-    Times are in the rank's own clock (``origin_us``); the client aligns them. ``collective_*`` are
-    the raw start and duration of the rank's collectives (GPU communication kernels, else CPU-side
-    collectives; each step's first), in start order, as :func:`.api.rank_collectives` picks them;
-    None when it has neither.
+    Times are in the rank's own clock (``origin_us``); the client aligns them. ``collective_*``:
+    :func:`.api.rank_collectives` of the rank.
     """
 
     order_index: int
@@ -106,10 +97,9 @@ class RankSummary:
     warnings: list[str] = field(default_factory=list)
     truncation: str | None = None
     rank_json_parts: tuple[str, ...] | None = None
-    """The rank's part of ``gpuperf diagnose --json`` encoded where the rank was analysed (a Dask
-    task), as :func:`.api.rank_json` gives it, around a hole for its diagnosis; ``rank_json_as``
-    says for which rank number, file name and op-table rows (the client encodes the rank itself
-    when the job changed any of them: see :meth:`ClusterResult.to_json`)."""
+    """The rank's part of ``gpuperf diagnose --json`` (:func:`.api.rank_json`) encoded in its Dask
+    task, around a hole for its diagnosis; ``rank_json_as``: for which rank number, file name and
+    op-table rows (:meth:`ClusterResult.to_json`)."""
     rank_json_as: tuple[int, str, int] | None = None
     diagnosis: Diagnosis | None = None
     """The rank's verdict, found on the client (:func:`assemble`), as :class:`.api.RankResult`'s."""
@@ -118,16 +108,12 @@ class RankSummary:
 def summarize_rank(path: str, order_index: int, *, max_bytes: int | None = DEFAULT_MAX_BYTES,
                    memory_budget: int | None = None, top: int = 10, overview: bool = False,
                    shown: str | None = None, encode_json: bool = False) -> RankSummary | FileFailure:
-    """Load, analyse and summarise one rank file (the task a Dask worker runs). The overview's parts
-    (step breakdown, top kernels, lane summaries: what the job window draws) only with ``overview``:
-    the CLI's JSON reads none of them, and they were half of what a rank sent back.
-
-    ``shown``: the file's name in the result and its failure (the path as the user gave it, relative
-    ones relative, as the local run names it; ``path`` is what the worker reads). ``encode_json``:
-    also encode the rank's part of the JSON here (:attr:`RankSummary.rank_json_parts`).
-
-    A file that fails gives a :class:`.load.FileFailure` (as the local loop collects them), so one
-    broken rank never fails the job."""
+    """Load, analyse and summarise one rank file (the task a worker runs). The overview's parts (step
+    breakdown, top kernels, lane summaries: what the job window draws) only with ``overview``: the
+    CLI's JSON reads none of them. ``shown``: the file's name in the result and its failure (the path
+    as the user gave it, as the local run names it; ``path`` is what the worker reads). ``encode_json``:
+    also encode the rank's part of the JSON here (:attr:`RankSummary.rank_json_parts`). A file that
+    fails gives a :class:`.load.FileFailure`, so one broken rank never fails the job."""
     try:
         rt = load_rank(path, max_bytes=max_bytes, order_index=order_index, memory_budget=memory_budget)
         summary = _summary(rt, order_index, top, overview)
@@ -144,28 +130,17 @@ def summarize_rank(path: str, order_index: int, *, max_bytes: int | None = DEFAU
 
 
 RANK_JSON_INDENT = "    "
-"""Where a rank stands in ``gpuperf diagnose --json`` (an item of the top-level object's
-``ranks``): its part is encoded for that line, so the client writes it without a copy."""
-
-
-class _DiagnosisHole:
-    """Stands in for the rank's diagnosis while its JSON is encoded: a hole the client fills."""
-
-    def __init__(self, token: str) -> None:
-        self.token = token
-
-    def to_json(self) -> str:
-        return self.token
+"""The indent of a rank's part in ``gpuperf diagnose --json`` (an item of ``ranks``): encoded for that
+place, the part is written as it is."""
 
 
 def _encode_rank_json(summary: RankSummary, top: int) -> None:
-    """The rank's ``diagnose --json`` part, as the client would write it (JSON-safe, indent 2),
-    with a hole for its diagnosis: the job's verdict may change it (a late rank)."""
+    """The rank's ``diagnose --json`` part, with a hole for its diagnosis (a late rank's changes)."""
     a = summary.analysis
     a.rank = summary.rank  # as assemble() sets it
 
     def rank_part(tokens: list[str]) -> object:
-        hole = _DiagnosisHole(tokens[0])
+        hole = SimpleNamespace(to_json=lambda: tokens[0])   # the diagnosis's place, which the client fills
         return json_safe(rank_json(a, hole, summary.ops[:top], summary.roofline_points))  # type: ignore[arg-type]
 
     summary.rank_json_parts = encode_around(rank_part, 1, RANK_JSON_INDENT).parts
@@ -216,11 +191,9 @@ class ClusterResult:
 
     def to_json(self, top: int = 10, *, encoded: bool = False) -> dict:
         """The ``gpuperf diagnose --json`` object, the same as :meth:`.api.TraceResult.to_json`.
-
-        ``encoded``: a rank whose part a worker encoded (and whose number, file and op-table rows
-        the job left as the worker had them) is that text around its diagnosis, a
-        :class:`.json_text.EncodedJSON` (what ``print_json`` writes as it is): the client neither
-        builds nor encodes the rank's values."""
+        ``encoded``: a rank its worker encoded (:attr:`RankSummary.rank_json_parts`, still valid) is
+        that text around its diagnosis, a :class:`.json_text.EncodedJSON` that ``print_json`` writes
+        as it is."""
         ranks: list[Any] = []
         for r in self.ranks:
             if encoded and r.rank_json_parts is not None and r.rank_json_as == (r.analysis.rank, r.analysis.file, top):
@@ -350,7 +323,11 @@ def _on_dask(files: list[Path], address: str, stop: threading.Event, budget_byte
                 return
             finished = done.next_batch(block=False)
             if not finished:
-                _wait_ready(done)
+                # wait for a result or _POLL_S: as_completed notifies its condition after queueing each
+                # result (checked under it, so no wake-up is lost)
+                with done.thread_condition:
+                    if not done.has_ready():
+                        done.thread_condition.wait(_POLL_S)
                 continue
             for fut, value in sorted(finished, key=lambda pair: index[pair[0].key]):
                 batch = batches[index[fut.key]]
@@ -364,9 +341,8 @@ TASK_MAX_FILES = 16
 TASK_MAX_TEXT_BYTES = 32 << 20
 TASKS_PER_THREAD = 8
 """Rank files share a task up to TASK_MAX_FILES and TASK_MAX_TEXT_BYTES of JSON, while there are
-still TASKS_PER_THREAD tasks for each worker thread (the tail stays short). Why: a Dask task costs
-the worker ~4 ms of CPU and the scheduler more, as much as analysing a 3k-event rank (8 ms); a big
-rank still gets a task of its own."""
+still TASKS_PER_THREAD tasks for each worker thread (the tail stays short): a Dask task costs its
+worker and the scheduler about as much as analysing a small rank; a big rank gets a task of its own."""
 
 
 def task_batches(files: Sequence[Path], threads: int) -> list[list[int]]:
@@ -393,15 +369,6 @@ def summarize_ranks(paths: Sequence[str], order_indices: Sequence[int], shown: S
     threshold off, so every block over 128 kB a small rank's load takes is mapped and zeroed afresh."""
     with reused_heap():
         return [summarize_rank(p, i, shown=name, **kwargs) for p, i, name in zip(paths, order_indices, shown)]
-
-
-def _wait_ready(done: Any) -> None:  # noqa: ANN401 (a distributed.as_completed)
-    """Wait until a task has finished or :data:`_POLL_S` has passed. as_completed notifies its
-    ``thread_condition`` after queueing each result (checked under it: no wake-up is lost); a
-    fixed sleep made the client see each batch up to _POLL_S late, the last one included."""
-    with done.thread_condition:
-        if not done.has_ready():
-            done.thread_condition.wait(_POLL_S)
 
 
 def _results(fut: Any, value: Any, paths: Sequence[Path]  # noqa: ANN401 (distributed's)
@@ -456,9 +423,8 @@ def iter_compact_analyse(paths: Sequence[Path | str], stop: threading.Event | No
                          address: str | None = None, workers: int | None = None,
                          max_bytes: int | None = DEFAULT_MAX_BYTES, memory_budget: MemoryBudget | int | None = None,
                          top: int = 10, overview: bool = False) -> Iterator[Progress | ClusterResult]:
-    """The compact engine: :class:`.api.Progress` items, then one :class:`ClusterResult` (nothing
-    when ``stop`` is set). :func:`summarize_rank` runs for each file on the local process pool or,
-    with ``address``, in Dask tasks; this process holds only the summaries."""
+    """:class:`.api.Progress` items, then one :class:`ClusterResult` (nothing when ``stop`` is set):
+    :func:`summarize_rank` of each file on the local process pool or, with ``address``, in Dask tasks."""
     stop = stop or threading.Event()
     files = discover_files(paths)
     options = {"max_bytes": max_bytes, "top": top, "overview": overview}
@@ -483,8 +449,7 @@ def iter_compact_analyse(paths: Sequence[Path | str], stop: threading.Event | No
 
 def _on_pool(files: list[Path], stop: threading.Event, workers: int | None, budget: MemoryBudget, **options: Any
              ) -> Iterator[_Item]:
-    """The ranks' summaries (or failures) from the local process pool, with Progress items, planned
-    as :func:`.api.iter_load_and_analyse` plans its own."""
+    """The ranks' summaries (or failures) from the local process pool, with Progress items."""
     n = len(files)
     n_workers, share = plan_workers(files, budget, workers)
     yield Progress(0.0, f"analysing {n} file{'s' if n != 1 else ''} on {engine_label(None, n_workers)}")

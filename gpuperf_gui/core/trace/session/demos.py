@@ -1,8 +1,7 @@
 """The demo traces of Help ▸ Demo traces (no Qt): the synthetic scenarios and the real traces shipped.
 
-:func:`demo_entries` lists them as (menu text, function returning the paths to open); a synthetic
-trace is written when it is first opened, to a folder the caller owns (the Trace tab's is removed at
-its shutdown) or, by default, to one removed when the process exits.
+A synthetic trace is written when it is first opened, to a folder the caller owns (the Trace tab's
+is removed at its shutdown) or, by default, to one removed when the process exits.
 """
 
 from __future__ import annotations
@@ -25,8 +24,7 @@ SHIPPED_DEMOS = (
 
 @functools.cache
 def _session_demo_dir() -> tempfile.TemporaryDirectory:
-    """One folder for the synthetic demos of :func:`demo_entries` called without a folder; the
-    TemporaryDirectory's finalizer removes it when the process exits."""
+    """The synthetic demos' default folder (its TemporaryDirectory's finalizer removes it at exit)."""
     return tempfile.TemporaryDirectory(prefix="gpuperf-demo-")
 
 
@@ -50,9 +48,8 @@ def demo_title(scenario: str) -> str:
 
 def demo_entries(folder: Callable[[], Path] = lambda: Path(_session_demo_dir().name)
                  ) -> list[tuple[str, Callable[[], list[Path]]]]:
-    """Demo traces for Help ▸ Demo traces: (menu text, function returning the paths to open).
-
-    Synthetic traces are written to ``folder()`` (made on first use)."""
+    """(menu text, function returning the paths to open) of each demo; synthetic traces are written
+    to ``folder()`` (made on first use)."""
     from ..synthetic import synth
 
     entries: list[tuple[str, Callable[[], list[Path]]]] = [

@@ -1,17 +1,7 @@
 """Compare two traces of one workload, before and after a change (``gpuperf diff``, the Compare view).
 
-API::
-
-    from gpuperf_gui.core.trace.session.diff import diff_paths, diff_results
-    d = diff_paths(["before.json.gz"], ["after/"])        # files or rank folders, as `diagnose`
-    d = diff_results(before_result, after_result)          # two loaded api.TraceResult
-    d.speedup, d.speedup_source        # unprofiled where both traces carry it, else profiled
-    d.kernel_classes   # [ClassDelta(cls, before_s, after_s, delta_s)], per step
-    d.ops              # [OpDelta(...)], per step, largest change first
-    d.ops_diff()       # HTA's five lists: added, deleted, increased, decreased, unchanged
-    d.headline         # what it leads with (diff_headline)
-    d.changes()        # human lines: what changed (step time, busy, idle, classes, diagnosis)
-    d.to_json(top=20)  # the `gpuperf diff --json` object (docs/cli.md contract)
+>>> d = diff_paths(["before.json.gz"], ["after/"])   # files or rank folders, as `diagnose`  # doctest: +SKIP
+>>> d.speedup, d.headline.text, d.changes(), d.to_json(top=20)                            # doctest: +SKIP
 
 Definitions
 -----------
@@ -34,16 +24,13 @@ Definitions
   :mod:`.rank_analysis` (mean over ranks).
 * Profiler overhead: the profiler costs the host a few µs per recorded event, so a host-bound step
   (GPU busy under :data:`HOST_BOUND_BUSY_MAX`) is longer profiled than unprofiled and the speedup
-  between two traces can differ from the unprofiled one (tests/data/h200: eager_tiny ->
-  compiled_tiny reads 1.14x profiled, 0.90x unprofiled).
+  between two traces can differ from the unprofiled one.
 * Unprofiled speedup: a trace written by ``gpuperf profile`` carries the wall times of steps run with
-  the profiler idle, and of its recorded steps timed the same way (top-level key
-  ``gpuperf_unprofiled``, see :mod:`gpuperf_gui.core.profile_script`). A side's unprofiled step time is
-  their median (median over ranks); its profiler overhead is the recorded steps' median over it
-  (measured, not modelled). When both sides carry them, :attr:`TraceDiff.speedup` is the ratio of
-  the unprofiled step times (:attr:`TraceDiff.speedup_source` names it) and the profiled speedup
-  stays beside it; otherwise the speedup is the profiled one and :attr:`TraceDiff.warnings` says so
-  (and, for a host-bound side, that the profiler stretches it).
+  the profiler idle, and of its recorded steps timed the same way (:data:`UNPROFILED_KEY`). A side's
+  unprofiled step time is their median (median over ranks); its profiler overhead is the recorded
+  steps' median over it (measured, not modelled). When both sides carry them, the speedup is the
+  ratio of the unprofiled step times; otherwise the profiled one, and :attr:`TraceDiff.warnings`
+  says so (and, for a host-bound side, that the profiler stretches it).
 """
 from __future__ import annotations
 
@@ -75,18 +62,17 @@ CHANGE_CATEGORIES = ("added", "deleted", "increased", "decreased", "unchanged")
 CALLS_WORDS = {"added": "added", "deleted": "deleted", "increased": "more calls", "decreased": "fewer calls",
                "unchanged": "same calls"}
 """How text and the Compare page name them: a category is about call counts only, so an op whose
-calls stayed while its time fell 72 ms reads "same calls", never "unchanged"."""
+calls stayed while its time fell reads "same calls", never "unchanged"."""
 _SAME = 1e-9
 UNPROFILED_KEY = "gpuperf_unprofiled"
-"""The trace key `gpuperf profile` writes (:data:`gpuperf_gui.core.profile_script.UNPROFILED_KEY`)."""
+"""The top-level trace key `gpuperf profile` writes (:data:`gpuperf_gui.core.profile_script.UNPROFILED_KEY`)."""
 SOURCE_UNPROFILED = "unprofiled steps measured by gpuperf profile"
 SOURCE_PROFILED = "profiled steps: ProfilerStep spans in the traces"
 
 
 @dataclass(frozen=True)
 class RankWindow:
-    """What was compared in one rank: file, step count, each step's CPU and device span in the
-    file's own ``ts`` (µs)."""
+    """What was compared in one rank: file, step count, each step's CPU and device span (file ``ts``, µs)."""
 
     rank: int
     file: str
@@ -230,13 +216,13 @@ class TraceDiff:
     tokens_per_step: tuple[float | None, float | None] = (None, None)
     """Tokens per step of each side where the user gave them (a trace does not record them)."""
 
+    what_if_check: dict | None = None
+    """The before-trace's projection for its cause against the measured speedup (:func:`.what_if.diff_check`)."""
+
     @property
     def headline(self) -> Headline:
         """What the comparison leads with (:mod:`.diff_headline`)."""
         return headline(self)
-    what_if_check: dict | None = None
-    """The before-trace's projection for its diagnosed cause against the measured speedup
-    (:func:`.what_if.diff_check`)."""
 
     @property
     def step_time_before_s(self) -> float | None:
@@ -261,7 +247,7 @@ class TraceDiff:
     @property
     def speedup(self) -> float | None:
         """Before / after (> 1: the change made the step faster): unprofiled where both sides were
-        measured so, else profiled; :attr:`speedup_source` says which."""
+        measured so, else profiled (:attr:`speedup_source`)."""
         unprofiled = self.speedup_unprofiled
         return unprofiled if unprofiled is not None else self.speedup_profiled
 
@@ -346,12 +332,9 @@ def iter_diff(before: Sequence[Path | str], after: Sequence[Path | str], stop: t
               before_steps: Sequence[int] | None = None, after_steps: Sequence[int] | None = None,
               max_bytes: int = DEFAULT_MAX_BYTES, workers: int | None = None,
               tokens_per_step: tuple[float | None, float | None] = (None, None)) -> Iterator[Progress | TraceDiff]:
-    """Load and analyse both traces (files or rank folders), then yield :func:`diff_results`;
-    Progress items before. Returns without a diff when ``stop`` is set.
-
-    Raises :class:`.trace_model.TraceFormatError` for a file that is not a trace and ``ValueError`` for
-    step numbers a trace does not have.
-    """
+    """Progress items, then :func:`diff_results` of both traces (files or rank folders; nothing once
+    ``stop`` is set). Raises :class:`.trace_model.TraceFormatError` for a file that is not a trace
+    and ``ValueError`` for step numbers a trace does not have."""
     stop = stop or threading.Event()
     results = []
     for k, (paths, label) in enumerate(((before, "before"), (after, "after"))):
@@ -393,8 +376,7 @@ def diff_results(before: TraceResult, after: TraceResult, *, before_steps: Seque
         which = labels[0] if not b.per_step else labels[1]
         warnings.append(f"{which} has no ProfilerStep annotations: its figures are per trace, not per step")
     d = TraceDiff(b, a, classes, ops, before.diagnosis, after.diagnosis, warnings, tuple(tokens_per_step))
-    what_if = getattr(before, "what_if", None)  # a cluster result has no traces to walk
-    d.what_if_check = diff_check(what_if() if callable(what_if) else None, before.diagnosis.signature, d.speedup)
+    d.what_if_check = diff_check(before.what_if(), before.diagnosis.signature, d.speedup)
     return d
 
 
@@ -521,9 +503,8 @@ def _windows(rt: RankTrace, analysis: RankAnalysis, wanted: Sequence[int] | None
 
 
 def device_selection(rt: RankTrace, host_spans: Spans, device_spans: Spans) -> dict[int, np.ndarray]:
-    """Per GPU lane, the events that belong to the steps: launched inside a step's CPU span (HTA's
-    rule: a kernel has the iteration of the op that launched it), else, with no launch flow
-    (annotations, traces without correlation ids), starting inside a step's device span."""
+    """Per GPU lane, the events that belong to the steps (the module docstring's rule: launched in
+    a step's CPU span, else starting in its device span)."""
     launch_us = {lane.lane_id: np.full(len(lane), np.nan) for lane in rt.lanes if lane.is_gpu}
     flows = rt.flows
     for src in np.unique(flows.src_lane).tolist() if len(flows) else []:

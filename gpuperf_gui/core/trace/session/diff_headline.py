@@ -14,12 +14,7 @@ Three cases, in this order:
    ``profiled × [lo_after / hi_before, hi_after / lo_before]``. When that range holds 1, the
    direction is not established and the line says so.
 
-:data:`PROFILER_STRETCH` is measured: trace step (median steady ProfilerStep) over the unprofiled
-step of the same script, on the single-rank H200 scenarios of tests/data/h200, checked on held-out
-pairs (tests/data/h200/unprofiled: other runs, another harness, plain runs without any profiler).
-
-A ratio within :data:`SAME_RATIO` of 1 (0.5 %) is "no change"; anything else has a direction and a
-size (a −72 ms change is a change).
+A ratio within :data:`SAME_RATIO` of 1 is "no change"; anything else has a direction and a size.
 """
 from __future__ import annotations
 
@@ -40,12 +35,12 @@ SAME_RATIO = 0.005
 GPU_BOUND_BUSY_MIN = 0.9
 """At or above this GPU busy fraction a side is GPU-bound: the profiler barely stretches it."""
 PROFILER_STRETCH = {"gpu_bound": (0.993, 1.110), "host_bound": (0.828, 2.370)}
-"""Profiled trace step / unprofiled step (low, high), measured on tests/data/h200 (H200, torch 2.11).
-
-High: the largest stretch measured in the class (GPU-bound, busy >= 0.9: loader_fed; host-bound:
-compiled_small). Low: the profiler adds work, so a recorded step is shorter than an unprofiled one
-only by run-to-run noise: 1 / (1 + the class's median spread of the unprofiled steps, (max - min) /
-median). tests/core/test_diff_headline.py recomputes both."""
+"""Trace step (median steady ProfilerStep) / unprofiled step of the same script (low, high), on the
+single-rank scenarios of tests/data/h200 (H200, torch 2.11; checked on the held-out pairs of
+tests/data/h200/unprofiled). High: the largest stretch measured in the class. Low: the profiler adds
+work, so a recorded step is shorter only by run-to-run noise: 1 / (1 + the class's median spread of
+the unprofiled steps, (max - min) / median). tests/core/test_diff_headline.py recomputes both."""
+BOUND_WORDS = {"gpu_bound": "GPU-bound", "host_bound": "host-bound"}
 
 
 @dataclass(frozen=True)
@@ -80,15 +75,14 @@ class Headline:
                 "workload_differences": list(self.workload_differences), "text": self.text}
 
 
-def stretch_range(side: Side) -> tuple[float, float]:
-    """How much longer the profiler may have made this side's step (min, max)."""
-    bound = "gpu_bound" if side.gpu_busy_fraction >= GPU_BOUND_BUSY_MIN else "host_bound"
-    return PROFILER_STRETCH[bound]
+def _bound(side: Side) -> str:
+    """The side's key of :data:`PROFILER_STRETCH`."""
+    return "gpu_bound" if side.gpu_busy_fraction >= GPU_BOUND_BUSY_MIN else "host_bound"
 
 
 def profiled_ratio_range(b: Side, a: Side, ratio: float) -> tuple[float, float]:
     """before/after ratio of unprofiled steps allowed by a profiled ratio (see the module docstring)."""
-    (lo_b, hi_b), (lo_a, hi_a) = stretch_range(b), stretch_range(a)
+    (lo_b, hi_b), (lo_a, hi_a) = PROFILER_STRETCH[_bound(b)], PROFILER_STRETCH[_bound(a)]
     return ratio * lo_a / hi_b, ratio * hi_a / lo_b
 
 
@@ -127,13 +121,12 @@ def headline(d: TraceDiff) -> Headline:
         return Headline("step time without the profiler", "s", b.unprofiled_step_time_s,
                         a.unprofiled_step_time_s, r, None, same, differences, text)
     r = d.speedup_profiled
+    profiled = partial(Headline, "profiled step time", "s", b.step_time_s, a.step_time_s)
     if r is None:
-        return Headline("profiled step time", "s", b.step_time_s, a.step_time_s, None, None, same, differences,
-                        "no step time on one side: nothing to compare" + note)
+        return profiled(None, None, same, differences, "no step time on one side: nothing to compare" + note)
     if b.label == a.label:  # one trace against itself: the profiler stretched both alike
-        return Headline("profiled step time", "s", b.step_time_s, a.step_time_s, r, None, same, differences,
-                        f"profiled step time {_ms(b.step_time_s)} -> {_ms(a.step_time_s)}: {_change(r)} "
-                        "(the same trace on both sides)")
+        return profiled(r, None, same, differences, f"profiled step time {_ms(b.step_time_s)} -> "
+                        f"{_ms(a.step_time_s)}: {_change(r)} (the same trace on both sides)")
     lo, hi = profiled_ratio_range(b, a, r)
     if lo > 1 + SAME_RATIO:
         verdict = f"faster in any case (at least {_x(lo)})"
@@ -142,9 +135,9 @@ def headline(d: TraceDiff) -> Headline:
     else:
         verdict = "not conclusive: the direction may be the other way"
     text = (f"profiled step time {_ms(b.step_time_s)} -> {_ms(a.step_time_s)}: {_change(r)}; the profiler "
-            f"alone can move this between {_x(lo)} and {_x(hi)} ({_bound(b)} before, {_bound(a)} after): "
-            f"{verdict}{note}")
-    return Headline("profiled step time", "s", b.step_time_s, a.step_time_s, r, (lo, hi), same, differences, text)
+            f"alone can move this between {_x(lo)} and {_x(hi)} ({BOUND_WORDS[_bound(b)]} before, "
+            f"{BOUND_WORDS[_bound(a)]} after): {verdict}{note}")
+    return profiled(r, (lo, hi), same, differences, text)
 
 
 def _throughput(d: TraceDiff, differences: list[str]) -> Headline:
@@ -168,10 +161,6 @@ def _throughput(d: TraceDiff, differences: list[str]) -> Headline:
     if rng is not None:
         text += f"; the profiler alone can move this between {_x(rng[0])} and {_x(rng[1])}"
     return Headline(f"throughput ({unit})", unit, before, after, r, rng, False, differences, text)
-
-
-def _bound(side: Side) -> str:
-    return "GPU-bound" if side.gpu_busy_fraction >= GPU_BOUND_BUSY_MIN else "host-bound"
 
 
 def _change(r: float, up: str = "faster", down: str = "slower") -> str:

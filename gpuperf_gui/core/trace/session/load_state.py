@@ -1,24 +1,13 @@
 """The Trace tab's life as an explicit state machine (no Qt): what is shown, and what comes next.
 
-One open goes ``IDLE -> LOADING -> LANES_SHOWN -> ANALYSING -> READY``, or ends ``FAILED`` or
-``CANCELLED``; a new open starts again at ``LOADING`` from any phase (the newest request wins).
-
-- ``LOADING``: the worker reads the file(s); the trace shown before (if any) stays on screen.
-- ``LANES_SHOWN``: the new trace's lanes are drawn; its analysis is still being computed (one big
-  file: the lanes come first).
-- ``ANALYSING``: the analysis is here and the tab is drawing it (diagnosis, steps, op table).
-- ``READY``: everything is drawn; ``trace_loaded`` fires on the way in, once per open.
-
-The worker sends immutable snapshots (:class:`~.loaded_trace.LoadedTrace` for the lanes, then
-:class:`~.loaded_trace.AnalysisUpdate` and :class:`~.loaded_trace.RooflineUpdate`); this object, held by the
-GUI thread, folds each into a new trace (:meth:`~.loaded_trace.LoadedTrace.then`) and replaces
-:attr:`trace` with it. The analysis is accepted only in ``LANES_SHOWN`` (or arrives with the lanes),
-so it is shown once per open whatever the event queue does (a stalled GUI thread once saw it twice:
-tests/views/test_trace_tab_race.py). Every method returns what the tab must do; the tab only draws.
-
->>> state = LoadState(); state.open(); state.phase                # doctest: +SKIP
-<Phase.LOADING: 'loading'>
->>> state.lanes_ready(trace)      # -> True: draw the analysis too (it came with the lanes)  # doctest: +SKIP
+One open goes ``IDLE -> LOADING -> LANES_SHOWN -> ANALYSING -> READY`` (:class:`Phase`), or ends
+``FAILED`` or ``CANCELLED``; a new open starts again at ``LOADING`` from any phase (the newest
+request wins). The worker sends immutable snapshots (:class:`~.loaded_trace.LoadedTrace` for the
+lanes, then :class:`~.loaded_trace.AnalysisUpdate` and :class:`~.loaded_trace.RooflineUpdate`); this
+object, held by the GUI thread, folds each into a new :attr:`LoadState.trace`. The analysis is
+accepted only in ``LANES_SHOWN`` (or arrives with the lanes), so it is shown once per open whatever
+the event queue does (tests/views/test_trace_tab_race.py). Every method returns what the tab must
+do; the tab only draws.
 """
 
 from __future__ import annotations
@@ -53,10 +42,10 @@ def tag_items(produce: Callable[[threading.Event], Iterator[object]], run: int
 
 class Phase(enum.Enum):
     IDLE = "idle"
-    LOADING = "loading"
-    LANES_SHOWN = "lanes shown"
-    ANALYSING = "analysing"
-    READY = "ready"
+    LOADING = "loading"            # the worker reads the file(s); the trace shown before stays on screen
+    LANES_SHOWN = "lanes shown"    # the new lanes are drawn; their analysis is still being computed
+    ANALYSING = "analysing"        # the analysis is here and the tab is drawing it
+    READY = "ready"                # everything is drawn (``trace_loaded`` fires on the way in)
     FAILED = "failed"
     CANCELLED = "cancelled"
 
@@ -116,8 +105,7 @@ class LoadState:
 
     # -- the tab's requests ----------------------------------------------------------------------------
     def open(self) -> int:
-        """A new load starts (any phase: the newest request wins). Returns its number: tag its
-        items with it (:func:`tag_items`)."""
+        """A new load starts (the newest request wins); returns its number, for :func:`tag_items`."""
         self._go(Phase.LOADING)
         self.roofline_pending = False
         self.cancelling = False
@@ -155,7 +143,7 @@ class LoadState:
         open, in LANES_SHOWN (a stale or repeated update is dropped)."""
         if self.phase is not Phase.LANES_SHOWN or self.cancelling or self.trace is None:
             return False
-        self.trace = self.trace.with_analysis(update)
+        self.trace = self.trace.then(update)
         self._go(Phase.ANALYSING)
         return True
 
@@ -164,7 +152,7 @@ class LoadState:
         shown = self.phase in (Phase.LANES_SHOWN, Phase.ANALYSING, Phase.READY)   # this open's lanes
         if not shown or not self.roofline_pending or self.trace is None:
             return False
-        self.trace = self.trace.with_roofline(update)
+        self.trace = self.trace.then(update)
         self.roofline_pending = False
         return True
 

@@ -2,19 +2,14 @@
 
 :func:`iter_loaded_trace` is the loading worker's generator: :func:`iter_built_trace` runs the
 engine (:class:`.trace.Trace`) and builds a :class:`LoadedTrace` (lane specs, op tables, the
-diagnosis panel's figures, the overview page, the MFU figures and roofline points) in a helper
-interpreter by default, so none of that work holds the GUI process's GIL; the LoadedTrace comes
-back with its arrays as views of a mapped file (:mod:`..child_stream`). Every question the tab asks
-(an event's details and partners, a search, a selected range, idle gaps at a new threshold) is a
-method here.
+diagnosis panel's figures, the overview page, the MFU figures and roofline points). Every question
+the tab asks (an event's details and partners, a search, a selected range) is a method of it.
 
 >>> for item in iter_loaded_trace([Path("t.json.gz")], 10.0, stop):   # doctest: +SKIP
 ...     ...  # Progress items, then one LoadedTrace and its snapshots
->>> loaded.partners(EventRef(0, lane_id, i)); loaded.find("gemm", mode="class")   # doctest: +SKIP
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -37,7 +32,7 @@ from ..model.lanes import (DEFAULT_IDLE_THRESHOLD_US, EventRef, LaneSpec, RankSp
 from ..vocabulary.kernel_classes import KERNEL_CLASSES
 from ..model.trace_model import RankTrace, TraceModel
 from ..analysis.op_points import OpPoint
-from .trace import Trace
+from .trace import Trace, isolated
 from ..model.queries import Matches, event_partners, find_events, op_row_name
 from ..analysis.overview import (ActivityProfile, Overview, SelectionSummary, activity_profile, build_overview,
                                  selection_summary)
@@ -47,7 +42,7 @@ from .what_if_shown import WhatIfShown, what_if_shown
 BUILDER = "gpuperf_gui.core.trace.session.loaded_trace:iter_built_trace"
 HELPER_NICE = 5
 """The loading helper's CPU priority below the window's (POSIX): on a busy machine the GUI thread
-gets a core when it needs one (on two cores the helper's decoder and roofline work starved it)."""
+gets a core when it needs one."""
 MINIMAP_BINS = 800
 __all__ = ["DEFAULT_IDLE_THRESHOLD_US", "EventRef", "LaneSpec", "RankSpec", "DiagnosisView", "EventDetails",
            "AnalysisUpdate", "LoadedTrace", "Matches", "OpTable", "Progress", "RooflineUpdate", "build_loaded_trace",
@@ -56,8 +51,7 @@ __all__ = ["DEFAULT_IDLE_THRESHOLD_US", "EventRef", "LaneSpec", "RankSpec", "Dia
 
 @dataclass(frozen=True)
 class RooflineUpdate:
-    """Roofline points of the :class:`LoadedTrace` yielded before (found after it, so the lanes show
-    sooner); :meth:`LoadedTrace.with_roofline` makes the trace that has them on the GUI thread."""
+    """Roofline points of the :class:`LoadedTrace` yielded before (found after it: the lanes show sooner)."""
 
     points: tuple[RooflinePoint, ...]
     notes: tuple[str, ...]
@@ -78,8 +72,6 @@ class AnalysisUpdate:
     notes: tuple[str, ...]
     seconds: float = 0.0
     what_if: WhatIfShown | None = None
-    """The projections per cause and the critical path's lane masks, found here in the worker
-    (:mod:`.what_if_shown`): the views only draw them."""
 
 
 @dataclass
@@ -104,8 +96,8 @@ class DiagnosisView:
     evidence: list[str]
     fix: str
     secondary: list[str]
-    per_rank: list[dict]          # per rank: rank, device, step_median_us, gpu_busy, idle split, ...
-    steps: list[tuple[int, float, float, bool]]   # (number, duration_us, gpu_busy_fraction, warmup)
+    per_rank: list[dict] = field(default_factory=list)   # per rank: rank, device, step_median_us, gpu_busy, ...
+    steps: list[tuple[int, float, float, bool]] = field(default_factory=list)   # (number, duration_us, busy, warmup)
     straggler: int | None = None
     notes: list[str] | None = None
     stragglers: list[int] = field(default_factory=list)
@@ -139,10 +131,9 @@ class EventDetails:
 class LoadedTrace:
     """Everything the Trace tab shows, built off the GUI thread, and the queries it answers.
 
-    Frozen: once handed to the GUI thread it is never patched; a change is a new trace
-    (:meth:`with_analysis`, :meth:`with_roofline`, ``dataclasses.replace``) that replaces it there.
-    Its caches (``activity_cache``, ``timings_s``) and the drawn lanes' gaps belong to the thread
-    that holds it."""
+    Frozen: once handed to the GUI thread it is never patched; a change is a new trace (:meth:`then`,
+    ``dataclasses.replace``) made on the thread that holds it, as are its caches (``activity_cache``,
+    ``timings_s``) and the drawn lanes' gaps."""
 
     model: TraceModel
     ranks: list[RankSpec]
@@ -168,10 +159,9 @@ class LoadedTrace:
     object), ``transfer_s`` (from the helper interpreter to this process), ``spilled_bytes``,
     ``roofline_s`` (the roofline points, found after the rest)."""
 
-    # -- the next snapshot (made on the thread that holds this trace) ------------------------------
+    # -- the next snapshot ----------------------------------------------------------------------------
     def with_analysis(self, update: AnalysisUpdate) -> LoadedTrace:
-        """This trace with ``update``'s analysis, as a new object (a trace another thread holds is
-        never patched): new RankSpecs where step times or a late mark change; the rest shared."""
+        """This trace with ``update``'s analysis: new RankSpecs where step times or a late mark change."""
         ranks = []
         for spec, rank, analysis in zip(self.ranks, self.model.ranks, update.analysis):
             late = rank.rank in update.diagnosis.stragglers
@@ -184,17 +174,13 @@ class LoadedTrace:
                        notes=[*self.notes, *update.notes], analysis_pending=False, what_if=update.what_if,
                        timings_s={**self.timings_s, "analysis_s": update.seconds})
 
-    def with_roofline(self, update: RooflineUpdate) -> LoadedTrace:
-        """This trace with ``update``'s roofline points, as a new object (see :meth:`with_analysis`)."""
-        return replace(self, roofline_points=list(update.points), notes=[*self.notes, *update.notes],
-                       timings_s={**self.timings_s, "roofline_s": update.seconds})
-
     def then(self, item: object) -> LoadedTrace:
         """The trace after ``item`` of :func:`iter_loaded_trace` (itself for progress items)."""
         if isinstance(item, AnalysisUpdate):
             return self.with_analysis(item)
         if isinstance(item, RooflineUpdate):
-            return self.with_roofline(item)
+            return replace(self, roofline_points=list(item.points), notes=[*self.notes, *item.notes],
+                           timings_s={**self.timings_s, "roofline_s": item.seconds})
         return self
 
     # -- events -------------------------------------------------------------------------------------
@@ -267,8 +253,7 @@ class LoadedTrace:
     # -- geometry and ranges ------------------------------------------------------------------------
     def idle_gaps(self, rank_index: int, lane_id: int, threshold_us: float | None = None
                   ) -> tuple[np.ndarray, np.ndarray]:
-        """Idle gaps of at least ``threshold_us`` (default: the current threshold) between the
-        events of one lane (start_us, end_us)."""
+        """Idle gaps (start_us, end_us) of one lane, of at least ``threshold_us`` (default: the trace's)."""
         lane = self.model.ranks[rank_index].lanes[lane_id]
         return compute_gaps(lane, self.idle_threshold_us if threshold_us is None else threshold_us)
 
@@ -332,16 +317,13 @@ def iter_loaded_trace(paths: Sequence[Path | str], idle_threshold_us: float, sto
                       isolate: bool | None = None, memory_budget: int | None = None
                       ) -> Iterator[Progress | LoadedTrace | AnalysisUpdate | RooflineUpdate]:
     """The loading worker's generator: :func:`iter_built_trace`'s items, never changed after they are
-    yielded (the receiver folds the snapshots into new traces, :meth:`LoadedTrace.then`).
-
-    With ``isolate`` (the default unless ``GPUPERF_TRACE_INPROCESS=1``) it runs in a helper
-    interpreter: decoding, analysing and building hold the GIL for long stretches, which would
-    freeze the window; a stop kills the helper at once. Errors propagate. ``memory_budget`` (bytes,
-    None: the default) bounds the load (core/trace/ingest/budget.py).
-    """
+    yielded (the receiver folds the snapshots into new traces, :meth:`LoadedTrace.then`). It runs in
+    a helper interpreter (:func:`.trace.isolated`): decoding, analysing and building hold the GIL for
+    long stretches, which would freeze the window; a stop kills the helper at once. Errors propagate.
+    ``memory_budget`` (bytes, None: the default) bounds the load (:mod:`.budget`)."""
     stats: dict[str, float] = {}
     args = ([str(p) for p in paths], idle_threshold_us)
-    if _isolated(isolate):  # the budget counts the window's share of each event too (budget.WINDOW_EVENT_BYTES)
+    if isolated(isolate):  # the budget counts the window's share of each event too (budget.WINDOW_EVENT_BYTES)
         tree_budget = MemoryBudget.of(memory_budget).for_window()
         items = iter_in_child(BUILDER, args, {"memory_budget": tree_budget}, stop=stop, grace_s=0.0, ahead=True,
                               nice=HELPER_NICE, stats=stats, initializer=HELPER_INITIALIZER)
@@ -359,11 +341,6 @@ def iter_loaded_trace(paths: Sequence[Path | str], idle_threshold_us: float, sto
         yield item
 
 
-def _isolated(isolate: bool | None) -> bool:
-    """``isolate``, by default True unless ``GPUPERF_TRACE_INPROCESS=1`` (a load runs in this process)."""
-    return os.environ.get("GPUPERF_TRACE_INPROCESS", "") != "1" if isolate is None else isolate
-
-
 HELPER_AHEAD = True
 """Start the next load's helper interpreter ahead (:func:`warm_helper`); internal (docs/environment.md)."""
 
@@ -372,14 +349,14 @@ def iter_built_trace(paths: Sequence[str], idle_threshold_us: float, stop: threa
                      memory_budget: MemoryBudget | int | None = None
                      ) -> Iterator[Progress | SendMapped | LoadedTrace | AnalysisUpdate | RooflineUpdate]:
     """Load, analyse and build (the helper interpreter's target, :func:`iter_loaded_trace`): progress,
-    one :class:`LoadedTrace` (nothing if stopped), then its snapshots. One file is loaded, its lanes
-    sent, and only then analysed (an :class:`AnalysisUpdate`): analysis and op table take a third of
-    a big file's time, and the lanes are on screen meanwhile. Several files come analysed with their
-    lanes. Last a :class:`RooflineUpdate` (the FLOP counts of a big trace's ops take a while)."""
+    one :class:`LoadedTrace` (nothing if stopped), then its snapshots. One file's lanes are sent
+    before it is analysed (an :class:`AnalysisUpdate`), so they are on screen meanwhile; several
+    files come analysed with their lanes. Last a :class:`RooflineUpdate` (a big trace's FLOP counts
+    take a while)."""
     stop = stop or threading.Event()
     started = time.perf_counter()
     trace = Trace(paths, memory_budget=memory_budget)
-    lanes_first = _one_file(paths)
+    lanes_first = trace.is_one_file()
     if lanes_first:
         yield Progress(0.0, f"reading {Path(paths[0]).name}")
         trace.model()        # loaded, not analysed yet
@@ -429,27 +406,17 @@ def iter_built_trace(paths: Sequence[str], idle_threshold_us: float, stop: threa
         yield RooflineUpdate(tuple(points), tuple(notes), time.perf_counter() - started)
 
 
-def _one_file(paths: Sequence[str]) -> bool:
-    """``paths`` name one trace file (not several, a folder, or one not readable: the engine's
-    usual path decides and reports)."""
-    try:
-        return len(paths) == 1 and Path(paths[0]).is_file()
-    except OSError:
-        return False
-
-
 def warm_helper() -> None:
     """Start the next load's helper interpreter now, with this module imported: its start and
-    imports (~0.35 s) are then not part of opening a trace. Nothing when loads run in this process
-    (``GPUPERF_TRACE_INPROCESS=1``) or :data:`HELPER_AHEAD` is False."""
-    if _isolated(None) and HELPER_AHEAD:
+    imports are then not part of opening a trace (nothing when loads run in this process or
+    :data:`HELPER_AHEAD` is False)."""
+    if isolated() and HELPER_AHEAD:
         prestart_helper((__name__,), HELPER_INITIALIZER)
 
 
 def build_loaded_trace(result: TraceResult, idle_threshold_us: float = DEFAULT_IDLE_THRESHOLD_US,
                        stop: threading.Event | None = None, roofline: bool = True) -> LoadedTrace:
-    """Turn the engine's TraceResult into what the tab draws and shows (without the roofline points
-    unless ``roofline``: :func:`roofline_points` finds them)."""
+    """The engine's TraceResult as the tab draws it (the roofline points only with ``roofline``)."""
     loaded = _lanes_trace(result.model, idle_threshold_us, stop).with_analysis(_analysis_update(result))
     loaded.timings_s.pop("analysis_s", None)   # part of the engine's time here
     if roofline:
@@ -459,8 +426,7 @@ def build_loaded_trace(result: TraceResult, idle_threshold_us: float = DEFAULT_I
 
 
 def _lanes_trace(model: TraceModel, idle_threshold_us: float, stop: threading.Event | None) -> LoadedTrace:
-    """The lanes of ``model`` as the tab draws them, without the analysis (``analysis_pending``:
-    :func:`_analysis_update` fills it in)."""
+    """The lanes of ``model`` as the tab draws them, ``analysis_pending`` (:func:`_analysis_update`)."""
     notes: list[str] = list(model.notes)  # run-folder files skipped or broken (core/trace/ingest/load.py)
     rank_specs, lanes = prepare_lanes(model, idle_threshold_us, stop)
     for rank in model.ranks:
@@ -525,7 +491,7 @@ def _op_tables(result: TraceResult) -> dict[int, dict[str, OpTable]]:
 
 
 def _diagnosis_view(result: TraceResult, projection: str | None = None) -> DiagnosisView:
-    d = result.diagnosis
+    """:func:`diagnosis_view` with the job's figures, in the panel's units."""
     stragglers = list(result.multi_rank.stragglers)
     per_rank = [{**a.to_json(), "step_median_us": a.step_time_median_s * 1e6 if a.step_time_median_s else None,
                  "rank": a.rank} for a in (r.analysis for r in result.ranks)]   # the engine's, plus µs
@@ -537,11 +503,9 @@ def _diagnosis_view(result: TraceResult, projection: str | None = None) -> Diagn
     if skew is not None and len(result.ranks) > 1:
         notes.append(f"step-time skew across ranks: {skew * 1e3:.3g} ms")
     lag = {int(k): float(v) * 1e6 for k, v in result.multi_rank.collective_start_lag_s.items()}
-    return DiagnosisView(signature=d.signature, confidence=d.confidence, evidence=list(d.evidence),
-                         fix=d.fix, secondary=list(d.secondary), per_rank=per_rank, steps=steps,
-                         straggler=stragglers[0] if stragglers else None, notes=notes,
-                         stragglers=stragglers, collective_lag_us=lag, close_call=list(d.close_call),
-                         projection=projection)
+    return replace(diagnosis_view(result.diagnosis), per_rank=per_rank, steps=steps,
+                   straggler=stragglers[0] if stragglers else None, notes=notes, stragglers=stragglers,
+                   collective_lag_us=lag, close_call=list(result.diagnosis.close_call), projection=projection)
 
 
 def roofline_points(ranks: Sequence[RankTrace], notes: list[str],
@@ -571,7 +535,7 @@ def diff_job(before: Sequence[Path | str], after: Sequence[Path | str]
     in a helper interpreter unless ``GPUPERF_TRACE_INPROCESS=1`` (the decoder holds the GIL)."""
     from .diff import iter_diff
 
-    isolate = _isolated(None)
+    isolate = isolated()
     args = ([str(p) for p in before], [str(p) for p in after])
 
     def produce(stop: threading.Event) -> Iterator[Progress | object]:
@@ -587,8 +551,7 @@ def diff_job(before: Sequence[Path | str], after: Sequence[Path | str]
 
 @dataclass(frozen=True)
 class FigureDelta:
-    """One row of the Compare page's figures: before, after and after - before (``kind``: "s" or
-    "fraction")."""
+    """One row of the Compare page's figures: before, after and their delta (``kind``: "s" or "fraction")."""
 
     label: str
     kind: str
@@ -618,7 +581,6 @@ def diff_figures(d) -> list[FigureDelta]:  # noqa: ANN001 (diff.TraceDiff)
 
 
 def diagnosis_view(diagnosis) -> DiagnosisView:  # noqa: ANN001 (diagnose.Diagnosis)
-    """A job diagnosis alone (no per-rank figures), for the Compare page."""
-    return DiagnosisView(signature=diagnosis.signature, confidence=diagnosis.confidence,
-                         evidence=list(diagnosis.evidence), fix=diagnosis.fix,
-                         secondary=list(diagnosis.secondary), per_rank=[], steps=[])
+    """A job diagnosis alone (no per-rank figures: the Compare page's)."""
+    return DiagnosisView(diagnosis.signature, diagnosis.confidence, list(diagnosis.evidence), diagnosis.fix,
+                         list(diagnosis.secondary))

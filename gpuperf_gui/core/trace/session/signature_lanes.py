@@ -1,10 +1,9 @@
 """The lanes of a small synthetic trace, as the presentation's signature panels draw them (no Qt).
 
 Each scenario of :mod:`.synth` is written to a file, read back by the trace loader and diagnosed,
-exactly as a user's trace would be; what is kept is one row per lane kind the audience should read
-(the CPU's outermost ops, the compute and comm streams, in :func:`.lanes.lane_order`'s reading order),
-the compute streams' idle time, and the verdict. :func:`view_span_us` picks the part of the trace a
-panel of a given width can show legibly.
+as a user's trace would be; a panel keeps one row per lane kind the audience should read (the
+CPU's outermost ops, the compute and comm streams, in :func:`.lanes.lane_order`'s order), the
+compute streams' idle time, and the verdict.
 
 >>> panels = list(iter_signature_lanes(folder, threading.Event(), ("launch_bound",)))  # doctest: +SKIP
 >>> view_span_us(panels[0], 300.0)      # its first ZOOM_KERNELS kernels: a solid bar otherwise  # doctest: +SKIP
@@ -35,8 +34,7 @@ CPU_CLASS = -1
 
 @dataclass(frozen=True)
 class SignatureLanes:
-    """What one small trace panel draws: rectangles (start_us, duration_us) per lane, and the
-    diagnosis core gave the trace."""
+    """What one small trace panel draws: rectangles (start_us, duration_us) per lane, and the verdict."""
 
     scenario: str
     signature: str
@@ -54,8 +52,7 @@ def outermost_ops(rank: RankTrace, lane: Lane) -> np.ndarray:
 
 
 def compute_idle(compute: list[Lane], span_us: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
-    """(start_us, duration_us) of the time in ``span_us`` when no compute stream runs a kernel,
-    the edges of the span included."""
+    """(start_us, duration_us) of the time in ``span_us`` when no compute stream runs a kernel (edges too)."""
     if not compute:
         return np.array([span_us[0]]), np.array([span_us[1] - span_us[0]])
     starts = np.concatenate([lane.start_us for lane in compute])

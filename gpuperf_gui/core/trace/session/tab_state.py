@@ -1,16 +1,9 @@
 """The Trace tab's state without Qt: the load's phase, the trace shown, and what is selected in it.
 
-:class:`TraceTabState` is the tab's one state object. It is a :class:`~.load_state.LoadState` (the
-open's phase and the trace shown, replaced by each snapshot, never patched) plus what a person did
-with that trace: the range selected, the search and which match is current, the critical path
-shown. It also holds the tab's rules: which controls the trace enables (:class:`Controls`), what the
-Enter key does in the search box, what the idle threshold changes, how an event is brought into
-view (:func:`reveal_range`), and the words of the tab's messages (:func:`failure_text`,
-:func:`ending_text`, :func:`notes_text`). The tab reads its widgets into calls on it and draws what
-it returns.
-
->>> state = TraceTabState(); run = state.open()                     # doctest: +SKIP
->>> state.lanes_ready(trace); state.search("gemm", "name", lanes)   # doctest: +SKIP
+:class:`TraceTabState` is the tab's one state object, a :class:`~.load_state.LoadState` plus what a
+person did with the trace (the range selected, the search, the critical path shown), and the
+module holds the tab's rules and the words of its messages. The tab reads its widgets into calls
+on it and draws what it returns.
 """
 
 from __future__ import annotations
@@ -32,7 +25,7 @@ if TYPE_CHECKING:
 MAX_LISTED_MATCHES = 500
 """The Search tab lists this many matches' texts (all are highlighted and counted)."""
 CLEAR_ERRORS = frozenset({"TraceFormatError", "NotATraceError", "MemoryBudgetError", "HelperProcessError"})
-"""Exceptions whose message is written for the user (core/trace/model/trace_model.py, budget.py, child_stream.py)."""
+"""Exceptions whose message is written for the user."""
 SAME_THRESHOLD_US = 1e-9
 """Idle thresholds closer than this are the same (the spin box's value is a float)."""
 
@@ -50,8 +43,7 @@ class Controls:
 
 @dataclass(frozen=True)
 class SearchResult:
-    """A search's outcome: the matches (empty on a bad query, with ``error`` saying why) and the
-    texts of the first :data:`MAX_LISTED_MATCHES`."""
+    """A search's matches (empty on a bad query: ``error`` says why) and the first :data:`MAX_LISTED_MATCHES` texts."""
 
     matches: Matches
     texts: tuple[str, ...] = ()
@@ -160,8 +152,7 @@ class TraceTabState(LoadState):
         return self.trace is not None and abs(threshold_us - self.trace.idle_threshold_us) >= SAME_THRESHOLD_US
 
     def apply_idle_threshold(self, threshold_us: float) -> list[LaneSpec]:
-        """A new trace with idle gaps of at least ``threshold_us``; returns the compute lanes whose
-        gaps changed (given their new gaps: redraw them)."""
+        """A new trace with idle gaps of at least ``threshold_us``; returns the compute lanes to redraw."""
         self.trace = replace(self.trace, idle_threshold_us=threshold_us)   # a new trace, on its thread
         trace, changed = self.trace, []
         for spec in trace.lanes:
@@ -200,8 +191,7 @@ class TraceTabState(LoadState):
         self.matches, self.match_pos, self.last_query = Matches.empty(), -1, None
 
     def enter(self, text: str, mode: str) -> str:
-        """What Enter in the search box does: ``"clear"`` (empty box), ``"next"`` (the same query
-        again: the next match) or ``"search"``."""
+        """What Enter in the search box does: "clear" (empty box), "next" (the same query again) or "search"."""
         if not text:
             return "clear"
         if len(self.matches) and self.last_query == (mode, text):

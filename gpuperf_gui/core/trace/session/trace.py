@@ -2,15 +2,13 @@
 
 The shape of HTA's ``TraceAnalysis(trace_dir)``: build it from paths (a trace file, several, or a
 folder of per-rank files), then ask; each answer is computed the first time it is asked and kept.
-The CLI (``gpuperf diagnose``, ``diff``, ``mfu --from-trace``), the Trace tab's loading helper
-(:mod:`.loaded_trace`), the job window and the Dask path all go through it. The engine is chosen
-once, at construction: this process and its worker pool with every event kept (a
+Every caller (the CLI, the Trace tab's loading helper, the job window) goes through it. The engine
+is chosen once, at construction: this process and its worker pool with every event kept (a
 :class:`.api.TraceResult`), or compact per-rank results on a Dask cluster or the local pool (a
 :class:`.cluster.ClusterResult`: no events, so no :meth:`find`, :meth:`partners` nor :meth:`model`).
 
->>> trace = Trace(["job/"])                                        # doctest: +SKIP
->>> trace.ranks; trace.analysis(0).gpu_busy_fraction; trace.diagnosis().signature   # doctest: +SKIP
->>> trace.op_table(0)[:5]; trace.find("gemm", "class"); trace.to_json()             # doctest: +SKIP
+>>> trace = Trace(["job/"])                                                  # doctest: +SKIP
+>>> trace.diagnosis().signature, trace.analysis(0).gpu_busy_fraction, trace.op_table(0)[:5]  # doctest: +SKIP
 >>> Trace(["job/"], dask_scheduler="local:4").to_json()    # compact per-rank results  # doctest: +SKIP
 """
 
@@ -37,6 +35,11 @@ if TYPE_CHECKING:   # the Dask/compact engine, the helper process and the lane q
     from ..model.queries import Matches
 
 __all__ = ["Trace", "iter_job_overview"]
+
+
+def isolated(isolate: bool | None = None) -> bool:
+    """``isolate``, by default True (run in a helper interpreter) unless ``GPUPERF_TRACE_INPROCESS=1``."""
+    return os.environ.get("GPUPERF_TRACE_INPROCESS", "") != "1" if isolate is None else isolate
 
 
 class Trace:
@@ -110,13 +113,20 @@ class Trace:
         if self._model is None:
             if self.compact:
                 raise ValueError("a compact (Dask or job-overview) trace keeps no events")
-            if self._result is None and len(self.paths) == 1 and self.paths[0].is_file():
+            if self._result is None and self.is_one_file():
                 _, budget = plan_workers(self.paths, MemoryBudget.of(self.memory_budget), 1)
                 rank = load_rank(self.paths[0], max_bytes=self.max_bytes, memory_budget=budget)
                 self._model = TraceModel.aligned([rank])
             else:
                 self._model = self.result().model   # type: ignore[union-attr] (not compact)
         return self._model
+
+    def is_one_file(self) -> bool:
+        """The paths name one readable trace file: its lanes can be loaded before they are analysed."""
+        try:
+            return len(self.paths) == 1 and self.paths[0].is_file()
+        except OSError:
+            return False
 
     def adopt_model(self, model: TraceModel) -> None:
         """Go on with ``model``, a twin of the loaded one (the loading helper's columns, mapped from
@@ -199,18 +209,15 @@ def iter_job_overview(paths: Sequence[Path | str], stop: threading.Event, *, add
                       ) -> Iterator[Progress | ClusterResult]:
     """The job window's generator: a compact :class:`Trace`'s progress and result, with the overview,
     from the local process pool (``address`` None or :data:`.cluster.LOCAL_POOL`) or the Dask
-    scheduler at ``address``.
-
-    On the local pool it runs in a helper interpreter (:mod:`..child_stream`, as the Trace tab's
-    loader does: the window's process never forks, decodes nor holds a rank's events, and a stop
-    kills the helper and its pool at once) unless ``isolate`` is False or
-    ``GPUPERF_TRACE_INPROCESS=1``. A Dask client runs here (its own threads do the waiting)."""
+    scheduler at ``address``. On the local pool it runs in a helper interpreter (:func:`isolated`:
+    the window's process never forks, decodes nor holds a rank's events, and a stop kills the helper
+    and its pool at once). A Dask client runs here (its own threads do the waiting)."""
     from ...child_stream import iter_in_child
     from ..ingest.heap import HELPER_INITIALIZER
     from ..engine.cluster import is_local_pool
 
     if isolate is None:
-        isolate = is_local_pool(address) and os.environ.get("GPUPERF_TRACE_INPROCESS", "") != "1"
+        isolate = is_local_pool(address) and isolated()
     if isolate:
         kwargs = {"address": address, "memory_budget": memory_budget, "isolate": False}
         yield from iter_in_child(COMPACT_ENGINE, ([str(p) for p in paths],), kwargs, stop=stop, grace_s=0.0,

@@ -1,11 +1,9 @@
 """The what-if as the window shows it: a frozen snapshot the loading worker makes (no Qt).
 
-The projections per cause and the critical path's masks over the lanes come from
-:mod:`.what_if` and :mod:`.critical_path`; walking the graph takes from a few ms to a second for a
-big job, so it is done where the analysis is (the loading helper, :func:`.loaded_trace._analysis_update`)
-and sent with it (``AnalysisUpdate.what_if``, then ``LoadedTrace.what_if``). The Trace tab, the
-Overview's table and the MFU tab's "What if" only draw these: the views never import the graph's
-modules (tests/views/test_what_if_view.py holds them to it).
+The projections per cause (:mod:`.what_if`) and the critical path's masks over the lanes
+(:mod:`.critical_path`) are found where the analysis is, in the loading helper (walking the graph
+of a big job takes a while), and sent with it (``AnalysisUpdate.what_if``). The views only draw
+them and never import the graph's modules (tests/views/test_what_if_view.py).
 """
 from __future__ import annotations
 
@@ -56,8 +54,7 @@ class WhatIfShown:
 
 
 def what_if_shown(result: TraceResult) -> WhatIfShown | None:
-    """The snapshot for an analysed job (its projections are found once, :meth:`.api.TraceResult.what_if`,
-    kept with their graph), over the loaded trace's ranks."""
+    """The snapshot of an analysed job (:meth:`.api.TraceResult.what_if`), over its ranks' lanes."""
     wi = result.what_if()
     if wi is None:
         return None
