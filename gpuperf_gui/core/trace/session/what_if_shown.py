@@ -3,7 +3,7 @@
 The projections per cause (:mod:`.what_if`) and the critical path's masks over the lanes
 (:mod:`.critical_path`) are found where the analysis is, in the loading helper (walking the graph
 of a big job takes a while), and sent with it (``AnalysisUpdate.what_if``). The views only draw
-them and never import the graph's modules (tests/views/test_what_if_view.py).
+them and never import the graph's modules themselves (tests/views/test_what_if_view.py).
 """
 from __future__ import annotations
 
