@@ -60,8 +60,6 @@ class Launch:
 def plan(world_size: int, late_rank: int, steps: int, sync: str, names: Names, delay_us: float = DELAY_US
          ) -> tuple[tuple[tuple[tuple[Launch, ...], float, float], ...], ...]:
     """Per rank, per step: (launches, the step's CPU start, its CPU end) for the whole job."""
-    GEMM, ALLREDUCE, ADAMW = names.gemm, names.allreduce, names.adamw  # noqa: N806
-
     cpu = [10.0] * world_size
     compute_free = [0.0] * world_size
     comm_free = [0.0] * world_size
@@ -81,12 +79,12 @@ def plan(world_size: int, late_rank: int, steps: int, sync: str, names: Names, d
 
         for r in range(world_size):
             for _ in range(LAYERS):
-                compute(r, "aten::mm", GEMM, FWD_US)
+                compute(r, "aten::mm", names.gemm, FWD_US)
         ready = [[0.0] * len(BUCKET_AFTER) for _ in range(world_size)]
         bucket_launch = [[0.0] * len(BUCKET_AFTER) for _ in range(world_size)]
         for r in range(world_size):
             for i in range(LAYERS):
-                end = compute(r, "aten::mm", GEMM, BWD_US)
+                end = compute(r, "aten::mm", names.gemm, BWD_US)
                 if i in BUCKET_AFTER:
                     b = BUCKET_AFTER.index(i)
                     ready[r][b], bucket_launch[r][b] = end, t[r]
@@ -96,10 +94,11 @@ def plan(world_size: int, late_rank: int, steps: int, sync: str, names: Names, d
             starts = [max(bucket_launch[r][b] + LAUNCH_DELAY_US, ready[r][b], comm_free[r]) for r in range(world_size)]
             end = max(starts) + ALLREDUCE_US  # NCCL: every rank's kernel ends once the last has joined
             for r in range(world_size):
-                launches[r].append(Launch("record_param_comms", ALLREDUCE, "comm", bucket_launch[r][b], starts[r], end))
+                launches[r].append(Launch("record_param_comms", names.allreduce, "comm", bucket_launch[r][b],
+                                          starts[r], end))
                 comm_free[r] = ar_end[r] = end
         for r in range(world_size):
-            compute(r, "aten::_foreach_add_", ADAMW, OPT_US, after=ar_end[r])
+            compute(r, "aten::_foreach_add_", names.adamw, OPT_US, after=ar_end[r])
             launches[r].sort(key=lambda x: x.cpu_us)
             cpu[r] = t[r]
             if sync != "none":  # loss.item(): the host waits for its GPU (this step's end, or the last one's)
@@ -118,26 +117,24 @@ def prologue(w: Any, names: Names) -> None:
     """The window opens at the first recorded step's CPU start; the kernels of the step before that
     still run then are in the trace, without their launch calls (launched before the window).
     ``w`` is :mod:`.synth`'s writer."""
-    COMM_STREAM, COMPUTE_STREAM, DEVICE = names.comm_stream, names.compute_stream, names.device  # noqa: N806
     steps = _plan(w, names)
     opens = steps[1][1]
     w.cpu_t = opens
     for x in steps[0][0]:
         if x.end_us > opens:
-            stream = COMM_STREAM if x.stream == "comm" else COMPUTE_STREAM
-            w.events.append({"ph": "X", "cat": "kernel", "name": x.kernel, "pid": DEVICE, "tid": stream,
+            stream = names.comm_stream if x.stream == "comm" else names.compute_stream
+            w.events.append({"ph": "X", "cat": "kernel", "name": x.kernel, "pid": names.device, "tid": stream,
                              "ts": round(x.start_us, 3), "dur": round(x.end_us - x.start_us, 3),
-                             "args": {"device": DEVICE, "stream": stream, "correlation": w.corr}})
+                             "args": {"device": names.device, "stream": stream, "correlation": w.corr}})
             w.corr += 1
 
 
 def step_straggler_nccl(w: Any, size: int, names: Names) -> None:
     """One rank's step ``w.step_index`` of the planned job (``size`` is not used: the plan is fixed)."""
-    COMM_STREAM, COMPUTE_STREAM = names.comm_stream, names.compute_stream  # noqa: N806
     launches, _, cpu_end = _plan(w, names)[w.step_index + 1]
     for x in launches:
         w.cpu_t = max(w.cpu_t, x.cpu_us)
-        stream = COMM_STREAM if x.stream == "comm" else COMPUTE_STREAM
+        stream = names.comm_stream if x.stream == "comm" else names.compute_stream
         if x.stream == "comm":
             w.cpu("nccl:all_reduce", w.cpu_t, OP_US - 1.0, cat="user_annotation")
         w.launch(x.op, x.kernel, x.end_us - x.start_us, stream=stream, not_before=x.start_us, end_at=x.end_us)
