@@ -86,13 +86,8 @@ def close_call(d: Diagnosis, first: tuple[str, float], second: tuple[str, float]
 
 def findings(a: RankAnalysis) -> list[Finding]:
     """Every signature whose conditions hold, with its loss and evidence (each signature's rule)."""
-    out = []
-    for sig in REGISTRY.values():
-        if sig.finding is not None:
-            f = sig.finding(a)
-            if f is not None:
-                out.append(f)
-    return out
+    found = (sig.finding(a) for sig in REGISTRY.values() if sig.finding is not None)
+    return [f for f in found if f is not None]
 
 
 UNLAUNCHED_NOTE_MIN = 0.05
@@ -311,10 +306,8 @@ def diagnose_job(per_rank: list[tuple[RankAnalysis, Diagnosis]],
         return _job_from_rank(per_rank, a_max, signature)
     worst_a, worst = max(((a, d) for a, d in per_rank if d.signature == signature),
                          key=lambda ad: ad[1].loss_fraction)
-    evidence = list(worst.evidence)
-    if len(per_rank) > 1:
-        evidence.insert(0, f"{len(ranks)} of {len(per_rank)} ranks show {signature} "
-                           f"(worst: rank {worst_a.rank})")
+    evidence = [f"{len(ranks)} of {len(per_rank)} ranks show {signature} (worst: rank {worst_a.rank})",
+                *worst.evidence]
     secondary = sorted({s for _, d in per_rank for s in [d.signature, *d.secondary]} - {signature})
     job = Diagnosis(signature, worst.confidence, evidence, worst.fix, secondary,
                     worst.loss_fraction, dict(worst.scores), ranks)

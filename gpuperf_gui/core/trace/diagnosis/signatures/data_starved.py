@@ -1,12 +1,8 @@
 """``data_starved``: the GPU idles while the host prepares input instead of launching work."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from ...analysis.rank_analysis import IdleCauses, RankAnalysis
 from ._base import Finding, Signature, Threshold, ms, pct
-
-if TYPE_CHECKING:
-    from ...analysis.rank_analysis import IdleCauses, RankAnalysis
 
 THRESHOLDS = {
     "dataloader_min": Threshold(

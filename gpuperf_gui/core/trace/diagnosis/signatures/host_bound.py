@@ -4,23 +4,15 @@ replays), CPU ops that launch no kernel (cuDNN autotuning), a sleep or a lock.
 
 It is what a host stall is when it carries no *data tell* (no DataLoader, no host-to-device copy
 ending it: :func:`.data_starved.data_tells`) and does not follow a blocking sync that drained the
-GPU (:mod:`.host_sync_bound`). Such a stall was named ``data_starved`` "with no data tell" before:
-the name sent users to DataLoader workers they may not have. The rule is the one that named it then
-(the stall is the largest host cause, and at least ``untold_stall_dominance`` times every cause that
-has its own evidence), so the traces it names are the same; only the name, evidence and fix follow
-what the lanes show.
+GPU (:mod:`.host_sync_bound`).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from ...analysis.rank_analysis import RankAnalysis
 from ._base import Finding, Signature, Threshold, ms, pct
 from ._rules import LOSS_MIN
 from .data_starved import STARVED_MIN, TELLS_MIN, data_tells
 from .host_sync_bound import share as host_sync_share
-
-if TYPE_CHECKING:
-    from ...analysis.rank_analysis import RankAnalysis
 
 THRESHOLDS = {
     "host_stall_min": Threshold(
