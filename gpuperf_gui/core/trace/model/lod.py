@@ -51,8 +51,8 @@ TOP_KEYS_PER = 128
 0.09 bytes an event)."""
 
 SPLIT_PASSES_MAX_ROWS = 32
-"""Up to this many depth rows a lane is split by one pass per row (a quarter of a stable sort's time
-of the depths at 10 M events); deeper lanes by the sort."""
+"""Up to this many depth rows a lane is split by one pass per row (cheaper than a stable sort of the
+depths); deeper lanes by the sort."""
 
 _EMPTY_F = np.empty(0, dtype=np.float64)
 _EMPTY_I = np.empty(0, dtype=np.int64)
@@ -98,18 +98,16 @@ class FoldedRow:
 
 
 class RowIndex:
-    """Zoom-independent precomputation for :func:`fold_row` on one row (events ``starts``, ``ends``
-    sorted by start; ends need not be sorted): built once per row in O(n), in the loading worker, it
-    folds at any zoom in time that does not grow with the row length.
+    """Zoom-independent precomputation for :func:`fold_row` on one row (``starts`` sorted, ``ends``
+    need not be), built once per row in O(n) in the loading worker.
 
-    ``key_max_tree``: maxima of the pair keys (module docstring) over blocks of :data:`TREE_LEAF_KEYS`
-    keys, then over groups of :data:`TREE_FANOUT` of those, up to one root: all levels, leaves first,
-    in one float64 array (layout from the key count: :func:`_tree_layout`), so that it travels between
-    processes like any other array. The keys themselves are not kept (8 bytes an event); the few a
-    query needs are recomputed from the event times. ``top_keys``, ``top_index``: the keys above
-    ``top_floor`` (at most one in :data:`TOP_KEYS_PER`), sorted, and their indices: zoomed out, the few
-    boundaries of a long row are among them, found by one ``searchsorted`` (a descent of the tree costs
-    some 25 numpy calls).
+    ``key_max_tree``: maxima of the pair keys over blocks of :data:`TREE_LEAF_KEYS` keys, then over
+    groups of :data:`TREE_FANOUT` of those, up to one root: all levels, leaves first, in one float64
+    array (layout: :func:`_tree_layout`) that travels between processes like any other array. The
+    keys are not kept (8 bytes an event): a query recomputes the few it needs from the event times.
+    ``top_keys``, ``top_index``: the keys above ``top_floor`` (at most one in :data:`TOP_KEYS_PER`),
+    sorted, and their indices: zoomed out, the few boundaries of a long row are among them, found by
+    one ``searchsorted`` instead of a descent of the tree.
     """
 
     __slots__ = ("starts", "ends", "running_max_end", "key_max_tree", "top_keys", "top_index",
@@ -130,8 +128,7 @@ class RowIndex:
     def __len__(self) -> int:
         return int(self.starts.size)
 
-    def breaks(self, i0: int, i1: int, threshold_us: float,
-               max_checked: int | None = None) -> np.ndarray | None:
+    def breaks(self, i0: int, i1: int, threshold_us: float, max_checked: int | None = None) -> np.ndarray | None:
         """Sorted ``j`` in ``[i0, i1 - 1)`` with ``key[j] >= threshold_us`` (int64): the block
         boundaries among events ``i0..i1-1``. None when that would recompute more than about
         ``max_checked`` keys (the boundaries are dense: scanning the slice is cheaper)."""
@@ -382,8 +379,8 @@ def _grid_cell(s: np.ndarray, view_start: float, grid_us: float) -> np.ndarray:
 
 
 def _sorted_union(*arrays: np.ndarray) -> np.ndarray:
-    """The sorted distinct values of a few small integer arrays: ``np.union1d`` without its
-    hashing ``np.unique`` (numpy 2), a third of a fold's time on a row zoomed out."""
+    """The sorted distinct values of a few small integer arrays (``np.union1d`` without numpy 2's
+    hashing ``np.unique``, slow on arrays this small)."""
     values = np.concatenate(arrays)
     values.sort()
     if values.size > 1:

@@ -250,7 +250,6 @@ class RankTrace:
     """Add to a lane time to get the ``ts`` written in the file (HTA-style rounding needs it)."""
 
     def lanes_of_kind(self, *kinds: str) -> list[Lane]:
-        """Lanes whose kind is one of ``kinds``."""
         return [lane for lane in self.lanes if lane.kind in kinds]
 
     @property

@@ -90,5 +90,4 @@ def classify_kernel(name: str, category: str = "kernel") -> str:
 
 
 def class_code(cls: str) -> int:
-    """Index of a class name in :data:`KERNEL_CLASSES`."""
     return _CLASS_CODE[cls]
