@@ -124,21 +124,19 @@ class _Writer:
         start = self.cpu_t
         self.launch("aten::copy_", "Memcpy DtoH (Device -> Pageable)", 2.0, call="cudaMemcpyAsync",
                     kernel_cat="gpu_memcpy")
-        end = max(self.gpu_free.values(), default=self.cpu_t) + 6.0
-        dur = max(end - self.cpu_t, 1.0)
-        self.cpu("cudaStreamSynchronize", self.cpu_t, dur, cat="cuda_runtime", correlation=self.corr)
-        self.corr += 1
+        end = self.sync("cudaStreamSynchronize", 6.0)
         self.cpu("aten::item", start - 2.0, end - start + 4.0)
         self.cpu("aten::_local_scalar_dense", start - 1.0, end - start + 2.0)
         self.cpu_t = end + 3.0
 
-    def sync(self) -> None:
-        """cudaDeviceSynchronize: the CPU waits for every stream."""
-        end = max(self.gpu_free.values(), default=self.cpu_t)
+    def sync(self, call: str = "cudaDeviceSynchronize", after_us: float = 0.0) -> float:
+        """``call``: the CPU waits for every stream, then ``after_us`` more; returns when it stops waiting."""
+        end = max(self.gpu_free.values(), default=self.cpu_t) + after_us
         dur = max(end - self.cpu_t, 1.0)
-        self.cpu("cudaDeviceSynchronize", self.cpu_t, dur, cat="cuda_runtime", correlation=self.corr)
+        self.cpu(call, self.cpu_t, dur, cat="cuda_runtime", correlation=self.corr)
         self.corr += 1
         self.cpu_t += dur + 1.0
+        return end
 
 
 def _step_healthy(w: _Writer, size: int) -> None:
