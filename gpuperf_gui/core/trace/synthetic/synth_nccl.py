@@ -1,19 +1,16 @@
-"""A synthetic DDP job over NCCL whose late rank the others wait for inside the collective kernel.
+"""A synthetic DDP job over NCCL whose late rank the others wait for inside the collective kernel
+(what that looks like in a trace: :mod:`..diagnosis.stragglers`).
 
-Over NCCL a waiting rank does not wait on the host: it launches its all-reduce on time and the
-*kernel* spins on the GPU until the late rank's kernel starts. This module plans the whole job at
-once (every rank's kernels depend on the others' through the all-reduces), then
-:func:`step_straggler_nccl` writes one rank's step from the plan. A step: forward (4 GEMMs),
-backward (4 GEMMs) with three gradient buckets all-reduced on the communication stream as they are
-ready, the optimizer after the last bucket. The late rank's host sleeps ``delay_us`` before each
-step's forward and launches nothing then (``time.sleep``, host work the profiler does not see).
-``sync`` says when a rank's host waits for its GPU: ``"step"``, at the end of each step (its
-``loss.item()``); ``"lagged"``, at the end of each step for the step before (the previous step's
-loss logged, a common way to keep one step in flight); ``"none"``, never. Without a sync at the
-step's end the fast ranks' hosts run ahead of their GPUs, so a kernel starts one or more steps after
-the CPU step that launched it, as in real runs. The profiler then starts recording while a fast
-rank's GPU still runs the step before (launched before the window): :func:`prologue` writes those
-kernels, with no launch record, as a trace that starts mid-run has them.
+The whole job is planned at once (every rank's kernels depend on the others' through the
+all-reduces), then :func:`step_straggler_nccl` writes one rank's step from the plan. A step: forward
+(4 GEMMs), backward (4 GEMMs) with three gradient buckets all-reduced on the communication stream as
+they are ready, the optimizer after the last bucket. The late rank's host sleeps :data:`DELAY_US` before
+each step's forward (``time.sleep``: host work the profiler does not see). ``sync`` says when a
+rank's host waits for its GPU: ``"step"``, at the end of each step (its ``loss.item()``);
+``"lagged"``, at the end of each step for the step before (the previous step's loss logged, a common
+way to keep one step in flight); ``"none"``, never. Without a sync at the step's end the fast ranks'
+hosts run ahead of their GPUs, so the profiler starts recording while a fast rank's GPU still runs
+the step before: :func:`prologue` writes those kernels, with no launch record.
 """
 from __future__ import annotations
 
@@ -32,6 +29,7 @@ class Names:
     compute_stream: int
     comm_stream: int
     device: int
+
 
 DELAY_US = 20000.0
 FWD_US, BWD_US, OPT_US = 400.0, 800.0, 200.0
@@ -57,7 +55,7 @@ class Launch:
 
 
 @lru_cache(maxsize=16)
-def plan(world_size: int, late_rank: int, steps: int, sync: str, names: Names, delay_us: float = DELAY_US
+def plan(world_size: int, late_rank: int, steps: int, sync: str, names: Names
          ) -> tuple[tuple[tuple[tuple[Launch, ...], float, float], ...], ...]:
     """Per rank, per step: (launches, the step's CPU start, its CPU end) for the whole job."""
     cpu = [10.0] * world_size
@@ -67,7 +65,7 @@ def plan(world_size: int, late_rank: int, steps: int, sync: str, names: Names, d
     done_before = [0.0] * world_size  # when each rank's GPU finished the step before this one
     for _ in range(steps):
         step_start = list(cpu)
-        t = [c + 2.0 + (delay_us if r == late_rank else 0.0) for r, c in enumerate(cpu)]
+        t = [c + 2.0 + (DELAY_US if r == late_rank else 0.0) for r, c in enumerate(cpu)]
         launches: list[list[Launch]] = [[] for _ in range(world_size)]
 
         def compute(r: int, op: str, kernel: str, us: float, after: float = 0.0) -> float:

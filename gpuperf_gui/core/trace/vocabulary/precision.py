@@ -25,7 +25,7 @@ split is kept either way, and the dominant one is the peak MFU uses (said beside
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import msgspec
 
@@ -143,8 +143,7 @@ class TracePrecision:
         return "detected" if self.peak_precision else "unknown"
 
     def with_override(self, precision: str | None) -> TracePrecision:
-        return TracePrecision(self.precision, self.peak_precision, dict(self.split), self.math_seconds,
-                              self.unknown_seconds, precision or None)
+        return replace(self, split=dict(self.split), override=precision or None)
 
     def describe(self) -> str:
         """"bf16 (detected: 100 % of the GEMM/attention time)", "mixed: bf16 78 %, fp32 22 %; …", …"""
