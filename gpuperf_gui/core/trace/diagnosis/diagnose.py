@@ -1,7 +1,6 @@
 """Diagnosis: which signature the largest gap has, its evidence, and the fix to try first.
 
-Every signature is one module of :mod:`.signatures` (its thresholds with their reasons, its rule,
-evidence, fix and labels); :data:`THRESHOLDS` gathers the thresholds. Each signature gets a
+Each signature (a module of :mod:`.signatures`; :data:`THRESHOLDS` gathers their thresholds) gets a
 *loss*: the fraction of the analysis window it explains. The primary signature is the one with the
 largest loss among those whose conditions hold. The losses come from one attribution of the compute
 streams' idle time (:class:`.rank_analysis.IdleCauses`), so they never overlap and the evidence of the
@@ -13,8 +12,7 @@ larger host cause (launch overhead or a starved GPU) is named; otherwise the ran
 A job of several ranks is ``straggler`` when one or more ranks start their collectives late and the
 others' collectives last longer by about that lag (:func:`straggler_diagnosis`): the late rank is
 the cause, the others' exposed communication the symptom. Pipelines (send/recv between stages,
-offset by design) are never stragglers. ``inconclusive`` claims nothing: its
-confidence is 0 and its evidence says what is missing.
+offset by design) are never stragglers.
 
 A truncated trace is diagnosed from the part that was kept, with an evidence line saying so and
 half the confidence.
@@ -36,7 +34,6 @@ __all__ = ["FIXES", "THRESHOLDS", "Diagnosis", "Finding", "StragglerEvidence", "
            "diagnose_job", "diagnose_rank", "findings", "straggler_diagnosis"]
 
 THRESHOLDS: dict[str, float] = signature_thresholds()
-"""Every threshold by name; each signature's module gives its value and the reason for it."""
 
 FIXES = {name: sig.fix for name, sig in REGISTRY.items()}
 
@@ -205,11 +202,9 @@ def straggler_diagnosis(per_rank: list[tuple[RankAnalysis, Diagnosis]], late: li
     by_rank = {a.rank: (a, d) for a, d in per_rank}
     others = [(a, d) for a, d in per_rank if a.rank not in {s.rank for s in late}]
     names = ", ".join(str(s.rank) for s in late)
-    ev = []
-    for s in late:
-        ev.append(f"rank {s.rank} arrives late at collectives: they start {ms(s.lag_s)} after the other "
-                  f"ranks' (median over {s.collectives} {s.counted}; {pct(s.lag_s / s.step_s) if s.step_s else 'n/a'}"
-                  f" of a {ms(s.step_s)} step)")
+    ev = [f"rank {s.rank} arrives late at collectives: they start {ms(s.lag_s)} after the other ranks' (median "
+          f"over {s.collectives} {s.counted}; {pct(s.lag_s / s.step_s) if s.step_s else 'n/a'} of a {ms(s.step_s)} step)"
+          for s in late]
     other_comm = [a.idle_causes.communication for a, _ in others]
     if other_comm:
         span = (pct(min(other_comm)) if max(other_comm) - min(other_comm) < 0.01 else
