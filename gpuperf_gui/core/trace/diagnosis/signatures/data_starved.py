@@ -47,8 +47,7 @@ def evidence(a: RankAnalysis) -> Finding:
                   "is busy with other work that launches nothing")
     if c.cpu_ops_in_stall:
         ev.append("CPU ops inside the stalls: " + ", ".join(f"{n[:60]} {ms(sec)}" for n, sec in c.cpu_ops_in_stall))
-    conf = min(1.0, c.data / (2 * STARVED_MIN))
-    return Finding("data_starved", c.data, conf, ev)
+    return Finding("data_starved", c.data, min(1.0, c.data / (2 * STARVED_MIN)), ev)
 
 
 def finding(a: RankAnalysis) -> Finding | None:

@@ -44,8 +44,7 @@ def evidence(a: RankAnalysis) -> Finding:
     if launch.graph_launches:
         ev.append(f"the step already replays CUDA graphs ({launch.graph_launches} graph launches in the window)")
         fix = GRAPHED_LAUNCH_FIX
-    conf = min(1.0, c.launch / (2 * LOSS_MIN))
-    return Finding("launch_bound", c.launch, conf, ev, fix)
+    return Finding("launch_bound", c.launch, min(1.0, c.launch / (2 * LOSS_MIN)), ev, fix)
 
 
 def finding(a: RankAnalysis) -> Finding | None:
