@@ -89,7 +89,9 @@ def _state_of(strings: StringTable) -> tuple[dict, _Memo, np.ndarray | None]:
         return _table_state[2:]
 
 
-def _mask(strings: StringTable, key: Hashable, predicate: Callable[[str], object]) -> np.ndarray:
+def predicate_mask(strings: StringTable, key: Hashable, predicate: Callable[[str], object]) -> np.ndarray:
+    """``mask[i]`` is ``bool(predicate(strings[i]))``, cached under ``key`` (one key, one pure
+    predicate of the string: the answers are kept across tables)."""
     masks, memo, numbers = _state_of(strings)
     mask = masks.get(key)
     if mask is not None:
@@ -107,15 +109,9 @@ def _mask(strings: StringTable, key: Hashable, predicate: Callable[[str], object
 def pattern_mask(strings: StringTable, pattern: re.Pattern) -> np.ndarray:
     """``mask[i]`` is ``pattern.search(strings[i]) is not None``."""
     search = pattern.search
-    return _mask(strings, pattern, lambda s: search(s) is not None)
+    return predicate_mask(strings, pattern, lambda s: search(s) is not None)
 
 
 def member_mask(strings: StringTable, members: frozenset[str]) -> np.ndarray:
     """``mask[i]`` is ``strings[i] in members``."""
-    return _mask(strings, ("in", members), members.__contains__)
-
-
-def predicate_mask(strings: StringTable, key: Hashable, predicate: Callable[[str], bool]) -> np.ndarray:
-    """``mask[i]`` is ``bool(predicate(strings[i]))``, cached under ``key`` (one key, one pure
-    predicate of the string: the answers are kept across tables)."""
-    return _mask(strings, key, predicate)
+    return predicate_mask(strings, ("in", members), members.__contains__)
