@@ -11,7 +11,8 @@ if TYPE_CHECKING:
 @dataclass
 class Finding:
     """A signature whose conditions hold on one rank: the share of the step it explains (its loss),
-    the confidence, the evidence lines and a fix that replaces the signature's own (or "")."""
+    the confidence, the evidence lines and a fix that replaces the signature's own (or ""). A module's
+    ``evidence(a)``, where it has one, makes its Finding whether or not the conditions hold."""
 
     signature: str
     loss_fraction: float

@@ -22,7 +22,6 @@ CPU_COMM_FIX = ("The collectives run on the host (gloo / CPU tensors) and block 
 
 
 def evidence(a: RankAnalysis) -> Finding:
-    """The comm finding's figures, whether or not its conditions hold."""
     c = a.idle_causes
     loss = c.communication
     gpu_part = loss - c.communication_cpu

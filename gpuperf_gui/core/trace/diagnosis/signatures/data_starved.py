@@ -27,7 +27,6 @@ def data_tells(c: IdleCauses) -> float:
 
 
 def evidence(a: RankAnalysis) -> Finding:
-    """The data finding's figures, whether or not its conditions hold."""
     c = a.idle_causes
     ev = [f"GPU compute idle {pct(c.data)} of the step while the host prepares work instead of "
           f"launching it (launch overhead only {pct(c.launch)})"]

@@ -50,7 +50,6 @@ def untold(a: RankAnalysis) -> bool:
 
 
 def evidence(a: RankAnalysis) -> Finding:
-    """What the lanes show of a host that works without launching (whether or not the rule holds)."""
     c, k = a.idle_causes, a.kernel_evidence
     ev = [f"GPU compute idle {pct(c.data)} of the step while the host works without launching "
           f"({c.stall_gaps} stretch{'es' if c.stall_gaps != 1 else ''} without a launch call, longest "

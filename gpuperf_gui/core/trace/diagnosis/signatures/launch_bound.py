@@ -22,7 +22,6 @@ GRAPHED_LAUNCH_FIX = ("The step already replays CUDA graphs, so the host's own t
 
 
 def evidence(a: RankAnalysis) -> Finding:
-    """The launch finding's figures, whether or not its conditions hold."""
     c, launch = a.idle_causes, a.launch
     ev = [f"GPU compute idle {pct(c.launch)} of the step in {c.launch_gaps} short gaps (median "
           f"{c.launch_gap_median_us:.0f} µs) that the CPU fills with launch calls "
