@@ -51,5 +51,4 @@ SIGNATURE = Signature(
     hint="compute waits while the communication stream runs",
     fix="Overlap communication with compute: prefetch/overlap collectives (DDP bucket size, "
         "FSDP prefetch), bigger buckets, fewer/larger messages, gradient accumulation.",
-    thresholds=THRESHOLDS, finding=finding, heatmap_metric="exposed comm", gap_cause="exposed_comm",
-    scenario="comm_bound")
+    thresholds=THRESHOLDS, finding=finding, heatmap_metric="exposed comm", gap_cause="exposed_comm")

@@ -62,5 +62,4 @@ SIGNATURE = Signature(
     fix="Feed the GPU: prepare batches off the training loop (DataLoader with num_workers > 0, "
         "pin_memory=True, prefetch_factor), non_blocking copies, and no host syncs or "
         "CPU preprocessing between steps.",
-    thresholds=THRESHOLDS, finding=finding, heatmap_metric="idle", gap_cause="data_stall",
-    scenario="data_starved")
+    thresholds=THRESHOLDS, finding=finding, heatmap_metric="idle", gap_cause="data_stall")

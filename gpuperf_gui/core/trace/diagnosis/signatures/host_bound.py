@@ -80,5 +80,4 @@ def finding(a: RankAnalysis) -> Finding | None:
 SIGNATURE = Signature(
     name="host_bound", label="Host-bound",
     hint="the GPU idles while the host runs work that launches nothing: Python, bookkeeping, no input",
-    fix=FIX, thresholds=THRESHOLDS, finding=finding, heatmap_metric="idle", gap_cause="data_stall",
-    scenario="host_bound")
+    fix=FIX, thresholds=THRESHOLDS, finding=finding, heatmap_metric="idle", gap_cause="data_stall")

@@ -55,5 +55,4 @@ SIGNATURE = Signature(
     hint="tiny kernels, gaps between them: the CPU cannot launch fast enough",
     fix="Cut launch overhead: capture the step in CUDA graphs or torch.compile "
         "(mode=\"reduce-overhead\"); fuse small ops; use a bigger batch.",
-    thresholds=THRESHOLDS, finding=finding, heatmap_metric="idle", gap_cause="launch_gaps",
-    scenario="launch_bound")
+    thresholds=THRESHOLDS, finding=finding, heatmap_metric="idle", gap_cause="launch_gaps")
