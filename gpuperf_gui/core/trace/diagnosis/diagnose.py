@@ -203,8 +203,8 @@ def straggler_diagnosis(per_rank: list[tuple[RankAnalysis, Diagnosis]], late: li
     others = [(a, d) for a, d in per_rank if a.rank not in {s.rank for s in late}]
     names = ", ".join(str(s.rank) for s in late)
     ev = [f"rank {s.rank} arrives late at collectives: they start {ms(s.lag_s)} after the other ranks' (median "
-          f"over {s.collectives} {s.counted}; {pct(s.lag_s / s.step_s) if s.step_s else 'n/a'} of a {ms(s.step_s)} step)"
-          for s in late]
+          f"over {s.collectives} {s.counted}; {pct(s.lag_s / s.step_s) if s.step_s else 'n/a'} of a "
+          f"{ms(s.step_s)} step)" for s in late]
     other_comm = [a.idle_causes.communication for a, _ in others]
     if other_comm:
         span = (pct(min(other_comm)) if max(other_comm) - min(other_comm) < 0.01 else
