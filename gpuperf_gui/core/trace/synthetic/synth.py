@@ -335,9 +335,8 @@ def _step_pipeline_gpipe(w: _Writer, size: int) -> None:
     w.gpipe_origin = origin   # the ops are issued within the first ~80 µs of step 0
     for stage, op, kernel, stream, start, end in _GPIPE:
         if stage == w.rank % 2:
-            recv = op == "nccl:recv"
             w.launch(op, kernel, (end - start) * unit, stream=stream,
-                     not_before=0.0 if recv else origin + start * unit, end_at=origin + end * unit)
+                     not_before=0.0 if op == "nccl:recv" else origin + start * unit, end_at=origin + end * unit)
     w.sync()
 
 
@@ -418,8 +417,7 @@ def write_synth_trace(scenario: str, path: Path | str, **kwargs: int | str) -> P
     returns the folder."""
     path = Path(path)
     if scenario in MULTI_RANK_SCENARIOS:
-        name = path.name.removesuffix(".gz").removesuffix(".json")
-        folder = path.with_name(name)
+        folder = path.with_name(path.name.removesuffix(".gz").removesuffix(".json"))
         folder.mkdir(parents=True, exist_ok=True)
         world = max(int(kwargs.pop("world_size", 0)), MULTI_RANK_SCENARIOS[scenario])
         kwargs.pop("rank", None)
