@@ -4,8 +4,8 @@ from __future__ import annotations
 from ...analysis.rank_analysis import LAUNCH_SPACING_MAX_US, RankAnalysis
 from ._base import Finding, Signature, Threshold, pct
 from ._rules import LOSS_MIN
-from .data_starved import data_tells
-from .memory_bound import skinny_bytes_lines
+from .data_starved import TELLS_MIN, data_tells
+from .memory_bound import THRESHOLDS as MEMORY_THRESHOLDS, skinny_bytes_lines
 
 THRESHOLDS = {
     "launch_density_min_per_ms": Threshold(
@@ -31,13 +31,14 @@ def evidence(a: RankAnalysis) -> Finding:
           f"launch-to-kernel latency {launch.median_launch_delay_us:.1f} µs)"]
     if c.data > 0.005:
         ev.append(f"host stalls without launches: {pct(c.data)} of the step"
-                  + (" (no data tell: host overhead between launches)" if data_tells(c) < 0.5 * c.data else ""))
+                  + (" (no data tell: host overhead between launches)" if data_tells(c) < TELLS_MIN * c.data else ""))
     if c.data > c.launch:
         ev.insert(0, f"GPU compute idle {pct(c.host)} of the step waiting on the host: launching work "
                      f"{pct(c.launch)}, host work between launches that launches nothing {pct(c.data)}")
-    if a.kernel_evidence.skinny_gemm_share >= 0.5:   # memory_bound's skinny_gemm_min: a decode of a few tokens
-        ev.append(f"{pct(a.kernel_evidence.skinny_gemm_share)} of kernel time is skinny GEMMs (GEMV, a tile side <= 16: "
-                  "a decode of a few tokens): with the launches gone (CUDA graphs) the GPU will be memory-bound")
+    skinny = a.kernel_evidence.skinny_gemm_share
+    if skinny >= MEMORY_THRESHOLDS["skinny_gemm_min"].value:
+        ev.append(f"{pct(skinny)} of kernel time is skinny GEMMs (GEMV, a tile side <= 16: a decode of a few "
+                  "tokens): with the launches gone (CUDA graphs) the GPU will be memory-bound")
         ev.extend(skinny_bytes_lines(a)[:1])
     fix = ""
     if launch.graph_launches:
