@@ -308,19 +308,15 @@ def _step_pipeline_bubble(w: _Writer, size: int) -> None:
 
 
 # GPipe, 2 stages x 2 micro-batches, forward = backward = 1 unit per stage, 0.05 unit per p2p hop:
-# (stage, op, kernel, stream, start, end) in units from the step's start. Each stage idles
-# (p-1)/(m+p-1) = 1/3 of the step plus the hops, next to its recv/send. A step of the schedule is
-# GPIPE_STEP_UNITS: the last stage-0 kernel ends at 6.1, and the host needs ~0.1 to issue the next.
-_GPIPE = (
-    (0, "aten::mm", GEMM, COMPUTE_STREAM, 0.0, 1.0), (0, "nccl:send", SENDRECV, COMM_STREAM, 1.0, 1.05),
-    (0, "aten::mm", GEMM, COMPUTE_STREAM, 1.0, 2.0), (0, "nccl:send", SENDRECV, COMM_STREAM, 2.0, 2.05),
-    (0, "nccl:recv", SENDRECV, COMM_STREAM, 2.05, 4.1), (0, "aten::mm", GEMM, COMPUTE_STREAM, 4.1, 5.1),
-    (0, "nccl:recv", SENDRECV, COMM_STREAM, 4.1, 5.1), (0, "aten::mm", GEMM, COMPUTE_STREAM, 5.1, 6.1),
-    (1, "nccl:recv", SENDRECV, COMM_STREAM, 0.0, 1.05), (1, "nccl:recv", SENDRECV, COMM_STREAM, 1.05, 2.05),
-    (1, "aten::mm", GEMM, COMPUTE_STREAM, 1.05, 2.05), (1, "aten::mm", GEMM, COMPUTE_STREAM, 2.05, 3.05),
-    (1, "aten::mm", GEMM, COMPUTE_STREAM, 3.05, 4.05), (1, "nccl:send", SENDRECV, COMM_STREAM, 4.05, 4.1),
-    (1, "aten::mm", GEMM, COMPUTE_STREAM, 4.05, 5.05), (1, "nccl:send", SENDRECV, COMM_STREAM, 5.05, 5.1),
-)
+# per stage, (op, start, end) in units from the step's start. Each stage idles (p-1)/(m+p-1) = 1/3
+# of the step plus the hops, next to its recv/send. A step of the schedule is GPIPE_STEP_UNITS: the
+# last stage-0 kernel ends at 6.1, and the host needs ~0.1 to issue the next.
+_GPIPE = {
+    0: (("aten::mm", 0.0, 1.0), ("nccl:send", 1.0, 1.05), ("aten::mm", 1.0, 2.0), ("nccl:send", 2.0, 2.05),
+        ("nccl:recv", 2.05, 4.1), ("aten::mm", 4.1, 5.1), ("nccl:recv", 4.1, 5.1), ("aten::mm", 5.1, 6.1)),
+    1: (("nccl:recv", 0.0, 1.05), ("nccl:recv", 1.05, 2.05), ("aten::mm", 1.05, 2.05), ("aten::mm", 2.05, 3.05),
+        ("aten::mm", 3.05, 4.05), ("nccl:send", 4.05, 4.1), ("aten::mm", 4.05, 5.05), ("nccl:send", 5.05, 5.1)),
+}
 GPIPE_STEP_UNITS = 6.2
 
 
@@ -333,10 +329,10 @@ def _step_pipeline_gpipe(w: _Writer, size: int) -> None:
     unit = 1000.0 * size
     origin = w.cpu_t + 100.0 if w.gpipe_origin is None else w.gpipe_origin + GPIPE_STEP_UNITS * unit
     w.gpipe_origin = origin   # the ops are issued within the first ~80 µs of step 0
-    for stage, op, kernel, stream, start, end in _GPIPE:
-        if stage == w.rank % 2:
-            w.launch(op, kernel, (end - start) * unit, stream=stream,
-                     not_before=0.0 if op == "nccl:recv" else origin + start * unit, end_at=origin + end * unit)
+    for op, start, end in _GPIPE[w.rank % 2]:
+        kernel, stream = (GEMM, COMPUTE_STREAM) if op == "aten::mm" else (SENDRECV, COMM_STREAM)
+        w.launch(op, kernel, (end - start) * unit, stream=stream,
+                 not_before=0.0 if op == "nccl:recv" else origin + start * unit, end_at=origin + end * unit)
     w.sync()
 
 
