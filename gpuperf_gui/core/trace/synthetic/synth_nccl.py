@@ -75,12 +75,11 @@ def plan(world_size: int, late_rank: int, steps: int, sync: str, names: Names
             t[r] += OP_US
             return start + us
 
-        for r in range(world_size):
-            for _ in range(LAYERS):
-                compute(r, "aten::mm", names.gemm, FWD_US)
         ready = [[0.0] * len(BUCKET_AFTER) for _ in range(world_size)]
         bucket_launch = [[0.0] * len(BUCKET_AFTER) for _ in range(world_size)]
         for r in range(world_size):
+            for _ in range(LAYERS):
+                compute(r, "aten::mm", names.gemm, FWD_US)
             for i in range(LAYERS):
                 end = compute(r, "aten::mm", names.gemm, BWD_US)
                 if i in BUCKET_AFTER:
