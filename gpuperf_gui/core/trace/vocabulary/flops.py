@@ -228,7 +228,7 @@ def _broadcast(x: Shape, y: Shape) -> Shape | None:
 
 
 def _attention(spec: _Attention, s: list[Shape | None], concrete: list) -> _Estimate | None:
-    """The estimate of one attention call (sized by its query), or None when the shapes do not fit."""
+    """The estimate of one attention call (sized by its first input), or None when the shapes do not fit."""
     first = 1 if spec.backward else 0
     if len(s) < first + 3:
         return None
