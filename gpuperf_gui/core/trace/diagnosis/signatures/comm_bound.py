@@ -1,9 +1,13 @@
 """``comm_bound``: compute idles while communication runs, on the critical path."""
 from __future__ import annotations
 
-from ...analysis.rank_analysis import RankAnalysis
+from typing import TYPE_CHECKING
+
 from ._base import Finding, Signature, Threshold, pct
 from ...vocabulary.glossary import COMM_KERNELS_EXPOSED, COMM_WAIT, format_fraction
+
+if TYPE_CHECKING:
+    from ...analysis.rank_analysis import RankAnalysis
 
 THRESHOLDS = {
     "comm_exposed_min": Threshold(

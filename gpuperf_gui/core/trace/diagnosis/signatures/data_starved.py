@@ -1,8 +1,12 @@
 """``data_starved``: the GPU idles while the host prepares input instead of launching work."""
 from __future__ import annotations
 
-from ...analysis.rank_analysis import IdleCauses, RankAnalysis
+from typing import TYPE_CHECKING
+
 from ._base import Finding, Signature, Threshold, ms, pct
+
+if TYPE_CHECKING:
+    from ...analysis.rank_analysis import IdleCauses, RankAnalysis
 
 THRESHOLDS = {
     "dataloader_min": Threshold(

@@ -8,11 +8,15 @@ GPU (:mod:`.host_sync_bound`).
 """
 from __future__ import annotations
 
-from ...analysis.rank_analysis import RankAnalysis
+from typing import TYPE_CHECKING
+
 from ._base import Finding, Signature, Threshold, ms, pct
 from ._rules import LOSS_MIN
 from .data_starved import STARVED_MIN, TELLS_MIN, data_tells
 from .host_sync_bound import share as host_sync_share
+
+if TYPE_CHECKING:
+    from ...analysis.rank_analysis import RankAnalysis
 
 THRESHOLDS = {
     "host_stall_min": Threshold(

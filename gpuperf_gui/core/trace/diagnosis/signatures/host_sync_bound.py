@@ -3,9 +3,13 @@
 the host works on the value without launching anything (:mod:`..host_sync`)."""
 from __future__ import annotations
 
-from ...analysis.rank_analysis import IdleCauses, RankAnalysis
+from typing import TYPE_CHECKING
+
 from ._base import Finding, Signature, Threshold, ms, pct
 from ._rules import LOSS_MIN
+
+if TYPE_CHECKING:
+    from ...analysis.rank_analysis import IdleCauses, RankAnalysis
 
 THRESHOLDS = {
     "sync_stall_share_min": Threshold(

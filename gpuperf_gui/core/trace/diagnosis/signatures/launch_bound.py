@@ -1,11 +1,16 @@
 """``launch_bound``: the GPU idles in short gaps the CPU fills with launch calls."""
 from __future__ import annotations
 
-from ...analysis.rank_analysis import LAUNCH_SPACING_MAX_US, RankAnalysis
+from typing import TYPE_CHECKING
+
+from ...analysis.rank_analysis import LAUNCH_SPACING_MAX_US
 from ._base import Finding, Signature, Threshold, pct
 from ._rules import LOSS_MIN
 from .data_starved import TELLS_MIN, data_tells
 from .memory_bound import THRESHOLDS as MEMORY_THRESHOLDS, skinny_bytes_lines
+
+if TYPE_CHECKING:
+    from ...analysis.rank_analysis import RankAnalysis
 
 THRESHOLDS = {
     "launch_density_min_per_ms": Threshold(

@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from ....units import format_si
-from ...analysis.rank_analysis import RankAnalysis
 from ._base import Finding, Signature, Threshold, ms, pct
+
+if TYPE_CHECKING:
+    from ...analysis.rank_analysis import RankAnalysis
 
 THRESHOLDS = {
     "memory_busy_min": Threshold(

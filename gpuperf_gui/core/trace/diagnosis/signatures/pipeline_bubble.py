@@ -1,8 +1,12 @@
 """``pipeline_bubble``: pipeline stages idle next to their send/recv, waiting for each other."""
 from __future__ import annotations
 
-from ...analysis.rank_analysis import RankAnalysis
+from typing import TYPE_CHECKING
+
 from ._base import Finding, Signature, Threshold, pct
+
+if TYPE_CHECKING:
+    from ...analysis.rank_analysis import RankAnalysis
 
 THRESHOLDS = {
     "bubble_idle_min": Threshold(
