@@ -5,8 +5,8 @@ Each trace has ``ProfilerStep#N`` annotations, ``cpu_op`` ops launching kernels 
 communication on 20), ``deviceProperties`` and ``distributedInfo``. ``size`` scales the number of
 kernels per step; ``seed`` drives a small timing jitter.
 
-Each scenario is one step writer of ``_STEPS``, whose docstring says which loop it mimics;
-:data:`SCENARIO_SIGNATURE` maps each scenario to the diagnosis it must get. The jobs of
+Each scenario is one step writer of ``_STEPS`` (a docstring says which loop it mimics where the
+code does not); :data:`SCENARIO_SIGNATURE` maps each scenario to the diagnosis it must get. The jobs of
 :data:`MULTI_RANK_SCENARIOS` are folders of rank files (``straggler_nccl``: :mod:`.synth_nccl`).
 """
 from __future__ import annotations
