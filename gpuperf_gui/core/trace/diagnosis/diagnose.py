@@ -75,9 +75,7 @@ def close_call(d: Diagnosis, first: tuple[str, float], second: tuple[str, float]
     d.evidence.insert(0, f"close call: {first[0]} costs {100 * first[1]:.1f} % of the step{unit}, {second[0]} "
                          f"{100 * second[1]:.1f} %: fix both (either alone leaves the other)")
     d.fix = f"{d.fix} Close behind, {second[0]}: {FIXES[second[0]]}"
-    if second[0] in d.secondary:
-        d.secondary.remove(second[0])
-    d.secondary.insert(0, second[0])
+    d.secondary = [second[0], *(s for s in d.secondary if s != second[0])]
     return d
 
 
@@ -149,10 +147,8 @@ def _diagnose_rank(a: RankAnalysis) -> Diagnosis:
         else:
             return _inconclusive(_idle_evidence(a), [f.signature for f in found], scores)
     primary = real[0]
-    secondary = []
-    for f in found:
-        if f.signature != primary.signature and f.signature not in secondary and f.loss_fraction >= t["loss_min"] / 2:
-            secondary.append(f.signature)
+    secondary = list(dict.fromkeys(f.signature for f in found
+                                   if f.signature != primary.signature and f.loss_fraction >= t["loss_min"] / 2))
     d = Diagnosis(primary.signature, round(primary.confidence, 2), list(primary.evidence),
                   primary.fix or FIXES[primary.signature], secondary, primary.loss_fraction, scores)
     runner = next((f for f in real[1:] if f.signature != primary.signature), None)
