@@ -1,7 +1,6 @@
 """Diagnosis: which signature the largest gap has, its evidence, and the fix to try first.
 
-Every signature is one module of :mod:`.signatures` (its thresholds with their reasons, its rule,
-evidence, fix and labels); :data:`THRESHOLDS` gathers the thresholds. Each signature gets a
+Each signature (a module of :mod:`.signatures`; :data:`THRESHOLDS` gathers their thresholds) gets a
 *loss*: the fraction of the analysis window it explains. The primary signature is the one with the
 largest loss among those whose conditions hold. The losses come from one attribution of the compute
 streams' idle time (:class:`.rank_analysis.IdleCauses`), so they never overlap and the evidence of the
@@ -13,8 +12,7 @@ larger host cause (launch overhead or a starved GPU) is named; otherwise the ran
 A job of several ranks is ``straggler`` when one or more ranks start their collectives late and the
 others' collectives last longer by about that lag (:func:`straggler_diagnosis`): the late rank is
 the cause, the others' exposed communication the symptom. Pipelines (send/recv between stages,
-offset by design) are never stragglers. ``inconclusive`` claims nothing: its
-confidence is 0 and its evidence says what is missing.
+offset by design) are never stragglers.
 
 A truncated trace is diagnosed from the part that was kept, with an evidence line saying so and
 half the confidence.
@@ -36,7 +34,6 @@ __all__ = ["FIXES", "THRESHOLDS", "Diagnosis", "Finding", "StragglerEvidence", "
            "diagnose_job", "diagnose_rank", "findings", "straggler_diagnosis"]
 
 THRESHOLDS: dict[str, float] = signature_thresholds()
-"""Every threshold by name; each signature's module gives its value and the reason for it."""
 
 FIXES = {name: sig.fix for name, sig in REGISTRY.items()}
 
@@ -78,21 +75,14 @@ def close_call(d: Diagnosis, first: tuple[str, float], second: tuple[str, float]
     d.evidence.insert(0, f"close call: {first[0]} costs {100 * first[1]:.1f} % of the step{unit}, {second[0]} "
                          f"{100 * second[1]:.1f} %: fix both (either alone leaves the other)")
     d.fix = f"{d.fix} Close behind, {second[0]}: {FIXES[second[0]]}"
-    if second[0] in d.secondary:
-        d.secondary.remove(second[0])
-    d.secondary.insert(0, second[0])
+    d.secondary = [second[0], *(s for s in d.secondary if s != second[0])]
     return d
 
 
 def findings(a: RankAnalysis) -> list[Finding]:
     """Every signature whose conditions hold, with its loss and evidence (each signature's rule)."""
-    out = []
-    for sig in REGISTRY.values():
-        if sig.finding is not None:
-            f = sig.finding(a)
-            if f is not None:
-                out.append(f)
-    return out
+    found = (sig.finding(a) for sig in REGISTRY.values() if sig.finding is not None)
+    return [f for f in found if f is not None]
 
 
 UNLAUNCHED_NOTE_MIN = 0.05
@@ -157,10 +147,8 @@ def _diagnose_rank(a: RankAnalysis) -> Diagnosis:
         else:
             return _inconclusive(_idle_evidence(a), [f.signature for f in found], scores)
     primary = real[0]
-    secondary = []
-    for f in found:
-        if f.signature != primary.signature and f.signature not in secondary and f.loss_fraction >= t["loss_min"] / 2:
-            secondary.append(f.signature)
+    secondary = list(dict.fromkeys(f.signature for f in found
+                                   if f.signature != primary.signature and f.loss_fraction >= t["loss_min"] / 2))
     d = Diagnosis(primary.signature, round(primary.confidence, 2), list(primary.evidence),
                   primary.fix or FIXES[primary.signature], secondary, primary.loss_fraction, scores)
     runner = next((f for f in real[1:] if f.signature != primary.signature), None)
@@ -210,11 +198,9 @@ def straggler_diagnosis(per_rank: list[tuple[RankAnalysis, Diagnosis]], late: li
     by_rank = {a.rank: (a, d) for a, d in per_rank}
     others = [(a, d) for a, d in per_rank if a.rank not in {s.rank for s in late}]
     names = ", ".join(str(s.rank) for s in late)
-    ev = []
-    for s in late:
-        ev.append(f"rank {s.rank} arrives late at collectives: they start {ms(s.lag_s)} after the other "
-                  f"ranks' (median over {s.collectives} {s.counted}; {pct(s.lag_s / s.step_s) if s.step_s else 'n/a'}"
-                  f" of a {ms(s.step_s)} step)")
+    ev = [f"rank {s.rank} arrives late at collectives: they start {ms(s.lag_s)} after the other ranks' (median "
+          f"over {s.collectives} {s.counted}; {pct(s.lag_s / s.step_s) if s.step_s else 'n/a'} of a "
+          f"{ms(s.step_s)} step)" for s in late]
     other_comm = [a.idle_causes.communication for a, _ in others]
     if other_comm:
         span = (pct(min(other_comm)) if max(other_comm) - min(other_comm) < 0.01 else
@@ -311,10 +297,8 @@ def diagnose_job(per_rank: list[tuple[RankAnalysis, Diagnosis]],
         return _job_from_rank(per_rank, a_max, signature)
     worst_a, worst = max(((a, d) for a, d in per_rank if d.signature == signature),
                          key=lambda ad: ad[1].loss_fraction)
-    evidence = list(worst.evidence)
-    if len(per_rank) > 1:
-        evidence.insert(0, f"{len(ranks)} of {len(per_rank)} ranks show {signature} "
-                           f"(worst: rank {worst_a.rank})")
+    evidence = [f"{len(ranks)} of {len(per_rank)} ranks show {signature} (worst: rank {worst_a.rank})",
+                *worst.evidence]
     secondary = sorted({s for _, d in per_rank for s in [d.signature, *d.secondary]} - {signature})
     job = Diagnosis(signature, worst.confidence, evidence, worst.fix, secondary,
                     worst.loss_fraction, dict(worst.scores), ranks)

@@ -83,10 +83,9 @@ def mfu_figures(analyses: list[RankAnalysis]) -> TraceMfuFigures:
 
 def _rank_parts(a: RankAnalysis) -> list[float]:
     c = a.idle_causes  # the diagnosis's own attribution of the compute idle (one cause per µs)
-    comm, stall, launch, bubble = c.communication, c.data, c.launch, c.pipeline
     memory = a.gpu_busy_fraction * a.kernel_time_share.get("elementwise", 0.0)
     sync = host_sync.share(c)
-    parts = [comm, stall - sync, launch, bubble, memory, sync]
+    parts = [c.communication, c.data - sync, c.launch, c.pipeline, memory, sync]
     total = sum(parts)
     return [p / total for p in parts] if total > 1.0 else parts
 

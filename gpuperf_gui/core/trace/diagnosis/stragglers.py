@@ -60,9 +60,7 @@ def per_step_lags(ranks: dict[int, RankCollectives]) -> dict[int, tuple[float, f
     waits: dict[int, list[float]] = {rk: [] for rk in order}
     for step in sorted(common):
         picked = [np.flatnonzero(ranks[rk].step == step) for rk in order]
-        k = min(len(p) for p in picked)
-        if k == 0:
-            continue
+        k = min(len(p) for p in picked)   # >= 1: every rank has the step
         start = np.stack([ranks[rk].start_us[p[:k]] for rk, p in zip(order, picked)])
         dur = np.stack([ranks[rk].duration_us[p[:k]] for rk, p in zip(order, picked)])
         n = int(np.argmax(dur.max(axis=0) - dur.min(axis=0)))  # the collective the others waited in

@@ -111,10 +111,9 @@ def _touching(starts: np.ndarray, ends: np.ndarray, at: np.ndarray) -> tuple[np.
 
 class SyncGapClassifier:
     """Which of a compute stream's idle gaps follow a blocking sync (kind 1 of :data:`GAP_KINDS`), by
-    the rule :func:`sync_stalls` reads a host stall with: a :data:`SYNC_CALL_RE` call runs at the gap's
-    start or ended at most :data:`TOUCH_US` before it, and no host-to-device copy ends the gap (a data
-    stall). Built once per rank (the call intervals), it classifies any set of gaps (another idle
-    threshold) without the events; it pickles, so lane specs made in the loading helper carry it."""
+    the rule :func:`sync_stalls` reads a host stall with (the module docstring). Built once per rank,
+    it classifies any set of gaps (another idle threshold) without the events; it pickles, so lane
+    specs made in the loading helper carry it."""
 
     __slots__ = ("call_start_us", "call_end_us", "htod_start_us")
 

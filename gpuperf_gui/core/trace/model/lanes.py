@@ -23,8 +23,7 @@ from .lod import LaneRows, RowIndex, idle_gaps, row_index
 from ..vocabulary.kernel_classes import KERNEL_CLASSES
 from .trace_model import Lane, RankTrace, StringTable, TraceModel
 
-SHOWN_KINDS = ("cpu", "gpu_compute", "gpu_comm", "gpu_copy")
-KIND_ORDER = {"cpu": 0, "gpu_compute": 1, "gpu_comm": 2, "gpu_copy": 3}
+KIND_ORDER = {"cpu": 0, "gpu_compute": 1, "gpu_comm": 2, "gpu_copy": 3}   # the kinds drawn, in reading order
 KIND_LABEL = {"gpu_compute": "compute", "gpu_comm": "comm", "gpu_copy": "copy"}
 MAX_CPU_ROWS = 12           # deeper CPU nesting is not drawn (the op table still has it)
 MAX_CPU_ROWS_MULTI_RANK = 4
@@ -149,7 +148,7 @@ def color_keys(rank: RankTrace, lane: Lane) -> np.ndarray:
 
 def lane_order(rank: RankTrace) -> list[Lane]:
     """Lanes to draw, in reading order: CPU threads (busiest first), compute, comm, copy streams."""
-    shown = [lane for lane in rank.lanes if lane.kind in SHOWN_KINDS and len(lane)]
+    shown = [lane for lane in rank.lanes if lane.kind in KIND_ORDER and len(lane)]
     return sorted(shown, key=lambda ln: (KIND_ORDER[ln.kind],
                                          -len(ln) if ln.kind == "cpu" else 0, ln.lane_id))
 

@@ -1,23 +1,23 @@
 """Level of detail for timeline rows: Tracy's folding, vectorised with numpy (no Qt).
 
-A row is a sequence of events sorted by start time (one depth row of a CPU thread, one
-GPU stream). At a given zoom level an event narrower than ``min_block_px`` pixels cannot be
-seen on its own, so runs of such events that lie within ``min_block_px`` of each other are
-merged into one *folded block* that remembers how many events it holds (Tracy's
-``MinVisSize = 3`` and ``TimelineDrawType::Folded``). Each row then draws at most about
-``width_px / min_block_px`` folded blocks plus the events that are wide enough to be seen.
+A row is a sequence of events sorted by start time (one depth row of a CPU thread, one GPU
+stream). At a given zoom level an event narrower than :data:`MIN_BLOCK_PX` pixels cannot be seen on
+its own, so runs of such events that lie within that width of each other are merged into one
+*folded block* that remembers how many events it holds (Tracy's ``MinVisSize = 3`` and
+``TimelineDrawType::Folded``): a row draws at most about ``width_px / MIN_BLOCK_PX`` folded blocks
+plus the events that are wide enough to be seen.
 
 The rule, stated once so that both code paths agree exactly: with ``T`` the time that
-``min_block_px`` pixels cover and ``cm`` the running maximum of the end times,
-events ``j`` and ``j + 1`` belong to the same block iff
+:data:`MIN_BLOCK_PX` pixels cover and ``cm`` the running maximum of the end times, events ``j`` and
+``j + 1`` belong to the same block iff
 
-    max(duration[j], duration[j + 1], start[j + 1] - cm[j]) < T
+    key[j] = max(duration[j], duration[j + 1], start[j + 1] - cm[j]) < T
 
-``key[j] = max(duration[j], duration[j + 1], start[j + 1] - cm[j])`` does not depend on the
-zoom level, so a :class:`RowIndex` keeps, in O(n) time and under a byte an event, a max-tree of
-it and its largest keys sorted. Folding at any zoom finds the boundaries (``key >= T``) inside
-the visible range from those, or from the keys of the visible slice when the boundaries are
-dense: work proportional to ``min(visible events, block boundaries)``, never to the row length.
+``key`` does not depend on the zoom level, so a :class:`RowIndex` keeps, in O(n) time and under a
+byte an event, a max-tree of it and its largest keys sorted. Folding at any zoom finds the
+boundaries (``key >= T``) inside the visible range from those, or from the keys of the visible slice
+when the boundaries are dense: work proportional to ``min(visible events, block boundaries)``, never
+to the row length.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ TOP_KEYS_PER = 128
 0.09 bytes an event)."""
 
 SPLIT_PASSES_MAX_ROWS = 32
-"""Up to this many depth rows a lane is split by one pass per row (a quarter of a stable sort's time
-of the depths at 10 M events); deeper lanes by the sort."""
+"""Up to this many depth rows a lane is split by one pass per row (cheaper than a stable sort of the
+depths); deeper lanes by the sort."""
 
 _EMPTY_F = np.empty(0, dtype=np.float64)
 _EMPTY_I = np.empty(0, dtype=np.int64)
@@ -65,7 +65,7 @@ class FoldedRow:
     """Rectangles of one row at one zoom level, sorted by start (times in the row's unit)."""
 
     start_us: np.ndarray
-    end_us: np.ndarray        # widened to at least min_block_px
+    end_us: np.ndarray        # widened to at least MIN_BLOCK_PX
     count: np.ndarray         # events in each: 1 a single event (in its own colour), more a folded block
     first: np.ndarray         # index of each one's first event: its events are first[i] : first[i] + count[i]
     busy_us: np.ndarray
@@ -74,8 +74,7 @@ class FoldedRow:
     last_end_us: np.ndarray   # end of each rectangle's last event (its extent before widening)
     apart: tuple[int, int, float] | None = None
     """(i0, i1, block_us) when every pair of the events ``i0..i1-1`` in view was cut by its own
-    key at that block width: the fold then holds no folded block whatever the grid, and
-    :func:`refold_row` keeps it for another view of the same events at the same zoom."""
+    key at that block width (:func:`refold_row` may keep such a fold)."""
 
     def density(self) -> np.ndarray:
         """Busy fraction of each rectangle's true extent (1 for single events), in [0, 1]."""
@@ -98,18 +97,16 @@ class FoldedRow:
 
 
 class RowIndex:
-    """Zoom-independent precomputation for :func:`fold_row` on one row (events ``starts``, ``ends``
-    sorted by start; ends need not be sorted): built once per row in O(n), in the loading worker, it
-    folds at any zoom in time that does not grow with the row length.
+    """Zoom-independent precomputation for :func:`fold_row` on one row (``starts`` sorted, ``ends``
+    need not be), built once per row in O(n) in the loading worker.
 
-    ``key_max_tree``: maxima of the pair keys (module docstring) over blocks of :data:`TREE_LEAF_KEYS`
-    keys, then over groups of :data:`TREE_FANOUT` of those, up to one root: all levels, leaves first,
-    in one float64 array (layout from the key count: :func:`_tree_layout`), so that it travels between
-    processes like any other array. The keys themselves are not kept (8 bytes an event); the few a
-    query needs are recomputed from the event times. ``top_keys``, ``top_index``: the keys above
-    ``top_floor`` (at most one in :data:`TOP_KEYS_PER`), sorted, and their indices: zoomed out, the few
-    boundaries of a long row are among them, found by one ``searchsorted`` (a descent of the tree costs
-    some 25 numpy calls).
+    ``key_max_tree``: maxima of the pair keys over blocks of :data:`TREE_LEAF_KEYS` keys, then over
+    groups of :data:`TREE_FANOUT` of those, up to one root: all levels, leaves first, in one float64
+    array (layout: :func:`_tree_layout`) that travels between processes like any other array. The
+    keys are not kept (8 bytes an event): a query recomputes the few it needs from the event times.
+    ``top_keys``, ``top_index``: the keys above ``top_floor`` (at most one in :data:`TOP_KEYS_PER`),
+    sorted, and their indices: zoomed out, the few boundaries of a long row are among them, found by
+    one ``searchsorted`` instead of a descent of the tree.
     """
 
     __slots__ = ("starts", "ends", "running_max_end", "key_max_tree", "top_keys", "top_index",
@@ -130,8 +127,7 @@ class RowIndex:
     def __len__(self) -> int:
         return int(self.starts.size)
 
-    def breaks(self, i0: int, i1: int, threshold_us: float,
-               max_checked: int | None = None) -> np.ndarray | None:
+    def breaks(self, i0: int, i1: int, threshold_us: float, max_checked: int | None = None) -> np.ndarray | None:
         """Sorted ``j`` in ``[i0, i1 - 1)`` with ``key[j] >= threshold_us`` (int64): the block
         boundaries among events ``i0..i1-1``. None when that would recompute more than about
         ``max_checked`` keys (the boundaries are dense: scanning the slice is cheaper)."""
@@ -287,13 +283,12 @@ def fold_row(
     view_start: float = 0.0,
     view_end: float = 1.0,
     width_px: float = 1.0,
-    min_block_px: float = MIN_BLOCK_PX,
     grid_px: float | None = GRID_PX,
 ) -> FoldedRow:
     """Fold one row (event times sorted by start, or a :class:`RowIndex` as ``starts`` and ``ends``
     None: the fast path) for drawing ``[view_start, view_end]`` across ``width_px`` pixels: events
-    narrower than ``min_block_px`` are folded with their neighbours, into at most about ``width_px /
-    min_block_px + width_px / grid_px`` folded blocks besides the visible events that are wider.
+    narrower than :data:`MIN_BLOCK_PX` are folded with their neighbours, into at most about ``width_px /
+    MIN_BLOCK_PX + width_px / grid_px`` folded blocks besides the visible events that are wider.
 
     Folded blocks do not cross the lines of a grid ``grid_px`` pixels wide (anchored at
     ``view_start``; None: no grid), so that a long run of tiny events becomes a strip of blocks whose
@@ -311,7 +306,7 @@ def fold_row(
     span = float(view_end) - float(view_start)
     if s.size == 0 or not (span > 0.0) or not (width_px > 0.0):
         return FoldedRow.empty()
-    block_us = float(min_block_px) * span / float(width_px)
+    block_us = MIN_BLOCK_PX * span / float(width_px)
     i0, i1 = visible_range(s, cm, view_start, view_end)
     if i1 <= i0:
         return FoldedRow.empty()
@@ -344,7 +339,6 @@ def fold_row(
     # last + T); widening every rectangle to the minimum block covers the difference.
     end_us = np.maximum(last_end, start_us + block_us)
     busy_us = cum[last + 1 - cum_offset] - cum[first - cum_offset]
-    # every pair cut by its own key: no folded block whatever the grid (see refold_row)
     return FoldedRow(start_us, end_us, last - first + 1, first, busy_us, last_end,
                      (i0, i1, block_us) if apart else None)
 
@@ -382,8 +376,8 @@ def _grid_cell(s: np.ndarray, view_start: float, grid_us: float) -> np.ndarray:
 
 
 def _sorted_union(*arrays: np.ndarray) -> np.ndarray:
-    """The sorted distinct values of a few small integer arrays: ``np.union1d`` without its
-    hashing ``np.unique`` (numpy 2), a third of a fold's time on a row zoomed out."""
+    """The sorted distinct values of a few small integer arrays (``np.union1d`` without numpy 2's
+    hashing ``np.unique``, slow on arrays this small)."""
     values = np.concatenate(arrays)
     values.sort()
     if values.size > 1:

@@ -1,24 +1,16 @@
 """Boolean masks over a rank's string table, each computed once per rank and each string tested once.
 
-The analysis asks the same questions of a rank's strings many times ("which names are CPU
-collectives?", "which categories are launch calls?"). A question is a regex ``search``, a set of
-exact strings or a named predicate; :func:`pattern_mask` / :func:`member_mask` /
-:func:`predicate_mask` answer it with a boolean mask over the table's ids (``mask[i]`` is the
-answer for ``table[i]``), like ``StringTable.ids_matching``.
-
-Two caches keep the fixed per-rank cost low (Python predicates over kernel names hundreds of
-characters long, asked again of every rank's table):
+A question is a regex ``search``, a set of exact strings or a named predicate; :func:`pattern_mask` /
+:func:`member_mask` / :func:`predicate_mask` answer it with a read-only boolean mask over the table's
+ids (``mask[i]`` is the answer for ``table[i]``; shared between callers). Two pure caches keep the
+per-rank cost low (Python predicates over kernel names hundreds of characters long, asked again of
+every rank's table):
 
 * the masks of the table analysed last (identity and length checked: tables only grow), so a
   question asked by several steps of one analysis costs one pass;
 * the strings seen by this process (the ranks of one job share nearly all their names), numbered
   once, with each question's answer per string number: a new table costs one dict look-up per
-  string, and each question over it one numpy gather. Up to ``MEMO_MAX_STRINGS`` strings; past this
-  the memo starts afresh, and a larger table is answered directly.
-
-Both are pure caches: answers are those of ``pattern.search(s) is not None`` / ``s in members`` /
-``bool(predicate(s))``; a ``predicate_mask`` key names one pure predicate of the string, in every
-table. Returned masks are read-only (shared between callers).
+  string, and each question over it one numpy gather (bounded: :data:`MEMO_MAX_STRINGS`).
 """
 from __future__ import annotations
 
@@ -77,9 +69,8 @@ _table_state: tuple[StringTable | None, int, dict, _Memo | None, np.ndarray | No
 
 def _state_of(strings: StringTable) -> tuple[dict, _Memo, np.ndarray | None]:
     """The mask dict of ``strings``, the memo and the numbers of its strings in it (None for a table
-    larger than the cap): a fresh dict when the table changed or grew, the numbers of a grown table's
-    strings kept (tables only grow), the memo started afresh when a table's new strings would take it
-    past the cap. One tuple swap: threads analysing different ranks each keep the state they got."""
+    larger than the cap): a fresh dict when the table changed or grew, a grown table's numbers
+    extended. One tuple swap: threads analysing different ranks each keep the state they got."""
     global _memo, _table_state
     table, n, masks, memo, numbers = _table_state
     if table is strings and n == len(strings):
@@ -98,7 +89,9 @@ def _state_of(strings: StringTable) -> tuple[dict, _Memo, np.ndarray | None]:
         return _table_state[2:]
 
 
-def _mask(strings: StringTable, key: Hashable, predicate: Callable[[str], object]) -> np.ndarray:
+def predicate_mask(strings: StringTable, key: Hashable, predicate: Callable[[str], object]) -> np.ndarray:
+    """``mask[i]`` is ``bool(predicate(strings[i]))``, cached under ``key`` (one key, one pure
+    predicate of the string: the answers are kept across tables)."""
     masks, memo, numbers = _state_of(strings)
     mask = masks.get(key)
     if mask is not None:
@@ -116,15 +109,9 @@ def _mask(strings: StringTable, key: Hashable, predicate: Callable[[str], object
 def pattern_mask(strings: StringTable, pattern: re.Pattern) -> np.ndarray:
     """``mask[i]`` is ``pattern.search(strings[i]) is not None``."""
     search = pattern.search
-    return _mask(strings, pattern, lambda s: search(s) is not None)
+    return predicate_mask(strings, pattern, lambda s: search(s) is not None)
 
 
 def member_mask(strings: StringTable, members: frozenset[str]) -> np.ndarray:
     """``mask[i]`` is ``strings[i] in members``."""
-    return _mask(strings, ("in", members), members.__contains__)
-
-
-def predicate_mask(strings: StringTable, key: Hashable, predicate: Callable[[str], bool]) -> np.ndarray:
-    """``mask[i]`` is ``bool(predicate(strings[i]))``, cached under ``key`` (one key, one pure
-    predicate of the string: the answers are kept across tables)."""
-    return _mask(strings, key, predicate)
+    return predicate_mask(strings, ("in", members), members.__contains__)

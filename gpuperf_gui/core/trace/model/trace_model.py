@@ -9,9 +9,6 @@ events refer to them by integer id.
 Times are microseconds (``_us``), as in the file, relative to :attr:`RankTrace.origin_us` (an
 absolute time on the profiler's clock). In a :class:`TraceModel` all ranks share one origin, so
 times of different ranks are directly comparable.
-
-Only this module is needed to draw a trace; :mod:`.load` builds the model and :mod:`.rank_analysis`
-computes metrics from it.
 """
 from __future__ import annotations
 
@@ -51,10 +48,8 @@ class NotATraceError(TraceFormatError):
 
 
 class StringTable:
-    """Interned strings: ``table[i]`` is a string, ``table.intern(s)`` its id.
-
-    Ids are dense, starting at 0, in order of first appearance.
-    """
+    """Interned strings: ``table[i]`` is a string, ``table.intern(s)`` its id (dense, from 0, in order
+    of first appearance)."""
 
     __slots__ = ("_strings", "_ids")
 
@@ -250,7 +245,6 @@ class RankTrace:
     """Add to a lane time to get the ``ts`` written in the file (HTA-style rounding needs it)."""
 
     def lanes_of_kind(self, *kinds: str) -> list[Lane]:
-        """Lanes whose kind is one of ``kinds``."""
         return [lane for lane in self.lanes if lane.kind in kinds]
 
     @property

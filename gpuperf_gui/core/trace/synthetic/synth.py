@@ -5,22 +5,9 @@ Each trace has ``ProfilerStep#N`` annotations, ``cpu_op`` ops launching kernels 
 communication on 20), ``deviceProperties`` and ``distributedInfo``. ``size`` scales the number of
 kernels per step; ``seed`` drives a small timing jitter.
 
-``inconclusive`` is the trace of a profile taken without ``ProfilerActivity.CUDA``: the same steps
-of ops on the CPU, and no runtime calls, kernels or GPU rows at all.
-
-Host-bound scenarios as real loops make them: ``data_starved`` is plain-Python batch preparation
-with no DataLoader (nothing on the CPU lane, then a blocking pageable ``aten::to`` and its HtoD
-copy); ``data_starved_loader`` waits in ``DataLoader.__next__``; ``launch_bound`` is eager PyTorch
-(a wall of small ops); ``launch_bound_compiled`` a ``torch.compile``d graph whose Python wrapper
-launches tiny Triton kernels through ``cuLaunchKernel``; ``memory_bound_decode_graph`` a batch-1
-decode replayed as one CUDA graph (skinny GEMMs, no shapes), ``memory_bound_decode_warm`` the same
-after one token decoded eagerly in the trace (the kernels' shapes known from it); ``host_sync_bound`` reads the loss with
-``.item()`` after each micro-batch, then works in Python without launching; ``host_bound`` launches its
-GEMMs, then works in Python without launching (no sync, no input copy) longer than the GPU's queue. ``straggler`` is a job (a folder of
-ranks): DDP over NCCL where one rank prepares its batch late every step and the others wait in the
-all-reduce; ``straggler_nccl`` (:mod:`.synth_nccl`) is the same over NCCL as it really waits: the
-others' all-reduce *kernels* spin until the late rank (``late_rank``) joins, and without a host sync
-their hosts run ahead of their GPUs; ``pipeline_gpipe`` is a job too: two GPipe stages, two micro-batches, NCCL send/recv. :data:`SCENARIO_SIGNATURE` maps each scenario to the diagnosis it must get.
+Each scenario is one step writer of ``_STEPS`` (a docstring says which loop it mimics where the
+code does not); :data:`SCENARIO_SIGNATURE` maps each scenario to the diagnosis it must get. The jobs of
+:data:`MULTI_RANK_SCENARIOS` are folders of rank files (``straggler_nccl``: :mod:`.synth_nccl`).
 """
 from __future__ import annotations
 
@@ -74,7 +61,7 @@ class _Writer:
     events: list[dict] = field(default_factory=list)
     corr: int = 1
     ext: int = 1
-    cpu_t: float = 0.0
+    cpu_t: float = 10.0
     gpu_free: dict[int, float] = field(default_factory=dict)
     late_rank: int = 0
     """straggler_nccl: the rank whose host sleeps before each step."""
@@ -84,6 +71,13 @@ class _Writer:
     """straggler_nccl: when each rank's host waits for its GPU (:mod:`.synth_nccl`)."""
     gpipe_origin: float | None = None
     """pipeline_gpipe: where the current step's schedule starts (the same on every rank)."""
+
+    def gemms(self, n: int, kernel_us: float) -> float:
+        """``n`` ``aten::mm`` GEMMs of ``kernel_us`` each; returns the last one's end (0 for none)."""
+        end = 0.0
+        for _ in range(n):
+            end = self.launch("aten::mm", GEMM, kernel_us)
+        return end
 
     def jitter(self, us: float) -> float:
         return us if self.exact else us * (1.0 + 0.05 * (self.rng.random() - 0.5))
@@ -130,24 +124,23 @@ class _Writer:
         start = self.cpu_t
         self.launch("aten::copy_", "Memcpy DtoH (Device -> Pageable)", 2.0, call="cudaMemcpyAsync",
                     kernel_cat="gpu_memcpy")
-        end = max(self.gpu_free.values(), default=self.cpu_t) + 6.0
-        dur = max(end - self.cpu_t, 1.0)
-        self.cpu("cudaStreamSynchronize", self.cpu_t, dur, cat="cuda_runtime", correlation=self.corr)
-        self.corr += 1
+        end = self.sync("cudaStreamSynchronize", 6.0)
         self.cpu("aten::item", start - 2.0, end - start + 4.0)
         self.cpu("aten::_local_scalar_dense", start - 1.0, end - start + 2.0)
         self.cpu_t = end + 3.0
 
-    def sync(self) -> None:
-        """cudaDeviceSynchronize: the CPU waits for every stream."""
-        end = max(self.gpu_free.values(), default=self.cpu_t)
+    def sync(self, call: str = "cudaDeviceSynchronize", after_us: float = 0.0) -> float:
+        """``call``: the CPU waits for every stream, then ``after_us`` more; returns when it stops waiting."""
+        end = max(self.gpu_free.values(), default=self.cpu_t) + after_us
         dur = max(end - self.cpu_t, 1.0)
-        self.cpu("cudaDeviceSynchronize", self.cpu_t, dur, cat="cuda_runtime", correlation=self.corr)
+        self.cpu(call, self.cpu_t, dur, cat="cuda_runtime", correlation=self.corr)
         self.corr += 1
         self.cpu_t += dur + 1.0
+        return end
 
 
 def _step_healthy(w: _Writer, size: int) -> None:
+    """GEMMs and their activations, then one sync a step."""
     for _ in range(8 * size):
         w.launch("aten::mm", GEMM, 600.0)
         w.launch("aten::gelu", ELEMENTWISE, 60.0)
@@ -158,8 +151,7 @@ def _step_host_sync_bound(w: _Writer, size: int) -> None:
     """Gradient accumulation over 4 micro-batches, each followed by ``loss.item()`` and 1.5 ms of
     Python metric work (no ops): the GPU drains at every read and idles while the host works."""
     for _ in range(4):
-        for _ in range(3 * size):
-            w.launch("aten::mm", GEMM, 400.0)
+        w.gemms(3 * size, 400.0)
         w.launch("aten::add", ELEMENTWISE, 20.0)
         w.item()
         w.cpu_t += 1500.0 * size
@@ -168,8 +160,7 @@ def _step_host_sync_bound(w: _Writer, size: int) -> None:
 def _step_host_bound(w: _Writer, size: int) -> None:
     """A step's GEMMs launched, then 6 ms of Python per size (metric and logging work: no op, no sync,
     no input copy) while the GPU runs the 3.6 ms queued: the GPU idles the rest, waiting on the host."""
-    for _ in range(6 * size):
-        w.launch("aten::mm", GEMM, 600.0)
+    w.gemms(6 * size, 600.0)
     w.cpu_t += 6000.0 * size
 
 
@@ -220,42 +211,42 @@ def _prologue_decode_warm_token(w: _Writer) -> None:
 
 
 def _step_launch_bound(w: _Writer, size: int) -> None:
+    """Eager PyTorch: a wall of small ops, each kernel shorter than its launch."""
     for _ in range(200 * size):
         w.launch("aten::add", ELEMENTWISE, 2.0, call_us=6.0, op_us=18.0)
     w.sync()
 
 
 def _step_comm_bound(w: _Writer, size: int) -> None:
-    end = 0.0
-    for _ in range(4 * size):
-        end = w.launch("aten::mm", GEMM, 500.0)
+    end = w.gemms(4 * size, 500.0)
     w.launch("nccl:all_reduce", ALLREDUCE, 3000.0 * size, stream=COMM_STREAM, not_before=end)
     w.sync()
 
 
 def _step_data_starved(w: _Writer, size: int) -> None:
-    # Plain-Python batch preparation (no op the profiler sees), then a pageable copy that blocks.
+    """Plain-Python batch preparation with no DataLoader (no op the profiler sees), then a blocking
+    pageable ``aten::to`` and its HtoD copy."""
     w.cpu_t += 5000.0 * size
     w.launch("aten::to", HTOD, 60.0, call="cudaMemcpyAsync", call_us=300.0, op_us=310.0,
              kernel_cat="gpu_memcpy")
-    for _ in range(6 * size):
-        w.launch("aten::mm", GEMM, 600.0)
+    w.gemms(6 * size, 600.0)
     w.sync()
 
 
 def _step_data_starved_loader(w: _Writer, size: int) -> None:
+    """The host waits in ``DataLoader.__next__``, then copies the pinned batch."""
     w.cpu("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", w.cpu_t, 6000.0 * size,
           cat="user_annotation")
     w.cpu_t += 6000.0 * size + 2.0
     w.launch("aten::copy_", "Memcpy HtoD (Pinned -> Device)", 50.0, call="cudaMemcpyAsync",
              kernel_cat="gpu_memcpy")
-    for _ in range(6 * size):
-        w.launch("aten::mm", GEMM, 600.0)
+    w.gemms(6 * size, 600.0)
     w.sync()
 
 
 def _step_launch_bound_compiled(w: _Writer, size: int) -> None:
-    """A compiled graph's Python wrapper: ~30 µs of host time per Triton launch, 3-6 µs kernels."""
+    """A ``torch.compile``d graph's Python wrapper: ~30 µs of host time per launch of a tiny Triton
+    kernel (3-6 µs) through ``cuLaunchKernel``."""
     start = w.cpu_t
     w.cpu_t += 40.0  # guards and the cache lookup
     for i in range(150 * size):
@@ -270,16 +261,15 @@ def _step_launch_bound_compiled(w: _Writer, size: int) -> None:
 
 
 def _step_memory_bound_optimizer(w: _Writer, size: int) -> None:
-    for _ in range(2 * size):
-        w.launch("aten::mm", GEMM, 150.0)
+    w.gemms(2 * size, 150.0)
     for _ in range(12 * size):  # foreach AdamW: one multi_tensor_apply pass per tensor list chunk
         w.launch("aten::_foreach_add_", ADAMW, 400.0, call_us=6.0, op_us=12.0)
     w.sync()
 
 
 def _step_straggler(w: _Writer, size: int) -> None:
-    """DDP step: batch, 4 GEMMs, then the gradient buckets' all-reduces; the first ends when the last
-    rank has joined."""
+    """DDP over NCCL where rank :data:`STRAGGLER_RANK` prepares its batch late every step: batch,
+    4 GEMMs, then the gradient buckets' all-reduces; the first ends when the last rank has joined."""
     compute_us = 60.0 + 4 * 500.0 * size
     late = w.rank == STRAGGLER_RANK
     step_start = w.cpu_t
@@ -287,9 +277,7 @@ def _step_straggler(w: _Writer, size: int) -> None:
         w.cpu_t += STRAGGLER_DELAY_US  # its host prepares the batch in plain Python, late every step
     w.launch("aten::to", "Memcpy HtoD (Pinned -> Device)", 60.0, call="cudaMemcpyAsync",
              kernel_cat="gpu_memcpy", not_before=w.cpu_t)
-    end = 0.0
-    for _ in range(4 * size):
-        end = w.launch("aten::mm", GEMM, 500.0)
+    end = w.gemms(4 * size, 500.0)
     # Every rank's compute ends at a known time (exact kernels): the first bucket's all-reduce ends
     # after the last rank joins; the next buckets queue behind it on every rank and run together.
     last_ready = step_start + STRAGGLER_DELAY_US + compute_us + 200.0
@@ -320,19 +308,15 @@ def _step_pipeline_bubble(w: _Writer, size: int) -> None:
 
 
 # GPipe, 2 stages x 2 micro-batches, forward = backward = 1 unit per stage, 0.05 unit per p2p hop:
-# (stage, op, kernel, stream, start, end) in units from the step's start. Each stage idles
-# (p-1)/(m+p-1) = 1/3 of the step plus the hops, next to its recv/send. A step of the schedule is
-# GPIPE_STEP_UNITS: the last stage-0 kernel ends at 6.1, and the host needs ~0.1 to issue the next.
-_GPIPE = (
-    (0, "aten::mm", GEMM, COMPUTE_STREAM, 0.0, 1.0), (0, "nccl:send", SENDRECV, COMM_STREAM, 1.0, 1.05),
-    (0, "aten::mm", GEMM, COMPUTE_STREAM, 1.0, 2.0), (0, "nccl:send", SENDRECV, COMM_STREAM, 2.0, 2.05),
-    (0, "nccl:recv", SENDRECV, COMM_STREAM, 2.05, 4.1), (0, "aten::mm", GEMM, COMPUTE_STREAM, 4.1, 5.1),
-    (0, "nccl:recv", SENDRECV, COMM_STREAM, 4.1, 5.1), (0, "aten::mm", GEMM, COMPUTE_STREAM, 5.1, 6.1),
-    (1, "nccl:recv", SENDRECV, COMM_STREAM, 0.0, 1.05), (1, "nccl:recv", SENDRECV, COMM_STREAM, 1.05, 2.05),
-    (1, "aten::mm", GEMM, COMPUTE_STREAM, 1.05, 2.05), (1, "aten::mm", GEMM, COMPUTE_STREAM, 2.05, 3.05),
-    (1, "aten::mm", GEMM, COMPUTE_STREAM, 3.05, 4.05), (1, "nccl:send", SENDRECV, COMM_STREAM, 4.05, 4.1),
-    (1, "aten::mm", GEMM, COMPUTE_STREAM, 4.05, 5.05), (1, "nccl:send", SENDRECV, COMM_STREAM, 5.05, 5.1),
-)
+# per stage, (op, start, end) in units from the step's start. Each stage idles (p-1)/(m+p-1) = 1/3
+# of the step plus the hops, next to its recv/send. A step of the schedule is GPIPE_STEP_UNITS: the
+# last stage-0 kernel ends at 6.1, and the host needs ~0.1 to issue the next.
+_GPIPE = {
+    0: (("aten::mm", 0.0, 1.0), ("nccl:send", 1.0, 1.05), ("aten::mm", 1.0, 2.0), ("nccl:send", 2.0, 2.05),
+        ("nccl:recv", 2.05, 4.1), ("aten::mm", 4.1, 5.1), ("nccl:recv", 4.1, 5.1), ("aten::mm", 5.1, 6.1)),
+    1: (("nccl:recv", 0.0, 1.05), ("nccl:recv", 1.05, 2.05), ("aten::mm", 1.05, 2.05), ("aten::mm", 2.05, 3.05),
+        ("aten::mm", 3.05, 4.05), ("nccl:send", 4.05, 4.1), ("aten::mm", 4.05, 5.05), ("nccl:send", 5.05, 5.1)),
+}
 GPIPE_STEP_UNITS = 6.2
 
 
@@ -345,15 +329,16 @@ def _step_pipeline_gpipe(w: _Writer, size: int) -> None:
     unit = 1000.0 * size
     origin = w.cpu_t + 100.0 if w.gpipe_origin is None else w.gpipe_origin + GPIPE_STEP_UNITS * unit
     w.gpipe_origin = origin   # the ops are issued within the first ~80 µs of step 0
-    for stage, op, kernel, stream, start, end in _GPIPE:
-        if stage == w.rank % 2:
-            recv = op == "nccl:recv"
-            w.launch(op, kernel, (end - start) * unit, stream=stream,
-                     not_before=0.0 if recv else origin + start * unit, end_at=origin + end * unit)
+    for op, start, end in _GPIPE[w.rank % 2]:
+        kernel, stream = (GEMM, COMPUTE_STREAM) if op == "aten::mm" else (SENDRECV, COMM_STREAM)
+        w.launch(op, kernel, (end - start) * unit, stream=stream,
+                 not_before=0.0 if op == "nccl:recv" else origin + start * unit, end_at=origin + end * unit)
     w.sync()
 
 
 def _step_cpu_only(w: _Writer, size: int) -> None:
+    """A profile taken without ``ProfilerActivity.CUDA``: ops on the CPU, and no runtime calls,
+    kernels or GPU rows at all."""
     for _ in range(8 * size):
         w.cpu("aten::mm", w.cpu_t, 40.0)
         w.cpu("aten::gelu", w.cpu_t + 41.0, 12.0)
@@ -388,7 +373,6 @@ def synth_trace(scenario: str, *, steps: int = 5, seed: int = 0, size: int = 1, 
         world_size = max(world_size, MULTI_RANK_SCENARIOS[scenario])
     w = _Writer(random.Random(seed), rank=rank, world_size=world_size,
                 exact=scenario in MULTI_RANK_SCENARIOS, late_rank=late_rank, steps=steps, sync_mode=sync)
-    w.cpu_t = 10.0
     if scenario in _PROLOGUES:
         _PROLOGUES[scenario](w)
     for n in range(steps):
@@ -429,8 +413,7 @@ def write_synth_trace(scenario: str, path: Path | str, **kwargs: int | str) -> P
     returns the folder."""
     path = Path(path)
     if scenario in MULTI_RANK_SCENARIOS:
-        name = path.name.removesuffix(".gz").removesuffix(".json")
-        folder = path.with_name(name)
+        folder = path.with_name(path.name.removesuffix(".gz").removesuffix(".json"))
         folder.mkdir(parents=True, exist_ok=True)
         world = max(int(kwargs.pop("world_size", 0)), MULTI_RANK_SCENARIOS[scenario])
         kwargs.pop("rank", None)

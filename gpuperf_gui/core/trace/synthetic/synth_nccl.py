@@ -1,19 +1,16 @@
-"""A synthetic DDP job over NCCL whose late rank the others wait for inside the collective kernel.
+"""A synthetic DDP job over NCCL whose late rank the others wait for inside the collective kernel
+(what that looks like in a trace: :mod:`..diagnosis.stragglers`).
 
-Over NCCL a waiting rank does not wait on the host: it launches its all-reduce on time and the
-*kernel* spins on the GPU until the late rank's kernel starts. This module plans the whole job at
-once (every rank's kernels depend on the others' through the all-reduces), then
-:func:`step_straggler_nccl` writes one rank's step from the plan. A step: forward (4 GEMMs),
-backward (4 GEMMs) with three gradient buckets all-reduced on the communication stream as they are
-ready, the optimizer after the last bucket. The late rank's host sleeps ``delay_us`` before each
-step's forward and launches nothing then (``time.sleep``, host work the profiler does not see).
-``sync`` says when a rank's host waits for its GPU: ``"step"``, at the end of each step (its
-``loss.item()``); ``"lagged"``, at the end of each step for the step before (the previous step's
-loss logged, a common way to keep one step in flight); ``"none"``, never. Without a sync at the
-step's end the fast ranks' hosts run ahead of their GPUs, so a kernel starts one or more steps after
-the CPU step that launched it, as in real runs. The profiler then starts recording while a fast
-rank's GPU still runs the step before (launched before the window): :func:`prologue` writes those
-kernels, with no launch record, as a trace that starts mid-run has them.
+The whole job is planned at once (every rank's kernels depend on the others' through the
+all-reduces), then :func:`step_straggler_nccl` writes one rank's step from the plan. A step: forward
+(4 GEMMs), backward (4 GEMMs) with three gradient buckets all-reduced on the communication stream as
+they are ready, the optimizer after the last bucket. The late rank's host sleeps :data:`DELAY_US` before
+each step's forward (``time.sleep``: host work the profiler does not see). ``sync`` says when a
+rank's host waits for its GPU: ``"step"``, at the end of each step (its ``loss.item()``);
+``"lagged"``, at the end of each step for the step before (the previous step's loss logged, a common
+way to keep one step in flight); ``"none"``, never. Without a sync at the step's end the fast ranks'
+hosts run ahead of their GPUs, so the profiler starts recording while a fast rank's GPU still runs
+the step before: :func:`prologue` writes those kernels, with no launch record.
 """
 from __future__ import annotations
 
@@ -32,6 +29,7 @@ class Names:
     compute_stream: int
     comm_stream: int
     device: int
+
 
 DELAY_US = 20000.0
 FWD_US, BWD_US, OPT_US = 400.0, 800.0, 200.0
@@ -57,11 +55,9 @@ class Launch:
 
 
 @lru_cache(maxsize=16)
-def plan(world_size: int, late_rank: int, steps: int, sync: str, names: Names, delay_us: float = DELAY_US
+def plan(world_size: int, late_rank: int, steps: int, sync: str, names: Names
          ) -> tuple[tuple[tuple[tuple[Launch, ...], float, float], ...], ...]:
     """Per rank, per step: (launches, the step's CPU start, its CPU end) for the whole job."""
-    GEMM, ALLREDUCE, ADAMW = names.gemm, names.allreduce, names.adamw  # noqa: N806
-
     cpu = [10.0] * world_size
     compute_free = [0.0] * world_size
     comm_free = [0.0] * world_size
@@ -69,7 +65,7 @@ def plan(world_size: int, late_rank: int, steps: int, sync: str, names: Names, d
     done_before = [0.0] * world_size  # when each rank's GPU finished the step before this one
     for _ in range(steps):
         step_start = list(cpu)
-        t = [c + 2.0 + (delay_us if r == late_rank else 0.0) for r, c in enumerate(cpu)]
+        t = [c + 2.0 + (DELAY_US if r == late_rank else 0.0) for r, c in enumerate(cpu)]
         launches: list[list[Launch]] = [[] for _ in range(world_size)]
 
         def compute(r: int, op: str, kernel: str, us: float, after: float = 0.0) -> float:
@@ -79,14 +75,13 @@ def plan(world_size: int, late_rank: int, steps: int, sync: str, names: Names, d
             t[r] += OP_US
             return start + us
 
-        for r in range(world_size):
-            for _ in range(LAYERS):
-                compute(r, "aten::mm", GEMM, FWD_US)
         ready = [[0.0] * len(BUCKET_AFTER) for _ in range(world_size)]
         bucket_launch = [[0.0] * len(BUCKET_AFTER) for _ in range(world_size)]
         for r in range(world_size):
+            for _ in range(LAYERS):
+                compute(r, "aten::mm", names.gemm, FWD_US)
             for i in range(LAYERS):
-                end = compute(r, "aten::mm", GEMM, BWD_US)
+                end = compute(r, "aten::mm", names.gemm, BWD_US)
                 if i in BUCKET_AFTER:
                     b = BUCKET_AFTER.index(i)
                     ready[r][b], bucket_launch[r][b] = end, t[r]
@@ -96,10 +91,11 @@ def plan(world_size: int, late_rank: int, steps: int, sync: str, names: Names, d
             starts = [max(bucket_launch[r][b] + LAUNCH_DELAY_US, ready[r][b], comm_free[r]) for r in range(world_size)]
             end = max(starts) + ALLREDUCE_US  # NCCL: every rank's kernel ends once the last has joined
             for r in range(world_size):
-                launches[r].append(Launch("record_param_comms", ALLREDUCE, "comm", bucket_launch[r][b], starts[r], end))
+                launches[r].append(Launch("record_param_comms", names.allreduce, "comm", bucket_launch[r][b],
+                                          starts[r], end))
                 comm_free[r] = ar_end[r] = end
         for r in range(world_size):
-            compute(r, "aten::_foreach_add_", ADAMW, OPT_US, after=ar_end[r])
+            compute(r, "aten::_foreach_add_", names.adamw, OPT_US, after=ar_end[r])
             launches[r].sort(key=lambda x: x.cpu_us)
             cpu[r] = t[r]
             if sync != "none":  # loss.item(): the host waits for its GPU (this step's end, or the last one's)
@@ -118,26 +114,24 @@ def prologue(w: Any, names: Names) -> None:
     """The window opens at the first recorded step's CPU start; the kernels of the step before that
     still run then are in the trace, without their launch calls (launched before the window).
     ``w`` is :mod:`.synth`'s writer."""
-    COMM_STREAM, COMPUTE_STREAM, DEVICE = names.comm_stream, names.compute_stream, names.device  # noqa: N806
     steps = _plan(w, names)
     opens = steps[1][1]
     w.cpu_t = opens
     for x in steps[0][0]:
         if x.end_us > opens:
-            stream = COMM_STREAM if x.stream == "comm" else COMPUTE_STREAM
-            w.events.append({"ph": "X", "cat": "kernel", "name": x.kernel, "pid": DEVICE, "tid": stream,
+            stream = names.comm_stream if x.stream == "comm" else names.compute_stream
+            w.events.append({"ph": "X", "cat": "kernel", "name": x.kernel, "pid": names.device, "tid": stream,
                              "ts": round(x.start_us, 3), "dur": round(x.end_us - x.start_us, 3),
-                             "args": {"device": DEVICE, "stream": stream, "correlation": w.corr}})
+                             "args": {"device": names.device, "stream": stream, "correlation": w.corr}})
             w.corr += 1
 
 
 def step_straggler_nccl(w: Any, size: int, names: Names) -> None:
     """One rank's step ``w.step_index`` of the planned job (``size`` is not used: the plan is fixed)."""
-    COMM_STREAM, COMPUTE_STREAM = names.comm_stream, names.compute_stream  # noqa: N806
     launches, _, cpu_end = _plan(w, names)[w.step_index + 1]
     for x in launches:
         w.cpu_t = max(w.cpu_t, x.cpu_us)
-        stream = COMM_STREAM if x.stream == "comm" else COMPUTE_STREAM
+        stream = names.comm_stream if x.stream == "comm" else names.compute_stream
         if x.stream == "comm":
             w.cpu("nccl:all_reduce", w.cpu_t, OP_US - 1.0, cat="user_annotation")
         w.launch(x.op, x.kernel, x.end_us - x.start_us, stream=stream, not_before=x.start_us, end_at=x.end_us)

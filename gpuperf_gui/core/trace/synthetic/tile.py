@@ -27,27 +27,13 @@ def read_trace_json(path: Path) -> dict:
     return msgspec.json.decode(data)
 
 
-def _write(path: Path, trace: dict, compress: bool) -> Path:
-    data = msgspec.json.encode(trace)
-    path.write_bytes(gzip.compress(data, compresslevel=1) if compress else data)
-    return path
-
-
 def shifted(trace: dict, rank: int, world_size: int, shift_us: int) -> dict:
     """A copy of ``trace`` as rank ``rank``: every event's ``ts`` plus ``shift_us`` (an integer, so
     integer timestamps stay integers)."""
-    events = []
-    for ev in trace.get("traceEvents", []):
-        if "ts" in ev and ev.get("ph") != "M" and shift_us:
-            ev = dict(ev)
-            ev["ts"] = ev["ts"] + shift_us
-        events.append(ev)
-    out = dict(trace)
-    out["traceEvents"] = events
-    info = dict(out.get("distributedInfo") or {"backend": "nccl"})
-    info.update(rank=rank, world_size=world_size)
-    out["distributedInfo"] = info
-    return out
+    events = [{**ev, "ts": ev["ts"] + shift_us} if "ts" in ev and ev.get("ph") != "M" and shift_us else ev
+              for ev in trace.get("traceEvents", [])]
+    info = {**(trace.get("distributedInfo") or {"backend": "nccl"}), "rank": rank, "world_size": world_size}
+    return {**trace, "traceEvents": events, "distributedInfo": info}
 
 
 def tile_rank_folder(sources: Sequence[Path], folder: Path, n_ranks: int, *, shift_us: int = 13,
@@ -58,8 +44,8 @@ def tile_rank_folder(sources: Sequence[Path], folder: Path, n_ranks: int, *, shi
     traces = [read_trace_json(Path(p)) for p in sources]
     suffix = ".json.gz" if compress else ".json"
     for r in range(n_ranks):
-        trace = shifted(traces[r % len(traces)], r, n_ranks, r * shift_us)
-        _write(folder / f"rank{r:05d}{suffix}", trace, compress)
+        data = msgspec.json.encode(shifted(traces[r % len(traces)], r, n_ranks, r * shift_us))
+        (folder / f"rank{r:05d}{suffix}").write_bytes(gzip.compress(data, compresslevel=1) if compress else data)
     return folder
 
 

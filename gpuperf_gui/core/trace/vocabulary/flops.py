@@ -109,23 +109,17 @@ def estimate_op(name: str, dims_raw: bytes, types_raw: bytes = b"", concrete_raw
     """FLOPs and bytes of one call of ``name`` ("aten::mm") from its recorded args (raw JSON)."""
     text = dims_raw.decode("utf-8", "replace")
     dims = _decode(dims_raw)
-    if not isinstance(dims, list):
-        return OpEstimate(0.0, 0.0, text)
-    shapes = [_shape(d) for d in dims]
-    types = _list(types_raw)
     op = name.removeprefix("aten::")
     attention = _ATTENTION.get(op)
-    if attention is not None:
-        got = _attention(attention, shapes, _list(concrete_raw))
-        if got is None:
-            return OpEstimate(0.0, 0.0, text)
-        flops, elements, causal = got
-        return OpEstimate(flops, elements * _elem_bytes(types, 0, 2), text + (CAUSAL_NOTE if causal else ""))
-    got = _gemm(op, shapes)
+    got = None
+    if isinstance(dims, list):
+        shapes = [_shape(d) for d in dims]
+        got = _gemm(op, shapes) if attention is None else _attention(attention, shapes, _list(concrete_raw))
     if got is None:
         return OpEstimate(0.0, 0.0, text)
-    flops, elements, type_index = got
-    return OpEstimate(flops, elements * _elem_bytes(types, type_index, 1 if op == "_scaled_mm" else 2), text)
+    flops, elements, type_index, note = got
+    return OpEstimate(flops, elements * _elem_bytes(_list(types_raw), type_index, 1 if op == "_scaled_mm" else 2),
+                      text + note)
 
 
 def largest_input_bytes(dims_raw: bytes, types_raw: bytes = b"") -> float:
@@ -175,8 +169,12 @@ _PAIRED = {"mm": (0, 2), "_scaled_mm": (0, 2), "addmm": (1, 2), "bmm": (0, 3), "
 """GEMM ops on a pair of inputs: (position of A, rank of A and B: 3 with one batch dim on both)."""
 
 
-def _gemm(op: str, s: list[Shape | None]) -> tuple[float, float, int] | None:
-    """(FLOPs, elements moved, index of the input whose dtype sizes them) of a GEMM-like op."""
+_Estimate = tuple[float, float, int, str]
+"""(FLOPs, elements moved, index of the input whose dtype sizes them, note for the shapes text)."""
+
+
+def _gemm(op: str, s: list[Shape | None]) -> _Estimate | None:
+    """The estimate of a GEMM-like op."""
     if op in ("linear", "matmul"):
         return _linear(s) if op == "linear" else _matmul(s)
     if op not in _PAIRED:
@@ -188,16 +186,15 @@ def _gemm(op: str, s: list[Shape | None]) -> tuple[float, float, int] | None:
     return _result(math.prod(a[:-2]), a[-2], a[-1], b[-1], first)
 
 
-def _result(batch: int, m: int, k: int, n: int, index: int, inputs: int | None = None
-            ) -> tuple[float, float, int] | None:
+def _result(batch: int, m: int, k: int, n: int, index: int, inputs: int | None = None) -> _Estimate | None:
     """``inputs``: elements of A and B as stored (a broadcast B is read once), default batch·(mk + kn)."""
     if min(batch, m, k, n) <= 0:
         return None
     read = batch * (m * k + k * n) if inputs is None else inputs
-    return 2.0 * batch * m * k * n, float(read + batch * m * n), index
+    return 2.0 * batch * m * k * n, float(read + batch * m * n), index, ""
 
 
-def _linear(s: list[Shape | None]) -> tuple[float, float, int] | None:
+def _linear(s: list[Shape | None]) -> _Estimate | None:
     if len(s) < 2 or s[0] is None or s[1] is None or not s[0] or len(s[1]) != 2:
         return None
     x, (n, k) = s[0], s[1]
@@ -206,7 +203,7 @@ def _linear(s: list[Shape | None]) -> tuple[float, float, int] | None:
     return _result(1, math.prod(x[:-1]), k, n, 0)
 
 
-def _matmul(s: list[Shape | None]) -> tuple[float, float, int] | None:
+def _matmul(s: list[Shape | None]) -> _Estimate | None:
     if len(s) < 2 or not s[0] or not s[1]:
         return None
     a = (1, *s[0]) if len(s[0]) == 1 else s[0]
@@ -230,8 +227,8 @@ def _broadcast(x: Shape, y: Shape) -> Shape | None:
     return tuple(reversed(out))
 
 
-def _attention(spec: _Attention, s: list[Shape | None], concrete: list) -> tuple[float, float, bool] | None:
-    """(FLOPs, elements moved, causal) of one attention call, or None when the shapes do not fit."""
+def _attention(spec: _Attention, s: list[Shape | None], concrete: list) -> _Estimate | None:
+    """The estimate of one attention call (sized by its first input), or None when the shapes do not fit."""
     first = 1 if spec.backward else 0
     if len(s) < first + 3:
         return None
@@ -255,8 +252,9 @@ def _attention(spec: _Attention, s: list[Shape | None], concrete: list) -> tuple
         flops, elements = pairs * (3 * dq + 2 * dv), 2.0 * (q + k + v + out)
     else:
         flops, elements = pairs * (dq + dv), float(q + k + v + out)
-    causal = _is_causal(spec, concrete)
-    return (flops / 2 if causal else flops), elements, causal
+    if _is_causal(spec, concrete):
+        return flops / 2, elements, 0, CAUSAL_NOTE
+    return flops, elements, 0, ""
 
 
 def _is_causal(spec: _Attention, concrete: list) -> bool:

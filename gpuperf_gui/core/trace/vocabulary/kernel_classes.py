@@ -8,9 +8,7 @@ normalisation, reduction, indexing, optimizer kernels: the memory-bound family),
 Rules are checked in order, first match wins, on the lower-cased kernel name. They follow HTA's
 regexes for communication and memory (``hta/common/types.py``: ``^nccl``, ``ncclKernel``, ``^hip``-
 ``Memcpy``, ``^(hip)?Memset``, ``^dma``) and extend them with the kernel families seen in the
-traces of ``tests/data/shared_traces`` (cuBLAS ``nvjet_*``/``*gemm*``, cuDNN ``*scudnn*``/``implicit_convolve``,
-ROCm Tensile ``Cijk_*``, flash/fmha attention, ATen ``*elementwise_kernel*``/``reduce_kernel``,
-Triton ``triton_poi/red/per``).
+traces of ``tests/data/shared_traces`` (cuBLAS, cuDNN, ROCm Tensile, flash/fmha attention, ATen, Triton).
 """
 from __future__ import annotations
 
@@ -24,7 +22,6 @@ KERNEL_CLASSES: tuple[str, ...] = (
 )
 """Kernel classes; :attr:`.trace_model.Lane.kernel_class` holds indices into this tuple (-1 = not device work)."""
 
-# (class, pattern); first match wins. Patterns apply to the lower-cased name.
 KERNEL_CLASS_RULES: tuple[tuple[str, str], ...] = (
     ("communication", r"nccl|rccl|^hccl|^c10d::|allreduce|allgather|reducescatter|alltoall"),
     ("copy", r"^(hip)?memcpy|^(hip)?memset|^dma|^memcpy|copybuffer|fillbuffer"),
@@ -90,5 +87,4 @@ def classify_kernel(name: str, category: str = "kernel") -> str:
 
 
 def class_code(cls: str) -> int:
-    """Index of a class name in :data:`KERNEL_CLASSES`."""
     return _CLASS_CODE[cls]

@@ -4,12 +4,10 @@ A kernel's precision decides which peak its "% of roof" is measured against, and
 precision which peak its MFU is: a bf16 GEMM judged against the fp32 peak shows 1200 % of roof, an
 fp32 run's MFU against the bf16 peak is 15× too small. A trace says which it was:
 
-* **the kernel's name**, when it spells a type: ``e4m3``/``e5m2``/``fp8`` → fp8, ``tf32`` → tf32,
-  ``bf16``/``bfloat16`` → bf16, ``f16``/``fp16``/``half``/``hgemm`` → fp16, and the CUDA-core fp32
-  families ``sgemm``/``ffma``/``simt``/``f32f32``/``_f32_`` → fp32 (``sm80_xmma_gemm_f32f32_…_ffma``,
-  ``cutlass_80_simt_sgemm_…``, ``fmha_cutlassF_f32_…``). cuBLAS's Hopper ``nvjet_*`` names spell none.
-  cuDNN's fused attention kernels say ``f16`` for both 16-bit types: when the op says bf16 or
-  fp16 and the name the other, the op's type wins.
+* **the kernel's name**, when it spells a type (:data:`_NAME_RULES`: ``e4m3``/``fp8`` → fp8, ``tf32``,
+  ``bf16``, ``f16``/``half``/``hgemm`` → fp16, the CUDA-core fp32 families ``sgemm``/``ffma``/``simt``).
+  cuBLAS's Hopper ``nvjet_*`` names spell none. cuDNN's fused attention kernels say ``f16`` for both
+  16-bit types: when the op says bf16 or fp16 and the name the other, the op's type wins.
 * else **the op that launched it** (Kineto's "External id"): its "Input type" arg, the narrowest
   floating type of its inputs (``c10::Float8_e4m3fn`` → fp8, ``c10::BFloat16`` → bf16,
   ``c10::Half`` → fp16, ``float`` → fp32). The narrowest, because under autocast ``aten::linear``
@@ -25,7 +23,7 @@ split is kept either way, and the dominant one is the peak MFU uses (said beside
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import msgspec
 
@@ -143,8 +141,7 @@ class TracePrecision:
         return "detected" if self.peak_precision else "unknown"
 
     def with_override(self, precision: str | None) -> TracePrecision:
-        return TracePrecision(self.precision, self.peak_precision, dict(self.split), self.math_seconds,
-                              self.unknown_seconds, precision or None)
+        return replace(self, split=dict(self.split), override=precision or None)
 
     def describe(self) -> str:
         """"bf16 (detected: 100 % of the GEMM/attention time)", "mixed: bf16 78 %, fp32 22 %; …", …"""

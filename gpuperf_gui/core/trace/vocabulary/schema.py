@@ -102,7 +102,6 @@ def struct_fields(within: str) -> list[tuple[str, Any, Any]]:
 
 
 def column_dtype(column: str) -> type:
-    """The numpy dtype of a column."""
     return next(f.dtype for f in FIELDS if f.column == column)
 
 

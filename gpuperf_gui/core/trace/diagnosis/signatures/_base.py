@@ -11,7 +11,8 @@ if TYPE_CHECKING:
 @dataclass
 class Finding:
     """A signature whose conditions hold on one rank: the share of the step it explains (its loss),
-    the confidence, the evidence lines and a fix that replaces the signature's own (or "")."""
+    the confidence, the evidence lines and a fix that replaces the signature's own (or ""). A module's
+    ``evidence(a)``, where it has one, makes its Finding whether or not the conditions hold."""
 
     signature: str
     loss_fraction: float
@@ -45,7 +46,6 @@ class Signature:
         (the user's choice is kept).
     gap_cause : the MFU gap cause it feeds (a key of :data:`gpuperf_gui.core.mfu_gap.CAUSE_LABELS`),
         or None.
-    scenario : the synthetic scenario (:mod:`..synth`) that shows it, or None.
     """
 
     name: str
@@ -56,7 +56,11 @@ class Signature:
     finding: Callable[[RankAnalysis], Finding | None] | None = None
     heatmap_metric: str | None = None
     gap_cause: str | None = None
-    scenario: str | None = None
+
+    @property
+    def scenario(self) -> str:
+        """The synthetic scenario (:mod:`..synth`) that shows it: the one of its name."""
+        return self.name
 
 
 def pct(x: float) -> str:

@@ -26,7 +26,6 @@ CPU_COMM_FIX = ("The collectives run on the host (gloo / CPU tensors) and block 
 
 
 def evidence(a: RankAnalysis) -> Finding:
-    """The comm finding's figures, whether or not its conditions hold."""
     c = a.idle_causes
     loss = c.communication
     gpu_part = loss - c.communication_cpu
@@ -56,5 +55,4 @@ SIGNATURE = Signature(
     hint="compute waits while the communication stream runs",
     fix="Overlap communication with compute: prefetch/overlap collectives (DDP bucket size, "
         "FSDP prefetch), bigger buckets, fewer/larger messages, gradient accumulation.",
-    thresholds=THRESHOLDS, finding=finding, heatmap_metric="exposed comm", gap_cause="exposed_comm",
-    scenario="comm_bound")
+    thresholds=THRESHOLDS, finding=finding, heatmap_metric="exposed comm", gap_cause="exposed_comm")

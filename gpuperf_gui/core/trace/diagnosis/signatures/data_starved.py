@@ -31,7 +31,6 @@ def data_tells(c: IdleCauses) -> float:
 
 
 def evidence(a: RankAnalysis) -> Finding:
-    """The data finding's figures, whether or not its conditions hold."""
     c = a.idle_causes
     ev = [f"GPU compute idle {pct(c.data)} of the step while the host prepares work instead of "
           f"launching it (launch overhead only {pct(c.launch)})"]
@@ -51,8 +50,7 @@ def evidence(a: RankAnalysis) -> Finding:
                   "is busy with other work that launches nothing")
     if c.cpu_ops_in_stall:
         ev.append("CPU ops inside the stalls: " + ", ".join(f"{n[:60]} {ms(sec)}" for n, sec in c.cpu_ops_in_stall))
-    conf = min(1.0, c.data / (2 * STARVED_MIN))
-    return Finding("data_starved", c.data, conf, ev)
+    return Finding("data_starved", c.data, min(1.0, c.data / (2 * STARVED_MIN)), ev)
 
 
 def finding(a: RankAnalysis) -> Finding | None:
@@ -68,5 +66,4 @@ SIGNATURE = Signature(
     fix="Feed the GPU: prepare batches off the training loop (DataLoader with num_workers > 0, "
         "pin_memory=True, prefetch_factor), non_blocking copies, and no host syncs or "
         "CPU preprocessing between steps.",
-    thresholds=THRESHOLDS, finding=finding, heatmap_metric="idle", gap_cause="data_stall",
-    scenario="data_starved")
+    thresholds=THRESHOLDS, finding=finding, heatmap_metric="idle", gap_cause="data_stall")

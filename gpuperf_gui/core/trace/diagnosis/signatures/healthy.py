@@ -15,4 +15,4 @@ SIGNATURE = Signature(
     name="healthy", label="Healthy",
     hint="the GPU is busy with GEMMs, with no gap worth a fix",
     fix="Nothing dominates: measure MFU against the roofline and look at the biggest kernels.",
-    thresholds=THRESHOLDS, scenario="healthy")
+    thresholds=THRESHOLDS)

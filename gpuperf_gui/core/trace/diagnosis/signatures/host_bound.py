@@ -4,11 +4,7 @@ replays), CPU ops that launch no kernel (cuDNN autotuning), a sleep or a lock.
 
 It is what a host stall is when it carries no *data tell* (no DataLoader, no host-to-device copy
 ending it: :func:`.data_starved.data_tells`) and does not follow a blocking sync that drained the
-GPU (:mod:`.host_sync_bound`). Such a stall was named ``data_starved`` "with no data tell" before:
-the name sent users to DataLoader workers they may not have. The rule is the one that named it then
-(the stall is the largest host cause, and at least ``untold_stall_dominance`` times every cause that
-has its own evidence), so the traces it names are the same; only the name, evidence and fix follow
-what the lanes show.
+GPU (:mod:`.host_sync_bound`).
 """
 from __future__ import annotations
 
@@ -58,7 +54,6 @@ def untold(a: RankAnalysis) -> bool:
 
 
 def evidence(a: RankAnalysis) -> Finding:
-    """What the lanes show of a host that works without launching (whether or not the rule holds)."""
     c, k = a.idle_causes, a.kernel_evidence
     ev = [f"GPU compute idle {pct(c.data)} of the step while the host works without launching "
           f"({c.stall_gaps} stretch{'es' if c.stall_gaps != 1 else ''} without a launch call, longest "
@@ -89,5 +84,4 @@ def finding(a: RankAnalysis) -> Finding | None:
 SIGNATURE = Signature(
     name="host_bound", label="Host-bound",
     hint="the GPU idles while the host runs work that launches nothing: Python, bookkeeping, no input",
-    fix=FIX, thresholds=THRESHOLDS, finding=finding, heatmap_metric="idle", gap_cause="data_stall",
-    scenario="host_bound")
+    fix=FIX, thresholds=THRESHOLDS, finding=finding, heatmap_metric="idle", gap_cause="data_stall")

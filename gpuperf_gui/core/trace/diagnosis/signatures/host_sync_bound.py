@@ -66,5 +66,4 @@ def finding(a: RankAnalysis) -> Finding | None:
 SIGNATURE = Signature(
     name="host_sync_bound", label="Host-sync-bound",
     hint="the GPU drains at each .item()/.cpu(), then idles while the host works on the value",
-    fix=FIX, thresholds=THRESHOLDS, finding=finding, heatmap_metric="host-sync idle", gap_cause="host_sync",
-    scenario="host_sync_bound")
+    fix=FIX, thresholds=THRESHOLDS, finding=finding, heatmap_metric="host-sync idle", gap_cause="host_sync")

@@ -19,4 +19,4 @@ SIGNATURE = Signature(
     fix="Get a trace that shows the GPU: profile with ProfilerActivity.CUDA over a few "
         "steady-state steps (schedule(wait=1, warmup=1, active=3)); if the GPU is idle "
         "waiting on the host, read the op table's self CPU column for where the host time goes.",
-    thresholds=THRESHOLDS, scenario="inconclusive")
+    thresholds=THRESHOLDS)

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 from ...analysis.rank_analysis import LAUNCH_SPACING_MAX_US
 from ._base import Finding, Signature, Threshold, pct
 from ._rules import LOSS_MIN
-from .data_starved import data_tells
-from .memory_bound import skinny_bytes_lines
+from .data_starved import TELLS_MIN, data_tells
+from .memory_bound import THRESHOLDS as MEMORY_THRESHOLDS, skinny_bytes_lines
 
 if TYPE_CHECKING:
     from ...analysis.rank_analysis import RankAnalysis
@@ -27,7 +27,6 @@ GRAPHED_LAUNCH_FIX = ("The step already replays CUDA graphs, so the host's own t
 
 
 def evidence(a: RankAnalysis) -> Finding:
-    """The launch finding's figures, whether or not its conditions hold."""
     c, launch = a.idle_causes, a.launch
     ev = [f"GPU compute idle {pct(c.launch)} of the step in {c.launch_gaps} short gaps (median "
           f"{c.launch_gap_median_us:.0f} µs) that the CPU fills with launch calls "
@@ -37,20 +36,20 @@ def evidence(a: RankAnalysis) -> Finding:
           f"launch-to-kernel latency {launch.median_launch_delay_us:.1f} µs)"]
     if c.data > 0.005:
         ev.append(f"host stalls without launches: {pct(c.data)} of the step"
-                  + (" (no data tell: host overhead between launches)" if data_tells(c) < 0.5 * c.data else ""))
+                  + (" (no data tell: host overhead between launches)" if data_tells(c) < TELLS_MIN * c.data else ""))
     if c.data > c.launch:
         ev.insert(0, f"GPU compute idle {pct(c.host)} of the step waiting on the host: launching work "
                      f"{pct(c.launch)}, host work between launches that launches nothing {pct(c.data)}")
-    if a.kernel_evidence.skinny_gemm_share >= 0.5:   # memory_bound's skinny_gemm_min: a decode of a few tokens
-        ev.append(f"{pct(a.kernel_evidence.skinny_gemm_share)} of kernel time is skinny GEMMs (GEMV, a tile side <= 16: "
-                  "a decode of a few tokens): with the launches gone (CUDA graphs) the GPU will be memory-bound")
+    skinny = a.kernel_evidence.skinny_gemm_share
+    if skinny >= MEMORY_THRESHOLDS["skinny_gemm_min"].value:
+        ev.append(f"{pct(skinny)} of kernel time is skinny GEMMs (GEMV, a tile side <= 16: a decode of a few "
+                  "tokens): with the launches gone (CUDA graphs) the GPU will be memory-bound")
         ev.extend(skinny_bytes_lines(a)[:1])
     fix = ""
     if launch.graph_launches:
         ev.append(f"the step already replays CUDA graphs ({launch.graph_launches} graph launches in the window)")
         fix = GRAPHED_LAUNCH_FIX
-    conf = min(1.0, c.launch / (2 * LOSS_MIN))
-    return Finding("launch_bound", c.launch, conf, ev, fix)
+    return Finding("launch_bound", c.launch, min(1.0, c.launch / (2 * LOSS_MIN)), ev, fix)
 
 
 def finding(a: RankAnalysis) -> Finding | None:
@@ -62,5 +61,4 @@ SIGNATURE = Signature(
     hint="tiny kernels, gaps between them: the CPU cannot launch fast enough",
     fix="Cut launch overhead: capture the step in CUDA graphs or torch.compile "
         "(mode=\"reduce-overhead\"); fuse small ops; use a bigger batch.",
-    thresholds=THRESHOLDS, finding=finding, heatmap_metric="idle", gap_cause="launch_gaps",
-    scenario="launch_bound")
+    thresholds=THRESHOLDS, finding=finding, heatmap_metric="idle", gap_cause="launch_gaps")

@@ -142,4 +142,4 @@ SIGNATURE = Signature(
     hint="the GPU is busy, but with elementwise/norm kernels or skinny GEMMs that stream their weights",
     fix="Fuse the elementwise/normalisation chain (torch.compile, fused kernels), use "
         "lower precision activations, avoid materialising intermediates.",
-    thresholds=THRESHOLDS, finding=finding, gap_cause="memory_bound", scenario="memory_bound")
+    thresholds=THRESHOLDS, finding=finding, gap_cause="memory_bound")

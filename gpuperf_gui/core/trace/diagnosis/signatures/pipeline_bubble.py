@@ -35,5 +35,4 @@ SIGNATURE = Signature(
     hint="stages wait for each other: idle at the start and end of the step",
     fix="Shrink the pipeline bubble: more micro-batches per step, an interleaved 1F1B "
         "or zero-bubble schedule.",
-    thresholds=THRESHOLDS, finding=finding, heatmap_metric="idle", gap_cause="pipeline_bubble",
-    scenario="pipeline_bubble")
+    thresholds=THRESHOLDS, finding=finding, heatmap_metric="idle", gap_cause="pipeline_bubble")

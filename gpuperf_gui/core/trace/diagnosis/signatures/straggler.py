@@ -20,4 +20,4 @@ SIGNATURE = Signature(
     hint="one rank arrives late; the others wait for it inside the collective",
     fix="Fix the late rank, not the communication: the others' exposed collectives are waiting "
         "for it.",
-    thresholds=THRESHOLDS, heatmap_metric="exposed comm", gap_cause="exposed_comm", scenario="straggler")
+    thresholds=THRESHOLDS, heatmap_metric="exposed comm", gap_cause="exposed_comm")
