@@ -89,3 +89,15 @@ def test_eager_decode_stays_launch_bound_and_names_its_skinny_gemms(shared_trace
     d = Trace([shared_traces / "h200" / "decode_bf16.json.gz"], workers=1).result().diagnosis
     assert d.signature == "launch_bound"
     assert any("skinny GEMMs" in e and "memory-bound" in e for e in d.evidence)
+
+
+def test_a_one_file_trace_keeps_its_rank_close_call(shared_traces: Path) -> None:
+    """DLRM's worker 4 alone: launch- and comm-bound within 3 points of the step on that rank, so the
+    trace's verdict, which is the rank's, names both (as its first evidence line already says)."""
+    folder = shared_traces / "param" / "dlrm_kineto"
+    result = Trace(sorted(folder.glob("worker4_*.json")), workers=1).result()
+    rank = result.ranks[0].diagnosis
+    assert abs(rank.scores["launch_bound"] - rank.scores["comm_bound"]) < 0.03
+    d = result.diagnosis
+    assert d.close_call == rank.close_call == ["launch_bound", "comm_bound"]
+    assert d.headline == "launch_bound ~ comm_bound" and d.evidence[0].startswith("close call:")

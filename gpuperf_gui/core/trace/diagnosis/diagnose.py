@@ -19,7 +19,7 @@ half the confidence.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -278,8 +278,7 @@ def diagnose_job(per_rank: list[tuple[RankAnalysis, Diagnosis]],
         return straggler_diagnosis(per_rank, late)
     if len(per_rank) == 1:
         a, d = per_rank[0]
-        return Diagnosis(d.signature, d.confidence, list(d.evidence), d.fix, list(d.secondary),
-                         d.loss_fraction, dict(d.scores), [a.rank])
+        return _rank_verdict_as_job(d, a.rank)
     # What the job loses to each cause: every rank's loss to it, named or not (a cause that is
     # second on half the ranks can outweigh one that is first on a few).
     totals: dict[str, float] = {}
@@ -308,13 +307,17 @@ def diagnose_job(per_rank: list[tuple[RankAnalysis, Diagnosis]],
                       (ranked[1][0], ranked[1][1] / n) if len(ranked) > 1 else None, f" (mean over {n} ranks)")
 
 
+def _rank_verdict_as_job(d: Diagnosis, rank: int) -> Diagnosis:
+    """Rank ``rank``'s verdict ``d`` as the job's, all of it (a close call too: its evidence says so)."""
+    return replace(d, evidence=list(d.evidence), secondary=list(d.secondary), scores=dict(d.scores),
+                   ranks=[rank], close_call=list(d.close_call))
+
+
 def _job_from_rank(per_rank: list[tuple[RankAnalysis, Diagnosis]], a: RankAnalysis, signature: str) -> Diagnosis:
     """The job verdict ``signature`` with the evidence of rank ``a``'s finding for it."""
     f = next((f for f in findings(a) if f.signature == signature), None)
     if f is None:  # the cause came from a rank-level rule (host share, untold stall): use that rank's own
-        d = next(d for b, d in per_rank if b is a)
-        return Diagnosis(d.signature, d.confidence, list(d.evidence), d.fix, list(d.secondary),
-                         d.loss_fraction, dict(d.scores), [a.rank])
+        return _rank_verdict_as_job(next(d for b, d in per_rank if b is a), a.rank)
     secondary = sorted({d.signature for _, d in per_rank} - {signature})
     ev = [f"{signature} costs the ranks the most in total, though each names another cause first "
           f"(largest: rank {a.rank}, {pct(f.loss_fraction)} of the step)", *f.evidence]
