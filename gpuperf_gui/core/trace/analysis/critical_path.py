@@ -67,12 +67,11 @@ DataLoader's). ``cpu_op``: ops that issue device work (and short ones around the
 an op that launches nothing for longer than ``analysis.LAUNCH_SPACING_MAX_US`` (host work: CPU
 preprocessing, a sleep in an op); ``dispatch``: a short stretch (under ``LAUNCH_SPACING_MAX_US``)
 of code no op covers on a thread that launches, the Python between the ops that issue kernels;
-``cpu_gap``: code no op covers (Python, directly under a
-``record_function`` annotation or ``ProfilerStep``); ``profiler``: torch.profiler's own
-``prof.step()`` between two steps (from the end of a step's last event to the next step's first:
-the ``ProfilerStep`` range is closed and reopened there, and its bookkeeping grows with the step's
-events; an unprofiled loop has none of it); ``idle``: a helper thread waiting for work
-(never on the critical path)."""
+``cpu_gap``: code no op covers (Python, directly under a ``record_function`` annotation or
+``ProfilerStep``); ``profiler``: torch.profiler's own ``prof.step()`` between two steps (from the end
+of a step's last event to the next step's first: the ``ProfilerStep`` range is closed and reopened
+there, and its bookkeeping grows with the step's events; an unprofiled loop has none of it);
+``idle``: a helper thread waiting for work (never on the critical path)."""
 EDGE_CATEGORIES = ("kernel_gap", "launch_latency", "gpu_wait", "cpu_wait")
 """Time on the path between device work: the gap between two queued kernels of a stream (HTA's
 kernel-kernel delay), launch -> kernel latency, a kernel waiting for another stream, a thread
@@ -199,8 +198,7 @@ def _replay_steps(rt: RankTrace) -> list:
 
 
 def _lower_quartile(values: np.ndarray) -> float:
-    """np.percentile(values, 25) (linear, numpy's own interpolation), without the numpy.ma import
-    np.percentile makes (~10 ms of a small file's diagnose)."""
+    """``np.percentile(values, 25)`` (numpy's linear interpolation), without its ``numpy.ma`` import."""
     v = np.sort(values)
     pos = 0.25 * (v.size - 1)
     lo = int(pos)
@@ -626,8 +624,7 @@ def _step_lane(rt: RankTrace) -> Lane | None:
 
 
 def _thread_edges(b: _Builder, cpu: dict[int, _CpuLane], main: Lane | None) -> None:
-    """Trigger edges (a helper thread's burst waits for the latest point of another thread before
-    it) and join edges (an op that ends just after another thread's burst waits for it)."""
+    """Trigger and join edges between the threads (the module docstring)."""
     all_t = np.concatenate([c.t for c in cpu.values()])
     all_node = np.concatenate([c.lo + np.arange(c.t.size) for c in cpu.values()])
     all_lane = np.concatenate([np.full(c.t.size, lid) for lid, c in cpu.items()])
@@ -699,11 +696,9 @@ def _gpu_edges(b: _Builder, rt: RankTrace, gpu: _Gpu) -> None:
     # A queued kernel's launch edge must not bind: at most the time from the launch to the
     # previous kernel's end.
     w = np.where(idle_launch, lat, np.where(has, np.minimum(np.minimum(lat, typ), prev_end - ls), 0.0))
-    # Anything else waited on another stream: the kernel of another stream (launched before it)
-    # that ended last before it started.
-    # A kernel launched onto an idle stream that started long after its launch, just as a kernel
-    # of another stream ended, waited for that kernel (an event: a send after the compute that
-    # makes its data), not for its launch.
+    # Anything else waited on another stream (the module docstring). So did a kernel launched onto
+    # an idle stream that started long after its launch, just as a kernel of another stream ended
+    # (an event: a send after the compute that makes its data).
     late = idle_launch & (lat > typ + KERNEL_GAP_MAX_US)
     src_n, dst_n, w_n = [], [], []
     for i in np.flatnonzero((~idle_launch & ~queued) | late).tolist():

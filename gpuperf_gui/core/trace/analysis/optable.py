@@ -285,7 +285,7 @@ def _host_tree(lane, host_cat: np.ndarray, ctx: HostContext) -> HostRows | None:
         ok = target >= 0
         dev_op = add_at(dev_op, target[ok], dev_op[moved[ok]])
         dev_op[moved[ok]] = 0.0
-    return HostRows(rows, None, parent, dur, dev_op, np.zeros(rows.size))  # levels: after the collapse
+    return HostRows(rows, None, parent, dur, dev_op, np.zeros(rows.size))
 
 
 def _id_mask(ids: np.ndarray | Sequence[int], n_strings: int) -> np.ndarray:
@@ -339,10 +339,9 @@ def _point_rows_from(lane, tree: HostRows, collapsed: HostRows, extra_children: 
 
 def _kernel_owners(launch: np.ndarray, parent: np.ndarray, skip: np.ndarray, external_id: np.ndarray
                    ) -> np.ndarray:
-    """The row credited with each launch's kernels (-1: none), as torch links them: the enclosing op
-    whose External id is the launch call's (a CUDA-graph replay inside an ``## Call CompiledFxGraph``
-    annotation belongs to ``CompiledFunction``, the op that launched it); without such an op, the
-    innermost enclosing row that is not a runtime call or a Python frame."""
+    """The row credited with each launch's kernels (-1: none), by the module docstring's self-device
+    rule (a CUDA-graph replay inside an ``## Call CompiledFxGraph`` annotation belongs to
+    ``CompiledFunction``, the op that launched it); ``skip``: runtime calls and Python frames."""
     want = external_id[launch]
     target = parent[launch]
     fallback = np.full(launch.size, -1, dtype=np.int64)
@@ -359,12 +358,9 @@ def _kernel_owners(launch: np.ndarray, parent: np.ndarray, skip: np.ndarray, ext
 
 def _collapse_same_name(h: HostRows, name_group: np.ndarray, extra_children: np.ndarray,
                         levels: bool = True) -> HostRows:
-    """torch's ``_remove_dup_nodes``: drop each row whose parent has its name and no other child.
-
-    The parent keeps its own span (so its self CPU becomes its span minus the grandchildren) and
-    takes the dropped row's kernels in place of its own; chains collapse into their top row.
-    The result's ``level`` is found here (None without ``levels``: the roofline points need none).
-    """
+    """torch's ``_remove_dup_nodes`` (the module docstring): the parent keeps its own span (its self
+    CPU becomes its span minus the grandchildren); chains collapse into their top row. The result's
+    ``level`` is found here (None without ``levels``: the roofline points need none)."""
     parent = h.parent
     has_parent = parent >= 0
     safe = np.maximum(parent, 0)

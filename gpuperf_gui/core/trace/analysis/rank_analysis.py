@@ -527,10 +527,9 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, p2p: n
     touched = iv.overlap_each(gs, ge, iv.union(ps, pe)) > 0 if ps.size else np.zeros(gs.size, dtype=bool)
     out.pipeline = float(glen[touched].sum()) / span
     out.p2p_cpu_blocking = iv.intersection_length((gs, ge), cpu_p2p) / span
-    # Communication: the stretch of a gap from the first collective running in it to the last one's
-    # end belongs to communication (the compute stream waits for it). Before it, the gap is the
-    # host's (it issued the collective at the end of that piece); after it, too, unless the kernel
-    # ending the gap was already queued (it waited on the collective as well).
+    # Communication (the module docstring). Before it, the gap is the host's (it issued the
+    # collective at the end of that piece); after it, too, unless the kernel ending the gap was
+    # already queued (it waited on the collective as well).
     cs, ce = any_comm
     n_comm = cs.size
     lo = np.searchsorted(ce, gs, side="right")  # first collective ending after the gap starts
@@ -540,7 +539,7 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, p2p: n
     c_last = np.where(has, np.minimum(ce[np.clip(hi, 0, n_comm - 1)], ge), gs) if n_comm else gs.copy()
     cm = in_window & (dev.kernel_class != _COMM) & (dev.kernel_class != _COPY)
     launch = next_launch_us(*iv.sorted_by(dev.start_us[cm], dev.launch_start_us[cm]), ge)
-    queued = ~touched & ~np.isnan(launch) & (launch <= np.where(has, c_last, gs))
+    queued = ~touched & ~np.isnan(launch) & (launch <= c_last)
     comm_part = np.where(has, np.where(queued, ge, c_last) - c_first, 0.0)
     gpu_comm_gap = has & (iv.overlap_each(gs, ge, gpu_comm) > 0)
     out.communication = float(comm_part.sum()) / span
@@ -550,16 +549,15 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, p2p: n
     # last one (or the whole gap) unless the next kernel was queued.
     free = ~touched
     pre = free & has & (c_first > gs)
-    post = free & ~queued & (np.where(has, c_last, gs) < ge)
+    post = free & ~queued & (c_last < ge)
     ogs, oge = gs, ge  # each piece remembers its gap (an HtoD copy anywhere in it is a data tell)
-    gs = np.concatenate([gs[pre], np.where(has, c_last, gs)[post]])
+    gs = np.concatenate([gs[pre], c_last[post]])
     ge = np.concatenate([c_first[pre], ge[post]])
     piece_gap = np.concatenate([np.flatnonzero(pre), np.flatnonzero(post)])
     order = np.argsort(gs, kind="stable")
     gs, ge, piece_gap = gs[order], ge[order], piece_gap[order]
     glen = ge - gs
-    # DataLoader, then what the host does in the rest of the piece: a stretch longer than
-    # LAUNCH_SPACING_MAX_US with no launch call is a host stall; the rest is launch overhead.
+    # DataLoader, then host stall or launch overhead (the module docstring).
     dl = np.minimum(iv.overlap_each(gs, ge, dataloader), glen)
     out.dataloader = float(dl.sum()) / span
     launch_calls = _launch_calls(rt)

@@ -27,6 +27,7 @@ from typing import Callable, Iterator, NamedTuple
 import numpy as np
 
 from . import critical_path as cp
+from .kernel_table import join_ops
 from ..vocabulary.kernel_classes import KERNEL_CLASSES
 from ..model.trace_model import RankTrace
 
@@ -475,8 +476,7 @@ def _max_by_external_id(rt: RankTrace, column: str, ext: np.ndarray) -> np.ndarr
             continue
         m = np.isfinite(v) & (v > 0) & (lane.external_id >= 0)
         e = lane.external_id[m]
-        pos = np.minimum(np.searchsorted(need, e), need.size - 1)
-        hit = need[pos] == e
+        hit = join_ops(need, e)[1]
         keys.append(e[hit])
         vals.append(v[m][hit].astype(np.float64))
     out = np.full(ext.size, np.nan)
@@ -487,8 +487,7 @@ def _max_by_external_id(rt: RankTrace, column: str, ext: np.ndarray) -> np.ndarr
     k, v = k[order], v[order]
     last = np.r_[k[1:] != k[:-1], True]          # the largest value of each id
     k, v = k[last], v[last]
-    pos = np.minimum(np.searchsorted(k, ext), k.size - 1)
-    ok = (ext >= 0) & (k[pos] == ext)
+    pos, ok = join_ops(k, ext)
     out[ok] = v[pos[ok]]
     return out
 
