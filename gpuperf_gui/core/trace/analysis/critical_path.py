@@ -217,10 +217,8 @@ def _sorted_distinct(values: np.ndarray) -> np.ndarray:
     return v[np.r_[True, v[1:] != v[:-1]]] if v.size else v
 
 
-def _parents(lane: Lane, m: np.ndarray) -> np.ndarray:
-    """Index (into the masked events) of each event's enclosing event, -1 for top level."""
-    starts = lane.start_us[m]
-    ends = starts + lane.duration_us[m]
+def _parents(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Index of each event's enclosing event (one thread's, sorted by start), -1 for top level."""
     n = starts.size
     parent = np.full(n, -1, dtype=np.int64)
     if _replay is not None and starts.dtype == ends.dtype == np.float64:   # the same stack in C
@@ -379,7 +377,7 @@ def _fine_points(rt: RankTrace, lane: Lane, w0: float, w1: float, is_main: bool)
     idx = np.flatnonzero(m)
     starts = lane.start_us[m]
     ends = starts + lane.duration_us[m]
-    parent = _parents(lane, m)
+    parent = _parents(starts, ends)
     cat = _cpu_categories(rt, lane, m, parent)
     n = idx.size
     # After a start, the time is that event's; after an end, its parent's (or nothing: a gap).
@@ -543,16 +541,12 @@ def _build_rank(b: _Builder, rt: RankTrace):  # noqa: ANN202, C901 (one pass ove
     if not np.isfinite(w0) or w1 <= w0:
         return None
     main = _step_lane(rt) or main_thread(rt)
-    # Flows: kernel <- launch call, restricted to launches in the window.
+    # The launch calls (the sources of the flows: kernel <- launch call; the window's are read).
     fl = rt.flows
     launch_points: dict[int, np.ndarray] = {lane.lane_id: np.zeros(len(lane), bool) for lane in rt.cpu_lanes}
     for cl in _distinct(fl.src_lane):
-        lane = rt.lanes[cl]
-        if lane.kind != "cpu":
-            continue
-        s_idx = fl.src_index[fl.src_lane == cl]
-        inwin = (lane.start_us[s_idx] >= w0) & (lane.start_us[s_idx] < w1)
-        launch_points[cl][s_idx[inwin]] = True
+        if rt.lanes[cl].kind == "cpu":
+            launch_points[cl][fl.src_index[fl.src_lane == cl]] = True
     # Which CPU events are nodes: launches, blocking calls, step annotations, collectives, DataLoader.
     interesting = (pattern_mask(rt.strings, _BLOCKING_RE) | pattern_mask(rt.strings, CPU_COLLECTIVE_RE)
                    | pattern_mask(rt.strings, _STEP_RE) | pattern_mask(rt.strings, _DATALOADER_RE)
@@ -897,8 +891,8 @@ def _launching_op_kind(rt: RankTrace, cpu: dict[int, _CpuLane], launch: int, op_
 def _match_p2p(p2p_nodes: dict[int, list[tuple[str, int, float, int]]], ranks: list[int], t: np.ndarray,
                group: np.ndarray, xfer: np.ndarray) -> np.ndarray:
     """The n-th send of a step on rank a to rank b with the n-th recv of that step on rank b from
-    rank a: one group (both end when the later of the two arrived, plus their own transfer). The
-    peer is the other rank of a two-rank job (the trace does not say whom a send is to)."""
+    rank a, in a two-rank job: one group (both end when the later of the two arrived, plus their
+    own transfer)."""
     if len(ranks) != 2 or not all(p2p_nodes.get(r) for r in ranks):
         return np.zeros(0, np.int64)
     keyed: dict[tuple, tuple[int, float]] = {}

@@ -121,11 +121,10 @@ class Change(NamedTuple):
 
 PROFILER_US_PER_EVENT = (0.0, 5.0)
 """The range of host time the profiler adds per recorded CPU event (µs), taken out of the host's op
-time (launch calls, ops, the Python between them) in the baseline and every projection alike; each
-projection is the largest speedup over the range (the cost is not in the trace, and which end makes
-a projection larger depends on whether the host is on its path). 0: the profiler adds nothing;
-5.0: the most measured on the H200 traces, (profiled - unprofiled step) / CPU events per step on
-host-bound steps (docs/what-if.md has each)."""
+time (launch calls, ops, the Python between them). The cost is not in the trace, and which end
+makes a projection larger depends on whether the host is on its path. 0: the profiler adds
+nothing; 5.0: the most measured on the H200 traces, (profiled - unprofiled step) / CPU events per
+step on host-bound steps (docs/what-if.md has each)."""
 
 
 PROFILER_STEP_CUT = True
@@ -139,9 +138,8 @@ _HOST_ISSUE = [_C("launch"), _C("cpu_op"), _C("dispatch")]
 
 def _base(g: cp.Graph, ctx: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The graph as traced, less the profiler's own cost: the host time per recorded event
-    (:data:`PROFILER_US_PER_EVENT`), and the gap between queued kernels of a stream: the profiler's own
-    (CUPTI records every kernel: 2-4 µs between queued kernels, about 1 µs without it). Every
-    projection and the baseline it is measured against walk without it, so a fix that leaves the
+    (:data:`PROFILER_US_PER_EVENT`) and the gap between queued kernels of a stream (CUPTI records
+    every kernel: 2-4 µs between queued kernels, about 1 µs without it), so a fix that leaves the
     device on the path is not charged the profiler's gaps, and a cause with no effect reads 1.0x."""
     return _base_dcat(g, ctx).copy(), g.e_w.copy(), np.ones(g.e_src.size, dtype=bool)
 
