@@ -263,9 +263,9 @@ def _memory_bound(g: cp.Graph, ctx: dict) -> Change | None:
         return None
     dc, w, on = _base(g, ctx)
     col = cp.N_CPU + KERNEL_CLASSES.index("elementwise")
-    gap, launch = _C("kernel_gap"), _C("launch")
+    launch = _C("launch")
     # The device: each run's shortest kernel (np.argmin's: the first minimum, a NaN first) or the
-    # run's bytes at the peak bandwidth, where shorter, is the run; the others and the gaps are 0.
+    # run's bytes at the peak bandwidth, where shorter, is the run; the others are 0 (gaps: _base).
     dur = dc[plan.nodes, col]
     low = np.minimum.reduceat(dur, plan.at)
     low_each = np.repeat(low, plan.size)
@@ -279,7 +279,6 @@ def _memory_bound(g: cp.Graph, ctx: dict) -> Change | None:
         fused = np.where(np.isfinite(floor) & (floor > 0) & (floor < fused), floor, fused)
     dc[plan.nodes, col] = 0.0
     dc[plan.nodes[first], col] = fused
-    dc[plan.nodes, gap] = 0.0
     # The host issues each run as one launch (_fuse_host's stretches, thread by thread).
     if plan.host_apart:   # no stretch reads or writes another's: all at once
         one = np.minimum.reduceat(dc[plan.host_ends, launch], plan.host_at)
