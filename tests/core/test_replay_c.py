@@ -9,7 +9,6 @@ send/recv kernels) under the baseline and every cause's change at both ends of t
 from __future__ import annotations
 
 import functools
-import types
 from pathlib import Path
 
 import numpy as np
@@ -108,12 +107,10 @@ def test_bad_indices_are_refused_before_the_walk() -> None:
 
 
 def _python_parents(start: np.ndarray, dur: np.ndarray, monkeypatch: pytest.MonkeyPatch) -> tuple:
-    lane = types.SimpleNamespace(start_us=start, duration_us=dur)
-    m = np.ones(start.size, dtype=bool)
     monkeypatch.setattr(cp, "_replay", BUILT)
-    fast = cp._parents(lane, m)
+    fast = cp._parents(start, start + dur)
     monkeypatch.setattr(cp, "_replay", None)
-    slow = cp._parents(lane, m)
+    slow = cp._parents(start, start + dur)
     return fast, slow
 
 

@@ -67,12 +67,11 @@ DataLoader's). ``cpu_op``: ops that issue device work (and short ones around the
 an op that launches nothing for longer than ``analysis.LAUNCH_SPACING_MAX_US`` (host work: CPU
 preprocessing, a sleep in an op); ``dispatch``: a short stretch (under ``LAUNCH_SPACING_MAX_US``)
 of code no op covers on a thread that launches, the Python between the ops that issue kernels;
-``cpu_gap``: code no op covers (Python, directly under a
-``record_function`` annotation or ``ProfilerStep``); ``profiler``: torch.profiler's own
-``prof.step()`` between two steps (from the end of a step's last event to the next step's first:
-the ``ProfilerStep`` range is closed and reopened there, and its bookkeeping grows with the step's
-events; an unprofiled loop has none of it); ``idle``: a helper thread waiting for work
-(never on the critical path)."""
+``cpu_gap``: code no op covers (Python, directly under a ``record_function`` annotation or
+``ProfilerStep``); ``profiler``: torch.profiler's own ``prof.step()`` between two steps (from the end
+of a step's last event to the next step's first: the ``ProfilerStep`` range is closed and reopened
+there, and its bookkeeping grows with the step's events; an unprofiled loop has none of it);
+``idle``: a helper thread waiting for work (never on the critical path)."""
 EDGE_CATEGORIES = ("kernel_gap", "launch_latency", "gpu_wait", "cpu_wait")
 """Time on the path between device work: the gap between two queued kernels of a stream (HTA's
 kernel-kernel delay), launch -> kernel latency, a kernel waiting for another stream, a thread
@@ -199,8 +198,7 @@ def _replay_steps(rt: RankTrace) -> list:
 
 
 def _lower_quartile(values: np.ndarray) -> float:
-    """np.percentile(values, 25) (linear, numpy's own interpolation), without the numpy.ma import
-    np.percentile makes (~10 ms of a small file's diagnose)."""
+    """``np.percentile(values, 25)`` (numpy's linear interpolation), without its ``numpy.ma`` import."""
     v = np.sort(values)
     pos = 0.25 * (v.size - 1)
     lo = int(pos)
@@ -219,10 +217,8 @@ def _sorted_distinct(values: np.ndarray) -> np.ndarray:
     return v[np.r_[True, v[1:] != v[:-1]]] if v.size else v
 
 
-def _parents(lane: Lane, m: np.ndarray) -> np.ndarray:
-    """Index (into the masked events) of each event's enclosing event, -1 for top level."""
-    starts = lane.start_us[m]
-    ends = starts + lane.duration_us[m]
+def _parents(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Index of each event's enclosing event (one thread's, sorted by start), -1 for top level."""
     n = starts.size
     parent = np.full(n, -1, dtype=np.int64)
     if _replay is not None and starts.dtype == ends.dtype == np.float64:   # the same stack in C
@@ -381,7 +377,7 @@ def _fine_points(rt: RankTrace, lane: Lane, w0: float, w1: float, is_main: bool)
     idx = np.flatnonzero(m)
     starts = lane.start_us[m]
     ends = starts + lane.duration_us[m]
-    parent = _parents(lane, m)
+    parent = _parents(starts, ends)
     cat = _cpu_categories(rt, lane, m, parent)
     n = idx.size
     # After a start, the time is that event's; after an end, its parent's (or nothing: a gap).
@@ -545,16 +541,12 @@ def _build_rank(b: _Builder, rt: RankTrace):  # noqa: ANN202, C901 (one pass ove
     if not np.isfinite(w0) or w1 <= w0:
         return None
     main = _step_lane(rt) or main_thread(rt)
-    # Flows: kernel <- launch call, restricted to launches in the window.
+    # The launch calls (the sources of the flows: kernel <- launch call; the window's are read).
     fl = rt.flows
     launch_points: dict[int, np.ndarray] = {lane.lane_id: np.zeros(len(lane), bool) for lane in rt.cpu_lanes}
     for cl in _distinct(fl.src_lane):
-        lane = rt.lanes[cl]
-        if lane.kind != "cpu":
-            continue
-        s_idx = fl.src_index[fl.src_lane == cl]
-        inwin = (lane.start_us[s_idx] >= w0) & (lane.start_us[s_idx] < w1)
-        launch_points[cl][s_idx[inwin]] = True
+        if rt.lanes[cl].kind == "cpu":
+            launch_points[cl][fl.src_index[fl.src_lane == cl]] = True
     # Which CPU events are nodes: launches, blocking calls, step annotations, collectives, DataLoader.
     interesting = (pattern_mask(rt.strings, _BLOCKING_RE) | pattern_mask(rt.strings, CPU_COLLECTIVE_RE)
                    | pattern_mask(rt.strings, _STEP_RE) | pattern_mask(rt.strings, _DATALOADER_RE)
@@ -626,8 +618,7 @@ def _step_lane(rt: RankTrace) -> Lane | None:
 
 
 def _thread_edges(b: _Builder, cpu: dict[int, _CpuLane], main: Lane | None) -> None:
-    """Trigger edges (a helper thread's burst waits for the latest point of another thread before
-    it) and join edges (an op that ends just after another thread's burst waits for it)."""
+    """Trigger and join edges between the threads (the module docstring)."""
     all_t = np.concatenate([c.t for c in cpu.values()])
     all_node = np.concatenate([c.lo + np.arange(c.t.size) for c in cpu.values()])
     all_lane = np.concatenate([np.full(c.t.size, lid) for lid, c in cpu.items()])
@@ -699,11 +690,9 @@ def _gpu_edges(b: _Builder, rt: RankTrace, gpu: _Gpu) -> None:
     # A queued kernel's launch edge must not bind: at most the time from the launch to the
     # previous kernel's end.
     w = np.where(idle_launch, lat, np.where(has, np.minimum(np.minimum(lat, typ), prev_end - ls), 0.0))
-    # Anything else waited on another stream: the kernel of another stream (launched before it)
-    # that ended last before it started.
-    # A kernel launched onto an idle stream that started long after its launch, just as a kernel
-    # of another stream ended, waited for that kernel (an event: a send after the compute that
-    # makes its data), not for its launch.
+    # Anything else waited on another stream (the module docstring). So did a kernel launched onto
+    # an idle stream that started long after its launch, just as a kernel of another stream ended
+    # (an event: a send after the compute that makes its data).
     late = idle_launch & (lat > typ + KERNEL_GAP_MAX_US)
     src_n, dst_n, w_n = [], [], []
     for i in np.flatnonzero((~idle_launch & ~queued) | late).tolist():
@@ -902,8 +891,8 @@ def _launching_op_kind(rt: RankTrace, cpu: dict[int, _CpuLane], launch: int, op_
 def _match_p2p(p2p_nodes: dict[int, list[tuple[str, int, float, int]]], ranks: list[int], t: np.ndarray,
                group: np.ndarray, xfer: np.ndarray) -> np.ndarray:
     """The n-th send of a step on rank a to rank b with the n-th recv of that step on rank b from
-    rank a: one group (both end when the later of the two arrived, plus their own transfer). The
-    peer is the other rank of a two-rank job (the trace does not say whom a send is to)."""
+    rank a, in a two-rank job: one group (both end when the later of the two arrived, plus their
+    own transfer)."""
     if len(ranks) != 2 or not all(p2p_nodes.get(r) for r in ranks):
         return np.zeros(0, np.int64)
     keyed: dict[tuple, tuple[int, float]] = {}

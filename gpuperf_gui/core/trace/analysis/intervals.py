@@ -11,12 +11,8 @@ def union(starts: np.ndarray, ends: np.ndarray) -> Spans:
     """Merge possibly overlapping intervals into sorted disjoint ``(starts, ends)``."""
     if starts.size == 0:
         return np.zeros(0), np.zeros(0)
-    if is_sorted(starts):  # one device stream, one thread: the stable order is the given one
-        s, e = starts, np.maximum.accumulate(ends)
-    else:
-        order = np.argsort(starts, kind="stable")
-        s = starts[order]
-        e = np.maximum.accumulate(ends[order])
+    s, e = sorted_by(starts, ends)
+    e = np.maximum.accumulate(e)
     new = np.empty(s.size, dtype=bool)
     new[0] = True
     new[1:] = s[1:] > e[:-1]
@@ -25,15 +21,10 @@ def union(starts: np.ndarray, ends: np.ndarray) -> Spans:
     return s[first], e[last]
 
 
-def is_sorted(values: np.ndarray) -> bool:
-    """Whether ``values`` never decrease (False with a NaN: comparisons with it fail)."""
-    return bool(np.all(values[1:] >= values[:-1]))
-
-
 def sorted_by(keys: np.ndarray, *others: np.ndarray) -> tuple[np.ndarray, ...]:
     """``keys`` and ``others`` in the stable order of ``keys``; as given (no sort, no copy) when
-    ``keys`` are sorted already (one device stream's starts)."""
-    if is_sorted(keys):
+    ``keys`` never decrease already (one device stream's starts; a NaN fails the test and sorts)."""
+    if np.all(keys[1:] >= keys[:-1]):
         return (keys, *others)
     order = np.argsort(keys, kind="stable")
     return (keys[order], *(a[order] for a in others))
@@ -64,6 +55,15 @@ def intersection_length(a: Spans, b: Spans) -> float:
     level = np.cumsum(w)
     both = level[:-1] == 3
     return float(np.sum(np.diff(t)[both]))
+
+
+def clip_each(spans: Spans, windows: list[tuple[float, float]]) -> list[Spans]:
+    """Disjoint sorted ``spans`` clipped to each of ``windows``, each reading only the intervals that
+    can reach into it (ending after its start, starting before its end)."""
+    s, e = spans
+    lo = np.searchsorted(e, [w0 for w0, _ in windows], side="right").tolist()
+    hi = np.searchsorted(s, [w1 for _, w1 in windows], side="left").tolist()
+    return [clip(s[a:z], e[a:z], w0, w1) for a, z, (w0, w1) in zip(lo, hi, windows)]
 
 
 def complement(starts: np.ndarray, ends: np.ndarray, t0: float, t1: float) -> Spans:

@@ -14,12 +14,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..vocabulary.categories import LAUNCH_CATEGORIES
 from ..vocabulary.flops import CAUSAL_NOTE
-from ..model.name_masks import member_mask
 from ..model.trace_model import Lane, RankTrace
-from .optable import (HOST_ROW_CATEGORIES, PYTHON_CATEGORIES, HostRows, OpRow, _ids, _kernel_time_by_launch,
-                      has_flops, name_groups, op_table, point_rows)
+from .optable import HostRows, OpRow, has_flops, host_context, op_table, point_rows
 
 if TYPE_CHECKING:
     from ...roofline import RooflinePoint
@@ -69,15 +66,11 @@ class OpPoint:
 
 def op_points(rt: RankTrace, *, min_seconds: float = 0.0) -> list[OpPoint]:
     """Points of one rank, longest device time first."""
-    point_cat = member_mask(rt.strings, HOST_ROW_CATEGORIES)
-    kernel_us = _kernel_time_by_launch(rt)
-    launch_ids = _ids(rt, LAUNCH_CATEGORIES)
-    group = name_groups(rt)
-    python_ids = _ids(rt, PYTHON_CATEGORIES)
+    ctx = host_context(rt)
     sums = PointSums(rt)
     for lane in rt.cpu_lanes:
         if has_flops(lane):
-            sums.add(lane, point_rows(lane, kernel_us, launch_ids, group, python_ids, point_cat))
+            sums.add(lane, point_rows(lane, ctx))
     return sums.points(min_seconds)
 
 

@@ -100,23 +100,18 @@ def op_table(rt: RankTrace, host_windows_us: Sequence[tuple[float, float]] | Non
     host_rows = np.zeros(n_strings, dtype=bool)
     device_rows = np.zeros(n_strings, dtype=bool)
 
-    kernel_us = _kernel_time_by_launch(rt)
-    launch_ids = _ids(rt, LAUNCH_CATEGORIES)
-    python_ids = _ids(rt, PYTHON_CATEGORIES)
+    ctx = host_context(rt)
     overhead = _overhead_spans(rt)
     step_lane = _profiling_thread(rt)
-    group = name_groups(rt)
-    point_cat = member_mask(rt.strings, HOST_ROW_CATEGORIES) if on_point_rows else None
     for lane in rt.cpu_lanes:
-        tree = _host_tree(lane, host_cat, kernel_us, launch_ids, python_ids)
+        tree = _host_tree(lane, host_cat, ctx)
         if tree is None:
             continue
-        name_group = group[lane.name_id[tree.rows]]
+        name_group = ctx.group[lane.name_id[tree.rows]]
         with_over, extra = _with_overhead(tree, lane.start_us[tree.rows], overhead if lane is step_lane else None)
         got = _collapse_same_name(with_over, name_group, extra)
-        if point_cat is not None and has_flops(lane):
-            on_point_rows(lane, _point_rows_from(lane, tree, got, extra, name_group, point_cat, kernel_us,
-                                                 launch_ids, group, python_ids))
+        if on_point_rows is not None and has_flops(lane):
+            on_point_rows(lane, _point_rows_from(lane, tree, got, extra, name_group, ctx))
         rows, level, parent, dur, dev_op, overhead_us = got
         child_cpu = nest.add_at(overhead_us, parent, dur, skip_negative=True)  # roots (-1) left out
         if child_cpu is None:
@@ -163,8 +158,7 @@ def op_table(rt: RankTrace, host_windows_us: Sequence[tuple[float, float]] | Non
 def add_at(target: np.ndarray, index: np.ndarray, values: np.ndarray) -> np.ndarray:
     """``np.add.at(target, index, values)`` on a float64 ``target``, into a new array, with the same
     sums bit for bit: np.bincount adds in input order from 0.0 as add.at adds onto each element,
-    so the target's own nonzero values go first. np.add.at was 20x slower here (numpy 2.4). One
-    pass, the same additions, where the C extension is built (:mod:`.nest`)."""
+    so the target's own nonzero values go first."""
     fast = nest.add_at(target, index, values)
     if fast is not None:
         return fast
@@ -178,7 +172,7 @@ def add_at(target: np.ndarray, index: np.ndarray, values: np.ndarray) -> np.ndar
 def _subtree_sums(own: np.ndarray, parent: np.ndarray, level: np.ndarray) -> np.ndarray:
     """``own`` plus every descendant's, adding each level's rows into their parents from the
     deepest level up, children in row order (the order, so the sums, of ``np.add.at`` level by
-    level). One pass where the C extension is built (:mod:`.nest`)."""
+    level)."""
     fast = nest.subtree_sums(own, parent)
     if fast is not None:
         return fast
@@ -248,15 +242,30 @@ def name_groups(rt: RankTrace) -> np.ndarray:
     return group
 
 
-def _host_tree(lane, host_cat: np.ndarray, kernel_us: dict[int, np.ndarray], launch_ids: np.ndarray,  # noqa: ANN001
-               python_ids: np.ndarray) -> HostRows | None:
+class HostContext(NamedTuple):
+    """What a rank's host rows are read with, once per rank: per CPU lane the device µs each event
+    launched, the string ids of the launch and Python categories, :func:`name_groups`, and the mask
+    of :data:`HOST_ROW_CATEGORIES` (:func:`point_rows`' categories)."""
+
+    kernel_us: dict[int, np.ndarray]
+    launch_ids: np.ndarray
+    python_ids: np.ndarray
+    group: np.ndarray
+    point_cat: np.ndarray
+
+
+def host_context(rt: RankTrace) -> HostContext:
+    return HostContext(_kernel_time_by_launch(rt), _ids(rt, LAUNCH_CATEGORIES), _ids(rt, PYTHON_CATEGORIES),
+                       name_groups(rt), member_mask(rt.strings, HOST_ROW_CATEGORIES))
+
+
+def _host_tree(lane, host_cat: np.ndarray, ctx: HostContext) -> HostRows | None:  # noqa: ANN001
     """Host rows of a CPU lane (``host_cat``) with nesting and the device µs each op launched itself,
     before overhead spans and the same-name collapse (``overhead_us`` zeros, ``level`` None:
     :func:`_collapse_same_name` finds the levels); None when the lane has no host rows.
 
     ``parent`` follows :func:`containment_parents`; kernels launched by a runtime/driver call are
-    credited as :func:`_kernel_owners` says (``python_ids``: torch links kernels to ops, never to
-    Python frames)."""
+    credited as :func:`_kernel_owners` says (torch links kernels to ops, never to Python frames)."""
     rows = np.flatnonzero(host_cat[lane.category_id])
     if rows.size == 0:
         return None
@@ -265,18 +274,18 @@ def _host_tree(lane, host_cat: np.ndarray, kernel_us: dict[int, np.ndarray], lau
 
     start, dur = of_rows(lane.start_us), of_rows(lane.duration_us)
     parent = containment_parents(start, dur)
-    own_dev = kernel_us.get(lane.lane_id)
+    own_dev = ctx.kernel_us.get(lane.lane_id)
     dev_op = own_dev[rows] if own_dev is not None else np.zeros(rows.size)
     cats = of_rows(lane.category_id)
-    is_launch = _id_mask(launch_ids, host_cat.size)[cats]
+    is_launch = _id_mask(ctx.launch_ids, host_cat.size)[cats]
     moved = np.flatnonzero(is_launch & (parent >= 0) & (dev_op > 0))
     if moved.size:
-        skip = is_launch | _id_mask(python_ids, host_cat.size)[cats]
+        skip = is_launch | _id_mask(ctx.python_ids, host_cat.size)[cats]
         target = _kernel_owners(moved, parent, skip, of_rows(lane.external_id))
         ok = target >= 0
         dev_op = add_at(dev_op, target[ok], dev_op[moved[ok]])
         dev_op[moved[ok]] = 0.0
-    return HostRows(rows, None, parent, dur, dev_op, np.zeros(rows.size))  # levels: after the collapse
+    return HostRows(rows, None, parent, dur, dev_op, np.zeros(rows.size))
 
 
 def _id_mask(ids: np.ndarray | Sequence[int], n_strings: int) -> np.ndarray:
@@ -305,26 +314,24 @@ def has_flops(lane) -> bool:  # noqa: ANN001 (Lane)
     return bool(np.any(~np.isnan(lane.flops)))
 
 
-def point_rows(lane, kernel_us: dict[int, np.ndarray], launch_ids: np.ndarray, group: np.ndarray,  # noqa: ANN001
-               python_ids: np.ndarray, point_cat: np.ndarray) -> HostRows | None:
-    """The host rows :mod:`.op_points` reads: those of :data:`HOST_ROW_CATEGORIES` (``point_cat``),
-    same-name chains collapsed (``group`` from :func:`name_groups`), no overhead spans."""
-    tree = _host_tree(lane, point_cat, kernel_us, launch_ids, python_ids)
+def point_rows(lane, ctx: HostContext) -> HostRows | None:  # noqa: ANN001
+    """The host rows :mod:`.op_points` reads: those of :data:`HOST_ROW_CATEGORIES`, same-name chains
+    collapsed, no overhead spans."""
+    tree = _host_tree(lane, ctx.point_cat, ctx)
     if tree is None:
         return None
-    return _collapse_same_name(tree, group[lane.name_id[tree.rows]], np.zeros(tree.rows.size, dtype=np.int64),
+    return _collapse_same_name(tree, ctx.group[lane.name_id[tree.rows]], np.zeros(tree.rows.size, dtype=np.int64),
                                levels=False)
 
 
 def _point_rows_from(lane, tree: HostRows, collapsed: HostRows, extra_children: np.ndarray,  # noqa: ANN001
-                     name_group: np.ndarray, point_cat: np.ndarray, kernel_us: dict[int, np.ndarray],
-                     launch_ids: np.ndarray, group: np.ndarray, python_ids: np.ndarray) -> HostRows | None:
+                     name_group: np.ndarray, ctx: HostContext) -> HostRows | None:
     """:func:`point_rows` from the op table's rows of the lane (``tree`` before, ``collapsed``
     after the same-name collapse with ``extra_children`` overhead spans): the same rows unless
     the lane has overhead-category rows (then found afresh); collapsed again without the overhead
     children where there were some (they can keep a same-name child apart)."""
-    if not point_cat[lane.category_id[tree.rows]].all():
-        return point_rows(lane, kernel_us, launch_ids, group, python_ids, point_cat)
+    if not ctx.point_cat[lane.category_id[tree.rows]].all():
+        return point_rows(lane, ctx)
     if extra_children.any():
         return _collapse_same_name(tree, name_group, np.zeros(tree.rows.size, dtype=np.int64), levels=False)
     return collapsed
@@ -332,10 +339,9 @@ def _point_rows_from(lane, tree: HostRows, collapsed: HostRows, extra_children: 
 
 def _kernel_owners(launch: np.ndarray, parent: np.ndarray, skip: np.ndarray, external_id: np.ndarray
                    ) -> np.ndarray:
-    """The row credited with each launch's kernels (-1: none), as torch links them: the enclosing op
-    whose External id is the launch call's (a CUDA-graph replay inside an ``## Call CompiledFxGraph``
-    annotation belongs to ``CompiledFunction``, the op that launched it); without such an op, the
-    innermost enclosing row that is not a runtime call or a Python frame."""
+    """The row credited with each launch's kernels (-1: none), by the module docstring's self-device
+    rule (a CUDA-graph replay inside an ``## Call CompiledFxGraph`` annotation belongs to
+    ``CompiledFunction``, the op that launched it); ``skip``: runtime calls and Python frames."""
     want = external_id[launch]
     target = parent[launch]
     fallback = np.full(launch.size, -1, dtype=np.int64)
@@ -352,12 +358,9 @@ def _kernel_owners(launch: np.ndarray, parent: np.ndarray, skip: np.ndarray, ext
 
 def _collapse_same_name(h: HostRows, name_group: np.ndarray, extra_children: np.ndarray,
                         levels: bool = True) -> HostRows:
-    """torch's ``_remove_dup_nodes``: drop each row whose parent has its name and no other child.
-
-    The parent keeps its own span (so its self CPU becomes its span minus the grandchildren) and
-    takes the dropped row's kernels in place of its own; chains collapse into their top row.
-    The result's ``level`` is found here (None without ``levels``: the roofline points need none).
-    """
+    """torch's ``_remove_dup_nodes`` (the module docstring): the parent keeps its own span (its self
+    CPU becomes its span minus the grandchildren); chains collapse into their top row. The result's
+    ``level`` is found here (None without ``levels``: the roofline points need none)."""
     parent = h.parent
     has_parent = parent >= 0
     safe = np.maximum(parent, 0)
@@ -393,9 +396,8 @@ def containment_parents(start: np.ndarray, duration: np.ndarray) -> np.ndarray:
 
     ``start`` is sorted, ties longest first (as in a :class:`.trace_model.Lane`). The parent of ``i`` is
     the latest ``j < i`` with ``end[j] >= end[i]`` and ``start[i] < end[j]`` (torch's rule, on integer
-    ns; here within :data:`CONTAINMENT_SLACK_US` of float rounding);
-    events that only overlap are not nested. Vectorised pointer jumping (:func:`_enclosing_events`):
-    a few numpy passes, memory linear in the events, no Python loop per event.
+    ns; here within :data:`CONTAINMENT_SLACK_US` of float rounding); events that only overlap are
+    not nested.
     """
     n = start.size
     if n < 2:
@@ -404,24 +406,28 @@ def containment_parents(start: np.ndarray, duration: np.ndarray) -> np.ndarray:
     return _enclosing_events(end, start, end - CONTAINMENT_SLACK_US)
 
 
-def _fails(end: np.ndarray, cand: np.ndarray, q_start: np.ndarray, q_end: np.ndarray) -> np.ndarray:
-    """Where event ``cand`` does not enclose the query ``(q_start, q_end)``: it ends before
-    ``q_end``, or at or before ``q_start`` (a zero-length query at exactly its end is not inside)."""
-    e = end[cand]
-    return (e < q_end) | (e <= q_start)
+def _climb(cand: np.ndarray, active: np.ndarray, parents: np.ndarray, end: np.ndarray, q_start: np.ndarray,
+           q_end: np.ndarray) -> None:
+    """Move the candidate of each ``active`` query up ``parents``, in place, until it encloses the
+    query or is -1. An event does not enclose ``(q_start, q_end)`` when it ends before ``q_end``, or
+    at or before ``q_start`` (a zero-length query at exactly its end is not inside)."""
+    while active.size:
+        e = end[cand[active]]
+        active = active[(e < q_end[active]) | (e <= q_start[active])]
+        cand[active] = parents[cand[active]]
+        active = active[cand[active] >= 0]
 
 
 def _enclosing_events(end: np.ndarray, q_start: np.ndarray, q_end: np.ndarray) -> np.ndarray:
     """For each event ``i`` (sorted by start), the latest ``j < i`` that encloses its query (see
-    :func:`_fails`), -1 if none.
+    :func:`_climb`), -1 if none.
 
     Every candidate starts at ``i - 1``; one that does not enclose is replaced by its own current
     candidate, all at once (pointer jumping). That skip is safe: what a candidate ``c`` skipped
     does not enclose ``c``'s query, so it ends before ``c`` does (minus the slack) or at or before
     ``c``'s start, both at or before what ``i`` needs, as ``c`` ends before ``i``'s query or at
     or before ``i``'s start, which is no earlier than ``c``'s. Siblings and ancestors are skipped
-    in O(log) rounds, in O(n) memory. Where the C extension is built, one stack walk gives the same
-    parents (:mod:`.nest`).
+    in O(log) rounds, in O(n) memory.
 
     The first round settles the roots at once (an event that no earlier end reaches, by the running
     maximum of the ends, has no enclosing event: a root would walk its whole lane back) and skips
@@ -430,7 +436,7 @@ def _enclosing_events(end: np.ndarray, q_start: np.ndarray, q_end: np.ndarray) -
     fast = nest.enclosing_events(end, q_start, q_end)
     if fast is not None:
         return fast
-    index = np.int32 if end.size < 2**31 else np.int64  # half the temporaries of a 10M-event lane
+    index = np.int32 if end.size < 2**31 else np.int64  # half the temporaries of int64
     cand = np.arange(-1, end.size - 1, dtype=index)
     if end.size < 2:
         return cand
@@ -451,39 +457,24 @@ def _enclosing_events(end: np.ndarray, q_start: np.ndarray, q_end: np.ndarray) -
     active = np.flatnonzero(failed).astype(index) + 1
     cand[active] = cand[settled[active - 1]]
     del failed, settled
-    active = active[cand[active] >= 0]
-    while active.size:
-        active = active[_fails(end, cand[active], q_start[active], q_end[active])]
-        cand[active] = cand[cand[active]]
-        active = active[cand[active] >= 0]
+    _climb(cand, active[cand[active] >= 0], cand, end, q_start, q_end)
     return cand  # int32 where it fits, as the searches and the op table index with it
 
 
 def _span_owners(start: np.ndarray, duration: np.ndarray, spans: tuple[np.ndarray, np.ndarray],
                  parents: np.ndarray) -> np.ndarray:
     """Per foreign span (sorted by start), the index of its innermost enclosing event (``parents``:
-    the events' :func:`containment_parents`), -1 if none (every span, without events)."""
+    the events' :func:`containment_parents`), -1 if none: from the last event starting before it up
+    the ``parents`` chains (safe skips, as in :func:`_enclosing_events`)."""
     s, e = spans
-    return _enclosing(parents, start + duration, np.searchsorted(start, s, side="right") - 1, s, e)
-
-
-def _enclosing(parents: np.ndarray, end: np.ndarray, pos: np.ndarray, q_start: np.ndarray,
-               q_end: np.ndarray) -> np.ndarray:
-    """For each query, the latest event ``j <= pos`` that encloses it (-1 if none), walking up the
-    ``parents`` chains of :func:`_enclosing_events` (safe skips, as there)."""
-    cand = pos.astype(np.int64, copy=True)
-    active = np.flatnonzero(cand >= 0)
-    while active.size:
-        active = active[_fails(end, cand[active], q_start[active], q_end[active])]
-        cand[active] = parents[cand[active]]
-        active = active[cand[active] >= 0]
+    cand = (np.searchsorted(start, s, side="right") - 1).astype(np.int64)
+    _climb(cand, np.flatnonzero(cand >= 0), parents, start + duration, s, e)
     return cand
 
 
 def _levels(parent: np.ndarray) -> np.ndarray:
-    """Depth of each node of a parent-pointer forest (roots 0); parents precede children."""
-    # Pointer jumping: O(n log depth), not O(n * depth); in int32 where it fits (half the memory
-    # traffic of int64 on a 4M-row lane). One pass where the C extension is built (:mod:`.nest`).
+    """Depth of each node of a parent-pointer forest (roots 0); parents precede children. Pointer
+    jumping: O(n log depth), not O(n * depth)."""
     fast = nest.levels(parent)
     if fast is not None:
         return fast

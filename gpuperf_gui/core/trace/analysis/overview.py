@@ -1,13 +1,10 @@
 """The overview page of a loaded trace (the TensorBoard plugin's overview, per rank), no Qt.
 
-* **Step-time breakdown** per ``ProfilerStep``: the step's window is the one whose length is the
-  engine's step time (the GPU span, this step's first device event to the next step's, when it is the
-  longer; else the CPU span). Inside it: compute (union of non-communication, non-copy kernels),
+* **Step-time breakdown** per ``ProfilerStep``, inside :func:`.rank_analysis.step_window` (its length
+  is the engine's step time): compute (union of non-communication, non-copy kernels),
   exposed communication (communication not overlapped by compute), exposed copies (memcpy/memset under
-  neither), and idle split by cause with HTA's rule applied to the gaps of all device work:
-  ``host_wait`` when the launch call of the device event that ends the gap started after the gap
-  began (the GPU waited for the host), else ``kernel_wait`` when the gap is under 30 µs, else
-  ``other``. The parts sum to the step time.
+  neither), and idle split by cause with HTA's rule (:func:`.rank_analysis.hta_idle_split`) applied
+  to the gaps of all device work. The parts sum to the step time.
 * **GPU utilisation**: the engine's busy fraction of the steady-state window.
 * **Tensor-core share** and **top kernels**: :mod:`.kernel_table`'s rows (an op's FLOPs on its
   GEMM/attention kernels only, each kernel's precision), judged against their roofs by
@@ -23,8 +20,9 @@ import numpy as np
 
 from ...units import json_safe
 from . import intervals as iv
-from .rank_analysis import IDLE_CAUSES, cpu_collective_union, device_events, hta_idle_split, step_window
-from .kernel_roof import rank_kernels
+from .rank_analysis import (CPU_COLLECTIVE_RE, IDLE_CAUSES, cpu_union, device_events, hta_idle_split, next_launch_us,
+                            step_window)
+from .kernel_roof import RankKernels, rank_kernels
 from .kernel_table import KernelRow
 from ..vocabulary.glossary import COMM_KERNELS_EXPOSED, hta_idle_label
 from ..model.host_sync import sync_gap_classifier
@@ -119,17 +117,18 @@ class RankOverview:
     step_time_median_s: float | None
     steps: list[StepBreakdown] = field(default_factory=list)
     top_kernels: list[KernelRow] = field(default_factory=list)
-    kernels: object | None = None
-    """The rank's :class:`.kernel_roof.RankKernels` (precision, every math kernel), when known."""
+    kernels: RankKernels | None = None
+    """The rank's precision and every math kernel, when known."""
     comm_wait_fraction: float = 0.0
     """:data:`.glossary.COMM_WAIT`: the diagnosis's communication share of the step."""
 
     def to_json(self) -> dict:
         return {"rank": self.rank, "device": self.device or None, "gpu_busy_fraction": self.gpu_busy_fraction,
-                "comm_exposed_fraction": self.comm_exposed_fraction, "comm_wait_fraction": self.comm_wait_fraction, "tensor_core_share": self.tensor_core_share,
-                "kernel_time_s": self.kernel_seconds, "step_time_median_s": self.step_time_median_s,
-                "steps": [s.to_json() for s in self.steps], "top_kernels": [k.to_json() for k in self.top_kernels],
-                "precision": self.kernels.precision.to_json() if self.kernels is not None else None}  # type: ignore[attr-defined]
+                "comm_exposed_fraction": self.comm_exposed_fraction, "comm_wait_fraction": self.comm_wait_fraction,
+                "tensor_core_share": self.tensor_core_share, "kernel_time_s": self.kernel_seconds,
+                "step_time_median_s": self.step_time_median_s, "steps": [s.to_json() for s in self.steps],
+                "top_kernels": [k.to_json() for k in self.top_kernels],
+                "precision": self.kernels.precision.to_json() if self.kernels is not None else None}
 
 
 _HEATMAP_VALUE = {   # fractions of the step, and the step time in seconds
@@ -205,45 +204,27 @@ def step_breakdown(rt: RankTrace, warmup: set[int] | frozenset[int] = frozenset(
         "compute": iv.union(starts[~is_comm & ~is_copy], ends[~is_comm & ~is_copy]),
         "comm": iv.union(starts[is_comm], ends[is_comm]),
         "copy": iv.union(starts[is_copy], ends[is_copy]),
-        "host comm": cpu_collective_union(rt, -np.inf, np.inf),
+        "host comm": cpu_union(rt, CPU_COLLECTIVE_RE, -np.inf, np.inf),
     }
     classify = sync_gap_classifier(rt)
     windows = [step_window(rt, i) for i in range(len(rt.steps))]
-    w0s, w1s = np.array([w[0] for w in windows]), np.array([w[1] for w in windows])
-    # Each union's part in each step: the intervals that can reach into it, bisected for all the steps
-    # at once (steps x events stays cheap), then clipped per step.
-    bounds = {k: (np.searchsorted(u[1], w0s, side="right"), np.searchsorted(u[0], w1s, side="left"))
-              for k, u in unions.items()}
+    per_step = {k: iv.clip_each(u, windows) for k, u in unions.items()}
     out = []
     for i, step in enumerate(rt.steps):
         w0, w1 = windows[i]
-        clip = {}
-        for k, (u0, u1) in unions.items():
-            lo, hi = int(bounds[k][0][i]), int(bounds[k][1][i])
-            clip[k] = iv.clip(u0[lo:hi], u1[lo:hi], w0, w1)
+        clip = {k: spans[i] for k, spans in per_step.items()}
         compute = iv.length(*clip["compute"])
         comm = iv.length(*clip["comm"])
         comm_exposed = comm - iv.intersection_length(clip["comm"], clip["compute"])
         busy = iv.length(*clip["all"])
         copy = busy - compute - comm_exposed
         gaps = iv.complement(*clip["all"], w0, w1)
-        idle = _idle_by_cause(gaps, starts, launch)
+        idle = hta_idle_split(gaps[1] - gaps[0], next_launch_us(starts, launch, gaps[1]) > gaps[0])
         host_comm = iv.intersection_length(gaps, clip["host comm"])
         after_sync = float((gaps[1] - gaps[0])[classify(*gaps) != 0].sum()) if gaps[0].size else 0.0
         out.append(StepBreakdown(step.number, w0, w1 - w0, compute, comm_exposed, max(copy, 0.0), idle,
                                  step.number in warmup, host_comm, after_sync))
     return out
-
-
-def _idle_by_cause(gaps: iv.Spans, starts: np.ndarray, launch: np.ndarray) -> dict[str, float]:
-    """Sum the gaps by cause; the device event that ends a gap is the first one starting at or after
-    the gap's end (``starts`` sorted), its launch call says whether the GPU waited for the host."""
-    g0, g1 = gaps
-    k = np.searchsorted(starts, g1, side="left")
-    has_next = k < starts.size
-    nxt_launch = np.where(has_next, launch[np.minimum(k, starts.size - 1)], np.nan) \
-        if starts.size else np.full(g0.size, np.nan)
-    return hta_idle_split(g1 - g0, has_next & (nxt_launch > g0))
 
 
 # -- a selected range ---------------------------------------------------------------------------------

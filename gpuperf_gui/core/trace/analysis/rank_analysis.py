@@ -7,18 +7,12 @@ Definitions follow HTA (docs/reference/metrics.md, trace analysis §1.1) where H
 * compute = kernels of classes other than communication and copy; exposed communication = the
   communication union minus its overlap with the compute union; HTA's comm/compute overlap = that
   overlap divided by the communication union.
-* idle split per stream, exactly HTA's ``get_idle_time_breakdown`` (:func:`hta_idle_by_stream`):
-  over the device events HTA keeps (:func:`hta_kept`: launched before the last ProfilerStep starts),
-  for each gap to the previous event on the stream, ``host_wait`` if the CPU launch call of the
-  next event started after the previous one ended; else ``kernel_wait`` if the gap is under 30 µs;
-  else ``other``. ``idle_breakdown`` sums it over the compute streams.
+* idle split per stream, exactly HTA's ``get_idle_time_breakdown`` (:func:`hta_idle_by_stream`, its
+  rule :func:`hta_idle_split`); ``idle_breakdown`` sums it over the compute streams.
 
-The analysis window is the steady-state steps: every ``ProfilerStep`` but the first when there are
-at least three (the first is flagged as warm-up). A step runs from its CPU start, or from the end of
-the previous step's device work when the GPU is still busy with it, to the later of its CPU end and
-its device work's end (:func:`step_bounds`). The DataLoader share alone is measured over the kept
-steps' CPU spans, as the TB plugin's step-time breakdown does.
-Without steps the window is the span of device activity.
+The analysis window is the steady-state steps (:data:`WARMUP_MIN_STEPS`; a step's span:
+:func:`step_bounds`), without steps the span of device activity. The DataLoader share alone is
+measured over the kept steps' CPU spans, as the TB plugin's step-time breakdown does.
 
 Idle attribution (:class:`IdleCauses`): every microsecond in which no compute kernel runs is given
 to one cause, in this order: a gap touching point-to-point send/recv (pipeline), the part of a gap
@@ -58,6 +52,7 @@ _P2P_OP_RE = re.compile(r"^(nccl|gloo):(send|recv)|^c10d::(send|recv)|batch_isen
 CPU_COLLECTIVE_RE = re.compile(
     r"^gloo:(?!.*(send|recv))|^c10d::(allreduce|allgather|broadcast|barrier|reduce_scatter|alltoall)|"
     r"all_?to_?all.*wait|awaitable.*wait|^record_param_comms$|^nccl:.*wait|^c10d::wait", re.I)
+"""CPU-side collectives and waits on them (gloo, c10d, torchrec awaitables)."""
 _LAUNCH_NAME_RE = re.compile(r"launch|graphlaunch|memcpy|memset", re.I)
 _BLOCKING_CALL_RE = re.compile(r"synchronize|^(cuda|hip)Memcpy(Async)?$|^aten::(item|_local_scalar_dense)$"
                                r"|^cudaStreamWaitEvent$", re.I)
@@ -78,8 +73,7 @@ _COPY = KERNEL_CLASSES.index("copy")
 
 
 def _median(values: np.ndarray) -> float:
-    """``float(np.median(values))`` of a non-empty 1-D array, the same float, without the
-    ``numpy.ma`` import np.median makes (~10 ms of a short run's start-up)."""
+    """``float(np.median(values))`` of a non-empty 1-D array, without np.median's ``numpy.ma`` import."""
     a = values.astype(np.float64) if values.dtype.kind in "biu" else values
     if np.isnan(a).any():
         return float("nan")
@@ -374,7 +368,7 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
     kept = [s for s in rt.steps if s.number not in warmup]  # the host window: the kept steps' CPU span
     h0, h1 = (kept[0].cpu_start_us, kept[-1].cpu_end_us) if kept else (t0, t1)
     dataloader_fraction = iv.length(*iv.clip(*dataloader_all, h0, h1)) / max(h1 - h0, 1e-9)
-    comm_blocking_cpu = cpu_collective_union(rt, t0, t1)
+    comm_blocking_cpu = cpu_union(rt, CPU_COLLECTIVE_RE, t0, t1)
     compute_idle = iv.complement(*compute, t0, t1)
     cpu_collective_exposed = iv.intersection_length(compute_idle, comm_blocking_cpu)
     any_comm = iv.union(np.concatenate([comm[0], comm_blocking_cpu[0]]),
@@ -454,7 +448,7 @@ def _compute_stream_idle(rt: RankTrace, by_stream: dict[int, dict[str, float]]) 
     return out
 
 
-def _cpu_union(rt: RankTrace, pattern: re.Pattern, t0: float, t1: float) -> iv.Spans:
+def cpu_union(rt: RankTrace, pattern: re.Pattern, t0: float, t1: float) -> iv.Spans:
     """The union of the CPU events whose name matches ``pattern``, clipped to ``[t0, t1]``."""
     return iv.clip(*iv.union(*_cpu_spans(rt, pattern)), t0, t1)
 
@@ -472,11 +466,6 @@ def main_thread(rt: RankTrace):  # noqa: ANN201 (Lane | None)
     """The CPU lane that issues the most launch calls (else the one with most events)."""
     launch_cats = member_mask(rt.strings, LAUNCH_CATEGORIES)
     return max(rt.cpu_lanes, key=lambda lane: (int(launch_cats[lane.category_id].sum()), len(lane)), default=None)
-
-
-def cpu_collective_union(rt: RankTrace, t0: float, t1: float) -> iv.Spans:
-    """CPU-side collectives and waits on them (gloo, c10d, torchrec awaitables) as intervals."""
-    return _cpu_union(rt, CPU_COLLECTIVE_RE, t0, t1)
 
 
 def _p2p_kernel_mask(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray) -> np.ndarray:
@@ -532,16 +521,15 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, p2p: n
     if gs.size == 0:
         return out
     # Pipeline: gaps touching a p2p kernel (widened) or a CPU-side send/recv.
-    cpu_p2p = _cpu_union(rt, _CPU_P2P_RE, t0, t1)
+    cpu_p2p = cpu_union(rt, _CPU_P2P_RE, t0, t1)
     ps = np.concatenate([dev.start_us[p2p] - P2P_TOUCH_US, cpu_p2p[0]])
     pe = np.concatenate([dev.end_us[p2p] + P2P_TOUCH_US, cpu_p2p[1]])
     touched = iv.overlap_each(gs, ge, iv.union(ps, pe)) > 0 if ps.size else np.zeros(gs.size, dtype=bool)
     out.pipeline = float(glen[touched].sum()) / span
     out.p2p_cpu_blocking = iv.intersection_length((gs, ge), cpu_p2p) / span
-    # Communication: the stretch of a gap from the first collective running in it to the last one's
-    # end belongs to communication (the compute stream waits for it). Before it, the gap is the
-    # host's (it issued the collective at the end of that piece); after it, too, unless the kernel
-    # ending the gap was already queued (it waited on the collective as well).
+    # Communication (the module docstring). Before it, the gap is the host's (it issued the
+    # collective at the end of that piece); after it, too, unless the kernel ending the gap was
+    # already queued (it waited on the collective as well).
     cs, ce = any_comm
     n_comm = cs.size
     lo = np.searchsorted(ce, gs, side="right")  # first collective ending after the gap starts
@@ -550,11 +538,8 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, p2p: n
     c_first = np.where(has, np.maximum(cs[np.minimum(lo, n_comm - 1)], gs), gs) if n_comm else gs.copy()
     c_last = np.where(has, np.minimum(ce[np.clip(hi, 0, n_comm - 1)], ge), gs) if n_comm else gs.copy()
     cm = in_window & (dev.kernel_class != _COMM) & (dev.kernel_class != _COPY)
-    k_start, k_launch = iv.sorted_by(dev.start_us[cm], dev.launch_start_us[cm])
-    nxt = np.searchsorted(k_start, ge, side="left")
-    launch = np.where(nxt < k_start.size, k_launch[np.minimum(nxt, k_start.size - 1)], np.nan) \
-        if k_start.size else np.full(gs.size, np.nan)
-    queued = ~touched & ~np.isnan(launch) & (launch <= np.where(has, c_last, gs))
+    launch = next_launch_us(*iv.sorted_by(dev.start_us[cm], dev.launch_start_us[cm]), ge)
+    queued = ~touched & ~np.isnan(launch) & (launch <= c_last)
     comm_part = np.where(has, np.where(queued, ge, c_last) - c_first, 0.0)
     gpu_comm_gap = has & (iv.overlap_each(gs, ge, gpu_comm) > 0)
     out.communication = float(comm_part.sum()) / span
@@ -564,16 +549,15 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, p2p: n
     # last one (or the whole gap) unless the next kernel was queued.
     free = ~touched
     pre = free & has & (c_first > gs)
-    post = free & ~queued & (np.where(has, c_last, gs) < ge)
+    post = free & ~queued & (c_last < ge)
     ogs, oge = gs, ge  # each piece remembers its gap (an HtoD copy anywhere in it is a data tell)
-    gs = np.concatenate([gs[pre], np.where(has, c_last, gs)[post]])
+    gs = np.concatenate([gs[pre], c_last[post]])
     ge = np.concatenate([c_first[pre], ge[post]])
     piece_gap = np.concatenate([np.flatnonzero(pre), np.flatnonzero(post)])
     order = np.argsort(gs, kind="stable")
     gs, ge, piece_gap = gs[order], ge[order], piece_gap[order]
     glen = ge - gs
-    # DataLoader, then what the host does in the rest of the piece: a stretch longer than
-    # LAUNCH_SPACING_MAX_US with no launch call is a host stall; the rest is launch overhead.
+    # DataLoader, then host stall or launch overhead (the module docstring).
     dl = np.minimum(iv.overlap_each(gs, ge, dataloader), glen)
     out.dataloader = float(dl.sum()) / span
     launch_calls = _launch_calls(rt)
@@ -600,7 +584,7 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, p2p: n
     out.stall_longest_s = float(stall_len.max()) / 1e6
     r = np.maximum(stall_len, 0.0)
     scale = out.host_stall * span / max(float(r.sum()), 1e-9)  # stretches capped to the gap's rest
-    blocking = _cpu_union(rt, _BLOCKING_CALL_RE, t0, t1)
+    blocking = cpu_union(rt, _BLOCKING_CALL_RE, t0, t1)
     op_s, op_e, op_n = _leaf_ops(rt, lanes)
     ops = iv.clip(*iv.union(op_s, op_e), t0, t1)
     b = np.minimum(iv.overlap_each(stall_s, stall_e, blocking), r)
@@ -629,6 +613,15 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, p2p: n
         top = sorted(per_name.items(), key=lambda kv: -kv[1])[:3]
         out.cpu_ops_in_stall = [(rt.strings[nid], sec / 1e6) for nid, sec in top]
     return out
+
+
+def next_launch_us(starts: np.ndarray, launch_us: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The launch-call start of the first event starting at or after each time in ``t`` (``starts``
+    sorted); NaN where there is none or its launch call is not known."""
+    if not starts.size:
+        return np.full(t.size, np.nan)
+    k = np.searchsorted(starts, t, side="left")
+    return np.where(k < starts.size, launch_us[np.minimum(k, starts.size - 1)], np.nan)
 
 
 def _may_overlap(gs: np.ndarray, ge: np.ndarray, b: iv.Spans) -> np.ndarray:
@@ -706,18 +699,14 @@ def _step_stats(rt: RankTrace, dev: DeviceEvents, warmup: list[int]) -> list[Ste
     out = []
     if not rt.steps:
         return out
-    us, ue = iv.union(dev.start_us, dev.end_us)
     steps = rt.steps
     bounds = step_bounds(steps)
     # `gpuperf profile` stopped mid-step (Stop, or the script ended): its last step is cut short
     last_partial = bool((rt.gpuperf_unprofiled or {}).get("last_step_partial"))
-    # Each step clips only the busy intervals that can reach into it (sorted, disjoint: the ones
-    # ending after its start and starting before its end), not the whole union per step.
-    lo = np.searchsorted(ue, [s for s, _ in bounds], side="right")
-    hi = np.searchsorted(us, [e for _, e in bounds], side="left")
+    busy_in = iv.clip_each(iv.union(dev.start_us, dev.end_us), bounds)
     for i, (step, (s, e)) in enumerate(zip(steps, bounds)):
         w0, w1 = step_window(rt, i)
-        busy = iv.length(*iv.clip(us[lo[i]:hi[i]], ue[lo[i]:hi[i]], s, e))
+        busy = iv.length(*busy_in[i])
         span = max(e - s, 1e-9)
         out.append(StepStats(number=step.number, duration_s=(w1 - w0) / 1e6, gpu_busy_fraction=busy / span,
                              gpu_idle_s=(span - busy) / 1e6, warmup=step.number in warmup,
@@ -792,9 +781,8 @@ def _hta_figures(rt: RankTrace, dev: DeviceEvents, is_comm: np.ndarray, is_compu
 def hta_idle_by_stream(rt: RankTrace, dev: DeviceEvents, keep: np.ndarray, start_us: np.ndarray,
                        end_us: np.ndarray) -> dict[int, dict[str, float]]:
     """HTA's ``get_idle_time_breakdown`` per stream, in µs, over the ``keep`` events with HTA's spans
-    (``start_us``, ``end_us``): on each stream, sorted by start, the gap to the latest end before an
-    event (overlapping events leave no negative gap) is host wait when the event's launch call
-    started after that end, else kernel wait when under ``KERNEL_WAIT_MAX_US``, else other."""
+    (``start_us``, ``end_us``): on each stream, sorted by start, the gaps to the latest end before an
+    event (overlapping events leave none), split by :func:`hta_idle_split`."""
     out: dict[int, dict[str, float]] = {}
     for lane_id in np.flatnonzero(np.bincount(dev.lane[keep])).tolist():  # lane ids, sorted
         m = keep & (dev.lane == lane_id)
@@ -812,8 +800,9 @@ def hta_idle_by_stream(rt: RankTrace, dev: DeviceEvents, keep: np.ndarray, start
 
 
 def hta_idle_split(gap_us: np.ndarray, host: np.ndarray) -> dict[str, float]:
-    """HTA's rule on gaps whose host flag is known (the GPU waited for the launch call): host wait,
-    else kernel wait when under ``KERNEL_WAIT_MAX_US``, else other; µs per part."""
+    """HTA's idle rule, µs per part: a gap is ``host_wait`` where ``host`` (the launch call of the
+    event ending it started after the gap began), else ``kernel_wait`` when under
+    ``KERNEL_WAIT_MAX_US``, else ``other``."""
     kernel = ~host & (gap_us < KERNEL_WAIT_MAX_US)
     return {"host_wait": float(gap_us[host].sum()), "kernel_wait": float(gap_us[kernel].sum()),
             "other": float(gap_us[~host & ~kernel].sum())}

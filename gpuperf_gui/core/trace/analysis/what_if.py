@@ -27,6 +27,7 @@ from typing import Callable, Iterator, NamedTuple
 import numpy as np
 
 from . import critical_path as cp
+from .kernel_table import join_ops
 from ..vocabulary.kernel_classes import KERNEL_CLASSES
 from ..model.trace_model import RankTrace
 
@@ -120,11 +121,10 @@ class Change(NamedTuple):
 
 PROFILER_US_PER_EVENT = (0.0, 5.0)
 """The range of host time the profiler adds per recorded CPU event (µs), taken out of the host's op
-time (launch calls, ops, the Python between them) in the baseline and every projection alike; each
-projection is the largest speedup over the range (the cost is not in the trace, and which end makes
-a projection larger depends on whether the host is on its path). 0: the profiler adds nothing;
-5.0: the most measured on the H200 traces, (profiled - unprofiled step) / CPU events per step on
-host-bound steps (docs/what-if.md has each)."""
+time (launch calls, ops, the Python between them). The cost is not in the trace, and which end
+makes a projection larger depends on whether the host is on its path. 0: the profiler adds
+nothing; 5.0: the most measured on the H200 traces, (profiled - unprofiled step) / CPU events per
+step on host-bound steps (docs/what-if.md has each)."""
 
 
 PROFILER_STEP_CUT = True
@@ -138,9 +138,8 @@ _HOST_ISSUE = [_C("launch"), _C("cpu_op"), _C("dispatch")]
 
 def _base(g: cp.Graph, ctx: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The graph as traced, less the profiler's own cost: the host time per recorded event
-    (:data:`PROFILER_US_PER_EVENT`), and the gap between queued kernels of a stream: the profiler's own
-    (CUPTI records every kernel: 2-4 µs between queued kernels, about 1 µs without it). Every
-    projection and the baseline it is measured against walk without it, so a fix that leaves the
+    (:data:`PROFILER_US_PER_EVENT`) and the gap between queued kernels of a stream (CUPTI records
+    every kernel: 2-4 µs between queued kernels, about 1 µs without it), so a fix that leaves the
     device on the path is not charged the profiler's gaps, and a cause with no effect reads 1.0x."""
     return _base_dcat(g, ctx).copy(), g.e_w.copy(), np.ones(g.e_src.size, dtype=bool)
 
@@ -264,9 +263,9 @@ def _memory_bound(g: cp.Graph, ctx: dict) -> Change | None:
         return None
     dc, w, on = _base(g, ctx)
     col = cp.N_CPU + KERNEL_CLASSES.index("elementwise")
-    gap, launch = _C("kernel_gap"), _C("launch")
+    launch = _C("launch")
     # The device: each run's shortest kernel (np.argmin's: the first minimum, a NaN first) or the
-    # run's bytes at the peak bandwidth, where shorter, is the run; the others and the gaps are 0.
+    # run's bytes at the peak bandwidth, where shorter, is the run; the others are 0 (gaps: _base).
     dur = dc[plan.nodes, col]
     low = np.minimum.reduceat(dur, plan.at)
     low_each = np.repeat(low, plan.size)
@@ -280,7 +279,6 @@ def _memory_bound(g: cp.Graph, ctx: dict) -> Change | None:
         fused = np.where(np.isfinite(floor) & (floor > 0) & (floor < fused), floor, fused)
     dc[plan.nodes, col] = 0.0
     dc[plan.nodes[first], col] = fused
-    dc[plan.nodes, gap] = 0.0
     # The host issues each run as one launch (_fuse_host's stretches, thread by thread).
     if plan.host_apart:   # no stretch reads or writes another's: all at once
         one = np.minimum.reduceat(dc[plan.host_ends, launch], plan.host_at)
@@ -475,8 +473,7 @@ def _max_by_external_id(rt: RankTrace, column: str, ext: np.ndarray) -> np.ndarr
             continue
         m = np.isfinite(v) & (v > 0) & (lane.external_id >= 0)
         e = lane.external_id[m]
-        pos = np.minimum(np.searchsorted(need, e), need.size - 1)
-        hit = need[pos] == e
+        hit = join_ops(need, e)[1]
         keys.append(e[hit])
         vals.append(v[m][hit].astype(np.float64))
     out = np.full(ext.size, np.nan)
@@ -487,8 +484,7 @@ def _max_by_external_id(rt: RankTrace, column: str, ext: np.ndarray) -> np.ndarr
     k, v = k[order], v[order]
     last = np.r_[k[1:] != k[:-1], True]          # the largest value of each id
     k, v = k[last], v[last]
-    pos = np.minimum(np.searchsorted(k, ext), k.size - 1)
-    ok = (ext >= 0) & (k[pos] == ext)
+    pos, ok = join_ops(k, ext)
     out[ok] = v[pos[ok]]
     return out
 
