@@ -27,8 +27,8 @@
  *
  * The maxima are numpy's (np.maximum: the first operand when >=, a NaN propagates); the edges
  * must be sorted by destination (build_graph sorts them). Arrays come as contiguous buffers:
- * float64 and int64. Index checks fail with ValueError before the walk (the caller then runs
- * numpy). Built with -ffp-contract=off (setup.py): no fused multiply-add, each + and - rounded as
+ * float64 and int64. Index checks fail with ValueError before the walk (an index out of range is
+ * a bug in the graph: numpy would refuse it too, so nothing falls back). Built with -ffp-contract=off (setup.py): no fused multiply-add, each + and - rounded as
  * numpy rounds it. Runs without the GIL.
  */
 #define PY_SSIZE_T_CLEAN

@@ -53,7 +53,7 @@ CPU_COLLECTIVE_RE = re.compile(
     r"^gloo:(?!.*(send|recv))|^c10d::(allreduce|allgather|broadcast|barrier|reduce_scatter|alltoall)|"
     r"all_?to_?all.*wait|awaitable.*wait|^record_param_comms$|^nccl:.*wait|^c10d::wait", re.I)
 """CPU-side collectives and waits on them (gloo, c10d, torchrec awaitables)."""
-_LAUNCH_NAME_RE = re.compile(r"launch|graphlaunch|memcpy|memset", re.I)
+_LAUNCH_NAME_RE = re.compile(r"launch|memcpy|memset", re.I)  # cudaGraphLaunch too
 _BLOCKING_CALL_RE = re.compile(r"synchronize|^(cuda|hip)Memcpy(Async)?$|^aten::(item|_local_scalar_dense)$"
                                r"|^cudaStreamWaitEvent$", re.I)
 _CPU_P2P_RE = re.compile(r"^(gloo|nccl):(send|recv)|^c10d::(send|recv)|^gloo:.*(send|recv)", re.I)
