@@ -5,7 +5,7 @@ Usage: python benchmarks/gzip_bombs.py [--scale 1.0] [--budget 2GB] [--keep DIR]
 Each case runs ``gpuperf diagnose FILE`` in a fresh process and prints its exit status, the
 command's time inside the process after its imports (for the special files: the loader's refusal,
 timed in this process) and the whole process's, its peak RSS (``wait4``) and its message. The
-cases (issue 11):
+cases:
 
 1. zeros: a ~10 MB gzip of 10 GB of zero bytes (multi-member: one 64 MiB member repeated);
 2. events: a ~1 MB gzip of 1 GiB of tiny valid events (`{"ph":"X",...}`, ~60 bytes each);

@@ -17,7 +17,7 @@ drifts; quote it, not the absolute times). Default TRACE: HTA's 216k-event df_in
   also holds (``hta.temporal_idle_fraction``, ``hta.comm_overlap_fraction``).
 
 Figures (2-core VM shared with other agents' runs; 2026-12-01, trees f4cf702-d24a19c; gpuperf = each with and
-without the start-up/analysis work of issue 12: fast exit, no state files, no numpy.ma, cheaper op table
+without the start-up/analysis speed work: fast exit, no state files, no numpy.ma, cheaper op table
 and kernel classes, collector off during imports):
   GPUPERF_DECODE_WORKERS=1 nice .venv/bin/python benchmarks/hta_whole_process.py --runs 7  (serial decode)
     before: gpuperf 1.19 s wall (min 0.72) / 0.68 s CPU, HTA 7.59 s: 7.3x (load average 3.1)

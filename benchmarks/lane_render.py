@@ -1,7 +1,7 @@
 """Repaint and fold figures of the Trace tab's lanes on a synthetic 1M-event trace.
 
 Prints the median repaint time of the timeline (1600x1000, offscreen) at several zoom levels and
-the time to fold one 1M-event row; budgets (issue 5): repaint median < 16 ms, fold < 30 ms.
+the time to fold one 1M-event row; budgets: repaint median < 16 ms, fold < 30 ms.
 
     QT_QPA_PLATFORM=offscreen .venv/bin/python benchmarks/lane_render.py
 """

@@ -2,7 +2,7 @@
 
 A 5 ms QTimer records the gaps between its ticks while the 216k-event hta/df_index_resolver trace
 is loaded, analysed and shown; the largest gap is the longest time the window could not respond.
-Budget (issue 5): 100 ms.
+Budget: 100 ms.
 
     QT_QPA_PLATFORM=offscreen .venv/bin/python benchmarks/trace_load_stall.py [TRACE...]
 """

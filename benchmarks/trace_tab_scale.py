@@ -26,7 +26,7 @@ Figures on this machine (2-core VM, 24 GB, shared with four other agents: load a
 engine's time varies by 1.5x between runs of the same code; the GUI process and its helper run at
 ``nice``). Inputs e1M/e5M/e10M.json (1M, 5M, 10M file events: 0.76M, 3.79M, 7.56M drawn events).
 
-Before (d10b8bb, the Trace tab before issue 12's GUI work; memory then: RSS of the tree), with
+Before (d10b8bb, the Trace tab before its GUI speed work; memory then: RSS of the tree), with
 ``nice .venv/bin/python benchmarks/trace_tab_scale.py --budget 16GB e1M.json e5M.json e10M.json``::
 
     events     shown s  stall ms  gui s  tree peak  GUI peak  helper peak

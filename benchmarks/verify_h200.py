@@ -1,4 +1,4 @@
-"""Verify the benchmark runner on a real GPU (one call of the device machine; see issue 6).
+"""Verify the benchmark runner on a real GPU (one call of the device machine).
 
     PYTHONPATH=. python benchmarks/verify_h200.py [--out DIR] [--preheat-s 15] [--rounds 3]
 

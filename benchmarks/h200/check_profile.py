@@ -1,4 +1,4 @@
-"""Check `gpuperf profile` on a GPU: scripts with a known bottleneck, traced and diagnosed (issue 14).
+"""Check `gpuperf profile` on a GPU: scripts with a known bottleneck, traced and diagnosed.
 
     python3 benchmarks/h200/check_profile.py --out DIR [--steps 4]
 

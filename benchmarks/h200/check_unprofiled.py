@@ -1,4 +1,4 @@
-"""Check `gpuperf diff`'s unprofiled speedup against plain runs on a GPU (issue 14).
+"""Check `gpuperf diff`'s unprofiled speedup against plain runs on a GPU.
 
     python3 benchmarks/h200/check_unprofiled.py --out DIR [--repeats 2] [--deadline-s 500]
 

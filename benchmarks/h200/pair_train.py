@@ -1,4 +1,4 @@
-"""The issue-14 before/after pairs as one training script, for `gpuperf profile` and for a plain run.
+"""The before/after pairs as one training script, for `gpuperf profile` and for a plain run.
 
     python3 benchmarks/h200/pair_train.py --case CASE [--iters N] [--item-iters K] [--time-json OUT]
     python3 benchmarks/h200/pair_train.py --calibrate          # prints {"item_iters": K, ...}

@@ -38,7 +38,7 @@ from typing import Any, Callable
 
 WAIT, WARMUP = 1, 1
 
-# Order = priority: the cases issue 9 needs first.
+# Order = priority: the diagnosis cases first.
 SCENARIOS = (
     "data_starved_python", "compiled_tiny", "eager_tiny", "ddp_straggler", "ddp_comm_bound",
     "ddp_healthy", "pipeline_2mb", "pipeline_8mb", "gloo_cpu_allreduce", "packed_elementwise",
@@ -48,7 +48,7 @@ SCENARIOS = (
     "decode_cudagraph", "item_per_microbatch", "item_none", "mlp_eager", "mlp_cudagraph",
     "elementwise_eager", "elementwise_compiled", "ddp_healthy_gloo", "decode_eager", "ddp_item_gloo",
     "pipeline_8mb_gloo", "ddp_item",
-    # held-out before/after pairs (issue 25): the pairs' kinds at other sizes, recorded once, never tuned on
+    # held-out before/after pairs: the pairs' kinds at other sizes, recorded once, never tuned on
     "heldout_loader0", "heldout_loader4", "heldout_mlp_eager", "heldout_mlp_cudagraph", "heldout_item_each",
     "heldout_item_none", "heldout_elementwise_eager", "heldout_elementwise_compiled", "heldout_late_rank0_gloo",
     "heldout_ontime_gloo",
@@ -416,7 +416,7 @@ def _tiny_gpt(ctx: Ctx, name: str, compiled: bool, small: bool = False, cudagrap
                 model=cfg, n_params=n_params(model), tokens_per_step=cfg["batch"] * cfg["seq"],
                 first_step_s_including_compile=first_s, unprofiled=unprof, profiled=prof_times,
                 expected_signature=None if small or cudagraphs else "launch_bound",
-                expected={"how": "measured only: an eager -> compiled pair for issue 14" if small or cudagraphs else
+                expected={"how": "measured only: an eager -> compiled pair for gpuperf diff" if small or cudagraphs else
                           "tiny kernels (a few us each), GPU idle between launches; the host's "
                                  "launch/dispatch time sets the step time"})
 
@@ -661,7 +661,7 @@ def sc_adamw_foreach(ctx: Ctx, name: str) -> dict:
                                  "params/grads/moments (>= 28 B per param)"})
 
 
-# ----------------------------------------------------------------------------- issue 20/25/26 scenarios
+# ----------------------------------------------------------------------------- what-if and NCCL scenarios
 
 def _decode_model(ctx: Ctx):
     """A Llama-shaped stack for batch-1 decode: per layer qkv (d x 3d), o (d x d), gate/up (d x 2.75d each),
@@ -796,7 +796,7 @@ def _deep_mlp(ctx: Ctx, name: str, graphed: bool, shape: tuple[int, int, int, in
                 n_params=n_params(model), tokens_per_step=rows * fwd, unprofiled=unprof, profiled=prof_times,
                 expected_signature=None if graphed else "launch_bound",
                 expected={"how": "eager: ~2 tiny kernels (a few us) per layer, host launch time sets the step; "
-                                 "graphed: the same kernels back to back (a before/after pair for issue 25)"})
+                                 "graphed: the same kernels back to back (a before/after pair for the what-if)"})
 
 
 def sc_mlp_eager(ctx: Ctx, name: str) -> dict:
@@ -911,7 +911,7 @@ def _elementwise_chain(ctx: Ctx, name: str, compiled: bool, heldout: bool = Fals
                 profiled=prof_times, expected_signature="memory_bound",
                 expected={"bytes_per_chain_fused": 8 * n, "bytes_per_chain_eager_min": 8 * n * 10,
                           "how": "memory-bound elementwise kernels back to back; eager moves ~10x the bytes of "
-                                 "the fused kernel (a before/after pair for issue 25)"})
+                                 "the fused kernel (a before/after pair for the what-if)"})
 
 
 def sc_elementwise_eager(ctx: Ctx, name: str) -> dict:
@@ -922,7 +922,7 @@ def sc_elementwise_compiled(ctx: Ctx, name: str) -> dict:
     return _elementwise_chain(ctx, name, compiled=True)
 
 
-# Held-out pairs: the five fixes of issue 25 at other sizes and loads, recorded to check projections once.
+# Held-out pairs: the what-if's five fixes at other sizes and loads, recorded to check projections once.
 def sc_heldout_loader0(ctx: Ctx, name: str) -> dict:
     return _loader_scenario(ctx, name, 0, host_factor=1.6)
 
