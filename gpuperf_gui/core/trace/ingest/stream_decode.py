@@ -542,8 +542,8 @@ _AFTER_ARRAY = re.compile(rb"[ \t\r\n]*[,}]")
 
 
 def _array_end_candidates(buf: bytearray) -> Iterator[int]:
-    """Offsets just past the last ``]`` of ``buf`` that a ``,`` or ``}`` follows (whitespace between):
-    where the events array may close, nearest the end first."""
+    """Offsets just past the last few ``]`` of ``buf`` (:data:`ARRAY_END_CANDIDATES`) that a ``,`` or
+    ``}`` follows (whitespace between): where the events array may close, nearest the end first."""
     pos = len(buf)
     for _ in range(ARRAY_END_CANDIDATES):
         close = buf.rfind(b"]", 0, pos)
