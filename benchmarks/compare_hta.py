@@ -20,6 +20,8 @@ pair by pair; the figures side by side (temporal idle, overlap, and the idle spl
 host_wait / kernel_wait / other); and, in the same run, gpuperf's cost per small rank: every rank
 of the folder (and of tests/data/h200/ddp_straggler_gloo) loaded, analysed, diagnosed and
 summarised as a Dask task does it (``cluster.summarize_rank``) in one warm process, CPU per rank.
+After the pairs, what bounds the ratio: HTA against a process that only imports numpy and msgspec
+(the floor of any Python + numpy tool) and against gpuperf computing HTA's figures only.
 Both tools' bytecode is compiled first, as an install leaves it (HTA's venv has it; a checkout run
 with ``PYTHONDONTWRITEBYTECODE`` would compile gpuperf's ~130 modules in every process).
 
@@ -129,6 +131,21 @@ print("RESULT" + json.dumps({
     "idle_by_stream_us": split}))
 """
 
+FLOOR_CHILD = "import numpy, msgspec"
+"""The least any Python + numpy tool pays: the interpreter and its two libraries imported."""
+
+SAME_FIGURES_CHILD = """
+import json, sys
+from gpuperf_gui.core.trace.analysis.rank_analysis import analyse_rank
+from gpuperf_gui.core.trace.ingest.load import discover_files, load_rank
+ranks = {}
+for i, f in enumerate(discover_files(sys.argv[1:])):
+    a = analyse_rank(load_rank(f, order_index=i))
+    ranks[str(a.rank)] = [a.hta_temporal_idle_fraction, a.hta_comm_overlap_fraction, a.hta_idle_by_stream_s]
+print("RESULT" + json.dumps(ranks))
+"""
+"""gpuperf computing HTA's figures only (load and analyse each rank, no diagnosis, op table nor what-if)."""
+
 PER_RANK_CHILD = """
 import json, sys, time
 from pathlib import Path
@@ -187,6 +204,7 @@ def compare_dlrm(folder: Path, hta_python: str, gp_python: str, pairs: int, rank
     for _ in range(pairs):
         hta_runs.append(whole_process([hta_python, "-c", HTA_DLRM_CHILD, str(folder)]))
         gp_runs.append(whole_process([gpuperf, "diagnose", str(folder), "--json"]))
+    bound_rows = _ratio_bounds(folder, gp_python, hta_runs)
     wall_ratio = [h[0] / g[0] for h, g in zip(hta_runs, gp_runs)]
     cpu_ratio = [h[1] / g[1] for h, g in zip(hta_runs, gp_runs)]
     print(f"  HTA 0.5.0 (load + temporal + overlap + idle breakdown): wall {_spread([h[0] for h in hta_runs])} s, "
@@ -194,6 +212,8 @@ def compare_dlrm(folder: Path, hta_python: str, gp_python: str, pairs: int, rank
     print(f"  gpuperf diagnose --json (everything it prints):        wall {_spread([g[0] for g in gp_runs])} s, "
           f"CPU {_spread([g[1] for g in gp_runs])} s")
     print(f"  HTA / gpuperf, pair by pair: wall {_spread(wall_ratio)}x, CPU {_spread(cpu_ratio)}x")
+    for row in bound_rows:
+        print(row)
     hta = json.loads(hta_runs[-1][2].split("RESULT", 1)[1])
     ranks = json.loads(gp_runs[-1][2])["ranks"]
     ours = {str(r["rank"]): r["hta"] for r in ranks}
@@ -222,6 +242,19 @@ def compare_dlrm(folder: Path, hta_python: str, gp_python: str, pairs: int, rank
         print(f"  gpuperf per small rank ({Path(path).name}: {r['ranks']} ranks, {r['events'] / r['ranks']:,.0f} "
               f"events a rank), one warm process, best of {rank_rounds} rounds: {1e3 * r['cpu_s'] / r['ranks']:.2f} ms "
               f"CPU a rank ({1e6 * r['cpu_s'] / r['events']:.2f} µs/event)")
+
+
+def _ratio_bounds(folder: Path, gp_python: str, hta_runs: list[tuple[float, float, str]]) -> list[str]:
+    """What bounds the whole-process ratio, measured after the pairs: HTA's median wall against (a) a
+    process that only imports numpy and msgspec (no Python + numpy tool can beat it) and (b) gpuperf
+    computing HTA's figures only (``SAME_FIGURES_CHILD``); each the median of as many runs as pairs."""
+    hta_wall_s = statistics.median(h[0] for h in hta_runs)
+    rows = []
+    for label, code in (("python -c 'import numpy, msgspec' (the floor)", FLOOR_CHILD),
+                        ("gpuperf, HTA's figures only (load + analyse)", SAME_FIGURES_CHILD)):
+        walls = [whole_process([gp_python, "-c", code, str(folder)])[0] for _ in hta_runs]
+        rows.append(f"  {label}: wall {_spread(walls)} s; HTA / it {hta_wall_s / statistics.median(walls):.2f}x")
+    return rows
 
 
 def idle_ratios(split_us: dict[str, float]) -> dict[str, float]:
