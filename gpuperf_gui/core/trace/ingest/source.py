@@ -129,9 +129,9 @@ class TraceStream:
                                "(raise max_bytes to load it)")
 
     def read_size(self) -> int:
-        """Bytes to read next from a plain file: :data:`OUT_CHUNK_BYTES`, or what is left of it (and
-        one more, to see its end) when that is less: a small rank file is not given (and made to
-        zero) a chunk-sized buffer."""
+        """Bytes to read next from a plain file: :data:`OUT_CHUNK_BYTES`, or what is left of it and one
+        more, to see its end, when that is less (1: read to the size it had when opened): a small rank
+        file is not given (and made to zero) a chunk-sized buffer."""
         try:
             left = self.file_bytes - self._fh.tell()
         except OSError:
@@ -144,14 +144,6 @@ class TraceStream:
         n = self._fh.readinto(buf) or 0
         del buf[n:]
         return buf
-
-    def at_end(self) -> bool:
-        """Whether a plain file has been read to the size it had when opened (a file that grew
-        since reads on as before: this only spares a reader a buffer for nothing)."""
-        try:
-            return self._fh.tell() >= self.file_bytes
-        except OSError:
-            return False
 
     def readinto(self, view: memoryview) -> int:
         """Read the next bytes of a plain (not compressed) file into ``view``; 0 at its end. Reads

@@ -256,9 +256,9 @@ class _Splitter:
         reads the rest in chunks and feeds them as usual."""
         chunk_bytes = source.OUT_CHUNK_BYTES
         while self.reads_runs and len(self._pending) <= chunk_bytes:
-            if stream.at_end():  # a small file came whole in the first chunk: no buffer for its end
-                return
             chunk_bytes = stream.read_size()  # the file's rest when that is less
+            if chunk_bytes == 1:  # read to its end (a small file came whole in the first chunk): no buffer for it
+                return
             while not self._free and len(self._in_flight) > self._max_in_flight - 1 >= 0:
                 self._merge_oldest()
             if not self.reads_runs:
