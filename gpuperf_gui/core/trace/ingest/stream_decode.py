@@ -203,7 +203,6 @@ class _Splitter:
         self._decode_at = MIN_DECODE_BYTES  # undecoded text that triggers a careful decode
         self._head = bytearray()  # the text up to and including the events array's '['
         self._list_form = False
-        self._searched = 0
         self._pending: bytearray | None = None  # '[' then the events not decoded yet
         self._tail: bytearray | None = None  # the text after the events array
 
@@ -340,10 +339,9 @@ class _Splitter:
         if text[start] == ord("["):
             split, self._list_form = start + 1, True
         else:
-            m = _EVENTS_KEY.search(text, max(0, self._searched - 64))
+            m = _EVENTS_KEY.search(text, max(0, len(text) - len(chunk) - 64))  # the text before chunk was searched
             if m is None:
                 head += chunk if text is chunk else b""
-                self._searched = len(head)
                 if len(head) > MAX_HEAD_BYTES:
                     raise NotStreamable("no events array near the start")
                 return
@@ -351,7 +349,7 @@ class _Splitter:
         self.decoded_bytes += split
         if text is chunk:
             head += chunk[:split]
-            if isinstance(chunk, bytearray) and chunk[split - 1] == ord("["):  # a plain file's: kept as it is
+            if isinstance(chunk, bytearray):  # a plain file's: kept as it is
                 del chunk[:split - 1]  # O(1) at a bytearray's front; what stays starts with the '['
                 self._pending = chunk
             else:
@@ -441,7 +439,6 @@ class _Splitter:
                 self._array_ends_early(str(exc))
             else:
                 self._tail, self._pending = bytearray(), None
-        self.structs_in_flight = 0
         return self.columns, self._meta(), self.n_entries
 
     def _scanned_to_array_end(self) -> bool:
