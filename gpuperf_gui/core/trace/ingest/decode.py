@@ -67,7 +67,6 @@ class MEvent(Event, tag="M"):
     """Metadata: process_name, thread_name, ... (``args.name``)."""
 
 
-# Phases we do not use: decoded into empty structs, which skips their fields cheaply.
 _SKIPPED = tuple(msgspec.defstruct(f"Skipped_{ph}", [], gc=False, tag_field="ph", tag=ph)
                  for ph in schema.SKIPPED_PHASES)
 AnyEvent = Union[(XEvent, BEvent, EEvent, MEvent, *_SKIPPED)]  # type: ignore[valid-type]
@@ -279,7 +278,7 @@ class _Decoding:
                 return salvaged
         at = _error_byte(message)
         where = "" if at is None else f" at byte {at:,}{_line_col(self.text, at)}"
-        why = _describe_syntax_error(message, self.text, at) if message else "it does not decode"
+        why = _describe_syntax_error(message, self.text, at)
         if truncated and self.read.stream_error:
             why = f"{self.read.stream_error}, and no complete event before the damage"
         elif truncated and _events_array_start(self.text) is None:
@@ -340,25 +339,21 @@ class _Decoding:
     def _per_event(self) -> Decoded:
         """Slow path: decode the event list as raw slices, then each event on its own; an event
         that does not decode is skipped and counted (its index, byte and why are reported)."""
-        text = self.view()
-        try:
-            if self.list_form:
-                raw_events, meta = _RAW_LIST_DECODER.decode(text), TraceFile()
-            else:
-                top = _TOP_DECODER.decode(text)
-                raw_list = top.pop("traceEvents", None)
-                if raw_list is None:
-                    return Decoded(None, TraceFile())  # type: ignore[arg-type]
-                head = memoryview(raw_list)[:20].tobytes()
-                if head[:1] != b"[":
-                    raise NotATraceError(f"{self.path}: traceEvents is not a list (it starts with "
-                                           f"{head!r}): not a Chrome/Kineto trace")
-                raw_events = _RAW_LIST_DECODER.decode(raw_list)
-                meta = _fieldwise(TraceFile, top, lambda key, raw: msgspec.json.decode(
-                    b'{"%s":%s}' % (key.encode(), bytes(raw)), type=TraceFile, strict=not self.lax))
-        except msgspec.ValidationError as exc:
-            raise NotATraceError(f"{self.path}: not a trace: {exc} (the trace is a JSON object with a "
-                                   "traceEvents list, or a JSON list of events)") from None
+        text = self.view()  # '{' or '[' first (the reader refuses any other byte): the raw decoders take it
+        if self.list_form:
+            raw_events, meta = _RAW_LIST_DECODER.decode(text), TraceFile()
+        else:
+            top = _TOP_DECODER.decode(text)
+            raw_list = top.pop("traceEvents", None)
+            if raw_list is None:
+                return Decoded(None, TraceFile())  # type: ignore[arg-type]
+            head = memoryview(raw_list)[:20].tobytes()
+            if head[:1] != b"[":
+                raise NotATraceError(f"{self.path}: traceEvents is not a list (it starts with "
+                                     f"{head!r}): not a Chrome/Kineto trace")
+            raw_events = _RAW_LIST_DECODER.decode(raw_list)
+            meta = _fieldwise(TraceFile, top, lambda key, raw: msgspec.json.decode(
+                b'{"%s":%s}' % (key.encode(), bytes(raw)), type=TraceFile, strict=not self.lax))
         n_raw = len(raw_events)
         self.budget.check(self.path, estimated_load_bytes(len(text), n_raw) + _RAW_EVENT_BYTES * n_raw,
                           f"decoding its {n_raw:,} events one by one (some have fields of the wrong type)")
