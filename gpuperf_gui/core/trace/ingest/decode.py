@@ -155,7 +155,7 @@ def decode_trace(path: Path, budget: MemoryBudget, max_bytes: int | None) -> Dec
                          f"loading this trace ({format_bytes(len(text), decimal=True)} of JSON "
                          f"{'decompressed so far' if stream.compressed else 'read so far'}, "
                          f"at least {counter.events:,} events)")
-    decoded = _Decoding(text, stream, Path(path), budget).run()
+    decoded = _Decoding(text, stream, budget).run()
     if decoded.events is None:
         raise NotATraceError(f"{path}: no traceEvents list: a JSON object, but not a Chrome/Kineto trace")
     return decoded
@@ -169,9 +169,9 @@ _MSGSPEC_BYTE = re.compile(r"\(byte (\d+)\)")
 class _Decoding:
     """One file's decode: the fast typed decode, then error-guided repairs, skips and salvage."""
 
-    def __init__(self, text: bytearray, read: TraceStream, path: Path, budget: MemoryBudget) -> None:
+    def __init__(self, text: bytearray, read: TraceStream, budget: MemoryBudget) -> None:
         self.text = text  # a bytearray, as every repair's text: blanked and closed in place
-        self.path, self.budget, self.read = path, budget, read
+        self.path, self.budget, self.read = read.path, budget, read
         start = _content_start(self.text)
         self.list_form = self.text[start:start + 1] == b"["  # (repairs keep the first byte)
         self.end = len(self.text)  # the first JSON document ends here (a second one may follow)

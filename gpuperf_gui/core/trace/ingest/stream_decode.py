@@ -128,14 +128,13 @@ def _stream_columns(path: Path, budget: MemoryBudget, max_bytes: int | None, thr
         text_bytes_hint = text_size_hint(path)  # the columns reserve room for the most events it holds
         threads = scan_threads(text_bytes_hint, threads) if scan.ENABLED else None
         splitter = _Splitter(threads, text_bytes_hint // MIN_EVENT_BYTES)
-        file_bytes = None if stream.compressed else stream.file_bytes  # projects the events to come
         try:
             for chunk in stream:
                 splitter.feed(chunk)
-                _check_budget(path, budget, splitter, stream.text_bytes, file_bytes)
-                if splitter.reads_runs and file_bytes is not None:
+                _check_budget(budget, splitter, stream)
+                if splitter.reads_runs and not stream.compressed:
                     for _ in splitter.read_runs(stream):
-                        _check_budget(path, budget, splitter, stream.text_bytes, file_bytes)
+                        _check_budget(budget, splitter, stream)
             if stream.stream_truncated:
                 raise NotStreamable("the gzip stream is cut short")
             return splitter.finish()
@@ -159,21 +158,21 @@ def scan_threads(text_bytes_hint: int, threads: int | None = None) -> int:
     return n if n >= 2 else 1
 
 
-def _check_budget(path: Path, budget: MemoryBudget, splitter: _Splitter, total_bytes: int,
-                  file_bytes: int | None) -> None:
+def _check_budget(budget: MemoryBudget, splitter: _Splitter, stream: TraceStream) -> None:
     """Refuse when the events decoded so far (projected to the whole file when its size is known)
     and the text and structs in flight would not fit the budget."""
     events, decoded_bytes = splitter.columns.n + splitter.kept, splitter.decoded_bytes
+    file_bytes = None if stream.compressed else stream.file_bytes  # projects the events to come
     if file_bytes and decoded_bytes:
         events = int(events * file_bytes / decoded_bytes)
         what = (f"loading this {format_bytes(file_bytes, decimal=True)} file (about {events:,} events, "
                 f"projected from the {format_bytes(decoded_bytes, decimal=True)} decoded)")
     else:
-        what = (f"loading this trace ({format_bytes(total_bytes, decimal=True)} of JSON so far, "
+        what = (f"loading this trace ({format_bytes(stream.text_bytes, decimal=True)} of JSON so far, "
                 f"{events:,} events decoded)")
-    in_flight = total_bytes - decoded_bytes + splitter.buffer_bytes
+    in_flight = stream.text_bytes - decoded_bytes + splitter.buffer_bytes
     need = streamed_load_bytes(events, in_flight, splitter.structs_in_flight)
-    budget.check(path, need, what, events=events)
+    budget.check(stream.path, need, what, events=events)
 
 
 class _Splitter:
