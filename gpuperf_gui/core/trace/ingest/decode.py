@@ -303,7 +303,7 @@ class _Decoding:
             self.text += b" " * len(suffix)  # room to close the array after any cut point
         except BufferError:  # a view of the text is still alive: close the array in a copy
             self.text = bytearray(self.text) + b" " * len(suffix)
-        reason = self.read.stream_error or ("gzip stream cut short" if self.read.stream_truncated else "JSON cut short")
+        reason = self.read.stream_error or "JSON cut short"  # (a gzip stream cut short has its error too)
         at = _error_byte(self.last_error)  # a damaged stream can decompress to garbage: cut before it
         pos, attempts, decoded, used = total if at is None else min(total, at), 0, None, body_start
         while decoded is None and attempts < _MAX_SALVAGE_ATTEMPTS:
@@ -470,8 +470,8 @@ _LONE_SURROGATE = re.compile(
     rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2})")
 
 
-def _at(text: Text, at: int | None, width: int = 12) -> bytes:
-    return b"" if at is None else bytes(text[max(0, at - 1): at + width])
+def _at(text: Text, at: int | None) -> bytes:
+    return b"" if at is None else bytes(text[max(0, at - 1): at + 12])
 
 
 _REPAIRS = (
