@@ -249,7 +249,7 @@ class _Decoding:
                 self.lax = True
             self.warnings.append(f"repaired: {name}")
             return True
-        if at is not None and "truncated" not in message and not self.read.stream_truncated:
+        if at is not None and "truncated" not in message and not self.read.stream_error:
             return self._skip_broken_event(at, message)
         return False
 
@@ -271,7 +271,7 @@ class _Decoding:
     def _salvage_or_fail(self) -> Decoded:
         """The text is cut short (or broken where nothing else helps): keep its complete events."""
         message = self.last_error
-        truncated = self.read.stream_truncated or "truncated" in message
+        truncated = bool(self.read.stream_error) or "truncated" in message
         if truncated:
             salvaged = self._salvage()
             if salvaged is not None:
@@ -303,7 +303,7 @@ class _Decoding:
             self.text += b" " * len(suffix)  # room to close the array after any cut point
         except BufferError:  # a view of the text is still alive: close the array in a copy
             self.text = bytearray(self.text) + b" " * len(suffix)
-        reason = self.read.stream_error or "JSON cut short"  # (a gzip stream cut short has its error too)
+        reason = self.read.stream_error or "JSON cut short"
         at = _error_byte(self.last_error)  # a damaged stream can decompress to garbage: cut before it
         pos, attempts, decoded, used = total if at is None else min(total, at), 0, None, body_start
         while decoded is None and attempts < _MAX_SALVAGE_ATTEMPTS:

@@ -135,7 +135,7 @@ def _stream_columns(path: Path, budget: MemoryBudget, max_bytes: int | None, thr
                 if splitter.reads_runs and not stream.compressed:
                     for _ in splitter.read_runs(stream):
                         _check_budget(budget, splitter, stream)
-            if stream.stream_truncated:
+            if stream.stream_error:
                 raise NotStreamable("the gzip stream is cut short")
             return splitter.finish()
         finally:
