@@ -202,8 +202,8 @@ def test_a_plain_file_is_refused_from_its_first_run_by_projection(tmp_path: Path
     decoded = []
     real_check = stream_decode._check_budget
     monkeypatch.setattr(stream_decode, "_check_budget",
-                        lambda path, budget, splitter, *a: (decoded.append(splitter.decoded_bytes),
-                                                            real_check(path, budget, splitter, *a)))
+                        lambda budget, splitter, stream: (decoded.append(splitter.decoded_bytes),
+                                                          real_check(budget, splitter, stream)))
     with pytest.raises(MemoryBudgetError, match="projected from the") as info:
         _streamed(path, MemoryBudget(20_000_000))
     assert decoded[-1] <= 2 << 20 < path.stat().st_size // 5

@@ -67,7 +67,6 @@ class MEvent(Event, tag="M"):
     """Metadata: process_name, thread_name, ... (``args.name``)."""
 
 
-# Phases we do not use: decoded into empty structs, which skips their fields cheaply.
 _SKIPPED = tuple(msgspec.defstruct(f"Skipped_{ph}", [], gc=False, tag_field="ph", tag=ph)
                  for ph in schema.SKIPPED_PHASES)
 AnyEvent = Union[(XEvent, BEvent, EEvent, MEvent, *_SKIPPED)]  # type: ignore[valid-type]
@@ -156,7 +155,7 @@ def decode_trace(path: Path, budget: MemoryBudget, max_bytes: int | None) -> Dec
                          f"loading this trace ({format_bytes(len(text), decimal=True)} of JSON "
                          f"{'decompressed so far' if stream.compressed else 'read so far'}, "
                          f"at least {counter.events:,} events)")
-    decoded = _Decoding(text, stream, Path(path), budget).run()
+    decoded = _Decoding(text, stream, budget).run()
     if decoded.events is None:
         raise NotATraceError(f"{path}: no traceEvents list: a JSON object, but not a Chrome/Kineto trace")
     return decoded
@@ -170,9 +169,9 @@ _MSGSPEC_BYTE = re.compile(r"\(byte (\d+)\)")
 class _Decoding:
     """One file's decode: the fast typed decode, then error-guided repairs, skips and salvage."""
 
-    def __init__(self, text: bytearray, read: TraceStream, path: Path, budget: MemoryBudget) -> None:
+    def __init__(self, text: bytearray, read: TraceStream, budget: MemoryBudget) -> None:
         self.text = text  # a bytearray, as every repair's text: blanked and closed in place
-        self.path, self.budget, self.read = path, budget, read
+        self.path, self.budget, self.read = read.path, budget, read
         start = _content_start(self.text)
         self.list_form = self.text[start:start + 1] == b"["  # (repairs keep the first byte)
         self.end = len(self.text)  # the first JSON document ends here (a second one may follow)
@@ -250,7 +249,7 @@ class _Decoding:
                 self.lax = True
             self.warnings.append(f"repaired: {name}")
             return True
-        if at is not None and "truncated" not in message and not self.read.stream_truncated:
+        if at is not None and "truncated" not in message and not self.read.stream_error:
             return self._skip_broken_event(at, message)
         return False
 
@@ -272,14 +271,14 @@ class _Decoding:
     def _salvage_or_fail(self) -> Decoded:
         """The text is cut short (or broken where nothing else helps): keep its complete events."""
         message = self.last_error
-        truncated = self.read.stream_truncated or "truncated" in message
+        truncated = bool(self.read.stream_error) or "truncated" in message
         if truncated:
             salvaged = self._salvage()
             if salvaged is not None:
                 return salvaged
         at = _error_byte(message)
         where = "" if at is None else f" at byte {at:,}{_line_col(self.text, at)}"
-        why = _describe_syntax_error(message, self.text, at) if message else "it does not decode"
+        why = _describe_syntax_error(message, self.text, at)
         if truncated and self.read.stream_error:
             why = f"{self.read.stream_error}, and no complete event before the damage"
         elif truncated and _events_array_start(self.text) is None:
@@ -304,7 +303,7 @@ class _Decoding:
             self.text += b" " * len(suffix)  # room to close the array after any cut point
         except BufferError:  # a view of the text is still alive: close the array in a copy
             self.text = bytearray(self.text) + b" " * len(suffix)
-        reason = self.read.stream_error or ("gzip stream cut short" if self.read.stream_truncated else "JSON cut short")
+        reason = self.read.stream_error or "JSON cut short"
         at = _error_byte(self.last_error)  # a damaged stream can decompress to garbage: cut before it
         pos, attempts, decoded, used = total if at is None else min(total, at), 0, None, body_start
         while decoded is None and attempts < _MAX_SALVAGE_ATTEMPTS:
@@ -340,25 +339,21 @@ class _Decoding:
     def _per_event(self) -> Decoded:
         """Slow path: decode the event list as raw slices, then each event on its own; an event
         that does not decode is skipped and counted (its index, byte and why are reported)."""
-        text = self.view()
-        try:
-            if self.list_form:
-                raw_events, meta = _RAW_LIST_DECODER.decode(text), TraceFile()
-            else:
-                top = _TOP_DECODER.decode(text)
-                raw_list = top.pop("traceEvents", None)
-                if raw_list is None:
-                    return Decoded(None, TraceFile())  # type: ignore[arg-type]
-                head = memoryview(raw_list)[:20].tobytes()
-                if head[:1] != b"[":
-                    raise NotATraceError(f"{self.path}: traceEvents is not a list (it starts with "
-                                           f"{head!r}): not a Chrome/Kineto trace")
-                raw_events = _RAW_LIST_DECODER.decode(raw_list)
-                meta = _fieldwise(TraceFile, top, lambda key, raw: msgspec.json.decode(
-                    b'{"%s":%s}' % (key.encode(), bytes(raw)), type=TraceFile, strict=not self.lax))
-        except msgspec.ValidationError as exc:
-            raise NotATraceError(f"{self.path}: not a trace: {exc} (the trace is a JSON object with a "
-                                   "traceEvents list, or a JSON list of events)") from None
+        text = self.view()  # '{' or '[' first (the reader refuses any other byte): the raw decoders take it
+        if self.list_form:
+            raw_events, meta = _RAW_LIST_DECODER.decode(text), TraceFile()
+        else:
+            top = _TOP_DECODER.decode(text)
+            raw_list = top.pop("traceEvents", None)
+            if raw_list is None:
+                return Decoded(None, TraceFile())  # type: ignore[arg-type]
+            head = memoryview(raw_list)[:20].tobytes()
+            if head[:1] != b"[":
+                raise NotATraceError(f"{self.path}: traceEvents is not a list (it starts with "
+                                     f"{head!r}): not a Chrome/Kineto trace")
+            raw_events = _RAW_LIST_DECODER.decode(raw_list)
+            meta = _fieldwise(TraceFile, top, lambda key, raw: msgspec.json.decode(
+                b'{"%s":%s}' % (key.encode(), bytes(raw)), type=TraceFile, strict=not self.lax))
         n_raw = len(raw_events)
         self.budget.check(self.path, estimated_load_bytes(len(text), n_raw) + _RAW_EVENT_BYTES * n_raw,
                           f"decoding its {n_raw:,} events one by one (some have fields of the wrong type)")
@@ -475,8 +470,8 @@ _LONE_SURROGATE = re.compile(
     rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2})")
 
 
-def _at(text: Text, at: int | None, width: int = 12) -> bytes:
-    return b"" if at is None else bytes(text[max(0, at - 1): at + width])
+def _at(text: Text, at: int | None) -> bytes:
+    return b"" if at is None else bytes(text[max(0, at - 1): at + 12])
 
 
 _REPAIRS = (

@@ -60,12 +60,10 @@ def _set_numpy_hugepages(enabled: bool) -> bool:
     return bool(core.multiarray._set_madvise_hugepage(enabled))
 
 
-def enable_reused_heap() -> bool:
-    """Let :func:`reused_heap` set this process's heap up (a process made for loads); whether it
-    will (False without glibc)."""
+def enable_reused_heap() -> None:
+    """Let :func:`reused_heap` set this process's heap up (a process made for loads; not without glibc)."""
     global _enabled
     _enabled = _LIBC is not None
-    return _enabled
 
 
 @contextmanager

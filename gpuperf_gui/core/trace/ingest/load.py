@@ -139,9 +139,8 @@ def plan_workers(files: Sequence[Path], budget: MemoryBudget, workers: int | Non
     (:data:`SMALL_JOB_TEXT_BYTES`) loads in this process, one file at a time, each file with the share
     it would have had in the pool (so the same files fit).
     """
-    n = len(files)
-    wanted = min(n, os.cpu_count() or 1) if workers is None else max(1, workers)
-    wanted = max(1, min(wanted, n))
+    wanted = (os.cpu_count() or 1) if workers is None else workers
+    wanted = max(1, min(wanted, len(files)))
     sizes = [text_size_hint(f) for f in files]
     largest = max(sizes, default=0)
     events = largest // stream_decode.TYPICAL_EVENT_BYTES

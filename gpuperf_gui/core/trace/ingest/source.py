@@ -69,8 +69,8 @@ class TraceStream:
     A plain file's chunks are new bytearrays, the caller's to keep and change (the streamed decode
     takes a small file's one chunk as its buffer, without a copy). Data that does not start like JSON
     is refused at its first byte, and text over ``max_bytes`` (decompressed) as soon as it is read.
-    After iteration: ``compressed`` (gzip by magic), ``stream_truncated`` (a gzip stream that ends
-    early or breaks: what came before it was yielded) and ``stream_error`` (why it broke).
+    After iteration: ``compressed`` (gzip by magic) and ``stream_error``: why a gzip stream ended early
+    or broke ("" when it did not; what came before the damage was yielded).
     """
 
     def __init__(self, path: Path, max_bytes: int | None = None) -> None:
@@ -81,7 +81,6 @@ class TraceStream:
         self.file_bytes = os.fstat(self._fh.fileno()).st_size
         self.compressed = self._fh.read(2) == GZIP_MAGIC
         self._fh.seek(0)
-        self.stream_truncated = False
         self.stream_error = ""
 
     def __enter__(self) -> TraceStream:
@@ -129,9 +128,9 @@ class TraceStream:
                                "(raise max_bytes to load it)")
 
     def read_size(self) -> int:
-        """Bytes to read next from a plain file: :data:`OUT_CHUNK_BYTES`, or what is left of it (and
-        one more, to see its end) when that is less: a small rank file is not given (and made to
-        zero) a chunk-sized buffer."""
+        """Bytes to read next from a plain file: :data:`OUT_CHUNK_BYTES`, or what is left of it and one
+        more, to see its end, when that is less (1: read to the size it had when opened): a small rank
+        file is not given (and made to zero) a chunk-sized buffer."""
         try:
             left = self.file_bytes - self._fh.tell()
         except OSError:
@@ -144,14 +143,6 @@ class TraceStream:
         n = self._fh.readinto(buf) or 0
         del buf[n:]
         return buf
-
-    def at_end(self) -> bool:
-        """Whether a plain file has been read to the size it had when opened (a file that grew
-        since reads on as before: this only spares a reader a buffer for nothing)."""
-        try:
-            return self._fh.tell() >= self.file_bytes
-        except OSError:
-            return False
 
     def readinto(self, view: memoryview) -> int:
         """Read the next bytes of a plain (not compressed) file into ``view``; 0 at its end. Reads
@@ -173,7 +164,7 @@ class TraceStream:
                 except _gzip_codec.error as exc:
                     if not self.text_bytes:  # (counted by __iter__ as each chunk goes out)
                         raise TraceFormatError(f"{self.path}: corrupt gzip data: {exc}") from None
-                    self.stream_truncated, self.stream_error = True, f"corrupt gzip data: {exc}"
+                    self.stream_error = f"corrupt gzip data: {exc}"
                     return  # keep what decompressed before the damage
                 if out:
                     yield out
@@ -190,7 +181,7 @@ class TraceStream:
         if not decomp.eof:
             if not self.text_bytes:
                 raise TraceFormatError(f"{self.path}: corrupt or truncated gzip data: nothing decompresses")
-            self.stream_truncated, self.stream_error = True, "gzip stream cut short"
+            self.stream_error = "gzip stream cut short"
 
 
 def text_size_hint(path: Path) -> int:

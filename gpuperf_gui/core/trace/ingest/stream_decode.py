@@ -128,15 +128,14 @@ def _stream_columns(path: Path, budget: MemoryBudget, max_bytes: int | None, thr
         text_bytes_hint = text_size_hint(path)  # the columns reserve room for the most events it holds
         threads = scan_threads(text_bytes_hint, threads) if scan.ENABLED else None
         splitter = _Splitter(threads, text_bytes_hint // MIN_EVENT_BYTES)
-        file_bytes = None if stream.compressed else stream.file_bytes  # projects the events to come
         try:
             for chunk in stream:
                 splitter.feed(chunk)
-                _check_budget(path, budget, splitter, stream.text_bytes, file_bytes)
-                if splitter.reads_runs and file_bytes is not None:
+                _check_budget(budget, splitter, stream)
+                if splitter.reads_runs and not stream.compressed:
                     for _ in splitter.read_runs(stream):
-                        _check_budget(path, budget, splitter, stream.text_bytes, file_bytes)
-            if stream.stream_truncated:
+                        _check_budget(budget, splitter, stream)
+            if stream.stream_error:
                 raise NotStreamable("the gzip stream is cut short")
             return splitter.finish()
         finally:
@@ -159,21 +158,21 @@ def scan_threads(text_bytes_hint: int, threads: int | None = None) -> int:
     return n if n >= 2 else 1
 
 
-def _check_budget(path: Path, budget: MemoryBudget, splitter: _Splitter, total_bytes: int,
-                  file_bytes: int | None) -> None:
+def _check_budget(budget: MemoryBudget, splitter: _Splitter, stream: TraceStream) -> None:
     """Refuse when the events decoded so far (projected to the whole file when its size is known)
     and the text and structs in flight would not fit the budget."""
     events, decoded_bytes = splitter.columns.n + splitter.kept, splitter.decoded_bytes
+    file_bytes = None if stream.compressed else stream.file_bytes  # projects the events to come
     if file_bytes and decoded_bytes:
         events = int(events * file_bytes / decoded_bytes)
         what = (f"loading this {format_bytes(file_bytes, decimal=True)} file (about {events:,} events, "
                 f"projected from the {format_bytes(decoded_bytes, decimal=True)} decoded)")
     else:
-        what = (f"loading this trace ({format_bytes(total_bytes, decimal=True)} of JSON so far, "
+        what = (f"loading this trace ({format_bytes(stream.text_bytes, decimal=True)} of JSON so far, "
                 f"{events:,} events decoded)")
-    in_flight = total_bytes - decoded_bytes + splitter.buffer_bytes
+    in_flight = stream.text_bytes - decoded_bytes + splitter.buffer_bytes
     need = streamed_load_bytes(events, in_flight, splitter.structs_in_flight)
-    budget.check(path, need, what, events=events)
+    budget.check(stream.path, need, what, events=events)
 
 
 class _Splitter:
@@ -203,7 +202,6 @@ class _Splitter:
         self._decode_at = MIN_DECODE_BYTES  # undecoded text that triggers a careful decode
         self._head = bytearray()  # the text up to and including the events array's '['
         self._list_form = False
-        self._searched = 0
         self._pending: bytearray | None = None  # '[' then the events not decoded yet
         self._tail: bytearray | None = None  # the text after the events array
 
@@ -256,9 +254,9 @@ class _Splitter:
         reads the rest in chunks and feeds them as usual."""
         chunk_bytes = source.OUT_CHUNK_BYTES
         while self.reads_runs and len(self._pending) <= chunk_bytes:
-            if stream.at_end():  # a small file came whole in the first chunk: no buffer for its end
-                return
             chunk_bytes = stream.read_size()  # the file's rest when that is less
+            if chunk_bytes == 1:  # read to its end (a small file came whole in the first chunk): no buffer for it
+                return
             while not self._free and len(self._in_flight) > self._max_in_flight - 1 >= 0:
                 self._merge_oldest()
             if not self.reads_runs:
@@ -340,10 +338,9 @@ class _Splitter:
         if text[start] == ord("["):
             split, self._list_form = start + 1, True
         else:
-            m = _EVENTS_KEY.search(text, max(0, self._searched - 64))
+            m = _EVENTS_KEY.search(text, max(0, len(text) - len(chunk) - 64))  # the text before chunk was searched
             if m is None:
                 head += chunk if text is chunk else b""
-                self._searched = len(head)
                 if len(head) > MAX_HEAD_BYTES:
                     raise NotStreamable("no events array near the start")
                 return
@@ -351,7 +348,7 @@ class _Splitter:
         self.decoded_bytes += split
         if text is chunk:
             head += chunk[:split]
-            if isinstance(chunk, bytearray) and chunk[split - 1] == ord("["):  # a plain file's: kept as it is
+            if isinstance(chunk, bytearray):  # a plain file's: kept as it is
                 del chunk[:split - 1]  # O(1) at a bytearray's front; what stays starts with the '['
                 self._pending = chunk
             else:
@@ -441,7 +438,6 @@ class _Splitter:
                 self._array_ends_early(str(exc))
             else:
                 self._tail, self._pending = bytearray(), None
-        self.structs_in_flight = 0
         return self.columns, self._meta(), self.n_entries
 
     def _scanned_to_array_end(self) -> bool:

@@ -22,7 +22,6 @@ ENABLED = _scan is not None
 """Whether :func:`scan_run` scans (the extension is built; an internal switch: docs/environment.md)."""
 
 _COLUMNS = tuple((key, schema.column_dtype(key)) for key in schema.SCAN_COLUMNS)
-"""The scanner's columns, in its order (``_scan.c`` ``C_CAT`` ... ``C_SHAPE``), and their dtypes."""
 
 
 class ScannedRun:
