@@ -56,7 +56,7 @@ CPU_COLLECTIVE_RE = re.compile(
 _LAUNCH_NAME_RE = re.compile(r"launch|memcpy|memset", re.I)  # cudaGraphLaunch too
 _BLOCKING_CALL_RE = re.compile(r"synchronize|^(cuda|hip)Memcpy(Async)?$|^aten::(item|_local_scalar_dense)$"
                                r"|^cudaStreamWaitEvent$", re.I)
-_CPU_P2P_RE = re.compile(r"^(gloo|nccl):(send|recv)|^c10d::(send|recv)|^gloo:.*(send|recv)", re.I)
+_CPU_P2P_RE = re.compile(r"^nccl:(send|recv)|^c10d::(send|recv)|^gloo:.*(send|recv)", re.I)
 _OPTIMIZER_KERNEL_RE = re.compile(r"multi_tensor_apply|adam|\bsgd|lamb(?!da)|fused_optim|_foreach_|optimizer", re.I)
 _HTOD_RE = re.compile(r"HtoD|Host to Device|H2D", re.I)
 _STEP_NAME_RE = re.compile(r"^ProfilerStep")
@@ -524,7 +524,7 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, p2p: n
     cpu_p2p = cpu_union(rt, _CPU_P2P_RE, t0, t1)
     ps = np.concatenate([dev.start_us[p2p] - P2P_TOUCH_US, cpu_p2p[0]])
     pe = np.concatenate([dev.end_us[p2p] + P2P_TOUCH_US, cpu_p2p[1]])
-    touched = iv.overlap_each(gs, ge, iv.union(ps, pe)) > 0 if ps.size else np.zeros(gs.size, dtype=bool)
+    touched = iv.overlap_each(gs, ge, iv.union(ps, pe)) > 0
     out.pipeline = float(glen[touched].sum()) / span
     out.p2p_cpu_blocking = iv.intersection_length((gs, ge), cpu_p2p) / span
     # Communication (the module docstring). Before it, the gap is the host's (it issued the
@@ -699,18 +699,17 @@ def _step_stats(rt: RankTrace, dev: DeviceEvents, warmup: list[int]) -> list[Ste
     out = []
     if not rt.steps:
         return out
-    steps = rt.steps
-    bounds = step_bounds(steps)
+    bounds = step_bounds(rt.steps)
     # `gpuperf profile` stopped mid-step (Stop, or the script ended): its last step is cut short
     last_partial = bool((rt.gpuperf_unprofiled or {}).get("last_step_partial"))
     busy_in = iv.clip_each(iv.union(dev.start_us, dev.end_us), bounds)
-    for i, (step, (s, e)) in enumerate(zip(steps, bounds)):
+    for i, (step, (s, e)) in enumerate(zip(rt.steps, bounds)):
         w0, w1 = step_window(rt, i)
         busy = iv.length(*busy_in[i])
         span = max(e - s, 1e-9)
         out.append(StepStats(number=step.number, duration_s=(w1 - w0) / 1e6, gpu_busy_fraction=busy / span,
                              gpu_idle_s=(span - busy) / 1e6, warmup=step.number in warmup,
-                             partial=last_partial and i == len(steps) - 1))
+                             partial=last_partial and i == len(rt.steps) - 1))
     return out
 
 
