@@ -99,7 +99,6 @@ class WhatIf:
     replay_error: float = 0.0
     """|replayed window - traced window| / traced window: how well the graph explains the trace."""
     graph: cp.Graph | None = None
-    times_us: np.ndarray | None = None
 
     def for_cause(self, cause: str) -> Projection | None:
         return next((p for p in self.projections if p.cause == cause), None)
@@ -587,7 +586,7 @@ def project(ranks: list[RankTrace], step_time_s: float | None, *, late_ranks: li
     wi = WhatIf(step_time_s, path, out, mfu_at(step_time_s),
                 abs(replayed - orig_span) / orig_span if orig_span > 0 else 0.0)
     if keep_graph:
-        wi.graph, wi.times_us = g, t
+        wi.graph = g
     return wi
 
 
