@@ -1142,7 +1142,7 @@ def critical_path(g: Graph, t: np.ndarray, d: np.ndarray | None = None, w: np.nd
     total = float(secs.sum())
     seconds = {CATEGORIES[i]: float(secs[i]) / 1e6 for i in range(len(CATEGORIES)) if secs[i] > 0}
     share = {k: v * 1e6 / total for k, v in seconds.items()} if total > 0 else {}
-    nodes = np.sort(np.concatenate(on_path)) if on_path else np.zeros(0, np.int64)
+    nodes = np.sort(np.concatenate(on_path))   # never empty: the walk's first stretch is on it before any stop
     return CriticalPath(length, share, seconds, nodes)
 
 

@@ -407,7 +407,7 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
         idle_causes=causes, top_kernels=_top_kernels(rt, dev, kernels, in_window_us),
         p2p_cpu_ops=int(np.sum((p2p_starts >= t0) & (p2p_starts < t1))),
         hta_idle_by_stream_s={k: {c: v / 1e6 for c, v in d.items()} for k, d in hta_idle_streams.items()},
-        optimizer_kernel_share=_share_matching(rt, dev, kernels, in_window_us, _OPTIMIZER_KERNEL_RE),
+        optimizer_kernel_share=_optimizer_share(rt, dev, kernels, in_window_us),
         profiler_overhead=_overhead_json(rt),
         kernel_evidence=evidence,
     )
@@ -657,13 +657,12 @@ def _launch_free_stretches(gs: np.ndarray, ge: np.ndarray, calls: np.ndarray
     return points[long], points[long + 1], gaps[gap_of[long]].astype(np.int64)
 
 
-def _share_matching(rt: RankTrace, dev: DeviceEvents, kernels: np.ndarray, in_window_us: np.ndarray,
-                    pattern: re.Pattern) -> float:
-    """Share of kernel time (``kernels``: copies left out) in kernels whose name matches ``pattern``."""
+def _optimizer_share(rt: RankTrace, dev: DeviceEvents, kernels: np.ndarray, in_window_us: np.ndarray) -> float:
+    """Share of kernel time (``kernels``: copies left out) in optimizer kernels (:data:`_OPTIMIZER_KERNEL_RE`)."""
     total = float(in_window_us[kernels].sum())
     if total <= 0:
         return 0.0
-    names = pattern_mask(rt.strings, pattern)
+    names = pattern_mask(rt.strings, _OPTIMIZER_KERNEL_RE)
     return float(in_window_us[kernels & names[dev.name_id]].sum()) / total
 
 

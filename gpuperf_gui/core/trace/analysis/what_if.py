@@ -222,7 +222,7 @@ def _pipeline_bubble(g: cp.Graph, ctx: dict) -> Change | None:
 def _late_rank(g: cp.Graph, ctx: dict) -> Change | None:
     """The late ranks arrive with the others: their host time outside ops, host stalls and the
     DataLoader is 0."""
-    late = ctx.get("late_ranks") or []
+    late = ctx.get("late_ranks")
     if not late:
         return None
     dc, w, on = _base(g, ctx)
