@@ -25,11 +25,11 @@
  *     trace time sets the next pass's frontier, less slack and 1e-6). Returns True once a pass
  *     moved nothing, False after max_iter passes (the caller raises NotSettled).
  *
- * The maxima are numpy's (np.maximum: the first operand when >=, a NaN propagates); the edges
- * must be sorted by destination (build_graph sorts them). Arrays come as contiguous buffers:
- * float64 and int64. Index checks fail with ValueError before the walk (an index out of range is
- * a bug in the graph: numpy would refuse it too, so nothing falls back). Built with -ffp-contract=off (setup.py): no fused multiply-add, each + and - rounded as
- * numpy rounds it. Runs without the GIL.
+ * The maxima are numpy's (np.maximum: the first operand when >=, a NaN propagates); the edges must be
+ * sorted by destination (build_graph sorts them). Arrays come as contiguous buffers: float64 and int64.
+ * Index checks fail with ValueError before the walk (an index out of range is a bug in the graph:
+ * numpy would refuse it too, so nothing falls back). Built with -ffp-contract=off (setup.py): no fused
+ * multiply-add, each + and - rounded as numpy rounds it. Runs without the GIL.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -115,18 +115,17 @@ static int walk(const Walk *x) {
     double frontier = -INFINITY;
     out = 0;
     for (long pass = 0; pass < x->max_iter; pass++) {
-        if (n_groups) {   /* collectives: every rank's arrival, from the newest times */
-            for (int64_t gi = 0; gi < n_groups; gi++) last[gi] = -INFINITY;
-            Py_ssize_t e = 0;
-            for (Py_ssize_t k = 0; k < n_grp; k++) {
-                Py_ssize_t node = grp[k];
-                double rg;
-                e = e + search_left_i(x->dst + e, x->n_edges - e, node);
-                ready_run(node, node + 1, x->fixed, x->src, x->dst, x->w, e, x->n_edges, t, &rg);
-                double prev = is_lo[node] ? -INFINITY : t[node > 0 ? node - 1 : 0];
-                double arrival = npmax(prev, rg);
-                last[x->group[node]] = npmax(last[x->group[node]], arrival);
-            }
+        /* collectives: every rank's arrival, from the newest times */
+        for (int64_t gi = 0; gi < n_groups; gi++) last[gi] = -INFINITY;
+        Py_ssize_t ge = 0;   /* the first edge into the group node (dst sorted, nodes ascending) */
+        for (Py_ssize_t k = 0; k < n_grp; k++) {
+            Py_ssize_t node = grp[k];
+            double rg;
+            ge = ge + search_left_i(x->dst + ge, x->n_edges - ge, node);
+            ready_run(node, node + 1, x->fixed, x->src, x->dst, x->w, ge, x->n_edges, t, &rg);
+            double prev = is_lo[node] ? -INFINITY : t[node > 0 ? node - 1 : 0];
+            double arrival = npmax(prev, rg);
+            last[x->group[node]] = npmax(last[x->group[node]], arrival);
         }
         double earliest = INFINITY;
         for (Py_ssize_t c = 0; c < x->n_chains; c++) {
@@ -187,13 +186,12 @@ static PyObject *replay(PyObject *Py_UNUSED(module), PyObject *args) {
         return NULL;
     /* t_orig d fixed reach group | chain_lo chain_hi | src dst w | t */
     PyObject *objs[11] = {o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8], o[9], o[12]};
-    const Py_ssize_t size[11] = {8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8};
     const int set[11] = {0, 0, 0, 0, 0, 1, 1, 2, 2, 2, 0};   /* which arrays share a length */
     Py_buffer v[11];
     Py_ssize_t len[3] = {-1, -1, -1};
     int got = 0;
     for (; got < 11; got++)
-        if (get(objs[got], &v[got], got == 10, size[got], &len[set[got]])) break;
+        if (get(objs[got], &v[got], got == 10, 8, &len[set[got]])) break;
     if (got < 11) {
         while (got--) PyBuffer_Release(&v[got]);
         return NULL;

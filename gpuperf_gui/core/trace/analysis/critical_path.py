@@ -212,11 +212,6 @@ def _distinct(values: np.ndarray) -> list[int]:
     return np.flatnonzero(np.bincount(values)).tolist() if values.size else []
 
 
-def _sorted_distinct(values: np.ndarray) -> np.ndarray:
-    v = np.sort(values)
-    return v[np.r_[True, v[1:] != v[:-1]]] if v.size else v
-
-
 def _parents(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Index of each event's enclosing event (one thread's, sorted by start), -1 for top level."""
     n = starts.size
@@ -289,8 +284,8 @@ class _CpuLane:
     event: np.ndarray       # index into the lane of the event whose boundary the node is
     is_start: np.ndarray
     lane: Lane
-    burst_start: np.ndarray  # node indices (local) that start a burst after idle
-    burst_end: np.ndarray
+    burst_start: np.ndarray  # node indices (local) that start a burst after idle: sorted, never node 0
+    burst_end: np.ndarray    # and that end one: sorted, never the last node (its segment is empty)
 
     def end_of(self, i: int) -> int:
         """The node that ends node ``i``'s event (the next end of the same event), -1 for none."""
@@ -625,7 +620,7 @@ def _thread_edges(b: _Builder, cpu: dict[int, _CpuLane], main: Lane | None) -> N
     order = np.argsort(all_t, kind="stable")
     all_t, all_node, all_lane = all_t[order], all_node[order], all_lane[order]
     for lid, c in cpu.items():
-        starts = _sorted_distinct(np.r_[0, c.burst_start])
+        starts = np.r_[0, c.burst_start]
         if main is None or lid != main.lane_id:
             # The latest point of another thread before each burst start (by position in all_t).
             other = np.maximum.accumulate(np.where(all_lane != lid, np.arange(all_t.size), -1))
@@ -638,7 +633,7 @@ def _thread_edges(b: _Builder, cpu: dict[int, _CpuLane], main: Lane | None) -> N
         # Joins: another thread that had nothing to do across this thread's whole burst and goes on
         # just after it ends was waiting for it (the main thread in backward(), for the autograd
         # thread).
-        ends = _sorted_distinct(np.r_[c.burst_end, c.t.size - 1])
+        ends = np.r_[c.burst_end, c.t.size - 1]
         first = starts[np.maximum(np.searchsorted(starts, ends, side="right") - 1, 0)]
         for oid, o in cpu.items():
             if oid == lid:
@@ -798,8 +793,6 @@ def _step_nodes(rt: RankTrace, b: _Builder, steps: list, cpu: dict[int, _CpuLane
 
 def _step_numbers(steps: list, times_us: np.ndarray | list[float]) -> list[int]:
     """The number of the step (by the steps' CPU starts) each time falls in; -1 before the first."""
-    if not steps:
-        return [-1] * len(times_us)
     at = np.searchsorted(np.array([s.cpu_start_us for s in steps]), times_us, side="right") - 1
     return [steps[i].number if i >= 0 else -1 for i in at.tolist()]
 
@@ -1149,7 +1142,7 @@ def critical_path(g: Graph, t: np.ndarray, d: np.ndarray | None = None, w: np.nd
     total = float(secs.sum())
     seconds = {CATEGORIES[i]: float(secs[i]) / 1e6 for i in range(len(CATEGORIES)) if secs[i] > 0}
     share = {k: v * 1e6 / total for k, v in seconds.items()} if total > 0 else {}
-    nodes = np.sort(np.concatenate(on_path)) if on_path else np.zeros(0, np.int64)
+    nodes = np.sort(np.concatenate(on_path))   # never empty: the walk's first stretch is on it before any stop
     return CriticalPath(length, share, seconds, nodes)
 
 

@@ -32,7 +32,7 @@ def sorted_by(keys: np.ndarray, *others: np.ndarray) -> tuple[np.ndarray, ...]:
 
 def length(starts: np.ndarray, ends: np.ndarray) -> float:
     """Total length of disjoint intervals."""
-    return float(np.sum(ends - starts)) if starts.size else 0.0
+    return float(np.sum(ends - starts))
 
 
 def clip(starts: np.ndarray, ends: np.ndarray, t0: float, t1: float) -> Spans:

@@ -74,12 +74,12 @@ def op_points(rt: RankTrace, *, min_seconds: float = 0.0) -> list[OpPoint]:
     return sums.points(min_seconds)
 
 
-def op_table_and_points(rt: RankTrace, *, min_seconds: float = 0.0) -> tuple[list[OpRow], list[OpPoint]]:
+def op_table_and_points(rt: RankTrace) -> tuple[list[OpRow], list[OpPoint]]:
     """:func:`.optable.op_table` and :func:`op_points` of one rank, the points from the table's host
     rows (finding the nesting again took as long as the table)."""
     sums = PointSums(rt)
     ops = op_table(rt, on_point_rows=sums.add)
-    return ops, sums.points(min_seconds)
+    return ops, sums.points()
 
 
 class PointSums:

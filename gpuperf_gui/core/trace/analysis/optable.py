@@ -46,7 +46,6 @@ HOST_ROW_CATEGORIES = frozenset({"cpu_op", "Operator", "user_annotation"}) | LAU
 OVERHEAD_CATEGORIES = frozenset({"overhead"})
 """Kineto's profiler-overhead spans (CUPTI buffer flushes): children time of the profiling thread."""
 _STEP_RE = re.compile(r"^ProfilerStep\s*#\s*\d+$")
-_HOST_OR_OVERHEAD = HOST_ROW_CATEGORIES | OVERHEAD_CATEGORIES
 CONTAINMENT_SLACK_US = 1e-3
 """A child may end this much after its parent: Kineto writes ``ts`` and ``dur`` rounded to 1 ns
 separately, and ``ts`` near 5e12 µs is a double with a 0.001 µs step, so a child ending with its
@@ -93,7 +92,7 @@ def op_table(rt: RankTrace, host_windows_us: Sequence[tuple[float, float]] | Non
     """
     # Overhead spans are rows too (torch lists "Command Buffer Full"; its "Self CPU time total"
     # includes them), on their own row of the trace where nothing nests in them.
-    host_cat = member_mask(rt.strings, _HOST_OR_OVERHEAD)
+    host_cat = member_mask(rt.strings, HOST_ROW_CATEGORIES | OVERHEAD_CATEGORIES)
     n_strings = len(rt.strings)
     self_cpu, total_cpu, self_dev, total_dev, flops = (np.zeros(n_strings) for _ in range(5))
     calls = np.zeros(n_strings, dtype=np.int64)
@@ -368,7 +367,7 @@ def _collapse_same_name(h: HostRows, name_group: np.ndarray, extra_children: np.
     merge = has_parent & (name_group == name_group[safe]) & (n_children[safe] == 1)
     merged = np.flatnonzero(merge)
     if not merged.size:
-        if levels and h.level is None:
+        if levels:
             return h._replace(level=_levels(parent))
         return h
     top = np.arange(parent.size)
@@ -419,8 +418,8 @@ def _climb(cand: np.ndarray, active: np.ndarray, parents: np.ndarray, end: np.nd
 
 
 def _enclosing_events(end: np.ndarray, q_start: np.ndarray, q_end: np.ndarray) -> np.ndarray:
-    """For each event ``i`` (sorted by start), the latest ``j < i`` that encloses its query (see
-    :func:`_climb`), -1 if none.
+    """For each event ``i`` (two or more, sorted by start), the latest ``j < i`` that encloses its
+    query (see :func:`_climb`), -1 if none.
 
     Every candidate starts at ``i - 1``; one that does not enclose is replaced by its own current
     candidate, all at once (pointer jumping). That skip is safe: what a candidate ``c`` skipped
@@ -438,8 +437,6 @@ def _enclosing_events(end: np.ndarray, q_start: np.ndarray, q_end: np.ndarray) -
         return fast
     index = np.int32 if end.size < 2**31 else np.int64  # half the temporaries of int64
     cand = np.arange(-1, end.size - 1, dtype=index)
-    if end.size < 2:
-        return cand
     qs, qe = q_start[1:], q_end[1:]
     reach = np.maximum.accumulate(end[:-1])
     root = (reach < qe) | (reach <= qs)

@@ -255,7 +255,7 @@ class SelectionSummary:
         return self.gpu_busy_us / span if span > 0 else 0.0
 
 
-def _clipped(lane, t0: float, t1: float) -> iv.Spans:  # noqa: ANN001 (Lane)
+def _clipped(lane, t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001 (Lane)
     """(event indices overlapping [t0, t1], their time inside it)."""
     longest = float(lane.duration_us.max()) if len(lane) else 0.0
     sl = lane.window(t0 - longest, t1)

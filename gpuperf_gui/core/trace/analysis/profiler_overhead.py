@@ -21,8 +21,6 @@ from typing import Sequence
 
 from gpuperf_gui.core.units import format_duration_s
 
-UNPROFILED_KEY = "gpuperf_unprofiled"
-
 
 @dataclass(frozen=True)
 class ProfilerOverhead:

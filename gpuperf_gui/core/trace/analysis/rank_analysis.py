@@ -56,7 +56,7 @@ CPU_COLLECTIVE_RE = re.compile(
 _LAUNCH_NAME_RE = re.compile(r"launch|memcpy|memset", re.I)  # cudaGraphLaunch too
 _BLOCKING_CALL_RE = re.compile(r"synchronize|^(cuda|hip)Memcpy(Async)?$|^aten::(item|_local_scalar_dense)$"
                                r"|^cudaStreamWaitEvent$", re.I)
-_CPU_P2P_RE = re.compile(r"^(gloo|nccl):(send|recv)|^c10d::(send|recv)|^gloo:.*(send|recv)", re.I)
+_CPU_P2P_RE = re.compile(r"^nccl:(send|recv)|^c10d::(send|recv)|^gloo:.*(send|recv)", re.I)
 _OPTIMIZER_KERNEL_RE = re.compile(r"multi_tensor_apply|adam|\bsgd|lamb(?!da)|fused_optim|_foreach_|optimizer", re.I)
 _HTOD_RE = re.compile(r"HtoD|Host to Device|H2D", re.I)
 _STEP_NAME_RE = re.compile(r"^ProfilerStep")
@@ -407,7 +407,7 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
         idle_causes=causes, top_kernels=_top_kernels(rt, dev, kernels, in_window_us),
         p2p_cpu_ops=int(np.sum((p2p_starts >= t0) & (p2p_starts < t1))),
         hta_idle_by_stream_s={k: {c: v / 1e6 for c, v in d.items()} for k, d in hta_idle_streams.items()},
-        optimizer_kernel_share=_share_matching(rt, dev, kernels, in_window_us, _OPTIMIZER_KERNEL_RE),
+        optimizer_kernel_share=_optimizer_share(rt, dev, kernels, in_window_us),
         profiler_overhead=_overhead_json(rt),
         kernel_evidence=evidence,
     )
@@ -524,7 +524,7 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, p2p: n
     cpu_p2p = cpu_union(rt, _CPU_P2P_RE, t0, t1)
     ps = np.concatenate([dev.start_us[p2p] - P2P_TOUCH_US, cpu_p2p[0]])
     pe = np.concatenate([dev.end_us[p2p] + P2P_TOUCH_US, cpu_p2p[1]])
-    touched = iv.overlap_each(gs, ge, iv.union(ps, pe)) > 0 if ps.size else np.zeros(gs.size, dtype=bool)
+    touched = iv.overlap_each(gs, ge, iv.union(ps, pe)) > 0
     out.pipeline = float(glen[touched].sum()) / span
     out.p2p_cpu_blocking = iv.intersection_length((gs, ge), cpu_p2p) / span
     # Communication (the module docstring). Before it, the gap is the host's (it issued the
@@ -657,13 +657,12 @@ def _launch_free_stretches(gs: np.ndarray, ge: np.ndarray, calls: np.ndarray
     return points[long], points[long + 1], gaps[gap_of[long]].astype(np.int64)
 
 
-def _share_matching(rt: RankTrace, dev: DeviceEvents, kernels: np.ndarray, in_window_us: np.ndarray,
-                    pattern: re.Pattern) -> float:
-    """Share of kernel time (``kernels``: copies left out) in kernels whose name matches ``pattern``."""
+def _optimizer_share(rt: RankTrace, dev: DeviceEvents, kernels: np.ndarray, in_window_us: np.ndarray) -> float:
+    """Share of kernel time (``kernels``: copies left out) in optimizer kernels (:data:`_OPTIMIZER_KERNEL_RE`)."""
     total = float(in_window_us[kernels].sum())
     if total <= 0:
         return 0.0
-    names = pattern_mask(rt.strings, pattern)
+    names = pattern_mask(rt.strings, _OPTIMIZER_KERNEL_RE)
     return float(in_window_us[kernels & names[dev.name_id]].sum()) / total
 
 
@@ -699,18 +698,17 @@ def _step_stats(rt: RankTrace, dev: DeviceEvents, warmup: list[int]) -> list[Ste
     out = []
     if not rt.steps:
         return out
-    steps = rt.steps
-    bounds = step_bounds(steps)
+    bounds = step_bounds(rt.steps)
     # `gpuperf profile` stopped mid-step (Stop, or the script ended): its last step is cut short
     last_partial = bool((rt.gpuperf_unprofiled or {}).get("last_step_partial"))
     busy_in = iv.clip_each(iv.union(dev.start_us, dev.end_us), bounds)
-    for i, (step, (s, e)) in enumerate(zip(steps, bounds)):
+    for i, (step, (s, e)) in enumerate(zip(rt.steps, bounds)):
         w0, w1 = step_window(rt, i)
         busy = iv.length(*busy_in[i])
         span = max(e - s, 1e-9)
         out.append(StepStats(number=step.number, duration_s=(w1 - w0) / 1e6, gpu_busy_fraction=busy / span,
                              gpu_idle_s=(span - busy) / 1e6, warmup=step.number in warmup,
-                             partial=last_partial and i == len(steps) - 1))
+                             partial=last_partial and i == len(rt.steps) - 1))
     return out
 
 

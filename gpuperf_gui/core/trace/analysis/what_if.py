@@ -99,7 +99,6 @@ class WhatIf:
     replay_error: float = 0.0
     """|replayed window - traced window| / traced window: how well the graph explains the trace."""
     graph: cp.Graph | None = None
-    times_us: np.ndarray | None = None
 
     def for_cause(self, cause: str) -> Projection | None:
         return next((p for p in self.projections if p.cause == cause), None)
@@ -223,7 +222,7 @@ def _pipeline_bubble(g: cp.Graph, ctx: dict) -> Change | None:
 def _late_rank(g: cp.Graph, ctx: dict) -> Change | None:
     """The late ranks arrive with the others: their host time outside ops, host stalls and the
     DataLoader is 0."""
-    late = ctx.get("late_ranks") or []
+    late = ctx.get("late_ranks")
     if not late:
         return None
     dc, w, on = _base(g, ctx)
@@ -587,7 +586,7 @@ def project(ranks: list[RankTrace], step_time_s: float | None, *, late_ranks: li
     wi = WhatIf(step_time_s, path, out, mfu_at(step_time_s),
                 abs(replayed - orig_span) / orig_span if orig_span > 0 else 0.0)
     if keep_graph:
-        wi.graph, wi.times_us = g, t
+        wi.graph = g
     return wi
 
 
