@@ -238,7 +238,7 @@ def assemble(summaries: Sequence[RankSummary], notes: list[str] | None = None) -
 
 # -- the scheduler -----------------------------------------------------------------------------------
 def parse_address(address: str) -> tuple[str, int | None]:
-    """``("local", n_workers or None)`` or ``("remote", address)``; raises :class:`ClusterError`."""
+    """``("local", n_workers or None)`` or ``("remote", None)``; raises :class:`ClusterError`."""
     text = address.strip()
     m = _LOCAL_RE.match(text)
     if m:
@@ -419,13 +419,12 @@ def engine_label(address: str | None, n_workers: int | None = None) -> str:
     return f"the Dask scheduler at {address.strip()}"  # type: ignore[union-attr]
 
 
-def iter_compact_analyse(paths: Sequence[Path | str], stop: threading.Event | None = None, *,
+def iter_compact_analyse(paths: Sequence[Path | str], stop: threading.Event, *,
                          address: str | None = None, workers: int | None = None,
                          max_bytes: int | None = DEFAULT_MAX_BYTES, memory_budget: MemoryBudget | int | None = None,
                          top: int = 10, overview: bool = False) -> Iterator[Progress | ClusterResult]:
     """:class:`.api.Progress` items, then one :class:`ClusterResult` (nothing when ``stop`` is set):
     :func:`summarize_rank` of each file on the local process pool or, with ``address``, in Dask tasks."""
-    stop = stop or threading.Event()
     files = discover_files(paths)
     options = {"max_bytes": max_bytes, "top": top, "overview": overview}
     if address is None:
