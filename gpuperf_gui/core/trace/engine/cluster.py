@@ -204,11 +204,7 @@ class ClusterResult:
 
     def overview(self) -> Overview:
         """The overview (rank × step heatmap) from the ranks' compact step breakdowns."""
-        ranks = []
-        for r in self.ranks:
-            if r.overview is not None:
-                r.overview.rank = r.rank
-                ranks.append(r.overview)
+        ranks = [r.overview for r in self.ranks if r.overview is not None]
         return Overview(ranks, list(self.multi_rank.stragglers))
 
     @property
@@ -224,6 +220,8 @@ def assemble(summaries: Sequence[RankSummary], notes: list[str] | None = None) -
     spans, by_step = {}, {}
     for s in ordered:
         s.analysis.rank = s.rank
+        if s.overview is not None:
+            s.overview.rank = s.rank
         s.diagnosis = diagnose_rank(s.analysis)
         shift = s.origin_us - origin
         if s.collective_start_us is not None and s.collective_start_us.size:  # as api._collective_spans
