@@ -44,10 +44,10 @@ def test_resnet_workers_speedup_is_the_ratio_of_median_profiler_steps(shared_tra
         medians.append(statistics.median(e["dur"] for e in steps[1:]) / 1e6)
     assert medians == [pytest.approx(0.176468), pytest.approx(0.126272)]
     d = resnet_diff
-    assert d.step_time_before_s == pytest.approx(medians[0], rel=0.01)
-    assert d.step_time_after_s == pytest.approx(medians[1], rel=0.02)
+    assert d.before.step_time_s == pytest.approx(medians[0], rel=0.01)
+    assert d.after.step_time_s == pytest.approx(medians[1], rel=0.02)
     assert d.speedup == pytest.approx(medians[0] / medians[1], rel=0.02)
-    assert d.speedup == d.step_time_before_s / d.step_time_after_s > 1.3
+    assert d.speedup == d.before.step_time_s / d.after.step_time_s > 1.3
 
 
 def _raw_kernel_seconds_per_step(events: list[dict]) -> tuple[float, int]:

@@ -61,7 +61,7 @@ def test_speedup_is_the_ratio_of_the_unprofiled_medians(pair: tuple[Path, Path])
     assert d.speedup_source == SOURCE_UNPROFILED == "unprofiled steps measured by gpuperf profile"
     # the same trace on both sides: the profiled speedup stays beside it, 1.0
     assert d.speedup_profiled == pytest.approx(1.0)
-    assert d.step_time_before_s == d.step_time_after_s  # the traces' own step times are kept
+    assert d.before.step_time_s == d.after.step_time_s  # the traces' own step times are kept
     assert d.before.profiler_overhead == pytest.approx(14 / 11)
     # 6 ms recorded against idle steps of 5-6 ms: within their noise, not a +9 % overhead
     assert d.after.profiler_overhead is None and "not measurable" in d.after.overhead.describe()

@@ -342,7 +342,7 @@ class TraceCompare(QWidget):
             big = f" · {_speedup_html(h.ratio, '14pt')}" + ("" if h.conclusive else " <b>(not conclusive)</b>")
         source = f"<br><span style='color:#666'>speedup from {html.escape(d.speedup_source or '–')}"
         if d.speedup_unprofiled is not None and d.speedup_profiled is not None:
-            source += (f"; profiled trace {_duration(d.step_time_before_s)} → {_duration(d.step_time_after_s)} "
+            source += (f"; profiled trace {_duration(d.before.step_time_s)} → {_duration(d.after.step_time_s)} "
                        f"({d.speedup_profiled:.2f}×), profiler overhead {_overhead(d.before.profiler_overhead)} "
                        f"before, {_overhead(d.after.profiler_overhead)} after")
         elif d.speedup_unprofiled is None:

@@ -133,7 +133,7 @@ def analyse_loaded_rank(rt: RankTrace) -> tuple[RankAnalysis, list[OpRow], list[
     return (attach_kernels(rt, analyse_rank(rt)), *op_table_and_points(rt))
 
 
-def iter_load_and_analyse(paths: Sequence[Path | str], stop: threading.Event | None = None, *,
+def iter_load_and_analyse(paths: Sequence[Path | str], stop: threading.Event, *,
                           max_bytes: int | None = DEFAULT_MAX_BYTES, workers: int | None = None,
                           memory_budget: MemoryBudget | int | None = None
                           ) -> Iterator[Progress | TraceResult]:
@@ -141,7 +141,6 @@ def iter_load_and_analyse(paths: Sequence[Path | str], stop: threading.Event | N
     (nothing once ``stop`` is set). Several files are loaded in parallel processes (``workers``,
     default: up to the CPU count) by :func:`.load.iter_per_file`. Errors (:class:`TraceFormatError`)
     propagate to the caller."""
-    stop = stop or threading.Event()
     files = discover_files(paths)
     n = len(files)
     yield Progress(0.0, f"reading {n} file{'s' if n != 1 else ''}")

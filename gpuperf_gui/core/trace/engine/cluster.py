@@ -204,11 +204,7 @@ class ClusterResult:
 
     def overview(self) -> Overview:
         """The overview (rank × step heatmap) from the ranks' compact step breakdowns."""
-        ranks = []
-        for r in self.ranks:
-            if r.overview is not None:
-                r.overview.rank = r.rank
-                ranks.append(r.overview)
+        ranks = [r.overview for r in self.ranks if r.overview is not None]
         return Overview(ranks, list(self.multi_rank.stragglers))
 
     @property
@@ -224,6 +220,8 @@ def assemble(summaries: Sequence[RankSummary], notes: list[str] | None = None) -
     spans, by_step = {}, {}
     for s in ordered:
         s.analysis.rank = s.rank
+        if s.overview is not None:
+            s.overview.rank = s.rank
         s.diagnosis = diagnose_rank(s.analysis)
         shift = s.origin_us - origin
         if s.collective_start_us is not None and s.collective_start_us.size:  # as api._collective_spans
@@ -238,7 +236,7 @@ def assemble(summaries: Sequence[RankSummary], notes: list[str] | None = None) -
 
 # -- the scheduler -----------------------------------------------------------------------------------
 def parse_address(address: str) -> tuple[str, int | None]:
-    """``("local", n_workers or None)`` or ``("remote", address)``; raises :class:`ClusterError`."""
+    """``("local", n_workers or None)`` or ``("remote", None)``; raises :class:`ClusterError`."""
     text = address.strip()
     m = _LOCAL_RE.match(text)
     if m:
@@ -419,13 +417,12 @@ def engine_label(address: str | None, n_workers: int | None = None) -> str:
     return f"the Dask scheduler at {address.strip()}"  # type: ignore[union-attr]
 
 
-def iter_compact_analyse(paths: Sequence[Path | str], stop: threading.Event | None = None, *,
+def iter_compact_analyse(paths: Sequence[Path | str], stop: threading.Event, *,
                          address: str | None = None, workers: int | None = None,
                          max_bytes: int | None = DEFAULT_MAX_BYTES, memory_budget: MemoryBudget | int | None = None,
                          top: int = 10, overview: bool = False) -> Iterator[Progress | ClusterResult]:
     """:class:`.api.Progress` items, then one :class:`ClusterResult` (nothing when ``stop`` is set):
     :func:`summarize_rank` of each file on the local process pool or, with ``address``, in Dask tasks."""
-    stop = stop or threading.Event()
     files = discover_files(paths)
     options = {"max_bytes": max_bytes, "top": top, "overview": overview}
     if address is None:

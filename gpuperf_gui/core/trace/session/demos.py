@@ -6,10 +6,9 @@ is removed at its shutdown) or, by default, to one removed when the process exit
 
 from __future__ import annotations
 
-import functools
 import importlib.resources
 import tempfile
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 from typing import Callable
 
@@ -22,7 +21,7 @@ SHIPPED_DEMOS = (
 """(menu text, file or folder under the package's ``resources/demo``)."""
 
 
-@functools.cache
+@cache
 def _session_demo_dir() -> tempfile.TemporaryDirectory:
     """The synthetic demos' default folder (its TemporaryDirectory's finalizer removes it at exit)."""
     return tempfile.TemporaryDirectory(prefix="gpuperf-demo-")

@@ -225,17 +225,9 @@ class TraceDiff:
         return headline(self)
 
     @property
-    def step_time_before_s(self) -> float | None:
-        return self.before.step_time_s
-
-    @property
-    def step_time_after_s(self) -> float | None:
-        return self.after.step_time_s
-
-    @property
     def speedup_profiled(self) -> float | None:
         """Trace step time before / after (ProfilerStep medians, profiler on)."""
-        b, a = self.step_time_before_s, self.step_time_after_s
+        b, a = self.before.step_time_s, self.after.step_time_s
         return b / a if b and a else None
 
     @property
@@ -305,7 +297,7 @@ class TraceDiff:
         """The ``gpuperf diff --json`` object; ``top`` limits ``ops`` (None: all)."""
         ops = self.ops if top is None else self.ops[:top]
         return json_safe({
-            "step_time_before_s": self.step_time_before_s, "step_time_after_s": self.step_time_after_s,
+            "step_time_before_s": self.before.step_time_s, "step_time_after_s": self.after.step_time_s,
             "speedup": self.speedup, "speedup_source": self.speedup_source,
             "headline": self.headline.to_json(), "same_workload": self.headline.same_workload,
             "flops_per_step_before": self.before.flops_per_step, "flops_per_step_after": self.after.flops_per_step,

@@ -168,7 +168,6 @@ class LoadedTrace:
             ranks.append(replace(spec, step_durations_us={s.number: s.duration_s * 1e6 for s in analysis.steps},
                                  straggler=spec.straggler or late,
                                  title=spec.title + (" ⚠ late (straggler)" if late else "")))
-        ranks += self.ranks[len(ranks):]
         return replace(self, ranks=ranks, analysis=list(update.analysis), diagnosis=update.diagnosis,
                        op_tables=update.op_tables, mfu_figures=update.mfu_figures, overview=update.overview,
                        notes=[*self.notes, *update.notes], analysis_pending=False, what_if=update.what_if,
@@ -237,10 +236,6 @@ class LoadedTrace:
         shown = [(s.rank_index, s.lane_id) for s in self.lanes] if lanes is None else lanes
         return find_events(self.model, query, mode, shown)
 
-    def op_table_names(self, matches: Matches) -> set[str]:
-        """The op-table rows that hold the matched events (``ProfilerStep#3`` is in ``ProfilerStep*``)."""
-        return {op_row_name(n) for n in matches.names}
-
     def match_text(self, matches: Matches, k: int) -> str:
         """One line of the search list: start (from the trace start), name, duration, rank, lane."""
         ref = matches.ref(k)
@@ -251,11 +246,9 @@ class LoadedTrace:
                 f"({format_duration_us(float(lane.duration_us[ref.index]))}, rank {rank.rank}, {lane.label})")
 
     # -- geometry and ranges ------------------------------------------------------------------------
-    def idle_gaps(self, rank_index: int, lane_id: int, threshold_us: float | None = None
-                  ) -> tuple[np.ndarray, np.ndarray]:
-        """Idle gaps (start_us, end_us) of one lane, of at least ``threshold_us`` (default: the trace's)."""
-        lane = self.model.ranks[rank_index].lanes[lane_id]
-        return compute_gaps(lane, self.idle_threshold_us if threshold_us is None else threshold_us)
+    def idle_gaps(self, rank_index: int, lane_id: int, threshold_us: float) -> tuple[np.ndarray, np.ndarray]:
+        """Idle gaps (start_us, end_us) of one lane, of at least ``threshold_us``."""
+        return compute_gaps(self.model.ranks[rank_index].lanes[lane_id], threshold_us)
 
     def summarize_range(self, t0_us: float, t1_us: float,
                         rank_indices: Sequence[int] | None = None) -> SelectionSummary:
@@ -508,15 +501,14 @@ def _diagnosis_view(result: TraceResult, projection: str | None = None) -> Diagn
                    collective_lag_us=lag, close_call=list(result.diagnosis.close_call), projection=projection)
 
 
-def roofline_points(ranks: Sequence[RankTrace], notes: list[str],
-                    found: Sequence[list[OpPoint] | None] | None = None) -> list[RooflinePoint]:
+def roofline_points(ranks: Sequence[RankTrace], notes: list[str], found: Sequence[list[OpPoint]]
+                    ) -> list[RooflinePoint]:
     """The points "Show on roofline" draws; a failure becomes a note (the lanes still open).
-    ``found``: per rank, its :func:`.op_points.op_points` where known (the engine's), else None."""
+    ``found``: per rank, the engine's :func:`.op_points.op_points` (``RankResult.points``)."""
     points: list[RooflinePoint] = []
     try:
-        for k, rt in enumerate(ranks):
-            known = found[k] if found is not None else None
-            pts = [p.roofline_point() for p in known] if known is not None else figures.roofline_points(rt)
+        for rt, known in zip(ranks, found, strict=True):
+            pts = [p.roofline_point() for p in known]
             if len(ranks) > 1:
                 pts = [replace(p, label=f"rank {rt.rank}: {p.label}") for p in pts]
             points += pts

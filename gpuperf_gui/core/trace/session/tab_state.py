@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from ..model.lanes import EventRef
 from .load_state import Ending, LoadState
-from ..model.queries import Matches
+from ..model.queries import Matches, op_row_name
 
 if TYPE_CHECKING:
     from gpuperf_gui.core.hardware import Device, DeviceDatabase
@@ -232,7 +232,7 @@ class TraceTabState(LoadState):
         return self.search_args if self.search_args is not None and len(self.matches) else None
 
     def op_filter(self, on: bool) -> set[str] | None:
-        """The op-table names the search's matches have, when filtering is ``on`` (else None)."""
+        """The op-table rows holding the search's matches (:func:`.queries.op_row_name`) when ``on``, else None."""
         if not (on and self.trace is not None and len(self.matches)):
             return None
-        return self.trace.op_table_names(self.matches)
+        return {op_row_name(n) for n in self.matches.names}
