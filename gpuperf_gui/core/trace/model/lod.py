@@ -86,11 +86,6 @@ class FoldedRow:
     def __len__(self) -> int:
         return int(self.count.size)
 
-    @property
-    def folded(self) -> np.ndarray:
-        """Boolean mask of the rectangles that are folded blocks (count > 1)."""
-        return self.count > 1
-
     @classmethod
     def empty(cls) -> FoldedRow:
         return cls(_EMPTY_F, _EMPTY_F, _EMPTY_I, _EMPTY_I, _EMPTY_F, _EMPTY_F)
