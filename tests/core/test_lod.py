@@ -67,7 +67,7 @@ def test_wide_events_are_drawn_exactly():
         np.testing.assert_array_equal(row.first, [0, 1, 2, 3])
         np.testing.assert_array_equal(row.start_us, starts)
         np.testing.assert_array_equal(row.end_us, ends)
-        assert not row.folded.any()
+        assert not (row.count > 1).any()
 
 
 def test_tiny_neighbours_fold_into_one_block_with_a_count():

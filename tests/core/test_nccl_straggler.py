@@ -20,7 +20,7 @@ def _planned_lag_us(world: int, late: int, steps: int, sync: str) -> float:
     job = plan(world, late, steps + 1, sync, _NCCL_NAMES)
     lags = []
     for s in range(1, steps + 1):
-        comm = [[x for x in job[r][s][0] if x.stream == "comm"] for r in range(world)]
+        comm = [[x for x in job[r][s][0] if x.stream == _NCCL_NAMES.comm_stream] for r in range(world)]
         spread = [max(c[b].end_us - c[b].start_us for c in comm) - min(c[b].end_us - c[b].start_us for c in comm)
                   for b in range(len(comm[0]))]
         b = int(np.argmax(spread))

@@ -195,7 +195,6 @@ def straggler_diagnosis(per_rank: list[tuple[RankAnalysis, Diagnosis]], late: li
                         ) -> Diagnosis:
     """The job verdict when ``late`` ranks arrive late at collectives and the others wait for them."""
     worst = max(late, key=lambda s: s.lag_s)
-    by_rank = {a.rank: (a, d) for a, d in per_rank}
     others = [(a, d) for a, d in per_rank if a.rank not in {s.rank for s in late}]
     names = ", ".join(str(s.rank) for s in late)
     ev = [f"rank {s.rank} arrives late at collectives: they start {ms(s.lag_s)} after the other ranks' (median "
@@ -209,7 +208,7 @@ def straggler_diagnosis(per_rank: list[tuple[RankAnalysis, Diagnosis]], late: li
         ev.append(f"the other ranks wait for it inside the collective: theirs last {ms(worst.wait_s)} longer "
                   f"than rank {worst.rank}'s{wait}; that wait is most of their exposed communication "
                   f"({span} of the step)")
-    own, fix = _late_rank_lane(by_rank[worst.rank], others)
+    own, fix = _late_rank_lane(next((a, d) for a, d in per_rank if a.rank == worst.rank), others)
     ev.append(own)
     loss = worst.lag_s / worst.step_s if worst.step_s else 0.0
     secondary = sorted({d.signature for _, d in per_rank} - {"straggler"})

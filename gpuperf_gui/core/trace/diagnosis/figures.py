@@ -90,11 +90,11 @@ def _rank_parts(a: RankAnalysis) -> list[float]:
     return [p / total for p in parts] if total > 1.0 else parts
 
 
-def roofline_points(rt: RankTrace, *, min_seconds: float = 0.0) -> list[RooflinePoint]:
+def roofline_points(rt: RankTrace) -> list[RooflinePoint]:
     """One point per (op, input shapes) whose FLOPs and bytes are known (GEMM/attention ops).
 
     The points of :func:`.op_points.op_points` (``gpuperf diagnose --json``'s ``roofline_points``):
     FLOPs and bytes from the recorded shapes (:mod:`.flops`), seconds the device time of the kernels
     the op launched, summed over its calls; longest first.
     """
-    return [p.roofline_point() for p in op_points(rt, min_seconds=min_seconds)]
+    return [p.roofline_point() for p in op_points(rt)]

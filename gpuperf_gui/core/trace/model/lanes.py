@@ -67,8 +67,6 @@ class IdleGaps(tuple):
 
 def classified_gaps(gaps: tuple[np.ndarray, np.ndarray], classify: SyncGapClassifier | None) -> IdleGaps:
     """``gaps`` with each gap's kind (all plain idle without a classifier)."""
-    if isinstance(gaps, IdleGaps):
-        return gaps
     return IdleGaps(gaps[0], gaps[1], classify(gaps[0], gaps[1]) if classify is not None else None)
 
 

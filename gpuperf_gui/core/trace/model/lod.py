@@ -86,11 +86,6 @@ class FoldedRow:
     def __len__(self) -> int:
         return int(self.count.size)
 
-    @property
-    def folded(self) -> np.ndarray:
-        """Boolean mask of the rectangles that are folded blocks (count > 1)."""
-        return self.count > 1
-
     @classmethod
     def empty(cls) -> FoldedRow:
         return cls(_EMPTY_F, _EMPTY_F, _EMPTY_I, _EMPTY_I, _EMPTY_F, _EMPTY_F)
@@ -236,9 +231,7 @@ def index_dtype(n: int) -> type:
 
 
 def _pair_keys(starts: np.ndarray, ends: np.ndarray, running_max_end: np.ndarray) -> np.ndarray:
-    """key[j] for the pair (j, j+1): the block joins them iff key[j] < T."""
-    if starts.size < 2:
-        return np.empty(0, dtype=np.float64)
+    """key[j] for the pair (j, j+1): the block joins them iff key[j] < T (no key for fewer than two events)."""
     duration = ends - starts
     key = np.maximum(duration[:-1], duration[1:])
     np.maximum(key, starts[1:] - running_max_end[:-1], out=key)

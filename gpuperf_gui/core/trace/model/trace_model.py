@@ -292,10 +292,6 @@ class TraceModel:
     notes: list[str] = field(default_factory=list)
 
     @property
-    def origin_us(self) -> float:
-        return self.ranks[0].origin_us if self.ranks else 0.0
-
-    @property
     def span_us(self) -> tuple[float, float]:
         if not self.ranks:
             return (0.0, 0.0)

@@ -48,7 +48,7 @@ LAUNCH_DELAY_US = 6.0
 class Launch:
     op: str
     kernel: str
-    stream: str  # "compute" | "comm"
+    stream: int  # names.compute_stream or names.comm_stream
     cpu_us: float  # op start on the host
     start_us: float
     end_us: float
@@ -70,7 +70,7 @@ def plan(world_size: int, late_rank: int, steps: int, sync: str, names: Names
 
         def compute(r: int, op: str, kernel: str, us: float, after: float = 0.0) -> float:
             start = max(t[r] + LAUNCH_DELAY_US, compute_free[r], after)
-            launches[r].append(Launch(op, kernel, "compute", t[r], start, start + us))
+            launches[r].append(Launch(op, kernel, names.compute_stream, t[r], start, start + us))
             compute_free[r] = start + us
             t[r] += OP_US
             return start + us
@@ -91,7 +91,7 @@ def plan(world_size: int, late_rank: int, steps: int, sync: str, names: Names
             starts = [max(bucket_launch[r][b] + LAUNCH_DELAY_US, ready[r][b], comm_free[r]) for r in range(world_size)]
             end = max(starts) + ALLREDUCE_US  # NCCL: every rank's kernel ends once the last has joined
             for r in range(world_size):
-                launches[r].append(Launch("record_param_comms", names.allreduce, "comm", bucket_launch[r][b],
+                launches[r].append(Launch("record_param_comms", names.allreduce, names.comm_stream, bucket_launch[r][b],
                                           starts[r], end))
                 comm_free[r] = ar_end[r] = end
         for r in range(world_size):
@@ -119,10 +119,9 @@ def prologue(w: Any, names: Names) -> None:
     w.cpu_t = opens
     for x in steps[0][0]:
         if x.end_us > opens:
-            stream = names.comm_stream if x.stream == "comm" else names.compute_stream
-            w.events.append({"ph": "X", "cat": "kernel", "name": x.kernel, "pid": names.device, "tid": stream,
+            w.events.append({"ph": "X", "cat": "kernel", "name": x.kernel, "pid": names.device, "tid": x.stream,
                              "ts": round(x.start_us, 3), "dur": round(x.end_us - x.start_us, 3),
-                             "args": {"device": names.device, "stream": stream, "correlation": w.corr}})
+                             "args": {"device": names.device, "stream": x.stream, "correlation": w.corr}})
             w.corr += 1
 
 
@@ -131,10 +130,9 @@ def step_straggler_nccl(w: Any, size: int, names: Names) -> None:
     launches, _, cpu_end = _plan(w, names)[w.step_index + 1]
     for x in launches:
         w.cpu_t = max(w.cpu_t, x.cpu_us)
-        stream = names.comm_stream if x.stream == "comm" else names.compute_stream
-        if x.stream == "comm":
+        if x.stream == names.comm_stream:
             w.cpu("nccl:all_reduce", w.cpu_t, OP_US - 1.0, cat="user_annotation")
-        w.launch(x.op, x.kernel, x.end_us - x.start_us, stream=stream, not_before=x.start_us, end_at=x.end_us)
+        w.launch(x.op, x.kernel, x.end_us - x.start_us, stream=x.stream, not_before=x.start_us, end_at=x.end_us)
     if w.sync_mode != "none":
         dur = max(cpu_end - 1.0 - w.cpu_t, 1.0)
         w.cpu("aten::item", w.cpu_t, dur)

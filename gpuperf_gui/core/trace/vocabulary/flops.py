@@ -132,7 +132,7 @@ def largest_input_bytes(dims_raw: bytes, types_raw: bytes = b"") -> float:
     best = 0.0
     for i, d in enumerate(dims):
         shape = _shape(d)
-        size = DTYPE_BYTES.get(types[i], 0) if i < len(types) and isinstance(types[i], str) else 0
+        size = _elem_bytes(types, i, 0)
         if shape is not None and size:
             best = max(best, float(math.prod(shape)) * size)
     return best
@@ -174,7 +174,6 @@ _Estimate = tuple[float, float, int, str]
 
 
 def _gemm(op: str, s: list[Shape | None]) -> _Estimate | None:
-    """The estimate of a GEMM-like op."""
     if op in ("linear", "matmul"):
         return _linear(s) if op == "linear" else _matmul(s)
     if op not in _PAIRED:

@@ -13,7 +13,6 @@ traces of ``tests/data/shared_traces`` (cuBLAS, cuDNN, ROCm Tensile, flash/fmha 
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
 from .categories import COPY_CATEGORIES
 
@@ -74,7 +73,6 @@ _COMPILED = tuple((cls, _Rule(pat)) for cls, pat in KERNEL_CLASS_RULES)
 _CLASS_CODE = {name: i for i, name in enumerate(KERNEL_CLASSES)}
 
 
-@lru_cache(maxsize=1 << 16)  # the ranks of one job share their kernel names
 def classify_kernel(name: str, category: str = "kernel") -> str:
     """Return the class of one device event from its name and Kineto category."""
     if category in COPY_CATEGORIES:

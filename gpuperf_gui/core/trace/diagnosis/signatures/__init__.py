@@ -3,8 +3,8 @@
 A signature module (``launch_bound.py``, ``comm_bound.py``, ...) holds everything the program knows
 about that signature: its thresholds with the reason for each value, the rule that finds it in one
 rank's analysis (``finding``), its evidence lines and fix, the label and teaching hint the window
-shows, the heatmap metric that tells it, the MFU gap cause it feeds and the synthetic scenario that
-shows it. Each module ends with ``SIGNATURE = Signature(...)``; :data:`REGISTRY` lists them in the
+shows, the heatmap metric that tells it and the MFU gap cause it feeds (the synthetic scenario of its
+name shows it). Each module ends with ``SIGNATURE = Signature(...)``; :data:`REGISTRY` lists them in the
 order the diagnosis reports them. Views read label, hint and metric from here (colours stay in the
 views, and a view test checks every signature has one). Adding a signature is one module here, its
 name in :data:`_MODULES`, and its scenario in :mod:`..synth`. See docs/signatures.md.

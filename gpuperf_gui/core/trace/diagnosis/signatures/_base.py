@@ -57,11 +57,6 @@ class Signature:
     heatmap_metric: str | None = None
     gap_cause: str | None = None
 
-    @property
-    def scenario(self) -> str:
-        """The synthetic scenario (:mod:`..synth`) that shows it: the one of its name."""
-        return self.name
-
 
 def pct(x: float) -> str:
     return f"{100 * x:.0f} %"
