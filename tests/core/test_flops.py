@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from gpuperf_gui.cli import main
-from gpuperf_gui.core.trace.diagnosis.figures import roofline_points
 from gpuperf_gui.core.trace.vocabulary.flops import _ATTENTION, CAUSAL_NOTE, SHAPED_OP_RE, estimate_op
 from gpuperf_gui.core.trace.ingest.load import load_rank
 from gpuperf_gui.core.trace.analysis.op_points import op_points
+from gpuperf_gui.core.trace.session.loaded_trace import roofline_points
 from trace_support import loaded
 
 
@@ -230,7 +230,8 @@ def test_diagnose_json_roofline_points_are_the_views_points(shared_traces: Path,
     path = _h200(shared_traces, "healthy_gpt_small")
     assert main(["diagnose", "--json", str(path)]) == 0
     (rank,) = json.loads(capsys.readouterr().out)["ranks"]
-    view = roofline_points(loaded(path)[0])  # what "Show on roofline" draws (views/trace_engine.py)
+    rt = loaded(path)[0]
+    view = roofline_points([rt], [], [op_points(rt)])  # what "Show on roofline" draws (LoadedTrace)
     got = rank["roofline_points"]
     assert len(got) == len(view) >= 10
     for p, v in zip(got, view):

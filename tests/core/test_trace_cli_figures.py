@@ -8,7 +8,8 @@ import pytest
 
 from gpuperf_gui.cli import main
 from gpuperf_gui.core.roofline import RooflinePoint
-from gpuperf_gui.core.trace.diagnosis.figures import TraceMfuFigures, mfu_figures, roofline_points
+from gpuperf_gui.core.trace.analysis.op_points import op_points
+from gpuperf_gui.core.trace.diagnosis.figures import TraceMfuFigures, mfu_figures
 from trace_support import loaded
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -51,7 +52,7 @@ def test_mfu_figures_of_a_comm_bound_job(shared_traces: Path) -> None:
 
 def test_roofline_points_of_gemms(shared_traces: Path) -> None:
     rt, _ = loaded(shared_traces / "h200/healthy_gpt_small.json.gz")
-    points = roofline_points(rt)
+    points = [p.roofline_point() for p in op_points(rt)]
     assert points and all(isinstance(p, RooflinePoint) and p.kind == "trace" for p in points)
     lm_head = [p for p in points if p.label.startswith("aten::mm [[16384, 1536], [1536, 50304]]")]
     assert lm_head and lm_head[0].flops == pytest.approx(3 * 2 * 16384 * 1536 * 50304)

@@ -1,15 +1,12 @@
-"""Figures the other tabs take from a trace: MFU gap attribution and roofline points."""
+"""Figures the MFU tab takes from a trace: the step time and its named losses (the gap attribution)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ...roofline import RooflinePoint
 from ..analysis.rank_analysis import RankAnalysis
 from ..analysis.kernel_roof import TraceKernels
-from ..model.trace_model import RankTrace
-from ..analysis.op_points import op_points
 from .signatures import host_sync_bound as host_sync
 
 
@@ -43,6 +40,9 @@ class TraceMfuFigures:
     kernels: TraceKernels = field(default_factory=TraceKernels)
     """The ranks' math kernels and the trace's precision: the MFU's peak precision and the GEMM
     inefficiency (:meth:`.kernel_roof.TraceKernels.gemm`, the Overview's figure) come from them."""
+    what_if: tuple = ()
+    """:class:`.what_if_shown.WhatIfRow` per cause, largest gain first (the MFU tab's "What if"),
+    when the trace came with them."""
 
     @property
     def precision(self):  # noqa: ANN201 (precision.TracePrecision)
@@ -56,9 +56,6 @@ class TraceMfuFigures:
     def gemm(self, device):  # noqa: ANN001, ANN201 (hardware.Device | None -> kernel_roof.GemmRoof)
         """The GEMMs against their roofs on ``device``, at the chosen precision if any."""
         return self.kernels.gemm(device, self.kernels.precision.override)
-    what_if: tuple = ()
-    """:class:`.what_if_shown.WhatIfRow` per cause, largest gain first (the MFU tab's "What if"),
-    when the trace came with them."""
 
 
 def mfu_figures(analyses: list[RankAnalysis]) -> TraceMfuFigures:
@@ -89,12 +86,3 @@ def _rank_parts(a: RankAnalysis) -> list[float]:
     total = sum(parts)
     return [p / total for p in parts] if total > 1.0 else parts
 
-
-def roofline_points(rt: RankTrace) -> list[RooflinePoint]:
-    """One point per (op, input shapes) whose FLOPs and bytes are known (GEMM/attention ops).
-
-    The points of :func:`.op_points.op_points` (``gpuperf diagnose --json``'s ``roofline_points``):
-    FLOPs and bytes from the recorded shapes (:mod:`.flops`), seconds the device time of the kernels
-    the op launched, summed over its calls; longest first.
-    """
-    return [p.roofline_point() for p in op_points(rt)]
