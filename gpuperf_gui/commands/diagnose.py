@@ -90,7 +90,7 @@ def _kernel_lines(result: TraceResult) -> list[str]:
     kernels = getattr(first, "kernels", None)
     if kernels is None or kernels.precision.precision is None:
         return []
-    gemm = kernels.to_json(first.device)["gemm"]
+    gemm = kernels.to_json()["gemm"]
     roof = f"; GEMM/attention kernels at {_pct(gemm['fraction_of_roof']).strip()} of their roof " \
            f"({gemm['device']})" if gemm["fraction_of_roof"] is not None else ""
     return [f"Precision (rank {first.rank}): {kernels.precision.describe()}{roof}"]

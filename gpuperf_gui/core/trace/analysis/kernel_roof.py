@@ -118,12 +118,12 @@ class RankKernels:
     def gemm(self, device: Device | None, override: str | None = None) -> GemmRoof:
         return gemm_roof(self.math, device, override, self.math_time_fraction_of_step)
 
-    def to_json(self, device_name: str | None = None) -> dict:
+    def to_json(self) -> dict:
         """``gpuperf diagnose --json``'s per-rank ``kernels``: the Overview's figures, the roofs
         those of the trace's GPU (``device_name``) at each kernel's own precision. The device
         database is read only when a kernel has FLOPs to judge."""
         judged = any(r.flops > 0 for r in self.math)
-        device = trace_device(device_name or self.device_name) if judged else None
+        device = trace_device(self.device_name) if judged else None
         gemm = self.gemm(device)
         return {"roof_device": device.id if device is not None else None,
                 "tensor_core_share": self.tensor_core_share, "kernel_time_s": self.kernel_seconds,

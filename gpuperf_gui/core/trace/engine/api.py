@@ -107,7 +107,7 @@ def rank_json(analysis: RankAnalysis, diagnosis: Diagnosis, top_ops: list[OpRow]
     obj["op_table"] = [row.to_json() for row in top_ops]
     obj["roofline_points"] = list(roofline_points)
     if analysis.kernels is not None:   # the Overview's figures (tensor cores, achieved, % of roof)
-        obj["kernels"] = analysis.kernels.to_json(analysis.device)  # type: ignore[attr-defined]
+        obj["kernels"] = analysis.kernels.to_json()  # type: ignore[attr-defined]
     return obj
 
 
