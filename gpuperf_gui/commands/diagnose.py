@@ -56,16 +56,16 @@ def run(args: argparse.Namespace) -> int:
         budget = MemoryBudget(parse_bytes(args.memory_budget)) if args.memory_budget else None
     except ValueError as exc:
         return fail(f"--memory-budget: {exc}")
-    # more rank files than the window shows as lanes: compact per-rank results, as its job overview and
-    # Dask give (the parent never holds every rank's events; no what-if, which walks them all together)
-    compact = len(discover_files(args.paths)) > MANY_RANKS
-    trace = Trace(args.paths, dask_scheduler=args.dask_scheduler, compact=compact, max_bytes=args.max_bytes,
-                  workers=args.workers, memory_budget=budget, top=args.top)
     try:
+        # more rank files than the window shows as lanes: compact per-rank results, as its job overview
+        # and Dask give (the parent never holds every rank's events; no what-if, which walks them all)
+        compact = len(discover_files(args.paths)) > MANY_RANKS
+        trace = Trace(args.paths, dask_scheduler=args.dask_scheduler, compact=compact, max_bytes=args.max_bytes,
+                      workers=args.workers, memory_budget=budget, top=args.top)
         result = trace.result()
     except ClusterError as exc:
         return fail(f"--dask-scheduler: {exc}")
-    except TraceFormatError as exc:
+    except (TraceFormatError, OSError) as exc:  # a missing path, a folder without traces, an unreadable one
         return fail(str(exc))
     if hasattr(result, "what_if"):  # a Dask run brings back no traces to walk
         try:

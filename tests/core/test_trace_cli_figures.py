@@ -40,6 +40,17 @@ def test_diagnose_report_and_errors(capsys: pytest.CaptureFixture, tmp_path: Pat
     assert "x.json" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_diagnose_of_a_missing_path_or_a_folder_without_traces_is_one_line_exit_2(
+        capsys: pytest.CaptureFixture, tmp_path: Path, json_flag: list[str]) -> None:
+    (tmp_path / "runs" / "rank0").mkdir(parents=True)   # trace files one level further down
+    for path, says in ((tmp_path / "missing", "no such file or folder"),
+                       (tmp_path / "runs", "folder holds no .json or .json.gz trace files")):
+        assert main(["diagnose", str(path), *json_flag]) == 2
+        captured = capsys.readouterr()
+        assert captured.err == f"gpuperf: error: {path}: {says}\n" and captured.out == ""
+
+
 def test_mfu_figures_of_a_comm_bound_job(shared_traces: Path) -> None:
     _, a = loaded(shared_traces / "param/dlrm_kineto/worker1_step_12.1694128201556.pt.trace.json")
     fig = mfu_figures([a])
