@@ -53,7 +53,7 @@ from .rank_analysis import CPU_COLLECTIVE_RE, LAUNCH_SPACING_MAX_US, analysis_wi
 from ..vocabulary.categories import LAUNCH_CATEGORIES
 from ..vocabulary.kernel_classes import KERNEL_CLASSES
 from ..model.trace_model import Lane, RankTrace
-from ..model.name_masks import member_mask, pattern_mask
+from ..model.name_masks import member_mask, pattern_mask, step_name_mask
 
 try:
     from . import _replay
@@ -103,7 +103,6 @@ _DATALOADER_RE = re.compile(r"enumerate\(DataLoader\)|DataLoader.*__next__|_next
 _BLOCKING_RE = re.compile(r"^(cuda|hip)(DeviceSynchronize|StreamSynchronize|EventSynchronize|Memcpy|MemcpyAsync)$")
 _MEMCPY_ASYNC_RE = re.compile(r"^(cuda|hip)MemcpyAsync$")
 _LAUNCH_NAME_RE = re.compile(r"launch|memcpy|memset", re.I)
-_STEP_RE = re.compile(r"^ProfilerStep#")
 _P2P_KERNEL_RE = re.compile(r"sendrecv|_send|_recv|nccl:send|nccl:recv", re.I)
 _P2P_HOST_RE = re.compile(r"^gloo:(send|recv)$", re.I)
 """A gloo point-to-point transfer: the span from the call to the transfer's end (on the host)."""
@@ -312,7 +311,7 @@ def _cpu_categories(rt: RankTrace, lane: Lane, m: np.ndarray, parent: np.ndarray
     # Under an annotation, Python runs: the framework code that issues the kernels inside it (a CUDA
     # graph replays that away), or, directly under the step or an annotation that issues nothing,
     # the training loop's own code.
-    step = pattern_mask(rt.strings, _STEP_RE)[names]
+    step = step_name_mask(rt.strings)[names]
     cat[annotation & (step | ~issues)] = CPU_CATEGORIES.index("cpu_gap")
     cat[launch] = CPU_CATEGORIES.index("launch")
     cat[block | item] = CPU_CATEGORIES.index("sync")
@@ -397,7 +396,7 @@ def _profiler_segments(rt: RankTrace, lane: Lane, idx: np.ndarray, ev: np.ndarra
                        owner: np.ndarray) -> np.ndarray:
     """The segments (from each point to the next) that are ``prof.step()``: a ``ProfilerStep``'s
     tail after its last inner event ends, and the gap from its end to the next step's start."""
-    step = pattern_mask(rt.strings, _STEP_RE)[lane.name_id[idx]]
+    step = step_name_mask(rt.strings)[lane.name_id[idx]]
     if not step.any():
         return np.zeros(ev.size, dtype=bool)
     nxt_ev, nxt_start = np.r_[ev[1:], -1], np.r_[is_start[1:], False]
@@ -544,7 +543,7 @@ def _build_rank(b: _Builder, rt: RankTrace):  # noqa: ANN202, C901 (one pass ove
             launch_points[cl][fl.src_index[fl.src_lane == cl]] = True
     # Which CPU events are nodes: launches, blocking calls, step annotations, collectives, DataLoader.
     interesting = (pattern_mask(rt.strings, _BLOCKING_RE) | pattern_mask(rt.strings, CPU_COLLECTIVE_RE)
-                   | pattern_mask(rt.strings, _STEP_RE) | pattern_mask(rt.strings, _DATALOADER_RE)
+                   | step_name_mask(rt.strings) | pattern_mask(rt.strings, _DATALOADER_RE)
                    | pattern_mask(rt.strings, _P2P_HOST_RE))
     fine = {lane.lane_id: f for lane in rt.cpu_lanes
             if (f := _fine_points(rt, lane, w0, w1, lane is main)) is not None}
@@ -608,7 +607,7 @@ _Gpu = dict[int, tuple[int, np.ndarray, np.ndarray]]
 
 
 def _step_lane(rt: RankTrace) -> Lane | None:
-    steps = pattern_mask(rt.strings, _STEP_RE)
+    steps = step_name_mask(rt.strings)
     return next((lane for lane in rt.cpu_lanes if steps[lane.name_id].any()), None)
 
 

@@ -29,13 +29,12 @@ as torch does.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from ..model.name_masks import member_mask, pattern_mask
+from ..model.name_masks import member_mask, pattern_mask, step_name_mask
 from ..model.nesting import nest
 from ..vocabulary.categories import GPU_ACTIVITY_CATEGORIES, LAUNCH_CATEGORIES
 from ..model.trace_model import GPU_ACTIVITY_KINDS, Lane, RankTrace
@@ -45,7 +44,6 @@ PYTHON_CATEGORIES = frozenset({"python_function"})
 HOST_ROW_CATEGORIES = frozenset({"cpu_op", "Operator", "user_annotation"}) | LAUNCH_CATEGORIES | PYTHON_CATEGORIES
 OVERHEAD_CATEGORIES = frozenset({"overhead"})
 """Kineto's profiler-overhead spans (CUPTI buffer flushes): children time of the profiling thread."""
-_STEP_RE = re.compile(r"^ProfilerStep\s*#\s*\d+$")
 CONTAINMENT_SLACK_US = 1e-3
 """A child may end this much after its parent: Kineto writes ``ts`` and ``dur`` rounded to 1 ns
 separately, and ``ts`` near 5e12 µs is a double with a 0.001 µs step, so a child ending with its
@@ -207,7 +205,7 @@ def _set_device_shares(rt: RankTrace, rows: list[OpRow], work_us: np.ndarray, de
     has_work = np.zeros(work_us.size, dtype=bool)
     for lane in rt.gpu_lanes:
         has_work[lane.name_id] = True
-    step = pattern_mask(rt.strings, _STEP_RE)  # ^-anchored: search is match
+    step = step_name_mask(rt.strings)
     for i in np.flatnonzero(device_rows & has_work).tolist():
         name = "ProfilerStep*" if step[i] else rt.strings[i]
         by_name[name] = by_name.get(name, 0.0) + float(work_us[i])
@@ -235,7 +233,7 @@ class HostRows(NamedTuple):
 def name_groups(rt: RankTrace) -> np.ndarray:
     """Per string id, the id of its group name (every ``ProfilerStep#N`` maps to one id)."""
     group = np.arange(len(rt.strings), dtype=np.int64)
-    step = np.flatnonzero(pattern_mask(rt.strings, _STEP_RE))  # ^-anchored: search is match
+    step = np.flatnonzero(step_name_mask(rt.strings))
     if step.size:
         group[step] = step[0]
     return group
@@ -499,7 +497,7 @@ def _overhead_spans(rt: RankTrace) -> tuple[np.ndarray, np.ndarray]:
 
 def _profiling_thread(rt: RankTrace):  # noqa: ANN202 (Lane | None)
     """The CPU lane with the ``ProfilerStep`` annotations (where torch files profiler overhead)."""
-    step = pattern_mask(rt.strings, _STEP_RE)
+    step = step_name_mask(rt.strings)
     return next((lane for lane in rt.cpu_lanes if step[lane.name_id].any()), None)
 
 
@@ -512,7 +510,7 @@ def _merge_rows(rt: RankTrace, mask: np.ndarray, kind: str, calls: np.ndarray, s
                 ) -> list[OpRow]:
     merged: dict[str, OpRow] = {}
     ids = np.flatnonzero(mask)
-    step = pattern_mask(rt.strings, _STEP_RE)[ids].tolist()
+    step = step_name_mask(rt.strings)[ids].tolist()
     columns = (a[ids].tolist() for a in (calls, self_cpu, total_cpu, self_dev, total_dev, flops))
     for i, is_step, n, s_cpu, t_cpu, s_dev, t_dev, f in zip(ids.tolist(), step, *columns):
         name = "ProfilerStep*" if is_step else rt.strings[i]

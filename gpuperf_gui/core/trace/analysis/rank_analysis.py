@@ -36,7 +36,7 @@ from ..model.host_sync import sync_stalls
 from .kernel_evidence import KernelEvidence, kernel_evidence, launch_flows
 from ..vocabulary.kernel_classes import KERNEL_CLASSES
 from ..model.trace_model import Lane, RankTrace
-from ..model.name_masks import member_mask, pattern_mask, predicate_mask
+from ..model.name_masks import member_mask, pattern_mask, predicate_mask, step_name_mask
 
 KERNEL_WAIT_MAX_US = 30.0
 """HTA's ``consecutive_kernel_delay``: gaps shorter than this (and not host wait) are kernel wait."""
@@ -59,7 +59,6 @@ _BLOCKING_CALL_RE = re.compile(r"synchronize|^(cuda|hip)Memcpy(Async)?$|^aten::(
 _CPU_P2P_RE = re.compile(r"^nccl:(send|recv)|^c10d::(send|recv)|^gloo:.*(send|recv)", re.I)
 _OPTIMIZER_KERNEL_RE = re.compile(r"multi_tensor_apply|adam|\bsgd|lamb(?!da)|fused_optim|_foreach_|optimizer", re.I)
 _HTOD_RE = re.compile(r"HtoD|Host to Device|H2D", re.I)
-_STEP_NAME_RE = re.compile(r"^ProfilerStep")
 _LEAF_SKIP_CATEGORIES = LAUNCH_CATEGORIES | {"python_function"}
 LAUNCH_SPACING_MAX_US = 1000.0 / 3.0
 """A host-wait gap with at least one launch call per this many µs is launch overhead: the CPU spends
@@ -490,7 +489,7 @@ def _leaf_ops(rt: RankTrace, lanes: list) -> tuple[np.ndarray, np.ndarray, np.nd
     calls, python functions and ProfilerStep annotations left out) on ``lanes``. An annotation's own
     time between its ops is Python the profiler does not see."""
     op_cat = ~member_mask(rt.strings, _LEAF_SKIP_CATEGORIES)
-    op_name = ~pattern_mask(rt.strings, _STEP_NAME_RE)  # ^-anchored: search is match
+    op_name = ~step_name_mask(rt.strings)
     out_s, out_e, out_n = [], [], []
     for lane in lanes:
         idx = np.flatnonzero(op_cat[lane.category_id] & op_name[lane.name_id])
@@ -744,7 +743,7 @@ def hta_kept(rt: RankTrace, dev: DeviceEvents) -> np.ndarray:
     if len(rt.steps) < 2:
         return np.ones(dev.start_us.size, dtype=bool)
     last_start = max(s.cpu_start_us for s in rt.steps)
-    step_names = pattern_mask(rt.strings, _STEP_NAME_RE)  # ^-anchored: search is match
+    step_names = step_name_mask(rt.strings)
     for lane in rt.lanes_of_kind("gpu_annotation"):
         m = step_names[lane.name_id]
         if m.any():

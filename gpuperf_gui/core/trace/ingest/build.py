@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Callable
 import msgspec
 import numpy as np
 
-from ..model.name_masks import member_mask, pattern_mask, predicate_mask
+from ..model.name_masks import member_mask, pattern_mask, step_name_mask
 from ..model.nesting import nest
 from ..vocabulary import schema
-from ..vocabulary.categories import GPU_ACTIVITY_CATEGORIES, LAUNCH_CATEGORIES, SKIPPED_CATEGORIES
+from ..vocabulary.categories import GPU_ACTIVITY_CATEGORIES, LAUNCH_CATEGORIES, SKIPPED_CATEGORIES, STEP_NAME_RE
 from .decode import BEvent, EEvent, Event, MEvent, TraceFile, XEvent
 from ..vocabulary.flops import IO_OP_RE, SHAPED_OP_RE, estimate_op, largest_input_bytes
 from ..vocabulary.precision import code_of, dtype_precision
@@ -35,8 +35,8 @@ MAX_EVENT_DURATION_US = 7 * 24 * 3600 * 1e6
 _ROLE_CPU, _ROLE_GPU, _ROLE_ANNOTATION, _ROLE_SYNC, _ROLE_SKIP = 0, 1, 2, 3, 4
 _ROLE_KIND = {_ROLE_CPU: "cpu", _ROLE_GPU: "gpu_compute", _ROLE_ANNOTATION: "gpu_annotation",
               _ROLE_SYNC: "gpu_sync"}
-_STEP_RE = re.compile(r"ProfilerStep\s*#\s*(\d{1,18})")  # longer numbers are not steps (int64)
-_LONG_STEP_RE = re.compile(r"ProfilerStep\s*#\s*\d{19,}")
+MAX_STEP_DIGITS = 18
+"""A step number of more digits is not a step: it does not fit an int64."""
 MAX_ABS_TS_US = 1e17
 """Timestamps beyond ±1e17 µs (3,000 years) are not times: such events are skipped and counted."""
 _RANK_FILE_RE = re.compile(r"(?:rank[-_]?|worker)(\d+)", re.IGNORECASE)
@@ -830,13 +830,16 @@ def _launch_flows(rt: RankTrace, lane_sorted: np.ndarray, bounds: np.ndarray,
 
 
 def _steps(rt: RankTrace, start: np.ndarray, duration: np.ndarray, bounds: np.ndarray) -> list[StepWindow]:
-    long_numbers = int(predicate_mask(rt.strings, ("fullmatch stripped", _LONG_STEP_RE),
-                                      lambda s: _LONG_STEP_RE.fullmatch(s.strip())).sum())
+    digits = {i: STEP_NAME_RE.fullmatch(rt.strings[i]).group(1)
+              for i in np.flatnonzero(step_name_mask(rt.strings)).tolist()}
+    long_numbers = sum(len(d) > MAX_STEP_DIGITS for d in digits.values())
     if long_numbers:
         rt.warnings.append(f"ignored {long_numbers} ProfilerStep names whose step number has more than 18 digits")
-    step_ids = predicate_mask(rt.strings, ("fullmatch stripped", _STEP_RE), lambda s: _STEP_RE.fullmatch(s.strip()))
-    if not step_ids.any():
+    number_of = {i: int(d) for i, d in digits.items() if len(d) <= MAX_STEP_DIGITS}
+    if not number_of:
         return []
+    step_ids = np.zeros(len(rt.strings), dtype=bool)
+    step_ids[list(number_of)] = True
     cpu: dict[int, tuple[float, float]] = {}
     gpu: dict[int, tuple[float, float]] = {}
     for lane in rt.lanes:
@@ -844,7 +847,7 @@ def _steps(rt: RankTrace, start: np.ndarray, duration: np.ndarray, bounds: np.nd
             continue
         target = cpu if lane.kind == "cpu" else gpu
         for row in np.flatnonzero(step_ids[lane.name_id]).tolist():
-            number = int(_STEP_RE.search(rt.strings[lane.name_id[row]]).group(1))
+            number = number_of[int(lane.name_id[row])]
             s, e = float(lane.start_us[row]), float(lane.start_us[row] + lane.duration_us[row])
             old = target.get(number)
             target[number] = (min(s, old[0]), max(e, old[1])) if old else (s, e)

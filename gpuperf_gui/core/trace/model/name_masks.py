@@ -21,6 +21,7 @@ from itertools import islice
 
 import numpy as np
 
+from ..vocabulary.categories import STEP_NAME_RE
 from .trace_model import StringTable
 
 MEMO_MAX_STRINGS = 20_000
@@ -110,6 +111,12 @@ def pattern_mask(strings: StringTable, pattern: re.Pattern) -> np.ndarray:
     """``mask[i]`` is ``pattern.search(strings[i]) is not None``."""
     search = pattern.search
     return predicate_mask(strings, pattern, lambda s: search(s) is not None)
+
+
+def step_name_mask(strings: StringTable) -> np.ndarray:
+    """``mask[i]``: ``strings[i]`` is a step annotation's name (:data:`.categories.STEP_NAME_RE`)."""
+    fullmatch = STEP_NAME_RE.fullmatch
+    return predicate_mask(strings, ("step name", STEP_NAME_RE), lambda s: fullmatch(s) is not None)
 
 
 def member_mask(strings: StringTable, members: frozenset[str]) -> np.ndarray:

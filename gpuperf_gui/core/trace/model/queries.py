@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .lanes import EventRef
+from ..vocabulary.categories import STEP_NAME_RE
 from ..vocabulary.kernel_classes import KERNEL_CLASSES
 from .trace_model import TraceModel
 
@@ -119,13 +120,10 @@ def find_events(model: TraceModel, query: str, mode: str = "name", lanes: Sequen
     return Matches(rk[order], ln[order], ix[order], st[order], masks, names)
 
 
-_STEP_NAME = re.compile(r"^ProfilerStep\s*#\s*\d+$")
-
-
 def op_row_name(name: str) -> str:
     """The op-table row of an event name: torch's key_averages groups ``ProfilerStep#N`` as
-    ``ProfilerStep*`` (the rule of :mod:`.optable`; a test keeps the two in step)."""
-    return "ProfilerStep*" if _STEP_NAME.match(name) else name
+    ``ProfilerStep*`` (the rule of :mod:`.optable`)."""
+    return "ProfilerStep*" if STEP_NAME_RE.fullmatch(name) else name
 
 
 def _name_predicate(query: str, mode: str) -> Callable[[str], bool] | None:

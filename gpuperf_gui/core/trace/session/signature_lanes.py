@@ -20,6 +20,7 @@ import numpy as np
 
 from ..model.lanes import lane_order
 from ..model.lod import idle_gaps
+from ..model.name_masks import step_name_mask
 from ..model.trace_model import Lane, RankTrace
 
 ZOOM_KERNELS = 40
@@ -46,8 +47,7 @@ class SignatureLanes:
 def outermost_ops(rank: RankTrace, lane: Lane) -> np.ndarray:
     """Mask of a CPU lane's outermost ops inside the ProfilerStep annotations (the steps themselves
     would cover the whole row)."""
-    step_ids = [i for i, text in enumerate(rank.strings) if str(text).startswith("ProfilerStep#")]
-    ops = ~np.isin(lane.name_id, step_ids)
+    ops = ~step_name_mask(rank.strings)[lane.name_id]
     return ops & (lane.depth == (lane.depth[ops].min() if ops.any() else 0))
 
 

@@ -1,7 +1,9 @@
 """The event categories the profilers write (Kineto's ``cat``; the older profiler's in capitals), and
-what each one is to the engine: the names every layer above shares, so no reader of the model needs
-the module that builds it."""
+what each one is to the engine, and the step annotation's name: the names every layer above shares,
+so no reader of the model needs the module that builds it."""
 from __future__ import annotations
+
+import re
 
 GPU_ACTIVITY_CATEGORIES = frozenset({"kernel", "Kernel", "gpu_memcpy", "gpu_memset", "Memcpy", "Memset"})
 """Device work: kernels, copies, memsets."""
@@ -11,3 +13,6 @@ LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "Runtime"})
 """Host calls into the CUDA runtime or driver (launches, syncs, allocations)."""
 SKIPPED_CATEGORIES = frozenset({"Trace"})
 """The profiler's own span over the whole trace: not an event of the program."""
+STEP_NAME_RE = re.compile(r"\s*ProfilerStep\s*#\s*(\d+)\s*")
+"""A ``torch.profiler`` step annotation ("ProfilerStep#12"): the whole name (``fullmatch``), the step
+number its group. The one definition of a step for every layer (:func:`.name_masks.step_name_mask`)."""

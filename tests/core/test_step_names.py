@@ -1,0 +1,53 @@
+"""A step annotation is one concept with one definition (``categories.STEP_NAME_RE``): the builder's
+steps, the op table, the analysis and the critical path all read a name the same way."""
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+
+from gpuperf_gui.cli import main
+from gpuperf_gui.core.trace.model.name_masks import step_name_mask
+from gpuperf_gui.core.trace.model.trace_model import StringTable
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+CORE_TRACE = Path(__file__).resolve().parents[2] / "gpuperf_gui" / "core" / "trace"
+
+
+def test_what_is_a_step_name() -> None:
+    names = ["ProfilerStep#12", " ProfilerStep # 7 ", "ProfilerStep#0003", "ProfilerStep*", "ProfilerStep#",
+             "ProfilerStep#1 forward", "MyProfilerStep#1", "ProfilerStep#x", "ProfilerStep#12345678901234567890"]
+    mask = step_name_mask(StringTable(names))
+    # by hand: a name is a step when it is "ProfilerStep#<digits>", spaces allowed around the parts
+    assert np.flatnonzero(mask).tolist() == [0, 1, 2, 8]
+
+
+def test_spaced_step_names_diagnose_as_the_plain_ones(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    """torch writes "ProfilerStep#N"; a hand-made or re-exported trace may write "ProfilerStep # N".
+    Every layer must then find the same steps: the JSON is the same but for the names themselves."""
+    source = DATA / "h200" / "eager_small.json.gz"
+    text = gzip.decompress(source.read_bytes()).decode()
+    assert text.count('"ProfilerStep#') >= 4
+    spaced = tmp_path / "spaced.json"
+    spaced.write_text(re.sub(r'"ProfilerStep#(\d+)"', r'"ProfilerStep # \1"', text))
+    outputs = []
+    for path in (source, spaced):
+        assert main(["diagnose", "--json", str(path)]) == 0
+        outputs.append(json.loads(capsys.readouterr().out))
+    plain, other = outputs
+    for doc in (plain, other):
+        for rank in doc["ranks"]:
+            rank.pop("file")
+    assert json.dumps(other, sort_keys=True).replace("ProfilerStep # ", "ProfilerStep#") == \
+        json.dumps(plain, sort_keys=True)
+    assert plain["ranks"][0]["steps"] and plain["what_if"]
+
+
+def test_no_module_keeps_its_own_step_pattern() -> None:
+    own = [p.relative_to(CORE_TRACE).as_posix() for p in CORE_TRACE.rglob("*.py")
+           if re.search(r"re\.compile\([^)]*ProfilerStep", p.read_text())]
+    # the definition, and the synthetic writer that renumbers the steps it wrote itself
+    assert sorted(own) == ["synthetic/tile.py", "vocabulary/categories.py"]
