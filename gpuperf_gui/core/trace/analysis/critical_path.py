@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .rank_analysis import CPU_COLLECTIVE_RE, LAUNCH_SPACING_MAX_US, analysis_window, device_events, main_thread
-from ..vocabulary.categories import LAUNCH_CATEGORIES
+from ..vocabulary.categories import DATALOADER_NAME_RE, LAUNCH_CATEGORIES
 from ..vocabulary.kernel_classes import KERNEL_CLASSES
 from ..model.trace_model import Lane, RankTrace
 from ..model.name_masks import member_mask, pattern_mask, step_name_mask
@@ -99,7 +99,6 @@ KERNEL_GAP_MAX_US = 30.0
 the device's own gap between kernels (HTA's kernel-wait threshold, ``consecutive_kernel_delay``);
 a longer gap was a wait on something else (another stream's event)."""
 
-_DATALOADER_RE = re.compile(r"enumerate\(DataLoader\)|DataLoader.*__next__|_next_data", re.I)
 _BLOCKING_RE = re.compile(r"^(cuda|hip)(DeviceSynchronize|StreamSynchronize|EventSynchronize|Memcpy|MemcpyAsync)$")
 _MEMCPY_ASYNC_RE = re.compile(r"^(cuda|hip)MemcpyAsync$")
 _LAUNCH_NAME_RE = re.compile(r"launch|memcpy|memset", re.I)
@@ -298,7 +297,7 @@ def _cpu_categories(rt: RankTrace, lane: Lane, m: np.ndarray, parent: np.ndarray
     """Category (index into CPU_CATEGORIES) of the time inside each event (innermost first)."""
     names, cats = lane.name_id[m], lane.category_id[m]
     dl, coll, block = (pattern_mask(rt.strings, pattern)[names]
-                       for pattern in (_DATALOADER_RE, CPU_COLLECTIVE_RE, _BLOCKING_RE))
+                       for pattern in (DATALOADER_NAME_RE, CPU_COLLECTIVE_RE, _BLOCKING_RE))
     item = np.isin(names, [rt.strings.find("aten::item"), rt.strings.find("aten::_local_scalar_dense")])
     launch = member_mask(rt.strings, LAUNCH_CATEGORIES)[cats] & pattern_mask(rt.strings, _LAUNCH_NAME_RE)[names]
     annotation = member_mask(rt.strings, _ANNOTATION_CATEGORIES)[cats]
@@ -543,7 +542,7 @@ def _build_rank(b: _Builder, rt: RankTrace):  # noqa: ANN202, C901 (one pass ove
             launch_points[cl][fl.src_index[fl.src_lane == cl]] = True
     # Which CPU events are nodes: launches, blocking calls, step annotations, collectives, DataLoader.
     interesting = (pattern_mask(rt.strings, _BLOCKING_RE) | pattern_mask(rt.strings, CPU_COLLECTIVE_RE)
-                   | step_name_mask(rt.strings) | pattern_mask(rt.strings, _DATALOADER_RE)
+                   | step_name_mask(rt.strings) | pattern_mask(rt.strings, DATALOADER_NAME_RE)
                    | pattern_mask(rt.strings, _P2P_HOST_RE))
     fine = {lane.lane_id: f for lane in rt.cpu_lanes
             if (f := _fine_points(rt, lane, w0, w1, lane is main)) is not None}

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from . import intervals as iv
-from ..vocabulary.categories import LAUNCH_CATEGORIES
+from ..vocabulary.categories import DATALOADER_NAME_RE, LAUNCH_CATEGORIES
 from ..model.host_sync import sync_stalls
 from .kernel_evidence import KernelEvidence, kernel_evidence, launch_flows
 from ..vocabulary.kernel_classes import KERNEL_CLASSES
@@ -45,7 +45,6 @@ IDLE_CAUSES = ("host_wait", "kernel_wait", "other")
 WARMUP_MIN_STEPS = 3
 """With at least this many steps the first is treated as warm-up and left out of the window."""
 
-_DATALOADER_RE = re.compile(r"enumerate\(DataLoader\)|DataLoader.*__next__|_next_data|dataloader", re.I)
 _P2P_RE = re.compile(r"sendrecv|_send|_recv|send_|recv_|nccl:send|nccl:recv|p2p", re.I)
 _P2P_OP_RE = re.compile(r"^(nccl|gloo):(send|recv)|^c10d::(send|recv)|batch_isend_irecv|^aten::i?(send|recv)$"
                         r"|\bP2POp\b", re.I)
@@ -362,7 +361,7 @@ def analyse_rank(rt: RankTrace) -> RankAnalysis:
     idle_total = sum(idle_s.values())
     idle_frac = {k: (v / idle_total if idle_total > 0 else 0.0) for k, v in idle_s.items()}
 
-    dataloader_all = iv.union(*_cpu_spans(rt, _DATALOADER_RE))
+    dataloader_all = iv.union(*_cpu_spans(rt, DATALOADER_NAME_RE))
     dataloader = iv.clip(*dataloader_all, t0, t1)
     kept = [s for s in rt.steps if s.number not in warmup]  # the host window: the kept steps' CPU span
     h0, h1 = (kept[0].cpu_start_us, kept[-1].cpu_end_us) if kept else (t0, t1)

@@ -16,3 +16,6 @@ SKIPPED_CATEGORIES = frozenset({"Trace"})
 STEP_NAME_RE = re.compile(r"\s*ProfilerStep\s*#\s*(\d+)\s*")
 """A ``torch.profiler`` step annotation ("ProfilerStep#12"): the whole name (``fullmatch``), the step
 number its group. The one definition of a step for every layer (:func:`.name_masks.step_name_mask`)."""
+DATALOADER_NAME_RE = re.compile(r"dataloader|_next_data", re.IGNORECASE)
+"""Host time spent fetching a batch: torch's ``enumerate(DataLoader)#...__next__`` span, its
+``_next_data``, Python frames in ``dataloader.py`` and a user's own DataLoader annotations."""

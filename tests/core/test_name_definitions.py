@@ -1,5 +1,6 @@
-"""A step annotation is one concept with one definition (``categories.STEP_NAME_RE``): the builder's
-steps, the op table, the analysis and the critical path all read a name the same way."""
+"""A step annotation and a DataLoader span are one concept each with one definition
+(``categories.STEP_NAME_RE``, ``categories.DATALOADER_NAME_RE``): the builder's steps, the op table,
+the analysis and the critical path all read a name the same way."""
 from __future__ import annotations
 
 import gzip
@@ -10,8 +11,9 @@ from pathlib import Path
 import numpy as np
 
 from gpuperf_gui.cli import main
-from gpuperf_gui.core.trace.model.name_masks import step_name_mask
+from gpuperf_gui.core.trace.model.name_masks import pattern_mask, step_name_mask
 from gpuperf_gui.core.trace.model.trace_model import StringTable
+from gpuperf_gui.core.trace.vocabulary.categories import DATALOADER_NAME_RE
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 CORE_TRACE = Path(__file__).resolve().parents[2] / "gpuperf_gui" / "core" / "trace"
@@ -46,8 +48,19 @@ def test_spaced_step_names_diagnose_as_the_plain_ones(tmp_path: Path, capsys) ->
     assert plain["ranks"][0]["steps"] and plain["what_if"]
 
 
-def test_no_module_keeps_its_own_step_pattern() -> None:
-    own = [p.relative_to(CORE_TRACE).as_posix() for p in CORE_TRACE.rglob("*.py")
-           if re.search(r"re\.compile\([^)]*ProfilerStep", p.read_text())]
-    # the definition, and the synthetic writer that renumbers the steps it wrote itself
-    assert sorted(own) == ["synthetic/tile.py", "vocabulary/categories.py"]
+def _modules_compiling(word: str) -> list[str]:
+    return sorted(p.relative_to(CORE_TRACE).as_posix() for p in CORE_TRACE.rglob("*.py")
+                  if re.search(r"re\.compile\([^)]*" + word, p.read_text(), re.IGNORECASE))
+
+
+def test_no_module_keeps_its_own_step_or_dataloader_pattern() -> None:
+    # the definitions, and the synthetic writer that renumbers the steps it wrote itself
+    assert _modules_compiling("ProfilerStep") == ["synthetic/tile.py", "vocabulary/categories.py"]
+    assert _modules_compiling("dataloader") == ["vocabulary/categories.py"]
+
+
+def test_what_is_a_dataloader_span() -> None:
+    names = ["enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", "_next_data",
+             "torch/utils/data/dataloader.py(631): __next__", "my_dataloader.fetch", "aten::mm", "loader"]
+    mask = pattern_mask(StringTable(names), DATALOADER_NAME_RE)
+    assert np.flatnonzero(mask).tolist() == [0, 1, 2, 3]
