@@ -53,7 +53,7 @@ from .rank_analysis import CPU_COLLECTIVE_RE, LAUNCH_SPACING_MAX_US, analysis_wi
 from ..vocabulary.categories import DATALOADER_NAME_RE, LAUNCH_CATEGORIES
 from ..vocabulary.kernel_classes import KERNEL_CLASSES
 from ..model.trace_model import Lane, RankTrace
-from ..model.name_masks import member_mask, pattern_mask, step_name_mask
+from ..model.name_masks import member_mask, pattern_mask, step_lane, step_name_mask
 
 try:
     from . import _replay
@@ -533,7 +533,7 @@ def _build_rank(b: _Builder, rt: RankTrace):  # noqa: ANN202, C901 (one pass ove
     w0, w1 = _window(rt, steps)
     if not np.isfinite(w0) or w1 <= w0:
         return None
-    main = _step_lane(rt) or main_thread(rt)
+    main = step_lane(rt) or main_thread(rt)
     # The launch calls (the sources of the flows: kernel <- launch call; the window's are read).
     fl = rt.flows
     launch_points: dict[int, np.ndarray] = {lane.lane_id: np.zeros(len(lane), bool) for lane in rt.cpu_lanes}
@@ -603,11 +603,6 @@ def _build_rank(b: _Builder, rt: RankTrace):  # noqa: ANN202, C901 (one pass ove
 
 _Gpu = dict[int, tuple[int, np.ndarray, np.ndarray]]
 """A rank's GPU chains: lane -> (first node, the lane's events, the node of each one's launch call or -1)."""
-
-
-def _step_lane(rt: RankTrace) -> Lane | None:
-    steps = step_name_mask(rt.strings)
-    return next((lane for lane in rt.cpu_lanes if steps[lane.name_id].any()), None)
 
 
 def _thread_edges(b: _Builder, cpu: dict[int, _CpuLane], main: Lane | None) -> None:
@@ -767,7 +762,7 @@ def _step_nodes(rt: RankTrace, b: _Builder, steps: list, cpu: dict[int, _CpuLane
                 ) -> list[tuple[int, int, np.ndarray]]:
     """Per step: its start node and end node on the thread that holds the steps, and the GPU nodes
     it launched (the step lasts until the last of them ends)."""
-    lane = _step_lane(rt)
+    lane = step_lane(rt)
     if lane is None or lane.lane_id not in cpu or not steps:
         # No steps: the window is one step from the first to the last node.
         allv = np.concatenate([c.lo + np.arange(c.t.size) for c in cpu.values()]

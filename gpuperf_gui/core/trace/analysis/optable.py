@@ -34,7 +34,7 @@ from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from ..model.name_masks import member_mask, pattern_mask, step_name_mask
+from ..model.name_masks import member_mask, pattern_mask, step_lane, step_name_mask
 from ..model.nesting import nest
 from ..vocabulary.categories import GPU_ACTIVITY_CATEGORIES, LAUNCH_CATEGORIES
 from ..model.trace_model import GPU_ACTIVITY_KINDS, Lane, RankTrace
@@ -99,13 +99,14 @@ def op_table(rt: RankTrace, host_windows_us: Sequence[tuple[float, float]] | Non
 
     ctx = host_context(rt)
     overhead = _overhead_spans(rt)
-    step_lane = _profiling_thread(rt)
+    profiling_thread = step_lane(rt)
     for lane in rt.cpu_lanes:
         tree = _host_tree(lane, host_cat, ctx)
         if tree is None:
             continue
         name_group = ctx.group[lane.name_id[tree.rows]]
-        with_over, extra = _with_overhead(tree, lane.start_us[tree.rows], overhead if lane is step_lane else None)
+        lane_overhead = overhead if lane is profiling_thread else None
+        with_over, extra = _with_overhead(tree, lane.start_us[tree.rows], lane_overhead)
         got = _collapse_same_name(with_over, name_group, extra)
         if on_point_rows is not None and has_flops(lane):
             on_point_rows(lane, _point_rows_from(lane, tree, got, extra, name_group, ctx))
@@ -493,12 +494,6 @@ def _overhead_spans(rt: RankTrace) -> tuple[np.ndarray, np.ndarray]:
     s, e = rt.cpu_spans(overhead, "category_id")
     order = np.argsort(s, kind="stable")
     return s[order], e[order]
-
-
-def _profiling_thread(rt: RankTrace):  # noqa: ANN202 (Lane | None)
-    """The CPU lane with the ``ProfilerStep`` annotations (where torch files profiler overhead)."""
-    step = step_name_mask(rt.strings)
-    return next((lane for lane in rt.cpu_lanes if step[lane.name_id].any()), None)
 
 
 def _ids(rt: RankTrace, names: frozenset[str]) -> np.ndarray:

@@ -22,7 +22,7 @@ from itertools import islice
 import numpy as np
 
 from ..vocabulary.categories import STEP_NAME_RE
-from .trace_model import StringTable
+from .trace_model import Lane, RankTrace, StringTable
 
 MEMO_MAX_STRINGS = 20_000
 """Strings remembered across ranks; past this the memo starts afresh, and a table larger than this
@@ -117,6 +117,13 @@ def step_name_mask(strings: StringTable) -> np.ndarray:
     """``mask[i]``: ``strings[i]`` is a step annotation's name (:data:`.categories.STEP_NAME_RE`)."""
     fullmatch = STEP_NAME_RE.fullmatch
     return predicate_mask(strings, ("step name", STEP_NAME_RE), lambda s: fullmatch(s) is not None)
+
+
+def step_lane(rt: RankTrace) -> Lane | None:
+    """The CPU lane holding the step annotations (the training loop's thread; where torch files the
+    profiler's own overhead), None when no lane has one."""
+    step = step_name_mask(rt.strings)
+    return next((lane for lane in rt.cpu_lanes if step[lane.name_id].any()), None)
 
 
 def member_mask(strings: StringTable, members: frozenset[str]) -> np.ndarray:
