@@ -50,8 +50,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .rank_analysis import CPU_COLLECTIVE_RE, LAUNCH_SPACING_MAX_US, analysis_window, device_events, main_thread
-from ..vocabulary.categories import DATALOADER_NAME_RE, LAUNCH_CATEGORIES
-from ..vocabulary.kernel_classes import KERNEL_CLASSES
+from ..vocabulary.categories import DATALOADER_NAME_RE, LAUNCH_CATEGORIES, LAUNCH_NAME_RE
+from ..vocabulary.kernel_classes import KERNEL_CLASSES, P2P_KERNEL_NAME_RE
 from ..model.trace_model import Lane, RankTrace
 from ..model.name_masks import member_mask, pattern_mask, step_lane, step_name_mask
 
@@ -101,8 +101,6 @@ a longer gap was a wait on something else (another stream's event)."""
 
 _BLOCKING_RE = re.compile(r"^(cuda|hip)(DeviceSynchronize|StreamSynchronize|EventSynchronize|Memcpy|MemcpyAsync)$")
 _MEMCPY_ASYNC_RE = re.compile(r"^(cuda|hip)MemcpyAsync$")
-_LAUNCH_NAME_RE = re.compile(r"launch|memcpy|memset", re.I)
-_P2P_KERNEL_RE = re.compile(r"sendrecv|_send|_recv|nccl:send|nccl:recv", re.I)
 _P2P_HOST_RE = re.compile(r"^gloo:(send|recv)$", re.I)
 """A gloo point-to-point transfer: the span from the call to the transfer's end (on the host)."""
 _P2P_OP_RE = re.compile(r"(send|recv)", re.I)
@@ -299,7 +297,7 @@ def _cpu_categories(rt: RankTrace, lane: Lane, m: np.ndarray, parent: np.ndarray
     dl, coll, block = (pattern_mask(rt.strings, pattern)[names]
                        for pattern in (DATALOADER_NAME_RE, CPU_COLLECTIVE_RE, _BLOCKING_RE))
     item = np.isin(names, [rt.strings.find("aten::item"), rt.strings.find("aten::_local_scalar_dense")])
-    launch = member_mask(rt.strings, LAUNCH_CATEGORIES)[cats] & pattern_mask(rt.strings, _LAUNCH_NAME_RE)[names]
+    launch = member_mask(rt.strings, LAUNCH_CATEGORIES)[cats] & pattern_mask(rt.strings, LAUNCH_NAME_RE)[names]
     annotation = member_mask(rt.strings, _ANNOTATION_CATEGORIES)[cats]
     # An ancestor's kind wins over the event's own (an op inside the DataLoader is the DataLoader's).
     dl, coll, item = (_inherited(flag, parent) for flag in (dl, coll, item))
@@ -591,7 +589,7 @@ def _build_rank(b: _Builder, rt: RankTrace):  # noqa: ANN202, C901 (one pass ove
         kc = lane.kernel_class[idx].astype(np.int64)
         dcat[np.arange(idx.size), N_CPU + np.maximum(kc, 0)] = lane.duration_us[idx]
         fixed = np.where(l_node[idx] >= 0, -np.inf, s[idx])
-        p2p = pattern_mask(rt.strings, _P2P_KERNEL_RE)[lane.name_id[idx]] & (kc == _COMM)
+        p2p = pattern_mask(rt.strings, P2P_KERNEL_NAME_RE)[lane.name_id[idx]] & (kc == _COMM)
         lo = b.add_chain(rt.rank, lane, "gpu", e[idx], dcat, fixed, idx, kc.astype(np.int8), p2p)
         gpu[lane.lane_id] = (lo, idx, l_node[idx])
     _gpu_edges(b, rt, gpu)

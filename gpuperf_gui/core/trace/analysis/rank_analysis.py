@@ -31,10 +31,10 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from . import intervals as iv
-from ..vocabulary.categories import DATALOADER_NAME_RE, LAUNCH_CATEGORIES
+from ..vocabulary.categories import DATALOADER_NAME_RE, HTOD_NAME_RE, LAUNCH_CATEGORIES, LAUNCH_NAME_RE
 from ..model.host_sync import sync_stalls
 from .kernel_evidence import KernelEvidence, kernel_evidence, launch_flows
-from ..vocabulary.kernel_classes import KERNEL_CLASSES
+from ..vocabulary.kernel_classes import KERNEL_CLASSES, P2P_KERNEL_NAME_RE
 from ..model.trace_model import Lane, RankTrace
 from ..model.name_masks import member_mask, pattern_mask, predicate_mask, step_name_mask
 
@@ -45,19 +45,16 @@ IDLE_CAUSES = ("host_wait", "kernel_wait", "other")
 WARMUP_MIN_STEPS = 3
 """With at least this many steps the first is treated as warm-up and left out of the window."""
 
-_P2P_RE = re.compile(r"sendrecv|_send|_recv|send_|recv_|nccl:send|nccl:recv|p2p", re.I)
 _P2P_OP_RE = re.compile(r"^(nccl|gloo):(send|recv)|^c10d::(send|recv)|batch_isend_irecv|^aten::i?(send|recv)$"
                         r"|\bP2POp\b", re.I)
 CPU_COLLECTIVE_RE = re.compile(
     r"^gloo:(?!.*(send|recv))|^c10d::(allreduce|allgather|broadcast|barrier|reduce_scatter|alltoall)|"
     r"all_?to_?all.*wait|awaitable.*wait|^record_param_comms$|^nccl:.*wait|^c10d::wait", re.I)
 """CPU-side collectives and waits on them (gloo, c10d, torchrec awaitables)."""
-_LAUNCH_NAME_RE = re.compile(r"launch|memcpy|memset", re.I)  # cudaGraphLaunch too
 _BLOCKING_CALL_RE = re.compile(r"synchronize|^(cuda|hip)Memcpy(Async)?$|^aten::(item|_local_scalar_dense)$"
                                r"|^cudaStreamWaitEvent$", re.I)
 _CPU_P2P_RE = re.compile(r"^nccl:(send|recv)|^c10d::(send|recv)|^gloo:.*(send|recv)", re.I)
 _OPTIMIZER_KERNEL_RE = re.compile(r"multi_tensor_apply|adam|\bsgd|lamb(?!da)|fused_optim|_foreach_|optimizer", re.I)
-_HTOD_RE = re.compile(r"HtoD|Host to Device|H2D", re.I)
 _LEAF_SKIP_CATEGORIES = LAUNCH_CATEGORIES | {"python_function"}
 LAUNCH_SPACING_MAX_US = 1000.0 / 3.0
 """A host-wait gap with at least one launch call per this many µs is launch overhead: the CPU spends
@@ -471,14 +468,14 @@ def _p2p_kernel_mask(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray) ->
     # issued send/recv ops (pipeline parallelism), not all_to_all (DLRM, torchrec).
     if not pattern_mask(rt.strings, _P2P_OP_RE).any():
         return np.zeros(dev.start_us.size, dtype=bool)
-    p2p_names = pattern_mask(rt.strings, _P2P_RE)
+    p2p_names = pattern_mask(rt.strings, P2P_KERNEL_NAME_RE)
     return in_window & (dev.kernel_class == _COMM) & p2p_names[dev.name_id]
 
 
 def _launch_calls(rt: RankTrace) -> list[tuple[Lane, np.ndarray]]:
     """The CPU lanes that issue kernel/copy launch calls, each with the mask of those calls."""
     launch_cats = member_mask(rt.strings, LAUNCH_CATEGORIES)
-    launch_names = pattern_mask(rt.strings, _LAUNCH_NAME_RE)
+    launch_names = pattern_mask(rt.strings, LAUNCH_NAME_RE)
     masks = [(lane, launch_cats[lane.category_id] & launch_names[lane.name_id]) for lane in rt.cpu_lanes]
     return [(lane, m) for lane, m in masks if m.any()]
 
@@ -590,7 +587,7 @@ def _idle_causes(rt: RankTrace, dev: DeviceEvents, in_window: np.ndarray, p2p: n
     out.stall_blocking = float(b.sum()) * scale / span
     out.stall_cpu_ops = float(o.sum()) * scale / span
     out.stall_uninstrumented = max(out.host_stall - out.stall_blocking - out.stall_cpu_ops, 0.0)
-    htod = pattern_mask(rt.strings, _HTOD_RE)
+    htod = pattern_mask(rt.strings, HTOD_NAME_RE)
     hm = in_window & (dev.kernel_class == _COPY) & htod[dev.name_id]
     h_start = np.sort(dev.start_us[hm])
     sg, se = ogs[piece_gap[gap_index]], oge[piece_gap[gap_index]]  # the gap each stretch lies in

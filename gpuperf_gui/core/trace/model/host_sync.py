@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..vocabulary.categories import HTOD_NAME_RE
 from .trace_model import RankTrace
 from .name_masks import pattern_mask
 
@@ -30,8 +31,6 @@ with a device-to-host copy inside; ``nonzero`` and friends read a size back)."""
 TOUCH_US = 100.0
 """A sync ending at most this long before a stall begins (or still running) is the stall's cause:
 the host returns from a sync a few to tens of µs after the GPU's last kernel ends."""
-HTOD_NAME_RE = re.compile(r"HtoD|Host to Device|H2D", re.I)
-"""A host-to-device copy: one that ends a GPU-idle gap is a data tell (the next batch), not a sync's idle."""
 GAP_KINDS = ("idle", "host_sync")
 """What a compute stream's idle gap is in the Trace lanes (index = the gap's kind): plain idle, or
 idle after a blocking sync (:class:`SyncGapClassifier`)."""
@@ -137,6 +136,6 @@ class SyncGapClassifier:
 def sync_gap_classifier(rt: RankTrace) -> SyncGapClassifier:
     """The :class:`SyncGapClassifier` of one rank: its blocking calls and its host-to-device copies."""
     s, e = rt.cpu_spans(pattern_mask(rt.strings, SYNC_CALL_RE))
-    htod = pattern_mask(rt.strings, HTOD_NAME_RE)
+    htod = pattern_mask(rt.strings, HTOD_NAME_RE)  # one that ends a GPU-idle gap is a data tell (the next batch)
     starts = [lane.start_us[htod[lane.name_id]] for lane in rt.gpu_lanes if len(lane)]
     return SyncGapClassifier(s, e, np.concatenate(starts) if starts else np.zeros(0))

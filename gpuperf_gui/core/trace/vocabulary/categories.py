@@ -11,6 +11,11 @@ COPY_CATEGORIES = frozenset({"gpu_memcpy", "gpu_memset", "Memcpy", "Memset"})
 """Device copies and memsets (the kernel class ``copy``)."""
 LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "Runtime"})
 """Host calls into the CUDA runtime or driver (launches, syncs, allocations)."""
+LAUNCH_NAME_RE = re.compile(r"launch|memcpy|memset", re.IGNORECASE)
+"""Of those calls, the ones that start device work: kernel and graph launches (``cudaGraphLaunch``),
+copies and memsets."""
+HTOD_NAME_RE = re.compile(r"HtoD|Host to Device|H2D", re.IGNORECASE)
+"""A host-to-device copy (Kineto's "Memcpy HtoD", the older profiler's "Host to Device")."""
 SKIPPED_CATEGORIES = frozenset({"Trace"})
 """The profiler's own span over the whole trace: not an event of the program."""
 STEP_NAME_RE = re.compile(r"\s*ProfilerStep\s*#\s*(\d+)\s*")

@@ -21,6 +21,10 @@ KERNEL_CLASSES: tuple[str, ...] = (
 )
 """Kernel classes; :attr:`.trace_model.Lane.kernel_class` holds indices into this tuple (-1 = not device work)."""
 
+P2P_KERNEL_NAME_RE = re.compile(r"sendrecv|_send|_recv|send_|recv_|nccl:send|nccl:recv|p2p", re.IGNORECASE)
+"""A communication kernel that moves data between two ranks (NCCL's SendRecv kernels). NCCL runs
+all-to-all as SendRecv kernels too: its callers also ask whether the host issued send/recv ops."""
+
 KERNEL_CLASS_RULES: tuple[tuple[str, str], ...] = (
     ("communication", r"nccl|rccl|^hccl|^c10d::|allreduce|allgather|reducescatter|alltoall"),
     ("copy", r"^(hip)?memcpy|^(hip)?memset|^dma|^memcpy|copybuffer|fillbuffer"),
