@@ -390,3 +390,22 @@ def test_lower_quartile_is_numpys_percentile() -> None:
         for _ in range(50):
             x = rng.exponential(5.0, n)
             assert _lower_quartile(x) == float(np.percentile(x, 25))
+
+
+
+def test_the_gemm_ceiling_judges_kernels_at_the_overviews_precision(shared_traces: Path, capsys) -> None:
+    """The what-if's "GEMMs at 70 % of the dense peak" reads a kernel's precision as the Overview's
+    "GEMMs at X % of roof" does (the name's, else the launching op's input types). On MI300X, ROCm
+    Tensile's bf16 GEMMs ("Cijk_..._BBS_BH_...") do not spell "bf16": judged against the fp32 peak
+    (163 TFLOP/s against bf16's 1,307, AMD's datasheet) they looked past 70 % and the projection
+    showed no gain, while the Overview has them at a third of their roof in 93 % of the step."""
+    assert cli_main(["diagnose", "--json", str(shared_traces / "tracelens/torch_compile_triton/trace.json.gz")]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    kernels = doc["ranks"][0]["kernels"]
+    assert kernels["roof_device"] == "mi300x" and kernels["precision"]["precision"] == "bf16"
+    gemm = kernels["gemm"]
+    assert gemm["fraction_of_roof"] < 0.4 and gemm["time_fraction_of_step"] > 0.9
+    # below 40 % of roof is below 40 % of the peak (the roof is at most the peak): at 70 % each GEMM
+    # takes at most 0.4 / 0.7 of its time, and GEMMs fill most of the step, so the step must shrink
+    (row,) = [r for r in doc["what_if"] if r["cause"] == "gemm_ceiling"]
+    assert row["speedup_upper_bound"] > 1.1

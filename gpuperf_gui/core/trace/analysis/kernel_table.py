@@ -128,6 +128,18 @@ def duration_weights(ext: np.ndarray, dur: np.ndarray) -> np.ndarray:
     return np.where(total[group] > 0, dur / np.maximum(total[group], 1e-30), 0.0)
 
 
+def kernel_precision_of(rt: RankTrace, names: list[str], ext: np.ndarray) -> list[str | None]:
+    """The precision of each of a rank's kernels (``names``, their External ids ``ext``) by the kernel
+    rows' rule (:func:`.precision.kernel_precision`): the name's, else the launching op's input types."""
+    op_ext, _, _, op_prec = op_counts_by_external_id(rt)
+    codes = np.full(len(names), -1, np.int64)
+    if op_ext.size:
+        pos, joined = join_ops(op_ext, ext)
+        codes[joined] = op_prec[pos[joined]]
+    return [_kernel_precision(n, PRECISION_CODES[c] if c >= 0 else None, uses_tensor_cores(n))
+            for n, c in zip(names, codes.tolist())]
+
+
 def kernel_rows(rt: RankTrace) -> tuple[list[KernelRow], float | None, float]:
     """(kernel rows by device time, tensor-core share, total kernel seconds) over the whole trace.
 

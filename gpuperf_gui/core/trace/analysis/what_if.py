@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
 
 from . import critical_path as cp
-from .kernel_table import join_ops
+from .kernel_table import join_ops, kernel_precision_of
 from ..vocabulary.kernel_classes import KERNEL_CLASSES
 from ..model.trace_model import RankTrace
 
@@ -503,14 +502,12 @@ def _combine(a: Change, b: Change) -> Change:
     return Change(np.minimum(a.dcat, b.dcat), np.minimum(a.w, b.w), a.on & b.on, group)
 
 
-_HALF_RE = re.compile(r"bf16|f16|fp16|half|_h_|hgemm|s16816|h1688", re.I)
-_TF32_RE = re.compile(r"tf32|1688gemm", re.I)
-
-
 def gemm_ideal_us(g: cp.Graph, ranks: list[RankTrace], devices: _Devices) -> np.ndarray | None:
     """Per graph node, the time a GEMM kernel would take at :data:`GEMM_CEILING_FRACTION` of the
-    device's dense peak (NaN where unknown): its launching op's FLOPs (recorded or estimated from
-    shapes), shared among the op's GEMM kernels by their duration."""
+    device's dense peak at the kernel's own precision (NaN where unknown): its launching op's FLOPs
+    (recorded or estimated from shapes), shared among the op's GEMM kernels by their duration. The
+    precision and the peak are the Overview's (:func:`.kernel_table.kernel_precision_of`, the
+    kernel roof's ``dense_flops_per_s``): a kernel without either gets no ideal time."""
     out = np.full(len(g), np.nan)
     found = False
     for rt, nodes, ext, flops, device in _by_rank(g, ranks, "gemm", "flops", devices):
@@ -521,24 +518,11 @@ def gemm_ideal_us(g: cp.Graph, ranks: list[RankTrace], devices: _Devices) -> np.
             total[e] = total.get(e, 0.0) + dd
         share = np.array([dd / total[e] if total[e] > 0 else 1.0 for e, dd in zip(ext.tolist(), dur.tolist())])
         names = [rt.strings[rt.lanes[int(g.node_lane[i])].name_id[int(g.node_index[i])]] for i in nodes]
-        peaks = {n: _peak(device, n) for n in set(names)}
-        peak = np.array([peaks[n] for n in names])
+        precisions = kernel_precision_of(rt, names, ext)
+        peak = np.array([device.dense_flops_per_s.get(p) or np.nan if p else np.nan for p in precisions])
         out[nodes] = flops * share / (GEMM_CEILING_FRACTION * peak) * 1e6
         found = found or bool(np.isfinite(out[nodes]).any())
     return out if found else None
-
-
-def _peak(device, kernel_name: str) -> float:  # noqa: ANN001 (hardware.Device)
-    for precision, test in (("bf16", _HALF_RE), ("tf32", _TF32_RE)):
-        if test.search(kernel_name):
-            try:
-                return device.peak_flops_per_s(precision)
-            except Exception:  # noqa: BLE001 (a device without that precision)
-                break
-    try:
-        return device.peak_flops_per_s("fp32")
-    except Exception:  # noqa: BLE001
-        return float("nan")
 
 
 def project(ranks: list[RankTrace], step_time_s: float | None, *, late_ranks: list[int] | None = None,
