@@ -519,7 +519,7 @@ def gemm_ideal_us(g: cp.Graph, ranks: list[RankTrace], devices: _Devices) -> np.
         share = np.array([dd / total[e] if total[e] > 0 else 1.0 for e, dd in zip(ext.tolist(), dur.tolist())])
         names = [rt.strings[rt.lanes[int(g.node_lane[i])].name_id[int(g.node_index[i])]] for i in nodes]
         precisions = kernel_precision_of(rt, names, ext)
-        peak = np.array([device.dense_flops_per_s.get(p) or np.nan if p else np.nan for p in precisions])
+        peak = np.array([(device.dense_flops_per_s.get(p) or np.nan) if p else np.nan for p in precisions])
         out[nodes] = flops * share / (GEMM_CEILING_FRACTION * peak) * 1e6
         found = found or bool(np.isfinite(out[nodes]).any())
     return out if found else None

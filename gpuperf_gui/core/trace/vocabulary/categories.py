@@ -1,6 +1,7 @@
 """The event categories the profilers write (Kineto's ``cat``; the older profiler's in capitals), and
-what each one is to the engine, and the step annotation's name: the names every layer above shares,
-so no reader of the model needs the module that builds it."""
+what each one is to the engine, and the names of events every reader must read alike (a step, a
+DataLoader span, a launch call, a host-to-device copy): the names every layer above shares, so no
+reader of the model needs the module that builds it."""
 from __future__ import annotations
 
 import re
