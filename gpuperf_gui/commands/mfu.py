@@ -224,9 +224,10 @@ def _load_trace(path: str) -> TraceRun:
 
 
 def _device(form: MfuForm):  # noqa: ANN202 (hardware.Device | None)
-    from gpuperf_gui.core.trace.analysis.kernel_roof import _database  # noqa: PLC0415
+    from gpuperf_gui.core.trace.analysis.kernel_roof import device_database  # noqa: PLC0415
 
-    return _database().get(form.device_id) if form.device_id and form.device_id in _database() else None
+    database = device_database()
+    return database.get(form.device_id) if form.device_id and form.device_id in database else None
 
 
 def precision_line(trace: TraceRun, precision: str | None, given: bool) -> str:

@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from .rank_analysis import RankAnalysis
     from ..model.trace_model import RankTrace
 
-__all__ = ["GemmRoof", "RankKernels", "TraceKernels", "attach_kernels", "gemm_roof", "kernel_roof_fraction",
-           "rank_kernels", "trace_device"]
+__all__ = ["GemmRoof", "RankKernels", "TraceKernels", "attach_kernels", "device_database", "gemm_roof",
+           "kernel_roof_fraction", "rank_kernels", "trace_device"]
 
 
 def kernel_roof_fraction(row: KernelRow, device: Device | None, override: str | None = None) -> float | None:
@@ -146,20 +146,50 @@ def attach_kernels(rt: RankTrace, analysis: RankAnalysis) -> RankAnalysis:
     return analysis
 
 
+def trace_device(device_name: str | None, database: DeviceDatabase | None = None) -> Device | None:
+    """The database's device for a trace's ``deviceProperties`` name, None when unknown: the one
+    lookup behind the kernel roofs, the memory-bound rule and the what-if. Without ``database``,
+    the shipped devices and the user's file as it is now (read again when the file changed: an
+    edit in the window reaches the next trace a long-lived helper analyses)."""
+    if not device_name:
+        return None
+    if database is not None:
+        return _matched(device_name, database)
+    return _device_at(_devices_file_stamp(), device_name)
+
+
+def device_database() -> DeviceDatabase:
+    """The shipped devices and the user's file as it is now (read again when the file changed)."""
+    return _database_at(_devices_file_stamp())
+
+
+def _devices_file_stamp() -> tuple[str, int, int] | None:
+    """The user's devices file (path, mtime, size), None when there is none."""
+    from ...paths import user_devices_file  # noqa: PLC0415
+
+    path = user_devices_file()
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return str(path), stat.st_mtime_ns, stat.st_size
+
+
+@lru_cache(maxsize=256)
+def _device_at(stamp: tuple[str, int, int] | None, device_name: str) -> Device | None:
+    return _matched(device_name, _database_at(stamp))
+
+
 @lru_cache(maxsize=1)
-def _database() -> DeviceDatabase:
+def _database_at(stamp: tuple[str, int, int] | None) -> DeviceDatabase:
     from ...hardware import load_database  # noqa: PLC0415
 
     return load_database()
 
 
-def trace_device(device_name: str | None, database: DeviceDatabase | None = None) -> Device | None:
-    """The database's device for a trace's ``deviceProperties`` name, None when unknown."""
-    if not device_name:
-        return None
+def _matched(device_name: str, database: DeviceDatabase) -> Device | None:
     from ...hardware import match_device_name  # noqa: PLC0415 - only with a name
 
-    database = database or _database()
     device_id = match_device_name(device_name, database)
     return database.get(device_id) if device_id else None
 

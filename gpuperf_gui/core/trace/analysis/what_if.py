@@ -26,6 +26,7 @@ from typing import Callable, Iterator, NamedTuple
 import numpy as np
 
 from . import critical_path as cp
+from .kernel_roof import trace_device
 from .kernel_table import join_ops, kernel_precision_of
 from ..vocabulary.kernel_classes import KERNEL_CLASSES
 from ..model.trace_model import RankTrace
@@ -404,32 +405,14 @@ def kernel_name_ids(g: cp.Graph, ranks: list[RankTrace]) -> np.ndarray:
     return out
 
 
-class _Devices:
-    """The device database, read once per projection (its TOML parse costs more than the walks)."""
-
-    def __init__(self) -> None:
-        self._db = None
-        self._found: dict[str, object] = {}
-
-    def of(self, device_name: str):  # noqa: ANN201 (hardware.Device | None)
-        if device_name not in self._found:
-            from gpuperf_gui.core.hardware import load_database, match_device_name  # noqa: PLC0415
-
-            self._db = self._db or load_database()
-            device_id = match_device_name(device_name, self._db)
-            self._found[device_name] = self._db.get(device_id) if device_id is not None else None
-        return self._found[device_name]
-
-
-def kernel_io_bytes(g: cp.Graph, ranks: list[RankTrace], devices: _Devices | None = None
-                    ) -> tuple[np.ndarray | None, np.ndarray | None]:
+def kernel_io_bytes(g: cp.Graph, ranks: list[RankTrace]) -> tuple[np.ndarray | None, np.ndarray | None]:
     """Per elementwise kernel node, the bytes of its launching op's largest recorded input (NaN:
     unknown; by External id), and per node its device's peak memory bandwidth (B/s, NaN: unknown
     device). (None, None) when no rank recorded shapes."""
     io = np.full(len(g), np.nan)
     bw = np.full(len(g), np.nan)
     found = False
-    for _, nodes, _, got, device in _by_rank(g, ranks, "elementwise", "io_bytes", devices or _Devices()):
+    for _, nodes, _, got, device in _by_rank(g, ranks, "elementwise", "io_bytes"):
         if device.memory_bandwidth_bytes_per_s:
             io[nodes] = got
             bw[nodes] = float(device.memory_bandwidth_bytes_per_s)
@@ -437,11 +420,11 @@ def kernel_io_bytes(g: cp.Graph, ranks: list[RankTrace], devices: _Devices | Non
     return (io, bw) if found else (None, None)
 
 
-def _by_rank(g: cp.Graph, ranks: list[RankTrace], kernel_class: str, column: str, devices: _Devices
+def _by_rank(g: cp.Graph, ranks: list[RankTrace], kernel_class: str, column: str
              ) -> Iterator[tuple[RankTrace, np.ndarray, np.ndarray, np.ndarray, object]]:
     """Per rank with a known device: its kernel nodes of ``kernel_class``, their External ids (-1:
     none) and the largest positive ``column`` of the CPU events with each id (NaN: none), and the
-    device (read only for a rank whose events have some ``column``)."""
+    device (:func:`.kernel_roof.trace_device`, looked up only for a rank whose events have some ``column``)."""
     kc = KERNEL_CLASSES.index(kernel_class)
     for rt in ranks:
         nodes = np.flatnonzero(g.is_gpu & (g.node_rank == rt.rank) & (g.kernel_class == kc))
@@ -455,7 +438,7 @@ def _by_rank(g: cp.Graph, ranks: list[RankTrace], kernel_class: str, column: str
         values = _max_by_external_id(rt, column, ext)
         if not np.isfinite(values).any():
             continue
-        device = devices.of(rt.device_name)
+        device = trace_device(rt.device_name)
         if device is not None:
             yield rt, nodes, ext, values, device
 
@@ -502,7 +485,7 @@ def _combine(a: Change, b: Change) -> Change:
     return Change(np.minimum(a.dcat, b.dcat), np.minimum(a.w, b.w), a.on & b.on, group)
 
 
-def gemm_ideal_us(g: cp.Graph, ranks: list[RankTrace], devices: _Devices) -> np.ndarray | None:
+def gemm_ideal_us(g: cp.Graph, ranks: list[RankTrace]) -> np.ndarray | None:
     """Per graph node, the time a GEMM kernel would take at :data:`GEMM_CEILING_FRACTION` of the
     device's dense peak at the kernel's own precision (NaN where unknown): its launching op's FLOPs
     (recorded or estimated from shapes), shared among the op's GEMM kernels by their duration. The
@@ -510,7 +493,7 @@ def gemm_ideal_us(g: cp.Graph, ranks: list[RankTrace], devices: _Devices) -> np.
     kernel roof's ``dense_flops_per_s``): a kernel without either gets no ideal time."""
     out = np.full(len(g), np.nan)
     found = False
-    for rt, nodes, ext, flops, device in _by_rank(g, ranks, "gemm", "flops", devices):
+    for rt, nodes, ext, flops, device in _by_rank(g, ranks, "gemm", "flops"):
         dur = g.dcat[nodes, cp.N_CPU + KERNEL_CLASSES.index("gemm")]
         # Share an op's FLOPs among its GEMM kernels by duration (split-K GEMM + its reduction).
         total: dict[int, float] = {}
@@ -546,10 +529,9 @@ def project(ranks: list[RankTrace], step_time_s: float | None, *, late_ranks: li
     path = cp.critical_path(g, t)
     mfu_at = (mfu_model or MfuModel(0.0, 0.0)).at
     ctx = {"late_ranks": late_ranks or [], "kernel_names": kernel_name_ids(g, ranks)}
-    devices = _Devices()
     # Only a trace with a run of elementwise kernels to fuse reads the device database for them.
-    ctx["io_bandwidth"] = functools.cache(lambda: kernel_io_bytes(g, ranks, devices))
-    ctx["gemm_ideal_us"] = gemm_ideal_us(g, ranks, devices)   # None: no rank with a device and FLOPs
+    ctx["io_bandwidth"] = functools.cache(lambda: kernel_io_bytes(g, ranks))
+    ctx["gemm_ideal_us"] = gemm_ideal_us(g, ranks)   # None: no rank with a device and FLOPs
     best: dict[str, Projection] = {}
     combos = {cause: (cause,) for cause in SCENARIOS}
     for _ in range(2):   # each cause, then the two largest together
