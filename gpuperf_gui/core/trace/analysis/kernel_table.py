@@ -136,8 +136,14 @@ def kernel_precision_of(rt: RankTrace, names: list[str], ext: np.ndarray) -> lis
     if op_ext.size:
         pos, joined = join_ops(op_ext, ext)
         codes[joined] = op_prec[pos[joined]]
-    return [_kernel_precision(n, PRECISION_CODES[c] if c >= 0 else None, uses_tensor_cores(n))
-            for n, c in zip(names, codes.tolist())]
+    found: dict[tuple[str, int], str | None] = {}   # a rank's GEMMs are a few kernels, called many times
+    out = []
+    for key in zip(names, codes.tolist()):
+        if key not in found:
+            name, code = key
+            found[key] = _kernel_precision(name, PRECISION_CODES[code] if code >= 0 else None, uses_tensor_cores(name))
+        out.append(found[key])
+    return out
 
 
 def kernel_rows(rt: RankTrace) -> tuple[list[KernelRow], float | None, float]:

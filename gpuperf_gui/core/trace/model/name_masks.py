@@ -11,6 +11,9 @@ every rank's table):
 * the strings seen by this process (the ranks of one job share nearly all their names), numbered
   once, with each question's answer per string number: a new table costs one dict look-up per
   string, and each question over it one numpy gather (bounded: :data:`MEMO_MAX_STRINGS`).
+
+:func:`step_name_mask` asks the one shared question every layer asks of a name (is it a step
+annotation) and :func:`step_lane` finds the thread that holds those annotations.
 """
 from __future__ import annotations
 
