@@ -1,6 +1,6 @@
-"""A step annotation and a DataLoader span are one concept each with one definition
-(``categories.STEP_NAME_RE``, ``categories.DATALOADER_NAME_RE``): the builder's steps, the op table,
-the analysis and the critical path all read a name the same way."""
+"""A step annotation, a DataLoader span and a blocking host call are one concept each with one
+definition (``categories.STEP_NAME_RE``, ``DATALOADER_NAME_RE``, ``HOST_SYNC_CALL_RE``): the builder's steps,
+the op table, the analysis and the critical path all read a name the same way."""
 from __future__ import annotations
 
 import gzip
@@ -64,3 +64,37 @@ def test_what_is_a_dataloader_span() -> None:
              "torch/utils/data/dataloader.py(631): __next__", "my_dataloader.fetch", "aten::mm", "loader"]
     mask = pattern_mask(StringTable(names), DATALOADER_NAME_RE)
     assert np.flatnonzero(mask).tolist() == [0, 1, 2, 3]
+
+
+# The CUDA Runtime API's "API synchronization behavior": these return only when the device is done;
+# cudaStreamWaitEvent makes a stream wait and returns to the host at once; a launch never waits.
+_HOST_WAITS = ["cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "hipDeviceSynchronize",
+               "hipCtxSynchronize", "cudaMemcpy", "cudaMemcpy2D", "hipMemcpyWithStream"]
+_HOST_GOES_ON = ["cudaStreamWaitEvent", "hipStreamWaitEvent", "cudaLaunchKernel", "cudaEventRecord",
+                 "cudaEventQuery", "cudaMemsetAsync"]
+
+
+def test_every_reader_of_a_blocking_host_call_agrees_with_the_runtime_documentation() -> None:
+    from gpuperf_gui.core.trace.analysis import critical_path, rank_analysis
+    from gpuperf_gui.core.trace.model import host_sync
+    readers = {"host-sync stalls": host_sync.SYNC_CALL_RE, "idle split": rank_analysis._BLOCKING_CALL_RE,
+               "critical path": critical_path._BLOCKING_RE}
+    for reader, pattern in readers.items():
+        assert [n for n in _HOST_WAITS if not pattern.search(n)] == [], reader
+        assert [n for n in _HOST_GOES_ON if pattern.search(n)] == [], reader
+
+
+def test_a_synchronous_rocm_copy_is_a_sync_in_the_analysis_and_on_the_critical_path(capsys) -> None:  # noqa: ANN001
+    """ROCm torch copies with hipMemcpyWithStream; the file shows each call returning after its copy
+    (same correlation id) ended: the host waited. Counted by hand from the JSON."""
+    path = DATA / "mi250_minitoy_train_ROCm6_2_kineto.json.gz"
+    events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+    copies = {e["args"]["correlation"]: e for e in events if e.get("cat") == "gpu_memcpy"}
+    calls = [e for e in events if e.get("name") == "hipMemcpyWithStream"]
+    waited = [c for c in calls if (k := copies.get(c["args"]["correlation"]))
+              and k["ts"] + k["dur"] <= c["ts"] + c["dur"]]
+    assert len(waited) == len(calls) == 2
+    assert main(["diagnose", "--json", str(path)]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["ranks"][0]["idle_causes"]["syncs"] == 2
+    assert obj["critical_path"]["share"]["sync"] > 0

@@ -50,7 +50,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .rank_analysis import CPU_COLLECTIVE_RE, LAUNCH_SPACING_MAX_US, analysis_window, device_events, main_thread
-from ..vocabulary.categories import DATALOADER_NAME_RE, LAUNCH_CATEGORIES, LAUNCH_NAME_RE
+from ..vocabulary.categories import (DATALOADER_NAME_RE, HOST_SYNC_CALL_RE, LAUNCH_CATEGORIES, LAUNCH_NAME_RE,
+                                     MEMCPY_ASYNC_RE)
 from ..vocabulary.kernel_classes import KERNEL_CLASSES, P2P_KERNEL_NAME_RE
 from ..model.trace_model import Lane, RankTrace
 from ..model.name_masks import member_mask, pattern_mask, step_lane, step_name_mask
@@ -99,8 +100,8 @@ KERNEL_GAP_MAX_US = 30.0
 the device's own gap between kernels (HTA's kernel-wait threshold, ``consecutive_kernel_delay``);
 a longer gap was a wait on something else (another stream's event)."""
 
-_BLOCKING_RE = re.compile(r"^(cuda|hip)(DeviceSynchronize|StreamSynchronize|EventSynchronize|Memcpy|MemcpyAsync)$")
-_MEMCPY_ASYNC_RE = re.compile(r"^(cuda|hip)MemcpyAsync$")
+_BLOCKING_RE = re.compile(f"{HOST_SYNC_CALL_RE.pattern}|{MEMCPY_ASYNC_RE.pattern}", re.I)
+"""Host calls that may wait for the device: the syncs, and the async copies that waited for their copy."""
 _P2P_HOST_RE = re.compile(r"^gloo:(send|recv)$", re.I)
 """A gloo point-to-point transfer: the span from the call to the transfer's end (on the host)."""
 _P2P_OP_RE = re.compile(r"(send|recv)", re.I)
@@ -715,7 +716,7 @@ def _sync_edges(b: _Builder, rt: RankTrace, cpu: dict[int, _CpuLane], gpu: _Gpu)
     """Host blocks on the device: a blocking call's end waits for the device work launched before it."""
     t_all = np.concatenate(b.t)
     blocking = pattern_mask(rt.strings, _BLOCKING_RE)
-    memcpy_async = pattern_mask(rt.strings, _MEMCPY_ASYNC_RE)
+    memcpy_async = pattern_mask(rt.strings, MEMCPY_ASYNC_RE)
     # Per GPU lane: kernels in launch order (launch time, node, end).
     per_stream = []
     own_copy: dict[int, int] = {}  # launch call's node -> gpu node launched by it

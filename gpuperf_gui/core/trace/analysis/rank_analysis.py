@@ -31,8 +31,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from . import intervals as iv
-from ..vocabulary.categories import DATALOADER_NAME_RE, HTOD_NAME_RE, LAUNCH_CATEGORIES, LAUNCH_NAME_RE
-from ..model.host_sync import sync_stalls
+from ..vocabulary.categories import (DATALOADER_NAME_RE, HTOD_NAME_RE, LAUNCH_CATEGORIES, LAUNCH_NAME_RE,
+                                     MEMCPY_ASYNC_RE)
+from ..model.host_sync import SYNC_CALL_RE, sync_stalls
 from .kernel_evidence import KernelEvidence, kernel_evidence, launch_flows
 from ..vocabulary.kernel_classes import KERNEL_CLASSES, P2P_KERNEL_NAME_RE
 from ..model.trace_model import Lane, RankTrace
@@ -51,8 +52,9 @@ CPU_COLLECTIVE_RE = re.compile(
     r"^gloo:(?!.*(send|recv))|^c10d::(allreduce|allgather|broadcast|barrier|reduce_scatter|alltoall)|"
     r"all_?to_?all.*wait|awaitable.*wait|^record_param_comms$|^nccl:.*wait|^c10d::wait", re.I)
 """CPU-side collectives and waits on them (gloo, c10d, torchrec awaitables)."""
-_BLOCKING_CALL_RE = re.compile(r"synchronize|^(cuda|hip)Memcpy(Async)?$|^aten::(item|_local_scalar_dense)$"
-                               r"|^cudaStreamWaitEvent$", re.I)
+_BLOCKING_CALL_RE = re.compile(f"{SYNC_CALL_RE.pattern}|{MEMCPY_ASYNC_RE.pattern}", re.I)
+"""Where a host stall's time counts as spent waiting in a call: the syncs, and the async copies (of
+pageable memory they wait; of pinned memory they last a launch's few µs)."""
 _CPU_P2P_RE = re.compile(r"^nccl:(send|recv)|^c10d::(send|recv)|^gloo:.*(send|recv)", re.I)
 _OPTIMIZER_KERNEL_RE = re.compile(r"multi_tensor_apply|adam|\bsgd|lamb(?!da)|fused_optim|_foreach_|optimizer", re.I)
 _LEAF_SKIP_CATEGORIES = LAUNCH_CATEGORIES | {"python_function"}

@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..vocabulary.categories import HTOD_NAME_RE
+from ..vocabulary.categories import HOST_SYNC_CALL_RE, HTOD_NAME_RE
 from .trace_model import RankTrace
 from .name_masks import pattern_mask
 
-SYNC_CALL_RE = re.compile(r"synchroni[sz]e|^(cuda|hip)Memcpy(2D|3D)?$|^aten::(item|_local_scalar_dense)$", re.I)
-"""Calls that block the host until the GPU is done: stream/device/event syncs, the synchronous
-cudaMemcpy, and the scalar read behind ``.item()``."""
+SYNC_CALL_RE = re.compile(rf"synchroni[sz]e|^aten::(item|_local_scalar_dense)$|{HOST_SYNC_CALL_RE.pattern}", re.I)
+"""Calls that block the host until the GPU is done: the runtime's (:data:`HOST_SYNC_CALL_RE`), the
+scalar read behind ``.item()``, and any span named for a sync (``torch.cuda.synchronize``)."""
 SYNC_ISSUER_RE = re.compile(r"synchroni[sz]e|^(cuda|hip)Memcpy|^aten::(item|_local_scalar_dense|tolist|to|_to_copy"
                             r"|copy_|cpu|nonzero|masked_select|unique\w*)$", re.I)
 """CPU events that may hold a sync (``.cpu()``/``.tolist()`` are ``aten::to``/``_to_copy``/``copy_``
@@ -56,9 +56,6 @@ class HostSyncStalls:
     """(op name, stalls it issued), most first: the outermost sync-holding op at each stall's start."""
 
 
-_RUNTIME_SYNC_RE = re.compile(r"^(cuda|hip)(Stream|Device|Event|Ctx)Synchroni[sz]e|^(cuda|hip)Memcpy(2D|3D)?$", re.I)
-
-
 def sync_stalls(rt: RankTrace, stall_s: np.ndarray, stall_len: np.ndarray, data_tell: np.ndarray,
                 scale: float, span: float, window: tuple[float, float] = (-np.inf, np.inf)) -> HostSyncStalls:
     """Of the host-stall stretches starting at ``stall_s`` (idle ``stall_len`` µs each, ``scale``
@@ -66,7 +63,7 @@ def sync_stalls(rt: RankTrace, stall_s: np.ndarray, stall_len: np.ndarray, data_
     tell (``data_tell``: the stall ends with an HtoD copy or lies in the DataLoader)."""
     out = HostSyncStalls()
     calls = rt.cpu_spans(pattern_mask(rt.strings, SYNC_CALL_RE))
-    runtime = rt.cpu_spans(pattern_mask(rt.strings, _RUNTIME_SYNC_RE))[0]
+    runtime = rt.cpu_spans(pattern_mask(rt.strings, HOST_SYNC_CALL_RE))[0]
     out.syncs = int(((runtime >= window[0]) & (runtime < window[1])).sum())
     if not calls[0].size or not stall_s.size:
         return out

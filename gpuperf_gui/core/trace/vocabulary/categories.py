@@ -17,6 +17,15 @@ LAUNCH_NAME_RE = re.compile(r"launch|memcpy|memset", re.IGNORECASE)
 copies and memsets."""
 HTOD_NAME_RE = re.compile(r"HtoD|Host to Device|H2D", re.IGNORECASE)
 """A host-to-device copy (Kineto's "Memcpy HtoD", the older profiler's "Host to Device")."""
+HOST_SYNC_CALL_RE = re.compile(r"^(cuda|hip)(Device|Stream|Event|Ctx)Synchroni[sz]e$|^(cuda|hip)Memcpy(2D|3D)?$"
+                               r"|^hipMemcpyWithStream$", re.IGNORECASE)
+"""Runtime calls that return only when the device has done the work they wait for: the stream, device,
+event and context syncs, and the synchronous copies (CUDA Runtime API, "API synchronization
+behavior"; ROCm torch copies to the host with ``hipMemcpyWithStream``). ``cudaStreamWaitEvent`` is not
+one: it makes a *stream* wait and returns to the host at once."""
+MEMCPY_ASYNC_RE = re.compile(r"^(cuda|hip)Memcpy(2D|3D)?Async$", re.IGNORECASE)
+"""The asynchronous copy calls: they block the host only where the copy touches pageable memory, so a
+reader decides per call (the critical path: whether its copy ended before the call returned)."""
 SKIPPED_CATEGORIES = frozenset({"Trace"})
 """The profiler's own span over the whole trace: not an event of the program."""
 STEP_NAME_RE = re.compile(r"\s*ProfilerStep\s*#\s*(\d+)\s*")
