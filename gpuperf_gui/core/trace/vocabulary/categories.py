@@ -21,8 +21,9 @@ HOST_SYNC_CALL_RE = re.compile(r"^(cuda|hip)(Device|Stream|Event|Ctx)Synchroni[s
                                r"|^hipMemcpyWithStream$", re.IGNORECASE)
 """Runtime calls that return only when the device has done the work they wait for: the stream, device,
 event and context syncs, and the synchronous copies (CUDA Runtime API, "API synchronization
-behavior"; ROCm torch copies to the host with ``hipMemcpyWithStream``). ``cudaStreamWaitEvent`` is not
-one: it makes a *stream* wait and returns to the host at once."""
+behavior"; ROCm torch makes its blocking copies with ``hipMemcpyWithStream``, and a trace shows each
+call returning after its copy). ``cudaStreamWaitEvent`` is not one: it makes a *stream* wait and
+returns to the host at once."""
 MEMCPY_ASYNC_RE = re.compile(r"^(cuda|hip)Memcpy(2D|3D)?Async$", re.IGNORECASE)
 """The asynchronous copy calls: they block the host only where the copy touches pageable memory, so a
 reader decides per call (the critical path: whether its copy ended before the call returned)."""
