@@ -85,8 +85,8 @@ def test_every_reader_of_a_blocking_host_call_agrees_with_the_runtime_documentat
 
 
 def test_a_synchronous_rocm_copy_is_a_sync_in_the_analysis_and_on_the_critical_path(capsys) -> None:  # noqa: ANN001
-    """ROCm torch copies with hipMemcpyWithStream; the file shows each call returning after its copy
-    (same correlation id) ended: the host waited. Counted by hand from the JSON."""
+    """ROCm torch makes its blocking copies with hipMemcpyWithStream; the file shows each call
+    returning after its copy (same correlation id) ended: the host waited. Counted by hand from the JSON."""
     path = DATA / "mi250_minitoy_train_ROCm6_2_kineto.json.gz"
     events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
     copies = {e["args"]["correlation"]: e for e in events if e.get("cat") == "gpu_memcpy"}
